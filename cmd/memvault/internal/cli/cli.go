@@ -1,0 +1,247 @@
+// Package cli is memvault's command line: flag parsing, output and exit
+// codes over the vault package. Commands stay thin; the root opens the vault,
+// and for commands that write, takes the lock and commits once.
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+)
+
+// Exit codes, documented in docs/API.md.
+const (
+	ExitOK       = 0
+	ExitInternal = 1 // a bug or an unexpected failure
+	ExitUsage    = 2 // bad flags or bad input
+	ExitNotFound = 3 // no vault, no such event
+	ExitConflict = 4 // the request contradicts the vault's state
+	ExitBusy     = 5 // the vault lock was not free in time
+	ExitCorrupt  = 6 // verification failed
+	ExitIO       = 7 // full or read-only disk, permissions
+)
+
+// Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
+var Version = "dev"
+
+// Main runs memvault with args (without the program name) on the process's
+// standard streams and returns the exit code.
+func Main(args []string) int {
+	return Run(args, os.Stdin, os.Stdout, os.Stderr)
+}
+
+// Run is Main with explicit streams, for tests.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	app := newApp(stdin, stdout, stderr)
+	unknown := false
+	app.CommandNotFound = func(_ *ucli.Context, name string) {
+		fmt.Fprintf(stderr, "memvault: %s: unknown command\nhint: memvault --help lists the commands\n", name)
+		unknown = true
+	}
+	err := app.Run(append([]string{"memvault"}, interspersed(app, args)...))
+	if unknown {
+		return ExitUsage
+	}
+	if err == nil {
+		return ExitOK
+	}
+	code := exitCode(err)
+	var silent *silentError
+	if !errors.As(err, &silent) {
+		fmt.Fprintf(stderr, "memvault: %v\n", err)
+		if h := vault.HintOf(err); h != "" {
+			fmt.Fprintf(stderr, "hint: %s\n", h)
+		}
+	}
+	return code
+}
+
+// silentError carries an exit code for a command that already printed its
+// own report (verify prints every problem, then fails).
+type silentError struct{ code int }
+
+func (e *silentError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// usageError marks a mistake in flags or arguments.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+func exitCode(err error) int {
+	var silent *silentError
+	var usage *usageError
+	switch {
+	case errors.As(err, &silent):
+		return silent.code
+	case errors.As(err, &usage), errors.Is(err, vault.ErrInvalid):
+		return ExitUsage
+	case errors.Is(err, vault.ErrNotFound):
+		return ExitNotFound
+	case errors.Is(err, vault.ErrConflict):
+		return ExitConflict
+	case errors.Is(err, vault.ErrBusy):
+		return ExitBusy
+	case errors.Is(err, vault.ErrCorrupt):
+		return ExitCorrupt
+	case errors.Is(err, vault.ErrIO):
+		return ExitIO
+	}
+	return ExitInternal
+}
+
+// Flags shared by several commands.
+var (
+	jsonFlag    = &ucli.BoolFlag{Name: "json", Usage: "print JSON instead of text"}
+	sessionFlag = &ucli.StringFlag{Name: "session", EnvVars: []string{"MEMVAULT_SESSION"}, Usage: "session key the write belongs to"}
+	harnessFlag = &ucli.StringFlag{Name: "harness", EnvVars: []string{"MEMVAULT_HARNESS"}, Usage: "harness the write comes from (claude-code, codex, …)"}
+	forceFlag   = &ucli.BoolFlag{Name: "force", Usage: "write even if the ledger fails verification"}
+	threadFlag  = &ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Usage: "thread key kind:slug (global when absent)"}
+)
+
+// writeFlags are the flags of every command that changes the vault.
+func writeFlags(extra ...ucli.Flag) []ucli.Flag {
+	return append(extra, sessionFlag, harnessFlag, forceFlag, jsonFlag)
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
+	app := &ucli.App{
+		Name:    "memvault",
+		Usage:   "lossless working memory for AI coding agents",
+		Version: Version,
+		Reader:  stdin,
+		Writer:  stdout, ErrWriter: stderr,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "vault", EnvVars: []string{"MEMVAULT_DIR"}, Usage: "vault folder (default: the nearest .memory/ upward)"},
+			&ucli.StringFlag{Name: "agent", EnvVars: []string{"MEMVAULT_AGENT"}, Usage: "agent id (default: memvault.toml, else \"default\")"},
+		},
+		Commands: []*ucli.Command{
+			initCommand(),
+			rememberCommand(),
+			commitmentCommand(),
+			retractCommand(),
+			supersedeCommand(),
+			ledgerCommand(),
+			verifyCommand(),
+			logCommand(),
+			statusCommand(),
+		},
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*ucli.Context, error) {}, // Run picks the exit code
+		OnUsageError: func(_ *ucli.Context, err error, _ bool) error {
+			return usagef("%s", strings.TrimPrefix(err.Error(), "flag provided but not defined: "))
+		},
+	}
+	for _, c := range app.Commands {
+		setUsageHandler(c)
+	}
+	return app
+}
+
+func setUsageHandler(c *ucli.Command) {
+	name := c.Name
+	c.OnUsageError = func(_ *ucli.Context, err error, _ bool) error {
+		return usagef("%s: %v", name, err)
+	}
+	for _, s := range c.Subcommands {
+		setUsageHandler(s)
+	}
+}
+
+// openVault finds and opens the vault the global flags point at.
+func openVault(c *ucli.Context) (*vault.Vault, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	root, err := vault.Find(c.String("vault"), wd)
+	if err != nil {
+		return nil, err
+	}
+	return vault.Open(root)
+}
+
+// agentOf resolves --agent / MEMVAULT_AGENT, else the vault's configured one.
+func agentOf(c *ucli.Context, v *vault.Vault) (string, error) {
+	a := c.String("agent")
+	if a == "" {
+		return v.Config.Agent, nil
+	}
+	return a, vault.CheckName("agent", a)
+}
+
+// readAction wraps a command that only reads.
+func readAction(fn func(c *ucli.Context, v *vault.Vault) error) ucli.ActionFunc {
+	return func(c *ucli.Context) error {
+		v, err := openVault(c)
+		if err != nil {
+			return err
+		}
+		return fn(c, v)
+	}
+}
+
+// writeAction wraps a command that changes the vault: the wrapper opens it,
+// runs fn inside one transaction (one lock, one commit), and prints the ids
+// of the events written, or the events themselves with --json.
+func writeAction(fn func(c *ucli.Context, tx *vault.Tx) error) ucli.ActionFunc {
+	return func(c *ucli.Context) error {
+		v, err := openVault(c)
+		if err != nil {
+			return err
+		}
+		agent, err := agentOf(c, v)
+		if err != nil {
+			return err
+		}
+		opts := vault.TxOptions{
+			Command: c.Command.FullName(),
+			Agent:   agent,
+			Session: c.String("session"),
+			Harness: c.String("harness"),
+			Force:   c.Bool("force"),
+		}
+		res, err := v.Update(opts, func(tx *vault.Tx) error { return fn(c, tx) })
+		if err != nil {
+			return err
+		}
+		for _, w := range res.Warnings {
+			fmt.Fprintf(c.App.ErrWriter, "memvault: warning: %s\n", w)
+		}
+		if c.Bool("json") {
+			return printJSON(c.App.Writer, res.Events)
+		}
+		for _, ev := range res.Events {
+			fmt.Fprintln(c.App.Writer, ev.ID)
+		}
+		return nil
+	}
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// textArg joins the positional arguments into one text; "-" reads stdin.
+func textArg(c *ucli.Context, what string) (string, error) {
+	args := c.Args().Slice()
+	if len(args) == 1 && args[0] == "-" {
+		data, err := io.ReadAll(io.LimitReader(c.App.Reader, vault.MaxTextBytes+1))
+		if err != nil {
+			return "", fmt.Errorf("%s: read stdin: %w", what, err)
+		}
+		return strings.TrimSuffix(string(data), "\n"), nil
+	}
+	return strings.Join(args, " "), nil
+}

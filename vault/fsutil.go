@@ -1,0 +1,143 @@
+package vault
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// Permissions for everything memvault creates. The vault holds private
+// conversations, so nothing is readable by other users; the process umask
+// can only make these stricter.
+const (
+	dirPerm  fs.FileMode = 0o700
+	filePerm fs.FileMode = 0o600
+)
+
+// WriteFileAtomic replaces path with data so that a reader, or a crash at any
+// moment, sees either the old file or the new one and never a mix: the bytes
+// go to a temporary file in the same directory, which is synced, renamed over
+// path, and then the directory itself is synced so the rename is durable.
+// It is the only way memvault writes a whole file.
+func WriteFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, dirPerm); err != nil {
+		return ioErr("create "+dir, err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return ioErr("write "+path, err)
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := f.Chmod(filePerm); err != nil {
+		return ioErr("write "+path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return ioErr("write "+path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return ioErr("write "+path, err)
+	}
+	if err := f.Close(); err != nil {
+		return ioErr("write "+path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return ioErr("write "+path, err)
+	}
+	ok = true
+	return syncDir(dir)
+}
+
+// appendFile appends data, which must be whole lines, to path with a single
+// O_APPEND write and syncs it before returning. A crash can leave at most a
+// torn last line, which readers ignore and the next writer repairs.
+func appendFile(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	created := false
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, dirPerm); err != nil {
+			return ioErr("create "+dir, err)
+		}
+		created = true
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, filePerm)
+	if err != nil {
+		return ioErr("append "+path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return ioErr("append "+path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return ioErr("append "+path, err)
+	}
+	if err := f.Close(); err != nil {
+		return ioErr("append "+path, err)
+	}
+	if created {
+		return syncDir(dir)
+	}
+	return nil
+}
+
+// syncDir makes a rename or a file creation in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return ioErr("sync "+dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return ioErr("sync "+dir, err)
+	}
+	return nil
+}
+
+// ioErr classifies a file-system failure so that a full or read-only disk is
+// reported as such, with a hint, instead of as an internal error.
+func ioErr(op string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	msg := op + ": " + describeErrno(err)
+	ve := &Error{Class: ErrIO, Msg: msg, Err: err}
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		ve.Hint = "free some space; the vault was left as it was before this command"
+	case errors.Is(err, syscall.EROFS):
+		ve.Hint = "the vault is on a read-only file system; remount it read-write"
+	case errors.Is(err, fs.ErrPermission):
+		ve.Hint = "check the owner and permissions of the vault directory"
+	}
+	return ve
+}
+
+// describeErrno returns the bare system message ("no space left on device")
+// without the path that os errors repeat.
+func describeErrno(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err.Error()
+	}
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return se.Err.Error()
+	}
+	return fmt.Sprint(err)
+}

@@ -1,0 +1,521 @@
+package vault
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// repo is the vault's git repository, driven through go-git's object layer
+// only. go-git's worktree API stages by scanning the whole tree and ignores
+// git's lock files; writing objects, trees and the ref ourselves costs time
+// proportional to the paths a transaction touched, and lets us take git's
+// own lock files so that a git command run by a person at the same moment
+// is never clobbered.
+type repo struct {
+	root   string // the work tree: the vault root
+	gitDir string
+	st     *filesystem.Storage
+}
+
+func openRepo(root string) (*repo, error) {
+	gitDir := filepath.Join(root, ".git")
+	if _, err := os.Stat(filepath.Join(gitDir, "HEAD")); err != nil {
+		return nil, &Error{Class: ErrCorrupt, Msg: "git: " + root + " is not a git repository", Err: err,
+			Hint: "run memvault init to repair the vault"}
+	}
+	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(4<<20),
+		filesystem.Options{ExclusiveAccess: false})
+	return &repo{root: root, gitDir: gitDir, st: st}, nil
+}
+
+// headBranch returns the branch HEAD points to. A detached HEAD is refused:
+// committing there would leave memvault's commits unreachable.
+func (r *repo) headBranch() (plumbing.ReferenceName, error) {
+	data, err := os.ReadFile(filepath.Join(r.gitDir, "HEAD"))
+	if err != nil {
+		return "", ioErr("read .git/HEAD", err)
+	}
+	s := strings.TrimSpace(string(data))
+	target, ok := strings.CutPrefix(s, "ref: ")
+	if !ok || !strings.HasPrefix(target, "refs/heads/") {
+		e := newErr(ErrConflict, "git: HEAD is detached in the vault")
+		return "", e.withHint("check out a branch: git -C %s switch main", r.root)
+	}
+	return plumbing.ReferenceName(target), nil
+}
+
+// refValue reads a branch's commit, loose or packed; zero hash when unborn.
+func (r *repo) refValue(name plumbing.ReferenceName) (plumbing.Hash, error) {
+	ref, err := r.st.Reference(name)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, &Error{Class: ErrCorrupt, Msg: "git: read " + name.String() + ": " + err.Error(), Err: err}
+	}
+	return ref.Hash(), nil
+}
+
+// Head returns the current commit of the vault's branch (zero when unborn).
+func (r *repo) head() (plumbing.ReferenceName, plumbing.Hash, error) {
+	branch, err := r.headBranch()
+	if err != nil {
+		return "", plumbing.ZeroHash, err
+	}
+	h, err := r.refValue(branch)
+	return branch, h, err
+}
+
+// fileChange is one path a transaction commits: its new content, or its
+// removal.
+type fileChange struct {
+	path    string // slash-separated, relative to the root
+	content []byte
+	deleted bool
+	stat    os.FileInfo // the file as written, for the git index
+	blob    plumbing.Hash
+}
+
+func (r *repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+	obj := r.st.NewEncodedObject()
+	obj.SetType(typ)
+	obj.SetSize(int64(len(data)))
+	w, err := obj.Writer()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if _, err := w.Write(data); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := w.Close(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return r.st.SetEncodedObject(obj)
+}
+
+// buildTree returns the hash of tree base with changes applied. Only the
+// trees on the changed paths are read and rewritten; every other subtree is
+// reused by hash, so the cost does not grow with the size of the vault.
+func (r *repo) buildTree(base plumbing.Hash, changes []*fileChange) (plumbing.Hash, error) {
+	var entries []object.TreeEntry
+	if !base.IsZero() {
+		t, err := object.GetTree(r.st, base)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		entries = append(entries, t.Entries...)
+	}
+	find := func(name string) int {
+		for i := range entries {
+			if entries[i].Name == name {
+				return i
+			}
+		}
+		return -1
+	}
+	sub := make(map[string][]*fileChange)
+	var subNames []string
+	for _, c := range changes {
+		first, rest, nested := strings.Cut(c.path, "/")
+		if nested {
+			if _, ok := sub[first]; !ok {
+				subNames = append(subNames, first)
+			}
+			cc := *c
+			cc.path = rest
+			sub[first] = append(sub[first], &cc)
+			continue
+		}
+		i := find(first)
+		switch {
+		case c.deleted && i >= 0:
+			entries = append(entries[:i], entries[i+1:]...)
+		case c.deleted:
+		case i >= 0:
+			entries[i].Hash, entries[i].Mode = c.blob, filemode.Regular
+		default:
+			entries = append(entries, object.TreeEntry{Name: first, Mode: filemode.Regular, Hash: c.blob})
+		}
+	}
+	for _, name := range subNames {
+		i := find(name)
+		var old plumbing.Hash
+		if i >= 0 && entries[i].Mode == filemode.Dir {
+			old = entries[i].Hash
+		}
+		h, err := r.buildTree(old, sub[name])
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		switch {
+		case h.IsZero() && i >= 0:
+			entries = append(entries[:i], entries[i+1:]...)
+		case h.IsZero():
+		case i >= 0:
+			entries[i].Hash, entries[i].Mode = h, filemode.Dir
+		default:
+			entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
+		}
+	}
+	if len(entries) == 0 {
+		return plumbing.ZeroHash, nil // git has no empty subtrees
+	}
+	sort.Sort(object.TreeEntrySorter(entries))
+	t := &object.Tree{Entries: entries}
+	obj := r.st.NewEncodedObject()
+	if err := t.Encode(obj); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return r.st.SetEncodedObject(obj)
+}
+
+// signature is who memvault commits as.
+type signature struct{ Name, Email string }
+
+// commit writes changes as one commit on the current branch. The parent is
+// read under git's ref lock and compared with the one the tree was built on;
+// if a person committed in between, the tree is rebuilt on their commit, so
+// their work is never reverted.
+func (r *repo) commit(changes []*fileChange, msg string, who signature, when time.Time) (plumbing.Hash, error) {
+	for _, c := range changes {
+		if c.deleted {
+			continue
+		}
+		h, err := r.writeObject(plumbing.BlobObject, c.content)
+		if err != nil {
+			return plumbing.ZeroHash, gitIOErr("git: write blob for "+c.path, err)
+		}
+		c.blob = h
+	}
+	branch, err := r.headBranch()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	for attempt := 0; ; attempt++ {
+		parent, err := r.refValue(branch)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		var baseTree plumbing.Hash
+		if !parent.IsZero() {
+			pc, err := object.GetCommit(r.st, parent)
+			if err != nil {
+				return plumbing.ZeroHash, &Error{Class: ErrCorrupt, Msg: "git: read commit " + parent.String() + ": " + err.Error(), Err: err}
+			}
+			baseTree = pc.TreeHash
+		}
+		tree, err := r.buildTree(baseTree, changes)
+		if err != nil {
+			return plumbing.ZeroHash, gitIOErr("git: write tree", err)
+		}
+		if tree.IsZero() {
+			tree, err = r.writeObject(plumbing.TreeObject, nil)
+			if err != nil {
+				return plumbing.ZeroHash, gitIOErr("git: write tree", err)
+			}
+		}
+		sig := object.Signature{Name: who.Name, Email: who.Email, When: when}
+		c := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree}
+		if !parent.IsZero() {
+			c.ParentHashes = []plumbing.Hash{parent}
+		}
+		obj := r.st.NewEncodedObject()
+		if err := c.Encode(obj); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		h, err := r.st.SetEncodedObject(obj)
+		if err != nil {
+			return plumbing.ZeroHash, gitIOErr("git: write commit", err)
+		}
+		err = r.casRef(branch, parent, h, firstLine(msg), sig)
+		if errors.Is(err, errRefMoved) && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		return h, nil
+	}
+}
+
+var errRefMoved = errors.New("ref moved")
+
+// casRef moves branch from old to new the way git does: create
+// <ref>.lock exclusively, check the current value, write, rename. A git
+// command holding the same lock makes us wait briefly, then fail.
+func (r *repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash, subject string, sig object.Signature) error {
+	refPath := filepath.Join(r.gitDir, filepath.FromSlash(branch.String()))
+	if err := os.MkdirAll(filepath.Dir(refPath), 0o755); err != nil {
+		return gitIOErr("git: update "+branch.String(), err)
+	}
+	lock, err := createLockFile(refPath + ".lock")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if lock != nil {
+			lock.Close()
+			os.Remove(refPath + ".lock")
+		}
+	}()
+	cur, err := r.refValue(branch)
+	if err != nil {
+		return err
+	}
+	if cur != old {
+		return errRefMoved
+	}
+	if _, err := fmt.Fprintf(lock, "%s\n", new); err != nil {
+		return gitIOErr("git: update "+branch.String(), err)
+	}
+	if err := lock.Sync(); err != nil {
+		return gitIOErr("git: update "+branch.String(), err)
+	}
+	if err := lock.Close(); err != nil {
+		return gitIOErr("git: update "+branch.String(), err)
+	}
+	lock = nil
+	if err := os.Rename(refPath+".lock", refPath); err != nil {
+		os.Remove(refPath + ".lock")
+		return gitIOErr("git: update "+branch.String(), err)
+	}
+	r.appendReflog(branch, old, new, subject, sig)
+	return nil
+}
+
+// appendReflog records the move in the branch's and HEAD's reflogs, as git
+// does, so `git reflog` shows memvault's commits. Best effort: a reflog is a
+// convenience, and git itself tolerates it missing.
+func (r *repo) appendReflog(branch plumbing.ReferenceName, old, new plumbing.Hash, subject string, sig object.Signature) {
+	_, offset := sig.When.Zone()
+	sign := '+'
+	if offset < 0 {
+		sign, offset = '-', -offset
+	}
+	kind := "commit"
+	if old.IsZero() {
+		kind = "commit (initial)"
+	}
+	line := fmt.Sprintf("%s %s %s <%s> %d %c%02d%02d\t%s: %s\n", old, new, sig.Name, sig.Email,
+		sig.When.Unix(), sign, offset/3600, offset%3600/60, kind, subject)
+	for _, p := range []string{filepath.Join("logs", filepath.FromSlash(branch.String())), filepath.Join("logs", "HEAD")} {
+		full := filepath.Join(r.gitDir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return
+		}
+		f, err := os.OpenFile(full, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return
+		}
+		f.WriteString(line)
+		f.Close()
+	}
+}
+
+// createLockFile takes one of git's lock files, retrying for a short while
+// when git holds it.
+func createLockFile(p string) (*os.File, error) {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, gitIOErr("git: lock "+filepath.Base(p), err)
+		}
+		if time.Now().After(deadline) {
+			e := newErr(ErrBusy, "git: %s exists: another git command is running in the vault", filepath.Base(p))
+			return nil, e.withHint("if no git command is running, remove %s", p)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// updateIndex makes git's index agree with the commit for the paths it
+// touched, so that `git status` shows nothing memvault wrote. Entries for
+// other paths, including whatever a person staged, are left alone. The
+// index is written through git's index.lock.
+func (r *repo) updateIndex(changes []*fileChange) error {
+	idxPath := filepath.Join(r.gitDir, "index")
+	lock, err := createLockFile(idxPath + ".lock")
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			lock.Close()
+			os.Remove(idxPath + ".lock")
+		}
+	}()
+	idx := &index.Index{Version: 2}
+	if data, err := os.ReadFile(idxPath); err == nil {
+		if err := index.NewDecoder(bytes.NewReader(data)).Decode(idx); err != nil {
+			return fmt.Errorf("git: read index: %w", err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return gitIOErr("git: read index", err)
+	}
+	byName := make(map[string]int, len(idx.Entries))
+	for i, e := range idx.Entries {
+		if e.Stage == 0 {
+			byName[e.Name] = i
+		}
+	}
+	drop := make(map[string]bool)
+	for _, c := range changes {
+		i, exists := byName[c.path]
+		if c.deleted {
+			if exists {
+				drop[c.path] = true
+			}
+			continue
+		}
+		e := &index.Entry{Name: c.path, Hash: c.blob, Mode: filemode.Regular}
+		if c.stat != nil {
+			e.Size = uint32(c.stat.Size())
+			e.ModifiedAt = c.stat.ModTime()
+			if sys, ok := c.stat.Sys().(*syscall.Stat_t); ok {
+				e.CreatedAt = time.Unix(sys.Ctim.Unix())
+				e.Dev, e.Inode = uint32(sys.Dev), uint32(sys.Ino)
+				e.UID, e.GID = sys.Uid, sys.Gid
+			}
+		}
+		if exists {
+			idx.Entries[i] = e
+		} else {
+			idx.Entries = append(idx.Entries, e)
+		}
+	}
+	if len(drop) > 0 {
+		kept := idx.Entries[:0]
+		for _, e := range idx.Entries {
+			if !drop[e.Name] {
+				kept = append(kept, e)
+			}
+		}
+		idx.Entries = kept
+	}
+	sort.SliceStable(idx.Entries, func(i, j int) bool {
+		if idx.Entries[i].Name != idx.Entries[j].Name {
+			return idx.Entries[i].Name < idx.Entries[j].Name
+		}
+		return idx.Entries[i].Stage < idx.Entries[j].Stage
+	})
+	// The cached tree extension describes trees we just changed; dropping it
+	// is always valid (git rebuilds it), keeping a stale one is not.
+	idx.Cache = nil
+	var buf bytes.Buffer
+	if err := index.NewEncoder(&buf).Encode(idx); err != nil {
+		return fmt.Errorf("git: write index: %w", err)
+	}
+	if _, err := lock.Write(buf.Bytes()); err != nil {
+		return gitIOErr("git: write index", err)
+	}
+	if err := lock.Close(); err != nil {
+		return gitIOErr("git: write index", err)
+	}
+	if err := os.Rename(idxPath+".lock", idxPath); err != nil {
+		return gitIOErr("git: write index", err)
+	}
+	ok = true
+	return nil
+}
+
+func gitIOErr(op string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EROFS) {
+		return ioErr(op, err)
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// CommitInfo is one commit of the vault's lineage as `memvault log` shows it.
+type CommitInfo struct {
+	Hash     string              `json:"hash"`
+	Time     time.Time           `json:"time"`
+	Author   string              `json:"author"`
+	Subject  string              `json:"subject"`
+	Body     string              `json:"body,omitempty"`
+	Trailers map[string][]string `json:"trailers,omitempty"`
+}
+
+// parseCommitMessage splits a message into subject, body and the trailer
+// block (the last paragraph, when every line in it is "Key: value").
+func parseCommitMessage(msg string) (subject, body string, trailers map[string][]string) {
+	msg = strings.TrimRight(msg, "\n")
+	subject, rest, _ := strings.Cut(msg, "\n")
+	rest = strings.Trim(rest, "\n")
+	paras := strings.Split(rest, "\n\n")
+	last := paras[len(paras)-1]
+	t := make(map[string][]string)
+	isTrailers := last != ""
+	for _, line := range strings.Split(last, "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if !ok || k == "" || strings.ContainsAny(k, " \t") {
+			isTrailers = false
+			break
+		}
+		t[k] = append(t[k], v)
+	}
+	if isTrailers {
+		paras = paras[:len(paras)-1]
+		trailers = t
+	}
+	return subject, strings.Join(paras, "\n\n"), trailers
+}
+
+// log walks first parents from HEAD, yielding commits until fn returns false.
+func (r *repo) log(fn func(CommitInfo) bool) error {
+	_, h, err := r.head()
+	if err != nil || h.IsZero() {
+		return err
+	}
+	for !h.IsZero() {
+		c, err := object.GetCommit(r.st, h)
+		if err != nil {
+			return &Error{Class: ErrCorrupt, Msg: "git: read commit " + h.String() + ": " + err.Error(), Err: err}
+		}
+		subject, body, trailers := parseCommitMessage(c.Message)
+		info := CommitInfo{Hash: h.String(), Time: c.Author.When, Author: c.Author.Name,
+			Subject: subject, Body: body, Trailers: trailers}
+		if !fn(info) {
+			return nil
+		}
+		if len(c.ParentHashes) == 0 {
+			break
+		}
+		h = c.ParentHashes[0]
+	}
+	return nil
+}
+
+// cleanRel converts a RelPath to the slash form git uses.
+func cleanRel(r RelPath) string { return path.Clean(r.String()) }

@@ -1,0 +1,253 @@
+package vault
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultSegmentBytes is the size past which a ledger segment is closed and
+// the next event opens a new one. Every commit stores the whole current
+// segment as a new git blob, so small segments keep history compact.
+const DefaultSegmentBytes = 64 << 10
+
+// segment names one ledger file: ledger/<yyyy>/<mm>/<dd>[-<n>].jsonl.
+// Segments are ordered by date, then by n; the chain runs through them in
+// that order.
+type segment struct {
+	Y, M, D, N int
+}
+
+func (s segment) String() string {
+	name := fmt.Sprintf("%02d", s.D)
+	if s.N > 0 {
+		name += "-" + strconv.Itoa(s.N)
+	}
+	return fmt.Sprintf("ledger/%04d/%02d/%s.jsonl", s.Y, s.M, name)
+}
+
+func (s segment) rel() RelPath { return RelPath{s.String()} }
+
+func (s segment) less(o segment) bool {
+	if s.Y != o.Y {
+		return s.Y < o.Y
+	}
+	if s.M != o.M {
+		return s.M < o.M
+	}
+	if s.D != o.D {
+		return s.D < o.D
+	}
+	return s.N < o.N
+}
+
+func (s segment) sameDay(o segment) bool { return s.Y == o.Y && s.M == o.M && s.D == o.D }
+
+func segmentFor(t time.Time) segment {
+	t = t.UTC()
+	return segment{Y: t.Year(), M: int(t.Month()), D: t.Day()}
+}
+
+// parseSegmentName parses "<dd>[-<n>].jsonl" inside year and month folders.
+func parseSegmentName(y, m int, name string) (segment, bool) {
+	base, ok := strings.CutSuffix(name, ".jsonl")
+	if !ok {
+		return segment{}, false
+	}
+	dd, nn, hasN := strings.Cut(base, "-")
+	d, err := strconv.Atoi(dd)
+	if err != nil || len(dd) != 2 || d < 1 || d > 31 {
+		return segment{}, false
+	}
+	n := 0
+	if hasN {
+		n, err = strconv.Atoi(nn)
+		if err != nil || n < 1 || strconv.Itoa(n) != nn {
+			return segment{}, false
+		}
+	}
+	return segment{Y: y, M: m, D: d, N: n}, true
+}
+
+// listSegments returns every ledger segment in chain order, and the names of
+// files under ledger/ that are not segments (verify reports them).
+func listSegments(root string) (segs []segment, strays []string, err error) {
+	ledgerDir := filepath.Join(root, "ledger")
+	years, err := os.ReadDir(ledgerDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, ioErr("read ledger", err)
+	}
+	for _, ye := range years {
+		y, yerr := strconv.Atoi(ye.Name())
+		if !ye.IsDir() || yerr != nil || len(ye.Name()) != 4 {
+			strays = append(strays, "ledger/"+ye.Name())
+			continue
+		}
+		months, err := os.ReadDir(filepath.Join(ledgerDir, ye.Name()))
+		if err != nil {
+			return nil, nil, ioErr("read ledger", err)
+		}
+		for _, me := range months {
+			m, merr := strconv.Atoi(me.Name())
+			if !me.IsDir() || merr != nil || len(me.Name()) != 2 || m < 1 || m > 12 {
+				strays = append(strays, "ledger/"+ye.Name()+"/"+me.Name())
+				continue
+			}
+			files, err := os.ReadDir(filepath.Join(ledgerDir, ye.Name(), me.Name()))
+			if err != nil {
+				return nil, nil, ioErr("read ledger", err)
+			}
+			for _, fe := range files {
+				if strings.HasPrefix(fe.Name(), ".") {
+					continue // an atomic-write temp file or an editor's swap file
+				}
+				s, ok := parseSegmentName(y, m, fe.Name())
+				if !ok || fe.IsDir() {
+					strays = append(strays, "ledger/"+ye.Name()+"/"+me.Name()+"/"+fe.Name())
+					continue
+				}
+				segs = append(segs, s)
+			}
+		}
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].less(segs[j]) })
+	return segs, strays, nil
+}
+
+// ledgerLine is one line of a segment as read from disk.
+type ledgerLine struct {
+	Seg    segment
+	Line   int    // 1-based
+	Raw    []byte // without the newline
+	Event  *Event // nil if the line does not parse
+	HashOK bool
+	Err    error // parse problem, if any
+}
+
+// readSegment returns the complete lines of one segment. An unterminated last
+// line is what a crash mid-append leaves; it is returned separately as torn
+// and never treated as an event.
+func readSegment(root string, s segment) (lines []ledgerLine, torn []byte, err error) {
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(s.String())))
+	if err != nil {
+		return nil, nil, ioErr("read "+s.String(), err)
+	}
+	return splitSegment(s, data)
+}
+
+func splitSegment(s segment, data []byte) (lines []ledgerLine, torn []byte, err error) {
+	n := 0
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			torn = data
+			break
+		}
+		n++
+		raw := data[:i]
+		data = data[i+1:]
+		ll := ledgerLine{Seg: s, Line: n, Raw: raw}
+		if len(bytes.TrimSpace(raw)) == 0 {
+			ll.Err = fmt.Errorf("empty line")
+		} else {
+			ll.Event, ll.HashOK, ll.Err = parseLine(raw)
+		}
+		lines = append(lines, ll)
+	}
+	return lines, torn, nil
+}
+
+// tailState is what an appender needs to know about the end of the ledger.
+type tailState struct {
+	seg      segment // the last segment; zero when the ledger is empty
+	exists   bool
+	size     int64  // bytes of complete lines in seg
+	torn     []byte // an unterminated tail after size, if any
+	tip      string // hash of the last complete event
+	tipEvent *Event
+}
+
+// readTail finds the last segment and its last complete event, reading only
+// the end of the file.
+func readTail(root string, segs []segment) (tailState, error) {
+	for i := len(segs) - 1; i >= 0; i-- {
+		s := segs[i]
+		data, err := readEnd(filepath.Join(root, filepath.FromSlash(s.String())))
+		if err != nil {
+			return tailState{}, err
+		}
+		st := tailState{seg: s, exists: true, size: data.size}
+		body := data.tail
+		if k := bytes.LastIndexByte(body, '\n'); k < len(body)-1 {
+			st.torn = append([]byte(nil), body[k+1:]...)
+			st.size -= int64(len(st.torn))
+			body = body[:k+1]
+		}
+		body = bytes.TrimSuffix(body, []byte("\n"))
+		if len(body) == 0 && st.size == 0 {
+			if i == len(segs)-1 {
+				// an empty last segment: append to it, but the tip is earlier
+				prev, err := readTail(root, segs[:i])
+				if err != nil {
+					return tailState{}, err
+				}
+				st.tip, st.tipEvent = prev.tip, prev.tipEvent
+				return st, nil
+			}
+			continue
+		}
+		last := body[bytes.LastIndexByte(body, '\n')+1:]
+		ev, _, perr := parseLine(last)
+		if perr != nil || ev == nil {
+			return st, &Error{Class: ErrCorrupt, Msg: fmt.Sprintf("%s: last line: %v", s, perr)}
+		}
+		st.tip, st.tipEvent = ev.Hash, ev
+		return st, nil
+	}
+	return tailState{}, nil
+}
+
+type fileEnd struct {
+	size int64
+	tail []byte // the last bytes, enough to hold the last line
+}
+
+// readEnd reads the end of a file, growing the window until it holds a whole
+// last line, so finding the tip costs the same on a small or a huge ledger.
+func readEnd(path string) (fileEnd, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return fileEnd{}, ioErr("read "+path, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return fileEnd{}, ioErr("read "+path, err)
+	}
+	size := info.Size()
+	for window := int64(8 << 10); ; window *= 4 {
+		if window > size {
+			window = size
+		}
+		buf := make([]byte, window)
+		if _, err := f.ReadAt(buf, size-window); err != nil && err != io.EOF {
+			return fileEnd{}, ioErr("read "+path, err)
+		}
+		// Two newlines in the window (or the whole file) guarantee the last
+		// complete line is inside it, torn tail or not.
+		if window == size || bytes.Count(buf, []byte("\n")) >= 2 {
+			return fileEnd{size: size, tail: buf}, nil
+		}
+	}
+}

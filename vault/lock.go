@@ -1,0 +1,159 @@
+package vault
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// Lease names the holder of the vault lock. It sits beside the lock file so
+// that a writer who cannot get the lock can say who has it. The lock itself
+// is the flock: a lease left behind by a killed process is harmless, because
+// the kernel released that process's flock when it died.
+type Lease struct {
+	PID     int       `json:"pid"`
+	Host    string    `json:"host"`
+	Agent   string    `json:"agent,omitempty"`
+	Session string    `json:"session,omitempty"`
+	Command string    `json:"command,omitempty"`
+	Since   time.Time `json:"since"`
+}
+
+func (l Lease) String() string {
+	s := fmt.Sprintf("pid %d on %s", l.PID, l.Host)
+	if l.Command != "" {
+		s += " running " + l.Command
+	}
+	if l.Agent != "" {
+		s += ", agent " + l.Agent
+	}
+	if l.Session != "" {
+		s += ", session " + l.Session
+	}
+	if !l.Since.IsZero() {
+		s += ", since " + l.Since.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+const (
+	lockFile  = ".locks/vault.lock"
+	leaseFile = ".locks/vault.lease.json"
+)
+
+// A flock is per open file description, which already excludes goroutines
+// that open the file separately; the mutex makes the exclusion explicit and
+// cheap within one process, and orders goroutines fairly.
+var (
+	procLocksMu sync.Mutex
+	procLocks   = map[string]*sync.Mutex{}
+)
+
+func procLock(root string) *sync.Mutex {
+	procLocksMu.Lock()
+	defer procLocksMu.Unlock()
+	m, ok := procLocks[root]
+	if !ok {
+		m = new(sync.Mutex)
+		procLocks[root] = m
+	}
+	return m
+}
+
+// lockVault takes the vault's write lock, waiting at most timeout. The lock
+// file is opened read-write and never deleted: deleting a lock file lets two
+// processes hold "the" lock on two different inodes.
+func lockVault(root string, lease Lease, timeout time.Duration) (release func(), err error) {
+	mu := procLock(root)
+	deadline := time.Now().Add(timeout)
+	if !tryLockUntil(mu, deadline) {
+		return nil, busyErr(root, timeout)
+	}
+	if err := os.MkdirAll(filepath.Join(root, ".locks"), dirPerm); err != nil {
+		mu.Unlock()
+		return nil, ioErr("create .locks", err)
+	}
+	fl := flock.New(filepath.Join(root, lockFile), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(filePerm))
+	delay := time.Millisecond
+	for {
+		ok, err := fl.TryLock()
+		if err != nil {
+			mu.Unlock()
+			return nil, ioErr("lock "+lockFile, err)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			mu.Unlock()
+			return nil, busyErr(root, timeout)
+		}
+		time.Sleep(delay)
+		if delay < 16*time.Millisecond {
+			delay *= 2
+		}
+	}
+	lease.Since = time.Now()
+	if data, err := json.Marshal(lease); err == nil {
+		// The lease is informational; a failure to write it must not fail
+		// the transaction, and it is small enough to be written in place.
+		_ = os.WriteFile(filepath.Join(root, leaseFile), append(data, '\n'), filePerm)
+	}
+	return func() {
+		_ = fl.Unlock()
+		mu.Unlock()
+	}, nil
+}
+
+func tryLockUntil(mu *sync.Mutex, deadline time.Time) bool {
+	for delay := time.Millisecond; ; {
+		if mu.TryLock() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(delay)
+		if delay < 16*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// ReadLease returns the last recorded holder of the vault lock and whether
+// the lock is held right now.
+func ReadLease(root string) (Lease, bool) {
+	var l Lease
+	data, err := os.ReadFile(filepath.Join(root, leaseFile))
+	if err == nil {
+		_ = json.Unmarshal(data, &l)
+	}
+	fl := flock.New(filepath.Join(root, lockFile), flock.SetFlag(os.O_RDWR))
+	ok, err := fl.TryLock()
+	if err != nil {
+		return l, false
+	}
+	if ok {
+		_ = fl.Unlock()
+		return l, false
+	}
+	return l, true
+}
+
+func busyErr(root string, waited time.Duration) error {
+	holder := "another process"
+	if l, _ := ReadLease(root); l.PID != 0 {
+		holder = l.String()
+	}
+	e := newErr(ErrBusy, "vault busy: held by %s; gave up after %s", holder, waited)
+	return e.withHint("retry, or raise the wait with MEMVAULT_LOCK_TIMEOUT or [lock] timeout in memvault.toml")
+}
+
+// IsBusy reports whether err is a lock timeout.
+func IsBusy(err error) bool { return errors.Is(err, ErrBusy) }

@@ -1,0 +1,212 @@
+package vault
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxTextBytes bounds one event's text. The ledger is memory, not a file
+// store; a megabyte is far beyond any fact or decision.
+const MaxTextBytes = 1 << 20
+
+// Input is what a caller records: the parts of an event that come from
+// outside. Everything else is filled in by the transaction.
+type Input struct {
+	Kind   string
+	Thread string
+	Text   string
+	Links  []string
+	Data   json.RawMessage // optional; must be a JSON object
+	Source string          // where the event came from: "cli", "hook", …
+}
+
+func checkText(what, s string, allowEmpty bool) error {
+	switch {
+	case !utf8.ValidString(s):
+		return newErr(ErrInvalid, "%s: not valid utf-8", what)
+	case len(s) > MaxTextBytes:
+		e := newErr(ErrInvalid, "%s: %d bytes is over the limit of %d (1 MiB)", what, len(s), MaxTextBytes)
+		return e.withHint("store large material as a transcript and remember a short summary")
+	case !allowEmpty && strings.TrimSpace(s) == "":
+		return newErr(ErrInvalid, "%s: empty", what)
+	}
+	return nil
+}
+
+// validate checks the parts of in that need no ledger lookups.
+func (in *Input) validate() error {
+	if in.Thread != "" {
+		t, err := ParseThread(in.Thread)
+		if err != nil {
+			return err
+		}
+		in.Thread = t.String()
+	}
+	if len(in.Data) > 0 {
+		v, err := decodeJSON(in.Data)
+		if err != nil {
+			return newErr(ErrInvalid, "data: not valid json: %v", err)
+		}
+		if _, ok := v.(map[string]any); !ok {
+			return newErr(ErrInvalid, "data: must be a json object")
+		}
+		var buf bytes.Buffer
+		if err := canonicalJSON(&buf, v); err != nil {
+			return newErr(ErrInvalid, "data: %v", err)
+		}
+		in.Data = buf.Bytes()
+	}
+	for _, l := range in.Links {
+		if err := CheckName("link", l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkLinks makes sure every link names an existing event or node.
+func (tx *Tx) checkLinks(links []string) error {
+	if len(links) == 0 {
+		return nil
+	}
+	st, err := tx.State()
+	if err != nil {
+		return err
+	}
+	var nodes map[string]bool
+	for _, l := range links {
+		if isNodeID(l) {
+			if nodes == nil {
+				if nodes, err = tx.v.nodeIDs(); err != nil {
+					return err
+				}
+			}
+			if !nodes[l] {
+				return newErr(ErrNotFound, "link %s: no such node", l)
+			}
+			continue
+		}
+		if st.Get(l) == nil {
+			e := newErr(ErrNotFound, "link %s: no such event", l)
+			return e.withHint("list event ids with: memvault ledger")
+		}
+	}
+	return nil
+}
+
+// Remember records a memory row of one of RememberKinds.
+func (tx *Tx) Remember(in Input) (*Event, error) {
+	if in.Kind == "" {
+		in.Kind = "fact"
+	}
+	if !slices.Contains(RememberKinds, in.Kind) {
+		e := newErr(ErrInvalid, "kind %q: unknown", in.Kind)
+		return nil, e.withHint("use one of: %s", strings.Join(RememberKinds, ", "))
+	}
+	return tx.record(in, false)
+}
+
+// OpenCommitment records a promise to do something; its id is what closes it.
+func (tx *Tx) OpenCommitment(in Input) (*Event, error) {
+	in.Kind = "commitment.open"
+	return tx.record(in, false)
+}
+
+func (tx *Tx) record(in Input, allowEmpty bool) (*Event, error) {
+	if err := checkText("text", in.Text, allowEmpty); err != nil {
+		return nil, err
+	}
+	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	if err := tx.checkLinks(in.Links); err != nil {
+		return nil, err
+	}
+	if in.Source == "" {
+		in.Source = "cli"
+	}
+	return tx.Append(&Event{Kind: in.Kind, Thread: in.Thread, Text: in.Text,
+		Links: in.Links, Data: in.Data, Source: in.Source}), nil
+}
+
+// target looks up the event a correction names and refuses corrections of
+// rows that no longer hold.
+func (tx *Tx) target(verb, id string) (*Row, error) {
+	if err := CheckName("id", id); err != nil {
+		return nil, err
+	}
+	st, err := tx.State()
+	if err != nil {
+		return nil, err
+	}
+	r := st.Get(id)
+	switch {
+	case r == nil:
+		e := newErr(ErrNotFound, "%s %s: no such event", verb, id)
+		return nil, e.withHint("list event ids with: memvault ledger")
+	case r.RetractedBy != "":
+		return nil, newErr(ErrConflict, "%s %s: already retracted by %s", verb, id, r.RetractedBy)
+	case r.SupersededBy != "":
+		e := newErr(ErrConflict, "%s %s: already superseded by %s", verb, id, r.SupersededBy)
+		return nil, e.withHint("%s the newer event instead: memvault %s %s", verb, verb, r.SupersededBy)
+	}
+	return r, nil
+}
+
+// CloseCommitment closes an open commitment, with an optional note.
+func (tx *Tx) CloseCommitment(id, note string) (*Event, error) {
+	r, err := tx.target("close", id)
+	if err != nil {
+		return nil, err
+	}
+	if r.EffectiveKind() != "commitment.open" {
+		return nil, newErr(ErrConflict, "close %s: is a %s, not a commitment", id, r.Kind)
+	}
+	if r.ClosedBy != "" {
+		return nil, newErr(ErrConflict, "close %s: already closed by %s", id, r.ClosedBy)
+	}
+	if err := checkText("note", note, true); err != nil {
+		return nil, err
+	}
+	return tx.Append(&Event{Kind: "commitment.close", Thread: r.Thread, Text: note,
+		Links: []string{id}, Source: "cli"}), nil
+}
+
+// Retract withdraws an event. Nothing is deleted: the retraction is a new
+// event, and readers stop treating the target as current.
+func (tx *Tx) Retract(id, why string) (*Event, error) {
+	r, err := tx.target("retract", id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Kind == "retract" {
+		e := newErr(ErrConflict, "retract %s: is itself a retraction", id)
+		return nil, e.withHint("record the fact again with memvault remember")
+	}
+	if err := checkText("why", why, false); err != nil {
+		return nil, err
+	}
+	return tx.Append(&Event{Kind: "retract", Thread: r.Thread, Text: why,
+		Links: []string{id}, Source: "cli"}), nil
+}
+
+// Supersede replaces an event's text with a new version. The new event
+// takes over the old one's kind and thread.
+func (tx *Tx) Supersede(id, text string) (*Event, error) {
+	r, err := tx.target("supersede", id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Kind == "retract" || r.Kind == "commitment.close" {
+		return nil, newErr(ErrConflict, "supersede %s: a %s cannot be superseded", id, r.Kind)
+	}
+	if err := checkText("text", text, false); err != nil {
+		return nil, err
+	}
+	data, _ := json.Marshal(map[string]string{"replaces_kind": r.EffectiveKind()})
+	return tx.Append(&Event{Kind: "supersede", Thread: r.Thread, Text: text,
+		Links: []string{id}, Data: data, Source: "cli"}), nil
+}

@@ -1,0 +1,104 @@
+package vault
+
+import (
+	"path"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// maxNameLen bounds every outside name that becomes a path element. File
+// systems commonly allow 255 bytes; staying well below leaves room for
+// suffixes such as ".3.jsonl".
+const maxNameLen = 128
+
+// RelPath is a slash-separated path inside the vault. The only ways to get one
+// are the constructors in this file, which refuse anything that could escape
+// the vault or collide with its machinery, so code holding a RelPath never
+// has to re-check it.
+type RelPath struct{ p string }
+
+// String returns the slash-separated form, as git and the ledger use it.
+func (r RelPath) String() string { return r.p }
+
+// IsZero reports whether r was never set.
+func (r RelPath) IsZero() bool { return r.p == "" }
+
+// CheckName validates one outside name (agent id, session key, node id, slug)
+// for use as a single path element. what names the kind of value in the error.
+func CheckName(what, s string) error {
+	switch {
+	case s == "":
+		return newErr(ErrInvalid, "%s: empty", what)
+	case len(s) > maxNameLen:
+		return newErr(ErrInvalid, "%s: longer than %d bytes", what, maxNameLen)
+	case !utf8.ValidString(s):
+		return newErr(ErrInvalid, "%s: not valid utf-8", what)
+	case s == "." || s == "..":
+		return newErr(ErrInvalid, "%s %q: not allowed", what, s)
+	case strings.HasPrefix(s, "."):
+		return newErr(ErrInvalid, "%s %q: must not start with a dot", what, s)
+	}
+	for _, r := range s {
+		if r == '/' || r == '\\' || r == 0 || unicode.IsControl(r) {
+			return newErr(ErrInvalid, "%s %q: contains a path separator or control character", what, s)
+		}
+	}
+	return nil
+}
+
+// relPath joins trusted constant elements and outside names into a RelPath.
+// Every element is checked with CheckName, constants included: the cost is
+// negligible and it keeps one rule for all.
+func relPath(what string, elems ...string) (RelPath, error) {
+	for _, e := range elems {
+		if err := CheckName(what, e); err != nil {
+			return RelPath{}, err
+		}
+	}
+	return RelPath{path.Join(elems...)}, nil
+}
+
+// mustRel builds a RelPath from constants known at compile time, such as
+// ".gitignore", which outside names may not imitate.
+func mustRel(elems ...string) RelPath {
+	p := path.Join(elems...)
+	if p != path.Clean(p) || path.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../") {
+		panic("vault: bad constant path " + p)
+	}
+	return RelPath{p}
+}
+
+// Thread is a parsed thread key "<kind>:<slug>", the stable name of one
+// context stream (a project, a person, a topic).
+type Thread struct {
+	Kind string
+	Slug string
+}
+
+var threadRE = regexp.MustCompile(`^([a-z][a-z0-9-]{0,31}):([a-z0-9][a-z0-9._-]{0,127})$`)
+
+// ParseThread validates a thread key. Keys are lower case so that one thread
+// never ends up as two files on a case-insensitive file system.
+func ParseThread(s string) (Thread, error) {
+	m := threadRE.FindStringSubmatch(s)
+	if m == nil {
+		e := newErr(ErrInvalid, "thread %q: malformed key, want kind:slug", s)
+		return Thread{}, e.withHint("a thread key is lower case, like project:shop or person:alice")
+	}
+	return Thread{Kind: m[1], Slug: m[2]}, nil
+}
+
+// String returns the key form "kind:slug".
+func (t Thread) String() string {
+	if t.Kind == "" {
+		return ""
+	}
+	return t.Kind + ":" + t.Slug
+}
+
+// HeadPath is where the thread's Tier 2 head lives.
+func (t Thread) HeadPath() RelPath {
+	return RelPath{path.Join("threads", t.Kind, t.Slug+".md")}
+}

@@ -1,0 +1,384 @@
+package vault
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// TxOptions describe who is writing and how.
+type TxOptions struct {
+	Command string // for the lease: what the holder is doing
+	Agent   string // defaults to the vault's configured agent
+	Session string
+	Harness string
+	// Force writes even though the ledger fails verification. The damage is
+	// left for a person to repair; the new events chain onto the last line.
+	Force bool
+}
+
+// Tx is one transaction: everything it records is written, committed and
+// made visible together, or not at all.
+type Tx struct {
+	v       *Vault
+	opts    TxOptions
+	now     time.Time
+	events  []*Event
+	files   []pendingFile
+	subject string
+	state   *State
+}
+
+type pendingFile struct {
+	rel  RelPath
+	data []byte
+}
+
+// Result is what a committed transaction produced.
+type Result struct {
+	Commit   string   // the new commit; "" when the transaction changed nothing
+	Events   []*Event // the events appended, sealed, in order
+	Warnings []string // problems after the commit landed, for stderr
+}
+
+// Now is the transaction's clock: every event in it carries this time.
+func (tx *Tx) Now() time.Time { return tx.now }
+
+// Agent is the agent the transaction writes as.
+func (tx *Tx) Agent() string { return tx.opts.Agent }
+
+// Append queues ev for the ledger. Id, timestamp, agent, session and harness
+// are filled in when empty; prev and hash are set at commit time, when the
+// chain's tip is known.
+func (tx *Tx) Append(ev *Event) *Event {
+	if ev.ID == "" {
+		ev.ID = NewID("e_", tx.now)
+	}
+	if ev.TS == "" {
+		ev.TS = FormatTS(tx.now)
+	}
+	if ev.Agent == "" {
+		ev.Agent = tx.opts.Agent
+	}
+	if ev.Session == "" {
+		ev.Session = tx.opts.Session
+	}
+	if ev.Harness == "" {
+		ev.Harness = tx.opts.Harness
+	}
+	tx.events = append(tx.events, ev)
+	if tx.state != nil {
+		tx.state.add(&Row{Event: ev})
+	}
+	return ev
+}
+
+// WriteFile queues a whole-file write, applied atomically at commit time.
+func (tx *Tx) WriteFile(rel RelPath, data []byte) {
+	tx.files = append(tx.files, pendingFile{rel: rel, data: data})
+}
+
+// Subject sets the commit subject; by default it is derived from the first
+// event ("decision: use WAL for the index").
+func (tx *Tx) Subject(s string) { tx.subject = s }
+
+// State returns the folded ledger, including events appended so far in this
+// transaction. It is loaded on first use, so transactions that need no
+// lookups never read the history.
+func (tx *Tx) State() (*State, error) {
+	if tx.state == nil {
+		st, err := tx.v.LoadState()
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range tx.events {
+			st.add(&Row{Event: ev})
+		}
+		tx.state = st
+	}
+	return tx.state, nil
+}
+
+// Update runs fn inside a transaction: it takes the vault lock, checks that
+// the ledger is intact, runs fn, then writes what fn queued, commits exactly
+// those paths, and releases the lock. If fn or any write fails, files are
+// restored and nothing is committed.
+func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
+	if opts.Agent == "" {
+		opts.Agent = v.Config.Agent
+	}
+	if err := CheckName("agent", opts.Agent); err != nil {
+		return nil, err
+	}
+	if opts.Session != "" {
+		if err := CheckName("session", opts.Session); err != nil {
+			return nil, err
+		}
+	}
+	timeout, err := v.LockTimeout()
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	release, err := lockVault(v.Root, Lease{PID: os.Getpid(), Host: host, Agent: opts.Agent,
+		Session: opts.Session, Command: opts.Command}, timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	segs, _, err := listSegments(v.Root)
+	if err != nil {
+		return nil, err
+	}
+	stamps, problems, err := v.checkChain(segs)
+	if err != nil {
+		return nil, err
+	}
+	if len(problems) > 0 && !opts.Force {
+		e := newErr(ErrCorrupt, "ledger: %s", problems[0])
+		if len(problems) > 1 {
+			e.Msg += fmt.Sprintf(" (and %d more)", len(problems)-1)
+		}
+		return nil, e.withHint("run memvault verify and repair the ledger by hand, or pass --force to write anyway")
+	}
+	tail, err := readTail(v.Root, segs)
+	if err != nil && !opts.Force {
+		return nil, err
+	}
+
+	tx := &Tx{v: v, opts: opts, now: time.Now()}
+	if err := fn(tx); err != nil {
+		return nil, err
+	}
+	if len(tx.events) == 0 && len(tx.files) == 0 {
+		return &Result{}, nil
+	}
+	res, newStamp, err := tx.apply(tail)
+	if err != nil {
+		return nil, err
+	}
+	if len(problems) == 0 && !newStamp.isZero() {
+		if n := len(stamps); n > 0 && stamps[n-1].Path == newStamp.Path {
+			stamps[n-1] = newStamp
+		} else {
+			stamps = append(stamps, newStamp)
+		}
+		v.saveStamps(stamps)
+	}
+	return res, nil
+}
+
+func (s segStamp) isZero() bool { return s.Path == "" }
+
+// undo restores what apply changed, newest first, when a later step fails.
+type undo []func()
+
+func (u undo) run() {
+	for i := len(u) - 1; i >= 0; i-- {
+		u[i]()
+	}
+}
+
+// apply writes the queued events and files and commits them.
+func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
+	v := tx.v
+	var rollback undo
+	var changes []*fileChange
+	var stamp segStamp
+
+	if len(tx.events) > 0 {
+		seg, prev, err := tx.prepareSegment(&tail, &rollback)
+		if err != nil {
+			rollback.run()
+			return nil, stamp, err
+		}
+		var buf bytes.Buffer
+		for _, ev := range tx.events {
+			line, err := ev.seal(prev)
+			if err != nil {
+				rollback.run()
+				return nil, stamp, err
+			}
+			buf.Write(line)
+			prev = ev.Hash
+		}
+		segPath := v.abs(seg.rel())
+		before := int64(-1)
+		if info, err := os.Stat(segPath); err == nil {
+			before = info.Size()
+		}
+		rollback = append(rollback, func() {
+			if before < 0 {
+				os.Remove(segPath)
+			} else {
+				os.Truncate(segPath, before)
+			}
+		})
+		if err := appendFile(segPath, buf.Bytes()); err != nil {
+			rollback.run()
+			return nil, stamp, err
+		}
+		content, err := os.ReadFile(segPath)
+		if err != nil {
+			rollback.run()
+			return nil, stamp, ioErr("read "+seg.String(), err)
+		}
+		info, err := os.Stat(segPath)
+		if err != nil {
+			rollback.run()
+			return nil, stamp, ioErr("stat "+seg.String(), err)
+		}
+		changes = append(changes, &fileChange{path: seg.String(), content: content, stat: info})
+		stamp, err = stampOf(v.Root, seg)
+		if err != nil {
+			rollback.run()
+			return nil, stamp, err
+		}
+		stamp.Tip = prev
+	}
+
+	for _, f := range tx.files {
+		p := v.abs(f.rel)
+		old, readErr := os.ReadFile(p)
+		existed := readErr == nil
+		rollback = append(rollback, func() {
+			if existed {
+				_ = WriteFileAtomic(p, old)
+			} else {
+				os.Remove(p)
+			}
+		})
+		if err := WriteFileAtomic(p, f.data); err != nil {
+			rollback.run()
+			return nil, stamp, err
+		}
+		info, err := os.Stat(p)
+		if err != nil {
+			rollback.run()
+			return nil, stamp, ioErr("stat "+f.rel.String(), err)
+		}
+		changes = append(changes, &fileChange{path: f.rel.String(), content: f.data, stat: info})
+	}
+
+	msg := tx.message()
+	who := signature{Name: v.Config.Git.Name, Email: v.Config.Git.Email}
+	h, err := v.repo.commit(changes, msg, who, tx.now)
+	if err != nil {
+		rollback.run()
+		return nil, stamp, err
+	}
+	res := &Result{Commit: h.String(), Events: tx.events}
+	if err := v.repo.updateIndex(changes); err != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%v (the commit landed; git status may show the files as changed)", err))
+	}
+	return res, stamp, nil
+}
+
+// prepareSegment repairs a torn last line and picks the segment the events go
+// to: the last one, unless it is full or a day old.
+func (tx *Tx) prepareSegment(tail *tailState, rollback *undo) (segment, string, error) {
+	v := tx.v
+	if len(tail.torn) > 0 {
+		p := v.abs(tail.seg.rel())
+		if ev, ok, err := parseLine(tail.torn); err == nil && ok && ev.Prev == tail.tip {
+			// The crash came after the whole event was written but before its
+			// newline: the event is sound, so finish the line.
+			if err := appendFile(p, []byte("\n")); err != nil {
+				return segment{}, "", err
+			}
+			tail.size += int64(len(tail.torn)) + 1
+			tail.tip = ev.Hash
+		} else {
+			// Keep the fragment for forensics, then cut it off.
+			name := fmt.Sprintf("torn-%s.txt", tx.now.UTC().Format("20060102T150405.000"))
+			_ = WriteFileAtomic(filepath.Join(v.Root, ".logs", name),
+				append([]byte(tail.seg.String()+"\n"), tail.torn...))
+			if err := os.Truncate(p, tail.size); err != nil {
+				return segment{}, "", ioErr("repair "+tail.seg.String(), err)
+			}
+		}
+		tail.torn = nil
+	}
+	want := segmentFor(tx.now)
+	switch {
+	case !tail.exists:
+		return want, tail.tip, nil
+	case tail.seg.less(want) && !tail.seg.sameDay(want):
+		return want, tail.tip, nil // a new day opens a new segment
+	case tail.size > 0 && tail.size >= v.Config.Ledger.SegmentBytes:
+		next := tail.seg
+		next.N++
+		return next, tail.tip, nil
+	default:
+		// The same day, or the clock went backwards: keep appending to the
+		// last segment so the chain order stays the file order.
+		return tail.seg, tail.tip, nil
+	}
+}
+
+// message builds the commit message: a readable subject, a body listing the
+// events when there are several, and the Memvault-* trailers last.
+func (tx *Tx) message() string {
+	subject := tx.subject
+	if subject == "" && len(tx.events) > 0 {
+		ev := tx.events[0]
+		subject = ev.Kind + ": " + oneLine(ev.Text)
+		if ev.Text == "" && len(ev.Links) > 0 {
+			subject = ev.Kind + ": " + ev.Links[0]
+		}
+	}
+	var b strings.Builder
+	b.WriteString(clip(subject, 72))
+	b.WriteString("\n\n")
+	if len(tx.events) > 1 {
+		for _, ev := range tx.events {
+			fmt.Fprintf(&b, "- %s: %s\n", ev.Kind, clip(oneLine(ev.Text), 68))
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "Memvault-Agent: %s\n", tx.opts.Agent)
+	if tx.opts.Session != "" {
+		fmt.Fprintf(&b, "Memvault-Session: %s\n", tx.opts.Session)
+	}
+	if tx.opts.Harness != "" {
+		fmt.Fprintf(&b, "Memvault-Harness: %s\n", tx.opts.Harness)
+	}
+	threads := map[string]bool{}
+	for _, ev := range tx.events {
+		if ev.Thread != "" {
+			threads[ev.Thread] = true
+		}
+	}
+	sorted := make([]string, 0, len(threads))
+	for t := range threads {
+		sorted = append(sorted, t)
+	}
+	sort.Strings(sorted)
+	for _, t := range sorted {
+		fmt.Fprintf(&b, "Memvault-Thread: %s\n", t)
+	}
+	for _, ev := range tx.events {
+		fmt.Fprintf(&b, "Memvault-Event: %s\n", ev.ID)
+	}
+	return b.String()
+}
+
+// oneLine folds a multi-line text for a one-line display.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// clip shortens s to at most n runes, marking the cut with an ellipsis.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimSpace(string(r[:n-1])) + "…"
+}

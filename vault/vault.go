@@ -1,0 +1,298 @@
+// Package vault is memvault's storage engine: the .memory/ folder, its git
+// repository, the hash-chained ledger, and the single transaction through
+// which every change is made. Commands never write files themselves; they
+// open a Vault and call Update.
+package vault
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// DirName is the name of the vault folder that Find looks for.
+const DirName = ".memory"
+
+// Config is memvault.toml. Every field has a default, so an empty file (or
+// none) is a valid configuration.
+type Config struct {
+	Version int    `toml:"version"`
+	Agent   string `toml:"agent"`
+	Ledger  struct {
+		SegmentBytes int64 `toml:"segment_bytes"`
+	} `toml:"ledger"`
+	Lock struct {
+		Timeout string `toml:"timeout"`
+	} `toml:"lock"`
+	Git struct {
+		Name  string `toml:"name"`
+		Email string `toml:"email"`
+	} `toml:"git"`
+	Budgets struct {
+		MemoryTokens    int `toml:"memory_tokens"`
+		ContinuityWords int `toml:"continuity_words"`
+	} `toml:"budgets"`
+}
+
+const configFile = "memvault.toml"
+
+// defaultConfigText is what init writes: every setting with its default,
+// commented so that a person can see what exists without reading the docs.
+const defaultConfigText = `# memvault vault configuration. Every setting is optional; the values shown
+# are the defaults. See docs/API.md for what each one does.
+version = 1
+
+# The agent id used when neither --agent nor MEMVAULT_AGENT is given.
+agent = "default"
+
+[ledger]
+# A ledger segment is closed past this many bytes (and at the end of a day).
+segment_bytes = 65536
+
+[lock]
+# How long a writer waits for the vault lock before failing with "vault busy".
+timeout = "10s"
+
+[git]
+# Identity memvault commits with.
+name = "memvault"
+email = "memvault@localhost"
+
+[budgets]
+memory_tokens = 1000
+continuity_words = 500
+`
+
+const gitignoreText = `# Derived state: caches, locks and logs, all rebuildable from the files above.
+/.state/
+/.index/
+/.locks/
+/.logs/
+`
+
+// Vault is an open .memory/ folder.
+type Vault struct {
+	Root   string // absolute path of the .memory/ folder
+	Config Config
+	repo   *repo
+}
+
+// Find returns the vault to use: dir when given (it must exist), otherwise
+// the nearest .memory/ folder upward from start.
+func Find(dir, start string) (string, error) {
+	if dir != "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return "", ioErr("vault "+dir, err)
+		}
+		if info, err := os.Stat(filepath.Join(abs, ".git")); err != nil || !info.IsDir() {
+			e := newErr(ErrNotFound, "vault: no vault at %s", abs)
+			return "", e.withHint("create one with: memvault init --vault %s", dir)
+		}
+		return abs, nil
+	}
+	abs, err := filepath.Abs(start)
+	if err != nil {
+		return "", ioErr("vault", err)
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		cand := filepath.Join(d, DirName)
+		if info, err := os.Stat(filepath.Join(cand, ".git")); err == nil && info.IsDir() {
+			return cand, nil
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	e := newErr(ErrNotFound, "vault: no %s folder in %s or any parent", DirName, abs)
+	return "", e.withHint("run memvault init to create one here, or pass --vault DIR")
+}
+
+// Open opens the vault at root, as returned by Find.
+func Open(root string) (*Vault, error) {
+	r, err := openRepo(root)
+	if err != nil {
+		return nil, err
+	}
+	v := &Vault{Root: root, repo: r}
+	if err := v.loadConfig(); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func (v *Vault) loadConfig() error {
+	data, err := os.ReadFile(filepath.Join(v.Root, configFile))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return ioErr("read "+configFile, err)
+	}
+	if _, err := toml.Decode(string(data), &v.Config); err != nil {
+		return &Error{Class: ErrInvalid, Msg: configFile + ": " + strings.ReplaceAll(err.Error(), "\n", " "), Err: err,
+			Hint: "fix the file by hand; memvault init writes a fresh one if you delete it"}
+	}
+	c := &v.Config
+	if c.Agent == "" {
+		c.Agent = "default"
+	}
+	if err := CheckName("memvault.toml: agent", c.Agent); err != nil {
+		return err
+	}
+	if c.Ledger.SegmentBytes <= 0 {
+		c.Ledger.SegmentBytes = DefaultSegmentBytes
+	}
+	if c.Git.Name == "" {
+		c.Git.Name = "memvault"
+	}
+	if c.Git.Email == "" {
+		c.Git.Email = "memvault@localhost"
+	}
+	if c.Budgets.MemoryTokens <= 0 {
+		c.Budgets.MemoryTokens = 1000
+	}
+	if c.Budgets.ContinuityWords <= 0 {
+		c.Budgets.ContinuityWords = 500
+	}
+	if c.Lock.Timeout != "" {
+		if _, err := time.ParseDuration(c.Lock.Timeout); err != nil {
+			return newErr(ErrInvalid, "%s: lock.timeout %q: not a duration like 10s", configFile, c.Lock.Timeout)
+		}
+	}
+	return nil
+}
+
+// LockTimeout is how long a writer waits for the vault lock: the
+// MEMVAULT_LOCK_TIMEOUT environment variable, else memvault.toml, else 10s.
+func (v *Vault) LockTimeout() (time.Duration, error) {
+	if s := os.Getenv("MEMVAULT_LOCK_TIMEOUT"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return 0, newErr(ErrInvalid, "MEMVAULT_LOCK_TIMEOUT %q: not a duration like 10s", s)
+		}
+		return d, nil
+	}
+	if v.Config.Lock.Timeout != "" {
+		d, _ := time.ParseDuration(v.Config.Lock.Timeout)
+		return d, nil
+	}
+	return 10 * time.Second, nil
+}
+
+// abs turns a vault path into a file-system path.
+func (v *Vault) abs(r RelPath) string { return filepath.Join(v.Root, filepath.FromSlash(r.String())) }
+
+// Init creates a vault at root (a path ending in .memory, normally) or
+// completes a partial one: the folder, its git repository on branch main,
+// the layout, memvault.toml and .gitignore. It never overwrites a file that
+// exists, so running it again is safe. created reports whether anything was
+// committed.
+func Init(root string) (v *Vault, created bool, err error) {
+	root, err = filepath.Abs(root)
+	if err != nil {
+		return nil, false, ioErr("init", err)
+	}
+	if info, err := os.Stat(root); err == nil && !info.IsDir() {
+		return nil, false, newErr(ErrConflict, "init: %s exists and is not a folder", root)
+	}
+	if err := os.MkdirAll(root, dirPerm); err != nil {
+		return nil, false, ioErr("init: create "+root, err)
+	}
+	if err := initGit(root); err != nil {
+		return nil, false, err
+	}
+	for _, d := range []string{"ledger", "threads", "nodes", "transcripts", ".state", ".locks", ".logs"} {
+		if err := os.MkdirAll(filepath.Join(root, d), dirPerm); err != nil {
+			return nil, false, ioErr("init: create "+d, err)
+		}
+	}
+	v, err = Open(root)
+	if err != nil {
+		return nil, false, err
+	}
+	var files []struct {
+		rel  RelPath
+		text string
+	}
+	for _, f := range []struct {
+		rel  RelPath
+		text string
+	}{{mustRel(configFile), defaultConfigText}, {mustRel(".gitignore"), gitignoreText}} {
+		if _, err := os.Stat(v.abs(f.rel)); errors.Is(err, fs.ErrNotExist) {
+			files = append(files, f)
+		}
+	}
+	_, head, err := v.repo.head()
+	if err != nil {
+		return nil, false, err
+	}
+	if len(files) == 0 && !head.IsZero() {
+		return v, false, nil
+	}
+	_, err = v.Update(TxOptions{Command: "init", Force: true}, func(tx *Tx) error {
+		for _, f := range files {
+			tx.WriteFile(f.rel, []byte(f.text))
+		}
+		tx.Subject("init: memvault vault")
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	// Reload: the config file may be new.
+	if err := v.loadConfig(); err != nil {
+		return nil, false, err
+	}
+	return v, true, nil
+}
+
+// initGit creates the repository unless one exists. It writes the few files
+// git needs by hand rather than through go-git's PlainInit, to control
+// permissions and the initial branch without touching the user's git config.
+func initGit(root string) error {
+	gitDir := filepath.Join(root, ".git")
+	if _, err := os.Stat(filepath.Join(gitDir, "HEAD")); err == nil {
+		return nil
+	}
+	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags", "info"} {
+		if err := os.MkdirAll(filepath.Join(gitDir, filepath.FromSlash(d)), dirPerm); err != nil {
+			return ioErr("init: create .git", err)
+		}
+	}
+	files := []struct{ name, text string }{
+		{"config", "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n"},
+		{"description", "memvault vault\n"},
+		{"info/exclude", "# memvault: see .gitignore\n"},
+		{"HEAD", "ref: refs/heads/main\n"}, // last: its presence marks a repository
+	}
+	for _, f := range files {
+		if err := WriteFileAtomic(filepath.Join(gitDir, filepath.FromSlash(f.name)), []byte(f.text)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Head returns the vault's current commit hash ("" before the first commit).
+func (v *Vault) Head() (string, error) {
+	_, h, err := v.repo.head()
+	if err != nil || h.IsZero() {
+		return "", err
+	}
+	return h.String(), nil
+}
+
+// Log calls fn for each commit from HEAD along first parents until fn
+// returns false.
+func (v *Vault) Log(fn func(CommitInfo) bool) error { return v.repo.log(fn) }
+
+// ShortHash abbreviates a commit hash the way git log --oneline does.
+func ShortHash(h string) string {
+	if len(h) > 7 {
+		return h[:7]
+	}
+	return h
+}

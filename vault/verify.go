@@ -1,0 +1,323 @@
+package vault
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// Problem is one thing verification found wrong, located precisely enough
+// for a person to open the file at that line.
+type Problem struct {
+	File string `json:"file"`
+	Line int    `json:"line,omitempty"`
+	ID   string `json:"id,omitempty"`
+	Msg  string `json:"problem"`
+}
+
+func (p Problem) String() string {
+	loc := p.File
+	if p.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", p.File, p.Line)
+	}
+	if p.ID != "" {
+		return fmt.Sprintf("%s: %s (%s)", loc, p.Msg, p.ID)
+	}
+	return fmt.Sprintf("%s: %s", loc, p.Msg)
+}
+
+// VerifyReport is the result of a full verification.
+type VerifyReport struct {
+	OK       bool      `json:"ok"`
+	Segments int       `json:"segments"`
+	Events   int       `json:"events"`
+	Tip      string    `json:"tip,omitempty"`
+	Problems []Problem `json:"problems"`
+	// Torn lists unterminated last lines left by a crash mid-append. They
+	// are not events, not problems, and the next write removes them.
+	Torn []Problem `json:"torn,omitempty"`
+}
+
+// chainChecker walks ledger lines in order and checks each line's hash and
+// its prev link. Both the full verification and the cheap check every writer
+// runs use it, so the two can never disagree on what a valid line is.
+type chainChecker struct {
+	prev     string
+	problems []Problem
+	events   int
+}
+
+func (c *chainChecker) line(ll ledgerLine) {
+	file := ll.Seg.String()
+	switch {
+	case ll.Err != nil:
+		c.problems = append(c.problems, Problem{File: file, Line: ll.Line, Msg: ll.Err.Error()})
+		return // an unreadable line has no hash to chain from; keep the old prev
+	case !ll.HashOK:
+		c.problems = append(c.problems, Problem{File: file, Line: ll.Line, ID: ll.Event.ID,
+			Msg: "hash mismatch: the line was changed after it was written"})
+	case ll.Event.Prev != c.prev:
+		c.problems = append(c.problems, Problem{File: file, Line: ll.Line, ID: ll.Event.ID,
+			Msg: "prev does not match the hash of the event before it"})
+	}
+	if ll.Event.ID == "" || ll.Event.Kind == "" || ll.Event.TS == "" {
+		c.problems = append(c.problems, Problem{File: file, Line: ll.Line, ID: ll.Event.ID,
+			Msg: "missing id, kind or ts"})
+	}
+	c.events++
+	c.prev = ll.Event.Hash
+}
+
+// Verify checks the whole ledger: every line parses, every hash matches its
+// content, every prev names the event before it, ids are unique, every
+// reference (linked event, linked node, corrected event) exists, and no stray
+// file hides among the segments. It takes no lock: it reads files that are
+// only ever appended to or replaced atomically.
+func (v *Vault) Verify() (*VerifyReport, error) {
+	segs, strays, err := listSegments(v.Root)
+	if err != nil {
+		return nil, err
+	}
+	rep := &VerifyReport{Segments: len(segs)}
+	for _, s := range strays {
+		rep.Problems = append(rep.Problems, Problem{File: s, Msg: "not a ledger segment name (want <dd>[-<n>].jsonl)"})
+	}
+	var cc chainChecker
+	seen := make(map[string]Problem)
+	type ref struct {
+		at     Problem
+		target string
+		before bool // the target must come earlier in the chain
+	}
+	var refs []ref
+	for i, s := range segs {
+		lines, torn, err := readSegment(v.Root, s)
+		if err != nil {
+			return nil, err
+		}
+		for _, ll := range lines {
+			cc.line(ll)
+			ev := ll.Event
+			if ev == nil {
+				continue
+			}
+			at := Problem{File: s.String(), Line: ll.Line, ID: ev.ID}
+			if first, dup := seen[ev.ID]; dup && ev.ID != "" {
+				p := at
+				p.Msg = fmt.Sprintf("duplicate id, first at %s:%d", first.File, first.Line)
+				rep.Problems = append(rep.Problems, p)
+			} else {
+				seen[ev.ID] = at
+			}
+			for _, l := range ev.Links {
+				refs = append(refs, ref{at: at, target: l})
+			}
+			if correctionKinds[ev.Kind] {
+				if len(ev.Links) == 0 {
+					p := at
+					p.Msg = ev.Kind + " names no event in links"
+					rep.Problems = append(rep.Problems, p)
+				} else {
+					refs = append(refs, ref{at: at, target: ev.Links[0], before: true})
+				}
+			}
+		}
+		if len(torn) > 0 {
+			p := Problem{File: s.String(), Line: len(lines) + 1, Msg: "torn last line (a crash mid-append); the next write removes it"}
+			if i == len(segs)-1 {
+				rep.Torn = append(rep.Torn, p)
+			} else {
+				p.Msg = "unterminated line in a closed segment"
+				rep.Problems = append(rep.Problems, p)
+			}
+		}
+	}
+	nodes, err := v.nodeIDs()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range refs {
+		if strings.HasPrefix(r.target, "n_") {
+			if !nodes[r.target] {
+				p := r.at
+				p.Msg = "links to node " + r.target + ", which does not exist"
+				rep.Problems = append(rep.Problems, p)
+			}
+			continue
+		}
+		target, ok := seen[r.target]
+		switch {
+		case !ok:
+			p := r.at
+			p.Msg = "links to " + r.target + ", which is not in the ledger"
+			rep.Problems = append(rep.Problems, p)
+		case r.before && !posBefore(target, r.at):
+			p := r.at
+			p.Msg = "corrects " + r.target + ", which comes after it"
+			rep.Problems = append(rep.Problems, p)
+		}
+	}
+	rep.Problems = append(rep.Problems, cc.problems...)
+	sortProblems(rep.Problems)
+	rep.Events = cc.events
+	rep.Tip = cc.prev
+	rep.OK = len(rep.Problems) == 0
+	return rep, nil
+}
+
+// posBefore reports whether ledger position a comes before b in chain order,
+// which differs from string order for numbered parts ("22-1" follows "22").
+func posBefore(a, b Problem) bool {
+	if a.File == b.File {
+		return a.Line < b.Line
+	}
+	sa, oka := segmentFromPath(a.File)
+	sb, okb := segmentFromPath(b.File)
+	return oka && okb && sa.less(sb)
+}
+
+func segmentFromPath(p string) (segment, bool) {
+	var y, m int
+	parts := strings.Split(p, "/")
+	if len(parts) != 4 || parts[0] != "ledger" {
+		return segment{}, false
+	}
+	if _, err := fmt.Sscanf(parts[1]+" "+parts[2], "%d %d", &y, &m); err != nil {
+		return segment{}, false
+	}
+	return parseSegmentName(y, m, parts[3])
+}
+
+func sortProblems(ps []Problem) {
+	less := func(a, b Problem) bool {
+		_, oka := segmentFromPath(a.File)
+		_, okb := segmentFromPath(b.File)
+		if a.File != b.File && !(oka && okb) {
+			return a.File < b.File
+		}
+		return posBefore(a, b)
+	}
+	for i := 1; i < len(ps); i++ { // insertion sort: stable, and lists are short
+		for j := i; j > 0 && less(ps[j], ps[j-1]); j-- {
+			ps[j], ps[j-1] = ps[j-1], ps[j]
+		}
+	}
+}
+
+// nodeIDs collects the ids of the temporal nodes on disk
+// (nodes/<agent>/<yyyy>/<mm>/<id>.md), for reference checks.
+func (v *Vault) nodeIDs() (map[string]bool, error) {
+	ids := make(map[string]bool)
+	root := filepath.Join(v.Root, "nodes")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(d.Name(), ".md") {
+			ids[strings.TrimSuffix(d.Name(), ".md")] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, ioErr("read nodes", err)
+	}
+	return ids, nil
+}
+
+// The write-time check. A full verification reads the whole history, which a
+// writer cannot afford on every transaction. Instead the last verified state
+// of each segment (size, mtime, inode and the tip hash at its end) is kept in
+// .state/ledger-verified.json; a writer re-checks only the segments whose
+// stat no longer matches, which after a writer's own append is none. A hand
+// edit changes the mtime (and, for editors that replace files, the inode), so
+// it is caught by the next writer. The cache is derived: deleting it costs one
+// full chain check.
+
+type segStamp struct {
+	Path  string `json:"path"`
+	Size  int64  `json:"size"`
+	Mtime int64  `json:"mtime_ns"`
+	Ino   uint64 `json:"ino"`
+	Tip   string `json:"tip"`
+}
+
+const verifiedCache = ".state/ledger-verified.json"
+
+func stampOf(root string, s segment) (segStamp, error) {
+	info, err := os.Stat(filepath.Join(root, filepath.FromSlash(s.String())))
+	if err != nil {
+		return segStamp{}, ioErr("stat "+s.String(), err)
+	}
+	st := segStamp{Path: s.String(), Size: info.Size(), Mtime: info.ModTime().UnixNano()}
+	if sys, ok := info.Sys().(*syscall.Stat_t); ok {
+		st.Ino = sys.Ino
+	}
+	return st, nil
+}
+
+func (v *Vault) loadStamps() []segStamp {
+	data, err := os.ReadFile(filepath.Join(v.Root, verifiedCache))
+	if err != nil {
+		return nil
+	}
+	var stamps []segStamp
+	if json.Unmarshal(data, &stamps) != nil {
+		return nil
+	}
+	return stamps
+}
+
+func (v *Vault) saveStamps(stamps []segStamp) {
+	data, err := json.Marshal(stamps)
+	if err != nil {
+		return
+	}
+	// A cache: written atomically, but a failure only costs a re-check.
+	_ = WriteFileAtomic(filepath.Join(v.Root, verifiedCache), data)
+}
+
+// checkChain verifies the segments that changed since the last check and
+// returns their stamps. A torn last line in the last segment is tolerated:
+// the writer repairs it.
+func (v *Vault) checkChain(segs []segment) ([]segStamp, []Problem, error) {
+	old := v.loadStamps()
+	stamps := make([]segStamp, 0, len(segs))
+	cc := chainChecker{}
+	trusted := true
+	for i, s := range segs {
+		st, err := stampOf(v.Root, s)
+		if err != nil {
+			return nil, nil, err
+		}
+		if trusted && i < len(old) && old[i].Path == st.Path && old[i].Size == st.Size &&
+			old[i].Mtime == st.Mtime && old[i].Ino == st.Ino {
+			st.Tip = old[i].Tip
+			cc.prev = st.Tip
+			stamps = append(stamps, st)
+			continue
+		}
+		trusted = false
+		lines, torn, err := readSegment(v.Root, s)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, ll := range lines {
+			cc.line(ll)
+		}
+		if len(torn) > 0 && i < len(segs)-1 {
+			cc.problems = append(cc.problems, Problem{File: s.String(), Line: len(lines) + 1,
+				Msg: "unterminated line in a closed segment"})
+		}
+		st.Tip = cc.prev
+		stamps = append(stamps, st)
+	}
+	return stamps, cc.problems, nil
+}

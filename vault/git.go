@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -32,6 +33,9 @@ type repo struct {
 	root   string // the work tree: the vault root
 	gitDir string
 	st     *filesystem.Storage
+	// created lists the loose objects this process wrote in the current
+	// transaction, so that a failed transaction can take them back.
+	created []plumbing.Hash
 }
 
 func openRepo(root string) (*repo, error) {
@@ -93,7 +97,12 @@ type fileChange struct {
 	blob    plumbing.Hash
 }
 
+// writeObject stores an object unless git has it already.
 func (r *repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+	h := plumbing.ComputeHash(typ, data)
+	if r.st.HasEncodedObject(h) == nil {
+		return h, nil
+	}
 	obj := r.st.NewEncodedObject()
 	obj.SetType(typ)
 	obj.SetSize(int64(len(data)))
@@ -107,7 +116,22 @@ func (r *repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash,
 	if err := w.Close(); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return r.st.SetEncodedObject(obj)
+	if _, err := r.st.SetEncodedObject(obj); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	r.created = append(r.created, h)
+	return h, nil
+}
+
+// discardCreated removes the loose objects written since the last call, after
+// a transaction failed before its commit became visible. Nothing can refer to
+// them: they were created by this transaction and the branch never moved.
+func (r *repo) discardCreated() {
+	for _, h := range r.created {
+		s := h.String()
+		os.Remove(filepath.Join(r.gitDir, "objects", s[:2], s[2:]))
+	}
+	r.created = nil
 }
 
 // buildTree returns the hash of tree base with changes applied. Only the
@@ -178,12 +202,27 @@ func (r *repo) buildTree(base plumbing.Hash, changes []*fileChange) (plumbing.Ha
 		return plumbing.ZeroHash, nil // git has no empty subtrees
 	}
 	sort.Sort(object.TreeEntrySorter(entries))
-	t := &object.Tree{Entries: entries}
-	obj := r.st.NewEncodedObject()
-	if err := t.Encode(obj); err != nil {
+	return r.encodeAndWrite(&object.Tree{Entries: entries})
+}
+
+// encodeAndWrite stores a tree or commit through writeObject.
+func (r *repo) encodeAndWrite(o interface {
+	Encode(plumbing.EncodedObject) error
+}) (plumbing.Hash, error) {
+	mem := &plumbing.MemoryObject{}
+	if err := o.Encode(mem); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return r.st.SetEncodedObject(obj)
+	rd, err := mem.Reader()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	defer rd.Close()
+	data := make([]byte, mem.Size())
+	if _, err := io.ReadFull(rd, data); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return r.writeObject(mem.Type(), data)
 }
 
 // signature is who memvault commits as.
@@ -236,11 +275,7 @@ func (r *repo) commit(changes []*fileChange, msg string, who signature, when tim
 		if !parent.IsZero() {
 			c.ParentHashes = []plumbing.Hash{parent}
 		}
-		obj := r.st.NewEncodedObject()
-		if err := c.Encode(obj); err != nil {
-			return plumbing.ZeroHash, err
-		}
-		h, err := r.st.SetEncodedObject(obj)
+		h, err := r.encodeAndWrite(c)
 		if err != nil {
 			return plumbing.ZeroHash, gitIOErr("git: write commit", err)
 		}

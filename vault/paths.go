@@ -35,15 +35,14 @@ func CheckName(what, s string) error {
 		return newErr(ErrInvalid, "%s: longer than %d bytes", what, maxNameLen)
 	case !utf8.ValidString(s):
 		return newErr(ErrInvalid, "%s: not valid utf-8", what)
-	case s == "." || s == "..":
-		return newErr(ErrInvalid, "%s %q: not allowed", what, s)
-	case strings.HasPrefix(s, "."):
-		return newErr(ErrInvalid, "%s %q: must not start with a dot", what, s)
 	}
 	for _, r := range s {
 		if r == '/' || r == '\\' || r == 0 || unicode.IsControl(r) {
 			return newErr(ErrInvalid, "%s %q: contains a path separator or control character", what, s)
 		}
+	}
+	if strings.HasPrefix(s, ".") {
+		return newErr(ErrInvalid, "%s %q: must not start with a dot", what, s)
 	}
 	return nil
 }

@@ -151,6 +151,10 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	if err != nil && !opts.Force {
 		return nil, err
 	}
+	// Fail before writing anything if there is no branch to commit to.
+	if _, err := v.repo.headBranch(); err != nil {
+		return nil, err
+	}
 
 	tx := &Tx{v: v, opts: opts, now: time.Now()}
 	if err := fn(tx); err != nil {
@@ -271,8 +275,10 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 	h, err := v.repo.commit(changes, msg, who, tx.now)
 	if err != nil {
 		rollback.run()
+		v.repo.discardCreated()
 		return nil, stamp, err
 	}
+	v.repo.created = nil
 	res := &Result{Commit: h.String(), Events: tx.events}
 	if err := v.repo.updateIndex(changes); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%v (the commit landed; git status may show the files as changed)", err))

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gofrs/flock"
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/memvault/memvault/cmd/memvault/internal/cli"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"memvault": func() { os.Exit(cli.Main(os.Args[1:])) },
+	})
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("testdata", "script"),
+		RequireExplicitExec: false,
+		Setup:               setupScript,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"snapshot": cmdSnapshot,
+			"unchanged": cmdUnchanged,
+			"tamper":    cmdTamper,
+			"lines":     cmdLines,
+			"lockvault": cmdLockVault,
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "git" {
+				_, err := exec.LookPath("git")
+				return err == nil, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
+	})
+}
+
+// setupScript gives every script a private HOME with a git identity, so that
+// scripts can commit by hand with the git CLI and nothing touches the real
+// HOME or the machine's git configuration.
+func setupScript(env *testscript.Env) error {
+	home := filepath.Join(env.WorkDir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return err
+	}
+	gitconfig := "[user]\n\tname = Test Person\n\temail = person@example.com\n[init]\n\tdefaultBranch = main\n"
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o600); err != nil {
+		return err
+	}
+	env.Setenv("HOME", home)
+	env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	env.Setenv("MEMVAULT_LOCK_TIMEOUT", "30s")
+	env.Setenv("TZ", "UTC")
+	return nil
+}
+
+// vaultDigest hashes every file of the vault that is content or git state,
+// skipping the derived folders (.state, .locks, .logs, .index), which may
+// legitimately change when a command fails.
+func vaultDigest(root string) (string, error) {
+	var lines []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		switch rel {
+		case ".state", ".locks", ".logs", ".index":
+			return filepath.SkipDir
+		}
+		if d.IsDir() {
+			lines = append(lines, rel+"/")
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(data)
+		info, _ := d.Info()
+		lines = append(lines, fmt.Sprintf("%s %o %x", rel, info.Mode().Perm(), sum[:8]))
+		return nil
+	})
+	sort.Strings(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return hex.EncodeToString(sum[:]), err
+}
+
+// snapshot NAME [DIR] records the state of the vault (default .memory).
+func cmdSnapshot(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: snapshot NAME [VAULT]")
+	}
+	dir := ".memory"
+	if len(args) == 2 {
+		dir = args[1]
+	}
+	d, err := vaultDigest(ts.MkAbs(dir))
+	ts.Check(err)
+	ts.Setenv("SNAPSHOT_"+args[0], d)
+}
+
+// unchanged NAME [DIR] fails unless the vault is exactly as snapshot NAME
+// recorded it: same files, same bytes, same modes, same git objects and refs.
+func cmdUnchanged(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: unchanged NAME [VAULT]")
+	}
+	dir := ".memory"
+	if len(args) == 2 {
+		dir = args[1]
+	}
+	d, err := vaultDigest(ts.MkAbs(dir))
+	ts.Check(err)
+	same := d == ts.Getenv("SNAPSHOT_"+args[0])
+	if same == neg {
+		if neg {
+			ts.Fatalf("vault unchanged since snapshot %s", args[0])
+		}
+		ts.Fatalf("vault changed since snapshot %s", args[0])
+	}
+}
+
+// tamper FILE LINE flips one byte inside the text of line LINE of FILE,
+// the way a careless hand edit or disk corruption would.
+func cmdTamper(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: tamper FILE LINE")
+	}
+	p := ts.MkAbs(args[0])
+	data, err := os.ReadFile(p)
+	ts.Check(err)
+	lines := strings.SplitAfter(string(data), "\n")
+	var n int
+	fmt.Sscan(args[1], &n)
+	if n < 1 || n > len(lines) {
+		ts.Fatalf("tamper: no line %d", n)
+	}
+	l := lines[n-1]
+	i := strings.Index(l, `"text":"`)
+	if i < 0 {
+		ts.Fatalf("tamper: line %d has no text", n)
+	}
+	b := []byte(l)
+	b[i+8] ^= 0x01
+	lines[n-1] = string(b)
+	ts.Check(os.WriteFile(p, []byte(strings.Join(lines, "")), 0o600))
+}
+
+// lines FILE N fails unless FILE has exactly N newline-terminated lines.
+func cmdLines(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: lines FILE N")
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	got := fmt.Sprint(strings.Count(string(data), "\n"))
+	if (got == args[1]) == neg {
+		ts.Fatalf("%s has %s lines, want %s%s", args[0], got, map[bool]string{true: "not ", false: ""}[neg], args[1])
+	}
+}
+
+// lockvault VAULT takes the vault lock the way another memvault process
+// would and writes a lease naming a holder; the lock is held until
+// "lockvault -release VAULT" or the end of the script.
+func cmdLockVault(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: lockvault [-release] VAULT")
+	}
+	release := args[0] == "-release"
+	root := ts.MkAbs(args[len(args)-1])
+	key := "lock:" + root
+	heldMu.Lock()
+	defer heldMu.Unlock()
+	if release {
+		if fl, ok := heldLocks[key]; ok {
+			fl.Unlock()
+			delete(heldLocks, key)
+		}
+		return
+	}
+	fl := flock.New(filepath.Join(root, ".locks", "vault.lock"))
+	ts.Check(fl.Lock())
+	heldLocks[key] = fl
+	ts.Defer(func() {
+		heldMu.Lock()
+		defer heldMu.Unlock()
+		fl.Unlock()
+		delete(heldLocks, key)
+	})
+	lease := `{"pid":4242,"host":"testhost","agent":"holder","session":"s-hold","command":"holdlock","since":"2026-01-01T00:00:00Z"}`
+	ts.Check(os.WriteFile(filepath.Join(root, ".locks", "vault.lease.json"), []byte(lease), 0o600))
+}
+
+var (
+	heldMu    sync.Mutex
+	heldLocks = map[string]*flock.Flock{}
+)

@@ -67,7 +67,7 @@ func canonicalJSON(buf *bytes.Buffer, v any) error {
 func writeJSONString(buf *bytes.Buffer, s string) {
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // encoding a string cannot fail
+	_ = enc.Encode(s)           // encoding a string cannot fail
 	buf.Truncate(buf.Len() - 1) // drop the newline Encode appends
 }
 

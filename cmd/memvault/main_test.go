@@ -31,7 +31,7 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: false,
 		Setup:               setupScript,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"snapshot": cmdSnapshot,
+			"snapshot":  cmdSnapshot,
 			"unchanged": cmdUnchanged,
 			"tamper":    cmdTamper,
 			"lines":     cmdLines,

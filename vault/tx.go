@@ -157,6 +157,9 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	}
 
 	tx := &Tx{v: v, opts: opts, now: time.Now()}
+	if v.clock != nil {
+		tx.now = v.clock()
+	}
 	if err := fn(tx); err != nil {
 		return nil, err
 	}

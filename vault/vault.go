@@ -80,6 +80,7 @@ type Vault struct {
 	Root   string // absolute path of the .memory/ folder
 	Config Config
 	repo   *repo
+	clock  func() time.Time // nil: time.Now; tests move time forward
 }
 
 // Find returns the vault to use: dir when given (it must exist), otherwise

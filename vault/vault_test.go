@@ -1,0 +1,363 @@
+package vault
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func newVault(t *testing.T) *Vault {
+	t.Helper()
+	v, created, err := Init(filepath.Join(t.TempDir(), DirName))
+	if err != nil || !created {
+		t.Fatalf("init: created=%v err=%v", created, err)
+	}
+	return v
+}
+
+func remember(t *testing.T, v *Vault, text string) *Event {
+	t.Helper()
+	var ev *Event
+	_, err := v.Update(TxOptions{}, func(tx *Tx) error {
+		var err error
+		ev, err = tx.Remember(Input{Text: text})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("remember %q: %v", text, err)
+	}
+	return ev
+}
+
+func mustVerify(t *testing.T, v *Vault) *VerifyReport {
+	t.Helper()
+	rep, err := v.Verify()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK {
+		t.Fatalf("verify failed: %v", rep.Problems)
+	}
+	return rep
+}
+
+func TestCanonicalJSON(t *testing.T) {
+	in := `{"z":1,"a":{"y":[true,null,"<&>"],"b":1.50},"m":"é\n"}`
+	v, err := decodeJSON([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := canonicalJSON(&buf, v); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"a":{"b":1.50,"y":[true,null,"<&>"]},"m":"é\n","z":1}`
+	if buf.String() != want {
+		t.Fatalf("canonical form\n got %s\nwant %s", buf.String(), want)
+	}
+	// The hash is SHA-256 over exactly that form, so any other implementation
+	// can check a ledger line with nothing but a JSON library.
+	h, err := hashCanonical(v.(map[string]any))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(want))
+	if h != hex.EncodeToString(sum[:]) {
+		t.Fatalf("hash %s is not sha256 of the canonical form", h)
+	}
+}
+
+func TestSealedLineIsCanonicalAndVerifies(t *testing.T) {
+	ev := &Event{ID: "e_x", TS: "2026-11-22T10:00:00.000Z", Agent: "a", Kind: "fact", Text: "x < y & z",
+		Data: []byte(`{"b":2,"a":1}`)}
+	line, err := ev.seal("prevhash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasSuffix(line, []byte("\n")) || bytes.Count(line, []byte("\n")) != 1 {
+		t.Fatalf("a sealed event is one line: %q", line)
+	}
+	if !bytes.Contains(line, []byte(`"data":{"a":1,"b":2}`)) || !bytes.Contains(line, []byte("x < y & z")) {
+		t.Fatalf("not canonical: %s", line)
+	}
+	got, ok, err := parseLine(bytes.TrimSuffix(line, []byte("\n")))
+	if err != nil || !ok || got.Prev != "prevhash" || got.Hash != ev.Hash {
+		t.Fatalf("parse back: ok=%v err=%v ev=%+v", ok, err, got)
+	}
+	// Any change to the content breaks the hash, even one the JSON decoder
+	// would consider equivalent in meaning, like a different number literal.
+	for _, edit := range [][2]string{{`"x < y`, `"X < y`}, {`"a":1`, `"a":1.0`}, {`"prev":"prevhash"`, `"prev":"other"`}} {
+		bad := bytes.Replace(line, []byte(edit[0]), []byte(edit[1]), 1)
+		if _, ok, _ := parseLine(bytes.TrimSuffix(bad, []byte("\n"))); ok {
+			t.Errorf("edit %q → %q still verifies", edit[0], edit[1])
+		}
+	}
+}
+
+func TestIDs(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 123e6, time.UTC)
+	seen := map[string]bool{}
+	prev := ""
+	for i := range 10000 {
+		id := NewID("e_", now.Add(time.Duration(i)*time.Millisecond))
+		if len(id) != 28 || !strings.HasPrefix(id, "e_") {
+			t.Fatalf("bad id %q", id)
+		}
+		if seen[id] {
+			t.Fatalf("duplicate id %q", id)
+		}
+		seen[id] = true
+		if id <= prev {
+			t.Fatalf("ids not time-sorted: %q after %q", id, prev)
+		}
+		prev = id
+		if got, ok := idTime(id); !ok || !got.Equal(now.Add(time.Duration(i)*time.Millisecond)) {
+			t.Fatalf("idTime(%q) = %v, %v", id, got, ok)
+		}
+	}
+}
+
+func TestCheckName(t *testing.T) {
+	for _, bad := range []string{"", ".", "..", "../x", "a/b", `a\b`, ".hidden", "a\x00b", "a\nb", "tab\there",
+		strings.Repeat("x", maxNameLen+1), "\xff"} {
+		if err := CheckName("name", bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("CheckName(%q) = %v, want ErrInvalid", bad, err)
+		}
+	}
+	for _, good := range []string{"default", "claude-code", "3f2a-uuid", "e_01m80", "名前", strings.Repeat("x", maxNameLen)} {
+		if err := CheckName("name", good); err != nil {
+			t.Errorf("CheckName(%q) = %v", good, err)
+		}
+	}
+	for _, bad := range []string{"shop", "Project:shop", "project:", ":shop", "project:../x", "project:a/b", "a:b:c", "project:.x"} {
+		if _, err := ParseThread(bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("ParseThread(%q) = %v, want ErrInvalid", bad, err)
+		}
+	}
+	th, err := ParseThread("person:alice.b")
+	if err != nil || th.HeadPath().String() != "threads/person/alice.b.md" {
+		t.Fatalf("ParseThread: %v %v", th, err)
+	}
+}
+
+func TestSegmentOrderAndNames(t *testing.T) {
+	names := []string{"22.jsonl", "22-1.jsonl", "22-2.jsonl", "22-10.jsonl", "23.jsonl"}
+	var segs []segment
+	for _, n := range names {
+		s, ok := parseSegmentName(2026, 11, n)
+		if !ok {
+			t.Fatalf("parse %q", n)
+		}
+		if got := s.String(); got != "ledger/2026/11/"+n {
+			t.Fatalf("round trip %q → %q", n, got)
+		}
+		segs = append(segs, s)
+	}
+	for i := 1; i < len(segs); i++ {
+		if !segs[i-1].less(segs[i]) {
+			t.Fatalf("%v should sort before %v", segs[i-1], segs[i])
+		}
+	}
+	for _, bad := range []string{"2.jsonl", "22-0.jsonl", "22-01.jsonl", "32.jsonl", "22.json", "22-x.jsonl"} {
+		if _, ok := parseSegmentName(2026, 11, bad); ok {
+			t.Errorf("%q accepted as a segment", bad)
+		}
+	}
+}
+
+// Segments close by size and by day, and the chain runs across them.
+func TestSegmentsRollBySizeAndDay(t *testing.T) {
+	v := newVault(t)
+	v.Config.Ledger.SegmentBytes = 2048
+	day := time.Date(2026, 11, 22, 23, 30, 0, 0, time.UTC)
+	v.clock = func() time.Time { day = day.Add(2 * time.Minute); return day }
+	for i := range 40 {
+		remember(t, v, fmt.Sprintf("event number %d with some padding text to fill segments", i))
+	}
+	segs, strays, err := listSegments(v.Root)
+	if err != nil || len(strays) > 0 {
+		t.Fatal(err, strays)
+	}
+	if len(segs) < 4 {
+		t.Fatalf("want several segments, got %v", segs)
+	}
+	var days = map[int]bool{}
+	for i, s := range segs {
+		days[s.D] = true
+		info, err := os.Stat(v.abs(s.rel()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A segment is closed once it reaches the limit: only the last line
+		// may cross it.
+		if i < len(segs)-1 && info.Size() > v.Config.Ledger.SegmentBytes+512 {
+			t.Errorf("%v is %d bytes", s, info.Size())
+		}
+	}
+	if !days[22] || !days[23] {
+		t.Fatalf("the day change should open a new segment: %v", segs)
+	}
+	rep := mustVerify(t, v)
+	if rep.Events != 40 || rep.Segments != len(segs) {
+		t.Fatalf("verify saw %d events in %d segments", rep.Events, rep.Segments)
+	}
+	st, err := v.LoadState()
+	if err != nil || len(st.Rows) != 40 {
+		t.Fatalf("state: %d rows, %v", len(st.Rows), err)
+	}
+}
+
+// A clock that goes backwards must not put events into an earlier segment,
+// where they would break the chain order.
+func TestClockGoingBackwards(t *testing.T) {
+	v := newVault(t)
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	v.clock = func() time.Time { return now }
+	remember(t, v, "today")
+	now = now.AddDate(0, 0, -3)
+	remember(t, v, "three days ago, says the clock")
+	segs, _, _ := listSegments(v.Root)
+	if len(segs) != 1 {
+		t.Fatalf("segments: %v", segs)
+	}
+	mustVerify(t, v)
+}
+
+// A crash after the event's bytes but before its newline leaves a sound
+// event: the next writer completes the line instead of dropping it.
+func TestTornLineWithWholeEventIsCompleted(t *testing.T) {
+	v := newVault(t)
+	remember(t, v, "one")
+	segs, _, _ := listSegments(v.Root)
+	p := v.abs(segs[0].rel())
+	before, _ := os.ReadFile(p)
+	ev2 := remember(t, v, "two")
+	after, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, after[:len(after)-1], 0o600); err != nil { // drop the final newline
+		t.Fatal(err)
+	}
+	// Readers do not see the unterminated event.
+	if st, _ := v.LoadState(); len(st.Rows) != 1 {
+		t.Fatalf("readers saw %d rows", len(st.Rows))
+	}
+	remember(t, v, "three")
+	st, _ := v.LoadState()
+	if len(st.Rows) != 3 || st.Rows[1].ID != ev2.ID {
+		t.Fatalf("the completed event was lost: %d rows", len(st.Rows))
+	}
+	mustVerify(t, v)
+	if !bytes.HasPrefix(after, before) {
+		t.Fatal("appends rewrote earlier bytes")
+	}
+}
+
+// The write-time check catches a hand edit even when the file keeps its size.
+func TestWritersRefuseTamperedLedger(t *testing.T) {
+	v := newVault(t)
+	remember(t, v, "one")
+	remember(t, v, "two")
+	segs, _, _ := listSegments(v.Root)
+	p := v.abs(segs[0].rel())
+	data, _ := os.ReadFile(p)
+	tampered := bytes.Replace(data, []byte(`"text":"one"`), []byte(`"text":"One"`), 1)
+	time.Sleep(10 * time.Millisecond) // a new mtime
+	if err := os.WriteFile(p, tampered, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	head, _ := v.Head()
+	_, err := v.Update(TxOptions{}, func(tx *Tx) error { _, err := tx.Remember(Input{Text: "three"}); return err })
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), ":1: hash mismatch") {
+		t.Fatalf("want a corrupt-ledger refusal naming line 1, got %v", err)
+	}
+	if h, _ := v.Head(); h != head {
+		t.Fatal("a refused write moved HEAD")
+	}
+	if now, _ := os.ReadFile(p); !bytes.Equal(now, tampered) {
+		t.Fatal("a refused write changed the ledger")
+	}
+	_, err = v.Update(TxOptions{Force: true}, func(tx *Tx) error { _, err := tx.Remember(Input{Text: "forced"}); return err })
+	if err != nil {
+		t.Fatalf("--force: %v", err)
+	}
+	rep, _ := v.Verify()
+	if rep.OK || len(rep.Problems) != 1 || rep.Problems[0].Line != 1 {
+		t.Fatalf("verify after force: %+v", rep.Problems)
+	}
+}
+
+func TestUpdateRollsBackWhenFnFails(t *testing.T) {
+	v := newVault(t)
+	remember(t, v, "one")
+	head, _ := v.Head()
+	boom := errors.New("boom")
+	_, err := v.Update(TxOptions{}, func(tx *Tx) error {
+		tx.Append(&Event{Kind: "fact", Text: "half"})
+		tx.WriteFile(mustRel("threads", "x.md"), []byte("x"))
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	if h, _ := v.Head(); h != head {
+		t.Fatal("HEAD moved")
+	}
+	if _, err := os.Stat(filepath.Join(v.Root, "threads", "x.md")); err == nil {
+		t.Fatal("file of a failed transaction was written")
+	}
+	if st, _ := v.LoadState(); len(st.Rows) != 1 {
+		t.Fatal("event of a failed transaction was written")
+	}
+}
+
+// The commit builds on a commit a person made with git after memvault read
+// the branch: the person's commit stays in history.
+func TestCommitRebuildsOnAMovedBranch(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git")
+	}
+	v := newVault(t)
+	remember(t, v, "one")
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-C", v.Root, "-c", "user.name=P", "-c", "user.email=p@x"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	_, err := v.Update(TxOptions{}, func(tx *Tx) error {
+		// A person commits while memvault is inside its transaction.
+		os.WriteFile(filepath.Join(v.Root, "hand.md"), []byte("by hand\n"), 0o600)
+		git("add", "hand.md")
+		git("commit", "-q", "-m", "person: hand")
+		_, err := tx.Remember(Input{Text: "two"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var subjects []string
+	v.Log(func(c CommitInfo) bool { subjects = append(subjects, c.Subject); return true })
+	want := []string{"fact: two", "person: hand", "fact: one", "init: memvault vault"}
+	if strings.Join(subjects, "|") != strings.Join(want, "|") {
+		t.Fatalf("history %q, want %q", subjects, want)
+	}
+	git("fsck", "--strict")
+}
+
+func TestCommitMessageTrailers(t *testing.T) {
+	subject, body, tr := parseCommitMessage("decision: x\n\nsome body\n\nMemvault-Agent: a\nMemvault-Event: e_1\nMemvault-Event: e_2\n")
+	if subject != "decision: x" || body != "some body" || tr["Memvault-Agent"][0] != "a" || len(tr["Memvault-Event"]) != 2 {
+		t.Fatalf("%q %q %v", subject, body, tr)
+	}
+	_, body, tr = parseCommitMessage("subject\n\nnot a trailer paragraph\n")
+	if tr != nil || body != "not a trailer paragraph" {
+		t.Fatalf("%q %v", body, tr)
+	}
+}

@@ -100,7 +100,10 @@ type fileChange struct {
 // writeObject stores an object unless git has it already.
 func (r *repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 	h := plumbing.ComputeHash(typ, data)
-	if r.st.HasEncodedObject(h) == nil {
+	// Only loose objects are checked: asking about packs would load every
+	// pack index, which costs more than writing a small duplicate. A loose
+	// copy of a packed object is harmless, and so is removing it again.
+	if _, err := os.Stat(r.loosePath(h)); err == nil {
 		return h, nil
 	}
 	obj := r.st.NewEncodedObject()
@@ -128,10 +131,14 @@ func (r *repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash,
 // them: they were created by this transaction and the branch never moved.
 func (r *repo) discardCreated() {
 	for _, h := range r.created {
-		s := h.String()
-		os.Remove(filepath.Join(r.gitDir, "objects", s[:2], s[2:]))
+		os.Remove(r.loosePath(h))
 	}
 	r.created = nil
+}
+
+func (r *repo) loosePath(h plumbing.Hash) string {
+	s := h.String()
+	return filepath.Join(r.gitDir, "objects", s[:2], s[2:])
 }
 
 // buildTree returns the hash of tree base with changes applied. Only the
@@ -401,27 +408,53 @@ func (r *repo) updateIndex(changes []*fileChange) error {
 			os.Remove(idxPath + ".lock")
 		}
 	}()
-	idx := &index.Index{Version: 2}
-	if data, err := os.ReadFile(idxPath); err == nil {
-		if err := index.NewDecoder(bytes.NewReader(data)).Decode(idx); err != nil {
-			return fmt.Errorf("git: read index: %w", err)
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	data, err := os.ReadFile(idxPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return gitIOErr("git: read index", err)
 	}
-	byName := make(map[string]int, len(idx.Entries))
-	for i, e := range idx.Entries {
-		if e.Stage == 0 {
-			byName[e.Name] = i
+	out, err := patchIndex(data, changes)
+	if errors.Is(err, errIndexUnsupported) {
+		out, err = rewriteIndex(data, changes)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := lock.Write(out); err != nil {
+		return gitIOErr("git: write index", err)
+	}
+	if err := lock.Close(); err != nil {
+		return gitIOErr("git: write index", err)
+	}
+	if err := os.Rename(idxPath+".lock", idxPath); err != nil {
+		return gitIOErr("git: write index", err)
+	}
+	ok = true
+	return nil
+}
+
+// rewriteIndex is the slow path of updateIndex for index formats patchIndex
+// does not handle: decode everything with go-git, change the entries,
+// encode everything.
+func rewriteIndex(data []byte, changes []*fileChange) ([]byte, error) {
+	idx := &index.Index{Version: 2}
+	if len(data) > 0 {
+		if err := index.NewDecoder(bytes.NewReader(data)).Decode(idx); err != nil {
+			return nil, fmt.Errorf("git: read index: %w", err)
 		}
 	}
-	drop := make(map[string]bool)
+	changed := make(map[string]*fileChange, len(changes))
 	for _, c := range changes {
-		i, exists := byName[c.path]
+		changed[c.path] = c
+	}
+	kept := idx.Entries[:0]
+	for _, e := range idx.Entries {
+		if changed[e.Name] == nil {
+			kept = append(kept, e)
+		}
+	}
+	idx.Entries = kept
+	for _, c := range changes {
 		if c.deleted {
-			if exists {
-				drop[c.path] = true
-			}
 			continue
 		}
 		e := &index.Entry{Name: c.path, Hash: c.blob, Mode: filemode.Regular}
@@ -434,20 +467,7 @@ func (r *repo) updateIndex(changes []*fileChange) error {
 				e.UID, e.GID = sys.Uid, sys.Gid
 			}
 		}
-		if exists {
-			idx.Entries[i] = e
-		} else {
-			idx.Entries = append(idx.Entries, e)
-		}
-	}
-	if len(drop) > 0 {
-		kept := idx.Entries[:0]
-		for _, e := range idx.Entries {
-			if !drop[e.Name] {
-				kept = append(kept, e)
-			}
-		}
-		idx.Entries = kept
+		idx.Entries = append(idx.Entries, e)
 	}
 	sort.SliceStable(idx.Entries, func(i, j int) bool {
 		if idx.Entries[i].Name != idx.Entries[j].Name {
@@ -455,24 +475,12 @@ func (r *repo) updateIndex(changes []*fileChange) error {
 		}
 		return idx.Entries[i].Stage < idx.Entries[j].Stage
 	})
-	// The cached tree extension describes trees we just changed; dropping it
-	// is always valid (git rebuilds it), keeping a stale one is not.
-	idx.Cache = nil
+	idx.Cache = nil // describes trees that just changed; git rebuilds it
 	var buf bytes.Buffer
 	if err := index.NewEncoder(&buf).Encode(idx); err != nil {
-		return fmt.Errorf("git: write index: %w", err)
+		return nil, fmt.Errorf("git: write index: %w", err)
 	}
-	if _, err := lock.Write(buf.Bytes()); err != nil {
-		return gitIOErr("git: write index", err)
-	}
-	if err := lock.Close(); err != nil {
-		return gitIOErr("git: write index", err)
-	}
-	if err := os.Rename(idxPath+".lock", idxPath); err != nil {
-		return gitIOErr("git: write index", err)
-	}
-	ok = true
-	return nil
+	return buf.Bytes(), nil
 }
 
 func gitIOErr(op string, err error) error {

@@ -1,0 +1,546 @@
+package merge
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/text"
+)
+
+// KeepMarker, anywhere in a section of the person's file, pins that section
+// and the sections nested under it: Markdown never rewrites them, whatever
+// the new render says. It is an HTML comment so it stays invisible when the
+// file is rendered.
+const KeepMarker = "<!-- memvault:keep -->"
+
+// MarkdownOptions tunes a section merge.
+type MarkdownOptions struct {
+	// Options applies to the line merge inside sections changed on both
+	// sides; its labels name the alternatives in SectionConflict.Marked.
+	Options
+	// AppendOnly lists heading titles (compared without case, e.g. "Just
+	// Completed", "Log") whose sections only ever grow: when both sides
+	// changed one, the result is our lines followed by their new lines,
+	// which never conflicts.
+	AppendOnly []string
+}
+
+// ConflictKind says why a section could not be merged.
+type ConflictKind int
+
+const (
+	// BothEdited means both sides changed the section in ways the line
+	// merge could not reconcile.
+	BothEdited ConflictKind = iota + 1
+	// OursDeleted means the person deleted a section the render changed;
+	// the merged file keeps it deleted.
+	OursDeleted
+	// TheirsDeleted means the render dropped a section the person edited;
+	// the merged file keeps the person's text.
+	TheirsDeleted
+)
+
+// String names the kind for messages and JSON.
+func (k ConflictKind) String() string {
+	switch k {
+	case BothEdited:
+		return "both edited"
+	case OursDeleted:
+		return "deleted by ours, edited by theirs"
+	case TheirsDeleted:
+		return "deleted by theirs, edited by ours"
+	}
+	return "conflict kind " + strconv.Itoa(int(k))
+}
+
+// SectionConflict is one section Markdown could not merge. The merged text
+// always holds our side of it (or nothing, if we deleted it), so the person's
+// words stay in the file; the caller stores Theirs elsewhere until someone
+// resolves it.
+type SectionConflict struct {
+	// Heading is the section's heading path, outermost first, joined by
+	// " > "; empty for the text before the first heading.
+	Heading string
+	// Kind says why the section conflicts.
+	Kind ConflictKind
+	// Base, Ours and Theirs are the section's text in each version, nil
+	// where the section does not exist.
+	Base, Ours, Theirs []byte
+	// Marked is the line merge of the section with conflict markers, for a
+	// BothEdited conflict; nil otherwise.
+	Marked []byte
+}
+
+// section is a slice of a markdown document from one top-level heading up
+// to the next (the preamble runs from the start to the first heading).
+type section struct {
+	key   string // identity across versions: heading path and rank among same-named siblings
+	path  string // human-readable heading path
+	title string // own heading text
+	text  []byte // the original bytes, heading included
+	head  int    // length of the heading lines at the start of text
+	keep  bool   // pinned by KeepMarker, here or in an enclosing section
+}
+
+// splitSections cuts src at its top-level ATX and setext headings, as
+// goldmark parses them; the sections' texts concatenate back to src.
+func splitSections(src []byte) []section {
+	fm := frontMatterEnd(src)
+	doc := goldmark.DefaultParser().Parse(text.NewReader(src))
+
+	type heading struct {
+		start, headEnd, level int
+		title                 string
+	}
+	var hs []heading
+	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
+		h, ok := n.(*ast.Heading)
+		if !ok {
+			continue
+		}
+		pos := n.Pos()
+		if pos < fm || pos > len(src) {
+			continue
+		}
+		start := lineStart(src, pos)
+		if len(hs) > 0 && start <= hs[len(hs)-1].start {
+			continue
+		}
+		headEnd := lineEnd(src, start)
+		if !isATX(src[start:headEnd]) {
+			// Setext: text lines, then the underline.
+			if l := h.Lines(); l.Len() > 0 {
+				headEnd = lineEnd(src, lineEnd(src, lineStart(src, min(l.At(l.Len()-1).Start, len(src)))))
+			} else {
+				headEnd = lineEnd(src, headEnd)
+			}
+		}
+		hs = append(hs, heading{start: start, headEnd: headEnd, level: h.Level, title: headingText(h, src)})
+	}
+
+	secs := make([]section, 0, len(hs)+1)
+	end := len(src)
+	if len(hs) > 0 {
+		end = hs[0].start
+	}
+	secs = append(secs, section{key: "", text: src[:end:end]})
+
+	type frame struct {
+		level int
+		key   string
+		path  string
+	}
+	var stack []frame
+	seen := map[string]int{}
+	for i, h := range hs {
+		for len(stack) > 0 && stack[len(stack)-1].level >= h.level {
+			stack = stack[:len(stack)-1]
+		}
+		parentKey, parentPath := "", ""
+		if len(stack) > 0 {
+			parentKey, parentPath = stack[len(stack)-1].key, stack[len(stack)-1].path
+		}
+		own := parentKey + "\x00" + strconv.Itoa(h.level) + ":" + h.title
+		rank := seen[own]
+		seen[own]++
+		key := own + "#" + strconv.Itoa(rank)
+		path := h.title
+		if parentPath != "" {
+			path = parentPath + " > " + h.title
+		}
+		stack = append(stack, frame{level: h.level, key: key, path: path})
+
+		end := len(src)
+		if i+1 < len(hs) {
+			end = hs[i+1].start
+		}
+		secs = append(secs, section{
+			key: key, path: path, title: h.title,
+			text: src[h.start:end:end],
+			head: min(h.headEnd, end) - h.start,
+		})
+	}
+
+	// A keep marker pins its section and every deeper section under it.
+	levels := make([]int, len(secs))
+	for i := 1; i < len(secs); i++ {
+		levels[i] = hs[i-1].level
+	}
+	for i := range secs {
+		if !bytes.Contains(secs[i].text, []byte(KeepMarker)) {
+			continue
+		}
+		secs[i].keep = true
+		if i == 0 {
+			continue
+		}
+		for j := i + 1; j < len(secs) && levels[j] > levels[i]; j++ {
+			secs[j].keep = true
+		}
+	}
+	return secs
+}
+
+// frontMatterEnd returns the length of a YAML front matter block at the
+// start of src ("---" up to a closing "---" or "..." line), which goldmark
+// would otherwise read as a thematic break and a setext heading.
+func frontMatterEnd(src []byte) int {
+	first := lineEnd(src, 0)
+	if string(bytes.TrimRight(src[:first], "\r\n")) != "---" {
+		return 0
+	}
+	for i := first; i < len(src); {
+		e := lineEnd(src, i)
+		switch string(bytes.TrimRight(src[i:e], " \t\r\n")) {
+		case "---", "...":
+			return e
+		}
+		i = e
+	}
+	return 0
+}
+
+func lineStart(src []byte, pos int) int {
+	return bytes.LastIndexByte(src[:pos], '\n') + 1
+}
+
+// lineEnd returns the offset just past the newline ending the line that
+// holds pos, or len(src).
+func lineEnd(src []byte, pos int) int {
+	if pos >= len(src) {
+		return len(src)
+	}
+	if i := bytes.IndexByte(src[pos:], '\n'); i >= 0 {
+		return pos + i + 1
+	}
+	return len(src)
+}
+
+// isATX tells an ATX heading line ("## Title") from the first text line of
+// a setext heading.
+func isATX(line []byte) bool {
+	i := 0
+	for i < len(line) && i < 3 && line[i] == ' ' {
+		i++
+	}
+	n := 0
+	for i < len(line) && line[i] == '#' {
+		i++
+		n++
+	}
+	return n >= 1 && n <= 6 && (i == len(line) || line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n')
+}
+
+// headingText is what a reader sees of a heading: its text with markup and
+// inline HTML (such as KeepMarker) dropped and whitespace collapsed, so
+// restyling a heading does not make it another section.
+func headingText(h *ast.Heading, src []byte) string {
+	var b strings.Builder
+	var walk func(n ast.Node)
+	walk = func(n ast.Node) {
+		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+			switch c := c.(type) {
+			case *ast.Text:
+				b.Write(c.Segment.Value(src))
+				if c.SoftLineBreak() || c.HardLineBreak() {
+					b.WriteByte(' ')
+				}
+			case *ast.String:
+				b.Write(c.Value)
+			case *ast.RawHTML:
+			default:
+				walk(c)
+			}
+		}
+	}
+	walk(h)
+	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+// Markdown merges three versions of a markdown document section by
+// section, so that a hand edit in one section and a re-render of another
+// never meet in a line merge. Sections are matched by heading path (the
+// heading texts and levels from the top, and the rank among same-named
+// siblings) and resolved as follows:
+//
+//   - changed on one side only: that side;
+//   - changed on both sides: a line merge of the section (see Lines); if it
+//     conflicts, the section keeps our text and is reported;
+//   - an AppendOnly section changed on both sides: our lines, then their
+//     lines that are in neither ours nor base;
+//   - a section of ours holding KeepMarker (or under one that does): ours;
+//   - added on one side: kept, after the section it follows there;
+//   - deleted on one side and unchanged on the other: deleted;
+//   - deleted on one side and changed on the other: reported, and the
+//     merged text follows ours (kept if we have it, absent if we deleted it).
+//
+// Text outside the sections that change is copied byte for byte; nothing is
+// re-rendered. Result.Conflicts is len(Result.Sections).
+func Markdown(base, ours, theirs []byte, opts MarkdownOptions) (Result, error) {
+	o, err := opts.Options.normalized()
+	if err != nil {
+		return Result{}, err
+	}
+	opts.Options = o
+	appendOnly := map[string]bool{}
+	for _, t := range opts.AppendOnly {
+		appendOnly[strings.ToLower(strings.Join(strings.Fields(t), " "))] = true
+	}
+
+	// A missing final newline belongs to the document, not to its last
+	// section: a section that stops being last must not look changed.
+	base, bcut := withFinalNewline(base)
+	ours, ocut := withFinalNewline(ours)
+	theirs, tcut := withFinalNewline(theirs)
+	cut := tcut
+	if ocut != bcut {
+		cut = ocut
+	}
+
+	bs, xs, ts := splitSections(base), splitSections(ours), splitSections(theirs)
+	bm, om, tm := index(bs), index(xs), index(ts)
+
+	// Follow our section order when we changed it (added, removed or moved
+	// sections); otherwise follow theirs, so a render that reorders its
+	// sections is taken as is.
+	primary, secondary := ts, xs
+	if !sameKeys(xs, bs) {
+		primary, secondary = xs, ts
+	}
+
+	var res Result
+	out := map[string][]byte{} // key → text to emit; absent means dropped
+	for _, s := range union(primary, secondary) {
+		b, inB := bm[s.key]
+		x, inO := om[s.key]
+		y, inT := tm[s.key]
+		var bt []byte
+		if inB {
+			bt = b.text
+		}
+		switch {
+		case inO && x.keep:
+			out[s.key] = x.text
+		case inO && inT:
+			oChanged := !inB || !bytes.Equal(x.text, bt)
+			tChanged := !inB || !bytes.Equal(y.text, bt)
+			switch {
+			case !tChanged || bytes.Equal(x.text, y.text):
+				out[s.key] = x.text
+			case !oChanged:
+				out[s.key] = y.text
+			case x.title != "" && appendOnly[strings.ToLower(x.title)]:
+				out[s.key] = appendUnion(x, y, bt)
+			default:
+				m, err := Lines(bt, x.text, y.text, o)
+				if err != nil {
+					return Result{}, err
+				}
+				if m.Clean() {
+					out[s.key] = m.Merged
+					continue
+				}
+				out[s.key] = x.text
+				res.Sections = append(res.Sections, SectionConflict{
+					Heading: x.path, Kind: BothEdited,
+					Base: clone(bt, inB), Ours: bytes.Clone(x.text), Theirs: bytes.Clone(y.text),
+					Marked: m.Merged,
+				})
+			}
+		case inO && inB:
+			// They dropped it.
+			if !bytes.Equal(x.text, bt) {
+				out[s.key] = x.text
+				res.Sections = append(res.Sections, SectionConflict{
+					Heading: x.path, Kind: TheirsDeleted,
+					Base: bytes.Clone(bt), Ours: bytes.Clone(x.text),
+				})
+			}
+		case inO:
+			out[s.key] = x.text
+		case inT && inB:
+			// We dropped it.
+			if !bytes.Equal(y.text, bt) {
+				res.Sections = append(res.Sections, SectionConflict{
+					Heading: y.path, Kind: OursDeleted,
+					Base: bytes.Clone(bt), Theirs: bytes.Clone(y.text),
+				})
+			}
+		case inT:
+			out[s.key] = y.text
+		}
+	}
+
+	var merged []byte
+	for _, key := range order(primary, secondary, out) {
+		if len(merged) > 0 && merged[len(merged)-1] != '\n' {
+			// The previous section ended its document without a newline.
+			merged = append(merged, '\n')
+		}
+		merged = append(merged, out[key]...)
+	}
+	if cut != "" && bytes.HasSuffix(merged, []byte(cut)) {
+		merged = merged[:len(merged)-len(cut)]
+	}
+	if merged == nil {
+		merged = []byte{}
+	}
+	res.Merged = merged
+	res.Conflicts = len(res.Sections)
+	return res, nil
+}
+
+// withFinalNewline returns doc ending in a newline (in the document's own
+// line-end style) and the suffix it added, if any.
+func withFinalNewline(doc []byte) ([]byte, string) {
+	if len(doc) == 0 || doc[len(doc)-1] == '\n' {
+		return doc, ""
+	}
+	nl := eol(doc)
+	if doc[len(doc)-1] == '\r' {
+		nl = "\n"
+	}
+	out := make([]byte, 0, len(doc)+len(nl))
+	return append(append(out, doc...), nl...), nl
+}
+
+func clone(b []byte, ok bool) []byte {
+	if !ok {
+		return nil
+	}
+	return bytes.Clone(b)
+}
+
+func index(secs []section) map[string]section {
+	m := make(map[string]section, len(secs))
+	for _, s := range secs {
+		m[s.key] = s
+	}
+	return m
+}
+
+func sameKeys(a, b []section) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].key != b[i].key {
+			return false
+		}
+	}
+	return true
+}
+
+// union lists the sections of a, then those of b that a lacks, so every
+// key is decided once, in a stable order (conflicts are reported in it).
+func union(a, b []section) []section {
+	seen := make(map[string]bool, len(a))
+	all := make([]section, 0, len(a)+len(b))
+	for _, s := range a {
+		seen[s.key] = true
+		all = append(all, s)
+	}
+	for _, s := range b {
+		if !seen[s.key] {
+			all = append(all, s)
+		}
+	}
+	return all
+}
+
+// order lays out the kept sections: those of primary in its order, then
+// each kept section only secondary has, right after the nearest section
+// before it in secondary that is already placed (or after the preamble).
+func order(primary, secondary []section, out map[string][]byte) []string {
+	keys := make([]string, 0, len(out))
+	placed := map[string]bool{}
+	for _, s := range primary {
+		if _, ok := out[s.key]; ok {
+			keys = append(keys, s.key)
+			placed[s.key] = true
+		}
+	}
+	for i, s := range secondary {
+		if _, ok := out[s.key]; !ok || placed[s.key] {
+			continue
+		}
+		at := 0
+		if len(keys) > 0 && keys[0] == "" {
+			at = 1 // never before the preamble
+		}
+		for j := i - 1; j >= 0; j-- {
+			if placed[secondary[j].key] {
+				for k, key := range keys {
+					if key == secondary[j].key {
+						at = k + 1
+						break
+					}
+				}
+				break
+			}
+		}
+		keys = append(keys[:at], append([]string{s.key}, keys[at:]...)...)
+		placed[s.key] = true
+	}
+	return keys
+}
+
+// appendUnion merges an append-only section: our heading and lines, then
+// the lines they added that we do not have, placed before our trailing
+// blank lines so a list stays one list. Lines in base that we lack were
+// deleted by the person and stay deleted.
+func appendUnion(ours, theirs section, base []byte) []byte {
+	have := map[string]bool{}
+	for _, l := range splitLines(ours.text) {
+		have[lineKey(l)] = true
+	}
+	for _, l := range splitLines(base) {
+		have[lineKey(l)] = true
+	}
+	var add []byte
+	for _, l := range splitLines(theirs.text[theirs.head:]) {
+		k := lineKey(l)
+		if k == "" || have[k] {
+			continue
+		}
+		have[k] = true
+		add = append(add, bytes.TrimRight(l, "\r\n")...)
+		add = append(add, eol(ours.text)...)
+	}
+	if len(add) == 0 {
+		return ours.text
+	}
+	body := ours.text
+	cut := len(body)
+	for cut > ours.head {
+		s := lineStart(body, max(cut-1, 0))
+		if s < ours.head || len(bytes.TrimSpace(body[s:cut])) != 0 {
+			break
+		}
+		cut = s
+	}
+	merged := make([]byte, 0, len(body)+len(add)+2)
+	merged = append(merged, body[:cut]...)
+	if len(merged) > 0 && merged[len(merged)-1] != '\n' {
+		merged = append(merged, eol(ours.text)...)
+	}
+	merged = append(merged, add...)
+	return append(merged, body[cut:]...)
+}
+
+// lineKey compares lines of an append-only section ignoring line ends and
+// trailing blanks; blank lines yield "".
+func lineKey(l []byte) string {
+	return string(bytes.TrimRight(l, " \t\r\n"))
+}
+
+// eol is the line end text uses, so added lines match it.
+func eol(text []byte) string {
+	if i := bytes.IndexByte(text, '\n'); i > 0 && text[i-1] == '\r' {
+		return "\r\n"
+	}
+	return "\n"
+}

@@ -29,9 +29,13 @@ type Tx struct {
 	opts    TxOptions
 	now     time.Time
 	events  []*Event
+	appends []*pendingFile // whole lines for append-only files, one entry per file
 	files   []pendingFile
 	subject string
 	state   *State
+	// transcripts tracks the tail of each transcript appended to in this
+	// transaction, so consecutive appends number and split parts correctly.
+	transcripts map[TranscriptRef]*transcriptTail
 }
 
 type pendingFile struct {
@@ -83,6 +87,29 @@ func (tx *Tx) WriteFile(rel RelPath, data []byte) {
 	tx.files = append(tx.files, pendingFile{rel: rel, data: data})
 }
 
+// AppendFile queues whole lines for an append-only file (a transcript
+// part). Several appends to one file in a transaction become one write.
+func (tx *Tx) AppendFile(rel RelPath, lines []byte) {
+	for _, a := range tx.appends {
+		if a.rel == rel {
+			a.data = append(a.data, lines...)
+			return
+		}
+	}
+	tx.appends = append(tx.appends, &pendingFile{rel: rel, data: append([]byte(nil), lines...)})
+}
+
+// pendingAppend reports the bytes queued for rel so far, so that a writer
+// can size transcript parts before anything reaches the disk.
+func (tx *Tx) pendingAppend(rel RelPath) int {
+	for _, a := range tx.appends {
+		if a.rel == rel {
+			return len(a.data)
+		}
+	}
+	return 0
+}
+
 // Subject sets the commit subject; by default it is derived from the first
 // event ("decision: use WAL for the index").
 func (tx *Tx) Subject(s string) { tx.subject = s }
@@ -116,7 +143,7 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 		return nil, err
 	}
 	if opts.Session != "" {
-		if err := CheckName("session", opts.Session); err != nil {
+		if err := CheckSession(opts.Session); err != nil {
 			return nil, err
 		}
 	}
@@ -163,7 +190,7 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	if err := fn(tx); err != nil {
 		return nil, err
 	}
-	if len(tx.events) == 0 && len(tx.files) == 0 {
+	if len(tx.events) == 0 && len(tx.files) == 0 && len(tx.appends) == 0 {
 		return &Result{}, nil
 	}
 	res, newStamp, err := tx.apply(tail)
@@ -198,56 +225,42 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 	var rollback undo
 	var changes []*fileChange
 	var stamp segStamp
+	fail := func(err error) (*Result, segStamp, error) {
+		rollback.run()
+		return nil, segStamp{}, err
+	}
 
 	if len(tx.events) > 0 {
 		seg, prev, err := tx.prepareSegment(&tail, &rollback)
 		if err != nil {
-			rollback.run()
-			return nil, stamp, err
+			return fail(err)
 		}
 		var buf bytes.Buffer
 		for _, ev := range tx.events {
 			line, err := ev.seal(prev)
 			if err != nil {
-				rollback.run()
-				return nil, stamp, err
+				return fail(err)
 			}
 			buf.Write(line)
 			prev = ev.Hash
 		}
-		segPath := v.abs(seg.rel())
-		before := int64(-1)
-		if info, err := os.Stat(segPath); err == nil {
-			before = info.Size()
-		}
-		rollback = append(rollback, func() {
-			if before < 0 {
-				os.Remove(segPath)
-			} else {
-				os.Truncate(segPath, before)
-			}
-		})
-		if err := appendFile(segPath, buf.Bytes()); err != nil {
-			rollback.run()
-			return nil, stamp, err
-		}
-		content, err := os.ReadFile(segPath)
+		c, err := tx.appendChange(seg.rel(), buf.Bytes(), &rollback)
 		if err != nil {
-			rollback.run()
-			return nil, stamp, ioErr("read "+seg.String(), err)
+			return fail(err)
 		}
-		info, err := os.Stat(segPath)
-		if err != nil {
-			rollback.run()
-			return nil, stamp, ioErr("stat "+seg.String(), err)
-		}
-		changes = append(changes, &fileChange{path: seg.String(), content: content, stat: info})
-		stamp, err = stampOf(v.Root, seg)
-		if err != nil {
-			rollback.run()
-			return nil, stamp, err
+		changes = append(changes, c)
+		if stamp, err = stampOf(v.Root, seg); err != nil {
+			return fail(err)
 		}
 		stamp.Tip = prev
+	}
+
+	for _, a := range tx.appends {
+		c, err := tx.appendChange(a.rel, a.data, &rollback)
+		if err != nil {
+			return fail(err)
+		}
+		changes = append(changes, c)
 	}
 
 	for _, f := range tx.files {
@@ -262,13 +275,11 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 			}
 		})
 		if err := WriteFileAtomic(p, f.data); err != nil {
-			rollback.run()
-			return nil, stamp, err
+			return fail(err)
 		}
 		info, err := os.Stat(p)
 		if err != nil {
-			rollback.run()
-			return nil, stamp, ioErr("stat "+f.rel.String(), err)
+			return fail(ioErr("stat "+f.rel.String(), err))
 		}
 		changes = append(changes, &fileChange{path: f.rel.String(), content: f.data, stat: info})
 	}
@@ -277,9 +288,8 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 	who := signature{Name: v.Config.Git.Name, Email: v.Config.Git.Email}
 	h, err := v.repo.commit(changes, msg, who, tx.now)
 	if err != nil {
-		rollback.run()
 		v.repo.discardCreated()
-		return nil, stamp, err
+		return fail(err)
 	}
 	v.repo.created = nil
 	res := &Result{Commit: h.String(), Events: tx.events}
@@ -287,6 +297,35 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%v (the commit landed; git status may show the files as changed)", err))
 	}
 	return res, stamp, nil
+}
+
+// appendChange appends whole lines to rel, registers the undo, and returns
+// the file as it now is, for the commit.
+func (tx *Tx) appendChange(rel RelPath, data []byte, rollback *undo) (*fileChange, error) {
+	p := tx.v.abs(rel)
+	before := int64(-1)
+	if info, err := os.Stat(p); err == nil {
+		before = info.Size()
+	}
+	*rollback = append(*rollback, func() {
+		if before < 0 {
+			os.Remove(p)
+		} else {
+			os.Truncate(p, before)
+		}
+	})
+	if err := appendFile(p, data); err != nil {
+		return nil, err
+	}
+	content, err := os.ReadFile(p)
+	if err != nil {
+		return nil, ioErr("read "+rel.String(), err)
+	}
+	info, err := os.Stat(p)
+	if err != nil {
+		return nil, ioErr("stat "+rel.String(), err)
+	}
+	return &fileChange{path: rel.String(), content: content, stat: info}, nil
 }
 
 // prepareSegment repairs a torn last line and picks the segment the events go

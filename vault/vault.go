@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/memvault/memvault/transcript"
 )
 
 // DirName is the name of the vault folder that Find looks for.
@@ -26,6 +28,14 @@ type Config struct {
 	Ledger  struct {
 		SegmentBytes int64 `toml:"segment_bytes"`
 	} `toml:"ledger"`
+	Transcripts struct {
+		PartBytes int64 `toml:"part_bytes"`
+	} `toml:"transcripts"`
+	Redact struct {
+		Enabled *bool             `toml:"enabled"`
+		Disable []string          `toml:"disable"`
+		Extra   map[string]string `toml:"extra"`
+	} `toml:"redact"`
 	Lock struct {
 		Timeout string `toml:"timeout"`
 	} `toml:"lock"`
@@ -66,6 +76,20 @@ email = "memvault@localhost"
 [budgets]
 memory_tokens = 1000
 continuity_words = 500
+
+[transcripts]
+# A transcript part is closed past this many bytes; the session continues in
+# <session>.<n>.jsonl.
+part_bytes = 262144
+
+[redact]
+# Secrets are replaced by [REDACTED:<kind>] before anything is written.
+enabled = true
+# Turn off built-in rules by kind: aws-access-key, api-key, github-token,
+# slack-token, private-key, bearer-token, secret-assignment.
+disable = []
+# Add rules: kind = "regular expression".
+[redact.extra]
 `
 
 const gitignoreText = `# Derived state: caches, locks and logs, all rebuildable from the files above.
@@ -79,6 +103,7 @@ const gitignoreText = `# Derived state: caches, locks and logs, all rebuildable 
 type Vault struct {
 	Root   string // absolute path of the .memory/ folder
 	Config Config
+	rules  *transcript.Rules // nil when redaction is off
 	repo   *repo
 	clock  func() time.Time // nil: time.Now; tests move time forward
 }
@@ -146,6 +171,9 @@ func (v *Vault) loadConfig() error {
 	if c.Ledger.SegmentBytes <= 0 {
 		c.Ledger.SegmentBytes = DefaultSegmentBytes
 	}
+	if c.Transcripts.PartBytes <= 0 {
+		c.Transcripts.PartBytes = DefaultPartBytes
+	}
 	if c.Git.Name == "" {
 		c.Git.Name = "memvault"
 	}
@@ -157,6 +185,13 @@ func (v *Vault) loadConfig() error {
 	}
 	if c.Budgets.ContinuityWords <= 0 {
 		c.Budgets.ContinuityWords = 500
+	}
+	if c.Redact.Enabled == nil || *c.Redact.Enabled {
+		rules, err := transcript.NewRules(transcript.RedactConfig{Disable: c.Redact.Disable, Extra: c.Redact.Extra})
+		if err != nil {
+			return &Error{Class: ErrInvalid, Msg: configFile + ": " + err.Error(), Err: err}
+		}
+		v.rules = rules
 	}
 	if c.Lock.Timeout != "" {
 		if _, err := time.ParseDuration(c.Lock.Timeout); err != nil {

@@ -1,0 +1,263 @@
+package transcript
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// Rule is one redaction rule: text matching Pattern is replaced by
+// "[REDACTED:<Kind>]". If the pattern has a group named "secret", only that
+// group is replaced, so "password=hunter2" keeps its key and reads
+// "password=[REDACTED:secret-assignment]".
+type Rule struct {
+	Kind    string
+	Pattern *regexp.Regexp
+	// accept, if set, vetoes a match; it keeps rules that need a look at the
+	// matched value (which RE2 cannot express) from firing on prose.
+	accept func(secret string) bool
+}
+
+// Rules is an ordered set of redaction rules. The zero value redacts
+// nothing; DefaultRules is what the vault uses unless configured otherwise.
+type Rules struct {
+	rules []Rule
+}
+
+// RedactConfig is the user-facing configuration of redaction, as it appears
+// in memvault.toml.
+type RedactConfig struct {
+	// Disable lists default rule kinds to turn off.
+	Disable []string `toml:"disable" json:"disable,omitempty"`
+	// Extra maps a kind to an extra regular expression (RE2 syntax). A group
+	// named "secret" limits the replacement to that group.
+	Extra map[string]string `toml:"extra" json:"extra,omitempty"`
+}
+
+// The kinds of the default rules.
+const (
+	KindAWSAccessKey     = "aws-access-key"
+	KindAPIKey           = "api-key"
+	KindGitHubToken      = "github-token"
+	KindSlackToken       = "slack-token"
+	KindPrivateKey       = "private-key"
+	KindBearerToken      = "bearer-token"
+	KindSecretAssignment = "secret-assignment"
+)
+
+// The default patterns. Token shapes are anchored on word boundaries and a
+// minimum length so a word like "sk-ip" or "risk-free" never matches.
+var defaultRules = []Rule{
+	{Kind: KindPrivateKey, Pattern: regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*)`)},
+	{Kind: KindAWSAccessKey, Pattern: regexp.MustCompile(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`)},
+	{Kind: KindGitHubToken, Pattern: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
+	{Kind: KindSlackToken, Pattern: regexp.MustCompile(`\bxox[abpr]-[A-Za-z0-9-]{10,}`)},
+	{Kind: KindAPIKey, Pattern: regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,}`), accept: hasDigit},
+	{Kind: KindBearerToken, Pattern: regexp.MustCompile(`(?i)(?:\bauthorization["']?\s*[:=]\s*["']?bearer\s+|\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)`), accept: tokenLike},
+	{Kind: KindSecretAssignment, Pattern: regexp.MustCompile(`(?i)\b[a-z0-9_.-]*(?:password|passwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret|private[_-]?key|token)["']?\s*(?:=|:)\s*["']?(?P<secret>[^\s"'<>,;)\]}]{4,})`), accept: secretLike},
+}
+
+// DefaultRules returns a fresh copy of the default rule set.
+func DefaultRules() *Rules {
+	return &Rules{rules: slices.Clone(defaultRules)}
+}
+
+// DefaultKinds lists the kinds of the default rules.
+func DefaultKinds() []string {
+	kinds := make([]string, 0, len(defaultRules))
+	for _, r := range defaultRules {
+		kinds = append(kinds, r.Kind)
+	}
+	return kinds
+}
+
+// NewRules builds the rule set a RedactConfig describes: the defaults less
+// the disabled kinds, plus the extra patterns in kind order.
+func NewRules(cfg RedactConfig) (*Rules, error) {
+	rs := DefaultRules()
+	for _, k := range cfg.Disable {
+		if !slices.Contains(DefaultKinds(), k) {
+			return nil, fmt.Errorf("redact: unknown rule kind %q (want one of %s)", k, strings.Join(DefaultKinds(), ", "))
+		}
+	}
+	rs.Disable(cfg.Disable...)
+	kinds := make([]string, 0, len(cfg.Extra))
+	for k := range cfg.Extra {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		if err := rs.Add(k, cfg.Extra[k]); err != nil {
+			return nil, err
+		}
+	}
+	return rs, nil
+}
+
+// Disable removes the rules of the given kinds.
+func (rs *Rules) Disable(kinds ...string) {
+	rs.rules = slices.DeleteFunc(rs.rules, func(r Rule) bool { return slices.Contains(kinds, r.Kind) })
+}
+
+// Add appends a rule for kind matching pattern (RE2 syntax).
+func (rs *Rules) Add(kind, pattern string) error {
+	if kind == "" || strings.ContainsAny(kind, "[]:\n") {
+		return fmt.Errorf("redact: bad rule kind %q", kind)
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return fmt.Errorf("redact: rule %s: %w", kind, err)
+	}
+	if re.MatchString("") {
+		return fmt.Errorf("redact: rule %s: pattern matches the empty string", kind)
+	}
+	rs.rules = append(rs.rules, Rule{Kind: kind, Pattern: re})
+	return nil
+}
+
+// Kinds lists the kinds of the rules in order.
+func (rs *Rules) Kinds() []string {
+	var kinds []string
+	for _, r := range rs.rules {
+		kinds = append(kinds, r.Kind)
+	}
+	return kinds
+}
+
+// Redact replaces every match of rules in text by "[REDACTED:<kind>]" and
+// returns the new text and the number of replacements per kind. Rules apply
+// in order, each to the output of the previous one, so a PEM block is gone
+// before the assignment rule looks at it. A nil rules redacts nothing.
+func Redact(text string, rules *Rules) (string, map[string]int) {
+	counts := map[string]int{}
+	if rules == nil || text == "" {
+		return text, counts
+	}
+	for _, r := range rules.rules {
+		text = r.apply(text, counts)
+	}
+	return text, counts
+}
+
+func (r Rule) apply(text string, counts map[string]int) string {
+	locs := r.Pattern.FindAllStringSubmatchIndex(text, -1)
+	if locs == nil {
+		return text
+	}
+	group := r.Pattern.SubexpIndex("secret")
+	var b strings.Builder
+	last := 0
+	for _, loc := range locs {
+		start, end := loc[0], loc[1]
+		if group > 0 && loc[2*group] >= 0 {
+			start, end = loc[2*group], loc[2*group+1]
+		}
+		secret := text[start:end]
+		if strings.HasPrefix(secret, "[REDACTED:") || (r.accept != nil && !r.accept(secret)) {
+			continue
+		}
+		b.WriteString(text[last:start])
+		b.WriteString("[REDACTED:" + r.Kind + "]")
+		last = end
+		counts[r.Kind]++
+	}
+	b.WriteString(text[last:])
+	return b.String()
+}
+
+func hasDigit(s string) bool {
+	return strings.ContainsFunc(s, unicode.IsDigit)
+}
+
+// tokenLike accepts a bearer token: long enough and not a plain word, so
+// "bearer of bad news" is left alone.
+func tokenLike(s string) bool {
+	return len(s) >= 16 || hasDigit(s)
+}
+
+// secretLike accepts an assigned value that looks like a credential rather
+// than prose: "password: required", "Secret: Friday" and "max_token: 4096"
+// stay, "password=hunter2" and "api_key: 9f8e7d6c" go. A value of letters
+// only counts if it mixes case inside the word or is long (12+); short
+// numbers, masks and placeholders ($VAR, {{x}}, <x>) are left alone.
+func secretLike(s string) bool {
+	if strings.HasPrefix(s, "$") || strings.HasPrefix(s, "{{") || strings.HasPrefix(s, "%") || strings.HasPrefix(s, "<") {
+		return false // a variable or template, not a value
+	}
+	switch strings.ToLower(s) {
+	case "true", "false", "null", "none", "nil", "required", "optional", "string", "undefined", "redacted", "xxxx", "xxxxxxxx", "****", "********":
+		return false
+	}
+	var lower, innerUpper, digit, other bool
+	digits := 0
+	for i, c := range s {
+		switch {
+		case unicode.IsLower(c):
+			lower = true
+		case unicode.IsUpper(c):
+			innerUpper = innerUpper || i > 0
+		case unicode.IsDigit(c):
+			digit = true
+			digits++
+		default:
+			other = true
+		}
+	}
+	if digits == len(s) && len(s) < 8 {
+		return false // "max_token: 4096" is a setting, not a secret
+	}
+	if strings.Trim(s, ".…-_*") == "" {
+		return false // an ellipsis or a mask
+	}
+	if digit || other || (innerUpper && lower) {
+		return true
+	}
+	return len(s) >= 12
+}
+
+// redactJSON redacts every string inside a JSON value, keeping it valid
+// JSON. Keys are left alone; a value that fails to parse is redacted as text
+// and kept as a JSON string.
+func redactJSON(v json.RawMessage, rules *Rules) (json.RawMessage, map[string]int) {
+	counts := map[string]int{}
+	var x any
+	if json.Unmarshal(v, &x) != nil {
+		s, c := Redact(string(v), rules)
+		out, _ := json.Marshal(s)
+		return out, c
+	}
+	changed := false
+	var walk func(any) any
+	walk = func(x any) any {
+		switch t := x.(type) {
+		case string:
+			s, c := Redact(t, rules)
+			if len(c) > 0 {
+				changed = true
+				addCounts(counts, c)
+			}
+			return s
+		case []any:
+			for i := range t {
+				t[i] = walk(t[i])
+			}
+		case map[string]any:
+			for k := range t {
+				t[k] = walk(t[k])
+			}
+		}
+		return x
+	}
+	x = walk(x)
+	if !changed {
+		return v, counts
+	}
+	out, err := json.Marshal(x)
+	if err != nil {
+		return v, counts
+	}
+	return out, counts
+}

@@ -1,0 +1,251 @@
+package vault
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/memvault/memvault/transcript"
+)
+
+// importChunk bounds how much of a source file one transaction imports, so
+// a 100 MB transcript is streamed in bounded memory, a few commits at a time.
+const importChunk = 8 << 20
+
+// importCursor is what .state/imports/ remembers per source file: where the
+// last import stopped.
+type importCursor struct {
+	Source string            `json:"source"`
+	Format transcript.Format `json:"format"`
+	Agent  string            `json:"agent"`
+	Sess   string            `json:"session"`
+	transcript.Cursor
+}
+
+func (v *Vault) cursorPath(t TranscriptRef, format transcript.Format, source string) string {
+	sum := sha256.Sum256([]byte(t.Agent + "\x00" + t.Session + "\x00" + string(format) + "\x00" + source))
+	return filepath.Join(v.Root, ".state", "imports", hex.EncodeToString(sum[:12])+".json")
+}
+
+// ImportReport says what an import did.
+type ImportReport struct {
+	Agent      string           `json:"agent"`
+	Session    string           `json:"session"`
+	Source     string           `json:"source"`
+	Format     string           `json:"format"`
+	Added      int              `json:"added"`
+	Duplicates int              `json:"duplicates,omitempty"`
+	From       int              `json:"from,omitempty"`
+	To         int              `json:"to,omitempty"`
+	Stats      transcript.Stats `json:"stats"`
+	Commits    []string         `json:"commits,omitempty"`
+}
+
+// Import reads the new part of a harness transcript into the vault
+// transcript of t. It remembers where it stopped (per agent, session, format
+// and source path) and, when it starts from the beginning of a file into a
+// transcript that already has messages, skips messages whose id is already
+// stored, so importing the same file again, or a longer version of it, adds
+// only what is new, even without the remembered offset (a fresh clone).
+func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format, source string) (*ImportReport, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(source)
+	if err != nil {
+		return nil, ioErr("import "+source, err)
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		e := ioErr("import "+source, err).(*Error)
+		if os.IsNotExist(err) {
+			e.Class = ErrNotFound
+		}
+		return nil, e
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, ioErr("import "+source, err)
+	}
+	if info.IsDir() {
+		return nil, newErr(ErrInvalid, "import %s: is a folder", source)
+	}
+	size := info.Size()
+
+	rep := &ImportReport{Agent: t.Agent, Session: t.Session, Source: source, Format: string(format)}
+	cpath := v.cursorPath(t, format, abs)
+	var cur importCursor
+	if data, err := os.ReadFile(cpath); err == nil {
+		_ = json.Unmarshal(data, &cur)
+	}
+	if cur.Offset > size {
+		cur.Cursor = transcript.Cursor{} // the file was replaced or truncated: start over, dedupe by id
+	}
+	var known map[string]bool
+	if cur.Offset == 0 {
+		if known, err = v.messageIDs(t); err != nil {
+			return nil, err
+		}
+	}
+	popts := transcript.Options{Rules: v.rules, NoRedact: v.rules == nil}
+	opts.Session = t.Session
+	if opts.Agent == "" {
+		opts.Agent = t.Agent
+	}
+	if opts.Command == "" {
+		opts.Command = "transcript import"
+	}
+	chunk := int64(importChunk)
+	first := true
+	for cur.Offset < size {
+		end := min(size, cur.Offset+chunk)
+		res, err := transcript.Parse(format, f, end, cur.Cursor, popts)
+		if errors.Is(err, transcript.ErrMidLine) || errors.Is(err, transcript.ErrShrunk) {
+			cur.Cursor = transcript.Cursor{}
+			if known, err = v.messageIDs(t); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("import %s: %w", source, err)
+		}
+		if res.Next.Offset == cur.Offset {
+			if end == size {
+				break // only a torn last line is left: the harness is still writing it
+			}
+			chunk *= 2 // one line longer than the chunk
+			continue
+		}
+		if first && cur.Offset == 0 && len(res.Messages) == 0 && res.Stats.Lines > 0 &&
+			(res.Stats.Invalid > 0 || len(res.Stats.Unknown) > 0) {
+			return nil, wrongFormat(f, source, format)
+		}
+		first = false
+		mergeStats(&rep.Stats, res.Stats)
+		msgs := res.Messages[:0:0]
+		for _, m := range res.Messages {
+			if known[m.ID] {
+				rep.Duplicates++
+				continue
+			}
+			msgs = append(msgs, m)
+		}
+		next := cur
+		next.Cursor = res.Next
+		if len(msgs) > 0 {
+			var from, to int
+			result, err := v.Update(opts, func(tx *Tx) error {
+				var err error
+				from, to, err = tx.AppendMessages(t, msgs)
+				if err != nil {
+					return err
+				}
+				data, _ := json.Marshal(map[string]any{
+					"via": "import", "format": format, "source": source, "from": from, "to": to,
+					"messages": len(msgs), "skipped": res.Stats.Skipped, "unknown": res.Stats.Unknown,
+					"invalid": res.Stats.Invalid, "redacted": res.Stats.Redacted,
+				})
+				tx.Append(&Event{Kind: "transcript.imported", Text: fmt.Sprintf("imported %d messages from %s", len(msgs), filepath.Base(source)),
+					Data: data, Source: "import"})
+				tx.Subject(fmt.Sprintf("transcript: import %d messages of %s (%s)", len(msgs), t.Session, format))
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			if rep.From == 0 {
+				rep.From = from
+			}
+			rep.To = to
+			rep.Added += len(msgs)
+			rep.Commits = append(rep.Commits, result.Commit)
+		}
+		cur = next
+		cur.Source, cur.Format, cur.Agent, cur.Sess = abs, format, t.Agent, t.Session
+		if data, err := json.Marshal(cur); err == nil {
+			_ = os.MkdirAll(filepath.Dir(cpath), dirPerm)
+			_ = WriteFileAtomic(cpath, data) // a cache: losing it costs a dedupe pass
+		}
+	}
+	return rep, nil
+}
+
+func mergeStats(dst *transcript.Stats, s transcript.Stats) {
+	dst.Lines += s.Lines
+	dst.Messages += s.Messages
+	dst.Invalid += s.Invalid
+	for _, pair := range []struct{ d *map[string]int; s map[string]int }{
+		{&dst.Skipped, s.Skipped}, {&dst.Unknown, s.Unknown}, {&dst.Redacted, s.Redacted},
+	} {
+		for k, n := range pair.s {
+			if *pair.d == nil {
+				*pair.d = map[string]int{}
+			}
+			(*pair.d)[k] += n
+		}
+	}
+}
+
+// wrongFormat names the first line that shows the file is not in the format
+// asked for: not JSON at all, or JSON of record types the importer does not
+// know.
+func wrongFormat(f *os.File, source string, format transcript.Format) error {
+	r := bufio.NewReader(io.NewSectionReader(f, 0, 1<<20))
+	for n := 1; ; n++ {
+		line, err := r.ReadBytes('\n')
+		trimmed := strings.TrimSpace(string(line))
+		if trimmed != "" {
+			why := "a json record of a type this format does not have"
+			var obj map[string]json.RawMessage
+			if json.Unmarshal([]byte(trimmed), &obj) != nil {
+				why = "not a json object"
+			}
+			e := newErr(ErrInvalid, "import %s:%d: not a %s transcript: %s", source, n, format, why)
+			return e.withHint("check --format (one of %s)", formatList())
+		}
+		if err != nil {
+			return newErr(ErrInvalid, "import %s: not a %s transcript", source, format)
+		}
+	}
+}
+
+func formatList() string {
+	var names []string
+	for _, f := range transcript.Formats() {
+		names = append(names, string(f))
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// messageIDs returns the ids of the messages stored for t.
+func (v *Vault) messageIDs(t TranscriptRef) (map[string]bool, error) {
+	ids := map[string]bool{}
+	err := v.ReadTranscript(t, 1, 0, func(m StoredMessage) error {
+		ids[m.ID] = true
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) {
+		return ids, nil
+	}
+	return ids, err
+}
+
+// Redact applies the vault's redaction rules to text and returns the
+// redacted text and the count of secrets replaced per kind.
+func (v *Vault) Redact(text string) (string, map[string]int) {
+	if v.rules == nil {
+		return text, nil
+	}
+	return transcript.Redact(text, v.rules)
+}

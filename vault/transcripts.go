@@ -1,0 +1,373 @@
+package vault
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/memvault/memvault/transcript"
+)
+
+// DefaultPartBytes is the size past which a transcript part is closed and
+// the session continues in the next part (<session>.<n>.jsonl). As with
+// ledger segments, each commit stores the whole current part as a new blob.
+const DefaultPartBytes = 256 << 10
+
+// maxSessionLen bounds a session key before encoding.
+const maxSessionLen = 256
+
+// CheckSession validates a session key. Session keys come from harnesses
+// and may hold any printable text; they reach the file system only through
+// sessionFileName, which encodes them, so only what would break a commit
+// trailer or a terminal is refused.
+func CheckSession(s string) error {
+	switch {
+	case s == "":
+		return newErr(ErrInvalid, "session: empty")
+	case len(s) > maxSessionLen:
+		return newErr(ErrInvalid, "session: longer than %d bytes", maxSessionLen)
+	case !utf8.ValidString(s):
+		return newErr(ErrInvalid, "session: not valid utf-8")
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return newErr(ErrInvalid, "session %q: contains a control character", s)
+		}
+	}
+	return nil
+}
+
+// sessionFileName encodes a session key as a file name: ASCII letters,
+// digits, '-' and '_' stay, every other byte becomes %XX. The result has no
+// dot, no separator and cannot start with a dot, so "<name>.<n>.jsonl" parts
+// are unambiguous and no key can escape its folder. Very long encodings are
+// cut and suffixed with a hash of the key so they stay unique.
+func sessionFileName(key string) string {
+	var b strings.Builder
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	name := b.String()
+	if len(name) > 180 {
+		sum := sha256.Sum256([]byte(key))
+		name = name[:160] + "~" + hex.EncodeToString(sum[:8])
+	}
+	return name
+}
+
+// decodeSessionFileName reverses sessionFileName for names that were not
+// cut; cut names decode to themselves (the key is in each message anyway).
+func decodeSessionFileName(name string) string {
+	if strings.Contains(name, "~") {
+		return name
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		if name[i] == '%' && i+2 < len(name) {
+			if v, err := strconv.ParseUint(name[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(name[i])
+	}
+	return b.String()
+}
+
+// TranscriptRef names one transcript: agent plus session key. The pair, not
+// the session key alone, is the identity: two agents may use the same key.
+type TranscriptRef struct {
+	Agent   string `json:"agent"`
+	Session string `json:"session"`
+}
+
+func (t TranscriptRef) check() error {
+	if err := CheckName("agent", t.Agent); err != nil {
+		return err
+	}
+	return CheckSession(t.Session)
+}
+
+// dir is the agent's transcript folder.
+func (t TranscriptRef) dir() RelPath { return RelPath{"transcripts/" + t.Agent} }
+
+// part is the path of part n (0 is the first, unnumbered file).
+func (t TranscriptRef) part(n int) RelPath {
+	name := sessionFileName(t.Session)
+	if n > 0 {
+		name += "." + strconv.Itoa(n)
+	}
+	return RelPath{"transcripts/" + t.Agent + "/" + name + ".jsonl"}
+}
+
+// Path is the transcript's first part, the name nodes cite in their span.
+func (t TranscriptRef) Path() string { return t.part(0).String() }
+
+// StoredMessage is one line of a vault transcript: the normalised message
+// and its sequence number N within the session (1-based, continuous across
+// parts). Node spans and `transcript show --from/--to` use N.
+type StoredMessage struct {
+	N int `json:"n"`
+	transcript.Message
+}
+
+// parts lists the transcript's part numbers in order.
+func (v *Vault) parts(t TranscriptRef) ([]int, error) {
+	entries, err := os.ReadDir(v.abs(t.dir()))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, ioErr("read "+t.dir().String(), err)
+	}
+	base := sessionFileName(t.Session)
+	var parts []int
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), base)
+		if !ok || !strings.HasSuffix(rest, ".jsonl") {
+			continue
+		}
+		rest = strings.TrimSuffix(rest, ".jsonl")
+		switch {
+		case rest == "":
+			parts = append(parts, 0)
+		case strings.HasPrefix(rest, "."):
+			if n, err := strconv.Atoi(rest[1:]); err == nil && n > 0 && strconv.Itoa(n) == rest[1:] {
+				parts = append(parts, n)
+			}
+		}
+	}
+	sort.Ints(parts)
+	return parts, nil
+}
+
+// transcriptTail is what an appender needs: the last part, its size, and the
+// last sequence number.
+type transcriptTail struct {
+	part int
+	size int64
+	last int
+}
+
+func (v *Vault) transcriptTail(t TranscriptRef) (transcriptTail, error) {
+	parts, err := v.parts(t)
+	if err != nil || len(parts) == 0 {
+		return transcriptTail{}, err
+	}
+	tt := transcriptTail{part: parts[len(parts)-1]}
+	for i := len(parts) - 1; i >= 0; i-- {
+		end, err := readEnd(v.abs(t.part(parts[i])))
+		if err != nil {
+			return tt, err
+		}
+		if i == len(parts)-1 {
+			tt.size = end.size
+		}
+		body := end.tail
+		if k := bytes.LastIndexByte(body, '\n'); k >= 0 {
+			body = body[:k]
+			line := body[bytes.LastIndexByte(body, '\n')+1:]
+			var m struct {
+				N int `json:"n"`
+			}
+			if json.Unmarshal(line, &m) == nil && m.N > 0 {
+				tt.last = m.N
+				return tt, nil
+			}
+		}
+	}
+	return tt, nil
+}
+
+// AppendMessages queues messages for the transcript t, numbering them after
+// the ones already stored (and any queued earlier in this transaction), and
+// returns the first and last sequence numbers. Messages are redacted by the
+// caller (the importers do it; AppendText does it for typed text).
+func (tx *Tx) AppendMessages(t TranscriptRef, msgs []transcript.Message) (from, to int, err error) {
+	if err := t.check(); err != nil {
+		return 0, 0, err
+	}
+	if len(msgs) == 0 {
+		return 0, 0, nil
+	}
+	if tx.transcripts == nil {
+		tx.transcripts = map[TranscriptRef]*transcriptTail{}
+	}
+	tail, ok := tx.transcripts[t]
+	if !ok {
+		tt, err := tx.v.transcriptTail(t)
+		if err != nil {
+			return 0, 0, err
+		}
+		tail = &tt
+		tx.transcripts[t] = tail
+	}
+	limit := tx.v.Config.Transcripts.PartBytes
+	from = tail.last + 1
+	for _, m := range msgs {
+		tail.last++
+		line, err := json.Marshal(StoredMessage{N: tail.last, Message: m})
+		if err != nil {
+			return 0, 0, fmt.Errorf("transcript: encode message %s: %w", m.ID, err)
+		}
+		line = append(line, '\n')
+		size := tail.size + int64(tx.pendingAppend(t.part(tail.part)))
+		if size > 0 && size+int64(len(line)) > limit {
+			tail.part++
+			tail.size = 0
+		}
+		tx.AppendFile(t.part(tail.part), line)
+	}
+	return from, tail.last, nil
+}
+
+// ReadTranscript calls fn for each stored message of t with from ≤ N ≤ to
+// (to ≤ 0: to the end), reading part by part so memory stays bounded. A torn
+// last line is skipped.
+func (v *Vault) ReadTranscript(t TranscriptRef, from, to int, fn func(StoredMessage) error) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	parts, err := v.parts(t)
+	if err != nil {
+		return err
+	}
+	if len(parts) == 0 {
+		e := newErr(ErrNotFound, "transcript: agent %s has no transcript for session %q", t.Agent, t.Session)
+		return e.withHint("list transcripts with: memvault sessions")
+	}
+	for _, p := range parts {
+		if err := v.readPart(t, p, from, to, fn); err != nil {
+			if errors.Is(err, errStop) {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+var errStop = errors.New("stop")
+
+func (v *Vault) readPart(t TranscriptRef, part, from, to int, fn func(StoredMessage) error) error {
+	f, err := os.Open(v.abs(t.part(part)))
+	if err != nil {
+		return ioErr("read "+t.part(part).String(), err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err == io.EOF {
+			return nil // a torn last line, if any, is not a message yet
+		}
+		if err != nil {
+			return ioErr("read "+t.part(part).String(), err)
+		}
+		var m StoredMessage
+		if json.Unmarshal(line, &m) != nil || m.N == 0 {
+			continue
+		}
+		if m.N < from {
+			continue
+		}
+		if to > 0 && m.N > to {
+			return errStop
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+}
+
+// SessionInfo describes one stored transcript for `memvault sessions`.
+type SessionInfo struct {
+	Agent    string `json:"agent"`
+	Session  string `json:"session"`
+	Path     string `json:"path"`
+	Parts    int    `json:"parts"`
+	Messages int    `json:"messages"`
+	Bytes    int64  `json:"bytes"`
+}
+
+// Sessions lists every transcript in the vault, by agent then session.
+func (v *Vault) Sessions() ([]SessionInfo, error) {
+	agents, err := os.ReadDir(filepath.Join(v.Root, "transcripts"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, ioErr("read transcripts", err)
+	}
+	var out []SessionInfo
+	for _, a := range agents {
+		if !a.IsDir() || CheckName("agent", a.Name()) != nil {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(v.Root, "transcripts", a.Name()))
+		if err != nil {
+			return nil, ioErr("read transcripts/"+a.Name(), err)
+		}
+		seen := map[string]bool{}
+		for _, f := range files {
+			name := strings.TrimSuffix(f.Name(), ".jsonl")
+			if name == f.Name() || strings.HasPrefix(name, ".") {
+				continue
+			}
+			base, _, _ := strings.Cut(name, ".")
+			if seen[base] {
+				continue
+			}
+			seen[base] = true
+			t := TranscriptRef{Agent: a.Name(), Session: decodeSessionFileName(base)}
+			info, err := v.sessionInfo(t)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, info)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Agent != out[j].Agent {
+			return out[i].Agent < out[j].Agent
+		}
+		return out[i].Session < out[j].Session
+	})
+	return out, nil
+}
+
+func (v *Vault) sessionInfo(t TranscriptRef) (SessionInfo, error) {
+	info := SessionInfo{Agent: t.Agent, Session: t.Session, Path: t.Path()}
+	parts, err := v.parts(t)
+	if err != nil {
+		return info, err
+	}
+	info.Parts = len(parts)
+	for _, p := range parts {
+		if st, err := os.Stat(v.abs(t.part(p))); err == nil {
+			info.Bytes += st.Size()
+		}
+	}
+	tail, err := v.transcriptTail(t)
+	info.Messages = tail.last
+	return info, err
+}

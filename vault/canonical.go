@@ -94,3 +94,10 @@ func hashCanonical(obj map[string]any) (string, error) {
 	sum := sha256.Sum256(buf.Bytes())
 	return hex.EncodeToString(sum[:]), nil
 }
+
+func jsonUnmarshal(data []byte, v any) error {
+	if len(data) == 0 {
+		return fmt.Errorf("no data")
+	}
+	return json.Unmarshal(data, v)
+}

@@ -68,3 +68,5 @@ func HintOf(err error) string {
 	}
 	return ""
 }
+
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

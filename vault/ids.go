@@ -15,11 +15,26 @@ const crockford = "0123456789abcdefghjkmnpqrstvwxyz"
 // since the epoch, then 80 random bits. Ids sort by creation time, and two
 // clones of a vault can mint ids independently without ever colliding.
 func NewID(prefix string, now time.Time) string {
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(now.UnixMilli())<<16)
-	if _, err := rand.Read(b[6:]); err != nil {
+	var r [10]byte
+	if _, err := rand.Read(r[:]); err != nil {
 		panic("memvault: no system randomness: " + err.Error())
 	}
+	return encodeID(prefix, now, r)
+}
+
+// derivedID is NewID with the 80 "random" bits taken from a digest of the
+// content, for things that must get the same id whenever they are made from
+// the same inputs (temporal nodes).
+func derivedID(prefix string, t time.Time, digest []byte) string {
+	var r [10]byte
+	copy(r[:], digest)
+	return encodeID(prefix, t, r)
+}
+
+func encodeID(prefix string, now time.Time, r [10]byte) string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(now.UnixMilli())<<16)
+	copy(b[6:], r[:])
 	var sb strings.Builder
 	sb.Grow(len(prefix) + 26)
 	sb.WriteString(prefix)

@@ -184,7 +184,10 @@ func mergeStats(dst *transcript.Stats, s transcript.Stats) {
 	dst.Lines += s.Lines
 	dst.Messages += s.Messages
 	dst.Invalid += s.Invalid
-	for _, pair := range []struct{ d *map[string]int; s map[string]int }{
+	for _, pair := range []struct {
+		d *map[string]int
+		s map[string]int
+	}{
 		{&dst.Skipped, s.Skipped}, {&dst.Unknown, s.Unknown}, {&dst.Redacted, s.Redacted},
 	} {
 		for k, n := range pair.s {

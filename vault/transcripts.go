@@ -371,3 +371,51 @@ func (v *Vault) sessionInfo(t TranscriptRef) (SessionInfo, error) {
 	info.Messages = tail.last
 	return info, err
 }
+
+// AppendText records typed messages (from `transcript append` or a hook) in
+// the transcript t, redacting secrets first. Each message without an id
+// gets a fresh m_ id. When something was redacted, a transcript.redacted
+// event records how many secrets of each kind, never the secrets.
+func (tx *Tx) AppendText(t TranscriptRef, msgs []transcript.Message) (from, to int, err error) {
+	total := map[string]int{}
+	for i := range msgs {
+		m := &msgs[i]
+		if !m.Role.Valid() {
+			e := newErr(ErrInvalid, "role %q: unknown", m.Role)
+			return 0, 0, e.withHint("use one of: user, assistant, tool, system")
+		}
+		if err := checkText("text", m.Text, false); err != nil {
+			return 0, 0, err
+		}
+		if m.ID == "" {
+			m.ID = NewID("m_", tx.now)
+		}
+		if m.TS.IsZero() {
+			m.TS = tx.now.UTC()
+		}
+		if m.Speaker == "" {
+			m.Speaker = string(m.Role)
+		}
+		var counts map[string]int
+		m.Text, counts = tx.v.Redact(m.Text)
+		for k, n := range counts {
+			total[k] += n
+		}
+		if m.Source.Format == "" {
+			m.Source.Format = "memvault"
+		}
+	}
+	from, to, err = tx.AppendMessages(t, msgs)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(total) > 0 {
+		data, _ := json.Marshal(map[string]any{"via": "append", "from": from, "to": to, "redacted": total})
+		tx.Append(&Event{Kind: "transcript.redacted", Text: fmt.Sprintf("redacted secrets in messages %d-%d", from, to),
+			Data: data, Source: "append"})
+	}
+	if tx.subject == "" {
+		tx.Subject(fmt.Sprintf("transcript: %d messages to %s", len(msgs), t.Session))
+	}
+	return from, to, nil
+}

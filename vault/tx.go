@@ -2,6 +2,7 @@ package vault
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,6 +37,8 @@ type Tx struct {
 	// transcripts tracks the tail of each transcript appended to in this
 	// transaction, so consecutive appends number and split parts correctly.
 	transcripts map[TranscriptRef]*transcriptTail
+	nodes       []string   // node ids created, for the Memvault-Node trailers
+	nodeIndex   *NodeIndex // loaded on first use by distillation
 }
 
 type pendingFile struct {
@@ -74,6 +77,12 @@ func (tx *Tx) Append(ev *Event) *Event {
 	}
 	if ev.Harness == "" {
 		ev.Harness = tx.opts.Harness
+	}
+	// Secrets never reach the ledger: the text is redacted like a
+	// transcript, and the counts (never the secrets) kept in data.
+	if text, counts := tx.v.Redact(ev.Text); len(counts) > 0 {
+		ev.Text = text
+		ev.Data = withData(ev.Data, "redacted", counts)
 	}
 	tx.events = append(tx.events, ev)
 	if tx.state != nil {
@@ -414,7 +423,30 @@ func (tx *Tx) message() string {
 	for _, ev := range tx.events {
 		fmt.Fprintf(&b, "Memvault-Event: %s\n", ev.ID)
 	}
+	for _, id := range tx.nodes {
+		fmt.Fprintf(&b, "Memvault-Node: %s\n", id)
+	}
 	return b.String()
+}
+
+// withData returns the JSON object data with key set to value.
+func withData(data json.RawMessage, key string, value any) json.RawMessage {
+	obj := map[string]any{}
+	if len(data) > 0 {
+		if v, err := decodeJSON(data); err == nil {
+			if m, ok := v.(map[string]any); ok {
+				obj = m
+			}
+		}
+	}
+	raw, _ := json.Marshal(value)
+	v, _ := decodeJSON(raw)
+	obj[key] = v
+	var buf bytes.Buffer
+	if canonicalJSON(&buf, obj) != nil {
+		return data
+	}
+	return buf.Bytes()
 }
 
 // oneLine folds a multi-line text for a one-line display.

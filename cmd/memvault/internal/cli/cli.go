@@ -133,6 +133,13 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			verifyCommand(),
 			logCommand(),
 			statusCommand(),
+			transcriptCommand(),
+			sessionsCommand(),
+			summarizeCommand(),
+			compactCommand(),
+			condenseCommand(),
+			nodesCommand(),
+			expandCommand(),
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*ucli.Context, error) {}, // Run picks the exit code

@@ -202,6 +202,8 @@ func logCommand() *ucli.Command {
 	}
 }
 
+func sortStrings(s []string) { sort.Strings(s) }
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {

@@ -1,0 +1,477 @@
+package vault
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/memvault/memvault/transcript"
+)
+
+// Limits of what a session summary quotes, in runes. A summary points into
+// the transcript; it does not copy it.
+const (
+	intentPrompts = 3
+	intentRunes   = 300
+	outcomeRunes  = 600
+)
+
+// ControlLine is a line of an assistant message that asks memvault to record
+// something: "DECISION: use WAL", "CLOSE: e_…", "THREAD: project:shop".
+type ControlLine struct {
+	Verb   string `json:"verb"`
+	Arg    string `json:"arg"`
+	Msg    string `json:"msg"`  // id of the message it came from
+	N      int    `json:"n"`    // sequence number of that message
+	Line   int    `json:"line"` // 1-based line within the message
+	Event  string `json:"event,omitempty"`
+	Result string `json:"result,omitempty"` // why no event was made
+}
+
+var controlRE = regexp.MustCompile(`^\s*(?:[-*]\s+)?(COMMIT|CLOSE|DECISION|LEARNED|BLOCKER|NEXT|CLAIM|THREAD):\s*(.*?)\s*$`)
+
+// controlKinds maps control verbs to the ledger kinds they record.
+var controlKinds = map[string]string{
+	"COMMIT":   "commitment.open",
+	"DECISION": "decision",
+	"LEARNED":  "learning",
+	"BLOCKER":  "blocker",
+	"NEXT":     "next",
+	"CLAIM":    "claim",
+}
+
+// scanControlLines finds the control lines of one assistant message. Lines
+// inside fenced code blocks are examples, not requests, and are skipped.
+func scanControlLines(m StoredMessage) []ControlLine {
+	var out []ControlLine
+	fenced := false
+	for i, line := range strings.Split(m.Text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		if sm := controlRE.FindStringSubmatch(line); sm != nil && sm[2] != "" {
+			out = append(out, ControlLine{Verb: sm[1], Arg: sm[2], Msg: m.ID, N: m.N, Line: i + 1})
+		}
+	}
+	return out
+}
+
+// sessionDigest is what distillation reads from a transcript, in one pass.
+type sessionDigest struct {
+	last     int
+	prompts  []string
+	outcome  string
+	lastTS   time.Time
+	controls []ControlLine
+	compact  *StoredMessage // the last compaction summary the harness wrote
+}
+
+func (v *Vault) digest(t TranscriptRef, from int) (*sessionDigest, error) {
+	d := &sessionDigest{}
+	err := v.ReadTranscript(t, from, 0, func(m StoredMessage) error {
+		d.last = m.N
+		if !m.TS.IsZero() {
+			d.lastTS = m.TS
+		}
+		switch {
+		case m.Kind == transcript.KindCompaction:
+			mm := m
+			d.compact = &mm
+		case m.Kind != "":
+			// injected context and boundaries are not the conversation
+		case m.Role == transcript.RoleUser && len(d.prompts) < intentPrompts && strings.TrimSpace(m.Text) != "":
+			d.prompts = append(d.prompts, clip(oneLine(m.Text), intentRunes))
+		case m.Role == transcript.RoleAssistant && strings.TrimSpace(m.Text) != "":
+			d.outcome = m.Text
+			d.controls = append(d.controls, scanControlLines(m)...)
+		}
+		return nil
+	})
+	return d, err
+}
+
+// SummaryOptions tune Summarize.
+type SummaryOptions struct {
+	Thread string // the session's thread when no THREAD: line names one
+}
+
+// Summarize writes the session-summary node of t: intent (the first
+// prompts), outcome (the last assistant message), the structured events of
+// the session, and the control lines of assistant messages, each turned into
+// its ledger event once. Summarizing again without new messages returns the
+// existing node and writes nothing.
+func (tx *Tx) Summarize(t TranscriptRef, opts SummaryOptions) (*Node, bool, error) {
+	v := tx.v
+	if err := t.check(); err != nil {
+		return nil, false, err
+	}
+	d, err := v.digest(t, 1)
+	if err != nil {
+		return nil, false, err
+	}
+	if d.last == 0 {
+		return nil, false, newErr(ErrNotFound, "summarize: session %q of agent %s has no messages", t.Session, t.Agent)
+	}
+	st, err := tx.State()
+	if err != nil {
+		return nil, false, err
+	}
+	thread := opts.Thread
+	if thread != "" {
+		th, err := ParseThread(thread)
+		if err != nil {
+			return nil, false, err
+		}
+		thread = th.String()
+	}
+	controls, thread, err := tx.applyControls(st, t, d.controls, thread)
+	if err != nil {
+		return nil, false, err
+	}
+
+	var rows []*Row
+	threads := map[string]bool{}
+	if thread != "" {
+		threads[thread] = true
+	}
+	for _, r := range st.Rows {
+		if r.Agent == t.Agent && r.Session == t.Session && !strings.HasPrefix(r.Kind, "node.") &&
+			!strings.HasPrefix(r.Kind, "transcript.") {
+			rows = append(rows, r)
+			if r.Thread != "" {
+				threads[r.Thread] = true
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Session %s\n\n## Intent\n\n", t.Session)
+	if len(d.prompts) == 0 {
+		b.WriteString("(no user prompt in the transcript)\n")
+	}
+	for _, p := range d.prompts {
+		fmt.Fprintf(&b, "- %s\n", p)
+	}
+	b.WriteString("\n## Outcome\n\n")
+	if d.outcome == "" {
+		b.WriteString("(no assistant message in the transcript)\n")
+	} else {
+		fmt.Fprintf(&b, "%s\n", clip(strings.TrimSpace(d.outcome), outcomeRunes))
+	}
+	if len(rows) > 0 {
+		b.WriteString("\n## Events\n\n")
+		for _, r := range rows {
+			fmt.Fprintf(&b, "- %s `%s`%s: %s\n", r.Kind, r.ID, threadSuffix(r.Thread), clip(oneLine(r.Text), 200))
+		}
+	}
+	if len(controls) > 0 {
+		b.WriteString("\n## Control lines\n\n")
+		for _, c := range controls {
+			result := "`" + c.Event + "`"
+			if c.Event == "" {
+				result = c.Result
+			}
+			fmt.Fprintf(&b, "- message %d: %s: %s → %s\n", c.N, c.Verb, clip(c.Arg, 200), result)
+		}
+	}
+	created := d.lastTS
+	if created.IsZero() {
+		created = tx.now
+	}
+	n := &Node{Kind: NodeSessionSummary, Agent: t.Agent, Session: t.Session, Harness: tx.opts.Harness,
+		Threads: sortedKeys(threads), Span: &Span{Path: t.Path(), From: 1, To: d.last},
+		Created: FormatTS(created), Title: "session " + t.Session + ": " + firstOr(d.prompts, "no prompt"),
+		Body: b.String()}
+	n.Title = clip(n.Title, 120)
+	return tx.CreateNode(n)
+}
+
+func threadSuffix(t string) string {
+	if t == "" {
+		return ""
+	}
+	return " (" + t + ")"
+}
+
+func firstOr(list []string, def string) string {
+	if len(list) == 0 {
+		return def
+	}
+	return list[0]
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// applyControls turns control lines into ledger events, once each: a line
+// already recorded (same session, message and line, found in data.control)
+// is reported with its event and not recorded again. THREAD lines set the
+// thread of the lines after them and of the node.
+func (tx *Tx) applyControls(st *State, t TranscriptRef, lines []ControlLine, thread string) ([]ControlLine, string, error) {
+	type key struct {
+		msg  string
+		line int
+	}
+	done := map[key]string{}
+	for _, r := range st.Rows {
+		if r.Agent != t.Agent || r.Session != t.Session || len(r.Data) == 0 {
+			continue
+		}
+		var d struct {
+			Control *struct {
+				Msg  string `json:"msg"`
+				Line int    `json:"line"`
+			} `json:"control"`
+		}
+		if json.Unmarshal(r.Data, &d) == nil && d.Control != nil {
+			done[key{d.Control.Msg, d.Control.Line}] = r.ID
+		}
+	}
+	out := make([]ControlLine, 0, len(lines))
+	for _, c := range lines {
+		if c.Verb == "THREAD" {
+			th, err := ParseThread(strings.Fields(c.Arg + " ")[0])
+			if err != nil {
+				c.Result = "skipped: not a thread key"
+			} else {
+				thread = th.String()
+				c.Result = "thread set"
+			}
+			out = append(out, c)
+			continue
+		}
+		if id, ok := done[key{c.Msg, c.Line}]; ok {
+			c.Event = id
+			out = append(out, c)
+			continue
+		}
+		ev, why := tx.controlEvent(st, c, thread)
+		if ev == nil {
+			c.Result = "skipped: " + why
+			out = append(out, c)
+			continue
+		}
+		ev.Agent, ev.Session = t.Agent, t.Session
+		data, _ := json.Marshal(map[string]any{"msg": c.Msg, "n": c.N, "line": c.Line})
+		ev.Data = withData(ev.Data, "control", json.RawMessage(data))
+		ev.Source = "control"
+		tx.Append(ev)
+		c.Event = ev.ID
+		done[key{c.Msg, c.Line}] = ev.ID
+		out = append(out, c)
+	}
+	return out, thread, nil
+}
+
+// controlEvent builds the event a control line asks for, or says why not.
+func (tx *Tx) controlEvent(st *State, c ControlLine, thread string) (*Event, string) {
+	switch c.Verb {
+	case "CLOSE":
+		fields := strings.Fields(c.Arg)
+		id := fields[0]
+		note := strings.TrimSpace(strings.TrimPrefix(c.Arg, id))
+		r := st.Get(id)
+		switch {
+		case r == nil:
+			return nil, "no such commitment " + id
+		case r.EffectiveKind() != "commitment.open":
+			return nil, id + " is not a commitment"
+		case r.ClosedBy != "" || !r.Current():
+			return nil, id + " is already closed, retracted or superseded"
+		}
+		return &Event{Kind: "commitment.close", Thread: r.Thread, Text: note, Links: []string{id}}, ""
+	case "CLAIM":
+		typ, value, ok := strings.Cut(c.Arg, "=")
+		typ = strings.TrimSpace(typ)
+		if !ok || typ == "" {
+			return nil, "want CLAIM: <type>=<json>"
+		}
+		v, err := decodeJSON([]byte(strings.TrimSpace(value)))
+		if err != nil {
+			return nil, "claim value is not json"
+		}
+		data, _ := json.Marshal(map[string]any{"type": typ, "value": v})
+		return &Event{Kind: "claim", Thread: thread, Text: c.Arg, Data: data}, ""
+	}
+	kind, ok := controlKinds[c.Verb]
+	if !ok {
+		return nil, "unknown control verb"
+	}
+	if err := checkText("text", c.Arg, false); err != nil {
+		return nil, err.Error()
+	}
+	return &Event{Kind: kind, Thread: thread, Text: c.Arg}, ""
+}
+
+// Compact records a compaction as a node: the summary text the harness wrote
+// (given, or else the last compaction summary found in the transcript),
+// covering the messages since the previous compaction node of the session.
+func (tx *Tx) Compact(t TranscriptRef, summary string) (*Node, bool, error) {
+	v := tx.v
+	if err := t.check(); err != nil {
+		return nil, false, err
+	}
+	ix, err := tx.Nodes()
+	if err != nil {
+		return nil, false, err
+	}
+	from := 1
+	for _, n := range ix.Select(NodeFilter{Agent: t.Agent, Session: t.Session, Kind: NodeCompaction}) {
+		if n.Span != nil && n.Span.To+1 > from {
+			from = n.Span.To + 1
+		}
+	}
+	d, err := v.digest(t, 1)
+	if err != nil {
+		return nil, false, err
+	}
+	if d.last == 0 {
+		return nil, false, newErr(ErrNotFound, "compact: session %q of agent %s has no messages", t.Session, t.Agent)
+	}
+	if strings.TrimSpace(summary) == "" {
+		if d.compact == nil {
+			e := newErr(ErrNotFound, "compact: no summary given and the transcript of session %q has no compaction summary", t.Session)
+			return nil, false, e.withHint("pass the summary with --file F or on stdin")
+		}
+		summary = d.compact.Text
+	}
+	if err := checkText("summary", summary, false); err != nil {
+		return nil, false, err
+	}
+	summary, _ = v.Redact(summary)
+	if from > d.last {
+		from = d.last // nothing new since the last compaction: the node covers the tail
+	}
+	created := d.lastTS
+	if created.IsZero() {
+		created = tx.now
+	}
+	n := &Node{Kind: NodeCompaction, Agent: t.Agent, Session: t.Session, Harness: tx.opts.Harness,
+		Span: &Span{Path: t.Path(), From: from, To: d.last}, Created: FormatTS(created),
+		Title: clip("compaction of "+t.Session+": "+oneLine(summary), 120),
+		Body:  fmt.Sprintf("# Compaction of session %s\n\n%s\n", t.Session, strings.TrimSpace(summary))}
+	return tx.CreateNode(n)
+}
+
+// Nodes returns the node index, including nodes created in this transaction.
+func (tx *Tx) Nodes() (*NodeIndex, error) {
+	if tx.nodeIndex == nil {
+		ix, err := tx.v.Nodes()
+		if err != nil {
+			return nil, err
+		}
+		tx.nodeIndex = ix
+	}
+	return tx.nodeIndex, nil
+}
+
+// CondenseOptions tune Condense.
+type CondenseOptions struct {
+	Period  string // "day" (default) or "week"
+	Thread  string // only nodes of this thread
+	Current bool   // include the period still under way
+}
+
+// periodOf returns the period a time falls in, as a label and its start.
+func periodOf(t time.Time, period string) (string, time.Time) {
+	t = t.UTC()
+	day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	if period == "week" {
+		wd := (int(day.Weekday()) + 6) % 7 // Monday is 0
+		start := day.AddDate(0, 0, -wd)
+		y, w := start.ISOWeek()
+		return fmt.Sprintf("%04d-W%02d", y, w), start
+	}
+	return day.Format("2006-01-02"), day
+}
+
+// Condense writes condensed nodes over the session summaries and compaction
+// nodes of the agent that no condensed node consumes yet, one per period
+// (and per thread with Thread). Periods still under way are left alone
+// unless Current is set, so a day is condensed once it is over.
+func (tx *Tx) Condense(opts CondenseOptions) ([]*Node, error) {
+	if opts.Period == "" {
+		opts.Period = "day"
+	}
+	if opts.Period != "day" && opts.Period != "week" {
+		return nil, newErr(ErrInvalid, "condense: period %q: want day or week", opts.Period)
+	}
+	if opts.Thread != "" {
+		th, err := ParseThread(opts.Thread)
+		if err != nil {
+			return nil, err
+		}
+		opts.Thread = th.String()
+	}
+	ix, err := tx.Nodes()
+	if err != nil {
+		return nil, err
+	}
+	nowLabel, _ := periodOf(tx.now, opts.Period)
+	groups := map[string][]*Node{}
+	for _, n := range ix.Select(NodeFilter{Agent: tx.opts.Agent, Thread: opts.Thread}) {
+		if n.Kind == NodeCondensed || len(ix.Parents[n.ID]) > 0 {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, n.Created)
+		if err != nil {
+			continue
+		}
+		label, _ := periodOf(t, opts.Period)
+		if label == nowLabel && !opts.Current {
+			continue
+		}
+		groups[label] = append(groups[label], n)
+	}
+	labels := make([]string, 0, len(groups))
+	for l := range groups {
+		labels = append(labels, l)
+	}
+	sort.Strings(labels)
+	var out []*Node
+	for _, label := range labels {
+		children := groups[label]
+		sortNodes(children)
+		var b strings.Builder
+		fmt.Fprintf(&b, "# %s (%s)\n\n", label, opts.Period)
+		ids := make([]string, len(children))
+		threads := map[string]bool{}
+		sessions := map[string]bool{}
+		for i, c := range children {
+			ids[i] = c.ID
+			for _, th := range c.Threads {
+				threads[th] = true
+			}
+			sessions[c.Session] = true
+			fmt.Fprintf(&b, "- %s `%s`: %s\n", c.Kind, c.ID, c.Title)
+		}
+		if opts.Thread != "" {
+			threads = map[string]bool{opts.Thread: true}
+		}
+		session := ""
+		if len(sessions) == 1 {
+			session = children[0].Session
+		}
+		n := &Node{Kind: NodeCondensed, Agent: tx.opts.Agent, Session: session, Threads: sortedKeys(threads),
+			Children: ids, Created: children[len(children)-1].Created,
+			Title: fmt.Sprintf("%s: %d nodes", label, len(children)), Body: b.String()}
+		node, _, err := tx.CreateNode(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, node)
+	}
+	return out, nil
+}

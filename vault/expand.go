@@ -1,0 +1,222 @@
+package vault
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// NodeRef is a node as it appears in another node's lineage: enough to
+// recognise it and expand it next.
+type NodeRef struct {
+	ID      string `json:"id"`
+	Kind    string `json:"kind"`
+	Agent   string `json:"agent"`
+	Session string `json:"session,omitempty"`
+	Created string `json:"created"`
+	Title   string `json:"title"`
+}
+
+func refOf(n *Node) NodeRef {
+	return NodeRef{ID: n.ID, Kind: n.Kind, Agent: n.Agent, Session: n.Session, Created: n.Created, Title: n.Title}
+}
+
+// HeadRef is a thread head that cites a node.
+type HeadRef struct {
+	Thread string `json:"thread"`
+	Path   string `json:"path"`
+}
+
+// Expansion is what `memvault expand` returns: the node and everything
+// around it in the lineage (DESIGN §5).
+type Expansion struct {
+	Node       *Node           `json:"node"`
+	Parents    []NodeRef       `json:"parents"`
+	Children   []NodeRef       `json:"children"`
+	Siblings   []NodeRef       `json:"siblings"`
+	Threads    []HeadRef       `json:"threads"`
+	Rows       []*Row          `json:"rows"`
+	Transcript []StoredMessage `json:"transcript"`
+}
+
+// ExpandOptions tune Expand.
+type ExpandOptions struct {
+	Agent   string // the agent asking; another agent's node is refused
+	Context int    // transcript messages to add before and after the span
+}
+
+// Expand drills down from a node: its parents (condensed nodes that consume
+// it), children, siblings (same session, or same parent), the thread heads
+// that cite it, the ledger rows linked to it or written during its span, and
+// the transcript messages of its span. Nodes are scoped by agent: expanding
+// another agent's node needs that agent named explicitly.
+func (v *Vault) Expand(id string, opts ExpandOptions) (*Expansion, error) {
+	if err := CheckName("node id", id); err != nil {
+		return nil, err
+	}
+	if opts.Context < 0 {
+		return nil, newErr(ErrInvalid, "expand: --context must be 0 or more")
+	}
+	ix, err := v.Nodes()
+	if err != nil {
+		return nil, err
+	}
+	n := ix.Nodes[id]
+	if n == nil {
+		e := newErr(ErrNotFound, "expand %s: no such node", id)
+		return nil, e.withHint("list nodes with: memvault nodes")
+	}
+	if n.Agent != opts.Agent {
+		e := newErr(ErrConflict, "expand %s: belongs to agent %s, not %s", id, n.Agent, opts.Agent)
+		return nil, e.withHint("to read another agent's node, name it: memvault expand %s --agent %s", id, n.Agent)
+	}
+	full, err := v.ReadNode(n)
+	if err != nil {
+		return nil, err
+	}
+	ex := &Expansion{Node: full, Parents: []NodeRef{}, Children: []NodeRef{}, Siblings: []NodeRef{},
+		Threads: []HeadRef{}, Rows: []*Row{}, Transcript: []StoredMessage{}}
+
+	parents := ix.Parents[id]
+	for _, p := range parents {
+		if pn := ix.Nodes[p]; pn != nil {
+			ex.Parents = append(ex.Parents, refOf(pn))
+		}
+	}
+	for _, c := range n.Children {
+		if cn := ix.Nodes[c]; cn != nil {
+			ex.Children = append(ex.Children, refOf(cn))
+		}
+	}
+	sib := map[string]bool{}
+	for _, p := range parents {
+		if pn := ix.Nodes[p]; pn != nil {
+			for _, c := range pn.Children {
+				sib[c] = true
+			}
+		}
+	}
+	var siblings []*Node
+	for _, other := range ix.Nodes {
+		if other.ID == id || other.Agent != n.Agent || contains(parents, other.ID) || contains(n.Children, other.ID) {
+			continue
+		}
+		if sib[other.ID] || n.Session != "" && other.Session == n.Session {
+			siblings = append(siblings, other)
+		}
+	}
+	sortNodes(siblings)
+	for _, s := range siblings {
+		ex.Siblings = append(ex.Siblings, refOf(s))
+	}
+
+	heads, err := v.headsCiting(id)
+	if err != nil {
+		return nil, err
+	}
+	ex.Threads = append(ex.Threads, heads...)
+
+	// The span's own messages, with --context more on each side; the times
+	// of the span's first and last message bound the rows written during it.
+	var spanStart, spanEnd string
+	if n.Span != nil {
+		t := TranscriptRef{Agent: n.Agent, Session: n.Session}
+		from := max(1, n.Span.From-opts.Context)
+		err := v.ReadTranscript(t, from, n.Span.To+opts.Context, func(m StoredMessage) error {
+			ex.Transcript = append(ex.Transcript, m)
+			if m.N >= n.Span.From && m.N <= n.Span.To && !m.TS.IsZero() {
+				ts := FormatTS(m.TS)
+				if spanStart == "" || ts < spanStart {
+					spanStart = ts
+				}
+				if ts > spanEnd {
+					spanEnd = ts
+				}
+			}
+			return nil
+		})
+		if err != nil && !isNotFound(err) {
+			return nil, err
+		}
+	}
+
+	// Rows: linked to the node, or written by the node's agent in its
+	// session during the span: a control-line event by the number of the
+	// message it came from, any other event by its time.
+	st, err := v.LoadState()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range st.Rows {
+		if contains(r.Links, id) && r.Kind != "node.created" {
+			ex.Rows = append(ex.Rows, r)
+			continue
+		}
+		if n.Span == nil || r.Agent != n.Agent || r.Session != n.Session || strings.HasPrefix(r.Kind, "node.") ||
+			strings.HasPrefix(r.Kind, "transcript.") {
+			continue
+		}
+		if at := controlN(r); at > 0 {
+			if at >= n.Span.From && at <= n.Span.To {
+				ex.Rows = append(ex.Rows, r)
+			}
+			continue
+		}
+		// A session summary covers the whole session; a row without span
+		// times to compare with belongs to the session too.
+		if n.Kind == NodeSessionSummary || spanStart == "" || r.TS >= spanStart[:19] && r.TS[:19] <= spanEnd[:19] {
+			ex.Rows = append(ex.Rows, r)
+		}
+	}
+	return ex, nil
+}
+
+// controlN is the message number a control-line event came from, 0 if the
+// event did not come from a control line.
+func controlN(r *Row) int {
+	if r.Source != "control" {
+		return 0
+	}
+	var d struct {
+		Control struct {
+			N int `json:"n"`
+		} `json:"control"`
+	}
+	if err := jsonUnmarshal(r.Data, &d); err != nil {
+		return 0
+	}
+	return d.Control.N
+}
+
+// headsCiting finds the thread heads whose text mentions the node id.
+func (v *Vault) headsCiting(id string) ([]HeadRef, error) {
+	var out []HeadRef
+	root := filepath.Join(v.Root, "threads")
+	kinds, err := os.ReadDir(root)
+	if err != nil {
+		return nil, nil // no heads yet
+	}
+	for _, k := range kinds {
+		if !k.IsDir() {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(root, k.Name()))
+		if err != nil {
+			return nil, ioErr("read threads/"+k.Name(), err)
+		}
+		for _, f := range files {
+			slug, ok := strings.CutSuffix(f.Name(), ".md")
+			if !ok {
+				continue
+			}
+			data, err := os.ReadFile(filepath.Join(root, k.Name(), f.Name()))
+			if err != nil {
+				return nil, ioErr("read threads/"+k.Name()+"/"+f.Name(), err)
+			}
+			if strings.Contains(string(data), id) {
+				out = append(out, HeadRef{Thread: k.Name() + ":" + slug, Path: "threads/" + k.Name() + "/" + f.Name()})
+			}
+		}
+	}
+	return out, nil
+}

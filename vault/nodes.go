@@ -1,0 +1,359 @@
+package vault
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Node kinds (DESIGN §5).
+const (
+	NodeSessionSummary = "session-summary"
+	NodeCompaction     = "compaction"
+	NodeCondensed      = "condensed"
+)
+
+// NodeKinds lists the node kinds in a stable order.
+var NodeKinds = []string{NodeSessionSummary, NodeCompaction, NodeCondensed}
+
+// Span is the part of a transcript a node covers: messages From to To
+// (sequence numbers, inclusive) of the transcript at Path.
+type Span struct {
+	Path string `json:"path"`
+	From int    `json:"from"`
+	To   int    `json:"to"`
+}
+
+// Node is a temporal node: front matter plus a markdown body, written once
+// to nodes/<agent>/<yyyy>/<mm>/<id>.md.
+type Node struct {
+	ID       string   `json:"id"`
+	Kind     string   `json:"kind"`
+	Agent    string   `json:"agent"`
+	Session  string   `json:"session,omitempty"`
+	Harness  string   `json:"harness,omitempty"`
+	Threads  []string `json:"threads"`
+	Children []string `json:"children"`
+	Span     *Span    `json:"span,omitempty"`
+	Created  string   `json:"created"`
+	Title    string   `json:"title"`
+	Path     string   `json:"path"`
+	Body     string   `json:"body,omitempty"`
+}
+
+// frontKeys is the order of the front matter, fixed so that the same node
+// always has the same bytes.
+var frontKeys = []string{"id", "kind", "agent", "session", "harness", "threads", "children", "span", "created", "title"}
+
+// encode renders the node file. Every front-matter value is written as JSON,
+// which is also valid YAML, so the file reads well, parses with any YAML
+// library, and round-trips exactly.
+func (n *Node) encode() []byte {
+	var b bytes.Buffer
+	b.WriteString("---\n")
+	js := func(v any) string {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(v)
+		return strings.TrimSuffix(buf.String(), "\n")
+	}
+	for _, k := range frontKeys {
+		var v any
+		switch k {
+		case "id":
+			v = n.ID
+		case "kind":
+			v = n.Kind
+		case "agent":
+			v = n.Agent
+		case "session":
+			v = n.Session
+		case "harness":
+			v = n.Harness
+		case "threads":
+			v = nonNil(n.Threads)
+		case "children":
+			v = nonNil(n.Children)
+		case "span":
+			v = n.Span
+		case "created":
+			v = n.Created
+		case "title":
+			v = n.Title
+		}
+		fmt.Fprintf(&b, "%s: %s\n", k, js(v))
+	}
+	b.WriteString("---\n\n")
+	b.WriteString(strings.TrimRight(n.Body, "\n"))
+	b.WriteString("\n")
+	return b.Bytes()
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// parseNode reads a node file. With headerOnly, the body is not kept.
+func parseNode(data []byte, headerOnly bool) (*Node, error) {
+	if !bytes.HasPrefix(data, []byte("---\n")) {
+		return nil, fmt.Errorf("no front matter")
+	}
+	rest := data[4:]
+	end := bytes.Index(rest, []byte("\n---\n"))
+	if end < 0 {
+		return nil, fmt.Errorf("front matter not closed")
+	}
+	n := new(Node)
+	sc := bufio.NewScanner(bytes.NewReader(rest[:end+1]))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ": ")
+		if !ok {
+			continue
+		}
+		var dst any
+		switch k {
+		case "id":
+			dst = &n.ID
+		case "kind":
+			dst = &n.Kind
+		case "agent":
+			dst = &n.Agent
+		case "session":
+			dst = &n.Session
+		case "harness":
+			dst = &n.Harness
+		case "threads":
+			dst = &n.Threads
+		case "children":
+			dst = &n.Children
+		case "span":
+			dst = &n.Span
+		case "created":
+			dst = &n.Created
+		case "title":
+			dst = &n.Title
+		default:
+			continue
+		}
+		if err := json.Unmarshal([]byte(v), dst); err != nil {
+			return nil, fmt.Errorf("front matter %s: %v", k, err)
+		}
+	}
+	if n.ID == "" || n.Kind == "" || n.Agent == "" {
+		return nil, fmt.Errorf("front matter lacks id, kind or agent")
+	}
+	if !headerOnly {
+		n.Body = strings.TrimPrefix(string(rest[end+5:]), "\n")
+	}
+	return n, nil
+}
+
+// nodePath is where a node lives: nodes/<agent>/<yyyy>/<mm>/<id>.md.
+func nodePath(agent, id string, created time.Time) (RelPath, error) {
+	created = created.UTC()
+	return relPath("node", "nodes", agent, fmt.Sprintf("%04d", created.Year()),
+		fmt.Sprintf("%02d", int(created.Month())), id+".md")
+}
+
+// CreateNode finalises n (id, path) and queues it: the file, a node.created
+// event linking to it, and a Memvault-Node trailer. The id is derived from
+// the node's content, so making the same node twice gives the same id; if
+// that node exists already, CreateNode returns it and writes nothing.
+func (tx *Tx) CreateNode(n *Node) (node *Node, created bool, err error) {
+	if err := CheckName("agent", n.Agent); err != nil {
+		return nil, false, err
+	}
+	t, err := time.Parse(time.RFC3339Nano, n.Created)
+	if err != nil {
+		return nil, false, fmt.Errorf("node: created %q: %w", n.Created, err)
+	}
+	n.Created = FormatTS(t)
+	n.ID = ""
+	n.Path = ""
+	digest := sha256.Sum256(n.encode())
+	n.ID = derivedID("n_", t, digest[:])
+	rel, err := nodePath(n.Agent, n.ID, t)
+	if err != nil {
+		return nil, false, err
+	}
+	n.Path = rel.String()
+	if _, err := os.Stat(tx.v.abs(rel)); err == nil {
+		return n, false, nil
+	}
+	tx.WriteFile(rel, n.encode())
+	data, _ := json.Marshal(map[string]any{"kind": n.Kind, "path": n.Path, "span": n.Span, "children": nonNil(n.Children)})
+	thread := ""
+	if len(n.Threads) > 0 {
+		thread = n.Threads[0]
+	}
+	tx.Append(&Event{Kind: "node.created", Thread: thread, Text: n.Title, Links: []string{n.ID},
+		Session: n.Session, Data: data, Source: "distill"})
+	tx.nodes = append(tx.nodes, n.ID)
+	if tx.nodeIndex != nil {
+		tx.nodeIndex.add(n)
+	}
+	return n, true, nil
+}
+
+// NodeIndex is every node's front matter, with parents derived from the
+// children lists of condensed nodes.
+type NodeIndex struct {
+	Nodes   map[string]*Node
+	Parents map[string][]string
+}
+
+func (ix *NodeIndex) add(n *Node) {
+	ix.Nodes[n.ID] = n
+	for _, c := range n.Children {
+		ix.Parents[c] = appendUnique(ix.Parents[c], n.ID)
+	}
+}
+
+func appendUnique(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// nodeCache is the derived list of node headers in .state/, keyed by path.
+// Nodes are written once, so a cached header stays true for as long as its
+// file exists; loading re-reads only files that are new since.
+const nodeCache = ".state/nodes.json"
+
+// Nodes loads the node index: folder listings of nodes/, plus front matter
+// read from disk only for files the cache does not know yet.
+func (v *Vault) Nodes() (*NodeIndex, error) {
+	cached := map[string]*Node{}
+	if data, err := os.ReadFile(filepath.Join(v.Root, nodeCache)); err == nil {
+		var list []*Node
+		if json.Unmarshal(data, &list) == nil {
+			for _, n := range list {
+				cached[n.Path] = n
+			}
+		}
+	}
+	ix := &NodeIndex{Nodes: map[string]*Node{}, Parents: map[string][]string{}}
+	root := filepath.Join(v.Root, "nodes")
+	fresh := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(d.Name(), ".md") || strings.HasPrefix(d.Name(), ".") {
+			return nil
+		}
+		rel, _ := filepath.Rel(v.Root, p)
+		rel = filepath.ToSlash(rel)
+		if n, ok := cached[rel]; ok {
+			ix.add(n)
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		n, err := parseNode(data, true)
+		if err != nil || n.ID != strings.TrimSuffix(d.Name(), ".md") {
+			return nil // not a node memvault can use; verify reports it
+		}
+		n.Path = rel
+		ix.add(n)
+		fresh++
+		return nil
+	})
+	if err != nil {
+		return nil, ioErr("read nodes", err)
+	}
+	if fresh > 0 || len(cached) != len(ix.Nodes) {
+		v.saveNodeCache(ix)
+	}
+	return ix, nil
+}
+
+func (v *Vault) saveNodeCache(ix *NodeIndex) {
+	list := make([]*Node, 0, len(ix.Nodes))
+	for _, n := range ix.Nodes {
+		list = append(list, n)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Path < list[j].Path })
+	if data, err := json.Marshal(list); err == nil {
+		_ = WriteFileAtomic(filepath.Join(v.Root, nodeCache), data)
+	}
+}
+
+// ReadNode returns the full node with its body.
+func (v *Vault) ReadNode(n *Node) (*Node, error) {
+	data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(n.Path)))
+	if err != nil {
+		return nil, ioErr("read "+n.Path, err)
+	}
+	full, err := parseNode(data, false)
+	if err != nil {
+		return nil, &Error{Class: ErrCorrupt, Msg: n.Path + ": " + err.Error()}
+	}
+	full.Path = n.Path
+	return full, nil
+}
+
+// NodeFilter selects nodes for `memvault nodes`.
+type NodeFilter struct {
+	Agent   string
+	Session string
+	Kind    string
+	Thread  string
+}
+
+// Select returns the matching nodes, oldest first.
+func (ix *NodeIndex) Select(f NodeFilter) []*Node {
+	var out []*Node
+	for _, n := range ix.Nodes {
+		switch {
+		case f.Agent != "" && n.Agent != f.Agent,
+			f.Session != "" && n.Session != f.Session,
+			f.Kind != "" && n.Kind != f.Kind,
+			f.Thread != "" && !contains(n.Threads, f.Thread):
+			continue
+		}
+		out = append(out, n)
+	}
+	sortNodes(out)
+	return out
+}
+
+func sortNodes(ns []*Node) {
+	sort.Slice(ns, func(i, j int) bool {
+		if ns[i].Created != ns[j].Created {
+			return ns[i].Created < ns[j].Created
+		}
+		return ns[i].ID < ns[j].ID
+	})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -327,10 +327,10 @@ func (tx *Tx) Compact(t TranscriptRef, summary string) (*Node, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	from := 1
+	var prev *Node
 	for _, n := range ix.Select(NodeFilter{Agent: t.Agent, Session: t.Session, Kind: NodeCompaction}) {
-		if n.Span != nil && n.Span.To+1 > from {
-			from = n.Span.To + 1
+		if n.Span != nil && (prev == nil || n.Span.To > prev.Span.To) {
+			prev = n
 		}
 	}
 	d, err := v.digest(t, 1)
@@ -339,6 +339,13 @@ func (tx *Tx) Compact(t TranscriptRef, summary string) (*Node, bool, error) {
 	}
 	if d.last == 0 {
 		return nil, false, newErr(ErrNotFound, "compact: session %q of agent %s has no messages", t.Session, t.Agent)
+	}
+	from := 1
+	if prev != nil {
+		if prev.Span.To >= d.last {
+			return prev, false, nil // no message since the last compaction node
+		}
+		from = prev.Span.To + 1
 	}
 	if strings.TrimSpace(summary) == "" {
 		if d.compact == nil {
@@ -351,9 +358,6 @@ func (tx *Tx) Compact(t TranscriptRef, summary string) (*Node, bool, error) {
 		return nil, false, err
 	}
 	summary, _ = v.Redact(summary)
-	if from > d.last {
-		from = d.last // nothing new since the last compaction: the node covers the tail
-	}
 	created := d.lastTS
 	if created.IsZero() {
 		created = tx.now

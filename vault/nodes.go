@@ -203,6 +203,9 @@ func (tx *Tx) CreateNode(n *Node) (node *Node, created bool, err error) {
 	tx.Append(&Event{Kind: "node.created", Thread: thread, Text: n.Title, Links: []string{n.ID},
 		Session: n.Session, Data: data, Source: "distill"})
 	tx.nodes = append(tx.nodes, n.ID)
+	if tx.subject == "" {
+		tx.Subject(n.Kind + ": " + n.Title)
+	}
 	if tx.nodeIndex != nil {
 		tx.nodeIndex.add(n)
 	}

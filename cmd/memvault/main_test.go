@@ -3,11 +3,13 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -25,9 +27,14 @@ func TestMain(m *testing.M) {
 	})
 }
 
+// -update rewrites the golden files inside the scripts from what the
+// commands print now: review the diff before committing it.
+var update = flag.Bool("update", false, "rewrite golden files in testdata/script")
+
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
+		UpdateScripts:       *update,
 		RequireExplicitExec: false,
 		Setup:               setupScript,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -36,6 +43,7 @@ func TestScripts(t *testing.T) {
 			"tamper":    cmdTamper,
 			"lines":     cmdLines,
 			"lockvault": cmdLockVault,
+			"normids":   cmdNormIDs,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "git" {
@@ -63,6 +71,11 @@ func setupScript(env *testscript.Env) error {
 	env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	env.Setenv("MEMVAULT_LOCK_TIMEOUT", "30s")
 	env.Setenv("TZ", "UTC")
+	fixtures, err := filepath.Abs(filepath.Join("..", "..", "fixtures", "transcripts"))
+	if err != nil {
+		return err
+	}
+	env.Setenv("FIXTURES", fixtures)
 	return nil
 }
 
@@ -208,4 +221,45 @@ func cmdLockVault(ts *testscript.TestScript, neg bool, args []string) {
 var (
 	heldMu    sync.Mutex
 	heldLocks = map[string]*flock.Flock{}
+)
+
+// normids IN OUT copies IN to OUT with everything that differs from run to
+// run replaced by stable placeholders: event ids become E1, E2… and node ids
+// N1, N2… in order of first appearance, hashes H, timestamps TS (except the
+// fixtures' own, of fixtureDay) and ledger segment names SEG. Golden files then compare structure and content.
+func cmdNormIDs(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: normids IN OUT")
+	}
+	data := ts.ReadFile(args[0])
+	names := map[string]string{}
+	counts := map[byte]int{}
+	data = idRE.ReplaceAllStringFunc(data, func(id string) string {
+		if n, ok := names[id]; ok {
+			return n
+		}
+		counts[id[0]]++
+		n := fmt.Sprintf("%c%d", id[0]-'a'+'A', counts[id[0]])
+		names[id] = n
+		return n
+	})
+	data = hashRE.ReplaceAllString(data, "H")
+	data = segRE.ReplaceAllString(data, "ledger/SEG.jsonl")
+	data = tsRE.ReplaceAllStringFunc(data, func(t string) string {
+		if strings.HasPrefix(t, fixtureDay) {
+			return t // from a transcript fixture: stable
+		}
+		return "TS"
+	})
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(data), 0o600))
+}
+
+// fixtureDay is the date of the messages in the scripts' transcript fixtures.
+const fixtureDay = "2020-01-15"
+
+var (
+	idRE   = regexp.MustCompile(`\b[enm]_[0-9a-z]{26}\b`)
+	hashRE = regexp.MustCompile(`\b[0-9a-f]{64}\b|\b[0-9a-f]{40}\b`)
+	segRE  = regexp.MustCompile(`ledger/\d{4}/\d\d/\d\d(-\d+)?\.jsonl`)
+	tsRE   = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
 )

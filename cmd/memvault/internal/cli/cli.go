@@ -177,8 +177,16 @@ func openVault(c *ucli.Context) (*vault.Vault, error) {
 }
 
 // agentOf resolves --agent / MEMVAULT_AGENT, else the vault's configured one.
+// A command may have its own --agent (expand names the agent whose node it
+// reads); the innermost one that is set wins.
 func agentOf(c *ucli.Context, v *vault.Vault) (string, error) {
-	a := c.String("agent")
+	a := ""
+	for _, cc := range c.Lineage() {
+		if cc.IsSet("agent") {
+			a = cc.String("agent")
+			break
+		}
+	}
 	if a == "" {
 		return v.Config.Agent, nil
 	}

@@ -23,7 +23,7 @@ func transcriptRef(c *ucli.Context, v *vault.Vault) (vault.TranscriptRef, error)
 	}
 	s := c.String("session")
 	if s == "" {
-		return vault.TranscriptRef{}, usagef("%s: --session is required", c.Command.FullName())
+		return vault.TranscriptRef{}, usagef("transcript %s: --session is required", c.Command.Name)
 	}
 	return vault.TranscriptRef{Agent: agent, Session: s}, nil
 }

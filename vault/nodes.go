@@ -348,6 +348,9 @@ func sortNodes(ns []*Node) {
 		if ns[i].Created != ns[j].Created {
 			return ns[i].Created < ns[j].Created
 		}
+		if ns[i].Kind != ns[j].Kind {
+			return ns[i].Kind < ns[j].Kind
+		}
 		return ns[i].ID < ns[j].ID
 	})
 }

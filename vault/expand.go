@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,11 +58,26 @@ func (v *Vault) Expand(id string, opts ExpandOptions) (*Expansion, error) {
 	if opts.Context < 0 {
 		return nil, newErr(ErrInvalid, "expand: --context must be 0 or more")
 	}
-	ix, err := v.Nodes()
+	// The node, the condensed nodes that list it, and its session's nodes;
+	// then the other children of its parents, for siblings by parent.
+	needles := []string{id}
+	ix, err := v.nodes(needles)
 	if err != nil {
 		return nil, err
 	}
 	n := ix.Nodes[id]
+	if n != nil {
+		if n.Session != "" {
+			needles = append(needles, "\t"+tsvEscape.Replace(n.Session)+"\t")
+		}
+		needles = append(needles, n.Children...)
+		for _, p := range ix.Parents[id] {
+			needles = append(needles, ix.Nodes[p].Children...)
+		}
+		if ix, err = v.nodes(needles); err != nil {
+			return nil, err
+		}
+	}
 	if n == nil {
 		e := newErr(ErrNotFound, "expand %s: no such node", id)
 		return nil, e.withHint("list nodes with: memvault nodes")
@@ -143,11 +159,19 @@ func (v *Vault) Expand(id string, opts ExpandOptions) (*Expansion, error) {
 	// Rows: linked to the node, or written by the node's agent in its
 	// session during the span: a control-line event by the number of the
 	// message it came from, any other event by its time.
-	st, err := v.LoadState()
+	rowNeedles := [][]byte{[]byte(id)}
+	if n.Session != "" {
+		field, _ := json.Marshal(n.Session)
+		rowNeedles = append(rowNeedles, append([]byte(`"session":`), field...))
+	}
+	st, err := v.loadState(rowNeedles)
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range st.Rows {
+		if correctionKinds[r.Kind] && !contains(r.Links, id) && r.Session != n.Session {
+			continue // kept only to mark the rows above
+		}
 		if contains(r.Links, id) && r.Kind != "node.created" {
 			ex.Rows = append(ex.Rows, r)
 			continue

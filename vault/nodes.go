@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -235,73 +236,223 @@ func appendUnique(list []string, s string) []string {
 	return append(list, s)
 }
 
-// nodeCache is the derived list of node headers in .state/, keyed by path.
-// Nodes are written once, so a cached header stays true for as long as its
-// file exists; loading re-reads only files that are new since.
-const nodeCache = ".state/nodes.json"
+// nodeCache is the derived list of node headers in .state/, one node per
+// line of tab-separated fields (decoding 10k JSON objects would cost more
+// than the whole of an expand). Nodes are written once, so a cached header
+// stays true for as long as its file exists; loading re-reads only files the
+// cache does not know.
+const nodeCache = ".state/nodes.tsv"
 
-// Nodes loads the node index: folder listings of nodes/, plus front matter
-// read from disk only for files the cache does not know yet.
+var (
+	tsvEscape   = strings.NewReplacer("\\", "\\\\", "\t", "\\t", "\n", "\\n")
+	tsvUnescape = strings.NewReplacer("\\\\", "\\", "\\t", "\t", "\\n", "\n")
+)
+
+func (n *Node) cacheLine() string {
+	span := "\t\t"
+	if n.Span != nil {
+		span = fmt.Sprintf("%s\t%d\t%d", n.Span.Path, n.Span.From, n.Span.To)
+	}
+	f := []string{n.Path, n.ID, n.Kind, n.Agent, n.Session, n.Harness, strings.Join(n.Threads, ","),
+		strings.Join(n.Children, ","), n.Created, span, n.Title}
+	for i, x := range f {
+		if i != 9 {
+			f[i] = tsvEscape.Replace(x)
+		}
+	}
+	return strings.Join(f, "\t")
+}
+
+func parseCacheLine(line string) (*Node, bool) {
+	f := strings.Split(line, "\t")
+	if len(f) != 13 {
+		return nil, false
+	}
+	for i := range f {
+		if strings.IndexByte(f[i], '\\') >= 0 {
+			f[i] = tsvUnescape.Replace(f[i])
+		}
+	}
+	split := func(s string) []string {
+		if s == "" {
+			return []string{}
+		}
+		return strings.Split(s, ",")
+	}
+	n := &Node{Path: f[0], ID: f[1], Kind: f[2], Agent: f[3], Session: f[4], Harness: f[5],
+		Threads: split(f[6]), Children: split(f[7]), Created: f[8], Title: f[12]}
+	if f[9] != "" {
+		n.Span = &Span{Path: f[9]}
+		n.Span.From, _ = strconv.Atoi(f[10])
+		n.Span.To, _ = strconv.Atoi(f[11])
+	}
+	return n, n.ID != "" && n.Path != ""
+}
+
+// Nodes loads the node index. The cache records each month folder's mtime
+// next to the headers of its nodes; a folder whose mtime is unchanged has
+// had no file added or removed, so its headers are taken from the cache
+// without listing it. Only changed folders are listed, and only files the
+// cache does not know are read. Nodes are written once; a hand edit of a
+// node's front matter is not picked up until its folder changes (or the
+// cache under .state/ is deleted).
 func (v *Vault) Nodes() (*NodeIndex, error) {
-	cached := map[string]*Node{}
+	return v.nodes(nil)
+}
+
+// nodes is Nodes, keeping only the nodes whose cache line contains one of
+// needles (nil keeps all). When the cache is fresh, the other lines are
+// never decoded: a lookup around one node costs a byte search of the cache.
+func (v *Vault) nodes(needles []string) (*NodeIndex, error) {
+	cachedDirs := map[string]int64{}
+	var lines []string
 	if data, err := os.ReadFile(filepath.Join(v.Root, nodeCache)); err == nil {
-		var list []*Node
-		if json.Unmarshal(data, &list) == nil {
-			for _, n := range list {
-				cached[n.Path] = n
+		lines = strings.Split(string(data), "\n")
+		for _, line := range lines {
+			if rest, ok := strings.CutPrefix(line, "#dir\t"); ok {
+				dir, mt, _ := strings.Cut(rest, "\t")
+				m, _ := strconv.ParseInt(mt, 10, 64)
+				cachedDirs[dir] = m
 			}
 		}
+	}
+	months, err := v.nodeMonthDirs()
+	if err != nil {
+		return nil, err
+	}
+	dirs := map[string]int64{}
+	fresh := len(months) == len(cachedDirs)
+	for _, dir := range months {
+		info, err := os.Stat(filepath.Join(v.Root, filepath.FromSlash(dir)))
+		if err != nil {
+			return nil, ioErr("read "+dir, err)
+		}
+		dirs[dir] = info.ModTime().UnixNano()
+		if old, ok := cachedDirs[dir]; !ok || old != dirs[dir] {
+			fresh = false
+		}
+	}
+	keep := func(line string) bool {
+		if needles == nil {
+			return true
+		}
+		for _, nd := range needles {
+			if strings.Contains(line, nd) {
+				return true
+			}
+		}
+		return false
 	}
 	ix := &NodeIndex{Nodes: map[string]*Node{}, Parents: map[string][]string{}}
-	root := filepath.Join(v.Root, "nodes")
-	fresh := 0
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
+	if fresh {
+		for _, line := range lines {
+			if line == "" || line[0] == '#' || !keep(line) {
+				continue
 			}
-			return err
+			if n, ok := parseCacheLine(line); ok {
+				ix.add(n)
+			}
 		}
-		if d.IsDir() || !strings.HasSuffix(d.Name(), ".md") || strings.HasPrefix(d.Name(), ".") {
-			return nil
-		}
-		rel, _ := filepath.Rel(v.Root, p)
-		rel = filepath.ToSlash(rel)
-		if n, ok := cached[rel]; ok {
-			ix.add(n)
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		n, err := parseNode(data, true)
-		if err != nil || n.ID != strings.TrimSuffix(d.Name(), ".md") {
-			return nil // not a node memvault can use; verify reports it
-		}
-		n.Path = rel
-		ix.add(n)
-		fresh++
-		return nil
-	})
-	if err != nil {
-		return nil, ioErr("read nodes", err)
+		return ix, nil
 	}
-	if fresh > 0 || len(cached) != len(ix.Nodes) {
-		v.saveNodeCache(ix)
+	// Some folder changed: rebuild, reusing the headers the cache has.
+	known := map[string]*Node{}
+	for _, line := range lines {
+		if n, ok := parseCacheLine(line); ok {
+			known[n.Path] = n
+		}
+	}
+	all := &NodeIndex{Nodes: map[string]*Node{}, Parents: map[string][]string{}}
+	for _, dir := range months {
+		entries, err := os.ReadDir(filepath.Join(v.Root, filepath.FromSlash(dir)))
+		if err != nil {
+			return nil, ioErr("read "+dir, err)
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if e.IsDir() || !strings.HasSuffix(name, ".md") || strings.HasPrefix(name, ".") {
+				continue
+			}
+			rel := dir + "/" + name
+			if n, ok := known[rel]; ok {
+				all.add(n)
+				continue
+			}
+			data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
+			if err != nil {
+				return nil, ioErr("read "+rel, err)
+			}
+			n, err := parseNode(data, true)
+			if err != nil || n.ID != strings.TrimSuffix(name, ".md") {
+				continue // not a node memvault can use; verify reports it
+			}
+			n.Path = rel
+			all.add(n)
+		}
+	}
+	v.saveNodeCache(all, dirs)
+	if needles == nil {
+		return all, nil
+	}
+	for _, n := range all.Nodes {
+		if keep(n.cacheLine()) {
+			ix.add(n)
+		}
 	}
 	return ix, nil
 }
 
-func (v *Vault) saveNodeCache(ix *NodeIndex) {
-	list := make([]*Node, 0, len(ix.Nodes))
+// nodeMonthDirs lists nodes/<agent>/<yyyy>/<mm> folders.
+func (v *Vault) nodeMonthDirs() ([]string, error) {
+	var out []string
+	list := func(rel string) ([]string, error) {
+		entries, err := os.ReadDir(filepath.Join(v.Root, filepath.FromSlash(rel)))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, ioErr("read "+rel, err)
+		}
+		var names []string
+		for _, e := range entries {
+			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+				names = append(names, e.Name())
+			}
+		}
+		return names, nil
+	}
+	agents, err := list("nodes")
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range agents {
+		years, err := list("nodes/" + a)
+		if err != nil {
+			return nil, err
+		}
+		for _, y := range years {
+			ms, err := list("nodes/" + a + "/" + y)
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range ms {
+				out = append(out, "nodes/"+a+"/"+y+"/"+m)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (v *Vault) saveNodeCache(ix *NodeIndex, dirs map[string]int64) {
+	lines := make([]string, 0, len(ix.Nodes)+len(dirs))
+	for d, mt := range dirs {
+		lines = append(lines, fmt.Sprintf("#dir\t%s\t%d", d, mt))
+	}
 	for _, n := range ix.Nodes {
-		list = append(list, n)
+		lines = append(lines, n.cacheLine())
 	}
-	sort.Slice(list, func(i, j int) bool { return list[i].Path < list[j].Path })
-	if data, err := json.Marshal(list); err == nil {
-		_ = WriteFileAtomic(filepath.Join(v.Root, nodeCache), data)
-	}
+	sort.Strings(lines)
+	_ = WriteFileAtomic(filepath.Join(v.Root, nodeCache), []byte(strings.Join(lines, "\n")+"\n"))
 }
 
 // ReadNode returns the full node with its body.

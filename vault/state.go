@@ -1,7 +1,10 @@
 package vault
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -53,26 +56,139 @@ type State struct {
 }
 
 // LoadState reads every segment and folds the events. Torn last lines and
-// unreadable lines are skipped; Verify is the place that reports them.
+// unreadable lines are skipped; Verify is the place that reports them, and
+// the place that checks hashes: readers trust what writers checked.
 func (v *Vault) LoadState() (*State, error) {
+	return v.loadState(nil)
+}
+
+// correctionNeedles find correction events in canonical lines, which have
+// no space after the colon.
+var correctionNeedles = [][]byte{[]byte(`"kind":"retract"`), []byte(`"kind":"supersede"`), []byte(`"kind":"commitment.close"`)}
+
+// correctionCache is the derived list of the correction events of each
+// segment, in .state/, keyed by the segment's stamp. Corrections are rare,
+// and a filtered load needs all of them to mark the rows it returns; finding
+// them by searching every segment again would cost more than the rest of
+// the load.
+const correctionCache = ".state/corrections.json"
+
+type segCorrections struct {
+	Stamp segStamp `json:"stamp"`
+	Lines []int    `json:"lines"` // line numbers of correction events
+}
+
+// loadState folds the events whose line contains one of needles (nil keeps
+// every line). Corrections are always kept, so that the rows kept are
+// marked retracted, superseded or closed exactly as in the full state.
+// Searching a whole segment for a few byte strings costs a fraction of
+// decoding every line, which is what makes looking up one node's or one
+// session's rows cheap on a large ledger.
+func (v *Vault) loadState(needles [][]byte) (*State, error) {
 	segs, _, err := listSegments(v.Root)
 	if err != nil {
 		return nil, err
 	}
+	var cache map[string]segCorrections
+	cacheChanged := false
+	if needles != nil {
+		cache = map[string]segCorrections{}
+		if data, err := os.ReadFile(filepath.Join(v.Root, correctionCache)); err == nil {
+			_ = json.Unmarshal(data, &cache)
+		}
+	}
 	st := &State{byID: make(map[string]*Row)}
 	for _, s := range segs {
-		lines, _, err := readSegment(v.Root, s)
+		file := s.String()
+		data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(file)))
 		if err != nil {
-			return nil, err
+			return nil, ioErr("read "+file, err)
 		}
-		for _, ll := range lines {
-			if ll.Event == nil || ll.Event.ID == "" {
+		end := bytes.LastIndexByte(data, '\n')
+		if end < 0 {
+			continue
+		}
+		data = data[:end+1] // a torn last line is not an event yet
+		var wanted map[int]bool // line starts (needles) and line numbers (corrections)
+		var wantedLines map[int]bool
+		if needles != nil {
+			wanted = map[int]bool{}
+			for _, nd := range needles {
+				for _, at := range findAll(data, nd) {
+					wanted[bytes.LastIndexByte(data[:at], '\n')+1] = true
+				}
+			}
+			stamp, err := stampOf(v.Root, s)
+			if err != nil {
+				return nil, err
+			}
+			c, ok := cache[file]
+			if !ok || c.Stamp != stamp {
+				c = segCorrections{Stamp: stamp, Lines: correctionLines(data)}
+				cache[file] = c
+				cacheChanged = true
+			}
+			wantedLines = map[int]bool{}
+			for _, n := range c.Lines {
+				wantedLines[n] = true
+			}
+			if len(wanted) == 0 && len(wantedLines) == 0 {
 				continue
 			}
-			st.add(&Row{Event: ll.Event, File: s.String(), Line: ll.Line})
+		}
+		for n, start := 1, 0; start < len(data); n++ {
+			i := bytes.IndexByte(data[start:], '\n')
+			raw := data[start : start+i]
+			lineStart := start
+			start += i + 1
+			if wanted != nil && !wanted[lineStart] && !wantedLines[n] {
+				continue
+			}
+			ev := new(Event)
+			if json.Unmarshal(raw, ev) != nil || ev.ID == "" {
+				continue
+			}
+			st.add(&Row{Event: ev, File: file, Line: n})
+		}
+	}
+	if cacheChanged {
+		if data, err := json.Marshal(cache); err == nil {
+			_ = WriteFileAtomic(filepath.Join(v.Root, correctionCache), data)
 		}
 	}
 	return st, nil
+}
+
+// findAll returns the offsets of every occurrence of needle in data.
+func findAll(data, needle []byte) []int {
+	var out []int
+	for off := 0; ; {
+		i := bytes.Index(data[off:], needle)
+		if i < 0 {
+			return out
+		}
+		out = append(out, off+i)
+		off += i + len(needle)
+	}
+}
+
+// correctionLines returns the line numbers of the correction events in a
+// segment's complete lines.
+func correctionLines(data []byte) []int {
+	starts := map[int]bool{}
+	for _, nd := range correctionNeedles {
+		for _, at := range findAll(data, nd) {
+			starts[bytes.LastIndexByte(data[:at], '\n')+1] = true
+		}
+	}
+	lines := []int{}
+	for n, start := 1, 0; start < len(data); n++ {
+		if starts[start] {
+			lines = append(lines, n)
+		}
+		start += bytes.IndexByte(data[start:], '\n') + 1
+	}
+	return lines
 }
 
 // add folds one event in. Corrections apply to their target; a retracted

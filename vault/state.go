@@ -108,7 +108,7 @@ func (v *Vault) loadState(needles [][]byte) (*State, error) {
 		if end < 0 {
 			continue
 		}
-		data = data[:end+1] // a torn last line is not an event yet
+		data = data[:end+1]     // a torn last line is not an event yet
 		var wanted map[int]bool // line starts (needles) and line numbers (corrections)
 		var wantedLines map[int]bool
 		if needles != nil {

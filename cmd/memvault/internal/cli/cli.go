@@ -144,11 +144,6 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			condenseCommand(),
 			nodesCommand(),
 			expandCommand(),
-			renderCommand(),
-			refreshCommand(),
-			threadsCommand(),
-			editCommand(),
-			resolveCommand(),
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*ucli.Context, error) {}, // Run picks the exit code

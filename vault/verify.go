@@ -95,6 +95,12 @@ func (v *Vault) Verify() (*VerifyReport, error) {
 		before bool // the target must come earlier in the chain
 	}
 	var refs []ref
+	type nodeEvent struct {
+		at   Problem
+		node string
+		path string
+	}
+	var created []nodeEvent
 	for i, s := range segs {
 		lines, torn, err := readSegment(v.Root, s)
 		if err != nil {
@@ -116,6 +122,13 @@ func (v *Vault) Verify() (*VerifyReport, error) {
 			}
 			for _, l := range ev.Links {
 				refs = append(refs, ref{at: at, target: l})
+			}
+			if ev.Kind == "node.created" && len(ev.Links) > 0 {
+				var d struct {
+					Path string `json:"path"`
+				}
+				_ = jsonUnmarshal(ev.Data, &d)
+				created = append(created, nodeEvent{at: at, node: ev.Links[0], path: d.Path})
 			}
 			if correctionKinds[ev.Kind] {
 				if len(ev.Links) == 0 {
@@ -140,6 +153,9 @@ func (v *Vault) Verify() (*VerifyReport, error) {
 	nodes, err := v.nodeIDs()
 	if err != nil {
 		return nil, err
+	}
+	for _, c := range created {
+		rep.Problems = append(rep.Problems, v.verifyNode(c.at, c.node, c.path)...)
 	}
 	for _, r := range refs {
 		if strings.HasPrefix(r.target, "n_") {
@@ -207,6 +223,41 @@ func sortProblems(ps []Problem) {
 			ps[j], ps[j-1] = ps[j-1], ps[j]
 		}
 	}
+}
+
+// verifyNode checks the node a node.created event names: the file is where
+// the event says, its front matter parses and names the same id, and the
+// transcript span it cites exists.
+func (v *Vault) verifyNode(at Problem, id, rel string) []Problem {
+	fail := func(msg string) []Problem {
+		p := at
+		p.Msg = msg
+		return []Problem{p}
+	}
+	if rel == "" {
+		return fail("node.created of " + id + " names no path")
+	}
+	data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
+	if err != nil {
+		return fail("node " + id + ": " + rel + " is missing")
+	}
+	n, err := parseNode(data, true)
+	switch {
+	case err != nil:
+		return fail("node " + rel + ": " + err.Error())
+	case n.ID != id:
+		return fail("node " + rel + " says id " + n.ID + ", the ledger says " + id)
+	case n.Span != nil:
+		t := TranscriptRef{Agent: n.Agent, Session: n.Session}
+		if t.Path() != n.Span.Path {
+			return fail("node " + id + " cites " + n.Span.Path + ", not its session's transcript " + t.Path())
+		}
+		tail, err := v.transcriptTail(t)
+		if err != nil || tail.last < n.Span.To {
+			return fail(fmt.Sprintf("node %s cites messages %d-%d of %s, which has %d", id, n.Span.From, n.Span.To, n.Span.Path, tail.last))
+		}
+	}
+	return nil
 }
 
 // nodeIDs collects the ids of the temporal nodes on disk

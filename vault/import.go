@@ -55,9 +55,14 @@ type ImportReport struct {
 // transcript that already has messages, skips messages whose id is already
 // stored, so importing the same file again, or a longer version of it, adds
 // only what is new, even without the remembered offset (a fresh clone).
-func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format, source string) (*ImportReport, error) {
+func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format, source, thread string) (*ImportReport, error) {
 	if err := t.check(); err != nil {
 		return nil, err
+	}
+	if thread != "" {
+		if _, err := ParseThread(thread); err != nil {
+			return nil, err
+		}
 	}
 	abs, err := filepath.Abs(source)
 	if err != nil {
@@ -149,6 +154,11 @@ func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format
 				from, to, err = tx.AppendMessages(t, msgs)
 				if err != nil {
 					return err
+				}
+				if thread != "" {
+					if err := tx.BindSession(t, thread); err != nil {
+						return err
+					}
 				}
 				data, _ := json.Marshal(map[string]any{
 					"via": "import", "format": format, "source": source, "from": from, "to": to,

@@ -47,6 +47,11 @@ type Config struct {
 		MemoryTokens    int `toml:"memory_tokens"`
 		ContinuityWords int `toml:"continuity_words"`
 	} `toml:"budgets"`
+	// Threads declares threads and the aliases they answer to:
+	// [threads."person:alice"] aliases = ["alice", "ally"].
+	Threads map[string]struct {
+		Aliases []string `toml:"aliases"`
+	} `toml:"threads"`
 }
 
 const configFile = "memvault.toml"

@@ -144,6 +144,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			condenseCommand(),
 			nodesCommand(),
 			expandCommand(),
+			recallCommand(),
+			reindexCommand(),
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*ucli.Context, error) {}, // Run picks the exit code

@@ -13,7 +13,11 @@ import (
 	"github.com/memvault/memvault/vault"
 )
 
-var requiredSession = &ucli.StringFlag{Name: "session", EnvVars: []string{"MEMVAULT_SESSION"}, Usage: "session key (required)"}
+var (
+	requiredSession   = &ucli.StringFlag{Name: "session", EnvVars: []string{"MEMVAULT_SESSION"}, Usage: "session key (required)"}
+	sessionThreadFlag = &ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"},
+		Usage: "thread the session belongs to (recorded once, scopes recall)"}
+)
 
 // transcriptRef resolves the agent and the --session flag.
 func transcriptRef(c *ucli.Context, v *vault.Vault) (vault.TranscriptRef, error) {
@@ -37,7 +41,7 @@ func transcriptCommand() *ucli.Command {
 				Name:      "append",
 				Usage:     "append a message, or generic JSON messages one per line on stdin",
 				ArgsUsage: "[TEXT]",
-				Flags: []ucli.Flag{requiredSession, harnessFlag, jsonFlag,
+				Flags: []ucli.Flag{requiredSession, harnessFlag, jsonFlag, sessionThreadFlag,
 					&ucli.StringFlag{Name: "role", Usage: "user, assistant, tool or system (with TEXT)"},
 					&ucli.StringFlag{Name: "speaker", Usage: "who spoke within the role (default: the role)"},
 				},
@@ -47,7 +51,7 @@ func transcriptCommand() *ucli.Command {
 				Name:      "import",
 				Usage:     "import a harness transcript file; only what is new is added",
 				ArgsUsage: "FILE",
-				Flags: []ucli.Flag{requiredSession, harnessFlag, jsonFlag,
+				Flags: []ucli.Flag{requiredSession, harnessFlag, jsonFlag, sessionThreadFlag,
 					&ucli.StringFlag{Name: "format", Usage: "claude-code, codex, openclaw, gemini or generic (required)"},
 				},
 				Action: transcriptImport,
@@ -153,8 +157,13 @@ func transcriptAppend(c *ucli.Context) error {
 	_, err = v.Update(vault.TxOptions{Command: "transcript append", Agent: agent, Session: t.Session, Harness: c.String("harness")},
 		func(tx *vault.Tx) error {
 			var err error
-			from, to, err = tx.AppendText(t, msgs)
-			return err
+			if from, to, err = tx.AppendText(t, msgs); err != nil {
+				return err
+			}
+			if th := c.String("thread"); th != "" {
+				return tx.BindSession(t, th)
+			}
+			return nil
 		})
 	if err != nil {
 		return err
@@ -185,7 +194,7 @@ func transcriptImport(c *ucli.Context) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	rep, err := v.Import(vault.TxOptions{Agent: t.Agent, Harness: c.String("harness")}, t, format, c.Args().First())
+	rep, err := v.Import(vault.TxOptions{Agent: t.Agent, Harness: c.String("harness")}, t, format, c.Args().First(), c.String("thread"))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,280 @@
+// Package index is memvault's full-text index: a Bleve index under .index/
+// that is only ever a cache of the vault's files. Its documents are
+// transcript messages, ledger rows and node bodies; each document's id says
+// where its text lives, and nothing but the id is stored, so the index stays
+// small and the files stay the only truth.
+//
+// The mapping is lean on purpose: the one text field is analysed (English,
+// with stemming, positions kept for phrase queries); tier, agent, thread and
+// session are indexed as single keywords for filtering; nothing is stored.
+// A change of mapping bumps MappingVersion, and an index built with another
+// version is rebuilt rather than queried.
+package index
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search/query"
+)
+
+// MappingVersion identifies the mapping below; bump it with any change.
+const MappingVersion = 1
+
+// Doc is one searchable unit.
+type Doc struct {
+	ID      string
+	Text    string
+	Tier    string // structured, heads, transcripts
+	Agent   string
+	Thread  string
+	Session string
+}
+
+// Hit is one search result: which document, and how well it matched.
+type Hit struct {
+	ID    string
+	Score float64
+}
+
+// ErrUnusable means the index cannot be used as it is (missing, corrupt, or
+// built with another mapping) and must be rebuilt.
+var ErrUnusable = errors.New("index unusable")
+
+// ErrBusy means a writer holds the index and a reader gave up waiting.
+var ErrBusy = errors.New("index busy")
+
+// Mapping returns the index mapping.
+func Mapping() mapping.IndexMapping {
+	m := bleve.NewIndexMapping()
+	m.DefaultAnalyzer = en.AnalyzerName
+	doc := bleve.NewDocumentStaticMapping()
+	text := bleve.NewTextFieldMapping()
+	text.Analyzer = en.AnalyzerName
+	text.Store = false
+	text.IncludeInAll = false
+	text.IncludeTermVectors = true // positions, for phrase queries
+	text.DocValues = false
+	doc.AddFieldMappingsAt("text", text)
+	for _, f := range []string{"tier", "agent", "thread", "session"} {
+		kw := bleve.NewKeywordFieldMapping()
+		kw.Store = false
+		kw.IncludeInAll = false
+		kw.IncludeTermVectors = false
+		kw.DocValues = false
+		doc.AddFieldMappingsAt(f, kw)
+	}
+	m.DefaultMapping = doc
+	m.StoreDynamic = false
+	m.IndexDynamic = false
+	m.DocValuesDynamic = false
+	return m
+}
+
+// Analyze returns the index's terms for text: what a query matches on.
+func Analyze(text string) []string {
+	a := analyzer()
+	var out []string
+	for _, tok := range a.Analyze([]byte(text)) {
+		out = append(out, string(tok.Term))
+	}
+	return out
+}
+
+var cachedAnalyzer analysis.Analyzer
+
+func analyzer() analysis.Analyzer {
+	if cachedAnalyzer == nil {
+		cachedAnalyzer = Mapping().AnalyzerNamed(en.AnalyzerName)
+	}
+	return cachedAnalyzer
+}
+
+// Index is an open Bleve index.
+type Index struct {
+	b    bleve.Index
+	dir  string
+	Meta Meta
+}
+
+// Meta is kept beside the Bleve files: the mapping version and, per source
+// file, how many bytes of it (or, for write-once files, whether it) are in
+// the index. Anything past a watermark is not indexed yet.
+type Meta struct {
+	Version    int              `json:"version"`
+	Watermarks map[string]int64 `json:"watermarks"`
+}
+
+const (
+	bleveDir = "bleve"
+	metaFile = "meta.json"
+)
+
+// Open opens the index in dir. A reader (readOnly) waits at most timeout
+// for a writer to finish. An index that is missing, damaged or of another
+// mapping version gives ErrUnusable.
+func Open(dir string, readOnly bool, timeout time.Duration) (*Index, error) {
+	data, err := os.ReadFile(filepath.Join(dir, metaFile))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnusable, err)
+	}
+	var meta Meta
+	if err := json.Unmarshal(data, &meta); err != nil {
+		return nil, fmt.Errorf("%w: meta.json: %v", ErrUnusable, err)
+	}
+	if meta.Version != MappingVersion {
+		return nil, fmt.Errorf("%w: built with mapping version %d, this is %d", ErrUnusable, meta.Version, MappingVersion)
+	}
+	if meta.Watermarks == nil {
+		meta.Watermarks = map[string]int64{}
+	}
+	cfg := map[string]interface{}{"bolt_timeout": timeout.String()}
+	if readOnly {
+		cfg["read_only"] = true
+	}
+	b, err := bleve.OpenUsing(filepath.Join(dir, bleveDir), cfg)
+	if err != nil {
+		if isTimeout(err) {
+			return nil, fmt.Errorf("%w: %v", ErrBusy, err)
+		}
+		return nil, fmt.Errorf("%w: %v", ErrUnusable, err)
+	}
+	return &Index{b: b, dir: dir, Meta: meta}, nil
+}
+
+func isTimeout(err error) bool {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if e.Error() == "timeout" {
+			return true
+		}
+	}
+	return false
+}
+
+// Create makes a new, empty index in dir, replacing whatever is there.
+func Create(dir string) (*Index, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	b, err := bleve.New(filepath.Join(dir, bleveDir), Mapping())
+	if err != nil {
+		return nil, err
+	}
+	ix := &Index{b: b, dir: dir, Meta: Meta{Version: MappingVersion, Watermarks: map[string]int64{}}}
+	if err := ix.SaveMeta(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return ix, nil
+}
+
+// NewMemory makes an index in memory, for text not in the persistent index
+// yet; searching it alongside gives the same analysis and scoring.
+func NewMemory() (*Index, error) {
+	b, err := bleve.NewMemOnly(Mapping())
+	if err != nil {
+		return nil, err
+	}
+	return &Index{b: b, Meta: Meta{Version: MappingVersion, Watermarks: map[string]int64{}}}, nil
+}
+
+// SaveMeta writes the watermarks. Call it only after the documents they
+// cover are in the index (Add returns after its batch is applied).
+func (ix *Index) SaveMeta() error {
+	data, err := json.Marshal(ix.Meta)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(ix.dir, metaFile+".tmp")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(ix.dir, metaFile))
+}
+
+// Add indexes docs in one batch.
+func (ix *Index) Add(docs []Doc) error {
+	batch := ix.b.NewBatch()
+	for _, d := range docs {
+		if err := batch.Index(d.ID, map[string]interface{}{
+			"text": d.Text, "tier": d.Tier, "agent": d.Agent, "thread": d.Thread, "session": d.Session,
+		}); err != nil {
+			return err
+		}
+	}
+	return ix.b.Batch(batch)
+}
+
+// Count returns the number of documents.
+func (ix *Index) Count() (uint64, error) { return ix.b.DocCount() }
+
+// Close releases the index.
+func (ix *Index) Close() error { return ix.b.Close() }
+
+// Query is a search: the text is matched as plain words (no query syntax:
+// "+", "-", ":", quotes and wildcards are just text), restricted to one tier
+// and, when given, to agents.
+type Query struct {
+	Text   string
+	Tier   string
+	Agents []string
+	Limit  int
+}
+
+// Search runs q over the given indexes together, best first.
+func Search(indexes []*Index, q Query) ([]Hit, error) {
+	if len(indexes) == 0 {
+		return nil, nil
+	}
+	match := bleve.NewMatchQuery(q.Text)
+	match.SetField("text")
+	match.Analyzer = en.AnalyzerName
+	parts := []query.Query{match}
+	if q.Tier != "" {
+		parts = append(parts, term("tier", q.Tier))
+	}
+	if len(q.Agents) > 0 {
+		var or []query.Query
+		for _, a := range q.Agents {
+			or = append(or, term("agent", a))
+		}
+		parts = append(parts, bleve.NewDisjunctionQuery(or...))
+	}
+	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(parts...), q.Limit, 0, false)
+	var res *bleve.SearchResult
+	var err error
+	if len(indexes) == 1 {
+		res, err = indexes[0].b.Search(req)
+	} else {
+		alias := bleve.NewIndexAlias()
+		for _, ix := range indexes {
+			alias.Add(ix.b)
+		}
+		res, err = alias.Search(req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	hits := make([]Hit, 0, len(res.Hits))
+	for _, h := range res.Hits {
+		hits = append(hits, Hit{ID: h.ID, Score: h.Score})
+	}
+	return hits, nil
+}
+
+func term(field, value string) query.Query {
+	t := bleve.NewTermQuery(value)
+	t.SetField(field)
+	return t
+}

@@ -1,0 +1,424 @@
+package vault
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/memvault/memvault/index"
+	"github.com/memvault/memvault/transcript"
+)
+
+// Catching up: when more than catchUpBytes of the vault's files are not in
+// the persistent index, recall brings the index up to date under the vault
+// lock (if it can get the lock quickly) before searching; a smaller gap is
+// searched through a throwaway in-memory index instead.
+const (
+	catchUpBytes   = 4 << 20
+	indexOpenWait  = 200 * time.Millisecond
+	indexLockWait  = 200 * time.Millisecond
+	indexBatchDocs = 2000
+)
+
+// indexSource is one file the index covers.
+type indexSource struct {
+	rel  string
+	kind byte // 'm' transcript part, 'r' ledger segment, 'n' node
+	size int64
+}
+
+// indexSources lists every file the index covers, with its size.
+func (v *Vault) indexSources() ([]indexSource, error) {
+	var out []indexSource
+	segs, _, err := listSegments(v.Root)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range segs {
+		info, err := os.Stat(v.abs(s.rel()))
+		if err != nil {
+			return nil, ioErr("stat "+s.String(), err)
+		}
+		out = append(out, indexSource{rel: s.String(), kind: 'r', size: info.Size()})
+	}
+	agents, err := os.ReadDir(filepath.Join(v.Root, "transcripts"))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, ioErr("read transcripts", err)
+	}
+	for _, a := range agents {
+		if !a.IsDir() || CheckName("agent", a.Name()) != nil {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(v.Root, "transcripts", a.Name()))
+		if err != nil {
+			return nil, ioErr("read transcripts/"+a.Name(), err)
+		}
+		for _, f := range files {
+			if f.IsDir() || !strings.HasSuffix(f.Name(), ".jsonl") || strings.HasPrefix(f.Name(), ".") {
+				continue
+			}
+			info, err := f.Info()
+			if err != nil {
+				continue
+			}
+			out = append(out, indexSource{rel: "transcripts/" + a.Name() + "/" + f.Name(), kind: 'm', size: info.Size()})
+		}
+	}
+	ix, err := v.Nodes()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range ix.Nodes {
+		out = append(out, indexSource{rel: n.Path, kind: 'n', size: 1})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
+	return out, nil
+}
+
+// pending is how many bytes of sources the index has not covered.
+func pending(sources []indexSource, marks map[string]int64) int64 {
+	var n int64
+	for _, s := range sources {
+		if s.size > marks[s.rel] {
+			n += s.size - marks[s.rel]
+		}
+	}
+	return n
+}
+
+// docsOf turns the part of a source past its watermark into documents, and
+// returns the new watermark (the end of the last complete line).
+func (v *Vault) docsOf(s indexSource, from int64) ([]index.Doc, int64, error) {
+	p := filepath.Join(v.Root, filepath.FromSlash(s.rel))
+	if s.kind == 'n' {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, from, nil // gone: nothing to index
+		}
+		n, err := parseNode(data, false)
+		if err != nil {
+			return nil, 1, nil
+		}
+		thread := ""
+		if len(n.Threads) > 0 {
+			thread = n.Threads[0]
+		}
+		return []index.Doc{{ID: "n|" + s.rel, Text: n.Title + "\n" + n.Body, Tier: TierHeads,
+			Agent: n.Agent, Thread: thread, Session: n.Session}}, 1, nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, from, nil
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.NewSectionReader(f, from, s.size-from))
+	if err != nil {
+		return nil, from, ioErr("read "+s.rel, err)
+	}
+	end := bytes.LastIndexByte(data, '\n')
+	if end < 0 {
+		return nil, from, nil
+	}
+	data = data[:end+1]
+	var docs []index.Doc
+	agent, session := "", ""
+	if s.kind == 'm' {
+		agent, session = transcriptOfPart(s.rel)
+	}
+	for off := 0; off < len(data); {
+		i := bytes.IndexByte(data[off:], '\n')
+		raw := data[off : off+i]
+		id := fmt.Sprintf("%c|%s|%d", s.kind, s.rel, from+int64(off))
+		off += i + 1
+		switch s.kind {
+		case 'r':
+			var ev Event
+			if json.Unmarshal(raw, &ev) != nil || !recallableKind(ev.Kind) || strings.TrimSpace(ev.Text) == "" {
+				continue
+			}
+			docs = append(docs, index.Doc{ID: id, Text: ev.Text, Tier: TierStructured, Agent: ev.Agent,
+				Thread: ev.Thread, Session: ev.Session})
+		case 'm':
+			var m StoredMessage
+			if json.Unmarshal(raw, &m) != nil || m.Kind == transcript.KindContext || m.Kind == transcript.KindBoundary ||
+				strings.TrimSpace(m.Text) == "" {
+				continue
+			}
+			docs = append(docs, index.Doc{ID: id, Text: m.Text, Tier: TierTranscripts, Agent: agent, Session: session})
+		}
+	}
+	return docs, from + int64(end) + 1, nil
+}
+
+// syncIndex brings ix up to date with sources, in batches, saving the
+// watermarks after each batch so an interrupted sync resumes where it was.
+func (v *Vault) syncIndex(ix *index.Index, sources []indexSource, progress func(done, total int)) error {
+	var batch []index.Doc
+	marks := map[string]int64{}
+	flush := func() error {
+		if len(batch) > 0 {
+			if err := ix.Add(batch); err != nil {
+				return fmt.Errorf("index: %w", err)
+			}
+			batch = batch[:0]
+		}
+		for k, m := range marks {
+			ix.Meta.Watermarks[k] = m
+		}
+		marks = map[string]int64{}
+		return ix.SaveMeta()
+	}
+	for i, s := range sources {
+		from := ix.Meta.Watermarks[s.rel]
+		if s.size > from {
+			docs, mark, err := v.docsOf(s, from)
+			if err != nil {
+				return err
+			}
+			batch = append(batch, docs...)
+			marks[s.rel] = mark
+			if len(batch) >= indexBatchDocs {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if progress != nil {
+			progress(i+1, len(sources))
+		}
+	}
+	return flush()
+}
+
+// IndexReport says what a reindex did.
+type IndexReport struct {
+	Files     int           `json:"files"`
+	Documents uint64        `json:"documents"`
+	Bytes     int64         `json:"bytes"`
+	Elapsed   time.Duration `json:"elapsed_ns"`
+}
+
+// Reindex rebuilds the index from the files, under the vault lock.
+func (v *Vault) Reindex(progress func(done, total int)) (*IndexReport, error) {
+	start := time.Now()
+	timeout, err := v.LockTimeout()
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	release, err := lockVault(v.Root, Lease{PID: os.Getpid(), Host: host, Command: "reindex"}, timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	sources, err := v.indexSources()
+	if err != nil {
+		return nil, err
+	}
+	ix, err := index.Create(filepath.Join(v.Root, indexDir))
+	if err != nil {
+		return nil, ioErr("index: create", err)
+	}
+	defer ix.Close()
+	if err := v.syncIndex(ix, sources, progress); err != nil {
+		return nil, err
+	}
+	rep := &IndexReport{Files: len(sources), Elapsed: time.Since(start)}
+	rep.Documents, _ = ix.Count()
+	for _, s := range sources {
+		rep.Bytes += s.size
+	}
+	return rep, nil
+}
+
+// searchIndexes opens what a recall searches: the persistent index, read
+// only, when it is usable, plus an in-memory index of everything it has not
+// caught up with and of the heads. When the index is missing, damaged or of
+// an older mapping, it is rebuilt first if the vault lock is free, and the
+// files are searched directly if not; either way the caller is told.
+func (v *Vault) searchIndexes(agent string) ([]*index.Index, []string, func(), error) {
+	var notes []string
+	sources, err := v.indexSources()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dir := filepath.Join(v.Root, indexDir)
+	ix, err := index.Open(dir, true, indexOpenWait)
+	switch {
+	case errors.Is(err, index.ErrBusy):
+		notes = append(notes, "index busy: searching the files directly")
+	case err != nil:
+		why := "missing"
+		if _, serr := os.Stat(dir); serr == nil {
+			why = "unusable (" + strings.TrimPrefix(err.Error(), "index unusable: ") + ")"
+		}
+		if rebuilt := v.tryIndexUpdate(sources, true); rebuilt {
+			notes = append(notes, "index "+why+": rebuilt it")
+			ix, err = index.Open(dir, true, indexOpenWait)
+		}
+		if ix == nil {
+			notes = append(notes, "index "+why+": searching the files directly")
+		}
+	}
+	if ix != nil && pending(sources, ix.Meta.Watermarks) > catchUpBytes {
+		ix.Close()
+		ix = nil
+		if !v.tryIndexUpdate(sources, false) {
+			notes = append(notes, "index behind and the vault busy: searching the rest of the files directly")
+		}
+		ix, _ = index.Open(dir, true, indexOpenWait)
+	}
+	marks := map[string]int64{}
+	if ix != nil {
+		marks = ix.Meta.Watermarks
+	}
+	mem, err := index.NewMemory()
+	if err != nil {
+		if ix != nil {
+			ix.Close()
+		}
+		return nil, nil, nil, err
+	}
+	var docs []index.Doc
+	for _, s := range sources {
+		if s.size <= marks[s.rel] {
+			continue
+		}
+		d, _, err := v.docsOf(s, marks[s.rel])
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		docs = append(docs, d...)
+	}
+	heads, err := v.headDocs(agent)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	docs = append(docs, heads...)
+	for i := 0; i < len(docs); i += indexBatchDocs {
+		if err := mem.Add(docs[i:min(len(docs), i+indexBatchDocs)]); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	out := []*index.Index{mem}
+	if ix != nil {
+		out = append(out, ix)
+	}
+	return out, notes, func() {
+		for _, x := range out {
+			x.Close()
+		}
+	}, nil
+}
+
+// tryIndexUpdate catches the persistent index up (or rebuilds it) if the
+// vault lock can be had at once; it reports whether it did.
+func (v *Vault) tryIndexUpdate(sources []indexSource, rebuild bool) bool {
+	host, _ := os.Hostname()
+	release, err := lockVault(v.Root, Lease{PID: os.Getpid(), Host: host, Command: "recall (index update)"}, indexLockWait)
+	if err != nil {
+		return false
+	}
+	defer release()
+	dir := filepath.Join(v.Root, indexDir)
+	var ix *index.Index
+	if !rebuild {
+		ix, err = index.Open(dir, false, indexOpenWait)
+	}
+	if rebuild || err != nil {
+		if ix, err = index.Create(dir); err != nil {
+			return false
+		}
+	}
+	defer ix.Close()
+	return v.syncIndex(ix, sources, nil) == nil
+}
+
+// headDocs splits MEMORY.md and the thread heads into sections, one
+// document each, for the heads tier. Heads are few and rewritten often, so
+// they are never in the persistent index.
+func (v *Vault) headDocs(agent string) ([]index.Doc, error) {
+	files := []string{"MEMORY.md"}
+	kinds, _ := os.ReadDir(filepath.Join(v.Root, "threads"))
+	for _, k := range kinds {
+		if !k.IsDir() {
+			continue
+		}
+		heads, _ := os.ReadDir(filepath.Join(v.Root, "threads", k.Name()))
+		for _, h := range heads {
+			if strings.HasSuffix(h.Name(), ".md") {
+				files = append(files, "threads/"+k.Name()+"/"+h.Name())
+			}
+		}
+	}
+	var docs []index.Doc
+	for _, rel := range files {
+		data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
+		if err != nil {
+			continue
+		}
+		thread := headThread(rel)
+		for i, sec := range headSections(string(data)) {
+			if strings.TrimSpace(sec.text) == "" {
+				continue
+			}
+			docs = append(docs, index.Doc{ID: fmt.Sprintf("h|%s|%d", rel, i), Text: sec.text, Tier: TierHeads,
+				Agent: agent, Thread: thread})
+		}
+	}
+	return docs, nil
+}
+
+// headThread is the thread key of a head file ("" for MEMORY.md).
+func headThread(rel string) string {
+	parts := strings.Split(rel, "/")
+	if len(parts) == 3 && parts[0] == "threads" {
+		return parts[1] + ":" + strings.TrimSuffix(parts[2], ".md")
+	}
+	return ""
+}
+
+type headSectionText struct {
+	text string
+	line int
+}
+
+// headSections splits markdown at its headings; each section keeps its
+// heading line.
+func headSections(s string) []headSectionText {
+	var out []headSectionText
+	cur := headSectionText{line: 1}
+	var b strings.Builder
+	for i, line := range strings.Split(s, "\n") {
+		if strings.HasPrefix(line, "#") && b.Len() > 0 {
+			cur.text = b.String()
+			out = append(out, cur)
+			b.Reset()
+			cur = headSectionText{line: i + 1}
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	cur.text = b.String()
+	return append(out, cur)
+}
+
+// headSection returns section idx of a head file, its thread and line.
+func (v *Vault) headSection(rel string, idx int) (string, string, int, error) {
+	data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
+	if err != nil {
+		return "", "", 0, nil
+	}
+	secs := headSections(string(data))
+	if idx < 0 || idx >= len(secs) {
+		return "", "", 0, nil
+	}
+	return secs[idx].text, headThread(rel), secs[idx].line, nil
+}

@@ -1,0 +1,412 @@
+package vault
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/memvault/memvault/index"
+)
+
+// Retrieval tiers, always in this order (DESIGN §7).
+const (
+	TierStructured  = "structured"
+	TierHeads       = "heads"
+	TierTranscripts = "transcripts"
+)
+
+// Tiers lists the tiers in retrieval order.
+var Tiers = []string{TierStructured, TierHeads, TierTranscripts}
+
+// MaxQueryBytes bounds a recall query: a question, not a document.
+const MaxQueryBytes = 4096
+
+// indexDir is where the derived full-text index lives.
+const indexDir = ".index"
+
+// RecallOptions describe one recall.
+type RecallOptions struct {
+	Query      string
+	Agent      string
+	Thread     string // the current thread: --thread, MEMVAULT_THREAD, or the session's
+	Session    string // the current session, to find its thread when Thread is empty
+	AllThreads bool
+	Tier       string // one tier, or "" for all
+	Since      time.Time
+	Until      time.Time
+	Limit      int // hits per tier
+}
+
+// HitSource locates a hit: the file and line, or the node or event.
+type HitSource struct {
+	File string `json:"file"`
+	Line int    `json:"line,omitempty"`
+}
+
+// Hit is one recall result.
+type Hit struct {
+	Tier    string    `json:"tier"`
+	ID      string    `json:"id"`
+	Kind    string    `json:"kind,omitempty"`
+	Thread  string    `json:"thread"`
+	Agent   string    `json:"agent"`
+	Session string    `json:"session,omitempty"`
+	TS      string    `json:"ts,omitempty"`
+	Source  HitSource `json:"source"`
+	Text    string    `json:"text"`
+	Score   float64   `json:"score"`
+}
+
+// RecallResult is the hits, tiers in order, and what the user should know
+// about how they were found.
+type RecallResult struct {
+	Hits     []Hit    `json:"hits"`
+	Scope    []string `json:"scope"` // threads searched; "" is the global rows
+	Notes    []string `json:"-"`     // for stderr
+	Excluded int      `json:"-"`     // hits left out because of thread scope
+}
+
+// Recall searches the vault: structured rows first, then heads and nodes,
+// then transcripts, each ranked by relevance, within the agent's scope. It
+// never misses text written before it started: whatever the index has not
+// caught up with is searched from the files directly.
+func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
+	q := strings.TrimSpace(opts.Query)
+	switch {
+	case q == "":
+		return nil, newErr(ErrInvalid, "recall: empty query")
+	case len(q) > MaxQueryBytes:
+		e := newErr(ErrInvalid, "recall: query of %d bytes is over the limit of %d", len(q), MaxQueryBytes)
+		return nil, e.withHint("ask with a few words; recall is a search, not a comparison of documents")
+	case !utf8.ValidString(q):
+		return nil, newErr(ErrInvalid, "recall: query is not valid utf-8")
+	}
+	if len(index.Analyze(q)) == 0 {
+		e := newErr(ErrInvalid, "recall: the query has no searchable words, only stop words")
+		return nil, e.withHint("name the thing you are looking for")
+	}
+	if opts.Tier != "" && !contains(Tiers, opts.Tier) {
+		return nil, newErr(ErrInvalid, "recall: tier %q: want one of %s", opts.Tier, strings.Join(Tiers, ", "))
+	}
+	if opts.Limit <= 0 {
+		opts.Limit = 5
+	}
+	sc, err := v.loadScope()
+	if err != nil {
+		return nil, err
+	}
+	allowed, scopeList, err := v.recallScope(sc, q, &opts)
+	if err != nil {
+		return nil, err
+	}
+	res := &RecallResult{Scope: scopeList}
+
+	indexes, notes, cleanup, err := v.searchIndexes(opts.Agent)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	res.Notes = append(res.Notes, notes...)
+
+	dead, err := v.deadRows()
+	if err != nil {
+		return nil, err
+	}
+	for _, tier := range Tiers {
+		if opts.Tier != "" && tier != opts.Tier {
+			continue
+		}
+		want := max(opts.Limit*20, 200)
+		hits, err := index.Search(indexes, index.Query{Text: q, Tier: tier, Agents: []string{opts.Agent}, Limit: want})
+		if err != nil {
+			return nil, fmt.Errorf("recall: search: %w", err)
+		}
+		n := 0
+		for _, h := range hits {
+			if n == opts.Limit {
+				break
+			}
+			hit, ok, err := v.resolveHit(h, tier, dead)
+			if err != nil {
+				return nil, err
+			}
+			if !ok || !inTime(hit.TS, opts.Since, opts.Until) {
+				continue
+			}
+			if hit.Tier == TierTranscripts && hit.Thread == "" {
+				if ts := sc.SessionThreads(hit.Agent, hit.Session); len(ts) > 0 {
+					hit.Thread = ts[0]
+				}
+			}
+			if !v.inScope(sc, hit, allowed) {
+				res.Excluded++
+				continue
+			}
+			hit.Text = snippet(hit.Text, q)
+			res.Hits = append(res.Hits, hit)
+			n++
+		}
+	}
+	if res.Hits == nil {
+		res.Hits = []Hit{}
+	}
+	return res, nil
+}
+
+// recallScope decides which threads are searched: "" (global rows) always;
+// all threads with AllThreads; else the current thread, the threads linked
+// to it by a link event, and any thread whose alias the query names.
+func (v *Vault) recallScope(sc *Scope, q string, opts *RecallOptions) (map[string]bool, []string, error) {
+	if opts.Thread != "" {
+		th, err := ParseThread(opts.Thread)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.Thread = th.String()
+		if !sc.Known(opts.Thread) && v.Config.Threads[opts.Thread].Aliases == nil && !v.headExists(th) {
+			e := newErr(ErrNotFound, "recall: thread %q: unknown", opts.Thread)
+			return nil, nil, e.withHint("threads the ledger knows: %s", strings.Join(sc.Threads(), ", "))
+		}
+	} else if opts.Session != "" && !opts.AllThreads {
+		if ts := sc.SessionThreads(opts.Agent, opts.Session); len(ts) == 1 {
+			opts.Thread = ts[0]
+		}
+	}
+	if opts.AllThreads {
+		return nil, []string{"*"}, nil
+	}
+	allowed := map[string]bool{"": true}
+	if opts.Thread != "" {
+		allowed[opts.Thread] = true
+		for _, t := range sc.Linked(opts.Thread) {
+			allowed[t] = true
+		}
+	}
+	for key, t := range v.Config.Threads {
+		for _, a := range t.Aliases {
+			if mentionsAlias(q, a) {
+				allowed[key] = true
+			}
+		}
+	}
+	return allowed, sortedKeys(allowed), nil
+}
+
+func (v *Vault) headExists(t Thread) bool {
+	_, err := os.Stat(v.abs(t.HeadPath()))
+	return err == nil
+}
+
+// inScope applies the thread scope to a hit. A transcript message takes the
+// threads of its session; a session without a thread is global.
+func (v *Vault) inScope(sc *Scope, h Hit, allowed map[string]bool) bool {
+	if allowed == nil {
+		return true
+	}
+	if h.Tier == TierTranscripts {
+		threads := sc.SessionThreads(h.Agent, h.Session)
+		if len(threads) == 0 {
+			return true
+		}
+		for _, t := range threads {
+			if allowed[t] {
+				return true
+			}
+		}
+		return false
+	}
+	return allowed[h.Thread]
+}
+
+func inTime(ts string, since, until time.Time) bool {
+	if since.IsZero() && until.IsZero() {
+		return true
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return false
+	}
+	return (since.IsZero() || !t.Before(since)) && (until.IsZero() || t.Before(until))
+}
+
+// deadRows returns the ids of rows that no longer hold: retracted, or
+// superseded by a supersede that was not itself retracted. Only correction
+// events are read, from the derived list of corrections.
+func (v *Vault) deadRows() (map[string]bool, error) {
+	st, err := v.loadState([][]byte{})
+	if err != nil {
+		return nil, err
+	}
+	retracted := map[string]bool{}
+	for _, r := range st.Rows {
+		if r.Kind == "retract" && len(r.Links) > 0 {
+			retracted[r.Links[0]] = true
+		}
+	}
+	dead := map[string]bool{}
+	for _, r := range st.Rows {
+		switch {
+		case len(r.Links) == 0:
+		case r.Kind == "retract":
+			dead[r.Links[0]] = true
+		case r.Kind == "supersede" && !retracted[r.ID]:
+			dead[r.Links[0]] = true
+		}
+	}
+	return dead, nil
+}
+
+// rowKinds are the ledger kinds recall returns as structured rows: memory a
+// person or agent recorded, not the vault's own bookkeeping.
+func recallableKind(kind string) bool {
+	switch {
+	case kind == "retract", kind == "commitment.close", strings.HasPrefix(kind, "node."),
+		strings.HasPrefix(kind, "transcript."), strings.HasPrefix(kind, "head."), strings.HasPrefix(kind, "session."):
+		return false
+	}
+	return true
+}
+
+// resolveHit turns an index document id back into what it points at,
+// reading the one line or file it names.
+func (v *Vault) resolveHit(h index.Hit, tier string, dead map[string]bool) (Hit, bool, error) {
+	kind, rest, _ := strings.Cut(h.ID, "|")
+	hit := Hit{Tier: tier, Score: h.Score}
+	switch kind {
+	case "r":
+		file, off := splitOffset(rest)
+		line, n, err := v.lineAt(file, off)
+		if err != nil || line == nil {
+			return hit, false, err
+		}
+		var ev Event
+		if json.Unmarshal(line, &ev) != nil || dead[ev.ID] || !recallableKind(ev.Kind) {
+			return hit, false, nil
+		}
+		r := &Row{Event: &ev}
+		hit.ID, hit.Kind, hit.Thread, hit.Agent, hit.Session, hit.TS = ev.ID, r.EffectiveKind(), ev.Thread, ev.Agent, ev.Session, ev.TS
+		hit.Source, hit.Text = HitSource{File: file, Line: n}, ev.Text
+	case "m":
+		file, off := splitOffset(rest)
+		line, _, err := v.lineAt(file, off)
+		if err != nil || line == nil {
+			return hit, false, err
+		}
+		var m StoredMessage
+		if json.Unmarshal(line, &m) != nil {
+			return hit, false, nil
+		}
+		agent, session := transcriptOfPart(file)
+		hit.ID, hit.Kind, hit.Agent, hit.Session = m.ID, string(m.Role), agent, session
+		if !m.TS.IsZero() {
+			hit.TS = FormatTS(m.TS)
+		}
+		hit.Source, hit.Text = HitSource{File: file, Line: m.N}, m.Text
+	case "n":
+		data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(rest)))
+		if err != nil {
+			return hit, false, nil // gone since indexed
+		}
+		n, err := parseNode(data, false)
+		if err != nil {
+			return hit, false, nil
+		}
+		hit.ID, hit.Kind, hit.Agent, hit.Session, hit.TS = n.ID, n.Kind, n.Agent, n.Session, n.Created
+		if len(n.Threads) > 0 {
+			hit.Thread = n.Threads[0]
+		}
+		hit.Source, hit.Text = HitSource{File: rest}, n.Body
+	case "h":
+		file, section := splitOffset(rest)
+		text, thread, line, err := v.headSection(file, int(section))
+		if err != nil || text == "" {
+			return hit, false, err
+		}
+		hit.ID, hit.Kind, hit.Thread, hit.Agent = file+"#"+strconv.Itoa(int(section)), "head", thread, v.Config.Agent
+		hit.Source, hit.Text = HitSource{File: file, Line: line}, text
+	default:
+		return hit, false, nil
+	}
+	return hit, true, nil
+}
+
+func splitOffset(s string) (string, int64) {
+	i := strings.LastIndexByte(s, '|')
+	if i < 0 {
+		return s, 0
+	}
+	n, _ := strconv.ParseInt(s[i+1:], 10, 64)
+	return s[:i], n
+}
+
+// transcriptOfPart recovers agent and session from a part's path.
+func transcriptOfPart(rel string) (agent, session string) {
+	parts := strings.Split(rel, "/")
+	if len(parts) != 3 {
+		return "", ""
+	}
+	name := strings.TrimSuffix(parts[2], ".jsonl")
+	base, _, _ := strings.Cut(name, ".")
+	return parts[1], decodeSessionFileName(base)
+}
+
+// lineAt reads the complete line that starts at off in a vault file, and
+// its 1-based line number when cheap to know (ledger lines: counted).
+func (v *Vault) lineAt(rel string, off int64) ([]byte, int, error) {
+	f, err := os.Open(filepath.Join(v.Root, filepath.FromSlash(rel)))
+	if err != nil {
+		return nil, 0, nil // gone since indexed; the index will catch up
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(io.NewSectionReader(f, off, 1<<30)).ReadBytes('\n')
+	if err != nil {
+		return nil, 0, nil
+	}
+	n := 0
+	if strings.HasPrefix(rel, "ledger/") {
+		head := make([]byte, off)
+		if _, err := f.ReadAt(head, 0); err == nil {
+			n = bytes.Count(head, []byte("\n")) + 1
+		}
+	}
+	return line, n, nil
+}
+
+// snippet cuts text around the first word of the query it contains, at most
+// about 240 characters, on one line.
+func snippet(text, q string) string {
+	text = oneLine(text)
+	if utf8.RuneCountInString(text) <= 240 {
+		return text
+	}
+	lower := strings.ToLower(text)
+	at := -1
+	for _, w := range strings.FieldsFunc(strings.ToLower(q), notWordRune) {
+		if len(w) < 3 {
+			continue
+		}
+		if i := strings.Index(lower, w); i >= 0 && (at < 0 || i < at) {
+			at = i
+		}
+	}
+	if at < 0 {
+		return clip(text, 240)
+	}
+	start := max(0, at-80)
+	for start > 0 && !utf8.RuneStart(text[start]) {
+		start--
+	}
+	out := clip(text[start:], 240)
+	if start > 0 {
+		out = "…" + out
+	}
+	return out
+}

@@ -1,0 +1,216 @@
+package vault
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Scope facts are what retrieval needs to know about threads without reading
+// the whole ledger: which threads each session belongs to, which events link
+// across threads, and which threads exist. They are derived per ledger
+// segment and cached in .state/scope.json by the segment's stamp, so a
+// recall re-reads only the segments that changed since the last one.
+type scopeFacts struct {
+	Sessions [][3]string `json:"sessions"` // agent, session, thread
+	Links    [][2]string `json:"links"`    // thread of the linking event, linked id
+	Threads  []string    `json:"threads"`  // thread keys seen
+	Events   [][2]string `json:"events"`   // id, thread: events that carry a thread
+}
+
+type segScope struct {
+	Stamp segStamp   `json:"stamp"`
+	Facts scopeFacts `json:"facts"`
+}
+
+const scopeCache = ".state/scope.json"
+
+// Scope is the thread structure of the vault as retrieval sees it.
+type Scope struct {
+	sessionThreads map[[2]string]map[string]bool // agent+session → threads
+	threadOf       map[string]string             // event id → thread
+	links          [][2]string                   // thread, target id
+	known          map[string]bool
+}
+
+// loadScope folds the scope facts of every segment, reading only segments
+// whose stamp changed since they were cached.
+func (v *Vault) loadScope() (*Scope, error) {
+	segs, _, err := listSegments(v.Root)
+	if err != nil {
+		return nil, err
+	}
+	cache := map[string]segScope{}
+	if data, err := os.ReadFile(filepath.Join(v.Root, scopeCache)); err == nil {
+		_ = json.Unmarshal(data, &cache)
+	}
+	changed := false
+	sc := &Scope{sessionThreads: map[[2]string]map[string]bool{}, threadOf: map[string]string{}, known: map[string]bool{}}
+	live := map[string]bool{}
+	for _, s := range segs {
+		file := s.String()
+		live[file] = true
+		stamp, err := stampOf(v.Root, s)
+		if err != nil {
+			return nil, err
+		}
+		c, ok := cache[file]
+		if !ok || c.Stamp != stamp {
+			data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(file)))
+			if err != nil {
+				return nil, ioErr("read "+file, err)
+			}
+			c = segScope{Stamp: stamp, Facts: factsOf(data)}
+			cache[file] = c
+			changed = true
+		}
+		f := c.Facts
+		for _, st := range f.Sessions {
+			k := [2]string{st[0], st[1]}
+			if sc.sessionThreads[k] == nil {
+				sc.sessionThreads[k] = map[string]bool{}
+			}
+			sc.sessionThreads[k][st[2]] = true
+		}
+		for _, e := range f.Events {
+			sc.threadOf[e[0]] = e[1]
+		}
+		sc.links = append(sc.links, f.Links...)
+		for _, t := range f.Threads {
+			sc.known[t] = true
+		}
+	}
+	for file := range cache {
+		if !live[file] {
+			delete(cache, file)
+			changed = true
+		}
+	}
+	if changed {
+		if data, err := json.Marshal(cache); err == nil {
+			_ = WriteFileAtomic(filepath.Join(v.Root, scopeCache), data)
+		}
+	}
+	return sc, nil
+}
+
+// factsOf extracts the scope facts of one segment's complete lines.
+func factsOf(data []byte) scopeFacts {
+	f := scopeFacts{}
+	seenS := map[[3]string]bool{}
+	seenT := map[string]bool{}
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		raw := data[:i]
+		data = data[i+1:]
+		if !bytes.Contains(raw, []byte(`"thread":"`)) {
+			continue // facts are about threads: a line without one adds none
+		}
+		var ev struct {
+			ID      string   `json:"id"`
+			Agent   string   `json:"agent"`
+			Session string   `json:"session"`
+			Thread  string   `json:"thread"`
+			Links   []string `json:"links"`
+		}
+		if json.Unmarshal(raw, &ev) != nil || ev.Thread == "" {
+			continue
+		}
+		f.Events = append(f.Events, [2]string{ev.ID, ev.Thread})
+		if !seenT[ev.Thread] {
+			seenT[ev.Thread] = true
+			f.Threads = append(f.Threads, ev.Thread)
+		}
+		if ev.Session != "" {
+			k := [3]string{ev.Agent, ev.Session, ev.Thread}
+			if !seenS[k] {
+				seenS[k] = true
+				f.Sessions = append(f.Sessions, k)
+			}
+		}
+		for _, l := range ev.Links {
+			f.Links = append(f.Links, [2]string{ev.Thread, l})
+		}
+	}
+	return f
+}
+
+// SessionThreads returns the threads a session of agent belongs to.
+func (sc *Scope) SessionThreads(agent, session string) []string {
+	return sortedKeys(sc.sessionThreads[[2]string{agent, session}])
+}
+
+// Known reports whether a thread appears anywhere in the ledger.
+func (sc *Scope) Known(thread string) bool { return sc.known[thread] }
+
+// Linked returns the threads joined to thread by a link event: an event in
+// one thread that links to an event in the other, either way.
+func (sc *Scope) Linked(thread string) []string {
+	out := map[string]bool{}
+	for _, l := range sc.links {
+		target, ok := sc.threadOf[l[1]]
+		if !ok || target == l[0] {
+			continue
+		}
+		switch thread {
+		case l[0]:
+			out[target] = true
+		case target:
+			out[l[0]] = true
+		}
+	}
+	return sortedKeys(out)
+}
+
+// Threads lists every thread the ledger knows.
+func (sc *Scope) Threads() []string {
+	out := make([]string, 0, len(sc.known))
+	for t := range sc.known {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// mentionsAlias reports whether query names alias as a whole word or
+// phrase, ignoring case.
+func mentionsAlias(query, alias string) bool {
+	q := " " + strings.Join(strings.FieldsFunc(strings.ToLower(query), notWordRune), " ") + " "
+	a := " " + strings.Join(strings.FieldsFunc(strings.ToLower(alias), notWordRune), " ") + " "
+	return strings.TrimSpace(a) != "" && strings.Contains(q, a)
+}
+
+func notWordRune(r rune) bool {
+	return !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r > 127)
+}
+
+// BindSession records that a session belongs to a thread (a session.thread
+// event), unless the ledger says so already. Retrieval scopes a session's
+// transcript by the threads it belongs to.
+func (tx *Tx) BindSession(t TranscriptRef, thread string) error {
+	th, err := ParseThread(thread)
+	if err != nil {
+		return err
+	}
+	sc, err := tx.v.loadScope()
+	if err != nil {
+		return err
+	}
+	if contains(sc.SessionThreads(t.Agent, t.Session), th.String()) {
+		return nil
+	}
+	for _, ev := range tx.events {
+		if ev.Kind == "session.thread" && ev.Agent == t.Agent && ev.Session == t.Session && ev.Thread == th.String() {
+			return nil
+		}
+	}
+	tx.Append(&Event{Kind: "session.thread", Agent: t.Agent, Session: t.Session, Thread: th.String(),
+		Text: "session " + t.Session + " belongs to " + th.String(), Source: "cli"})
+	return nil
+}

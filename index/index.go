@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -27,12 +28,13 @@ import (
 )
 
 // MappingVersion identifies the mapping below; bump it with any change.
-const MappingVersion = 1
+const MappingVersion = 2
 
 // Doc is one searchable unit.
 type Doc struct {
 	ID      string
 	Text    string
+	Context string // text around the document, matched with less weight
 	Tier    string // structured, heads, transcripts
 	Agent   string
 	Thread  string
@@ -64,6 +66,16 @@ func Mapping() mapping.IndexMapping {
 	text.IncludeTermVectors = true // positions, for phrase queries
 	text.DocValues = false
 	doc.AddFieldMappingsAt("text", text)
+	// context holds the text around a document (for a transcript message,
+	// the message before it): a reply is often the answer to a question
+	// whose words it does not repeat. It is searched with a lower weight.
+	ctx := bleve.NewTextFieldMapping()
+	ctx.Analyzer = en.AnalyzerName
+	ctx.Store = false
+	ctx.IncludeInAll = false
+	ctx.IncludeTermVectors = false
+	ctx.DocValues = false
+	doc.AddFieldMappingsAt("context", ctx)
 	for _, f := range []string{"tier", "agent", "thread", "session"} {
 		kw := bleve.NewKeywordFieldMapping()
 		kw.Store = false
@@ -208,7 +220,7 @@ func (ix *Index) Add(docs []Doc) error {
 	batch := ix.b.NewBatch()
 	for _, d := range docs {
 		if err := batch.Index(d.ID, map[string]interface{}{
-			"text": d.Text, "tier": d.Tier, "agent": d.Agent, "thread": d.Thread, "session": d.Session,
+			"text": d.Text, "context": d.Context, "tier": d.Tier, "agent": d.Agent, "thread": d.Thread, "session": d.Session,
 		}); err != nil {
 			return err
 		}
@@ -221,6 +233,10 @@ func (ix *Index) Count() (uint64, error) { return ix.b.DocCount() }
 
 // Close releases the index.
 func (ix *Index) Close() error { return ix.b.Close() }
+
+// contextBoost weighs a match in the surrounding text against a match in
+// the document's own text.
+const contextBoost = 0.4
 
 // Query is a search: the text is matched as plain words (no query syntax:
 // "+", "-", ":", quotes and wildcards are just text), restricted to one tier
@@ -240,7 +256,11 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 	match := bleve.NewMatchQuery(q.Text)
 	match.SetField("text")
 	match.Analyzer = en.AnalyzerName
-	parts := []query.Query{match}
+	around := bleve.NewMatchQuery(q.Text)
+	around.SetField("context")
+	around.Analyzer = en.AnalyzerName
+	around.SetBoost(contextBoost)
+	parts := []query.Query{bleve.NewDisjunctionQuery(match, around)}
 	if q.Tier != "" {
 		parts = append(parts, term("tier", q.Tier))
 	}
@@ -270,6 +290,14 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 	for _, h := range res.Hits {
 		hits = append(hits, Hit{ID: h.ID, Score: h.Score})
 	}
+	// Equal scores come back in an order that depends on segment layout;
+	// order ties by id so the same vault always gives the same answer.
+	sort.SliceStable(hits, func(i, j int) bool {
+		if hits[i].Score != hits[j].Score {
+			return hits[i].Score > hits[j].Score
+		}
+		return hits[i].ID < hits[j].ID
+	})
 	return hits, nil
 }
 

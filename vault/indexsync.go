@@ -128,9 +128,10 @@ func (v *Vault) docsOf(s indexSource, from int64) ([]index.Doc, int64, error) {
 	}
 	data = data[:end+1]
 	var docs []index.Doc
-	agent, session := "", ""
+	agent, session, prev := "", "", ""
 	if s.kind == 'm' {
 		agent, session = transcriptOfPart(s.rel)
+		prev = previousMessageText(f, from)
 	}
 	for off := 0; off < len(data); {
 		i := bytes.IndexByte(data[off:], '\n')
@@ -151,10 +152,31 @@ func (v *Vault) docsOf(s indexSource, from int64) ([]index.Doc, int64, error) {
 				strings.TrimSpace(m.Text) == "" {
 				continue
 			}
-			docs = append(docs, index.Doc{ID: id, Text: m.Text, Tier: TierTranscripts, Agent: agent, Session: session})
+			docs = append(docs, index.Doc{ID: id, Text: m.Text, Context: prev, Tier: TierTranscripts, Agent: agent, Session: session})
+			prev = m.Text
 		}
 	}
 	return docs, from + int64(end) + 1, nil
+}
+
+// previousMessageText returns the text of the message that ends just before
+// offset from in a transcript part ("" at the start of a part).
+func previousMessageText(f *os.File, from int64) string {
+	if from == 0 {
+		return ""
+	}
+	start := max(0, from-(256<<10))
+	buf := make([]byte, from-start)
+	if _, err := f.ReadAt(buf, start); err != nil {
+		return ""
+	}
+	buf = bytes.TrimSuffix(buf, []byte("\n"))
+	line := buf[bytes.LastIndexByte(buf, '\n')+1:]
+	var m StoredMessage
+	if json.Unmarshal(line, &m) != nil || m.Kind == transcript.KindContext {
+		return ""
+	}
+	return m.Text
 }
 
 // syncIndex brings ix up to date with sources, in batches, saving the

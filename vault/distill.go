@@ -315,6 +315,22 @@ func (tx *Tx) controlEvent(st *State, c ControlLine, thread string) (*Event, str
 	return &Event{Kind: kind, Thread: thread, Text: c.Arg}, ""
 }
 
+// ExtractControls turns the control lines of t's assistant messages into
+// ledger events, once each, without writing a node: what a hook runs after
+// every turn, so a DECISION: is in the ledger before the session ends.
+func (tx *Tx) ExtractControls(t TranscriptRef, thread string) error {
+	d, err := tx.v.digest(t, 1)
+	if err != nil || len(d.controls) == 0 {
+		return err
+	}
+	st, err := tx.State()
+	if err != nil {
+		return err
+	}
+	_, _, err = tx.applyControls(st, t, d.controls, thread)
+	return err
+}
+
 // Compact records a compaction as a node: the summary text the harness wrote
 // (given, or else the last compaction summary found in the transcript),
 // covering the messages since the previous compaction node of the session.

@@ -271,6 +271,9 @@ func (r *repo) commit(changes []*fileChange, msg string, who signature, when tim
 		if err != nil {
 			return plumbing.ZeroHash, gitIOErr("git: write tree", err)
 		}
+		if !parent.IsZero() && tree == baseTree {
+			return plumbing.ZeroHash, nil // nothing changed: no empty commit
+		}
 		if tree.IsZero() {
 			tree, err = r.writeObject(plumbing.TreeObject, nil)
 			if err != nil {

@@ -101,6 +101,10 @@ func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format
 			return nil, err
 		}
 	}
+	hookPrompts, err := v.hookPrompts(t)
+	if err != nil {
+		return nil, err
+	}
 	popts := transcript.Options{Rules: v.rules, NoRedact: v.rules == nil}
 	opts.Session = t.Session
 	if opts.Agent == "" {
@@ -140,6 +144,13 @@ func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format
 		msgs := res.Messages[:0:0]
 		for _, m := range res.Messages {
 			if known[m.ID] {
+				rep.Duplicates++
+				continue
+			}
+			// A prompt the prompt-submit hook stored already is the same
+			// message under another id: keep the first.
+			if m.Role == transcript.RoleUser && hookPrompts[m.Text] > 0 {
+				hookPrompts[m.Text]--
 				rep.Duplicates++
 				continue
 			}
@@ -239,6 +250,30 @@ func formatList() string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")
+}
+
+// HookFormat marks messages a hook stored from the harness's payload rather
+// than from its transcript file.
+const HookFormat = "hook"
+
+// hookPrompts counts, by text, the user prompts of t that a hook stored and
+// no import has matched yet.
+func (v *Vault) hookPrompts(t TranscriptRef) (map[string]int, error) {
+	counts := map[string]int{}
+	err := v.ReadTranscript(t, 1, 0, func(m StoredMessage) error {
+		if m.Role == transcript.RoleUser {
+			if m.Source.Format == HookFormat {
+				counts[m.Text]++
+			} else if counts[m.Text] > 0 {
+				counts[m.Text]-- // already matched by an earlier import
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) {
+		return counts, nil
+	}
+	return counts, err
 }
 
 // messageIDs returns the ids of the messages stored for t.

@@ -21,6 +21,14 @@ type TxOptions struct {
 	// Force writes even though the ledger fails verification. The damage is
 	// left for a person to repair; the new events chain onto the last line.
 	Force bool
+	// NoCommit writes durably but makes no commit: the prompt flow of a
+	// session writes transcript lines at once and commits them at the
+	// session's lineage events (DESIGN §3). Only appends to transcripts may
+	// use it; events always commit.
+	NoCommit bool
+	// LockTimeout overrides how long to wait for the vault lock (hooks wait
+	// less than people).
+	LockTimeout time.Duration
 }
 
 // Tx is one transaction: everything it records is written, committed and
@@ -38,6 +46,7 @@ type Tx struct {
 	// transaction, so consecutive appends number and split parts correctly.
 	transcripts map[TranscriptRef]*transcriptTail
 	nodes       []string   // node ids created, for the Memvault-Node trailers
+	commitPaths []RelPath  // files written earlier without a commit, committed now
 	nodeIndex   *NodeIndex // loaded on first use by distillation
 }
 
@@ -119,6 +128,20 @@ func (tx *Tx) pendingAppend(rel RelPath) int {
 	return 0
 }
 
+// CommitTranscript includes the parts of t, as they are on disk, in this
+// transaction's commit: lines the prompt flow wrote without a commit are
+// committed at the session's next lineage event.
+func (tx *Tx) CommitTranscript(t TranscriptRef) error {
+	parts, err := tx.v.parts(t)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		tx.commitPaths = append(tx.commitPaths, t.part(p))
+	}
+	return nil
+}
+
 // Subject sets the commit subject; by default it is derived from the first
 // event ("decision: use WAL for the index").
 func (tx *Tx) Subject(s string) { tx.subject = s }
@@ -160,6 +183,9 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.LockTimeout > 0 {
+		timeout = opts.LockTimeout
+	}
 	host, _ := os.Hostname()
 	release, err := lockVault(v.Root, Lease{PID: os.Getpid(), Host: host, Agent: opts.Agent,
 		Session: opts.Session, Command: opts.Command}, timeout)
@@ -199,7 +225,10 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	if err := fn(tx); err != nil {
 		return nil, err
 	}
-	if len(tx.events) == 0 && len(tx.files) == 0 && len(tx.appends) == 0 {
+	if opts.NoCommit && (len(tx.events) > 0 || len(tx.files) > 0) {
+		return nil, fmt.Errorf("vault: a transaction without a commit may only append to transcripts")
+	}
+	if len(tx.events) == 0 && len(tx.files) == 0 && len(tx.appends) == 0 && len(tx.commitPaths) == 0 {
 		return &Result{}, nil
 	}
 	res, newStamp, err := tx.apply(tail)
@@ -293,6 +322,26 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 		changes = append(changes, &fileChange{path: f.rel.String(), content: f.data, stat: info})
 	}
 
+	if tx.opts.NoCommit {
+		return &Result{Events: tx.events}, stamp, nil
+	}
+	for _, rel := range tx.commitPaths {
+		content, err := os.ReadFile(v.abs(rel))
+		if err != nil {
+			continue // nothing there: nothing to commit
+		}
+		info, err := os.Stat(v.abs(rel))
+		if err != nil {
+			continue
+		}
+		dup := false
+		for _, c := range changes {
+			dup = dup || c.path == rel.String()
+		}
+		if !dup {
+			changes = append(changes, &fileChange{path: rel.String(), content: content, stat: info})
+		}
+	}
 	msg := tx.message()
 	who := signature{Name: v.Config.Git.Name, Email: v.Config.Git.Email}
 	h, err := v.repo.commit(changes, msg, who, tx.now)
@@ -301,6 +350,9 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 		return fail(err)
 	}
 	v.repo.created = nil
+	if h.IsZero() {
+		return &Result{Events: tx.events}, stamp, nil
+	}
 	res := &Result{Commit: h.String(), Events: tx.events}
 	if err := v.repo.updateIndex(changes); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%v (the commit landed; git status may show the files as changed)", err))

@@ -146,6 +146,10 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			expandCommand(),
 			recallCommand(),
 			reindexCommand(),
+			hookCommand(),
+			installCommand(),
+			uninstallCommand(),
+			doctorCommand(),
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*ucli.Context, error) {}, // Run picks the exit code

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/hooks"
+	"github.com/memvault/memvault/vault"
+)
+
+func hookCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "hook",
+		Usage:     "run a harness lifecycle event (what installed hooks call); always exits 0",
+		ArgsUsage: "HARNESS EVENT   (HARNESS: " + strings.Join(hooks.HarnessNames, ", ") + ")",
+		Action: func(c *ucli.Context) error {
+			runHook(c)
+			return nil // a hook never fails the harness's turn
+		},
+	}
+}
+
+// runHook is fail-open from top to bottom: any problem is logged to the
+// vault's .logs/hooks.log (when there is a vault) and the harness gets no
+// output it could reject.
+func runHook(c *ucli.Context) {
+	start := time.Now()
+	var root string
+	defer func() {
+		if p := recover(); p != nil && root != "" {
+			hooks.LogTo(root, fmt.Sprintf("panic: %v", p))
+		}
+	}()
+	args := c.Args().Slice()
+	if len(args) != 2 {
+		fmt.Fprintf(c.App.ErrWriter, "memvault: hook: want HARNESS EVENT\n")
+		return
+	}
+	h := hooks.Harnesses[args[0]]
+	data, err := io.ReadAll(io.LimitReader(c.App.Reader, hooks.MaxPayload+1))
+	var ev hooks.Event
+	var p hooks.Payload
+	switch {
+	case h == nil:
+		err = fmt.Errorf("unknown harness %q", args[0])
+	case err != nil:
+	case len(data) > hooks.MaxPayload:
+		err = fmt.Errorf("payload over %d bytes: ignored", hooks.MaxPayload)
+	case len(bytes.TrimSpace(data)) == 0:
+		err = fmt.Errorf("empty payload")
+	default:
+		ev, p, err = hooks.Parse(h, args[1], data)
+	}
+	// The vault: --vault / MEMVAULT_DIR, else upward from where the harness
+	// runs, else from here.
+	start2 := p.CWD
+	if start2 == "" {
+		start2, _ = os.Getwd()
+	}
+	root, ferr := vault.Find(c.String("vault"), start2)
+	if ferr != nil {
+		return // no vault: memory is simply not set up here
+	}
+	if err != nil {
+		hooks.LogTo(root, fmt.Sprintf("%s %s: %v", args[0], args[1], err))
+		if h != nil && h.JSONOnly {
+			fmt.Fprint(c.App.Writer, "{}\n")
+		}
+		return
+	}
+	v, err := vault.Open(root)
+	if err == nil {
+		agent, aerr := agentOf(c, v)
+		if aerr != nil {
+			err = aerr
+		} else {
+			r := &hooks.Runner{V: v, Harness: h, Agent: agent, Thread: os.Getenv("MEMVAULT_THREAD"), Start: start}
+			var context string
+			context, err = r.Run(ev, p)
+			c.App.Writer.Write(hooks.Render(h, ev, context))
+		}
+	}
+	if err != nil {
+		hooks.LogTo(root, fmt.Sprintf("%s %s %s: %v", h.Name, ev, p.SessionID, err))
+		if h.JSONOnly && ev != hooks.SessionStart && ev != hooks.PromptSubmit {
+			return // Render already printed {}
+		}
+	}
+}

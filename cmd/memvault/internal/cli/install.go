@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/hooks"
+)
+
+var scopeFlag = &ucli.StringFlag{Name: "scope", Value: "project", Usage: "project (the repository around here) or user (your home)"}
+
+// installer builds the installer for the harness named in the arguments.
+func installer(c *ucli.Context, verb string) (*hooks.Installer, error) {
+	if c.NArg() != 1 {
+		return nil, usagef("%s: want one harness: %s", verb, strings.Join(hooks.HarnessNames, ", "))
+	}
+	name := c.Args().First()
+	if hooks.Harnesses[name] == nil {
+		return nil, usagef("%s: unknown harness %q (want one of %s)", verb, name, strings.Join(hooks.HarnessNames, ", "))
+	}
+	return newInstaller(c, name)
+}
+
+func newInstaller(c *ucli.Context, name string) (*hooks.Installer, error) {
+	scope := hooks.Scope(c.String("scope"))
+	if scope != hooks.ScopeProject && scope != hooks.ScopeUser {
+		return nil, usagef("--scope %q: want project or user", scope)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	home, err := os.UserHomeDir()
+	if err != nil && scope == hooks.ScopeUser {
+		return nil, fmt.Errorf("install: no home folder: %w", err)
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("install: where is memvault? %w", err)
+	}
+	if resolved, err := filepath.EvalSymlinks(bin); err == nil {
+		bin = resolved
+	}
+	return &hooks.Installer{Harness: name, Scope: scope, Project: hooks.ProjectRoot(wd), Home: home, Bin: bin, Env: os.Getenv}, nil
+}
+
+func installCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "install",
+		Usage:     "wire memvault into a harness's hooks (merges, never clobbers; safe to repeat)",
+		ArgsUsage: "HARNESS",
+		Flags:     []ucli.Flag{scopeFlag, &ucli.BoolFlag{Name: "dry-run", Usage: "show what would change"}},
+		Action:    func(c *ucli.Context) error { return runInstall(c, false) },
+	}
+}
+
+func uninstallCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "uninstall",
+		Usage:     "remove memvault's hooks from a harness (others are kept)",
+		ArgsUsage: "HARNESS",
+		Flags:     []ucli.Flag{scopeFlag, &ucli.BoolFlag{Name: "dry-run", Usage: "show what would change"}},
+		Action:    func(c *ucli.Context) error { return runInstall(c, true) },
+	}
+}
+
+func runInstall(c *ucli.Context, remove bool) error {
+	verb := map[bool]string{false: "install", true: "uninstall"}[remove]
+	in, err := installer(c, verb)
+	if err != nil {
+		return err
+	}
+	changes, err := in.Plan(remove)
+	if err != nil {
+		return err
+	}
+	w := c.App.Writer
+	if c.Bool("dry-run") {
+		for _, ch := range changes {
+			fmt.Fprintf(w, "would %s %s\n", ch.Action, ch.Path)
+			if ch.Action == "write" && strings.HasSuffix(ch.Path, ".json") {
+				fmt.Fprintf(w, "%s", ch.Content)
+			}
+		}
+		return nil
+	}
+	if err := hooks.Apply(changes); err != nil {
+		return fmt.Errorf("%s %s: %w", verb, in.Harness, err)
+	}
+	for _, ch := range changes {
+		done := map[string]string{"write": "wrote", "remove": "removed", "unchanged": "unchanged"}[ch.Action]
+		fmt.Fprintf(w, "%s %s\n", done, ch.Path)
+		if ch.Note != "" && ch.Action != "unchanged" {
+			fmt.Fprintf(w, "note: %s\n", ch.Note)
+		}
+	}
+	return nil
+}
+
+func doctorCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "doctor",
+		Usage: "show, per harness, which runtime events are wired and what degrades",
+		Flags: []ucli.Flag{scopeFlag, jsonFlag},
+		Action: func(c *ucli.Context) error {
+			var all []hooks.Wiring
+			for _, name := range hooks.HarnessNames {
+				in, err := newInstaller(c, name)
+				if err != nil {
+					return err
+				}
+				all = append(all, in.Doctor())
+			}
+			if c.Bool("json") {
+				return printJSON(c.App.Writer, all)
+			}
+			w := c.App.Writer
+			for _, d := range all {
+				if d.Config == "" {
+					fmt.Fprintf(w, "%-12s not installed (memvault install %s)\n", d.Harness, d.Harness)
+					continue
+				}
+				fmt.Fprintf(w, "%-12s %s\n", d.Harness, d.Config)
+				fmt.Fprintf(w, "  wired:    %s\n", strings.Join(d.Wired, ", "))
+				if len(d.Missing) > 0 {
+					fmt.Fprintf(w, "  missing:  %s (memvault install %s)\n", strings.Join(d.Missing, ", "), d.Harness)
+				}
+				events := make([]string, 0, len(d.Degraded))
+				for ev := range d.Degraded {
+					events = append(events, ev)
+				}
+				sort.Strings(events)
+				for _, ev := range events {
+					fmt.Fprintf(w, "  degraded: %s: %s\n", ev, d.Degraded[ev])
+				}
+				for _, p := range d.Problems {
+					fmt.Fprintf(w, "  problem:  %s\n", p)
+				}
+			}
+			return nil
+		},
+	}
+}

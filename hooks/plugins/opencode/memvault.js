@@ -1,0 +1,88 @@
+// memvault plugin for OpenCode, written by `memvault install opencode`.
+// It maps OpenCode's plugin hooks onto memvault's runtime events by running
+// `memvault hook opencode <event>` with a JSON payload on stdin. Every call
+// fails open: a memvault problem never breaks a turn.
+import { spawnSync } from "node:child_process"
+
+const BIN = __MEMVAULT_BIN__
+
+function hook(event, payload) {
+  try {
+    const r = spawnSync(BIN, ["hook", "opencode", event], {
+      input: JSON.stringify(payload), encoding: "utf8", timeout: 5000,
+    })
+    return r.status === 0 && typeof r.stdout === "string" ? r.stdout.trim() : ""
+  } catch {
+    return ""
+  }
+}
+
+export const Memvault = async ({ directory, worktree }) => {
+  const cwd = worktree || directory || process.cwd()
+  const startContext = new Map() // sessionID -> context injected on every model call
+  const promptContext = new Map() // sessionID -> context for the current prompt
+  const roles = new Map() // messageID -> role
+  const lastText = new Map() // sessionID -> {id, text} of the latest assistant message
+
+  function start(sid, source) {
+    if (!startContext.has(sid)) startContext.set(sid, hook("session-start", { session_id: sid, cwd, source }))
+    return startContext.get(sid)
+  }
+
+  return {
+    event: async ({ event }) => {
+      const p = event?.properties || {}
+      const sid = p.sessionID || p.info?.sessionID || p.part?.sessionID
+      switch (event?.type) {
+        case "session.created":
+          if (p.info?.id) start(p.info.id, "startup")
+          break
+        case "message.updated":
+          if (p.info?.id) roles.set(p.info.id, p.info.role)
+          break
+        case "message.part.updated":
+          if (p.part?.type === "text" && roles.get(p.part.messageID) === "assistant" && sid) {
+            lastText.set(sid, { id: p.part.messageID, text: p.part.text || "" })
+          }
+          break
+        case "session.idle":
+          if (sid) {
+            const last = lastText.get(sid)
+            hook("stop", { session_id: sid, cwd, last_assistant_message: last ? last.text : "" })
+          }
+          break
+        case "session.compacted":
+          if (sid) {
+            hook("compaction-complete", { session_id: sid, cwd })
+            startContext.delete(sid) // the compaction dropped it: inject it again
+            startContext.set(sid, hook("session-start", { session_id: sid, cwd, source: "compact" }))
+          }
+          break
+      }
+    },
+    "chat.message": async (input, output) => {
+      const sid = input?.sessionID
+      if (!sid) return
+      start(sid, "startup")
+      const text = (output?.parts || []).filter((x) => x?.type === "text").map((x) => x.text).join("\n")
+      promptContext.set(sid, hook("prompt-submit", { session_id: sid, cwd, prompt: text }))
+    },
+    "experimental.chat.system.transform": async (input, output) => {
+      // Runs before every model call, title generation included: it only
+      // reads what the other hooks cached.
+      const sid = input?.sessionID
+      if (!sid || !output?.system) return
+      const c = start(sid, "startup")
+      if (c) output.system.push(c)
+      const pc = promptContext.get(sid)
+      if (pc) output.system.push(pc)
+    },
+    "experimental.session.compacting": async (input, output) => {
+      const sid = input?.sessionID
+      if (!sid) return
+      hook("pre-compaction", { session_id: sid, cwd })
+      const c = startContext.get(sid)
+      if (c && output?.context) output.context.push(c)
+    },
+  }
+}

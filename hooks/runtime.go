@@ -1,0 +1,508 @@
+package hooks
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/memvault/memvault/transcript"
+	"github.com/memvault/memvault/vault"
+)
+
+// Lock waits: a prompt must never wait long on memory, and a session end has
+// a second or so in all (Codex: 1 s by default, Claude Code: 1.5 s).
+const (
+	promptLockWait = 300 * time.Millisecond
+	eventLockWait  = 700 * time.Millisecond
+	jobBudget      = 400 * time.Millisecond
+)
+
+// Runner runs runtime events against a vault for one harness.
+type Runner struct {
+	V       *vault.Vault
+	Harness *Harness
+	Agent   string
+	Thread  string // MEMVAULT_THREAD, if set: wins over the derived thread
+	Start   time.Time
+}
+
+// Run executes ev and returns the context to inject ("" for none).
+func (r *Runner) Run(ev Event, p Payload) (string, error) {
+	if p.SessionID == "" {
+		return "", fmt.Errorf("%s %s: payload has no session_id", r.Harness.Name, ev)
+	}
+	t := vault.TranscriptRef{Agent: r.Agent, Session: p.SessionID}
+	thread := r.Thread
+	if thread == "" {
+		thread = ProjectThread(p.CWD)
+	}
+	// Work a previous event left for later goes first, within a budget, so
+	// it never holds up this event for long.
+	if ev != PromptSubmit {
+		r.runJobs()
+	}
+	switch ev {
+	case SessionStart:
+		return r.sessionStart(t, p, thread)
+	case PromptSubmit:
+		return r.promptSubmit(t, p, thread)
+	case Stop:
+		return "", r.capture(t, p, thread, true)
+	case PreCompaction:
+		return "", r.capture(t, p, thread, false)
+	case CompactionComplete:
+		return "", r.compactionComplete(t, p, thread)
+	case SessionEnd:
+		return "", r.sessionEnd(t, p, thread)
+	}
+	return "", fmt.Errorf("unknown event %q", ev)
+}
+
+func (r *Runner) txOptions(t vault.TranscriptRef, wait time.Duration) vault.TxOptions {
+	return vault.TxOptions{Command: "hook " + r.Harness.Name, Agent: t.Agent, Session: t.Session,
+		Harness: r.Harness.Name, LockTimeout: wait}
+}
+
+func (r *Runner) sessionStart(t vault.TranscriptRef, p Payload, thread string) (string, error) {
+	if p.Source == "compact" || p.Source == "clear" {
+		r.resetInjected(t) // what the compaction dropped may be injected again
+	}
+	_, err := r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
+		data, _ := json.Marshal(map[string]string{"source": p.Source, "cwd": p.CWD})
+		tx.Append(&vault.Event{Kind: "session.started", Thread: thread, Data: data, Source: "hook",
+			Text: fmt.Sprintf("%s session %s (%s)", r.Harness.Name, t.Session, orDefault(p.Source, "start"))})
+		return nil
+	})
+	if err != nil {
+		// Recording the session is not worth losing the context over.
+		logf(r.V, "%s session-start %s: record: %v", r.Harness.Name, t.Session, err)
+	}
+	return r.startContext(thread), nil
+}
+
+// startContext assembles what a session starts with, by priority: how to
+// use memory, MEMORY.md, the session's thread head, CONTINUITY.md's live
+// sections; or, before any head is rendered, the open commitments and the
+// latest structured rows of the thread.
+func (r *Runner) startContext(thread string) string {
+	var pieces []string
+	pieces = append(pieces, usageNote)
+	if head := readFile(r.V, "MEMORY.md"); head != "" {
+		pieces = append(pieces, head)
+	}
+	if thread != "" {
+		if th, err := vault.ParseThread(thread); err == nil {
+			if head := readFile(r.V, th.HeadPath().String()); head != "" {
+				pieces = append(pieces, head)
+			}
+		}
+	}
+	if c := liveContinuity(readFile(r.V, "CONTINUITY.md")); c != "" {
+		pieces = append(pieces, c)
+	}
+	if len(pieces) == 1 {
+		if rows := r.structuredDigest(thread); rows != "" {
+			pieces = append(pieces, rows)
+		}
+	}
+	return fit(pieces, r.Harness.ContextLimit)
+}
+
+const usageNote = `memvault: this project has a memory (.memory/). Search it with ` +
+	"`memvault recall QUERY`" + `; drill into a node id (n_…) with ` + "`memvault expand ID`" + `.
+Record as you work, one per line in your replies: DECISION: …, NEXT: …, BLOCKER: …, LEARNED: …, COMMIT: … (a promise), CLOSE: <id>, THREAD: kind:slug.`
+
+// structuredDigest lists open commitments and the latest decisions,
+// constraints, blockers and next steps of the thread and global rows.
+func (r *Runner) structuredDigest(thread string) string {
+	st, err := r.V.LoadState()
+	if err != nil {
+		return ""
+	}
+	var lines []string
+	for _, row := range st.OpenCommitments() {
+		if row.Thread == "" || row.Thread == thread {
+			lines = append(lines, fmt.Sprintf("- commitment %s: %s", row.ID, oneLine(row.Text)))
+		}
+	}
+	keep := map[string]bool{"decision": true, "constraint": true, "blocker": true, "next": true, "fact": true, "learning": true}
+	var recent []string
+	for i := len(st.Rows) - 1; i >= 0 && len(recent) < 20; i-- {
+		row := st.Rows[i]
+		if !row.Current() || !keep[row.EffectiveKind()] || (row.Thread != "" && row.Thread != thread) {
+			continue
+		}
+		recent = append(recent, fmt.Sprintf("- %s %s: %s", row.EffectiveKind(), row.ID, oneLine(row.Text)))
+	}
+	if len(lines)+len(recent) == 0 {
+		return ""
+	}
+	return "## Memory (no MEMORY.md yet)\n" + strings.Join(append(lines, recent...), "\n")
+}
+
+// liveContinuity keeps the sections of CONTINUITY.md a session needs at
+// once; the rest is a recall away.
+func liveContinuity(text string) string {
+	if text == "" {
+		return ""
+	}
+	live := map[string]bool{"active goal": true, "current task": true, "next actions": true, "active blockers": true}
+	var out []string
+	keep := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "## ") {
+			keep = live[strings.ToLower(strings.TrimSpace(strings.TrimPrefix(line, "## ")))]
+		}
+		if keep {
+			out = append(out, line)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "# CONTINUITY (live sections)\n" + strings.Join(out, "\n")
+}
+
+// fit joins pieces in priority order within limit characters. A piece that
+// does not fit whole is cut at a line boundary; later pieces are dropped.
+func fit(pieces []string, limit int) string {
+	var b strings.Builder
+	for _, p := range pieces {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		sep := 0
+		if b.Len() > 0 {
+			sep = 2
+		}
+		if b.Len()+sep+len(p) <= limit {
+			if sep > 0 {
+				b.WriteString("\n\n")
+			}
+			b.WriteString(p)
+			continue
+		}
+		room := limit - b.Len() - sep - len("\n[memvault: cut to fit; more with memvault recall]")
+		var kept []string
+		used := 0
+		for _, line := range strings.Split(p, "\n") {
+			if used+len(line)+1 > room {
+				break
+			}
+			kept = append(kept, line)
+			used += len(line) + 1
+		}
+		if len(kept) > 0 {
+			if sep > 0 {
+				b.WriteString("\n\n")
+			}
+			b.WriteString(strings.Join(kept, "\n"))
+		}
+		b.WriteString("\n[memvault: cut to fit; more with memvault recall]")
+		break
+	}
+	return b.String()
+}
+
+func (r *Runner) promptSubmit(t vault.TranscriptRef, p Payload, thread string) (string, error) {
+	if strings.TrimSpace(p.Prompt) == "" {
+		return "", nil
+	}
+	// The prompt is on disk at once; it is committed at the next lineage
+	// event of the session.
+	opts := r.txOptions(t, promptLockWait)
+	opts.NoCommit = true
+	_, err := r.V.Update(opts, func(tx *vault.Tx) error {
+		_, _, err := tx.AppendText(t, []transcript.Message{{ID: p.PromptID, Role: transcript.RoleUser,
+			Speaker: "user", Text: p.Prompt, Source: transcript.Source{Format: vault.HookFormat}}})
+		return err
+	})
+	if err != nil {
+		logf(r.V, "%s prompt-submit %s: store prompt: %v", r.Harness.Name, t.Session, err)
+	}
+	return r.relevant(t, p.Prompt, thread), nil
+}
+
+// relevant finds structured rows and nodes the prompt is about that this
+// session has not been shown yet.
+func (r *Runner) relevant(t vault.TranscriptRef, prompt, thread string) string {
+	seen := r.injected(t)
+	var lines []string
+	var fresh []string
+	for _, tier := range []string{vault.TierStructured, vault.TierHeads} {
+		res, err := r.V.Recall(vault.RecallOptions{Query: clipQuery(prompt), Agent: r.Agent, Thread: thread,
+			Session: t.Session, Tier: tier, Limit: 3})
+		if err != nil {
+			return "" // no searchable words, an unknown thread: nothing to add
+		}
+		for _, h := range res.Hits {
+			if seen[h.ID] || h.Kind == "head" {
+				continue
+			}
+			lines = append(lines, fmt.Sprintf("- %s %s: %s", h.Kind, h.ID, h.Text))
+			fresh = append(fresh, h.ID)
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	r.markInjected(t, fresh)
+	return fit([]string{"memvault: memory related to this prompt\n" + strings.Join(lines, "\n")}, r.Harness.ContextLimit)
+}
+
+func clipQuery(s string) string {
+	if len(s) > vault.MaxQueryBytes {
+		s = s[:vault.MaxQueryBytes]
+		for len(s) > 0 && s[len(s)-1]&0xC0 == 0x80 {
+			s = s[:len(s)-1]
+		}
+	}
+	return s
+}
+
+// capture imports what the harness wrote since the last import (or, with
+// no transcript file, the last assistant message), extracts control lines
+// when asked, and commits the session's transcript.
+func (r *Runner) capture(t vault.TranscriptRef, p Payload, thread string, controls bool) error {
+	if err := r.importTranscript(t, p); err != nil {
+		return err
+	}
+	_, err := r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
+		if controls {
+			if err := tx.ExtractControls(t, thread); err != nil && !errors.Is(err, vault.ErrNotFound) {
+				return err
+			}
+		}
+		if err := tx.CommitTranscript(t); err != nil {
+			return err
+		}
+		tx.Subject(fmt.Sprintf("transcript: %s session %s", r.Harness.Name, t.Session))
+		return nil
+	})
+	return err
+}
+
+func (r *Runner) importTranscript(t vault.TranscriptRef, p Payload) error {
+	if p.TranscriptPath != "" && r.Harness.Format != "" {
+		if _, err := os.Stat(p.TranscriptPath); err == nil {
+			format, err := transcript.ParseFormat(r.Harness.Format)
+			if err != nil {
+				return err
+			}
+			_, err = r.V.Import(r.txOptions(t, eventLockWait), t, format, p.TranscriptPath, "")
+			return err
+		}
+	}
+	if strings.TrimSpace(p.LastAssistant) == "" {
+		return nil
+	}
+	_, err := r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
+		_, _, err := tx.AppendText(t, []transcript.Message{{Role: transcript.RoleAssistant, Speaker: r.Harness.Name,
+			Text: p.LastAssistant, Source: transcript.Source{Format: vault.HookFormat}}})
+		return err
+	})
+	return err
+}
+
+func (r *Runner) compactionComplete(t vault.TranscriptRef, p Payload, thread string) error {
+	if err := r.importTranscript(t, p); err != nil {
+		return err
+	}
+	r.resetInjected(t)
+	_, err := r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
+		if err := tx.CommitTranscript(t); err != nil {
+			return err
+		}
+		summary := p.CompactSummary
+		_, _, err := tx.Compact(t, summary)
+		if errors.Is(err, vault.ErrNotFound) && summary == "" {
+			// The harness gave no summary and wrote none in its transcript:
+			// record the compaction anyway, so the lineage shows it.
+			_, _, err = tx.Compact(t, "(the harness reported a compaction without a summary)")
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	r.queue(job{Kind: "refresh", Agent: t.Agent, Session: t.Session, On: "compaction"})
+	return nil
+}
+
+func (r *Runner) sessionEnd(t vault.TranscriptRef, p Payload, thread string) error {
+	// Durable first: everything the harness wrote is imported and committed.
+	if err := r.capture(t, p, thread, true); err != nil {
+		return err
+	}
+	// The summary and the head refresh may take longer than a harness
+	// allows a session end: queue them, and start on them at once if time
+	// is left; the next hook event of any session finishes what remains.
+	r.queue(job{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name})
+	r.queue(job{Kind: "refresh", Agent: t.Agent, Session: t.Session, On: "session-end"})
+	r.runJobs()
+	return nil
+}
+
+// Injection bookkeeping: which rows and nodes a session was shown, in
+// .state/hooks/, reset when the harness compacts (the context is gone).
+
+func (r *Runner) statePath(t vault.TranscriptRef) string {
+	sum := sha256.Sum256([]byte(t.Agent + "\x00" + t.Session))
+	return filepath.Join(r.V.Root, ".state", "hooks", hex.EncodeToString(sum[:12])+".json")
+}
+
+func (r *Runner) injected(t vault.TranscriptRef) map[string]bool {
+	var ids []string
+	if data, err := os.ReadFile(r.statePath(t)); err == nil {
+		_ = json.Unmarshal(data, &ids)
+	}
+	m := map[string]bool{}
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
+
+func (r *Runner) markInjected(t vault.TranscriptRef, ids []string) {
+	m := r.injected(t)
+	for _, id := range ids {
+		m[id] = true
+	}
+	all := make([]string, 0, len(m))
+	for id := range m {
+		all = append(all, id)
+	}
+	sort.Strings(all)
+	data, _ := json.Marshal(all)
+	_ = vault.WriteFileAtomic(r.statePath(t), data)
+}
+
+func (r *Runner) resetInjected(t vault.TranscriptRef) { _ = os.Remove(r.statePath(t)) }
+
+// Deferred jobs, in .state/jobs/: work a hook queued because it may not fit
+// in the time the harness gives it. Each job is idempotent (summarising
+// twice finds the node made), so running one twice is harmless.
+
+type job struct {
+	Kind    string `json:"kind"` // summarize, refresh
+	Agent   string `json:"agent"`
+	Session string `json:"session"`
+	Thread  string `json:"thread,omitempty"`
+	Harness string `json:"harness,omitempty"`
+	On      string `json:"on,omitempty"`
+}
+
+func (r *Runner) jobsDir() string { return filepath.Join(r.V.Root, ".state", "jobs") }
+
+func (r *Runner) queue(j job) {
+	data, _ := json.Marshal(j)
+	name := fmt.Sprintf("%d-%s.json", time.Now().UnixNano(), j.Kind)
+	if err := vault.WriteFileAtomic(filepath.Join(r.jobsDir(), name), data); err != nil {
+		logf(r.V, "queue %s job: %v", j.Kind, err)
+	}
+}
+
+// runJobs runs queued jobs, oldest first, until the budget is spent.
+func (r *Runner) runJobs() {
+	entries, err := os.ReadDir(r.jobsDir())
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		if time.Since(r.Start) > jobBudget {
+			return
+		}
+		p := filepath.Join(r.jobsDir(), e.Name())
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		var j job
+		if json.Unmarshal(data, &j) != nil {
+			os.Remove(p)
+			continue
+		}
+		if err := r.runJob(j); err != nil {
+			if vault.IsBusy(err) {
+				return // try again at the next event
+			}
+			logf(r.V, "job %s %s/%s: %v", j.Kind, j.Agent, j.Session, err)
+		}
+		os.Remove(p)
+	}
+}
+
+func (r *Runner) runJob(j job) error {
+	t := vault.TranscriptRef{Agent: j.Agent, Session: j.Session}
+	switch j.Kind {
+	case "summarize":
+		_, err := r.V.Update(vault.TxOptions{Command: "hook job summarize", Agent: j.Agent, Session: j.Session,
+			Harness: j.Harness, LockTimeout: eventLockWait}, func(tx *vault.Tx) error {
+			_, _, err := tx.Summarize(t, vault.SummaryOptions{Thread: j.Thread})
+			return err
+		})
+		if errors.Is(err, vault.ErrNotFound) {
+			return nil // no transcript: nothing to summarise
+		}
+		return err
+	case "refresh":
+		return RefreshHeads(r.V, j.Agent, j.Session, j.On)
+	}
+	return nil
+}
+
+// RefreshHeads re-renders Tier 1 and the session's Tier 2 heads after a
+// lineage event. It is a variable so that the heads package can provide it
+// without an import cycle; until then it does nothing.
+var RefreshHeads = func(v *vault.Vault, agent, session, on string) error { return nil }
+
+func readFile(v *vault.Vault, rel string) string {
+	data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// logf appends one line to .logs/hooks.log. Hooks report problems there,
+// never on the harness's screen.
+func logf(v *vault.Vault, format string, args ...any) {
+	if v == nil {
+		return
+	}
+	LogTo(v.Root, fmt.Sprintf(format, args...))
+}
+
+// LogTo appends one timestamped line to <root>/.logs/hooks.log.
+func LogTo(root, line string) {
+	dir := filepath.Join(root, ".logs")
+	if os.MkdirAll(dir, 0o700) != nil {
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "hooks.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s %s\n", time.Now().UTC().Format(time.RFC3339), strings.ReplaceAll(line, "\n", " "))
+}

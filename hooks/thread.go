@@ -1,0 +1,114 @@
+package hooks
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// ProjectThread derives the thread of a session from where the harness
+// runs: the repository's origin remote name (plus the worktree's folder for
+// a linked worktree), else the folder name, as project:<slug>. Two clones
+// of one project share a thread; two worktrees of it do not.
+func ProjectThread(cwd string) string {
+	if cwd == "" {
+		return ""
+	}
+	name := filepath.Base(cwd)
+	if root, gitDir, common, ok := findGit(cwd); ok {
+		name = filepath.Base(root)
+		if remote := originName(filepath.Join(common, "config")); remote != "" {
+			name = remote
+		}
+		if gitDir != common { // a linked worktree
+			name += "-" + filepath.Base(root)
+		}
+	}
+	slug := slugify(name)
+	if slug == "" {
+		return ""
+	}
+	return "project:" + slug
+}
+
+// findGit walks up from dir to the work tree root and returns it, its git
+// directory, and the common git directory (they differ in a linked
+// worktree, whose .git is a file pointing into the main repository).
+func findGit(dir string) (root, gitDir, common string, ok bool) {
+	for d := dir; ; d = filepath.Dir(d) {
+		p := filepath.Join(d, ".git")
+		if info, err := os.Stat(p); err == nil {
+			if info.IsDir() {
+				return d, p, p, true
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return "", "", "", false
+			}
+			gd := strings.TrimSpace(strings.TrimPrefix(string(data), "gitdir:"))
+			if !filepath.IsAbs(gd) {
+				gd = filepath.Join(d, gd)
+			}
+			common = gd
+			if c, err := os.ReadFile(filepath.Join(gd, "commondir")); err == nil {
+				cd := strings.TrimSpace(string(c))
+				if !filepath.IsAbs(cd) {
+					cd = filepath.Join(gd, cd)
+				}
+				common = filepath.Clean(cd)
+			}
+			return d, gd, common, true
+		}
+		if filepath.Dir(d) == d {
+			return "", "", "", false
+		}
+	}
+}
+
+// originName reads the repository name from remote "origin" in a git
+// config file: the last path element of its url, without ".git".
+func originName(config string) string {
+	f, err := os.Open(config)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "[") {
+			in = line == `[remote "origin"]`
+			continue
+		}
+		if k, v, ok := strings.Cut(line, "="); in && ok && strings.TrimSpace(k) == "url" {
+			u := strings.TrimSuffix(strings.TrimRight(strings.TrimSpace(v), "/"), ".git")
+			if i := strings.LastIndexAny(u, "/:"); i >= 0 {
+				u = u[i+1:]
+			}
+			return u
+		}
+	}
+	return ""
+}
+
+var slugRE = regexp.MustCompile(`[^a-z0-9._-]+`)
+
+func slugify(s string) string {
+	s = slugRE.ReplaceAllString(strings.ToLower(s), "-")
+	s = strings.Trim(s, "-._")
+	if len(s) > 64 {
+		s = strings.Trim(s[:64], "-._")
+	}
+	return s
+}
+
+// ProjectRoot is the work tree root around dir, or dir itself outside git.
+func ProjectRoot(dir string) string {
+	if root, _, _, ok := findGit(dir); ok {
+		return root
+	}
+	return dir
+}

@@ -384,7 +384,7 @@ type Wiring struct {
 // does instead (docs/HARNESSES.md says the same).
 var Degraded = map[string]map[string]string{
 	"claude-code": {},
-	"codex": {"compaction-complete": "PostCompact carries no summary: the compaction node takes the summary Codex writes into its rollout file (the compacted record)"},
+	"codex":       {"compaction-complete": "PostCompact carries no summary: the compaction node takes the summary Codex writes into its rollout file (the compacted record)"},
 	"gemini": {
 		"compaction-complete": "no post-compression event: no compaction node is made at compression; the history is imported at the next event and summarised at session end",
 		"pre-compaction":      "PreCompress fires before every model call, not only before a compression: each is an incremental import",

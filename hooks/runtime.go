@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -321,7 +322,7 @@ func (r *Runner) compactionComplete(t vault.TranscriptRef, p Payload, thread str
 		if err := tx.CommitTranscript(t); err != nil {
 			return err
 		}
-		summary := p.CompactSummary
+		summary := summaryBlock(p.CompactSummary)
 		_, _, err := tx.Compact(t, summary)
 		if errors.Is(err, vault.ErrNotFound) && summary == "" {
 			// The harness gave no summary and wrote none in its transcript:
@@ -335,6 +336,17 @@ func (r *Runner) compactionComplete(t vault.TranscriptRef, p Payload, thread str
 	}
 	r.queue(job{Kind: "refresh", Agent: t.Agent, Session: t.Session, On: "compaction"})
 	return nil
+}
+
+var summaryRE = regexp.MustCompile(`(?s)<summary>(.*?)</summary>`)
+
+// summaryBlock keeps the <summary> block of a compaction summary that has
+// one (Claude Code writes an <analysis> scratchpad before it).
+func summaryBlock(s string) string {
+	if m := summaryRE.FindStringSubmatch(s); m != nil && strings.TrimSpace(m[1]) != "" {
+		return strings.TrimSpace(m[1])
+	}
+	return s
 }
 
 func (r *Runner) sessionEnd(t vault.TranscriptRef, p Payload, thread string) error {

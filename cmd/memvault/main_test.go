@@ -76,6 +76,11 @@ func setupScript(env *testscript.Env) error {
 		return err
 	}
 	env.Setenv("FIXTURES", fixtures)
+	hooksDir, err := filepath.Abs(filepath.Join("..", "..", "fixtures", "hooks"))
+	if err != nil {
+		return err
+	}
+	env.Setenv("HOOKS", hooksDir)
 	return nil
 }
 

@@ -334,7 +334,7 @@ func (r *Runner) compactionComplete(t vault.TranscriptRef, p Payload, thread str
 	if err != nil {
 		return err
 	}
-	r.queue(job{Kind: "refresh", Agent: t.Agent, Session: t.Session, On: "compaction"})
+	r.queue(job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "compaction"})
 	return nil
 }
 
@@ -358,7 +358,7 @@ func (r *Runner) sessionEnd(t vault.TranscriptRef, p Payload, thread string) err
 	// allows a session end: queue them, and start on them at once if time
 	// is left; the next hook event of any session finishes what remains.
 	r.queue(job{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name})
-	r.queue(job{Kind: "refresh", Agent: t.Agent, Session: t.Session, On: "session-end"})
+	r.queue(job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "session-end"})
 	r.runJobs()
 	return nil
 }
@@ -422,8 +422,13 @@ func (r *Runner) queue(j job) {
 	}
 }
 
-// runJobs runs queued jobs, oldest first, until the budget is spent.
+// runJobs retries deferred head refreshes, then runs queued jobs, oldest
+// first, until the budget is spent.
 func (r *Runner) runJobs() {
+	if _, err := r.V.RunDeferred(vault.TxOptions{Command: "hook deferred refresh", Agent: r.Agent,
+		Harness: r.Harness.Name, LockTimeout: eventLockWait}); err != nil && !vault.IsBusy(err) {
+		logf(r.V, "deferred head refresh: %v", err)
+	}
 	entries, err := os.ReadDir(r.jobsDir())
 	if err != nil {
 		return
@@ -469,15 +474,15 @@ func (r *Runner) runJob(j job) error {
 		}
 		return err
 	case "refresh":
-		return RefreshHeads(r.V, j.Agent, j.Session, j.On)
+		// Tier 1 and the Tier 2 heads this session wrote to; a head someone
+		// holds is deferred by Refresh itself, and retried by a later event.
+		_, err := r.V.Refresh(vault.RefreshOptions{TxOptions: vault.TxOptions{Command: "hook job refresh",
+			Agent: j.Agent, Session: j.Session, Harness: j.Harness, LockTimeout: eventLockWait},
+			Trigger: j.On, Memory: true, Affected: true})
+		return err
 	}
 	return nil
 }
-
-// RefreshHeads re-renders Tier 1 and the session's Tier 2 heads after a
-// lineage event. It is a variable so that the heads package can provide it
-// without an import cycle; until then it does nothing.
-var RefreshHeads = func(v *vault.Vault, agent, session, on string) error { return nil }
 
 func readFile(v *vault.Vault, rel string) string {
 	data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))

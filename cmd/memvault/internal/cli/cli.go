@@ -150,6 +150,11 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			installCommand(),
 			uninstallCommand(),
 			doctorCommand(),
+			renderCommand(),
+			refreshCommand(),
+			threadsCommand(),
+			editCommand(),
+			resolveCommand(),
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*ucli.Context, error) {}, // Run picks the exit code

@@ -225,6 +225,7 @@ type statusReport struct {
 	Threads     []string       `json:"threads"`
 	Commitments []*vault.Row   `json:"open_commitments"`
 	Lock        *vault.Lease   `json:"lock_holder,omitempty"`
+	headStatus
 }
 
 func statusCommand() *ucli.Command {
@@ -262,6 +263,7 @@ func statusCommand() *ucli.Command {
 			if l, held := vault.ReadLease(v.Root); held {
 				rep.Lock = &l
 			}
+			rep.headStatus = newHeadStatus(v, st)
 			if c.Bool("json") {
 				return printJSON(c.App.Writer, rep)
 			}
@@ -292,6 +294,7 @@ func statusCommand() *ucli.Command {
 			for _, r := range rep.Commitments {
 				fmt.Fprintf(w, "  %s  %s\n", r.ID, strings.Join(strings.Fields(r.Text), " "))
 			}
+			rep.headStatus.print(w)
 			if rep.Lock != nil {
 				fmt.Fprintf(w, "lock:         held by %s\n", rep.Lock)
 			} else {

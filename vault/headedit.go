@@ -1,0 +1,379 @@
+package vault
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memvault/memvault/merge"
+)
+
+// continuityTemplate is what `memvault edit CONTINUITY.md` starts from when
+// the file does not exist: the sections of the scratchpad protocol.
+const continuityTemplate = `# CONTINUITY
+
+## Active Goal
+
+## Current Task
+
+## Just Completed
+
+## Next Actions
+
+## Blockers
+
+## Key Decisions
+
+## Mistakes & Learnings
+
+## Working Context
+`
+
+// EditOptions describe a hand edit through `memvault edit`.
+type EditOptions struct {
+	TxOptions
+	// Head is MEMORY.md (the default), CONTINUITY.md, a thread key or
+	// alias, or a head's path.
+	Head string
+	// Editor edits the file at path in place and returns when the person
+	// is done; an error abandons the edit.
+	Editor func(path string) error
+}
+
+// EditResult is the outcome of an edit.
+type EditResult struct {
+	Head    string `json:"head"`
+	Changed bool   `json:"changed"`
+	Commit  string `json:"commit,omitempty"`
+	Event   string `json:"event,omitempty"`
+}
+
+// EditHead lets a person edit a head under its lease: refreshes that come
+// while the editor is open are deferred, not merged into a file that is
+// being written. The person edits a copy under .state/edit/; on save the
+// copy is committed as the head, merged with any change someone made to the
+// file on disk meanwhile. An editor that fails leaves the vault as it was.
+func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
+	if opts.Agent == "" {
+		opts.Agent = v.Config.Agent
+	}
+	rel, thread, err := v.ResolveHeadArg(opts.Head, true)
+	if err != nil {
+		return nil, err
+	}
+	head := rel.String()
+	cfg, err := v.HeadsConfig()
+	if err != nil {
+		return nil, err
+	}
+	lease, holder, took, err := v.AcquireHeadLease(rel, LeaseOwner{Agent: opts.Agent, Session: opts.Session, Command: "edit"}, cfg.Lease)
+	if err != nil {
+		return nil, err
+	}
+	if holder != nil {
+		e := newErr(ErrBusy, "edit: %s: lease held by %s", head, holder)
+		return nil, e.withHint("wait for it to be released; a lease that expires is taken over")
+	}
+	defer v.ReleaseHeadLease(lease)
+	// Keep the lease alive while the editor is open.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(cfg.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				_ = v.RenewHeadLease(lease, cfg.Lease)
+			}
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+	if took != nil {
+		v.logHeads("edit of %s took over a lease: %s", head, took.Reason)
+	}
+
+	original, err := os.ReadFile(v.abs(rel))
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && head == ContinuityHead:
+		original = []byte(continuityTemplate)
+	case errors.Is(err, fs.ErrNotExist):
+		// Render the head first, under this lease, so there is something
+		// to edit and a base for the next merge.
+		ro := RefreshOptions{TxOptions: opts.TxOptions, Trigger: "edit", Held: map[string]*HeadLease{head: lease}}
+		if thread == "" {
+			ro.Memory = true
+		} else {
+			th, _ := ParseThread(thread)
+			ro.Threads = []Thread{th}
+		}
+		if _, err := v.Refresh(ro); err != nil {
+			return nil, err
+		}
+		if original, err = os.ReadFile(v.abs(rel)); err != nil {
+			return nil, ioErr("read "+head, err)
+		}
+	case err != nil:
+		return nil, ioErr("read "+head, err)
+	}
+
+	dir := filepath.Join(v.Root, ".state", "edit", lease.Token)
+	work := filepath.Join(dir, filepath.Base(head))
+	if err := WriteFileAtomic(work, original); err != nil {
+		return nil, err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			os.RemoveAll(dir)
+		}
+	}()
+	if err := opts.Editor(work); err != nil {
+		return nil, err
+	}
+	edited, err := os.ReadFile(work)
+	if err != nil {
+		return nil, ioErr("read the edited copy", err)
+	}
+	res := &EditResult{Head: head}
+	if bytes.Equal(edited, original) {
+		return res, nil
+	}
+	if err := checkText("edit", string(edited), true); err != nil {
+		return nil, err
+	}
+	r, err := v.Update(opts.TxOptions, func(tx *Tx) error {
+		now, err := os.ReadFile(v.abs(rel))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return ioErr("read "+head, err)
+		}
+		result := edited
+		if err == nil && !bytes.Equal(now, original) {
+			// Someone changed the file while the editor was open (by hand:
+			// memvault itself defers to the lease). Merge both edits.
+			m, merr := merge.Markdown(original, now, edited, merge.MarkdownOptions{})
+			if merr != nil {
+				return merr
+			}
+			if !m.Clean() {
+				keep = true
+				e := newErr(ErrConflict, "edit: %s changed on disk while you edited it, in the same sections", head)
+				return e.withHint("your version is kept in %s; merge it by hand", work)
+			}
+			result = m.Merged
+		}
+		tx.WriteFile(rel, result)
+		d, _ := json.Marshal(map[string]string{"head": head, "blob": blobHash(result), "via": "edit"})
+		ev := tx.Append(&Event{Kind: KindHeadEdited, Thread: thread, Text: "hand edit of " + head, Data: d, Source: "edit"})
+		res.Event = ev.ID
+		tx.Subject("head.edited: hand edit of " + head)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Changed, res.Commit = true, r.Commit
+	return res, nil
+}
+
+// ResolveResult is the outcome of `memvault resolve`.
+type ResolveResult struct {
+	Head     string   `json:"head"`
+	Take     string   `json:"take"`
+	Resolved []string `json:"resolved"` // head.conflict ids
+	Commit   string   `json:"commit,omitempty"`
+}
+
+// ResolveHeads settles the unresolved conflicts of one head (or of every
+// head, when head is ""). take "ours" keeps the file as it is; "theirs"
+// puts the render's version of each conflicted section in place of the
+// person's. Either way a head.resolved event names the conflicts.
+func (v *Vault) ResolveHeads(headArg, take string, opts TxOptions) ([]ResolveResult, error) {
+	if take != "ours" && take != "theirs" {
+		return nil, newErr(ErrInvalid, "resolve: take %q: want ours or theirs", take)
+	}
+	want := ""
+	if headArg != "" {
+		rel, _, err := v.ResolveHeadArg(headArg, false)
+		if err != nil {
+			return nil, err
+		}
+		want = rel.String()
+	}
+	st, _, err := v.foldedState()
+	if err != nil {
+		return nil, err
+	}
+	var todo []HeadState
+	for _, h := range st.HeadStates() {
+		if len(h.Conflicts) > 0 && (want == "" || h.Head == want) {
+			todo = append(todo, h)
+		}
+	}
+	if len(todo) == 0 {
+		what := "any head"
+		if want != "" {
+			what = want
+		}
+		return nil, newErr(ErrNotFound, "resolve: no unresolved conflict in %s", what)
+	}
+	cfg, err := v.HeadsConfig()
+	if err != nil {
+		return nil, err
+	}
+	owner := LeaseOwner{Agent: opts.Agent, Session: opts.Session, Command: "resolve"}
+	var leases []*HeadLease
+	defer func() {
+		for _, l := range leases {
+			_ = v.ReleaseHeadLease(l)
+		}
+	}()
+	for _, h := range todo {
+		l, holder, _, err := v.AcquireHeadLease(mustRel(h.Head), owner, cfg.Lease)
+		if err != nil {
+			return nil, err
+		}
+		if holder != nil {
+			e := newErr(ErrBusy, "resolve: %s: lease held by %s", h.Head, holder)
+			return nil, e.withHint("retry once it is released")
+		}
+		leases = append(leases, l)
+	}
+	var out []ResolveResult
+	r, err := v.Update(opts, func(tx *Tx) error {
+		out = out[:0]
+		for _, h := range todo {
+			rel := mustRel(h.Head)
+			res := ResolveResult{Head: h.Head, Take: take}
+			for _, c := range h.Conflicts {
+				res.Resolved = append(res.Resolved, c.ID)
+			}
+			if take == "theirs" {
+				cur, err := os.ReadFile(v.abs(rel))
+				if err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return ioErr("read "+h.Head, err)
+				}
+				next := cur
+				for _, c := range h.Conflicts {
+					next = applyTheirs(next, c.Data)
+				}
+				if !bytes.Equal(next, cur) {
+					tx.WriteFile(rel, next)
+				}
+			}
+			d, _ := json.Marshal(map[string]string{"head": h.Head, "take": take})
+			t, _ := targetOf(h.Head)
+			tx.Append(&Event{Kind: KindHeadResolved, Thread: t.thread, Data: d, Links: res.Resolved, Source: "cli",
+				Text: fmt.Sprintf("%s: %d conflict(s) resolved, kept %s", h.Head, len(res.Resolved), map[string]string{"ours": "the file's text", "theirs": "the render's text"}[take])})
+			out = append(out, res)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Commit = r.Commit
+	}
+	return out, nil
+}
+
+// applyTheirs puts the render's text of each section of a head.conflict
+// event into doc: a whole-file conflict replaces the file; a section is
+// found by its heading path and replaced up to the next heading; a section
+// the render dropped is removed; one the person deleted is appended.
+func applyTheirs(doc []byte, data json.RawMessage) []byte {
+	var d struct {
+		Sections []struct {
+			Heading string `json:"heading"`
+			Whole   bool   `json:"whole_file"`
+			Theirs  string `json:"theirs"`
+		} `json:"sections"`
+	}
+	if json.Unmarshal(data, &d) != nil {
+		return doc
+	}
+	for _, s := range d.Sections {
+		if s.Whole {
+			doc = []byte(s.Theirs)
+			continue
+		}
+		start, end, ok := findSection(doc, s.Heading)
+		switch {
+		case ok:
+			doc = append(append(append([]byte{}, doc[:start]...), s.Theirs...), doc[end:]...)
+		case s.Theirs != "":
+			if len(doc) > 0 && doc[len(doc)-1] != '\n' {
+				doc = append(doc, '\n')
+			}
+			doc = append(doc, s.Theirs...)
+		}
+	}
+	return doc
+}
+
+// findSection locates the section with heading path want ("MEMORY >
+// Commitments") among the ATX headings of doc, outside code fences: from
+// its heading line to the next heading line.
+func findSection(doc []byte, want string) (start, end int, ok bool) {
+	type frame struct {
+		level int
+		path  string
+	}
+	var stack []frame
+	fence := ""
+	start = -1
+	for off := 0; off < len(doc); {
+		e := bytes.IndexByte(doc[off:], '\n')
+		next := len(doc)
+		if e >= 0 {
+			next = off + e + 1
+		}
+		line := strings.TrimRight(string(doc[off:next]), "\r\n")
+		trim := strings.TrimLeft(line, " ")
+		switch {
+		case fence != "":
+			if strings.HasPrefix(trim, fence) {
+				fence = ""
+			}
+		case strings.HasPrefix(trim, "```") || strings.HasPrefix(trim, "~~~"):
+			fence = trim[:3]
+		default:
+			level := len(trim) - len(strings.TrimLeft(trim, "#"))
+			if level >= 1 && level <= 6 && len(line)-len(trim) <= 3 && (len(trim) == level || trim[level] == ' ') {
+				if start >= 0 {
+					return start, off, true
+				}
+				title := strings.TrimSpace(strings.ReplaceAll(strings.Trim(trim[level:], " #"), merge.KeepMarker, ""))
+				title = strings.Join(strings.Fields(title), " ")
+				for len(stack) > 0 && stack[len(stack)-1].level >= level {
+					stack = stack[:len(stack)-1]
+				}
+				p := title
+				if len(stack) > 0 {
+					p = stack[len(stack)-1].path + " > " + title
+				}
+				stack = append(stack, frame{level, p})
+				if p == want {
+					start = off
+				}
+			}
+		}
+		off = next
+	}
+	if start >= 0 {
+		return start, len(doc), true
+	}
+	return 0, 0, false
+}

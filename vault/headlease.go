@@ -1,0 +1,266 @@
+package vault
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// HeadLease is the lease on one head file: who may rewrite it until when.
+// A refresh takes it for the few milliseconds of a render; `memvault edit`
+// holds it, renewed, while the editor is open. A refresh that finds a live
+// lease held by someone else does not wait and does not overwrite: it
+// records a head.deferred event, and the next refresh retries.
+//
+// The lease lives in .locks/heads/<head path>.lease (JSON). Reading and
+// changing leases is serialised by a flock on .locks/heads.lock, held for
+// microseconds, so two processes can never both think they took a lease.
+type HeadLease struct {
+	Head     string    `json:"head"`
+	Agent    string    `json:"agent"`
+	Session  string    `json:"session,omitempty"`
+	Command  string    `json:"command,omitempty"`
+	PID      int       `json:"pid"`
+	Host     string    `json:"host"`
+	Token    string    `json:"token"`
+	Acquired time.Time `json:"acquired"`
+	Expires  time.Time `json:"expires"`
+}
+
+// String names the holder for messages.
+func (l *HeadLease) String() string {
+	s := "agent " + l.Agent
+	if l.Session != "" {
+		s += ", session " + l.Session
+	}
+	if l.Command != "" {
+		s += " (" + l.Command + ")"
+	}
+	return s + ", until " + l.Expires.UTC().Format(time.RFC3339)
+}
+
+// LeaseOwner is who asks for a lease.
+type LeaseOwner struct {
+	Agent   string
+	Session string
+	Command string
+}
+
+// Takeover records a lease that was broken because it was expired,
+// unreadable, or held by a process that no longer exists.
+type Takeover struct {
+	Head     string          `json:"head"`
+	Reason   string          `json:"reason"`
+	Previous json.RawMessage `json:"previous,omitempty"` // the old lease as found (raw when unreadable)
+}
+
+const (
+	headLeaseDir  = ".locks/heads"
+	headLeaseLock = ".locks/heads.lock"
+)
+
+func (v *Vault) leasePath(head RelPath) string {
+	return filepath.Join(v.Root, filepath.FromSlash(headLeaseDir), filepath.FromSlash(head.String())+".lease")
+}
+
+func (v *Vault) now() time.Time {
+	if v.clock != nil {
+		return v.clock()
+	}
+	return time.Now()
+}
+
+// withLeaseTable runs fn holding the flock that serialises lease changes.
+func (v *Vault) withLeaseTable(fn func() error) error {
+	if err := os.MkdirAll(filepath.Join(v.Root, filepath.FromSlash(headLeaseDir)), dirPerm); err != nil {
+		return ioErr("create "+headLeaseDir, err)
+	}
+	fl := flock.New(filepath.Join(v.Root, filepath.FromSlash(headLeaseLock)), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(filePerm))
+	if err := fl.Lock(); err != nil {
+		return ioErr("lock "+headLeaseLock, err)
+	}
+	defer fl.Unlock()
+	return fn()
+}
+
+// readLease returns the lease on head: nil when there is none; raw holds
+// the file's bytes when they do not parse as a lease.
+func (v *Vault) readLease(head RelPath) (l *HeadLease, raw []byte, err error) {
+	data, err := os.ReadFile(v.leasePath(head))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, ioErr("read lease of "+head.String(), err)
+	}
+	l = new(HeadLease)
+	if json.Unmarshal(data, l) != nil || l.Token == "" || l.Expires.IsZero() || l.Head != head.String() {
+		return nil, data, nil
+	}
+	return l, data, nil
+}
+
+// processGone reports whether the lease names a process on this host that
+// no longer runs, so its lease can be broken before it expires.
+func processGone(l *HeadLease) bool {
+	host, _ := os.Hostname()
+	if l.Host != host || l.PID <= 0 {
+		return false
+	}
+	err := syscall.Kill(l.PID, 0)
+	return errors.Is(err, syscall.ESRCH)
+}
+
+// AcquireHeadLease takes the lease on head for ttl. When another owner
+// holds a live lease it returns (nil, holder, nil, nil). An expired or
+// unreadable lease, or one whose process is gone, is broken and reported
+// as a Takeover for the caller to record.
+func (v *Vault) AcquireHeadLease(head RelPath, owner LeaseOwner, ttl time.Duration) (mine, holder *HeadLease, took *Takeover, err error) {
+	err = v.withLeaseTable(func() error {
+		cur, raw, err := v.readLease(head)
+		if err != nil {
+			return err
+		}
+		now := v.now()
+		switch {
+		case cur == nil && raw != nil:
+			took = &Takeover{Head: head.String(), Reason: "the lease file was unreadable", Previous: rawJSON(raw)}
+		case cur == nil:
+		case now.After(cur.Expires):
+			took = &Takeover{Head: head.String(), Reason: "the lease expired at " + cur.Expires.UTC().Format(time.RFC3339), Previous: rawJSON(raw)}
+		case processGone(cur):
+			took = &Takeover{Head: head.String(), Reason: fmt.Sprintf("the holder, pid %d, is no longer running", cur.PID), Previous: rawJSON(raw)}
+		default:
+			holder = cur
+			return nil
+		}
+		host, _ := os.Hostname()
+		var tok [12]byte
+		if _, err := rand.Read(tok[:]); err != nil {
+			return err
+		}
+		l := &HeadLease{Head: head.String(), Agent: owner.Agent, Session: owner.Session, Command: owner.Command,
+			PID: os.Getpid(), Host: host, Token: hex.EncodeToString(tok[:]),
+			Acquired: now.UTC().Truncate(time.Millisecond), Expires: now.Add(ttl).UTC().Truncate(time.Millisecond)}
+		if err := v.writeLease(l); err != nil {
+			return err
+		}
+		mine = l
+		return nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if took != nil {
+		v.logHeads("lease of %s taken over by agent %s session %s: %s; previous: %s",
+			took.Head, owner.Agent, owner.Session, took.Reason, strings.TrimSpace(string(took.Previous)))
+	}
+	return mine, holder, took, nil
+}
+
+// rawJSON keeps a lease file's bytes as JSON when they are JSON, else as a
+// JSON string, so the takeover event can always carry them.
+func rawJSON(raw []byte) json.RawMessage {
+	if len(raw) > 4096 {
+		raw = raw[:4096]
+	}
+	var probe any
+	if json.Unmarshal(raw, &probe) == nil {
+		if _, ok := probe.(map[string]any); ok {
+			return json.RawMessage(strings.TrimSpace(string(raw)))
+		}
+	}
+	b, _ := json.Marshal(strings.ToValidUTF8(string(raw), "?"))
+	return b
+}
+
+func (v *Vault) writeLease(l *HeadLease) error {
+	data, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(v.leasePath(mustRel(l.Head)), append(data, '\n'))
+}
+
+// RenewHeadLease extends a lease the caller holds. It fails with ErrConflict
+// when the lease was taken over in the meantime.
+func (v *Vault) RenewHeadLease(l *HeadLease, ttl time.Duration) error {
+	return v.withLeaseTable(func() error {
+		cur, _, err := v.readLease(mustRel(l.Head))
+		if err != nil {
+			return err
+		}
+		if cur == nil || cur.Token != l.Token {
+			return newErr(ErrConflict, "lease of %s: taken over by someone else", l.Head)
+		}
+		l.Expires = v.now().Add(ttl).UTC().Truncate(time.Millisecond)
+		return v.writeLease(l)
+	})
+}
+
+// ReleaseHeadLease gives a lease back. A lease that was taken over is left
+// to its new holder.
+func (v *Vault) ReleaseHeadLease(l *HeadLease) error {
+	if l == nil {
+		return nil
+	}
+	return v.withLeaseTable(func() error {
+		cur, _, err := v.readLease(mustRel(l.Head))
+		if err != nil || cur == nil || cur.Token != l.Token {
+			return err
+		}
+		if err := os.Remove(v.leasePath(mustRel(l.Head))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return ioErr("release lease of "+l.Head, err)
+		}
+		return nil
+	})
+}
+
+// HeadLeases lists the live leases, for status.
+func (v *Vault) HeadLeases() []HeadLease {
+	var out []HeadLease
+	root := filepath.Join(v.Root, filepath.FromSlash(headLeaseDir))
+	now := v.now()
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".lease") {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		var l HeadLease
+		if json.Unmarshal(data, &l) == nil && l.Token != "" && now.Before(l.Expires) {
+			out = append(out, l)
+		}
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Head < out[j].Head })
+	return out
+}
+
+// logHeads appends a line to .logs/heads.log. Best effort: the ledger
+// events are the record; the log is for people debugging a vault.
+func (v *Vault) logHeads(format string, args ...any) {
+	dir := filepath.Join(v.Root, ".logs")
+	if os.MkdirAll(dir, dirPerm) != nil {
+		return
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "heads.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, filePerm)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s %s\n", v.now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,1162 @@
+package vault
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memvault/memvault/merge"
+	"github.com/memvault/memvault/render"
+)
+
+// Heads: MEMORY.md (Tier 1) and threads/<kind>/<slug>.md (Tier 2) are
+// rendered from the ledger by package render and merged with whatever
+// people wrote into them. This file holds the refresh: which heads to
+// render, the lease per head, the three-way merge (base = the last render
+// memvault wrote, ours = the file as it is, theirs = the new render), and
+// the ledger events that make all of it visible and replayable:
+//
+//	head.rendered  a head was rendered; data.blob is the git blob of the
+//	               render (the base of the next merge), data.file the blob
+//	               of what was written after merging hand edits
+//	head.deferred  a refresh met a live lease held by someone else; the next
+//	               refresh, of any session, retries the head
+//	head.conflict  a section edited by hand and by the render could not be
+//	               merged; the person's text stayed, the render's is here
+//	head.resolved  `memvault resolve` settled conflicts (links name them)
+//	head.edited    a hand edit was committed (`memvault edit`, or a refresh
+//	               that found uncommitted edits)
+//	head.takeover  an expired or unreadable lease was broken
+//
+// The render of every head is also committed as .rendered/<head path>, so
+// the base blob named by head.rendered is reachable from the branch and
+// survives a fresh clone even when hand edits made the head differ from it.
+
+// Head paths that are not threads.
+const (
+	MemoryHead     = render.MemoryPath
+	ContinuityHead = "CONTINUITY.md"
+	renderedDir    = ".rendered"
+)
+
+// Head kinds of ledger events.
+const (
+	KindHeadRendered = "head.rendered"
+	KindHeadDeferred = "head.deferred"
+	KindHeadConflict = "head.conflict"
+	KindHeadResolved = "head.resolved"
+	KindHeadEdited   = "head.edited"
+	KindHeadTakeover = "head.takeover"
+)
+
+// contentKinds are the kinds a head shows.
+var contentKinds = map[string]bool{
+	"fact": true, "decision": true, "learning": true, "constraint": true, "blocker": true,
+	"next": true, "claim": true, "reflection": true, "commitment.open": true,
+}
+
+// HeadEvent is a head.* event as status and the refresh read it.
+type HeadEvent struct {
+	ID      string          `json:"id"`
+	TS      string          `json:"ts"`
+	Kind    string          `json:"kind"`
+	Agent   string          `json:"agent"`
+	Session string          `json:"session,omitempty"`
+	Head    string          `json:"head"`
+	Text    string          `json:"text"`
+	Data    json.RawMessage `json:"data,omitempty"`
+	seq     int
+}
+
+// HeadState is the bookkeeping of one head: its last render and what is
+// still pending for it.
+type HeadState struct {
+	Head         string      `json:"head"`
+	Thread       string      `json:"thread,omitempty"`
+	LastRendered *HeadEvent  `json:"last_rendered,omitempty"`
+	Deferred     []HeadEvent `json:"deferred"`  // refreshes waiting for a retry
+	Conflicts    []HeadEvent `json:"conflicts"` // conflicts not resolved
+}
+
+func (h *HeadState) blob() string {
+	if h == nil || h.LastRendered == nil {
+		return ""
+	}
+	var d struct {
+		Blob string `json:"blob"`
+	}
+	_ = json.Unmarshal(h.LastRendered.Data, &d)
+	return d.Blob
+}
+
+// headView is the ledger as the heads see it.
+type headView struct {
+	input      render.Input
+	heads      map[string]*HeadState
+	threads    []string       // every thread key seen in the ledger, first appearance first
+	threadLast map[string]int // row index of each thread's newest content row
+	lastMemory int            // row index of the newest row MEMORY.md depends on
+	sessionOf  map[string]map[string]bool
+}
+
+func headOf(data json.RawMessage) string {
+	var d struct {
+		Head string `json:"head"`
+	}
+	_ = json.Unmarshal(data, &d)
+	return d.Head
+}
+
+func buildView(st *State, cfg HeadsConfig) *headView {
+	vw := &headView{heads: map[string]*HeadState{}, threadLast: map[string]int{}, lastMemory: -1,
+		sessionOf: map[string]map[string]bool{}}
+	vw.input.Threads = cfg.Threads
+	vw.input.MemoryTokens = cfg.MemoryTokens
+	vw.input.ThreadTokens = cfg.ThreadTokens
+	seen := map[string]bool{}
+	state := func(head string) *HeadState {
+		h := vw.heads[head]
+		if h == nil {
+			h = &HeadState{Head: head, Deferred: []HeadEvent{}, Conflicts: []HeadEvent{}}
+			if strings.HasPrefix(head, "threads/") {
+				if parts := strings.Split(strings.TrimSuffix(head, ".md"), "/"); len(parts) == 3 {
+					h.Thread = parts[1] + ":" + parts[2]
+				}
+			}
+			vw.heads[head] = h
+		}
+		return h
+	}
+	for i, r := range st.Rows {
+		if r.Thread != "" && !seen[r.Thread] {
+			seen[r.Thread] = true
+			vw.threads = append(vw.threads, r.Thread)
+		}
+		kind := r.EffectiveKind()
+		switch {
+		case contentKinds[kind]:
+			if r.Thread != "" {
+				if vw.sessionOf[r.Session] == nil {
+					vw.sessionOf[r.Session] = map[string]bool{}
+				}
+				vw.sessionOf[r.Session][r.Thread] = true
+			}
+			// Any content row, current or not, changes what heads show
+			// once corrections are applied; the row's index is enough.
+			if r.Thread != "" {
+				vw.threadLast[r.Thread] = i
+			}
+			vw.lastMemory = i
+			if !r.Current() || (kind == "commitment.open" && r.ClosedBy != "") {
+				continue
+			}
+			vw.input.Items = append(vw.input.Items, render.Item{ID: r.ID, Kind: kind, Thread: r.Thread,
+				Text: r.Text, TS: r.TS, Agent: r.Agent, Session: r.Session})
+		case correctionKinds[r.Kind]:
+			// A correction changes the heads of its thread and MEMORY.md.
+			if r.Thread != "" {
+				vw.threadLast[r.Thread] = i
+			}
+			vw.lastMemory = i
+		case r.Kind == "node.created":
+			if !r.Current() || len(r.Links) == 0 {
+				continue
+			}
+			var d struct {
+				Kind string `json:"kind"`
+			}
+			_ = json.Unmarshal(r.Data, &d)
+			n := render.Node{ID: r.Links[0], Kind: d.Kind, TS: r.TS, Text: r.Text}
+			if r.Thread != "" {
+				n.Threads = []string{r.Thread}
+				vw.threadLast[r.Thread] = i
+			}
+			vw.input.Nodes = append(vw.input.Nodes, n)
+			vw.lastMemory = i
+		case strings.HasPrefix(r.Kind, "head."):
+			head := headOf(r.Data)
+			if head == "" {
+				continue
+			}
+			h := state(head)
+			he := HeadEvent{ID: r.ID, TS: r.TS, Kind: r.Kind, Agent: r.Agent, Session: r.Session,
+				Head: head, Text: r.Text, Data: r.Data, seq: i}
+			switch r.Kind {
+			case KindHeadRendered:
+				h.LastRendered = &he
+				h.Deferred = h.Deferred[:0]
+				var d struct {
+					Conflicts int `json:"conflicts"`
+				}
+				_ = json.Unmarshal(r.Data, &d)
+				if d.Conflicts == 0 {
+					h.Conflicts = h.Conflicts[:0]
+				}
+			case KindHeadDeferred:
+				h.Deferred = append(h.Deferred, he)
+			case KindHeadConflict:
+				h.Conflicts = append(h.Conflicts, he)
+			case KindHeadResolved:
+				h.Conflicts = h.Conflicts[:0]
+			}
+		}
+	}
+	return vw
+}
+
+// stale reports whether a head's rows changed since its last render.
+func (vw *headView) stale(head, thread string) bool {
+	h := vw.heads[head]
+	last := -1
+	if h != nil && h.LastRendered != nil {
+		last = h.LastRendered.seq
+	}
+	if thread == "" {
+		return vw.lastMemory > last
+	}
+	i, ok := vw.threadLast[thread]
+	return ok && i > last
+}
+
+// hasThread reports whether key is a thread of the vault: seen in the
+// ledger or declared in memvault.toml.
+func (vw *headView) hasThread(key string) bool {
+	if _, ok := vw.threadLast[key]; ok {
+		return true
+	}
+	for _, t := range vw.threads {
+		if t == key {
+			return true
+		}
+	}
+	for _, t := range vw.input.Threads {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// HeadStates lists the bookkeeping of every head that has any, sorted by
+// path: for status and `memvault threads`.
+func (st *State) HeadStates() []HeadState {
+	vw := buildView(st, HeadsConfig{})
+	out := make([]HeadState, 0, len(vw.heads))
+	for _, h := range vw.heads {
+		out = append(out, *h)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Head < out[j].Head })
+	return out
+}
+
+// headTarget is one head a refresh works on.
+type headTarget struct {
+	rel    RelPath
+	thread string // "" for MEMORY.md
+}
+
+func memoryTarget() headTarget { return headTarget{rel: mustRel(MemoryHead)} }
+
+func threadTarget(t Thread) headTarget { return headTarget{rel: t.HeadPath(), thread: t.String()} }
+
+func targetOf(head string) (headTarget, bool) {
+	if head == MemoryHead {
+		return memoryTarget(), true
+	}
+	rest, ok := strings.CutPrefix(head, "threads/")
+	if !ok {
+		return headTarget{}, false
+	}
+	kind, slug, ok := strings.Cut(strings.TrimSuffix(rest, ".md"), "/")
+	if !ok || !strings.HasSuffix(rest, ".md") {
+		return headTarget{}, false
+	}
+	t, err := ParseThread(kind + ":" + slug)
+	if err != nil {
+		return headTarget{}, false
+	}
+	return threadTarget(t), true
+}
+
+// renderHead renders one head from the view.
+func renderHead(vw *headView, t headTarget) (*render.Doc, error) {
+	var doc *render.Doc
+	var err error
+	if t.thread == "" {
+		doc, err = render.Memory(vw.input)
+	} else {
+		doc, err = render.Thread(vw.input, t.thread)
+	}
+	var be *render.BudgetError
+	if errors.As(err, &be) {
+		key := "memory_tokens"
+		if t.thread != "" {
+			key = "thread_tokens"
+		}
+		e := newErr(ErrInvalid, "render: %v", err)
+		return nil, e.withHint("raise [budgets] %s in memvault.toml to at least %d", key, be.Need)
+	}
+	return doc, err
+}
+
+// RefreshOptions say which heads a refresh renders and on whose behalf.
+type RefreshOptions struct {
+	TxOptions
+	// Trigger is recorded in head.rendered: session-end, compaction,
+	// render, edit, retry.
+	Trigger string
+	// Memory selects MEMORY.md.
+	Memory bool
+	// Threads selects thread heads by key.
+	Threads []Thread
+	// AllThreads selects every thread head.
+	AllThreads bool
+	// Affected selects the thread heads whose rows changed since their last
+	// render; with Session set, only the threads that session wrote to.
+	Affected bool
+	// Held are leases the caller already holds (memvault edit renders a
+	// missing head under its own lease).
+	Held map[string]*HeadLease
+	// Explain lists every row the budget left out in the reports.
+	Explain bool
+}
+
+// HeadOutcome is what a refresh did to one head.
+type HeadOutcome struct {
+	Head string `json:"head"`
+	// Status is one of: rendered (the file is the render), merged (hand
+	// edits kept, the render merged around them), unchanged, recreated (the
+	// file was missing), conflict (some sections kept the person's text;
+	// see head.conflict), deferred (a live lease held by someone else).
+	Status    string         `json:"status"`
+	Holder    *HeadLease     `json:"holder,omitempty"`
+	Sections  []string       `json:"conflict_sections,omitempty"`
+	Retried   []string       `json:"retried,omitempty"` // head.deferred events this render settled
+	Takeover  *Takeover      `json:"takeover,omitempty"`
+	Report    *render.Report `json:"report,omitempty"`
+	HandEdits bool           `json:"hand_edits_committed,omitempty"`
+}
+
+// RefreshReport is the outcome of a refresh.
+type RefreshReport struct {
+	Commit   string        `json:"commit,omitempty"`
+	Heads    []HeadOutcome `json:"heads"`
+	Warnings []string      `json:"warnings,omitempty"`
+}
+
+// Test hooks: called after the leases are taken, and after a merge before
+// the file is checked for edits made while merging.
+var (
+	testHookLeased func(heads []string)
+	testHookMerged func(head string)
+)
+
+// Refresh renders the selected heads, merges them with hand edits and
+// commits the result. Heads with a pending deferred refresh are always
+// included: that is how a busy head gets its retry. A head whose lease is
+// held by someone else is not touched; a head.deferred event records it.
+func (v *Vault) Refresh(opts RefreshOptions) (*RefreshReport, error) {
+	if opts.Agent == "" {
+		opts.Agent = v.Config.Agent
+	}
+	if opts.Command == "" {
+		opts.Command = "refresh"
+	}
+	cfg, err := v.HeadsConfig()
+	if err != nil {
+		return nil, err
+	}
+	st, _, err := v.foldedState()
+	if err != nil {
+		return nil, err
+	}
+	vw := buildView(st, cfg)
+	targets, err := v.selectHeads(vw, opts)
+	if err != nil {
+		return nil, err
+	}
+	rep := &RefreshReport{Heads: []HeadOutcome{}}
+	if len(targets) == 0 {
+		return rep, nil
+	}
+
+	owner := LeaseOwner{Agent: opts.Agent, Session: opts.Session, Command: opts.Command}
+	leases := map[string]*HeadLease{}
+	busy := map[string]*HeadLease{}
+	took := map[string]*Takeover{}
+	defer func() {
+		for head, l := range leases {
+			if opts.Held[head] == nil {
+				_ = v.ReleaseHeadLease(l)
+			}
+		}
+	}()
+	var names []string
+	for _, t := range targets {
+		head := t.rel.String()
+		names = append(names, head)
+		if l := opts.Held[head]; l != nil {
+			leases[head] = l
+			continue
+		}
+		mine, holder, tk, err := v.AcquireHeadLease(t.rel, owner, cfg.Lease)
+		if err != nil {
+			return nil, err
+		}
+		if holder != nil {
+			busy[head] = holder
+			continue
+		}
+		leases[head] = mine
+		if tk != nil {
+			took[head] = tk
+		}
+	}
+	if testHookLeased != nil {
+		testHookLeased(names)
+	}
+
+	// Hand edits that nobody committed are committed first, on their own,
+	// so that history shows the person's edit and the refresh separately.
+	var dirty []headTarget
+	for _, t := range targets {
+		if leases[t.rel.String()] == nil {
+			continue
+		}
+		if changed, err := v.uncommitted(t.rel); err != nil {
+			return nil, err
+		} else if changed {
+			dirty = append(dirty, t)
+		}
+	}
+	handEdits := map[string]bool{}
+	if len(dirty) > 0 {
+		_, err := v.Update(opts.TxOptions, func(tx *Tx) error {
+			var paths []string
+			for _, t := range dirty {
+				data, err := os.ReadFile(v.abs(t.rel))
+				if err != nil {
+					return ioErr("read "+t.rel.String(), err)
+				}
+				tx.WriteFile(t.rel, data)
+				d, _ := json.Marshal(map[string]string{"head": t.rel.String(), "blob": blobHash(data), "via": "refresh"})
+				tx.Append(&Event{Kind: KindHeadEdited, Thread: t.thread, Text: "hand edit of " + t.rel.String(), Data: d, Source: "refresh"})
+				paths = append(paths, t.rel.String())
+				handEdits[t.rel.String()] = true
+			}
+			tx.Subject("head.edited: hand edit of " + strings.Join(paths, ", "))
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	res, err := v.Update(opts.TxOptions, func(tx *Tx) error {
+		rep.Heads = rep.Heads[:0]
+		st, _, err := v.foldedState()
+		if err != nil {
+			return err
+		}
+		vw := buildView(st, cfg)
+		vw.input.Explain = opts.Explain
+		var subject []string
+		for _, t := range targets {
+			head := t.rel.String()
+			if holder := busy[head]; holder != nil {
+				out := HeadOutcome{Head: head, Status: "deferred", Holder: holder}
+				rep.Heads = append(rep.Heads, out)
+				if pendingBy(vw.heads[head], holder.Token) {
+					continue // already recorded; one event per holder is enough
+				}
+				d, _ := json.Marshal(map[string]any{"head": head, "trigger": opts.Trigger, "holder": holder})
+				tx.Append(&Event{Kind: KindHeadDeferred, Thread: t.thread, Source: "refresh", Data: d,
+					Text: head + ": lease held by " + holder.String()})
+				subject = append(subject, head+" deferred")
+				continue
+			}
+			if tk := took[head]; tk != nil {
+				d, _ := json.Marshal(tk)
+				tx.Append(&Event{Kind: KindHeadTakeover, Thread: t.thread, Source: "refresh", Data: d,
+					Text: head + ": lease taken over: " + tk.Reason})
+			}
+			out, err := v.refreshOne(tx, vw, t, opts.Trigger)
+			if err != nil {
+				return err
+			}
+			out.Takeover = took[head]
+			out.HandEdits = handEdits[head]
+			rep.Heads = append(rep.Heads, *out)
+			if out.Status != "unchanged" {
+				subject = append(subject, head+" "+out.Status)
+			}
+		}
+		if len(subject) > 0 {
+			tx.Subject("refresh: " + strings.Join(subject, ", "))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep.Commit = res.Commit
+	rep.Warnings = res.Warnings
+	return rep, nil
+}
+
+func pendingBy(h *HeadState, token string) bool {
+	if h == nil {
+		return false
+	}
+	for _, d := range h.Deferred {
+		var data struct {
+			Holder struct {
+				Token string `json:"token"`
+			} `json:"holder"`
+		}
+		_ = json.Unmarshal(d.Data, &data)
+		if data.Holder.Token == token {
+			return true
+		}
+	}
+	return false
+}
+
+// RunDeferred retries every head whose refresh was deferred. It is what a
+// hook event of any session calls; when nothing is pending it returns at
+// once, without taking the vault lock.
+func (v *Vault) RunDeferred(opts TxOptions) (*RefreshReport, error) {
+	return v.Refresh(RefreshOptions{TxOptions: opts, Trigger: "retry"})
+}
+
+// selectHeads turns the options into targets, pending retries included.
+func (v *Vault) selectHeads(vw *headView, opts RefreshOptions) ([]headTarget, error) {
+	var out []headTarget
+	have := map[string]bool{}
+	add := func(t headTarget) {
+		if !have[t.rel.String()] {
+			have[t.rel.String()] = true
+			out = append(out, t)
+		}
+	}
+	if opts.Memory {
+		add(memoryTarget())
+	}
+	for _, t := range opts.Threads {
+		if !vw.hasThread(t.String()) {
+			e := newErr(ErrNotFound, "thread %s: no such thread", t)
+			return nil, e.withHint("list threads with: memvault threads")
+		}
+		add(threadTarget(t))
+	}
+	keys := append([]string(nil), vw.threads...)
+	for _, t := range vw.input.Threads {
+		keys = append(keys, t.Key)
+	}
+	for _, k := range keys {
+		t, err := ParseThread(k)
+		if err != nil {
+			continue
+		}
+		tt := threadTarget(t)
+		switch {
+		case opts.AllThreads:
+			add(tt)
+		case opts.Affected:
+			if opts.Session != "" && !vw.sessionOf[opts.Session][k] {
+				// Not this session's thread, unless its file went missing.
+				if h := vw.heads[tt.rel.String()]; h != nil && h.LastRendered != nil && !v.exists(tt.rel) {
+					add(tt)
+				}
+				continue
+			}
+			h := vw.heads[tt.rel.String()]
+			if vw.stale(tt.rel.String(), k) || (h != nil && h.LastRendered != nil && !v.exists(tt.rel)) {
+				add(tt)
+			}
+		}
+	}
+	// Retries: every head with a deferred refresh pending.
+	var pending []string
+	for head, h := range vw.heads {
+		if len(h.Deferred) > 0 {
+			pending = append(pending, head)
+		}
+	}
+	sort.Strings(pending)
+	for _, head := range pending {
+		if t, ok := targetOf(head); ok {
+			add(t)
+		}
+	}
+	return out, nil
+}
+
+func (v *Vault) exists(rel RelPath) bool {
+	_, err := os.Stat(v.abs(rel))
+	return err == nil
+}
+
+// refreshOne renders one head, merges it with the file, and queues the
+// write and the events.
+func (v *Vault) refreshOne(tx *Tx, vw *headView, t headTarget, trigger string) (*HeadOutcome, error) {
+	head := t.rel.String()
+	doc, err := renderHead(vw, t)
+	if err != nil {
+		return nil, err
+	}
+	theirs := doc.Bytes
+	theirsBlob := blobHash(theirs)
+	hs := vw.heads[head]
+	baseBlob := hs.blob()
+	out := &HeadOutcome{Head: head, Report: &doc.Report}
+	renderedRel := mustRel(renderedDir, head)
+	var pending []string
+	if hs != nil {
+		for _, d := range hs.Deferred {
+			pending = append(pending, d.ID)
+		}
+	}
+
+	var result, ours []byte
+	var conflicts []merge.SectionConflict
+	var wholeFile string
+	exists := false
+	for attempt := 0; ; attempt++ {
+		wholeFile = ""
+		conflicts = nil
+		data, err := os.ReadFile(v.abs(t.rel))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			exists, ours = false, nil
+		case err != nil:
+			return nil, ioErr("read "+head, err)
+		default:
+			exists, ours = true, data
+		}
+		if exists && theirsBlob == baseBlob && len(pending) == 0 && v.exists(renderedRel) {
+			out.Status = "unchanged"
+			return out, nil
+		}
+		switch {
+		case !exists:
+			result = theirs
+			out.Status = "rendered"
+			if baseBlob != "" {
+				out.Status = "recreated"
+			}
+		case hasConflictMarkers(ours):
+			result = ours
+			wholeFile = "the file holds conflict markers; it was left as it is"
+		default:
+			base := v.baseOf(baseBlob, renderedRel)
+			m, err := merge.Markdown(base, ours, theirs, merge.MarkdownOptions{Options: merge.Options{
+				OursLabel: "your edit", BaseLabel: "last render", TheirsLabel: "new render"}})
+			if err != nil {
+				return nil, fmt.Errorf("merge %s: %w", head, err)
+			}
+			result, conflicts = m.Merged, m.Sections
+		}
+		if testHookMerged != nil {
+			testHookMerged(head)
+		}
+		// A person may have saved the file while it was being merged: if
+		// it changed, merge again with what they saved.
+		again, _ := os.ReadFile(v.abs(t.rel))
+		if !exists || bytes.Equal(again, ours) || attempt >= 5 {
+			break
+		}
+	}
+	if out.Status == "" {
+		switch {
+		case wholeFile != "" || len(conflicts) > 0:
+			out.Status = "conflict"
+		case bytes.Equal(result, theirs):
+			out.Status = "rendered"
+		default:
+			out.Status = "merged"
+		}
+	}
+	if !exists || !bytes.Equal(result, ours) {
+		tx.WriteFile(t.rel, result)
+	}
+	if theirsBlob != baseBlob || !v.exists(renderedRel) {
+		tx.WriteFile(renderedRel, theirs)
+	}
+	nConflicts := len(conflicts)
+	if wholeFile != "" {
+		nConflicts = 1
+	}
+	d, _ := json.Marshal(map[string]any{"head": head, "blob": theirsBlob, "file": blobHash(result),
+		"trigger": trigger, "tokens": doc.Report.Tokens, "conflicts": nConflicts})
+	text := head + ": " + out.Status
+	if len(pending) > 0 {
+		text += fmt.Sprintf(" (retry of %d deferred)", len(pending))
+		out.Retried = pending
+	}
+	links := pending
+	if nConflicts == 0 && hs != nil {
+		for _, c := range hs.Conflicts {
+			links = append(links, c.ID)
+		}
+	}
+	tx.Append(&Event{Kind: KindHeadRendered, Thread: t.thread, Text: text, Data: d, Links: links, Source: "refresh"})
+	if nConflicts > 0 {
+		type sec struct {
+			Heading string `json:"heading"`
+			Kind    string `json:"kind"`
+			Whole   bool   `json:"whole_file,omitempty"`
+			Theirs  string `json:"theirs"`
+		}
+		var secs []sec
+		var names []string
+		if wholeFile != "" {
+			secs = append(secs, sec{Kind: wholeFile, Whole: true, Theirs: string(theirs)})
+			names = append(names, "(whole file)")
+		}
+		for _, c := range conflicts {
+			secs = append(secs, sec{Heading: c.Heading, Kind: c.Kind.String(), Theirs: string(c.Theirs)})
+			names = append(names, c.Heading)
+		}
+		out.Sections = names
+		cd, _ := json.Marshal(map[string]any{"head": head, "rendered": theirsBlob, "base": baseBlob, "sections": secs})
+		tx.Append(&Event{Kind: KindHeadConflict, Thread: t.thread, Source: "refresh", Data: cd,
+			Text: fmt.Sprintf("%s: your text kept in %s; the render's version is in this event", head, strings.Join(names, "; "))})
+	}
+	return out, nil
+}
+
+// hasConflictMarkers reports lines that look like leftover conflict
+// markers: merging around them would bury them deeper.
+func hasConflictMarkers(b []byte) bool {
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if bytes.HasPrefix(l, []byte("<<<<<<< ")) || bytes.HasPrefix(l, []byte(">>>>>>> ")) ||
+			bytes.Equal(bytes.TrimRight(l, "\r"), []byte("<<<<<<<")) || bytes.Equal(bytes.TrimRight(l, "\r"), []byte(">>>>>>>")) {
+			return true
+		}
+	}
+	return false
+}
+
+func blobHash(data []byte) string { return plumbing.ComputeHash(plumbing.BlobObject, data).String() }
+
+// baseOf reads the last render back: from git's object store by the hash
+// head.rendered recorded, else from .rendered/ when its content has that
+// hash. nil means no base: every hand-made section then counts as an edit.
+func (v *Vault) baseOf(blob string, rendered RelPath) []byte {
+	if blob == "" {
+		return nil
+	}
+	if data, ok := v.readBlob(blob); ok {
+		return data
+	}
+	if data, err := os.ReadFile(v.abs(rendered)); err == nil && blobHash(data) == blob {
+		return data
+	}
+	return nil
+}
+
+func (v *Vault) readBlob(hash string) ([]byte, bool) {
+	if len(hash) != 40 {
+		return nil, false
+	}
+	obj, err := v.repo.st.EncodedObject(plumbing.BlobObject, plumbing.NewHash(hash))
+	if err != nil {
+		return nil, false
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return nil, false
+	}
+	defer rd.Close()
+	data, err := io.ReadAll(rd)
+	return data, err == nil
+}
+
+// uncommitted reports whether the file on disk differs from the version at
+// the branch's head commit: a hand edit nobody committed. A missing file is
+// not an edit (the refresh renders it again).
+func (v *Vault) uncommitted(rel RelPath) (bool, error) {
+	data, err := os.ReadFile(v.abs(rel))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, ioErr("read "+rel.String(), err)
+	}
+	committed, ok, err := v.committedBlob("", rel.String())
+	if err != nil {
+		return false, err
+	}
+	return !ok || committed != blobHash(data), nil
+}
+
+// committedBlob returns the blob hash of p at commit rev ("" = HEAD).
+func (v *Vault) committedBlob(rev, p string) (string, bool, error) {
+	tree, err := v.treeAt(rev)
+	if err != nil || tree == nil {
+		return "", false, err
+	}
+	e, err := tree.FindEntry(p)
+	if err != nil {
+		return "", false, nil
+	}
+	return e.Hash.String(), true, nil
+}
+
+// treeAt returns the tree of commit rev ("" = HEAD; nil before the first
+// commit); see resolveRev for the forms rev may take.
+func (v *Vault) treeAt(rev string) (*object.Tree, error) {
+	var h plumbing.Hash
+	if rev == "" {
+		_, head, err := v.repo.head()
+		if err != nil || head.IsZero() {
+			return nil, err
+		}
+		h = head
+	} else {
+		var err error
+		if h, err = v.resolveRev(rev); err != nil {
+			return nil, err
+		}
+	}
+	c, err := object.GetCommit(v.repo.st, h)
+	if err != nil {
+		return nil, &Error{Class: ErrCorrupt, Msg: "git: read commit " + h.String() + ": " + err.Error(), Err: err}
+	}
+	t, err := c.Tree()
+	if err != nil {
+		return nil, &Error{Class: ErrCorrupt, Msg: "git: read tree of " + h.String() + ": " + err.Error(), Err: err}
+	}
+	return t, nil
+}
+
+// RenderOptions select heads for a dry render.
+type RenderOptions struct {
+	Memory     bool
+	Threads    []Thread
+	AllThreads bool
+	// At renders the vault as it was at this commit: its ledger and its
+	// memvault.toml, read from git.
+	At string
+	// Explain lists every row the budget left out in the reports.
+	Explain bool
+}
+
+// RenderHeads renders the selected heads without writing anything.
+func (v *Vault) RenderHeads(opts RenderOptions) ([]*render.Doc, error) {
+	var st *State
+	var cfg HeadsConfig
+	var err error
+	if opts.At != "" {
+		st, cfg, err = v.stateAt(opts.At)
+	} else {
+		if cfg, err = v.HeadsConfig(); err == nil {
+			st, _, err = v.foldedState()
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	vw := buildView(st, cfg)
+	vw.input.Explain = opts.Explain
+	var targets []headTarget
+	if opts.Memory {
+		targets = append(targets, memoryTarget())
+	}
+	for _, t := range opts.Threads {
+		if !vw.hasThread(t.String()) {
+			e := newErr(ErrNotFound, "thread %s: no such thread", t)
+			if opts.At != "" {
+				e.Msg += " at " + opts.At
+			}
+			return nil, e.withHint("list threads with: memvault threads")
+		}
+		targets = append(targets, threadTarget(t))
+	}
+	if opts.AllThreads {
+		keys := append([]string(nil), vw.threads...)
+		for _, t := range cfg.Threads {
+			keys = append(keys, t.Key)
+		}
+		seen := map[string]bool{}
+		for _, k := range keys {
+			if t, err := ParseThread(k); err == nil && !seen[k] {
+				seen[k] = true
+				targets = append(targets, threadTarget(t))
+			}
+		}
+	}
+	var docs []*render.Doc
+	for _, t := range targets {
+		d, err := renderHead(vw, t)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d)
+	}
+	return docs, nil
+}
+
+// stateAt folds the ledger and reads memvault.toml as they were at rev.
+func (v *Vault) stateAt(rev string) (*State, HeadsConfig, error) {
+	tree, err := v.treeAt(rev)
+	if err != nil {
+		return nil, HeadsConfig{}, err
+	}
+	if tree == nil {
+		return nil, HeadsConfig{}, newErr(ErrNotFound, "commit %q: the vault has no commits", rev)
+	}
+	var cfgData []byte
+	if f, err := tree.File(configFile); err == nil {
+		s, err := f.Contents()
+		if err != nil {
+			return nil, HeadsConfig{}, &Error{Class: ErrCorrupt, Msg: "git: read " + configFile + " at " + rev + ": " + err.Error(), Err: err}
+		}
+		cfgData = []byte(s)
+	}
+	cfg, err := parseHeadsConfig(cfgData)
+	if err != nil {
+		return nil, HeadsConfig{}, err
+	}
+	type segData struct {
+		seg  segment
+		data []byte
+	}
+	var segs []segData
+	if lt, err := tree.Tree("ledger"); err == nil {
+		err := lt.Files().ForEach(func(f *object.File) error {
+			parts := strings.Split(f.Name, "/")
+			if len(parts) != 3 {
+				return nil
+			}
+			s, ok := segmentFromPath(path.Join("ledger", f.Name))
+			if !ok {
+				return nil
+			}
+			c, err := f.Contents()
+			if err != nil {
+				return err
+			}
+			segs = append(segs, segData{s, []byte(c)})
+			return nil
+		})
+		if err != nil {
+			return nil, HeadsConfig{}, &Error{Class: ErrCorrupt, Msg: "git: read ledger at " + rev + ": " + err.Error(), Err: err}
+		}
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].seg.less(segs[j].seg) })
+	st := &State{byID: map[string]*Row{}}
+	tip := ""
+	for _, s := range segs {
+		tip = foldLines(st, s.data, tip)
+	}
+	return st, cfg, nil
+}
+
+// Heads returns the view the commands print: the configuration, the
+// bookkeeping of every head, and the rows of every thread.
+func (v *Vault) Heads() (*HeadsInfo, error) {
+	cfg, err := v.HeadsConfig()
+	if err != nil {
+		return nil, err
+	}
+	st, _, err := v.foldedState()
+	if err != nil {
+		return nil, err
+	}
+	vw := buildView(st, cfg)
+	info := &HeadsInfo{Config: cfg, Threads: []ThreadInfo{}}
+	keys := append([]string(nil), vw.threads...)
+	for _, t := range cfg.Threads {
+		keys = append(keys, t.Key)
+	}
+	seen := map[string]bool{}
+	open := map[string]int{}
+	blockers := map[string]int{}
+	rows := map[string]int{}
+	lastTS := map[string]string{}
+	for _, it := range vw.input.Items {
+		rows[it.Thread]++
+		lastTS[it.Thread] = it.TS
+		switch it.Kind {
+		case "commitment.open":
+			open[it.Thread]++
+		case "blocker":
+			blockers[it.Thread]++
+		}
+	}
+	for _, k := range keys {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		th, err := ParseThread(k)
+		if err != nil {
+			continue
+		}
+		ti := ThreadInfo{Key: k, Head: th.HeadPath().String(), Rows: rows[k], Open: open[k], Blockers: blockers[k], LastActivity: lastTS[k], Aliases: []string{}}
+		for _, t := range cfg.Threads {
+			if t.Key == k {
+				ti.Aliases = t.Aliases
+			}
+		}
+		h := vw.heads[ti.Head]
+		switch {
+		case h != nil && len(h.Conflicts) > 0:
+			ti.HeadState = "conflict"
+		case h != nil && len(h.Deferred) > 0:
+			ti.HeadState = "deferred"
+		case h == nil || h.LastRendered == nil:
+			ti.HeadState = "not rendered"
+		case !v.exists(th.HeadPath()):
+			ti.HeadState = "missing"
+		case vw.stale(ti.Head, k):
+			ti.HeadState = "stale"
+		default:
+			ti.HeadState = "fresh"
+		}
+		info.Threads = append(info.Threads, ti)
+	}
+	sort.SliceStable(info.Threads, func(i, j int) bool { return info.Threads[i].Key < info.Threads[j].Key })
+	return info, nil
+}
+
+// HeadsInfo is what `memvault threads` lists.
+type HeadsInfo struct {
+	Config  HeadsConfig  `json:"-"`
+	Threads []ThreadInfo `json:"threads"`
+}
+
+// ThreadInfo describes one thread and its head.
+type ThreadInfo struct {
+	Key          string   `json:"key"`
+	Aliases      []string `json:"aliases"`
+	Head         string   `json:"head"`
+	HeadState    string   `json:"head_state"` // fresh, stale, not rendered, missing, deferred, conflict
+	Rows         int      `json:"rows"`       // rows that hold
+	Open         int      `json:"open_commitments"`
+	Blockers     int      `json:"blockers"`
+	LastActivity string   `json:"last_activity,omitempty"`
+}
+
+// ResolveHeadArg turns a command argument into a head path: MEMORY.md,
+// CONTINUITY.md, a thread key or alias, or a head's path.
+func (v *Vault) ResolveHeadArg(arg string, allowContinuity bool) (RelPath, string, error) {
+	switch arg {
+	case "", MemoryHead:
+		return mustRel(MemoryHead), "", nil
+	case ContinuityHead:
+		if allowContinuity {
+			return mustRel(ContinuityHead), "", nil
+		}
+	}
+	if t, ok := targetOf(arg); ok {
+		arg = t.thread
+	}
+	cfg, err := v.HeadsConfig()
+	if err != nil {
+		return RelPath{}, "", err
+	}
+	th, err := cfg.ResolveThread(arg)
+	if err != nil {
+		return RelPath{}, "", err
+	}
+	st, _, err := v.foldedState()
+	if err != nil {
+		return RelPath{}, "", err
+	}
+	if !buildView(st, cfg).hasThread(th.String()) {
+		e := newErr(ErrNotFound, "thread %s: no such thread", th)
+		return RelPath{}, "", e.withHint("list threads with: memvault threads")
+	}
+	return th.HeadPath(), th.String(), nil
+}
+
+// resolveRev finds a commit by a full hash, a hash prefix of at least four
+// characters (looked up along the branch's first-parent history), HEAD,
+// HEAD~N, or a branch name.
+func (v *Vault) resolveRev(rev string) (plumbing.Hash, error) {
+	notFound := func() error {
+		e := newErr(ErrNotFound, "commit %q: not found in the vault", rev)
+		return e.withHint("name a commit from memvault log: a hash, HEAD or HEAD~N")
+	}
+	base, n := rev, 0
+	if b, k, ok := strings.Cut(rev, "~"); ok {
+		base = b
+		if k == "" {
+			n = 1
+		} else if _, err := fmt.Sscanf(k, "%d", &n); err != nil || n < 0 || fmt.Sprint(n) != k {
+			return plumbing.ZeroHash, notFound()
+		}
+	}
+	var h plumbing.Hash
+	switch {
+	case base == "HEAD" || base == "@":
+		_, head, err := v.repo.head()
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		h = head
+	case len(base) == 40 && isHex(base):
+		h = plumbing.NewHash(base)
+	default:
+		if ref, err := v.repo.refValue(plumbing.NewBranchReferenceName(base)); err == nil && !ref.IsZero() {
+			h = ref
+			break
+		}
+		if len(base) < 4 || !isHex(base) {
+			return plumbing.ZeroHash, notFound()
+		}
+		var found []plumbing.Hash
+		err := v.repo.log(func(ci CommitInfo) bool {
+			if strings.HasPrefix(ci.Hash, strings.ToLower(base)) {
+				found = append(found, plumbing.NewHash(ci.Hash))
+			}
+			return len(found) < 2
+		})
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if len(found) > 1 {
+			return plumbing.ZeroHash, newErr(ErrInvalid, "commit %q: ambiguous, give more characters", rev)
+		}
+		if len(found) == 0 {
+			return plumbing.ZeroHash, notFound()
+		}
+		h = found[0]
+	}
+	for ; n > 0; n-- {
+		c, err := object.GetCommit(v.repo.st, h)
+		if err != nil || len(c.ParentHashes) == 0 {
+			return plumbing.ZeroHash, notFound()
+		}
+		h = c.ParentHashes[0]
+	}
+	if h.IsZero() {
+		return plumbing.ZeroHash, notFound()
+	}
+	if _, err := object.GetCommit(v.repo.st, h); err != nil {
+		return plumbing.ZeroHash, notFound()
+	}
+	return h, nil
+}
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,158 @@
+package vault
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/memvault/memvault/render"
+)
+
+// HeadsConfig is the part of memvault.toml the heads read: budgets, the
+// lease time, and the threads declared with their aliases.
+//
+//	[budgets]
+//	memory_tokens = 1000
+//	thread_tokens = 2000
+//
+//	[heads]
+//	lease = "2m"
+//
+//	[threads."project:shop"]
+//	aliases = ["shop", "storefront"]
+//
+// It is read separately from Config so that rendering at a past commit
+// (render --at) can read the memvault.toml of that commit.
+type HeadsConfig struct {
+	MemoryTokens int
+	ThreadTokens int
+	Lease        time.Duration
+	Threads      []render.ThreadMeta // sorted by key
+}
+
+// Defaults of the heads configuration.
+const (
+	DefaultMemoryTokens = 1000
+	DefaultThreadTokens = 2000
+	DefaultHeadLease    = 2 * time.Minute
+	maxAliasLen         = 64
+)
+
+type headsConfigFile struct {
+	Budgets struct {
+		MemoryTokens int `toml:"memory_tokens"`
+		ThreadTokens int `toml:"thread_tokens"`
+	} `toml:"budgets"`
+	Heads struct {
+		Lease string `toml:"lease"`
+	} `toml:"heads"`
+	Threads map[string]struct {
+		Aliases []string `toml:"aliases"`
+	} `toml:"threads"`
+}
+
+// HeadsConfig reads the heads configuration from memvault.toml.
+func (v *Vault) HeadsConfig() (HeadsConfig, error) {
+	data, err := os.ReadFile(filepath.Join(v.Root, configFile))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return HeadsConfig{}, ioErr("read "+configFile, err)
+	}
+	return parseHeadsConfig(data)
+}
+
+func parseHeadsConfig(data []byte) (HeadsConfig, error) {
+	var f headsConfigFile
+	if _, err := toml.Decode(string(data), &f); err != nil {
+		return HeadsConfig{}, &Error{Class: ErrInvalid, Msg: configFile + ": " + strings.ReplaceAll(err.Error(), "\n", " "), Err: err,
+			Hint: "fix the file by hand; memvault init writes a fresh one if you delete it"}
+	}
+	c := HeadsConfig{MemoryTokens: f.Budgets.MemoryTokens, ThreadTokens: f.Budgets.ThreadTokens, Lease: DefaultHeadLease}
+	if c.MemoryTokens <= 0 {
+		c.MemoryTokens = DefaultMemoryTokens
+	}
+	if c.ThreadTokens <= 0 {
+		c.ThreadTokens = DefaultThreadTokens
+	}
+	if f.Heads.Lease != "" {
+		d, err := time.ParseDuration(f.Heads.Lease)
+		if err != nil || d <= 0 {
+			return HeadsConfig{}, newErr(ErrInvalid, "%s: heads.lease %q: not a positive duration like 2m", configFile, f.Heads.Lease)
+		}
+		c.Lease = d
+	}
+	owner := map[string]string{} // alias → thread
+	for key, t := range f.Threads {
+		th, err := ParseThread(key)
+		if err != nil {
+			e := newErr(ErrInvalid, "%s: [threads.%q]: not a thread key, want kind:slug", configFile, key)
+			return HeadsConfig{}, e.withHint("write the key quoted and lower case: [threads.\"project:shop\"]")
+		}
+		meta := render.ThreadMeta{Key: th.String()}
+		for _, a := range t.Aliases {
+			a = strings.ToLower(strings.Join(strings.Fields(a), " "))
+			if err := checkAlias(a); err != nil {
+				return HeadsConfig{}, newErr(ErrInvalid, "%s: [threads.%q] alias %q: %v", configFile, key, a, err)
+			}
+			if other, dup := owner[a]; dup && other != meta.Key {
+				e := newErr(ErrInvalid, "%s: alias %q is declared by both %s and %s", configFile, a, other, meta.Key)
+				return HeadsConfig{}, e.withHint("an alias must name one thread; remove it from one of them")
+			}
+			if _, err := ParseThread(a); err == nil && a != meta.Key {
+				return HeadsConfig{}, newErr(ErrInvalid, "%s: [threads.%q] alias %q: looks like another thread's key", configFile, key, a)
+			}
+			if owner[a] == "" {
+				owner[a] = meta.Key
+				meta.Aliases = append(meta.Aliases, a)
+			}
+		}
+		c.Threads = append(c.Threads, meta)
+	}
+	sort.Slice(c.Threads, func(i, j int) bool { return c.Threads[i].Key < c.Threads[j].Key })
+	return c, nil
+}
+
+func checkAlias(a string) error {
+	switch {
+	case a == "":
+		return errors.New("empty")
+	case len(a) > maxAliasLen:
+		return errors.New("longer than 64 bytes")
+	case !utf8.ValidString(a):
+		return errors.New("not valid utf-8")
+	}
+	for _, r := range a {
+		if unicode.IsControl(r) {
+			return errors.New("contains a control character")
+		}
+	}
+	return nil
+}
+
+// ResolveThread turns what a person typed into a thread key: a key itself,
+// or an alias declared in memvault.toml (compared without case).
+func (c HeadsConfig) ResolveThread(s string) (Thread, error) {
+	if th, err := ParseThread(s); err == nil {
+		return th, nil
+	}
+	want := strings.ToLower(strings.Join(strings.Fields(s), " "))
+	for _, t := range c.Threads {
+		for _, a := range t.Aliases {
+			if a == want {
+				return ParseThread(t.Key)
+			}
+		}
+	}
+	_, err := ParseThread(s)
+	if e := (*Error)(nil); errors.As(err, &e) {
+		e.Hint = "a thread key is lower case, like project:shop, or an alias declared in memvault.toml; list them with memvault threads"
+	}
+	return Thread{}, err
+}

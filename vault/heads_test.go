@@ -1,0 +1,321 @@
+package vault
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func rememberIn(t *testing.T, v *Vault, kind, thread, session, text string) {
+	t.Helper()
+	_, err := v.Update(TxOptions{Session: session}, func(tx *Tx) error {
+		_, err := tx.Remember(Input{Kind: kind, Thread: thread, Text: text})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("remember %q: %v", text, err)
+	}
+}
+
+func refresh(t *testing.T, v *Vault, session string) *RefreshReport {
+	t.Helper()
+	rep, err := v.Refresh(RefreshOptions{TxOptions: TxOptions{Session: session}, Trigger: "session-end", Memory: true, Affected: true})
+	if err != nil {
+		t.Fatalf("refresh: %v", err)
+	}
+	return rep
+}
+
+func status(rep *RefreshReport, head string) string {
+	for _, h := range rep.Heads {
+		if h.Head == head {
+			return h.Status
+		}
+	}
+	return ""
+}
+
+func readHead(t *testing.T, v *Vault, head string) string {
+	t.Helper()
+	data, err := os.ReadFile(v.abs(mustRel(head)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// A person saves MEMORY.md while a refresh is merging: the refresh merges
+// again with what they saved, so their edit survives and the refresh lands.
+func TestEditDuringRefreshSurvives(t *testing.T) {
+	v := newVault(t)
+	rememberIn(t, v, "decision", "project:shop", "s1", "use WAL")
+	refresh(t, v, "s1")
+	rememberIn(t, v, "next", "project:shop", "s2", "write the tests")
+
+	testHookMerged = func(head string) {
+		if head != MemoryHead {
+			return
+		}
+		testHookMerged = nil
+		p := v.abs(mustRel(MemoryHead))
+		data, _ := os.ReadFile(p)
+		data = bytes.Replace(data, []byte("## Blockers\n\n- none\n"), []byte("## Blockers\n\n- none\n- saved by a person mid-refresh\n"), 1)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { testHookMerged = nil }()
+	rep := refresh(t, v, "s2")
+	if got := status(rep, MemoryHead); got != "merged" {
+		t.Fatalf("status %q, want merged", got)
+	}
+	s := readHead(t, v, MemoryHead)
+	if !strings.Contains(s, "saved by a person mid-refresh") || !strings.Contains(s, "write the tests") {
+		t.Fatalf("lost the edit or the refresh:\n%s", s)
+	}
+	// Both are in the commit the refresh made.
+	tree, err := v.treeAt("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := tree.File(MemoryHead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := f.Contents()
+	if c != s {
+		t.Fatal("the committed MEMORY.md differs from the file")
+	}
+}
+
+// Two refreshes race for MEMORY.md: one renders, the other is deferred;
+// the next refresh retries it, and nothing is lost.
+func TestTwoRefreshesRace(t *testing.T) {
+	v := newVault(t)
+	rememberIn(t, v, "fact", "", "a", "first fact")
+
+	entered := make(chan struct{})
+	proceed := make(chan struct{})
+	var first32 atomic.Bool
+	testHookLeased = func(heads []string) {
+		if first32.CompareAndSwap(false, true) {
+			close(entered)
+			<-proceed
+		}
+	}
+	defer func() { testHookLeased = nil }()
+
+	var wg sync.WaitGroup
+	var first *RefreshReport
+	var firstErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		first, firstErr = v.Refresh(RefreshOptions{TxOptions: TxOptions{Session: "a"}, Trigger: "session-end", Memory: true})
+	}()
+	<-entered
+	// A holds the lease; B, another session, writes and refreshes.
+	rememberIn(t, v, "fact", "", "b", "second fact")
+	second, err := v.Refresh(RefreshOptions{TxOptions: TxOptions{Session: "b"}, Trigger: "session-end", Memory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(proceed)
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatal(firstErr)
+	}
+	if status(second, MemoryHead) != "deferred" || status(first, MemoryHead) != "rendered" {
+		t.Fatalf("first %q, second %q", status(first, MemoryHead), status(second, MemoryHead))
+	}
+	st, _, _ := v.foldedState()
+	hs := buildView(st, HeadsConfig{}).heads[MemoryHead]
+	if len(hs.Deferred) != 1 && !strings.Contains(readHead(t, v, MemoryHead), "second fact") {
+		t.Fatalf("the deferred refresh is neither pending nor covered")
+	}
+	// The next event, of any session, retries it.
+	rep, err := v.RunDeferred(TxOptions{Session: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs.Deferred) == 1 && status(rep, MemoryHead) == "" {
+		t.Fatal("RunDeferred did not retry MEMORY.md")
+	}
+	if s := readHead(t, v, MemoryHead); !strings.Contains(s, "first fact") || !strings.Contains(s, "second fact") {
+		t.Fatalf("a fact is missing:\n%s", s)
+	}
+	st, _, _ = v.foldedState()
+	if n := len(buildView(st, HeadsConfig{}).heads[MemoryHead].Deferred); n != 0 {
+		t.Fatalf("%d deferred refreshes still pending", n)
+	}
+	// Nothing pending: RunDeferred does nothing at all.
+	rep, err = v.RunDeferred(TxOptions{})
+	if err != nil || len(rep.Heads) != 0 || rep.Commit != "" {
+		t.Fatalf("idle RunDeferred: %+v, %v", rep, err)
+	}
+	mustVerify(t, v)
+}
+
+// Replay: at every commit that rendered a head, rendering the ledger of
+// that commit reproduces the committed head byte for byte.
+func TestReplayEveryCommit(t *testing.T) {
+	v := newVault(t)
+	steps := []func(){
+		func() { rememberIn(t, v, "constraint", "", "s1", "never force-push") },
+		func() { rememberIn(t, v, "decision", "project:shop", "s1", "use WAL") },
+		func() { refresh(t, v, "s1") },
+		func() { rememberIn(t, v, "blocker", "project:shop", "s2", "no keys") },
+		func() { rememberIn(t, v, "fact", "person:alice", "s2", "mornings") },
+		func() { refresh(t, v, "s2") },
+		func() { rememberIn(t, v, "next", "", "s3", "call Bob") },
+		func() { refresh(t, v, "s3") },
+	}
+	for _, s := range steps {
+		s()
+	}
+	checked := 0
+	err := v.Log(func(ci CommitInfo) bool {
+		tree, err := v.treeAt(ci.Hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, head := range []string{MemoryHead, "threads/project/shop.md", "threads/person/alice.md"} {
+			// Only the commits that rendered this head: later commits add
+			// rows the committed head does not show yet.
+			if !strings.HasPrefix(ci.Subject, "refresh: ") || !strings.Contains(ci.Subject, head+" rendered") {
+				continue
+			}
+			f, err := tree.File(".rendered/" + head)
+			if err != nil {
+				t.Fatalf("%s rendered at %s but no .rendered copy", head, ShortHash(ci.Hash))
+			}
+			want, _ := f.Contents()
+			at := RenderOptions{At: ci.Hash}
+			if head == MemoryHead {
+				at.Memory = true
+			} else {
+				th, _ := targetOf(head)
+				tt, _ := ParseThread(th.thread)
+				at.Threads = []Thread{tt}
+			}
+			docs, err := v.RenderHeads(at)
+			if err != nil {
+				t.Fatalf("render at %s: %v", ShortHash(ci.Hash), err)
+			}
+			if string(docs[0].Bytes) != want {
+				t.Errorf("%s at %s: the replay differs from the committed render", head, ShortHash(ci.Hash))
+			}
+			// No hand edits: the head file is the render.
+			if hf, err := tree.File(head); err == nil {
+				got, _ := hf.Contents()
+				if got != want {
+					t.Errorf("%s at %s: the head differs from the render without hand edits", head, ShortHash(ci.Hash))
+				}
+			}
+			checked++
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 5 {
+		t.Fatalf("checked only %d renders", checked)
+	}
+}
+
+// The derived state gives the same rows as a fold of the whole ledger,
+// cold, warm, after appends, and after corrections.
+func TestHeadStateCacheMatchesFullFold(t *testing.T) {
+	v := newVault(t)
+	check := func(when string) {
+		t.Helper()
+		st, tip, err := v.foldedState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		segs, _, _ := listSegments(v.Root)
+		full, fullTip, _, err := v.foldAll(segs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tip != fullTip {
+			t.Fatalf("%s: tip %s, want %s", when, tip, fullTip)
+		}
+		cfg := HeadsConfig{MemoryTokens: 1000, ThreadTokens: 2000}
+		a, b := buildView(st, cfg).input, buildView(full, cfg).input
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("%s: cached view differs from the full fold", when)
+		}
+	}
+	check("empty")
+	var ids []string
+	for i := 0; i < 20; i++ {
+		_, err := v.Update(TxOptions{}, func(tx *Tx) error {
+			ev, err := tx.Remember(Input{Kind: "fact", Thread: "project:x", Text: fmt.Sprintf("fact %d", i)})
+			ids = append(ids, ev.ID)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%7 == 0 {
+			check(fmt.Sprintf("after %d", i))
+		}
+	}
+	check("warm")
+	check("warm again")
+	_, err := v.Update(TxOptions{}, func(tx *Tx) error {
+		if _, err := tx.Retract(ids[3], "wrong"); err != nil {
+			return err
+		}
+		_, err := tx.Supersede(ids[4], "fact four, corrected")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("after corrections")
+	os.Remove(v.abs(mustRel(headStateFile)))
+	check("after deleting the cache")
+	os.WriteFile(v.abs(mustRel(headStateFile)), []byte("garbage"), 0o600)
+	check("after garbage in the cache")
+}
+
+func TestLeaseTakeoverAndRelease(t *testing.T) {
+	v := newVault(t)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	v.clock = func() time.Time { return now }
+	head := mustRel(MemoryHead)
+	a, holder, took, err := v.AcquireHeadLease(head, LeaseOwner{Agent: "x", Session: "a"}, time.Minute)
+	if err != nil || holder != nil || took != nil || a == nil {
+		t.Fatalf("first acquire: %v %v %v %v", a, holder, took, err)
+	}
+	_, holder, _, _ = v.AcquireHeadLease(head, LeaseOwner{Agent: "x", Session: "b"}, time.Minute)
+	if holder == nil || holder.Token != a.Token {
+		t.Fatal("a live lease was not refused")
+	}
+	now = now.Add(2 * time.Minute)
+	b, holder, took, _ := v.AcquireHeadLease(head, LeaseOwner{Agent: "x", Session: "b"}, time.Minute)
+	if b == nil || holder != nil || took == nil || !strings.Contains(took.Reason, "expired") {
+		t.Fatalf("expired lease not taken over: %v %v %v", b, holder, took)
+	}
+	// A cannot renew or release what B took.
+	if err := v.RenewHeadLease(a, time.Minute); err == nil {
+		t.Fatal("renewed a lease taken over")
+	}
+	_ = v.ReleaseHeadLease(a)
+	if _, holder, _, _ := v.AcquireHeadLease(head, LeaseOwner{Agent: "x", Session: "c"}, time.Minute); holder == nil {
+		t.Fatal("releasing a stale lease freed the new holder's")
+	}
+	_ = v.ReleaseHeadLease(b)
+	if c, _, _, _ := v.AcquireHeadLease(head, LeaseOwner{Agent: "x", Session: "c"}, time.Minute); c == nil {
+		t.Fatal("released lease not free")
+	}
+}

@@ -298,7 +298,7 @@ func initGit(root string) error {
 	if _, err := os.Stat(filepath.Join(gitDir, "HEAD")); err == nil {
 		return nil
 	}
-	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags", "info"} {
+	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags", "info", "hooks"} {
 		if err := os.MkdirAll(filepath.Join(gitDir, filepath.FromSlash(d)), dirPerm); err != nil {
 			return ioErr("init: create .git", err)
 		}

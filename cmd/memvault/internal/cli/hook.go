@@ -42,6 +42,10 @@ func runHook(c *ucli.Context) {
 		fmt.Fprintf(c.App.ErrWriter, "memvault: hook: want HARNESS EVENT\n")
 		return
 	}
+	if args[0] == "git" {
+		runGitHook(c, args[1])
+		return
+	}
 	h := hooks.Harnesses[args[0]]
 	data, err := io.ReadAll(io.LimitReader(c.App.Reader, hooks.MaxPayload+1))
 	var ev hooks.Event
@@ -91,5 +95,29 @@ func runHook(c *ucli.Context) {
 		if h.JSONOnly && ev != hooks.SessionStart && ev != hooks.PromptSubmit {
 			return // Render already printed {}
 		}
+	}
+}
+
+// runGitHook handles `memvault hook git post-commit`, run by the project
+// repository's post-commit hook. Like every hook it fails open.
+func runGitHook(c *ucli.Context, event string) {
+	wd, _ := os.Getwd()
+	root, err := vault.Find(c.String("vault"), wd)
+	if err != nil {
+		return
+	}
+	if event != "post-commit" {
+		hooks.LogTo(root, fmt.Sprintf("git %s: unknown event", event))
+		return
+	}
+	v, err := vault.Open(root)
+	if err == nil {
+		var agent string
+		if agent, err = agentOf(c, v); err == nil {
+			err = hooks.RecordCommit(v, wd, agent)
+		}
+	}
+	if err != nil {
+		hooks.LogTo(root, fmt.Sprintf("git post-commit: %v", err))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/hooks"
+	"github.com/memvault/memvault/vault"
 )
 
 var scopeFlag = &ucli.StringFlag{Name: "scope", Value: "project", Usage: "project (the repository around here) or user (your home)"}
@@ -49,12 +50,59 @@ func newInstaller(c *ucli.Context, name string) (*hooks.Installer, error) {
 	return &hooks.Installer{Harness: name, Scope: scope, Project: hooks.ProjectRoot(wd), Home: home, Bin: bin, Env: os.Getenv}, nil
 }
 
+var gitFlags = []ucli.Flag{
+	&ucli.BoolFlag{Name: "vault", Usage: "with git: the vault repository's hooks (default when --project is not given)"},
+	&ucli.BoolFlag{Name: "project", Usage: "with git: the project repository's post-commit hook"},
+}
+
+// gitHookChanges plans `memvault install git [--vault] [--project]`.
+func gitHookChanges(c *ucli.Context, verb string, remove bool) ([]hooks.Change, error) {
+	if c.NArg() != 1 {
+		return nil, usagef("%s git: takes no other arguments", verb)
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	if resolved, err := filepath.EvalSymlinks(bin); err == nil {
+		bin = resolved
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	doVault, doProject := c.Bool("vault"), c.Bool("project")
+	if !doVault && !doProject {
+		doVault = true
+	}
+	var out []hooks.Change
+	if doVault {
+		root, err := vault.Find(c.Lineage()[len(c.Lineage())-1].String("vault"), wd)
+		if err != nil {
+			return nil, err
+		}
+		cs, err := hooks.PlanGitHooks(root, hooks.VaultGitHooks(bin, root), bin, remove)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
+	}
+	if doProject {
+		cs, err := hooks.PlanGitHooks(hooks.ProjectRoot(wd), hooks.ProjectGitHooks(bin), bin, remove)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
+	}
+	return out, nil
+}
+
 func installCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "install",
-		Usage:     "wire memvault into a harness's hooks (merges, never clobbers; safe to repeat)",
-		ArgsUsage: "HARNESS",
-		Flags:     []ucli.Flag{scopeFlag, &ucli.BoolFlag{Name: "dry-run", Usage: "show what would change"}},
+		Usage:     "wire memvault into a harness's hooks, or git's (merges, never clobbers; safe to repeat)",
+		ArgsUsage: "HARNESS | git",
+		Flags:     append([]ucli.Flag{scopeFlag, &ucli.BoolFlag{Name: "dry-run", Usage: "show what would change"}}, gitFlags...),
 		Action:    func(c *ucli.Context) error { return runInstall(c, false) },
 	}
 }
@@ -62,20 +110,28 @@ func installCommand() *ucli.Command {
 func uninstallCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "uninstall",
-		Usage:     "remove memvault's hooks from a harness (others are kept)",
-		ArgsUsage: "HARNESS",
-		Flags:     []ucli.Flag{scopeFlag, &ucli.BoolFlag{Name: "dry-run", Usage: "show what would change"}},
+		Usage:     "remove memvault's hooks from a harness, or git's (others are kept)",
+		ArgsUsage: "HARNESS | git",
+		Flags:     append([]ucli.Flag{scopeFlag, &ucli.BoolFlag{Name: "dry-run", Usage: "show what would change"}}, gitFlags...),
 		Action:    func(c *ucli.Context) error { return runInstall(c, true) },
 	}
 }
 
 func runInstall(c *ucli.Context, remove bool) error {
 	verb := map[bool]string{false: "install", true: "uninstall"}[remove]
-	in, err := installer(c, verb)
-	if err != nil {
-		return err
+	var changes []hooks.Change
+	var err error
+	apply := hooks.Apply
+	name := c.Args().First()
+	if name == "git" {
+		changes, err = gitHookChanges(c, verb, remove)
+		apply = hooks.ApplyGitHooks
+	} else {
+		var in *hooks.Installer
+		if in, err = installer(c, verb); err == nil {
+			changes, err = in.Plan(remove)
+		}
 	}
-	changes, err := in.Plan(remove)
 	if err != nil {
 		return err
 	}
@@ -89,8 +145,8 @@ func runInstall(c *ucli.Context, remove bool) error {
 		}
 		return nil
 	}
-	if err := hooks.Apply(changes); err != nil {
-		return fmt.Errorf("%s %s: %w", verb, in.Harness, err)
+	if err := apply(changes); err != nil {
+		return fmt.Errorf("%s %s: %w", verb, name, err)
 	}
 	for _, ch := range changes {
 		done := map[string]string{"write": "wrote", "remove": "removed", "unchanged": "unchanged"}[ch.Action]

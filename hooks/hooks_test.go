@@ -1,0 +1,210 @@
+package hooks
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func fixture(t *testing.T, harness, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "fixtures", "hooks", harness, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// Every captured payload maps onto the runtime event its harness means.
+func TestParseRealPayloads(t *testing.T) {
+	cases := []struct {
+		harness, file string
+		want          Event
+	}{
+		{"claude-code", "SessionStart-startup.json", SessionStart},
+		{"claude-code", "SessionStart-compact.json", SessionStart},
+		{"claude-code", "UserPromptSubmit.json", PromptSubmit},
+		{"claude-code", "Stop.json", Stop},
+		{"claude-code", "PreCompact-manual.json", PreCompaction},
+		{"claude-code", "PostCompact-auto.json", CompactionComplete},
+		{"claude-code", "SessionEnd-other.json", SessionEnd},
+		{"codex", "SessionStart-compact.json", SessionStart},
+		{"codex", "UserPromptSubmit.json", PromptSubmit},
+		{"codex", "PostCompact-auto.json", CompactionComplete},
+		{"gemini", "BeforeAgent.json", PromptSubmit},
+		{"gemini", "AfterAgent.json", Stop},
+		{"gemini", "PreCompress-auto.json", PreCompaction},
+		{"gemini", "SessionEnd-exit.json", SessionEnd},
+	}
+	for _, c := range cases {
+		ev, p, err := Parse(Harnesses[c.harness], "", fixture(t, c.harness, c.file))
+		if err != nil || ev != c.want || p.SessionID == "" || p.CWD == "" {
+			t.Errorf("%s/%s: event %q, session %q, err %v; want %q", c.harness, c.file, ev, p.SessionID, err, c.want)
+		}
+	}
+	_, p, _ := Parse(Harnesses["claude-code"], "", fixture(t, "claude-code", "PostCompact-auto.json"))
+	if !strings.Contains(p.CompactSummary, "<summary>") || summaryBlock(p.CompactSummary) == p.CompactSummary {
+		t.Errorf("compact summary: %q", p.CompactSummary)
+	}
+	_, p, _ = Parse(Harnesses["gemini"], "", fixture(t, "gemini", "BeforeAgent.json"))
+	if p.Prompt != "hello, first turn" {
+		t.Errorf("gemini prompt keeps the hook context: %q", p.Prompt)
+	}
+	_, p, _ = Parse(Harnesses["gemini"], "", fixture(t, "gemini", "AfterAgent.json"))
+	if p.LastAssistant == "" {
+		t.Error("gemini AfterAgent: prompt_response not taken as the last assistant message")
+	}
+	if _, _, err := Parse(Harnesses["codex"], "BeforeAgent", fixture(t, "codex", "Stop.json")); err == nil {
+		t.Error("a gemini event name was accepted for codex")
+	}
+}
+
+func TestRenderShapes(t *testing.T) {
+	var out struct {
+		H struct {
+			Name    string `json:"hookEventName"`
+			Context string `json:"additionalContext"`
+		} `json:"hookSpecificOutput"`
+	}
+	if err := json.Unmarshal(Render(Harnesses["claude-code"], PromptSubmit, "ctx <b>"), &out); err != nil ||
+		out.H.Name != "UserPromptSubmit" || out.H.Context != "ctx <b>" {
+		t.Fatalf("claude-code: %+v %v", out, err)
+	}
+	if err := json.Unmarshal(Render(Harnesses["gemini"], PromptSubmit, "ctx"), &out); err != nil || out.H.Name != "BeforeAgent" {
+		t.Fatalf("gemini: %+v %v", out, err)
+	}
+	if got := string(Render(Harnesses["gemini"], Stop, "")); got != "{}\n" {
+		t.Fatalf("gemini stop: %q", got)
+	}
+	if got := string(Render(Harnesses["codex"], SessionStart, "plain")); got != "plain\n" {
+		t.Fatalf("codex: %q", got)
+	}
+	if got := Render(Harnesses["codex"], Stop, "ignored"); got != nil {
+		t.Fatalf("codex stop must print nothing: %q", got)
+	}
+}
+
+// fit keeps priority order, never cuts a line, and stays within the limit.
+func TestFit(t *testing.T) {
+	a := "note"
+	b := strings.Repeat("line of memory\n", 100)
+	got := fit([]string{a, b, "never reached"}, 300)
+	if len(got) > 300 || !strings.HasPrefix(got, "note\n\nline of memory\n") || strings.Contains(got, "never") {
+		t.Fatalf("fit: %d bytes: %q", len(got), got)
+	}
+	for _, line := range strings.Split(got, "\n") {
+		if line != "" && line != "note" && line != "line of memory" && !strings.HasPrefix(line, "[memvault: cut") {
+			t.Fatalf("a line was cut: %q", line)
+		}
+	}
+	if got := fit([]string{"a", "b"}, 100); got != "a\n\nb" {
+		t.Fatalf("fit small: %q", got)
+	}
+}
+
+func TestProjectThread(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git")
+	}
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "Some Repo")
+	run := func(args ...string) {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run("init", "-q", repo)
+	if got := ProjectThread(filepath.Join(repo)); got != "project:some-repo" {
+		t.Fatalf("no remote: %q", got)
+	}
+	run("-C", repo, "remote", "add", "origin", "git@example.com:acme/Shop.Front.git")
+	os.MkdirAll(filepath.Join(repo, "sub", "dir"), 0o755)
+	if got := ProjectThread(filepath.Join(repo, "sub", "dir")); got != "project:shop.front" {
+		t.Fatalf("remote: %q", got)
+	}
+	run("-C", repo, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", "x")
+	run("-C", repo, "worktree", "add", "-q", filepath.Join(dir, "wt2"))
+	if got := ProjectThread(filepath.Join(dir, "wt2")); got != "project:shop.front-wt2" {
+		t.Fatalf("worktree: %q", got)
+	}
+	if got := ProjectThread(filepath.Join(dir, "plain folder")); got != "project:plain-folder" {
+		t.Fatalf("folder: %q", got)
+	}
+}
+
+// Install merges, is idempotent, and uninstall restores the person's file.
+func TestInstallMergeAndUninstall(t *testing.T) {
+	home, proj := t.TempDir(), t.TempDir()
+	settings := filepath.Join(proj, ".claude", "settings.json")
+	os.MkdirAll(filepath.Dir(settings), 0o755)
+	original := `{"model":"x","hooks":{"Stop":[{"matcher":"","hooks":[{"type":"command","command":"echo mine"}]}]}}`
+	os.WriteFile(settings, []byte(original), 0o644)
+	in := &Installer{Harness: "claude-code", Scope: ScopeProject, Project: proj, Home: home, Bin: "/opt/memvault bin/mv",
+		Env: func(string) string { return "" }}
+	cs, err := in.Plan(false)
+	if err != nil || len(cs) != 1 || cs[0].Action != "write" {
+		t.Fatalf("plan: %+v %v", cs, err)
+	}
+	if err := Apply(cs); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(settings)
+	if !strings.Contains(string(data), `"command": "'/opt/memvault bin/mv' hook claude-code stop"`) || !strings.Contains(string(data), "echo mine") {
+		t.Fatalf("merged: %s", data)
+	}
+	if w := in.Doctor(); len(w.Wired) != 6 || len(w.Missing) != 0 {
+		t.Fatalf("doctor: %+v", w)
+	}
+	if cs, _ := in.Plan(false); cs[0].Action != "unchanged" {
+		t.Fatalf("second install: %+v", cs)
+	}
+	cs, _ = in.Plan(true)
+	if err := Apply(cs); err != nil {
+		t.Fatal(err)
+	}
+	data, _ = os.ReadFile(settings)
+	if !jsonEqual(data, []byte(original)) {
+		t.Fatalf("uninstall left %s", data)
+	}
+}
+
+func TestStripBlock(t *testing.T) {
+	s := "#!/bin/sh\n" + blockStart + "\nours\n" + blockEnd + "\necho mine\n"
+	if got := stripBlock(s); got != "#!/bin/sh\necho mine\n" {
+		t.Fatalf("%q", got)
+	}
+}
+
+// FuzzParse: no payload makes the parser panic, and every accepted payload
+// resolves to one of the six runtime events.
+func FuzzParse(f *testing.F) {
+	for _, h := range []string{"claude-code", "codex", "gemini"} {
+		entries, _ := os.ReadDir(filepath.Join("..", "fixtures", "hooks", h))
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".json") {
+				data, _ := os.ReadFile(filepath.Join("..", "fixtures", "hooks", h, e.Name()))
+				f.Add(h, "", data)
+			}
+		}
+	}
+	f.Add("codex", "stop", []byte(`{"session_id":1}`))
+	f.Fuzz(func(t *testing.T, harness, event string, data []byte) {
+		h := Harnesses[harness]
+		if h == nil {
+			h = Harnesses["claude-code"]
+		}
+		ev, _, err := Parse(h, event, data)
+		if err != nil {
+			return
+		}
+		for _, e := range Events {
+			if e == ev {
+				return
+			}
+		}
+		t.Fatalf("unknown event %q", ev)
+	})
+}

@@ -238,19 +238,17 @@ func (r *Runner) relevant(t vault.TranscriptRef, prompt, thread string) string {
 	seen := r.injected(t)
 	var lines []string
 	var fresh []string
-	for _, tier := range []string{vault.TierStructured, vault.TierHeads} {
-		res, err := r.V.Recall(vault.RecallOptions{Query: clipQuery(prompt), Agent: r.Agent, Thread: thread,
-			Session: t.Session, Tier: tier, Limit: 3})
-		if err != nil {
-			return "" // no searchable words, an unknown thread: nothing to add
+	res, err := r.V.Recall(vault.RecallOptions{Query: clipQuery(prompt), Agent: r.Agent, Thread: thread,
+		Session: t.Session, Tiers: []string{vault.TierStructured, vault.TierHeads}, Limit: 3})
+	if err != nil {
+		return "" // no searchable words, an unknown thread: nothing to add
+	}
+	for _, h := range res.Hits {
+		if seen[h.ID] || h.Kind == "head" {
+			continue
 		}
-		for _, h := range res.Hits {
-			if seen[h.ID] || h.Kind == "head" {
-				continue
-			}
-			lines = append(lines, fmt.Sprintf("- %s %s: %s", h.Kind, h.ID, h.Text))
-			fresh = append(fresh, h.ID)
-		}
+		lines = append(lines, fmt.Sprintf("- %s %s: %s", h.Kind, h.ID, h.Text))
+		fresh = append(fresh, h.ID)
 	}
 	if len(lines) == 0 {
 		return ""

@@ -12,6 +12,7 @@
 package index
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,8 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search/query"
 )
@@ -192,9 +195,11 @@ func Create(dir string) (*Index, error) {
 }
 
 // NewMemory makes an index in memory, for text not in the persistent index
-// yet; searching it alongside gives the same analysis and scoring.
+// yet; searching it alongside gives the same analysis and scoring. It is a
+// scorch index without a path (bleve's NewMemOnly builds about three times
+// slower).
 func NewMemory() (*Index, error) {
-	b, err := bleve.NewMemOnly(Mapping())
+	b, err := bleve.NewUsing("", Mapping(), scorch.Name, scorch.Name, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -226,6 +231,19 @@ func (ix *Index) Add(docs []Doc) error {
 		}
 	}
 	return ix.b.Batch(batch)
+}
+
+// Compact merges the index's segments into one, so that a query walks one
+// segment instead of the dozens a large build leaves behind.
+func (ix *Index) Compact() error {
+	adv, err := ix.b.Advanced()
+	if err != nil {
+		return err
+	}
+	if s, ok := adv.(*scorch.Scorch); ok {
+		return s.ForceMerge(context.Background(), &mergeplan.SingleSegmentMergePlanOptions)
+	}
+	return nil
 }
 
 // Count returns the number of documents.

@@ -39,7 +39,8 @@ type RecallOptions struct {
 	Thread     string // the current thread: --thread, MEMVAULT_THREAD, or the session's
 	Session    string // the current session, to find its thread when Thread is empty
 	AllThreads bool
-	Tier       string // one tier, or "" for all
+	Tier       string   // one tier, or "" for all
+	Tiers      []string // several tiers; overrides Tier
 	Since      time.Time
 	Until      time.Time
 	Limit      int // hits per tier
@@ -121,7 +122,7 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 		return nil, err
 	}
 	for _, tier := range Tiers {
-		if opts.Tier != "" && tier != opts.Tier {
+		if opts.Tier != "" && tier != opts.Tier || len(opts.Tiers) > 0 && !contains(opts.Tiers, tier) {
 			continue
 		}
 		want := max(opts.Limit*20, 200)

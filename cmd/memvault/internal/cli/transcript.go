@@ -198,6 +198,9 @@ func transcriptImport(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	if rep.Added > 0 {
+		v.UpdateIndex()
+	}
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, rep)
 	}

@@ -245,6 +245,11 @@ func (in *Installer) planFile(remove bool, src, dst string) ([]Change, error) {
 		return nil, err
 	}
 	data = bytes.ReplaceAll(data, []byte("__MEMVAULT_BIN__"), []byte(strconv.Quote(in.Bin)))
+	project := ""
+	if in.Scope == ScopeProject {
+		project = in.Project
+	}
+	data = bytes.ReplaceAll(data, []byte("__MEMVAULT_PROJECT__"), []byte(strconv.Quote(project)))
 	if exists && bytes.Equal(old, data) {
 		return []Change{{Path: dst, Action: "unchanged"}}, nil
 	}
@@ -390,13 +395,13 @@ var Degraded = map[string]map[string]string{
 		"pre-compaction":      "PreCompress fires before every model call, not only before a compression: each is an incremental import",
 	},
 	"opencode": {
-		"session-end":    "no session-end event: session.idle (after every turn) imports and commits; the summary node is made by `memvault summarize` or the next session's start",
+		"session-end":    "no session-end event: session.idle (after every turn) imports and commits; the summary node is made when the next session starts",
 		"pre-compaction": "experimental.session.compacting adds memory to the compaction prompt; there is no transcript file to import first",
 		"stop":           "no transcript file: the plugin sends each prompt and the last assistant message",
 	},
 	"openclaw": {
 		"session-start": "session_start fires only with a running Gateway: the plugin starts the session at the first prompt instead",
-		"session-end":   "session_end fires only with a running Gateway: without it no summary node is made at the end",
+		"session-end":   "session_end fires only with a running Gateway: without it the summary node is made when the next session starts",
 		"stop":          "no transcript file memvault reads (OpenClaw keeps SQLite): the plugin sends the last assistant message",
 	},
 }

@@ -75,6 +75,7 @@ func (r *Runner) sessionStart(t vault.TranscriptRef, p Payload, thread string) (
 	if p.Source == "compact" || p.Source == "clear" {
 		r.resetInjected(t) // what the compaction dropped may be injected again
 	}
+	r.closeEarlierSessions(t, thread)
 	_, err := r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
 		data, _ := json.Marshal(map[string]string{"source": p.Source, "cwd": p.CWD})
 		tx.Append(&vault.Event{Kind: "session.started", Thread: thread, Data: data, Source: "hook",
@@ -347,6 +348,45 @@ func summaryBlock(s string) string {
 	return s
 }
 
+// closeEarlierSessions makes up for harnesses whose session end may never
+// come (OpenCode has none; OpenClaw's needs its Gateway): the sessions of
+// this harness that started and did not end are summarised when another
+// session starts. Sessions that end properly are taken off the list.
+func (r *Runner) closeEarlierSessions(t vault.TranscriptRef, thread string) {
+	path := filepath.Join(r.V.Root, ".state", "hooks", "open-"+r.Harness.Name+".json")
+	var open []job
+	if data, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(data, &open)
+	}
+	var still []job
+	for _, j := range open {
+		if j.Agent == t.Agent && j.Session == t.Session {
+			continue
+		}
+		r.queue(j)
+		r.queue(job{Kind: "refresh", Agent: j.Agent, Session: j.Session, Harness: j.Harness, On: "session-end"})
+	}
+	still = append(still, job{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name})
+	data, _ := json.Marshal(still)
+	_ = vault.WriteFileAtomic(path, data)
+}
+
+// sessionEnded takes a session off the list of sessions that started.
+func (r *Runner) sessionEnded(t vault.TranscriptRef) {
+	path := filepath.Join(r.V.Root, ".state", "hooks", "open-"+r.Harness.Name+".json")
+	var open, still []job
+	if data, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(data, &open)
+	}
+	for _, j := range open {
+		if j.Agent != t.Agent || j.Session != t.Session {
+			still = append(still, j)
+		}
+	}
+	data, _ := json.Marshal(still)
+	_ = vault.WriteFileAtomic(path, data)
+}
+
 func (r *Runner) sessionEnd(t vault.TranscriptRef, p Payload, thread string) error {
 	// Durable first: everything the harness wrote is imported and committed.
 	if err := r.capture(t, p, thread, true); err != nil {
@@ -355,6 +395,7 @@ func (r *Runner) sessionEnd(t vault.TranscriptRef, p Payload, thread string) err
 	// The summary and the head refresh may take longer than a harness
 	// allows a session end: queue them, and start on them at once if time
 	// is left; the next hook event of any session finishes what remains.
+	r.sessionEnded(t)
 	r.queue(job{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name})
 	r.queue(job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "session-end"})
 	r.runJobs()

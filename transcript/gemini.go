@@ -62,6 +62,10 @@ type geminiPart struct {
 	FunctionCall json.RawMessage `json:"functionCall"`
 }
 
+// hookContextRE matches the context Gemini CLI prepends to a prompt from a
+// hook's additionalContext.
+var hookContextRE = regexp.MustCompile(`(?s)^\s*<hook_context>.*?</hook_context>\s*`)
+
 func (g *gemini) prime(p *parser) {
 	g.primed = true
 	g.seen = map[string]bool{}
@@ -129,6 +133,9 @@ func (g *gemini) record(p *parser, raw []byte) {
 			return
 		}
 		m := base
+		// Context a hook injected (additionalContext) is prepended to the
+		// prompt as <hook_context>; it is not what the person typed.
+		text = hookContextRE.ReplaceAllString(text, "")
 		m.Role, m.Speaker, m.Text = RoleUser, "user", text
 		if strings.HasPrefix(text, "<session_context>") {
 			m.Role, m.Speaker, m.Kind = RoleSystem, string(Gemini), KindContext

@@ -5,6 +5,9 @@
 import { spawnSync } from "node:child_process"
 
 const BIN = __MEMVAULT_BIN__
+// The project memvault was installed for: its vault is found from here.
+// OpenClaw's own workspace folder is usually elsewhere (~/.openclaw/workspace).
+const PROJECT = __MEMVAULT_PROJECT__
 
 function hook(event, payload) {
   try {
@@ -24,12 +27,14 @@ function textOf(message) {
   return ""
 }
 
+// Sessions that got their start context, shared by every registration:
+// OpenClaw calls register several times (full, then discovery) and runs the
+// handlers of a later one, so every registration installs them.
+const started = new Set()
+
 export default function register(api) {
-  // OpenClaw calls register several times; only the full registration runs hooks.
-  if (api?.registrationMode && api.registrationMode !== "full") return
-  const started = new Set()
   const id = (ctx) => ctx?.sessionId || ctx?.sessionKey || "default"
-  const cwd = (ctx) => ctx?.workspaceDir || process.cwd()
+  const cwd = (ctx) => PROJECT || ctx?.workspaceDir || process.cwd()
 
   api.on("session_start", async (_event, ctx) => {
     started.add(id(ctx))

@@ -5,6 +5,7 @@
 import { spawnSync } from "node:child_process"
 
 const BIN = __MEMVAULT_BIN__
+const PROJECT = __MEMVAULT_PROJECT__
 
 function hook(event, payload) {
   try {
@@ -18,7 +19,7 @@ function hook(event, payload) {
 }
 
 export const Memvault = async ({ directory, worktree }) => {
-  const cwd = worktree || directory || process.cwd()
+  const cwd = PROJECT || worktree || directory || process.cwd()
   const startContext = new Map() // sessionID -> context injected on every model call
   const promptContext = new Map() // sessionID -> context for the current prompt
   const roles = new Map() // messageID -> role

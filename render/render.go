@@ -156,10 +156,11 @@ type section struct {
 	fixed   []string // always shown, part of the skeleton
 	entries []entry  // ranked, best first
 	quota   int      // rows guaranteed a try in the first pass
-	// unconsidered are rows past what the budget could ever hold: no line
-	// is built for them (see minLineTokens).
+	// more counts the rows past what the budget could ever hold: no line
+	// is built for them (see minLineTokens). With Explain, unconsidered
+	// lists them.
+	more         int
 	unconsidered []*Item
-	textRunes    int
 }
 
 // minLineTokens bounds what one line of a section costs from below: a
@@ -183,7 +184,7 @@ func layout(path, title string, preamble []string, secs []section, budget int, e
 		for _, f := range s.fixed {
 			skeleton += Tokens(f)
 		}
-		if len(s.fixed) == 0 && len(s.entries) == 0 && len(s.unconsidered) == 0 {
+		if len(s.fixed) == 0 && len(s.entries) == 0 && s.more == 0 {
 			skeleton += Tokens(noneLine)
 		}
 	}
@@ -264,7 +265,7 @@ func layout(path, title string, preamble []string, secs []section, budget int, e
 				dropped[i]++
 			}
 		}
-		dropped[i] += len(secs[i].unconsidered)
+		dropped[i] += secs[i].more
 	}
 	// Overflow lines are shown while they fit, first sections first; the
 	// reservation above makes them all fit unless even an empty head
@@ -293,7 +294,7 @@ func layout(path, title string, preamble []string, secs []section, budget int, e
 			b.WriteString(f)
 			b.WriteByte('\n')
 		}
-		sr := SectionReport{Title: s.title, Rows: len(s.entries) + len(s.unconsidered), LeftOut: dropped[i]}
+		sr := SectionReport{Title: s.title, Rows: len(s.entries) + s.more, LeftOut: dropped[i]}
 		for j, e := range s.entries {
 			if shown[i][j] {
 				b.WriteString(e.line)
@@ -316,7 +317,7 @@ func layout(path, title string, preamble []string, secs []section, budget int, e
 			b.WriteString(moreLine(i, dropped[i]))
 			b.WriteByte('\n')
 		}
-		if len(s.fixed) == 0 && len(s.entries) == 0 && len(s.unconsidered) == 0 {
+		if len(s.fixed) == 0 && len(s.entries) == 0 && s.more == 0 {
 			b.WriteString(noneLine)
 			b.WriteByte('\n')
 		}
@@ -349,68 +350,161 @@ func clean(s string, max int) string {
 	return s
 }
 
-// newestFirst returns the items matching keep, newest first. Items arrive
-// in ledger order, so reversing it ranks by recency without reading clocks.
-func newestFirst(items []Item, keep func(*Item) bool) []*Item {
-	var out []*Item
-	for i := len(items) - 1; i >= 0; i-- {
-		if keep(&items[i]) {
-			out = append(out, &items[i])
-		}
-	}
-	return out
-}
-
 func mkEntry(it *Item, line string) entry {
 	return entry{id: it.ID, kind: it.Kind, thread: it.Thread, text: clean(it.Text, 120), line: line, tokens: Tokens(line)}
 }
 
-// threadStat summarises one thread for the Tier 1 thread lines and the
-// thread head's status.
-type threadStat struct {
-	key      string
-	last     int // index of its newest item
-	lastItem *Item
-	counts   map[string]int
-	blockers int
-	open     int
-	next     *Item
+// RowCap is how many rows of one section a head with this budget
+// considers (see minLineTokens): rows ranked lower are only counted.
+func RowCap(budget int) int { return rowCap(budget) }
+
+// Ranked is the candidates of one section, newest first: what a render
+// considers. Items holds at most the section's row cap (RowCap of the
+// head's budget); More counts the rows ranked below, which are left out
+// without building their lines.
+type Ranked struct {
+	Items []Item
+	More  int
+	// below are the rows More counts, kept only for Explain.
+	below []*Item
 }
 
-func threadStats(items []Item) map[string]*threadStat {
-	m := map[string]*threadStat{}
-	for i := range items {
-		it := &items[i]
-		if it.Thread == "" {
-			continue
+// Push adds a row newer than every row of the section: it ranks first,
+// and with more than max rows the last one drops to More.
+func (r *Ranked) Push(it Item, max int) {
+	if len(r.Items) >= max {
+		r.More += len(r.Items) - max + 1
+		if max <= 0 {
+			r.Items = r.Items[:0]
+			return
 		}
-		ts := m[it.Thread]
-		if ts == nil {
-			ts = &threadStat{key: it.Thread, counts: map[string]int{}}
-			m[it.Thread] = ts
-		}
-		ts.last, ts.lastItem = i, it
-		ts.counts[it.Kind]++
-		switch it.Kind {
-		case KindBlocker:
-			ts.blockers++
-		case KindCommitment:
-			ts.open++
-		case KindNext:
-			ts.next = it
-		}
+		r.Items = r.Items[:max-1]
 	}
-	return m
+	r.Items = append(r.Items, Item{})
+	copy(r.Items[1:], r.Items)
+	r.Items[0] = it
 }
 
-func (ts *threadStat) state() string {
+// Sections of MEMORY.md made of rows, in MemoryParts.Sections.
+const (
+	MemConstraints = iota
+	MemBlockers
+	MemCommitments
+	MemNext
+	MemDecisions
+	MemNotes
+	MemorySections
+)
+
+// Sections of a thread head made of rows, in ThreadParts.Sections.
+const (
+	ThreadLoops = iota
+	ThreadNext
+	ThreadDecisions
+	ThreadConstraints
+	ThreadNotes
+	ThreadSections
+)
+
+// MemorySection is the MEMORY.md section an item ranks in, or -1.
+func MemorySection(it *Item) int {
+	switch it.Kind {
+	case KindConstraint:
+		return MemConstraints
+	case KindBlocker:
+		return MemBlockers
+	case KindCommitment:
+		return MemCommitments
+	case KindNext:
+		return MemNext
+	case KindDecision:
+		return MemDecisions
+	}
+	// Notes of threads live in their heads; only global ones come here.
+	if noteKinds[it.Kind] && it.Thread == "" {
+		return MemNotes
+	}
+	return -1
+}
+
+// ThreadSection is the section of its thread's head an item of this kind
+// ranks in, or -1.
+func ThreadSection(kind string) int {
+	switch kind {
+	case KindCommitment, KindBlocker:
+		return ThreadLoops
+	case KindNext:
+		return ThreadNext
+	case KindDecision:
+		return ThreadDecisions
+	case KindConstraint:
+		return ThreadConstraints
+	}
+	if noteKinds[kind] {
+		return ThreadNotes
+	}
+	return -1
+}
+
+// ThreadSummary summarises one thread's rows that hold, for the Tier 1
+// thread lines and the thread head's status.
+type ThreadSummary struct {
+	Key string `json:"key"`
+	// Last is the position of the thread's newest row in ledger order;
+	// MEMORY.md lists threads by it, newest first. Positions only need to
+	// grow along the ledger.
+	Last     int            `json:"last"`
+	LastItem Item           `json:"last_item"`
+	Counts   map[string]int `json:"counts"`
+	Blockers int            `json:"blockers,omitempty"`
+	Open     int            `json:"open,omitempty"`
+	Next     *Item          `json:"next,omitempty"` // the newest next row
+}
+
+// Add counts a row newer than every row counted so far, at position pos.
+func (ts *ThreadSummary) Add(it *Item, pos int) {
+	if ts.Counts == nil {
+		ts.Counts = map[string]int{}
+	}
+	ts.Last, ts.LastItem = pos, *it
+	ts.Counts[it.Kind]++
+	switch it.Kind {
+	case KindBlocker:
+		ts.Blockers++
+	case KindCommitment:
+		ts.Open++
+	case KindNext:
+		n := *it
+		ts.Next = &n
+	}
+}
+
+func (ts *ThreadSummary) state() string {
 	switch {
-	case ts.blockers == 1:
+	case ts.Blockers == 1:
 		return "blocked (1 blocker)"
-	case ts.blockers > 1:
-		return "blocked (" + strconv.Itoa(ts.blockers) + " blockers)"
+	case ts.Blockers > 1:
+		return "blocked (" + strconv.Itoa(ts.Blockers) + " blockers)"
 	}
 	return "active"
+}
+
+// MemoryParts is what MEMORY.md is rendered from: the candidates of each
+// section, every thread's summary and every node. PrepareMemory makes it
+// from an Input; a cache may keep it and update it row by row (Push, Add),
+// which renders the same bytes as long as its Items were ranked with the
+// same budget.
+type MemoryParts struct {
+	Sections [MemorySections]Ranked
+	Threads  []*ThreadSummary // any order
+	Nodes    []Node           // ledger order
+}
+
+// ThreadParts is what one thread head is rendered from.
+type ThreadParts struct {
+	Summary  *ThreadSummary // nil when no row of the thread holds
+	Sections [ThreadSections]Ranked
+	Nodes    []Node // the thread's nodes, ledger order
 }
 
 func plural(n int, one, many string) string {
@@ -420,53 +514,175 @@ func plural(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
+// PrepareMemory ranks the Input's rows into MEMORY.md's sections.
+func PrepareMemory(in Input) *MemoryParts {
+	p := &MemoryParts{Nodes: in.Nodes}
+	limit := rowCap(in.MemoryTokens)
+	for i := len(in.Items) - 1; i >= 0; i-- {
+		it := &in.Items[i]
+		k := MemorySection(it)
+		if k < 0 {
+			continue
+		}
+		r := &p.Sections[k]
+		if len(r.Items) >= limit {
+			r.More++
+			if in.Explain {
+				r.below = append(r.below, it)
+			}
+			continue
+		}
+		r.Items = append(r.Items, *it)
+	}
+	stats := map[string]*ThreadSummary{}
+	for i := range in.Items {
+		it := &in.Items[i]
+		if it.Thread == "" {
+			continue
+		}
+		ts := stats[it.Thread]
+		if ts == nil {
+			ts = &ThreadSummary{Key: it.Thread}
+			stats[it.Thread] = ts
+			p.Threads = append(p.Threads, ts)
+		}
+		ts.Add(it, i)
+	}
+	return p
+}
+
+// PrepareThread ranks the rows of one thread into its head's sections.
+func PrepareThread(in Input, key string) *ThreadParts {
+	var items []Item
+	for _, it := range in.Items {
+		if it.Thread == key {
+			items = append(items, it)
+		}
+	}
+	var nodes []Node
+	for _, n := range in.Nodes {
+		for _, t := range n.Threads {
+			if t == key {
+				nodes = append(nodes, n)
+				break
+			}
+		}
+	}
+	return prepareThread(items, nodes, rowCap(in.ThreadTokens), in.Explain)
+}
+
+// PrepareThreads ranks the rows of every thread at once: the thread heads'
+// parts by thread key, for threads with rows or nodes.
+func PrepareThreads(in Input) map[string]*ThreadParts {
+	items := map[string][]Item{}
+	nodes := map[string][]Node{}
+	var keys []string
+	for _, it := range in.Items {
+		if it.Thread == "" {
+			continue
+		}
+		if _, ok := items[it.Thread]; !ok {
+			keys = append(keys, it.Thread)
+		}
+		items[it.Thread] = append(items[it.Thread], it)
+	}
+	for _, n := range in.Nodes {
+		seen := map[string]bool{}
+		for _, t := range n.Threads {
+			if seen[t] {
+				continue
+			}
+			seen[t] = true
+			if _, ok := items[t]; !ok {
+				items[t] = nil
+				keys = append(keys, t)
+			}
+			nodes[t] = append(nodes[t], n)
+		}
+	}
+	out := make(map[string]*ThreadParts, len(keys))
+	limit := rowCap(in.ThreadTokens)
+	for _, k := range keys {
+		out[k] = prepareThread(items[k], nodes[k], limit, in.Explain)
+	}
+	return out
+}
+
+func prepareThread(items []Item, nodes []Node, limit int, explain bool) *ThreadParts {
+	p := &ThreadParts{Nodes: nodes}
+	for i := range items {
+		if p.Summary == nil {
+			p.Summary = &ThreadSummary{Key: items[i].Thread}
+		}
+		p.Summary.Add(&items[i], i)
+	}
+	for i := len(items) - 1; i >= 0; i-- {
+		it := &items[i]
+		k := ThreadSection(it.Kind)
+		if k < 0 {
+			continue
+		}
+		r := &p.Sections[k]
+		if len(r.Items) >= limit {
+			r.More++
+			if explain {
+				r.below = append(r.below, it)
+			}
+			continue
+		}
+		r.Items = append(r.Items, *it)
+	}
+	return p
+}
+
 // Memory renders MEMORY.md, the global head: durable constraints, blockers,
 // open commitments, next actions, one line per active thread, recent
 // decisions, global notes, and the nodes to drill into.
 func Memory(in Input) (*Doc, error) {
+	return RenderMemory(PrepareMemory(in), in)
+}
+
+// RenderMemory renders MEMORY.md from its parts; in gives the budget and
+// Explain (its Items and Nodes are not read). With parts that were not
+// prepared from an Input, Explain counts the rows below the row cap
+// without listing them.
+func RenderMemory(p *MemoryParts, in Input) (*Doc, error) {
 	ref := func(it *Item) string {
 		if it.Thread != "" {
 			return " (" + it.Thread + ", `" + it.ID + "`)"
 		}
 		return " (`" + it.ID + "`)"
 	}
-	kindSection := func(title string, match func(*Item) bool, prefix string, quota int) section {
-		s := section{title: title, quota: quota}
-		for _, it := range newestFirst(in.Items, match) {
-			if len(s.entries) >= rowCap(in.MemoryTokens) {
-				s.unconsidered = append(s.unconsidered, it)
-				continue
-			}
+	kindSection := func(title string, r *Ranked, prefix string, quota int) section {
+		s := section{title: title, quota: quota, more: r.More, unconsidered: r.below}
+		s.entries = make([]entry, 0, len(r.Items))
+		for i := range r.Items {
+			it := &r.Items[i]
 			s.entries = append(s.entries, mkEntry(it, "- "+prefix+clean(it.Text, memoryTextRunes)+ref(it)))
 		}
 		return s
 	}
-	is := func(kind string) func(*Item) bool { return func(it *Item) bool { return it.Kind == kind } }
 
-	stats := threadStats(in.Items)
-	threads := make([]*threadStat, 0, len(stats))
-	for _, ts := range stats {
-		threads = append(threads, ts)
-	}
-	sort.Slice(threads, func(i, j int) bool { return threads[i].last > threads[j].last })
+	threads := append([]*ThreadSummary(nil), p.Threads...)
+	sort.Slice(threads, func(i, j int) bool { return threads[i].Last > threads[j].Last })
 	tsec := section{title: "Threads", quota: 10}
 	for _, ts := range threads {
-		line := "- " + ts.key + ": " + ts.state()
-		if ts.open > 0 {
-			line += ", " + plural(ts.open, "open commitment", "open commitments")
+		line := "- " + ts.Key + ": " + ts.state()
+		if ts.Open > 0 {
+			line += ", " + plural(ts.Open, "open commitment", "open commitments")
 		}
-		if ts.next != nil {
-			line += "; next: " + clean(ts.next.Text, 80)
+		if ts.Next != nil {
+			line += "; next: " + clean(ts.Next.Text, 80)
 		}
-		line += " → " + ThreadPath(ts.key)
-		tsec.entries = append(tsec.entries, entry{id: ts.key, kind: "thread", thread: ts.key,
+		line += " → " + ThreadPath(ts.Key)
+		tsec.entries = append(tsec.entries, entry{id: ts.Key, kind: "thread", thread: ts.Key,
 			text: ts.state(), line: line, tokens: Tokens(line)})
 	}
 
 	nsec := section{title: "Drill down", quota: 3,
 		fixed: []string{"- details of a node: `memvault expand <node-id>`; every row: `memvault ledger`; what the budget left out: `memvault render --explain`"}}
-	for i := len(in.Nodes) - 1; i >= 0; i-- {
-		n := &in.Nodes[i]
+	for i := len(p.Nodes) - 1; i >= 0; i-- {
+		n := &p.Nodes[i]
 		line := "- `" + n.ID + "` " + nodeLabel(n)
 		if n.Text != "" {
 			line += ": " + clean(n.Text, 120)
@@ -475,14 +691,13 @@ func Memory(in Input) (*Doc, error) {
 	}
 
 	secs := []section{
-		kindSection("Constraints", is(KindConstraint), "", 10),
-		kindSection("Blockers", is(KindBlocker), "", 5),
-		kindSection("Commitments", is(KindCommitment), "[ ] ", 5),
-		kindSection("Next actions", is(KindNext), "", 5),
+		kindSection("Constraints", &p.Sections[MemConstraints], "", 10),
+		kindSection("Blockers", &p.Sections[MemBlockers], "", 5),
+		kindSection("Commitments", &p.Sections[MemCommitments], "[ ] ", 5),
+		kindSection("Next actions", &p.Sections[MemNext], "", 5),
 		tsec,
-		kindSection("Decisions", is(KindDecision), "", 3),
-		// Notes of threads live in their heads; only global ones come here.
-		kindSection("Notes", func(it *Item) bool { return noteKinds[it.Kind] && it.Thread == "" }, "", 3),
+		kindSection("Decisions", &p.Sections[MemDecisions], "", 3),
+		kindSection("Notes", &p.Sections[MemNotes], "", 3),
 		nsec,
 	}
 	preamble := []string{
@@ -507,40 +722,29 @@ func nodeLabel(n *Node) string {
 // action, decisions, constraints, notes and lineage. Only the thread's own
 // rows are used: nothing from another thread bleeds in.
 func Thread(in Input, key string) (*Doc, error) {
-	items := make([]Item, 0)
-	for _, it := range in.Items {
-		if it.Thread == key {
-			items = append(items, it)
-		}
-	}
+	return RenderThread(PrepareThread(in, key), key, in)
+}
+
+// RenderThread renders the head of thread key from its parts; in gives the
+// budget, the declared threads (for aliases) and Explain (its Items and
+// Nodes are not read).
+func RenderThread(p *ThreadParts, key string, in Input) (*Doc, error) {
 	var aliases []string
 	for _, t := range in.Threads {
 		if t.Key == key {
 			aliases = t.Aliases
 		}
 	}
-	ts := threadStats(items)[key]
+	ts := p.Summary
 	ref := func(it *Item) string { return " (`" + it.ID + "`)" }
-	kindSection := func(title string, match func(*Item) bool, prefix func(*Item) string, quota int) section {
-		s := section{title: title, quota: quota}
-		for _, it := range newestFirst(items, match) {
-			if len(s.entries) >= rowCap(in.ThreadTokens) {
-				s.unconsidered = append(s.unconsidered, it)
-				continue
-			}
+	kindSection := func(title string, r *Ranked, prefix func(*Item) string, quota int) section {
+		s := section{title: title, quota: quota, more: r.More, unconsidered: r.below}
+		s.entries = make([]entry, 0, len(r.Items))
+		for i := range r.Items {
+			it := &r.Items[i]
 			s.entries = append(s.entries, mkEntry(it, "- "+prefix(it)+clean(it.Text, threadTextRunes)+ref(it)))
 		}
 		return s
-	}
-	is := func(kinds ...string) func(*Item) bool {
-		return func(it *Item) bool {
-			for _, k := range kinds {
-				if it.Kind == k {
-					return true
-				}
-			}
-			return false
-		}
 	}
 	none := func(*Item) string { return "" }
 
@@ -549,42 +753,44 @@ func Thread(in Input, key string) (*Doc, error) {
 		status.fixed = []string{"- no rows yet"}
 	} else {
 		line := "- state: " + ts.state()
-		if ts.open > 0 {
-			line += ", " + plural(ts.open, "open commitment", "open commitments")
+		if ts.Open > 0 {
+			line += ", " + plural(ts.Open, "open commitment", "open commitments")
 		}
 		status.fixed = append(status.fixed, line)
-		last := "- last activity: " + ts.lastItem.TS
-		if ts.lastItem.Agent != "" {
-			last += ", agent " + ts.lastItem.Agent
+		last := "- last activity: " + ts.LastItem.TS
+		if ts.LastItem.Agent != "" {
+			last += ", agent " + ts.LastItem.Agent
 		}
-		if ts.lastItem.Session != "" {
-			last += ", session " + ts.lastItem.Session
+		if ts.LastItem.Session != "" {
+			last += ", session " + ts.LastItem.Session
 		}
 		status.fixed = append(status.fixed, last)
-		kinds := make([]string, 0, len(ts.counts))
-		for k := range ts.counts {
-			kinds = append(kinds, k)
+		kinds := make([]string, 0, len(ts.Counts))
+		for k, n := range ts.Counts {
+			if n > 0 {
+				kinds = append(kinds, k)
+			}
 		}
 		sort.Strings(kinds)
 		var parts []string
 		for _, k := range kinds {
-			parts = append(parts, strconv.Itoa(ts.counts[k])+" "+k)
+			parts = append(parts, strconv.Itoa(ts.Counts[k])+" "+k)
 		}
 		status.fixed = append(status.fixed, "- rows that hold: "+strings.Join(parts, ", "))
 	}
 
-	loops := kindSection("Open loops", is(KindCommitment, KindBlocker), func(it *Item) string {
+	loops := kindSection("Open loops", &p.Sections[ThreadLoops], func(it *Item) string {
 		if it.Kind == KindBlocker {
 			return "blocker: "
 		}
 		return "[ ] "
 	}, 10)
-	next := kindSection("Next action", is(KindNext), none, 3)
+	next := kindSection("Next action", &p.Sections[ThreadNext], none, 3)
 
 	lineage := section{title: "Lineage", quota: 5,
 		fixed: []string{"- every row of this thread: `memvault ledger --thread " + key + "`; what the budget left out: `memvault render --thread " + key + " --explain`"}}
-	for i := len(in.Nodes) - 1; i >= 0; i-- {
-		n := &in.Nodes[i]
+	for i := len(p.Nodes) - 1; i >= 0; i-- {
+		n := &p.Nodes[i]
 		mine := false
 		for _, t := range n.Threads {
 			mine = mine || t == key
@@ -604,9 +810,9 @@ func Thread(in Input, key string) (*Doc, error) {
 		status,
 		loops,
 		next,
-		kindSection("Decisions", is(KindDecision), none, 10),
-		kindSection("Constraints", is(KindConstraint), none, 5),
-		kindSection("Notes", func(it *Item) bool { return noteKinds[it.Kind] }, func(it *Item) string {
+		kindSection("Decisions", &p.Sections[ThreadDecisions], none, 10),
+		kindSection("Constraints", &p.Sections[ThreadConstraints], none, 5),
+		kindSection("Notes", &p.Sections[ThreadNotes], func(it *Item) string {
 			if it.Kind == "fact" {
 				return ""
 			}

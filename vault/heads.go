@@ -107,6 +107,17 @@ type headView struct {
 	threadLast map[string]int // row index of each thread's newest content row
 	lastMemory int            // row index of the newest row MEMORY.md depends on
 	sessionOf  map[string]map[string]bool
+	// cache, when set, is the prepared view the heads are rendered from;
+	// input then has no Items or Nodes.
+	cache *viewCache
+}
+
+// sessionWrote reports whether a session wrote content rows to a thread.
+func (vw *headView) sessionWrote(session, thread string) bool {
+	if vw.cache != nil {
+		return vw.cache.sessionWrote(session, thread)
+	}
+	return vw.sessionOf[session][thread]
 }
 
 func headOf(data json.RawMessage) string {
@@ -124,19 +135,6 @@ func buildView(st *State, cfg HeadsConfig) *headView {
 	vw.input.MemoryTokens = cfg.MemoryTokens
 	vw.input.ThreadTokens = cfg.ThreadTokens
 	seen := map[string]bool{}
-	state := func(head string) *HeadState {
-		h := vw.heads[head]
-		if h == nil {
-			h = &HeadState{Head: head, Deferred: []HeadEvent{}, Conflicts: []HeadEvent{}}
-			if strings.HasPrefix(head, "threads/") {
-				if parts := strings.Split(strings.TrimSuffix(head, ".md"), "/"); len(parts) == 3 {
-					h.Thread = parts[1] + ":" + parts[2]
-				}
-			}
-			vw.heads[head] = h
-		}
-		return h
-	}
 	for i, r := range st.Rows {
 		if r.Thread != "" && !seen[r.Thread] {
 			seen[r.Thread] = true
@@ -184,34 +182,49 @@ func buildView(st *State, cfg HeadsConfig) *headView {
 			vw.input.Nodes = append(vw.input.Nodes, n)
 			vw.lastMemory = i
 		case strings.HasPrefix(r.Kind, "head."):
-			head := headOf(r.Data)
-			if head == "" {
-				continue
-			}
-			h := state(head)
-			he := HeadEvent{ID: r.ID, TS: r.TS, Kind: r.Kind, Agent: r.Agent, Session: r.Session,
-				Head: head, Text: r.Text, Data: r.Data, seq: i}
-			switch r.Kind {
-			case KindHeadRendered:
-				h.LastRendered = &he
-				h.Deferred = h.Deferred[:0]
-				var d struct {
-					Conflicts int `json:"conflicts"`
-				}
-				_ = json.Unmarshal(r.Data, &d)
-				if d.Conflicts == 0 {
-					h.Conflicts = h.Conflicts[:0]
-				}
-			case KindHeadDeferred:
-				h.Deferred = append(h.Deferred, he)
-			case KindHeadConflict:
-				h.Conflicts = append(h.Conflicts, he)
-			case KindHeadResolved:
-				h.Conflicts = h.Conflicts[:0]
-			}
+			applyHeadEvent(vw.heads, r, i)
 		}
 	}
 	return vw
+}
+
+// applyHeadEvent folds a head.* row, at row index i, into the heads'
+// bookkeeping.
+func applyHeadEvent(heads map[string]*HeadState, r *Row, i int) {
+	head := headOf(r.Data)
+	if head == "" {
+		return
+	}
+	h := heads[head]
+	if h == nil {
+		h = &HeadState{Head: head, Deferred: []HeadEvent{}, Conflicts: []HeadEvent{}}
+		if strings.HasPrefix(head, "threads/") {
+			if parts := strings.Split(strings.TrimSuffix(head, ".md"), "/"); len(parts) == 3 {
+				h.Thread = parts[1] + ":" + parts[2]
+			}
+		}
+		heads[head] = h
+	}
+	he := HeadEvent{ID: r.ID, TS: r.TS, Kind: r.Kind, Agent: r.Agent, Session: r.Session,
+		Head: head, Text: r.Text, Data: r.Data, seq: i}
+	switch r.Kind {
+	case KindHeadRendered:
+		h.LastRendered = &he
+		h.Deferred = h.Deferred[:0]
+		var d struct {
+			Conflicts int `json:"conflicts"`
+		}
+		_ = json.Unmarshal(r.Data, &d)
+		if d.Conflicts == 0 {
+			h.Conflicts = h.Conflicts[:0]
+		}
+	case KindHeadDeferred:
+		h.Deferred = append(h.Deferred, he)
+	case KindHeadConflict:
+		h.Conflicts = append(h.Conflicts, he)
+	case KindHeadResolved:
+		h.Conflicts = h.Conflicts[:0]
+	}
 }
 
 // stale reports whether a head's rows changed since its last render.
@@ -292,9 +305,14 @@ func targetOf(head string) (headTarget, bool) {
 func renderHead(vw *headView, t headTarget) (*render.Doc, error) {
 	var doc *render.Doc
 	var err error
-	if t.thread == "" {
+	switch {
+	case vw.cache != nil && t.thread == "":
+		doc, err = render.RenderMemory(vw.cache.mem, vw.input)
+	case vw.cache != nil:
+		doc, err = render.RenderThread(vw.cache.thread(t.thread), t.thread, vw.input)
+	case t.thread == "":
 		doc, err = render.Memory(vw.input)
-	} else {
+	default:
 		doc, err = render.Thread(vw.input, t.thread)
 	}
 	var be *render.BudgetError
@@ -376,11 +394,10 @@ func (v *Vault) Refresh(opts RefreshOptions) (*RefreshReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, _, err := v.foldedState()
+	vw, err := v.headViewOf(cfg, opts.Explain)
 	if err != nil {
 		return nil, err
 	}
-	vw := buildView(st, cfg)
 	targets, err := v.selectHeads(vw, opts)
 	if err != nil {
 		return nil, err
@@ -464,12 +481,10 @@ func (v *Vault) Refresh(opts RefreshOptions) (*RefreshReport, error) {
 
 	res, err := v.Update(opts.TxOptions, func(tx *Tx) error {
 		rep.Heads = rep.Heads[:0]
-		st, _, err := v.foldedState()
+		vw, err := v.headViewOf(cfg, opts.Explain)
 		if err != nil {
 			return err
 		}
-		vw := buildView(st, cfg)
-		vw.input.Explain = opts.Explain
 		var subject []string
 		for _, t := range targets {
 			head := t.rel.String()
@@ -573,7 +588,7 @@ func (v *Vault) selectHeads(vw *headView, opts RefreshOptions) ([]headTarget, er
 		case opts.AllThreads:
 			add(tt)
 		case opts.Affected:
-			if opts.Session != "" && !vw.sessionOf[opts.Session][k] {
+			if opts.Session != "" && !vw.sessionWrote(opts.Session, k) {
 				// Not this session's thread, unless its file went missing.
 				if h := vw.heads[tt.rel.String()]; h != nil && h.LastRendered != nil && !v.exists(tt.rel) {
 					add(tt)
@@ -855,21 +870,21 @@ type RenderOptions struct {
 
 // RenderHeads renders the selected heads without writing anything.
 func (v *Vault) RenderHeads(opts RenderOptions) ([]*render.Doc, error) {
-	var st *State
+	var vw *headView
 	var cfg HeadsConfig
 	var err error
 	if opts.At != "" {
-		st, cfg, err = v.stateAt(opts.At)
-	} else {
-		if cfg, err = v.HeadsConfig(); err == nil {
-			st, _, err = v.foldedState()
+		var st *State
+		if st, cfg, err = v.stateAt(opts.At); err == nil {
+			vw = buildView(st, cfg)
+			vw.input.Explain = opts.Explain
 		}
+	} else if cfg, err = v.HeadsConfig(); err == nil {
+		vw, err = v.headViewOf(cfg, opts.Explain)
 	}
 	if err != nil {
 		return nil, err
 	}
-	vw := buildView(st, cfg)
-	vw.input.Explain = opts.Explain
 	var targets []headTarget
 	if opts.Memory {
 		targets = append(targets, memoryTarget())

@@ -155,6 +155,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			threadsCommand(),
 			editCommand(),
 			resolveCommand(),
+			continuityCommand(), learnCommand(), decideCommand(), goalCommand(), nextCommand(), doneCommand(),
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*ucli.Context, error) {}, // Run picks the exit code

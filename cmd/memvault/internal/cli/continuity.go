@@ -1,0 +1,493 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+)
+
+// The working-memory protocol (docs/CONTINUITY.md): continuity, learn,
+// decide, goal, next, done.
+
+var (
+	nowFlag        = &ucli.StringFlag{Name: "now", Usage: "the day this counts as (YYYY-MM-DD); default today"}
+	learnScopeFlag = &ucli.StringFlag{Name: "scope", Usage: "global, module:NAME or file:PATH"}
+)
+
+func parseNow(c *ucli.Context) (time.Time, error) {
+	if s := c.String("now"); s != "" {
+		return vault.ParseDate(s)
+	}
+	return time.Time{}, nil
+}
+
+// continuityWrite wraps a command that changes the protocol's state: one
+// transaction, CONTINUITY.md refreshed in the same commit, the messages of
+// what was done printed (or the whole result with --json).
+func continuityWrite(fn func(c *ucli.Context, ct *vault.ContinuityTx) error) ucli.ActionFunc {
+	return func(c *ucli.Context) error {
+		res, err := runContinuityWrite(c, fn)
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			return printJSON(c.App.Writer, res)
+		}
+		for _, m := range res.Messages {
+			fmt.Fprintln(c.App.Writer, m)
+		}
+		printHeadOutcome(c, res)
+		return nil
+	}
+}
+
+// runContinuityWrite runs fn in one protocol transaction and prints its
+// warnings; the caller prints the rest.
+func runContinuityWrite(c *ucli.Context, fn func(c *ucli.Context, ct *vault.ContinuityTx) error) (*vault.ContinuityResult, error) {
+	now, err := parseNow(c)
+	if err != nil {
+		return nil, err
+	}
+	v, err := openVault(c)
+	if err != nil {
+		return nil, err
+	}
+	agent, err := agentOf(c, v)
+	if err != nil {
+		return nil, err
+	}
+	opts := vault.ContinuityOptions{Now: now, Trigger: c.Command.FullName(), TxOptions: vault.TxOptions{
+		Command: c.Command.FullName(), Agent: agent, Session: c.String("session"),
+		Harness: c.String("harness"), Force: c.Bool("force")}}
+	res, err := v.UpdateContinuity(opts, func(ct *vault.ContinuityTx) error { return fn(c, ct) })
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(c.App.ErrWriter, "memvault: warning: %s\n", w)
+	}
+	return res, nil
+}
+
+func printHeadOutcome(c *ucli.Context, res *vault.ContinuityResult) {
+	switch res.Head {
+	case "", "unchanged":
+	case "deferred":
+		fmt.Fprintf(c.App.Writer, "CONTINUITY.md: deferred, lease held by %s; the next update retries\n", res.Holder)
+	case "conflict":
+		fmt.Fprintf(c.App.Writer, "CONTINUITY.md: conflict in %s: your text was kept; see memvault status, settle with memvault resolve\n",
+			strings.Join(res.Conflicts, "; "))
+	default:
+		fmt.Fprintf(c.App.Writer, "CONTINUITY.md: %s\n", res.Head)
+	}
+}
+
+func noArgs(c *ucli.Context, cmd string) error {
+	if c.NArg() > 0 {
+		return usagef("%s: takes no arguments", cmd)
+	}
+	return nil
+}
+
+func continuityCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "continuity",
+		Usage: "the working-memory protocol: CONTINUITY.md, learnings, decisions",
+		Subcommands: []*ucli.Command{
+			{
+				Name:  "init",
+				Usage: "render CONTINUITY.md from the ledger (merged with hand edits); safe to run again",
+				Flags: writeFlags(),
+				Action: continuityWrite(func(c *ucli.Context, ct *vault.ContinuityTx) error {
+					return noArgs(c, "continuity init")
+				}),
+			},
+			{
+				Name:   "status",
+				Usage:  "active goal, current task, next actions, blockers, budget use",
+				Flags:  []ucli.Flag{jsonFlag},
+				Action: readAction(runContinuityStatus),
+			},
+			{
+				Name:  "learnings",
+				Usage: "learnings in scope, smallest scope first (active and corrected; --all for every status)",
+				Flags: []ucli.Flag{learnScopeFlag, &ucli.BoolFlag{Name: "all", Usage: "include archived and invalidated learnings"}, jsonFlag},
+				Action: readAction(func(c *ucli.Context, v *vault.Vault) error {
+					if err := noArgs(c, "continuity learnings"); err != nil {
+						return err
+					}
+					f, err := scopeFilter(c, v)
+					if err != nil {
+						return err
+					}
+					st, err := v.LoadContinuity()
+					if err != nil {
+						return err
+					}
+					ls := st.ActiveLearnings(f, c.Bool("all"))
+					if c.Bool("json") {
+						return printJSON(c.App.Writer, ls)
+					}
+					if len(ls) == 0 {
+						fmt.Fprintln(c.App.Writer, "no learnings")
+					}
+					for _, l := range ls {
+						fmt.Fprintf(c.App.Writer, "%-11s %s\n", l.Status, l.Line())
+					}
+					return nil
+				}),
+			},
+			{
+				Name:  "decisions",
+				Usage: "decisions in scope (active; --all includes superseded ones)",
+				Flags: []ucli.Flag{learnScopeFlag, &ucli.BoolFlag{Name: "all", Usage: "include superseded decisions"}, jsonFlag},
+				Action: readAction(func(c *ucli.Context, v *vault.Vault) error {
+					if err := noArgs(c, "continuity decisions"); err != nil {
+						return err
+					}
+					f, err := scopeFilter(c, v)
+					if err != nil {
+						return err
+					}
+					st, err := v.LoadContinuity()
+					if err != nil {
+						return err
+					}
+					ds := st.ActiveDecisions(f, c.Bool("all"))
+					if c.Bool("json") {
+						return printJSON(c.App.Writer, ds)
+					}
+					if len(ds) == 0 {
+						fmt.Fprintln(c.App.Writer, "no decisions")
+					}
+					for _, d := range ds {
+						fmt.Fprintf(c.App.Writer, "%-10s %s\n", d.Status, d.Line())
+					}
+					return nil
+				}),
+			},
+			{
+				Name:   "audit",
+				Usage:  "decay, reinforcement ladder, conflicts, integrity flags, as of --now",
+				Flags:  writeFlags(nowFlag, &ucli.BoolFlag{Name: "dry-run", Usage: "report without writing"}),
+				Action: runContinuityAudit,
+			},
+			{
+				Name:  "index",
+				Usage: "write learnings-index.md, the cheapest summary of the learnings, and print it",
+				Flags: writeFlags(),
+				Action: func(c *ucli.Context) error {
+					if err := noArgs(c, "continuity index"); err != nil {
+						return err
+					}
+					var out []byte
+					_, err := runContinuityWrite(c, func(c *ucli.Context, ct *vault.ContinuityTx) error {
+						ct.WriteIndex()
+						return nil
+					})
+					if err != nil {
+						return err
+					}
+					v, err := openVault(c)
+					if err != nil {
+						return err
+					}
+					if out, err = os.ReadFile(filepath.Join(v.Root, vault.LearningsIndexFile)); err != nil {
+						return err
+					}
+					if c.Bool("json") {
+						return printJSON(c.App.Writer, map[string]any{"file": vault.LearningsIndexFile, "text": string(out)})
+					}
+					_, err = c.App.Writer.Write(out)
+					return err
+				},
+			},
+			{
+				Name:  "budget",
+				Usage: "token use per category against the budgets in memvault.toml",
+				Flags: []ucli.Flag{jsonFlag},
+				Action: readAction(func(c *ucli.Context, v *vault.Vault) error {
+					if err := noArgs(c, "continuity budget"); err != nil {
+						return err
+					}
+					b, err := v.ContinuityBudget()
+					if err != nil {
+						return err
+					}
+					if c.Bool("json") {
+						return printJSON(c.App.Writer, b)
+					}
+					printBudget(c, b)
+					return nil
+				}),
+			},
+		},
+	}
+}
+
+func printBudget(c *ucli.Context, b []vault.BudgetLine) {
+	for _, l := range b {
+		mark := ""
+		if l.Over {
+			mark = "  OVER"
+		}
+		fmt.Fprintf(c.App.Writer, "%-11s %6d / %d tokens%s\n", l.Category, l.Tokens, l.Budget, mark)
+	}
+}
+
+func scopeFilter(c *ucli.Context, v *vault.Vault) (vault.ScopeFilter, error) {
+	if s := c.String("scope"); s != "" {
+		sc, err := vault.ParseScope(s)
+		if err != nil {
+			return vault.ScopeFilter{}, err
+		}
+		return vault.FilterFor(sc), nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return vault.ScopeFilter{}, err
+	}
+	return vault.FilterForDir(v.ProjectDir(wd)), nil
+}
+
+func runContinuityStatus(c *ucli.Context, v *vault.Vault) error {
+	if err := noArgs(c, "continuity status"); err != nil {
+		return err
+	}
+	s, err := v.ContinuityStatus()
+	if err != nil {
+		return err
+	}
+	for _, w := range s.Warnings {
+		fmt.Fprintf(c.App.ErrWriter, "memvault: warning: %s\n", w)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, s)
+	}
+	w := c.App.Writer
+	none := func(s string) string {
+		if s == "" {
+			return "none"
+		}
+		return s
+	}
+	fmt.Fprintf(w, "goal:       %s\n", none(s.Goal))
+	fmt.Fprintf(w, "phase:      %s (iteration %s)\n", none(s.Phase), none(s.Iteration))
+	fmt.Fprintf(w, "updated:    %s\n", none(s.Updated))
+	fmt.Fprintf(w, "task:       %s\n", none(s.CurrentTask))
+	if len(s.Next) == 0 {
+		fmt.Fprintf(w, "next:       none\n")
+	}
+	for i, n := range s.Next {
+		fmt.Fprintf(w, "next:       %d. %s\n", i+1, n)
+	}
+	if len(s.Blockers) == 0 {
+		fmt.Fprintf(w, "blockers:   none\n")
+	}
+	for _, b := range s.Blockers {
+		fmt.Fprintf(w, "blocker:    %s\n", b)
+	}
+	fmt.Fprintf(w, "words:      %d of %d\n", s.Words, s.Cap)
+	fmt.Fprintf(w, "learnings:  %d active\n", s.Learnings)
+	fmt.Fprintf(w, "decisions:  %d active\n", s.Decisions)
+	fmt.Fprintf(w, "last audit: %s\n", none(s.LastAudit))
+	if s.Deferred > 0 || s.Conflicts > 0 {
+		fmt.Fprintf(w, "head:       %d deferred refresh(es), %d unresolved conflict(s)\n", s.Deferred, s.Conflicts)
+	}
+	for _, b := range s.Budget {
+		mark := ""
+		if b.Over {
+			mark = " OVER"
+		}
+		fmt.Fprintf(w, "budget:     %s %d/%d%s\n", b.Category, b.Tokens, b.Budget, mark)
+	}
+	return nil
+}
+
+func runContinuityAudit(c *ucli.Context) error {
+	if err := noArgs(c, "continuity audit"); err != nil {
+		return err
+	}
+	if c.Bool("dry-run") {
+		now, err := parseNow(c)
+		if err != nil {
+			return err
+		}
+		v, err := openVault(c)
+		if err != nil {
+			return err
+		}
+		st, err := v.LoadContinuity()
+		if err != nil {
+			return err
+		}
+		if now.IsZero() {
+			now = time.Now()
+		}
+		rep := st.Audit(now.UTC().Format("2006-01-02"))
+		rep.DryRun = true
+		return printAudit(c, rep)
+	}
+	var rep *vault.AuditReport
+	res, err := runContinuityWrite(c, func(c *ucli.Context, ct *vault.ContinuityTx) error {
+		rep = ct.Audit(false)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	rep.Commit = res.Commit
+	return printAudit(c, rep)
+}
+
+func printAudit(c *ucli.Context, rep *vault.AuditReport) error {
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, rep)
+	}
+	w := c.App.Writer
+	fmt.Fprintf(w, "audit as of %s\n", rep.Now)
+	for _, a := range rep.Actions {
+		by := ""
+		if a.By != "" {
+			by = " (by " + a.By + ")"
+		}
+		fmt.Fprintf(w, "%s %s%s: %s\n", a.Action, a.ID, by, a.Reason)
+	}
+	for _, f := range rep.Flags {
+		fmt.Fprintf(w, "flag %s %s: %s\n", f.ID, f.Flag, f.Reason)
+	}
+	for _, l := range rep.Ladder {
+		fmt.Fprintf(w, "ttl %s: %s\n", l.ID, l.Reason)
+	}
+	for _, b := range rep.Blockers {
+		fmt.Fprintf(w, "blocker: %s\n", b)
+	}
+	switch {
+	case rep.DryRun:
+		fmt.Fprintln(w, "dry run: nothing written")
+	case !rep.Written:
+		fmt.Fprintln(w, "nothing new since the last audit: nothing written")
+	}
+	return nil
+}
+
+func learnCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "learn",
+		Usage:     "record a mistake and how to prevent it (a repeat reinforces it), or invalidate or correct one",
+		ArgsUsage: " ",
+		Flags: writeFlags(
+			&ucli.StringFlag{Name: "error", Aliases: []string{"e"}, Usage: "what failed (required)"},
+			&ucli.StringFlag{Name: "cause", Aliases: []string{"c"}, Usage: "why it failed"},
+			&ucli.StringFlag{Name: "prevention", Aliases: []string{"p"}, Usage: "how to prevent it (required)"},
+			learnScopeFlag,
+			&ucli.IntFlag{Name: "ttl", Usage: "days it lives unless reinforced (default 30)"},
+			&ucli.StringFlag{Name: "invalidate", Usage: "mark learning ID as wrong because it caused a problem (with --why)"},
+			&ucli.StringFlag{Name: "correct", Usage: "fix learning ID (with --prevention or --cause, and --why)"},
+			&ucli.StringFlag{Name: "why", Usage: "what went wrong, for --invalidate and --correct"},
+			nowFlag,
+		),
+		Action: continuityWrite(func(c *ucli.Context, ct *vault.ContinuityTx) error {
+			if c.NArg() > 0 {
+				return usagef("learn: takes flags only: memvault learn --error E --prevention P")
+			}
+			inv, cor := c.String("invalidate"), c.String("correct")
+			switch {
+			case inv != "" && cor != "":
+				return usagef("learn: --invalidate and --correct exclude each other")
+			case inv != "":
+				if c.IsSet("error") || c.IsSet("prevention") || c.IsSet("cause") {
+					return usagef("learn: --invalidate takes only --why")
+				}
+				if c.String("why") == "" {
+					return usagef("learn: --invalidate needs --why: say what went wrong")
+				}
+				_, err := ct.Invalidate(inv, c.String("why"))
+				return err
+			case cor != "":
+				_, err := ct.Correct(cor, c.String("cause"), c.String("prevention"), c.String("why"))
+				return err
+			}
+			_, err := ct.Learn(vault.LearnInput{Error: c.String("error"), Cause: c.String("cause"),
+				Prevention: c.String("prevention"), Scope: c.String("scope"), TTL: c.Int("ttl")})
+			return err
+		}),
+	}
+}
+
+func decideCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "decide",
+		Usage:     "record a decision and its rationale, optionally superseding an earlier one",
+		ArgsUsage: " ",
+		Flags: writeFlags(
+			&ucli.StringFlag{Name: "decision", Aliases: []string{"d"}, Usage: "what was decided (required)"},
+			&ucli.StringFlag{Name: "rationale", Aliases: []string{"r"}, Usage: "why (required)"},
+			learnScopeFlag,
+			&ucli.StringFlag{Name: "supersedes", Usage: "id of the decision this one replaces"},
+			nowFlag,
+		),
+		Action: continuityWrite(func(c *ucli.Context, ct *vault.ContinuityTx) error {
+			if c.NArg() > 0 {
+				return usagef("decide: takes flags only: memvault decide --decision D --rationale R")
+			}
+			_, err := ct.Decide(vault.DecideInput{Decision: c.String("decision"), Rationale: c.String("rationale"),
+				Scope: c.String("scope"), Supersedes: c.String("supersedes")})
+			return err
+		}),
+	}
+}
+
+func goalCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "goal",
+		Usage:     "set the active goal of CONTINUITY.md (and/or the phase)",
+		ArgsUsage: "TEXT",
+		Flags:     writeFlags(&ucli.StringFlag{Name: "phase", Usage: strings.Join(vault.Phases, ", ")}, nowFlag),
+		Action: continuityWrite(func(c *ucli.Context, ct *vault.ContinuityTx) error {
+			text, err := textArg(c, "goal")
+			if err != nil {
+				return err
+			}
+			return ct.Goal(text, c.String("phase"))
+		}),
+	}
+}
+
+func nextCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "next",
+		Usage:     "add a next action (the first one is the current task)",
+		ArgsUsage: "TEXT",
+		Flags:     writeFlags(&ucli.BoolFlag{Name: "first", Usage: "put it on top: it becomes the current task"}, nowFlag),
+		Action: continuityWrite(func(c *ucli.Context, ct *vault.ContinuityTx) error {
+			text, err := textArg(c, "next")
+			if err != nil {
+				return err
+			}
+			return ct.Next(text, c.Bool("first"))
+		}),
+	}
+}
+
+func doneCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "done",
+		Usage:     "record an accomplishment; a next action's number or text takes it off the queue",
+		ArgsUsage: "TEXT | N",
+		Flags:     writeFlags(nowFlag),
+		Action: continuityWrite(func(c *ucli.Context, ct *vault.ContinuityTx) error {
+			text, err := textArg(c, "done")
+			if err != nil {
+				return err
+			}
+			return ct.Done(text)
+		}),
+	}
+}

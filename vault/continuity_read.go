@@ -1,0 +1,234 @@
+package vault
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/memvault/memvault/render"
+)
+
+// The readers of the protocol: status, budget, and the session-start
+// injection. They take no lock and write nothing.
+
+// BudgetLine is one category of the token budget.
+type BudgetLine struct {
+	Category string `json:"category"`
+	Tokens   int    `json:"tokens"`
+	Budget   int    `json:"budget"`
+	Over     bool   `json:"over"`
+}
+
+// ContinuityStatus is what `memvault continuity status` shows.
+type ContinuityStatus struct {
+	Source       string              `json:"source"` // file, or render when CONTINUITY.md does not exist yet
+	Goal         string              `json:"goal"`
+	Phase        string              `json:"phase"`
+	Iteration    string              `json:"iteration"`
+	Updated      string              `json:"updated"`
+	CurrentTask  string              `json:"current_task"`
+	Next         []string            `json:"next"`
+	Blockers     []string            `json:"blockers"`
+	Words        int                 `json:"words"`
+	Cap          int                 `json:"cap"`
+	Learnings    int                 `json:"active_learnings"`
+	Decisions    int                 `json:"active_decisions"`
+	LastAudit    string              `json:"last_audit,omitempty"`
+	Deferred     int                 `json:"deferred"`
+	Conflicts    int                 `json:"conflicts"`
+	Budget       []BudgetLine        `json:"budget"`
+	Unknown      map[string][]string `json:"unknown_sections,omitempty"`
+	Warnings     []string            `json:"warnings"`
+	continuityMD []byte
+}
+
+// ContinuityStatus reads CONTINUITY.md as it is (hand edits included) and
+// the protocol's state. A file in a shape the parser does not know is read
+// as far as it goes, with warnings; nothing is changed.
+func (v *Vault) ContinuityStatus() (*ContinuityStatus, error) {
+	cfg, err := v.ContinuityConfig()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := v.continuityRows()
+	if err != nil {
+		return nil, err
+	}
+	c := foldContinuity(rows, nil)
+	data, err := os.ReadFile(filepath.Join(v.Root, ContinuityHead))
+	src := "file"
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		data, src = renderContinuity(c, cfg.Words).Bytes, "render"
+	case err != nil:
+		return nil, ioErr("read "+ContinuityHead, err)
+	}
+	p := ParseContinuity(data)
+	s := &ContinuityStatus{Source: src, Phase: p.Phase, Iteration: p.Iteration, Updated: p.Updated,
+		Next: items(p.Sections[SecNext]), Blockers: items(p.Sections[SecBlockers]),
+		Words: countWords(string(data)), Cap: cfg.Words, LastAudit: c.LastAudit, Unknown: p.Unknown, Warnings: p.Warnings,
+		continuityMD: data}
+	s.Goal = strings.Join(items(p.Sections[SecGoal]), " ")
+	if t := items(p.Sections[SecTask]); len(t) > 0 {
+		s.CurrentTask = t[0]
+	}
+	for _, l := range c.Learnings {
+		if l.Status == StatusActive || l.Status == StatusCorrected {
+			s.Learnings++
+		}
+	}
+	for _, d := range c.Decisions {
+		if d.Status == StatusActive {
+			s.Decisions++
+		}
+	}
+	h := continuityHeadOf(rows)
+	s.Deferred, s.Conflicts = len(h.deferred), len(h.conflicts)
+	if s.Words > s.Cap {
+		s.Warnings = append(s.Warnings, "CONTINUITY.md: "+itoa(s.Words)+" words, over its cap of "+itoa(s.Cap)+"; the next update moves hand-written lines to the ledger")
+	}
+	s.Budget = v.budget(cfg, c, data, ScopeFilter{})
+	return s, nil
+}
+
+// budget measures the tokens each category costs against its budget.
+func (v *Vault) budget(cfg ContinuityConfig, c *Continuity, continuityMD []byte, f ScopeFilter) []BudgetLine {
+	read := func(name string) string {
+		data, _ := os.ReadFile(filepath.Join(v.Root, name))
+		return string(data)
+	}
+	var learn, dec strings.Builder
+	for _, l := range c.ActiveLearnings(f, false) {
+		learn.WriteString("- " + l.Line() + "\n")
+	}
+	for _, d := range c.ActiveDecisions(f, false) {
+		dec.WriteString("- " + d.Line() + "\n")
+	}
+	used := map[string]int{
+		"memory":     render.Tokens(read(MemoryHead)),
+		"continuity": render.Tokens(string(continuityMD)),
+		"learnings":  render.Tokens(learn.String()),
+		"decisions":  render.Tokens(dec.String()),
+		"index":      render.Tokens(string(renderLearningsIndex(c, cfg.Budgets["index"]))),
+	}
+	var out []BudgetLine
+	total := 0
+	for _, k := range BudgetCategories {
+		out = append(out, BudgetLine{Category: k, Tokens: used[k], Budget: cfg.Budgets[k], Over: used[k] > cfg.Budgets[k]})
+		total += used[k]
+	}
+	out = append(out, BudgetLine{Category: "total", Tokens: total, Budget: cfg.ContextWindow, Over: total > cfg.ContextWindow})
+	return out
+}
+
+// ContinuityBudget is `memvault continuity budget`: tokens per category.
+func (v *Vault) ContinuityBudget() ([]BudgetLine, error) {
+	s, err := v.ContinuityStatus()
+	if err != nil {
+		return nil, err
+	}
+	return s.Budget, nil
+}
+
+// Injection is what a session start loads: the live sections as the file
+// has them, and the learnings and decisions in play.
+type Injection struct {
+	Text      string      `json:"text"`
+	Learnings []*Learning `json:"learnings"`
+	Decisions []*Decision `json:"decisions"`
+	Tokens    int         `json:"tokens"`
+}
+
+// ContinuityAtSessionStart is what the hooks call when a session starts:
+// the live sections of CONTINUITY.md (goal, task, next actions, blockers)
+// and the learnings and decisions whose scope is in play for work in dir
+// (relative to the project root; "" or "." for the whole project),
+// smallest scope first, within the learnings and decisions budgets.
+func (v *Vault) ContinuityAtSessionStart(dir string) (*Injection, error) {
+	s, err := v.ContinuityStatus()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := v.ContinuityConfig()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := v.continuityRows()
+	if err != nil {
+		return nil, err
+	}
+	c := foldContinuity(rows, nil)
+	f := FilterForDir(dir)
+	var b strings.Builder
+	b.WriteString("# Working memory (CONTINUITY.md)\n\n")
+	if s.Goal != "" {
+		b.WriteString("Active goal: " + s.Goal + "\n")
+	}
+	if s.CurrentTask != "" {
+		b.WriteString("Current task: " + s.CurrentTask + "\n")
+	}
+	for i, n := range s.Next {
+		b.WriteString("Next " + itoa(i+1) + ": " + n + "\n")
+	}
+	for _, bl := range s.Blockers {
+		b.WriteString("Blocker: " + bl + "\n")
+	}
+	inj := &Injection{Learnings: []*Learning{}, Decisions: []*Decision{}}
+	used := 0
+	for _, l := range c.ActiveLearnings(f, false) {
+		line := "- " + l.Line() + "\n"
+		if used+render.Tokens(line) > cfg.Budgets["learnings"] {
+			break
+		}
+		if len(inj.Learnings) == 0 {
+			b.WriteString("\n## Learnings in scope (smallest scope first)\n\n")
+		}
+		used += render.Tokens(line)
+		b.WriteString(line)
+		inj.Learnings = append(inj.Learnings, l)
+	}
+	used = 0
+	for _, d := range c.ActiveDecisions(f, false) {
+		line := "- " + d.Line() + "\n"
+		if used+render.Tokens(line) > cfg.Budgets["decisions"] {
+			break
+		}
+		if len(inj.Decisions) == 0 {
+			b.WriteString("\n## Decisions in scope\n\n")
+		}
+		used += render.Tokens(line)
+		b.WriteString(line)
+		inj.Decisions = append(inj.Decisions, d)
+	}
+	inj.Text = b.String()
+	inj.Tokens = render.Tokens(inj.Text)
+	return inj, nil
+}
+
+// ProjectDir turns a working directory into the directory in play,
+// relative to the project root (the folder holding the vault): "" at the
+// root or outside the project.
+func (v *Vault) ProjectDir(wd string) string {
+	root := filepath.Dir(v.Root)
+	rel, err := filepath.Rel(root, wd)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return ""
+	}
+	return filepath.ToSlash(rel)
+}
+
+// RenderContinuity renders CONTINUITY.md from the ledger without writing:
+// what the next update would merge in.
+func (v *Vault) RenderContinuity() (*ContinuityDoc, error) {
+	cfg, err := v.ContinuityConfig()
+	if err != nil {
+		return nil, err
+	}
+	c, err := v.LoadContinuity()
+	if err != nil {
+		return nil, err
+	}
+	return renderContinuity(c, cfg.Words), nil
+}

@@ -1,0 +1,434 @@
+package vault
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/memvault/memvault/render"
+)
+
+// The views of the protocol: CONTINUITY.md (rendered, then merged with hand
+// edits by continuity_write.go), learnings-index.md, and the parser that
+// reads CONTINUITY.md back for `memvault continuity status`. Rendering is a
+// pure function of the folded state and the configuration: no clock.
+
+// Section titles of CONTINUITY.md, in order.
+const (
+	SecGoal      = "Active Goal"
+	SecTask      = "Current Task"
+	SecCompleted = "Just Completed"
+	SecNext      = "Next Actions"
+	SecBlockers  = "Active Blockers"
+	SecDecisions = "Key Decisions"
+	SecLearnings = "Mistakes & Learnings"
+	SecContext   = "Working Context"
+	SecFiles     = "Files Being Modified"
+)
+
+// ContinuitySections lists the sections of CONTINUITY.md in order.
+var ContinuitySections = []string{SecGoal, SecTask, SecCompleted, SecNext, SecBlockers, SecDecisions, SecLearnings, SecContext, SecFiles}
+
+// sectionAliases are other titles people (and the seed protocol's template,
+// and `memvault edit`'s first template) use for the same sections.
+var sectionAliases = map[string]string{
+	"blockers":                       SecBlockers,
+	"next actions (priority order)":  SecNext,
+	"key decisions this session":     SecDecisions,
+	"files currently being modified": SecFiles,
+	"files modified":                 SecFiles,
+	"mistakes and learnings":         SecLearnings,
+}
+
+// LearningsIndexFile is the cheapest summary of the learnings (~100 tokens).
+const LearningsIndexFile = "learnings-index.md"
+
+const continuityTitle = "# CONTINUITY"
+const continuityPreamble = "<!-- memvault: working memory, rendered from the ledger; hand edits are merged, not lost. See docs/CONTINUITY.md. -->"
+
+// quotas: how many entries each section shows at most, before the word cap.
+var sectionQuota = map[string]int{
+	SecGoal: 1, SecTask: 1, SecCompleted: 5, SecNext: 10, SecBlockers: 5, SecDecisions: 5, SecLearnings: 8, SecContext: 10, SecFiles: 10,
+}
+
+// fill order: what matters most gets the words first.
+var fillOrder = []string{SecGoal, SecTask, SecBlockers, SecNext, SecLearnings, SecDecisions, SecCompleted, SecContext, SecFiles}
+
+// ContinuityDoc is a render of CONTINUITY.md and what the cap left out.
+type ContinuityDoc struct {
+	Bytes   []byte         `json:"-"`
+	Words   int            `json:"words"`
+	Cap     int            `json:"cap"`
+	Omitted map[string]int `json:"omitted,omitempty"` // section → entries left out by the cap (all still in the ledger)
+}
+
+// safeLine folds text onto one line, clips it, and neutralises what could
+// change the document's structure (a heading, a quote, a comment that
+// could forge the keep marker).
+func safeLine(s string, n int) string {
+	s = clip(oneLine(s), n)
+	s = strings.ReplaceAll(s, "<!--", "&lt;!--")
+	s = strings.ReplaceAll(s, "-->", "--&gt;")
+	if strings.HasPrefix(s, "#") || strings.HasPrefix(s, ">") {
+		s = `\` + s
+	}
+	return s
+}
+
+func countWords(s string) int { return len(strings.Fields(s)) }
+
+// LearningLine is how a learning reads in CONTINUITY.md and in listings.
+func (l *Learning) Line() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s [%s] What failed: %s", l.ID, l.Scope, safeLine(l.Error, 160))
+	if l.Cause != "" {
+		fmt.Fprintf(&b, " Why: %s", safeLine(l.Cause, 160))
+	}
+	fmt.Fprintf(&b, " Prevention: %s (", safeLine(l.Prevention, 200))
+	if l.ReinforceCount > 0 {
+		fmt.Fprintf(&b, "reinforced %d×, ", l.ReinforceCount)
+	}
+	fmt.Fprintf(&b, "ttl %d, last %s)", l.TTL, l.LastRelevant)
+	if l.Status == StatusCorrected {
+		b.WriteString(" corrected")
+	}
+	for _, f := range l.Flags {
+		b.WriteString(" " + f)
+	}
+	return b.String()
+}
+
+// Line is how a decision reads in CONTINUITY.md and in listings.
+func (d *Decision) Line() string {
+	s := fmt.Sprintf("%s [%s] %s", d.ID, d.Scope, safeLine(d.Decision, 200))
+	if d.Rationale != "" {
+		s += ": " + safeLine(d.Rationale, 200)
+	}
+	s += " (" + d.Date
+	if d.SupersededBy != "" {
+		s += ", superseded by " + d.SupersededBy
+	}
+	return s + ")"
+}
+
+// ActiveLearnings returns the learnings that are read (active, corrected)
+// and in play for f, smallest scope first.
+func (c *Continuity) ActiveLearnings(f ScopeFilter, all bool) []*Learning {
+	var out []*Learning
+	for _, l := range c.Learnings {
+		if (all || l.Status == StatusActive || l.Status == StatusCorrected) && f.Match(l.Scope) {
+			out = append(out, l)
+		}
+	}
+	sortLearnings(out)
+	if out == nil {
+		out = []*Learning{}
+	}
+	return out
+}
+
+// ActiveDecisions returns the decisions in play for f, smallest scope
+// first, newest first within a scope.
+func (c *Continuity) ActiveDecisions(f ScopeFilter, all bool) []*Decision {
+	var out []*Decision
+	for i := len(c.Decisions) - 1; i >= 0; i-- {
+		d := c.Decisions[i]
+		if (all || d.Status == StatusActive) && f.Match(d.Scope) {
+			out = append(out, d)
+		}
+	}
+	for i := 1; i < len(out); i++ { // stable insertion by scope rank
+		for j := i; j > 0 && scopeRank(out[j].Scope) < scopeRank(out[j-1].Scope); j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	if out == nil {
+		out = []*Decision{}
+	}
+	return out
+}
+
+// renderContinuity renders CONTINUITY.md within cap words. The skeleton
+// (title, preamble, header, headings, "- none") is always there; entries
+// are added in fillOrder while they fit; a section that lost entries says
+// how many, and they stay in the ledger (`memvault continuity learnings`
+// and friends list them all).
+func renderContinuity(c *Continuity, capWords int) *ContinuityDoc {
+	entries := map[string][]string{}
+	if c.Goal != "" {
+		entries[SecGoal] = []string{safeLine(c.Goal, 400)}
+	}
+	if len(c.Next) > 0 {
+		n := c.Next[0]
+		entries[SecTask] = []string{"- " + safeLine(n.Text, 200) + " (since " + n.Date + ")"}
+	}
+	for i := len(c.Done) - 1; i >= 0; i-- {
+		entries[SecCompleted] = append(entries[SecCompleted], "- "+safeLine(c.Done[i].Text, 200)+" ("+c.Done[i].Date+")")
+	}
+	for i, n := range c.Next {
+		entries[SecNext] = append(entries[SecNext], strconv.Itoa(i+1)+". "+safeLine(n.Text, 200))
+	}
+	for i := len(c.Blockers) - 1; i >= 0; i-- {
+		b := c.Blockers[i]
+		entries[SecBlockers] = append(entries[SecBlockers], "- "+safeLine(b.Text, 200)+" (`"+b.ID+"`)")
+	}
+	for _, b := range decisionBlockers(c) {
+		entries[SecBlockers] = append(entries[SecBlockers], "- "+b)
+	}
+	for _, d := range c.ActiveDecisions(ScopeFilter{}, false) {
+		entries[SecDecisions] = append(entries[SecDecisions], "- "+d.Line())
+	}
+	for _, l := range c.ActiveLearnings(ScopeFilter{}, false) {
+		entries[SecLearnings] = append(entries[SecLearnings], "- "+l.Line())
+	}
+	for _, s := range c.Context {
+		entries[SecContext] = append(entries[SecContext], "- "+safeLine(s, 400))
+	}
+	for _, f := range c.Files {
+		entries[SecFiles] = append(entries[SecFiles], "- "+safeLine(f, 200))
+	}
+
+	phase := c.Phase
+	if phase == "" {
+		phase = "planning"
+	}
+	updated := c.Updated
+	if updated == "" {
+		updated = "never"
+	}
+	header := []string{continuityTitle, "", continuityPreamble, "",
+		"Last Updated: " + updated, "Current Phase: " + phase, "Current Iteration: " + strconv.Itoa(c.Iteration)}
+	skeleton := 0
+	for _, h := range header {
+		skeleton += countWords(h)
+	}
+	for _, s := range ContinuitySections {
+		skeleton += countWords("## "+s) + countWords("- none")
+	}
+	// One pass in fill order, each section up to its quota, while the
+	// words last; a section that met the cap takes nothing more.
+	chosen := map[string]int{}
+	used := skeleton
+	for _, s := range fillOrder {
+		for chosen[s] < len(entries[s]) && chosen[s] < sectionQuota[s] {
+			w := countWords(entries[s][chosen[s]])
+			if chosen[s] == 0 {
+				w -= 2 // it replaces "- none"
+			}
+			if used+w > capWords {
+				break
+			}
+			used += w
+			chosen[s]++
+		}
+	}
+	build := func() string {
+		var b strings.Builder
+		for _, h := range header {
+			b.WriteString(h + "\n")
+		}
+		for _, s := range ContinuitySections {
+			b.WriteString("\n## " + s + "\n\n")
+			n := chosen[s]
+			for _, l := range entries[s][:n] {
+				b.WriteString(l + "\n")
+			}
+			switch {
+			case n < len(entries[s]):
+				fmt.Fprintf(&b, "- … %d more in the ledger\n", len(entries[s])-n)
+			case n == 0 && s == SecGoal:
+				b.WriteString("- none: set one with memvault goal\n")
+			case n == 0:
+				b.WriteString("- none\n")
+			}
+		}
+		return b.String()
+	}
+	out := build()
+	// The "… more" lines cost words too: give entries back, least
+	// important first, until the whole fits.
+	for countWords(out) > capWords {
+		dropped := false
+		for i := len(fillOrder) - 1; i >= 0 && !dropped; i-- {
+			if s := fillOrder[i]; chosen[s] > 0 {
+				chosen[s]--
+				dropped = true
+			}
+		}
+		if !dropped {
+			break // the skeleton alone is over the cap
+		}
+		out = build()
+	}
+	omitted := map[string]int{}
+	for _, s := range ContinuitySections {
+		if n := len(entries[s]) - chosen[s]; n > 0 {
+			omitted[s] = n
+		}
+	}
+	return &ContinuityDoc{Bytes: []byte(out), Words: countWords(out), Cap: capWords, Omitted: omitted}
+}
+
+// renderLearningsIndex renders learnings-index.md: counts, then the
+// strongest learnings (most reinforced, then most recent) while the whole
+// stays within budget tokens.
+func renderLearningsIndex(c *Continuity, budget int) []byte {
+	counts := map[string]int{}
+	scopes := map[string]int{}
+	var act []*Learning
+	for _, l := range c.Learnings {
+		counts[l.Status]++
+		if l.Status == StatusActive || l.Status == StatusCorrected {
+			act = append(act, l)
+			sc, _ := ParseScope(l.Scope)
+			scopes[sc.Kind]++
+		}
+	}
+	var b strings.Builder
+	b.WriteString("# Learnings index\n\n")
+	fmt.Fprintf(&b, "%d active (%d global, %d module, %d file), %d archived, %d invalidated. Full list: memvault continuity learnings\n\n",
+		len(act), scopes["global"], scopes["module"], scopes["file"], counts[StatusArchived], counts[StatusInvalidated])
+	// strongest first
+	for i := 1; i < len(act); i++ {
+		for j := i; j > 0 && stronger(act[j], act[j-1]); j-- {
+			act[j], act[j-1] = act[j-1], act[j]
+		}
+	}
+	used := render.Tokens(b.String())
+	shown := 0
+	for _, l := range act {
+		line := fmt.Sprintf("- %s [%s] %s\n", l.ID, l.Scope, safeLine(l.Prevention, 80))
+		if used+render.Tokens(line) > budget {
+			break
+		}
+		used += render.Tokens(line)
+		b.WriteString(line)
+		shown++
+	}
+	if shown == 0 && len(act) == 0 {
+		b.WriteString("- none\n")
+	} else if shown < len(act) {
+		fmt.Fprintf(&b, "- … %d more\n", len(act)-shown)
+	}
+	return []byte(b.String())
+}
+
+func stronger(a, b *Learning) bool {
+	if a.ReinforceCount != b.ReinforceCount {
+		return a.ReinforceCount > b.ReinforceCount
+	}
+	if a.LastRelevant != b.LastRelevant {
+		return a.LastRelevant > b.LastRelevant
+	}
+	return a.seq > b.seq
+}
+
+// ParsedContinuity is CONTINUITY.md read back: what a person and memvault
+// wrote into it, section by section.
+type ParsedContinuity struct {
+	Updated   string              `json:"updated,omitempty"`
+	Phase     string              `json:"phase,omitempty"`
+	Iteration string              `json:"iteration,omitempty"`
+	Sections  map[string][]string `json:"sections"` // protocol section → its non-empty lines
+	Unknown   map[string][]string `json:"unknown,omitempty"`
+	Warnings  []string            `json:"warnings"`
+}
+
+// ParseContinuity reads CONTINUITY.md. It never fails and never drops
+// text: a section it does not know is kept under Unknown with a warning,
+// and so is text outside any section.
+func ParseContinuity(data []byte) *ParsedContinuity {
+	p := &ParsedContinuity{Sections: map[string][]string{}, Unknown: map[string][]string{}, Warnings: []string{}}
+	cur := ""
+	known := true
+	fence := false
+	seen := map[string]bool{}
+	for _, raw := range strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n") {
+		line := strings.TrimRight(raw, " \t")
+		trim := strings.TrimSpace(line)
+		if strings.HasPrefix(trim, "```") || strings.HasPrefix(trim, "~~~") {
+			fence = !fence
+		}
+		if !fence && strings.HasPrefix(line, "## ") {
+			title := strings.TrimSpace(strings.ReplaceAll(strings.TrimPrefix(line, "## "), "<!-- memvault:keep -->", ""))
+			cur, known = canonicalSection(title)
+			if !known {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("CONTINUITY.md: section %q is not part of the protocol; its text is kept as it is", title))
+			} else if seen[cur] {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("CONTINUITY.md: section %q appears twice; both are kept", cur))
+			}
+			seen[cur] = true
+			continue
+		}
+		if trim == "" || strings.HasPrefix(trim, "<!--") && strings.HasSuffix(trim, "-->") {
+			continue
+		}
+		if cur == "" {
+			switch {
+			case strings.HasPrefix(trim, "# "):
+			case strings.HasPrefix(trim, "Last Updated:"):
+				p.Updated = strings.TrimSpace(strings.TrimPrefix(trim, "Last Updated:"))
+			case strings.HasPrefix(trim, "Current Phase:"):
+				p.Phase = strings.TrimSpace(strings.TrimPrefix(trim, "Current Phase:"))
+			case strings.HasPrefix(trim, "Current Iteration:"):
+				p.Iteration = strings.TrimSpace(strings.TrimPrefix(trim, "Current Iteration:"))
+			default:
+				p.Unknown["(before the first section)"] = append(p.Unknown["(before the first section)"], trim)
+			}
+			continue
+		}
+		if !known {
+			p.Unknown[cur] = append(p.Unknown[cur], trim)
+			continue
+		}
+		if trim == "- none" || strings.HasPrefix(trim, "- none:") {
+			continue
+		}
+		p.Sections[cur] = append(p.Sections[cur], trim)
+	}
+	if len(p.Unknown["(before the first section)"]) > 0 {
+		p.Warnings = append(p.Warnings, "CONTINUITY.md: text before the first section is not part of the protocol; it is kept as it is")
+	}
+	for _, s := range ContinuitySections {
+		if !seen[s] {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("CONTINUITY.md: section %q is missing", s))
+		}
+	}
+	if len(p.Unknown) == 0 {
+		p.Unknown = nil
+	}
+	return p
+}
+
+func canonicalSection(title string) (string, bool) {
+	t := strings.ToLower(strings.Join(strings.Fields(title), " "))
+	for _, s := range ContinuitySections {
+		if strings.ToLower(s) == t {
+			return s, true
+		}
+	}
+	if s, ok := sectionAliases[t]; ok {
+		return s, true
+	}
+	return title, false
+}
+
+// items strips list markers from a section's lines.
+func items(lines []string) []string {
+	out := []string{}
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "- "), strings.HasPrefix(l, "* "):
+			l = l[2:]
+		default:
+			if i := strings.Index(l, ". "); i > 0 && i <= 3 {
+				if _, err := strconv.Atoi(l[:i]); err == nil {
+					l = l[i+2:]
+				}
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}

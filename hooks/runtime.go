@@ -511,6 +511,14 @@ func (r *Runner) runJob(j job) error {
 		if errors.Is(err, vault.ErrNotFound) {
 			return nil // no transcript: nothing to summarise
 		}
+		if err != nil {
+			return err
+		}
+		// CONTINUITY.md: Just Completed, next actions, learnings and
+		// decisions from the session's last answer (docs/CONTINUITY.md).
+		_, err = r.V.UpdateContinuityAtSessionEnd(vault.TxOptions{Command: "hook job continuity", Agent: j.Agent,
+			Session: j.Session, Harness: j.Harness, LockTimeout: eventLockWait},
+			vault.SessionEndInput{Summary: lastAnswer(r.V, t)})
 		return err
 	case "refresh":
 		// Tier 1 and the Tier 2 heads this session wrote to; a head someone
@@ -561,4 +569,16 @@ func LogTo(root, line string) {
 	}
 	defer f.Close()
 	fmt.Fprintf(f, "%s %s\n", time.Now().UTC().Format(time.RFC3339), strings.ReplaceAll(line, "\n", " "))
+}
+
+// lastAnswer is the text of the session's last assistant message.
+func lastAnswer(v *vault.Vault, t vault.TranscriptRef) string {
+	last := ""
+	_ = v.ReadTranscript(t, 1, 0, func(m vault.StoredMessage) error {
+		if m.Role == transcript.RoleAssistant && strings.TrimSpace(m.Text) != "" {
+			last = m.Text
+		}
+		return nil
+	})
+	return last
 }

@@ -37,11 +37,41 @@ type indexSource struct {
 
 // indexSources lists every file the index covers, with its size.
 func (v *Vault) indexSources() ([]indexSource, error) {
+	return v.indexSourcesOf("rmn")
+}
+
+// indexSourcesOf lists the files of the given kinds ('r' ledger segments,
+// 'm' transcript parts, 'n' nodes). A search of some tiers only needs the
+// files behind them: a prompt's search of rows and nodes does not stat every
+// transcript of the vault.
+func (v *Vault) indexSourcesOf(kinds string) ([]indexSource, error) {
 	var out []indexSource
+	for _, k := range kinds {
+		var got []indexSource
+		var err error
+		switch k {
+		case 'r':
+			got, err = v.segmentSources()
+		case 'm':
+			got, err = v.transcriptSources()
+		case 'n':
+			got, err = v.nodeSources()
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
+	return out, nil
+}
+
+func (v *Vault) segmentSources() ([]indexSource, error) {
 	segs, _, err := listSegments(v.Root)
 	if err != nil {
 		return nil, err
 	}
+	var out []indexSource
 	for _, s := range segs {
 		info, err := os.Stat(v.abs(s.rel()))
 		if err != nil {
@@ -49,10 +79,15 @@ func (v *Vault) indexSources() ([]indexSource, error) {
 		}
 		out = append(out, indexSource{rel: s.String(), kind: 'r', size: info.Size()})
 	}
+	return out, nil
+}
+
+func (v *Vault) transcriptSources() ([]indexSource, error) {
 	agents, err := os.ReadDir(filepath.Join(v.Root, "transcripts"))
 	if err != nil && !os.IsNotExist(err) {
 		return nil, ioErr("read transcripts", err)
 	}
+	var out []indexSource
 	for _, a := range agents {
 		if !a.IsDir() || CheckName("agent", a.Name()) != nil {
 			continue
@@ -72,14 +107,18 @@ func (v *Vault) indexSources() ([]indexSource, error) {
 			out = append(out, indexSource{rel: "transcripts/" + a.Name() + "/" + f.Name(), kind: 'm', size: info.Size()})
 		}
 	}
-	ix, err := v.Nodes()
+	return out, nil
+}
+
+func (v *Vault) nodeSources() ([]indexSource, error) {
+	paths, err := v.nodePaths()
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range ix.Nodes {
-		out = append(out, indexSource{rel: n.Path, kind: 'n', size: 1})
+	out := make([]indexSource, 0, len(paths))
+	for _, p := range paths {
+		out = append(out, indexSource{rel: p, kind: 'n', size: 1})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
 	return out, nil
 }
 
@@ -269,9 +308,9 @@ func (v *Vault) Reindex(progress func(done, total int)) (*IndexReport, error) {
 // caught up with and of the heads. When the index is missing, damaged or of
 // an older mapping, it is rebuilt first if the vault lock is free, and the
 // files are searched directly if not; either way the caller is told.
-func (v *Vault) searchIndexes(agent string) ([]*index.Index, []string, func(), error) {
+func (v *Vault) searchIndexes(agent, kinds string) ([]*index.Index, []string, func(), error) {
 	var notes []string
-	sources, err := v.indexSources()
+	sources, err := v.indexSourcesOf(kinds)
 	if err != nil {
 		return nil, nil, nil, err
 	}

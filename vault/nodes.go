@@ -443,6 +443,38 @@ func (v *Vault) nodeMonthDirs() ([]string, error) {
 	return out, nil
 }
 
+// nodePaths lists every node file's path: from the cache's first column
+// when the cache is fresh, without decoding the headers.
+func (v *Vault) nodePaths() ([]string, error) {
+	if _, err := v.nodes([]string{"\x00"}); err != nil { // validates the cache; matches no line
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(v.Root, nodeCache))
+	if err != nil {
+		// No cache (no nodes yet, or it could not be written): ask the
+		// folders.
+		full, err := v.Nodes()
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, n := range full.Nodes {
+			out = append(out, n.Path)
+		}
+		return out, nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if p, _, ok := strings.Cut(line, "\t"); ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
 func (v *Vault) saveNodeCache(ix *NodeIndex, dirs map[string]int64) {
 	lines := make([]string, 0, len(ix.Nodes)+len(dirs))
 	for d, mt := range dirs {

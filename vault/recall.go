@@ -110,7 +110,13 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 	}
 	res := &RecallResult{Scope: scopeList}
 
-	indexes, notes, cleanup, err := v.searchIndexes(opts.Agent)
+	kinds := ""
+	for tier, k := range map[string]string{TierStructured: "r", TierHeads: "n", TierTranscripts: "m"} {
+		if (opts.Tier == "" || opts.Tier == tier) && (len(opts.Tiers) == 0 || contains(opts.Tiers, tier)) {
+			kinds += k
+		}
+	}
+	indexes, notes, cleanup, err := v.searchIndexes(opts.Agent, kinds)
 	if err != nil {
 		return nil, err
 	}

@@ -130,34 +130,22 @@ type StoredMessage struct {
 	transcript.Message
 }
 
-// parts lists the transcript's part numbers in order.
+// parts lists the transcript's part numbers in order. Parts are numbered
+// without gaps, so this stats <session>.jsonl, <session>.1.jsonl, … until
+// one is missing, instead of listing a folder that holds every session of
+// the agent.
 func (v *Vault) parts(t TranscriptRef) ([]int, error) {
-	entries, err := os.ReadDir(v.abs(t.dir()))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, ioErr("read "+t.dir().String(), err)
-	}
-	base := sessionFileName(t.Session)
 	var parts []int
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), base)
-		if !ok || !strings.HasSuffix(rest, ".jsonl") {
-			continue
+	for n := 0; ; n++ {
+		_, err := os.Stat(v.abs(t.part(n)))
+		if errors.Is(err, fs.ErrNotExist) {
+			return parts, nil
 		}
-		rest = strings.TrimSuffix(rest, ".jsonl")
-		switch {
-		case rest == "":
-			parts = append(parts, 0)
-		case strings.HasPrefix(rest, "."):
-			if n, err := strconv.Atoi(rest[1:]); err == nil && n > 0 && strconv.Itoa(n) == rest[1:] {
-				parts = append(parts, n)
-			}
+		if err != nil {
+			return nil, ioErr("stat "+t.part(n).String(), err)
 		}
+		parts = append(parts, n)
 	}
-	sort.Ints(parts)
-	return parts, nil
 }
 
 // transcriptTail is what an appender needs: the last part, its size, and the

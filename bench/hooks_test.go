@@ -1,0 +1,51 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// BenchmarkHooks times the two hook events on a harness's critical path,
+// as whole processes, on a vault with 10k nodes and 5k sessions: the
+// prompt-submit that runs before every prompt (goal p50 ≤ 30 ms) and the
+// session-start (goal ≤ 50 ms). The anchor is `git status` in the vault,
+// about the least a git-based tool does per call.
+func BenchmarkHooks(b *testing.B) {
+	bin := memvaultBinary(b)
+	sessions := 5000
+	if s := os.Getenv("MEMVAULT_BENCH_SESSIONS"); s != "" {
+		fmt.Sscan(s, &sessions)
+	}
+	root, _ := lineageVault(b, sessions)
+	run(b, root, bin, "--vault", root, "render")
+	run(b, root, bin, "--vault", root, "reindex")
+	payload := func(event, extra string) []byte {
+		return []byte(fmt.Sprintf(`{"session_id":"bench-session","transcript_path":"","cwd":%q,"hook_event_name":%q%s}`, root, event, extra))
+	}
+	hook := func(event string, stdin []byte) func(int) *exec.Cmd {
+		return func(i int) *exec.Cmd {
+			cmd := exec.Command(bin, "--vault", root, "hook", "claude-code", event)
+			cmd.Stdin = bytes.NewReader(stdin)
+			return cmd
+		}
+	}
+	b.Run("session-start", func(b *testing.B) {
+		timeProcesses(b, hook("session-start", payload("SessionStart", `,"source":"startup"`)))
+	})
+	b.Run("prompt-submit", func(b *testing.B) {
+		timeProcesses(b, func(i int) *exec.Cmd {
+			p := payload("UserPromptSubmit", fmt.Sprintf(`,"prompt":"how did approach %d work out for the migration task"`, i))
+			return hook("prompt-submit", p)(i)
+		})
+	})
+	b.Run("git-status", func(b *testing.B) {
+		timeProcesses(b, func(int) *exec.Cmd { return exec.Command("git", "-C", root, "status", "--porcelain") })
+	})
+	if data, err := os.ReadFile(root + "/.logs/hooks.log"); err == nil && len(bytes.TrimSpace(data)) > 0 {
+		b.Logf("hooks.log:\n%s", strings.TrimSpace(string(data)))
+	}
+}

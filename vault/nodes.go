@@ -51,48 +51,36 @@ type Node struct {
 	Body     string   `json:"body,omitempty"`
 }
 
-// frontKeys is the order of the front matter, fixed so that the same node
-// always has the same bytes.
-var frontKeys = []string{"id", "kind", "agent", "session", "harness", "threads", "children", "span", "created", "title"}
+// frontMatter lists the front-matter fields in their fixed order (so the
+// same node always has the same bytes) with where each lives in the Node;
+// writing and reading both go through it.
+func (n *Node) frontMatter() []struct {
+	key string
+	ptr any
+} {
+	return []struct {
+		key string
+		ptr any
+	}{
+		{"id", &n.ID}, {"kind", &n.Kind}, {"agent", &n.Agent}, {"session", &n.Session},
+		{"harness", &n.Harness}, {"threads", &n.Threads}, {"children", &n.Children},
+		{"span", &n.Span}, {"created", &n.Created}, {"title", &n.Title},
+	}
+}
 
 // encode renders the node file. Every front-matter value is written as JSON,
 // which is also valid YAML, so the file reads well, parses with any YAML
 // library, and round-trips exactly.
 func (n *Node) encode() []byte {
+	n.Threads, n.Children = nonNil(n.Threads), nonNil(n.Children)
 	var b bytes.Buffer
 	b.WriteString("---\n")
-	js := func(v any) string {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
+	for _, f := range n.frontMatter() {
+		var v bytes.Buffer
+		enc := json.NewEncoder(&v)
 		enc.SetEscapeHTML(false)
-		_ = enc.Encode(v)
-		return strings.TrimSuffix(buf.String(), "\n")
-	}
-	for _, k := range frontKeys {
-		var v any
-		switch k {
-		case "id":
-			v = n.ID
-		case "kind":
-			v = n.Kind
-		case "agent":
-			v = n.Agent
-		case "session":
-			v = n.Session
-		case "harness":
-			v = n.Harness
-		case "threads":
-			v = nonNil(n.Threads)
-		case "children":
-			v = nonNil(n.Children)
-		case "span":
-			v = n.Span
-		case "created":
-			v = n.Created
-		case "title":
-			v = n.Title
-		}
-		fmt.Fprintf(&b, "%s: %s\n", k, js(v))
+		_ = enc.Encode(f.ptr)
+		fmt.Fprintf(&b, "%s: %s\n", f.key, strings.TrimSuffix(v.String(), "\n"))
 	}
 	b.WriteString("---\n\n")
 	b.WriteString(strings.TrimRight(n.Body, "\n"))
@@ -118,36 +106,16 @@ func parseNode(data []byte, headerOnly bool) (*Node, error) {
 		return nil, fmt.Errorf("front matter not closed")
 	}
 	n := new(Node)
+	fields := map[string]any{}
+	for _, f := range n.frontMatter() {
+		fields[f.key] = f.ptr
+	}
 	sc := bufio.NewScanner(bytes.NewReader(rest[:end+1]))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), ": ")
-		if !ok {
-			continue
-		}
-		var dst any
-		switch k {
-		case "id":
-			dst = &n.ID
-		case "kind":
-			dst = &n.Kind
-		case "agent":
-			dst = &n.Agent
-		case "session":
-			dst = &n.Session
-		case "harness":
-			dst = &n.Harness
-		case "threads":
-			dst = &n.Threads
-		case "children":
-			dst = &n.Children
-		case "span":
-			dst = &n.Span
-		case "created":
-			dst = &n.Created
-		case "title":
-			dst = &n.Title
-		default:
+		dst, known := fields[k]
+		if !ok || !known {
 			continue
 		}
 		if err := json.Unmarshal([]byte(v), dst); err != nil {

@@ -89,6 +89,13 @@ func (r *Runner) sessionStart(t vault.TranscriptRef, p Payload, thread string) (
 	return r.startContext(thread), nil
 }
 
+// StartContext is what a session of this project starts with, for harnesses
+// wired by hand (`memvault context`): the same text session-start injects.
+func StartContext(v *vault.Vault, agent, thread string, limit int) string {
+	r := &Runner{V: v, Harness: &Harness{Name: "manual", ContextLimit: limit}, Agent: agent}
+	return r.startContext(thread)
+}
+
 // startContext assembles what a session starts with, by priority: how to
 // use memory, MEMORY.md, the session's thread head, CONTINUITY.md's live
 // sections; or, before any head is rendered, the open commitments and the

@@ -147,6 +147,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			recallCommand(),
 			reindexCommand(),
 			hookCommand(),
+			contextCommand(),
 			installCommand(),
 			uninstallCommand(),
 			doctorCommand(),

@@ -121,3 +121,32 @@ func runGitHook(c *ucli.Context, event string) {
 		hooks.LogTo(root, fmt.Sprintf("git post-commit: %v", err))
 	}
 }
+
+func contextCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "context",
+		Usage: "print what a session starts with (for harnesses wired by hand)",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"}, Usage: "the session's thread (default: derived from the project)"},
+			&ucli.IntFlag{Name: "limit", Value: 9500, Usage: "at most this many characters"},
+		},
+		Action: readAction(func(c *ucli.Context, v *vault.Vault) error {
+			agent, err := agentOf(c, v)
+			if err != nil {
+				return err
+			}
+			if c.Int("limit") < 200 {
+				return usagef("context: --limit must be at least 200")
+			}
+			thread := c.String("thread")
+			if thread == "" {
+				wd, _ := os.Getwd()
+				thread = hooks.ProjectThread(wd)
+			} else if _, err := vault.ParseThread(thread); err != nil {
+				return err
+			}
+			fmt.Fprintln(c.App.Writer, hooks.StartContext(v, agent, thread, c.Int("limit")))
+			return nil
+		}),
+	}
+}

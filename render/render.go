@@ -41,6 +41,7 @@ type Item struct {
 type Node struct {
 	ID      string   `json:"id"`
 	Kind    string   `json:"kind,omitempty"`
+	Session string   `json:"session,omitempty"`
 	TS      string   `json:"ts"`
 	Text    string   `json:"text,omitempty"`
 	Threads []string `json:"threads,omitempty"`
@@ -679,10 +680,14 @@ func RenderMemory(p *MemoryParts, in Input) (*Doc, error) {
 			text: ts.state(), line: line, tokens: Tokens(line)})
 	}
 
+	summarised := map[string]bool{}
 	nsec := section{title: "Drill down", quota: 3,
 		fixed: []string{"- details of a node: `memvault expand <node-id>`; every row: `memvault ledger`; what the budget left out: `memvault render --explain`"}}
 	for i := len(p.Nodes) - 1; i >= 0; i-- {
 		n := &p.Nodes[i]
+		if supersededSummary(n, summarised) {
+			continue
+		}
 		line := "- `" + n.ID + "` " + nodeLabel(n)
 		if n.Text != "" {
 			line += ": " + clean(n.Text, 120)
@@ -787,10 +792,14 @@ func RenderThread(p *ThreadParts, key string, in Input) (*Doc, error) {
 	}, 10)
 	next := kindSection("Next action", &p.Sections[ThreadNext], none, 3)
 
+	summarised := map[string]bool{}
 	lineage := section{title: "Lineage", quota: 5,
 		fixed: []string{"- every row of this thread: `memvault ledger --thread " + key + "`; what the budget left out: `memvault render --thread " + key + " --explain`"}}
 	for i := len(p.Nodes) - 1; i >= 0; i-- {
 		n := &p.Nodes[i]
+		if supersededSummary(n, summarised) {
+			continue
+		}
 		mine := false
 		for _, t := range n.Threads {
 			mine = mine || t == key
@@ -827,4 +836,19 @@ func RenderThread(p *ThreadParts, key string, in Input) (*Doc, error) {
 		preamble = append(preamble, "", "Aliases: "+strings.Join(aliases, ", "))
 	}
 	return layout(ThreadPath(key), key, preamble, secs, in.ThreadTokens, in.Explain)
+}
+
+// supersededSummary reports whether n is a session summary of a session
+// whose newer summary was already listed (nodes are walked newest first): a
+// session summarised again after it went on is shown once, by its latest
+// summary; the older ones stay in the lineage, a memvault expand away.
+func supersededSummary(n *Node, summarised map[string]bool) bool {
+	if n.Kind != "session-summary" || n.Session == "" {
+		return false
+	}
+	if summarised[n.Session] {
+		return true
+	}
+	summarised[n.Session] = true
+	return false
 }

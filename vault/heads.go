@@ -174,7 +174,7 @@ func buildView(st *State, cfg HeadsConfig) *headView {
 				Kind string `json:"kind"`
 			}
 			_ = json.Unmarshal(r.Data, &d)
-			n := render.Node{ID: r.Links[0], Kind: d.Kind, TS: r.TS, Text: r.Text}
+			n := render.Node{ID: r.Links[0], Kind: d.Kind, Session: r.Session, TS: r.TS, Text: r.Text}
 			if r.Thread != "" {
 				n.Threads = []string{r.Thread}
 				vw.threadLast[r.Thread] = i

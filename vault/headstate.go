@@ -416,7 +416,7 @@ func uvarintString(s string) (uint64, int) {
 
 const (
 	headViewFile  = ".state/heads-view.bin"
-	headViewMagic = "memvault heads-view 1\n"
+	headViewMagic = "memvault heads-view 2\n"
 )
 
 type blockRef struct {
@@ -745,7 +745,7 @@ func (vc *viewCache) apply(ev *Event) {
 			Kind string `json:"kind"`
 		}
 		_ = json.Unmarshal(r.Data, &d)
-		n := render.Node{ID: r.Links[0], Kind: d.Kind, TS: r.TS, Text: r.Text}
+		n := render.Node{ID: r.Links[0], Kind: d.Kind, Session: r.Session, TS: r.TS, Text: r.Text}
 		if r.Thread != "" {
 			n.Threads = []string{r.Thread}
 			vc.threadLast[r.Thread] = i
@@ -1096,6 +1096,7 @@ func putNodes(buf *bytes.Buffer, nodes []render.Node) {
 	for _, n := range nodes {
 		putString(buf, n.ID)
 		putString(buf, n.Kind)
+		putString(buf, n.Session)
 		putString(buf, n.TS)
 		putString(buf, n.Text)
 		putUvarint(buf, uint64(len(n.Threads)))
@@ -1191,7 +1192,7 @@ func (d *decoder) nodes() []render.Node {
 	out := make([]render.Node, n)
 	for i := range out {
 		nd := &out[i]
-		nd.ID, nd.Kind, nd.TS, nd.Text = d.str(), d.str(), d.str(), d.str()
+		nd.ID, nd.Kind, nd.Session, nd.TS, nd.Text = d.str(), d.str(), d.str(), d.str(), d.str()
 		k := d.uv()
 		if d.bad || k > len(d.s)-d.pos {
 			d.bad = true

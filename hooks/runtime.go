@@ -247,7 +247,7 @@ func (r *Runner) relevant(t vault.TranscriptRef, prompt, thread string) string {
 	var lines []string
 	var fresh []string
 	res, err := r.V.Recall(vault.RecallOptions{Query: clipQuery(prompt), Agent: r.Agent, Thread: thread,
-		Session: t.Session, Tiers: []string{vault.TierStructured, vault.TierHeads}, Limit: 3})
+		Session: t.Session, Tiers: []string{vault.TierStructured, vault.TierHeads}, Limit: 3, NoHeadFiles: true})
 	if err != nil {
 		return "" // no searchable words, an unknown thread: nothing to add
 	}

@@ -13,7 +13,8 @@ package index
 
 import (
 	"context"
-	"encoding/json"
+	"bytes"
+	"encoding/gob"
 	"errors"
 	"fmt"
 	"os"
@@ -130,7 +131,9 @@ type Meta struct {
 
 const (
 	bleveDir = "bleve"
-	metaFile = "meta.json"
+	// metaFile is gob, not JSON: it is read on every recall and holds one
+	// watermark per transcript part, thousands of them.
+	metaFile = "meta.gob"
 )
 
 // Open opens the index in dir. A reader (readOnly) waits at most timeout
@@ -142,8 +145,8 @@ func Open(dir string, readOnly bool, timeout time.Duration) (*Index, error) {
 		return nil, fmt.Errorf("%w: %v", ErrUnusable, err)
 	}
 	var meta Meta
-	if err := json.Unmarshal(data, &meta); err != nil {
-		return nil, fmt.Errorf("%w: meta.json: %v", ErrUnusable, err)
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&meta); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrUnusable, metaFile, err)
 	}
 	if meta.Version != MappingVersion {
 		return nil, fmt.Errorf("%w: built with mapping version %d, this is %d", ErrUnusable, meta.Version, MappingVersion)
@@ -209,10 +212,11 @@ func NewMemory() (*Index, error) {
 // SaveMeta writes the watermarks. Call it only after the documents they
 // cover are in the index (Add returns after its batch is applied).
 func (ix *Index) SaveMeta() error {
-	data, err := json.Marshal(ix.Meta)
-	if err != nil {
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(ix.Meta); err != nil {
 		return err
 	}
+	data := buf.Bytes()
 	tmp := filepath.Join(ix.dir, metaFile+".tmp")
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return err

@@ -308,7 +308,7 @@ func (v *Vault) Reindex(progress func(done, total int)) (*IndexReport, error) {
 // caught up with and of the heads. When the index is missing, damaged or of
 // an older mapping, it is rebuilt first if the vault lock is free, and the
 // files are searched directly if not; either way the caller is told.
-func (v *Vault) searchIndexes(agent, kinds string) ([]*index.Index, []string, func(), error) {
+func (v *Vault) searchIndexes(agent, kinds string, headFiles bool) ([]*index.Index, []string, func(), error) {
 	var notes []string
 	sources, err := v.indexSourcesOf(kinds)
 	if err != nil {
@@ -344,13 +344,6 @@ func (v *Vault) searchIndexes(agent, kinds string) ([]*index.Index, []string, fu
 	if ix != nil {
 		marks = ix.Meta.Watermarks
 	}
-	mem, err := index.NewMemory()
-	if err != nil {
-		if ix != nil {
-			ix.Close()
-		}
-		return nil, nil, nil, err
-	}
 	var docs []index.Doc
 	for _, s := range sources {
 		if s.size <= marks[s.rel] {
@@ -358,23 +351,47 @@ func (v *Vault) searchIndexes(agent, kinds string) ([]*index.Index, []string, fu
 		}
 		d, _, err := v.docsOf(s, marks[s.rel])
 		if err != nil {
+			if ix != nil {
+				ix.Close()
+			}
 			return nil, nil, nil, err
 		}
 		docs = append(docs, d...)
 	}
-	heads, err := v.headDocs(agent)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	docs = append(docs, heads...)
-	for i := 0; i < len(docs); i += indexBatchDocs {
-		if err := mem.Add(docs[i:min(len(docs), i+indexBatchDocs)]); err != nil {
+	if headFiles {
+		heads, err := v.headDocs(agent)
+		if err != nil {
+			if ix != nil {
+				ix.Close()
+			}
 			return nil, nil, nil, err
 		}
+		docs = append(docs, heads...)
 	}
-	out := []*index.Index{mem}
+	var out []*index.Index
 	if ix != nil {
 		out = append(out, ix)
+	}
+	// An in-memory index only for what there is: an empty one still costs
+	// its setup on every prompt.
+	if len(docs) > 0 {
+		mem, err := index.NewMemory()
+		if err != nil {
+			if ix != nil {
+				ix.Close()
+			}
+			return nil, nil, nil, err
+		}
+		for i := 0; i < len(docs); i += indexBatchDocs {
+			if err := mem.Add(docs[i:min(len(docs), i+indexBatchDocs)]); err != nil {
+				mem.Close()
+				if ix != nil {
+					ix.Close()
+				}
+				return nil, nil, nil, err
+			}
+		}
+		out = append(out, mem)
 	}
 	return out, notes, func() {
 		for _, x := range out {

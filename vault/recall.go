@@ -44,6 +44,10 @@ type RecallOptions struct {
 	Since      time.Time
 	Until      time.Time
 	Limit      int // hits per tier
+	// NoHeadFiles leaves MEMORY.md and the thread heads out of the heads
+	// tier (nodes stay): a hook that injected them at session start need not
+	// search them again on every prompt.
+	NoHeadFiles bool
 }
 
 // HitSource locates a hit: the file and line, or the node or event.
@@ -116,7 +120,7 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 			kinds += k
 		}
 	}
-	indexes, notes, cleanup, err := v.searchIndexes(opts.Agent, kinds)
+	indexes, notes, cleanup, err := v.searchIndexes(opts.Agent, kinds, !opts.NoHeadFiles && strings.Contains(kinds, "n"))
 	if err != nil {
 		return nil, err
 	}

@@ -14,11 +14,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gofrs/flock"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/memvault/memvault/cmd/memvault/internal/cli"
+	"github.com/memvault/memvault/index"
 )
 
 func TestMain(m *testing.M) {
@@ -44,6 +46,14 @@ func TestScripts(t *testing.T) {
 			"lines":     cmdLines,
 			"lockvault": cmdLockVault,
 			"normids":   cmdNormIDs,
+			// oldmapping DIR marks an index as built with mapping version 0.
+			"oldmapping": func(ts *testscript.TestScript, neg bool, args []string) {
+				ix, err := index.Open(ts.MkAbs(args[0]), false, time.Second)
+				ts.Check(err)
+				ix.Meta.Version = 0
+				ts.Check(ix.SaveMeta())
+				ts.Check(ix.Close())
+			},
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "git" {

@@ -12,8 +12,8 @@
 package index
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"encoding/gob"
 	"errors"
 	"fmt"

@@ -35,9 +35,60 @@ const scopeCache = ".state/scope.gob"
 // Scope is the thread structure of the vault as retrieval sees it.
 type Scope struct {
 	sessionThreads map[[2]string]map[string]bool // agent+session → threads
-	threadOf       map[string]string             // event id → thread
-	links          [][2]string                   // thread, target id
+	pairs          [][2]string                   // threads joined by a link event
 	known          map[string]bool
+}
+
+// foldedScope is the whole vault's scope, saved with the stamps of the
+// segments it was folded from: when no segment changed, a recall reads this
+// small file instead of every segment's facts.
+type foldedScope struct {
+	Stamps   []segStamp
+	Sessions [][3]string
+	Pairs    [][2]string
+	Known    []string
+}
+
+const foldedScopeCache = ".state/scope-folded.gob"
+
+func (sc *Scope) fold(stamps []segStamp) foldedScope {
+	f := foldedScope{Stamps: stamps, Pairs: sc.pairs}
+	for k, ts := range sc.sessionThreads {
+		for t := range ts {
+			f.Sessions = append(f.Sessions, [3]string{k[0], k[1], t})
+		}
+	}
+	for t := range sc.known {
+		f.Known = append(f.Known, t)
+	}
+	return f
+}
+
+func scopeFromFolded(f foldedScope) *Scope {
+	sc := &Scope{sessionThreads: map[[2]string]map[string]bool{}, pairs: f.Pairs, known: map[string]bool{}}
+	for _, st := range f.Sessions {
+		k := [2]string{st[0], st[1]}
+		if sc.sessionThreads[k] == nil {
+			sc.sessionThreads[k] = map[string]bool{}
+		}
+		sc.sessionThreads[k][st[2]] = true
+	}
+	for _, t := range f.Known {
+		sc.known[t] = true
+	}
+	return sc
+}
+
+func sameStamps(a, b []segStamp) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // loadScope folds the scope facts of every segment, reading only segments
@@ -47,6 +98,22 @@ func (v *Vault) loadScope() (*Scope, error) {
 	if err != nil {
 		return nil, err
 	}
+	stamps := make([]segStamp, 0, len(segs))
+	for _, s := range segs {
+		st, err := stampOf(v.Root, s)
+		if err != nil {
+			return nil, err
+		}
+		stamps = append(stamps, st)
+	}
+	if f, err := os.Open(filepath.Join(v.Root, foldedScopeCache)); err == nil {
+		var folded foldedScope
+		ok := gob.NewDecoder(bufio.NewReader(f)).Decode(&folded) == nil
+		f.Close()
+		if ok && sameStamps(folded.Stamps, stamps) {
+			return scopeFromFolded(folded), nil
+		}
+	}
 	cache := map[string]segScope{}
 	if f, err := os.Open(filepath.Join(v.Root, scopeCache)); err == nil {
 		if gob.NewDecoder(bufio.NewReader(f)).Decode(&cache) != nil {
@@ -55,15 +122,14 @@ func (v *Vault) loadScope() (*Scope, error) {
 		f.Close()
 	}
 	changed := false
-	sc := &Scope{sessionThreads: map[[2]string]map[string]bool{}, threadOf: map[string]string{}, known: map[string]bool{}}
+	sc := &Scope{sessionThreads: map[[2]string]map[string]bool{}, known: map[string]bool{}}
+	threadOf := map[string]string{}
+	var links [][2]string
 	live := map[string]bool{}
-	for _, s := range segs {
+	for i, s := range segs {
 		file := s.String()
 		live[file] = true
-		stamp, err := stampOf(v.Root, s)
-		if err != nil {
-			return nil, err
-		}
+		stamp := stamps[i]
 		c, ok := cache[file]
 		if !ok || c.Stamp != stamp {
 			data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(file)))
@@ -83,11 +149,24 @@ func (v *Vault) loadScope() (*Scope, error) {
 			sc.sessionThreads[k][st[2]] = true
 		}
 		for _, e := range f.Events {
-			sc.threadOf[e[0]] = e[1]
+			threadOf[e[0]] = e[1]
 		}
-		sc.links = append(sc.links, f.Links...)
+		links = append(links, f.Links...)
 		for _, t := range f.Threads {
 			sc.known[t] = true
+		}
+	}
+	// Resolve each link to the pair of threads it joins.
+	seen := map[[2]string]bool{}
+	for _, l := range links {
+		target, ok := threadOf[l[1]]
+		if !ok || target == l[0] {
+			continue
+		}
+		pair := [2]string{l[0], target}
+		if !seen[pair] {
+			seen[pair] = true
+			sc.pairs = append(sc.pairs, pair)
 		}
 	}
 	for file := range cache {
@@ -101,6 +180,10 @@ func (v *Vault) loadScope() (*Scope, error) {
 		if gob.NewEncoder(&buf).Encode(cache) == nil {
 			_ = WriteFileAtomic(filepath.Join(v.Root, scopeCache), buf.Bytes())
 		}
+	}
+	var buf bytes.Buffer
+	if gob.NewEncoder(&buf).Encode(sc.fold(stamps)) == nil {
+		_ = WriteFileAtomic(filepath.Join(v.Root, foldedScopeCache), buf.Bytes())
 	}
 	return sc, nil
 }
@@ -161,16 +244,12 @@ func (sc *Scope) Known(thread string) bool { return sc.known[thread] }
 // one thread that links to an event in the other, either way.
 func (sc *Scope) Linked(thread string) []string {
 	out := map[string]bool{}
-	for _, l := range sc.links {
-		target, ok := sc.threadOf[l[1]]
-		if !ok || target == l[0] {
-			continue
-		}
+	for _, p := range sc.pairs {
 		switch thread {
-		case l[0]:
-			out[target] = true
-		case target:
-			out[l[0]] = true
+		case p[0]:
+			out[p[1]] = true
+		case p[1]:
+			out[p[0]] = true
 		}
 	}
 	return sortedKeys(out)

@@ -32,7 +32,7 @@ import (
 )
 
 // MappingVersion identifies the mapping below; bump it with any change.
-const MappingVersion = 2
+const MappingVersion = 3
 
 // Doc is one searchable unit.
 type Doc struct {
@@ -228,8 +228,12 @@ func (ix *Index) SaveMeta() error {
 func (ix *Index) Add(docs []Doc) error {
 	batch := ix.b.NewBatch()
 	for _, d := range docs {
+		thread := d.Thread
+		if thread == "" {
+			thread = GlobalThread // an empty keyword is not indexed, and global rows must be findable
+		}
 		if err := batch.Index(d.ID, map[string]interface{}{
-			"text": d.Text, "context": d.Context, "tier": d.Tier, "agent": d.Agent, "thread": d.Thread, "session": d.Session,
+			"text": d.Text, "context": d.Context, "tier": d.Tier, "agent": d.Agent, "thread": thread, "session": d.Session,
 		}); err != nil {
 			return err
 		}
@@ -267,8 +271,14 @@ type Query struct {
 	Text   string
 	Tier   string
 	Agents []string
-	Limit  int
+	// Threads, when set, keeps documents of these threads ("" for global
+	// ones); nil keeps all.
+	Threads []string
+	Limit   int
 }
+
+// GlobalThread is how a document without a thread is indexed.
+const GlobalThread = "-"
 
 // Search runs q over the given indexes together, best first.
 func Search(indexes []*Index, q Query) ([]Hit, error) {
@@ -290,6 +300,16 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 		var or []query.Query
 		for _, a := range q.Agents {
 			or = append(or, term("agent", a))
+		}
+		parts = append(parts, bleve.NewDisjunctionQuery(or...))
+	}
+	if q.Threads != nil {
+		var or []query.Query
+		for _, t := range q.Threads {
+			if t == "" {
+				t = GlobalThread
+			}
+			or = append(or, term("thread", t))
 		}
 		parts = append(parts, bleve.NewDisjunctionQuery(or...))
 	}

@@ -272,6 +272,13 @@ func (v *Vault) Nodes() (*NodeIndex, error) {
 // needles (nil keeps all). When the cache is fresh, the other lines are
 // never decoded: a lookup around one node costs a byte search of the cache.
 func (v *Vault) nodes(needles []string) (*NodeIndex, error) {
+	ix, _, err := v.nodesAndPaths(needles)
+	return ix, err
+}
+
+// nodesAndPaths is nodes, also returning the path of every node in the
+// vault, which the index's list of sources needs and the cache holds anyway.
+func (v *Vault) nodesAndPaths(needles []string) (*NodeIndex, []string, error) {
 	cachedDirs := map[string]int64{}
 	var lines []string
 	if data, err := os.ReadFile(filepath.Join(v.Root, nodeCache)); err == nil {
@@ -286,14 +293,14 @@ func (v *Vault) nodes(needles []string) (*NodeIndex, error) {
 	}
 	months, err := v.nodeMonthDirs()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dirs := map[string]int64{}
 	fresh := len(months) == len(cachedDirs)
 	for _, dir := range months {
 		info, err := os.Stat(filepath.Join(v.Root, filepath.FromSlash(dir)))
 		if err != nil {
-			return nil, ioErr("read "+dir, err)
+			return nil, nil, ioErr("read "+dir, err)
 		}
 		dirs[dir] = info.ModTime().UnixNano()
 		if old, ok := cachedDirs[dir]; !ok || old != dirs[dir] {
@@ -313,15 +320,22 @@ func (v *Vault) nodes(needles []string) (*NodeIndex, error) {
 	}
 	ix := &NodeIndex{Nodes: map[string]*Node{}, Parents: map[string][]string{}}
 	if fresh {
+		paths := make([]string, 0, len(lines))
 		for _, line := range lines {
-			if line == "" || line[0] == '#' || !keep(line) {
+			if line == "" || line[0] == '#' {
+				continue
+			}
+			if p, _, ok := strings.Cut(line, "\t"); ok {
+				paths = append(paths, p)
+			}
+			if !keep(line) {
 				continue
 			}
 			if n, ok := parseCacheLine(line); ok {
 				ix.add(n)
 			}
 		}
-		return ix, nil
+		return ix, paths, nil
 	}
 	// Some folder changed: rebuild, reusing the headers the cache has.
 	known := map[string]*Node{}
@@ -334,7 +348,7 @@ func (v *Vault) nodes(needles []string) (*NodeIndex, error) {
 	for _, dir := range months {
 		entries, err := os.ReadDir(filepath.Join(v.Root, filepath.FromSlash(dir)))
 		if err != nil {
-			return nil, ioErr("read "+dir, err)
+			return nil, nil, ioErr("read "+dir, err)
 		}
 		for _, e := range entries {
 			name := e.Name()
@@ -348,7 +362,7 @@ func (v *Vault) nodes(needles []string) (*NodeIndex, error) {
 			}
 			data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
 			if err != nil {
-				return nil, ioErr("read "+rel, err)
+				return nil, nil, ioErr("read "+rel, err)
 			}
 			n, err := parseNode(data, true)
 			if err != nil || n.ID != strings.TrimSuffix(name, ".md") {
@@ -359,15 +373,19 @@ func (v *Vault) nodes(needles []string) (*NodeIndex, error) {
 		}
 	}
 	v.saveNodeCache(all, dirs)
+	paths := make([]string, 0, len(all.Nodes))
+	for _, n := range all.Nodes {
+		paths = append(paths, n.Path)
+	}
 	if needles == nil {
-		return all, nil
+		return all, paths, nil
 	}
 	for _, n := range all.Nodes {
 		if keep(n.cacheLine()) {
 			ix.add(n)
 		}
 	}
-	return ix, nil
+	return ix, paths, nil
 }
 
 // nodeMonthDirs lists nodes/<agent>/<yyyy>/<mm> folders.
@@ -411,36 +429,11 @@ func (v *Vault) nodeMonthDirs() ([]string, error) {
 	return out, nil
 }
 
-// nodePaths lists every node file's path: from the cache's first column
+// nodePaths lists every node file's path, from the cache's first column
 // when the cache is fresh, without decoding the headers.
 func (v *Vault) nodePaths() ([]string, error) {
-	if _, err := v.nodes([]string{"\x00"}); err != nil { // validates the cache; matches no line
-		return nil, err
-	}
-	data, err := os.ReadFile(filepath.Join(v.Root, nodeCache))
-	if err != nil {
-		// No cache (no nodes yet, or it could not be written): ask the
-		// folders.
-		full, err := v.Nodes()
-		if err != nil {
-			return nil, err
-		}
-		var out []string
-		for _, n := range full.Nodes {
-			out = append(out, n.Path)
-		}
-		return out, nil
-	}
-	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		if p, _, ok := strings.Cut(line, "\t"); ok {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	_, paths, err := v.nodesAndPaths([]string{"\x00"}) // a needle no line holds
+	return paths, err
 }
 
 func (v *Vault) saveNodeCache(ix *NodeIndex, dirs map[string]int64) {

@@ -136,7 +136,14 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 			continue
 		}
 		want := max(opts.Limit*20, 200)
-		hits, err := index.Search(indexes, index.Query{Text: q, Tier: tier, Agents: []string{opts.Agent}, Limit: want})
+		iq := index.Query{Text: q, Tier: tier, Agents: []string{opts.Agent}, Limit: want}
+		if allowed != nil && tier != TierTranscripts {
+			// Rows, heads and nodes carry their thread in the index: the
+			// scope is applied in the search, so the top hits are in scope.
+			// Messages take their session's threads, known only here.
+			iq.Threads = sortedKeys(allowed)
+		}
+		hits, err := index.Search(indexes, iq)
 		if err != nil {
 			return nil, fmt.Errorf("recall: search: %w", err)
 		}

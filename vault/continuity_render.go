@@ -2,6 +2,7 @@ package vault
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -137,11 +138,7 @@ func (c *Continuity) ActiveDecisions(f ScopeFilter, all bool) []*Decision {
 			out = append(out, d)
 		}
 	}
-	for i := 1; i < len(out); i++ { // stable insertion by scope rank
-		for j := i; j > 0 && scopeRank(out[j].Scope) < scopeRank(out[j-1].Scope); j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	sort.SliceStable(out, func(i, j int) bool { return scopeRank(out[i].Scope) < scopeRank(out[j].Scope) })
 	if out == nil {
 		out = []*Decision{}
 	}
@@ -288,12 +285,8 @@ func renderLearningsIndex(c *Continuity, budget int) []byte {
 	b.WriteString("# Learnings index\n\n")
 	fmt.Fprintf(&b, "%d active (%d global, %d module, %d file), %d archived, %d invalidated. Full list: memvault continuity learnings\n\n",
 		len(act), scopes["global"], scopes["module"], scopes["file"], counts[StatusArchived], counts[StatusInvalidated])
-	// strongest first
-	for i := 1; i < len(act); i++ {
-		for j := i; j > 0 && stronger(act[j], act[j-1]); j-- {
-			act[j], act[j-1] = act[j-1], act[j]
-		}
-	}
+	// strongest first (a stable sort: 10k learnings make insertion sort slow)
+	sort.SliceStable(act, func(i, j int) bool { return stronger(act[i], act[j]) })
 	used := render.Tokens(b.String())
 	shown := 0
 	for _, l := range act {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -562,6 +561,3 @@ func (r *repo) log(fn func(CommitInfo) bool) error {
 	}
 	return nil
 }
-
-// cleanRel converts a RelPath to the slash form git uses.
-func cleanRel(r RelPath) string { return path.Clean(r.String()) }

@@ -118,59 +118,15 @@ func continuityCommand() *ucli.Command {
 				Name:  "learnings",
 				Usage: "learnings in scope, smallest scope first (active and corrected; --all for every status)",
 				Flags: []ucli.Flag{learnScopeFlag, &ucli.BoolFlag{Name: "all", Usage: "include archived and invalidated learnings"}, jsonFlag},
-				Action: readAction(func(c *ucli.Context, v *vault.Vault) error {
-					if err := noArgs(c, "continuity learnings"); err != nil {
-						return err
-					}
-					f, err := scopeFilter(c, v)
-					if err != nil {
-						return err
-					}
-					st, err := v.LoadContinuity()
-					if err != nil {
-						return err
-					}
-					ls := st.ActiveLearnings(f, c.Bool("all"))
-					if c.Bool("json") {
-						return printJSON(c.App.Writer, ls)
-					}
-					if len(ls) == 0 {
-						fmt.Fprintln(c.App.Writer, "no learnings")
-					}
-					for _, l := range ls {
-						fmt.Fprintf(c.App.Writer, "%-11s %s\n", l.Status, l.Line())
-					}
-					return nil
-				}),
+				Action: listAction("continuity learnings", "no learnings", "%-11s %s\n",
+					(*vault.Continuity).ActiveLearnings, func(l *vault.Learning) (string, string) { return l.Status, l.Line() }),
 			},
 			{
 				Name:  "decisions",
 				Usage: "decisions in scope (active; --all includes superseded ones)",
 				Flags: []ucli.Flag{learnScopeFlag, &ucli.BoolFlag{Name: "all", Usage: "include superseded decisions"}, jsonFlag},
-				Action: readAction(func(c *ucli.Context, v *vault.Vault) error {
-					if err := noArgs(c, "continuity decisions"); err != nil {
-						return err
-					}
-					f, err := scopeFilter(c, v)
-					if err != nil {
-						return err
-					}
-					st, err := v.LoadContinuity()
-					if err != nil {
-						return err
-					}
-					ds := st.ActiveDecisions(f, c.Bool("all"))
-					if c.Bool("json") {
-						return printJSON(c.App.Writer, ds)
-					}
-					if len(ds) == 0 {
-						fmt.Fprintln(c.App.Writer, "no decisions")
-					}
-					for _, d := range ds {
-						fmt.Fprintf(c.App.Writer, "%-10s %s\n", d.Status, d.Line())
-					}
-					return nil
-				}),
+				Action: listAction("continuity decisions", "no decisions", "%-10s %s\n",
+					(*vault.Continuity).ActiveDecisions, func(d *vault.Decision) (string, string) { return d.Status, d.Line() }),
 			},
 			{
 				Name:   "audit",
@@ -239,6 +195,37 @@ func printBudget(c *ucli.Context, b []vault.BudgetLine) {
 		}
 		fmt.Fprintf(c.App.Writer, "%-11s %6d / %d tokens%s\n", l.Category, l.Tokens, l.Budget, mark)
 	}
+}
+
+// listAction prints the learnings or decisions in scope: one line each, or
+// JSON.
+func listAction[T any](cmd, none, format string, list func(*vault.Continuity, vault.ScopeFilter, bool) []T,
+	show func(T) (status, line string)) ucli.ActionFunc {
+	return readAction(func(c *ucli.Context, v *vault.Vault) error {
+		if err := noArgs(c, cmd); err != nil {
+			return err
+		}
+		f, err := scopeFilter(c, v)
+		if err != nil {
+			return err
+		}
+		st, err := v.LoadContinuity()
+		if err != nil {
+			return err
+		}
+		items := list(st, f, c.Bool("all"))
+		if c.Bool("json") {
+			return printJSON(c.App.Writer, items)
+		}
+		if len(items) == 0 {
+			fmt.Fprintln(c.App.Writer, none)
+		}
+		for _, it := range items {
+			status, line := show(it)
+			fmt.Fprintf(c.App.Writer, format, status, line)
+		}
+		return nil
+	})
 }
 
 func scopeFilter(c *ucli.Context, v *vault.Vault) (vault.ScopeFilter, error) {

@@ -161,56 +161,19 @@ func (v *Vault) loadHeadState(segs []segment, stamps []segStamp) (st *State, tip
 	if err != nil || len(hdr.Stamps) == 0 || len(hdr.Stamps) > len(segs) {
 		return nil, "", false, false
 	}
-	last := len(hdr.Stamps) - 1
-	for i, old := range hdr.Stamps {
-		cur := stamps[i]
-		if old.Path != cur.Path || old.Ino != cur.Ino {
-			return nil, "", false, false
-		}
-		if i < last && (old.Size != cur.Size || old.Mtime != cur.Mtime) {
-			return nil, "", false, false
-		}
-	}
-	if stamps[last].Size < hdr.Stamps[last].Size {
+	if !stampsContinue(hdr.Stamps, stamps) {
 		return nil, "", false, false
 	}
 	st = &State{Rows: rows}
-	tip = hdr.Tip
 	// What was appended since: the rest of the last recorded segment, then
 	// every newer segment.
 	var fresh []*Event
-	torn := false
-	for i := last; i < len(segs); i++ {
-		var from int64
-		if i == last {
-			if stamps[i].Size == hdr.Stamps[i].Size && stamps[i].Mtime == hdr.Stamps[i].Mtime {
-				continue
-			}
-			from = hdr.Stamps[i].Size
-		}
-		tail, err := readFrom(filepath.Join(v.Root, filepath.FromSlash(segs[i].String())), from)
-		if err != nil {
-			return nil, "", false, false
-		}
-		torn = len(tail) > 0 && tail[len(tail)-1] != '\n'
-		for len(tail) > 0 {
-			j := bytes.IndexByte(tail, '\n')
-			if j < 0 {
-				break
-			}
-			line := tail[:j]
-			tail = tail[j+1:]
-			ev := new(Event)
-			if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, ev) != nil || ev.ID == "" {
-				continue
-			}
-			if ev.Prev != tip {
-				return nil, "", false, false // the chain does not continue from the cache
-			}
-			tip = ev.Hash
-			ev.Prev, ev.Hash = "", ""
-			fresh = append(fresh, ev)
-		}
+	tip, torn, ok := v.appendedSince(segs, stamps, hdr.Stamps, hdr.Tip, func(ev *Event) bool {
+		fresh = append(fresh, ev)
+		return true
+	})
+	if !ok {
+		return nil, "", false, false
 	}
 	if len(fresh) > 0 {
 		plain := true
@@ -830,20 +793,45 @@ func (v *Vault) loadHeadView(segs []segment, stamps []segStamp, memCap, threadCa
 	}
 	vc.index()
 
-	last := len(hdr.Stamps) - 1
-	tip = hdr.Tip
-	applied, torn := 0, false
+	applied := 0
+	tip, torn, ok := v.appendedSince(segs, stamps, hdr.Stamps, hdr.Tip, func(ev *Event) bool {
+		if correctionKinds[ev.Kind] {
+			return false // a correction can bring back rows below the cap: rebuild
+		}
+		vc.apply(ev)
+		applied++
+		return true
+	})
+	if !ok {
+		return nil, "", false, false
+	}
+	if vc.bad {
+		return nil, "", false, false
+	}
+	dirty = !torn && (applied > snapshotEvery || len(segs) > len(hdr.Stamps)+1)
+	keep = true
+	return vc, tip, dirty, true
+}
+
+// appendedSince reads the events appended since a cache was written (the
+// rest of its last segment, then every newer segment), checks that they
+// continue its chain from tip, and hands each to fn, stripped of prev and
+// hash. It returns the new tip and whether the last segment ends torn; ok
+// is false when the chain does not continue, a file cannot be read, or fn
+// refuses an event.
+func (v *Vault) appendedSince(segs []segment, stamps, old []segStamp, tip string, fn func(*Event) bool) (newTip string, torn, ok bool) {
+	last := len(old) - 1
 	for i := last; i < len(segs); i++ {
 		var from int64
 		if i == last {
-			if stamps[i].Size == hdr.Stamps[i].Size && stamps[i].Mtime == hdr.Stamps[i].Mtime {
+			if stamps[i].Size == old[i].Size && stamps[i].Mtime == old[i].Mtime {
 				continue
 			}
-			from = hdr.Stamps[i].Size
+			from = old[i].Size
 		}
 		tail, err := readFrom(filepath.Join(v.Root, filepath.FromSlash(segs[i].String())), from)
 		if err != nil {
-			return nil, "", false, false
+			return "", false, false
 		}
 		torn = len(tail) > 0 && tail[len(tail)-1] != '\n'
 		for len(tail) > 0 {
@@ -857,21 +845,17 @@ func (v *Vault) loadHeadView(segs []segment, stamps []segStamp, memCap, threadCa
 			if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, ev) != nil || ev.ID == "" {
 				continue
 			}
-			if ev.Prev != tip || correctionKinds[ev.Kind] {
-				return nil, "", false, false
+			if ev.Prev != tip {
+				return "", false, false // the chain does not continue from the cache
 			}
 			tip = ev.Hash
 			ev.Prev, ev.Hash = "", ""
-			vc.apply(ev)
-			applied++
+			if !fn(ev) {
+				return "", false, false
+			}
 		}
 	}
-	if vc.bad {
-		return nil, "", false, false
-	}
-	dirty = !torn && (applied > snapshotEvery || len(segs) > len(hdr.Stamps)+1)
-	keep = true
-	return vc, tip, dirty, true
+	return tip, torn, true
 }
 
 // stampsContinue reports whether the segments recorded in old are the

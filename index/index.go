@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -32,7 +33,7 @@ import (
 )
 
 // MappingVersion identifies the mapping below; bump it with any change.
-const MappingVersion = 3
+const MappingVersion = 4
 
 // Doc is one searchable unit.
 type Doc struct {
@@ -125,8 +126,12 @@ type Index struct {
 // file, how many bytes of it (or, for write-once files, whether it) are in
 // the index. Anything past a watermark is not indexed yet.
 type Meta struct {
-	Version    int              `json:"version"`
-	Watermarks map[string]int64 `json:"watermarks"`
+	Version    int
+	Watermarks map[string]int64
+	// Agents are the agents with documents in the index. A search for
+	// agents that include all of them needs no agent filter, and a filter
+	// that keeps every document still costs a walk of its postings.
+	Agents map[string]bool
 }
 
 const (
@@ -153,6 +158,9 @@ func Open(dir string, readOnly bool, timeout time.Duration) (*Index, error) {
 	}
 	if meta.Watermarks == nil {
 		meta.Watermarks = map[string]int64{}
+	}
+	if meta.Agents == nil {
+		meta.Agents = map[string]bool{}
 	}
 	cfg := map[string]interface{}{"bolt_timeout": timeout.String()}
 	if readOnly {
@@ -189,7 +197,7 @@ func Create(dir string) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix := &Index{b: b, dir: dir, Meta: Meta{Version: MappingVersion, Watermarks: map[string]int64{}}}
+	ix := &Index{b: b, dir: dir, Meta: newMeta()}
 	if err := ix.SaveMeta(); err != nil {
 		b.Close()
 		return nil, err
@@ -206,7 +214,11 @@ func NewMemory() (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Index{b: b, Meta: Meta{Version: MappingVersion, Watermarks: map[string]int64{}}}, nil
+	return &Index{b: b, Meta: newMeta()}, nil
+}
+
+func newMeta() Meta {
+	return Meta{Version: MappingVersion, Watermarks: map[string]int64{}, Agents: map[string]bool{}}
 }
 
 // SaveMeta writes the watermarks. Call it only after the documents they
@@ -237,6 +249,7 @@ func (ix *Index) Add(docs []Doc) error {
 		}); err != nil {
 			return err
 		}
+		ix.Meta.Agents[d.Agent] = true
 	}
 	return ix.b.Batch(batch)
 }
@@ -248,11 +261,32 @@ func (ix *Index) Compact() error {
 	if err != nil {
 		return err
 	}
-	if s, ok := adv.(*scorch.Scorch); ok {
-		return s.ForceMerge(context.Background(), &mergeplan.SingleSegmentMergePlanOptions)
+	s, ok := adv.(*scorch.Scorch)
+	if !ok {
+		return nil
+	}
+	if err := s.ForceMerge(context.Background(), &mergeplan.SingleSegmentMergePlanOptions); err != nil {
+		return err
+	}
+	// The segments merged away are deleted by scorch's persister in its own
+	// time, and a Close before then leaves them on disk, doubling the
+	// index's size. Give it a moment to do so.
+	files := func() uint64 { n, _ := s.StatsMap()["num_files_on_disk"].(uint64); return n }
+	last, steady := files(), 0
+	for deadline := time.Now().Add(cleanupWait); time.Now().Before(deadline) && steady < 5; {
+		time.Sleep(20 * time.Millisecond)
+		if n := files(); n != last {
+			last, steady = n, 0
+		} else {
+			steady++
+		}
 	}
 	return nil
 }
+
+// cleanupWait bounds how long Compact waits for merged-away segment files
+// to be deleted.
+const cleanupWait = 5 * time.Second
 
 // Count returns the number of documents.
 func (ix *Index) Count() (uint64, error) { return ix.b.DocCount() }
@@ -266,9 +300,11 @@ const contextBoost = 0.4
 
 // Query is a search: the text is matched as plain words (no query syntax:
 // "+", "-", ":", quotes and wildcards are just text), restricted to one tier
-// and, when given, to agents.
+// when Tier is set and, when given, to agents.
 type Query struct {
-	Text   string
+	Text string
+	// Tier keeps documents of one tier; "" keeps all, for an index that
+	// holds one tier only.
 	Tier   string
 	Agents []string
 	// Threads, when set, keeps documents of these threads ("" for global
@@ -280,7 +316,9 @@ type Query struct {
 // GlobalThread is how a document without a thread is indexed.
 const GlobalThread = "-"
 
-// Search runs q over the given indexes together, best first.
+// Search runs q over the given indexes together, best first. A document
+// found in more than one of them (the persistent index and the in-memory
+// tail overlap for a moment while the index catches up) is returned once.
 func Search(indexes []*Index, q Query) ([]Hit, error) {
 	if len(indexes) == 0 {
 		return nil, nil
@@ -293,10 +331,12 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 	around.Analyzer = en.AnalyzerName
 	around.SetBoost(contextBoost)
 	parts := []query.Query{bleve.NewDisjunctionQuery(match, around)}
+	// Each filter below is a conjunction that walks its postings list
+	// beside the match: a filter that keeps every document is left out.
 	if q.Tier != "" {
 		parts = append(parts, term("tier", q.Tier))
 	}
-	if len(q.Agents) > 0 {
+	if len(q.Agents) > 0 && !holdOnly(indexes, q.Agents) {
 		var or []query.Query
 		for _, a := range q.Agents {
 			or = append(or, term("agent", a))
@@ -313,7 +353,11 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 		}
 		parts = append(parts, bleve.NewDisjunctionQuery(or...))
 	}
-	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(parts...), q.Limit, 0, false)
+	top := parts[0]
+	if len(parts) > 1 {
+		top = bleve.NewConjunctionQuery(parts...)
+	}
+	req := bleve.NewSearchRequestOptions(top, q.Limit, 0, false)
 	var res *bleve.SearchResult
 	var err error
 	if len(indexes) == 1 {
@@ -329,8 +373,12 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 		return nil, err
 	}
 	hits := make([]Hit, 0, len(res.Hits))
+	seen := make(map[string]bool, len(res.Hits))
 	for _, h := range res.Hits {
-		hits = append(hits, Hit{ID: h.ID, Score: h.Score})
+		if !seen[h.ID] {
+			seen[h.ID] = true
+			hits = append(hits, Hit{ID: h.ID, Score: h.Score})
+		}
 	}
 	// Equal scores come back in an order that depends on segment layout;
 	// order ties by id so the same vault always gives the same answer.
@@ -341,6 +389,19 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 		return hits[i].ID < hits[j].ID
 	})
 	return hits, nil
+}
+
+// holdOnly reports whether every document of the indexes belongs to one of
+// agents, so that filtering by them would keep everything.
+func holdOnly(indexes []*Index, agents []string) bool {
+	for _, ix := range indexes {
+		for a := range ix.Meta.Agents {
+			if !slices.Contains(agents, a) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func term(field, value string) query.Query {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -28,6 +29,32 @@ const (
 	indexBatchDocs = 2000
 )
 
+// The index is two Bleve indexes under .index/, each with its own
+// watermarks: lineage (ledger rows and nodes, small, searched on every
+// prompt) and transcripts (messages, the bulk). A search of one tier opens
+// only the index that holds it, and the transcript index needs no tier
+// filter.
+type indexPart struct {
+	name  string // folder under .index/
+	kinds string // source kinds: 'r' ledger segments, 'n' nodes, 'm' transcript parts
+}
+
+var (
+	lineagePart    = indexPart{name: "lineage", kinds: "rn"}
+	transcriptPart = indexPart{name: "transcripts", kinds: "m"}
+	indexParts     = []indexPart{lineagePart, transcriptPart}
+)
+
+// journalFile, in the transcript index's folder, names the transcript parts
+// appended to since the index last caught up, one per line. Every append
+// goes through a transaction, which writes the name here first, under the
+// vault lock; so a reader learns what grew from this short list instead of
+// stat-ing every transcript of the vault. A catch-up empties it; a rebuild,
+// which lists every file, removes it with the rest of the folder.
+const journalFile = "pending"
+
+func (v *Vault) partDir(p indexPart) string { return filepath.Join(v.Root, indexDir, p.name) }
+
 // indexSource is one file the index covers.
 type indexSource struct {
 	rel  string
@@ -35,15 +62,8 @@ type indexSource struct {
 	size int64
 }
 
-// indexSources lists every file the index covers, with its size.
-func (v *Vault) indexSources() ([]indexSource, error) {
-	return v.indexSourcesOf("rmn")
-}
-
-// indexSourcesOf lists the files of the given kinds ('r' ledger segments,
-// 'm' transcript parts, 'n' nodes). A search of some tiers only needs the
-// files behind them: a prompt's search of rows and nodes does not stat every
-// transcript of the vault.
+// indexSourcesOf lists every file of the given kinds ('r' ledger segments,
+// 'm' transcript parts, 'n' nodes), with its size.
 func (v *Vault) indexSourcesOf(kinds string) ([]indexSource, error) {
 	var out []indexSource
 	for _, k := range kinds {
@@ -64,6 +84,67 @@ func (v *Vault) indexSourcesOf(kinds string) ([]indexSource, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
 	return out, nil
+}
+
+// changedSources lists the files of part p that may hold text past the
+// index's watermarks. For the lineage that is all of them (a few segments,
+// and nodes by name); for transcripts, the parts the journal names.
+func (v *Vault) changedSources(p indexPart, journal []string) ([]indexSource, error) {
+	if p != transcriptPart {
+		return v.indexSourcesOf(p.kinds)
+	}
+	out := make([]indexSource, 0, len(journal))
+	for _, rel := range journal {
+		info, err := os.Stat(filepath.Join(v.Root, filepath.FromSlash(rel)))
+		if err != nil {
+			continue // gone: nothing to index
+		}
+		out = append(out, indexSource{rel: rel, kind: 'm', size: info.Size()})
+	}
+	return out, nil
+}
+
+// readJournal returns the transcript parts named in the journal, once each.
+// A line that is not a transcript part's path is ignored: the journal is a
+// cache, and the worst a damaged one does is leave text to the next
+// catch-up or reindex.
+func (v *Vault) readJournal() []string {
+	data, err := os.ReadFile(filepath.Join(v.partDir(transcriptPart), journalFile))
+	if err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, rel := range strings.Split(string(data), "\n") {
+		if seen[rel] || !isTranscriptPart(rel) {
+			continue
+		}
+		seen[rel] = true
+		out = append(out, rel)
+	}
+	return out
+}
+
+// isTranscriptPart reports whether rel has the shape of a transcript part:
+// transcripts/<agent>/<file>.jsonl.
+func isTranscriptPart(rel string) bool {
+	parts := strings.Split(rel, "/")
+	return len(parts) == 3 && parts[0] == "transcripts" && CheckName("agent", parts[1]) == nil &&
+		strings.HasSuffix(parts[2], ".jsonl") && !strings.HasPrefix(parts[2], ".") && !strings.Contains(parts[2], "\\")
+}
+
+// journalAppends notes, before a transaction appends to them, the
+// transcript parts it appends to. Without a transcript index there is
+// nothing to note: the first recall builds it from every file.
+func (v *Vault) journalAppends(rels []string) error {
+	if len(rels) == 0 {
+		return nil
+	}
+	dir := v.partDir(transcriptPart)
+	if _, err := os.Stat(dir); err != nil {
+		return nil
+	}
+	return appendFile(filepath.Join(dir, journalFile), []byte(strings.Join(rels, "\n")+"\n"))
 }
 
 func (v *Vault) segmentSources() ([]indexSource, error) {
@@ -280,41 +361,137 @@ func (v *Vault) Reindex(progress func(done, total int)) (*IndexReport, error) {
 		return nil, err
 	}
 	defer release()
-	sources, err := v.indexSources()
-	if err != nil {
-		return nil, err
+	v.removeOldIndexLayout()
+	var all [][]indexSource
+	total := 0
+	for _, p := range indexParts {
+		sources, err := v.indexSourcesOf(p.kinds)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, sources)
+		total += len(sources)
 	}
-	ix, err := index.Create(filepath.Join(v.Root, indexDir))
-	if err != nil {
-		return nil, ioErr("index: create", err)
+	rep := &IndexReport{}
+	done := 0
+	for i, p := range indexParts {
+		ix, err := index.Create(v.partDir(p))
+		if err != nil {
+			return nil, ioErr("index: create", err)
+		}
+		var step func(int, int)
+		if progress != nil {
+			step = func(d, _ int) { progress(done+d, total) }
+		}
+		err = v.syncIndex(ix, all[i], step)
+		if err == nil {
+			if err = ix.Compact(); err != nil {
+				err = fmt.Errorf("index: merge segments: %w", err)
+			}
+		}
+		if err != nil {
+			ix.Close()
+			return nil, err
+		}
+		n, _ := ix.Count()
+		rep.Documents += n
+		ix.Close()
+		done += len(all[i])
+		rep.Files += len(all[i])
+		for _, s := range all[i] {
+			rep.Bytes += s.size
+		}
 	}
-	defer ix.Close()
-	if err := v.syncIndex(ix, sources, progress); err != nil {
-		return nil, err
-	}
-	if err := ix.Compact(); err != nil {
-		return nil, fmt.Errorf("index: merge segments: %w", err)
-	}
-	rep := &IndexReport{Files: len(sources), Elapsed: time.Since(start)}
-	rep.Documents, _ = ix.Count()
-	for _, s := range sources {
-		rep.Bytes += s.size
-	}
+	rep.Elapsed = time.Since(start)
 	return rep, nil
 }
 
-// searchIndexes opens what a recall searches: the persistent index, read
-// only, when it is usable, plus an in-memory index of everything it has not
-// caught up with and of the heads. When the index is missing, damaged or of
-// an older mapping, it is rebuilt first if the vault lock is free, and the
-// files are searched directly if not; either way the caller is told.
-func (v *Vault) searchIndexes(agent, kinds string, headFiles bool) ([]*index.Index, []string, func(), error) {
-	var notes []string
-	sources, err := v.indexSourcesOf(kinds)
-	if err != nil {
-		return nil, nil, nil, err
+// removeOldIndexLayout removes what an older memvault kept in .index/ (one
+// index for everything), so that it does not linger beside the new one.
+func (v *Vault) removeOldIndexLayout() {
+	os.RemoveAll(filepath.Join(v.Root, indexDir, "bleve"))
+	os.Remove(filepath.Join(v.Root, indexDir, "meta.gob"))
+}
+
+// searchSet is what a recall searches: per index part, the persistent index
+// (when usable) and an in-memory index of what it has not caught up with.
+type searchSet struct {
+	lineage     []*index.Index // ledger rows, nodes, and the heads (always in memory)
+	transcripts []*index.Index
+	notes       []string
+}
+
+func (s *searchSet) close() {
+	for _, ix := range append(s.lineage, s.transcripts...) {
+		ix.Close()
 	}
-	dir := filepath.Join(v.Root, indexDir)
+}
+
+// note keeps notes for the user, each once: both parts of a deleted index
+// say the same thing.
+func (s *searchSet) note(notes []string) {
+	for _, n := range notes {
+		if !slices.Contains(s.notes, n) {
+			s.notes = append(s.notes, n)
+		}
+	}
+}
+
+// forTier returns the indexes holding a tier and the tier filter they need:
+// the transcript index holds only transcripts.
+func (s *searchSet) forTier(tier string) ([]*index.Index, string) {
+	if tier == TierTranscripts {
+		return s.transcripts, ""
+	}
+	return s.lineage, tier
+}
+
+// searchIndexes opens what a recall of the tiers behind kinds searches
+// ('r' rows, 'n' nodes and heads, 'm' transcripts). When an index is
+// missing, damaged or of an older mapping, it is rebuilt first if the vault
+// lock is free, and the files are searched directly if not; either way the
+// caller is told.
+func (v *Vault) searchIndexes(agent, kinds string, headFiles bool) (*searchSet, error) {
+	set := &searchSet{}
+	if strings.ContainsAny(kinds, "rn") {
+		var extra []index.Doc
+		if headFiles {
+			heads, err := v.headDocs(agent)
+			if err != nil {
+				return nil, err
+			}
+			extra = heads
+		}
+		ixs, notes, err := v.openPart(lineagePart, extra)
+		if err != nil {
+			return nil, err
+		}
+		set.lineage = ixs
+		set.note(notes)
+	}
+	if strings.Contains(kinds, "m") {
+		ixs, notes, err := v.openPart(transcriptPart, nil)
+		if err != nil {
+			set.close()
+			return nil, err
+		}
+		set.transcripts = ixs
+		set.note(notes)
+	}
+	return set, nil
+}
+
+// openPart opens one index part for a search, caught up with the files:
+// the persistent index, brought up to date under the vault lock when more
+// than catchUpBytes are past its watermarks, and an in-memory index of the
+// rest plus extra.
+func (v *Vault) openPart(p indexPart, extra []index.Doc) ([]*index.Index, []string, error) {
+	var notes []string
+	dir := v.partDir(p)
+	// The journal is read before the index is opened: a catch-up in between
+	// empties the journal only after the index and its watermarks hold what
+	// it named.
+	journal := v.readJournal()
 	ix, err := index.Open(dir, true, indexOpenWait)
 	switch {
 	case errors.Is(err, index.ErrBusy):
@@ -324,80 +501,80 @@ func (v *Vault) searchIndexes(agent, kinds string, headFiles bool) ([]*index.Ind
 		if _, serr := os.Stat(dir); serr == nil {
 			why = "unusable (" + strings.TrimPrefix(err.Error(), "index unusable: ") + ")"
 		}
-		if rebuilt := v.tryIndexUpdate(sources, true); rebuilt {
+		if v.tryIndexUpdate(p, true) {
 			notes = append(notes, "index "+why+": rebuilt it")
-			ix, err = index.Open(dir, true, indexOpenWait)
+			journal = v.readJournal()
+			ix, _ = index.Open(dir, true, indexOpenWait)
 		}
 		if ix == nil {
 			notes = append(notes, "index "+why+": searching the files directly")
 		}
 	}
-	if ix != nil && pending(sources, ix.Meta.Watermarks) > catchUpBytes {
-		ix.Close()
-		ix = nil
-		if !v.tryIndexUpdate(sources, false) {
-			notes = append(notes, "index behind and the vault busy: searching the rest of the files directly")
+	var sources []indexSource
+	if ix != nil {
+		if sources, err = v.changedSources(p, journal); err != nil {
+			ix.Close()
+			return nil, nil, err
 		}
-		ix, _ = index.Open(dir, true, indexOpenWait)
+		if pending(sources, ix.Meta.Watermarks) > catchUpBytes {
+			ix.Close()
+			ix = nil
+			if !v.tryIndexUpdate(p, false) {
+				notes = append(notes, "index behind and the vault busy: searching the rest of the files directly")
+			}
+			journal = v.readJournal()
+			if ix, _ = index.Open(dir, true, indexOpenWait); ix != nil {
+				if sources, err = v.changedSources(p, journal); err != nil {
+					ix.Close()
+					return nil, nil, err
+				}
+			}
+		}
 	}
 	marks := map[string]int64{}
 	if ix != nil {
 		marks = ix.Meta.Watermarks
+	} else if sources, err = v.indexSourcesOf(p.kinds); err != nil {
+		return nil, nil, err
 	}
-	var docs []index.Doc
+	var out []*index.Index
+	if ix != nil {
+		out = append(out, ix)
+	}
+	closeAll := func() {
+		for _, x := range out {
+			x.Close()
+		}
+	}
+	docs := extra
 	for _, s := range sources {
 		if s.size <= marks[s.rel] {
 			continue
 		}
 		d, _, err := v.docsOf(s, marks[s.rel])
 		if err != nil {
-			if ix != nil {
-				ix.Close()
-			}
-			return nil, nil, nil, err
+			closeAll()
+			return nil, nil, err
 		}
 		docs = append(docs, d...)
-	}
-	if headFiles {
-		heads, err := v.headDocs(agent)
-		if err != nil {
-			if ix != nil {
-				ix.Close()
-			}
-			return nil, nil, nil, err
-		}
-		docs = append(docs, heads...)
-	}
-	var out []*index.Index
-	if ix != nil {
-		out = append(out, ix)
 	}
 	// An in-memory index only for what there is: an empty one still costs
 	// its setup on every prompt.
 	if len(docs) > 0 {
 		mem, err := index.NewMemory()
 		if err != nil {
-			if ix != nil {
-				ix.Close()
-			}
-			return nil, nil, nil, err
-		}
-		for i := 0; i < len(docs); i += indexBatchDocs {
-			if err := mem.Add(docs[i:min(len(docs), i+indexBatchDocs)]); err != nil {
-				mem.Close()
-				if ix != nil {
-					ix.Close()
-				}
-				return nil, nil, nil, err
-			}
+			closeAll()
+			return nil, nil, err
 		}
 		out = append(out, mem)
-	}
-	return out, notes, func() {
-		for _, x := range out {
-			x.Close()
+		for i := 0; i < len(docs); i += indexBatchDocs {
+			if err := mem.Add(docs[i:min(len(docs), i+indexBatchDocs)]); err != nil {
+				closeAll()
+				return nil, nil, err
+			}
 		}
-	}, nil
+	}
+	return out, notes, nil
 }
 
 // UpdateIndex brings the index up to date with what was just written, if the
@@ -405,37 +582,55 @@ func (v *Vault) searchIndexes(agent, kinds string, headFiles bool) ([]*index.Ind
 // the next recall finds the text indexed. It is best effort: recall catches
 // up by itself.
 func (v *Vault) UpdateIndex() {
-	sources, err := v.indexSources()
-	if err != nil {
-		return
+	for _, p := range indexParts {
+		if _, err := os.Stat(v.partDir(p)); err != nil {
+			continue // no index yet: the first recall builds it
+		}
+		v.tryIndexUpdate(p, false)
 	}
-	if _, err := os.Stat(filepath.Join(v.Root, indexDir)); err != nil {
-		return // no index yet: the first recall builds it
-	}
-	v.tryIndexUpdate(sources, false)
 }
 
-// tryIndexUpdate catches the persistent index up (or rebuilds it) if the
-// vault lock can be had at once; it reports whether it did.
-func (v *Vault) tryIndexUpdate(sources []indexSource, rebuild bool) bool {
+// tryIndexUpdate catches index part p up (or rebuilds it) if the vault lock
+// can be had at once; it reports whether it did.
+func (v *Vault) tryIndexUpdate(p indexPart, rebuild bool) bool {
 	host, _ := os.Hostname()
 	release, err := lockVault(v.Root, Lease{PID: os.Getpid(), Host: host, Command: "recall (index update)"}, indexLockWait)
 	if err != nil {
 		return false
 	}
 	defer release()
-	dir := filepath.Join(v.Root, indexDir)
+	dir := v.partDir(p)
 	var ix *index.Index
 	if !rebuild {
 		ix, err = index.Open(dir, false, indexOpenWait)
 	}
+	var sources []indexSource
 	if rebuild || err != nil {
+		v.removeOldIndexLayout()
 		if ix, err = index.Create(dir); err != nil {
 			return false
 		}
+		sources, err = v.indexSourcesOf(p.kinds)
+	} else {
+		// Under the lock no writer can add to the journal: what it names
+		// now is all there is to catch up with.
+		sources, err = v.changedSources(p, v.readJournal())
 	}
-	defer ix.Close()
-	return v.syncIndex(ix, sources, nil) == nil
+	if err != nil {
+		ix.Close()
+		return false
+	}
+	if err := v.syncIndex(ix, sources, nil); err != nil {
+		ix.Close()
+		return false
+	}
+	if err := ix.Close(); err != nil {
+		return false
+	}
+	if p == transcriptPart {
+		os.Truncate(filepath.Join(dir, journalFile), 0)
+	}
+	return true
 }
 
 // headDocs splits MEMORY.md and the thread heads into sections, one

@@ -120,12 +120,12 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 			kinds += k
 		}
 	}
-	indexes, notes, cleanup, err := v.searchIndexes(opts.Agent, kinds, !opts.NoHeadFiles && strings.Contains(kinds, "n"))
+	set, err := v.searchIndexes(opts.Agent, kinds, !opts.NoHeadFiles && strings.Contains(kinds, "n"))
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
-	res.Notes = append(res.Notes, notes...)
+	defer set.close()
+	res.Notes = append(res.Notes, set.notes...)
 
 	dead, err := v.deadRows()
 	if err != nil {
@@ -136,7 +136,8 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 			continue
 		}
 		want := max(opts.Limit*20, 200)
-		iq := index.Query{Text: q, Tier: tier, Agents: []string{opts.Agent}, Limit: want}
+		indexes, filter := set.forTier(tier)
+		iq := index.Query{Text: q, Tier: filter, Agents: []string{opts.Agent}, Limit: want}
 		if allowed != nil && tier != TierTranscripts {
 			// Rows, heads and nodes carry their thread in the index: the
 			// scope is applied in the search, so the top hits are in scope.

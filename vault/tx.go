@@ -293,6 +293,15 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 		stamp.Tip = prev
 	}
 
+	var parts []string
+	for _, a := range tx.appends {
+		if isTranscriptPart(a.rel.String()) {
+			parts = append(parts, a.rel.String())
+		}
+	}
+	if err := v.journalAppends(parts); err != nil {
+		return fail(err)
+	}
 	for _, a := range tx.appends {
 		c, err := tx.appendChange(a.rel, a.data, &rollback)
 		if err != nil {

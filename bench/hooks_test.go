@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkHooks times the two hook events on a harness's critical path,
@@ -41,6 +44,43 @@ func BenchmarkHooks(b *testing.B) {
 			p := payload("UserPromptSubmit", fmt.Sprintf(`,"prompt":"how did approach %d work out for the migration task"`, i))
 			return hook("prompt-submit", p)(i)
 		})
+	})
+	// In a live session every turn ends with a stop that imports the
+	// harness's transcript, which appends to the ledger: the next prompt
+	// finds every cache keyed by the ledger one write behind. Each timed
+	// prompt here follows such a stop (untimed), as in a session.
+	b.Run("prompt-submit-after-stop", func(b *testing.B) {
+		transcript := filepath.Join(b.TempDir(), "session.jsonl")
+		stop := func(i int) {
+			line := fmt.Sprintf(`{"type":"user","uuid":"u%[1]d","sessionId":"bench-session","timestamp":"2026-11-22T10:00:00Z","message":{"role":"user","content":"turn %[1]d of the migration"}}`+"\n"+
+				`{"type":"assistant","uuid":"a%[1]d","sessionId":"bench-session","timestamp":"2026-11-22T10:00:01Z","message":{"role":"assistant","content":[{"type":"text","text":"did step %[1]d of the migration"}]}}`+"\n", i)
+			f, err := os.OpenFile(transcript, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.WriteString(line)
+			f.Close()
+			cmd := hook("stop", []byte(fmt.Sprintf(`{"session_id":"bench-session","transcript_path":%q,"cwd":%q,"hook_event_name":"Stop"}`, transcript, root)))(i)
+			cmd.Env = benchEnv()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("stop: %v\n%s", err, out)
+			}
+		}
+		durs := make([]time.Duration, 0, b.N)
+		for i := 0; i < b.N; i++ {
+			stop(i)
+			cmd := hook("prompt-submit", payload("UserPromptSubmit", fmt.Sprintf(`,"prompt":"how did approach %d work out for the migration task"`, i)))(i)
+			cmd.Env = benchEnv()
+			start := time.Now()
+			out, err := cmd.CombinedOutput()
+			durs = append(durs, time.Since(start))
+			if err != nil {
+				b.Fatalf("%v: %v\n%s", cmd.Args, err, out)
+			}
+		}
+		slices.Sort(durs)
+		b.ReportMetric(ms(durs[len(durs)/2]), "p50-ms")
+		b.ReportMetric(ms(durs[len(durs)*9/10]), "p90-ms")
 	})
 	b.Run("git-status", func(b *testing.B) {
 		timeProcesses(b, func(int) *exec.Cmd { return exec.Command("git", "-C", root, "status", "--porcelain") })

@@ -58,7 +58,7 @@ func (v *Vault) partDir(p indexPart) string { return filepath.Join(v.Root, index
 // indexSource is one file the index covers.
 type indexSource struct {
 	rel  string
-	kind byte // 'm' transcript part, 'r' ledger segment, 'n' node
+	kind byte // 'm' transcript part, 'r' ledger segment, 'n' node, 'd' node folder mark
 	size int64
 }
 
@@ -75,7 +75,7 @@ func (v *Vault) indexSourcesOf(kinds string) ([]indexSource, error) {
 		case 'm':
 			got, err = v.transcriptSources()
 		case 'n':
-			got, err = v.nodeSources()
+			got, err = v.nodeSources(nil)
 		}
 		if err != nil {
 			return nil, err
@@ -87,11 +87,17 @@ func (v *Vault) indexSourcesOf(kinds string) ([]indexSource, error) {
 }
 
 // changedSources lists the files of part p that may hold text past the
-// index's watermarks. For the lineage that is all of them (a few segments,
-// and nodes by name); for transcripts, the parts the journal names.
-func (v *Vault) changedSources(p indexPart, journal []string) ([]indexSource, error) {
+// index's watermarks marks. For the lineage that is every ledger segment (a
+// few hundred at most) and the nodes of the month folders that changed; for
+// transcripts, the parts the journal names.
+func (v *Vault) changedSources(p indexPart, journal []string, marks map[string]int64) ([]indexSource, error) {
 	if p != transcriptPart {
-		return v.indexSourcesOf(p.kinds)
+		segs, err := v.segmentSources()
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := v.nodeSources(marks)
+		return append(segs, nodes...), err
 	}
 	out := make([]indexSource, 0, len(journal))
 	for _, rel := range journal {
@@ -191,22 +197,58 @@ func (v *Vault) transcriptSources() ([]indexSource, error) {
 	return out, nil
 }
 
-func (v *Vault) nodeSources() ([]indexSource, error) {
-	paths, err := v.nodePaths()
+// nodeSources lists node files by month folder (nodes/<agent>/<yyyy>/<mm>),
+// each folder followed by a mark of its mtime (kind 'd', size the mtime in
+// nanoseconds, named to sort after the folder's files so that it is saved
+// with or after them). A node is written once and a new one changes its
+// folder's mtime, so with marks (a usable index's watermarks) a folder
+// whose mtime the index recorded is not listed at all.
+func (v *Vault) nodeSources(marks map[string]int64) ([]indexSource, error) {
+	months, err := v.nodeMonthDirs()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]indexSource, 0, len(paths))
-	for _, p := range paths {
-		out = append(out, indexSource{rel: p, kind: 'n', size: 1})
+	var out []indexSource
+	for _, dir := range months {
+		p := filepath.Join(v.Root, filepath.FromSlash(dir))
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, ioErr("read "+dir, err)
+		}
+		mark := indexSource{rel: dir + "/" + dirMarkName, kind: 'd', size: info.ModTime().UnixNano()}
+		if marks != nil && marks[mark.rel] == mark.size {
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, ioErr("read "+dir, err)
+		}
+		for _, e := range entries {
+			if !e.IsDir() && strings.HasSuffix(e.Name(), ".md") && !strings.HasPrefix(e.Name(), ".") {
+				out = append(out, indexSource{rel: dir + "/" + e.Name(), kind: 'n', size: 1})
+			}
+		}
+		out = append(out, mark)
 	}
 	return out, nil
 }
+
+// dirMarkName names a node folder's mtime mark among its files; "~" sorts
+// after every node file name.
+const dirMarkName = "~mtime"
 
 // pending is how many bytes of sources the index has not covered.
 func pending(sources []indexSource, marks map[string]int64) int64 {
 	var n int64
 	for _, s := range sources {
+		if s.kind == 'd' {
+			// A node folder that changed is listed by every search until
+			// the index records it: worth a catch-up at once.
+			if s.size != marks[s.rel] {
+				n += catchUpBytes + 1
+			}
+			continue
+		}
 		if s.size > marks[s.rel] {
 			n += s.size - marks[s.rel]
 		}
@@ -320,7 +362,11 @@ func (v *Vault) syncIndex(ix *index.Index, sources []indexSource, progress func(
 	}
 	for i, s := range sources {
 		from := ix.Meta.Watermarks[s.rel]
-		if s.size > from {
+		if s.kind == 'd' {
+			if s.size != from {
+				marks[s.rel] = s.size
+			}
+		} else if s.size > from {
 			docs, mark, err := v.docsOf(s, from)
 			if err != nil {
 				return err
@@ -397,9 +443,11 @@ func (v *Vault) Reindex(progress func(done, total int)) (*IndexReport, error) {
 		rep.Documents += n
 		ix.Close()
 		done += len(all[i])
-		rep.Files += len(all[i])
 		for _, s := range all[i] {
-			rep.Bytes += s.size
+			if s.kind != 'd' {
+				rep.Files++
+				rep.Bytes += s.size
+			}
 		}
 	}
 	rep.Elapsed = time.Since(start)
@@ -512,7 +560,7 @@ func (v *Vault) openPart(p indexPart, extra []index.Doc) ([]*index.Index, []stri
 	}
 	var sources []indexSource
 	if ix != nil {
-		if sources, err = v.changedSources(p, journal); err != nil {
+		if sources, err = v.changedSources(p, journal, ix.Meta.Watermarks); err != nil {
 			ix.Close()
 			return nil, nil, err
 		}
@@ -524,7 +572,7 @@ func (v *Vault) openPart(p indexPart, extra []index.Doc) ([]*index.Index, []stri
 			}
 			journal = v.readJournal()
 			if ix, _ = index.Open(dir, true, indexOpenWait); ix != nil {
-				if sources, err = v.changedSources(p, journal); err != nil {
+				if sources, err = v.changedSources(p, journal, ix.Meta.Watermarks); err != nil {
 					ix.Close()
 					return nil, nil, err
 				}
@@ -548,7 +596,7 @@ func (v *Vault) openPart(p indexPart, extra []index.Doc) ([]*index.Index, []stri
 	}
 	docs := extra
 	for _, s := range sources {
-		if s.size <= marks[s.rel] {
+		if s.kind == 'd' || s.size <= marks[s.rel] {
 			continue
 		}
 		d, _, err := v.docsOf(s, marks[s.rel])
@@ -614,7 +662,7 @@ func (v *Vault) tryIndexUpdate(p indexPart, rebuild bool) bool {
 	} else {
 		// Under the lock no writer can add to the journal: what it names
 		// now is all there is to catch up with.
-		sources, err = v.changedSources(p, v.readJournal())
+		sources, err = v.changedSources(p, v.readJournal(), ix.Meta.Watermarks)
 	}
 	if err != nil {
 		ix.Close()

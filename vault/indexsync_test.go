@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/memvault/memvault/index"
 
 	"github.com/memvault/memvault/transcript"
 )
@@ -92,4 +95,100 @@ func TestTranscriptJournal(t *testing.T) {
 		}
 		seen[h.ID] = true
 	}
+}
+
+// The folded scope is brought up to date from the events appended since it
+// was saved, and gives what a full fold gives.
+func TestScopeFoldsAppendedEvents(t *testing.T) {
+	v := newVault(t)
+	bind := func(session, thread string) {
+		t.Helper()
+		_, err := v.Update(TxOptions{}, func(tx *Tx) error {
+			return tx.BindSession(TranscriptRef{Agent: v.Config.Agent, Session: session}, thread)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	bind("s1", "project:shop")
+	if _, err := v.loadScope(); err != nil {
+		t.Fatal(err)
+	}
+	bind("s2", "person:alice")
+	remember(t, v, "a fact with no thread")
+	bind("s1", "topic:billing")
+	// Without the per-segment facts, only the incremental path can answer
+	// without writing them again.
+	os.Remove(filepath.Join(v.Root, scopeCache))
+	sc, err := v.loadScope()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(v.Root, scopeCache)); err == nil {
+		t.Fatal("the scope was folded from every segment, not from the appended events")
+	}
+	os.Remove(filepath.Join(v.Root, foldedScopeCache))
+	os.Remove(filepath.Join(v.Root, scopeCache))
+	full, err := v.loadScope()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"s1", "s2"} {
+		got, want := sc.SessionThreads(v.Config.Agent, s), full.SessionThreads(v.Config.Agent, s)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("session %s: incremental %v, full %v", s, got, want)
+		}
+	}
+	if got, want := sc.Threads(), full.Threads(); fmt.Sprint(got) != fmt.Sprint(want) || len(got) != 3 {
+		t.Fatalf("threads: incremental %v, full %v", got, want)
+	}
+}
+
+// A node written after the index was built is found at once, from its
+// month folder's changed mtime; once the index holds it, the folder's mark
+// keeps recall from listing the folder again.
+func TestNodeFolderMarks(t *testing.T) {
+	v := newVault(t)
+	appendMessage(t, v, "s1", "we chose the capybara queue for billing")
+	if _, err := v.Reindex(nil); err != nil {
+		t.Fatal(err)
+	}
+	appendMessage(t, v, "s2", "the axolotl cache is warm now")
+	_, err := v.Update(TxOptions{}, func(tx *Tx) error {
+		_, _, err := tx.Summarize(TranscriptRef{Agent: v.Config.Agent, Session: "s2"}, SummaryOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := v.Recall(RecallOptions{Query: "axolotl", Agent: v.Config.Agent, AllThreads: true, Tier: TierHeads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hits) == 0 || res.Hits[0].Kind != "session-summary" {
+		t.Fatalf("the new node was not found: %+v", res.Hits)
+	}
+	if !v.tryIndexUpdate(lineagePart, false) {
+		t.Fatal("catch-up failed")
+	}
+	ix, err := openLineage(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	nodes, err := v.nodeSources(ix.Meta.Watermarks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 0 {
+		t.Fatalf("after a catch-up, %d node sources listed; want none", len(nodes))
+	}
+	all, _ := v.nodeSources(nil)
+	if len(all) != 2 { // the node and its folder's mark
+		t.Fatalf("full listing: %+v", all)
+	}
+}
+
+func openLineage(v *Vault) (*index.Index, error) {
+	return index.Open(v.partDir(lineagePart), true, time.Second)
 }

@@ -40,10 +40,13 @@ type Scope struct {
 }
 
 // foldedScope is the whole vault's scope, saved with the stamps of the
-// segments it was folded from: when no segment changed, a recall reads this
-// small file instead of every segment's facts.
+// segments it was folded from and the hash of the last event folded: when
+// no segment changed, a recall reads this small file instead of every
+// segment's facts, and when events were only appended since, it folds just
+// those onto it.
 type foldedScope struct {
 	Stamps   []segStamp
+	Tip      string
 	Sessions [][3]string
 	Pairs    [][2]string
 	Known    []string
@@ -51,8 +54,14 @@ type foldedScope struct {
 
 const foldedScopeCache = ".state/scope-folded.gob"
 
-func (sc *Scope) fold(stamps []segStamp) foldedScope {
-	f := foldedScope{Stamps: stamps, Pairs: sc.pairs}
+// foldRewriteBytes is how much ledger may be appended since the folded
+// scope was saved before a reader that learnt nothing new from it saves it
+// again: below it, re-reading the appended lines costs less than writing the
+// file on every prompt.
+const foldRewriteBytes = 16 << 10
+
+func (sc *Scope) fold(stamps []segStamp, tip string) foldedScope {
+	f := foldedScope{Stamps: stamps, Tip: tip, Pairs: sc.pairs}
 	for k, ts := range sc.sessionThreads {
 		for t := range ts {
 			f.Sessions = append(f.Sessions, [3]string{k[0], k[1], t})
@@ -112,6 +121,11 @@ func (v *Vault) loadScope() (*Scope, error) {
 		f.Close()
 		if ok && sameStamps(folded.Stamps, stamps) {
 			return scopeFromFolded(folded), nil
+		}
+		if ok && len(folded.Stamps) > 0 && stampsContinue(folded.Stamps, stamps) {
+			if sc, ok := v.scopeSince(folded, segs, stamps); ok {
+				return sc, nil
+			}
 		}
 	}
 	cache := map[string]segScope{}
@@ -181,11 +195,91 @@ func (v *Vault) loadScope() (*Scope, error) {
 			_ = WriteFileAtomic(filepath.Join(v.Root, scopeCache), buf.Bytes())
 		}
 	}
+	tip := ""
+	for i := len(segs) - 1; i >= 0 && tip == ""; i-- {
+		tip = lastHashOf(v.abs(segs[i].rel()))
+	}
+	v.saveFoldedScope(sc.fold(stamps, tip))
+	return sc, nil
+}
+
+func (v *Vault) saveFoldedScope(f foldedScope) {
 	var buf bytes.Buffer
-	if gob.NewEncoder(&buf).Encode(sc.fold(stamps)) == nil {
+	if gob.NewEncoder(&buf).Encode(f) == nil {
 		_ = WriteFileAtomic(filepath.Join(v.Root, foldedScopeCache), buf.Bytes())
 	}
-	return sc, nil
+}
+
+// scopeSince folds the events appended since the folded scope was saved
+// onto it. A new link event needs the threads of older events, which only
+// the per-segment facts hold, so one sends the caller to the full fold (ok
+// false), as does a chain that does not continue.
+func (v *Vault) scopeSince(folded foldedScope, segs []segment, stamps []segStamp) (*Scope, bool) {
+	sc := scopeFromFolded(folded)
+	learnt := false
+	tip, _, ok := v.appendedSince(segs, stamps, folded.Stamps, folded.Tip, func(ev *Event) bool {
+		if ev.Thread == "" {
+			return true
+		}
+		if len(ev.Links) > 0 {
+			return false
+		}
+		if !sc.known[ev.Thread] {
+			sc.known[ev.Thread] = true
+			learnt = true
+		}
+		if ev.Session != "" {
+			k := [2]string{ev.Agent, ev.Session}
+			if sc.sessionThreads[k] == nil {
+				sc.sessionThreads[k] = map[string]bool{}
+			}
+			if !sc.sessionThreads[k][ev.Thread] {
+				sc.sessionThreads[k][ev.Thread] = true
+				learnt = true
+			}
+		}
+		return true
+	})
+	if !ok || tip == "" {
+		return nil, false
+	}
+	last := len(folded.Stamps) - 1
+	grown := -folded.Stamps[last].Size
+	for _, st := range stamps[last:] {
+		grown += st.Size
+	}
+	if learnt || grown > foldRewriteBytes {
+		v.saveFoldedScope(sc.fold(stamps, tip))
+	}
+	return sc, true
+}
+
+// lastHashOf returns the hash of the last complete event of a ledger
+// segment ("" when it has none).
+func lastHashOf(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	end := bytes.LastIndexByte(data, '\n')
+	if end < 0 {
+		return ""
+	}
+	data = data[:end]
+	for len(data) > 0 {
+		i := bytes.LastIndexByte(data, '\n')
+		var ev struct {
+			Hash string `json:"hash"`
+		}
+		if json.Unmarshal(data[i+1:], &ev) == nil && ev.Hash != "" {
+			return ev.Hash
+		}
+		if i < 0 {
+			break
+		}
+		data = data[:i]
+	}
+	return ""
 }
 
 // factsOf extracts the scope facts of one segment's complete lines.

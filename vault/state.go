@@ -100,6 +100,17 @@ func (v *Vault) loadState(needles [][]byte) (*State, error) {
 	st := &State{byID: make(map[string]*Row)}
 	for _, s := range segs {
 		file := s.String()
+		var stamp segStamp
+		if needles != nil {
+			if stamp, err = stampOf(v.Root, s); err != nil {
+				return nil, err
+			}
+			// Only corrections wanted, and the cache knows this segment
+			// has none: nothing to read.
+			if c, ok := cache[file]; ok && c.Stamp == stamp && len(needles) == 0 && len(c.Lines) == 0 {
+				continue
+			}
+		}
 		data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(file)))
 		if err != nil {
 			return nil, ioErr("read "+file, err)
@@ -117,10 +128,6 @@ func (v *Vault) loadState(needles [][]byte) (*State, error) {
 				for _, at := range findAll(data, nd) {
 					wanted[bytes.LastIndexByte(data[:at], '\n')+1] = true
 				}
-			}
-			stamp, err := stampOf(v.Root, s)
-			if err != nil {
-				return nil, err
 			}
 			c, ok := cache[file]
 			if !ok || c.Stamp != stamp {

@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gofrs/flock"
 
 	"github.com/memvault/memvault/transcript"
 	"github.com/memvault/memvault/vault"
@@ -360,38 +363,62 @@ func summaryBlock(s string) string {
 // this harness that started and did not end are summarised when another
 // session starts. Sessions that end properly are taken off the list.
 func (r *Runner) closeEarlierSessions(t vault.TranscriptRef, thread string) {
-	path := filepath.Join(r.V.Root, ".state", "hooks", "open-"+r.Harness.Name+".json")
-	var open []job
-	if data, err := os.ReadFile(path); err == nil {
-		_ = json.Unmarshal(data, &open)
-	}
-	var still []job
-	for _, j := range open {
-		if j.Agent == t.Agent && j.Session == t.Session {
-			continue
+	r.editOpenList(func(open []job) []job {
+		for _, j := range open {
+			if j.Agent == t.Agent && j.Session == t.Session {
+				continue
+			}
+			r.queue(j)
+			r.queue(job{Kind: "refresh", Agent: j.Agent, Session: j.Session, Harness: j.Harness, On: "session-end"})
 		}
-		r.queue(j)
-		r.queue(job{Kind: "refresh", Agent: j.Agent, Session: j.Session, Harness: j.Harness, On: "session-end"})
-	}
-	still = append(still, job{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name})
-	data, _ := json.Marshal(still)
-	_ = vault.WriteFileAtomic(path, data)
+		return []job{{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name}}
+	})
 }
 
 // sessionEnded takes a session off the list of sessions that started.
 func (r *Runner) sessionEnded(t vault.TranscriptRef) {
+	r.editOpenList(func(open []job) []job {
+		var still []job
+		for _, j := range open {
+			if j.Agent != t.Agent || j.Session != t.Session {
+				still = append(still, j)
+			}
+		}
+		return still
+	})
+}
+
+// editOpenList changes the list of this harness's open sessions under a
+// lock of its own, so that two sessions starting or ending at once do not
+// each write back the list as they read it, losing the other's change.
+// Without the lock in time the change is skipped and logged: the list only
+// decides which sessions to summarise early.
+func (r *Runner) editOpenList(fn func(open []job) []job) {
 	path := filepath.Join(r.V.Root, ".state", "hooks", "open-"+r.Harness.Name+".json")
-	var open, still []job
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		logf(r.V, "%s open sessions: %v", r.Harness.Name, err)
+		return
+	}
+	lk := flock.New(path + ".lock")
+	ctx, cancel := context.WithTimeout(context.Background(), eventLockWait)
+	defer cancel()
+	if ok, err := lk.TryLockContext(ctx, 5*time.Millisecond); !ok {
+		why := "busy"
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			why = err.Error()
+		}
+		logf(r.V, "%s open sessions: not updated: lock %s", r.Harness.Name, why)
+		return
+	}
+	defer lk.Unlock()
+	var open []job
 	if data, err := os.ReadFile(path); err == nil {
 		_ = json.Unmarshal(data, &open)
 	}
-	for _, j := range open {
-		if j.Agent != t.Agent || j.Session != t.Session {
-			still = append(still, j)
-		}
+	data, _ := json.Marshal(fn(open))
+	if err := vault.WriteFileAtomic(path, data); err != nil {
+		logf(r.V, "%s open sessions: %v", r.Harness.Name, err)
 	}
-	data, _ := json.Marshal(still)
-	_ = vault.WriteFileAtomic(path, data)
 }
 
 func (r *Runner) sessionEnd(t vault.TranscriptRef, p Payload, thread string) error {

@@ -105,6 +105,12 @@ func (r *repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash,
 	if _, err := os.Stat(r.loosePath(h)); err == nil {
 		return h, nil
 	}
+	// go-git creates the fan-out folder 0755 and the object 0444; the vault
+	// keeps both private (the folder first, so it is never open to others).
+	dir := filepath.Dir(r.loosePath(h))
+	if err := os.Mkdir(dir, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
+		return plumbing.ZeroHash, err
+	}
 	obj := r.st.NewEncodedObject()
 	obj.SetType(typ)
 	obj.SetSize(int64(len(data)))
@@ -122,6 +128,9 @@ func (r *repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash,
 		return plumbing.ZeroHash, err
 	}
 	r.created = append(r.created, h)
+	if err := os.Chmod(r.loosePath(h), 0o400); err != nil {
+		return plumbing.ZeroHash, err
+	}
 	return h, nil
 }
 
@@ -301,24 +310,19 @@ func (r *repo) commit(changes []*fileChange, msg string, who signature, when tim
 
 var errRefMoved = errors.New("ref moved")
 
-// casRef moves branch from old to new the way git does: create
-// <ref>.lock exclusively, check the current value, write, rename. A git
-// command holding the same lock makes us wait briefly, then fail.
+// casRef moves branch from old to new the way git does: take <ref>.lock,
+// check the current value, write, rename. A git command holding the same
+// lock makes us wait briefly, then fail.
 func (r *repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash, subject string, sig object.Signature) error {
 	refPath := filepath.Join(r.gitDir, filepath.FromSlash(branch.String()))
-	if err := os.MkdirAll(filepath.Dir(refPath), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(refPath), dirPerm); err != nil {
 		return gitIOErr("git: update "+branch.String(), err)
 	}
-	lock, err := createLockFile(refPath + ".lock")
+	lock, err := r.takeGitLock(refPath)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if lock != nil {
-			lock.Close()
-			os.Remove(refPath + ".lock")
-		}
-	}()
+	defer lock.release()
 	cur, err := r.refValue(branch)
 	if err != nil {
 		return err
@@ -326,18 +330,13 @@ func (r *repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash, sub
 	if cur != old {
 		return errRefMoved
 	}
-	if _, err := fmt.Fprintf(lock, "%s\n", new); err != nil {
+	if _, err := fmt.Fprintf(lock.f, "%s\n", new); err != nil {
 		return gitIOErr("git: update "+branch.String(), err)
 	}
-	if err := lock.Sync(); err != nil {
+	if err := lock.f.Sync(); err != nil {
 		return gitIOErr("git: update "+branch.String(), err)
 	}
-	if err := lock.Close(); err != nil {
-		return gitIOErr("git: update "+branch.String(), err)
-	}
-	lock = nil
-	if err := os.Rename(refPath+".lock", refPath); err != nil {
-		os.Remove(refPath + ".lock")
+	if err := lock.commit(); err != nil {
 		return gitIOErr("git: update "+branch.String(), err)
 	}
 	r.appendReflog(branch, old, new, subject, sig)
@@ -361,10 +360,10 @@ func (r *repo) appendReflog(branch plumbing.ReferenceName, old, new plumbing.Has
 		sig.When.Unix(), sign, offset/3600, offset%3600/60, kind, subject)
 	for _, p := range []string{filepath.Join("logs", filepath.FromSlash(branch.String())), filepath.Join("logs", "HEAD")} {
 		full := filepath.Join(r.gitDir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(full), dirPerm); err != nil {
 			return
 		}
-		f, err := os.OpenFile(full, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		f, err := os.OpenFile(full, os.O_WRONLY|os.O_APPEND|os.O_CREATE, filePerm)
 		if err != nil {
 			return
 		}
@@ -373,12 +372,133 @@ func (r *repo) appendReflog(branch plumbing.ReferenceName, old, new plumbing.Has
 	}
 }
 
-// createLockFile takes one of git's lock files, retrying for a short while
-// when git holds it.
-func createLockFile(p string) (*os.File, error) {
+// gitLock is one of git's lock files (<file>.lock) held by memvault.
+//
+// git never breaks a lock file: one left by a killed process blocks every
+// later writer until a person removes it. memvault is killed too (a harness
+// ends a hook that runs late), so it marks the lock files it takes as its
+// own: the lock file is created as a hard link to a marker in .locks/, and
+// both are removed on release. A later transaction, which holds the vault
+// lock and so knows that no other memvault process is inside a
+// transaction, removes a lock file that is still the same inode as a
+// leftover marker: its owner died. A lock file a git command holds is never
+// the same inode as a marker, so it is waited for, never broken.
+type gitLock struct {
+	path   string   // <file>.lock
+	target string   // <file>
+	mark   string   // the marker in .locks/; "" when the file system has no hard links
+	f      *os.File // open on the lock file, for writing its content
+}
+
+const gitLockMarkPrefix = "git-"
+
+// takeGitLock creates target's lock file, retrying for a short while when
+// git holds it. Callers hold the vault lock (only transactions touch git).
+func (r *repo) takeGitLock(target string) (*gitLock, error) {
+	p := target + ".lock"
+	locks := filepath.Join(r.root, ".locks")
+	base := filepath.Base(p)
+	r.removeStaleGitLocks(locks, p, base)
+	if err := os.MkdirAll(locks, dirPerm); err != nil {
+		return nil, ioErr("create .locks", err)
+	}
+	f, err := os.CreateTemp(locks, gitLockMarkPrefix+base+".*")
+	if err != nil {
+		return nil, ioErr("git: lock "+base, err)
+	}
+	l := &gitLock{path: p, target: target, mark: f.Name(), f: f}
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		err := os.Link(l.mark, p)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			// No hard links here: an exclusive create, which a killed
+			// process leaves for a person to remove, as git does.
+			f.Close()
+			os.Remove(l.mark)
+			l.mark = ""
+			if l.f, err = createLockFileUntil(p, deadline); err != nil {
+				return nil, err
+			}
+			return l, nil
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			os.Remove(l.mark)
+			return nil, lockBusyErr(p)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// removeStaleGitLocks removes markers left by killed memvault processes,
+// and lock file p when one of them still owns it.
+func (r *repo) removeStaleGitLocks(locks, p, base string) {
+	entries, err := os.ReadDir(locks)
+	if err != nil {
+		return
+	}
+	var lockInfo os.FileInfo
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), gitLockMarkPrefix+base+".") {
+			continue
+		}
+		mark := filepath.Join(locks, e.Name())
+		if lockInfo == nil {
+			if lockInfo, err = os.Lstat(p); err != nil {
+				lockInfo = nil
+			}
+		}
+		if mi, err := os.Lstat(mark); err == nil && lockInfo != nil && os.SameFile(mi, lockInfo) {
+			os.Remove(p)
+			lockInfo = nil
+		}
+		os.Remove(mark)
+	}
+}
+
+// commit closes the lock file and renames it over its target.
+func (l *gitLock) commit() error {
+	f := l.f
+	l.f = nil
+	if err := f.Close(); err != nil {
+		os.Remove(l.path)
+		return err
+	}
+	if err := os.Rename(l.path, l.target); err != nil {
+		os.Remove(l.path)
+		return err
+	}
+	l.path = "" // renamed: nothing left to remove but the marker
+	return nil
+}
+
+// release gives the lock up without changing the target, if commit was not
+// called, and removes the marker; the marker goes last, so that a process
+// killed in between leaves a lock file the next writer recognises.
+func (l *gitLock) release() {
+	if l.f != nil {
+		l.f.Close()
+	}
+	if l.path != "" {
+		os.Remove(l.path)
+	}
+	if l.mark != "" {
+		os.Remove(l.mark)
+	}
+}
+
+// createLockFile takes one of git's lock files by exclusive creation,
+// retrying for a short while when git holds it.
+func createLockFile(p string) (*os.File, error) {
+	return createLockFileUntil(p, time.Now().Add(2*time.Second))
+}
+
+func createLockFileUntil(p string, deadline time.Time) (*os.File, error) {
+	for {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 		if err == nil {
 			return f, nil
 		}
@@ -386,11 +506,15 @@ func createLockFile(p string) (*os.File, error) {
 			return nil, gitIOErr("git: lock "+filepath.Base(p), err)
 		}
 		if time.Now().After(deadline) {
-			e := newErr(ErrBusy, "git: %s exists: another git command is running in the vault", filepath.Base(p))
-			return nil, e.withHint("if no git command is running, remove %s", p)
+			return nil, lockBusyErr(p)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func lockBusyErr(p string) error {
+	e := newErr(ErrBusy, "git: %s exists: another git command is running in the vault", filepath.Base(p))
+	return e.withHint("if no git command is running, remove %s", p)
 }
 
 // updateIndex makes git's index agree with the commit for the paths it
@@ -399,17 +523,11 @@ func createLockFile(p string) (*os.File, error) {
 // index is written through git's index.lock.
 func (r *repo) updateIndex(changes []*fileChange) error {
 	idxPath := filepath.Join(r.gitDir, "index")
-	lock, err := createLockFile(idxPath + ".lock")
+	lock, err := r.takeGitLock(idxPath)
 	if err != nil {
 		return err
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			lock.Close()
-			os.Remove(idxPath + ".lock")
-		}
-	}()
+	defer lock.release()
 	data, err := os.ReadFile(idxPath)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return gitIOErr("git: read index", err)
@@ -421,16 +539,12 @@ func (r *repo) updateIndex(changes []*fileChange) error {
 	if err != nil {
 		return err
 	}
-	if _, err := lock.Write(out); err != nil {
+	if _, err := lock.f.Write(out); err != nil {
 		return gitIOErr("git: write index", err)
 	}
-	if err := lock.Close(); err != nil {
+	if err := lock.commit(); err != nil {
 		return gitIOErr("git: write index", err)
 	}
-	if err := os.Rename(idxPath+".lock", idxPath); err != nil {
-		return gitIOErr("git: write index", err)
-	}
-	ok = true
 	return nil
 }
 

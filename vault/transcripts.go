@@ -397,7 +397,10 @@ func (tx *Tx) AppendText(t TranscriptRef, msgs []transcript.Message) (from, to i
 	if err != nil {
 		return 0, 0, err
 	}
-	if len(total) > 0 {
+	// A transaction without a commit (the prompt flow of a hook) may not
+	// append events, and refusing the event would lose the prompt: there the
+	// [REDACTED:<kind>] markers in the stored text are the whole record.
+	if len(total) > 0 && !tx.opts.NoCommit {
 		data, _ := json.Marshal(map[string]any{"via": "append", "from": from, "to": to, "redacted": total})
 		tx.Append(&Event{Kind: "transcript.redacted", Text: fmt.Sprintf("redacted secrets in messages %d-%d", from, to),
 			Data: data, Source: "append"})

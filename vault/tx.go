@@ -87,10 +87,19 @@ func (tx *Tx) Append(ev *Event) *Event {
 	if ev.Harness == "" {
 		ev.Harness = tx.opts.Harness
 	}
-	// Secrets never reach the ledger: the text is redacted like a
-	// transcript, and the counts (never the secrets) kept in data.
-	if text, counts := tx.v.Redact(ev.Text); len(counts) > 0 {
-		ev.Text = text
+	// Secrets never reach the ledger: the text and every string in data
+	// are redacted like a transcript, and the counts (never the secrets)
+	// kept in data.
+	text, counts := tx.v.Redact(ev.Text)
+	data, dataCounts := tx.v.redactData(ev.Data)
+	for k, n := range dataCounts {
+		if counts == nil {
+			counts = map[string]int{}
+		}
+		counts[k] += n
+	}
+	if len(counts) > 0 {
+		ev.Text, ev.Data = text, data
 		ev.Data = withData(ev.Data, "redacted", counts)
 	}
 	tx.events = append(tx.events, ev)
@@ -268,31 +277,6 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 		return nil, segStamp{}, err
 	}
 
-	if len(tx.events) > 0 {
-		seg, prev, err := tx.prepareSegment(&tail, &rollback)
-		if err != nil {
-			return fail(err)
-		}
-		var buf bytes.Buffer
-		for _, ev := range tx.events {
-			line, err := ev.seal(prev)
-			if err != nil {
-				return fail(err)
-			}
-			buf.Write(line)
-			prev = ev.Hash
-		}
-		c, err := tx.appendChange(seg.rel(), buf.Bytes(), &rollback)
-		if err != nil {
-			return fail(err)
-		}
-		changes = append(changes, c)
-		if stamp, err = stampOf(v.Root, seg); err != nil {
-			return fail(err)
-		}
-		stamp.Tip = prev
-	}
-
 	var parts []string
 	for _, a := range tx.appends {
 		if isTranscriptPart(a.rel.String()) {
@@ -329,6 +313,35 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 			return fail(ioErr("stat "+f.rel.String(), err))
 		}
 		changes = append(changes, &fileChange{path: f.rel.String(), content: f.data, stat: info})
+	}
+
+	// The ledger goes last: its line is the transaction's point of no
+	// return, so everything an event names (a node file, a transcript span,
+	// a head) is on disk before the event is. A crash before it leaves files
+	// no event refers to yet; a crash after it, an event whose files exist.
+	if len(tx.events) > 0 {
+		seg, prev, err := tx.prepareSegment(&tail, &rollback)
+		if err != nil {
+			return fail(err)
+		}
+		var buf bytes.Buffer
+		for _, ev := range tx.events {
+			line, err := ev.seal(prev)
+			if err != nil {
+				return fail(err)
+			}
+			buf.Write(line)
+			prev = ev.Hash
+		}
+		c, err := tx.appendChange(seg.rel(), buf.Bytes(), &rollback)
+		if err != nil {
+			return fail(err)
+		}
+		changes = append(changes, c)
+		if stamp, err = stampOf(v.Root, seg); err != nil {
+			return fail(err)
+		}
+		stamp.Tip = prev
 	}
 
 	if tx.opts.NoCommit {
@@ -488,6 +501,52 @@ func (tx *Tx) message() string {
 		fmt.Fprintf(&b, "Memvault-Node: %s\n", id)
 	}
 	return b.String()
+}
+
+// redactData redacts every string (keys included) in the JSON value data.
+// It returns data unchanged when there was nothing to redact, or when data
+// does not decode (the event's validation reports that).
+func (v *Vault) redactData(data json.RawMessage) (json.RawMessage, map[string]int) {
+	if len(data) == 0 {
+		return data, nil
+	}
+	val, err := decodeJSON(data)
+	if err != nil {
+		return data, nil
+	}
+	total := map[string]int{}
+	var walk func(any) any
+	walk = func(x any) any {
+		switch x := x.(type) {
+		case string:
+			s, counts := v.Redact(x)
+			for k, n := range counts {
+				total[k] += n
+			}
+			return s
+		case []any:
+			for i := range x {
+				x[i] = walk(x[i])
+			}
+			return x
+		case map[string]any:
+			out := make(map[string]any, len(x))
+			for k, e := range x {
+				out[walk(k).(string)] = walk(e)
+			}
+			return out
+		}
+		return x
+	}
+	val = walk(val)
+	if len(total) == 0 {
+		return data, nil
+	}
+	var buf bytes.Buffer
+	if canonicalJSON(&buf, val) != nil {
+		return data, nil
+	}
+	return buf.Bytes(), total
 }
 
 // withData returns the JSON object data with key set to value.

@@ -12,7 +12,10 @@ import (
 
 // BenchmarkContinuity times `memvault continuity status` and `continuity
 // index` as whole processes on a vault with 10k learnings (goal p50 ≤ 20 ms,
-// issue 7), beside `git status` in the same vault.
+// issue 7), beside `git status` in the same vault. With
+// MEMVAULT_BENCH_BASELINE set to another memvault binary (an older build),
+// the same commands are timed with it too, on the same vault in the same
+// run, for a before-and-after comparison.
 func BenchmarkContinuity(b *testing.B) {
 	bin := memvaultBinary(b)
 	n := 10000
@@ -48,6 +51,14 @@ func BenchmarkContinuity(b *testing.B) {
 	b.Run("continuity-index", func(b *testing.B) {
 		timeProcesses(b, func(int) *exec.Cmd { return exec.Command(bin, "--vault", root, "continuity", "index") })
 	})
+	if base := os.Getenv("MEMVAULT_BENCH_BASELINE"); base != "" {
+		b.Run("baseline-continuity-status", func(b *testing.B) {
+			timeProcesses(b, func(int) *exec.Cmd { return exec.Command(base, "--vault", root, "continuity", "status") })
+		})
+		b.Run("baseline-continuity-index", func(b *testing.B) {
+			timeProcesses(b, func(int) *exec.Cmd { return exec.Command(base, "--vault", root, "continuity", "index") })
+		})
+	}
 	b.Run("git-status", func(b *testing.B) {
 		timeProcesses(b, func(int) *exec.Cmd { return exec.Command("git", "-C", root, "status", "--porcelain") })
 	})

@@ -73,7 +73,10 @@ type Learning struct {
 	Flags          []string `json:"flags,omitempty"`     // from the last audit
 	StatusBy       string   `json:"status_by,omitempty"` // the event that set a non-active status
 	Reason         string   `json:"reason,omitempty"`    // why it was archived, invalidated or corrected
-	seq            int
+	seq            int      // position in the fold: orders learnings recorded the same day
+	rank           int      // scopeRank(Scope), computed once: sorting 10k learnings parses no scope
+	tok            int      // render.Tokens of the learning's line in a listing, when tokOK
+	tokOK          bool
 }
 
 // Decision is one decision and whether it still holds.
@@ -88,6 +91,7 @@ type Decision struct {
 	Supersedes   string `json:"supersedes,omitempty"`
 	SupersededBy string `json:"superseded_by,omitempty"`
 	seq          int
+	rank         int
 }
 
 // MetaLearning records that memory itself caused a problem: a learning was
@@ -127,6 +131,8 @@ type Continuity struct {
 	auditKey  string          // the flags of the last audit, to skip writing an identical one
 	learnings map[string]*Learning
 	decisions map[string]*Decision
+	seq       int                 // protocol events folded so far (orders learnings and decisions)
+	head      continuityHeadState // CONTINUITY.md's head bookkeeping
 }
 
 // protocol data carried by the events; one struct for all kinds keeps the
@@ -169,170 +175,205 @@ func (c *Continuity) Decision(id string) *Decision { return c.decisions[id] }
 // applied: a retracted row does not count) and then events not yet in the
 // ledger (those of the running transaction).
 func foldContinuity(rows []*Row, extra []*Event) *Continuity {
-	c := &Continuity{Next: []Item{}, Done: []Item{}, Blockers: []Item{}, Context: []string{}, Files: []string{},
-		Learnings: []*Learning{}, Decisions: []*Decision{}, Meta: []*MetaLearning{},
-		learnings: map[string]*Learning{}, decisions: map[string]*Decision{}}
-	seq := 0
-	apply := func(ev *Event, current bool) {
-		if !isContinuityKind(ev.Kind) && ev.Kind != "supersede" {
-			return
-		}
-		seq++
-		if ev.Kind == "blocker" || ev.Kind == "supersede" {
-			// Blockers are the vault's own kind (memvault remember --kind
-			// blocker, BLOCKER: lines); a superseded one shows its new text.
-			return
-		}
-		if !current {
-			return
-		}
-		var d contData
-		if len(ev.Data) > 0 {
-			_ = json.Unmarshal(ev.Data, &d)
-		}
-		if d.Date == "" && len(ev.TS) >= 10 {
-			d.Date = ev.TS[:10]
-		}
-		if strings.HasPrefix(ev.Kind, "continuity.") && ev.Kind != KindContinuityAudited && ev.Kind != KindContinuityRotated {
-			c.Updated = ev.TS
-		}
-		switch ev.Kind {
-		case KindContinuityGoal:
-			if strings.TrimSpace(ev.Text) != "" {
-				c.Goal = ev.Text
-			}
-			if d.Phase != "" {
-				c.Phase = d.Phase
-			}
-		case KindContinuityNext:
-			it := Item{ID: ev.ID, Text: ev.Text, Date: d.Date}
-			if d.First {
-				c.Next = append([]Item{it}, c.Next...)
-			} else {
-				c.Next = append(c.Next, it)
-			}
-		case KindContinuityDone:
-			for _, l := range ev.Links {
-				for i, n := range c.Next {
-					if n.ID == l {
-						c.Next = append(c.Next[:i:i], c.Next[i+1:]...)
-						break
-					}
-				}
-			}
-			if strings.TrimSpace(ev.Text) != "" {
-				c.Done = append(c.Done, Item{ID: ev.ID, Text: ev.Text, Date: d.Date})
-			}
-		case KindContinuitySession:
-			c.Iteration++
-			if d.Context != nil {
-				c.Context = d.Context
-			}
-			if d.Files != nil {
-				c.Files = d.Files
-			}
-		case KindContinuityAudited:
-			c.LastAudit = d.Now
-			c.auditKey = strings.Join(d.Flags, ",")
-			flags := map[string][]string{}
-			for _, f := range d.Flags {
-				id, flag, _ := strings.Cut(f, " ")
-				flags[id] = append(flags[id], flag)
-			}
-			for _, l := range c.Learnings {
-				l.Flags = flags[l.ID]
-			}
-		case KindLearningRecorded:
-			l := &Learning{ID: d.ID, Event: ev.ID, Date: d.Date, Error: d.Error, Cause: d.Cause, Prevention: d.Prevention,
-				Scope: d.Scope, BaseTTL: d.TTL, LastRelevant: d.Date, Status: StatusActive, seq: seq}
-			if l.BaseTTL <= 0 {
-				l.BaseTTL = DefaultLearningTTL
-			}
-			if l.ID == "" || c.learnings[l.ID] != nil {
-				l.ID = ev.ID // a short id seen twice (merged histories): the event id names it
-			}
-			l.TTL = ladderTTL(l.BaseTTL, 0)
-			c.Learnings = append(c.Learnings, l)
-			c.learnings[l.ID] = l
-			c.learnings[ev.ID] = l
-		case KindLearningReinforce, KindLearningArchived, KindLearningInvalid, KindLearningCorrected:
-			l := c.learningOf(ev, d)
-			if l == nil {
-				return
-			}
-			switch ev.Kind {
-			case KindLearningReinforce:
-				l.ReinforceCount++
-				if d.Date > l.LastRelevant {
-					l.LastRelevant = d.Date
-				}
-				if d.Cause != "" {
-					l.Cause = d.Cause
-				}
-				if d.Prevention != "" {
-					l.Prevention = d.Prevention
-				}
-				l.TTL = ladderTTL(l.BaseTTL, l.ReinforceCount)
-				if l.Status == StatusArchived {
-					l.Status, l.StatusBy, l.Reason = StatusActive, "", ""
-				}
-			case KindLearningArchived:
-				l.Status, l.StatusBy, l.Reason = StatusArchived, ev.ID, ev.Text
-			case KindLearningInvalid:
-				l.Status, l.StatusBy, l.Reason = StatusInvalidated, ev.ID, ev.Text
-			case KindLearningCorrected:
-				if d.Cause != "" {
-					l.Cause = d.Cause
-				}
-				if d.Prevention != "" {
-					l.Prevention = d.Prevention
-				}
-				l.Status, l.StatusBy, l.Reason = StatusCorrected, ev.ID, ev.Text
-				if d.Date > l.LastRelevant {
-					l.LastRelevant = d.Date
-				}
-			}
-		case KindLearningMeta:
-			c.Meta = append(c.Meta, &MetaLearning{ID: d.ID, Event: ev.ID, Date: d.Date, Affected: d.Affected, Action: d.Action, Reason: ev.Text})
-		case KindDecisionRecorded:
-			dc := &Decision{ID: d.ID, Event: ev.ID, Date: d.Date, Decision: d.Decision, Rationale: d.Rationale,
-				Scope: d.Scope, Status: StatusActive, Supersedes: d.Supersedes, seq: seq}
-			if dc.ID == "" || c.decisions[dc.ID] != nil {
-				dc.ID = ev.ID
-			}
-			c.Decisions = append(c.Decisions, dc)
-			c.decisions[dc.ID] = dc
-			c.decisions[ev.ID] = dc
-			if old := c.decisions[d.Supersedes]; old != nil && old.Status == StatusActive {
-				old.Status, old.SupersededBy = StatusSuperseded, dc.ID
-			}
-		case KindDecisionSuperseed:
-			old := c.decisions[d.ID]
-			if old == nil && len(ev.Links) > 0 {
-				old = c.decisions[ev.Links[0]]
-			}
-			if old != nil && old.Status == StatusActive {
-				old.Status, old.SupersededBy = StatusSuperseded, d.By
-			}
-		}
-	}
+	c := newContinuity()
 	for _, r := range rows {
-		if r.Kind == "blocker" || r.EffectiveKind() == "blocker" {
-			if r.Current() {
-				c.Blockers = append(c.Blockers, Item{ID: r.ID, Text: r.Text, Date: dayOf(r.TS)})
-			}
-			continue
-		}
-		apply(r.Event, r.Current())
+		c.addRow(r)
 	}
 	for _, ev := range extra {
-		if ev.Kind == "blocker" {
-			c.Blockers = append(c.Blockers, Item{ID: ev.ID, Text: ev.Text, Date: dayOf(ev.TS)})
-			continue
-		}
-		apply(ev, true)
+		c.addEvent(ev)
 	}
 	return c
+}
+
+func newContinuity() *Continuity {
+	return &Continuity{Next: []Item{}, Done: []Item{}, Blockers: []Item{}, Context: []string{}, Files: []string{},
+		Learnings: []*Learning{}, Decisions: []*Decision{}, Meta: []*MetaLearning{},
+		learnings: map[string]*Learning{}, decisions: map[string]*Decision{},
+		head: continuityHeadState{tokens: map[string]bool{}}}
+}
+
+// addRow folds one ledger row, corrections already applied to it: a row
+// that no longer holds still counts for the order of what follows, and
+// CONTINUITY.md's head bookkeeping reads every row.
+func (c *Continuity) addRow(r *Row) {
+	c.head.add(r.Event)
+	if r.Kind == "blocker" || r.EffectiveKind() == "blocker" {
+		if r.Current() {
+			c.Blockers = append(c.Blockers, Item{ID: r.ID, Text: r.Text, Date: dayOf(r.TS)})
+		}
+		return
+	}
+	c.apply(r.Event, r.Current())
+}
+
+// addEvent folds an event that nothing corrects: one of the running
+// transaction, or one appended to the ledger since the derived state was
+// written (a correction there rebuilds the state instead).
+func (c *Continuity) addEvent(ev *Event) {
+	c.head.add(ev)
+	if ev.Kind == "blocker" {
+		c.Blockers = append(c.Blockers, Item{ID: ev.ID, Text: ev.Text, Date: dayOf(ev.TS)})
+		return
+	}
+	c.apply(ev, true)
+}
+
+// touchesContinuity reports whether folding ev can change the protocol's
+// state; the rest of the ledger passes the fold by.
+func touchesContinuity(ev *Event) bool {
+	if isContinuityKind(ev.Kind) || ev.Kind == "supersede" {
+		return true
+	}
+	return strings.HasPrefix(ev.Kind, "head.") && headOf(ev.Data) == ContinuityHead
+}
+
+// apply folds one protocol event; current is false for a row a later
+// retract or supersede withdrew, which only takes its place in the order.
+func (c *Continuity) apply(ev *Event, current bool) {
+	if !isContinuityKind(ev.Kind) && ev.Kind != "supersede" {
+		return
+	}
+	c.seq++
+	seq := c.seq
+	if ev.Kind == "blocker" || ev.Kind == "supersede" {
+		// Blockers are the vault's own kind (memvault remember --kind
+		// blocker, BLOCKER: lines); a superseded one shows its new text.
+		return
+	}
+	if !current {
+		return
+	}
+	var d contData
+	if len(ev.Data) > 0 {
+		_ = json.Unmarshal(ev.Data, &d)
+	}
+	if d.Date == "" && len(ev.TS) >= 10 {
+		d.Date = ev.TS[:10]
+	}
+	if strings.HasPrefix(ev.Kind, "continuity.") && ev.Kind != KindContinuityAudited && ev.Kind != KindContinuityRotated {
+		c.Updated = ev.TS
+	}
+	switch ev.Kind {
+	case KindContinuityGoal:
+		if strings.TrimSpace(ev.Text) != "" {
+			c.Goal = ev.Text
+		}
+		if d.Phase != "" {
+			c.Phase = d.Phase
+		}
+	case KindContinuityNext:
+		it := Item{ID: ev.ID, Text: ev.Text, Date: d.Date}
+		if d.First {
+			c.Next = append([]Item{it}, c.Next...)
+		} else {
+			c.Next = append(c.Next, it)
+		}
+	case KindContinuityDone:
+		for _, l := range ev.Links {
+			for i, n := range c.Next {
+				if n.ID == l {
+					c.Next = append(c.Next[:i:i], c.Next[i+1:]...)
+					break
+				}
+			}
+		}
+		if strings.TrimSpace(ev.Text) != "" {
+			c.Done = append(c.Done, Item{ID: ev.ID, Text: ev.Text, Date: d.Date})
+		}
+	case KindContinuitySession:
+		c.Iteration++
+		if d.Context != nil {
+			c.Context = d.Context
+		}
+		if d.Files != nil {
+			c.Files = d.Files
+		}
+	case KindContinuityAudited:
+		c.LastAudit = d.Now
+		c.auditKey = strings.Join(d.Flags, ",")
+		flags := map[string][]string{}
+		for _, f := range d.Flags {
+			id, flag, _ := strings.Cut(f, " ")
+			flags[id] = append(flags[id], flag)
+		}
+		for _, l := range c.Learnings {
+			l.Flags = flags[l.ID]
+			l.tokOK = false
+		}
+	case KindLearningRecorded:
+		l := &Learning{ID: d.ID, Event: ev.ID, Date: d.Date, Error: d.Error, Cause: d.Cause, Prevention: d.Prevention,
+			Scope: d.Scope, BaseTTL: d.TTL, LastRelevant: d.Date, Status: StatusActive, seq: seq, rank: scopeRank(d.Scope)}
+		if l.BaseTTL <= 0 {
+			l.BaseTTL = DefaultLearningTTL
+		}
+		if l.ID == "" || c.learnings[l.ID] != nil {
+			l.ID = ev.ID // a short id seen twice (merged histories): the event id names it
+		}
+		l.TTL = ladderTTL(l.BaseTTL, 0)
+		c.Learnings = append(c.Learnings, l)
+		c.learnings[l.ID] = l
+		c.learnings[ev.ID] = l
+	case KindLearningReinforce, KindLearningArchived, KindLearningInvalid, KindLearningCorrected:
+		l := c.learningOf(ev, d)
+		if l == nil {
+			return
+		}
+		l.tokOK = false
+		switch ev.Kind {
+		case KindLearningReinforce:
+			l.ReinforceCount++
+			if d.Date > l.LastRelevant {
+				l.LastRelevant = d.Date
+			}
+			if d.Cause != "" {
+				l.Cause = d.Cause
+			}
+			if d.Prevention != "" {
+				l.Prevention = d.Prevention
+			}
+			l.TTL = ladderTTL(l.BaseTTL, l.ReinforceCount)
+			if l.Status == StatusArchived {
+				l.Status, l.StatusBy, l.Reason = StatusActive, "", ""
+			}
+		case KindLearningArchived:
+			l.Status, l.StatusBy, l.Reason = StatusArchived, ev.ID, ev.Text
+		case KindLearningInvalid:
+			l.Status, l.StatusBy, l.Reason = StatusInvalidated, ev.ID, ev.Text
+		case KindLearningCorrected:
+			if d.Cause != "" {
+				l.Cause = d.Cause
+			}
+			if d.Prevention != "" {
+				l.Prevention = d.Prevention
+			}
+			l.Status, l.StatusBy, l.Reason = StatusCorrected, ev.ID, ev.Text
+			if d.Date > l.LastRelevant {
+				l.LastRelevant = d.Date
+			}
+		}
+	case KindLearningMeta:
+		c.Meta = append(c.Meta, &MetaLearning{ID: d.ID, Event: ev.ID, Date: d.Date, Affected: d.Affected, Action: d.Action, Reason: ev.Text})
+	case KindDecisionRecorded:
+		dc := &Decision{ID: d.ID, Event: ev.ID, Date: d.Date, Decision: d.Decision, Rationale: d.Rationale,
+			Scope: d.Scope, Status: StatusActive, Supersedes: d.Supersedes, seq: seq, rank: scopeRank(d.Scope)}
+		if dc.ID == "" || c.decisions[dc.ID] != nil {
+			dc.ID = ev.ID
+		}
+		c.Decisions = append(c.Decisions, dc)
+		c.decisions[dc.ID] = dc
+		c.decisions[ev.ID] = dc
+		if old := c.decisions[d.Supersedes]; old != nil && old.Status == StatusActive {
+			old.Status, old.SupersededBy = StatusSuperseded, dc.ID
+		}
+	case KindDecisionSuperseed:
+		old := c.decisions[d.ID]
+		if old == nil && len(ev.Links) > 0 {
+			old = c.decisions[ev.Links[0]]
+		}
+		if old != nil && old.Status == StatusActive {
+			old.Status, old.SupersededBy = StatusSuperseded, d.By
+		}
+	}
 }
 
 func (c *Continuity) learningOf(ev *Event, d contData) *Learning {
@@ -507,19 +548,22 @@ func (f ScopeFilter) Match(s string) bool {
 	return false
 }
 
-// sortByScope orders learnings smallest scope first, then most recently
+// sortLearnings orders learnings smallest scope first, then most recently
 // relevant, then newest recorded: the order an agent should read them in.
 func sortLearnings(ls []*Learning) {
-	sort.SliceStable(ls, func(i, j int) bool {
-		a, b := scopeRank(ls[i].Scope), scopeRank(ls[j].Scope)
-		if a != b {
-			return a < b
-		}
-		if ls[i].LastRelevant != ls[j].LastRelevant {
-			return ls[i].LastRelevant > ls[j].LastRelevant
-		}
-		return ls[i].seq > ls[j].seq
-	})
+	sort.SliceStable(ls, func(i, j int) bool { return readFirst(ls[i], ls[j]) })
+}
+
+// readFirst is sortLearnings' order. seq is unique, so the order is total
+// and the first k of a selection are the first k of the sort.
+func readFirst(a, b *Learning) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
+	if a.LastRelevant != b.LastRelevant {
+		return a.LastRelevant > b.LastRelevant
+	}
+	return a.seq > b.seq
 }
 
 func scopeRank(s string) int {

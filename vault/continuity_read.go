@@ -52,66 +52,61 @@ func (v *Vault) ContinuityStatus() (*ContinuityStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := v.continuityRows()
+	st, err := v.continuityState()
 	if err != nil {
 		return nil, err
 	}
-	c := foldContinuity(rows, nil)
+	s, err := v.continuityStatus(cfg, st)
+	if err != nil {
+		return nil, err
+	}
+	st.saveIfDirty(cfg)
+	return s, nil
+}
+
+// continuityStatus reads the status from the state's summary: at 10k
+// learnings nothing here looks at a learning.
+func (v *Vault) continuityStatus(cfg ContinuityConfig, st *contState) (*ContinuityStatus, error) {
+	sum, err := st.summary(cfg.Budgets["index"], cfg.Words)
+	if err != nil {
+		return nil, err
+	}
 	data, err := os.ReadFile(filepath.Join(v.Root, ContinuityHead))
 	src := "file"
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		data, src = renderContinuity(c, cfg.Words).Bytes, "render"
+		data, src = []byte(sum.Render), "render"
 	case err != nil:
 		return nil, ioErr("read "+ContinuityHead, err)
 	}
 	p := ParseContinuity(data)
 	s := &ContinuityStatus{Source: src, Phase: p.Phase, Iteration: p.Iteration, Updated: p.Updated,
 		Next: items(p.Sections[SecNext]), Blockers: items(p.Sections[SecBlockers]),
-		Words: countWords(string(data)), Cap: cfg.Words, LastAudit: c.LastAudit, Unknown: p.Unknown, Warnings: p.Warnings,
-		continuityMD: data}
+		Words: countWords(string(data)), Cap: cfg.Words, LastAudit: st.lastAudit, Unknown: p.Unknown, Warnings: p.Warnings,
+		Learnings: sum.Active, Decisions: sum.Decisions, continuityMD: data}
 	s.Goal = strings.Join(items(p.Sections[SecGoal]), " ")
 	if t := items(p.Sections[SecTask]); len(t) > 0 {
 		s.CurrentTask = t[0]
 	}
-	for _, l := range c.Learnings {
-		if l.Status == StatusActive || l.Status == StatusCorrected {
-			s.Learnings++
-		}
-	}
-	for _, d := range c.Decisions {
-		if d.Status == StatusActive {
-			s.Decisions++
-		}
-	}
-	h := continuityHeadOf(rows)
-	s.Deferred, s.Conflicts = len(h.deferred), len(h.conflicts)
+	s.Deferred, s.Conflicts = len(st.head.deferred), len(st.head.conflicts)
 	if s.Words > s.Cap {
 		s.Warnings = append(s.Warnings, "CONTINUITY.md: "+itoa(s.Words)+" words, over its cap of "+itoa(s.Cap)+"; the next update moves hand-written lines to the ledger")
 	}
-	s.Budget = v.budget(cfg, c, data, ScopeFilter{})
+	s.Budget = v.budget(cfg, sum, data)
 	return s, nil
 }
 
-// budget measures the tokens each category costs against its budget.
-func (v *Vault) budget(cfg ContinuityConfig, c *Continuity, continuityMD []byte, f ScopeFilter) []BudgetLine {
-	read := func(name string) string {
-		data, _ := os.ReadFile(filepath.Join(v.Root, name))
-		return string(data)
-	}
-	var learn, dec strings.Builder
-	for _, l := range c.ActiveLearnings(f, false) {
-		learn.WriteString("- " + l.Line() + "\n")
-	}
-	for _, d := range c.ActiveDecisions(f, false) {
-		dec.WriteString("- " + d.Line() + "\n")
-	}
+// budget measures the tokens each category costs against its budget. The
+// learnings and decisions count as listed for the whole project, one line
+// each (the summary's sums).
+func (v *Vault) budget(cfg ContinuityConfig, sum *contSummary, continuityMD []byte) []BudgetLine {
+	memory, _ := os.ReadFile(filepath.Join(v.Root, MemoryHead))
 	used := map[string]int{
-		"memory":     render.Tokens(read(MemoryHead)),
+		"memory":     render.Tokens(string(memory)),
 		"continuity": render.Tokens(string(continuityMD)),
-		"learnings":  render.Tokens(learn.String()),
-		"decisions":  render.Tokens(dec.String()),
-		"index":      render.Tokens(string(renderLearningsIndex(c, cfg.Budgets["index"]))),
+		"learnings":  sum.LearnTokens,
+		"decisions":  sum.DecTokens,
+		"index":      render.Tokens(sum.Index),
 	}
 	var out []BudgetLine
 	total := 0
@@ -147,19 +142,23 @@ type Injection struct {
 // (relative to the project root; "" or "." for the whole project),
 // smallest scope first, within the learnings and decisions budgets.
 func (v *Vault) ContinuityAtSessionStart(dir string) (*Injection, error) {
-	s, err := v.ContinuityStatus()
-	if err != nil {
-		return nil, err
-	}
 	cfg, err := v.ContinuityConfig()
 	if err != nil {
 		return nil, err
 	}
-	rows, err := v.continuityRows()
+	st, err := v.continuityState()
 	if err != nil {
 		return nil, err
 	}
-	c := foldContinuity(rows, nil)
+	s, err := v.continuityStatus(cfg, st)
+	if err != nil {
+		return nil, err
+	}
+	c, err := st.full()
+	if err != nil {
+		return nil, err
+	}
+	st.saveIfDirty(cfg)
 	f := FilterForDir(dir)
 	var b strings.Builder
 	b.WriteString("# Working memory (CONTINUITY.md)\n\n")
@@ -226,9 +225,14 @@ func (v *Vault) RenderContinuity() (*ContinuityDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := v.LoadContinuity()
+	st, err := v.continuityState()
 	if err != nil {
 		return nil, err
 	}
-	return renderContinuity(c, cfg.Words), nil
+	sum, err := st.summary(cfg.Budgets["index"], cfg.Words)
+	if err != nil {
+		return nil, err
+	}
+	st.saveIfDirty(cfg)
+	return sum.doc(), nil
 }

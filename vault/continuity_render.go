@@ -128,6 +128,43 @@ func (c *Continuity) ActiveLearnings(f ScopeFilter, all bool) []*Learning {
 	return out
 }
 
+// decisionFirst is ActiveDecisions' order: smallest scope first, then the
+// newest (seq grows along c.Decisions).
+func decisionFirst(a, b *Decision) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
+	return a.seq > b.seq
+}
+
+// smallest returns the first k of xs in the order less, as a stable sort
+// would give them; less must be a total order (no two items tie), which
+// seq makes it for learnings and decisions. The render and the index show
+// a handful of 10k learnings: selecting them costs far less than sorting.
+func smallest[T any](xs []T, k int, less func(a, b T) bool) []T {
+	if k <= 0 || len(xs) == 0 {
+		return nil
+	}
+	if k >= len(xs)/4 {
+		out := append([]T(nil), xs...)
+		sort.SliceStable(out, func(i, j int) bool { return less(out[i], out[j]) })
+		return out[:min(k, len(out))]
+	}
+	out := make([]T, 0, k)
+	for _, x := range xs {
+		if len(out) == k && !less(x, out[k-1]) {
+			continue
+		}
+		i := sort.Search(len(out), func(i int) bool { return less(x, out[i]) })
+		if len(out) < k {
+			out = append(out, x)
+		}
+		copy(out[i+1:], out[i:len(out)-1])
+		out[i] = x
+	}
+	return out
+}
+
 // ActiveDecisions returns the decisions in play for f, smallest scope
 // first, newest first within a scope.
 func (c *Continuity) ActiveDecisions(f ScopeFilter, all bool) []*Decision {
@@ -138,7 +175,7 @@ func (c *Continuity) ActiveDecisions(f ScopeFilter, all bool) []*Decision {
 			out = append(out, d)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return scopeRank(out[i].Scope) < scopeRank(out[j].Scope) })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].rank < out[j].rank })
 	if out == nil {
 		out = []*Decision{}
 	}
@@ -151,38 +188,66 @@ func (c *Continuity) ActiveDecisions(f ScopeFilter, all bool) []*Decision {
 // how many, and they stay in the ledger (`memvault continuity learnings`
 // and friends list them all).
 func renderContinuity(c *Continuity, capWords int) *ContinuityDoc {
+	// Each section's lines up to its quota (no more can be shown), and how
+	// many entries it has in all, for the "… N more" line.
 	entries := map[string][]string{}
+	total := map[string]int{}
+	add := func(sec, line string) {
+		total[sec]++
+		if len(entries[sec]) < sectionQuota[sec] {
+			entries[sec] = append(entries[sec], line)
+		}
+	}
 	if c.Goal != "" {
-		entries[SecGoal] = []string{safeLine(c.Goal, 400)}
+		add(SecGoal, safeLine(c.Goal, 400))
 	}
 	if len(c.Next) > 0 {
 		n := c.Next[0]
-		entries[SecTask] = []string{"- " + safeLine(n.Text, 200) + " (since " + n.Date + ")"}
+		add(SecTask, "- "+safeLine(n.Text, 200)+" (since "+n.Date+")")
 	}
-	for i := len(c.Done) - 1; i >= 0; i-- {
-		entries[SecCompleted] = append(entries[SecCompleted], "- "+safeLine(c.Done[i].Text, 200)+" ("+c.Done[i].Date+")")
+	for i := len(c.Done) - 1; i >= 0 && len(entries[SecCompleted]) < sectionQuota[SecCompleted]; i-- {
+		add(SecCompleted, "- "+safeLine(c.Done[i].Text, 200)+" ("+c.Done[i].Date+")")
 	}
+	total[SecCompleted] = len(c.Done)
 	for i, n := range c.Next {
-		entries[SecNext] = append(entries[SecNext], strconv.Itoa(i+1)+". "+safeLine(n.Text, 200))
+		if i >= sectionQuota[SecNext] {
+			break
+		}
+		add(SecNext, strconv.Itoa(i+1)+". "+safeLine(n.Text, 200))
 	}
+	total[SecNext] = len(c.Next)
 	for i := len(c.Blockers) - 1; i >= 0; i-- {
 		b := c.Blockers[i]
-		entries[SecBlockers] = append(entries[SecBlockers], "- "+safeLine(b.Text, 200)+" (`"+b.ID+"`)")
+		add(SecBlockers, "- "+safeLine(b.Text, 200)+" (`"+b.ID+"`)")
 	}
 	for _, b := range decisionBlockers(c) {
-		entries[SecBlockers] = append(entries[SecBlockers], "- "+b)
+		add(SecBlockers, "- "+b)
 	}
-	for _, d := range c.ActiveDecisions(ScopeFilter{}, false) {
-		entries[SecDecisions] = append(entries[SecDecisions], "- "+d.Line())
+	var decs []*Decision
+	for _, d := range c.Decisions {
+		if d.Status == StatusActive {
+			decs = append(decs, d)
+		}
 	}
-	for _, l := range c.ActiveLearnings(ScopeFilter{}, false) {
-		entries[SecLearnings] = append(entries[SecLearnings], "- "+l.Line())
+	for _, d := range smallest(decs, sectionQuota[SecDecisions], decisionFirst) {
+		add(SecDecisions, "- "+d.Line())
 	}
+	total[SecDecisions] = len(decs)
+	var live []*Learning
+	for _, l := range c.Learnings {
+		if l.Status == StatusActive || l.Status == StatusCorrected {
+			live = append(live, l)
+		}
+	}
+	for _, l := range smallest(live, sectionQuota[SecLearnings], readFirst) {
+		add(SecLearnings, "- "+l.Line())
+	}
+	total[SecLearnings] = len(live)
 	for _, s := range c.Context {
-		entries[SecContext] = append(entries[SecContext], "- "+safeLine(s, 400))
+		add(SecContext, "- "+safeLine(s, 400))
 	}
 	for _, f := range c.Files {
-		entries[SecFiles] = append(entries[SecFiles], "- "+safeLine(f, 200))
+		add(SecFiles, "- "+safeLine(f, 200))
 	}
 
 	phase := c.Phase
@@ -207,7 +272,7 @@ func renderContinuity(c *Continuity, capWords int) *ContinuityDoc {
 	chosen := map[string]int{}
 	used := skeleton
 	for _, s := range fillOrder {
-		for chosen[s] < len(entries[s]) && chosen[s] < sectionQuota[s] {
+		for chosen[s] < len(entries[s]) {
 			w := countWords(entries[s][chosen[s]])
 			if chosen[s] == 0 {
 				w -= 2 // it replaces "- none"
@@ -231,8 +296,8 @@ func renderContinuity(c *Continuity, capWords int) *ContinuityDoc {
 				b.WriteString(l + "\n")
 			}
 			switch {
-			case n < len(entries[s]):
-				fmt.Fprintf(&b, "- … %d more in the ledger\n", len(entries[s])-n)
+			case n < total[s]:
+				fmt.Fprintf(&b, "- … %d more in the ledger\n", total[s]-n)
 			case n == 0 && s == SecGoal:
 				b.WriteString("- none: set one with memvault goal\n")
 			case n == 0:
@@ -259,7 +324,7 @@ func renderContinuity(c *Continuity, capWords int) *ContinuityDoc {
 	}
 	omitted := map[string]int{}
 	for _, s := range ContinuitySections {
-		if n := len(entries[s]) - chosen[s]; n > 0 {
+		if n := total[s] - chosen[s]; n > 0 {
 			omitted[s] = n
 		}
 	}
@@ -271,25 +336,24 @@ func renderContinuity(c *Continuity, capWords int) *ContinuityDoc {
 // stays within budget tokens.
 func renderLearningsIndex(c *Continuity, budget int) []byte {
 	counts := map[string]int{}
-	scopes := map[string]int{}
+	var scopes [4]int // by scopeRank: file, module, global, malformed
 	var act []*Learning
 	for _, l := range c.Learnings {
 		counts[l.Status]++
 		if l.Status == StatusActive || l.Status == StatusCorrected {
 			act = append(act, l)
-			sc, _ := ParseScope(l.Scope)
-			scopes[sc.Kind]++
+			scopes[min(max(l.rank, 0), 3)]++
 		}
 	}
 	var b strings.Builder
 	b.WriteString("# Learnings index\n\n")
 	fmt.Fprintf(&b, "%d active (%d global, %d module, %d file), %d archived, %d invalidated. Full list: memvault continuity learnings\n\n",
-		len(act), scopes["global"], scopes["module"], scopes["file"], counts[StatusArchived], counts[StatusInvalidated])
-	// strongest first (a stable sort: 10k learnings make insertion sort slow)
-	sort.SliceStable(act, func(i, j int) bool { return stronger(act[i], act[j]) })
+		len(act), scopes[2], scopes[1], scopes[0], counts[StatusArchived], counts[StatusInvalidated])
 	used := render.Tokens(b.String())
 	shown := 0
-	for _, l := range act {
+	// Strongest first. Every line costs a token at least, so no more than
+	// budget+1 of them are looked at: select those rather than sort 10k.
+	for _, l := range smallest(act, budget+1, stronger) {
 		line := fmt.Sprintf("- %s [%s] %s\n", l.ID, l.Scope, safeLine(l.Prevention, 80))
 		if used+render.Tokens(line) > budget {
 			break

@@ -105,6 +105,12 @@ func instruction(s string) (negated bool, core map[string]bool) {
 func Contradicts(a, b string) bool {
 	na, ca := instruction(a)
 	nb, cb := instruction(b)
+	return contradicts(na, ca, nb, cb)
+}
+
+// contradicts is Contradicts on instructions already split: the audit
+// splits each prevention once, not once per pair.
+func contradicts(na bool, ca map[string]bool, nb bool, cb map[string]bool) bool {
 	if na == nb {
 		return false
 	}
@@ -175,12 +181,34 @@ func audit(c *Continuity, now string) *AuditReport {
 	live := func(l *Learning) bool {
 		return !gone[l.ID] && (l.Status == StatusActive || l.Status == StatusCorrected)
 	}
-	for i, older := range c.Learnings {
+	// Only learnings of one scope can conflict: compare within each scope,
+	// in ledger order, each prevention split once.
+	type split struct {
+		neg  bool
+		core map[string]bool
+	}
+	byScope := map[string][]*Learning{}
+	inst := map[*Learning]*split{}
+	for _, l := range c.Learnings {
+		if live(l) {
+			byScope[l.Scope] = append(byScope[l.Scope], l)
+			neg, core := instruction(l.Prevention)
+			inst[l] = &split{neg, core}
+		}
+	}
+	pos := map[string]int{}
+	for _, older := range c.Learnings {
+		if inst[older] == nil {
+			continue
+		}
+		pos[older.Scope]++
 		if !live(older) {
 			continue
 		}
-		for _, newer := range c.Learnings[i+1:] {
-			if !live(newer) || newer.Scope != older.Scope || !Contradicts(older.Prevention, newer.Prevention) {
+		a := inst[older]
+		for _, newer := range byScope[older.Scope][pos[older.Scope]:] {
+			b := inst[newer]
+			if !live(newer) || !contradicts(a.neg, a.core, b.neg, b.core) {
 				continue
 			}
 			gone[older.ID] = true
@@ -228,12 +256,24 @@ func audit(c *Continuity, now string) *AuditReport {
 // and were made the same day: the audit cannot order them.
 func decisionBlockers(c *Continuity) []string {
 	out := []string{}
-	for i, a := range c.Decisions {
+	// Only decisions of the same scope and day can be a blocker: compare
+	// within those groups, in ledger order, rather than every pair.
+	key := func(d *Decision) string { return d.Scope + "\x00" + d.Date }
+	groups := map[string][]*Decision{}
+	for _, d := range c.Decisions {
+		if d.Status == StatusActive {
+			groups[key(d)] = append(groups[key(d)], d)
+		}
+	}
+	pos := map[string]int{}
+	for _, a := range c.Decisions {
 		if a.Status != StatusActive {
 			continue
 		}
-		for _, b := range c.Decisions[i+1:] {
-			if b.Status == StatusActive && a.Scope == b.Scope && a.Date == b.Date && Contradicts(a.Decision, b.Decision) {
+		k := key(a)
+		pos[k]++
+		for _, b := range groups[k][pos[k]:] {
+			if Contradicts(a.Decision, b.Decision) {
 				out = append(out, "decisions "+a.ID+" and "+b.ID+" ("+a.Scope+") contradict and were made the same day: "+
 					"keep one with memvault decide --supersedes")
 			}

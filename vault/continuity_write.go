@@ -110,11 +110,14 @@ type ContinuityResult struct {
 // ContinuityTx is a transaction of the protocol.
 type ContinuityTx struct {
 	*Tx
-	day   string
-	base  []*Row
-	res   *ContinuityResult
-	audit *AuditReport
-	index bool // write learnings-index.md even with no learnings
+	day     string
+	st      *contState  // the state before the transaction, through its cache
+	cur     *Continuity // st's fold with the transaction's events applied, once asked for
+	applied int         // how many of the transaction's events cur has
+	err     error       // the state could not be read: the transaction fails
+	res     *ContinuityResult
+	audit   *AuditReport
+	index   bool // write learnings-index.md even with no learnings
 }
 
 // WriteIndex makes the transaction write learnings-index.md even when there
@@ -124,8 +127,23 @@ func (ct *ContinuityTx) WriteIndex() { ct.index = true }
 // Day is the date the transaction's changes count as made.
 func (ct *ContinuityTx) Day() string { return ct.day }
 
-// state folds the ledger and what this transaction appended so far.
-func (ct *ContinuityTx) state() *Continuity { return foldContinuity(ct.base, ct.events) }
+// state is the ledger's fold with what this transaction appended so far,
+// applied on top as they come. A state that cannot be read fails the
+// transaction (UpdateContinuity checks ct.err); meanwhile it reads empty.
+func (ct *ContinuityTx) state() *Continuity {
+	if ct.cur == nil {
+		c, err := ct.st.full()
+		if err != nil {
+			ct.err = err
+			return newContinuity()
+		}
+		ct.cur = c
+	}
+	for ; ct.applied < len(ct.events); ct.applied++ {
+		ct.cur.addEvent(ct.events[ct.applied])
+	}
+	return ct.cur
+}
 
 func (ct *ContinuityTx) say(format string, args ...any) {
 	ct.res.Messages = append(ct.res.Messages, fmt.Sprintf(format, args...))
@@ -140,23 +158,23 @@ func (ct *ContinuityTx) append(kind, text string, d any, links ...string) *Event
 	return ct.Append(&Event{Kind: kind, Text: text, Data: raw, Links: links, Source: "cli"})
 }
 
-// continuityRows is the folded ledger the protocol reads. It goes through
-// the heads' cache, which keeps a status on a large ledger cheap.
-func (v *Vault) continuityRows() ([]*Row, error) {
-	st, _, err := v.foldedState()
-	if err != nil {
-		return nil, err
-	}
-	return st.Rows, nil
-}
-
-// LoadContinuity folds the protocol's state from the ledger.
+// LoadContinuity returns the protocol's state folded from the ledger,
+// through its derived cache (continuity_state.go).
 func (v *Vault) LoadContinuity() (*Continuity, error) {
-	rows, err := v.continuityRows()
+	cfg, err := v.ContinuityConfig()
 	if err != nil {
 		return nil, err
 	}
-	return foldContinuity(rows, nil), nil
+	s, err := v.continuityState()
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.full()
+	if err != nil {
+		return nil, err
+	}
+	s.saveIfDirty(cfg)
+	return c, nil
 }
 
 // UpdateContinuity runs fn in one transaction, then refreshes CONTINUITY.md
@@ -184,29 +202,26 @@ func (v *Vault) UpdateContinuity(opts ContinuityOptions, fn func(*ContinuityTx) 
 		defer v.ReleaseHeadLease(lease)
 	}
 	var res *ContinuityResult
-	r, err := v.Update(opts.TxOptions, func(tx *Tx) error {
-		rows, err := v.continuityRows()
-		if err != nil {
-			return err
+	var ct *ContinuityTx
+	var r *Result
+	// A person who saves CONTINUITY.md while it is being merged makes the
+	// write fail rather than be overwritten: run the transaction again,
+	// merging with what they saved.
+	for attempt := 0; ; attempt++ {
+		r, err = v.continuityTx(opts, &res, &ct, cfg, took, holder, fn)
+		if !errors.Is(err, errChangedUnderfoot) || attempt == 4 {
+			break
 		}
-		day := opts.Now
-		if day.IsZero() {
-			day = tx.Now()
-		}
-		res = &ContinuityResult{Events: []*Event{}, Messages: []string{}}
-		ct := &ContinuityTx{Tx: tx, day: day.UTC().Format(dateLayout), base: rows, res: res}
-		if err := fn(ct); err != nil {
-			return err
-		}
-		if took != nil {
-			d, _ := json.Marshal(took)
-			tx.Append(&Event{Kind: KindHeadTakeover, Source: "continuity", Data: d, Text: ContinuityHead + ": lease taken over: " + took.Reason})
-		}
-		return ct.refresh(cfg, opts.Trigger, holder)
-	})
+	}
 	if err != nil {
 		return nil, err
 	}
+	// What was committed is the next command's starting point.
+	var final *Continuity
+	if len(r.Events) > 0 {
+		final = ct.state()
+	}
+	v.saveAfterWrite(ct.st, final, r.Events, cfg)
 	res.Commit = r.Commit
 	res.Events = r.Events
 	if res.Events == nil {
@@ -214,6 +229,40 @@ func (v *Vault) UpdateContinuity(opts ContinuityOptions, fn func(*ContinuityTx) 
 	}
 	res.Warnings = append(res.Warnings, r.Warnings...)
 	return res, nil
+}
+
+// continuityTx is UpdateContinuity's transaction: fn's events, then the
+// refresh of CONTINUITY.md and learnings-index.md. It leaves the result and
+// the transaction in *resp and *ctp.
+func (v *Vault) continuityTx(opts ContinuityOptions, resp **ContinuityResult, ctp **ContinuityTx, cfg ContinuityConfig,
+	took *Takeover, holder *HeadLease, fn func(*ContinuityTx) error) (*Result, error) {
+	return v.Update(opts.TxOptions, func(tx *Tx) error {
+		st, err := v.continuityState()
+		if err != nil {
+			return err
+		}
+		day := opts.Now
+		if day.IsZero() {
+			day = tx.Now()
+		}
+		*resp = &ContinuityResult{Events: []*Event{}, Messages: []string{}}
+		*ctp = &ContinuityTx{Tx: tx, day: day.UTC().Format(dateLayout), st: st, res: *resp}
+		ct := *ctp
+		if err := fn(ct); err != nil {
+			return err
+		}
+		if ct.err != nil {
+			return ct.err
+		}
+		if took != nil {
+			d, _ := json.Marshal(took)
+			tx.Append(&Event{Kind: KindHeadTakeover, Source: "continuity", Data: d, Text: ContinuityHead + ": lease taken over: " + took.Reason})
+		}
+		if err := ct.refresh(cfg, opts.Trigger, holder); err != nil {
+			return err
+		}
+		return ct.err
+	})
 }
 
 // continuityHeadState is the head bookkeeping of CONTINUITY.md.
@@ -225,62 +274,71 @@ type continuityHeadState struct {
 	conflicts []string
 }
 
-func continuityHeadOf(rows []*Row) continuityHeadState {
-	var h continuityHeadState
-	h.tokens = map[string]bool{}
-	for _, r := range rows {
-		if !strings.HasPrefix(r.Kind, "head.") || headOf(r.Data) != ContinuityHead {
-			continue
+// add folds one event into the bookkeeping when it is a head event of
+// CONTINUITY.md; every row counts, retracted or not, as for any head.
+func (h *continuityHeadState) add(ev *Event) {
+	if !strings.HasPrefix(ev.Kind, "head.") || headOf(ev.Data) != ContinuityHead {
+		return
+	}
+	switch ev.Kind {
+	case KindHeadRendered:
+		var d struct {
+			Blob      string `json:"blob"`
+			Conflicts int    `json:"conflicts"`
 		}
-		switch r.Kind {
-		case KindHeadRendered:
-			var d struct {
-				Blob      string `json:"blob"`
-				Conflicts int    `json:"conflicts"`
-			}
-			_ = json.Unmarshal(r.Data, &d)
-			h.blob, h.rendered = d.Blob, true
-			h.deferred, h.tokens = nil, map[string]bool{}
-			if d.Conflicts == 0 {
-				h.conflicts = nil
-			}
-		case KindHeadDeferred:
-			h.deferred = append(h.deferred, r.ID)
-			var d struct {
-				Holder struct {
-					Token string `json:"token"`
-				} `json:"holder"`
-			}
-			_ = json.Unmarshal(r.Data, &d)
-			h.tokens[d.Holder.Token] = true
-		case KindHeadConflict:
-			h.conflicts = append(h.conflicts, r.ID)
-		case KindHeadResolved:
+		_ = json.Unmarshal(ev.Data, &d)
+		h.blob, h.rendered = d.Blob, true
+		h.deferred, h.tokens = nil, map[string]bool{}
+		if d.Conflicts == 0 {
 			h.conflicts = nil
 		}
+	case KindHeadDeferred:
+		h.deferred = append(h.deferred, ev.ID)
+		var d struct {
+			Holder struct {
+				Token string `json:"token"`
+			} `json:"holder"`
+		}
+		_ = json.Unmarshal(ev.Data, &d)
+		h.tokens[d.Holder.Token] = true
+	case KindHeadConflict:
+		h.conflicts = append(h.conflicts, ev.ID)
+	case KindHeadResolved:
+		h.conflicts = nil
 	}
-	return h
 }
 
 // refresh renders CONTINUITY.md and merges it into the file; it also
 // rewrites learnings-index.md when its content changed.
 func (ct *ContinuityTx) refresh(cfg ContinuityConfig, trigger string, holder *HeadLease) error {
 	v := ct.v
-	c := ct.state()
 	if trigger == "" {
 		trigger = ct.opts.Command
 	}
-	index := renderLearningsIndex(c, cfg.Budgets["index"])
+	// Nothing appended yet: the cached summary has both views. Otherwise
+	// they are rendered from the state with this transaction's events.
+	var index []byte
+	var doc *ContinuityDoc
+	var hs continuityHeadState
+	learnings := 0
+	if len(ct.events) == 0 {
+		sum, err := ct.st.summary(cfg.Budgets["index"], cfg.Words)
+		if err != nil {
+			return err
+		}
+		index, doc, hs, learnings = []byte(sum.Index), sum.doc(), ct.st.head, sum.Learnings
+	} else {
+		c := ct.state()
+		index, doc, hs, learnings = renderLearningsIndex(c, cfg.Budgets["index"]), renderContinuity(c, cfg.Words), c.head, len(c.Learnings)
+	}
 	idxRel := mustRel(LearningsIndexFile)
 	if old, err := os.ReadFile(v.abs(idxRel)); err != nil || !bytes.Equal(old, index) {
-		if len(c.Learnings) > 0 || err == nil || ct.index {
+		if learnings > 0 || err == nil || ct.index {
 			ct.WriteFile(idxRel, index)
 		}
 	}
 	rel := mustRel(ContinuityHead)
 	renderedRel := mustRel(renderedDir, ContinuityHead)
-	allRows := append(append([]*Row(nil), ct.base...), rowsOf(ct.events)...)
-	hs := continuityHeadOf(allRows)
 	if holder != nil {
 		ct.res.Head, ct.res.Holder = "deferred", holder
 		if !hs.tokens[holder.Token] {
@@ -289,7 +347,6 @@ func (ct *ContinuityTx) refresh(cfg ContinuityConfig, trigger string, holder *He
 		}
 		return nil
 	}
-	doc := renderContinuity(c, cfg.Words)
 	ct.res.Omitted = doc.Omitted
 	theirs := doc.Bytes
 	theirsBlob := blobHash(theirs)
@@ -325,7 +382,7 @@ func (ct *ContinuityTx) refresh(cfg ContinuityConfig, trigger string, holder *He
 			if base == nil && !hs.rendered {
 				// Never rendered: the file came from `memvault edit`'s
 				// template, so that is what an untouched section looks like.
-				base = []byte(continuityTemplate)
+				base = templateBase(ours)
 			}
 			m, err := merge.Markdown(base, ours, theirs, merge.MarkdownOptions{AppendOnly: []string{SecCompleted},
 				Options: merge.Options{OursLabel: "your edit", BaseLabel: "last render", TheirsLabel: "new render"}})
@@ -379,7 +436,7 @@ func (ct *ContinuityTx) refresh(cfg ContinuityConfig, trigger string, holder *He
 	}
 	ct.res.Head = status
 	if !exists || !bytes.Equal(result, ours) {
-		ct.WriteFile(rel, result)
+		ct.WriteFileIfUnchanged(rel, result, ours, exists)
 	}
 	if theirsBlob != hs.blob || !v.exists(renderedRel) {
 		ct.WriteFile(renderedRel, theirs)
@@ -420,12 +477,52 @@ func (ct *ContinuityTx) refresh(cfg ContinuityConfig, trigger string, holder *He
 	return nil
 }
 
-func rowsOf(evs []*Event) []*Row {
-	out := make([]*Row, len(evs))
-	for i, ev := range evs {
-		out[i] = &Row{Event: ev}
+// templateBase is the base of the first merge of a file that was never
+// rendered: the template it was made from, told apart by its blockers
+// heading.
+func templateBase(ours []byte) []byte {
+	legacy, current := false, false
+	for _, l := range strings.Split(string(ours), "\n") {
+		switch strings.TrimSpace(strings.ReplaceAll(l, merge.KeepMarker, "")) {
+		case "## Blockers":
+			legacy = true
+		case "## " + SecBlockers:
+			current = true
+		}
 	}
-	return out
+	if legacy && !current {
+		return []byte(legacyContinuityTemplate)
+	}
+	return []byte(continuityTemplate)
+}
+
+// refreshContinuityHead refreshes CONTINUITY.md inside a head refresh's
+// transaction (a retry of a deferred refresh, from RunDeferred or memvault
+// refresh), whose caller holds the file's lease and has committed any
+// uncommitted hand edit already.
+func (v *Vault) refreshContinuityHead(tx *Tx, trigger string) (*HeadOutcome, error) {
+	cfg, err := v.ContinuityConfig()
+	if err != nil {
+		return nil, err
+	}
+	st, err := v.continuityState()
+	if err != nil {
+		return nil, err
+	}
+	pending := append([]string(nil), st.head.deferred...)
+	ct := &ContinuityTx{Tx: tx, day: tx.Now().UTC().Format(dateLayout), st: st,
+		res: &ContinuityResult{Events: []*Event{}, Messages: []string{}}}
+	if err := ct.refresh(cfg, trigger, nil); err != nil {
+		return nil, err
+	}
+	if ct.err != nil {
+		return nil, ct.err
+	}
+	out := &HeadOutcome{Head: ContinuityHead, Status: ct.res.Head, Sections: ct.res.Conflicts}
+	if out.Status != "unchanged" {
+		out.Retried = pending
+	}
+	return out, nil
 }
 
 // rotateHandLines removes hand-written lines (lines the render does not

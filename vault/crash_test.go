@@ -124,3 +124,40 @@ func TestVaultFilesArePrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A guarded write does not replace a file a person saved after it was read:
+// the transaction fails, nothing is written, and the save stands.
+func TestGuardedWriteKeepsANewerSave(t *testing.T) {
+	v := newVault(t)
+	rel := mustRel("MEMORY.md")
+	read, _ := os.ReadFile(v.abs(rel))
+	_, err := v.Update(TxOptions{}, func(tx *Tx) error {
+		tx.WriteFileIfUnchanged(rel, []byte("# merged by memvault\n"), read, true)
+		tx.Append(&Event{Kind: "fact", Text: "written with the merge"})
+		// The person saves between the merge and the write.
+		return os.WriteFile(v.abs(rel), []byte("# saved by a person\n"), 0o600)
+	})
+	if !errors.Is(err, errChangedUnderfoot) {
+		t.Fatalf("err = %v, want errChangedUnderfoot", err)
+	}
+	if got, _ := os.ReadFile(v.abs(rel)); string(got) != "# saved by a person\n" {
+		t.Fatalf("MEMORY.md = %q: the person's save was overwritten", got)
+	}
+	st, err := v.LoadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range st.Rows {
+		if r.Text == "written with the merge" {
+			t.Fatal("the failed transaction's event reached the ledger")
+		}
+	}
+	// Unchanged, the same write goes through.
+	read, _ = os.ReadFile(v.abs(rel))
+	if _, err := v.Update(TxOptions{}, func(tx *Tx) error {
+		tx.WriteFileIfUnchanged(rel, []byte("# merged again\n"), read, true)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

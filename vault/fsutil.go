@@ -23,6 +23,15 @@ const (
 // path, and then the directory itself is synced so the rename is durable.
 // It is the only way memvault writes a whole file.
 func WriteFileAtomic(path string, data []byte) error {
+	return writeFileAtomicIf(path, data, nil)
+}
+
+// writeFileAtomicIf is WriteFileAtomic with a last check: when ready is not
+// nil it runs after the new bytes are on disk and just before the rename,
+// and an error from it leaves path untouched. A check made any earlier
+// would leave the time of a sync (milliseconds on a busy disk) for a
+// person's save to be replaced.
+func writeFileAtomicIf(path string, data []byte, ready func() error) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return ioErr("create "+dir, err)
@@ -50,6 +59,11 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	if err := f.Close(); err != nil {
 		return ioErr("write "+path, err)
+	}
+	if ready != nil {
+		if err := ready(); err != nil {
+			return err
+		}
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return ioErr("write "+path, err)

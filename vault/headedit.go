@@ -16,8 +16,18 @@ import (
 )
 
 // continuityTemplate is what `memvault edit CONTINUITY.md` starts from when
-// the file does not exist: the sections of the scratchpad protocol.
-const continuityTemplate = `# CONTINUITY
+// the file does not exist, and the base of the first merge when such a file
+// was never rendered (continuity_write.go). It is the render of a protocol
+// with nothing in it: the same title, header and sections, in the same
+// order, each saying "- none". A section the person leaves alone is then
+// exactly what the render had, and one they fill in merges as their edit of
+// it, without a conflict.
+var continuityTemplate = string(renderContinuity(newContinuity(), 500).Bytes)
+
+// legacyContinuityTemplate is the template of earlier versions (`##
+// Blockers`, no Files Being Modified). A file made from it and never
+// rendered merges against it, so its sections are not taken for deletions.
+const legacyContinuityTemplate = `# CONTINUITY
 
 ## Active Goal
 
@@ -205,7 +215,7 @@ func (v *Vault) ResolveHeads(headArg, take string, opts TxOptions) ([]ResolveRes
 	}
 	want := ""
 	if headArg != "" {
-		rel, _, err := v.ResolveHeadArg(headArg, false)
+		rel, _, err := v.ResolveHeadArg(headArg, true)
 		if err != nil {
 			return nil, err
 		}

@@ -283,8 +283,13 @@ func memoryTarget() headTarget { return headTarget{rel: mustRel(MemoryHead)} }
 func threadTarget(t Thread) headTarget { return headTarget{rel: t.HeadPath(), thread: t.String()} }
 
 func targetOf(head string) (headTarget, bool) {
-	if head == MemoryHead {
+	switch head {
+	case MemoryHead:
 		return memoryTarget(), true
+	case ContinuityHead:
+		// The protocol renders it (refreshOne hands it over); known here so
+		// that a deferred refresh of it is retried like any head's.
+		return headTarget{rel: mustRel(ContinuityHead)}, true
 	}
 	rest, ok := strings.CutPrefix(head, "threads/")
 	if !ok {
@@ -465,7 +470,7 @@ func (v *Vault) Refresh(opts RefreshOptions) (*RefreshReport, error) {
 				if err != nil {
 					return ioErr("read "+t.rel.String(), err)
 				}
-				tx.WriteFile(t.rel, data)
+				tx.CommitFile(t.rel) // not written back: the person may save again meanwhile
 				d, _ := json.Marshal(map[string]string{"head": t.rel.String(), "blob": blobHash(data), "via": "refresh"})
 				tx.Append(&Event{Kind: KindHeadEdited, Thread: t.thread, Text: "hand edit of " + t.rel.String(), Data: d, Source: "refresh"})
 				paths = append(paths, t.rel.String())
@@ -479,7 +484,29 @@ func (v *Vault) Refresh(opts RefreshOptions) (*RefreshReport, error) {
 		}
 	}
 
-	res, err := v.Update(opts.TxOptions, func(tx *Tx) error {
+	// A person who saves a head while it is being merged makes the write
+	// fail (errChangedUnderfoot) rather than be overwritten: merge again
+	// with what they saved.
+	var res *Result
+	for attempt := 0; ; attempt++ {
+		res, err = v.refreshTx(opts, cfg, targets, busy, took, handEdits, rep)
+		if !errors.Is(err, errChangedUnderfoot) || attempt == 4 {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	rep.Commit = res.Commit
+	rep.Warnings = res.Warnings
+	return rep, nil
+}
+
+// refreshTx is the transaction of a refresh: each head rendered, merged
+// with its file and queued, or deferred.
+func (v *Vault) refreshTx(opts RefreshOptions, cfg HeadsConfig, targets []headTarget, busy map[string]*HeadLease,
+	took map[string]*Takeover, handEdits map[string]bool, rep *RefreshReport) (*Result, error) {
+	return v.Update(opts.TxOptions, func(tx *Tx) error {
 		rep.Heads = rep.Heads[:0]
 		vw, err := v.headViewOf(cfg, opts.Explain)
 		if err != nil {
@@ -521,12 +548,6 @@ func (v *Vault) Refresh(opts RefreshOptions) (*RefreshReport, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	rep.Commit = res.Commit
-	rep.Warnings = res.Warnings
-	return rep, nil
 }
 
 func pendingBy(h *HeadState, token string) bool {
@@ -626,6 +647,9 @@ func (v *Vault) exists(rel RelPath) bool {
 // write and the events.
 func (v *Vault) refreshOne(tx *Tx, vw *headView, t headTarget, trigger string) (*HeadOutcome, error) {
 	head := t.rel.String()
+	if head == ContinuityHead {
+		return v.refreshContinuityHead(tx, trigger)
+	}
 	doc, err := renderHead(vw, t)
 	if err != nil {
 		return nil, err
@@ -703,7 +727,7 @@ func (v *Vault) refreshOne(tx *Tx, vw *headView, t headTarget, trigger string) (
 		}
 	}
 	if !exists || !bytes.Equal(result, ours) {
-		tx.WriteFile(t.rel, result)
+		tx.WriteFileIfUnchanged(t.rel, result, ours, exists)
 	}
 	if theirsBlob != baseBlob || !v.exists(renderedRel) {
 		tx.WriteFile(renderedRel, theirs)

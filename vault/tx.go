@@ -3,6 +3,7 @@ package vault
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,7 +54,17 @@ type Tx struct {
 type pendingFile struct {
 	rel  RelPath
 	data []byte
+	// guarded: write only if the file still holds was (or, with !existed,
+	// still does not exist); see WriteFileIfUnchanged.
+	guarded bool
+	was     []byte
+	existed bool
 }
+
+// errChangedUnderfoot means a file written with WriteFileIfUnchanged was
+// changed by someone else (a person's editor) after it was read; the
+// transaction is rolled back and its caller may read and merge again.
+var errChangedUnderfoot = errors.New("changed while being merged")
 
 // Result is what a committed transaction produced.
 type Result struct {
@@ -114,6 +125,16 @@ func (tx *Tx) WriteFile(rel RelPath, data []byte) {
 	tx.files = append(tx.files, pendingFile{rel: rel, data: data})
 }
 
+// WriteFileIfUnchanged queues a whole-file write that is made only if the
+// file still holds was when the transaction applies (existed false: does
+// not exist yet). A person saves files without taking the vault lock, so a
+// writer that merged with what they had saved must not replace a newer
+// save: the transaction fails with errChangedUnderfoot instead, and nothing
+// is written.
+func (tx *Tx) WriteFileIfUnchanged(rel RelPath, data, was []byte, existed bool) {
+	tx.files = append(tx.files, pendingFile{rel: rel, data: data, guarded: true, was: was, existed: existed})
+}
+
 // AppendFile queues whole lines for an append-only file (a transcript
 // part). Several appends to one file in a transaction become one write.
 func (tx *Tx) AppendFile(rel RelPath, lines []byte) {
@@ -149,6 +170,13 @@ func (tx *Tx) CommitTranscript(t TranscriptRef) error {
 		tx.commitPaths = append(tx.commitPaths, t.part(p))
 	}
 	return nil
+}
+
+// CommitFile includes rel, as it is on disk when the transaction commits,
+// in this transaction's commit, without writing it: a person's file is
+// committed with whatever they saved last.
+func (tx *Tx) CommitFile(rel RelPath) {
+	tx.commitPaths = append(tx.commitPaths, rel)
 }
 
 // Subject sets the commit subject; by default it is derived from the first
@@ -277,6 +305,19 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 		return nil, segStamp{}, err
 	}
 
+	// Guarded writes are checked before anything is written, so that a file
+	// a person saved meanwhile stops the transaction before it changed
+	// anything.
+	for _, f := range tx.files {
+		if !f.guarded {
+			continue
+		}
+		old, err := os.ReadFile(v.abs(f.rel))
+		if existed := err == nil; existed != f.existed || !bytes.Equal(old, f.was) {
+			return fail(fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot))
+		}
+	}
+
 	var parts []string
 	for _, a := range tx.appends {
 		if isTranscriptPart(a.rel.String()) {
@@ -298,14 +339,34 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 		p := v.abs(f.rel)
 		old, readErr := os.ReadFile(p)
 		existed := readErr == nil
+		if f.guarded && (existed != f.existed || !bytes.Equal(old, f.was)) {
+			return fail(fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot))
+		}
+		written := f.data
 		rollback = append(rollback, func() {
+			// Undo only what is still ours: a file a person saved after
+			// this write holds their text, which must not be replaced by
+			// the older one.
+			if now, err := os.ReadFile(p); err != nil || !bytes.Equal(now, written) {
+				return
+			}
 			if existed {
 				_ = WriteFileAtomic(p, old)
 			} else {
 				os.Remove(p)
 			}
 		})
-		if err := WriteFileAtomic(p, f.data); err != nil {
+		var unchanged func() error
+		if f.guarded {
+			unchanged = func() error {
+				now, err := os.ReadFile(p)
+				if existed := err == nil; existed != f.existed || !bytes.Equal(now, f.was) {
+					return fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
+				}
+				return nil
+			}
+		}
+		if err := writeFileAtomicIf(p, f.data, unchanged); err != nil {
 			return fail(err)
 		}
 		info, err := os.Stat(p)

@@ -161,9 +161,17 @@ func (tx *Tx) CreateNode(n *Node) (node *Node, created bool, err error) {
 	}
 	n.Path = rel.String()
 	if _, err := os.Stat(tx.v.abs(rel)); err == nil {
-		return n, false, nil
+		recorded, err := tx.nodeRecorded(n.ID)
+		if err != nil || recorded {
+			return n, false, err
+		}
+		// The file reached the disk but its event did not (the writer was
+		// killed in between: the ledger is written last). Record it now,
+		// with the file as it is.
+		tx.CommitFile(rel)
+	} else {
+		tx.WriteFile(rel, n.encode())
 	}
-	tx.WriteFile(rel, n.encode())
 	data, _ := json.Marshal(map[string]any{"kind": n.Kind, "path": n.Path, "span": n.Span, "children": nonNil(n.Children)})
 	thread := ""
 	if len(n.Threads) > 0 {
@@ -179,6 +187,26 @@ func (tx *Tx) CreateNode(n *Node) (node *Node, created bool, err error) {
 		tx.nodeIndex.add(n)
 	}
 	return n, true, nil
+}
+
+// nodeRecorded reports whether the ledger (or this transaction) holds the
+// node.created event of node id. Only lines naming the id are decoded.
+func (tx *Tx) nodeRecorded(id string) (bool, error) {
+	for _, ev := range tx.events {
+		if ev.Kind == "node.created" && len(ev.Links) > 0 && ev.Links[0] == id {
+			return true, nil
+		}
+	}
+	st, err := tx.v.loadState([][]byte{[]byte(`"` + id + `"`)})
+	if err != nil {
+		return false, err
+	}
+	for _, r := range st.Rows {
+		if r.Kind == "node.created" && len(r.Links) > 0 && r.Links[0] == id {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // NodeIndex is every node's front matter, with parents derived from the

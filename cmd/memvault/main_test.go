@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,7 +27,27 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"memvault": func() { os.Exit(cli.Main(os.Args[1:])) },
+		"rsswrap":  rsswrap,
 	})
+}
+
+// rsswrap runs its arguments as a command and writes the command's peak
+// resident memory, in KiB, to the file MEMVAULT_RSS_OUT names. A child's
+// ru_maxrss starts at its parent's high-water mark (Linux carries it over
+// at exec), so a child of this large test process cannot be measured
+// directly; this small wrapper process can.
+func rsswrap() {
+	cmd := exec.Command(os.Args[1], os.Args[2:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err := cmd.Run()
+	if cmd.ProcessState == nil {
+		fmt.Fprintln(os.Stderr, "rsswrap:", err)
+		os.Exit(127)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		os.WriteFile(os.Getenv("MEMVAULT_RSS_OUT"), []byte(fmt.Sprint(ru.Maxrss)), 0o600)
+	}
+	os.Exit(cmd.ProcessState.ExitCode())
 }
 
 // -update rewrites the golden files inside the scripts from what the

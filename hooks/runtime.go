@@ -89,21 +89,23 @@ func (r *Runner) sessionStart(t vault.TranscriptRef, p Payload, thread string) (
 		// Recording the session is not worth losing the context over.
 		logf(r.V, "%s session-start %s: record: %v", r.Harness.Name, t.Session, err)
 	}
-	return r.startContext(thread), nil
+	return r.startContext(thread, p.CWD), nil
 }
 
 // StartContext is what a session of this project starts with, for harnesses
-// wired by hand (`memvault context`): the same text session-start injects.
-func StartContext(v *vault.Vault, agent, thread string, limit int) string {
+// wired by hand (`memvault context`): the same text session-start injects,
+// for work in the folder cwd.
+func StartContext(v *vault.Vault, agent, thread, cwd string, limit int) string {
 	r := &Runner{V: v, Harness: &Harness{Name: "manual", ContextLimit: limit}, Agent: agent}
-	return r.startContext(thread)
+	return r.startContext(thread, cwd)
 }
 
 // startContext assembles what a session starts with, by priority: how to
 // use memory, MEMORY.md, the session's thread head, CONTINUITY.md's live
-// sections; or, before any head is rendered, the open commitments and the
-// latest structured rows of the thread.
-func (r *Runner) startContext(thread string) string {
+// sections, the learnings and decisions in scope for work in cwd; or,
+// before any head is rendered, the open commitments and the latest
+// structured rows of the thread.
+func (r *Runner) startContext(thread, cwd string) string {
 	var pieces []string
 	pieces = append(pieces, usageNote)
 	if head := readFile(r.V, "MEMORY.md"); head != "" {
@@ -117,6 +119,9 @@ func (r *Runner) startContext(thread string) string {
 		}
 	}
 	if c := liveContinuity(readFile(r.V, "CONTINUITY.md")); c != "" {
+		pieces = append(pieces, c)
+	}
+	if c := r.continuityInScope(cwd); c != "" {
 		pieces = append(pieces, c)
 	}
 	if len(pieces) == 1 {
@@ -159,13 +164,48 @@ func (r *Runner) structuredDigest(thread string) string {
 	return "## Memory (no MEMORY.md yet)\n" + strings.Join(append(lines, recent...), "\n")
 }
 
+// continuityInScope lists the learnings and decisions whose scope is in
+// play for work in cwd (global ones, the module or files of cwd relative to
+// the project), smallest scope first, within their budgets in
+// memvault.toml. The live sections come from the file itself (hand edits
+// included), so only these come from the protocol's state.
+func (r *Runner) continuityInScope(cwd string) string {
+	dir := ""
+	if cwd != "" {
+		dir = r.V.ProjectDir(cwd)
+	}
+	inj, err := r.V.ContinuityAtSessionStart(dir)
+	if err != nil {
+		logf(r.V, "%s session-start: learnings in scope: %v", r.Harness.Name, err)
+		return ""
+	}
+	var b strings.Builder
+	if len(inj.Learnings) > 0 {
+		b.WriteString("## Learnings in scope (smallest scope first)\n")
+		for _, l := range inj.Learnings {
+			b.WriteString("- " + l.Line() + "\n")
+		}
+	}
+	if len(inj.Decisions) > 0 {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("## Decisions in scope\n")
+		for _, d := range inj.Decisions {
+			b.WriteString("- " + d.Line() + "\n")
+		}
+	}
+	return b.String()
+}
+
 // liveContinuity keeps the sections of CONTINUITY.md a session needs at
 // once; the rest is a recall away.
 func liveContinuity(text string) string {
 	if text == "" {
 		return ""
 	}
-	live := map[string]bool{"active goal": true, "current task": true, "next actions": true, "active blockers": true}
+	// "blockers" is the heading of files made from the first template.
+	live := map[string]bool{"active goal": true, "current task": true, "next actions": true, "active blockers": true, "blockers": true}
 	var out []string
 	keep := false
 	for _, line := range strings.Split(text, "\n") {

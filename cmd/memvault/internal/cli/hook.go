@@ -139,13 +139,13 @@ func contextCommand() *ucli.Command {
 				return usagef("context: --limit must be at least 200")
 			}
 			thread := c.String("thread")
+			wd, _ := os.Getwd()
 			if thread == "" {
-				wd, _ := os.Getwd()
 				thread = hooks.ProjectThread(wd)
 			} else if _, err := vault.ParseThread(thread); err != nil {
 				return err
 			}
-			fmt.Fprintln(c.App.Writer, hooks.StartContext(v, agent, thread, c.Int("limit")))
+			fmt.Fprintln(c.App.Writer, hooks.StartContext(v, agent, thread, wd, c.Int("limit")))
 			return nil
 		}),
 	}

@@ -311,6 +311,9 @@ type Query struct {
 	// ones); nil keeps all.
 	Threads []string
 	Limit   int
+	// Enough is how many hits make a narrowed match good enough (see
+	// matchQuery); 0 means Limit.
+	Enough int
 }
 
 // GlobalThread is how a document without a thread is indexed.
@@ -323,14 +326,7 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 	if len(indexes) == 0 {
 		return nil, nil
 	}
-	match := bleve.NewMatchQuery(q.Text)
-	match.SetField("text")
-	match.Analyzer = en.AnalyzerName
-	around := bleve.NewMatchQuery(q.Text)
-	around.SetField("context")
-	around.Analyzer = en.AnalyzerName
-	around.SetBoost(contextBoost)
-	parts := []query.Query{bleve.NewDisjunctionQuery(match, around)}
+	parts := []query.Query{matchQuery(indexes, q.Text)}
 	// Each filter below is a conjunction that walks its postings list
 	// beside the match: a filter that keeps every document is left out.
 	if q.Tier != "" {
@@ -357,20 +353,23 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 	if len(parts) > 1 {
 		top = bleve.NewConjunctionQuery(parts...)
 	}
-	req := bleve.NewSearchRequestOptions(top, q.Limit, 0, false)
-	var res *bleve.SearchResult
-	var err error
-	if len(indexes) == 1 {
-		res, err = indexes[0].b.Search(req)
-	} else {
-		alias := bleve.NewIndexAlias()
-		for _, ix := range indexes {
-			alias.Add(ix.b)
-		}
-		res, err = alias.Search(req)
-	}
+	res, err := run(indexes, top, q.Limit)
 	if err != nil {
 		return nil, err
+	}
+	enough := q.Enough
+	if enough <= 0 || enough > q.Limit {
+		enough = q.Limit
+	}
+	if all, ok := parts[0].(*allOf); ok && len(res.Hits) < enough {
+		parts[0] = anyOf(all.terms)
+		top = parts[0]
+		if len(parts) > 1 {
+			top = bleve.NewConjunctionQuery(parts...)
+		}
+		if res, err = run(indexes, top, q.Limit); err != nil {
+			return nil, err
+		}
 	}
 	hits := make([]Hit, 0, len(res.Hits))
 	seen := make(map[string]bool, len(res.Hits))
@@ -389,6 +388,128 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 		return hits[i].ID < hits[j].ID
 	})
 	return hits, nil
+}
+
+func run(indexes []*Index, q query.Query, limit int) (*bleve.SearchResult, error) {
+	req := bleve.NewSearchRequestOptions(q, limit, 0, false)
+	if len(indexes) == 1 {
+		return indexes[0].b.Search(req)
+	}
+	alias := bleve.NewIndexAlias()
+	for _, ix := range indexes {
+		alias.Add(ix.b)
+	}
+	return alias.Search(req)
+}
+
+// CommonFraction is the share of documents above which a query term counts
+// as common (see matchQuery).
+const CommonFraction = 0.02
+
+// matchQuery matches the words of text in the text field, and with less
+// weight in the context field. A word found in more than CommonFraction of
+// the documents (in a question: "file", "change", "can") scores every
+// document it is in, which at a million messages is most of a search's
+// time, and alone it says little about relevance. So, like a common-terms
+// query: when the text has rarer words, a document must hold one of them
+// (in its text or its context), and the common words only add to its score;
+// when every word is common, a document's own text must hold all of them (a
+// leapfrog over the postings; the context field is left out, which halves
+// the lists walked), unless
+// that finds fewer than Query.Enough documents, in which case Search falls
+// back to any of them.
+func matchQuery(indexes []*Index, text string) query.Query {
+	terms := uniqueTerms(text)
+	var rare, common []string
+	if docs, df := termStats(indexes, terms); docs > 0 {
+		for _, t := range terms {
+			switch {
+			case df[t] == 0:
+				// In no document: it can neither match nor narrow.
+			case float64(df[t]) > CommonFraction*float64(docs):
+				common = append(common, t)
+			default:
+				rare = append(rare, t)
+			}
+		}
+	}
+	if len(common) == 0 || len(rare) == 0 && len(common) < 2 {
+		return anyOf(terms)
+	}
+	if len(rare) == 0 {
+		return &allOf{Query: bleve.NewConjunctionQuery(termsIn("text", common, 1)...), terms: terms}
+	}
+	b := bleve.NewBooleanQuery()
+	b.AddMust(anyOf(rare))
+	b.AddShould(anyOf(common))
+	return b
+}
+
+// allOf marks a match that requires every term, so that Search can fall
+// back to anyOf(terms) when it finds too little.
+type allOf struct {
+	query.Query
+	terms []string
+}
+
+// anyOf matches documents holding any of terms, in text or (weighted
+// less) in context.
+func anyOf(terms []string) query.Query {
+	return bleve.NewDisjunctionQuery(
+		bleve.NewDisjunctionQuery(termsIn("text", terms, 1)...),
+		bleve.NewDisjunctionQuery(termsIn("context", terms, contextBoost)...))
+}
+
+func termsIn(field string, terms []string, boost float64) []query.Query {
+	out := make([]query.Query, 0, len(terms))
+	for _, t := range terms {
+		q := bleve.NewTermQuery(t)
+		q.SetField(field)
+		q.SetBoost(boost)
+		out = append(out, q)
+	}
+	return out
+}
+
+// uniqueTerms analyses text as the index does, each term once.
+func uniqueTerms(text string) []string {
+	var out []string
+	for _, t := range Analyze(text) {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// termStats returns the number of documents in the indexes and, per term,
+// how many hold it in their text field.
+func termStats(indexes []*Index, terms []string) (uint64, map[string]uint64) {
+	df := map[string]uint64{}
+	var docs uint64
+	for _, ix := range indexes {
+		n, err := ix.b.DocCount()
+		if err != nil {
+			continue
+		}
+		adv, err := ix.b.Advanced()
+		if err != nil {
+			continue
+		}
+		r, err := adv.Reader()
+		if err != nil {
+			continue
+		}
+		docs += n
+		for _, t := range terms {
+			if tfr, err := r.TermFieldReader(context.Background(), []byte(t), "text", false, false, false); err == nil {
+				df[t] += tfr.Count()
+				tfr.Close()
+			}
+		}
+		r.Close()
+	}
+	return docs, df
 }
 
 // holdOnly reports whether every document of the indexes belongs to one of

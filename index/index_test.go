@@ -1,6 +1,7 @@
 package index
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -82,5 +83,75 @@ func TestOpenRefusesOtherMappingVersions(t *testing.T) {
 	}
 	if _, err := Open(filepath.Join(t.TempDir(), "none"), true, time.Second); err == nil {
 		t.Fatal("a missing index opened")
+	}
+}
+
+// Common words only add to the score of documents that hold a rarer word;
+// a query of common words only needs documents that hold them all, unless
+// too few do.
+func TestCommonWords(t *testing.T) {
+	mem, err := NewMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	var docs []Doc
+	for i := range 200 {
+		text := "filler"
+		if i%2 == 0 {
+			text += " apple"
+		}
+		if i%3 == 0 {
+			text += " banana"
+		}
+		if i == 7 || i == 9 {
+			text += " cherry" // 1 % of the documents
+		}
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%03d", i), Text: text, Tier: "transcripts", Agent: "x"})
+	}
+	if err := mem.Add(docs); err != nil {
+		t.Fatal(err)
+	}
+	search := func(text string, enough int) map[string]bool {
+		t.Helper()
+		hits, err := Search([]*Index{mem}, Query{Text: text, Limit: 200, Enough: enough})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, h := range hits {
+			got[h.ID] = true
+		}
+		return got
+	}
+	if got := search("apple cherry", 0); len(got) != 2 || !got["d007"] || !got["d009"] {
+		t.Errorf("apple cherry: %v, want the two documents with cherry", got)
+	}
+	// 34 documents hold both apple (i%2) and banana (i%3).
+	if got := search("apple banana", 10); len(got) != 34 {
+		t.Errorf("apple banana: %d hits, want the 34 with both", len(got))
+	}
+	// Too few hold both: any of them will do.
+	if got := search("apple banana", 50); len(got) != 133 {
+		t.Errorf("apple banana, 50 wanted: %d hits, want the 133 with either", len(got))
+	}
+}
+
+// A word no document holds does not narrow the search to nothing.
+func TestAbsentWordDoesNotNarrow(t *testing.T) {
+	mem, err := NewMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	if err := mem.Add([]Doc{{ID: "a", Text: "the migration runs at night", Agent: "x"}, {ID: "b", Text: "lunch", Agent: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := Search([]*Index{mem}, Query{Text: "what did bobby say about the migration", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 1 || hits[0].ID != "a" {
+		t.Fatalf("hits %v, want a", hits)
 	}
 }

@@ -581,7 +581,7 @@ func dirBytes(tb testing.TB, dir string) int64 {
 }
 
 // fts5Binary builds the FTS5 anchor from its own module (bench/fts5).
-func fts5Binary(b *testing.B) string {
+func fts5Binary(b testing.TB) string {
 	b.Helper()
 	out := filepath.Join(b.TempDir(), "fts5q")
 	cmd := exec.Command("go", "build", "-o", out, ".")

@@ -28,7 +28,7 @@ var (
 )
 
 // memvaultBinary builds the real binary once, as a user would install it.
-func memvaultBinary(b *testing.B) string {
+func memvaultBinary(b testing.TB) string {
 	b.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "memvault-bench-bin")

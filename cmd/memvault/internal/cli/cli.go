@@ -168,6 +168,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			editCommand(),
 			resolveCommand(),
 			continuityCommand(), learnCommand(), decideCommand(), goalCommand(), nextCommand(), doneCommand(),
+			gcCommand(),
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*ucli.Context, error) {}, // Run picks the exit code

@@ -1,0 +1,14 @@
+# Shortcuts; the commands themselves are documented in docs/.
+
+.PHONY: test bench bench-large
+
+test:
+	go test -race ./...
+
+# The benchmark suite (docs/PERFORMANCE.md, "The suite"): small and week vaults.
+bench:
+	bench/run.sh
+
+# The same with the large vault (100k events, 1M messages): minutes to generate once.
+bench-large:
+	bench/run.sh --large

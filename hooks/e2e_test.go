@@ -1203,17 +1203,17 @@ func TestE2EOpenCode(t *testing.T) {
 	e.requirePromptInTranscript(sid, word2)
 
 	// No session end in `opencode run` (documented as degraded): a summary
-	// node is expected from the next session's start.
+	// node is expected once the next session's first turn has ended.
 	word3 := randWord("promptword")
 	r = e.mustRun(120*time.Second, opencode, "run", "--format", "json", "a new session "+word3)
 	if m := sidRE.FindStringSubmatch(r.stdout); m == nil || m[1] == sid {
 		t.Fatalf("expected a new session: %v", m)
 	}
-	// hooks.Degraded["opencode"]["session-end"] promises the summary from
-	// the next session's start. Checked with Errorf so that the fail-open
+	// hooks.Degraded["opencode"]["session-end"] promises the summary at
+	// the end of the next session's first turn. Checked with Errorf so that the fail-open
 	// check below still runs.
 	if len(e.nodes("session-summary", sid)) == 0 {
-		t.Errorf("no session-summary node for OpenCode session %s after the next session started (hooks.Degraded says the next session's start makes it); jobs queued: %v",
+		t.Errorf("no session-summary node for OpenCode session %s after the next session's first turn (hooks.Degraded says it makes it); jobs queued: %v",
 			sid, e.jobs())
 	} else {
 		e.requireHeadLists(sid)

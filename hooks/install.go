@@ -395,13 +395,13 @@ var Degraded = map[string]map[string]string{
 		"pre-compaction":      "PreCompress fires before every model call, not only before a compression: each is an incremental import",
 	},
 	"opencode": {
-		"session-end":    "no session-end event: session.idle (after every turn) imports and commits; the summary node is made when the next session starts",
+		"session-end":    "no session-end event: session.idle (after every turn) imports and commits; the summary node is made at the next session's first turn end",
 		"pre-compaction": "experimental.session.compacting adds memory to the compaction prompt; there is no transcript file to import first",
 		"stop":           "no transcript file: the plugin sends each prompt and the last assistant message",
 	},
 	"openclaw": {
 		"session-start": "session_start fires only with a running Gateway: the plugin starts the session at the first prompt instead",
-		"session-end":   "session_end fires only with a running Gateway: without it the summary node is made when the next session starts",
+		"session-end":   "session_end fires only with a running Gateway: without it the summary node is made at the next session's first turn end",
 		"stop":          "no transcript file memvault reads (OpenClaw keeps SQLite): the plugin sends the last assistant message",
 	},
 }

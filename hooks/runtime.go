@@ -48,8 +48,16 @@ func (r *Runner) Run(ev Event, p Payload) (string, error) {
 		thread = ProjectThread(p.CWD)
 	}
 	// Work a previous event left for later goes first, within a budget, so
-	// it never holds up this event for long.
-	if ev != PromptSubmit {
+	// it never holds up this event for long. A session start, on the user's
+	// path with a budget of 50 ms, runs only the deferred head refreshes
+	// (its context must be fresh); queued jobs (a summary, a refresh after
+	// it: 150 ms and more on a large vault) wait for the session's first
+	// stop, compaction or end.
+	switch ev {
+	case PromptSubmit:
+	case SessionStart:
+		r.runDeferred()
+	default:
 		r.runJobs()
 	}
 	switch ev {
@@ -535,13 +543,19 @@ func (r *Runner) queue(j job) {
 	}
 }
 
-// runJobs retries deferred head refreshes, then runs queued jobs, oldest
-// first, until the budget is spent.
-func (r *Runner) runJobs() {
+// runDeferred retries the head refreshes that were deferred because
+// someone held a head's lease.
+func (r *Runner) runDeferred() {
 	if _, err := r.V.RunDeferred(vault.TxOptions{Command: "hook deferred refresh", Agent: r.Agent,
 		Harness: r.Harness.Name, LockTimeout: eventLockWait}); err != nil && !vault.IsBusy(err) {
 		logf(r.V, "deferred head refresh: %v", err)
 	}
+}
+
+// runJobs retries deferred head refreshes, then runs queued jobs, oldest
+// first, until the budget is spent.
+func (r *Runner) runJobs() {
+	r.runDeferred()
 	entries, err := os.ReadDir(r.jobsDir())
 	if err != nil {
 		return

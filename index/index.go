@@ -316,6 +316,10 @@ type Query struct {
 	Enough int
 }
 
+// AnyAgent is the agent of documents that belong to every agent (the
+// heads): a search keeps them whatever agents it asks for.
+const AnyAgent = "*"
+
 // GlobalThread is how a document without a thread is indexed.
 const GlobalThread = "-"
 
@@ -332,9 +336,9 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 	if q.Tier != "" {
 		parts = append(parts, term("tier", q.Tier))
 	}
-	if len(q.Agents) > 0 && !holdOnly(indexes, q.Agents) {
+	if agents := append(slices.Clone(q.Agents), AnyAgent); len(q.Agents) > 0 && !holdOnly(indexes, agents) {
 		var or []query.Query
-		for _, a := range q.Agents {
+		for _, a := range agents {
 			or = append(or, term("agent", a))
 		}
 		parts = append(parts, bleve.NewDisjunctionQuery(or...))

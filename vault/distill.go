@@ -119,7 +119,7 @@ func (tx *Tx) Summarize(t TranscriptRef, opts SummaryOptions) (*Node, bool, erro
 	if d.last == 0 {
 		return nil, false, newErr(ErrNotFound, "summarize: session %q of agent %s has no messages", t.Session, t.Agent)
 	}
-	st, err := tx.State()
+	st, err := tx.sessionState(t, closeTargets(d.controls))
 	if err != nil {
 		return nil, false, err
 	}
@@ -134,6 +134,9 @@ func (tx *Tx) Summarize(t TranscriptRef, opts SummaryOptions) (*Node, bool, erro
 	controls, thread, err := tx.applyControls(st, t, d.controls, thread)
 	if err != nil {
 		return nil, false, err
+	}
+	for _, ev := range tx.events { // the control lines' events are the session's too
+		st.add(&Row{Event: ev})
 	}
 
 	var rows []*Row
@@ -275,6 +278,18 @@ func (tx *Tx) applyControls(st *State, t TranscriptRef, lines []ControlLine, thr
 	return out, thread, nil
 }
 
+// closeTargets lists the ids CLOSE lines name: the rows a session's
+// control lines need beyond its own.
+func closeTargets(lines []ControlLine) []string {
+	var ids []string
+	for _, c := range lines {
+		if f := strings.Fields(c.Arg); c.Verb == "CLOSE" && len(f) > 0 {
+			ids = append(ids, f[0])
+		}
+	}
+	return ids
+}
+
 // controlEvent builds the event a control line asks for, or says why not.
 func (tx *Tx) controlEvent(st *State, c ControlLine, thread string) (*Event, string) {
 	switch c.Verb {
@@ -323,7 +338,7 @@ func (tx *Tx) ExtractControls(t TranscriptRef, thread string) error {
 	if err != nil || len(d.controls) == 0 {
 		return err
 	}
-	st, err := tx.State()
+	st, err := tx.sessionState(t, closeTargets(d.controls))
 	if err != nil {
 		return err
 	}

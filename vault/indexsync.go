@@ -42,7 +42,12 @@ type indexPart struct {
 var (
 	lineagePart    = indexPart{name: "lineage", kinds: "rn"}
 	transcriptPart = indexPart{name: "transcripts", kinds: "m"}
-	indexParts     = []indexPart{lineagePart, transcriptPart}
+	// headsPart holds the sections of MEMORY.md and the thread heads. Heads
+	// are rewritten, not appended to, so this small index is rebuilt whole
+	// whenever one changed; a vault of 200 threads has thousands of
+	// sections, too many to index in memory on every recall.
+	headsPart  = indexPart{name: "heads", kinds: "h"}
+	indexParts = []indexPart{lineagePart, transcriptPart, headsPart}
 )
 
 // journalFile, in the transcript index's folder, names the transcript parts
@@ -58,7 +63,9 @@ func (v *Vault) partDir(p indexPart) string { return filepath.Join(v.Root, index
 // indexSource is one file the index covers.
 type indexSource struct {
 	rel  string
-	kind byte // 'm' transcript part, 'r' ledger segment, 'n' node, 'd' node folder mark
+	kind byte // 'm' transcript part, 'r' ledger segment, 'n' node, 'd' node folder mark, 'h' head file
+	// size is the file's size; for a 'd' mark or an 'h' head, its mtime in
+	// nanoseconds, as the watermark to compare.
 	size int64
 }
 
@@ -76,6 +83,8 @@ func (v *Vault) indexSourcesOf(kinds string) ([]indexSource, error) {
 			got, err = v.transcriptSources()
 		case 'n':
 			got, err = v.nodeSources(nil)
+		case 'h':
+			got, err = v.headSources()
 		}
 		if err != nil {
 			return nil, err
@@ -91,6 +100,9 @@ func (v *Vault) indexSourcesOf(kinds string) ([]indexSource, error) {
 // few hundred at most) and the nodes of the month folders that changed; for
 // transcripts, the parts the journal names.
 func (v *Vault) changedSources(p indexPart, journal []string, marks map[string]int64) ([]indexSource, error) {
+	if p == headsPart {
+		return v.headSources()
+	}
 	if p != transcriptPart {
 		segs, err := v.segmentSources()
 		if err != nil {
@@ -241,9 +253,10 @@ const dirMarkName = "~mtime"
 func pending(sources []indexSource, marks map[string]int64) int64 {
 	var n int64
 	for _, s := range sources {
-		if s.kind == 'd' {
+		if s.kind == 'd' || s.kind == 'h' {
 			// A node folder that changed is listed by every search until
-			// the index records it: worth a catch-up at once.
+			// the index records it, and a changed head makes its index
+			// stale: either is worth a catch-up at once.
 			if s.size != marks[s.rel] {
 				n += catchUpBytes + 1
 			}
@@ -366,6 +379,11 @@ func (v *Vault) syncIndex(ix *index.Index, sources []indexSource, progress func(
 			if s.size != from {
 				marks[s.rel] = s.size
 			}
+		} else if s.kind == 'h' {
+			if s.size != from {
+				batch = append(batch, v.headFileDocs(s.rel)...)
+				marks[s.rel] = s.size
+			}
 		} else if s.size > from {
 			docs, mark, err := v.docsOf(s, from)
 			if err != nil {
@@ -444,7 +462,11 @@ func (v *Vault) Reindex(progress func(done, total int)) (*IndexReport, error) {
 		ix.Close()
 		done += len(all[i])
 		for _, s := range all[i] {
-			if s.kind != 'd' {
+			switch s.kind {
+			case 'd':
+			case 'h':
+				rep.Files++ // its size is its mtime here
+			default:
 				rep.Files++
 				rep.Bytes += s.size
 			}
@@ -464,13 +486,14 @@ func (v *Vault) removeOldIndexLayout() {
 // searchSet is what a recall searches: per index part, the persistent index
 // (when usable) and an in-memory index of what it has not caught up with.
 type searchSet struct {
-	lineage     []*index.Index // ledger rows, nodes, and the heads (always in memory)
+	lineage     []*index.Index // ledger rows and nodes
+	heads       []*index.Index // the sections of MEMORY.md and the thread heads
 	transcripts []*index.Index
 	notes       []string
 }
 
 func (s *searchSet) close() {
-	for _, ix := range append(s.lineage, s.transcripts...) {
+	for _, ix := range slices.Concat(s.lineage, s.heads, s.transcripts) {
 		ix.Close()
 	}
 }
@@ -488,8 +511,11 @@ func (s *searchSet) note(notes []string) {
 // forTier returns the indexes holding a tier and the tier filter they need:
 // the transcript index holds only transcripts.
 func (s *searchSet) forTier(tier string) ([]*index.Index, string) {
-	if tier == TierTranscripts {
+	switch tier {
+	case TierTranscripts:
 		return s.transcripts, ""
+	case TierHeads:
+		return slices.Concat(s.lineage, s.heads), tier
 	}
 	return s.lineage, tier
 }
@@ -499,26 +525,27 @@ func (s *searchSet) forTier(tier string) ([]*index.Index, string) {
 // missing, damaged or of an older mapping, it is rebuilt first if the vault
 // lock is free, and the files are searched directly if not; either way the
 // caller is told.
-func (v *Vault) searchIndexes(agent, kinds string, headFiles bool) (*searchSet, error) {
+func (v *Vault) searchIndexes(kinds string, headFiles bool) (*searchSet, error) {
 	set := &searchSet{}
 	if strings.ContainsAny(kinds, "rn") {
-		var extra []index.Doc
-		if headFiles {
-			heads, err := v.headDocs(agent)
-			if err != nil {
-				return nil, err
-			}
-			extra = heads
-		}
-		ixs, notes, err := v.openPart(lineagePart, extra)
+		ixs, notes, err := v.openPart(lineagePart)
 		if err != nil {
 			return nil, err
 		}
 		set.lineage = ixs
 		set.note(notes)
 	}
+	if headFiles {
+		ixs, notes, err := v.openPart(headsPart)
+		if err != nil {
+			set.close()
+			return nil, err
+		}
+		set.heads = ixs
+		set.note(notes)
+	}
 	if strings.Contains(kinds, "m") {
-		ixs, notes, err := v.openPart(transcriptPart, nil)
+		ixs, notes, err := v.openPart(transcriptPart)
 		if err != nil {
 			set.close()
 			return nil, err
@@ -532,8 +559,8 @@ func (v *Vault) searchIndexes(agent, kinds string, headFiles bool) (*searchSet, 
 // openPart opens one index part for a search, caught up with the files:
 // the persistent index, brought up to date under the vault lock when more
 // than catchUpBytes are past its watermarks, and an in-memory index of the
-// rest plus extra.
-func (v *Vault) openPart(p indexPart, extra []index.Doc) ([]*index.Index, []string, error) {
+// rest.
+func (v *Vault) openPart(p indexPart) ([]*index.Index, []string, error) {
 	var notes []string
 	dir := v.partDir(p)
 	// The journal is read before the index is opened: a catch-up in between
@@ -576,6 +603,12 @@ func (v *Vault) openPart(p indexPart, extra []index.Doc) ([]*index.Index, []stri
 					ix.Close()
 					return nil, nil, err
 				}
+				// The heads index is rebuilt whole, never caught up: while
+				// it is stale the heads are all searched in memory.
+				if p == headsPart && pending(sources, ix.Meta.Watermarks) > 0 {
+					ix.Close()
+					ix = nil
+				}
 			}
 		}
 	}
@@ -594,8 +627,14 @@ func (v *Vault) openPart(p indexPart, extra []index.Doc) ([]*index.Index, []stri
 			x.Close()
 		}
 	}
-	docs := extra
+	var docs []index.Doc
 	for _, s := range sources {
+		if s.kind == 'h' {
+			if s.size != marks[s.rel] {
+				docs = append(docs, v.headFileDocs(s.rel)...)
+			}
+			continue
+		}
 		if s.kind == 'd' || s.size <= marks[s.rel] {
 			continue
 		}
@@ -631,6 +670,9 @@ func (v *Vault) openPart(p indexPart, extra []index.Doc) ([]*index.Index, []stri
 // up by itself.
 func (v *Vault) UpdateIndex() {
 	for _, p := range indexParts {
+		if p == headsPart {
+			continue // imports do not write heads; a rebuild costs more than it saves here
+		}
 		if _, err := os.Stat(v.partDir(p)); err != nil {
 			continue // no index yet: the first recall builds it
 		}
@@ -649,6 +691,7 @@ func (v *Vault) tryIndexUpdate(p indexPart, rebuild bool) bool {
 	defer release()
 	dir := v.partDir(p)
 	var ix *index.Index
+	rebuild = rebuild || p == headsPart // rewritten files: rebuilt whole
 	if !rebuild {
 		ix, err = index.Open(dir, false, indexOpenWait)
 	}
@@ -681,11 +724,9 @@ func (v *Vault) tryIndexUpdate(p indexPart, rebuild bool) bool {
 	return true
 }
 
-// headDocs splits MEMORY.md and the thread heads into sections, one
-// document each, for the heads tier. Heads are few and rewritten often, so
-// they are never in the persistent index.
-func (v *Vault) headDocs(agent string) ([]index.Doc, error) {
-	files := []string{"MEMORY.md"}
+// headSources lists MEMORY.md and the thread heads, each with its mtime.
+func (v *Vault) headSources() ([]indexSource, error) {
+	files := []string{MemoryHead}
 	kinds, _ := os.ReadDir(filepath.Join(v.Root, "threads"))
 	for _, k := range kinds {
 		if !k.IsDir() {
@@ -693,27 +734,39 @@ func (v *Vault) headDocs(agent string) ([]index.Doc, error) {
 		}
 		heads, _ := os.ReadDir(filepath.Join(v.Root, "threads", k.Name()))
 		for _, h := range heads {
-			if strings.HasSuffix(h.Name(), ".md") {
+			if strings.HasSuffix(h.Name(), ".md") && !strings.HasPrefix(h.Name(), ".") {
 				files = append(files, "threads/"+k.Name()+"/"+h.Name())
 			}
 		}
 	}
-	var docs []index.Doc
+	var out []indexSource
 	for _, rel := range files {
-		data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
+		info, err := os.Stat(filepath.Join(v.Root, filepath.FromSlash(rel)))
 		if err != nil {
 			continue
 		}
-		thread := headThread(rel)
-		for i, sec := range headSections(string(data)) {
-			if strings.TrimSpace(sec.text) == "" {
-				continue
-			}
-			docs = append(docs, index.Doc{ID: fmt.Sprintf("h|%s|%d", rel, i), Text: sec.text, Tier: TierHeads,
-				Agent: agent, Thread: thread})
-		}
+		out = append(out, indexSource{rel: rel, kind: 'h', size: info.ModTime().UnixNano()})
 	}
-	return docs, nil
+	return out, nil
+}
+
+// headFileDocs splits a head file into sections, one document each, for
+// the heads tier. Heads belong to every agent (index.AnyAgent).
+func (v *Vault) headFileDocs(rel string) []index.Doc {
+	data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
+	if err != nil {
+		return nil
+	}
+	thread := headThread(rel)
+	var docs []index.Doc
+	for i, sec := range headSections(string(data)) {
+		if strings.TrimSpace(sec.text) == "" {
+			continue
+		}
+		docs = append(docs, index.Doc{ID: fmt.Sprintf("h|%s|%d", rel, i), Text: sec.text, Tier: TierHeads,
+			Agent: index.AnyAgent, Thread: thread})
+	}
+	return docs
 }
 
 // headThread is the thread key of a head file ("" for MEMORY.md).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -191,4 +192,71 @@ func TestNodeFolderMarks(t *testing.T) {
 
 func openLineage(v *Vault) (*index.Index, error) {
 	return index.Open(v.partDir(lineagePart), true, time.Second)
+}
+
+// The rows recall must not return, from the cached corrections, match a
+// fold of the whole ledger after every kind of correction, with the cache
+// fresh, stale or gone.
+func TestDeadRowsFromCache(t *testing.T) {
+	v := newVault(t)
+	update := func(fn func(tx *Tx) error) {
+		t.Helper()
+		if _, err := v.Update(TxOptions{}, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func() string {
+		st, err := v.LoadState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range st.Rows {
+			if r.Kind != "retract" && r.Kind != "supersede" && !r.Current() {
+				ids = append(ids, r.ID)
+			}
+		}
+		sort.Strings(ids)
+		return fmt.Sprint(ids)
+	}
+	got := func() string {
+		dead, err := v.deadRows()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for id := range dead {
+			if st, _ := v.LoadState(); st.Get(id) != nil && st.Get(id).Kind != "supersede" && st.Get(id).Kind != "retract" {
+				ids = append(ids, id)
+			}
+		}
+		sort.Strings(ids)
+		return fmt.Sprint(ids)
+	}
+	a := remember(t, v, "the cache lives on the shared disk")
+	b := remember(t, v, "deploys happen on Tuesdays")
+	c := remember(t, v, "the api answers in json")
+	if got() != "[]" {
+		t.Fatalf("dead rows before any correction: %s", got())
+	}
+	update(func(tx *Tx) error { _, err := tx.Retract(a.ID, "wrong"); return err })
+	var sup *Event
+	update(func(tx *Tx) error {
+		var err error
+		sup, err = tx.Supersede(b.ID, "deploys happen on Thursdays")
+		return err
+	})
+	if g, w := got(), want(); g != w {
+		t.Fatalf("dead rows %s, want %s", g, w)
+	}
+	// Retracting the supersede brings b back.
+	update(func(tx *Tx) error { _, err := tx.Retract(sup.ID, "it was right"); return err })
+	update(func(tx *Tx) error { _, err := tx.Supersede(c.ID, "the api answers in json or xml"); return err })
+	if g, w := got(), want(); g != w {
+		t.Fatalf("after more corrections: dead rows %s, want %s", g, w)
+	}
+	os.WriteFile(filepath.Join(v.Root, correctionCache), []byte("garbage"), 0o600)
+	if g, w := got(), want(); g != w {
+		t.Fatalf("with a damaged cache: dead rows %s, want %s", g, w)
+	}
 }

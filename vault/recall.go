@@ -120,7 +120,7 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 			kinds += k
 		}
 	}
-	set, err := v.searchIndexes(opts.Agent, kinds, !opts.NoHeadFiles && strings.Contains(kinds, "n"))
+	set, err := v.searchIndexes(kinds, !opts.NoHeadFiles && strings.Contains(kinds, "n"))
 	if err != nil {
 		return nil, err
 	}
@@ -260,24 +260,24 @@ func inTime(ts string, since, until time.Time) bool {
 // superseded by a supersede that was not itself retracted. Only correction
 // events are read, from the derived list of corrections.
 func (v *Vault) deadRows() (map[string]bool, error) {
-	st, err := v.loadState([][]byte{})
+	rows, err := v.correctionRows()
 	if err != nil {
 		return nil, err
 	}
 	retracted := map[string]bool{}
-	for _, r := range st.Rows {
-		if r.Kind == "retract" && len(r.Links) > 0 {
-			retracted[r.Links[0]] = true
+	for _, c := range rows {
+		if c.Kind == "retract" && c.Link != "" {
+			retracted[c.Link] = true
 		}
 	}
 	dead := map[string]bool{}
-	for _, r := range st.Rows {
+	for _, c := range rows {
 		switch {
-		case len(r.Links) == 0:
-		case r.Kind == "retract":
-			dead[r.Links[0]] = true
-		case r.Kind == "supersede" && !retracted[r.ID]:
-			dead[r.Links[0]] = true
+		case c.Link == "":
+		case c.Kind == "retract":
+			dead[c.Link] = true
+		case c.Kind == "supersede" && !retracted[c.ID]:
+			dead[c.Link] = true
 		}
 	}
 	return dead, nil

@@ -2,6 +2,7 @@ package vault
 
 import (
 	"bytes"
+	"encoding/gob"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -71,11 +72,115 @@ var correctionNeedles = [][]byte{[]byte(`"kind":"retract"`), []byte(`"kind":"sup
 // and a filtered load needs all of them to mark the rows it returns; finding
 // them by searching every segment again would cost more than the rest of
 // the load.
-const correctionCache = ".state/corrections.json"
+// It is gob: at 100k events it has an entry for each of some 1,600
+// segments, and decoding it as JSON was most of a prompt's recall.
+const correctionCache = ".state/corrections.gob"
 
 type segCorrections struct {
-	Stamp segStamp `json:"stamp"`
-	Lines []int    `json:"lines"` // line numbers of correction events
+	Stamp segStamp
+	Lines []int        // line numbers of correction events
+	Rows  []correction // and what each says
+}
+
+// correction is what recall needs of a correction event: which row it
+// corrects and how.
+type correction struct {
+	ID, Kind, Link string
+}
+
+func (v *Vault) loadCorrectionCache() map[string]segCorrections {
+	cache := map[string]segCorrections{}
+	if data, err := os.ReadFile(filepath.Join(v.Root, correctionCache)); err == nil {
+		if gob.NewDecoder(bytes.NewReader(data)).Decode(&cache) != nil {
+			cache = map[string]segCorrections{}
+		}
+	}
+	return cache
+}
+
+func (v *Vault) saveCorrectionCache(cache map[string]segCorrections) {
+	var buf bytes.Buffer
+	if gob.NewEncoder(&buf).Encode(cache) == nil {
+		_ = WriteFileAtomic(filepath.Join(v.Root, correctionCache), buf.Bytes())
+	}
+}
+
+// segmentCorrections returns the corrections of segment s from the cache,
+// reading the segment only when its stamp changed; changed reports that.
+// The stamp is taken before the read: a line appended in between is in the
+// data but not the stamp, so the next reader looks again.
+func (v *Vault) segmentCorrections(cache map[string]segCorrections, s segment) (c segCorrections, data []byte, changed bool, err error) {
+	stamp, err := stampOf(v.Root, s)
+	if err != nil {
+		return c, nil, false, err
+	}
+	c, ok := cache[s.String()]
+	if ok && c.Stamp == stamp {
+		return c, nil, false, nil
+	}
+	data, err = os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
+	if err != nil {
+		return c, nil, false, ioErr("read "+s.String(), err)
+	}
+	if end := bytes.LastIndexByte(data, '\n'); end >= 0 {
+		data = data[:end+1]
+	} else {
+		data = nil
+	}
+	c = segCorrections{Stamp: stamp, Lines: correctionLines(data)}
+	for n, start, i := 1, 0, 0; start < len(data) && i < len(c.Lines); n++ {
+		end := start + bytes.IndexByte(data[start:], '\n')
+		if n == c.Lines[i] {
+			i++
+			var ev struct {
+				ID    string   `json:"id"`
+				Kind  string   `json:"kind"`
+				Links []string `json:"links"`
+			}
+			if json.Unmarshal(data[start:end], &ev) == nil && ev.ID != "" {
+				r := correction{ID: ev.ID, Kind: ev.Kind}
+				if len(ev.Links) > 0 {
+					r.Link = ev.Links[0]
+				}
+				c.Rows = append(c.Rows, r)
+			}
+		}
+		start = end + 1
+	}
+	cache[s.String()] = c
+	return c, data, true, nil
+}
+
+// correctionRows returns every correction event of the ledger, from the
+// cache; only segments whose stamp changed are read.
+func (v *Vault) correctionRows() ([]correction, error) {
+	segs, _, err := listSegments(v.Root)
+	if err != nil {
+		return nil, err
+	}
+	cache := v.loadCorrectionCache()
+	changed := false
+	live := map[string]bool{}
+	var out []correction
+	for _, s := range segs {
+		live[s.String()] = true
+		c, _, ch, err := v.segmentCorrections(cache, s)
+		if err != nil {
+			return nil, err
+		}
+		changed = changed || ch
+		out = append(out, c.Rows...)
+	}
+	for file := range cache {
+		if !live[file] {
+			delete(cache, file)
+			changed = true
+		}
+	}
+	if changed {
+		v.saveCorrectionCache(cache)
+	}
+	return out, nil
 }
 
 // loadState folds the events whose line contains one of needles (nil keeps
@@ -92,52 +197,48 @@ func (v *Vault) loadState(needles [][]byte) (*State, error) {
 	var cache map[string]segCorrections
 	cacheChanged := false
 	if needles != nil {
-		cache = map[string]segCorrections{}
-		if data, err := os.ReadFile(filepath.Join(v.Root, correctionCache)); err == nil {
-			_ = json.Unmarshal(data, &cache)
-		}
+		cache = v.loadCorrectionCache()
 	}
 	st := &State{byID: make(map[string]*Row)}
 	for _, s := range segs {
 		file := s.String()
-		var stamp segStamp
-		if needles != nil {
-			if stamp, err = stampOf(v.Root, s); err != nil {
-				return nil, err
-			}
-			// Only corrections wanted, and the cache knows this segment
-			// has none: nothing to read.
-			if c, ok := cache[file]; ok && c.Stamp == stamp && len(needles) == 0 && len(c.Lines) == 0 {
-				continue
-			}
-		}
-		data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(file)))
-		if err != nil {
-			return nil, ioErr("read "+file, err)
-		}
-		end := bytes.LastIndexByte(data, '\n')
-		if end < 0 {
-			continue
-		}
-		data = data[:end+1]     // a torn last line is not an event yet
+		var data []byte
 		var wanted map[int]bool // line starts (needles) and line numbers (corrections)
 		var wantedLines map[int]bool
+		if needles != nil {
+			c, d, changed, err := v.segmentCorrections(cache, s)
+			if err != nil {
+				return nil, err
+			}
+			cacheChanged = cacheChanged || changed
+			// Only corrections wanted, and this segment has none: nothing
+			// to read.
+			if len(needles) == 0 && len(c.Lines) == 0 {
+				continue
+			}
+			data = d
+			wantedLines = map[int]bool{}
+			for _, n := range c.Lines {
+				wantedLines[n] = true
+			}
+		}
+		if data == nil {
+			d, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(file)))
+			if err != nil {
+				return nil, ioErr("read "+file, err)
+			}
+			end := bytes.LastIndexByte(d, '\n')
+			if end < 0 {
+				continue
+			}
+			data = d[:end+1] // a torn last line is not an event yet
+		}
 		if needles != nil {
 			wanted = map[int]bool{}
 			for _, nd := range needles {
 				for _, at := range findAll(data, nd) {
 					wanted[bytes.LastIndexByte(data[:at], '\n')+1] = true
 				}
-			}
-			c, ok := cache[file]
-			if !ok || c.Stamp != stamp {
-				c = segCorrections{Stamp: stamp, Lines: correctionLines(data)}
-				cache[file] = c
-				cacheChanged = true
-			}
-			wantedLines = map[int]bool{}
-			for _, n := range c.Lines {
-				wantedLines[n] = true
 			}
 			if len(wanted) == 0 && len(wantedLines) == 0 {
 				continue
@@ -159,9 +260,7 @@ func (v *Vault) loadState(needles [][]byte) (*State, error) {
 		}
 	}
 	if cacheChanged {
-		if data, err := json.Marshal(cache); err == nil {
-			_ = WriteFileAtomic(filepath.Join(v.Root, correctionCache), data)
-		}
+		v.saveCorrectionCache(cache)
 	}
 	return st, nil
 }

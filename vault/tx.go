@@ -200,6 +200,30 @@ func (tx *Tx) State() (*State, error) {
 	return tx.state, nil
 }
 
+// sessionState returns the rows of session t (and, whatever their session,
+// the rows named in ids, the targets of CLOSE lines), with every
+// correction, and the events appended so far in this transaction. It reads
+// only the ledger lines that mention them, so a session's summary or its
+// control lines cost the size of the session, not of the ledger.
+func (tx *Tx) sessionState(t TranscriptRef, ids []string) (*State, error) {
+	if tx.state != nil {
+		return tx.state, nil
+	}
+	field, _ := json.Marshal(t.Session)
+	needles := [][]byte{append([]byte(`"session":`), field...)}
+	for _, id := range ids {
+		needles = append(needles, []byte(`"`+id+`"`))
+	}
+	st, err := tx.v.loadState(needles)
+	if err != nil {
+		return nil, err
+	}
+	for _, ev := range tx.events {
+		st.add(&Row{Event: ev})
+	}
+	return st, nil
+}
+
 // Update runs fn inside a transaction: it takes the vault lock, checks that
 // the ledger is intact, runs fn, then writes what fn queued, commits exactly
 // those paths, and releases the lock. If fn or any write fails, files are
@@ -235,9 +259,14 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	stamps, problems, err := v.checkChain(segs)
+	stamps, problems, reread, err := v.checkChain(segs)
 	if err != nil {
 		return nil, err
+	}
+	if reread && len(problems) == 0 {
+		// What was checked stays checked, whether or not this transaction
+		// appends to the ledger (a prompt's does not).
+		v.saveStamps(stamps)
 	}
 	if len(problems) > 0 && !opts.Force {
 		e := newErr(ErrCorrupt, "ledger: %s", problems[0])

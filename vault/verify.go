@@ -338,15 +338,15 @@ func (v *Vault) saveStamps(stamps []segStamp) {
 // checkChain verifies the segments that changed since the last check and
 // returns their stamps. A torn last line in the last segment is tolerated:
 // the writer repairs it.
-func (v *Vault) checkChain(segs []segment) ([]segStamp, []Problem, error) {
+func (v *Vault) checkChain(segs []segment) (stamps []segStamp, problems []Problem, reread bool, err error) {
 	old := v.loadStamps()
-	stamps := make([]segStamp, 0, len(segs))
+	stamps = make([]segStamp, 0, len(segs))
 	cc := chainChecker{}
 	trusted := true
 	for i, s := range segs {
 		st, err := stampOf(v.Root, s)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		if trusted && i < len(old) && old[i].Path == st.Path && old[i].Size == st.Size &&
 			old[i].Mtime == st.Mtime && old[i].Ino == st.Ino {
@@ -356,9 +356,10 @@ func (v *Vault) checkChain(segs []segment) ([]segStamp, []Problem, error) {
 			continue
 		}
 		trusted = false
+		reread = true
 		lines, torn, err := readSegment(v.Root, s)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		for _, ll := range lines {
 			cc.line(ll)
@@ -370,5 +371,5 @@ func (v *Vault) checkChain(segs []segment) ([]segStamp, []Problem, error) {
 		st.Tip = cc.prev
 		stamps = append(stamps, st)
 	}
-	return stamps, cc.problems, nil
+	return stamps, cc.problems, reread || len(old) != len(segs), nil
 }

@@ -260,3 +260,40 @@ func TestDeadRowsFromCache(t *testing.T) {
 		t.Fatalf("with a damaged cache: dead rows %s, want %s", g, w)
 	}
 }
+
+// The heads index follows every change of a head file: a word saved a
+// moment ago is found, a word removed is not.
+func TestHeadsIndexFollowsEdits(t *testing.T) {
+	v := newVault(t)
+	remember(t, v, "something to index")
+	if _, err := v.Reindex(nil); err != nil {
+		t.Fatal(err)
+	}
+	heads := func(q string) int {
+		t.Helper()
+		res, err := v.Recall(RecallOptions{Query: q, Agent: v.Config.Agent, AllThreads: true, Tier: TierHeads})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(res.Hits)
+	}
+	p := filepath.Join(v.Root, MemoryHead)
+	if err := os.WriteFile(p, []byte("# Memory\n\n## Notes\n\n- the pelican release is frozen\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n := heads("pelican"); n != 1 {
+		t.Fatalf("pelican: %d hits, want 1", n)
+	}
+	later := time.Now().Add(time.Second) // an mtime that surely differs
+	os.WriteFile(p, []byte("# Memory\n\n## Notes\n\n- the walrus release ships\n"), 0o600)
+	os.Chtimes(p, later, later)
+	if n := heads("pelican"); n != 0 {
+		t.Fatalf("pelican after the edit: %d hits, want 0", n)
+	}
+	if n := heads("walrus"); n != 1 {
+		t.Fatalf("walrus: %d hits, want 1", n)
+	}
+	if _, err := os.Stat(filepath.Join(v.partDir(headsPart), "meta.gob")); err != nil {
+		t.Fatalf("no heads index: %v", err)
+	}
+}

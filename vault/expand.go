@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -164,7 +165,9 @@ func (v *Vault) Expand(id string, opts ExpandOptions) (*Expansion, error) {
 		field, _ := json.Marshal(n.Session)
 		rowNeedles = append(rowNeedles, append([]byte(`"session":`), field...))
 	}
-	st, err := v.loadState(rowNeedles)
+	st, err := v.loadStateOf(rowNeedles, func(c segCorrections) bool {
+		return slices.Contains(c.Linked, id) || n.Session != "" && slices.Contains(c.Sessions, n.Session)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -297,3 +297,14 @@ func TestHeadsIndexFollowsEdits(t *testing.T) {
 		t.Fatalf("no heads index: %v", err)
 	}
 }
+
+func TestSegmentSessionsAndLinks(t *testing.T) {
+	data := []byte(`{"id":"e_1","links":["n_a","e_\"q"],"session":"s-1"}` + "\n" +
+		`{"id":"e_2","links":[],"session":"s\\2"}` + "\n" + `{"id":"e_3","links":["n_a"]}` + "\n")
+	if got := fmt.Sprint(stringsAfter(data, `"session":`)); got != `[s-1 s\2]` {
+		t.Errorf("sessions %s", got)
+	}
+	if got := fmt.Sprint(linksIn(data)); got != `[e_"q n_a]` {
+		t.Errorf("links %s", got)
+	}
+}

@@ -74,12 +74,18 @@ var correctionNeedles = [][]byte{[]byte(`"kind":"retract"`), []byte(`"kind":"sup
 // the load.
 // It is gob: at 100k events it has an entry for each of some 1,600
 // segments, and decoding it as JSON was most of a prompt's recall.
-const correctionCache = ".state/corrections.gob"
+const correctionCache = ".state/corrections-v2.gob" // v2: with offsets, sessions and links
 
 type segCorrections struct {
 	Stamp segStamp
 	Lines []int        // line numbers of correction events
+	Offs  [][2]int64   // where each of those lines starts and ends
 	Rows  []correction // and what each says
+	// Sessions and Linked are the sessions the segment's events name and
+	// the ids they link to: a load of one session's rows, or of the rows
+	// linked to one node, skips the segments that have neither.
+	Sessions []string
+	Linked   []string
 }
 
 // correction is what recall needs of a correction event: which row it
@@ -127,11 +133,13 @@ func (v *Vault) segmentCorrections(cache map[string]segCorrections, s segment) (
 	} else {
 		data = nil
 	}
-	c = segCorrections{Stamp: stamp, Lines: correctionLines(data)}
+	c = segCorrections{Stamp: stamp, Lines: correctionLines(data), Sessions: stringsAfter(data, `"session":`),
+		Linked: linksIn(data)}
 	for n, start, i := 1, 0, 0; start < len(data) && i < len(c.Lines); n++ {
 		end := start + bytes.IndexByte(data[start:], '\n')
 		if n == c.Lines[i] {
 			i++
+			c.Offs = append(c.Offs, [2]int64{int64(start), int64(end)})
 			var ev struct {
 				ID    string   `json:"id"`
 				Kind  string   `json:"kind"`
@@ -149,6 +157,67 @@ func (v *Vault) segmentCorrections(cache map[string]segCorrections, s segment) (
 	}
 	cache[s.String()] = c
 	return c, data, true, nil
+}
+
+// stringsAfter returns, once each and sorted, the JSON strings that follow
+// key in data (canonical lines: no space after the colon).
+func stringsAfter(data []byte, key string) []string {
+	seen := map[string]bool{}
+	for _, at := range findAll(data, []byte(key)) {
+		if s, ok := jsonStringAt(data, at+len(key)); ok {
+			seen[s] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// linksIn returns, once each and sorted, the ids the events of data link
+// to.
+func linksIn(data []byte) []string {
+	seen := map[string]bool{}
+	key := []byte(`"links":[`)
+	for _, at := range findAll(data, key) {
+		for i := at + len(key); i < len(data) && data[i] == '"'; {
+			s, ok := jsonStringAt(data, i)
+			if !ok {
+				break
+			}
+			seen[s] = true
+			// past the string and a comma
+			j := i + 1
+			for j < len(data) && data[j] != '"' {
+				if data[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			i = j + 1
+			if i < len(data) && data[i] == ',' {
+				i++
+			}
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// jsonStringAt decodes the JSON string that starts at data[i].
+func jsonStringAt(data []byte, i int) (string, bool) {
+	if i >= len(data) || data[i] != '"' {
+		return "", false
+	}
+	for j := i + 1; j < len(data) && data[j] != '\n'; j++ {
+		switch data[j] {
+		case '\\':
+			j++
+		case '"':
+			var s string
+			if json.Unmarshal(data[i:j+1], &s) != nil {
+				return "", false
+			}
+			return s, true
+		}
+	}
+	return "", false
 }
 
 // correctionRows returns every correction event of the ledger, from the
@@ -190,6 +259,12 @@ func (v *Vault) correctionRows() ([]correction, error) {
 // decoding every line, which is what makes looking up one node's or one
 // session's rows cheap on a large ledger.
 func (v *Vault) loadState(needles [][]byte) (*State, error) {
+	return v.loadStateOf(needles, nil)
+}
+
+// loadStateOf is loadState that, when keep is not nil, reads only the
+// segments keep accepts (and those holding corrections).
+func (v *Vault) loadStateOf(needles [][]byte, keep func(segCorrections) bool) (*State, error) {
 	segs, _, err := listSegments(v.Root)
 	if err != nil {
 		return nil, err
@@ -211,9 +286,16 @@ func (v *Vault) loadState(needles [][]byte) (*State, error) {
 				return nil, err
 			}
 			cacheChanged = cacheChanged || changed
-			// Only corrections wanted, and this segment has none: nothing
-			// to read.
-			if len(needles) == 0 && len(c.Lines) == 0 {
+			// Only corrections wanted, or only rows keep accepts, and this
+			// segment has neither: nothing to read.
+			if len(c.Lines) == 0 && (len(needles) == 0 || keep != nil && !keep(c)) {
+				continue
+			}
+			// Only its corrections are wanted: read just those lines.
+			if (len(needles) == 0 || keep != nil && !keep(c)) && len(c.Offs) == len(c.Lines) {
+				if err := v.addLines(st, file, c); err != nil {
+					return nil, err
+				}
 				continue
 			}
 			data = d
@@ -263,6 +345,27 @@ func (v *Vault) loadState(needles [][]byte) (*State, error) {
 		v.saveCorrectionCache(cache)
 	}
 	return st, nil
+}
+
+// addLines folds the correction lines of a segment, reading only them.
+func (v *Vault) addLines(st *State, file string, c segCorrections) error {
+	f, err := os.Open(filepath.Join(v.Root, filepath.FromSlash(file)))
+	if err != nil {
+		return ioErr("read "+file, err)
+	}
+	defer f.Close()
+	for i, off := range c.Offs {
+		raw := make([]byte, off[1]-off[0])
+		if _, err := f.ReadAt(raw, off[0]); err != nil {
+			return ioErr("read "+file, err)
+		}
+		ev := new(Event)
+		if json.Unmarshal(raw, ev) != nil || ev.ID == "" {
+			continue
+		}
+		st.add(&Row{Event: ev, File: file, Line: c.Lines[i]})
+	}
+	return nil
 }
 
 // findAll returns the offsets of every occurrence of needle in data.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -214,7 +215,13 @@ func (tx *Tx) sessionState(t TranscriptRef, ids []string) (*State, error) {
 	for _, id := range ids {
 		needles = append(needles, []byte(`"`+id+`"`))
 	}
-	st, err := tx.v.loadState(needles)
+	// The rows CLOSE lines name may be anywhere; without any, only the
+	// segments that name the session are read.
+	var keep func(segCorrections) bool
+	if len(ids) == 0 {
+		keep = func(c segCorrections) bool { return slices.Contains(c.Sessions, t.Session) }
+	}
+	st, err := tx.v.loadStateOf(needles, keep)
 	if err != nil {
 		return nil, err
 	}

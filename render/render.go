@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Item is one row of the ledger that still holds, as the renderer sees it.
@@ -336,7 +337,10 @@ const noneLine = "- none"
 // neutralised (an HTML comment could forge the keep marker; a leading #
 // would make a heading inside the list item).
 func clean(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	// Only the first max runes survive the clip, so only those (and a few
+	// more, for a marker that straddles the cut) are folded: a node's text
+	// can be pages long, and a head of 200 threads cleans thousands.
+	s = foldSpace(s, max+8)
 	s = strings.ReplaceAll(s, "<!--", "&lt;!--")
 	s = strings.ReplaceAll(s, "-->", "--&gt;")
 	if r := []rune(s); len(r) > max {
@@ -349,6 +353,32 @@ func clean(s string, max int) string {
 		s = "(empty)"
 	}
 	return s
+}
+
+// foldSpace is strings.Join(strings.Fields(s), " ") cut after limit runes.
+func foldSpace(s string, limit int) string {
+	var b strings.Builder
+	n, space := 0, false
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			space = b.Len() > 0
+			continue
+		}
+		if n >= limit {
+			break
+		}
+		if space {
+			b.WriteByte(' ')
+			n++
+			space = false
+			if n >= limit {
+				break
+			}
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
 }
 
 func mkEntry(it *Item, line string) entry {
@@ -683,9 +713,19 @@ func RenderMemory(p *MemoryParts, in Input) (*Doc, error) {
 	summarised := map[string]bool{}
 	nsec := section{title: "Drill down", quota: 3,
 		fixed: []string{"- details of a node: `memvault expand <node-id>`; every row: `memvault ledger`; what the budget left out: `memvault render --explain`"}}
+	nodeCap := rowCap(in.MemoryTokens)
 	for i := len(p.Nodes) - 1; i >= 0; i-- {
 		n := &p.Nodes[i]
 		if supersededSummary(n, summarised) {
+			continue
+		}
+		if len(nsec.entries) == nodeCap {
+			// Past what the budget could ever hold: counted, no line built
+			// (a vault has thousands of nodes).
+			nsec.more++
+			if in.Explain {
+				nsec.unconsidered = append(nsec.unconsidered, &Item{ID: n.ID, Kind: "node", Text: n.Text})
+			}
 			continue
 		}
 		line := "- `" + n.ID + "` " + nodeLabel(n)
@@ -805,6 +845,13 @@ func RenderThread(p *ThreadParts, key string, in Input) (*Doc, error) {
 			mine = mine || t == key
 		}
 		if !mine {
+			continue
+		}
+		if len(lineage.entries) == rowCap(in.ThreadTokens) {
+			lineage.more++
+			if in.Explain {
+				lineage.unconsidered = append(lineage.unconsidered, &Item{ID: n.ID, Kind: "node", Thread: key, Text: n.Text})
+			}
 			continue
 		}
 		line := "- `" + n.ID + "` " + nodeLabel(n)

@@ -256,6 +256,7 @@ func TestDeadRowsFromCache(t *testing.T) {
 		t.Fatalf("after more corrections: dead rows %s, want %s", g, w)
 	}
 	os.WriteFile(filepath.Join(v.Root, correctionCache), []byte("garbage"), 0o600)
+	os.WriteFile(filepath.Join(v.Root, allCorrectionsCache), []byte("garbage"), 0o600)
 	if g, w := got(), want(); g != w {
 		t.Fatalf("with a damaged cache: dead rows %s, want %s", g, w)
 	}

@@ -34,9 +34,34 @@ const scopeCache = ".state/scope.gob"
 
 // Scope is the thread structure of the vault as retrieval sees it.
 type Scope struct {
+	// folded holds agent, session, thread triples sorted, as the folded
+	// cache has them (searched, not turned into a map: a vault has tens of
+	// thousands of sessions and a recall asks about a few);
+	// sessionThreads holds what was folded on top of them.
+	folded         [][3]string
 	sessionThreads map[[2]string]map[string]bool // agent+session → threads
 	pairs          [][2]string                   // threads joined by a link event
 	known          map[string]bool
+	resort         bool // folded came unsorted from the cache (an older memvault): save it sorted
+}
+
+// hasSession reports whether the session is known to belong to thread.
+func (sc *Scope) hasSession(agent, session, thread string) bool {
+	if sc.sessionThreads[[2]string{agent, session}][thread] {
+		return true
+	}
+	k := [3]string{agent, session, thread}
+	i := sort.Search(len(sc.folded), func(i int) bool { return !less3(sc.folded[i], k) })
+	return i < len(sc.folded) && sc.folded[i] == k
+}
+
+func less3(a, b [3]string) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
 }
 
 // foldedScope is the whole vault's scope, saved with the stamps of the
@@ -62,25 +87,32 @@ const foldRewriteBytes = 16 << 10
 
 func (sc *Scope) fold(stamps []segStamp, tip string) foldedScope {
 	f := foldedScope{Stamps: stamps, Tip: tip, Pairs: sc.pairs}
+	f.Sessions = append(f.Sessions, sc.folded...)
 	for k, ts := range sc.sessionThreads {
 		for t := range ts {
-			f.Sessions = append(f.Sessions, [3]string{k[0], k[1], t})
+			if k3 := [3]string{k[0], k[1], t}; !sc.inFolded(k3) {
+				f.Sessions = append(f.Sessions, k3)
+			}
 		}
 	}
+	sort.Slice(f.Sessions, func(i, j int) bool { return less3(f.Sessions[i], f.Sessions[j]) })
 	for t := range sc.known {
 		f.Known = append(f.Known, t)
 	}
 	return f
 }
 
+func (sc *Scope) inFolded(k [3]string) bool {
+	i := sort.Search(len(sc.folded), func(i int) bool { return !less3(sc.folded[i], k) })
+	return i < len(sc.folded) && sc.folded[i] == k
+}
+
 func scopeFromFolded(f foldedScope) *Scope {
-	sc := &Scope{sessionThreads: map[[2]string]map[string]bool{}, pairs: f.Pairs, known: map[string]bool{}}
-	for _, st := range f.Sessions {
-		k := [2]string{st[0], st[1]}
-		if sc.sessionThreads[k] == nil {
-			sc.sessionThreads[k] = map[string]bool{}
-		}
-		sc.sessionThreads[k][st[2]] = true
+	sc := &Scope{folded: f.Sessions, sessionThreads: map[[2]string]map[string]bool{}, pairs: f.Pairs, known: map[string]bool{}}
+	if !sort.SliceIsSorted(sc.folded, func(i, j int) bool { return less3(sc.folded[i], sc.folded[j]) }) {
+		sc.folded = append([][3]string(nil), sc.folded...)
+		sort.Slice(sc.folded, func(i, j int) bool { return less3(sc.folded[i], sc.folded[j]) })
+		sc.resort = true
 	}
 	for _, t := range f.Known {
 		sc.known[t] = true
@@ -120,7 +152,11 @@ func (v *Vault) loadScope() (*Scope, error) {
 		ok := gob.NewDecoder(bufio.NewReader(f)).Decode(&folded) == nil
 		f.Close()
 		if ok && sameStamps(folded.Stamps, stamps) {
-			return scopeFromFolded(folded), nil
+			sc := scopeFromFolded(folded)
+			if sc.resort {
+				v.saveFoldedScope(sc.fold(stamps, folded.Tip))
+			}
+			return sc, nil
 		}
 		if ok && len(folded.Stamps) > 0 && stampsContinue(folded.Stamps, stamps) {
 			if sc, ok := v.scopeSince(folded, segs, stamps); ok {
@@ -230,10 +266,10 @@ func (v *Vault) scopeSince(folded foldedScope, segs []segment, stamps []segStamp
 		}
 		if ev.Session != "" {
 			k := [2]string{ev.Agent, ev.Session}
-			if sc.sessionThreads[k] == nil {
-				sc.sessionThreads[k] = map[string]bool{}
-			}
-			if !sc.sessionThreads[k][ev.Thread] {
+			if !sc.hasSession(ev.Agent, ev.Session, ev.Thread) {
+				if sc.sessionThreads[k] == nil {
+					sc.sessionThreads[k] = map[string]bool{}
+				}
 				sc.sessionThreads[k][ev.Thread] = true
 				learnt = true
 			}
@@ -248,7 +284,7 @@ func (v *Vault) scopeSince(folded foldedScope, segs []segment, stamps []segStamp
 	for _, st := range stamps[last:] {
 		grown += st.Size
 	}
-	if learnt || grown > foldRewriteBytes {
+	if learnt || grown > foldRewriteBytes || sc.resort {
 		v.saveFoldedScope(sc.fold(stamps, tip))
 	}
 	return sc, true
@@ -328,7 +364,16 @@ func factsOf(data []byte) scopeFacts {
 
 // SessionThreads returns the threads a session of agent belongs to.
 func (sc *Scope) SessionThreads(agent, session string) []string {
-	return sortedKeys(sc.sessionThreads[[2]string{agent, session}])
+	out := map[string]bool{}
+	for t := range sc.sessionThreads[[2]string{agent, session}] {
+		out[t] = true
+	}
+	lo := [3]string{agent, session, ""}
+	for i := sort.Search(len(sc.folded), func(i int) bool { return !less3(sc.folded[i], lo) }); i < len(sc.folded) &&
+		sc.folded[i][0] == agent && sc.folded[i][1] == session; i++ {
+		out[sc.folded[i][2]] = true
+	}
+	return sortedKeys(out)
 }
 
 // Known reports whether a thread appears anywhere in the ledger.

@@ -78,9 +78,8 @@ const correctionCache = ".state/corrections-v2.gob" // v2: with offsets, session
 
 type segCorrections struct {
 	Stamp segStamp
-	Lines []int        // line numbers of correction events
-	Offs  [][2]int64   // where each of those lines starts and ends
-	Rows  []correction // and what each says
+	Lines []int      // line numbers of correction events
+	Offs  [][2]int64 // where each of those lines starts and ends
 	// Sessions and Linked are the sessions the segment's events name and
 	// the ids they link to: a load of one session's rows, or of the rows
 	// linked to one node, skips the segments that have neither.
@@ -133,13 +132,22 @@ func (v *Vault) segmentCorrections(cache map[string]segCorrections, s segment) (
 	} else {
 		data = nil
 	}
-	c = segCorrections{Stamp: stamp, Lines: correctionLines(data), Sessions: stringsAfter(data, `"session":`),
-		Linked: linksIn(data)}
-	for n, start, i := 1, 0, 0; start < len(data) && i < len(c.Lines); n++ {
+	lines, offs, _ := correctionsIn(data)
+	c = segCorrections{Stamp: stamp, Lines: lines, Offs: offs,
+		Sessions: stringsAfter(data, `"session":`), Linked: linksIn(data)}
+	cache[s.String()] = c
+	return c, data, true, nil
+}
+
+// correctionsIn finds the correction events of a segment's complete lines:
+// their line numbers, where each line starts and ends, and what each says.
+func correctionsIn(data []byte) (lines []int, offs [][2]int64, rows []correction) {
+	lines = correctionLines(data)
+	for n, start, i := 1, 0, 0; start < len(data) && i < len(lines); n++ {
 		end := start + bytes.IndexByte(data[start:], '\n')
-		if n == c.Lines[i] {
+		if n == lines[i] {
 			i++
-			c.Offs = append(c.Offs, [2]int64{int64(start), int64(end)})
+			offs = append(offs, [2]int64{int64(start), int64(end)})
 			var ev struct {
 				ID    string   `json:"id"`
 				Kind  string   `json:"kind"`
@@ -150,13 +158,12 @@ func (v *Vault) segmentCorrections(cache map[string]segCorrections, s segment) (
 				if len(ev.Links) > 0 {
 					r.Link = ev.Links[0]
 				}
-				c.Rows = append(c.Rows, r)
+				rows = append(rows, r)
 			}
 		}
 		start = end + 1
 	}
-	cache[s.String()] = c
-	return c, data, true, nil
+	return lines, offs, rows
 }
 
 // stringsAfter returns, once each and sorted, the JSON strings that follow
@@ -220,34 +227,71 @@ func jsonStringAt(data []byte, i int) (string, bool) {
 	return "", false
 }
 
-// correctionRows returns every correction event of the ledger, from the
-// cache; only segments whose stamp changed are read.
+// allCorrections is every correction of the ledger, per segment with the
+// segment's stamp: what a recall needs on every prompt. It is small (no line
+// numbers, sessions or links), so reading it costs well under a
+// millisecond, and after a write only the changed segments are scanned.
+type allCorrections struct {
+	Segs []segRows
+}
+
+type segRows struct {
+	Stamp segStamp
+	Rows  []correction
+}
+
+const allCorrectionsCache = ".state/corrections-all.gob"
+
+// correctionRows returns every correction event of the ledger, reading
+// only the segments whose stamp changed since allCorrectionsCache was
+// saved.
 func (v *Vault) correctionRows() ([]correction, error) {
 	segs, _, err := listSegments(v.Root)
 	if err != nil {
 		return nil, err
 	}
-	cache := v.loadCorrectionCache()
-	changed := false
-	live := map[string]bool{}
+	old := map[string]segRows{}
+	if data, err := os.ReadFile(filepath.Join(v.Root, allCorrectionsCache)); err == nil {
+		var all allCorrections
+		if gob.NewDecoder(bytes.NewReader(data)).Decode(&all) == nil {
+			for _, sr := range all.Segs {
+				old[sr.Stamp.Path] = sr
+			}
+		}
+	}
+	var all allCorrections
 	var out []correction
+	changed := len(old) != len(segs)
 	for _, s := range segs {
-		live[s.String()] = true
-		c, _, ch, err := v.segmentCorrections(cache, s)
+		// The stamp before the read: a line appended in between is read but
+		// not in the stamp, so the next reader scans the segment again.
+		stamp, err := stampOf(v.Root, s)
 		if err != nil {
 			return nil, err
 		}
-		changed = changed || ch
-		out = append(out, c.Rows...)
-	}
-	for file := range cache {
-		if !live[file] {
-			delete(cache, file)
+		sr, ok := old[stamp.Path]
+		if !ok || sr.Stamp != stamp {
+			data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
+			if err != nil {
+				return nil, ioErr("read "+s.String(), err)
+			}
+			if end := bytes.LastIndexByte(data, '\n'); end >= 0 {
+				data = data[:end+1]
+			} else {
+				data = nil
+			}
+			_, _, rows := correctionsIn(data)
+			sr = segRows{Stamp: stamp, Rows: rows}
 			changed = true
 		}
+		all.Segs = append(all.Segs, sr)
+		out = append(out, sr.Rows...)
 	}
 	if changed {
-		v.saveCorrectionCache(cache)
+		var buf bytes.Buffer
+		if gob.NewEncoder(&buf).Encode(all) == nil {
+			_ = WriteFileAtomic(filepath.Join(v.Root, allCorrectionsCache), buf.Bytes())
+		}
 	}
 	return out, nil
 }

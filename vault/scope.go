@@ -80,9 +80,8 @@ type foldedScope struct {
 const foldedScopeCache = ".state/scope-folded.gob"
 
 // foldRewriteBytes is how much ledger may be appended since the folded
-// scope was saved before a reader that learnt nothing new from it saves it
-// again: below it, re-reading the appended lines costs less than writing the
-// file on every prompt.
+// scope was saved before a reader saves it again: below it, re-reading the
+// appended lines costs less than writing the file on every prompt.
 const foldRewriteBytes = 16 << 10
 
 func (sc *Scope) fold(stamps []segStamp, tip string) foldedScope {
@@ -228,7 +227,7 @@ func (v *Vault) loadScope() (*Scope, error) {
 	if changed {
 		var buf bytes.Buffer
 		if gob.NewEncoder(&buf).Encode(cache) == nil {
-			_ = WriteFileAtomic(filepath.Join(v.Root, scopeCache), buf.Bytes())
+			_ = writeDerived(filepath.Join(v.Root, scopeCache), buf.Bytes())
 		}
 	}
 	tip := ""
@@ -242,7 +241,7 @@ func (v *Vault) loadScope() (*Scope, error) {
 func (v *Vault) saveFoldedScope(f foldedScope) {
 	var buf bytes.Buffer
 	if gob.NewEncoder(&buf).Encode(f) == nil {
-		_ = WriteFileAtomic(filepath.Join(v.Root, foldedScopeCache), buf.Bytes())
+		_ = writeDerived(filepath.Join(v.Root, foldedScopeCache), buf.Bytes())
 	}
 }
 
@@ -252,7 +251,6 @@ func (v *Vault) saveFoldedScope(f foldedScope) {
 // false), as does a chain that does not continue.
 func (v *Vault) scopeSince(folded foldedScope, segs []segment, stamps []segStamp) (*Scope, bool) {
 	sc := scopeFromFolded(folded)
-	learnt := false
 	tip, _, ok := v.appendedSince(segs, stamps, folded.Stamps, folded.Tip, func(ev *Event) bool {
 		if ev.Thread == "" {
 			return true
@@ -260,10 +258,7 @@ func (v *Vault) scopeSince(folded foldedScope, segs []segment, stamps []segStamp
 		if len(ev.Links) > 0 {
 			return false
 		}
-		if !sc.known[ev.Thread] {
-			sc.known[ev.Thread] = true
-			learnt = true
-		}
+		sc.known[ev.Thread] = true
 		if ev.Session != "" {
 			k := [2]string{ev.Agent, ev.Session}
 			if !sc.hasSession(ev.Agent, ev.Session, ev.Thread) {
@@ -271,7 +266,6 @@ func (v *Vault) scopeSince(folded foldedScope, segs []segment, stamps []segStamp
 					sc.sessionThreads[k] = map[string]bool{}
 				}
 				sc.sessionThreads[k][ev.Thread] = true
-				learnt = true
 			}
 		}
 		return true
@@ -284,7 +278,10 @@ func (v *Vault) scopeSince(folded foldedScope, segs []segment, stamps []segStamp
 	for _, st := range stamps[last:] {
 		grown += st.Size
 	}
-	if learnt || grown > foldRewriteBytes || sc.resort {
+	// What was learnt is not saved at once: re-reading the few lines
+	// appended since costs less than writing the whole scope on every
+	// prompt after a write.
+	if grown > foldRewriteBytes || sc.resort {
 		v.saveFoldedScope(sc.fold(stamps, tip))
 	}
 	return sc, true

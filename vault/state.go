@@ -106,7 +106,7 @@ func (v *Vault) loadCorrectionCache() map[string]segCorrections {
 func (v *Vault) saveCorrectionCache(cache map[string]segCorrections) {
 	var buf bytes.Buffer
 	if gob.NewEncoder(&buf).Encode(cache) == nil {
-		_ = WriteFileAtomic(filepath.Join(v.Root, correctionCache), buf.Bytes())
+		_ = writeDerived(filepath.Join(v.Root, correctionCache), buf.Bytes())
 	}
 }
 
@@ -290,7 +290,7 @@ func (v *Vault) correctionRows() ([]correction, error) {
 	if changed {
 		var buf bytes.Buffer
 		if gob.NewEncoder(&buf).Encode(all) == nil {
-			_ = WriteFileAtomic(filepath.Join(v.Root, allCorrectionsCache), buf.Bytes())
+			_ = writeDerived(filepath.Join(v.Root, allCorrectionsCache), buf.Bytes())
 		}
 	}
 	return out, nil

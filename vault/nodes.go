@@ -300,35 +300,28 @@ func (v *Vault) Nodes() (*NodeIndex, error) {
 // needles (nil keeps all). When the cache is fresh, the other lines are
 // never decoded: a lookup around one node costs a byte search of the cache.
 func (v *Vault) nodes(needles []string) (*NodeIndex, error) {
-	ix, _, err := v.nodesAndPaths(needles)
-	return ix, err
-}
-
-// nodesAndPaths is nodes, also returning the path of every node in the
-// vault, which the index's list of sources needs and the cache holds anyway.
-func (v *Vault) nodesAndPaths(needles []string) (*NodeIndex, []string, error) {
+	// Kept as bytes: a copy of the cache into a string cost more than the
+	// search of it.
+	data, _ := os.ReadFile(filepath.Join(v.Root, nodeCache))
+	// The folder lines ("#dir\t<folder>\t<mtime>") sort first.
 	cachedDirs := map[string]int64{}
-	var lines []string
-	if data, err := os.ReadFile(filepath.Join(v.Root, nodeCache)); err == nil {
-		lines = strings.Split(string(data), "\n")
-		for _, line := range lines {
-			if rest, ok := strings.CutPrefix(line, "#dir\t"); ok {
-				dir, mt, _ := strings.Cut(rest, "\t")
-				m, _ := strconv.ParseInt(mt, 10, 64)
-				cachedDirs[dir] = m
-			}
-		}
+	for rest := data; bytes.HasPrefix(rest, []byte("#dir\t")); {
+		line, next, _ := bytes.Cut(rest, []byte("\n"))
+		dir, mt, _ := strings.Cut(strings.TrimPrefix(string(line), "#dir\t"), "\t")
+		m, _ := strconv.ParseInt(mt, 10, 64)
+		cachedDirs[dir] = m
+		rest = next
 	}
 	months, err := v.nodeMonthDirs()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	dirs := map[string]int64{}
 	fresh := len(months) == len(cachedDirs)
 	for _, dir := range months {
 		info, err := os.Stat(filepath.Join(v.Root, filepath.FromSlash(dir)))
 		if err != nil {
-			return nil, nil, ioErr("read "+dir, err)
+			return nil, ioErr("read "+dir, err)
 		}
 		dirs[dir] = info.ModTime().UnixNano()
 		if old, ok := cachedDirs[dir]; !ok || old != dirs[dir] {
@@ -348,26 +341,16 @@ func (v *Vault) nodesAndPaths(needles []string) (*NodeIndex, []string, error) {
 	}
 	ix := &NodeIndex{Nodes: map[string]*Node{}, Parents: map[string][]string{}}
 	if fresh {
-		paths := make([]string, 0, len(lines))
-		for _, line := range lines {
-			if line == "" || line[0] == '#' {
-				continue
-			}
-			if p, _, ok := strings.Cut(line, "\t"); ok {
-				paths = append(paths, p)
-			}
-			if !keep(line) {
-				continue
-			}
+		for _, line := range cacheLinesWith(data, needles) {
 			if n, ok := parseCacheLine(line); ok {
 				ix.add(n)
 			}
 		}
-		return ix, paths, nil
+		return ix, nil
 	}
 	// Some folder changed: rebuild, reusing the headers the cache has.
 	known := map[string]*Node{}
-	for _, line := range lines {
+	for _, line := range strings.Split(string(data), "\n") {
 		if n, ok := parseCacheLine(line); ok {
 			known[n.Path] = n
 		}
@@ -376,7 +359,7 @@ func (v *Vault) nodesAndPaths(needles []string) (*NodeIndex, []string, error) {
 	for _, dir := range months {
 		entries, err := os.ReadDir(filepath.Join(v.Root, filepath.FromSlash(dir)))
 		if err != nil {
-			return nil, nil, ioErr("read "+dir, err)
+			return nil, ioErr("read "+dir, err)
 		}
 		for _, e := range entries {
 			name := e.Name()
@@ -390,7 +373,7 @@ func (v *Vault) nodesAndPaths(needles []string) (*NodeIndex, []string, error) {
 			}
 			data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
 			if err != nil {
-				return nil, nil, ioErr("read "+rel, err)
+				return nil, ioErr("read "+rel, err)
 			}
 			n, err := parseNode(data, true)
 			if err != nil || n.ID != strings.TrimSuffix(name, ".md") {
@@ -401,19 +384,56 @@ func (v *Vault) nodesAndPaths(needles []string) (*NodeIndex, []string, error) {
 		}
 	}
 	v.saveNodeCache(all, dirs)
-	paths := make([]string, 0, len(all.Nodes))
-	for _, n := range all.Nodes {
-		paths = append(paths, n.Path)
-	}
 	if needles == nil {
-		return all, paths, nil
+		return all, nil
 	}
 	for _, n := range all.Nodes {
 		if keep(n.cacheLine()) {
 			ix.add(n)
 		}
 	}
-	return ix, paths, nil
+	return ix, nil
+}
+
+// cacheLinesWith returns the node lines of the cache that hold one of
+// needles (all of them for nil), in the cache's order. Each needle is
+// searched in the whole text at once, so a lookup around one node costs a
+// few passes of a byte search, not a look at each of 10,000 lines.
+func cacheLinesWith(data []byte, needles []string) []string {
+	if needles == nil {
+		var out []string
+		for _, line := range strings.Split(string(data), "\n") {
+			if line != "" && line[0] != '#' {
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+	starts := map[int]bool{}
+	for _, nd := range needles {
+		if nd == "" {
+			continue
+		}
+		for _, at := range findAll(data, []byte(nd)) {
+			starts[bytes.LastIndexByte(data[:at], '\n')+1] = true
+		}
+	}
+	order := make([]int, 0, len(starts))
+	for st := range starts {
+		order = append(order, st)
+	}
+	sort.Ints(order)
+	out := make([]string, 0, len(order))
+	for _, st := range order {
+		line := data[st:]
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i]
+		}
+		if len(line) > 0 && line[0] != '#' {
+			out = append(out, string(line))
+		}
+	}
+	return out
 }
 
 // nodeMonthDirs lists nodes/<agent>/<yyyy>/<mm> folders.
@@ -455,13 +475,6 @@ func (v *Vault) nodeMonthDirs() ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// nodePaths lists every node file's path, from the cache's first column
-// when the cache is fresh, without decoding the headers.
-func (v *Vault) nodePaths() ([]string, error) {
-	_, paths, err := v.nodesAndPaths([]string{"\x00"}) // a needle no line holds
-	return paths, err
 }
 
 func (v *Vault) saveNodeCache(ix *NodeIndex, dirs map[string]int64) {

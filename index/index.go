@@ -419,9 +419,8 @@ const CommonFraction = 0.02
 // (in its text or its context), and the common words only add to its score;
 // when every word is common, a document's own text must hold all of them (a
 // leapfrog over the postings; the context field is left out, which halves
-// the lists walked), unless
-// that finds fewer than Query.Enough documents, in which case Search falls
-// back to any of them.
+// the lists walked), unless that finds fewer than Query.Enough documents,
+// in which case Search falls back to any of them.
 func matchQuery(indexes []*Index, text string) query.Query {
 	terms := uniqueTerms(text)
 	var rare, common []string

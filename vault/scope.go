@@ -14,7 +14,7 @@ import (
 // Scope facts are what retrieval needs to know about threads without reading
 // the whole ledger: which threads each session belongs to, which events link
 // across threads, and which threads exist. They are derived per ledger
-// segment and cached in .state/scope.json by the segment's stamp, so a
+// segment and cached in .state/scope.gob by the segment's stamp, so a
 // recall re-reads only the segments that changed since the last one.
 type scopeFacts struct {
 	Sessions [][3]string `json:"sessions"` // agent, session, thread

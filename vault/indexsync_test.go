@@ -309,3 +309,22 @@ func TestSegmentSessionsAndLinks(t *testing.T) {
 		t.Errorf("links %s", got)
 	}
 }
+
+func TestFoldedScopeRoundTrip(t *testing.T) {
+	f := foldedScope{Stamps: []segStamp{{Path: "ledger/2026/11/22.jsonl", Size: 42, Mtime: 7, Ino: 3}}, Tip: "h",
+		Sessions: [][3]string{{"a", "s1", "project:x"}, {"a", "s\t2", "person:é"}, {"", "", ""}},
+		Pairs:    [][2]string{{"project:x", "person:é"}}, Known: []string{"project:x"}}
+	data, err := encodeFolded(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := decodeFolded(data)
+	if !ok || fmt.Sprint(got) != fmt.Sprint(f) {
+		t.Fatalf("round trip: %v %+v", ok, got)
+	}
+	for i := range len(data) {
+		if _, ok := decodeFolded(data[:i]); ok {
+			t.Fatalf("a cut at %d of %d bytes decoded", i, len(data))
+		}
+	}
+}

@@ -77,7 +77,65 @@ type foldedScope struct {
 	Known    []string
 }
 
-const foldedScopeCache = ".state/scope-folded.gob"
+// foldedScopeCache is read on every recall. Its sessions (tens of
+// thousands of agent, session, thread triples) are stored as one run of
+// length-prefixed strings after a small gob header, and read back as
+// substrings of one string: decoding them with gob cost a prompt 4 ms.
+const foldedScopeCache = ".state/scope-folded.bin"
+
+const foldedScopeMagic = "memvault scope 1\n"
+
+func encodeFolded(f foldedScope) ([]byte, error) {
+	var hdr bytes.Buffer
+	if err := gob.NewEncoder(&hdr).Encode(foldedScope{Stamps: f.Stamps, Tip: f.Tip, Pairs: f.Pairs, Known: f.Known}); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString(foldedScopeMagic)
+	putUvarint(&b, uint64(hdr.Len()))
+	b.Write(hdr.Bytes())
+	putUvarint(&b, uint64(len(f.Sessions)))
+	for _, t := range f.Sessions {
+		for _, x := range t {
+			putString(&b, x)
+		}
+	}
+	return b.Bytes(), nil
+}
+
+func decodeFolded(data []byte) (foldedScope, bool) {
+	var f foldedScope
+	rest, ok := bytes.CutPrefix(data, []byte(foldedScopeMagic))
+	if !ok {
+		return f, false
+	}
+	text := string(rest) // one copy; the sessions are substrings of it
+	n, w := uvarintString(text)
+	if w <= 0 || uint64(len(text)-w) < n {
+		return f, false
+	}
+	if gob.NewDecoder(strings.NewReader(text[w:w+int(n)])).Decode(&f) != nil {
+		return f, false
+	}
+	text = text[w+int(n):]
+	count, w := uvarintString(text)
+	if w <= 0 || count > uint64(len(text)) {
+		return f, false
+	}
+	text = text[w:]
+	f.Sessions = make([][3]string, count)
+	for i := range f.Sessions {
+		for j := range 3 {
+			l, w := uvarintString(text)
+			if w <= 0 || uint64(len(text)-w) < l {
+				return foldedScope{}, false
+			}
+			f.Sessions[i][j] = text[w : w+int(l)]
+			text = text[w+int(l):]
+		}
+	}
+	return f, len(text) == 0
+}
 
 // foldRewriteBytes is how much ledger may be appended since the folded
 // scope was saved before a reader saves it again: below it, re-reading the
@@ -146,10 +204,8 @@ func (v *Vault) loadScope() (*Scope, error) {
 		}
 		stamps = append(stamps, st)
 	}
-	if f, err := os.Open(filepath.Join(v.Root, foldedScopeCache)); err == nil {
-		var folded foldedScope
-		ok := gob.NewDecoder(bufio.NewReader(f)).Decode(&folded) == nil
-		f.Close()
+	if data, err := os.ReadFile(filepath.Join(v.Root, foldedScopeCache)); err == nil {
+		folded, ok := decodeFolded(data)
 		if ok && sameStamps(folded.Stamps, stamps) {
 			sc := scopeFromFolded(folded)
 			if sc.resort {
@@ -239,9 +295,8 @@ func (v *Vault) loadScope() (*Scope, error) {
 }
 
 func (v *Vault) saveFoldedScope(f foldedScope) {
-	var buf bytes.Buffer
-	if gob.NewEncoder(&buf).Encode(f) == nil {
-		_ = writeDerived(filepath.Join(v.Root, foldedScopeCache), buf.Bytes())
+	if data, err := encodeFolded(f); err == nil {
+		_ = writeDerived(filepath.Join(v.Root, foldedScopeCache), data)
 	}
 }
 

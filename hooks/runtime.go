@@ -408,8 +408,9 @@ func summaryBlock(s string) string {
 
 // closeEarlierSessions makes up for harnesses whose session end may never
 // come (OpenCode has none; OpenClaw's needs its Gateway): the sessions of
-// this harness that started and did not end are summarised when another
-// session starts. Sessions that end properly are taken off the list.
+// this harness that started and did not end are queued for a summary when
+// another session starts (the job runs at its first stop, compaction or
+// end). Sessions that end properly are taken off the list.
 func (r *Runner) closeEarlierSessions(t vault.TranscriptRef, thread string) {
 	r.editOpenList(func(open []job) []job {
 		for _, j := range open {

@@ -110,15 +110,7 @@ func (v *Vault) GC(opts GCOptions) (*GCReport, error) {
 	if opts.Expire == 0 {
 		opts.Expire = DefaultGCExpire
 	}
-	timeout, err := v.LockTimeout()
-	if err != nil {
-		return nil, err
-	}
-	if opts.LockTimeout > 0 {
-		timeout = opts.LockTimeout
-	}
-	host, _ := os.Hostname()
-	release, err := lockVault(v.Root, Lease{PID: os.Getpid(), Host: host, Agent: v.Config.Agent, Command: "gc"}, timeout)
+	release, err := v.lock(Lease{Agent: v.Config.Agent, Command: "gc"}, opts.LockTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +129,7 @@ func (v *Vault) GC(opts GCOptions) (*GCReport, error) {
 		err = gitGC(v.Root, opts.Expire)
 	} else {
 		var unlock func()
+		host, _ := os.Hostname()
 		if unlock, err = lockGitGC(gitDir, host); err != nil {
 			return nil, err
 		}

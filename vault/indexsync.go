@@ -415,12 +415,7 @@ type IndexReport struct {
 // Reindex rebuilds the index from the files, under the vault lock.
 func (v *Vault) Reindex(progress func(done, total int)) (*IndexReport, error) {
 	start := time.Now()
-	timeout, err := v.LockTimeout()
-	if err != nil {
-		return nil, err
-	}
-	host, _ := os.Hostname()
-	release, err := lockVault(v.Root, Lease{PID: os.Getpid(), Host: host, Command: "reindex"}, timeout)
+	release, err := v.lock(Lease{Command: "reindex"}, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -683,8 +678,7 @@ func (v *Vault) UpdateIndex() {
 // tryIndexUpdate catches index part p up (or rebuilds it) if the vault lock
 // can be had at once; it reports whether it did.
 func (v *Vault) tryIndexUpdate(p indexPart, rebuild bool) bool {
-	host, _ := os.Hostname()
-	release, err := lockVault(v.Root, Lease{PID: os.Getpid(), Host: host, Command: "recall (index update)"}, indexLockWait)
+	release, err := v.lock(Lease{Command: "recall (index update)"}, indexLockWait)
 	if err != nil {
 		return false
 	}

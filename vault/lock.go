@@ -66,6 +66,20 @@ func procLock(root string) *sync.Mutex {
 	return m
 }
 
+// lock takes the vault's write lock for the holder the lease names (this
+// process and host are filled in), waiting wait, or memvault.toml's lock
+// timeout when wait is 0.
+func (v *Vault) lock(lease Lease, wait time.Duration) (release func(), err error) {
+	if wait <= 0 {
+		if wait, err = v.LockTimeout(); err != nil {
+			return nil, err
+		}
+	}
+	lease.PID = os.Getpid()
+	lease.Host, _ = os.Hostname()
+	return lockVault(v.Root, lease, wait)
+}
+
 // lockVault takes the vault's write lock, waiting at most timeout. The lock
 // file is opened read-write and never deleted: deleting a lock file lets two
 // processes hold "the" lock on two different inodes.

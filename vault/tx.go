@@ -247,16 +247,7 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 			return nil, err
 		}
 	}
-	timeout, err := v.LockTimeout()
-	if err != nil {
-		return nil, err
-	}
-	if opts.LockTimeout > 0 {
-		timeout = opts.LockTimeout
-	}
-	host, _ := os.Hostname()
-	release, err := lockVault(v.Root, Lease{PID: os.Getpid(), Host: host, Agent: opts.Agent,
-		Session: opts.Session, Command: opts.Command}, timeout)
+	release, err := v.lock(Lease{Agent: opts.Agent, Session: opts.Session, Command: opts.Command}, opts.LockTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -6,10 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // BenchmarkHooks times the two hook events on a harness's critical path,
@@ -66,21 +64,10 @@ func BenchmarkHooks(b *testing.B) {
 				b.Fatalf("stop: %v\n%s", err, out)
 			}
 		}
-		durs := make([]time.Duration, 0, b.N)
-		for i := 0; i < b.N; i++ {
-			stop(i)
-			cmd := hook("prompt-submit", payload("UserPromptSubmit", fmt.Sprintf(`,"prompt":"how did approach %d work out for the migration task"`, i)))(i)
-			cmd.Env = benchEnv()
-			start := time.Now()
-			out, err := cmd.CombinedOutput()
-			durs = append(durs, time.Since(start))
-			if err != nil {
-				b.Fatalf("%v: %v\n%s", cmd.Args, err, out)
-			}
-		}
-		slices.Sort(durs)
-		b.ReportMetric(ms(durs[len(durs)/2]), "p50-ms")
-		b.ReportMetric(ms(durs[len(durs)*9/10]), "p90-ms")
+		timeProcessesAfter(b, stop, func(i int) *exec.Cmd {
+			p := payload("UserPromptSubmit", fmt.Sprintf(`,"prompt":"how did approach %d work out for the migration task"`, i))
+			return hook("prompt-submit", p)(i)
+		})
 	})
 	b.Run("git-status", func(b *testing.B) {
 		timeProcesses(b, func(int) *exec.Cmd { return exec.Command("git", "-C", root, "status", "--porcelain") })

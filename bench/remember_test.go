@@ -110,9 +110,19 @@ func benchEnv() []string {
 // percentile of the whole-process wall time.
 func timeProcesses(b *testing.B, mk func(i int) *exec.Cmd) {
 	b.Helper()
+	timeProcessesAfter(b, nil, mk)
+}
+
+// timeProcessesAfter is timeProcesses with before(i), when not nil, run
+// untimed ahead of each timed process.
+func timeProcessesAfter(b *testing.B, before func(i int), mk func(i int) *exec.Cmd) {
+	b.Helper()
 	durs := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		if before != nil {
+			before(i)
+		}
 		cmd := mk(i)
 		cmd.Env = benchEnv()
 		start := time.Now()

@@ -394,11 +394,11 @@ func suiteGrowth(t *testing.T, n int) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		per := func(n int64) string { return human(n / int64(i)) }
-		fmt.Fprintf(&sb, "| %d | %s | %s | %s | %s | %s | %.2f× | %s | %s | %s | %.2f× | %s |\n", i, human(rep.ContentBytes), human(before.GitBytes),
-			per(before.GitBytes), human(rep.After.GitBytes), per(rep.After.GitBytes),
+		per := func(n int64) string { return vault.FormatBytes(n / int64(i)) }
+		fmt.Fprintf(&sb, "| %d | %s | %s | %s | %s | %s | %.2f× | %s | %s | %s | %.2f× | %s |\n", i, vault.FormatBytes(rep.ContentBytes), vault.FormatBytes(before.GitBytes),
+			per(before.GitBytes), vault.FormatBytes(rep.After.GitBytes), per(rep.After.GitBytes),
 			float64(rep.After.GitBytes)/float64(rep.ContentBytes), rep.Duration.Round(time.Millisecond),
-			human(grep.After.GitBytes), per(grep.After.GitBytes),
+			vault.FormatBytes(grep.After.GitBytes), per(grep.After.GitBytes),
 			float64(grep.After.GitBytes)/float64(grep.ContentBytes), grep.Duration.Round(time.Millisecond))
 		fmt.Fprintf(os.Stderr, "growth: %d events, %s\n", i, time.Since(start).Round(time.Second))
 	}
@@ -408,17 +408,6 @@ func suiteGrowth(t *testing.T, n int) string {
 	return sb.String()
 }
 
-func human(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
 
 // suiteTables prints the suite's tables as markdown.
 func suiteTables(order []string, sizes map[string]*suiteSize, growth string, loads []string, rounds int) string {
@@ -483,28 +472,28 @@ func suiteTables(order []string, sizes map[string]*suiteSize, growth string, loa
 		return fmt.Sprintf("%d / %d / %d / %d", s.d.Nodes, s.d.Threads, s.commits, s.d.HandEdits)
 	})
 	row("generated in", func(s *suiteSize) string { return fmt.Sprintf("%.0f s", s.d.GenSeconds) })
-	row("raw text (messages, events)", func(s *suiteSize) string { return human(s.d.TextBytes) })
-	row("content: the vault's files", func(s *suiteSize) string { return human(s.content) })
+	row("raw text (messages, events)", func(s *suiteSize) string { return vault.FormatBytes(s.d.TextBytes) })
+	row("content: the vault's files", func(s *suiteSize) string { return vault.FormatBytes(s.content) })
 	row(".git as generated (÷ content)", func(s *suiteSize) string {
-		return fmt.Sprintf("%s (%s; %d loose objects, %d packs)", human(s.git.GitBytes), x(s.git.GitBytes, s.content), s.git.LooseObjects, s.git.Packs)
+		return fmt.Sprintf("%s (%s; %d loose objects, %d packs)", vault.FormatBytes(s.git.GitBytes), x(s.git.GitBytes, s.content), s.git.LooseObjects, s.git.Packs)
 	})
 	row(".git after memvault gc, engine "+sizes[order[0]].gc.Engine+" (÷ content)", func(s *suiteSize) string {
-		return fmt.Sprintf("%s (%s) in %s, %d MB RSS, %s", human(s.gc.After.GitBytes), x(s.gc.After.GitBytes, s.gc.ContentBytes),
+		return fmt.Sprintf("%s (%s) in %s, %d MB RSS, %s", vault.FormatBytes(s.gc.After.GitBytes), x(s.gc.After.GitBytes, s.gc.ContentBytes),
 			s.gc.Duration.Round(10*time.Millisecond), s.gcRSS/1024, s.gcFsck)
 	})
 	row(".git after memvault gc --engine go-git (÷ content)", func(s *suiteSize) string {
-		return fmt.Sprintf("%s (%s) in %s, %d MB RSS, %s", human(s.gogc.After.GitBytes), x(s.gogc.After.GitBytes, s.gogc.ContentBytes),
+		return fmt.Sprintf("%s (%s) in %s, %d MB RSS, %s", vault.FormatBytes(s.gogc.After.GitBytes), x(s.gogc.After.GitBytes, s.gogc.ContentBytes),
 			s.gogc.Duration.Round(10*time.Millisecond), s.gogcRSS/1024, s.gogcFsck)
 	})
 	row(".git after git gc --aggressive (÷ content)", func(s *suiteSize) string {
 		if s.aggr == 0 {
 			return "not run (MEMVAULT_SUITE_AGGRESSIVE=1)"
 		}
-		return fmt.Sprintf("%s (%s) in %s", human(s.aggr), x(s.aggr, s.gc.ContentBytes), s.aggrDur.Round(10*time.Millisecond))
+		return fmt.Sprintf("%s (%s) in %s", vault.FormatBytes(s.aggr), x(s.aggr, s.gc.ContentBytes), s.aggrDur.Round(10*time.Millisecond))
 	})
-	row(".index (Bleve) / .state", func(s *suiteSize) string { return human(s.index) + " / " + human(s.state) })
+	row(".index (Bleve) / .state", func(s *suiteSize) string { return vault.FormatBytes(s.index) + " / " + vault.FormatBytes(s.state) })
 	row("whole vault on disk, as generated (÷ content)", func(s *suiteSize) string {
-		return fmt.Sprintf("%s (%s)", human(s.disk), x(s.disk, s.content))
+		return fmt.Sprintf("%s (%s)", vault.FormatBytes(s.disk), x(s.disk, s.content))
 	})
 	if growth != "" {
 		sb.WriteString("\n### .git as events are appended, one commit each\n\n")

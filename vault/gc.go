@@ -68,6 +68,19 @@ type GitSize struct {
 	GitBytes     int64 `json:"git_bytes"`  // all of .git
 }
 
+// FormatBytes prints a byte count in binary units (B, KiB, MiB, GiB).
+func FormatBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
 // GCReport is what a gc did.
 type GCReport struct {
 	Engine string `json:"engine"`

@@ -35,11 +35,11 @@ func gcCommand() *ucli.Command {
 			}
 			w := c.App.Writer
 			fmt.Fprintf(w, ".git: %s → %s (content %s: %s → %s), %s with %s\n",
-				gcSize(rep.Before.GitBytes), gcSize(rep.After.GitBytes), gcSize(rep.ContentBytes),
+				vault.FormatBytes(rep.Before.GitBytes), vault.FormatBytes(rep.After.GitBytes), vault.FormatBytes(rep.ContentBytes),
 				gcRatio(rep.Before.GitBytes, rep.ContentBytes), gcRatio(rep.After.GitBytes, rep.ContentBytes),
 				rep.Duration.Round(time.Millisecond), rep.Engine)
 			fmt.Fprintf(w, "objects: %d loose in %s before, %d after; %d packs before, %d after\n",
-				rep.Before.LooseObjects, gcSize(rep.Before.LooseBytes), rep.After.LooseObjects, rep.Before.Packs, rep.After.Packs)
+				rep.Before.LooseObjects, vault.FormatBytes(rep.Before.LooseBytes), rep.After.LooseObjects, rep.Before.Packs, rep.After.Packs)
 			if rep.Engine == vault.GCEngineGoGit {
 				fmt.Fprintf(w, "packed %d reachable objects; removed %d packed loose objects and %d old packs; pruned %d unreachable; kept %d packs\n",
 					rep.Packed, rep.RemovedLoose, rep.RemovedPacks, rep.Pruned, rep.KeptPacks)
@@ -47,19 +47,6 @@ func gcCommand() *ucli.Command {
 			return nil
 		}),
 	}
-}
-
-// gcSize prints a byte count in binary units.
-func gcSize(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // gcRatio prints a as a multiple of b.

@@ -408,7 +408,6 @@ func suiteGrowth(t *testing.T, n int) string {
 	return sb.String()
 }
 
-
 // suiteTables prints the suite's tables as markdown.
 func suiteTables(order []string, sizes map[string]*suiteSize, growth string, loads []string, rounds int) string {
 	var sb strings.Builder

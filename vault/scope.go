@@ -50,9 +50,7 @@ func (sc *Scope) hasSession(agent, session, thread string) bool {
 	if sc.sessionThreads[[2]string{agent, session}][thread] {
 		return true
 	}
-	k := [3]string{agent, session, thread}
-	i := sort.Search(len(sc.folded), func(i int) bool { return !less3(sc.folded[i], k) })
-	return i < len(sc.folded) && sc.folded[i] == k
+	return sc.inFolded([3]string{agent, session, thread})
 }
 
 func less3(a, b [3]string) bool {

@@ -48,11 +48,7 @@ type ContinuityStatus struct {
 // the protocol's state. A file in a shape the parser does not know is read
 // as far as it goes, with warnings; nothing is changed.
 func (v *Vault) ContinuityStatus() (*ContinuityStatus, error) {
-	cfg, err := v.ContinuityConfig()
-	if err != nil {
-		return nil, err
-	}
-	st, err := v.continuityState()
+	cfg, st, err := v.continuityConfigState()
 	if err != nil {
 		return nil, err
 	}
@@ -142,11 +138,7 @@ type Injection struct {
 // (relative to the project root; "" or "." for the whole project),
 // smallest scope first, within the learnings and decisions budgets.
 func (v *Vault) ContinuityAtSessionStart(dir string) (*Injection, error) {
-	cfg, err := v.ContinuityConfig()
-	if err != nil {
-		return nil, err
-	}
-	st, err := v.continuityState()
+	cfg, st, err := v.continuityConfigState()
 	if err != nil {
 		return nil, err
 	}
@@ -221,11 +213,7 @@ func (v *Vault) ProjectDir(wd string) string {
 // RenderContinuity renders CONTINUITY.md from the ledger without writing:
 // what the next update would merge in.
 func (v *Vault) RenderContinuity() (*ContinuityDoc, error) {
-	cfg, err := v.ContinuityConfig()
-	if err != nil {
-		return nil, err
-	}
-	st, err := v.continuityState()
+	cfg, st, err := v.continuityConfigState()
 	if err != nil {
 		return nil, err
 	}

@@ -100,6 +100,17 @@ type contState struct {
 	dirty     bool // worth writing back
 }
 
+// continuityConfigState is the protocol's settings and its derived state,
+// what every continuity command starts from.
+func (v *Vault) continuityConfigState() (ContinuityConfig, *contState, error) {
+	cfg, err := v.ContinuityConfig()
+	if err != nil {
+		return cfg, nil, err
+	}
+	st, err := v.continuityState()
+	return cfg, st, err
+}
+
 // continuityState returns the protocol's state through its cache.
 func (v *Vault) continuityState() (*contState, error) {
 	segs, stamps, err := v.segmentStamps()

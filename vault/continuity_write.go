@@ -161,11 +161,7 @@ func (ct *ContinuityTx) append(kind, text string, d any, links ...string) *Event
 // LoadContinuity returns the protocol's state folded from the ledger,
 // through its derived cache (continuity_state.go).
 func (v *Vault) LoadContinuity() (*Continuity, error) {
-	cfg, err := v.ContinuityConfig()
-	if err != nil {
-		return nil, err
-	}
-	s, err := v.continuityState()
+	cfg, s, err := v.continuityConfigState()
 	if err != nil {
 		return nil, err
 	}
@@ -501,11 +497,7 @@ func templateBase(ours []byte) []byte {
 // refresh), whose caller holds the file's lease and has committed any
 // uncommitted hand edit already.
 func (v *Vault) refreshContinuityHead(tx *Tx, trigger string) (*HeadOutcome, error) {
-	cfg, err := v.ContinuityConfig()
-	if err != nil {
-		return nil, err
-	}
-	st, err := v.continuityState()
+	cfg, st, err := v.continuityConfigState()
 	if err != nil {
 		return nil, err
 	}

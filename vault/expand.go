@@ -1,11 +1,14 @@
 package vault
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // NodeRef is a node as it appears in another node's lineage: enough to
@@ -61,24 +64,25 @@ func (v *Vault) Expand(id string, opts ExpandOptions) (*Expansion, error) {
 	}
 	// The node, the condensed nodes that list it, and its session's nodes;
 	// then the other children of its parents, for siblings by parent.
-	needles := []string{id}
-	ix, err := v.nodes(needles)
+	ix, err := v.nodesThen([]string{id}, func(ix *NodeIndex) []string {
+		n := ix.Nodes[id]
+		if n == nil {
+			return nil
+		}
+		var more []string
+		if n.Session != "" {
+			more = append(more, "\t"+tsvEscape.Replace(n.Session)+"\t")
+		}
+		more = append(more, n.Children...)
+		for _, p := range ix.Parents[id] {
+			more = append(more, ix.Nodes[p].Children...)
+		}
+		return more
+	})
 	if err != nil {
 		return nil, err
 	}
 	n := ix.Nodes[id]
-	if n != nil {
-		if n.Session != "" {
-			needles = append(needles, "\t"+tsvEscape.Replace(n.Session)+"\t")
-		}
-		needles = append(needles, n.Children...)
-		for _, p := range ix.Parents[id] {
-			needles = append(needles, ix.Nodes[p].Children...)
-		}
-		if ix, err = v.nodes(needles); err != nil {
-			return nil, err
-		}
-	}
 	if n == nil {
 		e := newErr(ErrNotFound, "expand %s: no such node", id)
 		return nil, e.withHint("list nodes with: memvault nodes")
@@ -216,13 +220,15 @@ func controlN(r *Row) int {
 }
 
 // headsCiting finds the thread heads whose text mentions the node id.
+// The heads are read by a few goroutines: on a vault with hundreds of
+// threads the reads are most of an expand.
 func (v *Vault) headsCiting(id string) ([]HeadRef, error) {
-	var out []HeadRef
 	root := filepath.Join(v.Root, "threads")
 	kinds, err := os.ReadDir(root)
 	if err != nil {
 		return nil, nil // no heads yet
 	}
+	var heads []HeadRef
 	for _, k := range kinds {
 		if !k.IsDir() {
 			continue
@@ -232,17 +238,35 @@ func (v *Vault) headsCiting(id string) ([]HeadRef, error) {
 			return nil, ioErr("read threads/"+k.Name(), err)
 		}
 		for _, f := range files {
-			slug, ok := strings.CutSuffix(f.Name(), ".md")
-			if !ok {
-				continue
+			if slug, ok := strings.CutSuffix(f.Name(), ".md"); ok {
+				heads = append(heads, HeadRef{Thread: k.Name() + ":" + slug, Path: "threads/" + k.Name() + "/" + f.Name()})
 			}
-			data, err := os.ReadFile(filepath.Join(root, k.Name(), f.Name()))
-			if err != nil {
-				return nil, ioErr("read threads/"+k.Name()+"/"+f.Name(), err)
+		}
+	}
+	cites := make([]bool, len(heads))
+	errs := make([]error, len(heads))
+	var wg sync.WaitGroup
+	const workers = 4
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(heads); i += workers {
+				data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(heads[i].Path)))
+				if err != nil {
+					errs[i] = ioErr("read "+heads[i].Path, err)
+					continue
+				}
+				cites[i] = bytes.Contains(data, []byte(id))
 			}
-			if strings.Contains(string(data), id) {
-				out = append(out, HeadRef{Thread: k.Name() + ":" + slug, Path: "threads/" + k.Name() + "/" + f.Name()})
-			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var out []HeadRef
+	for i, h := range heads {
+		if cites[i] {
+			out = append(out, h)
 		}
 	}
 	return out, nil

@@ -300,6 +300,13 @@ func (v *Vault) Nodes() (*NodeIndex, error) {
 // needles (nil keeps all). When the cache is fresh, the other lines are
 // never decoded: a lookup around one node costs a byte search of the cache.
 func (v *Vault) nodes(needles []string) (*NodeIndex, error) {
+	return v.nodesThen(needles, nil)
+}
+
+// nodesThen is nodes followed, when then is not nil, by a second search of
+// the same cache for needles and the needles then returns from the first
+// result: a node's neighbours for one read of the cache.
+func (v *Vault) nodesThen(needles []string, then func(*NodeIndex) []string) (*NodeIndex, error) {
 	// Kept as bytes: a copy of the cache into a string cost more than the
 	// search of it.
 	data, _ := os.ReadFile(filepath.Join(v.Root, nodeCache))
@@ -328,10 +335,7 @@ func (v *Vault) nodes(needles []string) (*NodeIndex, error) {
 			fresh = false
 		}
 	}
-	keep := func(line string) bool {
-		if needles == nil {
-			return true
-		}
+	keep := func(needles []string, line string) bool {
 		for _, nd := range needles {
 			if strings.Contains(line, nd) {
 				return true
@@ -339,11 +343,20 @@ func (v *Vault) nodes(needles []string) (*NodeIndex, error) {
 		}
 		return false
 	}
-	ix := &NodeIndex{Nodes: map[string]*Node{}, Parents: map[string][]string{}}
 	if fresh {
-		for _, line := range cacheLinesWith(data, needles) {
-			if n, ok := parseCacheLine(line); ok {
-				ix.add(n)
+		pick := func(needles []string) *NodeIndex {
+			ix := &NodeIndex{Nodes: map[string]*Node{}, Parents: map[string][]string{}}
+			for _, line := range cacheLinesWith(data, needles) {
+				if n, ok := parseCacheLine(line); ok {
+					ix.add(n)
+				}
+			}
+			return ix
+		}
+		ix := pick(needles)
+		if then != nil {
+			if more := then(ix); len(more) > 0 {
+				ix = pick(append(needles, more...))
 			}
 		}
 		return ix, nil
@@ -387,9 +400,19 @@ func (v *Vault) nodes(needles []string) (*NodeIndex, error) {
 	if needles == nil {
 		return all, nil
 	}
-	for _, n := range all.Nodes {
-		if keep(n.cacheLine()) {
-			ix.add(n)
+	pick := func(needles []string) *NodeIndex {
+		ix := &NodeIndex{Nodes: map[string]*Node{}, Parents: map[string][]string{}}
+		for _, n := range all.Nodes {
+			if keep(needles, n.cacheLine()) {
+				ix.add(n)
+			}
+		}
+		return ix
+	}
+	ix := pick(needles)
+	if then != nil {
+		if more := then(ix); len(more) > 0 {
+			ix = pick(append(needles, more...))
 		}
 	}
 	return ix, nil

@@ -260,9 +260,13 @@ func inTime(ts string, since, until time.Time) bool {
 // superseded by a supersede that was not itself retracted. Only correction
 // events are read, from the derived list of corrections.
 func (v *Vault) deadRows() (map[string]bool, error) {
-	rows, err := v.correctionRows()
+	segs, err := v.correctionRows()
 	if err != nil {
 		return nil, err
+	}
+	var rows []correction
+	for _, sr := range segs {
+		rows = append(rows, sr.Rows...)
 	}
 	retracted := map[string]bool{}
 	for _, c := range rows {

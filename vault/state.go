@@ -2,10 +2,12 @@ package vault
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/gob"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -68,10 +70,10 @@ func (v *Vault) LoadState() (*State, error) {
 var correctionNeedles = [][]byte{[]byte(`"kind":"retract"`), []byte(`"kind":"supersede"`), []byte(`"kind":"commitment.close"`)}
 
 // correctionCache is the derived list of the correction events of each
-// segment, in .state/, keyed by the segment's stamp. Corrections are rare,
-// and a filtered load needs all of them to mark the rows it returns; finding
-// them by searching every segment again would cost more than the rest of
-// the load.
+// segment, in .state/, keyed by the segment's stamp: where each one's line
+// is, so that a filtered load reads only the corrections of the rows it
+// returns, and which sessions and links the segment names, so that it can
+// skip the segments that hold none of them.
 // It is gob: at 100k events it has an entry for each of some 1,600
 // segments, and decoding it as JSON was most of a prompt's recall.
 const correctionCache = ".state/corrections-v2.gob" // v2: with offsets, sessions and links
@@ -91,6 +93,7 @@ type segCorrections struct {
 // corrects and how.
 type correction struct {
 	ID, Kind, Link string
+	Line           int // the event's line number in its segment
 }
 
 func (v *Vault) loadCorrectionCache() map[string]segCorrections {
@@ -154,7 +157,7 @@ func correctionsIn(data []byte) (lines []int, offs [][2]int64, rows []correction
 				Links []string `json:"links"`
 			}
 			if json.Unmarshal(data[start:end], &ev) == nil && ev.ID != "" {
-				r := correction{ID: ev.ID, Kind: ev.Kind}
+				r := correction{ID: ev.ID, Kind: ev.Kind, Line: n}
 				if len(ev.Links) > 0 {
 					r.Link = ev.Links[0]
 				}
@@ -242,14 +245,20 @@ type segRows struct {
 
 const allCorrectionsCache = ".state/corrections-all.gob"
 
-// correctionRows returns every correction event of the ledger, reading
-// only the segments whose stamp changed since allCorrectionsCache was
-// saved.
-func (v *Vault) correctionRows() ([]correction, error) {
+// correctionRows returns every correction event of the ledger, by
+// segment, reading only the segments whose stamp changed since
+// allCorrectionsCache was saved.
+func (v *Vault) correctionRows() ([]segRows, error) {
 	segs, _, err := listSegments(v.Root)
 	if err != nil {
 		return nil, err
 	}
+	return v.correctionRowsOf(segs, nil)
+}
+
+// correctionRowsOf is correctionRows for the segments segs, whose stamps
+// the caller may have taken already (nil: take them here).
+func (v *Vault) correctionRowsOf(segs []segment, stamps []segStamp) ([]segRows, error) {
 	old := map[string]segRows{}
 	if data, err := os.ReadFile(filepath.Join(v.Root, allCorrectionsCache)); err == nil {
 		var all allCorrections
@@ -260,32 +269,32 @@ func (v *Vault) correctionRows() ([]correction, error) {
 		}
 	}
 	var all allCorrections
-	var out []correction
 	changed := len(old) != len(segs)
-	for _, s := range segs {
+	for i, s := range segs {
 		// The stamp before the read: a line appended in between is read but
 		// not in the stamp, so the next reader scans the segment again.
-		stamp, err := stampOf(v.Root, s)
-		if err != nil {
-			return nil, err
+		var stamp segStamp
+		if stamps != nil {
+			stamp = stamps[i]
+		} else {
+			var err error
+			if stamp, err = stampOf(v.Root, s); err != nil {
+				return nil, err
+			}
 		}
 		sr, ok := old[stamp.Path]
-		if !ok || sr.Stamp != stamp {
-			data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
+		// A row without a line number is from a cache written before rows
+		// had one.
+		if !ok || sr.Stamp != stamp || slices.ContainsFunc(sr.Rows, func(c correction) bool { return c.Line == 0 }) {
+			data, err := readComplete(v.Root, s.String())
 			if err != nil {
-				return nil, ioErr("read "+s.String(), err)
-			}
-			if end := bytes.LastIndexByte(data, '\n'); end >= 0 {
-				data = data[:end+1]
-			} else {
-				data = nil
+				return nil, err
 			}
 			_, _, rows := correctionsIn(data)
 			sr = segRows{Stamp: stamp, Rows: rows}
 			changed = true
 		}
 		all.Segs = append(all.Segs, sr)
-		out = append(out, sr.Rows...)
 	}
 	if changed {
 		var buf bytes.Buffer
@@ -293,123 +302,215 @@ func (v *Vault) correctionRows() ([]correction, error) {
 			_ = writeDerived(filepath.Join(v.Root, allCorrectionsCache), buf.Bytes())
 		}
 	}
-	return out, nil
+	return all.Segs, nil
 }
 
 // loadState folds the events whose line contains one of needles (nil keeps
-// every line). Corrections are always kept, so that the rows kept are
-// marked retracted, superseded or closed exactly as in the full state.
-// Searching a whole segment for a few byte strings costs a fraction of
-// decoding every line, which is what makes looking up one node's or one
-// session's rows cheap on a large ledger.
+// every line). The corrections of the rows kept, and the corrections of
+// those corrections, are added too, so that the rows kept are marked
+// retracted, superseded or closed exactly as in the full state. Searching
+// a whole segment for a few byte strings costs a fraction of decoding every
+// line, which is what makes looking up one node's or one session's rows
+// cheap on a large ledger.
 func (v *Vault) loadState(needles [][]byte) (*State, error) {
 	return v.loadStateOf(needles, nil)
 }
 
-// loadStateOf is loadState that, when keep is not nil, reads only the
-// segments keep accepts (and those holding corrections).
+// loadStateOf is loadState that, when keep is not nil, searches only the
+// segments keep accepts. The corrections come from the derived list of
+// every correction (correctionRows), so only the few that touch the rows
+// found are read from the ledger, wherever they are.
 func (v *Vault) loadStateOf(needles [][]byte, keep func(segCorrections) bool) (*State, error) {
+	if needles == nil {
+		return v.loadAll()
+	}
 	segs, _, err := listSegments(v.Root)
 	if err != nil {
 		return nil, err
 	}
-	var cache map[string]segCorrections
+	cache := v.loadCorrectionCache()
 	cacheChanged := false
-	if needles != nil {
-		cache = v.loadCorrectionCache()
-	}
-	st := &State{byID: make(map[string]*Row)}
-	for _, s := range segs {
+	var found []*Row // in ledger order: by segment, then line
+	segOf := make(map[string]int, len(segs))
+	lines := make([]segCorrections, len(segs))
+	for i, s := range segs {
 		file := s.String()
-		var data []byte
-		var wanted map[int]bool // line starts (needles) and line numbers (corrections)
-		var wantedLines map[int]bool
-		if needles != nil {
-			c, d, changed, err := v.segmentCorrections(cache, s)
-			if err != nil {
-				return nil, err
-			}
-			cacheChanged = cacheChanged || changed
-			// Only corrections wanted, or only rows keep accepts, and this
-			// segment has neither: nothing to read.
-			if len(c.Lines) == 0 && (len(needles) == 0 || keep != nil && !keep(c)) {
-				continue
-			}
-			// Only its corrections are wanted: read just those lines.
-			if (len(needles) == 0 || keep != nil && !keep(c)) && len(c.Offs) == len(c.Lines) {
-				if err := v.addLines(st, file, c); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			data = d
-			wantedLines = map[int]bool{}
-			for _, n := range c.Lines {
-				wantedLines[n] = true
-			}
+		segOf[file] = i
+		c, data, changed, err := v.segmentCorrections(cache, s)
+		if err != nil {
+			return nil, err
+		}
+		cacheChanged = cacheChanged || changed
+		lines[i] = c
+		if keep != nil && !keep(c) {
+			continue
 		}
 		if data == nil {
-			d, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(file)))
-			if err != nil {
-				return nil, ioErr("read "+file, err)
+			if data, err = readComplete(v.Root, file); err != nil {
+				return nil, err
 			}
-			end := bytes.LastIndexByte(d, '\n')
-			if end < 0 {
-				continue
-			}
-			data = d[:end+1] // a torn last line is not an event yet
 		}
-		if needles != nil {
-			wanted = map[int]bool{}
-			for _, nd := range needles {
-				for _, at := range findAll(data, nd) {
-					wanted[bytes.LastIndexByte(data[:at], '\n')+1] = true
-				}
+		wanted := map[int]bool{} // line starts
+		for _, nd := range needles {
+			for _, at := range findAll(data, nd) {
+				wanted[bytes.LastIndexByte(data[:at], '\n')+1] = true
 			}
-			if len(wanted) == 0 && len(wantedLines) == 0 {
-				continue
-			}
+		}
+		if len(wanted) == 0 {
+			continue
 		}
 		for n, start := 1, 0; start < len(data); n++ {
 			i := bytes.IndexByte(data[start:], '\n')
 			raw := data[start : start+i]
 			lineStart := start
 			start += i + 1
-			if wanted != nil && !wanted[lineStart] && !wantedLines[n] {
-				continue
+			if wanted[lineStart] {
+				if r := rowOf(raw, file, n); r != nil {
+					found = append(found, r)
+				}
 			}
-			ev := new(Event)
-			if json.Unmarshal(raw, ev) != nil || ev.ID == "" {
-				continue
-			}
-			st.add(&Row{Event: ev, File: file, Line: n})
 		}
 	}
 	if cacheChanged {
 		v.saveCorrectionCache(cache)
 	}
+
+	// The corrections of the rows found, then theirs, until none is new.
+	stamps := make([]segStamp, len(segs))
+	for i, c := range lines {
+		stamps[i] = c.Stamp
+	}
+	all, err := v.correctionRowsOf(segs, stamps)
+	if err != nil {
+		return nil, err
+	}
+	have := make(map[string]bool, len(found))
+	for _, r := range found {
+		have[r.ID] = true
+	}
+	more := map[string][]int{} // segment → line numbers to read
+	for grew := true; grew; {
+		grew = false
+		for _, sr := range all {
+			for _, c := range sr.Rows {
+				if c.Link != "" && have[c.Link] && !have[c.ID] {
+					have[c.ID] = true
+					more[sr.Stamp.Path] = append(more[sr.Stamp.Path], c.Line)
+					grew = true
+				}
+			}
+		}
+	}
+	for file, ns := range more {
+		i, ok := segOf[file]
+		if !ok {
+			continue // a segment that appeared after the listing
+		}
+		rows, err := v.readLines(file, lines[i], ns)
+		if err != nil {
+			return nil, err
+		}
+		found = append(found, rows...)
+	}
+	if len(more) > 0 {
+		slices.SortFunc(found, func(a, b *Row) int {
+			return cmp.Or(cmp.Compare(segOf[a.File], segOf[b.File]), cmp.Compare(a.Line, b.Line))
+		})
+	}
+	st := &State{byID: make(map[string]*Row, len(found))}
+	for _, r := range found {
+		st.add(r)
+	}
 	return st, nil
 }
 
-// addLines folds the correction lines of a segment, reading only them.
-func (v *Vault) addLines(st *State, file string, c segCorrections) error {
+// loadAll folds every event of the ledger.
+func (v *Vault) loadAll() (*State, error) {
+	segs, _, err := listSegments(v.Root)
+	if err != nil {
+		return nil, err
+	}
+	st := &State{byID: make(map[string]*Row)}
+	for _, s := range segs {
+		file := s.String()
+		data, err := readComplete(v.Root, file)
+		if err != nil {
+			return nil, err
+		}
+		for n, start := 1, 0; start < len(data); n++ {
+			i := bytes.IndexByte(data[start:], '\n')
+			if r := rowOf(data[start:start+i], file, n); r != nil {
+				st.add(r)
+			}
+			start += i + 1
+		}
+	}
+	return st, nil
+}
+
+// readComplete reads a segment up to its last newline: a torn last line is
+// not an event yet.
+func readComplete(root, file string) ([]byte, error) {
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
+	if err != nil {
+		return nil, ioErr("read "+file, err)
+	}
+	end := bytes.LastIndexByte(data, '\n')
+	return data[:end+1], nil
+}
+
+// rowOf decodes one ledger line; nil if it is not an event.
+func rowOf(raw []byte, file string, n int) *Row {
+	ev := new(Event)
+	if json.Unmarshal(raw, ev) != nil || ev.ID == "" {
+		return nil
+	}
+	return &Row{Event: ev, File: file, Line: n}
+}
+
+// readLines decodes the correction lines ns of a segment. Where the
+// segment's cached corrections c know a line's offsets, only that line is
+// read; otherwise (a line appended since c was taken) the segment is read.
+func (v *Vault) readLines(file string, c segCorrections, ns []int) ([]*Row, error) {
 	f, err := os.Open(filepath.Join(v.Root, filepath.FromSlash(file)))
 	if err != nil {
-		return ioErr("read "+file, err)
+		return nil, ioErr("read "+file, err)
 	}
 	defer f.Close()
-	for i, off := range c.Offs {
-		raw := make([]byte, off[1]-off[0])
-		if _, err := f.ReadAt(raw, off[0]); err != nil {
-			return ioErr("read "+file, err)
-		}
-		ev := new(Event)
-		if json.Unmarshal(raw, ev) != nil || ev.ID == "" {
+	var out []*Row
+	var rest []int
+	for _, n := range ns {
+		k, ok := slices.BinarySearch(c.Lines, n)
+		if !ok || len(c.Offs) != len(c.Lines) {
+			rest = append(rest, n)
 			continue
 		}
-		st.add(&Row{Event: ev, File: file, Line: c.Lines[i]})
+		off := c.Offs[k]
+		raw := make([]byte, off[1]-off[0])
+		if _, err := f.ReadAt(raw, off[0]); err != nil {
+			return nil, ioErr("read "+file, err)
+		}
+		if r := rowOf(raw, file, n); r != nil {
+			out = append(out, r)
+		}
 	}
-	return nil
+	if len(rest) == 0 {
+		return out, nil
+	}
+	data, err := readComplete(v.Root, file)
+	if err != nil {
+		return nil, err
+	}
+	for n, start := 1, 0; start < len(data); n++ {
+		i := bytes.IndexByte(data[start:], '\n')
+		if slices.Contains(rest, n) {
+			if r := rowOf(data[start:start+i], file, n); r != nil {
+				out = append(out, r)
+			}
+		}
+		start += i + 1
+	}
+	return out, nil
 }
 
 // findAll returns the offsets of every occurrence of needle in data.

@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -532,14 +533,21 @@ func (r *repo) updateIndex(changes []*fileChange) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return gitIOErr("git: read index", err)
 	}
-	out, err := patchIndex(data, changes)
+	bw := bufio.NewWriterSize(lock.f, 64<<10)
+	err = writeIndexPatch(bw, data, changes)
 	if errors.Is(err, errIndexUnsupported) {
-		out, err = rewriteIndex(data, changes)
+		var out []byte
+		if out, err = rewriteIndex(data, changes); err == nil {
+			bw.Reset(lock.f)
+			if _, err = bw.Write(out); err != nil {
+				err = gitIOErr("git: write index", err)
+			}
+		}
 	}
 	if err != nil {
 		return err
 	}
-	if _, err := lock.f.Write(out); err != nil {
+	if err := bw.Flush(); err != nil {
 		return gitIOErr("git: write index", err)
 	}
 	if err := lock.commit(); err != nil {

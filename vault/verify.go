@@ -331,8 +331,9 @@ func (v *Vault) saveStamps(stamps []segStamp) {
 	if err != nil {
 		return
 	}
-	// A cache: written atomically, but a failure only costs a re-check.
-	_ = WriteFileAtomic(filepath.Join(v.Root, verifiedCache), data)
+	// A cache: written atomically, without fsync. Lost, stale or torn, it
+	// only costs a re-check of the segments it no longer vouches for.
+	_ = writeDerived(filepath.Join(v.Root, verifiedCache), data)
 }
 
 // checkChain verifies the segments that changed since the last check and

@@ -3,6 +3,7 @@ package vault
 import (
 	"bufio"
 	"bytes"
+	"compress/zlib"
 	"errors"
 	"fmt"
 	"io"
@@ -103,35 +104,46 @@ func (r *repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash,
 	// Only loose objects are checked: asking about packs would load every
 	// pack index, which costs more than writing a small duplicate. A loose
 	// copy of a packed object is harmless, and so is removing it again.
-	if _, err := os.Stat(r.loosePath(h)); err == nil {
+	p := r.loosePath(h)
+	if _, err := os.Stat(p); err == nil {
 		return h, nil
 	}
-	// go-git creates the fan-out folder 0755 and the object 0444; the vault
-	// keeps both private (the folder first, so it is never open to others).
-	dir := filepath.Dir(r.loosePath(h))
+	// Written as git writes a loose object: zlib at git's default level
+	// for loose objects (1, best speed; go-git's writer uses 6, which costs
+	// more than the rest of the object), into a temporary file in the
+	// fan-out folder, made read-only, then renamed into place. The folder
+	// is private from the start, the object only readable by its owner.
+	dir := filepath.Dir(p)
 	if err := os.Mkdir(dir, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
 		return plumbing.ZeroHash, err
 	}
-	obj := r.st.NewEncodedObject()
-	obj.SetType(typ)
-	obj.SetSize(int64(len(data)))
-	w, err := obj.Writer()
+	f, err := os.CreateTemp(dir, "tmp_obj_")
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	if _, err := w.Write(data); err != nil {
-		return plumbing.ZeroHash, err
+	tmp := f.Name()
+	zw, _ := zlib.NewWriterLevel(f, zlib.BestSpeed)
+	_, err = fmt.Fprintf(zw, "%s %d\x00", typ, len(data))
+	if err == nil {
+		_, err = zw.Write(data)
 	}
-	if err := w.Close(); err != nil {
-		return plumbing.ZeroHash, err
+	if err == nil {
+		err = zw.Close()
 	}
-	if _, err := r.st.SetEncodedObject(obj); err != nil {
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o400)
+	}
+	if err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
+		os.Remove(tmp)
 		return plumbing.ZeroHash, err
 	}
 	r.created = append(r.created, h)
-	if err := os.Chmod(r.loosePath(h), 0o400); err != nil {
-		return plumbing.ZeroHash, err
-	}
 	return h, nil
 }
 

@@ -425,7 +425,11 @@ func reachable(st *filesystem.Storage, gitDir string) (map[plumbing.Hash]struct{
 	})
 	if data, err := os.ReadFile(filepath.Join(gitDir, "index")); err == nil {
 		idx := &index.Index{}
-		if err := index.NewDecoder(bytes.NewReader(data)).Decode(idx); err != nil {
+		data, err := joinSplitIndex(gitDir, data)
+		if err == nil {
+			err = index.NewDecoder(bytes.NewReader(data)).Decode(idx)
+		}
+		if err != nil {
 			e := &Error{Class: ErrCorrupt, Msg: "gc: read .git/index: " + err.Error(), Err: err}
 			return nil, e.withHint("git status rewrites the index; run it, then gc again")
 		}

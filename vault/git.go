@@ -546,7 +546,7 @@ func (r *repo) updateIndex(changes []*fileChange) error {
 		return gitIOErr("git: read index", err)
 	}
 	bw := bufio.NewWriterSize(lock.f, 64<<10)
-	err = writeIndexPatch(bw, data, changes)
+	err = r.writeIndex(bw, data, changes)
 	if errors.Is(err, errIndexUnsupported) {
 		var out []byte
 		if out, err = rewriteIndex(data, changes); err == nil {

@@ -6,8 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
-	"slices"
 	"sort"
 	"syscall"
 )
@@ -36,37 +36,21 @@ func patchIndex(data []byte, changes []*fileChange) ([]byte, error) {
 //
 // Versions 2 and 3 are handled here (git writes version 2 unless told
 // otherwise). For version 4, whose path names are prefix-compressed, and for
-// indexes with a mandatory extension such as a split index, it returns
-// errIndexUnsupported and the caller falls back to go-git's codec.
-// Optional extensions are dropped: the cached tree (TREE) describes trees we
-// just changed, and the offset tables (EOIE, IEOT) would point to the wrong
-// bytes; git rebuilds what it wants. Resolve-undo data (REUC) is kept.
+// mandatory extensions other than a split index's link (see gitsplit.go),
+// it returns errIndexUnsupported and the caller falls back to go-git's
+// codec. Optional extensions are dropped: the cached tree (TREE) describes
+// trees we just changed, and the offset tables (EOIE, IEOT) would point to
+// the wrong bytes; git rebuilds what it wants. Resolve-undo data (REUC) is
+// kept.
 func writeIndexPatch(w io.Writer, data []byte, changes []*fileChange) error {
-	const headerLen, hashLen = 12, 20
-	if len(data) == 0 {
-		data = []byte{'D', 'I', 'R', 'C', 0, 0, 0, 2, 0, 0, 0, 0}
-		data = append(data, make([]byte, hashLen)...)
+	ix, err := parseIndex(data)
+	if err != nil {
+		return err
 	}
-	if len(data) < headerLen+hashLen || string(data[:4]) != "DIRC" {
-		return fmt.Errorf("git: index: bad header")
+	if ix.ext("link") != nil {
+		return errIndexUnsupported // a split index: not this function's job
 	}
-	version := binary.BigEndian.Uint32(data[4:8])
-	if version != 2 && version != 3 {
-		return errIndexUnsupported
-	}
-	count := int(binary.BigEndian.Uint32(data[8:12]))
-	body := data[:len(data)-hashLen]
-
-	// One change per path, the last one queued winning, in git's order.
-	byPath := make(map[string]*fileChange, len(changes))
-	for _, c := range changes {
-		byPath[c.path] = c
-	}
-	sorted := make([]*fileChange, 0, len(byPath))
-	for _, c := range byPath {
-		sorted = append(sorted, c)
-	}
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].path < sorted[j].path })
+	sorted := sortedChanges(changes)
 
 	// Walk the entries, noting where each change goes: over the entries of
 	// its path (all stages: an unmerged path collapses into one stage-0
@@ -79,111 +63,206 @@ func writeIndexPatch(w io.Writer, data []byte, changes []*fileChange) error {
 	}
 	edits := make([]edit, 0, len(sorted))
 	k := 0
-	off := headerLen
-	for range count {
+	ix.each(func(start, end int, name []byte) {
+		for k < len(sorted) && string(name) > sorted[k].path {
+			edits = append(edits, edit{start: start, end: start, c: sorted[k]})
+			k++
+		}
+		if k < len(sorted) && string(name) == sorted[k].path {
+			edits = append(edits, edit{start: start, end: end, entries: 1, c: sorted[k]})
+			k++
+		} else if n := len(edits); n > 0 && edits[n-1].end == start && edits[n-1].entries > 0 &&
+			string(name) == edits[n-1].c.path {
+			edits[n-1].end = end // another stage of the same path
+			edits[n-1].entries++
+		}
+	})
+	for ; k < len(sorted); k++ {
+		edits = append(edits, edit{start: ix.entriesEnd, end: ix.entriesEnd, c: sorted[k]})
+	}
+
+	n := ix.count
+	encoded := make([][]byte, len(edits))
+	for i, e := range edits {
+		n -= e.entries
+		if !e.c.deleted {
+			encoded[i] = encodeIndexEntry(e.c, e.c.path)
+			n++
+		}
+	}
+	iw := newIndexWriter(w, ix.version, n)
+	prev := indexHeaderLen
+	for i, e := range edits {
+		iw.write(ix.data[prev:e.start])
+		iw.write(encoded[i])
+		prev = e.end
+	}
+	iw.write(ix.data[prev:ix.entriesEnd])
+	if reuc := ix.ext("REUC"); reuc != nil {
+		iw.write(reuc)
+	}
+	return iw.close()
+}
+
+const indexHeaderLen, indexHashLen = 12, 20
+
+// indexData is an index file of version 2 or 3, located but not decoded:
+// where its entries end and where each extension is.
+type indexData struct {
+	data       []byte // the whole file, checksum included
+	version    uint32
+	count      int
+	entriesEnd int
+	exts       []indexExt
+}
+
+type indexExt struct {
+	sig string
+	raw []byte // the whole extension: signature, size and data
+}
+
+// parseIndex locates the parts of an index file; empty data is an empty
+// index. It walks the entries once, without allocating per entry.
+func parseIndex(data []byte) (*indexData, error) {
+	if len(data) == 0 {
+		data = []byte{'D', 'I', 'R', 'C', 0, 0, 0, 2, 0, 0, 0, 0}
+		data = append(data, make([]byte, indexHashLen)...)
+	}
+	if len(data) < indexHeaderLen+indexHashLen || string(data[:4]) != "DIRC" {
+		return nil, fmt.Errorf("git: index: bad header")
+	}
+	ix := &indexData{data: data, version: binary.BigEndian.Uint32(data[4:8]),
+		count: int(binary.BigEndian.Uint32(data[8:12]))}
+	if ix.version != 2 && ix.version != 3 {
+		return nil, errIndexUnsupported
+	}
+	off, err := ix.walk(nil)
+	if err != nil {
+		return nil, err
+	}
+	ix.entriesEnd = off
+	body := data[:len(data)-indexHashLen]
+	for off+8 <= len(body) {
+		sig := body[off : off+4]
+		size := int(binary.BigEndian.Uint32(body[off+4 : off+8]))
+		if size < 0 || off+8+size > len(body) {
+			return nil, fmt.Errorf("git: index: truncated extension")
+		}
+		if (sig[0] < 'A' || sig[0] > 'Z') && string(sig) != "link" {
+			return nil, errIndexUnsupported // mandatory: we cannot keep it correct
+		}
+		ix.exts = append(ix.exts, indexExt{sig: string(sig), raw: body[off : off+8+size]})
+		off += 8 + size
+	}
+	return ix, nil
+}
+
+// ext returns the extension with signature sig, nil if there is none.
+func (ix *indexData) ext(sig string) []byte {
+	for _, e := range ix.exts {
+		if e.sig == sig {
+			return e.raw
+		}
+	}
+	return nil
+}
+
+// each calls fn with the bytes and the path of each entry, in order.
+func (ix *indexData) each(fn func(start, end int, name []byte)) {
+	_, _ = ix.walk(fn) // parseIndex walked it already: it cannot fail
+}
+
+func (ix *indexData) walk(fn func(start, end int, name []byte)) (int, error) {
+	body := ix.data[:len(ix.data)-indexHashLen]
+	off := indexHeaderLen
+	for range ix.count {
 		if off+62 > len(body) {
-			return fmt.Errorf("git: index: truncated entry")
+			return 0, fmt.Errorf("git: index: truncated entry")
 		}
 		flags := binary.BigEndian.Uint16(body[off+60 : off+62])
 		fixed := 62
 		if flags&0x4000 != 0 {
-			if version < 3 {
-				return fmt.Errorf("git: index: extended flag in version 2")
+			if ix.version < 3 {
+				return 0, fmt.Errorf("git: index: extended flag in version 2")
 			}
 			fixed = 64
 		}
 		nameStart := off + fixed
 		nul := bytes.IndexByte(body[nameStart:], 0)
 		if nul < 0 {
-			return fmt.Errorf("git: index: unterminated path")
+			return 0, fmt.Errorf("git: index: unterminated path")
 		}
 		// Entries are padded with 1 to 8 NULs to a multiple of 8 bytes.
 		length := (fixed + nul + 8) &^ 7
 		if off+length > len(body) {
-			return fmt.Errorf("git: index: truncated entry")
+			return 0, fmt.Errorf("git: index: truncated entry")
 		}
-		name := body[nameStart : nameStart+nul]
-		for k < len(sorted) && string(name) > sorted[k].path {
-			edits = append(edits, edit{start: off, end: off, c: sorted[k]})
-			k++
-		}
-		if k < len(sorted) && string(name) == sorted[k].path {
-			edits = append(edits, edit{start: off, end: off + length, entries: 1, c: sorted[k]})
-			k++
-		} else if n := len(edits); n > 0 && edits[n-1].end == off && edits[n-1].entries > 0 &&
-			string(name) == edits[n-1].c.path {
-			edits[n-1].end += length // another stage of the same path
-			edits[n-1].entries++
+		if fn != nil {
+			fn(off, off+length, body[nameStart:nameStart+nul])
 		}
 		off += length
 	}
-	entriesEnd := off
-	for ; k < len(sorted); k++ {
-		edits = append(edits, edit{start: entriesEnd, end: entriesEnd, c: sorted[k]})
-	}
+	return off, nil
+}
 
-	// Keep the extensions that stay valid, drop the rest.
-	var exts [][]byte
-	for off+8 <= len(body) {
-		sig := body[off : off+4]
-		size := int(binary.BigEndian.Uint32(body[off+4 : off+8]))
-		if off+8+size > len(body) {
-			return fmt.Errorf("git: index: truncated extension")
-		}
-		if sig[0] < 'A' || sig[0] > 'Z' {
-			return errIndexUnsupported // mandatory: we cannot keep it correct
-		}
-		if string(sig) == "REUC" {
-			exts = append(exts, body[off:off+8+size])
-		}
-		off += 8 + size
+// sortedChanges returns one change per path, the last one queued winning,
+// in git's order.
+func sortedChanges(changes []*fileChange) []*fileChange {
+	byPath := make(map[string]*fileChange, len(changes))
+	for _, c := range changes {
+		byPath[c.path] = c
 	}
+	sorted := make([]*fileChange, 0, len(byPath))
+	for _, c := range byPath {
+		sorted = append(sorted, c)
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].path < sorted[j].path })
+	return sorted
+}
 
-	n := count
-	encoded := make([][]byte, len(edits))
-	for i, e := range edits {
-		n -= e.entries
-		if !e.c.deleted {
-			encoded[i] = encodeIndexEntry(e.c)
-			n++
-		}
-	}
-	header := slices.Clone(data[:headerLen])
-	binary.BigEndian.PutUint32(header[8:12], uint32(n))
+// indexWriter writes an index file: the header, then what write is given,
+// then the SHA-1 of it all. The first write error is kept and returned by
+// close.
+type indexWriter struct {
+	w   io.Writer
+	sum hash.Hash
+	err error
+}
 
-	sum := sha1.New()
-	out := io.MultiWriter(w, sum)
-	write := func(b []byte) error {
-		if _, err := out.Write(b); err != nil {
-			return gitIOErr("git: write index", err)
+func newIndexWriter(w io.Writer, version uint32, count int) *indexWriter {
+	iw := &indexWriter{w: w, sum: sha1.New()}
+	var header [indexHeaderLen]byte
+	copy(header[:], "DIRC")
+	binary.BigEndian.PutUint32(header[4:], version)
+	binary.BigEndian.PutUint32(header[8:], uint32(count))
+	iw.write(header[:])
+	return iw
+}
+
+func (iw *indexWriter) write(b []byte) {
+	if iw.err != nil {
+		return
+	}
+	iw.sum.Write(b)
+	if _, err := iw.w.Write(b); err != nil {
+		iw.err = gitIOErr("git: write index", err)
+	}
+}
+
+// close writes the checksum and returns it.
+func (iw *indexWriter) close() error {
+	_, err := iw.closeSum()
+	return err
+}
+
+func (iw *indexWriter) closeSum() ([]byte, error) {
+	sum := iw.sum.Sum(nil)
+	if iw.err == nil {
+		if _, err := iw.w.Write(sum); err != nil {
+			iw.err = gitIOErr("git: write index", err)
 		}
-		return nil
 	}
-	if err := write(header); err != nil {
-		return err
-	}
-	prev := headerLen
-	for i, e := range edits {
-		if err := write(body[prev:e.start]); err != nil {
-			return err
-		}
-		if err := write(encoded[i]); err != nil {
-			return err
-		}
-		prev = e.end
-	}
-	if err := write(body[prev:entriesEnd]); err != nil {
-		return err
-	}
-	for _, x := range exts {
-		if err := write(x); err != nil {
-			return err
-		}
-	}
-	if _, err := w.Write(sum.Sum(nil)); err != nil {
-		return gitIOErr("git: write index", err)
-	}
-	return nil
+	return sum, iw.err
 }
 
 var errIndexUnsupported = errors.New("git: index: format not handled by the fast path")
@@ -191,8 +270,10 @@ var errIndexUnsupported = errors.New("git: index: format not handled by the fast
 // encodeIndexEntry writes a version 2 index entry for a committed file, with
 // the stat data of the file as memvault wrote it, so git status trusts it
 // without re-reading the file.
-func encodeIndexEntry(c *fileChange) []byte {
-	name := []byte(c.path)
+//
+// name is the path the entry carries: c.path, or "" for the replacement of
+// a shared index's entry in a split index.
+func encodeIndexEntry(c *fileChange, name string) []byte {
 	length := (62 + len(name) + 8) &^ 7
 	b := make([]byte, length)
 	var ctimeS, ctimeN, mtimeS, mtimeN, dev, ino, uid, gid, size uint32

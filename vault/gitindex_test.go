@@ -1,9 +1,12 @@
 package vault
 
 import (
+	"encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,4 +100,159 @@ func mustTime(s string) (t time.Time) {
 		panic(err)
 	}
 	return t
+}
+
+// A vault's index is split once it is large (gitsplit.go). Every step git
+// must read as the index it expects: memvault's split, a patch of it, git's
+// own write of it, a new shared index when the changes pile up, and back to
+// one file when core.splitIndex=false.
+func TestSplitIndexAgreesWithGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git")
+	}
+	defer func(n int) { splitIndexMinEntries = n }(splitIndexMinEntries)
+	splitIndexMinEntries = 20
+
+	dir := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=P", "-c", "user.email=p@x"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	write := func(name, text string) {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git("init", "-q", "-b", "main")
+	for i := range 40 {
+		write(fmt.Sprintf("f/%02d.md", i), fmt.Sprintf("file %d\n", i))
+	}
+	git("add", ".")
+	git("commit", "-q", "-m", "base")
+	r, err := openRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// memvault's commit of edits, new files and deletions
+	commit := func(edits map[string]string, deletes ...string) {
+		t.Helper()
+		var changes []*fileChange
+		for p, text := range edits {
+			write(p, text)
+			info, _ := os.Stat(filepath.Join(dir, p))
+			changes = append(changes, &fileChange{path: p, content: []byte(text), stat: info})
+		}
+		for _, p := range deletes {
+			os.Remove(filepath.Join(dir, p))
+			changes = append(changes, &fileChange{path: p, deleted: true})
+		}
+		if _, err := r.commit(changes, "memvault: change\n", signature{"m", "m@x"}, fixedTime); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.updateIndex(changes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shared := func() []string {
+		m, _ := filepath.Glob(filepath.Join(dir, ".git", "sharedindex.*"))
+		return m
+	}
+	split := func() bool {
+		data, err := os.ReadFile(filepath.Join(dir, ".git", "index"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix, err := parseIndex(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ix.ext("link") != nil
+	}
+	// The index matches HEAD but for what the person staged, the work tree
+	// matches the index but for what the person left unstaged, and every
+	// path is in it once.
+	check := func(step, wantStatus string, files int) {
+		t.Helper()
+		if got := git("status", "--porcelain", "--untracked-files=no"); got != wantStatus {
+			t.Fatalf("%s: git status:\n%s\nwant:\n%s", step, got, wantStatus)
+		}
+		if n := strings.Count(git("ls-files"), "\n"); n != files {
+			t.Fatalf("%s: %d files in the index, want %d", step, n, files)
+		}
+		git("fsck", "--strict")
+	}
+
+	commit(map[string]string{"f/03.md": "edited\n", "a-new.md": "new\n", "f/zz.md": "new at the end\n"}, "f/07.md")
+	if !split() || len(shared()) != 1 {
+		t.Fatalf("a large index should be split: split=%v shared=%v", split(), shared())
+	}
+	check("first split", "", 41)
+	first := shared()[0]
+
+	// Patches on the same shared index, with entries replaced, deleted,
+	// restored and added.
+	commit(map[string]string{"f/03.md": "edited again\n", "f/11.md": "edited\n", "f/07.md": "back\n"}, "f/12.md")
+	commit(map[string]string{"b-new.md": "new\n"}, "a-new.md")
+	if !split() || len(shared()) != 1 || shared()[0] != first {
+		t.Fatalf("small changes should keep the shared index: %v", shared())
+	}
+	check("patched split", "", 41)
+	if got := git("show", ":f/03.md"); got != "edited again\n" {
+		t.Fatalf("index entry of f/03.md: %q", got)
+	}
+
+	// The person stages work; git writes the split index its own way.
+	write("person.md", "staged by hand\n")
+	git("add", "person.md")
+	if !split() {
+		t.Fatal("git should keep the index split when core.splitIndex is unset")
+	}
+	write("f/20.md", "edited, not staged\n")
+	commit(map[string]string{"f/21.md": "memvault edit\n"})
+	check("after git's own write", " M f/20.md\nA  person.md\n", 42)
+
+	// Enough changes for a new shared index.
+	edits := map[string]string{}
+	for i := 22; i < 35; i++ {
+		edits[fmt.Sprintf("f/%02d.md", i)] = "bulk edit\n"
+	}
+	commit(edits)
+	if !split() || slices.Contains(shared(), first) && len(shared()) == 1 {
+		t.Fatalf("many changes should make a new shared index: %v", shared())
+	}
+	check("new shared index", " M f/20.md\nA  person.md\n", 42)
+
+	// core.splitIndex=false: one file again.
+	git("config", "core.splitIndex", "false")
+	commit(map[string]string{"f/36.md": "after the config change\n"})
+	if split() {
+		t.Fatal("core.splitIndex=false should give one index file")
+	}
+	check("unsplit", " M f/20.md\nA  person.md\n", 42)
+}
+
+func TestEWAHRoundTrip(t *testing.T) {
+	for _, set := range [][]int{nil, {0}, {63}, {64}, {0, 1, 2, 64, 200, 201, 5000}, {100000}} {
+		got, n, err := decodeEWAH(encodeEWAH(set))
+		if err != nil || n != len(encodeEWAH(set)) || !slices.Equal(got, set) && len(set) > 0 {
+			t.Errorf("%v: got %v, %d bytes, %v", set, got, n, err)
+		}
+	}
+	// A run of ones, as git may write it: two words of ones, then a literal.
+	data := make([]byte, 8+3*8+4)
+	binary.BigEndian.PutUint32(data[0:], 130)
+	binary.BigEndian.PutUint32(data[4:], 2)
+	binary.BigEndian.PutUint64(data[8:], 1|2<<1|1<<33)
+	binary.BigEndian.PutUint64(data[16:], 0b101)
+	got, _, err := decodeEWAH(data[:8+2*8+4])
+	if err != nil || len(got) != 130 || got[127] != 127 || got[128] != 128 || got[129] != 130 {
+		t.Fatalf("run of ones: %v %v", got, err)
+	}
 }

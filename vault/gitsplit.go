@@ -1,0 +1,576 @@
+package vault
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5/config"
+)
+
+// A split index (git's core.splitIndex) keeps most entries in a shared
+// file, .git/sharedindex.<sha1>, and only the entries that changed since in
+// .git/index, with a "link" extension naming the shared file and two
+// bitmaps: the shared entries deleted, and the shared entries replaced by
+// the first entries of .git/index, in order. Entries after the replacements
+// are added.
+//
+// A vault's index grows with its files (30k entries, 2.2 MB at 10k
+// sessions), and rewriting it all, with its SHA-1, was a third of a
+// remember. So once the index holds splitIndexMinEntries entries, memvault
+// splits it, and from then on writes only the small file: the shared one
+// is read (mapped, not copied) to find the positions of the changed paths.
+// When the changes reach a fifth of the shared entries, as git's
+// splitIndex.maxPercentChange has it by default, a new shared index is
+// written. core.splitIndex=false in the vault's git config keeps the index
+// whole, and turns a split one back into one file.
+
+// splitIndexMinEntries is the index size from which memvault splits it.
+var splitIndexMinEntries = 10000
+
+// sharedIndexExpiry is how long an unused shared index is kept for a reader
+// that may still need it; git's splitIndex.sharedIndexExpire defaults to the
+// same two weeks.
+const sharedIndexExpiry = 14 * 24 * time.Hour
+
+// errReshare says that the changes no longer fit a split index on the
+// current shared index.
+var errReshare = errors.New("git: index: write a new shared index")
+
+// writeIndex writes to w the index data with changes applied, choosing the
+// form: patched whole, split, or split on a new shared index.
+func (r *repo) writeIndex(w io.Writer, data []byte, changes []*fileChange) error {
+	ix, err := parseIndex(data)
+	if err != nil {
+		return err
+	}
+	mode := r.splitIndexConfig()
+	link := ix.ext("link")
+	switch {
+	case link != nil && mode != splitOff:
+		err := r.writeSplitPatch(w, ix, link, changes)
+		if !errors.Is(err, errReshare) {
+			return err
+		}
+		whole, err := r.unsplit(ix, link)
+		if err != nil {
+			return err
+		}
+		return r.writeSplitOnNewShared(w, whole, changes)
+	case link != nil:
+		whole, err := r.unsplit(ix, link)
+		if err != nil {
+			return err
+		}
+		return writeIndexPatch(w, whole, changes)
+	case mode == splitOn || mode == splitAuto && ix.count >= splitIndexMinEntries:
+		return r.writeSplitOnNewShared(w, data, changes)
+	}
+	return writeIndexPatch(w, data, changes)
+}
+
+type splitMode int
+
+const (
+	splitAuto splitMode = iota // core.splitIndex unset: split from splitIndexMinEntries
+	splitOn
+	splitOff
+)
+
+// splitIndexConfig reads core.splitIndex from the vault's git config.
+func (r *repo) splitIndexConfig() splitMode {
+	data, err := os.ReadFile(filepath.Join(r.gitDir, "config"))
+	if err != nil || !bytes.Contains(bytes.ToLower(data), []byte("splitindex")) {
+		return splitAuto
+	}
+	cfg := config.NewConfig()
+	if cfg.Unmarshal(data) != nil {
+		return splitAuto
+	}
+	switch v := strings.ToLower(cfg.Raw.Section("core").Options.Get("splitIndex")); v {
+	case "true", "yes", "on", "1":
+		return splitOn
+	case "false", "no", "off", "0":
+		return splitOff
+	}
+	return splitAuto
+}
+
+// splitIndex is a split index's own file and what its link extension says.
+type splitIndex struct {
+	ix      *indexData
+	shared  [indexHashLen]byte
+	deleted []int // positions in the shared index
+	// replaced are the shared positions the first len(replaced) entries of
+	// the own file stand for.
+	replaced []int
+}
+
+func parseSplit(ix *indexData, link []byte) (*splitIndex, error) {
+	data := link[8:]
+	if len(data) < indexHashLen {
+		return nil, fmt.Errorf("git: index: link extension too short")
+	}
+	si := &splitIndex{ix: ix}
+	copy(si.shared[:], data)
+	data = data[indexHashLen:]
+	if len(data) > 0 {
+		var n1, n2 int
+		var err error
+		if si.deleted, n1, err = decodeEWAH(data); err != nil {
+			return nil, fmt.Errorf("git: index: delete bitmap: %w", err)
+		}
+		if si.replaced, n2, err = decodeEWAH(data[n1:]); err != nil {
+			return nil, fmt.Errorf("git: index: replace bitmap: %w", err)
+		}
+		if n1+n2 != len(data) {
+			return nil, fmt.Errorf("git: index: garbage after the link bitmaps")
+		}
+	}
+	if len(si.replaced) > ix.count {
+		return nil, fmt.Errorf("git: index: %d replacements for %d entries", len(si.replaced), ix.count)
+	}
+	return si, nil
+}
+
+// sharedIndex maps the shared index a split index names. The caller unmaps
+// it with the returned function.
+func (r *repo) sharedIndex(sum [indexHashLen]byte) (*indexData, func(), error) {
+	p := filepath.Join(r.gitDir, "sharedindex."+hex.EncodeToString(sum[:]))
+	data, unmap, err := mapFile(p)
+	if err != nil {
+		return nil, nil, gitIOErr("git: read shared index", err)
+	}
+	ix, err := parseIndex(data)
+	if err == nil && len(ix.exts) > 0 && ix.ext("link") != nil {
+		err = fmt.Errorf("git: index: the shared index is itself split")
+	}
+	if err == nil && !bytes.Equal(data[len(data)-indexHashLen:], sum[:]) {
+		err = fmt.Errorf("git: index: %s does not match its name", filepath.Base(p))
+	}
+	if err != nil {
+		unmap()
+		return nil, nil, err
+	}
+	// Keep it fresh, as git does, so that git's expiry of unused shared
+	// indexes never takes the one in use.
+	if info, err := os.Stat(p); err == nil && time.Since(info.ModTime()) > 24*time.Hour {
+		now := time.Now()
+		_ = os.Chtimes(p, now, now)
+	}
+	return ix, unmap, nil
+}
+
+// mapFile maps a file read-only; a large index is then walked without
+// being copied into the heap.
+func mapFile(p string) ([]byte, func(), error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if info.Size() == 0 || info.Size() > 1<<31 {
+		data, err := io.ReadAll(f)
+		return data, func() {}, err
+	}
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(info.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		data, err := io.ReadAll(f)
+		return data, func() {}, err
+	}
+	return data, func() { _ = syscall.Munmap(data) }, nil
+}
+
+// splitEntry is an entry of a split index's own file: a replacement of a
+// shared entry (pos ≥ 0, no name of its own) or an added entry.
+type splitEntry struct {
+	pos  int
+	name string
+	raw  []byte
+}
+
+// writeSplitPatch writes a split index on the same shared index, with
+// changes applied, or returns errReshare when that does not fit.
+func (r *repo) writeSplitPatch(w io.Writer, ix *indexData, link []byte, changes []*fileChange) error {
+	si, err := parseSplit(ix, link)
+	if err != nil {
+		return err
+	}
+	shared, unmap, err := r.sharedIndex(si.shared)
+	if err != nil {
+		return err
+	}
+	defer unmap()
+
+	// The own file's entries: replacements first, then the added ones.
+	var repl, added []splitEntry
+	ix.each(func(start, end int, name []byte) {
+		e := splitEntry{pos: -1, name: string(name), raw: ix.data[start:end]}
+		if i := len(repl); i < len(si.replaced) {
+			e.pos = si.replaced[i]
+			repl = append(repl, e)
+		} else {
+			added = append(added, e)
+		}
+	})
+	deleted := map[int]bool{}
+	for _, p := range si.deleted {
+		if p >= shared.count {
+			return fmt.Errorf("git: index: deleted entry %d of %d", p, shared.count)
+		}
+		deleted[p] = true
+	}
+	byPos := map[int][]byte{}
+	for _, e := range repl {
+		if e.pos >= shared.count {
+			return fmt.Errorf("git: index: replaced entry %d of %d", e.pos, shared.count)
+		}
+		if !deleted[e.pos] { // replaced, then deleted: deleted
+			byPos[e.pos] = e.raw
+		}
+	}
+
+	// Where each changed path is in the shared index. A path with more
+	// than one entry there (a conflict) is left to a new shared index.
+	sorted := sortedChanges(changes)
+	at := make([]int, len(sorted))
+	for i := range at {
+		at[i] = -1
+	}
+	conflict := false
+	k, pos := 0, 0
+	shared.each(func(_, _ int, name []byte) {
+		for k < len(sorted) && string(name) > sorted[k].path {
+			k++
+		}
+		if k < len(sorted) && string(name) == sorted[k].path {
+			if at[k] >= 0 {
+				conflict = true
+			}
+			at[k] = pos
+		}
+		pos++
+	})
+	if conflict {
+		return errReshare
+	}
+
+	for i, c := range sorted {
+		added = slices.DeleteFunc(added, func(e splitEntry) bool { return e.name == c.path })
+		p := at[i]
+		switch {
+		case p >= 0 && c.deleted:
+			deleted[p] = true
+			delete(byPos, p)
+		case p >= 0:
+			delete(deleted, p)
+			byPos[p] = encodeIndexEntry(c, "")
+		case !c.deleted:
+			added = append(added, splitEntry{pos: -1, name: c.path, raw: encodeIndexEntry(c, c.path)})
+		}
+	}
+	if 5*(len(byPos)+len(deleted)+len(added)) > shared.count {
+		return errReshare
+	}
+	slices.SortStableFunc(added, func(a, b splitEntry) int { return strings.Compare(a.name, b.name) })
+
+	replaced := make([]int, 0, len(byPos))
+	for p := range byPos {
+		replaced = append(replaced, p)
+	}
+	slices.Sort(replaced)
+	dels := make([]int, 0, len(deleted))
+	for p := range deleted {
+		dels = append(dels, p)
+	}
+	slices.Sort(dels)
+
+	iw := newIndexWriter(w, ix.version, len(replaced)+len(added))
+	for _, p := range replaced {
+		iw.write(byPos[p])
+	}
+	for _, e := range added {
+		iw.write(e.raw)
+	}
+	iw.write(linkExtension(si.shared, dels, replaced))
+	if reuc := ix.ext("REUC"); reuc != nil {
+		iw.write(reuc)
+	}
+	return iw.close()
+}
+
+// writeSplitOnNewShared writes whole, a complete index, with changes
+// applied, as a new shared index, and to w the split index that links to
+// it.
+func (r *repo) writeSplitOnNewShared(w io.Writer, whole []byte, changes []*fileChange) error {
+	var full bytes.Buffer
+	if err := writeIndexPatch(&full, whole, changes); err != nil {
+		return err
+	}
+	ix, err := parseIndex(full.Bytes())
+	if err != nil {
+		return err
+	}
+	// The shared index holds the entries only; resolve-undo data stays in
+	// the own file.
+	f, err := os.CreateTemp(r.gitDir, "sharedindex_")
+	if err != nil {
+		return gitIOErr("git: write shared index", err)
+	}
+	tmp := f.Name()
+	bw := bufio.NewWriterSize(f, 64<<10)
+	sw := newIndexWriter(bw, ix.version, ix.count)
+	sw.write(ix.data[indexHeaderLen:ix.entriesEnd])
+	sum, err := sw.closeSum()
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	name := "sharedindex." + hex.EncodeToString(sum)
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(r.gitDir, name))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return gitIOErr("git: write shared index", err)
+	}
+	r.expireSharedIndexes(name)
+
+	var shared [indexHashLen]byte
+	copy(shared[:], sum)
+	iw := newIndexWriter(w, ix.version, 0)
+	iw.write(linkExtension(shared, nil, nil))
+	if reuc := ix.ext("REUC"); reuc != nil {
+		iw.write(reuc)
+	}
+	return iw.close()
+}
+
+// expireSharedIndexes removes the shared indexes other than keep that no
+// one has used for sharedIndexExpiry.
+func (r *repo) expireSharedIndexes(keep string) {
+	entries, err := os.ReadDir(r.gitDir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "sharedindex.") || e.Name() == keep {
+			continue
+		}
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > sharedIndexExpiry {
+			os.Remove(filepath.Join(r.gitDir, e.Name()))
+		}
+	}
+}
+
+// unsplit returns the complete index a split index stands for, as one
+// file's data.
+func (r *repo) unsplit(ix *indexData, link []byte) ([]byte, error) {
+	si, err := parseSplit(ix, link)
+	if err != nil {
+		return nil, err
+	}
+	shared, unmap, err := r.sharedIndex(si.shared)
+	if err != nil {
+		return nil, err
+	}
+	defer unmap()
+	var repl [][]byte
+	var added []splitEntry
+	ix.each(func(start, end int, name []byte) {
+		if len(repl) < len(si.replaced) {
+			repl = append(repl, ix.data[start:end])
+		} else {
+			added = append(added, splitEntry{pos: -1, name: string(name), raw: ix.data[start:end]})
+		}
+	})
+	byPos := make(map[int][]byte, len(repl))
+	for i, p := range si.replaced {
+		byPos[p] = repl[i]
+	}
+	deleted := make(map[int]bool, len(si.deleted))
+	for _, p := range si.deleted {
+		deleted[p] = true
+	}
+
+	n := len(added)
+	for p := range shared.count {
+		if !deleted[p] {
+			n++
+		}
+	}
+	var out bytes.Buffer
+	iw := newIndexWriter(&out, shared.version, n)
+	pos, a := 0, 0
+	shared.each(func(start, end int, name []byte) {
+		for a < len(added) && added[a].name < string(name) {
+			iw.write(added[a].raw)
+			a++
+		}
+		switch {
+		case deleted[pos]:
+		case byPos[pos] != nil:
+			iw.write(withName(byPos[pos], name))
+		default:
+			iw.write(shared.data[start:end])
+		}
+		pos++
+	})
+	for ; a < len(added); a++ {
+		iw.write(added[a].raw)
+	}
+	if reuc := ix.ext("REUC"); reuc != nil {
+		iw.write(reuc)
+	}
+	if err := iw.close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// withName returns a replacement entry, which has no name of its own, with
+// the name of the shared entry it replaces.
+func withName(raw, name []byte) []byte {
+	fixed := 62
+	flags := binary.BigEndian.Uint16(raw[60:62])
+	if flags&0x4000 != 0 {
+		fixed = 64
+	}
+	length := (fixed + len(name) + 8) &^ 7
+	b := make([]byte, length)
+	copy(b, raw[:fixed])
+	nameLen := min(len(name), 0xFFF)
+	binary.BigEndian.PutUint16(b[60:62], flags&^0xFFF|uint16(nameLen))
+	copy(b[fixed:], name)
+	return b
+}
+
+// linkExtension encodes a split index's link extension.
+func linkExtension(shared [indexHashLen]byte, deleted, replaced []int) []byte {
+	data := append([]byte(nil), shared[:]...)
+	data = append(data, encodeEWAH(deleted)...)
+	data = append(data, encodeEWAH(replaced)...)
+	ext := make([]byte, 8, 8+len(data))
+	copy(ext, "link")
+	binary.BigEndian.PutUint32(ext[4:], uint32(len(data)))
+	return append(ext, data...)
+}
+
+// EWAH is the compressed bitmap git uses in the link extension: a sequence
+// of marker words, each saying how many 64-bit words of all-zero or
+// all-one bits come next (bits 1 to 32, the bit value in bit 0) and how
+// many literal words follow it (bits 33 to 63). Serialized: the bitmap's
+// size in bits and the number of words (32-bit, big-endian), the words
+// (64-bit, big-endian), and the index of the last marker word (32-bit).
+
+// decodeEWAH returns the positions of the bits set, in order, and the
+// number of bytes the bitmap took.
+func decodeEWAH(data []byte) ([]int, int, error) {
+	if len(data) < 8 {
+		return nil, 0, fmt.Errorf("ewah: too short")
+	}
+	words := int(binary.BigEndian.Uint32(data[4:8]))
+	size := 8 + 8*words + 4
+	if words < 0 || len(data) < size {
+		return nil, 0, fmt.Errorf("ewah: %d words do not fit in %d bytes", words, len(data))
+	}
+	word := func(i int) uint64 { return binary.BigEndian.Uint64(data[8+8*i:]) }
+	const maxBits = 1 << 28 // far more entries than any index holds
+	var set []int
+	pos := 0
+	for i := 0; i < words; {
+		marker := word(i)
+		i++
+		run := int(marker >> 1 & 0xFFFFFFFF)
+		literals := int(marker >> 33)
+		if pos+64*run > maxBits {
+			return nil, 0, fmt.Errorf("ewah: too many bits")
+		}
+		if marker&1 != 0 {
+			for b := range 64 * run {
+				set = append(set, pos+b)
+			}
+		}
+		pos += 64 * run
+		if i+literals > words {
+			return nil, 0, fmt.Errorf("ewah: literal words past the end")
+		}
+		for range literals {
+			for w := word(i); w != 0; w &= w - 1 {
+				set = append(set, pos+bits.TrailingZeros64(w))
+			}
+			i++
+			pos += 64
+		}
+	}
+	return set, size, nil
+}
+
+// encodeEWAH encodes the bitmap with the bits at positions set (ascending,
+// no repeats): a marker word before each group of consecutive literal
+// words, counting the all-zero words skipped.
+func encodeEWAH(set []int) []byte {
+	var buf []uint64
+	last := 0 // the index of the last marker word
+	next := 0 // the word the bitmap has reached
+	for i := 0; i < len(set); {
+		wi := set[i] / 64
+		var w uint64
+		for ; i < len(set) && set[i]/64 == wi; i++ {
+			w |= 1 << (set[i] % 64)
+		}
+		if len(buf) == 0 || wi > next || buf[last]>>33 == 1<<31-1 {
+			buf = append(buf, uint64(wi-next)<<1)
+			last = len(buf) - 1
+		}
+		buf[last] += 1 << 33
+		buf = append(buf, w)
+		next = wi + 1
+	}
+	if len(buf) == 0 {
+		buf = []uint64{0}
+	}
+	size := 0
+	if len(set) > 0 {
+		size = set[len(set)-1] + 1
+	}
+	out := make([]byte, 8+8*len(buf)+4)
+	binary.BigEndian.PutUint32(out[0:], uint32(size))
+	binary.BigEndian.PutUint32(out[4:], uint32(len(buf)))
+	for i, w := range buf {
+		binary.BigEndian.PutUint64(out[8+8*i:], w)
+	}
+	binary.BigEndian.PutUint32(out[8+8*len(buf):], uint32(last))
+	return out
+}
+
+// joinSplitIndex returns index data as one file: a split index joined with
+// its shared index, any other index as it is.
+func joinSplitIndex(gitDir string, data []byte) ([]byte, error) {
+	ix, err := parseIndex(data)
+	if err != nil || ix.ext("link") == nil {
+		return data, nil // not split; the caller's decoder judges the rest
+	}
+	r := &repo{gitDir: gitDir}
+	return r.unsplit(ix, ix.ext("link"))
+}

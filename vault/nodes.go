@@ -1,7 +1,6 @@
 package vault
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
@@ -110,10 +109,8 @@ func parseNode(data []byte, headerOnly bool) (*Node, error) {
 	for _, f := range n.frontMatter() {
 		fields[f.key] = f.ptr
 	}
-	sc := bufio.NewScanner(bytes.NewReader(rest[:end+1]))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ": ")
+	for line := range bytes.Lines(rest[:end+1]) {
+		k, v, ok := strings.Cut(string(bytes.TrimSuffix(line, []byte("\n"))), ": ")
 		dst, known := fields[k]
 		if !ok || !known {
 			continue

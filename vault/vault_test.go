@@ -361,3 +361,61 @@ func TestCommitMessageTrailers(t *testing.T) {
 		t.Fatalf("%q %v", body, tr)
 	}
 }
+
+// verify reports events that name what is not there or not yet there, and
+// ids used twice, each at its own line, in every segment.
+func TestVerifyReportsBadLinks(t *testing.T) {
+	v := newVault(t)
+	v.Config.Ledger.SegmentBytes = 600
+	a := remember(t, v, "a fact in the first segment, padded so the next ones roll over")
+	for i := range 4 {
+		remember(t, v, fmt.Sprintf("filler %d, padded to fill a segment or two quickly", i))
+	}
+	_, err := v.Update(TxOptions{}, func(tx *Tx) error {
+		tx.Append(&Event{Kind: "fact", Text: "links nowhere", Links: []string{"e_nothere"}})
+		tx.Append(&Event{Kind: "fact", Text: "a second event with the first one's id", ID: a.ID})
+		tx.Append(&Event{Kind: "retract", Text: "corrects what comes later", Links: []string{"e_later"}})
+		tx.Append(&Event{Kind: "fact", Text: "the later one", ID: "e_later"})
+		tx.Append(&Event{Kind: "fact", Text: "links to a missing node", Links: []string{"n_nothere"}})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := v.Verify()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range rep.Problems {
+		got = append(got, p.Msg)
+	}
+	want := []string{
+		"links to e_nothere, which is not in the ledger",
+		"duplicate id, first at ledger/",
+		"corrects e_later, which comes after it",
+		"links to node n_nothere, which does not exist",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("problems: %q", got)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("problem %d: %q, want %q…", i, got[i], want[i])
+		}
+	}
+	if segs, _, _ := listSegments(v.Root); rep.Problems[1].File == segs[0].String() {
+		t.Fatalf("the duplicate should be in a later segment than the first: %+v", rep.Problems[1])
+	}
+	if !strings.Contains(got[1], segmentsFirst(t, v)+":1") {
+		t.Errorf("the duplicate should point at the first line of the first segment: %q", got[1])
+	}
+}
+
+func segmentsFirst(t *testing.T, v *Vault) string {
+	segs, _, err := listSegments(v.Root)
+	if err != nil || len(segs) == 0 {
+		t.Fatal(segs, err)
+	}
+	return segs[0].String()
+}

@@ -88,9 +88,17 @@ func (v *Vault) Verify() (*VerifyReport, error) {
 		rep.Problems = append(rep.Problems, Problem{File: s, Msg: "not a ledger segment name (want <dd>[-<n>].jsonl)"})
 	}
 	var cc chainChecker
-	seen := make(map[string]Problem)
+	// What is kept per event is its id and position: the duplicate and link
+	// checks need them for every event, the rest of an event is dropped
+	// with its segment.
+	type pos struct{ seg, line int32 }
+	problemAt := func(p pos, id string) Problem {
+		return Problem{File: segs[p.seg].String(), Line: int(p.line), ID: id}
+	}
+	seen := make(map[string]pos)
 	type ref struct {
-		at     Problem
+		at     pos
+		id     string
 		target string
 		before bool // the target must come earlier in the chain
 	}
@@ -112,31 +120,32 @@ func (v *Vault) Verify() (*VerifyReport, error) {
 			if ev == nil {
 				continue
 			}
-			at := Problem{File: s.String(), Line: ll.Line, ID: ev.ID}
+			here := pos{int32(i), int32(ll.Line)}
 			if first, dup := seen[ev.ID]; dup && ev.ID != "" {
-				p := at
-				p.Msg = fmt.Sprintf("duplicate id, first at %s:%d", first.File, first.Line)
+				p := problemAt(here, ev.ID)
+				f := problemAt(first, ev.ID)
+				p.Msg = fmt.Sprintf("duplicate id, first at %s:%d", f.File, f.Line)
 				rep.Problems = append(rep.Problems, p)
 			} else {
-				seen[ev.ID] = at
+				seen[ev.ID] = here
 			}
 			for _, l := range ev.Links {
-				refs = append(refs, ref{at: at, target: l})
+				refs = append(refs, ref{at: here, id: ev.ID, target: l})
 			}
 			if ev.Kind == "node.created" && len(ev.Links) > 0 {
 				var d struct {
 					Path string `json:"path"`
 				}
 				_ = jsonUnmarshal(ev.Data, &d)
-				created = append(created, nodeEvent{at: at, node: ev.Links[0], path: d.Path})
+				created = append(created, nodeEvent{at: problemAt(here, ev.ID), node: ev.Links[0], path: d.Path})
 			}
 			if correctionKinds[ev.Kind] {
 				if len(ev.Links) == 0 {
-					p := at
+					p := problemAt(here, ev.ID)
 					p.Msg = ev.Kind + " names no event in links"
 					rep.Problems = append(rep.Problems, p)
 				} else {
-					refs = append(refs, ref{at: at, target: ev.Links[0], before: true})
+					refs = append(refs, ref{at: here, id: ev.ID, target: ev.Links[0], before: true})
 				}
 			}
 		}
@@ -158,9 +167,9 @@ func (v *Vault) Verify() (*VerifyReport, error) {
 		rep.Problems = append(rep.Problems, v.verifyNode(c.at, c.node, c.path)...)
 	}
 	for _, r := range refs {
+		p := problemAt(r.at, r.id)
 		if strings.HasPrefix(r.target, "n_") {
 			if !nodes[r.target] {
-				p := r.at
 				p.Msg = "links to node " + r.target + ", which does not exist"
 				rep.Problems = append(rep.Problems, p)
 			}
@@ -169,11 +178,9 @@ func (v *Vault) Verify() (*VerifyReport, error) {
 		target, ok := seen[r.target]
 		switch {
 		case !ok:
-			p := r.at
 			p.Msg = "links to " + r.target + ", which is not in the ledger"
 			rep.Problems = append(rep.Problems, p)
-		case r.before && !posBefore(target, r.at):
-			p := r.at
+		case r.before && (target.seg > r.at.seg || target.seg == r.at.seg && target.line >= r.at.line):
 			p.Msg = "corrects " + r.target + ", which comes after it"
 			rep.Problems = append(rep.Problems, p)
 		}

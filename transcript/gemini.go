@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"regexp"
 	"strings"
 )
 
@@ -32,7 +31,10 @@ type gemini struct {
 	primed bool
 }
 
-var geminiIDPattern = regexp.MustCompile(`"id"\s*:\s*"((?:[^"\\]|\\.){1,512})"`)
+// geminiIDPattern finds the ids in a Gemini session record. It is compiled
+// on first use: its bounded repeat makes it the costliest pattern of the
+// package, and most commands never read a Gemini session.
+var geminiIDPattern = lazyRegexp(`"id"\s*:\s*"((?:[^"\\]|\\.){1,512})"`)
 
 type geminiRecord struct {
 	ID          string          `json:"id"`
@@ -64,7 +66,7 @@ type geminiPart struct {
 
 // hookContextRE matches the context Gemini CLI prepends to a prompt from a
 // hook's additionalContext.
-var hookContextRE = regexp.MustCompile(`(?s)^\s*<hook_context>.*?</hook_context>\s*`)
+var hookContextRE = lazyRegexp(`(?s)^\s*<hook_context>.*?</hook_context>\s*`)
 
 func (g *gemini) prime(p *parser) {
 	g.primed = true
@@ -92,7 +94,7 @@ func (g *gemini) addIDs(raw []byte) {
 	if len(t) == 0 || t[0] != '{' || !json.Valid(t) {
 		return
 	}
-	for _, m := range geminiIDPattern.FindAllSubmatch(t, -1) {
+	for _, m := range geminiIDPattern().FindAllSubmatch(t, -1) {
 		g.seen[string(m[1])] = true
 	}
 }
@@ -135,7 +137,7 @@ func (g *gemini) record(p *parser, raw []byte) {
 		m := base
 		// Context a hook injected (additionalContext) is prepended to the
 		// prompt as <hook_context>; it is not what the person typed.
-		text = hookContextRE.ReplaceAllString(text, "")
+		text = hookContextRE().ReplaceAllString(text, "")
 		m.Role, m.Speaker, m.Text = RoleUser, "user", text
 		if strings.HasPrefix(text, "<session_context>") {
 			m.Role, m.Speaker, m.Kind = RoleSystem, string(Gemini), KindContext

@@ -6,16 +6,20 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 )
 
-// Rule is one redaction rule: text matching Pattern is replaced by
+// Rule is one redaction rule: text matching its pattern is replaced by
 // "[REDACTED:<Kind>]". If the pattern has a group named "secret", only that
 // group is replaced, so "password=hunter2" keeps its key and reads
 // "password=[REDACTED:secret-assignment]".
 type Rule struct {
-	Kind    string
-	Pattern *regexp.Regexp
+	Kind string
+	// pattern is compiled on first use: the default patterns take over a
+	// millisecond to compile, which a command that never redacts (a recall,
+	// a render) should not pay at start.
+	pattern func() *regexp.Regexp
 	// accept, if set, vetoes a match; it keeps rules that need a look at the
 	// matched value (which RE2 cannot express) from firing on prose.
 	accept func(secret string) bool
@@ -51,13 +55,18 @@ const (
 // The default patterns. Token shapes are anchored on word boundaries and a
 // minimum length so a word like "sk-ip" or "risk-free" never matches.
 var defaultRules = []Rule{
-	{Kind: KindPrivateKey, Pattern: regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*)`)},
-	{Kind: KindAWSAccessKey, Pattern: regexp.MustCompile(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`)},
-	{Kind: KindGitHubToken, Pattern: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
-	{Kind: KindSlackToken, Pattern: regexp.MustCompile(`\bxox[abpr]-[A-Za-z0-9-]{10,}`)},
-	{Kind: KindAPIKey, Pattern: regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,}`), accept: hasDigit},
-	{Kind: KindBearerToken, Pattern: regexp.MustCompile(`(?i)(?:\bauthorization["']?\s*[:=]\s*["']?bearer\s+|\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)`), accept: tokenLike},
-	{Kind: KindSecretAssignment, Pattern: regexp.MustCompile(`(?i)\b[a-z0-9_.-]*(?:password|passwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret|private[_-]?key|token)["']?\s*(?:=|:)\s*["']?(?P<secret>[^\s"'<>,;)\]}]{4,})`), accept: secretLike},
+	{Kind: KindPrivateKey, pattern: lazyRegexp(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*)`)},
+	{Kind: KindAWSAccessKey, pattern: lazyRegexp(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`)},
+	{Kind: KindGitHubToken, pattern: lazyRegexp(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
+	{Kind: KindSlackToken, pattern: lazyRegexp(`\bxox[abpr]-[A-Za-z0-9-]{10,}`)},
+	{Kind: KindAPIKey, pattern: lazyRegexp(`\bsk-[A-Za-z0-9_-]{20,}`), accept: hasDigit},
+	{Kind: KindBearerToken, pattern: lazyRegexp(`(?i)(?:\bauthorization["']?\s*[:=]\s*["']?bearer\s+|\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)`), accept: tokenLike},
+	{Kind: KindSecretAssignment, pattern: lazyRegexp(`(?i)\b[a-z0-9_.-]*(?:password|passwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret|private[_-]?key|token)["']?\s*(?:=|:)\s*["']?(?P<secret>[^\s"'<>,;)\]}]{4,})`), accept: secretLike},
+}
+
+// lazyRegexp compiles src the first time it is needed.
+func lazyRegexp(src string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(src) })
 }
 
 // DefaultRules returns a fresh copy of the default rule set.
@@ -114,7 +123,7 @@ func (rs *Rules) Add(kind, pattern string) error {
 	if re.MatchString("") {
 		return fmt.Errorf("redact: rule %s: pattern matches the empty string", kind)
 	}
-	rs.rules = append(rs.rules, Rule{Kind: kind, Pattern: re})
+	rs.rules = append(rs.rules, Rule{Kind: kind, pattern: func() *regexp.Regexp { return re }})
 	return nil
 }
 
@@ -143,11 +152,12 @@ func Redact(text string, rules *Rules) (string, map[string]int) {
 }
 
 func (r Rule) apply(text string, counts map[string]int) string {
-	locs := r.Pattern.FindAllStringSubmatchIndex(text, -1)
+	re := r.pattern()
+	locs := re.FindAllStringSubmatchIndex(text, -1)
 	if locs == nil {
 		return text
 	}
-	group := r.Pattern.SubexpIndex("secret")
+	group := re.SubexpIndex("secret")
 	var b strings.Builder
 	last := 0
 	for _, loc := range locs {

@@ -218,7 +218,16 @@ func TestSplitIndexAgreesWithGit(t *testing.T) {
 	commit(map[string]string{"f/21.md": "memvault edit\n"})
 	check("after git's own write", " M f/20.md\nA  person.md\n", 42)
 
-	// Enough changes for a new shared index.
+	// Enough changes for a new shared index. A shared index nothing has
+	// used for three weeks, and a temporary file a killed writer left, go
+	// with it.
+	stale := filepath.Join(dir, ".git", "sharedindex."+strings.Repeat("0", 40))
+	orphan := filepath.Join(dir, ".git", "sharedindex_123")
+	long := time.Now().Add(-21 * 24 * time.Hour)
+	for _, p := range []string{stale, orphan} {
+		write(filepath.Join(".git", filepath.Base(p)), "old")
+		os.Chtimes(p, long, long)
+	}
 	edits := map[string]string{}
 	for i := 22; i < 35; i++ {
 		edits[fmt.Sprintf("f/%02d.md", i)] = "bulk edit\n"
@@ -226,6 +235,14 @@ func TestSplitIndexAgreesWithGit(t *testing.T) {
 	commit(edits)
 	if !split() || slices.Contains(shared(), first) && len(shared()) == 1 {
 		t.Fatalf("many changes should make a new shared index: %v", shared())
+	}
+	for _, p := range []string{stale, orphan} {
+		if _, err := os.Stat(p); err == nil {
+			t.Fatalf("%s should have expired", filepath.Base(p))
+		}
+	}
+	if !slices.Contains(shared(), first) {
+		t.Fatal("the shared index used a moment ago must stay for readers that may still need it")
 	}
 	check("new shared index", " M f/20.md\nA  person.md\n", 42)
 

@@ -367,17 +367,24 @@ func (r *repo) writeSplitOnNewShared(w io.Writer, whole []byte, changes []*fileC
 }
 
 // expireSharedIndexes removes the shared indexes other than keep that no
-// one has used for sharedIndexExpiry.
+// one has used for sharedIndexExpiry, and the temporary files of shared
+// indexes whose writer was killed an hour or more ago.
 func (r *repo) expireSharedIndexes(keep string) {
 	entries, err := os.ReadDir(r.gitDir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), "sharedindex.") || e.Name() == keep {
+		var age time.Duration
+		switch name := e.Name(); {
+		case strings.HasPrefix(name, "sharedindex.") && name != keep:
+			age = sharedIndexExpiry
+		case strings.HasPrefix(name, "sharedindex_"):
+			age = time.Hour
+		default:
 			continue
 		}
-		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > sharedIndexExpiry {
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > age {
 			os.Remove(filepath.Join(r.gitDir, e.Name()))
 		}
 	}

@@ -332,7 +332,7 @@ func (v *Vault) loadStateOf(needles [][]byte, keep func(segCorrections) bool) (*
 	cacheChanged := false
 	var found []*Row // in ledger order: by segment, then line
 	segOf := make(map[string]int, len(segs))
-	lines := make([]segCorrections, len(segs))
+	corr := make([]segCorrections, len(segs)) // each segment's derived list
 	for i, s := range segs {
 		file := s.String()
 		segOf[file] = i
@@ -341,7 +341,7 @@ func (v *Vault) loadStateOf(needles [][]byte, keep func(segCorrections) bool) (*
 			return nil, err
 		}
 		cacheChanged = cacheChanged || changed
-		lines[i] = c
+		corr[i] = c
 		if keep != nil && !keep(c) {
 			continue
 		}
@@ -377,7 +377,7 @@ func (v *Vault) loadStateOf(needles [][]byte, keep func(segCorrections) bool) (*
 
 	// The corrections of the rows found, then theirs, until none is new.
 	stamps := make([]segStamp, len(segs))
-	for i, c := range lines {
+	for i, c := range corr {
 		stamps[i] = c.Stamp
 	}
 	all, err := v.correctionRowsOf(segs, stamps)
@@ -406,7 +406,7 @@ func (v *Vault) loadStateOf(needles [][]byte, keep func(segCorrections) bool) (*
 		if !ok {
 			continue // a segment that appeared after the listing
 		}
-		rows, err := v.readLines(file, lines[i], ns)
+		rows, err := v.readLines(file, corr[i], ns)
 		if err != nil {
 			return nil, err
 		}

@@ -257,7 +257,7 @@ func TestSplitIndexAgreesWithGit(t *testing.T) {
 
 func TestEWAHRoundTrip(t *testing.T) {
 	for _, set := range [][]int{nil, {0}, {63}, {64}, {0, 1, 2, 64, 200, 201, 5000}, {100000}} {
-		got, n, err := decodeEWAH(encodeEWAH(set))
+		got, n, err := decodeEWAH(encodeEWAH(set), 1<<20)
 		if err != nil || n != len(encodeEWAH(set)) || !slices.Equal(got, set) && len(set) > 0 {
 			t.Errorf("%v: got %v, %d bytes, %v", set, got, n, err)
 		}
@@ -268,8 +268,15 @@ func TestEWAHRoundTrip(t *testing.T) {
 	binary.BigEndian.PutUint32(data[4:], 2)
 	binary.BigEndian.PutUint64(data[8:], 1|2<<1|1<<33)
 	binary.BigEndian.PutUint64(data[16:], 0b101)
-	got, _, err := decodeEWAH(data[:8+2*8+4])
+	got, _, err := decodeEWAH(data[:8+2*8+4], 131)
 	if err != nil || len(got) != 130 || got[127] != 127 || got[128] != 128 || got[129] != 130 {
 		t.Fatalf("run of ones: %v %v", got, err)
+	}
+	// A bit past the index it describes is refused, as git refuses it.
+	if _, _, err := decodeEWAH(data[:8+2*8+4], 130); err == nil {
+		t.Fatal("bit 130 of a 130-entry index should be an error")
+	}
+	if _, _, err := decodeEWAH(data[:8+2*8+4], 100); err == nil {
+		t.Fatal("a run of ones past a 100-entry index should be an error")
 	}
 }

@@ -117,31 +117,41 @@ type splitIndex struct {
 	replaced []int
 }
 
-func parseSplit(ix *indexData, link []byte) (*splitIndex, error) {
+// openSplit reads a split index's link extension and maps the shared index
+// it names; the caller unmaps it. Bit positions past the shared index's
+// entries are an error, as they are for git.
+func (r *repo) openSplit(ix *indexData, link []byte) (*splitIndex, *indexData, func(), error) {
 	data := link[8:]
 	if len(data) < indexHashLen {
-		return nil, fmt.Errorf("git: index: link extension too short")
+		return nil, nil, nil, fmt.Errorf("git: index: link extension too short")
 	}
 	si := &splitIndex{ix: ix}
 	copy(si.shared[:], data)
 	data = data[indexHashLen:]
+	shared, unmap, err := r.sharedIndex(si.shared)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fail := func(format string, args ...any) (*splitIndex, *indexData, func(), error) {
+		unmap()
+		return nil, nil, nil, fmt.Errorf("git: index: "+format, args...)
+	}
 	if len(data) > 0 {
 		var n1, n2 int
-		var err error
-		if si.deleted, n1, err = decodeEWAH(data); err != nil {
-			return nil, fmt.Errorf("git: index: delete bitmap: %w", err)
+		if si.deleted, n1, err = decodeEWAH(data, shared.count); err != nil {
+			return fail("delete bitmap: %v", err)
 		}
-		if si.replaced, n2, err = decodeEWAH(data[n1:]); err != nil {
-			return nil, fmt.Errorf("git: index: replace bitmap: %w", err)
+		if si.replaced, n2, err = decodeEWAH(data[n1:], shared.count); err != nil {
+			return fail("replace bitmap: %v", err)
 		}
 		if n1+n2 != len(data) {
-			return nil, fmt.Errorf("git: index: garbage after the link bitmaps")
+			return fail("garbage after the link bitmaps")
 		}
 	}
 	if len(si.replaced) > ix.count {
-		return nil, fmt.Errorf("git: index: %d replacements for %d entries", len(si.replaced), ix.count)
+		return fail("%d replacements for %d entries", len(si.replaced), ix.count)
 	}
-	return si, nil
+	return si, shared, unmap, nil
 }
 
 // sharedIndex maps the shared index a split index names. The caller unmaps
@@ -207,11 +217,7 @@ type splitEntry struct {
 // writeSplitPatch writes a split index on the same shared index, with
 // changes applied, or returns errReshare when that does not fit.
 func (r *repo) writeSplitPatch(w io.Writer, ix *indexData, link []byte, changes []*fileChange) error {
-	si, err := parseSplit(ix, link)
-	if err != nil {
-		return err
-	}
-	shared, unmap, err := r.sharedIndex(si.shared)
+	si, shared, unmap, err := r.openSplit(ix, link)
 	if err != nil {
 		return err
 	}
@@ -230,16 +236,10 @@ func (r *repo) writeSplitPatch(w io.Writer, ix *indexData, link []byte, changes 
 	})
 	deleted := map[int]bool{}
 	for _, p := range si.deleted {
-		if p >= shared.count {
-			return fmt.Errorf("git: index: deleted entry %d of %d", p, shared.count)
-		}
 		deleted[p] = true
 	}
 	byPos := map[int][]byte{}
 	for _, e := range repl {
-		if e.pos >= shared.count {
-			return fmt.Errorf("git: index: replaced entry %d of %d", e.pos, shared.count)
-		}
 		if !deleted[e.pos] { // replaced, then deleted: deleted
 			byPos[e.pos] = e.raw
 		}
@@ -393,11 +393,7 @@ func (r *repo) expireSharedIndexes(keep string) {
 // unsplit returns the complete index a split index stands for, as one
 // file's data.
 func (r *repo) unsplit(ix *indexData, link []byte) ([]byte, error) {
-	si, err := parseSplit(ix, link)
-	if err != nil {
-		return nil, err
-	}
-	shared, unmap, err := r.sharedIndex(si.shared)
+	si, shared, unmap, err := r.openSplit(ix, link)
 	if err != nil {
 		return nil, err
 	}
@@ -491,8 +487,9 @@ func linkExtension(shared [indexHashLen]byte, deleted, replaced []int) []byte {
 // (64-bit, big-endian), and the index of the last marker word (32-bit).
 
 // decodeEWAH returns the positions of the bits set, in order, and the
-// number of bytes the bitmap took.
-func decodeEWAH(data []byte) ([]int, int, error) {
+// number of bytes the bitmap took. A bit at limit or past it is an error:
+// a bitmap names entries of an index of limit entries.
+func decodeEWAH(data []byte, limit int) ([]int, int, error) {
 	if len(data) < 8 {
 		return nil, 0, fmt.Errorf("ewah: too short")
 	}
@@ -502,7 +499,7 @@ func decodeEWAH(data []byte) ([]int, int, error) {
 		return nil, 0, fmt.Errorf("ewah: %d words do not fit in %d bytes", words, len(data))
 	}
 	word := func(i int) uint64 { return binary.BigEndian.Uint64(data[8+8*i:]) }
-	const maxBits = 1 << 28 // far more entries than any index holds
+	past := func(p int) error { return fmt.Errorf("ewah: bit %d past the %d entries", p, limit) }
 	var set []int
 	pos := 0
 	for i := 0; i < words; {
@@ -510,10 +507,10 @@ func decodeEWAH(data []byte) ([]int, int, error) {
 		i++
 		run := int(marker >> 1 & 0xFFFFFFFF)
 		literals := int(marker >> 33)
-		if pos+64*run > maxBits {
-			return nil, 0, fmt.Errorf("ewah: too many bits")
-		}
-		if marker&1 != 0 {
+		if marker&1 != 0 && run > 0 {
+			if pos+64*run > limit {
+				return nil, 0, past(pos + 64*run - 1)
+			}
 			for b := range 64 * run {
 				set = append(set, pos+b)
 			}
@@ -524,7 +521,11 @@ func decodeEWAH(data []byte) ([]int, int, error) {
 		}
 		for range literals {
 			for w := word(i); w != 0; w &= w - 1 {
-				set = append(set, pos+bits.TrailingZeros64(w))
+				if p := pos + bits.TrailingZeros64(w); p < limit {
+					set = append(set, p)
+				} else {
+					return nil, 0, past(p)
+				}
 			}
 			i++
 			pos += 64

@@ -188,6 +188,9 @@ func (ix *indexData) walk(fn func(start, end int, name []byte)) (int, error) {
 			fixed = 64
 		}
 		nameStart := off + fixed
+		if nameStart > len(body) {
+			return 0, fmt.Errorf("git: index: truncated entry")
+		}
 		nul := bytes.IndexByte(body[nameStart:], 0)
 		if nul < 0 {
 			return 0, fmt.Errorf("git: index: unterminated path")

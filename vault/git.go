@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -566,6 +567,83 @@ func (r *repo) updateIndex(changes []*fileChange) error {
 		return gitIOErr("git: write index", err)
 	}
 	return nil
+}
+
+// indexPending lists, one per line, the paths of commits whose index
+// update may not have happened: written before the branch moves, removed
+// once git's index has followed. A process killed in between leaves it for
+// the next transaction, which sets those paths' entries to what the
+// commit holds; without it, git status would show the commit's files as
+// staged back to their old versions, and a person's git commit would
+// revert them.
+const indexPending = ".locks/index-pending"
+
+// pendingIndex returns the paths a killed transaction left in indexPending.
+func (r *repo) pendingIndex() []string {
+	data, err := os.ReadFile(filepath.Join(r.root, indexPending))
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(data))
+}
+
+// markPending records the paths of changes, and those still pending.
+func (r *repo) markPending(pending []string, changes []*fileChange) error {
+	paths := slices.Clone(pending)
+	for _, c := range changes {
+		paths = append(paths, c.path)
+	}
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	p := filepath.Join(r.root, indexPending)
+	if err := os.MkdirAll(filepath.Dir(p), dirPerm); err != nil {
+		return ioErr("create .locks", err)
+	}
+	// No fsync: it guards against a killed process, whose writes the
+	// kernel keeps; after a power loss git's index is rebuilt by git.
+	if err := os.WriteFile(p, []byte(strings.Join(paths, "\n")+"\n"), filePerm); err != nil {
+		return ioErr("write "+indexPending, err)
+	}
+	return nil
+}
+
+func (r *repo) clearPending() { os.Remove(filepath.Join(r.root, indexPending)) }
+
+// catchUp returns index changes for the pending paths that changes does not
+// cover, as commit h holds them: its blob, with the file's stat data when
+// the file on disk still has that content (otherwise none, so that git
+// reads the file and sees the difference), or a deletion.
+func (r *repo) catchUp(h plumbing.Hash, pending []string, changes []*fileChange) ([]*fileChange, error) {
+	var out []*fileChange
+	var tree *object.Tree
+	for _, p := range pending {
+		if slices.ContainsFunc(changes, func(c *fileChange) bool { return c.path == p }) {
+			continue
+		}
+		if tree == nil {
+			commit, err := object.GetCommit(r.st, h)
+			if err != nil {
+				return nil, fmt.Errorf("git: read commit %s: %w", h, err)
+			}
+			if tree, err = commit.Tree(); err != nil {
+				return nil, fmt.Errorf("git: read tree of %s: %w", h, err)
+			}
+		}
+		e, err := tree.FindEntry(p)
+		if err != nil || !e.Mode.IsFile() {
+			out = append(out, &fileChange{path: p, deleted: true})
+			continue
+		}
+		c := &fileChange{path: p, blob: e.Hash}
+		abs := filepath.Join(r.root, filepath.FromSlash(p))
+		if data, err := os.ReadFile(abs); err == nil && plumbing.ComputeHash(plumbing.BlobObject, data) == e.Hash {
+			if info, err := os.Stat(abs); err == nil {
+				c.stat = info
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // rewriteIndex is the slow path of updateIndex for index formats patchIndex

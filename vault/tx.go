@@ -454,6 +454,13 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 	}
 	msg := tx.message()
 	who := signature{Name: v.Config.Git.Name, Email: v.Config.Git.Email}
+	// The paths go on record before the branch moves, so that if this
+	// process dies before git's index follows, the next transaction brings
+	// the index up to the commit.
+	pending := v.repo.pendingIndex()
+	if err := v.repo.markPending(pending, changes); err != nil {
+		return fail(err)
+	}
 	h, err := v.repo.commit(changes, msg, who, tx.now)
 	if err != nil {
 		v.repo.discardCreated()
@@ -464,8 +471,14 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 		return &Result{Events: tx.events}, stamp, nil
 	}
 	res := &Result{Commit: h.String(), Events: tx.events}
-	if err := v.repo.updateIndex(changes); err != nil {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%v (the commit landed; git status may show the files as changed)", err))
+	behind, err := v.repo.catchUp(h, pending, changes)
+	if err == nil {
+		err = v.repo.updateIndex(append(changes, behind...))
+	}
+	if err != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%v (the commit landed; git status may show the files as changed until the next write)", err))
+	} else {
+		v.repo.clearPending()
 	}
 	return res, stamp, nil
 }

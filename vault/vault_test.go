@@ -419,3 +419,55 @@ func segmentsFirst(t *testing.T, v *Vault) string {
 	}
 	return segs[0].String()
 }
+
+// A transaction killed after its commit moved the branch but before git's
+// index followed leaves the index behind HEAD: git status would show the
+// commit's files staged back to their old versions. The next transaction
+// brings those entries up to the commit.
+func TestIndexCatchesUpAfterAKill(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git")
+	}
+	v := newVault(t)
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", v.Root}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	remember(t, v, "before the kill")
+	// What the killed transaction did: its files, the record of its paths,
+	// the commit; not the index.
+	var changes []*fileChange
+	for _, f := range []struct{ path, text string }{{"threads/topic/killed.md", "written by the killed writer\n"}, {"threads/topic/edited.md", "committed\n"}} {
+		p := filepath.Join(v.Root, filepath.FromSlash(f.path))
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte(f.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		info, _ := os.Stat(p)
+		changes = append(changes, &fileChange{path: f.path, content: []byte(f.text), stat: info})
+	}
+	if err := v.repo.markPending(v.repo.pendingIndex(), changes); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.repo.commit(changes, "memvault: killed\n", signature{"m", "m@x"}, fixedTime); err != nil {
+		t.Fatal(err)
+	}
+	if st := git("status", "--porcelain"); !strings.Contains(st, "D  threads/topic/killed.md") {
+		t.Fatalf("the simulated kill should leave the index behind:\n%s", st)
+	}
+	// A person edits one of those files before the next write.
+	os.WriteFile(filepath.Join(v.Root, "threads", "topic", "edited.md"), []byte("edited by hand, not committed\n"), 0o600)
+
+	remember(t, v, "after the kill")
+	if st := git("status", "--porcelain"); st != " M threads/topic/edited.md\n" {
+		t.Fatalf("after the next write, git status:\n%s\nwant only the person's unstaged edit", st)
+	}
+	if _, err := os.Stat(filepath.Join(v.Root, indexPending)); err == nil {
+		t.Fatal("the record of pending paths should be gone once the index caught up")
+	}
+	git("fsck", "--strict")
+}

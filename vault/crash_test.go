@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -207,4 +208,15 @@ func TestNodeFileWithoutEventIsRecorded(t *testing.T) {
 		t.Fatal("the node's event was written twice")
 	}
 	mustVerify(t, v)
+}
+
+// gitFsck fails the test if git finds anything wrong in the repository.
+func gitFsck(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		return
+	}
+	if out, err := exec.Command("git", "-C", dir, "fsck", "--strict").CombinedOutput(); err != nil {
+		t.Fatalf("git fsck: %v\n%s", err, out)
+	}
 }

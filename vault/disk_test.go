@@ -1,10 +1,11 @@
+//go:build linux
+
 package vault
 
 import (
 	"bytes"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -61,16 +62,6 @@ func sameFiles(t *testing.T, a, b map[string][]byte) {
 		if _, ok := a[k]; !ok {
 			t.Errorf("%s appeared", k)
 		}
-	}
-}
-
-func gitFsck(t *testing.T, dir string) {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		return
-	}
-	if out, err := exec.Command("git", "-C", dir, "fsck", "--strict").CombinedOutput(); err != nil {
-		t.Fatalf("git fsck: %v\n%s", err, out)
 	}
 }
 

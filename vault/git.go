@@ -676,7 +676,7 @@ func rewriteIndex(data []byte, changes []*fileChange) ([]byte, error) {
 			e.Size = uint32(c.stat.Size())
 			e.ModifiedAt = c.stat.ModTime()
 			if sys, ok := c.stat.Sys().(*syscall.Stat_t); ok {
-				e.CreatedAt = time.Unix(sys.Ctim.Unix())
+				e.CreatedAt = changeTime(sys)
 				e.Dev, e.Inode = uint32(sys.Dev), uint32(sys.Ino)
 				e.UID, e.GID = sys.Uid, sys.Gid
 			}

@@ -285,7 +285,8 @@ func encodeIndexEntry(c *fileChange, name string) []byte {
 		mtimeS, mtimeN = uint32(mt.Unix()), uint32(mt.Nanosecond())
 		size = uint32(c.stat.Size())
 		if sys, ok := c.stat.Sys().(*syscall.Stat_t); ok {
-			ctimeS, ctimeN = uint32(sys.Ctim.Sec), uint32(sys.Ctim.Nsec)
+			ct := changeTime(sys)
+			ctimeS, ctimeN = uint32(ct.Unix()), uint32(ct.Nanosecond())
 			dev, ino, uid, gid = uint32(sys.Dev), uint32(sys.Ino), sys.Uid, sys.Gid
 		}
 	}

@@ -1,0 +1,13 @@
+//go:build darwin || freebsd || netbsd || openbsd || dragonfly
+
+package vault
+
+import (
+	"syscall"
+	"time"
+)
+
+// changeTime is a file's inode change time, which git's index records.
+func changeTime(sys *syscall.Stat_t) time.Time {
+	return time.Unix(int64(sys.Ctimespec.Sec), int64(sys.Ctimespec.Nsec))
+}

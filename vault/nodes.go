@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -304,6 +305,23 @@ func (v *Vault) nodes(needles []string) (*NodeIndex, error) {
 // the same cache for needles and the needles then returns from the first
 // result: a node's neighbours for one read of the cache.
 func (v *Vault) nodesThen(needles []string, then func(*NodeIndex) []string) (*NodeIndex, error) {
+	pick, err := v.nodePicker()
+	if err != nil {
+		return nil, err
+	}
+	ix := pick(needles)
+	if then != nil {
+		if more := then(ix); len(more) > 0 {
+			ix = pick(append(needles, more...))
+		}
+	}
+	return ix, nil
+}
+
+// nodePicker reads the node cache, rebuilding it first if a month folder
+// changed, and returns what selects from it the nodes whose cache line
+// holds one of needles (nil: every node).
+func (v *Vault) nodePicker() (func(needles []string) *NodeIndex, error) {
 	// Kept as bytes: a copy of the cache into a string cost more than the
 	// search of it.
 	data, _ := os.ReadFile(filepath.Join(v.Root, nodeCache))
@@ -332,16 +350,8 @@ func (v *Vault) nodesThen(needles []string, then func(*NodeIndex) []string) (*No
 			fresh = false
 		}
 	}
-	keep := func(needles []string, line string) bool {
-		for _, nd := range needles {
-			if strings.Contains(line, nd) {
-				return true
-			}
-		}
-		return false
-	}
 	if fresh {
-		pick := func(needles []string) *NodeIndex {
+		return func(needles []string) *NodeIndex {
 			ix := &NodeIndex{Nodes: map[string]*Node{}, Parents: map[string][]string{}}
 			for _, line := range cacheLinesWith(data, needles) {
 				if n, ok := parseCacheLine(line); ok {
@@ -349,14 +359,7 @@ func (v *Vault) nodesThen(needles []string, then func(*NodeIndex) []string) (*No
 				}
 			}
 			return ix
-		}
-		ix := pick(needles)
-		if then != nil {
-			if more := then(ix); len(more) > 0 {
-				ix = pick(append(needles, more...))
-			}
-		}
-		return ix, nil
+		}, nil
 	}
 	// Some folder changed: rebuild, reusing the headers the cache has.
 	known := map[string]*Node{}
@@ -394,25 +397,19 @@ func (v *Vault) nodesThen(needles []string, then func(*NodeIndex) []string) (*No
 		}
 	}
 	v.saveNodeCache(all, dirs)
-	if needles == nil {
-		return all, nil
-	}
-	pick := func(needles []string) *NodeIndex {
+	return func(needles []string) *NodeIndex {
+		if needles == nil {
+			return all
+		}
 		ix := &NodeIndex{Nodes: map[string]*Node{}, Parents: map[string][]string{}}
 		for _, n := range all.Nodes {
-			if keep(needles, n.cacheLine()) {
+			line := n.cacheLine()
+			if slices.ContainsFunc(needles, func(nd string) bool { return strings.Contains(line, nd) }) {
 				ix.add(n)
 			}
 		}
 		return ix
-	}
-	ix := pick(needles)
-	if then != nil {
-		if more := then(ix); len(more) > 0 {
-			ix = pick(append(needles, more...))
-		}
-	}
-	return ix, nil
+	}, nil
 }
 
 // cacheLinesWith returns the node lines of the cache that hold one of

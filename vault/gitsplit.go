@@ -107,25 +107,31 @@ func (r *repo) splitIndexConfig() splitMode {
 	return splitAuto
 }
 
-// splitIndex is a split index's own file and what its link extension says.
+// splitIndex is what a split index changes in its shared index.
 type splitIndex struct {
-	ix      *indexData
 	shared  [indexHashLen]byte
-	deleted []int // positions in the shared index
-	// replaced are the shared positions the first len(replaced) entries of
-	// the own file stand for.
-	replaced []int
+	deleted map[int]bool // positions in the shared index
+	// replaced holds the entries that stand for shared entries, by
+	// position; they have no name of their own.
+	replaced map[int][]byte
+	added    []splitEntry // in git's order
 }
 
-// openSplit reads a split index's link extension and maps the shared index
-// it names; the caller unmaps it. Bit positions past the shared index's
-// entries are an error, as they are for git.
+// splitEntry is an added entry of a split index's own file.
+type splitEntry struct {
+	name string
+	raw  []byte
+}
+
+// openSplit reads a split index: its link extension, the shared index it
+// names, mapped (the caller unmaps it), and its own entries. Bit positions
+// past the shared index's entries are an error, as they are for git.
 func (r *repo) openSplit(ix *indexData, link []byte) (*splitIndex, *indexData, func(), error) {
 	data := link[8:]
 	if len(data) < indexHashLen {
 		return nil, nil, nil, fmt.Errorf("git: index: link extension too short")
 	}
-	si := &splitIndex{ix: ix}
+	si := &splitIndex{deleted: map[int]bool{}, replaced: map[int][]byte{}}
 	copy(si.shared[:], data)
 	data = data[indexHashLen:]
 	shared, unmap, err := r.sharedIndex(si.shared)
@@ -136,21 +142,39 @@ func (r *repo) openSplit(ix *indexData, link []byte) (*splitIndex, *indexData, f
 		unmap()
 		return nil, nil, nil, fmt.Errorf("git: index: "+format, args...)
 	}
+	var deleted, replaced []int
 	if len(data) > 0 {
 		var n1, n2 int
-		if si.deleted, n1, err = decodeEWAH(data, shared.count); err != nil {
+		if deleted, n1, err = decodeEWAH(data, shared.count); err != nil {
 			return fail("delete bitmap: %v", err)
 		}
-		if si.replaced, n2, err = decodeEWAH(data[n1:], shared.count); err != nil {
+		if replaced, n2, err = decodeEWAH(data[n1:], shared.count); err != nil {
 			return fail("replace bitmap: %v", err)
 		}
 		if n1+n2 != len(data) {
 			return fail("garbage after the link bitmaps")
 		}
 	}
-	if len(si.replaced) > ix.count {
-		return fail("%d replacements for %d entries", len(si.replaced), ix.count)
+	if len(replaced) > ix.count {
+		return fail("%d replacements for %d entries", len(replaced), ix.count)
 	}
+	for _, p := range deleted {
+		si.deleted[p] = true
+	}
+	// The own file's entries: the replacements first, in the order of the
+	// replace bitmap, then the added ones. A replaced entry that is also
+	// deleted is deleted.
+	i := 0
+	ix.each(func(start, end int, name []byte) {
+		if i < len(replaced) {
+			if p := replaced[i]; !si.deleted[p] {
+				si.replaced[p] = ix.data[start:end]
+			}
+			i++
+			return
+		}
+		si.added = append(si.added, splitEntry{name: string(name), raw: ix.data[start:end]})
+	})
 	return si, shared, unmap, nil
 }
 
@@ -206,14 +230,6 @@ func mapFile(p string) ([]byte, func(), error) {
 	return data, func() { _ = syscall.Munmap(data) }, nil
 }
 
-// splitEntry is an entry of a split index's own file: a replacement of a
-// shared entry (pos ≥ 0, no name of its own) or an added entry.
-type splitEntry struct {
-	pos  int
-	name string
-	raw  []byte
-}
-
 // writeSplitPatch writes a split index on the same shared index, with
 // changes applied, or returns errReshare when that does not fit.
 func (r *repo) writeSplitPatch(w io.Writer, ix *indexData, link []byte, changes []*fileChange) error {
@@ -223,27 +239,7 @@ func (r *repo) writeSplitPatch(w io.Writer, ix *indexData, link []byte, changes 
 	}
 	defer unmap()
 
-	// The own file's entries: replacements first, then the added ones.
-	var repl, added []splitEntry
-	ix.each(func(start, end int, name []byte) {
-		e := splitEntry{pos: -1, name: string(name), raw: ix.data[start:end]}
-		if i := len(repl); i < len(si.replaced) {
-			e.pos = si.replaced[i]
-			repl = append(repl, e)
-		} else {
-			added = append(added, e)
-		}
-	})
-	deleted := map[int]bool{}
-	for _, p := range si.deleted {
-		deleted[p] = true
-	}
-	byPos := map[int][]byte{}
-	for _, e := range repl {
-		if !deleted[e.pos] { // replaced, then deleted: deleted
-			byPos[e.pos] = e.raw
-		}
-	}
+	deleted, byPos, added := si.deleted, si.replaced, si.added
 
 	// Where each changed path is in the shared index. A path with more
 	// than one entry there (a conflict) is left to a new shared index.
@@ -281,7 +277,7 @@ func (r *repo) writeSplitPatch(w io.Writer, ix *indexData, link []byte, changes 
 			delete(deleted, p)
 			byPos[p] = encodeIndexEntry(c, "")
 		case !c.deleted:
-			added = append(added, splitEntry{pos: -1, name: c.path, raw: encodeIndexEntry(c, c.path)})
+			added = append(added, splitEntry{name: c.path, raw: encodeIndexEntry(c, c.path)})
 		}
 	}
 	if 5*(len(byPos)+len(deleted)+len(added)) > shared.count {
@@ -398,23 +394,7 @@ func (r *repo) unsplit(ix *indexData, link []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer unmap()
-	var repl [][]byte
-	var added []splitEntry
-	ix.each(func(start, end int, name []byte) {
-		if len(repl) < len(si.replaced) {
-			repl = append(repl, ix.data[start:end])
-		} else {
-			added = append(added, splitEntry{pos: -1, name: string(name), raw: ix.data[start:end]})
-		}
-	})
-	byPos := make(map[int][]byte, len(repl))
-	for i, p := range si.replaced {
-		byPos[p] = repl[i]
-	}
-	deleted := make(map[int]bool, len(si.deleted))
-	for _, p := range si.deleted {
-		deleted[p] = true
-	}
+	deleted, byPos, added := si.deleted, si.replaced, si.added
 
 	n := len(added)
 	for p := range shared.count {

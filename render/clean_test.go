@@ -8,19 +8,7 @@ import (
 
 // cleanWhole is clean as it was first written: the whole text folded.
 func cleanWhole(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	s = strings.ReplaceAll(s, "<!--", "&lt;!--")
-	s = strings.ReplaceAll(s, "-->", "--&gt;")
-	if r := []rune(s); len(r) > max {
-		s = strings.TrimSpace(string(r[:max-1])) + "…"
-	}
-	if strings.HasPrefix(s, "#") || strings.HasPrefix(s, ">") || strings.HasPrefix(s, "[ ]") {
-		s = `\` + s
-	}
-	if s == "" {
-		s = "(empty)"
-	}
-	return s
+	return neutralise(strings.Join(strings.Fields(s), " "), max)
 }
 
 // Folding only the start of a long text gives what folding all of it gives.

@@ -340,7 +340,12 @@ func clean(s string, max int) string {
 	// Only the first max runes survive the clip, so only those (and a few
 	// more, for a marker that straddles the cut) are folded: a node's text
 	// can be pages long, and a head of 200 threads cleans thousands.
-	s = foldSpace(s, max+8)
+	return neutralise(foldSpace(s, max+8), max)
+}
+
+// neutralise clips folded text to max runes and escapes what could change
+// the document's structure.
+func neutralise(s string, max int) string {
 	s = strings.ReplaceAll(s, "<!--", "&lt;!--")
 	s = strings.ReplaceAll(s, "-->", "--&gt;")
 	if r := []rune(s); len(r) > max {

@@ -131,8 +131,8 @@ type Continuity struct {
 	auditKey  string          // the flags of the last audit, to skip writing an identical one
 	learnings map[string]*Learning
 	decisions map[string]*Decision
-	seq       int                 // protocol events folded so far (orders learnings and decisions)
-	head      continuityHeadState // CONTINUITY.md's head bookkeeping
+	seq       int      // protocol events folded so far (orders learnings and decisions)
+	head      headBook // CONTINUITY.md's head bookkeeping
 }
 
 // protocol data carried by the events; one struct for all kinds keeps the
@@ -189,14 +189,14 @@ func newContinuity() *Continuity {
 	return &Continuity{Next: []Item{}, Done: []Item{}, Blockers: []Item{}, Context: []string{}, Files: []string{},
 		Learnings: []*Learning{}, Decisions: []*Decision{}, Meta: []*MetaLearning{},
 		learnings: map[string]*Learning{}, decisions: map[string]*Decision{},
-		head: continuityHeadState{tokens: map[string]bool{}}}
+		head: headBook{tokens: map[string]bool{}}}
 }
 
 // addRow folds one ledger row, corrections already applied to it: a row
 // that no longer holds still counts for the order of what follows, and
 // CONTINUITY.md's head bookkeeping reads every row.
 func (c *Continuity) addRow(r *Row) {
-	c.head.add(r.Event)
+	c.addHeadEvent(r.Event)
 	if r.Kind == "blocker" || r.EffectiveKind() == "blocker" {
 		if r.Current() {
 			c.Blockers = append(c.Blockers, Item{ID: r.ID, Text: r.Text, Date: dayOf(r.TS)})
@@ -210,12 +210,19 @@ func (c *Continuity) addRow(r *Row) {
 // transaction, or one appended to the ledger since the derived state was
 // written (a correction there rebuilds the state instead).
 func (c *Continuity) addEvent(ev *Event) {
-	c.head.add(ev)
+	c.addHeadEvent(ev)
 	if ev.Kind == "blocker" {
 		c.Blockers = append(c.Blockers, Item{ID: ev.ID, Text: ev.Text, Date: dayOf(ev.TS)})
 		return
 	}
 	c.apply(ev, true)
+}
+
+// addHeadEvent keeps CONTINUITY.md's head bookkeeping.
+func (c *Continuity) addHeadEvent(ev *Event) {
+	if strings.HasPrefix(ev.Kind, "head.") && headOf(ev.Data) == ContinuityHead {
+		c.head.add(ev)
+	}
 }
 
 // touchesContinuity reports whether folding ev can change the protocol's

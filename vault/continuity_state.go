@@ -93,7 +93,7 @@ type contState struct {
 	stamps    []segStamp
 	key       bool // tip and stamps say exactly what was folded: the state may be saved under them
 	lastAudit string
-	head      continuityHeadState
+	head      headBook
 	sum       *contSummary // for the state as it is, or nil
 	body      []byte       // the encoded fold, until c is decoded
 	c         *Continuity
@@ -453,7 +453,7 @@ func decodeContFile(data []byte) (contHeader, []byte, error) {
 	return hdr, body, nil
 }
 
-func (h continuityHeadState) json() contHeadJSON {
+func (h headBook) json() contHeadJSON {
 	j := contHeadJSON{Blob: h.blob, Rendered: h.rendered, Deferred: h.deferred, Conflicts: h.conflicts, Tokens: []string{}}
 	for t := range h.tokens {
 		j.Tokens = append(j.Tokens, t)
@@ -462,8 +462,8 @@ func (h continuityHeadState) json() contHeadJSON {
 	return j
 }
 
-func (j contHeadJSON) state() continuityHeadState {
-	h := continuityHeadState{blob: j.Blob, rendered: j.Rendered, deferred: j.Deferred, conflicts: j.Conflicts, tokens: map[string]bool{}}
+func (j contHeadJSON) state() headBook {
+	h := headBook{blob: j.Blob, rendered: j.Rendered, deferred: j.Deferred, conflicts: j.Conflicts, tokens: map[string]bool{}}
 	for _, t := range j.Tokens {
 		h.tokens[t] = true
 	}

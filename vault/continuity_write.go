@@ -194,12 +194,38 @@ func (v *Vault) UpdateContinuity(opts ContinuityOptions, fn func(*ContinuityTx) 
 	if err != nil {
 		return nil, err
 	}
-	if lease != nil {
-		defer v.ReleaseHeadLease(lease)
-	}
 	var res *ContinuityResult
 	var ct *ContinuityTx
 	var r *Result
+	var edited map[string]bool
+	if lease != nil {
+		defer v.ReleaseHeadLease(lease)
+		// A hand edit nobody committed is committed first, on its own, as
+		// a head refresh does; but a command that is refused must leave
+		// the vault as it was, so the command runs once without writing
+		// before that commit is made.
+		dirty, err := v.uncommitted(rel)
+		if err != nil {
+			return nil, err
+		}
+		if dirty {
+			probe := func(ct *ContinuityTx) error {
+				if err := fn(ct); err != nil {
+					return err
+				}
+				if ct.err != nil {
+					return ct.err
+				}
+				return errDryRun
+			}
+			if _, err := v.continuityTx(opts, &res, &ct, cfg, took, holder, probe); !errors.Is(err, errDryRun) {
+				return nil, err
+			}
+			if edited, err = v.commitHandEdits(opts.TxOptions, []headTarget{{rel: rel}}, "continuity"); err != nil {
+				return nil, err
+			}
+		}
+	}
 	// A person who saves CONTINUITY.md while it is being merged makes the
 	// write fail rather than be overwritten: run the transaction again,
 	// merging with what they saved.
@@ -218,6 +244,9 @@ func (v *Vault) UpdateContinuity(opts ContinuityOptions, fn func(*ContinuityTx) 
 		final = ct.state()
 	}
 	v.saveAfterWrite(ct.st, final, r.Events, cfg)
+	if edited[ContinuityHead] {
+		res.Messages = append([]string{"your uncommitted edit of " + ContinuityHead + " was committed first"}, res.Messages...)
+	}
 	res.Commit = r.Commit
 	res.Events = r.Events
 	if res.Events == nil {
@@ -226,6 +255,10 @@ func (v *Vault) UpdateContinuity(opts ContinuityOptions, fn func(*ContinuityTx) 
 	res.Warnings = append(res.Warnings, r.Warnings...)
 	return res, nil
 }
+
+// errDryRun ends a transaction whose function succeeded without writing
+// anything: UpdateContinuity's check that a command will not be refused.
+var errDryRun = errors.New("dry run")
 
 // continuityTx is UpdateContinuity's transaction: fn's events, then the
 // refresh of CONTINUITY.md and learnings-index.md. It leaves the result and
@@ -261,49 +294,6 @@ func (v *Vault) continuityTx(opts ContinuityOptions, resp **ContinuityResult, ct
 	})
 }
 
-// continuityHeadState is the head bookkeeping of CONTINUITY.md.
-type continuityHeadState struct {
-	blob      string
-	rendered  bool
-	deferred  []string // head.deferred ids pending
-	tokens    map[string]bool
-	conflicts []string
-}
-
-// add folds one event into the bookkeeping when it is a head event of
-// CONTINUITY.md; every row counts, retracted or not, as for any head.
-func (h *continuityHeadState) add(ev *Event) {
-	if !strings.HasPrefix(ev.Kind, "head.") || headOf(ev.Data) != ContinuityHead {
-		return
-	}
-	switch ev.Kind {
-	case KindHeadRendered:
-		var d struct {
-			Blob      string `json:"blob"`
-			Conflicts int    `json:"conflicts"`
-		}
-		_ = json.Unmarshal(ev.Data, &d)
-		h.blob, h.rendered = d.Blob, true
-		h.deferred, h.tokens = nil, map[string]bool{}
-		if d.Conflicts == 0 {
-			h.conflicts = nil
-		}
-	case KindHeadDeferred:
-		h.deferred = append(h.deferred, ev.ID)
-		var d struct {
-			Holder struct {
-				Token string `json:"token"`
-			} `json:"holder"`
-		}
-		_ = json.Unmarshal(ev.Data, &d)
-		h.tokens[d.Holder.Token] = true
-	case KindHeadConflict:
-		h.conflicts = append(h.conflicts, ev.ID)
-	case KindHeadResolved:
-		h.conflicts = nil
-	}
-}
-
 // refresh renders CONTINUITY.md and merges it into the file; it also
 // rewrites learnings-index.md when its content changed.
 func (ct *ContinuityTx) refresh(cfg ContinuityConfig, trigger string, holder *HeadLease) error {
@@ -315,7 +305,7 @@ func (ct *ContinuityTx) refresh(cfg ContinuityConfig, trigger string, holder *He
 	// they are rendered from the state with this transaction's events.
 	var index []byte
 	var doc *ContinuityDoc
-	var hs continuityHeadState
+	var hs headBook
 	learnings := 0
 	if len(ct.events) == 0 {
 		sum, err := ct.st.summary(cfg.Budgets["index"], cfg.Words)
@@ -334,143 +324,44 @@ func (ct *ContinuityTx) refresh(cfg ContinuityConfig, trigger string, holder *He
 		}
 	}
 	rel := mustRel(ContinuityHead)
-	renderedRel := mustRel(renderedDir, ContinuityHead)
 	if holder != nil {
 		ct.res.Head, ct.res.Holder = "deferred", holder
-		if !hs.tokens[holder.Token] {
-			d, _ := json.Marshal(map[string]any{"head": ContinuityHead, "trigger": trigger, "holder": holder})
-			ct.Append(&Event{Kind: KindHeadDeferred, Source: "continuity", Data: d, Text: ContinuityHead + ": lease held by " + holder.String()})
-		}
+		deferHead(ct.Tx, rel, "", "continuity", trigger, holder, hs)
 		return nil
 	}
 	ct.res.Omitted = doc.Omitted
-	theirs := doc.Bytes
-	theirsBlob := blobHash(theirs)
-	var ours, result []byte
-	var conflicts []merge.SectionConflict
-	exists, whole := false, ""
-	status := ""
-	for attempt := 0; ; attempt++ {
-		conflicts, whole = nil, ""
-		data, err := os.ReadFile(v.abs(rel))
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			exists, ours = false, nil
-		case err != nil:
-			return ioErr("read "+ContinuityHead, err)
-		default:
-			exists, ours = true, data
-		}
-		if exists && theirsBlob == hs.blob && len(hs.deferred) == 0 && v.exists(renderedRel) {
-			ct.res.Head = "unchanged"
-			return nil
-		}
-		switch {
-		case !exists:
-			result, status = theirs, "rendered"
-			if hs.rendered {
-				status = "recreated"
-			}
-		case hasConflictMarkers(ours):
-			result, whole = ours, "the file holds conflict markers; it was left as it is"
-		default:
-			base := v.baseOf(hs.blob, renderedRel)
-			if base == nil && !hs.rendered {
-				// Never rendered: the file came from `memvault edit`'s
-				// template, so that is what an untouched section looks like.
-				base = templateBase(ours)
-			}
-			m, err := merge.Markdown(base, ours, theirs, merge.MarkdownOptions{AppendOnly: []string{SecCompleted},
-				Options: merge.Options{OursLabel: "your edit", BaseLabel: "last render", TheirsLabel: "new render"}})
-			if err != nil {
-				return fmt.Errorf("merge %s: %w", ContinuityHead, err)
-			}
-			result, conflicts = m.Merged, m.Sections
-		}
-		again, _ := os.ReadFile(v.abs(rel))
-		if !exists || bytes.Equal(again, ours) || attempt >= 5 {
-			break
-		}
+	m, err := v.mergeInto(ct.Tx, headMerge{rel: rel, source: "continuity", trigger: trigger, theirs: doc.Bytes,
+		size: map[string]any{"words": doc.Words}, book: hs, appendOnly: []string{SecCompleted},
+		template: templateBase, fit: func(result []byte) []byte { return ct.fitCap(result, doc.Bytes, cfg.Words) }})
+	if err != nil {
+		return err
 	}
-	if exists {
-		if changed, err := v.uncommitted(rel); err != nil {
-			return err
-		} else if changed {
-			d, _ := json.Marshal(map[string]string{"head": ContinuityHead, "blob": blobHash(ours), "via": "continuity"})
-			ct.Append(&Event{Kind: KindHeadEdited, Text: "hand edit of " + ContinuityHead, Data: d, Source: "continuity"})
-			ct.say("your uncommitted edit of %s is recorded in this commit", ContinuityHead)
-		}
-	}
-	// The cap: the render fits by construction, so only hand-written lines
-	// can push the file over. They move to the ledger, last first.
-	if countWords(string(result)) > cfg.Words && whole == "" {
-		var moved []map[string]string
-		result, moved = rotateHandLines(result, theirs, cfg.Words)
-		if len(moved) > 0 {
-			ct.res.Rotated = len(moved)
-			var texts []string
-			for _, m := range moved {
-				texts = append(texts, m["text"])
-			}
-			ct.append(KindContinuityRotated, strings.Join(texts, "\n"), map[string]any{"head": ContinuityHead, "lines": moved})
-			ct.say("%d hand-written line(s) moved from %s to the ledger to keep it under %d words (memvault ledger --kind %s)",
-				len(moved), ContinuityHead, cfg.Words, KindContinuityRotated)
-		}
-		if countWords(string(result)) > cfg.Words {
-			ct.warn("%s: %d words, over its cap of %d: the excess is in sections you marked memvault:keep", ContinuityHead, countWords(string(result)), cfg.Words)
-		}
-	}
-	if status == "" {
-		switch {
-		case whole != "" || len(conflicts) > 0:
-			status = "conflict"
-		case bytes.Equal(result, theirs):
-			status = "rendered"
-		default:
-			status = "merged"
-		}
-	}
-	ct.res.Head = status
-	if !exists || !bytes.Equal(result, ours) {
-		ct.WriteFileIfUnchanged(rel, result, ours, exists)
-	}
-	if theirsBlob != hs.blob || !v.exists(renderedRel) {
-		ct.WriteFile(renderedRel, theirs)
-	}
-	n := len(conflicts)
-	if whole != "" {
-		n = 1
-	}
-	d, _ := json.Marshal(map[string]any{"head": ContinuityHead, "blob": theirsBlob, "file": blobHash(result),
-		"trigger": trigger, "words": doc.Words, "conflicts": n})
-	links := hs.deferred
-	if n == 0 {
-		links = append(links, hs.conflicts...)
-	}
-	ct.Append(&Event{Kind: KindHeadRendered, Text: ContinuityHead + ": " + status, Data: d, Links: links, Source: "continuity"})
-	if n > 0 {
-		type sec struct {
-			Heading string `json:"heading"`
-			Kind    string `json:"kind"`
-			Whole   bool   `json:"whole_file,omitempty"`
-			Theirs  string `json:"theirs"`
-		}
-		var secs []sec
-		var names []string
-		if whole != "" {
-			secs = append(secs, sec{Kind: whole, Whole: true, Theirs: string(theirs)})
-			names = append(names, "(whole file)")
-		}
-		for _, c := range conflicts {
-			secs = append(secs, sec{Heading: c.Heading, Kind: c.Kind.String(), Theirs: string(c.Theirs)})
-			names = append(names, c.Heading)
-		}
-		ct.res.Conflicts = names
-		cd, _ := json.Marshal(map[string]any{"head": ContinuityHead, "rendered": theirsBlob, "base": hs.blob, "sections": secs})
-		ct.Append(&Event{Kind: KindHeadConflict, Source: "continuity", Data: cd,
-			Text: fmt.Sprintf("%s: your text kept in %s; the render's version is in this event", ContinuityHead, strings.Join(names, "; "))})
-	}
+	ct.res.Head, ct.res.Conflicts = m.status, m.sections
 	return nil
+}
+
+// fitCap keeps CONTINUITY.md under its word cap. The render fits by
+// construction, so only hand-written lines can push the file over: they
+// move to the ledger (continuity.rotated), last first.
+func (ct *ContinuityTx) fitCap(result, rendered []byte, capWords int) []byte {
+	if countWords(string(result)) <= capWords {
+		return result
+	}
+	result, moved := rotateHandLines(result, rendered, capWords)
+	if len(moved) > 0 {
+		ct.res.Rotated = len(moved)
+		var texts []string
+		for _, m := range moved {
+			texts = append(texts, m["text"])
+		}
+		ct.append(KindContinuityRotated, strings.Join(texts, "\n"), map[string]any{"head": ContinuityHead, "lines": moved})
+		ct.say("%d hand-written line(s) moved from %s to the ledger to keep it under %d words (memvault ledger --kind %s)",
+			len(moved), ContinuityHead, capWords, KindContinuityRotated)
+	}
+	if n := countWords(string(result)); n > capWords {
+		ct.warn("%s: %d words, over its cap of %d: the excess is in sections you marked memvault:keep", ContinuityHead, n, capWords)
+	}
+	return result
 }
 
 // templateBase is the base of the first merge of a file that was never

@@ -1,7 +1,6 @@
 package vault
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/render"
 )
 
@@ -377,12 +375,8 @@ type RefreshReport struct {
 	Warnings []string      `json:"warnings,omitempty"`
 }
 
-// Test hooks: called after the leases are taken, and after a merge before
-// the file is checked for edits made while merging.
-var (
-	testHookLeased func(heads []string)
-	testHookMerged func(head string)
-)
+// testHookLeased is called after the leases are taken.
+var testHookLeased func(heads []string)
 
 // Refresh renders the selected heads, merges them with hand edits and
 // commits the result. Heads with a pending deferred refresh are always
@@ -450,38 +444,16 @@ func (v *Vault) Refresh(opts RefreshOptions) (*RefreshReport, error) {
 
 	// Hand edits that nobody committed are committed first, on their own,
 	// so that history shows the person's edit and the refresh separately.
-	var dirty []headTarget
+	// A head someone else holds is theirs to commit.
+	var mine []headTarget
 	for _, t := range targets {
-		if leases[t.rel.String()] == nil {
-			continue
-		}
-		if changed, err := v.uncommitted(t.rel); err != nil {
-			return nil, err
-		} else if changed {
-			dirty = append(dirty, t)
+		if leases[t.rel.String()] != nil {
+			mine = append(mine, t)
 		}
 	}
-	handEdits := map[string]bool{}
-	if len(dirty) > 0 {
-		_, err := v.Update(opts.TxOptions, func(tx *Tx) error {
-			var paths []string
-			for _, t := range dirty {
-				data, err := os.ReadFile(v.abs(t.rel))
-				if err != nil {
-					return ioErr("read "+t.rel.String(), err)
-				}
-				tx.CommitFile(t.rel) // not written back: the person may save again meanwhile
-				d, _ := json.Marshal(map[string]string{"head": t.rel.String(), "blob": blobHash(data), "via": "refresh"})
-				tx.Append(&Event{Kind: KindHeadEdited, Thread: t.thread, Text: "hand edit of " + t.rel.String(), Data: d, Source: "refresh"})
-				paths = append(paths, t.rel.String())
-				handEdits[t.rel.String()] = true
-			}
-			tx.Subject("head.edited: hand edit of " + strings.Join(paths, ", "))
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+	handEdits, err := v.commitHandEdits(opts.TxOptions, mine, "refresh")
+	if err != nil {
+		return nil, err
 	}
 
 	// A person who saves a head while it is being merged makes the write
@@ -518,13 +490,9 @@ func (v *Vault) refreshTx(opts RefreshOptions, cfg HeadsConfig, targets []headTa
 			if holder := busy[head]; holder != nil {
 				out := HeadOutcome{Head: head, Status: "deferred", Holder: holder}
 				rep.Heads = append(rep.Heads, out)
-				if pendingBy(vw.heads[head], holder.Token) {
-					continue // already recorded; one event per holder is enough
+				if deferHead(tx, t.rel, t.thread, "refresh", opts.Trigger, holder, vw.heads[head].book()) {
+					subject = append(subject, head+" deferred")
 				}
-				d, _ := json.Marshal(map[string]any{"head": head, "trigger": opts.Trigger, "holder": holder})
-				tx.Append(&Event{Kind: KindHeadDeferred, Thread: t.thread, Source: "refresh", Data: d,
-					Text: head + ": lease held by " + holder.String()})
-				subject = append(subject, head+" deferred")
 				continue
 			}
 			if tk := took[head]; tk != nil {
@@ -548,24 +516,6 @@ func (v *Vault) refreshTx(opts RefreshOptions, cfg HeadsConfig, targets []headTa
 		}
 		return nil
 	})
-}
-
-func pendingBy(h *HeadState, token string) bool {
-	if h == nil {
-		return false
-	}
-	for _, d := range h.Deferred {
-		var data struct {
-			Holder struct {
-				Token string `json:"token"`
-			} `json:"holder"`
-		}
-		_ = json.Unmarshal(d.Data, &data)
-		if data.Holder.Token == token {
-			return true
-		}
-	}
-	return false
 }
 
 // RunDeferred retries every head whose refresh was deferred. It is what a
@@ -654,137 +604,12 @@ func (v *Vault) refreshOne(tx *Tx, vw *headView, t headTarget, trigger string) (
 	if err != nil {
 		return nil, err
 	}
-	theirs := doc.Bytes
-	theirsBlob := blobHash(theirs)
-	hs := vw.heads[head]
-	baseBlob := hs.blob()
-	out := &HeadOutcome{Head: head, Report: &doc.Report}
-	renderedRel := mustRel(renderedDir, head)
-	var pending []string
-	if hs != nil {
-		for _, d := range hs.Deferred {
-			pending = append(pending, d.ID)
-		}
+	m, err := v.mergeInto(tx, headMerge{rel: t.rel, thread: t.thread, source: "refresh", trigger: trigger,
+		theirs: doc.Bytes, size: map[string]any{"tokens": doc.Report.Tokens}, book: vw.heads[head].book()})
+	if err != nil {
+		return nil, err
 	}
-
-	var result, ours []byte
-	var conflicts []merge.SectionConflict
-	var wholeFile string
-	exists := false
-	for attempt := 0; ; attempt++ {
-		wholeFile = ""
-		conflicts = nil
-		data, err := os.ReadFile(v.abs(t.rel))
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			exists, ours = false, nil
-		case err != nil:
-			return nil, ioErr("read "+head, err)
-		default:
-			exists, ours = true, data
-		}
-		if exists && theirsBlob == baseBlob && len(pending) == 0 && v.exists(renderedRel) {
-			out.Status = "unchanged"
-			return out, nil
-		}
-		switch {
-		case !exists:
-			result = theirs
-			out.Status = "rendered"
-			if baseBlob != "" {
-				out.Status = "recreated"
-			}
-		case hasConflictMarkers(ours):
-			result = ours
-			wholeFile = "the file holds conflict markers; it was left as it is"
-		default:
-			base := v.baseOf(baseBlob, renderedRel)
-			m, err := merge.Markdown(base, ours, theirs, merge.MarkdownOptions{Options: merge.Options{
-				OursLabel: "your edit", BaseLabel: "last render", TheirsLabel: "new render"}})
-			if err != nil {
-				return nil, fmt.Errorf("merge %s: %w", head, err)
-			}
-			result, conflicts = m.Merged, m.Sections
-		}
-		if testHookMerged != nil {
-			testHookMerged(head)
-		}
-		// A person may have saved the file while it was being merged: if
-		// it changed, merge again with what they saved.
-		again, _ := os.ReadFile(v.abs(t.rel))
-		if !exists || bytes.Equal(again, ours) || attempt >= 5 {
-			break
-		}
-	}
-	if out.Status == "" {
-		switch {
-		case wholeFile != "" || len(conflicts) > 0:
-			out.Status = "conflict"
-		case bytes.Equal(result, theirs):
-			out.Status = "rendered"
-		default:
-			out.Status = "merged"
-		}
-	}
-	if !exists || !bytes.Equal(result, ours) {
-		tx.WriteFileIfUnchanged(t.rel, result, ours, exists)
-	}
-	if theirsBlob != baseBlob || !v.exists(renderedRel) {
-		tx.WriteFile(renderedRel, theirs)
-	}
-	nConflicts := len(conflicts)
-	if wholeFile != "" {
-		nConflicts = 1
-	}
-	d, _ := json.Marshal(map[string]any{"head": head, "blob": theirsBlob, "file": blobHash(result),
-		"trigger": trigger, "tokens": doc.Report.Tokens, "conflicts": nConflicts})
-	text := head + ": " + out.Status
-	if len(pending) > 0 {
-		text += fmt.Sprintf(" (retry of %d deferred)", len(pending))
-		out.Retried = pending
-	}
-	links := pending
-	if nConflicts == 0 && hs != nil {
-		for _, c := range hs.Conflicts {
-			links = append(links, c.ID)
-		}
-	}
-	tx.Append(&Event{Kind: KindHeadRendered, Thread: t.thread, Text: text, Data: d, Links: links, Source: "refresh"})
-	if nConflicts > 0 {
-		type sec struct {
-			Heading string `json:"heading"`
-			Kind    string `json:"kind"`
-			Whole   bool   `json:"whole_file,omitempty"`
-			Theirs  string `json:"theirs"`
-		}
-		var secs []sec
-		var names []string
-		if wholeFile != "" {
-			secs = append(secs, sec{Kind: wholeFile, Whole: true, Theirs: string(theirs)})
-			names = append(names, "(whole file)")
-		}
-		for _, c := range conflicts {
-			secs = append(secs, sec{Heading: c.Heading, Kind: c.Kind.String(), Theirs: string(c.Theirs)})
-			names = append(names, c.Heading)
-		}
-		out.Sections = names
-		cd, _ := json.Marshal(map[string]any{"head": head, "rendered": theirsBlob, "base": baseBlob, "sections": secs})
-		tx.Append(&Event{Kind: KindHeadConflict, Thread: t.thread, Source: "refresh", Data: cd,
-			Text: fmt.Sprintf("%s: your text kept in %s; the render's version is in this event", head, strings.Join(names, "; "))})
-	}
-	return out, nil
-}
-
-// hasConflictMarkers reports lines that look like leftover conflict
-// markers: merging around them would bury them deeper.
-func hasConflictMarkers(b []byte) bool {
-	for _, l := range bytes.Split(b, []byte("\n")) {
-		if bytes.HasPrefix(l, []byte("<<<<<<< ")) || bytes.HasPrefix(l, []byte(">>>>>>> ")) ||
-			bytes.Equal(bytes.TrimRight(l, "\r"), []byte("<<<<<<<")) || bytes.Equal(bytes.TrimRight(l, "\r"), []byte(">>>>>>>")) {
-			return true
-		}
-	}
-	return false
+	return &HeadOutcome{Head: head, Report: &doc.Report, Status: m.status, Sections: m.sections, Retried: m.retried}, nil
 }
 
 func blobHash(data []byte) string { return plumbing.ComputeHash(plumbing.BlobObject, data).String() }

@@ -1,0 +1,317 @@
+package vault
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/memvault/memvault/merge"
+)
+
+// The one pipeline that writes a head file. MEMORY.md, the thread heads and
+// CONTINUITY.md are all rendered views merged with what people wrote into
+// them, and all of them go through the same steps:
+//
+//	commitHandEdits  an edit nobody committed is committed first, on its
+//	                 own (head.edited), so history tells the person's
+//	                 change from memvault's
+//	deferHead        a head whose lease someone else holds is left alone;
+//	                 one head.deferred per holder asks for a retry
+//	mergeInto        read the file, three-way merge it (base: the last
+//	                 render, ours: the file, theirs: the new render), again
+//	                 if a person saved meanwhile, queue a write guarded
+//	                 against a later save, then head.rendered and, when a
+//	                 section could not be merged, head.conflict
+//
+// What differs between heads is data, not code: the source recorded in the
+// events, the sections that only grow, the base of a file never rendered
+// (CONTINUITY.md made from `memvault edit`'s template), and a last step that
+// fits the merged file under a cap (CONTINUITY.md's word cap).
+
+// headBook is what the pipeline needs to know of a head's history: its last
+// render and what is still pending for it.
+type headBook struct {
+	blob      string          // the git blob of the last render ("" when none)
+	rendered  bool            // a head.rendered exists
+	deferred  []string        // ids of the head.deferred events since then
+	tokens    map[string]bool // the lease tokens of their holders
+	conflicts []string        // ids of head.conflict events not resolved
+}
+
+// add folds one head event of this head into the book. It is the fold
+// applyHeadEvent makes of every head; TestHeadBookFoldsLikeHeadState holds
+// the two to the same answer.
+func (h *headBook) add(ev *Event) {
+	switch ev.Kind {
+	case KindHeadRendered:
+		var d struct {
+			Blob      string `json:"blob"`
+			Conflicts int    `json:"conflicts"`
+		}
+		_ = json.Unmarshal(ev.Data, &d)
+		h.blob, h.rendered = d.Blob, true
+		h.deferred, h.tokens = nil, map[string]bool{}
+		if d.Conflicts == 0 {
+			h.conflicts = nil
+		}
+	case KindHeadDeferred:
+		h.deferred = append(h.deferred, ev.ID)
+		if h.tokens == nil {
+			h.tokens = map[string]bool{}
+		}
+		h.tokens[holderToken(ev.Data)] = true
+	case KindHeadConflict:
+		h.conflicts = append(h.conflicts, ev.ID)
+	case KindHeadResolved:
+		h.conflicts = nil
+	}
+}
+
+// book is the pipeline's view of a head's bookkeeping.
+func (h *HeadState) book() headBook {
+	b := headBook{tokens: map[string]bool{}}
+	if h == nil {
+		return b
+	}
+	if h.LastRendered != nil {
+		b.blob, b.rendered = h.blob(), true
+	}
+	for _, d := range h.Deferred {
+		b.deferred = append(b.deferred, d.ID)
+		b.tokens[holderToken(d.Data)] = true
+	}
+	for _, c := range h.Conflicts {
+		b.conflicts = append(b.conflicts, c.ID)
+	}
+	return b
+}
+
+func holderToken(data json.RawMessage) string {
+	var d struct {
+		Holder struct {
+			Token string `json:"token"`
+		} `json:"holder"`
+	}
+	_ = json.Unmarshal(data, &d)
+	return d.Holder.Token
+}
+
+// headMerge describes the refresh of one head file.
+type headMerge struct {
+	rel     RelPath
+	thread  string // the thread a thread head belongs to, for the events
+	source  string // the events' source: "refresh" or "continuity"
+	trigger string // what asked for the refresh, recorded in head.rendered
+	theirs  []byte // the new render
+	// size is recorded in head.rendered's data beside the blobs: the
+	// render's tokens for a head, its words for CONTINUITY.md.
+	size       map[string]any
+	book       headBook
+	appendOnly []string // sections merged as a union of lines
+	// template, when set, is the base of a file that was never rendered:
+	// the text a person started from.
+	template func(ours []byte) []byte
+	// fit, when set, may shorten the result before it is written; a file
+	// left as it is (it holds conflict markers) is never passed to it.
+	fit func(result []byte) []byte
+}
+
+// mergeOutcome is what mergeInto did to a head.
+type mergeOutcome struct {
+	status   string   // rendered, recreated, merged, conflict, unchanged
+	sections []string // the sections left in conflict; "(whole file)" when the file was left as it is
+	retried  []string // the head.deferred events this refresh settled
+}
+
+// testHookMerged is called after a merge, before the file is read again
+// for a save made while merging.
+var testHookMerged func(head string)
+
+// mergeInto merges the new render of m.rel with the file and queues, in tx,
+// the write and the events that record it.
+func (v *Vault) mergeInto(tx *Tx, m headMerge) (mergeOutcome, error) {
+	head := m.rel.String()
+	renderedRel := mustRel(renderedDir, head)
+	theirsBlob := blobHash(m.theirs)
+	var out mergeOutcome
+	var result, ours []byte
+	var conflicts []merge.SectionConflict
+	var whole string
+	exists := false
+	for attempt := 0; ; attempt++ {
+		whole, conflicts = "", nil
+		data, err := os.ReadFile(v.abs(m.rel))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			exists, ours = false, nil
+		case err != nil:
+			return out, ioErr("read "+head, err)
+		default:
+			exists, ours = true, data
+		}
+		if exists && theirsBlob == m.book.blob && len(m.book.deferred) == 0 && v.exists(renderedRel) {
+			out.status = "unchanged"
+			return out, nil
+		}
+		switch {
+		case !exists:
+			result = m.theirs
+			out.status = "rendered"
+			if m.book.rendered {
+				out.status = "recreated"
+			}
+		case hasConflictMarkers(ours):
+			result, whole = ours, "the file holds conflict markers; it was left as it is"
+		default:
+			base := v.baseOf(m.book.blob, renderedRel)
+			if base == nil && !m.book.rendered && m.template != nil {
+				base = m.template(ours)
+			}
+			res, err := merge.Markdown(base, ours, m.theirs, merge.MarkdownOptions{AppendOnly: m.appendOnly,
+				Options: merge.Options{OursLabel: "your edit", BaseLabel: "last render", TheirsLabel: "new render"}})
+			if err != nil {
+				return out, fmt.Errorf("merge %s: %w", head, err)
+			}
+			result, conflicts = res.Merged, res.Sections
+		}
+		if testHookMerged != nil {
+			testHookMerged(head)
+		}
+		// A person may have saved the file while it was being merged: if
+		// it changed, merge again with what they saved.
+		again, _ := os.ReadFile(v.abs(m.rel))
+		if !exists || bytes.Equal(again, ours) || attempt >= 5 {
+			break
+		}
+	}
+	if m.fit != nil && whole == "" {
+		result = m.fit(result)
+	}
+	if out.status == "" {
+		switch {
+		case whole != "" || len(conflicts) > 0:
+			out.status = "conflict"
+		case bytes.Equal(result, m.theirs):
+			out.status = "rendered"
+		default:
+			out.status = "merged"
+		}
+	}
+	if !exists || !bytes.Equal(result, ours) {
+		tx.WriteFileIfUnchanged(m.rel, result, ours, exists)
+	}
+	if theirsBlob != m.book.blob || !v.exists(renderedRel) {
+		tx.WriteFile(renderedRel, m.theirs)
+	}
+	n := len(conflicts)
+	if whole != "" {
+		n = 1
+	}
+	data := map[string]any{"head": head, "blob": theirsBlob, "file": blobHash(result), "trigger": m.trigger, "conflicts": n}
+	for k, x := range m.size {
+		data[k] = x
+	}
+	d, _ := json.Marshal(data)
+	text := head + ": " + out.status
+	if len(m.book.deferred) > 0 {
+		text += fmt.Sprintf(" (retry of %d deferred)", len(m.book.deferred))
+		out.retried = append([]string(nil), m.book.deferred...)
+	}
+	links := append([]string(nil), m.book.deferred...)
+	if n == 0 {
+		links = append(links, m.book.conflicts...)
+	}
+	tx.Append(&Event{Kind: KindHeadRendered, Thread: m.thread, Text: text, Data: d, Links: links, Source: m.source})
+	if n == 0 {
+		return out, nil
+	}
+	type sec struct {
+		Heading string `json:"heading"`
+		Kind    string `json:"kind"`
+		Whole   bool   `json:"whole_file,omitempty"`
+		Theirs  string `json:"theirs"`
+	}
+	var secs []sec
+	if whole != "" {
+		secs = append(secs, sec{Kind: whole, Whole: true, Theirs: string(m.theirs)})
+		out.sections = append(out.sections, "(whole file)")
+	}
+	for _, c := range conflicts {
+		secs = append(secs, sec{Heading: c.Heading, Kind: c.Kind.String(), Theirs: string(c.Theirs)})
+		out.sections = append(out.sections, c.Heading)
+	}
+	cd, _ := json.Marshal(map[string]any{"head": head, "rendered": theirsBlob, "base": m.book.blob, "sections": secs})
+	tx.Append(&Event{Kind: KindHeadConflict, Thread: m.thread, Source: m.source, Data: cd,
+		Text: fmt.Sprintf("%s: your text kept in %s; the render's version is in this event", head, strings.Join(out.sections, "; "))})
+	return out, nil
+}
+
+// deferHead records that a head's refresh met a lease held by someone
+// else. One head.deferred per holder is enough: it reports false when the
+// holder's deferral is already on record.
+func deferHead(tx *Tx, rel RelPath, thread, source, trigger string, holder *HeadLease, book headBook) bool {
+	if book.tokens[holder.Token] {
+		return false
+	}
+	head := rel.String()
+	d, _ := json.Marshal(map[string]any{"head": head, "trigger": trigger, "holder": holder})
+	tx.Append(&Event{Kind: KindHeadDeferred, Thread: thread, Source: source, Data: d,
+		Text: head + ": lease held by " + holder.String()})
+	return true
+}
+
+// commitHandEdits commits, on its own, each of targets whose file differs
+// from what the branch holds: a person's edit nobody committed. The file
+// is committed as it is on disk when the commit is made, not as read here,
+// since the person may save again meanwhile. It returns the heads it
+// committed. via names the step that found them, for head.edited.
+func (v *Vault) commitHandEdits(opts TxOptions, targets []headTarget, via string) (map[string]bool, error) {
+	var dirty []headTarget
+	for _, t := range targets {
+		if changed, err := v.uncommitted(t.rel); err != nil {
+			return nil, err
+		} else if changed {
+			dirty = append(dirty, t)
+		}
+	}
+	edited := map[string]bool{}
+	if len(dirty) == 0 {
+		return edited, nil
+	}
+	_, err := v.Update(opts, func(tx *Tx) error {
+		var paths []string
+		for _, t := range dirty {
+			data, err := os.ReadFile(v.abs(t.rel))
+			if err != nil {
+				return ioErr("read "+t.rel.String(), err)
+			}
+			tx.CommitFile(t.rel)
+			d, _ := json.Marshal(map[string]string{"head": t.rel.String(), "blob": blobHash(data), "via": via})
+			tx.Append(&Event{Kind: KindHeadEdited, Thread: t.thread, Text: "hand edit of " + t.rel.String(), Data: d, Source: via})
+			paths = append(paths, t.rel.String())
+			edited[t.rel.String()] = true
+		}
+		tx.Subject("head.edited: hand edit of " + strings.Join(paths, ", "))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return edited, nil
+}
+
+// hasConflictMarkers reports lines that look like leftover conflict
+// markers: merging around them would bury them deeper.
+func hasConflictMarkers(b []byte) bool {
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if bytes.HasPrefix(l, []byte("<<<<<<< ")) || bytes.HasPrefix(l, []byte(">>>>>>> ")) ||
+			bytes.Equal(bytes.TrimRight(l, "\r"), []byte("<<<<<<<")) || bytes.Equal(bytes.TrimRight(l, "\r"), []byte(">>>>>>>")) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,63 @@
+package vault
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+// TestHeadBookFoldsLikeHeadState holds the two folds of head events to one
+// answer: the heads' bookkeeping (applyHeadEvent, what status shows and a
+// refresh of MEMORY.md or a thread head reads) and CONTINUITY.md's, kept
+// inside the protocol's derived state. Both feed the same mergeInto, so
+// a difference would make one file's refresh settle what the other's
+// leaves pending.
+func TestHeadBookFoldsLikeHeadState(t *testing.T) {
+	kinds := []string{KindHeadRendered, KindHeadDeferred, KindHeadConflict, KindHeadResolved, KindHeadEdited, KindHeadTakeover}
+	for seed := uint64(0); seed < 500; seed++ {
+		r := rand.New(rand.NewPCG(seed, 7))
+		heads := map[string]*HeadState{}
+		book := headBook{tokens: map[string]bool{}}
+		n := r.IntN(12)
+		var trail []string
+		for i := 0; i < n; i++ {
+			kind := kinds[r.IntN(len(kinds))]
+			data := map[string]any{"head": ContinuityHead}
+			switch kind {
+			case KindHeadRendered:
+				data["blob"] = fmt.Sprintf("%040d", r.IntN(3))
+				data["conflicts"] = r.IntN(2)
+			case KindHeadDeferred:
+				data["holder"] = map[string]string{"token": fmt.Sprintf("t%d", r.IntN(3))}
+			}
+			raw, _ := json.Marshal(data)
+			ev := &Event{ID: fmt.Sprintf("e_%d", i), Kind: kind, Data: raw}
+			trail = append(trail, kind)
+			applyHeadEvent(heads, &Row{Event: ev}, i)
+			book.add(ev)
+			want := heads[ContinuityHead].book()
+			if !sameBook(book, want) {
+				t.Fatalf("seed %d after %v:\n book      %+v\n HeadState %+v", seed, trail, book, want)
+			}
+		}
+	}
+}
+
+// sameBook compares two books, an empty list and none alike.
+func sameBook(a, b headBook) bool {
+	norm := func(h headBook) headBook {
+		if len(h.deferred) == 0 {
+			h.deferred = nil
+		}
+		if len(h.conflicts) == 0 {
+			h.conflicts = nil
+		}
+		if len(h.tokens) == 0 {
+			h.tokens = nil
+		}
+		return h
+	}
+	return reflect.DeepEqual(norm(a), norm(b))
+}

@@ -1,0 +1,216 @@
+package vault
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// The job queue holds work a hook deferred because it may not fit in the
+// time its harness gives it (a session summary, a head refresh). Each job is
+// one small JSON file in .state/jobs/, named <unix nanoseconds>-<kind>.json,
+// so the directory listing is the queue, oldest first. The queue only stores
+// and hands out jobs; what a job does is its caller's business.
+//
+// Delivery is at least once: a job leaves the queue only when its runner
+// says it is done, so a runner that crashes mid-job leaves it for the next
+// one. Jobs must therefore be idempotent. One runner at a time holds the
+// queue (a flock on .state/jobs.lock, which the kernel releases when a
+// runner dies), so two hook processes never run the same job at once, and
+// a job queued after another is never started before it.
+const (
+	jobsDir      = ".state/jobs"
+	jobsLockFile = ".state/jobs.lock"
+)
+
+// Job is one piece of deferred work. The JSON form is the file's content.
+type Job struct {
+	Kind    string `json:"kind"` // what to run: the runner's vocabulary (hooks: summarize, refresh)
+	Agent   string `json:"agent"`
+	Session string `json:"session"`
+	Thread  string `json:"thread,omitempty"`
+	Harness string `json:"harness,omitempty"`
+	On      string `json:"on,omitempty"` // the trigger that queued it, for the work's record
+
+	file string // its name in the queue, set when it is read from there
+}
+
+// jobClock hands out queue names in strictly increasing order within this
+// process, so that two jobs queued within one tick of a coarse clock keep
+// their order and neither replaces the other.
+var jobClock struct {
+	sync.Mutex
+	last int64
+}
+
+func nextJobStamp() int64 {
+	jobClock.Lock()
+	defer jobClock.Unlock()
+	now := time.Now().UnixNano()
+	if now <= jobClock.last {
+		now = jobClock.last + 1
+	}
+	jobClock.last = now
+	return now
+}
+
+// EnqueueJob adds j at the end of the queue. It is durable when EnqueueJob
+// returns: the file is written atomically and synced.
+func (v *Vault) EnqueueJob(j Job) error {
+	if err := CheckName("job kind", j.Kind); err != nil {
+		return err
+	}
+	data, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("queue %s job: %w", j.Kind, err)
+	}
+	name := fmt.Sprintf("%d-%s.json", nextJobStamp(), j.Kind)
+	return WriteFileAtomic(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name), data)
+}
+
+// PendingJobs lists the queued jobs, oldest first, without claiming them.
+// A file that is not a job is left out.
+func (v *Vault) PendingJobs() ([]Job, error) {
+	names, err := v.jobFiles()
+	if err != nil {
+		return nil, err
+	}
+	var out []Job
+	for _, name := range names {
+		if j, err := v.readJob(name); err == nil {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+// jobFiles lists the queue's file names in queue order; os.ReadDir sorts
+// by name, and names start with a fixed-width time until the year 2286.
+func (v *Vault) jobFiles() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(v.Root, filepath.FromSlash(jobsDir)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, ioErr("read "+jobsDir, err)
+	}
+	var names []string
+	for _, e := range entries {
+		// Temporary files of a write in progress start with a dot.
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".json") && !strings.HasPrefix(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+func (v *Vault) readJob(name string) (Job, error) {
+	data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name))
+	if err != nil {
+		return Job{}, ioErr("read job "+name, err)
+	}
+	var j Job
+	if err := json.Unmarshal(data, &j); err != nil {
+		return Job{}, newErr(ErrCorrupt, "job %s: %v", name, err)
+	}
+	j.file = name
+	return j, nil
+}
+
+// JobClaim is the right to run the queue's jobs, held by one runner at a
+// time. Release it when done; a crashed holder's claim ends with it.
+type JobClaim struct {
+	v    *Vault
+	fl   *flock.Flock
+	seen map[string]bool
+}
+
+// ClaimJobs takes the queue for this runner, waiting at most wait for
+// another runner to let it go, and fails with ErrBusy (see IsBusy) if none
+// did. A runner that finds the queue busy may simply leave the jobs to the
+// one running them.
+func (v *Vault) ClaimJobs(wait time.Duration) (*JobClaim, error) {
+	if err := os.MkdirAll(filepath.Join(v.Root, ".state"), dirPerm); err != nil {
+		return nil, ioErr("create .state", err)
+	}
+	// Opened read-write and never deleted, as the vault lock: deleting a
+	// lock file lets two runners hold it on two different inodes.
+	fl := flock.New(filepath.Join(v.Root, filepath.FromSlash(jobsLockFile)),
+		flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(filePerm))
+	deadline := time.Now().Add(wait)
+	for delay := time.Millisecond; ; {
+		ok, err := fl.TryLock()
+		if err != nil {
+			return nil, ioErr("lock "+jobsLockFile, err)
+		}
+		if ok {
+			return &JobClaim{v: v, fl: fl, seen: map[string]bool{}}, nil
+		}
+		if !time.Now().Before(deadline) {
+			return nil, newErr(ErrBusy, "job queue busy: another runner holds it; gave up after %s", wait)
+		}
+		time.Sleep(min(delay, time.Until(deadline)))
+		if delay < 16*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// Next returns the oldest job this claim has not handed out yet, reading
+// the queue afresh so that jobs queued meanwhile are found too; ok is false
+// when there is none. A job handed out and not marked Done stays queued for
+// the next claim, not this one, so a job that keeps failing cannot hold a
+// runner in a loop. A file that does not hold a job is removed: nothing
+// could ever run it.
+func (c *JobClaim) Next() (j Job, ok bool, err error) {
+	names, err := c.v.jobFiles()
+	if err != nil {
+		return Job{}, false, err
+	}
+	for _, name := range names {
+		if c.seen[name] {
+			continue
+		}
+		c.seen[name] = true
+		j, err := c.v.readJob(name)
+		switch {
+		case err == nil:
+			return j, true, nil
+		case errors.Is(err, ErrCorrupt):
+			_ = os.Remove(filepath.Join(c.v.Root, filepath.FromSlash(jobsDir), name))
+		case errors.Is(err, fs.ErrNotExist):
+			// Run and removed by a runner that does not take the claim
+			// (an older memvault): nothing left to do.
+		default:
+			return Job{}, false, err
+		}
+	}
+	return Job{}, false, nil
+}
+
+// Done removes j, handed out by Next, from the queue: it ran, or its
+// runner gave up on it for good.
+func (c *JobClaim) Done(j Job) error {
+	if j.file == "" || !c.seen[j.file] {
+		return newErr(ErrInvalid, "job %s %s/%s: not handed out by this claim", j.Kind, j.Agent, j.Session)
+	}
+	err := os.Remove(filepath.Join(c.v.Root, filepath.FromSlash(jobsDir), j.file))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return ioErr("remove job "+j.file, err)
+	}
+	return nil
+}
+
+// Release lets another runner claim the queue. Jobs handed out and not
+// marked Done stay queued.
+func (c *JobClaim) Release() {
+	_ = c.fl.Unlock()
+}

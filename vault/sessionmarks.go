@@ -1,0 +1,74 @@
+package vault
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// Session marks are per-session scratch state: a set of ids (the hooks keep
+// the rows and nodes a session was already shown, so a prompt does not show
+// them again). They live in .state/hooks/<hash of agent and session>.json as
+// a sorted JSON array; the hash keeps any session key a safe file name.
+// Losing them costs only a repeat, so a file that does not parse reads as
+// empty. Each session's hooks run one after another, so the read and the
+// write of AddSessionMarks need no lock.
+const hookStateDir = ".state/hooks"
+
+func (v *Vault) sessionMarksPath(t TranscriptRef) string {
+	sum := sha256.Sum256([]byte(t.Agent + "\x00" + t.Session))
+	return filepath.Join(v.Root, filepath.FromSlash(hookStateDir), hex.EncodeToString(sum[:12])+".json")
+}
+
+// SessionMarks returns the ids marked for session t, empty when none are.
+func (v *Vault) SessionMarks(t TranscriptRef) (map[string]bool, error) {
+	m := map[string]bool{}
+	data, err := os.ReadFile(v.sessionMarksPath(t))
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return m, ioErr("read session marks", err)
+	}
+	var ids []string
+	_ = json.Unmarshal(data, &ids)
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m, nil
+}
+
+// AddSessionMarks adds ids to the marks of session t.
+func (v *Vault) AddSessionMarks(t TranscriptRef, ids ...string) error {
+	m, err := v.SessionMarks(t)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		m[id] = true
+	}
+	all := make([]string, 0, len(m))
+	for id := range m {
+		all = append(all, id)
+	}
+	sort.Strings(all)
+	data, err := json.Marshal(all)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(v.sessionMarksPath(t), data)
+}
+
+// ResetSessionMarks forgets the marks of session t (the hooks do when the
+// harness compacts: what the session was shown is gone from its context).
+func (v *Vault) ResetSessionMarks(t TranscriptRef) error {
+	if err := os.Remove(v.sessionMarksPath(t)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return ioErr("reset session marks", err)
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+package vault
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// The open-sessions registry lists, per harness, the sessions that started
+// and have not ended, each as the job to queue should its end never come
+// (OpenCode has no session end; OpenClaw's needs its Gateway). It lives in
+// .state/hooks/open-<harness>.json, a JSON array of jobs, and is changed
+// only under a flock on open-<harness>.json.lock, so that two sessions
+// starting or ending at once do not each write back the list as they read
+// it, losing the other's change.
+
+// EditOpenSessions replaces the open-sessions list of harness with what
+// edit returns for the current one, under the registry's lock, waiting at
+// most wait for it. Without the lock in time it changes nothing and fails
+// with ErrBusy (see IsBusy). edit runs under the lock and should be quick.
+func (v *Vault) EditOpenSessions(harness string, wait time.Duration, edit func(open []Job) []Job) error {
+	if err := CheckName("harness", harness); err != nil {
+		return err
+	}
+	path := filepath.Join(v.Root, filepath.FromSlash(hookStateDir), "open-"+harness+".json")
+	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
+		return ioErr("create "+hookStateDir, err)
+	}
+	lk := flock.New(path + ".lock")
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	ok, err := lk.TryLockContext(ctx, 5*time.Millisecond)
+	if !ok {
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return ioErr("lock open sessions of "+harness, err)
+		}
+		return newErr(ErrBusy, "open sessions of %s: lock busy; gave up after %s", harness, wait)
+	}
+	defer lk.Unlock()
+	var open []Job
+	if data, err := os.ReadFile(path); err == nil {
+		// A list that does not parse is started afresh: it only decides
+		// which sessions get their summary early.
+		_ = json.Unmarshal(data, &open)
+	}
+	data, err := json.Marshal(edit(open))
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, data)
+}

@@ -1,0 +1,35 @@
+package vault
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// hookLogFile is where hooks report problems: a hook fails open and must
+// never print them on the harness's screen.
+const hookLogFile = ".logs/hooks.log"
+
+// AppendHookLog appends line, with the time in front and its newlines
+// flattened, as one line to the hook log of the vault at root. It takes a
+// root rather than a *Vault because a hook logs even when the vault does
+// not open. The line is written in one O_APPEND write, so lines of
+// concurrent hooks do not interleave; it is not synced: the log is for
+// people debugging, not worth a sync on the harness's clock.
+func AppendHookLog(root, line string) error {
+	path := filepath.Join(root, filepath.FromSlash(hookLogFile))
+	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
+		return ioErr("create .logs", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, filePerm)
+	if err != nil {
+		return ioErr("append "+hookLogFile, err)
+	}
+	defer f.Close()
+	text := time.Now().UTC().Format(time.RFC3339) + " " + strings.ReplaceAll(line, "\n", " ") + "\n"
+	if _, err := f.WriteString(text); err != nil {
+		return ioErr("append "+hookLogFile, err)
+	}
+	return nil
+}

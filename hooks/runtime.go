@@ -1,20 +1,14 @@
 package hooks
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
-
-	"github.com/gofrs/flock"
 
 	"github.com/memvault/memvault/transcript"
 	"github.com/memvault/memvault/vault"
@@ -391,7 +385,7 @@ func (r *Runner) compactionComplete(t vault.TranscriptRef, p Payload, thread str
 	if err != nil {
 		return err
 	}
-	r.queue(job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "compaction"})
+	r.queue(vault.Job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "compaction"})
 	return nil
 }
 
@@ -412,22 +406,22 @@ func summaryBlock(s string) string {
 // another session starts (the job runs at its first stop, compaction or
 // end). Sessions that end properly are taken off the list.
 func (r *Runner) closeEarlierSessions(t vault.TranscriptRef, thread string) {
-	r.editOpenList(func(open []job) []job {
+	r.editOpenList(func(open []vault.Job) []vault.Job {
 		for _, j := range open {
 			if j.Agent == t.Agent && j.Session == t.Session {
 				continue
 			}
 			r.queue(j)
-			r.queue(job{Kind: "refresh", Agent: j.Agent, Session: j.Session, Harness: j.Harness, On: "session-end"})
+			r.queue(vault.Job{Kind: "refresh", Agent: j.Agent, Session: j.Session, Harness: j.Harness, On: "session-end"})
 		}
-		return []job{{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name}}
+		return []vault.Job{{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name}}
 	})
 }
 
 // sessionEnded takes a session off the list of sessions that started.
 func (r *Runner) sessionEnded(t vault.TranscriptRef) {
-	r.editOpenList(func(open []job) []job {
-		var still []job
+	r.editOpenList(func(open []vault.Job) []vault.Job {
+		var still []vault.Job
 		for _, j := range open {
 			if j.Agent != t.Agent || j.Session != t.Session {
 				still = append(still, j)
@@ -437,35 +431,17 @@ func (r *Runner) sessionEnded(t vault.TranscriptRef) {
 	})
 }
 
-// editOpenList changes the list of this harness's open sessions under a
-// lock of its own, so that two sessions starting or ending at once do not
-// each write back the list as they read it, losing the other's change.
-// Without the lock in time the change is skipped and logged: the list only
-// decides which sessions to summarise early.
-func (r *Runner) editOpenList(fn func(open []job) []job) {
-	path := filepath.Join(r.V.Root, ".state", "hooks", "open-"+r.Harness.Name+".json")
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		logf(r.V, "%s open sessions: %v", r.Harness.Name, err)
-		return
-	}
-	lk := flock.New(path + ".lock")
-	ctx, cancel := context.WithTimeout(context.Background(), eventLockWait)
-	defer cancel()
-	if ok, err := lk.TryLockContext(ctx, 5*time.Millisecond); !ok {
-		why := "busy"
-		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			why = err.Error()
+// editOpenList changes the list of this harness's open sessions, which the
+// vault keeps under a lock so that two sessions starting or ending at once
+// do not lose each other's change. Without the lock in time the change is
+// skipped and logged: the list only decides which sessions to summarise
+// early.
+func (r *Runner) editOpenList(fn func(open []vault.Job) []vault.Job) {
+	if err := r.V.EditOpenSessions(r.Harness.Name, eventLockWait, fn); err != nil {
+		if vault.IsBusy(err) {
+			logf(r.V, "%s open sessions: not updated: lock busy", r.Harness.Name)
+			return
 		}
-		logf(r.V, "%s open sessions: not updated: lock %s", r.Harness.Name, why)
-		return
-	}
-	defer lk.Unlock()
-	var open []job
-	if data, err := os.ReadFile(path); err == nil {
-		_ = json.Unmarshal(data, &open)
-	}
-	data, _ := json.Marshal(fn(open))
-	if err := vault.WriteFileAtomic(path, data); err != nil {
 		logf(r.V, "%s open sessions: %v", r.Harness.Name, err)
 	}
 }
@@ -479,67 +455,44 @@ func (r *Runner) sessionEnd(t vault.TranscriptRef, p Payload, thread string) err
 	// allows a session end: queue them, and start on them at once if time
 	// is left; the next hook event of any session finishes what remains.
 	r.sessionEnded(t)
-	r.queue(job{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name})
-	r.queue(job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "session-end"})
+	r.queue(vault.Job{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name})
+	r.queue(vault.Job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "session-end"})
 	r.runJobs()
 	return nil
 }
 
-// Injection bookkeeping: which rows and nodes a session was shown, in
-// .state/hooks/, reset when the harness compacts (the context is gone).
-
-func (r *Runner) statePath(t vault.TranscriptRef) string {
-	sum := sha256.Sum256([]byte(t.Agent + "\x00" + t.Session))
-	return filepath.Join(r.V.Root, ".state", "hooks", hex.EncodeToString(sum[:12])+".json")
-}
+// Injection bookkeeping: which rows and nodes a session was shown, kept
+// as the session's marks in the vault, reset when the harness compacts (the
+// context is gone). Losing a mark costs a repeat, so failures are logged
+// and the event goes on.
 
 func (r *Runner) injected(t vault.TranscriptRef) map[string]bool {
-	var ids []string
-	if data, err := os.ReadFile(r.statePath(t)); err == nil {
-		_ = json.Unmarshal(data, &ids)
-	}
-	m := map[string]bool{}
-	for _, id := range ids {
-		m[id] = true
+	m, err := r.V.SessionMarks(t)
+	if err != nil {
+		logf(r.V, "%s session %s: what was shown: %v", r.Harness.Name, t.Session, err)
 	}
 	return m
 }
 
 func (r *Runner) markInjected(t vault.TranscriptRef, ids []string) {
-	m := r.injected(t)
-	for _, id := range ids {
-		m[id] = true
+	if err := r.V.AddSessionMarks(t, ids...); err != nil {
+		logf(r.V, "%s session %s: record what was shown: %v", r.Harness.Name, t.Session, err)
 	}
-	all := make([]string, 0, len(m))
-	for id := range m {
-		all = append(all, id)
-	}
-	sort.Strings(all)
-	data, _ := json.Marshal(all)
-	_ = vault.WriteFileAtomic(r.statePath(t), data)
 }
 
-func (r *Runner) resetInjected(t vault.TranscriptRef) { _ = os.Remove(r.statePath(t)) }
-
-// Deferred jobs, in .state/jobs/: work a hook queued because it may not fit
-// in the time the harness gives it. Each job is idempotent (summarising
-// twice finds the node made), so running one twice is harmless.
-
-type job struct {
-	Kind    string `json:"kind"` // summarize, refresh
-	Agent   string `json:"agent"`
-	Session string `json:"session"`
-	Thread  string `json:"thread,omitempty"`
-	Harness string `json:"harness,omitempty"`
-	On      string `json:"on,omitempty"`
+func (r *Runner) resetInjected(t vault.TranscriptRef) {
+	if err := r.V.ResetSessionMarks(t); err != nil {
+		logf(r.V, "%s session %s: forget what was shown: %v", r.Harness.Name, t.Session, err)
+	}
 }
 
-func (r *Runner) jobsDir() string { return filepath.Join(r.V.Root, ".state", "jobs") }
+// Deferred jobs: work a hook queued in the vault's job queue because it may
+// not fit in the time the harness gives it. Each job is idempotent
+// (summarising twice finds the node made), so a job run again after a
+// runner died in it is harmless.
 
-func (r *Runner) queue(j job) {
-	data, _ := json.Marshal(j)
-	name := fmt.Sprintf("%d-%s.json", time.Now().UnixNano(), j.Kind)
-	if err := vault.WriteFileAtomic(filepath.Join(r.jobsDir(), name), data); err != nil {
+func (r *Runner) queue(j vault.Job) {
+	if err := r.V.EnqueueJob(j); err != nil {
 		logf(r.V, "queue %s job: %v", j.Kind, err)
 	}
 }
@@ -554,29 +507,32 @@ func (r *Runner) runDeferred() {
 }
 
 // runJobs retries deferred head refreshes, then runs queued jobs, oldest
-// first, until the budget is spent.
+// first, until the budget is spent. Only one hook process runs the queue at
+// a time; another waits for it within the budget, then leaves the jobs to
+// it. A job that fails on a busy vault stays queued for the next event, and
+// so do the jobs after it; one that fails otherwise is logged and dropped.
 func (r *Runner) runJobs() {
 	r.runDeferred()
-	entries, err := os.ReadDir(r.jobsDir())
-	if err != nil {
+	wait := jobBudget - time.Since(r.Start)
+	if wait < 0 {
 		return
 	}
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".json") {
-			continue
+	claim, err := r.V.ClaimJobs(wait)
+	if err != nil {
+		if !vault.IsBusy(err) {
+			logf(r.V, "job queue: %v", err)
 		}
-		if time.Since(r.Start) > jobBudget {
+		return
+	}
+	defer claim.Release()
+	for time.Since(r.Start) <= jobBudget {
+		j, ok, err := claim.Next()
+		if err != nil {
+			logf(r.V, "job queue: %v", err)
 			return
 		}
-		p := filepath.Join(r.jobsDir(), e.Name())
-		data, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		var j job
-		if json.Unmarshal(data, &j) != nil {
-			os.Remove(p)
-			continue
+		if !ok {
+			return
 		}
 		if err := r.runJob(j); err != nil {
 			if vault.IsBusy(err) {
@@ -584,11 +540,13 @@ func (r *Runner) runJobs() {
 			}
 			logf(r.V, "job %s %s/%s: %v", j.Kind, j.Agent, j.Session, err)
 		}
-		os.Remove(p)
+		if err := claim.Done(j); err != nil {
+			logf(r.V, "job %s %s/%s: %v", j.Kind, j.Agent, j.Session, err)
+		}
 	}
 }
 
-func (r *Runner) runJob(j job) error {
+func (r *Runner) runJob(j vault.Job) error {
 	t := vault.TranscriptRef{Agent: j.Agent, Session: j.Session}
 	switch j.Kind {
 	case "summarize":
@@ -637,8 +595,8 @@ func orDefault(s, d string) string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// logf appends one line to .logs/hooks.log. Hooks report problems there,
-// never on the harness's screen.
+// logf appends one line to the vault's hook log. Hooks report problems
+// there, never on the harness's screen.
 func logf(v *vault.Vault, format string, args ...any) {
 	if v == nil {
 		return
@@ -646,19 +604,10 @@ func logf(v *vault.Vault, format string, args ...any) {
 	LogTo(v.Root, fmt.Sprintf(format, args...))
 }
 
-// LogTo appends one timestamped line to <root>/.logs/hooks.log.
-func LogTo(root, line string) {
-	dir := filepath.Join(root, ".logs")
-	if os.MkdirAll(dir, 0o700) != nil {
-		return
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "hooks.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	fmt.Fprintf(f, "%s %s\n", time.Now().UTC().Format(time.RFC3339), strings.ReplaceAll(line, "\n", " "))
-}
+// LogTo appends one timestamped line to the hook log of the vault at root
+// (.logs/hooks.log), for code that has a vault's root and no open vault.
+// A hook that cannot log has nowhere left to report it.
+func LogTo(root, line string) { _ = vault.AppendHookLog(root, line) }
 
 // lastAnswer is the text of the session's last assistant message.
 func lastAnswer(v *vault.Vault, t vault.TranscriptRef) string {

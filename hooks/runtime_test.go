@@ -26,8 +26,8 @@ func TestOpenListEditsDoNotLoseEachOther(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			r := &Runner{V: v, Harness: h, Agent: "default"}
-			r.editOpenList(func(open []job) []job {
-				return append(open, job{Kind: "summarize", Agent: "default", Session: fmt.Sprint(i)})
+			r.editOpenList(func(open []vault.Job) []vault.Job {
+				return append(open, vault.Job{Kind: "summarize", Agent: "default", Session: fmt.Sprint(i)})
 			})
 		}()
 	}
@@ -36,7 +36,7 @@ func TestOpenListEditsDoNotLoseEachOther(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var open []job
+	var open []vault.Job
 	if err := json.Unmarshal(data, &open); err != nil {
 		t.Fatal(err)
 	}

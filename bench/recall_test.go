@@ -35,7 +35,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memvault/memvault/transcript"
+	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memvault/memvault/transcript"
+	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
 )
 

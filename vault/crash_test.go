@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memvault/memvault/transcript"
+	"github.com/memvault/memvault/hooks/transcript"
 )
 
 // A memvault process killed while it held git's ref lock or index lock left

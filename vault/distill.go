@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memvault/memvault/transcript"
+	"github.com/memvault/memvault/hooks/transcript"
 )
 
 // Limits of what a session summary quotes, in runes. A summary points into

@@ -13,7 +13,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/memvault/memvault/transcript"
+	"github.com/memvault/memvault/hooks/transcript"
 )
 
 // importChunk bounds how much of a source file one transaction imports, so

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/index"
-	"github.com/memvault/memvault/transcript"
 )
 
 // Catching up: when more than catchUpBytes of the vault's files are not in

@@ -11,7 +11,7 @@ import (
 
 	"github.com/memvault/memvault/index"
 
-	"github.com/memvault/memvault/transcript"
+	"github.com/memvault/memvault/hooks/transcript"
 )
 
 func appendMessage(t *testing.T, v *Vault, session, text string) {

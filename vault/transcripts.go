@@ -18,7 +18,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/memvault/memvault/transcript"
+	"github.com/memvault/memvault/hooks/transcript"
 )
 
 // DefaultPartBytes is the size past which a transcript part is closed and

@@ -9,7 +9,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/memvault/memvault/transcript"
+	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-const fixtureDir = "../fixtures/transcripts"
+const fixtureDir = "../../fixtures/transcripts"
 
 func readFixture(t testing.TB, name string) []byte {
 	t.Helper()

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/redact"
 )
 
 // importChunk bounds how much of a source file one transaction imports, so
@@ -295,5 +296,5 @@ func (v *Vault) Redact(text string) (string, map[string]int) {
 	if v.rules == nil {
 		return text, nil
 	}
-	return transcript.Redact(text, v.rules)
+	return redact.Text(text, v.rules)
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/redact"
 )
 
 // DirName is the name of the vault folder that Find looks for.
@@ -108,7 +108,7 @@ const gitignoreText = `# Derived state: caches, locks and logs, all rebuildable 
 type Vault struct {
 	Root   string // absolute path of the .memory/ folder
 	Config Config
-	rules  *transcript.Rules // nil when redaction is off
+	rules  *redact.Rules // nil when redaction is off
 	repo   *repo
 	clock  func() time.Time // nil: time.Now; tests move time forward
 }
@@ -192,7 +192,7 @@ func (v *Vault) loadConfig() error {
 		c.Budgets.ContinuityWords = 500
 	}
 	if c.Redact.Enabled == nil || *c.Redact.Enabled {
-		rules, err := transcript.NewRules(transcript.RedactConfig{Disable: c.Redact.Disable, Extra: c.Redact.Extra})
+		rules, err := redact.NewRules(redact.Config{Disable: c.Redact.Disable, Extra: c.Redact.Extra})
 		if err != nil {
 			return &Error{Class: ErrInvalid, Msg: configFile + ": " + err.Error(), Err: err}
 		}

@@ -100,7 +100,7 @@ func TestOutsideNamesCannotEscape(t *testing.T) {
 	r.checkRepo()
 }
 
-// The secrets tried: shapes the redaction rules of hooks/transcript/redact.go
+// The secrets tried: shapes the redaction rules of vault/redact
 // know. Each needle is a part of the secret that must never be stored.
 var secrets = []struct{ text, needle string }{
 	{"AKIAIOSFODNN7EXAMPLE", "IOSFODNN7EXAMPLE"},

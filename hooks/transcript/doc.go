@@ -58,7 +58,6 @@
 // # Redaction
 //
 // Parse redacts by default (Options.NoRedact turns it off), so its output
-// can go to the vault as is. Redact does the same for any other text, such
-// as a hook payload or a ledger event. Credentials of well-known shapes are
-// replaced by "[REDACTED:<kind>]"; see DefaultRules and RedactConfig.
+// can go to the vault as is. The rules live in package vault/redact, which
+// also redacts any other text, such as a hook payload or a ledger event.
 package transcript

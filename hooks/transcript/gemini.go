@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"regexp"
 	"strings"
+	"sync"
 )
 
 // gemini reads a Gemini CLI chat file
@@ -34,7 +36,9 @@ type gemini struct {
 // geminiIDPattern finds the ids in a Gemini session record. It is compiled
 // on first use: its bounded repeat makes it the costliest pattern of the
 // package, and most commands never read a Gemini session.
-var geminiIDPattern = lazyRegexp(`"id"\s*:\s*"((?:[^"\\]|\\.){1,512})"`)
+var geminiIDPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`"id"\s*:\s*"((?:[^"\\]|\\.){1,512})"`)
+})
 
 type geminiRecord struct {
 	ID          string          `json:"id"`
@@ -66,7 +70,9 @@ type geminiPart struct {
 
 // hookContextRE matches the context Gemini CLI prepends to a prompt from a
 // hook's additionalContext.
-var hookContextRE = lazyRegexp(`(?s)^\s*<hook_context>.*?</hook_context>\s*`)
+var hookContextRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?s)^\s*<hook_context>.*?</hook_context>\s*`)
+})
 
 func (g *gemini) prime(p *parser) {
 	g.primed = true

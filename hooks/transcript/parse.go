@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memvault/memvault/vault/redact"
 )
 
 // Format names a transcript format that Parse understands.
@@ -58,7 +60,7 @@ type Cursor struct {
 type Options struct {
 	// Rules is the redaction rule set applied to every message's text and
 	// tool input and output before Parse returns it. Nil means DefaultRules.
-	Rules *Rules
+	Rules *redact.Rules
 	// NoRedact turns redaction off. Only tests and a caller that redacts by
 	// itself should set it: the vault must never see a raw secret.
 	NoRedact bool
@@ -145,7 +147,7 @@ func Parse(format Format, src io.ReaderAt, size int64, from Cursor, opts Options
 	}
 	rules := opts.Rules
 	if rules == nil {
-		rules = DefaultRules()
+		rules = redact.DefaultRules()
 	}
 	p := &parser{
 		format: format,
@@ -220,7 +222,7 @@ type parser struct {
 	format  Format
 	src     io.ReaderAt
 	start   int64 // offset the call started at
-	rules   *Rules
+	rules   *redact.Rules
 	lineNo  int
 	lineOff int64
 	part    int // messages emitted for the current line
@@ -260,14 +262,14 @@ func (p *parser) emit(m Message, srcType string) {
 
 func (p *parser) redact(m *Message) {
 	var counts map[string]int
-	m.Text, counts = Redact(m.Text, p.rules)
+	m.Text, counts = redact.Text(m.Text, p.rules)
 	addCounts(p.stats.Redacted, counts)
 	if m.Tool != nil {
 		t := *m.Tool
-		t.Output, counts = Redact(t.Output, p.rules)
+		t.Output, counts = redact.Text(t.Output, p.rules)
 		addCounts(p.stats.Redacted, counts)
 		if len(t.Input) > 0 {
-			t.Input, counts = redactJSON(t.Input, p.rules)
+			t.Input, counts = redact.JSON(t.Input, p.rules)
 			addCounts(p.stats.Redacted, counts)
 		}
 		m.Tool = &t

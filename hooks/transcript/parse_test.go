@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/memvault/memvault/vault/redact"
 )
 
 const fixtureDir = "../../fixtures/transcripts"
@@ -46,7 +48,7 @@ var fixtureCases = []fixtureCase{
 		last:     "Fake answer 5 to:  knowledge cutoff is June 2026. Today's date is 2026-11-22.",
 		ids:      []string{"fd5459cf-e6d5-4868-9abc-7c2148ddb43c", "8ff1ce4e-9e56-4049-b572-c3e59c0ae93b", "ff6b361c-134a-465a-8a82-056a5900c70e"},
 		tool:     "Bash",
-		redacted: map[string]int{KindAWSAccessKey: 1},
+		redacted: map[string]int{redact.KindAWSAccessKey: 1},
 	},
 	{
 		format: Codex, file: "codex/rollout.jsonl", lines: 53,
@@ -57,7 +59,7 @@ var fixtureCases = []fixtureCase{
 		last:     "Fake answer 5 to: after compaction, say goodbye",
 		ids:      []string{"msg_01a20169-3075-70e0-8a72-aec94462759b", "fc_fake2", "fco_01a20169-31cd-7903-b0de-f415116574bf", "msg_fake5"},
 		tool:     "exec_command",
-		redacted: map[string]int{KindGitHubToken: 2},
+		redacted: map[string]int{redact.KindGitHubToken: 2},
 	},
 	{
 		format: Gemini, file: "gemini/session.jsonl", lines: 36,
@@ -68,7 +70,7 @@ var fixtureCases = []fixtureCase{
 		last:     "Fake answer 12 to: after compression, say goodbye",
 		ids:      []string{"89dc5a40-817f-4d41-b655-550e5ec9bc69", "run_shell_command__run_shell_command_1795320061559_0", "25f62c82-9ec6-43b6-b66d-6525432412a0", "dfe648c4-b4c7-4619-b564-01517aa548fd"},
 		tool:     "run_shell_command",
-		redacted: map[string]int{KindSecretAssignment: 2},
+		redacted: map[string]int{redact.KindSecretAssignment: 2},
 	},
 	{
 		format: OpenClaw, file: "openclaw/session.jsonl", lines: 21,
@@ -91,7 +93,7 @@ var fixtureCases = []fixtureCase{
 		last:     "Done: the deploy ran with Authorization: Bearer [REDACTED:bearer-token] in the header.",
 		ids:      []string{"g-1", "g-3", "g-7"},
 		tool:     "Bash",
-		redacted: map[string]int{KindBearerToken: 1, KindAPIKey: 1},
+		redacted: map[string]int{redact.KindBearerToken: 1, redact.KindAPIKey: 1},
 	},
 }
 
@@ -381,7 +383,7 @@ func TestToolInputRedactedAsJSON(t *testing.T) {
 	if strings.Contains(res.Messages[0].Text, "abcdef0123456789") {
 		t.Fatalf("text = %q", res.Messages[0].Text)
 	}
-	if res.Stats.Redacted[KindBearerToken] != 2 || res.Stats.Redacted[KindGitHubToken] != 1 {
+	if res.Stats.Redacted[redact.KindBearerToken] != 2 || res.Stats.Redacted[redact.KindGitHubToken] != 1 {
 		t.Fatalf("redacted = %v", res.Stats.Redacted)
 	}
 }

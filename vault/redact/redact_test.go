@@ -1,4 +1,4 @@
-package transcript
+package redact
 
 import (
 	"encoding/json"
@@ -30,15 +30,15 @@ func TestRedactCases(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, counts := Redact(tc.in, DefaultRules())
+			got, counts := Text(tc.in, DefaultRules())
 			if got != tc.want {
-				t.Errorf("Redact(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+				t.Errorf("Text(%q)\n got %q\nwant %q", tc.in, got, tc.want)
 			}
 			if !maps.Equal(counts, tc.counts) {
 				t.Errorf("counts = %v, want %v", counts, tc.counts)
 			}
 			// Redacting again changes nothing.
-			if again, c := Redact(got, DefaultRules()); again != got || len(c) != 0 {
+			if again, c := Text(got, DefaultRules()); again != got || len(c) != 0 {
 				t.Errorf("second pass changed %q to %q (%v)", got, again, c)
 			}
 		})
@@ -67,21 +67,21 @@ func TestRedactProse(t *testing.T) {
 		"https://example.com/path?q=1&sort=asc",
 	}
 	for _, s := range prose {
-		if got, counts := Redact(s, DefaultRules()); got != s {
+		if got, counts := Text(s, DefaultRules()); got != s {
 			t.Errorf("prose changed:\n  in %q\n out %q (%v)", s, got, counts)
 		}
 	}
 }
 
-func TestRedactConfig(t *testing.T) {
-	rs, err := NewRules(RedactConfig{
+func TestConfig(t *testing.T) {
+	rs, err := NewRules(Config{
 		Disable: []string{KindAWSAccessKey},
 		Extra:   map[string]string{"ticket": `\bTICKET-[0-9]{4}\b`, "internal-host": `(?P<secret>[a-z]+)\.corp\.example`},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, counts := Redact("AKIAIOSFODNN7EXAMPLE TICKET-1234 db.corp.example", rs)
+	got, counts := Text("AKIAIOSFODNN7EXAMPLE TICKET-1234 db.corp.example", rs)
 	want := "AKIAIOSFODNN7EXAMPLE [REDACTED:ticket] [REDACTED:internal-host].corp.example"
 	if got != want {
 		t.Errorf("got %q, want %q", got, want)
@@ -89,7 +89,7 @@ func TestRedactConfig(t *testing.T) {
 	if !maps.Equal(counts, map[string]int{"ticket": 1, "internal-host": 1}) {
 		t.Errorf("counts = %v", counts)
 	}
-	for _, bad := range []RedactConfig{
+	for _, bad := range []Config{
 		{Disable: []string{"no-such-kind"}},
 		{Extra: map[string]string{"x": "("}},
 		{Extra: map[string]string{"x": "a*"}},
@@ -99,10 +99,10 @@ func TestRedactConfig(t *testing.T) {
 			t.Errorf("NewRules(%+v) accepted", bad)
 		}
 	}
-	if got, c := Redact("password=hunter2", nil); got != "password=hunter2" || len(c) != 0 {
+	if got, c := Text("password=hunter2", nil); got != "password=hunter2" || len(c) != 0 {
 		t.Errorf("nil rules redacted: %q", got)
 	}
-	if got, _ := Redact("password=hunter2", &Rules{}); got != "password=hunter2" {
+	if got, _ := Text("password=hunter2", &Rules{}); got != "password=hunter2" {
 		t.Errorf("empty rules redacted: %q", got)
 	}
 	if len(DefaultRules().Kinds()) != len(DefaultKinds()) {
@@ -112,7 +112,7 @@ func TestRedactConfig(t *testing.T) {
 
 func TestRedactJSONKeepsStructure(t *testing.T) {
 	in := json.RawMessage(`{"cmd":"export AWS_KEY=AKIAIOSFODNN7EXAMPLE","n":3,"list":["ok","ghp_0123456789abcdefghijABCDEFGHIJ012345"]}`)
-	out, counts := redactJSON(in, DefaultRules())
+	out, counts := JSON(in, DefaultRules())
 	var v map[string]any
 	if err := json.Unmarshal(out, &v); err != nil {
 		t.Fatalf("invalid JSON %s: %v", out, err)
@@ -124,7 +124,7 @@ func TestRedactJSONKeepsStructure(t *testing.T) {
 		t.Errorf("counts = %v", counts)
 	}
 	clean := json.RawMessage(`{"cmd":"ls"}`)
-	if out, _ := redactJSON(clean, DefaultRules()); string(out) != string(clean) {
+	if out, _ := JSON(clean, DefaultRules()); string(out) != string(clean) {
 		t.Errorf("clean input rewritten: %s", out)
 	}
 }

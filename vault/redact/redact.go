@@ -1,4 +1,10 @@
-package transcript
+// Package redact replaces credentials in text before it reaches the vault:
+// a transcript message, a hook payload, a ledger event. It is a leaf: the
+// transcript parsers and the vault both call it, so it imports neither.
+//
+// Credentials of well-known shapes are replaced by "[REDACTED:<kind>]"; see
+// DefaultRules, and Config for what memvault.toml can change.
+package redact
 
 import (
 	"encoding/json"
@@ -10,11 +16,11 @@ import (
 	"unicode"
 )
 
-// Rule is one redaction rule: text matching its pattern is replaced by
+// rule is one redaction rule: text matching its pattern is replaced by
 // "[REDACTED:<Kind>]". If the pattern has a group named "secret", only that
 // group is replaced, so "password=hunter2" keeps its key and reads
 // "password=[REDACTED:secret-assignment]".
-type Rule struct {
+type rule struct {
 	Kind string
 	// pattern is compiled on first use: the default patterns take over a
 	// millisecond to compile, which a command that never redacts (a recall,
@@ -28,12 +34,12 @@ type Rule struct {
 // Rules is an ordered set of redaction rules. The zero value redacts
 // nothing; DefaultRules is what the vault uses unless configured otherwise.
 type Rules struct {
-	rules []Rule
+	rules []rule
 }
 
-// RedactConfig is the user-facing configuration of redaction, as it appears
-// in memvault.toml.
-type RedactConfig struct {
+// Config is the user-facing configuration of redaction, as it appears in
+// memvault.toml.
+type Config struct {
 	// Disable lists default rule kinds to turn off.
 	Disable []string `toml:"disable" json:"disable,omitempty"`
 	// Extra maps a kind to an extra regular expression (RE2 syntax). A group
@@ -54,7 +60,7 @@ const (
 
 // The default patterns. Token shapes are anchored on word boundaries and a
 // minimum length so a word like "sk-ip" or "risk-free" never matches.
-var defaultRules = []Rule{
+var defaultRules = []rule{
 	{Kind: KindPrivateKey, pattern: lazyRegexp(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*)`)},
 	{Kind: KindAWSAccessKey, pattern: lazyRegexp(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`)},
 	{Kind: KindGitHubToken, pattern: lazyRegexp(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
@@ -83,9 +89,9 @@ func DefaultKinds() []string {
 	return kinds
 }
 
-// NewRules builds the rule set a RedactConfig describes: the defaults less
+// NewRules builds the rule set a Config describes: the defaults less
 // the disabled kinds, plus the extra patterns in kind order.
-func NewRules(cfg RedactConfig) (*Rules, error) {
+func NewRules(cfg Config) (*Rules, error) {
 	rs := DefaultRules()
 	for _, k := range cfg.Disable {
 		if !slices.Contains(DefaultKinds(), k) {
@@ -108,7 +114,7 @@ func NewRules(cfg RedactConfig) (*Rules, error) {
 
 // Disable removes the rules of the given kinds.
 func (rs *Rules) Disable(kinds ...string) {
-	rs.rules = slices.DeleteFunc(rs.rules, func(r Rule) bool { return slices.Contains(kinds, r.Kind) })
+	rs.rules = slices.DeleteFunc(rs.rules, func(r rule) bool { return slices.Contains(kinds, r.Kind) })
 }
 
 // Add appends a rule for kind matching pattern (RE2 syntax).
@@ -123,7 +129,7 @@ func (rs *Rules) Add(kind, pattern string) error {
 	if re.MatchString("") {
 		return fmt.Errorf("redact: rule %s: pattern matches the empty string", kind)
 	}
-	rs.rules = append(rs.rules, Rule{Kind: kind, pattern: func() *regexp.Regexp { return re }})
+	rs.rules = append(rs.rules, rule{Kind: kind, pattern: func() *regexp.Regexp { return re }})
 	return nil
 }
 
@@ -136,22 +142,27 @@ func (rs *Rules) Kinds() []string {
 	return kinds
 }
 
-// Redact replaces every match of rules in text by "[REDACTED:<kind>]" and
+// Text replaces every match of rules in text by "[REDACTED:<kind>]" and
 // returns the new text and the number of replacements per kind. Rules apply
 // in order, each to the output of the previous one, so a PEM block is gone
 // before the assignment rule looks at it. A nil rules redacts nothing.
-func Redact(text string, rules *Rules) (string, map[string]int) {
+func Text(text string, rules *Rules) (string, map[string]int) {
 	counts := map[string]int{}
-	if rules == nil || text == "" {
-		return text, counts
-	}
-	for _, r := range rules.rules {
-		text = r.apply(text, counts)
-	}
-	return text, counts
+	return rules.apply(text, counts), counts
 }
 
-func (r Rule) apply(text string, counts map[string]int) string {
+// apply redacts text and adds what it replaced to counts.
+func (rs *Rules) apply(text string, counts map[string]int) string {
+	if rs == nil || text == "" {
+		return text
+	}
+	for _, r := range rs.rules {
+		text = r.apply(text, counts)
+	}
+	return text
+}
+
+func (r rule) apply(text string, counts map[string]int) string {
 	re := r.pattern()
 	locs := re.FindAllStringSubmatchIndex(text, -1)
 	if locs == nil {
@@ -228,28 +239,21 @@ func secretLike(s string) bool {
 	return len(s) >= 12
 }
 
-// redactJSON redacts every string inside a JSON value, keeping it valid
-// JSON. Keys are left alone; a value that fails to parse is redacted as text
-// and kept as a JSON string.
-func redactJSON(v json.RawMessage, rules *Rules) (json.RawMessage, map[string]int) {
+// JSON redacts every string inside a JSON value, keeping it valid JSON, so
+// a tool call's input stays parseable. Keys are left alone; a value that
+// fails to parse is redacted as text and kept as a JSON string.
+func JSON(v json.RawMessage, rules *Rules) (json.RawMessage, map[string]int) {
 	counts := map[string]int{}
 	var x any
 	if json.Unmarshal(v, &x) != nil {
-		s, c := Redact(string(v), rules)
-		out, _ := json.Marshal(s)
-		return out, c
+		out, _ := json.Marshal(rules.apply(string(v), counts))
+		return out, counts
 	}
-	changed := false
 	var walk func(any) any
 	walk = func(x any) any {
 		switch t := x.(type) {
 		case string:
-			s, c := Redact(t, rules)
-			if len(c) > 0 {
-				changed = true
-				addCounts(counts, c)
-			}
-			return s
+			return rules.apply(t, counts)
 		case []any:
 			for i := range t {
 				t[i] = walk(t[i])
@@ -262,8 +266,8 @@ func redactJSON(v json.RawMessage, rules *Rules) (json.RawMessage, map[string]in
 		return x
 	}
 	x = walk(x)
-	if !changed {
-		return v, counts
+	if len(counts) == 0 {
+		return v, counts // untouched: keep the source's bytes and key order
 	}
 	out, err := json.Marshal(x)
 	if err != nil {

@@ -43,38 +43,72 @@ type Harness struct {
 	JSONOnly bool
 }
 
-// Harnesses are the supported harnesses by name.
-var Harnesses = map[string]*Harness{
-	"claude-code": {
-		Name: "claude-code", Format: "claude-code", ContextLimit: 9500,
-		Native: map[string]Event{"SessionStart": SessionStart, "UserPromptSubmit": PromptSubmit, "Stop": Stop,
-			"PreCompact": PreCompaction, "PostCompact": CompactionComplete, "SessionEnd": SessionEnd},
-	},
-	"codex": {
-		// Codex keeps about 2,500 tokens of a hook's output: ~9,000 characters.
-		Name: "codex", Format: "codex", ContextLimit: 9000,
-		Native: map[string]Event{"SessionStart": SessionStart, "UserPromptSubmit": PromptSubmit, "Stop": Stop,
-			"PreCompact": PreCompaction, "PostCompact": CompactionComplete, "SessionEnd": SessionEnd},
-	},
-	"gemini": {
-		Name: "gemini", Format: "gemini", ContextLimit: 9500, JSONOnly: true,
-		Native: map[string]Event{"SessionStart": SessionStart, "BeforeAgent": PromptSubmit, "AfterAgent": Stop,
-			"PreCompress": PreCompaction, "SessionEnd": SessionEnd},
-	},
-	"opencode": {
-		Name: "opencode", ContextLimit: 9500,
-		Native: map[string]Event{"session.created": SessionStart, "chat.message": PromptSubmit, "session.idle": Stop,
-			"experimental.session.compacting": PreCompaction, "session.compacted": CompactionComplete},
-	},
-	"openclaw": {
-		Name: "openclaw", ContextLimit: 9500,
-		Native: map[string]Event{"session_start": SessionStart, "before_prompt_build": PromptSubmit, "agent_end": Stop,
-			"before_compaction": PreCompaction, "after_compaction": CompactionComplete, "session_end": SessionEnd},
-	},
+// harnessTable builds the supported harnesses, in the order doctor and the
+// help text list them. It is built afresh per call and never stored, so a
+// caller that changes its copy (a Native map included) changes nothing for
+// anyone else.
+func harnessTable() []Harness {
+	return []Harness{
+		{
+			Name: "claude-code", Format: "claude-code", ContextLimit: 9500,
+			Native: map[string]Event{"SessionStart": SessionStart, "UserPromptSubmit": PromptSubmit, "Stop": Stop,
+				"PreCompact": PreCompaction, "PostCompact": CompactionComplete, "SessionEnd": SessionEnd},
+		},
+		{
+			// Codex keeps about 2,500 tokens of a hook's output: ~9,000 characters.
+			Name: "codex", Format: "codex", ContextLimit: 9000,
+			Native: map[string]Event{"SessionStart": SessionStart, "UserPromptSubmit": PromptSubmit, "Stop": Stop,
+				"PreCompact": PreCompaction, "PostCompact": CompactionComplete, "SessionEnd": SessionEnd},
+		},
+		{
+			Name: "opencode", ContextLimit: 9500,
+			Native: map[string]Event{"session.created": SessionStart, "chat.message": PromptSubmit, "session.idle": Stop,
+				"experimental.session.compacting": PreCompaction, "session.compacted": CompactionComplete},
+		},
+		{
+			Name: "openclaw", ContextLimit: 9500,
+			Native: map[string]Event{"session_start": SessionStart, "before_prompt_build": PromptSubmit, "agent_end": Stop,
+				"before_compaction": PreCompaction, "after_compaction": CompactionComplete, "session_end": SessionEnd},
+		},
+		{
+			Name: "gemini", Format: "gemini", ContextLimit: 9500, JSONOnly: true,
+			Native: map[string]Event{"SessionStart": SessionStart, "BeforeAgent": PromptSubmit, "AfterAgent": Stop,
+				"PreCompress": PreCompaction, "SessionEnd": SessionEnd},
+		},
+	}
 }
 
-// HarnessNames lists the supported harnesses in a stable order.
-var HarnessNames = []string{"claude-code", "codex", "opencode", "openclaw", "gemini"}
+// Lookup returns the harness called name, as the caller's own copy, and
+// whether there is one.
+func Lookup(name string) (*Harness, bool) {
+	for _, h := range harnessTable() {
+		if h.Name == name {
+			return &h, true
+		}
+	}
+	return nil, false
+}
+
+// All returns every supported harness, each the caller's own copy, in the
+// fixed order doctor and the help text use (not alphabetical: the order is
+// user-visible and kept as it was).
+func All() []*Harness {
+	table := harnessTable()
+	all := make([]*Harness, len(table))
+	for i := range table {
+		all[i] = &table[i]
+	}
+	return all
+}
+
+// Names lists the names of All, in the same order.
+func Names() []string {
+	var names []string
+	for _, h := range harnessTable() {
+		names = append(names, h.Name)
+	}
+	return names
+}
 
 // Payload is a harness's hook input, normalised. Claude Code, Codex and
 // Gemini CLI send these fields themselves; the OpenCode and OpenClaw plugins

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -16,6 +17,49 @@ func fixture(t *testing.T, harness, name string) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+func mustHarness(t testing.TB, name string) *Harness {
+	t.Helper()
+	h, ok := Lookup(name)
+	if !ok {
+		t.Fatalf("no harness %q", name)
+	}
+	return h
+}
+
+// The harness table is read-only: what a caller gets is its own copy, and
+// the order doctor and the help text print is the one they always printed.
+func TestHarnessLookup(t *testing.T) {
+	want := []string{"claude-code", "codex", "opencode", "openclaw", "gemini"}
+	if got := Names(); !slices.Equal(got, want) {
+		t.Fatalf("Names() = %v, want %v", got, want)
+	}
+	all := All()
+	if len(all) != len(want) {
+		t.Fatalf("All() has %d harnesses, want %d", len(all), len(want))
+	}
+	for i, h := range all {
+		if h.Name != want[i] {
+			t.Errorf("All()[%d] = %s, want %s", i, h.Name, want[i])
+		}
+		if got, ok := Lookup(h.Name); !ok || got.Name != h.Name || got.ContextLimit != h.ContextLimit {
+			t.Errorf("Lookup(%q) = %+v, %v", h.Name, got, ok)
+		}
+	}
+	if h, ok := Lookup("no-such-harness"); ok || h != nil {
+		t.Errorf("Lookup of an unknown name = %v, %v", h, ok)
+	}
+
+	h := mustHarness(t, "claude-code")
+	h.ContextLimit = 1
+	h.Native["Stop"] = SessionEnd
+	h.Native["Invented"] = Stop
+	all[0].JSONOnly = true
+	again := mustHarness(t, "claude-code")
+	if again.ContextLimit != 9500 || again.JSONOnly || again.Native["Stop"] != Stop || len(again.Native) != 6 {
+		t.Errorf("a caller's change reached the table: %+v", again)
+	}
 }
 
 // Every captured payload maps onto the runtime event its harness means.
@@ -40,24 +84,24 @@ func TestParseRealPayloads(t *testing.T) {
 		{"gemini", "SessionEnd-exit.json", SessionEnd},
 	}
 	for _, c := range cases {
-		ev, p, err := Parse(Harnesses[c.harness], "", fixture(t, c.harness, c.file))
+		ev, p, err := Parse(mustHarness(t, c.harness), "", fixture(t, c.harness, c.file))
 		if err != nil || ev != c.want || p.SessionID == "" || p.CWD == "" {
 			t.Errorf("%s/%s: event %q, session %q, err %v; want %q", c.harness, c.file, ev, p.SessionID, err, c.want)
 		}
 	}
-	_, p, _ := Parse(Harnesses["claude-code"], "", fixture(t, "claude-code", "PostCompact-auto.json"))
+	_, p, _ := Parse(mustHarness(t, "claude-code"), "", fixture(t, "claude-code", "PostCompact-auto.json"))
 	if !strings.Contains(p.CompactSummary, "<summary>") || summaryBlock(p.CompactSummary) == p.CompactSummary {
 		t.Errorf("compact summary: %q", p.CompactSummary)
 	}
-	_, p, _ = Parse(Harnesses["gemini"], "", fixture(t, "gemini", "BeforeAgent.json"))
+	_, p, _ = Parse(mustHarness(t, "gemini"), "", fixture(t, "gemini", "BeforeAgent.json"))
 	if p.Prompt != "hello, first turn" {
 		t.Errorf("gemini prompt keeps the hook context: %q", p.Prompt)
 	}
-	_, p, _ = Parse(Harnesses["gemini"], "", fixture(t, "gemini", "AfterAgent.json"))
+	_, p, _ = Parse(mustHarness(t, "gemini"), "", fixture(t, "gemini", "AfterAgent.json"))
 	if p.LastAssistant == "" {
 		t.Error("gemini AfterAgent: prompt_response not taken as the last assistant message")
 	}
-	if _, _, err := Parse(Harnesses["codex"], "BeforeAgent", fixture(t, "codex", "Stop.json")); err == nil {
+	if _, _, err := Parse(mustHarness(t, "codex"), "BeforeAgent", fixture(t, "codex", "Stop.json")); err == nil {
 		t.Error("a gemini event name was accepted for codex")
 	}
 }
@@ -69,20 +113,20 @@ func TestRenderShapes(t *testing.T) {
 			Context string `json:"additionalContext"`
 		} `json:"hookSpecificOutput"`
 	}
-	if err := json.Unmarshal(Render(Harnesses["claude-code"], PromptSubmit, "ctx <b>"), &out); err != nil ||
+	if err := json.Unmarshal(Render(mustHarness(t, "claude-code"), PromptSubmit, "ctx <b>"), &out); err != nil ||
 		out.H.Name != "UserPromptSubmit" || out.H.Context != "ctx <b>" {
 		t.Fatalf("claude-code: %+v %v", out, err)
 	}
-	if err := json.Unmarshal(Render(Harnesses["gemini"], PromptSubmit, "ctx"), &out); err != nil || out.H.Name != "BeforeAgent" {
+	if err := json.Unmarshal(Render(mustHarness(t, "gemini"), PromptSubmit, "ctx"), &out); err != nil || out.H.Name != "BeforeAgent" {
 		t.Fatalf("gemini: %+v %v", out, err)
 	}
-	if got := string(Render(Harnesses["gemini"], Stop, "")); got != "{}\n" {
+	if got := string(Render(mustHarness(t, "gemini"), Stop, "")); got != "{}\n" {
 		t.Fatalf("gemini stop: %q", got)
 	}
-	if got := string(Render(Harnesses["codex"], SessionStart, "plain")); got != "plain\n" {
+	if got := string(Render(mustHarness(t, "codex"), SessionStart, "plain")); got != "plain\n" {
 		t.Fatalf("codex: %q", got)
 	}
-	if got := Render(Harnesses["codex"], Stop, "ignored"); got != nil {
+	if got := Render(mustHarness(t, "codex"), Stop, "ignored"); got != nil {
 		t.Fatalf("codex stop must print nothing: %q", got)
 	}
 }
@@ -192,9 +236,9 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add("codex", "stop", []byte(`{"session_id":1}`))
 	f.Fuzz(func(t *testing.T, harness, event string, data []byte) {
-		h := Harnesses[harness]
-		if h == nil {
-			h = Harnesses["claude-code"]
+		h, ok := Lookup(harness)
+		if !ok {
+			h = mustHarness(t, "claude-code")
 		}
 		ev, _, err := Parse(h, event, data)
 		if err != nil {

@@ -117,8 +117,8 @@ func isOurs(command, harness string) bool {
 // Plan computes the changes of an install (or, with remove, an uninstall)
 // without writing anything.
 func (in *Installer) Plan(remove bool) ([]Change, error) {
-	if Harnesses[in.Harness] == nil {
-		return nil, fmt.Errorf("install: unknown harness %q (want one of %s)", in.Harness, strings.Join(HarnessNames, ", "))
+	if _, ok := Lookup(in.Harness); !ok {
+		return nil, fmt.Errorf("install: unknown harness %q (want one of %s)", in.Harness, strings.Join(Names(), ", "))
 	}
 	switch in.Harness {
 	case "opencode":

@@ -18,7 +18,7 @@ func hookCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "hook",
 		Usage:     "run a harness lifecycle event (what installed hooks call); always exits 0",
-		ArgsUsage: "HARNESS EVENT   (HARNESS: " + strings.Join(hooks.HarnessNames, ", ") + ")",
+		ArgsUsage: "HARNESS EVENT   (HARNESS: " + strings.Join(hooks.Names(), ", ") + ")",
 		Action: func(c *ucli.Context) error {
 			runHook(c)
 			return nil // a hook never fails the harness's turn
@@ -46,12 +46,12 @@ func runHook(c *ucli.Context) {
 		runGitHook(c, args[1])
 		return
 	}
-	h := hooks.Harnesses[args[0]]
+	h, known := hooks.Lookup(args[0])
 	data, err := io.ReadAll(io.LimitReader(c.App.Reader, hooks.MaxPayload+1))
 	var ev hooks.Event
 	var p hooks.Payload
 	switch {
-	case h == nil:
+	case !known:
 		err = fmt.Errorf("unknown harness %q", args[0])
 	case err != nil:
 	case len(data) > hooks.MaxPayload:

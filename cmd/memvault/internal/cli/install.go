@@ -18,11 +18,11 @@ var scopeFlag = &ucli.StringFlag{Name: "scope", Value: "project", Usage: "projec
 // installer builds the installer for the harness named in the arguments.
 func installer(c *ucli.Context, verb string) (*hooks.Installer, error) {
 	if c.NArg() != 1 {
-		return nil, usagef("%s: want one harness: %s", verb, strings.Join(hooks.HarnessNames, ", "))
+		return nil, usagef("%s: want one harness: %s", verb, strings.Join(hooks.Names(), ", "))
 	}
 	name := c.Args().First()
-	if hooks.Harnesses[name] == nil {
-		return nil, usagef("%s: unknown harness %q (want one of %s)", verb, name, strings.Join(hooks.HarnessNames, ", "))
+	if _, ok := hooks.Lookup(name); !ok {
+		return nil, usagef("%s: unknown harness %q (want one of %s)", verb, name, strings.Join(hooks.Names(), ", "))
 	}
 	return newInstaller(c, name)
 }
@@ -165,7 +165,7 @@ func doctorCommand() *ucli.Command {
 		Flags: []ucli.Flag{scopeFlag, jsonFlag},
 		Action: func(c *ucli.Context) error {
 			var all []hooks.Wiring
-			for _, name := range hooks.HarnessNames {
+			for _, name := range hooks.Names() {
 				in, err := newInstaller(c, name)
 				if err != nil {
 					return err

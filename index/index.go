@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -106,14 +107,13 @@ func Analyze(text string) []string {
 	return out
 }
 
-var cachedAnalyzer analysis.Analyzer
-
-func analyzer() analysis.Analyzer {
-	if cachedAnalyzer == nil {
-		cachedAnalyzer = Mapping().AnalyzerNamed(en.AnalyzerName)
-	}
-	return cachedAnalyzer
-}
+// analyzer is the mapping's English analyzer, built once on first use:
+// getting it means building the whole mapping, which Analyze, called per
+// query, should not repeat. sync.OnceValue also makes the first call safe
+// from concurrent goroutines, which a nil check on a plain variable is not.
+var analyzer = sync.OnceValue(func() analysis.Analyzer {
+	return Mapping().AnalyzerNamed(en.AnalyzerName)
+})
 
 // Index is an open Bleve index.
 type Index struct {

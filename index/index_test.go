@@ -3,6 +3,7 @@ package index
 import (
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -16,6 +17,22 @@ func TestAnalyzeStemsAndDropsStopWords(t *testing.T) {
 	if n := len(Analyze("the and of to")); n != 0 {
 		t.Fatalf("stop words gave %d terms", n)
 	}
+}
+
+// Analyze is a package function any goroutine may call; under -race this
+// fails if the shared analyzer is built without synchronisation.
+func TestAnalyzeConcurrent(t *testing.T) {
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if got := Analyze("running migrations"); len(got) != 2 {
+				t.Errorf("Analyze = %q", got)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func TestSearchAcrossPersistentAndMemory(t *testing.T) {

@@ -9,7 +9,6 @@ package hooks
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -132,9 +131,26 @@ type Payload struct {
 // larger one is not a harness talking to us and is ignored (fail open).
 const MaxPayload = 8 << 20
 
-// hookContextRE matches the context Gemini CLI prepends to prompts from
-// an earlier hook's additionalContext.
-var hookContextRE = regexp.MustCompile(`(?s)^<hook_context>.*?</hook_context>\s*`)
+// stripHookContext removes the context Gemini CLI prepends to a prompt from
+// an earlier hook's additionalContext: a <hook_context> element at the very
+// start, up to its first closing tag, and the ASCII white space after it.
+// A prompt that does not start with the element, or never closes it, is
+// returned as is.
+func stripHookContext(prompt string) string {
+	rest, ok := strings.CutPrefix(prompt, "<hook_context>")
+	if !ok {
+		return prompt
+	}
+	_, rest, ok = strings.Cut(rest, "</hook_context>")
+	if !ok {
+		return prompt
+	}
+	return strings.TrimLeft(rest, asciiSpace)
+}
+
+// asciiSpace is the white space of RE2's \s, which Unicode-aware
+// strings.TrimSpace goes beyond.
+const asciiSpace = "\t\n\f\r "
 
 // Parse decodes a payload and resolves the runtime event: from the event
 // argument (a runtime or a native name), else from hook_event_name.
@@ -147,7 +163,7 @@ func Parse(h *Harness, eventArg string, data []byte) (Event, Payload, error) {
 	if err != nil {
 		return "", p, err
 	}
-	p.Prompt = strings.TrimSpace(hookContextRE.ReplaceAllString(p.Prompt, ""))
+	p.Prompt = strings.TrimSpace(stripHookContext(p.Prompt))
 	if p.LastAssistant == "" {
 		p.LastAssistant = p.PromptResponse
 	}

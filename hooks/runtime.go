@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -389,15 +388,20 @@ func (r *Runner) compactionComplete(t vault.TranscriptRef, p Payload, thread str
 	return nil
 }
 
-var summaryRE = regexp.MustCompile(`(?s)<summary>(.*?)</summary>`)
-
 // summaryBlock keeps the <summary> block of a compaction summary that has
-// one (Claude Code writes an <analysis> scratchpad before it).
+// one (Claude Code writes an <analysis> scratchpad before it): the text
+// between the first "<summary>" and the first "</summary>" after it, if
+// that is not blank.
 func summaryBlock(s string) string {
-	if m := summaryRE.FindStringSubmatch(s); m != nil && strings.TrimSpace(m[1]) != "" {
-		return strings.TrimSpace(m[1])
+	_, after, ok := strings.Cut(s, "<summary>")
+	if !ok {
+		return s
 	}
-	return s
+	inner, _, ok := strings.Cut(after, "</summary>")
+	if !ok || strings.TrimSpace(inner) == "" {
+		return s
+	}
+	return strings.TrimSpace(inner)
 }
 
 // closeEarlierSessions makes up for harnesses whose session end may never

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 )
 
@@ -94,10 +93,12 @@ func originName(config string) string {
 	return ""
 }
 
-var slugRE = regexp.MustCompile(`[^a-z0-9._-]+`)
-
+// slugify makes a thread slug of a name: lower case, each run of bytes
+// other than a-z, 0-9, '.', '_' and '-' replaced by one '-', trimmed, at
+// most 64 bytes. Bytes, not runes: every byte of a multi-byte character is
+// outside the kept set, so a run of them is one run either way.
 func slugify(s string) string {
-	s = slugRE.ReplaceAllString(strings.ToLower(s), "-")
+	s = slugRuns(strings.ToLower(s))
 	s = strings.Trim(s, "-._")
 	if len(s) > 64 {
 		s = strings.Trim(s[:64], "-._")
@@ -111,4 +112,24 @@ func ProjectRoot(dir string) string {
 		return root
 	}
 	return dir
+}
+
+// slugRuns replaces each run of bytes outside [a-z0-9._-] by one '-'.
+func slugRuns(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	inRun := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-' {
+			b.WriteByte(c)
+			inRun = false
+			continue
+		}
+		if !inRun {
+			b.WriteByte('-')
+			inRun = true
+		}
+	}
+	return b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/memvault/memvault/hooks/transcript"
@@ -31,7 +32,11 @@ type ControlLine struct {
 	Result string `json:"result,omitempty"` // why no event was made
 }
 
-var controlRE = regexp.MustCompile(`^\s*(?:[-*]\s+)?(COMMIT|CLOSE|DECISION|LEARNED|BLOCKER|NEXT|CLAIM|THREAD):\s*(.*?)\s*$`)
+// controlRE matches a control line; compiled on first use, so a command
+// that never distils a session does not pay for it at start.
+var controlRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\s*(?:[-*]\s+)?(COMMIT|CLOSE|DECISION|LEARNED|BLOCKER|NEXT|CLAIM|THREAD):\s*(.*?)\s*$`)
+})
 
 // controlKinds maps control verbs to the ledger kinds they record.
 var controlKinds = map[string]string{
@@ -56,7 +61,7 @@ func scanControlLines(m StoredMessage) []ControlLine {
 		if fenced {
 			continue
 		}
-		if sm := controlRE.FindStringSubmatch(line); sm != nil && sm[2] != "" {
+		if sm := controlRE().FindStringSubmatch(line); sm != nil && sm[2] != "" {
 			out = append(out, ControlLine{Verb: sm[1], Arg: sm[2], Msg: m.ID, N: m.N, Line: i + 1})
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -76,12 +77,16 @@ type Thread struct {
 	Slug string
 }
 
-var threadRE = regexp.MustCompile(`^([a-z][a-z0-9-]{0,31}):([a-z0-9][a-z0-9._-]{0,127})$`)
+// threadRE is the grammar of a thread key; compiled on first use, so a
+// command that names no thread does not pay for it at start.
+var threadRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([a-z][a-z0-9-]{0,31}):([a-z0-9][a-z0-9._-]{0,127})$`)
+})
 
 // ParseThread validates a thread key. Keys are lower case so that one thread
 // never ends up as two files on a case-insensitive file system.
 func ParseThread(s string) (Thread, error) {
-	m := threadRE.FindStringSubmatch(s)
+	m := threadRE().FindStringSubmatch(s)
 	if m == nil {
 		e := newErr(ErrInvalid, "thread %q: malformed key, want kind:slug", s)
 		return Thread{}, e.withHint("a thread key is lower case, like project:shop or person:alice")

@@ -56,10 +56,11 @@ type Cursor struct {
 	Line int `json:"line"`
 }
 
-// Options tune Parse. The zero value redacts with DefaultRules.
+// Options tune Parse. The zero value redacts with redact.DefaultRules.
 type Options struct {
 	// Rules is the redaction rule set applied to every message's text and
-	// tool input and output before Parse returns it. Nil means DefaultRules.
+	// tool input and output before Parse returns it. Nil means
+	// redact.DefaultRules.
 	Rules *redact.Rules
 	// NoRedact turns redaction off. Only tests and a caller that redacts by
 	// itself should set it: the vault must never see a raw secret.

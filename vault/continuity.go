@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // Continuity: the working-memory protocol (docs/CONTINUITY.md). Its state
@@ -434,8 +436,8 @@ func ParseScope(s string) (LearningScope, error) {
 		return LearningScope{Kind: "global"}, nil
 	}
 	bad := func(problem string) (LearningScope, error) {
-		e := newErr(ErrInvalid, "scope %q: %s", s, problem)
-		return LearningScope{}, e.withHint("use global, module:NAME or file:PATH (a path relative to the project root)")
+		e := fault.New(ErrInvalid, "scope %q: %s", s, problem)
+		return LearningScope{}, e.WithHint("use global, module:NAME or file:PATH (a path relative to the project root)")
 	}
 	kind, name, ok := strings.Cut(s, ":")
 	if !ok {
@@ -589,8 +591,8 @@ func ParseDate(s string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t.UTC(), nil
 	}
-	e := newErr(ErrInvalid, "now %q: not a date", s)
-	return time.Time{}, e.withHint("give a day as YYYY-MM-DD, e.g. --now 2026-03-21")
+	e := fault.New(ErrInvalid, "now %q: not a date", s)
+	return time.Time{}, e.WithHint("give a day as YYYY-MM-DD, e.g. --now 2026-03-21")
 }
 
 // days between two protocol dates (b - a); malformed dates count as 0.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/render"
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // The readers of the protocol: status, budget, and the session-start
@@ -73,7 +74,7 @@ func (v *Vault) continuityStatus(cfg ContinuityConfig, st *contState) (*Continui
 	case errors.Is(err, fs.ErrNotExist):
 		data, src = []byte(sum.Render), "render"
 	case err != nil:
-		return nil, ioErr("read "+ContinuityHead, err)
+		return nil, fault.IO("read "+ContinuityHead, err)
 	}
 	p := ParseContinuity(data)
 	s := &ContinuityStatus{Source: src, Phase: p.Phase, Iteration: p.Iteration, Updated: p.Updated,

@@ -16,6 +16,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/memvault/memvault/merge"
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // The writers of the protocol. Every change goes through UpdateContinuity:
@@ -48,7 +49,7 @@ var BudgetCategories = []string{"memory", "continuity", "learnings", "decisions"
 func (v *Vault) ContinuityConfig() (ContinuityConfig, error) {
 	data, err := os.ReadFile(filepath.Join(v.Root, configFile))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return ContinuityConfig{}, ioErr("read "+configFile, err)
+		return ContinuityConfig{}, fault.IO("read "+configFile, err)
 	}
 	var f struct {
 		Budgets struct {
@@ -478,7 +479,7 @@ func (ct *ContinuityTx) Learn(in LearnInput) (*Learning, error) {
 		return nil, err
 	}
 	if in.TTL < 0 || in.TTL > 3650 {
-		return nil, newErr(ErrInvalid, "learn: ttl %d: want 1 to 3650 days", in.TTL)
+		return nil, fault.New(ErrInvalid, "learn: ttl %d: want 1 to 3650 days", in.TTL)
 	}
 	c := ct.state()
 	key := learningKey(sc.String(), in.Error)
@@ -533,8 +534,8 @@ func withHintIfNone(err error, hint string) error {
 func (ct *ContinuityTx) findLearning(verb, id string) (*Learning, error) {
 	l := ct.state().Learning(strings.TrimSpace(id))
 	if l == nil {
-		e := newErr(ErrNotFound, "%s %s: no such learning", verb, id)
-		return nil, e.withHint("list learnings with: memvault continuity learnings --all")
+		e := fault.New(ErrNotFound, "%s %s: no such learning", verb, id)
+		return nil, e.WithHint("list learnings with: memvault continuity learnings --all")
 	}
 	return l, nil
 }
@@ -547,7 +548,7 @@ func (ct *ContinuityTx) Invalidate(id, why string) (*Learning, error) {
 		return nil, err
 	}
 	if l.Status == StatusInvalidated {
-		return nil, newErr(ErrConflict, "invalidate %s: already invalidated", l.ID)
+		return nil, fault.New(ErrConflict, "invalidate %s: already invalidated", l.ID)
 	}
 	if err := checkText("invalidate: why", why, false); err != nil {
 		return nil, withHintIfNone(err, "say what went wrong: --why TEXT")
@@ -571,10 +572,10 @@ func (ct *ContinuityTx) Correct(id, cause, prevention, why string) (*Learning, e
 		return nil, err
 	}
 	if l.Status == StatusInvalidated {
-		return nil, newErr(ErrConflict, "correct %s: invalidated learnings are not read again; record a new one", l.ID)
+		return nil, fault.New(ErrConflict, "correct %s: invalidated learnings are not read again; record a new one", l.ID)
 	}
 	if strings.TrimSpace(cause) == "" && strings.TrimSpace(prevention) == "" {
-		return nil, newErr(ErrInvalid, "correct %s: give the corrected --prevention or --cause", l.ID)
+		return nil, fault.New(ErrInvalid, "correct %s: give the corrected --prevention or --cause", l.ID)
 	}
 	if err := checkText("correct: why", why, false); err != nil {
 		return nil, withHintIfNone(err, "say what was wrong: --why TEXT")
@@ -605,14 +606,14 @@ func (ct *ContinuityTx) Decide(in DecideInput) (*Decision, error) {
 		old = c.Decision(id)
 		if old == nil {
 			if c.Learning(id) != nil {
-				return nil, newErr(ErrInvalid, "decide: supersede %s: is a learning, not a decision", id)
+				return nil, fault.New(ErrInvalid, "decide: supersede %s: is a learning, not a decision", id)
 			}
-			e := newErr(ErrNotFound, "decide: supersede %s: no such decision", id)
-			return nil, e.withHint("list decisions with: memvault continuity decisions --all")
+			e := fault.New(ErrNotFound, "decide: supersede %s: no such decision", id)
+			return nil, e.WithHint("list decisions with: memvault continuity decisions --all")
 		}
 		if old.Status == StatusSuperseded {
-			e := newErr(ErrConflict, "decide: supersede %s: already superseded by %s", old.ID, old.SupersededBy)
-			return nil, e.withHint("supersede the newer decision instead: --supersedes %s", old.SupersededBy)
+			e := fault.New(ErrConflict, "decide: supersede %s: already superseded by %s", old.ID, old.SupersededBy)
+			return nil, e.WithHint("supersede the newer decision instead: --supersedes %s", old.SupersededBy)
 		}
 		if in.Scope == "" {
 			in.Scope = old.Scope
@@ -648,8 +649,8 @@ var Phases = []string{"planning", "executing", "testing", "deploying", "reviewin
 // Goal sets the active goal, the phase, or both.
 func (ct *ContinuityTx) Goal(text, phase string) error {
 	if phase != "" && !slices.Contains(Phases, phase) {
-		e := newErr(ErrInvalid, "goal: phase %q: unknown", phase)
-		return e.withHint("use one of: %s", strings.Join(Phases, ", "))
+		e := fault.New(ErrInvalid, "goal: phase %q: unknown", phase)
+		return e.WithHint("use one of: %s", strings.Join(Phases, ", "))
 	}
 	if err := checkText("goal", text, phase != ""); err != nil {
 		return withHintIfNone(err, "say what the goal is: memvault goal \"…\"")
@@ -687,8 +688,8 @@ func (ct *ContinuityTx) Done(arg string) error {
 	text, links := arg, []string(nil)
 	if n, err := strconv.Atoi(strings.TrimSpace(arg)); err == nil {
 		if n < 1 || n > len(c.Next) {
-			e := newErr(ErrNotFound, "done: no next action number %d (there are %d)", n, len(c.Next))
-			return e.withHint("see them with: memvault continuity status")
+			e := fault.New(ErrNotFound, "done: no next action number %d (there are %d)", n, len(c.Next))
+			return e.WithHint("see them with: memvault continuity status")
 		}
 		text, links = c.Next[n-1].Text, []string{c.Next[n-1].ID}
 	} else {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // Limits of what a session summary quotes, in runes. A summary points into
@@ -122,7 +123,7 @@ func (tx *Tx) Summarize(t TranscriptRef, opts SummaryOptions) (*Node, bool, erro
 		return nil, false, err
 	}
 	if d.last == 0 {
-		return nil, false, newErr(ErrNotFound, "summarize: session %q of agent %s has no messages", t.Session, t.Agent)
+		return nil, false, fault.New(ErrNotFound, "summarize: session %q of agent %s has no messages", t.Session, t.Agent)
 	}
 	st, err := tx.sessionState(t, closeTargets(d.controls))
 	if err != nil {
@@ -374,7 +375,7 @@ func (tx *Tx) Compact(t TranscriptRef, summary string) (*Node, bool, error) {
 		return nil, false, err
 	}
 	if d.last == 0 {
-		return nil, false, newErr(ErrNotFound, "compact: session %q of agent %s has no messages", t.Session, t.Agent)
+		return nil, false, fault.New(ErrNotFound, "compact: session %q of agent %s has no messages", t.Session, t.Agent)
 	}
 	from := 1
 	if prev != nil {
@@ -385,8 +386,8 @@ func (tx *Tx) Compact(t TranscriptRef, summary string) (*Node, bool, error) {
 	}
 	if strings.TrimSpace(summary) == "" {
 		if d.compact == nil {
-			e := newErr(ErrNotFound, "compact: no summary given and the transcript of session %q has no compaction summary", t.Session)
-			return nil, false, e.withHint("pass the summary with --file F or on stdin")
+			e := fault.New(ErrNotFound, "compact: no summary given and the transcript of session %q has no compaction summary", t.Session)
+			return nil, false, e.WithHint("pass the summary with --file F or on stdin")
 		}
 		summary = d.compact.Text
 	}
@@ -446,7 +447,7 @@ func (tx *Tx) Condense(opts CondenseOptions) ([]*Node, error) {
 		opts.Period = "day"
 	}
 	if opts.Period != "day" && opts.Period != "week" {
-		return nil, newErr(ErrInvalid, "condense: period %q: want day or week", opts.Period)
+		return nil, fault.New(ErrInvalid, "condense: period %q: want day or week", opts.Period)
 	}
 	if opts.Thread != "" {
 		th, err := ParseThread(opts.Thread)

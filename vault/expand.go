@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // NodeRef is a node as it appears in another node's lineage: enough to
@@ -60,7 +62,7 @@ func (v *Vault) Expand(id string, opts ExpandOptions) (*Expansion, error) {
 		return nil, err
 	}
 	if opts.Context < 0 {
-		return nil, newErr(ErrInvalid, "expand: --context must be 0 or more")
+		return nil, fault.New(ErrInvalid, "expand: --context must be 0 or more")
 	}
 	// The node, the condensed nodes that list it, and its session's nodes;
 	// then the other children of its parents, for siblings by parent.
@@ -84,12 +86,12 @@ func (v *Vault) Expand(id string, opts ExpandOptions) (*Expansion, error) {
 	}
 	n := ix.Nodes[id]
 	if n == nil {
-		e := newErr(ErrNotFound, "expand %s: no such node", id)
-		return nil, e.withHint("list nodes with: memvault nodes")
+		e := fault.New(ErrNotFound, "expand %s: no such node", id)
+		return nil, e.WithHint("list nodes with: memvault nodes")
 	}
 	if n.Agent != opts.Agent {
-		e := newErr(ErrConflict, "expand %s: belongs to agent %s, not %s", id, n.Agent, opts.Agent)
-		return nil, e.withHint("to read another agent's node, name it: memvault expand %s --agent %s", id, n.Agent)
+		e := fault.New(ErrConflict, "expand %s: belongs to agent %s, not %s", id, n.Agent, opts.Agent)
+		return nil, e.WithHint("to read another agent's node, name it: memvault expand %s --agent %s", id, n.Agent)
 	}
 	full, err := v.ReadNode(n)
 	if err != nil {
@@ -235,7 +237,7 @@ func (v *Vault) headsCiting(id string) ([]HeadRef, error) {
 		}
 		files, err := os.ReadDir(filepath.Join(root, k.Name()))
 		if err != nil {
-			return nil, ioErr("read threads/"+k.Name(), err)
+			return nil, fault.IO("read threads/"+k.Name(), err)
 		}
 		for _, f := range files {
 			if slug, ok := strings.CutSuffix(f.Name(), ".md"); ok {
@@ -252,7 +254,7 @@ func (v *Vault) headsCiting(id string) ([]HeadRef, error) {
 			for i := w; i < len(heads); i += workers {
 				data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(heads[i].Path)))
 				if err != nil {
-					errs[i] = ioErr("read "+heads[i].Path, err)
+					errs[i] = fault.IO("read "+heads[i].Path, err)
 					continue
 				}
 				cites[i] = bytes.Contains(data, []byte(id))

@@ -2,11 +2,12 @@ package vault
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // Permissions for everything memvault creates. The vault holds private
@@ -34,11 +35,11 @@ func WriteFileAtomic(path string, data []byte) error {
 func writeFileAtomicIf(path string, data []byte, ready func() error) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
-		return ioErr("create "+dir, err)
+		return fault.IO("create "+dir, err)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return ioErr("write "+path, err)
+		return fault.IO("write "+path, err)
 	}
 	tmp := f.Name()
 	ok := false
@@ -49,16 +50,16 @@ func writeFileAtomicIf(path string, data []byte, ready func() error) error {
 		}
 	}()
 	if err := f.Chmod(filePerm); err != nil {
-		return ioErr("write "+path, err)
+		return fault.IO("write "+path, err)
 	}
 	if _, err := f.Write(data); err != nil {
-		return ioErr("write "+path, err)
+		return fault.IO("write "+path, err)
 	}
 	if err := f.Sync(); err != nil {
-		return ioErr("write "+path, err)
+		return fault.IO("write "+path, err)
 	}
 	if err := f.Close(); err != nil {
-		return ioErr("write "+path, err)
+		return fault.IO("write "+path, err)
 	}
 	if ready != nil {
 		if err := ready(); err != nil {
@@ -66,7 +67,7 @@ func writeFileAtomicIf(path string, data []byte, ready func() error) error {
 		}
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return ioErr("write "+path, err)
+		return fault.IO("write "+path, err)
 	}
 	ok = true
 	return syncDir(dir)
@@ -80,24 +81,24 @@ func appendFile(path string, data []byte) error {
 	created := false
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(dir, dirPerm); err != nil {
-			return ioErr("create "+dir, err)
+			return fault.IO("create "+dir, err)
 		}
 		created = true
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, filePerm)
 	if err != nil {
-		return ioErr("append "+path, err)
+		return fault.IO("append "+path, err)
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return ioErr("append "+path, err)
+		return fault.IO("append "+path, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return ioErr("append "+path, err)
+		return fault.IO("append "+path, err)
 	}
 	if err := f.Close(); err != nil {
-		return ioErr("append "+path, err)
+		return fault.IO("append "+path, err)
 	}
 	if created {
 		return syncDir(dir)
@@ -109,49 +110,11 @@ func appendFile(path string, data []byte) error {
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return ioErr("sync "+dir, err)
+		return fault.IO("sync "+dir, err)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return ioErr("sync "+dir, err)
+		return fault.IO("sync "+dir, err)
 	}
 	return nil
-}
-
-// ioErr classifies a file-system failure so that a full or read-only disk is
-// reported as such, with a hint, instead of as an internal error.
-func ioErr(op string, err error) error {
-	var e *Error
-	if errors.As(err, &e) {
-		return err
-	}
-	msg := op + ": " + describeErrno(err)
-	ve := &Error{Class: ErrIO, Msg: msg, Err: err}
-	switch {
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		ve.Hint = "free some space; the vault was left as it was before this command"
-	case errors.Is(err, syscall.EROFS):
-		ve.Hint = "the vault is on a read-only file system; remount it read-write"
-	case errors.Is(err, fs.ErrPermission):
-		ve.Hint = "check the owner and permissions of the vault directory"
-	}
-	return ve
-}
-
-// describeErrno returns the bare system message ("no space left on device")
-// without the path that os errors repeat.
-func describeErrno(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err.Error()
-	}
-	var se *os.SyscallError
-	if errors.As(err, &se) {
-		return se.Err.Error()
-	}
-	return fmt.Sprint(err)
 }

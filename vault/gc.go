@@ -25,6 +25,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // GC engines. git runs `git gc`, which is only possible where git is on
@@ -118,7 +119,7 @@ func (v *Vault) GC(opts GCOptions) (*GCReport, error) {
 		}
 	case GCEngineGoGit, GCEngineGit:
 	default:
-		return nil, newErr(ErrInvalid, "gc: engine %q: want auto, git or go-git", opts.Engine)
+		return nil, fault.New(ErrInvalid, "gc: engine %q: want auto, git or go-git", opts.Engine)
 	}
 	if opts.Expire == 0 {
 		opts.Expire = DefaultGCExpire
@@ -169,7 +170,7 @@ func (v *Vault) GC(opts GCOptions) (*GCReport, error) {
 // the index reach.
 func gitGC(root string, expire time.Duration) error {
 	if _, err := exec.LookPath("git"); err != nil {
-		return newErr(ErrInvalid, "gc: git is not installed").withHint("use --engine go-git, which needs nothing installed")
+		return fault.New(ErrInvalid, "gc: git is not installed").WithHint("use --engine go-git, which needs nothing installed")
 	}
 	prune := "now"
 	if expire > 0 {
@@ -180,7 +181,7 @@ func gitGC(root string, expire time.Duration) error {
 	if err != nil {
 		msg := strings.TrimSpace(string(out))
 		if strings.Contains(msg, "already running") {
-			return newErr(ErrBusy, "gc: git gc is already running in the vault")
+			return fault.New(ErrBusy, "gc: git gc is already running in the vault")
 		}
 		return fmt.Errorf("gc: git gc: %v: %s", err, oneLine(msg))
 	}
@@ -212,8 +213,8 @@ func lockGitGC(gitDir, host string) (func(), error) {
 		fmt.Sscanf(string(data), "%d %s", &pid, &other)
 		alive := pid > 0 && syscall.Kill(pid, 0) == nil
 		if other != "" && (other != host || alive) && pid != os.Getpid() {
-			e := newErr(ErrBusy, "gc: git gc is already running in the vault (pid %d on %s)", pid, other)
-			return nil, e.withHint("wait for it, or remove %s if no gc is running", pidPath)
+			e := fault.New(ErrBusy, "gc: git gc is already running in the vault (pid %d on %s)", pid, other)
+			return nil, e.WithHint("wait for it, or remove %s if no gc is running", pidPath)
 		}
 	}
 	if _, err := fmt.Fprintf(lock, "%d %s", os.Getpid(), host); err != nil {
@@ -431,7 +432,7 @@ func reachable(st *filesystem.Storage, gitDir string) (map[plumbing.Hash]struct{
 		}
 		if err != nil {
 			e := &Error{Class: ErrCorrupt, Msg: "gc: read .git/index: " + err.Error(), Err: err}
-			return nil, e.withHint("git status rewrites the index; run it, then gc again")
+			return nil, e.WithHint("git status rewrites the index; run it, then gc again")
 		}
 		for _, e := range idx.Entries {
 			if e.Mode != filemode.Submodule {
@@ -570,7 +571,7 @@ func MeasureGit(gitDir string) (GitSize, error) {
 		return nil
 	})
 	if err != nil {
-		return s, ioErr("gc: measure .git", err)
+		return s, fault.IO("gc: measure .git", err)
 	}
 	return s, nil
 }
@@ -597,7 +598,7 @@ func contentBytes(root string) (int64, error) {
 		return nil
 	})
 	if err != nil {
-		return 0, ioErr("gc: measure the vault", err)
+		return 0, fault.IO("gc: measure the vault", err)
 	}
 	return n, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // repo is the vault's git repository, driven through go-git's object layer
@@ -56,13 +57,13 @@ func openRepo(root string) (*repo, error) {
 func (r *repo) headBranch() (plumbing.ReferenceName, error) {
 	data, err := os.ReadFile(filepath.Join(r.gitDir, "HEAD"))
 	if err != nil {
-		return "", ioErr("read .git/HEAD", err)
+		return "", fault.IO("read .git/HEAD", err)
 	}
 	s := strings.TrimSpace(string(data))
 	target, ok := strings.CutPrefix(s, "ref: ")
 	if !ok || !strings.HasPrefix(target, "refs/heads/") {
-		e := newErr(ErrConflict, "git: HEAD is detached in the vault")
-		return "", e.withHint("check out a branch: git -C %s switch main", r.root)
+		e := fault.New(ErrConflict, "git: HEAD is detached in the vault")
+		return "", e.WithHint("check out a branch: git -C %s switch main", r.root)
 	}
 	return plumbing.ReferenceName(target), nil
 }
@@ -414,11 +415,11 @@ func (r *repo) takeGitLock(target string) (*gitLock, error) {
 	base := filepath.Base(p)
 	r.removeStaleGitLocks(locks, p, base)
 	if err := os.MkdirAll(locks, dirPerm); err != nil {
-		return nil, ioErr("create .locks", err)
+		return nil, fault.IO("create .locks", err)
 	}
 	f, err := os.CreateTemp(locks, gitLockMarkPrefix+base+".*")
 	if err != nil {
-		return nil, ioErr("git: lock "+base, err)
+		return nil, fault.IO("git: lock "+base, err)
 	}
 	l := &gitLock{path: p, target: target, mark: f.Name(), f: f}
 	deadline := time.Now().Add(2 * time.Second)
@@ -527,8 +528,8 @@ func createLockFileUntil(p string, deadline time.Time) (*os.File, error) {
 }
 
 func lockBusyErr(p string) error {
-	e := newErr(ErrBusy, "git: %s exists: another git command is running in the vault", filepath.Base(p))
-	return e.withHint("if no git command is running, remove %s", p)
+	e := fault.New(ErrBusy, "git: %s exists: another git command is running in the vault", filepath.Base(p))
+	return e.WithHint("if no git command is running, remove %s", p)
 }
 
 // updateIndex makes git's index agree with the commit for the paths it
@@ -597,12 +598,12 @@ func (r *repo) markPending(pending []string, changes []*fileChange) error {
 	paths = slices.Compact(paths)
 	p := filepath.Join(r.root, indexPending)
 	if err := os.MkdirAll(filepath.Dir(p), dirPerm); err != nil {
-		return ioErr("create .locks", err)
+		return fault.IO("create .locks", err)
 	}
 	// No fsync: it guards against a killed process, whose writes the
 	// kernel keeps; after a power loss git's index is rebuilt by git.
 	if err := os.WriteFile(p, []byte(strings.Join(paths, "\n")+"\n"), filePerm); err != nil {
-		return ioErr("write "+indexPending, err)
+		return fault.IO("write "+indexPending, err)
 	}
 	return nil
 }
@@ -700,7 +701,7 @@ func rewriteIndex(data []byte, changes []*fileChange) ([]byte, error) {
 func gitIOErr(op string, err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EROFS) {
-		return ioErr(op, err)
+		return fault.IO(op, err)
 	}
 	var e *Error
 	if errors.As(err, &e) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/merge"
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // continuityTemplate is what `memvault edit CONTINUITY.md` starts from when
@@ -88,8 +89,8 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 		return nil, err
 	}
 	if holder != nil {
-		e := newErr(ErrBusy, "edit: %s: lease held by %s", head, holder)
-		return nil, e.withHint("wait for it to be released; a lease that expires is taken over")
+		e := fault.New(ErrBusy, "edit: %s: lease held by %s", head, holder)
+		return nil, e.WithHint("wait for it to be released; a lease that expires is taken over")
 	}
 	defer v.ReleaseHeadLease(lease)
 	// Keep the lease alive while the editor is open.
@@ -132,10 +133,10 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 			return nil, err
 		}
 		if original, err = os.ReadFile(v.abs(rel)); err != nil {
-			return nil, ioErr("read "+head, err)
+			return nil, fault.IO("read "+head, err)
 		}
 	case err != nil:
-		return nil, ioErr("read "+head, err)
+		return nil, fault.IO("read "+head, err)
 	}
 
 	dir := filepath.Join(v.Root, ".state", "edit", lease.Token)
@@ -154,7 +155,7 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 	}
 	edited, err := os.ReadFile(work)
 	if err != nil {
-		return nil, ioErr("read the edited copy", err)
+		return nil, fault.IO("read the edited copy", err)
 	}
 	res := &EditResult{Head: head}
 	if bytes.Equal(edited, original) {
@@ -166,7 +167,7 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 	r, err := v.Update(opts.TxOptions, func(tx *Tx) error {
 		now, err := os.ReadFile(v.abs(rel))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return ioErr("read "+head, err)
+			return fault.IO("read "+head, err)
 		}
 		result := edited
 		if err == nil && !bytes.Equal(now, original) {
@@ -178,8 +179,8 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 			}
 			if !m.Clean() {
 				keep = true
-				e := newErr(ErrConflict, "edit: %s changed on disk while you edited it, in the same sections", head)
-				return e.withHint("your version is kept in %s; merge it by hand", work)
+				e := fault.New(ErrConflict, "edit: %s changed on disk while you edited it, in the same sections", head)
+				return e.WithHint("your version is kept in %s; merge it by hand", work)
 			}
 			result = m.Merged
 		}
@@ -211,7 +212,7 @@ type ResolveResult struct {
 // person's. Either way a head.resolved event names the conflicts.
 func (v *Vault) ResolveHeads(headArg, take string, opts TxOptions) ([]ResolveResult, error) {
 	if take != "ours" && take != "theirs" {
-		return nil, newErr(ErrInvalid, "resolve: take %q: want ours or theirs", take)
+		return nil, fault.New(ErrInvalid, "resolve: take %q: want ours or theirs", take)
 	}
 	want := ""
 	if headArg != "" {
@@ -236,7 +237,7 @@ func (v *Vault) ResolveHeads(headArg, take string, opts TxOptions) ([]ResolveRes
 		if want != "" {
 			what = want
 		}
-		return nil, newErr(ErrNotFound, "resolve: no unresolved conflict in %s", what)
+		return nil, fault.New(ErrNotFound, "resolve: no unresolved conflict in %s", what)
 	}
 	cfg, err := v.HeadsConfig()
 	if err != nil {
@@ -255,8 +256,8 @@ func (v *Vault) ResolveHeads(headArg, take string, opts TxOptions) ([]ResolveRes
 			return nil, err
 		}
 		if holder != nil {
-			e := newErr(ErrBusy, "resolve: %s: lease held by %s", h.Head, holder)
-			return nil, e.withHint("retry once it is released")
+			e := fault.New(ErrBusy, "resolve: %s: lease held by %s", h.Head, holder)
+			return nil, e.WithHint("retry once it is released")
 		}
 		leases = append(leases, l)
 	}
@@ -272,7 +273,7 @@ func (v *Vault) ResolveHeads(headArg, take string, opts TxOptions) ([]ResolveRes
 			if take == "theirs" {
 				cur, err := os.ReadFile(v.abs(rel))
 				if err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return ioErr("read "+h.Head, err)
+					return fault.IO("read "+h.Head, err)
 				}
 				next := cur
 				for _, c := range h.Conflicts {

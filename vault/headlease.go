@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // HeadLease is the lease on one head file: who may rewrite it until when.
@@ -84,11 +85,11 @@ func (v *Vault) now() time.Time {
 // withLeaseTable runs fn holding the flock that serialises lease changes.
 func (v *Vault) withLeaseTable(fn func() error) error {
 	if err := os.MkdirAll(filepath.Join(v.Root, filepath.FromSlash(headLeaseDir)), dirPerm); err != nil {
-		return ioErr("create "+headLeaseDir, err)
+		return fault.IO("create "+headLeaseDir, err)
 	}
 	fl := flock.New(filepath.Join(v.Root, filepath.FromSlash(headLeaseLock)), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(filePerm))
 	if err := fl.Lock(); err != nil {
-		return ioErr("lock "+headLeaseLock, err)
+		return fault.IO("lock "+headLeaseLock, err)
 	}
 	defer fl.Unlock()
 	return fn()
@@ -102,7 +103,7 @@ func (v *Vault) readLease(head RelPath) (l *HeadLease, raw []byte, err error) {
 		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, ioErr("read lease of "+head.String(), err)
+		return nil, nil, fault.IO("read lease of "+head.String(), err)
 	}
 	l = new(HeadLease)
 	if json.Unmarshal(data, l) != nil || l.Token == "" || l.Expires.IsZero() || l.Head != head.String() {
@@ -202,7 +203,7 @@ func (v *Vault) RenewHeadLease(l *HeadLease, ttl time.Duration) error {
 			return err
 		}
 		if cur == nil || cur.Token != l.Token {
-			return newErr(ErrConflict, "lease of %s: taken over by someone else", l.Head)
+			return fault.New(ErrConflict, "lease of %s: taken over by someone else", l.Head)
 		}
 		l.Expires = v.now().Add(ttl).UTC().Truncate(time.Millisecond)
 		return v.writeLease(l)
@@ -221,7 +222,7 @@ func (v *Vault) ReleaseHeadLease(l *HeadLease) error {
 			return err
 		}
 		if err := os.Remove(v.leasePath(mustRel(l.Head))); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return ioErr("release lease of "+l.Head, err)
+			return fault.IO("release lease of "+l.Head, err)
 		}
 		return nil
 	})

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/merge"
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // The one pipeline that writes a head file. MEMORY.md, the thread heads and
@@ -149,7 +150,7 @@ func (v *Vault) mergeInto(tx *Tx, m headMerge) (mergeOutcome, error) {
 		case errors.Is(err, fs.ErrNotExist):
 			exists, ours = false, nil
 		case err != nil:
-			return out, ioErr("read "+head, err)
+			return out, fault.IO("read "+head, err)
 		default:
 			exists, ours = true, data
 		}
@@ -287,7 +288,7 @@ func (v *Vault) commitHandEdits(opts TxOptions, targets []headTarget, via string
 		for _, t := range dirty {
 			data, err := os.ReadFile(v.abs(t.rel))
 			if err != nil {
-				return ioErr("read "+t.rel.String(), err)
+				return fault.IO("read "+t.rel.String(), err)
 			}
 			tx.CommitFile(t.rel)
 			d, _ := json.Marshal(map[string]string{"head": t.rel.String(), "blob": blobHash(data), "via": via})

@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/memvault/memvault/render"
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // Heads: MEMORY.md (Tier 1) and threads/<kind>/<slug>.md (Tier 2) are
@@ -324,8 +325,8 @@ func renderHead(vw *headView, t headTarget) (*render.Doc, error) {
 		if t.thread != "" {
 			key = "thread_tokens"
 		}
-		e := newErr(ErrInvalid, "render: %v", err)
-		return nil, e.withHint("raise [budgets] %s in memvault.toml to at least %d", key, be.Need)
+		e := fault.New(ErrInvalid, "render: %v", err)
+		return nil, e.WithHint("raise [budgets] %s in memvault.toml to at least %d", key, be.Need)
 	}
 	return doc, err
 }
@@ -540,8 +541,8 @@ func (v *Vault) selectHeads(vw *headView, opts RefreshOptions) ([]headTarget, er
 	}
 	for _, t := range opts.Threads {
 		if !vw.hasThread(t.String()) {
-			e := newErr(ErrNotFound, "thread %s: no such thread", t)
-			return nil, e.withHint("list threads with: memvault threads")
+			e := fault.New(ErrNotFound, "thread %s: no such thread", t)
+			return nil, e.WithHint("list threads with: memvault threads")
 		}
 		add(threadTarget(t))
 	}
@@ -656,7 +657,7 @@ func (v *Vault) uncommitted(rel RelPath) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, ioErr("read "+rel.String(), err)
+		return false, fault.IO("read "+rel.String(), err)
 	}
 	committed, ok, err := v.committedBlob("", rel.String())
 	if err != nil {
@@ -740,11 +741,11 @@ func (v *Vault) RenderHeads(opts RenderOptions) ([]*render.Doc, error) {
 	}
 	for _, t := range opts.Threads {
 		if !vw.hasThread(t.String()) {
-			e := newErr(ErrNotFound, "thread %s: no such thread", t)
+			e := fault.New(ErrNotFound, "thread %s: no such thread", t)
 			if opts.At != "" {
 				e.Msg += " at " + opts.At
 			}
-			return nil, e.withHint("list threads with: memvault threads")
+			return nil, e.WithHint("list threads with: memvault threads")
 		}
 		targets = append(targets, threadTarget(t))
 	}
@@ -779,7 +780,7 @@ func (v *Vault) stateAt(rev string) (*State, HeadsConfig, error) {
 		return nil, HeadsConfig{}, err
 	}
 	if tree == nil {
-		return nil, HeadsConfig{}, newErr(ErrNotFound, "commit %q: the vault has no commits", rev)
+		return nil, HeadsConfig{}, fault.New(ErrNotFound, "commit %q: the vault has no commits", rev)
 	}
 	var cfgData []byte
 	if f, err := tree.File(configFile); err == nil {
@@ -941,8 +942,8 @@ func (v *Vault) ResolveHeadArg(arg string, allowContinuity bool) (RelPath, strin
 		return RelPath{}, "", err
 	}
 	if !buildView(st, cfg).hasThread(th.String()) {
-		e := newErr(ErrNotFound, "thread %s: no such thread", th)
-		return RelPath{}, "", e.withHint("list threads with: memvault threads")
+		e := fault.New(ErrNotFound, "thread %s: no such thread", th)
+		return RelPath{}, "", e.WithHint("list threads with: memvault threads")
 	}
 	return th.HeadPath(), th.String(), nil
 }
@@ -952,8 +953,8 @@ func (v *Vault) ResolveHeadArg(arg string, allowContinuity bool) (RelPath, strin
 // HEAD~N, or a branch name.
 func (v *Vault) resolveRev(rev string) (plumbing.Hash, error) {
 	notFound := func() error {
-		e := newErr(ErrNotFound, "commit %q: not found in the vault", rev)
-		return e.withHint("name a commit from memvault log: a hash, HEAD or HEAD~N")
+		e := fault.New(ErrNotFound, "commit %q: not found in the vault", rev)
+		return e.WithHint("name a commit from memvault log: a hash, HEAD or HEAD~N")
 	}
 	base, n := rev, 0
 	if b, k, ok := strings.Cut(rev, "~"); ok {
@@ -993,7 +994,7 @@ func (v *Vault) resolveRev(rev string) (plumbing.Hash, error) {
 			return plumbing.ZeroHash, err
 		}
 		if len(found) > 1 {
-			return plumbing.ZeroHash, newErr(ErrInvalid, "commit %q: ambiguous, give more characters", rev)
+			return plumbing.ZeroHash, fault.New(ErrInvalid, "commit %q: ambiguous, give more characters", rev)
 		}
 		if len(found) == 0 {
 			return plumbing.ZeroHash, notFound()

@@ -14,6 +14,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/memvault/memvault/render"
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // HeadsConfig is the part of memvault.toml the heads read: budgets, the
@@ -63,7 +64,7 @@ type headsConfigFile struct {
 func (v *Vault) HeadsConfig() (HeadsConfig, error) {
 	data, err := os.ReadFile(filepath.Join(v.Root, configFile))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return HeadsConfig{}, ioErr("read "+configFile, err)
+		return HeadsConfig{}, fault.IO("read "+configFile, err)
 	}
 	return parseHeadsConfig(data)
 }
@@ -84,7 +85,7 @@ func parseHeadsConfig(data []byte) (HeadsConfig, error) {
 	if f.Heads.Lease != "" {
 		d, err := time.ParseDuration(f.Heads.Lease)
 		if err != nil || d <= 0 {
-			return HeadsConfig{}, newErr(ErrInvalid, "%s: heads.lease %q: not a positive duration like 2m", configFile, f.Heads.Lease)
+			return HeadsConfig{}, fault.New(ErrInvalid, "%s: heads.lease %q: not a positive duration like 2m", configFile, f.Heads.Lease)
 		}
 		c.Lease = d
 	}
@@ -92,21 +93,21 @@ func parseHeadsConfig(data []byte) (HeadsConfig, error) {
 	for key, t := range f.Threads {
 		th, err := ParseThread(key)
 		if err != nil {
-			e := newErr(ErrInvalid, "%s: [threads.%q]: not a thread key, want kind:slug", configFile, key)
-			return HeadsConfig{}, e.withHint("write the key quoted and lower case: [threads.\"project:shop\"]")
+			e := fault.New(ErrInvalid, "%s: [threads.%q]: not a thread key, want kind:slug", configFile, key)
+			return HeadsConfig{}, e.WithHint("write the key quoted and lower case: [threads.\"project:shop\"]")
 		}
 		meta := render.ThreadMeta{Key: th.String()}
 		for _, a := range t.Aliases {
 			a = strings.ToLower(strings.Join(strings.Fields(a), " "))
 			if err := checkAlias(a); err != nil {
-				return HeadsConfig{}, newErr(ErrInvalid, "%s: [threads.%q] alias %q: %v", configFile, key, a, err)
+				return HeadsConfig{}, fault.New(ErrInvalid, "%s: [threads.%q] alias %q: %v", configFile, key, a, err)
 			}
 			if other, dup := owner[a]; dup && other != meta.Key {
-				e := newErr(ErrInvalid, "%s: alias %q is declared by both %s and %s", configFile, a, other, meta.Key)
-				return HeadsConfig{}, e.withHint("an alias must name one thread; remove it from one of them")
+				e := fault.New(ErrInvalid, "%s: alias %q is declared by both %s and %s", configFile, a, other, meta.Key)
+				return HeadsConfig{}, e.WithHint("an alias must name one thread; remove it from one of them")
 			}
 			if _, err := ParseThread(a); err == nil && a != meta.Key {
-				return HeadsConfig{}, newErr(ErrInvalid, "%s: [threads.%q] alias %q: looks like another thread's key", configFile, key, a)
+				return HeadsConfig{}, fault.New(ErrInvalid, "%s: [threads.%q] alias %q: looks like another thread's key", configFile, key, a)
 			}
 			if owner[a] == "" {
 				owner[a] = meta.Key

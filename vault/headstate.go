@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/memvault/memvault/render"
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // The heads' derived state. Rendering a head needs the whole ledger folded
@@ -85,7 +86,7 @@ func (v *Vault) foldAll(segs []segment) (st *State, tip string, torn bool, err e
 	for _, s := range segs {
 		data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
 		if err != nil {
-			return nil, "", false, ioErr("read "+s.String(), err)
+			return nil, "", false, fault.IO("read "+s.String(), err)
 		}
 		torn = len(data) > 0 && data[len(data)-1] != '\n'
 		for len(data) > 0 {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // hookLogFile is where hooks report problems: a hook fails open and must
@@ -20,16 +22,16 @@ const hookLogFile = ".logs/hooks.log"
 func AppendHookLog(root, line string) error {
 	path := filepath.Join(root, filepath.FromSlash(hookLogFile))
 	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
-		return ioErr("create .logs", err)
+		return fault.IO("create .logs", err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, filePerm)
 	if err != nil {
-		return ioErr("append "+hookLogFile, err)
+		return fault.IO("append "+hookLogFile, err)
 	}
 	defer f.Close()
 	text := time.Now().UTC().Format(time.RFC3339) + " " + strings.ReplaceAll(line, "\n", " ") + "\n"
 	if _, err := f.WriteString(text); err != nil {
-		return ioErr("append "+hookLogFile, err)
+		return fault.IO("append "+hookLogFile, err)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/redact"
 )
 
@@ -67,11 +68,11 @@ func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format
 	}
 	abs, err := filepath.Abs(source)
 	if err != nil {
-		return nil, ioErr("import "+source, err)
+		return nil, fault.IO("import "+source, err)
 	}
 	f, err := os.Open(abs)
 	if err != nil {
-		e := ioErr("import "+source, err).(*Error)
+		e := fault.IO("import "+source, err).(*Error)
 		if os.IsNotExist(err) {
 			e.Class = ErrNotFound
 		}
@@ -80,10 +81,10 @@ func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return nil, ioErr("import "+source, err)
+		return nil, fault.IO("import "+source, err)
 	}
 	if info.IsDir() {
-		return nil, newErr(ErrInvalid, "import %s: is a folder", source)
+		return nil, fault.New(ErrInvalid, "import %s: is a folder", source)
 	}
 	size := info.Size()
 
@@ -235,11 +236,11 @@ func wrongFormat(f *os.File, source string, format transcript.Format) error {
 			if json.Unmarshal([]byte(trimmed), &obj) != nil {
 				why = "not a json object"
 			}
-			e := newErr(ErrInvalid, "import %s:%d: not a %s transcript: %s", source, n, format, why)
-			return e.withHint("check --format (one of %s)", formatList())
+			e := fault.New(ErrInvalid, "import %s:%d: not a %s transcript: %s", source, n, format, why)
+			return e.WithHint("check --format (one of %s)", formatList())
 		}
 		if err != nil {
-			return newErr(ErrInvalid, "import %s: not a %s transcript", source, format)
+			return fault.New(ErrInvalid, "import %s: not a %s transcript", source, format)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/index"
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // Catching up: when more than catchUpBytes of the vault's files are not in
@@ -174,7 +175,7 @@ func (v *Vault) segmentSources() ([]indexSource, error) {
 	for _, s := range segs {
 		info, err := os.Stat(v.abs(s.rel()))
 		if err != nil {
-			return nil, ioErr("stat "+s.String(), err)
+			return nil, fault.IO("stat "+s.String(), err)
 		}
 		out = append(out, indexSource{rel: s.String(), kind: 'r', size: info.Size()})
 	}
@@ -184,7 +185,7 @@ func (v *Vault) segmentSources() ([]indexSource, error) {
 func (v *Vault) transcriptSources() ([]indexSource, error) {
 	agents, err := os.ReadDir(filepath.Join(v.Root, "transcripts"))
 	if err != nil && !os.IsNotExist(err) {
-		return nil, ioErr("read transcripts", err)
+		return nil, fault.IO("read transcripts", err)
 	}
 	var out []indexSource
 	for _, a := range agents {
@@ -193,7 +194,7 @@ func (v *Vault) transcriptSources() ([]indexSource, error) {
 		}
 		files, err := os.ReadDir(filepath.Join(v.Root, "transcripts", a.Name()))
 		if err != nil {
-			return nil, ioErr("read transcripts/"+a.Name(), err)
+			return nil, fault.IO("read transcripts/"+a.Name(), err)
 		}
 		for _, f := range files {
 			if f.IsDir() || !strings.HasSuffix(f.Name(), ".jsonl") || strings.HasPrefix(f.Name(), ".") {
@@ -225,7 +226,7 @@ func (v *Vault) nodeSources(marks map[string]int64) ([]indexSource, error) {
 		p := filepath.Join(v.Root, filepath.FromSlash(dir))
 		info, err := os.Stat(p)
 		if err != nil {
-			return nil, ioErr("read "+dir, err)
+			return nil, fault.IO("read "+dir, err)
 		}
 		mark := indexSource{rel: dir + "/" + dirMarkName, kind: 'd', size: info.ModTime().UnixNano()}
 		if marks != nil && marks[mark.rel] == mark.size {
@@ -233,7 +234,7 @@ func (v *Vault) nodeSources(marks map[string]int64) ([]indexSource, error) {
 		}
 		entries, err := os.ReadDir(p)
 		if err != nil {
-			return nil, ioErr("read "+dir, err)
+			return nil, fault.IO("read "+dir, err)
 		}
 		for _, e := range entries {
 			if !e.IsDir() && strings.HasSuffix(e.Name(), ".md") && !strings.HasPrefix(e.Name(), ".") {
@@ -296,7 +297,7 @@ func (v *Vault) docsOf(s indexSource, from int64) ([]index.Doc, int64, error) {
 	defer f.Close()
 	data, err := io.ReadAll(io.NewSectionReader(f, from, s.size-from))
 	if err != nil {
-		return nil, from, ioErr("read "+s.rel, err)
+		return nil, from, fault.IO("read "+s.rel, err)
 	}
 	end := bytes.LastIndexByte(data, '\n')
 	if end < 0 {
@@ -436,7 +437,7 @@ func (v *Vault) Reindex(progress func(done, total int)) (*IndexReport, error) {
 	for i, p := range indexParts {
 		ix, err := index.Create(v.partDir(p))
 		if err != nil {
-			return nil, ioErr("index: create", err)
+			return nil, fault.IO("index: create", err)
 		}
 		var step func(int, int)
 		if progress != nil {

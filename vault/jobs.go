@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // The job queue holds work a hook deferred because it may not fit in the
@@ -100,7 +102,7 @@ func (v *Vault) jobFiles() ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, ioErr("read "+jobsDir, err)
+		return nil, fault.IO("read "+jobsDir, err)
 	}
 	var names []string
 	for _, e := range entries {
@@ -115,11 +117,11 @@ func (v *Vault) jobFiles() ([]string, error) {
 func (v *Vault) readJob(name string) (Job, error) {
 	data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name))
 	if err != nil {
-		return Job{}, ioErr("read job "+name, err)
+		return Job{}, fault.IO("read job "+name, err)
 	}
 	var j Job
 	if err := json.Unmarshal(data, &j); err != nil {
-		return Job{}, newErr(ErrCorrupt, "job %s: %v", name, err)
+		return Job{}, fault.New(ErrCorrupt, "job %s: %v", name, err)
 	}
 	j.file = name
 	return j, nil
@@ -139,7 +141,7 @@ type JobClaim struct {
 // one running them.
 func (v *Vault) ClaimJobs(wait time.Duration) (*JobClaim, error) {
 	if err := os.MkdirAll(filepath.Join(v.Root, ".state"), dirPerm); err != nil {
-		return nil, ioErr("create .state", err)
+		return nil, fault.IO("create .state", err)
 	}
 	// Opened read-write and never deleted, as the vault lock: deleting a
 	// lock file lets two runners hold it on two different inodes.
@@ -149,13 +151,13 @@ func (v *Vault) ClaimJobs(wait time.Duration) (*JobClaim, error) {
 	for delay := time.Millisecond; ; {
 		ok, err := fl.TryLock()
 		if err != nil {
-			return nil, ioErr("lock "+jobsLockFile, err)
+			return nil, fault.IO("lock "+jobsLockFile, err)
 		}
 		if ok {
 			return &JobClaim{v: v, fl: fl, seen: map[string]bool{}}, nil
 		}
 		if !time.Now().Before(deadline) {
-			return nil, newErr(ErrBusy, "job queue busy: another runner holds it; gave up after %s", wait)
+			return nil, fault.New(ErrBusy, "job queue busy: another runner holds it; gave up after %s", wait)
 		}
 		time.Sleep(min(delay, time.Until(deadline)))
 		if delay < 16*time.Millisecond {
@@ -200,11 +202,11 @@ func (c *JobClaim) Next() (j Job, ok bool, err error) {
 // runner gave up on it for good.
 func (c *JobClaim) Done(j Job) error {
 	if j.file == "" || !c.seen[j.file] {
-		return newErr(ErrInvalid, "job %s %s/%s: not handed out by this claim", j.Kind, j.Agent, j.Session)
+		return fault.New(ErrInvalid, "job %s %s/%s: not handed out by this claim", j.Kind, j.Agent, j.Session)
 	}
 	err := os.Remove(filepath.Join(c.v.Root, filepath.FromSlash(jobsDir), j.file))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return ioErr("remove job "+j.file, err)
+		return fault.IO("remove job "+j.file, err)
 	}
 	return nil
 }

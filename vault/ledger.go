@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // DefaultSegmentBytes is the size past which a ledger segment is closed and
@@ -86,7 +88,7 @@ func listSegments(root string) (segs []segment, strays []string, err error) {
 		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, ioErr("read ledger", err)
+		return nil, nil, fault.IO("read ledger", err)
 	}
 	for _, ye := range years {
 		y, yerr := strconv.Atoi(ye.Name())
@@ -96,7 +98,7 @@ func listSegments(root string) (segs []segment, strays []string, err error) {
 		}
 		months, err := os.ReadDir(filepath.Join(ledgerDir, ye.Name()))
 		if err != nil {
-			return nil, nil, ioErr("read ledger", err)
+			return nil, nil, fault.IO("read ledger", err)
 		}
 		for _, me := range months {
 			m, merr := strconv.Atoi(me.Name())
@@ -106,7 +108,7 @@ func listSegments(root string) (segs []segment, strays []string, err error) {
 			}
 			files, err := os.ReadDir(filepath.Join(ledgerDir, ye.Name(), me.Name()))
 			if err != nil {
-				return nil, nil, ioErr("read ledger", err)
+				return nil, nil, fault.IO("read ledger", err)
 			}
 			for _, fe := range files {
 				if strings.HasPrefix(fe.Name(), ".") {
@@ -141,7 +143,7 @@ type ledgerLine struct {
 func readSegment(root string, s segment) (lines []ledgerLine, torn []byte, err error) {
 	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(s.String())))
 	if err != nil {
-		return nil, nil, ioErr("read "+s.String(), err)
+		return nil, nil, fault.IO("read "+s.String(), err)
 	}
 	return splitSegment(s, data)
 }
@@ -228,12 +230,12 @@ type fileEnd struct {
 func readEnd(path string) (fileEnd, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return fileEnd{}, ioErr("read "+path, err)
+		return fileEnd{}, fault.IO("read "+path, err)
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return fileEnd{}, ioErr("read "+path, err)
+		return fileEnd{}, fault.IO("read "+path, err)
 	}
 	size := info.Size()
 	for window := int64(8 << 10); ; window *= 4 {
@@ -242,7 +244,7 @@ func readEnd(path string) (fileEnd, error) {
 		}
 		buf := make([]byte, window)
 		if _, err := f.ReadAt(buf, size-window); err != nil && err != io.EOF {
-			return fileEnd{}, ioErr("read "+path, err)
+			return fileEnd{}, fault.IO("read "+path, err)
 		}
 		// Two newlines in the window (or the whole file) guarantee the last
 		// complete line is inside it, torn tail or not.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // Lease names the holder of the vault lock. It sits beside the lock file so
@@ -91,7 +92,7 @@ func lockVault(root string, lease Lease, timeout time.Duration) (release func(),
 	}
 	if err := os.MkdirAll(filepath.Join(root, ".locks"), dirPerm); err != nil {
 		mu.Unlock()
-		return nil, ioErr("create .locks", err)
+		return nil, fault.IO("create .locks", err)
 	}
 	fl := flock.New(filepath.Join(root, lockFile), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(filePerm))
 	delay := time.Millisecond
@@ -99,7 +100,7 @@ func lockVault(root string, lease Lease, timeout time.Duration) (release func(),
 		ok, err := fl.TryLock()
 		if err != nil {
 			mu.Unlock()
-			return nil, ioErr("lock "+lockFile, err)
+			return nil, fault.IO("lock "+lockFile, err)
 		}
 		if ok {
 			break
@@ -165,8 +166,8 @@ func busyErr(root string, waited time.Duration) error {
 	if l, _ := ReadLease(root); l.PID != 0 {
 		holder = l.String()
 	}
-	e := newErr(ErrBusy, "vault busy: held by %s; gave up after %s", holder, waited)
-	return e.withHint("retry, or raise the wait with MEMVAULT_LOCK_TIMEOUT or [lock] timeout in memvault.toml")
+	e := fault.New(ErrBusy, "vault busy: held by %s; gave up after %s", holder, waited)
+	return e.WithHint("retry, or raise the wait with MEMVAULT_LOCK_TIMEOUT or [lock] timeout in memvault.toml")
 }
 
 // IsBusy reports whether err is a lock timeout.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // MaxTextBytes bounds one event's text. The ledger is memory, not a file
@@ -26,12 +28,12 @@ type Input struct {
 func checkText(what, s string, allowEmpty bool) error {
 	switch {
 	case !utf8.ValidString(s):
-		return newErr(ErrInvalid, "%s: not valid utf-8", what)
+		return fault.New(ErrInvalid, "%s: not valid utf-8", what)
 	case len(s) > MaxTextBytes:
-		e := newErr(ErrInvalid, "%s: %d bytes is over the limit of %d (1 MiB)", what, len(s), MaxTextBytes)
-		return e.withHint("store large material as a transcript and remember a short summary")
+		e := fault.New(ErrInvalid, "%s: %d bytes is over the limit of %d (1 MiB)", what, len(s), MaxTextBytes)
+		return e.WithHint("store large material as a transcript and remember a short summary")
 	case !allowEmpty && strings.TrimSpace(s) == "":
-		return newErr(ErrInvalid, "%s: empty", what)
+		return fault.New(ErrInvalid, "%s: empty", what)
 	}
 	return nil
 }
@@ -48,14 +50,14 @@ func (in *Input) validate() error {
 	if len(in.Data) > 0 {
 		v, err := decodeJSON(in.Data)
 		if err != nil {
-			return newErr(ErrInvalid, "data: not valid json: %v", err)
+			return fault.New(ErrInvalid, "data: not valid json: %v", err)
 		}
 		if _, ok := v.(map[string]any); !ok {
-			return newErr(ErrInvalid, "data: must be a json object")
+			return fault.New(ErrInvalid, "data: must be a json object")
 		}
 		var buf bytes.Buffer
 		if err := canonicalJSON(&buf, v); err != nil {
-			return newErr(ErrInvalid, "data: %v", err)
+			return fault.New(ErrInvalid, "data: %v", err)
 		}
 		in.Data = buf.Bytes()
 	}
@@ -85,13 +87,13 @@ func (tx *Tx) checkLinks(links []string) error {
 				}
 			}
 			if !nodes[l] {
-				return newErr(ErrNotFound, "link %s: no such node", l)
+				return fault.New(ErrNotFound, "link %s: no such node", l)
 			}
 			continue
 		}
 		if st.Get(l) == nil {
-			e := newErr(ErrNotFound, "link %s: no such event", l)
-			return e.withHint("list event ids with: memvault ledger")
+			e := fault.New(ErrNotFound, "link %s: no such event", l)
+			return e.WithHint("list event ids with: memvault ledger")
 		}
 	}
 	return nil
@@ -103,8 +105,8 @@ func (tx *Tx) Remember(in Input) (*Event, error) {
 		in.Kind = "fact"
 	}
 	if !slices.Contains(RememberKinds, in.Kind) {
-		e := newErr(ErrInvalid, "kind %q: unknown", in.Kind)
-		return nil, e.withHint("use one of: %s", strings.Join(RememberKinds, ", "))
+		e := fault.New(ErrInvalid, "kind %q: unknown", in.Kind)
+		return nil, e.WithHint("use one of: %s", strings.Join(RememberKinds, ", "))
 	}
 	return tx.record(in, false)
 }
@@ -145,13 +147,13 @@ func (tx *Tx) target(verb, id string) (*Row, error) {
 	r := st.Get(id)
 	switch {
 	case r == nil:
-		e := newErr(ErrNotFound, "%s %s: no such event", verb, id)
-		return nil, e.withHint("list event ids with: memvault ledger")
+		e := fault.New(ErrNotFound, "%s %s: no such event", verb, id)
+		return nil, e.WithHint("list event ids with: memvault ledger")
 	case r.RetractedBy != "":
-		return nil, newErr(ErrConflict, "%s %s: already retracted by %s", verb, id, r.RetractedBy)
+		return nil, fault.New(ErrConflict, "%s %s: already retracted by %s", verb, id, r.RetractedBy)
 	case r.SupersededBy != "":
-		e := newErr(ErrConflict, "%s %s: already superseded by %s", verb, id, r.SupersededBy)
-		return nil, e.withHint("%s the newer event instead: memvault %s %s", verb, verb, r.SupersededBy)
+		e := fault.New(ErrConflict, "%s %s: already superseded by %s", verb, id, r.SupersededBy)
+		return nil, e.WithHint("%s the newer event instead: memvault %s %s", verb, verb, r.SupersededBy)
 	}
 	return r, nil
 }
@@ -163,10 +165,10 @@ func (tx *Tx) CloseCommitment(id, note string) (*Event, error) {
 		return nil, err
 	}
 	if r.EffectiveKind() != "commitment.open" {
-		return nil, newErr(ErrConflict, "close %s: is a %s, not a commitment", id, r.Kind)
+		return nil, fault.New(ErrConflict, "close %s: is a %s, not a commitment", id, r.Kind)
 	}
 	if r.ClosedBy != "" {
-		return nil, newErr(ErrConflict, "close %s: already closed by %s", id, r.ClosedBy)
+		return nil, fault.New(ErrConflict, "close %s: already closed by %s", id, r.ClosedBy)
 	}
 	if err := checkText("note", note, true); err != nil {
 		return nil, err
@@ -183,8 +185,8 @@ func (tx *Tx) Retract(id, why string) (*Event, error) {
 		return nil, err
 	}
 	if r.Kind == "retract" {
-		e := newErr(ErrConflict, "retract %s: is itself a retraction", id)
-		return nil, e.withHint("record the fact again with memvault remember")
+		e := fault.New(ErrConflict, "retract %s: is itself a retraction", id)
+		return nil, e.WithHint("record the fact again with memvault remember")
 	}
 	if err := checkText("why", why, false); err != nil {
 		return nil, err
@@ -201,7 +203,7 @@ func (tx *Tx) Supersede(id, text string) (*Event, error) {
 		return nil, err
 	}
 	if r.Kind == "retract" || r.Kind == "commitment.close" {
-		return nil, newErr(ErrConflict, "supersede %s: a %s cannot be superseded", id, r.Kind)
+		return nil, fault.New(ErrConflict, "supersede %s: a %s cannot be superseded", id, r.Kind)
 	}
 	if err := checkText("text", text, false); err != nil {
 		return nil, err

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // Node kinds (DESIGN §5).
@@ -343,7 +345,7 @@ func (v *Vault) nodePicker() (func(needles []string) *NodeIndex, error) {
 	for _, dir := range months {
 		info, err := os.Stat(filepath.Join(v.Root, filepath.FromSlash(dir)))
 		if err != nil {
-			return nil, ioErr("read "+dir, err)
+			return nil, fault.IO("read "+dir, err)
 		}
 		dirs[dir] = info.ModTime().UnixNano()
 		if old, ok := cachedDirs[dir]; !ok || old != dirs[dir] {
@@ -372,7 +374,7 @@ func (v *Vault) nodePicker() (func(needles []string) *NodeIndex, error) {
 	for _, dir := range months {
 		entries, err := os.ReadDir(filepath.Join(v.Root, filepath.FromSlash(dir)))
 		if err != nil {
-			return nil, ioErr("read "+dir, err)
+			return nil, fault.IO("read "+dir, err)
 		}
 		for _, e := range entries {
 			name := e.Name()
@@ -386,7 +388,7 @@ func (v *Vault) nodePicker() (func(needles []string) *NodeIndex, error) {
 			}
 			data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
 			if err != nil {
-				return nil, ioErr("read "+rel, err)
+				return nil, fault.IO("read "+rel, err)
 			}
 			n, err := parseNode(data, true)
 			if err != nil || n.ID != strings.TrimSuffix(name, ".md") {
@@ -462,7 +464,7 @@ func (v *Vault) nodeMonthDirs() ([]string, error) {
 			return nil, nil
 		}
 		if err != nil {
-			return nil, ioErr("read "+rel, err)
+			return nil, fault.IO("read "+rel, err)
 		}
 		var names []string
 		for _, e := range entries {
@@ -510,7 +512,7 @@ func (v *Vault) saveNodeCache(ix *NodeIndex, dirs map[string]int64) {
 func (v *Vault) ReadNode(n *Node) (*Node, error) {
 	data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(n.Path)))
 	if err != nil {
-		return nil, ioErr("read "+n.Path, err)
+		return nil, fault.IO("read "+n.Path, err)
 	}
 	full, err := parseNode(data, false)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // The open-sessions registry lists, per harness, the sessions that started
@@ -29,7 +31,7 @@ func (v *Vault) EditOpenSessions(harness string, wait time.Duration, edit func(o
 	}
 	path := filepath.Join(v.Root, filepath.FromSlash(hookStateDir), "open-"+harness+".json")
 	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
-		return ioErr("create "+hookStateDir, err)
+		return fault.IO("create "+hookStateDir, err)
 	}
 	lk := flock.New(path + ".lock")
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -37,9 +39,9 @@ func (v *Vault) EditOpenSessions(harness string, wait time.Duration, edit func(o
 	ok, err := lk.TryLockContext(ctx, 5*time.Millisecond)
 	if !ok {
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			return ioErr("lock open sessions of "+harness, err)
+			return fault.IO("lock open sessions of "+harness, err)
 		}
-		return newErr(ErrBusy, "open sessions of %s: lock busy; gave up after %s", harness, wait)
+		return fault.New(ErrBusy, "open sessions of %s: lock busy; gave up after %s", harness, wait)
 	}
 	defer lk.Unlock()
 	var open []Job

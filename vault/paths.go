@@ -7,6 +7,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // maxNameLen bounds every outside name that becomes a path element. File
@@ -31,19 +33,19 @@ func (r RelPath) IsZero() bool { return r.p == "" }
 func CheckName(what, s string) error {
 	switch {
 	case s == "":
-		return newErr(ErrInvalid, "%s: empty", what)
+		return fault.New(ErrInvalid, "%s: empty", what)
 	case len(s) > maxNameLen:
-		return newErr(ErrInvalid, "%s: longer than %d bytes", what, maxNameLen)
+		return fault.New(ErrInvalid, "%s: longer than %d bytes", what, maxNameLen)
 	case !utf8.ValidString(s):
-		return newErr(ErrInvalid, "%s: not valid utf-8", what)
+		return fault.New(ErrInvalid, "%s: not valid utf-8", what)
 	}
 	for _, r := range s {
 		if r == '/' || r == '\\' || r == 0 || unicode.IsControl(r) {
-			return newErr(ErrInvalid, "%s %q: contains a path separator or control character", what, s)
+			return fault.New(ErrInvalid, "%s %q: contains a path separator or control character", what, s)
 		}
 	}
 	if strings.HasPrefix(s, ".") {
-		return newErr(ErrInvalid, "%s %q: must not start with a dot", what, s)
+		return fault.New(ErrInvalid, "%s %q: must not start with a dot", what, s)
 	}
 	return nil
 }
@@ -88,8 +90,8 @@ var threadRE = sync.OnceValue(func() *regexp.Regexp {
 func ParseThread(s string) (Thread, error) {
 	m := threadRE().FindStringSubmatch(s)
 	if m == nil {
-		e := newErr(ErrInvalid, "thread %q: malformed key, want kind:slug", s)
-		return Thread{}, e.withHint("a thread key is lower case, like project:shop or person:alice")
+		e := fault.New(ErrInvalid, "thread %q: malformed key, want kind:slug", s)
+		return Thread{}, e.WithHint("a thread key is lower case, like project:shop or person:alice")
 	}
 	return Thread{Kind: m[1], Slug: m[2]}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memvault/memvault/index"
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // Retrieval tiers, always in this order (DESIGN §7).
@@ -87,19 +88,19 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 	q := strings.TrimSpace(opts.Query)
 	switch {
 	case q == "":
-		return nil, newErr(ErrInvalid, "recall: empty query")
+		return nil, fault.New(ErrInvalid, "recall: empty query")
 	case len(q) > MaxQueryBytes:
-		e := newErr(ErrInvalid, "recall: query of %d bytes is over the limit of %d", len(q), MaxQueryBytes)
-		return nil, e.withHint("ask with a few words; recall is a search, not a comparison of documents")
+		e := fault.New(ErrInvalid, "recall: query of %d bytes is over the limit of %d", len(q), MaxQueryBytes)
+		return nil, e.WithHint("ask with a few words; recall is a search, not a comparison of documents")
 	case !utf8.ValidString(q):
-		return nil, newErr(ErrInvalid, "recall: query is not valid utf-8")
+		return nil, fault.New(ErrInvalid, "recall: query is not valid utf-8")
 	}
 	if len(index.Analyze(q)) == 0 {
-		e := newErr(ErrInvalid, "recall: the query has no searchable words, only stop words")
-		return nil, e.withHint("name the thing you are looking for")
+		e := fault.New(ErrInvalid, "recall: the query has no searchable words, only stop words")
+		return nil, e.WithHint("name the thing you are looking for")
 	}
 	if opts.Tier != "" && !contains(Tiers, opts.Tier) {
-		return nil, newErr(ErrInvalid, "recall: tier %q: want one of %s", opts.Tier, strings.Join(Tiers, ", "))
+		return nil, fault.New(ErrInvalid, "recall: tier %q: want one of %s", opts.Tier, strings.Join(Tiers, ", "))
 	}
 	if opts.Limit <= 0 {
 		opts.Limit = 5
@@ -191,8 +192,8 @@ func (v *Vault) recallScope(sc *Scope, q string, opts *RecallOptions) (map[strin
 		}
 		opts.Thread = th.String()
 		if !sc.Known(opts.Thread) && v.Config.Threads[opts.Thread].Aliases == nil && !v.headExists(th) {
-			e := newErr(ErrNotFound, "recall: thread %q: unknown", opts.Thread)
-			return nil, nil, e.withHint("threads the ledger knows: %s", strings.Join(sc.Threads(), ", "))
+			e := fault.New(ErrNotFound, "recall: thread %q: unknown", opts.Thread)
+			return nil, nil, e.WithHint("threads the ledger knows: %s", strings.Join(sc.Threads(), ", "))
 		}
 	} else if opts.Session != "" && !opts.AllThreads {
 		if ts := sc.SessionThreads(opts.Agent, opts.Session); len(ts) == 1 {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // Scope facts are what retrieval needs to know about threads without reading
@@ -237,7 +239,7 @@ func (v *Vault) loadScope() (*Scope, error) {
 		if !ok || c.Stamp != stamp {
 			data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(file)))
 			if err != nil {
-				return nil, ioErr("read "+file, err)
+				return nil, fault.IO("read "+file, err)
 			}
 			c = segScope{Stamp: stamp, Facts: factsOf(data)}
 			cache[file] = c

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // Session marks are per-session scratch state: a set of ids (the hooks keep
@@ -33,7 +35,7 @@ func (v *Vault) SessionMarks(t TranscriptRef) (map[string]bool, error) {
 		return m, nil
 	}
 	if err != nil {
-		return m, ioErr("read session marks", err)
+		return m, fault.IO("read session marks", err)
 	}
 	var ids []string
 	_ = json.Unmarshal(data, &ids)
@@ -68,7 +70,7 @@ func (v *Vault) AddSessionMarks(t TranscriptRef, ids ...string) error {
 // harness compacts: what the session was shown is gone from its context).
 func (v *Vault) ResetSessionMarks(t TranscriptRef) error {
 	if err := os.Remove(v.sessionMarksPath(t)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return ioErr("reset session marks", err)
+		return fault.IO("reset session marks", err)
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // Kinds a person or an agent records with `memvault remember`. The ledger
@@ -128,7 +130,7 @@ func (v *Vault) segmentCorrections(cache map[string]segCorrections, s segment) (
 	}
 	data, err = os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
 	if err != nil {
-		return c, nil, false, ioErr("read "+s.String(), err)
+		return c, nil, false, fault.IO("read "+s.String(), err)
 	}
 	if end := bytes.LastIndexByte(data, '\n'); end >= 0 {
 		data = data[:end+1]
@@ -453,7 +455,7 @@ func (v *Vault) loadAll() (*State, error) {
 func readComplete(root, file string) ([]byte, error) {
 	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
 	if err != nil {
-		return nil, ioErr("read "+file, err)
+		return nil, fault.IO("read "+file, err)
 	}
 	end := bytes.LastIndexByte(data, '\n')
 	return data[:end+1], nil
@@ -474,7 +476,7 @@ func rowOf(raw []byte, file string, n int) *Row {
 func (v *Vault) readLines(file string, c segCorrections, ns []int) ([]*Row, error) {
 	f, err := os.Open(filepath.Join(v.Root, filepath.FromSlash(file)))
 	if err != nil {
-		return nil, ioErr("read "+file, err)
+		return nil, fault.IO("read "+file, err)
 	}
 	defer f.Close()
 	var out []*Row
@@ -488,7 +490,7 @@ func (v *Vault) readLines(file string, c segCorrections, ns []int) ([]*Row, erro
 		off := c.Offs[k]
 		raw := make([]byte, off[1]-off[0])
 		if _, err := f.ReadAt(raw, off[0]); err != nil {
-			return nil, ioErr("read "+file, err)
+			return nil, fault.IO("read "+file, err)
 		}
 		if r := rowOf(raw, file, n); r != nil {
 			out = append(out, r)

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // DefaultPartBytes is the size past which a transcript part is closed and
@@ -36,15 +37,15 @@ const maxSessionLen = 256
 func CheckSession(s string) error {
 	switch {
 	case s == "":
-		return newErr(ErrInvalid, "session: empty")
+		return fault.New(ErrInvalid, "session: empty")
 	case len(s) > maxSessionLen:
-		return newErr(ErrInvalid, "session: longer than %d bytes", maxSessionLen)
+		return fault.New(ErrInvalid, "session: longer than %d bytes", maxSessionLen)
 	case !utf8.ValidString(s):
-		return newErr(ErrInvalid, "session: not valid utf-8")
+		return fault.New(ErrInvalid, "session: not valid utf-8")
 	}
 	for _, r := range s {
 		if unicode.IsControl(r) {
-			return newErr(ErrInvalid, "session %q: contains a control character", s)
+			return fault.New(ErrInvalid, "session %q: contains a control character", s)
 		}
 	}
 	return nil
@@ -142,7 +143,7 @@ func (v *Vault) parts(t TranscriptRef) ([]int, error) {
 			return parts, nil
 		}
 		if err != nil {
-			return nil, ioErr("stat "+t.part(n).String(), err)
+			return nil, fault.IO("stat "+t.part(n).String(), err)
 		}
 		parts = append(parts, n)
 	}
@@ -240,8 +241,8 @@ func (v *Vault) ReadTranscript(t TranscriptRef, from, to int, fn func(StoredMess
 		return err
 	}
 	if len(parts) == 0 {
-		e := newErr(ErrNotFound, "transcript: agent %s has no transcript for session %q", t.Agent, t.Session)
-		return e.withHint("list transcripts with: memvault sessions")
+		e := fault.New(ErrNotFound, "transcript: agent %s has no transcript for session %q", t.Agent, t.Session)
+		return e.WithHint("list transcripts with: memvault sessions")
 	}
 	for _, p := range parts {
 		if err := v.readPart(t, p, from, to, fn); err != nil {
@@ -259,7 +260,7 @@ var errStop = errors.New("stop")
 func (v *Vault) readPart(t TranscriptRef, part, from, to int, fn func(StoredMessage) error) error {
 	f, err := os.Open(v.abs(t.part(part)))
 	if err != nil {
-		return ioErr("read "+t.part(part).String(), err)
+		return fault.IO("read "+t.part(part).String(), err)
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 64<<10)
@@ -269,7 +270,7 @@ func (v *Vault) readPart(t TranscriptRef, part, from, to int, fn func(StoredMess
 			return nil // a torn last line, if any, is not a message yet
 		}
 		if err != nil {
-			return ioErr("read "+t.part(part).String(), err)
+			return fault.IO("read "+t.part(part).String(), err)
 		}
 		var m StoredMessage
 		if json.Unmarshal(line, &m) != nil || m.N == 0 {
@@ -304,7 +305,7 @@ func (v *Vault) Sessions() ([]SessionInfo, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, ioErr("read transcripts", err)
+		return nil, fault.IO("read transcripts", err)
 	}
 	var out []SessionInfo
 	for _, a := range agents {
@@ -313,7 +314,7 @@ func (v *Vault) Sessions() ([]SessionInfo, error) {
 		}
 		files, err := os.ReadDir(filepath.Join(v.Root, "transcripts", a.Name()))
 		if err != nil {
-			return nil, ioErr("read transcripts/"+a.Name(), err)
+			return nil, fault.IO("read transcripts/"+a.Name(), err)
 		}
 		seen := map[string]bool{}
 		for _, f := range files {
@@ -369,8 +370,8 @@ func (tx *Tx) AppendText(t TranscriptRef, msgs []transcript.Message) (from, to i
 	for i := range msgs {
 		m := &msgs[i]
 		if !m.Role.Valid() {
-			e := newErr(ErrInvalid, "role %q: unknown", m.Role)
-			return 0, 0, e.withHint("use one of: user, assistant, tool, system")
+			e := fault.New(ErrInvalid, "role %q: unknown", m.Role)
+			return 0, 0, e.WithHint("use one of: user, assistant, tool, system")
 		}
 		if err := checkText("text", m.Text, false); err != nil {
 			return 0, 0, err

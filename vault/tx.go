@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // TxOptions describe who is writing and how.
@@ -267,11 +269,11 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 		v.saveStamps(stamps)
 	}
 	if len(problems) > 0 && !opts.Force {
-		e := newErr(ErrCorrupt, "ledger: %s", problems[0])
+		e := fault.New(ErrCorrupt, "ledger: %s", problems[0])
 		if len(problems) > 1 {
 			e.Msg += fmt.Sprintf(" (and %d more)", len(problems)-1)
 		}
-		return nil, e.withHint("run memvault verify and repair the ledger by hand, or pass --force to write anyway")
+		return nil, e.WithHint("run memvault verify and repair the ledger by hand, or pass --force to write anyway")
 	}
 	tail, err := readTail(v.Root, segs)
 	if err != nil && !opts.Force {
@@ -398,7 +400,7 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 		}
 		info, err := os.Stat(p)
 		if err != nil {
-			return fail(ioErr("stat "+f.rel.String(), err))
+			return fail(fault.IO("stat "+f.rel.String(), err))
 		}
 		changes = append(changes, &fileChange{path: f.rel.String(), content: f.data, stat: info})
 	}
@@ -503,11 +505,11 @@ func (tx *Tx) appendChange(rel RelPath, data []byte, rollback *undo) (*fileChang
 	}
 	content, err := os.ReadFile(p)
 	if err != nil {
-		return nil, ioErr("read "+rel.String(), err)
+		return nil, fault.IO("read "+rel.String(), err)
 	}
 	info, err := os.Stat(p)
 	if err != nil {
-		return nil, ioErr("stat "+rel.String(), err)
+		return nil, fault.IO("stat "+rel.String(), err)
 	}
 	return &fileChange{path: rel.String(), content: content, stat: info}, nil
 }
@@ -532,7 +534,7 @@ func (tx *Tx) prepareSegment(tail *tailState, rollback *undo) (segment, string, 
 			_ = WriteFileAtomic(filepath.Join(v.Root, ".logs", name),
 				append([]byte(tail.seg.String()+"\n"), tail.torn...))
 			if err := os.Truncate(p, tail.size); err != nil {
-				return segment{}, "", ioErr("repair "+tail.seg.String(), err)
+				return segment{}, "", fault.IO("repair "+tail.seg.String(), err)
 			}
 		}
 		tail.torn = nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/redact"
 )
 
@@ -119,17 +120,17 @@ func Find(dir, start string) (string, error) {
 	if dir != "" {
 		abs, err := filepath.Abs(dir)
 		if err != nil {
-			return "", ioErr("vault "+dir, err)
+			return "", fault.IO("vault "+dir, err)
 		}
 		if info, err := os.Stat(filepath.Join(abs, ".git")); err != nil || !info.IsDir() {
-			e := newErr(ErrNotFound, "vault: no vault at %s", abs)
-			return "", e.withHint("create one with: memvault init --vault %s", dir)
+			e := fault.New(ErrNotFound, "vault: no vault at %s", abs)
+			return "", e.WithHint("create one with: memvault init --vault %s", dir)
 		}
 		return abs, nil
 	}
 	abs, err := filepath.Abs(start)
 	if err != nil {
-		return "", ioErr("vault", err)
+		return "", fault.IO("vault", err)
 	}
 	for d := abs; ; d = filepath.Dir(d) {
 		cand := filepath.Join(d, DirName)
@@ -140,8 +141,8 @@ func Find(dir, start string) (string, error) {
 			break
 		}
 	}
-	e := newErr(ErrNotFound, "vault: no %s folder in %s or any parent", DirName, abs)
-	return "", e.withHint("run memvault init to create one here, or pass --vault DIR")
+	e := fault.New(ErrNotFound, "vault: no %s folder in %s or any parent", DirName, abs)
+	return "", e.WithHint("run memvault init to create one here, or pass --vault DIR")
 }
 
 // Open opens the vault at root, as returned by Find.
@@ -160,7 +161,7 @@ func Open(root string) (*Vault, error) {
 func (v *Vault) loadConfig() error {
 	data, err := os.ReadFile(filepath.Join(v.Root, configFile))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return ioErr("read "+configFile, err)
+		return fault.IO("read "+configFile, err)
 	}
 	if _, err := toml.Decode(string(data), &v.Config); err != nil {
 		return &Error{Class: ErrInvalid, Msg: configFile + ": " + strings.ReplaceAll(err.Error(), "\n", " "), Err: err,
@@ -200,7 +201,7 @@ func (v *Vault) loadConfig() error {
 	}
 	if c.Lock.Timeout != "" {
 		if _, err := time.ParseDuration(c.Lock.Timeout); err != nil {
-			return newErr(ErrInvalid, "%s: lock.timeout %q: not a duration like 10s", configFile, c.Lock.Timeout)
+			return fault.New(ErrInvalid, "%s: lock.timeout %q: not a duration like 10s", configFile, c.Lock.Timeout)
 		}
 	}
 	return nil
@@ -212,7 +213,7 @@ func (v *Vault) LockTimeout() (time.Duration, error) {
 	if s := os.Getenv("MEMVAULT_LOCK_TIMEOUT"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {
-			return 0, newErr(ErrInvalid, "MEMVAULT_LOCK_TIMEOUT %q: not a duration like 10s", s)
+			return 0, fault.New(ErrInvalid, "MEMVAULT_LOCK_TIMEOUT %q: not a duration like 10s", s)
 		}
 		return d, nil
 	}
@@ -234,20 +235,20 @@ func (v *Vault) abs(r RelPath) string { return filepath.Join(v.Root, filepath.Fr
 func Init(root string) (v *Vault, created bool, err error) {
 	root, err = filepath.Abs(root)
 	if err != nil {
-		return nil, false, ioErr("init", err)
+		return nil, false, fault.IO("init", err)
 	}
 	if info, err := os.Stat(root); err == nil && !info.IsDir() {
-		return nil, false, newErr(ErrConflict, "init: %s exists and is not a folder", root)
+		return nil, false, fault.New(ErrConflict, "init: %s exists and is not a folder", root)
 	}
 	if err := os.MkdirAll(root, dirPerm); err != nil {
-		return nil, false, ioErr("init: create "+root, err)
+		return nil, false, fault.IO("init: create "+root, err)
 	}
 	if err := initGit(root); err != nil {
 		return nil, false, err
 	}
 	for _, d := range []string{"ledger", "threads", "nodes", "transcripts", ".state", ".locks", ".logs"} {
 		if err := os.MkdirAll(filepath.Join(root, d), dirPerm); err != nil {
-			return nil, false, ioErr("init: create "+d, err)
+			return nil, false, fault.IO("init: create "+d, err)
 		}
 	}
 	v, err = Open(root)
@@ -300,7 +301,7 @@ func initGit(root string) error {
 	}
 	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags", "info", "hooks"} {
 		if err := os.MkdirAll(filepath.Join(gitDir, filepath.FromSlash(d)), dirPerm); err != nil {
-			return ioErr("init: create .git", err)
+			return fault.IO("init: create .git", err)
 		}
 	}
 	files := []struct{ name, text string }{

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // Problem is one thing verification found wrong, located precisely enough
@@ -285,7 +287,7 @@ func (v *Vault) nodeIDs() (map[string]bool, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, ioErr("read nodes", err)
+		return nil, fault.IO("read nodes", err)
 	}
 	return ids, nil
 }
@@ -312,7 +314,7 @@ const verifiedCache = ".state/ledger-verified.json"
 func stampOf(root string, s segment) (segStamp, error) {
 	info, err := os.Stat(filepath.Join(root, filepath.FromSlash(s.String())))
 	if err != nil {
-		return segStamp{}, ioErr("stat "+s.String(), err)
+		return segStamp{}, fault.IO("stat "+s.String(), err)
 	}
 	st := segStamp{Path: s.String(), Size: info.Size(), Mtime: info.ModTime().UnixNano()}
 	if sys, ok := info.Sys().(*syscall.Stat_t); ok {

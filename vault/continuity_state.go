@@ -12,6 +12,7 @@ import (
 	"sort"
 
 	"github.com/memvault/memvault/render"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // The protocol's derived state. Folding every protocol event of the ledger
@@ -392,7 +393,7 @@ func (v *Vault) saveContState(s *contState) {
 	putUvarint(&out, uint64(len(hb)))
 	out.Write(hb)
 	out.Write(body)
-	if WriteFileAtomic(filepath.Join(v.Root, contStateFile), out.Bytes()) == nil {
+	if fileio.WriteAtomic(filepath.Join(v.Root, contStateFile), out.Bytes()) == nil {
 		s.dirty = false
 	}
 }

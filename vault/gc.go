@@ -26,6 +26,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // GC engines. git runs `git gc`, which is only possible where git is on
@@ -339,7 +340,7 @@ func writePack(st *filesystem.Storage, gitDir string, hashes []plumbing.Hash) (p
 			return plumbing.ZeroHash, gitIOErr("gc: sync pack", err)
 		}
 	}
-	if err := syncDir(dir); err != nil {
+	if err := fileio.SyncDir(dir); err != nil {
 		return plumbing.ZeroHash, err
 	}
 	return h, nil

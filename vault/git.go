@@ -24,6 +24,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // repo is the vault's git repository, driven through go-git's object layer
@@ -116,7 +117,7 @@ func (r *repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash,
 	// fan-out folder, made read-only, then renamed into place. The folder
 	// is private from the start, the object only readable by its owner.
 	dir := filepath.Dir(p)
-	if err := os.Mkdir(dir, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := os.Mkdir(dir, fileio.DirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
 		return plumbing.ZeroHash, err
 	}
 	f, err := os.CreateTemp(dir, "tmp_obj_")
@@ -330,7 +331,7 @@ var errRefMoved = errors.New("ref moved")
 // lock makes us wait briefly, then fail.
 func (r *repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash, subject string, sig object.Signature) error {
 	refPath := filepath.Join(r.gitDir, filepath.FromSlash(branch.String()))
-	if err := os.MkdirAll(filepath.Dir(refPath), dirPerm); err != nil {
+	if err := os.MkdirAll(filepath.Dir(refPath), fileio.DirPerm); err != nil {
 		return gitIOErr("git: update "+branch.String(), err)
 	}
 	lock, err := r.takeGitLock(refPath)
@@ -375,10 +376,10 @@ func (r *repo) appendReflog(branch plumbing.ReferenceName, old, new plumbing.Has
 		sig.When.Unix(), sign, offset/3600, offset%3600/60, kind, subject)
 	for _, p := range []string{filepath.Join("logs", filepath.FromSlash(branch.String())), filepath.Join("logs", "HEAD")} {
 		full := filepath.Join(r.gitDir, p)
-		if err := os.MkdirAll(filepath.Dir(full), dirPerm); err != nil {
+		if err := os.MkdirAll(filepath.Dir(full), fileio.DirPerm); err != nil {
 			return
 		}
-		f, err := os.OpenFile(full, os.O_WRONLY|os.O_APPEND|os.O_CREATE, filePerm)
+		f, err := os.OpenFile(full, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileio.FilePerm)
 		if err != nil {
 			return
 		}
@@ -414,7 +415,7 @@ func (r *repo) takeGitLock(target string) (*gitLock, error) {
 	locks := filepath.Join(r.root, ".locks")
 	base := filepath.Base(p)
 	r.removeStaleGitLocks(locks, p, base)
-	if err := os.MkdirAll(locks, dirPerm); err != nil {
+	if err := os.MkdirAll(locks, fileio.DirPerm); err != nil {
 		return nil, fault.IO("create .locks", err)
 	}
 	f, err := os.CreateTemp(locks, gitLockMarkPrefix+base+".*")
@@ -513,7 +514,7 @@ func createLockFile(p string) (*os.File, error) {
 
 func createLockFileUntil(p string, deadline time.Time) (*os.File, error) {
 	for {
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileio.FilePerm)
 		if err == nil {
 			return f, nil
 		}
@@ -597,12 +598,12 @@ func (r *repo) markPending(pending []string, changes []*fileChange) error {
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
 	p := filepath.Join(r.root, indexPending)
-	if err := os.MkdirAll(filepath.Dir(p), dirPerm); err != nil {
+	if err := os.MkdirAll(filepath.Dir(p), fileio.DirPerm); err != nil {
 		return fault.IO("create .locks", err)
 	}
 	// No fsync: it guards against a killed process, whose writes the
 	// kernel keeps; after a power loss git's index is rebuilt by git.
-	if err := os.WriteFile(p, []byte(strings.Join(paths, "\n")+"\n"), filePerm); err != nil {
+	if err := os.WriteFile(p, []byte(strings.Join(paths, "\n")+"\n"), fileio.FilePerm); err != nil {
 		return fault.IO("write "+indexPending, err)
 	}
 	return nil

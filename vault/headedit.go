@@ -14,6 +14,7 @@ import (
 
 	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // continuityTemplate is what `memvault edit CONTINUITY.md` starts from when
@@ -141,7 +142,7 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 
 	dir := filepath.Join(v.Root, ".state", "edit", lease.Token)
 	work := filepath.Join(dir, filepath.Base(head))
-	if err := WriteFileAtomic(work, original); err != nil {
+	if err := fileio.WriteAtomic(work, original); err != nil {
 		return nil, err
 	}
 	keep := false

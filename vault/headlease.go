@@ -16,6 +16,7 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // HeadLease is the lease on one head file: who may rewrite it until when.
@@ -84,10 +85,10 @@ func (v *Vault) now() time.Time {
 
 // withLeaseTable runs fn holding the flock that serialises lease changes.
 func (v *Vault) withLeaseTable(fn func() error) error {
-	if err := os.MkdirAll(filepath.Join(v.Root, filepath.FromSlash(headLeaseDir)), dirPerm); err != nil {
+	if err := os.MkdirAll(filepath.Join(v.Root, filepath.FromSlash(headLeaseDir)), fileio.DirPerm); err != nil {
 		return fault.IO("create "+headLeaseDir, err)
 	}
-	fl := flock.New(filepath.Join(v.Root, filepath.FromSlash(headLeaseLock)), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(filePerm))
+	fl := flock.New(filepath.Join(v.Root, filepath.FromSlash(headLeaseLock)), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(fileio.FilePerm))
 	if err := fl.Lock(); err != nil {
 		return fault.IO("lock "+headLeaseLock, err)
 	}
@@ -191,7 +192,7 @@ func (v *Vault) writeLease(l *HeadLease) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(v.leasePath(mustRel(l.Head)), append(data, '\n'))
+	return fileio.WriteAtomic(v.leasePath(mustRel(l.Head)), append(data, '\n'))
 }
 
 // RenewHeadLease extends a lease the caller holds. It fails with ErrConflict
@@ -255,10 +256,10 @@ func (v *Vault) HeadLeases() []HeadLease {
 // events are the record; the log is for people debugging a vault.
 func (v *Vault) logHeads(format string, args ...any) {
 	dir := filepath.Join(v.Root, ".logs")
-	if os.MkdirAll(dir, dirPerm) != nil {
+	if os.MkdirAll(dir, fileio.DirPerm) != nil {
 		return
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "heads.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, filePerm)
+	f, err := os.OpenFile(filepath.Join(dir, "heads.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileio.FilePerm)
 	if err != nil {
 		return
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/memvault/memvault/render"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // The heads' derived state. Rendering a head needs the whole ledger folded
@@ -244,8 +245,8 @@ func (v *Vault) saveHeadState(st *State, tip string, stamps []segStamp) {
 			putString(&buf, l)
 		}
 	}
-	_ = os.MkdirAll(filepath.Join(v.Root, ".state"), dirPerm)
-	_ = WriteFileAtomic(filepath.Join(v.Root, headStateFile), buf.Bytes())
+	_ = os.MkdirAll(filepath.Join(v.Root, ".state"), fileio.DirPerm)
+	_ = fileio.WriteAtomic(filepath.Join(v.Root, headStateFile), buf.Bytes())
 }
 
 // seg turns a segment's RelPath back into a segment; only used on paths
@@ -1005,34 +1006,7 @@ func (v *Vault) saveHeadView(vc *viewCache, tip string, stamps []segStamp) {
 	putUvarint(&out, uint64(len(hb)))
 	out.Write(hb)
 	out.Write(body.Bytes())
-	_ = writeDerived(filepath.Join(v.Root, headViewFile), out.Bytes())
-}
-
-// writeDerived replaces a derived file atomically, without fsync: after a
-// crash it may be lost or torn, which its reader detects and rebuilds from.
-func writeDerived(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, dirPerm); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if _, err = f.Write(data); err == nil {
-		err = f.Chmod(filePerm)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	_ = fileio.WriteCache(filepath.Join(v.Root, headViewFile), out.Bytes())
 }
 
 // Ranked lists keep what rendering reads of an item: id, kind, thread and

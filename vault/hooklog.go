@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // hookLogFile is where hooks report problems: a hook fails open and must
@@ -21,10 +22,10 @@ const hookLogFile = ".logs/hooks.log"
 // people debugging, not worth a sync on the harness's clock.
 func AppendHookLog(root, line string) error {
 	path := filepath.Join(root, filepath.FromSlash(hookLogFile))
-	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), fileio.DirPerm); err != nil {
 		return fault.IO("create .logs", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, filePerm)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileio.FilePerm)
 	if err != nil {
 		return fault.IO("append "+hookLogFile, err)
 	}

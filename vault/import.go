@@ -15,6 +15,7 @@ import (
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/redact"
 )
 
@@ -196,8 +197,8 @@ func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format
 		cur = next
 		cur.Source, cur.Format, cur.Agent, cur.Sess = abs, format, t.Agent, t.Session
 		if data, err := json.Marshal(cur); err == nil {
-			_ = os.MkdirAll(filepath.Dir(cpath), dirPerm)
-			_ = WriteFileAtomic(cpath, data) // a cache: losing it costs a dedupe pass
+			_ = os.MkdirAll(filepath.Dir(cpath), fileio.DirPerm)
+			_ = fileio.WriteAtomic(cpath, data) // a cache: losing it costs a dedupe pass
 		}
 	}
 	return rep, nil

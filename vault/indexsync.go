@@ -16,6 +16,7 @@ import (
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/index"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // Catching up: when more than catchUpBytes of the vault's files are not in
@@ -163,7 +164,7 @@ func (v *Vault) journalAppends(rels []string) error {
 	if _, err := os.Stat(dir); err != nil {
 		return nil
 	}
-	return appendFile(filepath.Join(dir, journalFile), []byte(strings.Join(rels, "\n")+"\n"))
+	return fileio.Append(filepath.Join(dir, journalFile), []byte(strings.Join(rels, "\n")+"\n"))
 }
 
 func (v *Vault) segmentSources() ([]indexSource, error) {

@@ -14,6 +14,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // The job queue holds work a hook deferred because it may not fit in the
@@ -75,7 +76,7 @@ func (v *Vault) EnqueueJob(j Job) error {
 		return fmt.Errorf("queue %s job: %w", j.Kind, err)
 	}
 	name := fmt.Sprintf("%d-%s.json", nextJobStamp(), j.Kind)
-	return WriteFileAtomic(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name), data)
+	return fileio.WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name), data)
 }
 
 // PendingJobs lists the queued jobs, oldest first, without claiming them.
@@ -140,13 +141,13 @@ type JobClaim struct {
 // did. A runner that finds the queue busy may simply leave the jobs to the
 // one running them.
 func (v *Vault) ClaimJobs(wait time.Duration) (*JobClaim, error) {
-	if err := os.MkdirAll(filepath.Join(v.Root, ".state"), dirPerm); err != nil {
+	if err := os.MkdirAll(filepath.Join(v.Root, ".state"), fileio.DirPerm); err != nil {
 		return nil, fault.IO("create .state", err)
 	}
 	// Opened read-write and never deleted, as the vault lock: deleting a
 	// lock file lets two runners hold it on two different inodes.
 	fl := flock.New(filepath.Join(v.Root, filepath.FromSlash(jobsLockFile)),
-		flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(filePerm))
+		flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(fileio.FilePerm))
 	deadline := time.Now().Add(wait)
 	for delay := time.Millisecond; ; {
 		ok, err := fl.TryLock()

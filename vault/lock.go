@@ -11,6 +11,7 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // Lease names the holder of the vault lock. It sits beside the lock file so
@@ -90,11 +91,11 @@ func lockVault(root string, lease Lease, timeout time.Duration) (release func(),
 	if !tryLockUntil(mu, deadline) {
 		return nil, busyErr(root, timeout)
 	}
-	if err := os.MkdirAll(filepath.Join(root, ".locks"), dirPerm); err != nil {
+	if err := os.MkdirAll(filepath.Join(root, ".locks"), fileio.DirPerm); err != nil {
 		mu.Unlock()
 		return nil, fault.IO("create .locks", err)
 	}
-	fl := flock.New(filepath.Join(root, lockFile), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(filePerm))
+	fl := flock.New(filepath.Join(root, lockFile), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(fileio.FilePerm))
 	delay := time.Millisecond
 	for {
 		ok, err := fl.TryLock()
@@ -118,7 +119,7 @@ func lockVault(root string, lease Lease, timeout time.Duration) (release func(),
 	if data, err := json.Marshal(lease); err == nil {
 		// The lease is informational; a failure to write it must not fail
 		// the transaction, and it is small enough to be written in place.
-		_ = os.WriteFile(filepath.Join(root, leaseFile), append(data, '\n'), filePerm)
+		_ = os.WriteFile(filepath.Join(root, leaseFile), append(data, '\n'), fileio.FilePerm)
 	}
 	return func() {
 		_ = fl.Unlock()

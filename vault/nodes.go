@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // Node kinds (DESIGN §5).
@@ -505,7 +506,7 @@ func (v *Vault) saveNodeCache(ix *NodeIndex, dirs map[string]int64) {
 		lines = append(lines, n.cacheLine())
 	}
 	sort.Strings(lines)
-	_ = WriteFileAtomic(filepath.Join(v.Root, nodeCache), []byte(strings.Join(lines, "\n")+"\n"))
+	_ = fileio.WriteAtomic(filepath.Join(v.Root, nodeCache), []byte(strings.Join(lines, "\n")+"\n"))
 }
 
 // ReadNode returns the full node with its body.

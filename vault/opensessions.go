@@ -11,6 +11,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // The open-sessions registry lists, per harness, the sessions that started
@@ -30,7 +31,7 @@ func (v *Vault) EditOpenSessions(harness string, wait time.Duration, edit func(o
 		return err
 	}
 	path := filepath.Join(v.Root, filepath.FromSlash(hookStateDir), "open-"+harness+".json")
-	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), fileio.DirPerm); err != nil {
 		return fault.IO("create "+hookStateDir, err)
 	}
 	lk := flock.New(path + ".lock")
@@ -54,5 +55,5 @@ func (v *Vault) EditOpenSessions(harness string, wait time.Duration, edit func(o
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, data)
+	return fileio.WriteAtomic(path, data)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // Scope facts are what retrieval needs to know about threads without reading
@@ -283,7 +284,7 @@ func (v *Vault) loadScope() (*Scope, error) {
 	if changed {
 		var buf bytes.Buffer
 		if gob.NewEncoder(&buf).Encode(cache) == nil {
-			_ = writeDerived(filepath.Join(v.Root, scopeCache), buf.Bytes())
+			_ = fileio.WriteCache(filepath.Join(v.Root, scopeCache), buf.Bytes())
 		}
 	}
 	tip := ""
@@ -296,7 +297,7 @@ func (v *Vault) loadScope() (*Scope, error) {
 
 func (v *Vault) saveFoldedScope(f foldedScope) {
 	if data, err := encodeFolded(f); err == nil {
-		_ = writeDerived(filepath.Join(v.Root, foldedScopeCache), data)
+		_ = fileio.WriteCache(filepath.Join(v.Root, foldedScopeCache), data)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // Session marks are per-session scratch state: a set of ids (the hooks keep
@@ -63,7 +64,7 @@ func (v *Vault) AddSessionMarks(t TranscriptRef, ids ...string) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(v.sessionMarksPath(t), data)
+	return fileio.WriteAtomic(v.sessionMarksPath(t), data)
 }
 
 // ResetSessionMarks forgets the marks of session t (the hooks do when the

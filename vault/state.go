@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // Kinds a person or an agent records with `memvault remember`. The ledger
@@ -111,7 +112,7 @@ func (v *Vault) loadCorrectionCache() map[string]segCorrections {
 func (v *Vault) saveCorrectionCache(cache map[string]segCorrections) {
 	var buf bytes.Buffer
 	if gob.NewEncoder(&buf).Encode(cache) == nil {
-		_ = writeDerived(filepath.Join(v.Root, correctionCache), buf.Bytes())
+		_ = fileio.WriteCache(filepath.Join(v.Root, correctionCache), buf.Bytes())
 	}
 }
 
@@ -301,7 +302,7 @@ func (v *Vault) correctionRowsOf(segs []segment, stamps []segStamp) ([]segRows, 
 	if changed {
 		var buf bytes.Buffer
 		if gob.NewEncoder(&buf).Encode(all) == nil {
-			_ = writeDerived(filepath.Join(v.Root, allCorrectionsCache), buf.Bytes())
+			_ = fileio.WriteCache(filepath.Join(v.Root, allCorrectionsCache), buf.Bytes())
 		}
 	}
 	return all.Segs, nil

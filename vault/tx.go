@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // TxOptions describe who is writing and how.
@@ -380,7 +381,7 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 				return
 			}
 			if existed {
-				_ = WriteFileAtomic(p, old)
+				_ = fileio.WriteAtomic(p, old)
 			} else {
 				os.Remove(p)
 			}
@@ -395,7 +396,7 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 				return nil
 			}
 		}
-		if err := writeFileAtomicIf(p, f.data, unchanged); err != nil {
+		if err := fileio.WriteAtomicIf(p, f.data, unchanged); err != nil {
 			return fail(err)
 		}
 		info, err := os.Stat(p)
@@ -500,7 +501,7 @@ func (tx *Tx) appendChange(rel RelPath, data []byte, rollback *undo) (*fileChang
 			os.Truncate(p, before)
 		}
 	})
-	if err := appendFile(p, data); err != nil {
+	if err := fileio.Append(p, data); err != nil {
 		return nil, err
 	}
 	content, err := os.ReadFile(p)
@@ -523,7 +524,7 @@ func (tx *Tx) prepareSegment(tail *tailState, rollback *undo) (segment, string, 
 		if ev, ok, err := parseLine(tail.torn); err == nil && ok && ev.Prev == tail.tip {
 			// The crash came after the whole event was written but before its
 			// newline: the event is sound, so finish the line.
-			if err := appendFile(p, []byte("\n")); err != nil {
+			if err := fileio.Append(p, []byte("\n")); err != nil {
 				return segment{}, "", err
 			}
 			tail.size += int64(len(tail.torn)) + 1
@@ -531,7 +532,7 @@ func (tx *Tx) prepareSegment(tail *tailState, rollback *undo) (segment, string, 
 		} else {
 			// Keep the fragment for forensics, then cut it off.
 			name := fmt.Sprintf("torn-%s.txt", tx.now.UTC().Format("20060102T150405.000"))
-			_ = WriteFileAtomic(filepath.Join(v.Root, ".logs", name),
+			_ = fileio.WriteAtomic(filepath.Join(v.Root, ".logs", name),
 				append([]byte(tail.seg.String()+"\n"), tail.torn...))
 			if err := os.Truncate(p, tail.size); err != nil {
 				return segment{}, "", fault.IO("repair "+tail.seg.String(), err)

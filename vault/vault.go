@@ -15,6 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/redact"
 )
 
@@ -240,14 +241,14 @@ func Init(root string) (v *Vault, created bool, err error) {
 	if info, err := os.Stat(root); err == nil && !info.IsDir() {
 		return nil, false, fault.New(ErrConflict, "init: %s exists and is not a folder", root)
 	}
-	if err := os.MkdirAll(root, dirPerm); err != nil {
+	if err := os.MkdirAll(root, fileio.DirPerm); err != nil {
 		return nil, false, fault.IO("init: create "+root, err)
 	}
 	if err := initGit(root); err != nil {
 		return nil, false, err
 	}
 	for _, d := range []string{"ledger", "threads", "nodes", "transcripts", ".state", ".locks", ".logs"} {
-		if err := os.MkdirAll(filepath.Join(root, d), dirPerm); err != nil {
+		if err := os.MkdirAll(filepath.Join(root, d), fileio.DirPerm); err != nil {
 			return nil, false, fault.IO("init: create "+d, err)
 		}
 	}
@@ -300,7 +301,7 @@ func initGit(root string) error {
 		return nil
 	}
 	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags", "info", "hooks"} {
-		if err := os.MkdirAll(filepath.Join(gitDir, filepath.FromSlash(d)), dirPerm); err != nil {
+		if err := os.MkdirAll(filepath.Join(gitDir, filepath.FromSlash(d)), fileio.DirPerm); err != nil {
 			return fault.IO("init: create .git", err)
 		}
 	}
@@ -311,7 +312,7 @@ func initGit(root string) error {
 		{"HEAD", "ref: refs/heads/main\n"}, // last: its presence marks a repository
 	}
 	for _, f := range files {
-		if err := WriteFileAtomic(filepath.Join(gitDir, filepath.FromSlash(f.name)), []byte(f.text)); err != nil {
+		if err := fileio.WriteAtomic(filepath.Join(gitDir, filepath.FromSlash(f.name)), []byte(f.text)); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // Problem is one thing verification found wrong, located precisely enough
@@ -342,7 +343,7 @@ func (v *Vault) saveStamps(stamps []segStamp) {
 	}
 	// A cache: written atomically, without fsync. Lost, stale or torn, it
 	// only costs a re-check of the segments it no longer vouches for.
-	_ = writeDerived(filepath.Join(v.Root, verifiedCache), data)
+	_ = fileio.WriteCache(filepath.Join(v.Root, verifiedCache), data)
 }
 
 // checkChain verifies the segments that changed since the last check and

@@ -1,0 +1,233 @@
+// Package fileio is the one way memvault writes a file.
+//
+// Every whole-file write in memvault goes through this package, so that the
+// rules of a safe write are decided once: the bytes go to a temporary file
+// beside the target and are renamed over it, so that a reader, or a crash at
+// any moment, sees the old file or the new one and never a mix. Where the
+// writers differ is in what they promise after a crash of the machine, and
+// each says so:
+//
+//   - WriteAtomic and WriteAtomicIf: durable on return (fsync of the file and
+//     of its folder). For the vault's own files.
+//   - WriteCache: atomic but not synced. For derived files a reader checks
+//     and rebuilds when they are lost or torn.
+//   - WriteKeepMode: durable, and the file keeps the mode it had. For files
+//     that belong to the user, such as a harness's settings.
+//   - Append: whole lines added with one O_APPEND write, then synced. For the
+//     ledger and journals, which only grow.
+//
+// The package is a leaf: it imports only the standard library and
+// vault/fault.
+package fileio
+
+import (
+	"errors"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/memvault/memvault/vault/fault"
+)
+
+// Permissions for everything memvault creates in the vault. The vault holds
+// private conversations, so nothing is readable by other users; the process
+// umask can only make these stricter.
+const (
+	DirPerm  fs.FileMode = 0o700
+	FilePerm fs.FileMode = 0o600
+)
+
+// WriteAtomic replaces path with data so that a reader, or a crash at any
+// moment, sees either the old file or the new one and never a mix: the bytes
+// go to a temporary file in the same folder, which is synced, renamed over
+// path, and then the folder itself is synced so the rename is durable. The
+// folder is created (DirPerm) when missing; the file gets FilePerm. Errors
+// are classified as fault.ErrIO.
+func WriteAtomic(path string, data []byte) error {
+	return WriteAtomicIf(path, data, nil)
+}
+
+// WriteAtomicIf is WriteAtomic with a last check: when ready is not nil it
+// runs after the new bytes are on disk and just before the rename, and an
+// error from it, returned as it is, leaves path untouched. A check made any
+// earlier would leave the time of a sync (milliseconds on a busy disk) for a
+// person's save to be replaced.
+func WriteAtomicIf(path string, data []byte, ready func() error) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, DirPerm); err != nil {
+		return fault.IO("create "+dir, err)
+	}
+	tmp, err := writeTemp(path, data, FilePerm, true, true)
+	if err != nil {
+		return fault.IO("write "+path, err)
+	}
+	if ready != nil {
+		if err := ready(); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fault.IO("write "+path, err)
+	}
+	return SyncDir(dir)
+}
+
+// WriteCache replaces path with data atomically but syncs nothing. It is for
+// derived files under .state/ and the like (caches, verified stamps, index
+// watermarks, markers a killed process leaves for the next one): a crash of
+// the process still leaves the old file or the new one, because the kernel
+// keeps what was written; a crash of the machine may lose the file or leave
+// it torn, and its reader must detect that and rebuild it from the vault.
+// Skipping the two fsyncs is what makes it cheap enough to run on every
+// command. The folder is created (DirPerm) when missing; the file gets
+// FilePerm. Errors are classified as fault.ErrIO; most callers ignore them,
+// since a missing cache costs only a rebuild.
+func WriteCache(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, DirPerm); err != nil {
+		return fault.IO("create "+dir, err)
+	}
+	tmp, err := writeTemp(path, data, FilePerm, true, false)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fault.IO("write "+path, err)
+	}
+	return nil
+}
+
+// WriteKeepMode replaces path with data atomically and durably, as
+// WriteAtomic does, for a file that belongs to the user rather than to the
+// vault, such as a harness's settings. Such a file keeps its permission
+// bits: a private 0600 settings.json must not become readable by others, nor
+// a shared 0644 one private, because memvault edited it. A new file gets
+// perm as narrowed by the process umask, as any file the user's tools create.
+// The folder must exist (its owner, not memvault, decides its mode). A
+// symbolic link at path is replaced by a regular file holding the target's
+// permission bits.
+//
+// Errors are the os package's, not classified: the file is outside the vault,
+// and fault's hints speak about the vault.
+func WriteKeepMode(path string, data []byte, perm fs.FileMode) error {
+	keep := false
+	if info, err := os.Stat(path); err == nil {
+		perm, keep = info.Mode().Perm(), true
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	tmp, err := writeTemp(path, data, perm, keep, true)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// writeTemp writes data to a new temporary file beside path, named
+// .<name>.tmp-<n> so that it is hidden and recognisably memvault's, and
+// returns its name. The file is created with perm, which the umask narrows;
+// chmod sets perm exactly instead. With sync the data is on disk before the
+// file is closed. On error nothing is left behind.
+func writeTemp(path string, data []byte, perm fs.FileMode, chmod, sync bool) (string, error) {
+	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+".tmp-"
+	var f *os.File
+	var err error
+	for range 100 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	tmp := f.Name()
+	if chmod {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil && sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// Append appends data, which must be whole lines, to path with a single
+// O_APPEND write and syncs it before returning. A crash can leave at most a
+// torn last line, which readers ignore and the next writer repairs. A new
+// file gets FilePerm, in a folder created with DirPerm when missing; the
+// folder is then synced so that the new name is durable too. Errors are
+// classified as fault.ErrIO.
+func Append(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	created := false
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, DirPerm); err != nil {
+			return fault.IO("create "+dir, err)
+		}
+		created = true
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, FilePerm)
+	if err != nil {
+		return fault.IO("append "+path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fault.IO("append "+path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fault.IO("append "+path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fault.IO("append "+path, err)
+	}
+	if created {
+		return SyncDir(dir)
+	}
+	return nil
+}
+
+// SyncDir makes a rename or a file creation in dir durable: the new name
+// lives in the folder, which the file's own fsync does not cover. Errors are
+// classified as fault.ErrIO.
+func SyncDir(dir string) error {
+	if err := syncDir(dir); err != nil {
+		return fault.IO("sync "+dir, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	// Some file systems cannot sync a folder and say EINVAL; there is
+	// nothing more to do on them.
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	return nil
+}

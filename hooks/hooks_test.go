@@ -252,3 +252,34 @@ func FuzzParse(f *testing.F) {
 		t.Fatalf("unknown event %q", ev)
 	})
 }
+
+// Apply leaves a harness's configuration with the mode its owner gave it.
+func TestApplyKeepsMode(t *testing.T) {
+	dir := t.TempDir()
+	for _, mode := range []os.FileMode{0o600, 0o644} {
+		p := filepath.Join(dir, "settings.json")
+		if err := os.WriteFile(p, []byte("{}\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		content := []byte("{\n  \"hooks\": {}\n}\n")
+		if err := Apply([]Change{{Path: p, Action: "write", Content: content}}); err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode().Perm() != mode {
+			t.Errorf("a %o file became %o", mode, info.Mode().Perm())
+		}
+		if data, _ := os.ReadFile(p); string(data) != string(content) {
+			t.Errorf("content %q", data)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("a temporary file was left: %v", entries)
+	}
+}

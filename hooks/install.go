@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 //go:embed plugins
@@ -345,7 +347,9 @@ func setOrDelete(m map[string]any, k string, list []any) {
 	}
 }
 
-// Apply carries out planned changes. Whole files are replaced atomically.
+// Apply carries out planned changes. Whole files are replaced atomically,
+// and a file that exists keeps its mode: the harness's configuration is the
+// user's, who may have made it private.
 func Apply(changes []Change) error {
 	for _, c := range changes {
 		switch c.Action {
@@ -353,12 +357,7 @@ func Apply(changes []Change) error {
 			if err := os.MkdirAll(filepath.Dir(c.Path), 0o755); err != nil {
 				return err
 			}
-			tmp := c.Path + ".memvault-tmp"
-			if err := os.WriteFile(tmp, c.Content, 0o644); err != nil {
-				return err
-			}
-			if err := os.Rename(tmp, c.Path); err != nil {
-				os.Remove(tmp)
+			if err := fileio.WriteKeepMode(c.Path, c.Content, 0o644); err != nil {
 				return err
 			}
 		case "remove":

@@ -31,6 +31,7 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search/query"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // MappingVersion identifies the mapping below; bump it with any change.
@@ -228,12 +229,10 @@ func (ix *Index) SaveMeta() error {
 	if err := gob.NewEncoder(&buf).Encode(ix.Meta); err != nil {
 		return err
 	}
-	data := buf.Bytes()
-	tmp := filepath.Join(ix.dir, metaFile+".tmp")
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(ix.dir, metaFile))
+	// Without fsync, as Bleve writes the index itself: a meta file lost or
+	// torn by a crash of the machine makes the index unusable, and it is
+	// rebuilt from the vault.
+	return fileio.WriteCache(filepath.Join(ix.dir, metaFile), buf.Bytes())
 }
 
 // Add indexes docs in one batch.

@@ -597,16 +597,9 @@ func (r *repo) markPending(pending []string, changes []*fileChange) error {
 	}
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
-	p := filepath.Join(r.root, indexPending)
-	if err := os.MkdirAll(filepath.Dir(p), fileio.DirPerm); err != nil {
-		return fault.IO("create .locks", err)
-	}
 	// No fsync: it guards against a killed process, whose writes the
 	// kernel keeps; after a power loss git's index is rebuilt by git.
-	if err := os.WriteFile(p, []byte(strings.Join(paths, "\n")+"\n"), fileio.FilePerm); err != nil {
-		return fault.IO("write "+indexPending, err)
-	}
-	return nil
+	return fileio.WriteCache(filepath.Join(r.root, indexPending), []byte(strings.Join(paths, "\n")+"\n"))
 }
 
 func (r *repo) clearPending() { os.Remove(filepath.Join(r.root, indexPending)) }

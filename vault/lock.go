@@ -117,9 +117,11 @@ func lockVault(root string, lease Lease, timeout time.Duration) (release func(),
 	}
 	lease.Since = time.Now()
 	if data, err := json.Marshal(lease); err == nil {
-		// The lease is informational; a failure to write it must not fail
-		// the transaction, and it is small enough to be written in place.
-		_ = os.WriteFile(filepath.Join(root, leaseFile), append(data, '\n'), fileio.FilePerm)
+		// The lease is informational: a failure to write it must not fail
+		// the transaction, and after a crash of the machine a lost or torn
+		// one only leaves a busy error without the holder's name, so it is
+		// written as a cache, without fsync.
+		_ = fileio.WriteCache(filepath.Join(root, leaseFile), append(data, '\n'))
 	}
 	return func() {
 		_ = fl.Unlock()

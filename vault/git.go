@@ -116,6 +116,9 @@ func (r *repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash,
 	// more than the rest of the object), into a temporary file in the
 	// fan-out folder, made read-only, then renamed into place. The folder
 	// is private from the start, the object only readable by its owner.
+	// Not through fileio: the temporary file carries git's tmp_obj_ name,
+	// so that git's own prune removes one a killed process left, the bytes
+	// stream through zlib, and the object is read-only.
 	dir := filepath.Dir(p)
 	if err := os.Mkdir(dir, fileio.DirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
 		return plumbing.ZeroHash, err
@@ -379,6 +382,8 @@ func (r *repo) appendReflog(branch plumbing.ReferenceName, old, new plumbing.Has
 		if err := os.MkdirAll(filepath.Dir(full), fileio.DirPerm); err != nil {
 			return
 		}
+		// An append as git makes it, without fsync: the reflog is a
+		// convenience, not worth fileio.Append's sync on every commit.
 		f, err := os.OpenFile(full, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileio.FilePerm)
 		if err != nil {
 			return
@@ -418,6 +423,8 @@ func (r *repo) takeGitLock(target string) (*gitLock, error) {
 	if err := os.MkdirAll(locks, fileio.DirPerm); err != nil {
 		return nil, fault.IO("create .locks", err)
 	}
+	// The marker is an empty file whose inode is the lock, not content:
+	// it is created directly, not through fileio.
 	f, err := os.CreateTemp(locks, gitLockMarkPrefix+base+".*")
 	if err != nil {
 		return nil, fault.IO("git: lock "+base, err)
@@ -514,6 +521,9 @@ func createLockFile(p string) (*os.File, error) {
 
 func createLockFileUntil(p string, deadline time.Time) (*os.File, error) {
 	for {
+		// git's protocol, not fileio's: the exclusive create is the lock,
+		// and the lock file itself receives the new content and is renamed
+		// over its target (gitLock.commit).
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileio.FilePerm)
 		if err == nil {
 			return f, nil

@@ -323,7 +323,9 @@ func (r *repo) writeSplitOnNewShared(w io.Writer, whole []byte, changes []*fileC
 		return err
 	}
 	// The shared index holds the entries only; resolve-undo data stays in
-	// the own file.
+	// the own file. Not through fileio: the file is named by the hash of
+	// what streams into it, known only at the end, and its temporary name
+	// is git's sharedindex_, which the expiry below removes when left.
 	f, err := os.CreateTemp(r.gitDir, "sharedindex_")
 	if err != nil {
 		return gitIOErr("git: write shared index", err)

@@ -259,6 +259,7 @@ func (v *Vault) logHeads(format string, args ...any) {
 	if os.MkdirAll(dir, fileio.DirPerm) != nil {
 		return
 	}
+	// A log line, appended without fsync: not worth fileio.Append's sync.
 	f, err := os.OpenFile(filepath.Join(dir, "heads.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileio.FilePerm)
 	if err != nil {
 		return

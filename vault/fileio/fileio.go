@@ -16,6 +16,11 @@
 //   - Append: whole lines added with one O_APPEND write, then synced. For the
 //     ledger and journals, which only grow.
 //
+// TestOneWayToWrite keeps this true: it fails when code elsewhere in the
+// module creates or truncates a file with os.WriteFile, os.Create,
+// os.CreateTemp or os.OpenFile, except in the few functions it lists with
+// the reason (git's own files, written by git's rules, and log lines).
+//
 // The package is a leaf: it imports only the standard library and
 // vault/fault.
 package fileio

@@ -1,0 +1,186 @@
+package fileio
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// allowed lists the functions outside this package that may create or
+// replace a file directly, each with the reason, keyed by "<path from the
+// module root> <function>". Everything else goes through fileio. An entry
+// that no longer matches a write fails the test too, so the list stays
+// exact.
+var allowed = map[string]string{
+	// git's own files, written by git's rules so that git and memvault can
+	// share the repository.
+	"vault/git.go writeObject":                "a loose object: git's tmp_obj_ temporary name (git prunes leftovers), zlib streamed, read-only",
+	"vault/git.go createLockFileUntil":        "git's <file>.lock: the exclusive create is the lock, and the lock file becomes the new file",
+	"vault/git.go takeGitLock":                "an empty marker in .locks/ whose inode identifies memvault's git lock; no content",
+	"vault/gitsplit.go writeSplitOnNewShared": "a shared index: named by the hash of what streams into it; git's sharedindex_ temporary name",
+	"vault/git.go appendReflog":               "a reflog line appended as git appends it, without fsync",
+	// Debugging logs: appended lines, best effort, not worth an fsync.
+	"vault/headlease.go logHeads":    "a line in .logs/heads.log",
+	"vault/hooklog.go AppendHookLog": "a line in .logs/hooks.log",
+}
+
+// TestOneWayToWrite holds the package's promise: no code outside fileio
+// writes a file with os.WriteFile, os.Create, os.CreateTemp, ioutil's
+// writers, or os.OpenFile with O_CREATE or O_TRUNC, unless allowed says why.
+// Test files are free to: they build fixtures and damage vaults on purpose.
+func TestOneWayToWrite(t *testing.T) {
+	root := moduleRoot(t)
+	self, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	var bad []string
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != root && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") ||
+				path == self || exists(filepath.Join(path, "go.mod"))) {
+				return filepath.SkipDir // data, other modules, and fileio itself
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		for _, w := range directWrites(t, path) {
+			key := filepath.ToSlash(rel) + " " + w.fn
+			if _, ok := allowed[key]; ok {
+				found[key] = true
+				continue
+			}
+			bad = append(bad, filepath.ToSlash(rel)+":"+strconv.Itoa(w.line)+": "+w.fn+" calls "+w.call)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bad {
+		t.Errorf("%s: write it through vault/fileio, or add the function to allowed with the reason", b)
+	}
+	var stale []string
+	for key := range allowed {
+		if !found[key] {
+			stale = append(stale, key)
+		}
+	}
+	sort.Strings(stale)
+	for _, key := range stale {
+		t.Errorf("allowed lists %q, which writes no file directly any more: remove the entry", key)
+	}
+}
+
+type directWrite struct {
+	fn, call string
+	line     int
+}
+
+// directWrites returns the direct file writes in one source file, with the
+// function each is in.
+func directWrites(t *testing.T, path string) []directWrite {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The names under which the file imports os, io/ioutil and syscall.
+	pkgs := map[string]string{}
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		name := p[strings.LastIndex(p, "/")+1:]
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		switch p {
+		case "os", "io/ioutil", "syscall":
+			pkgs[name] = p
+		}
+	}
+	if len(pkgs) == 0 {
+		return nil
+	}
+	sel := func(e ast.Expr) (pkg, name string) {
+		s, ok := e.(*ast.SelectorExpr)
+		if !ok {
+			return "", ""
+		}
+		id, ok := s.X.(*ast.Ident)
+		if !ok {
+			return "", ""
+		}
+		return pkgs[id.Name], s.Sel.Name
+	}
+	var out []directWrite
+	for _, decl := range f.Decls {
+		fn := "(package level)"
+		if fd, ok := decl.(*ast.FuncDecl); ok {
+			fn = fd.Name.Name
+		}
+		ast.Inspect(decl, func(n ast.Node) bool {
+			var call string
+			switch n := n.(type) {
+			case *ast.SelectorExpr:
+				// Any mention, called or not: a writer passed as a value
+				// writes all the same.
+				switch pkg, name := sel(n); {
+				case pkg == "os" && (name == "WriteFile" || name == "Create" || name == "CreateTemp"),
+					pkg == "io/ioutil" && (name == "WriteFile" || name == "TempFile"):
+					call = pkg + "." + name
+				}
+			case *ast.CallExpr:
+				if pkg, name := sel(n.Fun); pkg == "os" && name == "OpenFile" && len(n.Args) > 1 {
+					ast.Inspect(n.Args[1], func(m ast.Node) bool {
+						if e, ok := m.(ast.Expr); ok {
+							if pkg, flag := sel(e); (pkg == "os" || pkg == "syscall") && (flag == "O_CREATE" || flag == "O_TRUNC" || flag == "O_CREAT") {
+								call = "os.OpenFile with " + flag
+							}
+						}
+						return call == ""
+					})
+				}
+			}
+			if call != "" {
+				out = append(out, directWrite{fn: fn, call: call, line: fset.Position(n.Pos()).Line})
+			}
+			return true
+		})
+	}
+	return out
+}
+
+func moduleRoot(t *testing.T) string {
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !exists(filepath.Join(dir, "go.mod")) {
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's folder")
+		}
+		dir = parent
+	}
+	return dir
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

@@ -7,8 +7,8 @@ test:
 
 # The benchmark suite (docs/PERFORMANCE.md, "The suite"): small and week vaults.
 bench:
-	bench/run.sh
+	cmd/memvault/bench/run.sh
 
 # The same with the large vault (100k events, 1M messages): minutes to generate once.
 bench-large:
-	bench/run.sh --large
+	cmd/memvault/bench/run.sh --large

@@ -2,12 +2,12 @@ package bench
 
 // Retrieval at scale: `memvault reindex` and `memvault recall` as whole
 // processes on 100k or 1M generated transcript messages, beside grep and
-// SQLite FTS5 (bench/fts5, a module of its own) on the same messages, all
+// SQLite FTS5 (cmd/memvault/bench/fts5, a module of its own) on the same messages, all
 // in the same run. docs/PERFORMANCE.md ("Retrieval at scale") has the
 // figures.
 //
-//	go test -run '^$' -bench RecallScale -benchtime 1x -timeout 3h ./bench/
-//	MEMVAULT_BENCH_MESSAGES=1000000 go test -run '^$' -bench RecallScale -benchtime 1x -timeout 3h ./bench/
+//	go test -run '^$' -bench RecallScale -benchtime 1x -timeout 3h ./cmd/memvault/bench/
+//	MEMVAULT_BENCH_MESSAGES=1000000 go test -run '^$' -bench RecallScale -benchtime 1x -timeout 3h ./cmd/memvault/bench/
 //
 // MEMVAULT_BENCH_CACHE=DIR keeps the generated vault and corpus in DIR and
 // copies them for each run, since generating 1M messages takes minutes.
@@ -17,7 +17,7 @@ package bench
 // skipped unless MEMVAULT_BENCH_PROFILE names the CPU profile to write):
 //
 //	MEMVAULT_BENCH_CACHE=/tmp/mvcache MEMVAULT_BENCH_PROFILE=/tmp/recall.pprof \
-//	    go test -run TestRecallScaleProfile -v ./bench/
+//	    go test -run TestRecallScaleProfile -v ./cmd/memvault/bench/
 
 import (
 	"bufio"
@@ -580,14 +580,14 @@ func dirBytes(tb testing.TB, dir string) int64 {
 	return n
 }
 
-// fts5Binary builds the FTS5 anchor from its own module (bench/fts5).
+// fts5Binary builds the FTS5 anchor from its own module (cmd/memvault/bench/fts5).
 func fts5Binary(b testing.TB) string {
 	b.Helper()
 	out := filepath.Join(b.TempDir(), "fts5q")
 	cmd := exec.Command("go", "build", "-o", out, ".")
 	cmd.Dir = "fts5"
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build (bench/fts5): %v\n%s", err, msg)
+		b.Fatalf("go build (cmd/memvault/bench/fts5): %v\n%s", err, msg)
 	}
 	return out
 }

@@ -4,7 +4,7 @@ package bench
 // answers a question, against a plain keyword scan, on the hand-written
 // multi-session dataset in fixtures/recall (see its README.md).
 //
-//	MEMVAULT_QUALITY=1 go test -run TestRecallQuality -v ./bench/
+//	MEMVAULT_QUALITY=1 go test -run TestRecallQuality -v ./cmd/memvault/bench/
 //
 // MEMVAULT_QUALITY_OUT=FILE also writes every question's ranks as JSON, to
 // see which questions a change won or lost. The fixture checks and the unit
@@ -24,7 +24,7 @@ import (
 	"unicode"
 )
 
-const qualityDir = "../fixtures/recall"
+const qualityDir = "../../../fixtures/recall"
 
 // qualitySession is one row of fixtures/recall/sessions.json.
 type qualitySession struct {
@@ -370,7 +370,7 @@ func qualityBinary(tb testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "memvault")
-		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/memvault").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/memvault/memvault/cmd/memvault").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

@@ -98,7 +98,7 @@ func BenchmarkExpand(b *testing.B) {
 func BenchmarkImport(b *testing.B) {
 	bin := memvaultBinary(b)
 	src := filepath.Join(b.TempDir(), "big.jsonl")
-	fixture, err := os.ReadFile("../fixtures/transcripts/claude-code/session.jsonl")
+	fixture, err := os.ReadFile("../../../fixtures/transcripts/claude-code/session.jsonl")
 	if err != nil {
 		b.Fatal(err)
 	}

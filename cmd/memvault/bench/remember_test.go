@@ -1,6 +1,6 @@
 // Package bench holds whole-process benchmarks of memvault against the tools
 // a person would otherwise use, measured in the same run on the same vault.
-// Run with: go test -run '^$' -bench . -benchtime 200x ./bench/
+// Run with: go test -run '^$' -bench . -benchtime 200x ./cmd/memvault/bench/
 package bench
 
 import (
@@ -37,7 +37,7 @@ func memvaultBinary(b testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "memvault")
-		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/memvault").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/memvault/memvault/cmd/memvault").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

@@ -1,4 +1,4 @@
-module github.com/memvault/memvault/bench/fts5
+module github.com/memvault/memvault/cmd/memvault/bench/fts5
 
 go 1.26.8
 

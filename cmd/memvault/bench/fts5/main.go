@@ -1,5 +1,5 @@
 // Command fts5q is the SQLite FTS5 anchor of memvault's retrieval benchmark
-// (bench/recall_test.go). It lives in its own module so that SQLite never
+// (cmd/memvault/bench/recall_test.go). It lives in its own module so that SQLite never
 // becomes a dependency of the product.
 //
 //	fts5q build DB CORPUS.jsonl   index a corpus of {"id","text"} lines

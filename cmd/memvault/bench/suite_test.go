@@ -3,13 +3,13 @@ package bench
 // The benchmark suite of issue #8: every budget of DESIGN §11 as whole
 // processes, on vaults of three sizes, beside its anchors, in one table.
 //
-//	bench/run.sh                 # small and week
-//	MEMVAULT_SUITE_LARGE=1 bench/run.sh   # and large (generation takes minutes)
+//	cmd/memvault/bench/run.sh                 # small and week
+//	MEMVAULT_SUITE_LARGE=1 cmd/memvault/bench/run.sh   # and large (generation takes minutes)
 //
 // or directly:
 //
 //	MEMVAULT_SUITE=small,week MEMVAULT_BENCH_CACHE=/tmp/mvcache \
-//	    go test -count=1 -run '^TestSuite$' -timeout 4h -v ./bench/
+//	    go test -count=1 -run '^TestSuite$' -timeout 4h -v ./cmd/memvault/bench/
 //
 // TestSuite is skipped unless MEMVAULT_SUITE names the sizes, so `go test
 // ./...` never runs it. MEMVAULT_SUITE_ROUNDS (default 20) is how many
@@ -75,7 +75,7 @@ type suiteSize struct {
 func TestSuite(t *testing.T) {
 	sel := os.Getenv("MEMVAULT_SUITE")
 	if sel == "" {
-		t.Skip("set MEMVAULT_SUITE=small,week[,large] (or run bench/run.sh) to run the benchmark suite")
+		t.Skip("set MEMVAULT_SUITE=small,week[,large] (or run cmd/memvault/bench/run.sh) to run the benchmark suite")
 	}
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("the suite needs git: anchors and hand edits")

@@ -5,7 +5,7 @@
 test:
 	go test -race ./...
 
-# The benchmark suite (docs/PERFORMANCE.md, "The suite"): small and week vaults.
+# The benchmark suite (docs/PERFORMANCE.md, "Method" and "Current results"): small and week vaults.
 bench:
 	cmd/memvault/bench/run.sh
 

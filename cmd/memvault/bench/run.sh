@@ -2,7 +2,7 @@
 # run.sh runs memvault's benchmark suite (cmd/memvault/bench/suite_test.go): every budget
 # of DESIGN §11 as whole processes, on a small and a week-long vault, and on
 # a large one (100k events, 1M messages) when MEMVAULT_SUITE_LARGE=1 or
-# --large is given. It prints one table; docs/PERFORMANCE.md ("The suite")
+# --large is given. It prints one table; docs/PERFORMANCE.md ("Current results")
 # holds the latest.
 #
 # Generated vaults are kept in MEMVAULT_BENCH_CACHE (default

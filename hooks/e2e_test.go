@@ -47,6 +47,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 const netnsEnv = "MEMVAULT_E2E_IN_NETNS"
@@ -544,14 +546,7 @@ func (e *e2e) setenv(kv ...string) { e.env = append(e.env, kv...) }
 
 func (e *e2e) git(args ...string) string {
 	e.t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = e.proj
-	cmd.Env = e.env
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		e.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return vaulttest.Git{Dir: e.proj, Env: e.env}.Run(e.t, args...)
 }
 
 // memvault runs the memvault CLI in the project and fails the test on error.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 // memvaultCmd runs the memvault binary that testscript.Main put on PATH, with
@@ -102,24 +104,16 @@ func TestConcurrentWriters(t *testing.T) {
 			len(commits), events, procs*each+1, procs*each)
 	}
 
-	if _, err := exec.LookPath("git"); err != nil {
+	if !vaulttest.HasGit() {
 		t.Log("git not installed: skipping git fsck and git status")
 		return
 	}
-	git := func(args ...string) string {
-		cmd := exec.Command("git", append([]string{"-C", vaultDir}, args...)...)
-		cmd.Env = append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	git("fsck", "--strict")
-	if n := strings.TrimSpace(git("rev-list", "--count", "HEAD")); n != fmt.Sprint(procs*each+1) {
+	git := vaulttest.Git{Dir: vaultDir, Env: vaulttest.Sandbox(home)}
+	git.Run(t, "fsck", "--strict")
+	if n := strings.TrimSpace(git.Run(t, "rev-list", "--count", "HEAD")); n != fmt.Sprint(procs*each+1) {
 		t.Fatalf("git rev-list counts %s commits", n)
 	}
-	if st := git("status", "--porcelain"); st != "" {
+	if st := git.Run(t, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status is not clean:\n%s", st)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 // The torture tests run the real memvault binary (the test binary, through
@@ -114,24 +116,23 @@ func (r *rig) run(args ...string) string {
 	return stdout.String()
 }
 
-// git runs the git CLI in the vault; ok reports whether it exited 0.
+// git runs the git CLI in the vault, as the rig's person; ok reports
+// whether it exited 0.
 func (r *rig) git(args ...string) (string, bool) {
-	cmd := exec.Command("git", append([]string{"-C", r.vault}, args...)...)
-	cmd.Env = append(os.Environ(), "HOME="+r.home, "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.CombinedOutput()
-	return string(out), err == nil
+	out, err := r.gitCLI().Try(args...)
+	return out, err == nil
 }
 
 func (r *rig) mustGit(args ...string) string {
 	r.t.Helper()
-	out, ok := r.git(args...)
-	if !ok {
-		r.t.Fatalf("git %s:\n%s", strings.Join(args, " "), out)
-	}
-	return out
+	return r.gitCLI().Run(r.t, args...)
 }
 
-func hasGit() bool { _, err := exec.LookPath("git"); return err == nil }
+func (r *rig) gitCLI() vaulttest.Git {
+	return vaulttest.Git{Dir: r.vault, Env: vaulttest.Sandbox(r.home)}
+}
+
+func hasGit() bool { return vaulttest.HasGit() }
 
 // payload builds a Claude Code hook payload like those in
 // fixtures/hooks/claude-code, for this rig's project folder.

@@ -1,0 +1,110 @@
+// Package vaulttest holds what memvault's tests share: running the git
+// binary on a vault the way a person would, in an environment no user or
+// system git configuration reaches, and reading a vault's files to compare
+// them before and after a command.
+//
+// It imports no memvault package, so package vault's own tests can use it
+// as well as the end-to-end tests of the command line and the hooks.
+package vaulttest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// HasGit reports whether the git binary is on the PATH. Tests that check
+// memvault's repository with git skip without it: git is optional for
+// memvault itself (DESIGN §2).
+func HasGit() bool {
+	_, err := exec.LookPath("git")
+	return err == nil
+}
+
+// Git runs the git binary in one folder.
+type Git struct {
+	Dir string
+	// Env is the whole environment of every run; nil means Sandbox("").
+	Env []string
+}
+
+// Sandbox is the environment a test runs git in: the test's own, with no
+// system configuration, and HOME moved to home when it is set so that the
+// user's ~/.gitconfig does not reach the test either. A committer identity
+// is given so a commit made as "a person" works on any machine.
+func Sandbox(home string) []string {
+	env := append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=Person", "GIT_AUTHOR_EMAIL=person@example.com",
+		"GIT_COMMITTER_NAME=Person", "GIT_COMMITTER_EMAIL=person@example.com")
+	if home != "" {
+		env = append(env, "HOME="+home)
+	}
+	return env
+}
+
+// Try runs git with args and returns its combined output and whether it
+// exited 0.
+func (g Git) Try(args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = g.Dir
+	cmd.Env = g.Env
+	if cmd.Env == nil {
+		cmd.Env = Sandbox("")
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// Run runs git with args and fails the test, with git's output, unless it
+// exits 0.
+func (g Git) Run(tb testing.TB, args ...string) string {
+	tb.Helper()
+	out, err := g.Try(args...)
+	if err != nil {
+		tb.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// Fsck fails the test if `git fsck --strict` finds anything wrong in the
+// repository at dir; without git it checks nothing.
+func Fsck(tb testing.TB, dir string) {
+	tb.Helper()
+	if HasGit() {
+		Git{Dir: dir}.Run(tb, "fsck", "--strict", "--no-progress")
+	}
+}
+
+// Files reads every file under root but the derived and private ones
+// (.state, .locks, .logs, .index) and git's object store, keyed by
+// slash-separated relative path: what a person would see change.
+func Files(tb testing.TB, root string) map[string][]byte {
+	tb.Helper()
+	skip := map[string]bool{".state": true, ".locks": true, ".logs": true, ".index": true, ".git/objects": true}
+	files := map[string][]byte{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if skip[rel] {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files[rel] = data
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return files
+}

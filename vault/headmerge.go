@@ -138,81 +138,101 @@ func (v *Vault) mergeInto(tx *Tx, m headMerge) (mergeOutcome, error) {
 	head := m.rel.String()
 	renderedRel := mustRel(renderedDir, head)
 	theirsBlob := blobHash(m.theirs)
-	var out mergeOutcome
-	var result, ours []byte
-	var conflicts []merge.SectionConflict
-	var whole string
-	exists := false
-	for attempt := 0; ; attempt++ {
-		whole, conflicts = "", nil
-		data, err := os.ReadFile(v.abs(m.rel))
+	f, err := v.mergeFile(m, renderedRel, theirsBlob)
+	if err != nil || f.status == "unchanged" {
+		return mergeOutcome{status: f.status}, err
+	}
+	if m.fit != nil && f.whole == "" {
+		f.result = m.fit(f.result)
+	}
+	if f.status == "" {
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			exists, ours = false, nil
-		case err != nil:
-			return out, fault.IO("read "+head, err)
+		case f.whole != "" || len(f.conflicts) > 0:
+			f.status = "conflict"
+		case bytes.Equal(f.result, m.theirs):
+			f.status = "rendered"
 		default:
-			exists, ours = true, data
-		}
-		if exists && theirsBlob == m.book.blob && len(m.book.deferred) == 0 && v.exists(renderedRel) {
-			out.status = "unchanged"
-			return out, nil
-		}
-		switch {
-		case !exists:
-			result = m.theirs
-			out.status = "rendered"
-			if m.book.rendered {
-				out.status = "recreated"
-			}
-		case hasConflictMarkers(ours):
-			result, whole = ours, "the file holds conflict markers; it was left as it is"
-		default:
-			base := v.baseOf(m.book.blob, renderedRel)
-			if base == nil && !m.book.rendered && m.template != nil {
-				base = m.template(ours)
-			}
-			res, err := merge.Markdown(base, ours, m.theirs, merge.MarkdownOptions{AppendOnly: m.appendOnly,
-				Options: merge.Options{OursLabel: "your edit", BaseLabel: "last render", TheirsLabel: "new render"}})
-			if err != nil {
-				return out, fmt.Errorf("merge %s: %w", head, err)
-			}
-			result, conflicts = res.Merged, res.Sections
-		}
-		if testHookMerged != nil {
-			testHookMerged(head)
-		}
-		// A person may have saved the file while it was being merged: if
-		// it changed, merge again with what they saved.
-		again, _ := os.ReadFile(v.abs(m.rel))
-		if !exists || bytes.Equal(again, ours) || attempt >= 5 {
-			break
+			f.status = "merged"
 		}
 	}
-	if m.fit != nil && whole == "" {
-		result = m.fit(result)
-	}
-	if out.status == "" {
-		switch {
-		case whole != "" || len(conflicts) > 0:
-			out.status = "conflict"
-		case bytes.Equal(result, m.theirs):
-			out.status = "rendered"
-		default:
-			out.status = "merged"
-		}
-	}
-	if !exists || !bytes.Equal(result, ours) {
-		tx.WriteFileIfUnchanged(m.rel, result, ours, exists)
+	if !f.exists || !bytes.Equal(f.result, f.ours) {
+		tx.WriteFileIfUnchanged(m.rel, f.result, f.ours, f.exists)
 	}
 	if theirsBlob != m.book.blob || !v.exists(renderedRel) {
 		tx.WriteFile(renderedRel, m.theirs)
 	}
-	n := len(conflicts)
-	if whole != "" {
+	return recordMerge(tx, m, f, theirsBlob), nil
+}
+
+// mergedFile is a head file read and merged with the new render.
+type mergedFile struct {
+	exists    bool
+	ours      []byte // the file as it was read
+	result    []byte // what the file is to hold
+	conflicts []merge.SectionConflict
+	whole     string // why the file was left as it is, when it was
+	status    string // set when the file's state alone decides it
+}
+
+// mergeFile reads m's file and merges it with the render. A person may save
+// the file while it is merged: when it changed meanwhile, it merges again
+// with what they saved (up to five times).
+func (v *Vault) mergeFile(m headMerge, renderedRel RelPath, theirsBlob string) (mergedFile, error) {
+	head := m.rel.String()
+	for attempt := 0; ; attempt++ {
+		var f mergedFile
+		data, err := os.ReadFile(v.abs(m.rel))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return f, fault.IO("read "+head, err)
+		default:
+			f.exists, f.ours = true, data
+		}
+		if f.exists && theirsBlob == m.book.blob && len(m.book.deferred) == 0 && v.exists(renderedRel) {
+			f.status = "unchanged"
+			return f, nil
+		}
+		switch {
+		case !f.exists:
+			f.result, f.status = m.theirs, "rendered"
+			if m.book.rendered {
+				f.status = "recreated"
+			}
+		case hasConflictMarkers(f.ours):
+			f.result, f.whole = f.ours, "the file holds conflict markers; it was left as it is"
+		default:
+			base := v.baseOf(m.book.blob, renderedRel)
+			if base == nil && !m.book.rendered && m.template != nil {
+				base = m.template(f.ours)
+			}
+			res, err := merge.Markdown(base, f.ours, m.theirs, merge.MarkdownOptions{AppendOnly: m.appendOnly,
+				Options: merge.Options{OursLabel: "your edit", BaseLabel: "last render", TheirsLabel: "new render"}})
+			if err != nil {
+				return f, fmt.Errorf("merge %s: %w", head, err)
+			}
+			f.result, f.conflicts = res.Merged, res.Sections
+		}
+		if testHookMerged != nil {
+			testHookMerged(head)
+		}
+		again, _ := os.ReadFile(v.abs(m.rel))
+		if !f.exists || bytes.Equal(again, f.ours) || attempt >= 5 {
+			return f, nil
+		}
+	}
+}
+
+// recordMerge appends head.rendered and, when sections could not be
+// merged, head.conflict with the render's version of each.
+func recordMerge(tx *Tx, m headMerge, f mergedFile, theirsBlob string) mergeOutcome {
+	head := m.rel.String()
+	out := mergeOutcome{status: f.status}
+	n := len(f.conflicts)
+	if f.whole != "" {
 		n = 1
 	}
-	data := map[string]any{"head": head, "blob": theirsBlob, "file": blobHash(result), "trigger": m.trigger, "conflicts": n}
+	data := map[string]any{"head": head, "blob": theirsBlob, "file": blobHash(f.result), "trigger": m.trigger, "conflicts": n}
 	for k, x := range m.size {
 		data[k] = x
 	}
@@ -228,7 +248,7 @@ func (v *Vault) mergeInto(tx *Tx, m headMerge) (mergeOutcome, error) {
 	}
 	tx.Append(&Event{Kind: KindHeadRendered, Thread: m.thread, Text: text, Data: d, Links: links, Source: m.source})
 	if n == 0 {
-		return out, nil
+		return out
 	}
 	type sec struct {
 		Heading string `json:"heading"`
@@ -237,18 +257,18 @@ func (v *Vault) mergeInto(tx *Tx, m headMerge) (mergeOutcome, error) {
 		Theirs  string `json:"theirs"`
 	}
 	var secs []sec
-	if whole != "" {
-		secs = append(secs, sec{Kind: whole, Whole: true, Theirs: string(m.theirs)})
+	if f.whole != "" {
+		secs = append(secs, sec{Kind: f.whole, Whole: true, Theirs: string(m.theirs)})
 		out.sections = append(out.sections, "(whole file)")
 	}
-	for _, c := range conflicts {
+	for _, c := range f.conflicts {
 		secs = append(secs, sec{Heading: c.Heading, Kind: c.Kind.String(), Theirs: string(c.Theirs)})
 		out.sections = append(out.sections, c.Heading)
 	}
 	cd, _ := json.Marshal(map[string]any{"head": head, "rendered": theirsBlob, "base": m.book.blob, "sections": secs})
 	tx.Append(&Event{Kind: KindHeadConflict, Thread: m.thread, Source: m.source, Data: cd,
 		Text: fmt.Sprintf("%s: your text kept in %s; the render's version is in this event", head, strings.Join(out.sections, "; "))})
-	return out, nil
+	return out
 }
 
 // deferHead records that a head's refresh met a lease held by someone

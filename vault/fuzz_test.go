@@ -2,9 +2,7 @@ package vault
 
 import (
 	"bytes"
-	"errors"
 	"path"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,72 +72,4 @@ func TestIDTimeRoundTripFuzzSeed(t *testing.T) {
 	if ts, ok := idTime(id); !ok || ts.UnixMilli() != 1234567890123 {
 		t.Fatal(ts, ok)
 	}
-}
-
-// FuzzGitIndex feeds index files to the index code: a whole index to patch,
-// a split index's own file (against a real shared index), and EWAH bitmaps.
-// Nothing may panic; what is accepted must come out well formed.
-func FuzzGitIndex(f *testing.F) {
-	gitDir := f.TempDir()
-	r := &repo{gitDir: gitDir}
-	var changes []*fileChange
-	for _, p := range []string{"a.md", "b/c.md", "b/d.md", "z.md"} {
-		changes = append(changes, &fileChange{path: p})
-	}
-	whole, err := patchIndex(nil, changes)
-	if err != nil {
-		f.Fatal(err)
-	}
-	var split bytes.Buffer
-	if err := r.writeSplitOnNewShared(&split, whole, nil); err != nil {
-		f.Fatal(err)
-	}
-	var patched bytes.Buffer
-	ix, _ := parseIndex(split.Bytes())
-	if err := r.writeSplitPatch(&patched, ix, ix.ext("link"), []*fileChange{{path: "b/c.md"}, {path: "z.md", deleted: true}, {path: "new.md"}}); err != nil && !errors.Is(err, errReshare) {
-		f.Fatal(err)
-	}
-	f.Add(whole)
-	f.Add(split.Bytes())
-	f.Add(patched.Bytes())
-	f.Add(encodeEWAH([]int{0, 3, 64, 200}))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if set, n, err := decodeEWAH(data, 1<<16); err == nil {
-			if n > len(data) {
-				t.Fatalf("took %d bytes of %d", n, len(data))
-			}
-			again, _, err := decodeEWAH(encodeEWAH(set), 1<<16)
-			if err != nil || len(set) > 0 && !slices.Equal(again, set) {
-				t.Fatalf("round trip: %v → %v, %v", set, again, err)
-			}
-		}
-		ix, err := parseIndex(data)
-		if err != nil {
-			return
-		}
-		change := &fileChange{path: "m/new.md"}
-		if link := ix.ext("link"); link != nil {
-			var out bytes.Buffer
-			_ = r.writeSplitPatch(&out, ix, link, []*fileChange{change})
-			if whole, err := r.unsplit(ix, link); err == nil {
-				if _, err := parseIndex(whole); err != nil {
-					t.Fatalf("unsplit gave an index that does not parse: %v", err)
-				}
-			}
-			return
-		}
-		var out bytes.Buffer
-		if err := writeIndexPatch(&out, data, []*fileChange{change}); err != nil {
-			return
-		}
-		got, err := parseIndex(out.Bytes())
-		if err != nil {
-			t.Fatalf("patched index does not parse: %v", err)
-		}
-		found := false
-		got.each(func(_, _ int, name []byte) { found = found || string(name) == change.path })
-		if !found {
-			t.Fatal("patched index lacks the new path")
-		}
-	})
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
+	gitindex "github.com/memvault/memvault/vault/gitrepo/index"
 )
 
 // GC engines. git runs `git gc`, which is only possible where git is on
@@ -427,7 +428,7 @@ func reachable(st *filesystem.Storage, gitDir string) (map[plumbing.Hash]struct{
 	})
 	if data, err := os.ReadFile(filepath.Join(gitDir, "index")); err == nil {
 		idx := &index.Index{}
-		data, err := joinSplitIndex(gitDir, data)
+		data, err := gitindex.Join(gitDir, data)
 		if err == nil {
 			err = index.NewDecoder(bytes.NewReader(data)).Decode(idx)
 		}

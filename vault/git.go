@@ -17,14 +17,15 @@ import (
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
+	"github.com/memvault/memvault/vault/gitrepo/index"
 )
 
 // repo is the vault's git repository, driven through go-git's object layer
@@ -40,6 +41,9 @@ type repo struct {
 	// created lists the loose objects this process wrote in the current
 	// transaction, so that a failed transaction can take them back.
 	created []plumbing.Hash
+	// splitFrom overrides the index size from which git's index is split
+	// (index.DefaultSplitFrom); tests set it small.
+	splitFrom int
 }
 
 func openRepo(root string) (*repo, error) {
@@ -558,18 +562,13 @@ func (r *repo) updateIndex(changes []*fileChange) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return gitIOErr("git: read index", err)
 	}
-	bw := bufio.NewWriterSize(lock.f, 64<<10)
-	err = r.writeIndex(bw, data, changes)
-	if errors.Is(err, errIndexUnsupported) {
-		var out []byte
-		if out, err = rewriteIndex(data, changes); err == nil {
-			bw.Reset(lock.f)
-			if _, err = bw.Write(out); err != nil {
-				err = gitIOErr("git: write index", err)
-			}
-		}
+	entries := make([]index.Change, len(changes))
+	for i, c := range changes {
+		entries[i] = index.Change{Path: c.path, Blob: c.blob, Deleted: c.deleted, Stat: c.stat}
 	}
-	if err != nil {
+	opts := index.Options{Split: r.splitIndexConfig(), SplitFrom: r.splitFrom, SharedDir: r.gitDir}
+	bw := bufio.NewWriterSize(lock.f, 64<<10)
+	if err := index.Write(bw, data, entries, opts); err != nil {
 		return err
 	}
 	if err := bw.Flush(); err != nil {
@@ -579,6 +578,26 @@ func (r *repo) updateIndex(changes []*fileChange) error {
 		return gitIOErr("git: write index", err)
 	}
 	return nil
+}
+
+// splitIndexConfig reads core.splitIndex from the vault's git config, which
+// decides whether git's index is kept in one file or split.
+func (r *repo) splitIndexConfig() index.SplitMode {
+	data, err := os.ReadFile(filepath.Join(r.gitDir, "config"))
+	if err != nil || !bytes.Contains(bytes.ToLower(data), []byte("splitindex")) {
+		return index.SplitAuto
+	}
+	cfg := config.NewConfig()
+	if cfg.Unmarshal(data) != nil {
+		return index.SplitAuto
+	}
+	switch v := strings.ToLower(cfg.Raw.Section("core").Options.Get("splitIndex")); v {
+	case "true", "yes", "on", "1":
+		return index.SplitOn
+	case "false", "no", "off", "0":
+		return index.SplitOff
+	}
+	return index.SplitAuto
 }
 
 // indexPending lists, one per line, the paths of commits whose index
@@ -649,57 +668,6 @@ func (r *repo) catchUp(h plumbing.Hash, pending []string, changes []*fileChange)
 		out = append(out, c)
 	}
 	return out, nil
-}
-
-// rewriteIndex is the slow path of updateIndex for index formats patchIndex
-// does not handle: decode everything with go-git, change the entries,
-// encode everything.
-func rewriteIndex(data []byte, changes []*fileChange) ([]byte, error) {
-	idx := &index.Index{Version: 2}
-	if len(data) > 0 {
-		if err := index.NewDecoder(bytes.NewReader(data)).Decode(idx); err != nil {
-			return nil, fmt.Errorf("git: read index: %w", err)
-		}
-	}
-	changed := make(map[string]*fileChange, len(changes))
-	for _, c := range changes {
-		changed[c.path] = c
-	}
-	kept := idx.Entries[:0]
-	for _, e := range idx.Entries {
-		if changed[e.Name] == nil {
-			kept = append(kept, e)
-		}
-	}
-	idx.Entries = kept
-	for _, c := range changes {
-		if c.deleted {
-			continue
-		}
-		e := &index.Entry{Name: c.path, Hash: c.blob, Mode: filemode.Regular}
-		if c.stat != nil {
-			e.Size = uint32(c.stat.Size())
-			e.ModifiedAt = c.stat.ModTime()
-			if sys, ok := c.stat.Sys().(*syscall.Stat_t); ok {
-				e.CreatedAt = changeTime(sys)
-				e.Dev, e.Inode = uint32(sys.Dev), uint32(sys.Ino)
-				e.UID, e.GID = sys.Uid, sys.Gid
-			}
-		}
-		idx.Entries = append(idx.Entries, e)
-	}
-	sort.SliceStable(idx.Entries, func(i, j int) bool {
-		if idx.Entries[i].Name != idx.Entries[j].Name {
-			return idx.Entries[i].Name < idx.Entries[j].Name
-		}
-		return idx.Entries[i].Stage < idx.Entries[j].Stage
-	})
-	idx.Cache = nil // describes trees that just changed; git rebuilds it
-	var buf bytes.Buffer
-	if err := index.NewEncoder(&buf).Encode(idx); err != nil {
-		return nil, fmt.Errorf("git: write index: %w", err)
-	}
-	return buf.Bytes(), nil
 }
 
 func gitIOErr(op string, err error) error {

@@ -1,7 +1,6 @@
 package vault
 
 import (
-	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/memvault/memvault/vault/gitrepo/index"
 )
 
 // The index patch must leave git's own view consistent: for every index
@@ -110,9 +110,6 @@ func TestSplitIndexAgreesWithGit(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("needs git")
 	}
-	defer func(n int) { splitIndexMinEntries = n }(splitIndexMinEntries)
-	splitIndexMinEntries = 20
-
 	dir := t.TempDir()
 	git := func(args ...string) string {
 		t.Helper()
@@ -140,6 +137,7 @@ func TestSplitIndexAgreesWithGit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.splitFrom = 20
 	// memvault's commit of edits, new files and deletions
 	commit := func(edits map[string]string, deletes ...string) {
 		t.Helper()
@@ -169,11 +167,7 @@ func TestSplitIndexAgreesWithGit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ix, err := parseIndex(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ix.ext("link") != nil
+		return index.IsSplit(data)
 	}
 	// The index matches HEAD but for what the person staged, the work tree
 	// matches the index but for what the person left unstaged, and every
@@ -253,30 +247,4 @@ func TestSplitIndexAgreesWithGit(t *testing.T) {
 		t.Fatal("core.splitIndex=false should give one index file")
 	}
 	check("unsplit", " M f/20.md\nA  person.md\n", 42)
-}
-
-func TestEWAHRoundTrip(t *testing.T) {
-	for _, set := range [][]int{nil, {0}, {63}, {64}, {0, 1, 2, 64, 200, 201, 5000}, {100000}} {
-		got, n, err := decodeEWAH(encodeEWAH(set), 1<<20)
-		if err != nil || n != len(encodeEWAH(set)) || !slices.Equal(got, set) && len(set) > 0 {
-			t.Errorf("%v: got %v, %d bytes, %v", set, got, n, err)
-		}
-	}
-	// A run of ones, as git may write it: two words of ones, then a literal.
-	data := make([]byte, 8+3*8+4)
-	binary.BigEndian.PutUint32(data[0:], 130)
-	binary.BigEndian.PutUint32(data[4:], 2)
-	binary.BigEndian.PutUint64(data[8:], 1|2<<1|1<<33)
-	binary.BigEndian.PutUint64(data[16:], 0b101)
-	got, _, err := decodeEWAH(data[:8+2*8+4], 131)
-	if err != nil || len(got) != 130 || got[127] != 127 || got[128] != 128 || got[129] != 130 {
-		t.Fatalf("run of ones: %v %v", got, err)
-	}
-	// A bit past the index it describes is refused, as git refuses it.
-	if _, _, err := decodeEWAH(data[:8+2*8+4], 130); err == nil {
-		t.Fatal("bit 130 of a 130-entry index should be an error")
-	}
-	if _, _, err := decodeEWAH(data[:8+2*8+4], 100); err == nil {
-		t.Fatal("a run of ones past a 100-entry index should be an error")
-	}
 }

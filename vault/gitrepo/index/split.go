@@ -1,4 +1,4 @@
-package vault
+package index
 
 import (
 	"bufio"
@@ -15,8 +15,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/go-git/go-git/v5/config"
 )
 
 // A split index (git's core.splitIndex) keeps most entries in a shared
@@ -28,16 +26,18 @@ import (
 //
 // A vault's index grows with its files (30k entries, 2.2 MB at 10k
 // sessions), and rewriting it all, with its SHA-1, was a third of a
-// remember. So once the index holds splitIndexMinEntries entries, memvault
+// remember. So once the index holds Options.SplitFrom entries, Write
 // splits it, and from then on writes only the small file: the shared one
 // is read (mapped, not copied) to find the positions of the changed paths.
 // When the changes reach a fifth of the shared entries, as git's
 // splitIndex.maxPercentChange has it by default, a new shared index is
-// written. core.splitIndex=false in the vault's git config keeps the index
-// whole, and turns a split one back into one file.
+// written. SplitOff (core.splitIndex=false) keeps the index whole, and
+// turns a split one back into one file.
 
-// splitIndexMinEntries is the index size from which memvault splits it.
-var splitIndexMinEntries = 10000
+// sharedDir is the folder that holds the shared index files: git's own
+// folder, which git reads them from. It is the only file system the
+// package knows.
+type sharedDir string
 
 // sharedIndexExpiry is how long an unused shared index is kept for a reader
 // that may still need it; git's splitIndex.sharedIndexExpire defaults to the
@@ -47,65 +47,6 @@ const sharedIndexExpiry = 14 * 24 * time.Hour
 // errReshare says that the changes no longer fit a split index on the
 // current shared index.
 var errReshare = errors.New("git: index: write a new shared index")
-
-// writeIndex writes to w the index data with changes applied, choosing the
-// form: patched whole, split, or split on a new shared index.
-func (r *repo) writeIndex(w io.Writer, data []byte, changes []*fileChange) error {
-	ix, err := parseIndex(data)
-	if err != nil {
-		return err
-	}
-	mode := r.splitIndexConfig()
-	link := ix.ext("link")
-	switch {
-	case link != nil && mode != splitOff:
-		err := r.writeSplitPatch(w, ix, link, changes)
-		if !errors.Is(err, errReshare) {
-			return err
-		}
-		whole, err := r.unsplit(ix, link)
-		if err != nil {
-			return err
-		}
-		return r.writeSplitOnNewShared(w, whole, changes)
-	case link != nil:
-		whole, err := r.unsplit(ix, link)
-		if err != nil {
-			return err
-		}
-		return writeIndexPatch(w, whole, changes)
-	case mode == splitOn || mode == splitAuto && ix.count >= splitIndexMinEntries:
-		return r.writeSplitOnNewShared(w, data, changes)
-	}
-	return writeIndexPatch(w, data, changes)
-}
-
-type splitMode int
-
-const (
-	splitAuto splitMode = iota // core.splitIndex unset: split from splitIndexMinEntries
-	splitOn
-	splitOff
-)
-
-// splitIndexConfig reads core.splitIndex from the vault's git config.
-func (r *repo) splitIndexConfig() splitMode {
-	data, err := os.ReadFile(filepath.Join(r.gitDir, "config"))
-	if err != nil || !bytes.Contains(bytes.ToLower(data), []byte("splitindex")) {
-		return splitAuto
-	}
-	cfg := config.NewConfig()
-	if cfg.Unmarshal(data) != nil {
-		return splitAuto
-	}
-	switch v := strings.ToLower(cfg.Raw.Section("core").Options.Get("splitIndex")); v {
-	case "true", "yes", "on", "1":
-		return splitOn
-	case "false", "no", "off", "0":
-		return splitOff
-	}
-	return splitAuto
-}
 
 // splitIndex is what a split index changes in its shared index.
 type splitIndex struct {
@@ -126,7 +67,7 @@ type splitEntry struct {
 // openSplit reads a split index: its link extension, the shared index it
 // names, mapped (the caller unmaps it), and its own entries. Bit positions
 // past the shared index's entries are an error, as they are for git.
-func (r *repo) openSplit(ix *indexData, link []byte) (*splitIndex, *indexData, func(), error) {
+func (d sharedDir) openSplit(ix *indexData, link []byte) (*splitIndex, *indexData, func(), error) {
 	data := link[8:]
 	if len(data) < indexHashLen {
 		return nil, nil, nil, fmt.Errorf("git: index: link extension too short")
@@ -134,7 +75,7 @@ func (r *repo) openSplit(ix *indexData, link []byte) (*splitIndex, *indexData, f
 	si := &splitIndex{deleted: map[int]bool{}, replaced: map[int][]byte{}}
 	copy(si.shared[:], data)
 	data = data[indexHashLen:]
-	shared, unmap, err := r.sharedIndex(si.shared)
+	shared, unmap, err := d.sharedIndex(si.shared)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -180,11 +121,11 @@ func (r *repo) openSplit(ix *indexData, link []byte) (*splitIndex, *indexData, f
 
 // sharedIndex maps the shared index a split index names. The caller unmaps
 // it with the returned function.
-func (r *repo) sharedIndex(sum [indexHashLen]byte) (*indexData, func(), error) {
-	p := filepath.Join(r.gitDir, "sharedindex."+hex.EncodeToString(sum[:]))
+func (d sharedDir) sharedIndex(sum [indexHashLen]byte) (*indexData, func(), error) {
+	p := filepath.Join(string(d), "sharedindex."+hex.EncodeToString(sum[:]))
 	data, unmap, err := mapFile(p)
 	if err != nil {
-		return nil, nil, gitIOErr("git: read shared index", err)
+		return nil, nil, ioErr("git: read shared index", err)
 	}
 	ix, err := parseIndex(data)
 	if err == nil && len(ix.exts) > 0 && ix.ext("link") != nil {
@@ -232,8 +173,8 @@ func mapFile(p string) ([]byte, func(), error) {
 
 // writeSplitPatch writes a split index on the same shared index, with
 // changes applied, or returns errReshare when that does not fit.
-func (r *repo) writeSplitPatch(w io.Writer, ix *indexData, link []byte, changes []*fileChange) error {
-	si, shared, unmap, err := r.openSplit(ix, link)
+func (d sharedDir) writeSplitPatch(w io.Writer, ix *indexData, link []byte, changes []Change) error {
+	si, shared, unmap, err := d.openSplit(ix, link)
 	if err != nil {
 		return err
 	}
@@ -251,10 +192,10 @@ func (r *repo) writeSplitPatch(w io.Writer, ix *indexData, link []byte, changes 
 	conflict := false
 	k, pos := 0, 0
 	shared.each(func(_, _ int, name []byte) {
-		for k < len(sorted) && string(name) > sorted[k].path {
+		for k < len(sorted) && string(name) > sorted[k].Path {
 			k++
 		}
-		if k < len(sorted) && string(name) == sorted[k].path {
+		if k < len(sorted) && string(name) == sorted[k].Path {
 			if at[k] >= 0 {
 				conflict = true
 			}
@@ -267,17 +208,17 @@ func (r *repo) writeSplitPatch(w io.Writer, ix *indexData, link []byte, changes 
 	}
 
 	for i, c := range sorted {
-		added = slices.DeleteFunc(added, func(e splitEntry) bool { return e.name == c.path })
+		added = slices.DeleteFunc(added, func(e splitEntry) bool { return e.name == c.Path })
 		p := at[i]
 		switch {
-		case p >= 0 && c.deleted:
+		case p >= 0 && c.Deleted:
 			deleted[p] = true
 			delete(byPos, p)
 		case p >= 0:
 			delete(deleted, p)
 			byPos[p] = encodeIndexEntry(c, "")
-		case !c.deleted:
-			added = append(added, splitEntry{name: c.path, raw: encodeIndexEntry(c, c.path)})
+		case !c.Deleted:
+			added = append(added, splitEntry{name: c.Path, raw: encodeIndexEntry(c, c.Path)})
 		}
 	}
 	if 5*(len(byPos)+len(deleted)+len(added)) > shared.count {
@@ -313,7 +254,7 @@ func (r *repo) writeSplitPatch(w io.Writer, ix *indexData, link []byte, changes 
 // writeSplitOnNewShared writes whole, a complete index, with changes
 // applied, as a new shared index, and to w the split index that links to
 // it.
-func (r *repo) writeSplitOnNewShared(w io.Writer, whole []byte, changes []*fileChange) error {
+func (d sharedDir) writeSplitOnNewShared(w io.Writer, whole []byte, changes []Change) error {
 	var full bytes.Buffer
 	if err := writeIndexPatch(&full, whole, changes); err != nil {
 		return err
@@ -326,9 +267,9 @@ func (r *repo) writeSplitOnNewShared(w io.Writer, whole []byte, changes []*fileC
 	// the own file. Not through fileio: the file is named by the hash of
 	// what streams into it, known only at the end, and its temporary name
 	// is git's sharedindex_, which the expiry below removes when left.
-	f, err := os.CreateTemp(r.gitDir, "sharedindex_")
+	f, err := os.CreateTemp(string(d), "sharedindex_")
 	if err != nil {
-		return gitIOErr("git: write shared index", err)
+		return ioErr("git: write shared index", err)
 	}
 	tmp := f.Name()
 	bw := bufio.NewWriterSize(f, 64<<10)
@@ -346,13 +287,13 @@ func (r *repo) writeSplitOnNewShared(w io.Writer, whole []byte, changes []*fileC
 	}
 	name := "sharedindex." + hex.EncodeToString(sum)
 	if err == nil {
-		err = os.Rename(tmp, filepath.Join(r.gitDir, name))
+		err = os.Rename(tmp, filepath.Join(string(d), name))
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return gitIOErr("git: write shared index", err)
+		return ioErr("git: write shared index", err)
 	}
-	r.expireSharedIndexes(name)
+	d.expireSharedIndexes(name)
 
 	var shared [indexHashLen]byte
 	copy(shared[:], sum)
@@ -367,8 +308,8 @@ func (r *repo) writeSplitOnNewShared(w io.Writer, whole []byte, changes []*fileC
 // expireSharedIndexes removes the shared indexes other than keep that no
 // one has used for sharedIndexExpiry, and the temporary files of shared
 // indexes whose writer was killed an hour or more ago.
-func (r *repo) expireSharedIndexes(keep string) {
-	entries, err := os.ReadDir(r.gitDir)
+func (d sharedDir) expireSharedIndexes(keep string) {
+	entries, err := os.ReadDir(string(d))
 	if err != nil {
 		return
 	}
@@ -383,15 +324,15 @@ func (r *repo) expireSharedIndexes(keep string) {
 			continue
 		}
 		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > age {
-			os.Remove(filepath.Join(r.gitDir, e.Name()))
+			os.Remove(filepath.Join(string(d), e.Name()))
 		}
 	}
 }
 
 // unsplit returns the complete index a split index stands for, as one
 // file's data.
-func (r *repo) unsplit(ix *indexData, link []byte) ([]byte, error) {
-	si, shared, unmap, err := r.openSplit(ix, link)
+func (d sharedDir) unsplit(ix *indexData, link []byte) ([]byte, error) {
+	si, shared, unmap, err := d.openSplit(ix, link)
 	if err != nil {
 		return nil, err
 	}
@@ -552,15 +493,4 @@ func encodeEWAH(set []int) []byte {
 	}
 	binary.BigEndian.PutUint32(out[8+8*len(buf):], uint32(last))
 	return out
-}
-
-// joinSplitIndex returns index data as one file: a split index joined with
-// its shared index, any other index as it is.
-func joinSplitIndex(gitDir string, data []byte) ([]byte, error) {
-	ix, err := parseIndex(data)
-	if err != nil || ix.ext("link") == nil {
-		return data, nil // not split; the caller's decoder judges the rest
-	}
-	r := &repo{gitDir: gitDir}
-	return r.unsplit(ix, ix.ext("link"))
 }

@@ -1,4 +1,4 @@
-package vault
+package index
 
 import (
 	"syscall"

@@ -1,4 +1,13 @@
-package vault
+// Package index reads and writes git's index file (.git/index): versions 2
+// to 4, the split index's link extension and its EWAH bitmaps.
+//
+// It is bytes in, bytes out: the caller reads the index, hands over the
+// entries its commit changed, and writes what comes back through git's
+// index.lock. The one file system it touches is the folder of a split
+// index's shared files, named by the caller. It is its own package because
+// the formats are intricate and fuzzed on their own, and because nothing in
+// them is about a vault: the repository that commits is vault/gitrepo.
+package index
 
 import (
 	"bytes"
@@ -15,7 +24,7 @@ import (
 // patchIndex returns git's index file data with the entries for changes
 // replaced, inserted or removed, and every other entry copied byte for
 // byte. It is writeIndexPatch into memory.
-func patchIndex(data []byte, changes []*fileChange) ([]byte, error) {
+func patchIndex(data []byte, changes []Change) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := writeIndexPatch(&buf, data, changes); err != nil {
 		return nil, err
@@ -36,19 +45,19 @@ func patchIndex(data []byte, changes []*fileChange) ([]byte, error) {
 //
 // Versions 2 and 3 are handled here (git writes version 2 unless told
 // otherwise). For version 4, whose path names are prefix-compressed, and for
-// mandatory extensions other than a split index's link (see gitsplit.go),
-// it returns errIndexUnsupported and the caller falls back to go-git's
+// mandatory extensions other than a split index's link (see split.go),
+// it returns errUnsupported and the caller falls back to go-git's
 // codec. Optional extensions are dropped: the cached tree (TREE) describes
 // trees we just changed, and the offset tables (EOIE, IEOT) would point to
 // the wrong bytes; git rebuilds what it wants. Resolve-undo data (REUC) is
 // kept.
-func writeIndexPatch(w io.Writer, data []byte, changes []*fileChange) error {
+func writeIndexPatch(w io.Writer, data []byte, changes []Change) error {
 	ix, err := parseIndex(data)
 	if err != nil {
 		return err
 	}
 	if ix.ext("link") != nil {
-		return errIndexUnsupported // a split index: not this function's job
+		return errUnsupported // a split index: not this function's job
 	}
 	sorted := sortedChanges(changes)
 
@@ -59,20 +68,20 @@ func writeIndexPatch(w io.Writer, data []byte, changes []*fileChange) error {
 	type edit struct {
 		start, end int // the input bytes the edit replaces; equal for an insert
 		entries    int // how many entries those are
-		c          *fileChange
+		c          Change
 	}
 	edits := make([]edit, 0, len(sorted))
 	k := 0
 	ix.each(func(start, end int, name []byte) {
-		for k < len(sorted) && string(name) > sorted[k].path {
+		for k < len(sorted) && string(name) > sorted[k].Path {
 			edits = append(edits, edit{start: start, end: start, c: sorted[k]})
 			k++
 		}
-		if k < len(sorted) && string(name) == sorted[k].path {
+		if k < len(sorted) && string(name) == sorted[k].Path {
 			edits = append(edits, edit{start: start, end: end, entries: 1, c: sorted[k]})
 			k++
 		} else if n := len(edits); n > 0 && edits[n-1].end == start && edits[n-1].entries > 0 &&
-			string(name) == edits[n-1].c.path {
+			string(name) == edits[n-1].c.Path {
 			edits[n-1].end = end // another stage of the same path
 			edits[n-1].entries++
 		}
@@ -85,8 +94,8 @@ func writeIndexPatch(w io.Writer, data []byte, changes []*fileChange) error {
 	encoded := make([][]byte, len(edits))
 	for i, e := range edits {
 		n -= e.entries
-		if !e.c.deleted {
-			encoded[i] = encodeIndexEntry(e.c, e.c.path)
+		if !e.c.Deleted {
+			encoded[i] = encodeIndexEntry(e.c, e.c.Path)
 			n++
 		}
 	}
@@ -134,7 +143,7 @@ func parseIndex(data []byte) (*indexData, error) {
 	ix := &indexData{data: data, version: binary.BigEndian.Uint32(data[4:8]),
 		count: int(binary.BigEndian.Uint32(data[8:12]))}
 	if ix.version != 2 && ix.version != 3 {
-		return nil, errIndexUnsupported
+		return nil, errUnsupported
 	}
 	off, err := ix.walk(nil)
 	if err != nil {
@@ -149,7 +158,7 @@ func parseIndex(data []byte) (*indexData, error) {
 			return nil, fmt.Errorf("git: index: truncated extension")
 		}
 		if (sig[0] < 'A' || sig[0] > 'Z') && string(sig) != "link" {
-			return nil, errIndexUnsupported // mandatory: we cannot keep it correct
+			return nil, errUnsupported // mandatory: we cannot keep it correct
 		}
 		ix.exts = append(ix.exts, indexExt{sig: string(sig), raw: body[off : off+8+size]})
 		off += 8 + size
@@ -210,16 +219,16 @@ func (ix *indexData) walk(fn func(start, end int, name []byte)) (int, error) {
 
 // sortedChanges returns one change per path, the last one queued winning,
 // in git's order.
-func sortedChanges(changes []*fileChange) []*fileChange {
-	byPath := make(map[string]*fileChange, len(changes))
+func sortedChanges(changes []Change) []Change {
+	byPath := make(map[string]Change, len(changes))
 	for _, c := range changes {
-		byPath[c.path] = c
+		byPath[c.Path] = c
 	}
-	sorted := make([]*fileChange, 0, len(byPath))
+	sorted := make([]Change, 0, len(byPath))
 	for _, c := range byPath {
 		sorted = append(sorted, c)
 	}
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].path < sorted[j].path })
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
 	return sorted
 }
 
@@ -248,7 +257,7 @@ func (iw *indexWriter) write(b []byte) {
 	}
 	iw.sum.Write(b)
 	if _, err := iw.w.Write(b); err != nil {
-		iw.err = gitIOErr("git: write index", err)
+		iw.err = ioErr("git: write index", err)
 	}
 }
 
@@ -262,29 +271,29 @@ func (iw *indexWriter) closeSum() ([]byte, error) {
 	sum := iw.sum.Sum(nil)
 	if iw.err == nil {
 		if _, err := iw.w.Write(sum); err != nil {
-			iw.err = gitIOErr("git: write index", err)
+			iw.err = ioErr("git: write index", err)
 		}
 	}
 	return sum, iw.err
 }
 
-var errIndexUnsupported = errors.New("git: index: format not handled by the fast path")
+var errUnsupported = errors.New("git: index: format not handled by the fast path")
 
 // encodeIndexEntry writes a version 2 index entry for a committed file, with
 // the stat data of the file as memvault wrote it, so git status trusts it
 // without re-reading the file.
 //
-// name is the path the entry carries: c.path, or "" for the replacement of
+// name is the path the entry carries: c.Path, or "" for the replacement of
 // a shared index's entry in a split index.
-func encodeIndexEntry(c *fileChange, name string) []byte {
+func encodeIndexEntry(c Change, name string) []byte {
 	length := (62 + len(name) + 8) &^ 7
 	b := make([]byte, length)
 	var ctimeS, ctimeN, mtimeS, mtimeN, dev, ino, uid, gid, size uint32
-	if c.stat != nil {
-		mt := c.stat.ModTime()
+	if c.Stat != nil {
+		mt := c.Stat.ModTime()
 		mtimeS, mtimeN = uint32(mt.Unix()), uint32(mt.Nanosecond())
-		size = uint32(c.stat.Size())
-		if sys, ok := c.stat.Sys().(*syscall.Stat_t); ok {
+		size = uint32(c.Stat.Size())
+		if sys, ok := c.Stat.Sys().(*syscall.Stat_t); ok {
 			ct := changeTime(sys)
 			ctimeS, ctimeN = uint32(ct.Unix()), uint32(ct.Nanosecond())
 			dev, ino, uid, gid = uint32(sys.Dev), uint32(sys.Ino), sys.Uid, sys.Gid
@@ -301,7 +310,7 @@ func encodeIndexEntry(c *fileChange, name string) []byte {
 	be.PutUint32(b[28:], uid)
 	be.PutUint32(b[32:], gid)
 	be.PutUint32(b[36:], size)
-	copy(b[40:60], c.blob[:])
+	copy(b[40:60], c.Blob[:])
 	nameLen := len(name)
 	if nameLen > 0xFFF {
 		nameLen = 0xFFF

@@ -22,7 +22,8 @@ func TestStaleGitLockOfKilledWriter(t *testing.T) {
 			v := newVault(t)
 			remember(t, v, "before the kill")
 			lock := filepath.Join(v.Root, ".git", filepath.FromSlash(target)+".lock")
-			mark := filepath.Join(v.Root, ".locks", gitLockMarkPrefix+filepath.Base(lock)+".12345")
+			// gitrepo's marker of a lock file it holds: .locks/git-<lock>.<random>.
+			mark := filepath.Join(v.Root, ".locks", "git-"+filepath.Base(lock)+".12345")
 			if err := os.WriteFile(mark, []byte("0000000000000000000000000000000000000000\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +61,7 @@ func TestGitLockOfAGitCommandIsRespected(t *testing.T) {
 	}
 	// A marker of a killed memvault that does not own this lock changes
 	// nothing either.
-	if err := os.WriteFile(filepath.Join(v.Root, ".locks", gitLockMarkPrefix+"main.lock.999"), nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(v.Root, ".locks", "git-main.lock.999"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	head, _ := v.Head()

@@ -15,6 +15,7 @@ import (
 	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
+	"github.com/memvault/memvault/vault/gitrepo"
 )
 
 // continuityTemplate is what `memvault edit CONTINUITY.md` starts from when
@@ -186,7 +187,7 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 			result = m.Merged
 		}
 		tx.WriteFile(rel, result)
-		d, _ := json.Marshal(map[string]string{"head": head, "blob": blobHash(result), "via": "edit"})
+		d, _ := json.Marshal(map[string]string{"head": head, "blob": gitrepo.BlobHash(result), "via": "edit"})
 		ev := tx.Append(&Event{Kind: KindHeadEdited, Thread: thread, Text: "hand edit of " + head, Data: d, Source: "edit"})
 		res.Event = ev.ID
 		tx.Subject("head.edited: hand edit of " + head)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/gitrepo"
 )
 
 // The one pipeline that writes a head file. MEMORY.md, the thread heads and
@@ -137,7 +138,7 @@ var testHookMerged func(head string)
 func (v *Vault) mergeInto(tx *Tx, m headMerge) (mergeOutcome, error) {
 	head := m.rel.String()
 	renderedRel := mustRel(renderedDir, head)
-	theirsBlob := blobHash(m.theirs)
+	theirsBlob := gitrepo.BlobHash(m.theirs)
 	f, err := v.mergeFile(m, renderedRel, theirsBlob)
 	if err != nil || f.status == "unchanged" {
 		return mergeOutcome{status: f.status}, err
@@ -232,7 +233,7 @@ func recordMerge(tx *Tx, m headMerge, f mergedFile, theirsBlob string) mergeOutc
 	if f.whole != "" {
 		n = 1
 	}
-	data := map[string]any{"head": head, "blob": theirsBlob, "file": blobHash(f.result), "trigger": m.trigger, "conflicts": n}
+	data := map[string]any{"head": head, "blob": theirsBlob, "file": gitrepo.BlobHash(f.result), "trigger": m.trigger, "conflicts": n}
 	for k, x := range m.size {
 		data[k] = x
 	}
@@ -311,7 +312,7 @@ func (v *Vault) commitHandEdits(opts TxOptions, targets []headTarget, via string
 				return fault.IO("read "+t.rel.String(), err)
 			}
 			tx.CommitFile(t.rel)
-			d, _ := json.Marshal(map[string]string{"head": t.rel.String(), "blob": blobHash(data), "via": via})
+			d, _ := json.Marshal(map[string]string{"head": t.rel.String(), "blob": gitrepo.BlobHash(data), "via": via})
 			tx.Append(&Event{Kind: KindHeadEdited, Thread: t.thread, Text: "hand edit of " + t.rel.String(), Data: d, Source: via})
 			paths = append(paths, t.rel.String())
 			edited[t.rel.String()] = true

@@ -3,19 +3,17 @@ package vault
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"sort"
 	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/memvault/memvault/render"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/gitrepo"
 )
 
 // Heads: MEMORY.md (Tier 1) and threads/<kind>/<slug>.md (Tier 2) are
@@ -613,8 +611,6 @@ func (v *Vault) refreshOne(tx *Tx, vw *headView, t headTarget, trigger string) (
 	return &HeadOutcome{Head: head, Report: &doc.Report, Status: m.status, Sections: m.sections, Retried: m.retried}, nil
 }
 
-func blobHash(data []byte) string { return plumbing.ComputeHash(plumbing.BlobObject, data).String() }
-
 // baseOf reads the last render back: from git's object store by the hash
 // head.rendered recorded, else from .rendered/ when its content has that
 // hash. nil means no base: every hand-made section then counts as an edit.
@@ -622,30 +618,13 @@ func (v *Vault) baseOf(blob string, rendered RelPath) []byte {
 	if blob == "" {
 		return nil
 	}
-	if data, ok := v.readBlob(blob); ok {
+	if data, ok := v.repo.Blob(blob); ok {
 		return data
 	}
-	if data, err := os.ReadFile(v.abs(rendered)); err == nil && blobHash(data) == blob {
+	if data, err := os.ReadFile(v.abs(rendered)); err == nil && gitrepo.BlobHash(data) == blob {
 		return data
 	}
 	return nil
-}
-
-func (v *Vault) readBlob(hash string) ([]byte, bool) {
-	if len(hash) != 40 {
-		return nil, false
-	}
-	obj, err := v.repo.st.EncodedObject(plumbing.BlobObject, plumbing.NewHash(hash))
-	if err != nil {
-		return nil, false
-	}
-	rd, err := obj.Reader()
-	if err != nil {
-		return nil, false
-	}
-	defer rd.Close()
-	data, err := io.ReadAll(rd)
-	return data, err == nil
 }
 
 // uncommitted reports whether the file on disk differs from the version at
@@ -659,51 +638,11 @@ func (v *Vault) uncommitted(rel RelPath) (bool, error) {
 	if err != nil {
 		return false, fault.IO("read "+rel.String(), err)
 	}
-	committed, ok, err := v.committedBlob("", rel.String())
+	committed, ok, err := v.repo.BlobAt("", rel.String())
 	if err != nil {
 		return false, err
 	}
-	return !ok || committed != blobHash(data), nil
-}
-
-// committedBlob returns the blob hash of p at commit rev ("" = HEAD).
-func (v *Vault) committedBlob(rev, p string) (string, bool, error) {
-	tree, err := v.treeAt(rev)
-	if err != nil || tree == nil {
-		return "", false, err
-	}
-	e, err := tree.FindEntry(p)
-	if err != nil {
-		return "", false, nil
-	}
-	return e.Hash.String(), true, nil
-}
-
-// treeAt returns the tree of commit rev ("" = HEAD; nil before the first
-// commit); see resolveRev for the forms rev may take.
-func (v *Vault) treeAt(rev string) (*object.Tree, error) {
-	var h plumbing.Hash
-	if rev == "" {
-		_, head, err := v.repo.head()
-		if err != nil || head.IsZero() {
-			return nil, err
-		}
-		h = head
-	} else {
-		var err error
-		if h, err = v.resolveRev(rev); err != nil {
-			return nil, err
-		}
-	}
-	c, err := object.GetCommit(v.repo.st, h)
-	if err != nil {
-		return nil, &Error{Class: ErrCorrupt, Msg: "git: read commit " + h.String() + ": " + err.Error(), Err: err}
-	}
-	t, err := c.Tree()
-	if err != nil {
-		return nil, &Error{Class: ErrCorrupt, Msg: "git: read tree of " + h.String() + ": " + err.Error(), Err: err}
-	}
-	return t, nil
+	return !ok || committed != gitrepo.BlobHash(data), nil
 }
 
 // RenderOptions select heads for a dry render.
@@ -775,7 +714,7 @@ func (v *Vault) RenderHeads(opts RenderOptions) ([]*render.Doc, error) {
 
 // stateAt folds the ledger and reads memvault.toml as they were at rev.
 func (v *Vault) stateAt(rev string) (*State, HeadsConfig, error) {
-	tree, err := v.treeAt(rev)
+	tree, err := v.repo.TreeAt(rev)
 	if err != nil {
 		return nil, HeadsConfig{}, err
 	}
@@ -946,82 +885,4 @@ func (v *Vault) ResolveHeadArg(arg string, allowContinuity bool) (RelPath, strin
 		return RelPath{}, "", e.WithHint("list threads with: memvault threads")
 	}
 	return th.HeadPath(), th.String(), nil
-}
-
-// resolveRev finds a commit by a full hash, a hash prefix of at least four
-// characters (looked up along the branch's first-parent history), HEAD,
-// HEAD~N, or a branch name.
-func (v *Vault) resolveRev(rev string) (plumbing.Hash, error) {
-	notFound := func() error {
-		e := fault.New(ErrNotFound, "commit %q: not found in the vault", rev)
-		return e.WithHint("name a commit from memvault log: a hash, HEAD or HEAD~N")
-	}
-	base, n := rev, 0
-	if b, k, ok := strings.Cut(rev, "~"); ok {
-		base = b
-		if k == "" {
-			n = 1
-		} else if _, err := fmt.Sscanf(k, "%d", &n); err != nil || n < 0 || fmt.Sprint(n) != k {
-			return plumbing.ZeroHash, notFound()
-		}
-	}
-	var h plumbing.Hash
-	switch {
-	case base == "HEAD" || base == "@":
-		_, head, err := v.repo.head()
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		h = head
-	case len(base) == 40 && isHex(base):
-		h = plumbing.NewHash(base)
-	default:
-		if ref, err := v.repo.refValue(plumbing.NewBranchReferenceName(base)); err == nil && !ref.IsZero() {
-			h = ref
-			break
-		}
-		if len(base) < 4 || !isHex(base) {
-			return plumbing.ZeroHash, notFound()
-		}
-		var found []plumbing.Hash
-		err := v.repo.log(func(ci CommitInfo) bool {
-			if strings.HasPrefix(ci.Hash, strings.ToLower(base)) {
-				found = append(found, plumbing.NewHash(ci.Hash))
-			}
-			return len(found) < 2
-		})
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		if len(found) > 1 {
-			return plumbing.ZeroHash, fault.New(ErrInvalid, "commit %q: ambiguous, give more characters", rev)
-		}
-		if len(found) == 0 {
-			return plumbing.ZeroHash, notFound()
-		}
-		h = found[0]
-	}
-	for ; n > 0; n-- {
-		c, err := object.GetCommit(v.repo.st, h)
-		if err != nil || len(c.ParentHashes) == 0 {
-			return plumbing.ZeroHash, notFound()
-		}
-		h = c.ParentHashes[0]
-	}
-	if h.IsZero() {
-		return plumbing.ZeroHash, notFound()
-	}
-	if _, err := object.GetCommit(v.repo.st, h); err != nil {
-		return plumbing.ZeroHash, notFound()
-	}
-	return h, nil
-}
-
-func isHex(s string) bool {
-	for _, c := range s {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
 }

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/memvault/memvault/vault/gitrepo"
 )
 
 func rememberIn(t *testing.T, v *Vault, kind, thread, session, text string) {
@@ -80,7 +82,7 @@ func TestEditDuringRefreshSurvives(t *testing.T) {
 		t.Fatalf("lost the edit or the refresh:\n%s", s)
 	}
 	// Both are in the commit the refresh made.
-	tree, err := v.treeAt("")
+	tree, err := v.repo.TreeAt("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,8 +182,8 @@ func TestReplayEveryCommit(t *testing.T) {
 		s()
 	}
 	checked := 0
-	err := v.Log(func(ci CommitInfo) bool {
-		tree, err := v.treeAt(ci.Hash)
+	err := v.Log(func(ci gitrepo.CommitInfo) bool {
+		tree, err := v.repo.TreeAt(ci.Hash)
 		if err != nil {
 			t.Fatal(err)
 		}

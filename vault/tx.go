@@ -15,6 +15,7 @@ import (
 
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
+	"github.com/memvault/memvault/vault/gitrepo"
 )
 
 // TxOptions describe who is writing and how.
@@ -281,7 +282,7 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 		return nil, err
 	}
 	// Fail before writing anything if there is no branch to commit to.
-	if _, err := v.repo.headBranch(); err != nil {
+	if _, err := v.repo.Branch(); err != nil {
 		return nil, err
 	}
 
@@ -328,7 +329,7 @@ func (u undo) run() {
 func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 	v := tx.v
 	var rollback undo
-	var changes []*fileChange
+	var changes []*gitrepo.Change
 	var stamp segStamp
 	fail := func(err error) (*Result, segStamp, error) {
 		rollback.run()
@@ -403,7 +404,7 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 		if err != nil {
 			return fail(fault.IO("stat "+f.rel.String(), err))
 		}
-		changes = append(changes, &fileChange{path: f.rel.String(), content: f.data, stat: info})
+		changes = append(changes, &gitrepo.Change{Path: f.rel.String(), Content: f.data, Stat: info})
 	}
 
 	// The ledger goes last: its line is the transaction's point of no
@@ -449,46 +450,34 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 		}
 		dup := false
 		for _, c := range changes {
-			dup = dup || c.path == rel.String()
+			dup = dup || c.Path == rel.String()
 		}
 		if !dup {
-			changes = append(changes, &fileChange{path: rel.String(), content: content, stat: info})
+			changes = append(changes, &gitrepo.Change{Path: rel.String(), Content: content, Stat: info})
 		}
 	}
 	msg := tx.message()
-	who := signature{Name: v.Config.Git.Name, Email: v.Config.Git.Email}
-	// The paths go on record before the branch moves, so that if this
-	// process dies before git's index follows, the next transaction brings
-	// the index up to the commit.
-	pending := v.repo.pendingIndex()
-	if err := v.repo.markPending(pending, changes); err != nil {
-		return fail(err)
-	}
-	h, err := v.repo.commit(changes, msg, who, tx.now)
+	who := gitrepo.Signature{Name: v.Config.Git.Name, Email: v.Config.Git.Email}
+	// Commit records the paths before the branch moves, so that if this
+	// process dies before git's index follows, the next transaction's
+	// UpdateIndex brings the index up to this commit.
+	h, err := v.repo.Commit(changes, msg, who, tx.now)
 	if err != nil {
-		v.repo.discardCreated()
 		return fail(err)
 	}
-	v.repo.created = nil
 	if h.IsZero() {
 		return &Result{Events: tx.events}, stamp, nil
 	}
 	res := &Result{Commit: h.String(), Events: tx.events}
-	behind, err := v.repo.catchUp(h, pending, changes)
-	if err == nil {
-		err = v.repo.updateIndex(append(changes, behind...))
-	}
-	if err != nil {
+	if err := v.repo.UpdateIndex(h, changes); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%v (the commit landed; git status may show the files as changed until the next write)", err))
-	} else {
-		v.repo.clearPending()
 	}
 	return res, stamp, nil
 }
 
 // appendChange appends whole lines to rel, registers the undo, and returns
 // the file as it now is, for the commit.
-func (tx *Tx) appendChange(rel RelPath, data []byte, rollback *undo) (*fileChange, error) {
+func (tx *Tx) appendChange(rel RelPath, data []byte, rollback *undo) (*gitrepo.Change, error) {
 	p := tx.v.abs(rel)
 	before := int64(-1)
 	if info, err := os.Stat(p); err == nil {
@@ -512,7 +501,7 @@ func (tx *Tx) appendChange(rel RelPath, data []byte, rollback *undo) (*fileChang
 	if err != nil {
 		return nil, fault.IO("stat "+rel.String(), err)
 	}
-	return &fileChange{path: rel.String(), content: content, stat: info}, nil
+	return &gitrepo.Change{Path: rel.String(), Content: content, Stat: info}, nil
 }
 
 // prepareSegment repairs a torn last line and picks the segment the events go

@@ -16,6 +16,7 @@ import (
 
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
+	"github.com/memvault/memvault/vault/gitrepo"
 	"github.com/memvault/memvault/vault/redact"
 )
 
@@ -111,7 +112,7 @@ type Vault struct {
 	Root   string // absolute path of the .memory/ folder
 	Config Config
 	rules  *redact.Rules // nil when redaction is off
-	repo   *repo
+	repo   *gitrepo.Repo
 	clock  func() time.Time // nil: time.Now; tests move time forward
 }
 
@@ -148,7 +149,7 @@ func Find(dir, start string) (string, error) {
 
 // Open opens the vault at root, as returned by Find.
 func Open(root string) (*Vault, error) {
-	r, err := openRepo(root)
+	r, err := gitrepo.Open(root)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +269,7 @@ func Init(root string) (v *Vault, created bool, err error) {
 			files = append(files, f)
 		}
 	}
-	_, head, err := v.repo.head()
+	head, err := v.repo.Head()
 	if err != nil {
 		return nil, false, err
 	}
@@ -321,7 +322,7 @@ func initGit(root string) error {
 
 // Head returns the vault's current commit hash ("" before the first commit).
 func (v *Vault) Head() (string, error) {
-	_, h, err := v.repo.head()
+	h, err := v.repo.Head()
 	if err != nil || h.IsZero() {
 		return "", err
 	}
@@ -330,7 +331,7 @@ func (v *Vault) Head() (string, error) {
 
 // Log calls fn for each commit from HEAD along first parents until fn
 // returns false.
-func (v *Vault) Log(fn func(CommitInfo) bool) error { return v.repo.log(fn) }
+func (v *Vault) Log(fn func(gitrepo.CommitInfo) bool) error { return v.repo.Log(fn) }
 
 // ShortHash abbreviates a commit hash the way git log --oneline does.
 func ShortHash(h string) string {

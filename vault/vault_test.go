@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memvault/memvault/vault/gitrepo"
 )
 
 func newVault(t *testing.T) *Vault {
@@ -343,23 +345,12 @@ func TestCommitRebuildsOnAMovedBranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	var subjects []string
-	v.Log(func(c CommitInfo) bool { subjects = append(subjects, c.Subject); return true })
+	v.Log(func(c gitrepo.CommitInfo) bool { subjects = append(subjects, c.Subject); return true })
 	want := []string{"fact: two", "person: hand", "fact: one", "init: memvault vault"}
 	if strings.Join(subjects, "|") != strings.Join(want, "|") {
 		t.Fatalf("history %q, want %q", subjects, want)
 	}
 	git("fsck", "--strict")
-}
-
-func TestCommitMessageTrailers(t *testing.T) {
-	subject, body, tr := parseCommitMessage("decision: x\n\nsome body\n\nMemvault-Agent: a\nMemvault-Event: e_1\nMemvault-Event: e_2\n")
-	if subject != "decision: x" || body != "some body" || tr["Memvault-Agent"][0] != "a" || len(tr["Memvault-Event"]) != 2 {
-		t.Fatalf("%q %q %v", subject, body, tr)
-	}
-	_, body, tr = parseCommitMessage("subject\n\nnot a trailer paragraph\n")
-	if tr != nil || body != "not a trailer paragraph" {
-		t.Fatalf("%q %v", body, tr)
-	}
 }
 
 // verify reports events that name what is not there or not yet there, and
@@ -440,7 +431,7 @@ func TestIndexCatchesUpAfterAKill(t *testing.T) {
 	remember(t, v, "before the kill")
 	// What the killed transaction did: its files, the record of its paths,
 	// the commit; not the index.
-	var changes []*fileChange
+	var changes []*gitrepo.Change
 	for _, f := range []struct{ path, text string }{{"threads/topic/killed.md", "written by the killed writer\n"}, {"threads/topic/edited.md", "committed\n"}} {
 		p := filepath.Join(v.Root, filepath.FromSlash(f.path))
 		os.MkdirAll(filepath.Dir(p), 0o700)
@@ -448,12 +439,11 @@ func TestIndexCatchesUpAfterAKill(t *testing.T) {
 			t.Fatal(err)
 		}
 		info, _ := os.Stat(p)
-		changes = append(changes, &fileChange{path: f.path, content: []byte(f.text), stat: info})
+		changes = append(changes, &gitrepo.Change{Path: f.path, Content: []byte(f.text), Stat: info})
 	}
-	if err := v.repo.markPending(v.repo.pendingIndex(), changes); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := v.repo.commit(changes, "memvault: killed\n", signature{"m", "m@x"}, fixedTime); err != nil {
+	// Commit alone is a kill before the index update: it records the
+	// paths, writes the commit and moves the branch.
+	if _, err := v.repo.Commit(changes, "memvault: killed\n", gitrepo.Signature{Name: "m", Email: "m@x"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if st := git("status", "--porcelain"); !strings.Contains(st, "D  threads/topic/killed.md") {
@@ -466,7 +456,7 @@ func TestIndexCatchesUpAfterAKill(t *testing.T) {
 	if st := git("status", "--porcelain"); st != " M threads/topic/edited.md\n" {
 		t.Fatalf("after the next write, git status:\n%s\nwant only the person's unstaged edit", st)
 	}
-	if _, err := os.Stat(filepath.Join(v.Root, indexPending)); err == nil {
+	if _, err := os.Stat(filepath.Join(v.Root, ".locks", "index-pending")); err == nil {
 		t.Fatal("the record of pending paths should be gone once the index caught up")
 	}
 	git("fsck", "--strict")

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/gitrepo"
 )
 
 // suiteCmd is one timed command: a memvault budget or an anchor.
@@ -57,7 +58,7 @@ type suiteSize struct {
 	d        suiteVault
 	commits  int
 	content  int64 // work-tree files, derived folders excluded
-	git      vault.GitSize
+	git      gitrepo.Size
 	index    int64
 	state    int64
 	disk     int64           // the whole vault folder
@@ -283,7 +284,7 @@ func suiteMeasure(t *testing.T, bin, fts string, spec suiteSpec, rounds int) *su
 			t.Fatalf("git gc --aggressive: %v\n%s", err, out)
 		}
 		s.aggrDur = time.Since(start)
-		g, err := vault.MeasureGit(filepath.Join(d.root, ".git"))
+		g, err := gitrepo.Measure(filepath.Join(d.root, ".git"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +318,7 @@ func suiteGC(t *testing.T, bin, root string, args ...string) (*vault.GCReport, i
 func suiteSizes(t *testing.T, s *suiteSize) {
 	root := s.d.root
 	var err error
-	if s.git, err = vault.MeasureGit(filepath.Join(root, ".git")); err != nil {
+	if s.git, err = gitrepo.Measure(filepath.Join(root, ".git")); err != nil {
 		t.Fatal(err)
 	}
 	s.index = dirBytes(t, filepath.Join(root, ".index"))
@@ -372,7 +373,7 @@ func suiteGrowth(t *testing.T, n int) string {
 		if !checkpoints[i] {
 			continue
 		}
-		before, err := vault.MeasureGit(filepath.Join(root, ".git"))
+		before, err := gitrepo.Measure(filepath.Join(root, ".git"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/gitrepo"
 )
 
 func ledgerCommand() *ucli.Command {
@@ -169,8 +170,8 @@ func logCommand() *ucli.Command {
 				}
 				thread = th.String()
 			}
-			commits := []vault.CommitInfo{}
-			err := v.Log(func(ci vault.CommitInfo) bool {
+			commits := []gitrepo.CommitInfo{}
+			err := v.Log(func(ci gitrepo.CommitInfo) bool {
 				if thread != "" && !contains(ci.Trailers["Memvault-Thread"], thread) {
 					return true
 				}
@@ -253,7 +254,7 @@ func statusCommand() *ucli.Command {
 			if n := len(st.Rows); n > 0 {
 				rep.LastEvent = st.Rows[n-1].TS
 			}
-			err = v.Log(func(ci vault.CommitInfo) bool {
+			err = v.Log(func(ci gitrepo.CommitInfo) bool {
 				rep.Head, rep.HeadSubject = ci.Hash, ci.Subject
 				return false
 			})

@@ -1,4 +1,17 @@
-package vault
+// Package gitrepo is the vault's git repository, written through go-git's
+// object layer: loose objects, the trees on the changed paths, a commit
+// with an explicit parent, the branch moved by compare-and-swap under git's
+// own lock files, the reflog, and git's index brought level with the
+// commit. It also packs the repository (gc) and reads what the vault needs
+// back: blobs, trees at a revision, the first-parent log.
+//
+// It is a package of its own so that the rules git imposes (lock files a
+// person's git command respects, the index it trusts, objects it can
+// prune) live in one place with their tests against the real git binary,
+// under a vault that only says what to commit. It knows one thing of the
+// vault: its .locks/ folder, where it keeps the markers of its lock files
+// and the list of paths whose index update is pending.
+package gitrepo
 
 import (
 	"bufio"
@@ -28,13 +41,13 @@ import (
 	"github.com/memvault/memvault/vault/gitrepo/index"
 )
 
-// repo is the vault's git repository, driven through go-git's object layer
+// Repo is the vault's git repository, driven through go-git's object layer
 // only. go-git's worktree API stages by scanning the whole tree and ignores
 // git's lock files; writing objects, trees and the ref ourselves costs time
 // proportional to the paths a transaction touched, and lets us take git's
 // own lock files so that a git command run by a person at the same moment
 // is never clobbered.
-type repo struct {
+type Repo struct {
 	root   string // the work tree: the vault root
 	gitDir string
 	st     *filesystem.Storage
@@ -46,20 +59,29 @@ type repo struct {
 	splitFrom int
 }
 
-func openRepo(root string) (*repo, error) {
+// Open opens the repository whose work tree is root (the vault root, with
+// its .git folder). It reads nothing but HEAD's presence: objects are read
+// as they are needed, through a small cache.
+func Open(root string) (*Repo, error) {
 	gitDir := filepath.Join(root, ".git")
 	if _, err := os.Stat(filepath.Join(gitDir, "HEAD")); err != nil {
-		return nil, &Error{Class: ErrCorrupt, Msg: "git: " + root + " is not a git repository", Err: err,
+		return nil, &fault.Error{Class: fault.ErrCorrupt, Msg: "git: " + root + " is not a git repository", Err: err,
 			Hint: "run memvault init to repair the vault"}
 	}
-	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(4<<20),
-		filesystem.Options{ExclusiveAccess: false})
-	return &repo{root: root, gitDir: gitDir, st: st}, nil
+	return &Repo{root: root, gitDir: gitDir, st: newStorage(gitDir)}, nil
 }
 
-// headBranch returns the branch HEAD points to. A detached HEAD is refused:
-// committing there would leave memvault's commits unreachable.
-func (r *repo) headBranch() (plumbing.ReferenceName, error) {
+// newStorage opens go-git's object storage on gitDir, not exclusive: git
+// and other memvault processes write there too.
+func newStorage(gitDir string) *filesystem.Storage {
+	return filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(4<<20),
+		filesystem.Options{ExclusiveAccess: false})
+}
+
+// Branch returns the branch HEAD points to. A detached HEAD is refused:
+// committing there would leave memvault's commits unreachable, so a
+// transaction asks before it writes anything.
+func (r *Repo) Branch() (plumbing.ReferenceName, error) {
 	data, err := os.ReadFile(filepath.Join(r.gitDir, "HEAD"))
 	if err != nil {
 		return "", fault.IO("read .git/HEAD", err)
@@ -67,46 +89,47 @@ func (r *repo) headBranch() (plumbing.ReferenceName, error) {
 	s := strings.TrimSpace(string(data))
 	target, ok := strings.CutPrefix(s, "ref: ")
 	if !ok || !strings.HasPrefix(target, "refs/heads/") {
-		e := fault.New(ErrConflict, "git: HEAD is detached in the vault")
+		e := fault.New(fault.ErrConflict, "git: HEAD is detached in the vault")
 		return "", e.WithHint("check out a branch: git -C %s switch main", r.root)
 	}
 	return plumbing.ReferenceName(target), nil
 }
 
 // refValue reads a branch's commit, loose or packed; zero hash when unborn.
-func (r *repo) refValue(name plumbing.ReferenceName) (plumbing.Hash, error) {
+func (r *Repo) refValue(name plumbing.ReferenceName) (plumbing.Hash, error) {
 	ref, err := r.st.Reference(name)
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
 		return plumbing.ZeroHash, nil
 	}
 	if err != nil {
-		return plumbing.ZeroHash, &Error{Class: ErrCorrupt, Msg: "git: read " + name.String() + ": " + err.Error(), Err: err}
+		return plumbing.ZeroHash, &fault.Error{Class: fault.ErrCorrupt, Msg: "git: read " + name.String() + ": " + err.Error(), Err: err}
 	}
 	return ref.Hash(), nil
 }
 
-// Head returns the current commit of the vault's branch (zero when unborn).
-func (r *repo) head() (plumbing.ReferenceName, plumbing.Hash, error) {
-	branch, err := r.headBranch()
+// Head returns the current commit of the vault's branch, zero before the
+// first commit; a detached HEAD is an error, as for Branch.
+func (r *Repo) Head() (plumbing.Hash, error) {
+	branch, err := r.Branch()
 	if err != nil {
-		return "", plumbing.ZeroHash, err
+		return plumbing.ZeroHash, err
 	}
-	h, err := r.refValue(branch)
-	return branch, h, err
+	return r.refValue(branch)
 }
 
-// fileChange is one path a transaction commits: its new content, or its
-// removal.
-type fileChange struct {
-	path    string // slash-separated, relative to the root
-	content []byte
-	deleted bool
-	stat    os.FileInfo // the file as written, for the git index
+// Change is one path a commit sets or removes. The commit stores Content
+// as a blob; git's index gets the blob with Stat, so that git status
+// trusts the entry without reading the file again.
+type Change struct {
+	Path    string // slash-separated, relative to the root
+	Content []byte
+	Deleted bool
+	Stat    os.FileInfo // the file as written; nil makes git re-read it
 	blob    plumbing.Hash
 }
 
 // writeObject stores an object unless git has it already.
-func (r *repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+func (r *Repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 	h := plumbing.ComputeHash(typ, data)
 	// Only loose objects are checked: asking about packs would load every
 	// pack index, which costs more than writing a small duplicate. A loose
@@ -160,14 +183,14 @@ func (r *repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash,
 // discardCreated removes the loose objects written since the last call, after
 // a transaction failed before its commit became visible. Nothing can refer to
 // them: they were created by this transaction and the branch never moved.
-func (r *repo) discardCreated() {
+func (r *Repo) discardCreated() {
 	for _, h := range r.created {
 		os.Remove(r.loosePath(h))
 	}
 	r.created = nil
 }
 
-func (r *repo) loosePath(h plumbing.Hash) string {
+func (r *Repo) loosePath(h plumbing.Hash) string {
 	s := h.String()
 	return filepath.Join(r.gitDir, "objects", s[:2], s[2:])
 }
@@ -175,7 +198,7 @@ func (r *repo) loosePath(h plumbing.Hash) string {
 // buildTree returns the hash of tree base with changes applied. Only the
 // trees on the changed paths are read and rewritten; every other subtree is
 // reused by hash, so the cost does not grow with the size of the vault.
-func (r *repo) buildTree(base plumbing.Hash, changes []*fileChange) (plumbing.Hash, error) {
+func (r *Repo) buildTree(base plumbing.Hash, changes []*Change) (plumbing.Hash, error) {
 	var entries []object.TreeEntry
 	if !base.IsZero() {
 		t, err := object.GetTree(r.st, base)
@@ -192,24 +215,24 @@ func (r *repo) buildTree(base plumbing.Hash, changes []*fileChange) (plumbing.Ha
 		}
 		return -1
 	}
-	sub := make(map[string][]*fileChange)
+	sub := make(map[string][]*Change)
 	var subNames []string
 	for _, c := range changes {
-		first, rest, nested := strings.Cut(c.path, "/")
+		first, rest, nested := strings.Cut(c.Path, "/")
 		if nested {
 			if _, ok := sub[first]; !ok {
 				subNames = append(subNames, first)
 			}
 			cc := *c
-			cc.path = rest
+			cc.Path = rest
 			sub[first] = append(sub[first], &cc)
 			continue
 		}
 		i := find(first)
 		switch {
-		case c.deleted && i >= 0:
+		case c.Deleted && i >= 0:
 			entries = append(entries[:i], entries[i+1:]...)
-		case c.deleted:
+		case c.Deleted:
 		case i >= 0:
 			entries[i].Hash, entries[i].Mode = c.blob, filemode.Regular
 		default:
@@ -244,7 +267,7 @@ func (r *repo) buildTree(base plumbing.Hash, changes []*fileChange) (plumbing.Ha
 }
 
 // encodeAndWrite stores a tree or commit through writeObject.
-func (r *repo) encodeAndWrite(o interface {
+func (r *Repo) encodeAndWrite(o interface {
 	Encode(plumbing.EncodedObject) error
 }) (plumbing.Hash, error) {
 	mem := &plumbing.MemoryObject{}
@@ -263,25 +286,67 @@ func (r *repo) encodeAndWrite(o interface {
 	return r.writeObject(mem.Type(), data)
 }
 
-// signature is who memvault commits as.
-type signature struct{ Name, Email string }
+// Signature is who a commit is by: the vault's configured git identity,
+// author and committer alike.
+type Signature struct{ Name, Email string }
 
-// commit writes changes as one commit on the current branch. The parent is
-// read under git's ref lock and compared with the one the tree was built on;
-// if a person committed in between, the tree is rebuilt on their commit, so
-// their work is never reverted.
-func (r *repo) commit(changes []*fileChange, msg string, who signature, when time.Time) (plumbing.Hash, error) {
+// Commit writes changes as one commit on the current branch and returns
+// it, or the zero hash when the changes leave the tree as it was (no empty
+// commit). The parent is read under git's ref lock and compared with the
+// one the tree was built on; if a person committed in between, the tree is
+// rebuilt on their commit, so their work is never reverted.
+//
+// The paths go on record (.locks/index-pending) before the branch moves,
+// so that if this process dies before UpdateIndex, the next UpdateIndex
+// brings git's index up to this commit too. If the commit fails, the
+// objects it wrote are removed again: nothing refers to them.
+//
+// Callers hold the vault lock: go-git does not respect git's index.lock,
+// so memvault's writers take turns on their own lock.
+func (r *Repo) Commit(changes []*Change, msg string, who Signature, when time.Time) (plumbing.Hash, error) {
+	if err := r.markPending(r.pendingIndex(), changes); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	h, err := r.commit(changes, msg, who, when)
+	if err != nil {
+		r.discardCreated()
+		return plumbing.ZeroHash, err
+	}
+	r.created = nil
+	return h, nil
+}
+
+// UpdateIndex makes git's index agree with commit h, which Commit returned
+// for changes, for the paths changes touched and for those an earlier
+// Commit left pending (its process killed before its index update), so
+// that git status shows nothing memvault committed. The commit stands
+// whatever happens here: an error only means git status may show the
+// files as changed until the next update.
+func (r *Repo) UpdateIndex(h plumbing.Hash, changes []*Change) error {
+	behind, err := r.catchUp(h, r.pendingIndex(), changes)
+	if err == nil {
+		err = r.updateIndex(append(changes, behind...))
+	}
+	if err != nil {
+		return err
+	}
+	r.clearPending()
+	return nil
+}
+
+// commit is Commit without the record of pending paths or the clean-up.
+func (r *Repo) commit(changes []*Change, msg string, who Signature, when time.Time) (plumbing.Hash, error) {
 	for _, c := range changes {
-		if c.deleted {
+		if c.Deleted {
 			continue
 		}
-		h, err := r.writeObject(plumbing.BlobObject, c.content)
+		h, err := r.writeObject(plumbing.BlobObject, c.Content)
 		if err != nil {
-			return plumbing.ZeroHash, gitIOErr("git: write blob for "+c.path, err)
+			return plumbing.ZeroHash, gitIOErr("git: write blob for "+c.Path, err)
 		}
 		c.blob = h
 	}
-	branch, err := r.headBranch()
+	branch, err := r.Branch()
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -294,7 +359,7 @@ func (r *repo) commit(changes []*fileChange, msg string, who signature, when tim
 		if !parent.IsZero() {
 			pc, err := object.GetCommit(r.st, parent)
 			if err != nil {
-				return plumbing.ZeroHash, &Error{Class: ErrCorrupt, Msg: "git: read commit " + parent.String() + ": " + err.Error(), Err: err}
+				return plumbing.ZeroHash, &fault.Error{Class: fault.ErrCorrupt, Msg: "git: read commit " + parent.String() + ": " + err.Error(), Err: err}
 			}
 			baseTree = pc.TreeHash
 		}
@@ -336,7 +401,7 @@ var errRefMoved = errors.New("ref moved")
 // casRef moves branch from old to new the way git does: take <ref>.lock,
 // check the current value, write, rename. A git command holding the same
 // lock makes us wait briefly, then fail.
-func (r *repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash, subject string, sig object.Signature) error {
+func (r *Repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash, subject string, sig object.Signature) error {
 	refPath := filepath.Join(r.gitDir, filepath.FromSlash(branch.String()))
 	if err := os.MkdirAll(filepath.Dir(refPath), fileio.DirPerm); err != nil {
 		return gitIOErr("git: update "+branch.String(), err)
@@ -369,7 +434,7 @@ func (r *repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash, sub
 // appendReflog records the move in the branch's and HEAD's reflogs, as git
 // does, so `git reflog` shows memvault's commits. Best effort: a reflog is a
 // convenience, and git itself tolerates it missing.
-func (r *repo) appendReflog(branch plumbing.ReferenceName, old, new plumbing.Hash, subject string, sig object.Signature) {
+func (r *Repo) appendReflog(branch plumbing.ReferenceName, old, new plumbing.Hash, subject string, sig object.Signature) {
 	_, offset := sig.When.Zone()
 	sign := '+'
 	if offset < 0 {
@@ -419,7 +484,7 @@ const gitLockMarkPrefix = "git-"
 
 // takeGitLock creates target's lock file, retrying for a short while when
 // git holds it. Callers hold the vault lock (only transactions touch git).
-func (r *repo) takeGitLock(target string) (*gitLock, error) {
+func (r *Repo) takeGitLock(target string) (*gitLock, error) {
 	p := target + ".lock"
 	locks := filepath.Join(r.root, ".locks")
 	base := filepath.Base(p)
@@ -462,7 +527,7 @@ func (r *repo) takeGitLock(target string) (*gitLock, error) {
 
 // removeStaleGitLocks removes markers left by killed memvault processes,
 // and lock file p when one of them still owns it.
-func (r *repo) removeStaleGitLocks(locks, p, base string) {
+func (r *Repo) removeStaleGitLocks(locks, p, base string) {
 	entries, err := os.ReadDir(locks)
 	if err != nil {
 		return
@@ -543,7 +608,7 @@ func createLockFileUntil(p string, deadline time.Time) (*os.File, error) {
 }
 
 func lockBusyErr(p string) error {
-	e := fault.New(ErrBusy, "git: %s exists: another git command is running in the vault", filepath.Base(p))
+	e := fault.New(fault.ErrBusy, "git: %s exists: another git command is running in the vault", filepath.Base(p))
 	return e.WithHint("if no git command is running, remove %s", p)
 }
 
@@ -551,7 +616,7 @@ func lockBusyErr(p string) error {
 // touched, so that `git status` shows nothing memvault wrote. Entries for
 // other paths, including whatever a person staged, are left alone. The
 // index is written through git's index.lock.
-func (r *repo) updateIndex(changes []*fileChange) error {
+func (r *Repo) updateIndex(changes []*Change) error {
 	idxPath := filepath.Join(r.gitDir, "index")
 	lock, err := r.takeGitLock(idxPath)
 	if err != nil {
@@ -564,7 +629,7 @@ func (r *repo) updateIndex(changes []*fileChange) error {
 	}
 	entries := make([]index.Change, len(changes))
 	for i, c := range changes {
-		entries[i] = index.Change{Path: c.path, Blob: c.blob, Deleted: c.deleted, Stat: c.stat}
+		entries[i] = index.Change{Path: c.Path, Blob: c.blob, Deleted: c.Deleted, Stat: c.Stat}
 	}
 	opts := index.Options{Split: r.splitIndexConfig(), SplitFrom: r.splitFrom, SharedDir: r.gitDir}
 	bw := bufio.NewWriterSize(lock.f, 64<<10)
@@ -582,7 +647,7 @@ func (r *repo) updateIndex(changes []*fileChange) error {
 
 // splitIndexConfig reads core.splitIndex from the vault's git config, which
 // decides whether git's index is kept in one file or split.
-func (r *repo) splitIndexConfig() index.SplitMode {
+func (r *Repo) splitIndexConfig() index.SplitMode {
 	data, err := os.ReadFile(filepath.Join(r.gitDir, "config"))
 	if err != nil || !bytes.Contains(bytes.ToLower(data), []byte("splitindex")) {
 		return index.SplitAuto
@@ -610,7 +675,7 @@ func (r *repo) splitIndexConfig() index.SplitMode {
 const indexPending = ".locks/index-pending"
 
 // pendingIndex returns the paths a killed transaction left in indexPending.
-func (r *repo) pendingIndex() []string {
+func (r *Repo) pendingIndex() []string {
 	data, err := os.ReadFile(filepath.Join(r.root, indexPending))
 	if err != nil {
 		return nil
@@ -619,10 +684,10 @@ func (r *repo) pendingIndex() []string {
 }
 
 // markPending records the paths of changes, and those still pending.
-func (r *repo) markPending(pending []string, changes []*fileChange) error {
+func (r *Repo) markPending(pending []string, changes []*Change) error {
 	paths := slices.Clone(pending)
 	for _, c := range changes {
-		paths = append(paths, c.path)
+		paths = append(paths, c.Path)
 	}
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
@@ -631,17 +696,17 @@ func (r *repo) markPending(pending []string, changes []*fileChange) error {
 	return fileio.WriteCache(filepath.Join(r.root, indexPending), []byte(strings.Join(paths, "\n")+"\n"))
 }
 
-func (r *repo) clearPending() { os.Remove(filepath.Join(r.root, indexPending)) }
+func (r *Repo) clearPending() { os.Remove(filepath.Join(r.root, indexPending)) }
 
 // catchUp returns index changes for the pending paths that changes does not
 // cover, as commit h holds them: its blob, with the file's stat data when
 // the file on disk still has that content (otherwise none, so that git
 // reads the file and sees the difference), or a deletion.
-func (r *repo) catchUp(h plumbing.Hash, pending []string, changes []*fileChange) ([]*fileChange, error) {
-	var out []*fileChange
+func (r *Repo) catchUp(h plumbing.Hash, pending []string, changes []*Change) ([]*Change, error) {
+	var out []*Change
 	var tree *object.Tree
 	for _, p := range pending {
-		if slices.ContainsFunc(changes, func(c *fileChange) bool { return c.path == p }) {
+		if slices.ContainsFunc(changes, func(c *Change) bool { return c.Path == p }) {
 			continue
 		}
 		if tree == nil {
@@ -655,14 +720,14 @@ func (r *repo) catchUp(h plumbing.Hash, pending []string, changes []*fileChange)
 		}
 		e, err := tree.FindEntry(p)
 		if err != nil || !e.Mode.IsFile() {
-			out = append(out, &fileChange{path: p, deleted: true})
+			out = append(out, &Change{Path: p, Deleted: true})
 			continue
 		}
-		c := &fileChange{path: p, blob: e.Hash}
+		c := &Change{Path: p, blob: e.Hash}
 		abs := filepath.Join(r.root, filepath.FromSlash(p))
 		if data, err := os.ReadFile(abs); err == nil && plumbing.ComputeHash(plumbing.BlobObject, data) == e.Hash {
 			if info, err := os.Stat(abs); err == nil {
-				c.stat = info
+				c.Stat = info
 			}
 		}
 		out = append(out, c)
@@ -675,7 +740,7 @@ func gitIOErr(op string, err error) error {
 	if errors.As(err, &pe) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EROFS) {
 		return fault.IO(op, err)
 	}
-	var e *Error
+	var e *fault.Error
 	if errors.As(err, &e) {
 		return err
 	}
@@ -687,7 +752,9 @@ func firstLine(s string) string {
 	return s
 }
 
-// CommitInfo is one commit of the vault's lineage as `memvault log` shows it.
+// CommitInfo is one commit of the vault's lineage as `memvault log` shows
+// it, its message split so that the trailers (Memvault-Agent, …) can be
+// read as data.
 type CommitInfo struct {
 	Hash     string              `json:"hash"`
 	Time     time.Time           `json:"time"`
@@ -697,9 +764,9 @@ type CommitInfo struct {
 	Trailers map[string][]string `json:"trailers,omitempty"`
 }
 
-// parseCommitMessage splits a message into subject, body and the trailer
+// parseMessage splits a message into subject, body and the trailer
 // block (the last paragraph, when every line in it is "Key: value").
-func parseCommitMessage(msg string) (subject, body string, trailers map[string][]string) {
+func parseMessage(msg string) (subject, body string, trailers map[string][]string) {
 	msg = strings.TrimRight(msg, "\n")
 	subject, rest, _ := strings.Cut(msg, "\n")
 	rest = strings.Trim(rest, "\n")
@@ -722,18 +789,19 @@ func parseCommitMessage(msg string) (subject, body string, trailers map[string][
 	return subject, strings.Join(paras, "\n\n"), trailers
 }
 
-// log walks first parents from HEAD, yielding commits until fn returns false.
-func (r *repo) log(fn func(CommitInfo) bool) error {
-	_, h, err := r.head()
+// Log walks first parents from HEAD, yielding commits until fn returns
+// false: the vault's lineage, newest first, as `memvault log` shows it.
+func (r *Repo) Log(fn func(CommitInfo) bool) error {
+	h, err := r.Head()
 	if err != nil || h.IsZero() {
 		return err
 	}
 	for !h.IsZero() {
 		c, err := object.GetCommit(r.st, h)
 		if err != nil {
-			return &Error{Class: ErrCorrupt, Msg: "git: read commit " + h.String() + ": " + err.Error(), Err: err}
+			return &fault.Error{Class: fault.ErrCorrupt, Msg: "git: read commit " + h.String() + ": " + err.Error(), Err: err}
 		}
-		subject, body, trailers := parseCommitMessage(c.Message)
+		subject, body, trailers := parseMessage(c.Message)
 		info := CommitInfo{Hash: h.String(), Time: c.Author.When, Author: c.Author.Name,
 			Subject: subject, Body: body, Trailers: trailers}
 		if !fn(info) {

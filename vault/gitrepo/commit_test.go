@@ -1,4 +1,4 @@
-package vault
+package gitrepo
 
 import (
 	"fmt"
@@ -54,7 +54,7 @@ func TestPatchIndexAgreesWithGit(t *testing.T) {
 			write("intent.md", "intent\n")
 			git("add", "-N", "intent.md")
 
-			r, err := openRepo(dir)
+			r, err := Open(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,17 +64,18 @@ func TestPatchIndexAgreesWithGit(t *testing.T) {
 			write("0first.md", "new\n")
 			write("b/cc.md", "new in b\n")
 			os.Remove(filepath.Join(dir, "a.md"))
-			var changes []*fileChange
+			var changes []*Change
 			for _, p := range []string{"b/c.md", "0first.md", "b/cc.md"} {
 				data, _ := os.ReadFile(filepath.Join(dir, p))
 				info, _ := os.Stat(filepath.Join(dir, p))
-				changes = append(changes, &fileChange{path: p, content: data, stat: info})
+				changes = append(changes, &Change{Path: p, Content: data, Stat: info})
 			}
-			changes = append(changes, &fileChange{path: "a.md", deleted: true})
-			if _, err := r.commit(changes, "memvault: change\n", signature{"m", "m@x"}, fixedTime); err != nil {
+			changes = append(changes, &Change{Path: "a.md", Deleted: true})
+			h, err := r.Commit(changes, "memvault: change\n", Signature{"m", "m@x"}, fixedTime)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if err := r.updateIndex(changes); err != nil {
+			if err := r.UpdateIndex(h, changes); err != nil {
 				t.Fatal(err)
 			}
 			got := git("status", "--porcelain")
@@ -102,7 +103,7 @@ func mustTime(s string) (t time.Time) {
 	return t
 }
 
-// A vault's index is split once it is large (gitsplit.go). Every step git
+// A vault's index is split once it is large (index/split.go). Every step git
 // must read as the index it expects: memvault's split, a patch of it, git's
 // own write of it, a new shared index when the changes pile up, and back to
 // one file when core.splitIndex=false.
@@ -133,7 +134,7 @@ func TestSplitIndexAgreesWithGit(t *testing.T) {
 	}
 	git("add", ".")
 	git("commit", "-q", "-m", "base")
-	r, err := openRepo(dir)
+	r, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,20 +142,21 @@ func TestSplitIndexAgreesWithGit(t *testing.T) {
 	// memvault's commit of edits, new files and deletions
 	commit := func(edits map[string]string, deletes ...string) {
 		t.Helper()
-		var changes []*fileChange
+		var changes []*Change
 		for p, text := range edits {
 			write(p, text)
 			info, _ := os.Stat(filepath.Join(dir, p))
-			changes = append(changes, &fileChange{path: p, content: []byte(text), stat: info})
+			changes = append(changes, &Change{Path: p, Content: []byte(text), Stat: info})
 		}
 		for _, p := range deletes {
 			os.Remove(filepath.Join(dir, p))
-			changes = append(changes, &fileChange{path: p, deleted: true})
+			changes = append(changes, &Change{Path: p, Deleted: true})
 		}
-		if _, err := r.commit(changes, "memvault: change\n", signature{"m", "m@x"}, fixedTime); err != nil {
+		h, err := r.Commit(changes, "memvault: change\n", Signature{"m", "m@x"}, fixedTime)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := r.updateIndex(changes); err != nil {
+		if err := r.UpdateIndex(h, changes); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -247,4 +249,15 @@ func TestSplitIndexAgreesWithGit(t *testing.T) {
 		t.Fatal("core.splitIndex=false should give one index file")
 	}
 	check("unsplit", " M f/20.md\nA  person.md\n", 42)
+}
+
+func TestCommitMessageTrailers(t *testing.T) {
+	subject, body, tr := parseMessage("decision: x\n\nsome body\n\nMemvault-Agent: a\nMemvault-Event: e_1\nMemvault-Event: e_2\n")
+	if subject != "decision: x" || body != "some body" || tr["Memvault-Agent"][0] != "a" || len(tr["Memvault-Event"]) != 2 {
+		t.Fatalf("%q %q %v", subject, body, tr)
+	}
+	_, body, tr = parseMessage("subject\n\nnot a trailer paragraph\n")
+	if tr != nil || body != "not a trailer paragraph" {
+		t.Fatalf("%q %v", body, tr)
+	}
 }

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 // A memvault process killed while it held git's ref lock or index lock left
@@ -45,7 +45,7 @@ func TestStaleGitLockOfKilledWriter(t *testing.T) {
 			if rep := mustVerify(t, v); rep.Events != 2 {
 				t.Fatalf("%d events", rep.Events)
 			}
-			gitFsck(t, v.Root)
+			vaulttest.Fsck(t, v.Root)
 		})
 	}
 }
@@ -78,7 +78,7 @@ func TestGitLockOfAGitCommandIsRespected(t *testing.T) {
 	os.Remove(lock)
 	remember(t, v, "third")
 	mustVerify(t, v)
-	gitFsck(t, v.Root)
+	vaulttest.Fsck(t, v.Root)
 }
 
 // A prompt with a secret, stored by the prompt hook in a transaction
@@ -209,15 +209,4 @@ func TestNodeFileWithoutEventIsRecorded(t *testing.T) {
 		t.Fatal("the node's event was written twice")
 	}
 	mustVerify(t, v)
-}
-
-// gitFsck fails the test if git finds anything wrong in the repository.
-func gitFsck(t *testing.T, dir string) {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		return
-	}
-	if out, err := exec.Command("git", "-C", dir, "fsck", "--strict").CombinedOutput(); err != nil {
-		t.Fatalf("git fsck: %v\n%s", err, out)
-	}
 }

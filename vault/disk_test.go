@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 // mountTmpfs mounts a small tmpfs for tests of full and read-only disks.
@@ -25,30 +27,6 @@ func mountTmpfs(t *testing.T, size string) string {
 	}
 	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
 	return dir
-}
-
-// snapshotFiles reads every file under root except derived state.
-func snapshotFiles(t *testing.T, root string) map[string][]byte {
-	t.Helper()
-	files := map[string][]byte{}
-	filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		if info.IsDir() && (rel == ".state" || rel == ".locks" || rel == ".logs" || rel == filepath.Join(".git", "objects")) {
-			return filepath.SkipDir
-		}
-		if !info.IsDir() {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files[rel] = data
-		}
-		return nil
-	})
-	return files
 }
 
 func sameFiles(t *testing.T, a, b map[string][]byte) {
@@ -93,7 +71,7 @@ func TestFullDisk(t *testing.T) {
 	filler.Close()
 
 	head, _ := v.Head()
-	before := snapshotFiles(t, v.Root)
+	before := vaulttest.Files(t, v.Root)
 	big := strings.Repeat("a long memory that needs room on disk ", 200)
 	for range 3 {
 		_, err = v.Update(TxOptions{}, func(tx *Tx) error { _, err := tx.Remember(Input{Text: big}); return err })
@@ -107,7 +85,7 @@ func TestFullDisk(t *testing.T) {
 	if h, _ := v.Head(); h != head {
 		t.Fatal("HEAD moved on a full disk")
 	}
-	sameFiles(t, before, snapshotFiles(t, v.Root))
+	sameFiles(t, before, vaulttest.Files(t, v.Root))
 	mustVerify(t, v)
 
 	// Once space returns, the vault works as before.
@@ -116,7 +94,7 @@ func TestFullDisk(t *testing.T) {
 	if rep := mustVerify(t, v); rep.Events != 6 {
 		t.Fatalf("%d events", rep.Events)
 	}
-	gitFsck(t, v.Root)
+	vaulttest.Fsck(t, v.Root)
 }
 
 func TestReadOnlyDisk(t *testing.T) {
@@ -146,5 +124,5 @@ func TestReadOnlyDisk(t *testing.T) {
 	}
 	remember(t, v, "after the remount")
 	mustVerify(t, v)
-	gitFsck(t, v.Root)
+	vaulttest.Fsck(t, v.Root)
 }

@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/memvault/memvault/vault/gitrepo"
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 func newVault(t *testing.T) *Vault {
@@ -322,16 +322,14 @@ func TestUpdateRollsBackWhenFnFails(t *testing.T) {
 // The commit builds on a commit a person made with git after memvault read
 // the branch: the person's commit stays in history.
 func TestCommitRebuildsOnAMovedBranch(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
+	if !vaulttest.HasGit() {
 		t.Skip("needs git")
 	}
 	v := newVault(t)
 	remember(t, v, "one")
 	git := func(args ...string) {
-		cmd := exec.Command("git", append([]string{"-C", v.Root, "-c", "user.name=P", "-c", "user.email=p@x"}, args...)...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
+		t.Helper()
+		vaulttest.Git{Dir: v.Root}.Run(t, args...)
 	}
 	_, err := v.Update(TxOptions{}, func(tx *Tx) error {
 		// A person commits while memvault is inside its transaction.
@@ -416,17 +414,13 @@ func segmentsFirst(t *testing.T, v *Vault) string {
 // commit's files staged back to their old versions. The next transaction
 // brings those entries up to the commit.
 func TestIndexCatchesUpAfterAKill(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
+	if !vaulttest.HasGit() {
 		t.Skip("needs git")
 	}
 	v := newVault(t)
 	git := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command("git", append([]string{"-C", v.Root}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return string(out)
+		return vaulttest.Git{Dir: v.Root}.Run(t, args...)
 	}
 	remember(t, v, "before the kill")
 	// What the killed transaction did: its files, the record of its paths,

@@ -3,7 +3,6 @@ package gitrepo
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,26 +10,24 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/memvault/memvault/vault/gitrepo/index"
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 // The index patch must leave git's own view consistent: for every index
 // version git can write, after committing memvault's paths `git status`
 // is clean for them and untouched for everything else.
 func TestPatchIndexAgreesWithGit(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
+	if !vaulttest.HasGit() {
 		t.Skip("needs git")
 	}
 	for _, version := range []string{"2", "3", "4"} {
 		t.Run("v"+version, func(t *testing.T) {
 			dir := t.TempDir()
 			git := func(args ...string) string {
-				cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=P", "-c", "user.email=p@x"}, args...)...)
-				out, err := cmd.CombinedOutput()
-				if err != nil {
-					t.Fatalf("git %v: %v\n%s", args, err, out)
-				}
-				return string(out)
+				t.Helper()
+				return vaulttest.Git{Dir: dir}.Run(t, args...)
 			}
 			git("init", "-q", "-b", "main")
 			write := func(name, text string) {
@@ -108,18 +105,13 @@ func mustTime(s string) (t time.Time) {
 // own write of it, a new shared index when the changes pile up, and back to
 // one file when core.splitIndex=false.
 func TestSplitIndexAgreesWithGit(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
+	if !vaulttest.HasGit() {
 		t.Skip("needs git")
 	}
 	dir := t.TempDir()
 	git := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=P", "-c", "user.email=p@x"}, args...)...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return string(out)
+		return vaulttest.Git{Dir: dir}.Run(t, args...)
 	}
 	write := func(name, text string) {
 		p := filepath.Join(dir, name)

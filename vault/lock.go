@@ -86,34 +86,12 @@ func (v *Vault) lock(lease Lease, wait time.Duration) (release func(), err error
 // file is opened read-write and never deleted: deleting a lock file lets two
 // processes hold "the" lock on two different inodes.
 func lockVault(root string, lease Lease, timeout time.Duration) (release func(), err error) {
-	mu := procLock(root)
-	deadline := time.Now().Add(timeout)
-	if !tryLockUntil(mu, deadline) {
+	release, ok, err := flockWait(root, lockFile, procLock(root), timeout)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
 		return nil, busyErr(root, timeout)
-	}
-	if err := os.MkdirAll(filepath.Join(root, ".locks"), fileio.DirPerm); err != nil {
-		mu.Unlock()
-		return nil, fault.IO("create .locks", err)
-	}
-	fl := flock.New(filepath.Join(root, lockFile), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(fileio.FilePerm))
-	delay := time.Millisecond
-	for {
-		ok, err := fl.TryLock()
-		if err != nil {
-			mu.Unlock()
-			return nil, fault.IO("lock "+lockFile, err)
-		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			mu.Unlock()
-			return nil, busyErr(root, timeout)
-		}
-		time.Sleep(delay)
-		if delay < 16*time.Millisecond {
-			delay *= 2
-		}
 	}
 	lease.Since = time.Now()
 	if data, err := json.Marshal(lease); err == nil {
@@ -123,10 +101,44 @@ func lockVault(root string, lease Lease, timeout time.Duration) (release func(),
 		// written as a cache, without fsync.
 		_ = fileio.WriteCache(filepath.Join(root, leaseFile), append(data, '\n'))
 	}
+	return release, nil
+}
+
+// flockWait takes mu, then the flock on rel (under root), waiting at most
+// timeout for both; ok is false when the time ran out.
+func flockWait(root, rel string, mu *sync.Mutex, timeout time.Duration) (release func(), ok bool, err error) {
+	deadline := time.Now().Add(timeout)
+	if !tryLockUntil(mu, deadline) {
+		return nil, false, nil
+	}
+	if err := os.MkdirAll(filepath.Join(root, ".locks"), fileio.DirPerm); err != nil {
+		mu.Unlock()
+		return nil, false, fault.IO("create .locks", err)
+	}
+	fl := flock.New(filepath.Join(root, rel), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(fileio.FilePerm))
+	delay := time.Millisecond
+	for {
+		ok, err := fl.TryLock()
+		if err != nil {
+			mu.Unlock()
+			return nil, false, fault.IO("lock "+rel, err)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			mu.Unlock()
+			return nil, false, nil
+		}
+		time.Sleep(delay)
+		if delay < 16*time.Millisecond {
+			delay *= 2
+		}
+	}
 	return func() {
 		_ = fl.Unlock()
 		mu.Unlock()
-	}, nil
+	}, true, nil
 }
 
 func tryLockUntil(mu *sync.Mutex, deadline time.Time) bool {

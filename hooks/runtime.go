@@ -19,6 +19,10 @@ const (
 	promptLockWait = 300 * time.Millisecond
 	eventLockWait  = 700 * time.Millisecond
 	jobBudget      = 400 * time.Millisecond
+	// indexStepBytes is the index catch-up a job runner does, about
+	// indexStepTime of work (the index takes in about 2 MiB/s).
+	indexStepBytes = 256 << 10
+	indexStepTime  = 150 * time.Millisecond
 )
 
 // Runner runs runtime events against a vault for one harness.
@@ -529,6 +533,7 @@ func (r *Runner) runJobs() {
 		return
 	}
 	defer claim.Release()
+	defer r.catchUpIndex()
 	for time.Since(r.Start) <= jobBudget {
 		j, ok, err := claim.Next()
 		if err != nil {
@@ -547,6 +552,19 @@ func (r *Runner) runJobs() {
 		if err := claim.Done(j); err != nil {
 			logf(r.V, "job %s %s/%s: %v", j.Kind, j.Agent, j.Session, err)
 		}
+	}
+}
+
+// catchUpIndex spends what is left of the job budget on a bounded index
+// catch-up, so that the next prompt's recall has less to search in memory.
+// Only the queue's runner does it, so hook processes do not queue up on the
+// index lock.
+func (r *Runner) catchUpIndex() {
+	if time.Since(r.Start) > jobBudget-indexStepTime {
+		return
+	}
+	if _, err := r.V.CatchUpIndex(indexStepBytes); err != nil && !vault.IsBusy(err) {
+		logf(r.V, "index catch-up: %v", err)
 	}
 }
 

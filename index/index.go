@@ -133,6 +133,24 @@ type Meta struct {
 	// agents that include all of them needs no agent filter, and a filter
 	// that keeps every document still costs a walk of its postings.
 	Agents map[string]bool
+	// Journal is how far the index has read its change journal, when it
+	// has one (the vault's transcript journal): see JournalMark.
+	Journal JournalMark
+}
+
+// JournalMark is an index's place in an append-only change journal that
+// writers extend while the index catches up. The journal names its
+// generation in its first line; a journal rewritten by a compaction has a
+// new one, and a mark of another generation counts for nothing, so the
+// whole new journal is read.
+type JournalMark struct {
+	Gen string
+	// Off is where the first line the index may not cover yet starts:
+	// every line before it is covered by the watermarks.
+	Off int64
+	// Seen is the end of the lines the index has looked at. A line past it
+	// is news; one before it was weighed already.
+	Seen int64
 }
 
 const (
@@ -141,6 +159,19 @@ const (
 	// watermark per transcript part, thousands of them.
 	metaFile = "meta.gob"
 )
+
+// ReadMeta reads the meta of the index in dir without opening the index.
+func ReadMeta(dir string) (Meta, error) {
+	data, err := os.ReadFile(filepath.Join(dir, metaFile))
+	if err != nil {
+		return Meta{}, err
+	}
+	var meta Meta
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&meta); err != nil {
+		return Meta{}, fmt.Errorf("%s: %v", metaFile, err)
+	}
+	return meta, nil
+}
 
 // Open opens the index in dir. A reader (readOnly) waits at most timeout
 // for a writer to finish. An index that is missing, damaged or of another

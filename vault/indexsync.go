@@ -16,19 +16,27 @@ import (
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/index"
 	"github.com/memvault/memvault/vault/fault"
-	"github.com/memvault/memvault/vault/fileio"
 )
 
 // Catching up: when more than catchUpBytes of the vault's files are not in
-// the persistent index, recall brings the index up to date under the vault
-// lock (if it can get the lock quickly) before searching; a smaller gap is
-// searched through a throwaway in-memory index instead. Building that costs
-// about 0.2 s per MiB, so the gap is kept small.
+// the persistent index, recall brings the index closer, under the index
+// lock (if it can get it quickly) and by at most recallCatchUpBytes, before
+// searching; what is left, and a smaller gap, is searched through a
+// throwaway in-memory index instead. Building that costs about 0.2 s per
+// MiB, so the gap is kept small.
+//
+// recallCatchUpBytes bounds the work a recall does for the index: indexing
+// runs at about 2 MiB/s of transcript on one core (TestCatchUpRate), so
+// 512 KiB costs a recall about a quarter of a second, which a prompt hook
+// can afford, and is eight times catchUpBytes, so a recall that catches up
+// leaves the index ahead of the next few prompts. Writers of bulk text and
+// the hooks' job runner call CatchUpIndex with larger budgets.
 const (
-	catchUpBytes   = 64 << 10
-	indexOpenWait  = 200 * time.Millisecond
-	indexLockWait  = 200 * time.Millisecond
-	indexBatchDocs = 2000
+	catchUpBytes       = 64 << 10
+	recallCatchUpBytes = 512 << 10
+	indexOpenWait      = 200 * time.Millisecond
+	indexLockWait      = 200 * time.Millisecond
+	indexBatchDocs     = 2000
 )
 
 // The index is two Bleve indexes under .index/, each with its own
@@ -51,14 +59,6 @@ var (
 	headsPart  = indexPart{name: "heads", kinds: "h"}
 	indexParts = []indexPart{lineagePart, transcriptPart, headsPart}
 )
-
-// journalFile, in the transcript index's folder, names the transcript parts
-// appended to since the index last caught up, one per line. Every append
-// goes through a transaction, which writes the name here first, under the
-// vault lock; so a reader learns what grew from this short list instead of
-// stat-ing every transcript of the vault. A catch-up empties it; a rebuild,
-// which lists every file, removes it with the rest of the folder.
-const journalFile = "pending"
 
 func (v *Vault) partDir(p indexPart) string { return filepath.Join(v.Root, indexDir, p.name) }
 
@@ -97,74 +97,31 @@ func (v *Vault) indexSourcesOf(kinds string) ([]indexSource, error) {
 	return out, nil
 }
 
-// changedSources lists the files of part p that may hold text past the
-// index's watermarks marks. For the lineage that is every ledger segment (a
-// few hundred at most) and the nodes of the month folders that changed; for
-// transcripts, the parts the journal names.
-func (v *Vault) changedSources(p indexPart, journal []string, marks map[string]int64) ([]indexSource, error) {
+// changedSources lists the files of part p (not the transcripts, which
+// the journal names) that may hold text past the index's watermarks marks:
+// for the lineage every ledger segment (a few hundred at most) and the nodes
+// of the month folders that changed; for the heads, every head.
+func (v *Vault) changedSources(p indexPart, marks map[string]int64) ([]indexSource, error) {
 	if p == headsPart {
 		return v.headSources()
 	}
-	if p != transcriptPart {
-		segs, err := v.segmentSources()
-		if err != nil {
-			return nil, err
-		}
-		nodes, err := v.nodeSources(marks)
-		return append(segs, nodes...), err
-	}
-	out := make([]indexSource, 0, len(journal))
-	for _, rel := range journal {
-		info, err := os.Stat(filepath.Join(v.Root, filepath.FromSlash(rel)))
-		if err != nil {
-			continue // gone: nothing to index
-		}
-		out = append(out, indexSource{rel: rel, kind: 'm', size: info.Size()})
-	}
-	return out, nil
-}
-
-// readJournal returns the transcript parts named in the journal, once each.
-// A line that is not a transcript part's path is ignored: the journal is a
-// cache, and the worst a damaged one does is leave text to the next
-// catch-up or reindex.
-func (v *Vault) readJournal() []string {
-	data, err := os.ReadFile(filepath.Join(v.partDir(transcriptPart), journalFile))
+	segs, err := v.segmentSources()
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	seen := map[string]bool{}
-	var out []string
-	for _, rel := range strings.Split(string(data), "\n") {
-		if seen[rel] || !isTranscriptPart(rel) {
-			continue
-		}
-		seen[rel] = true
-		out = append(out, rel)
-	}
-	return out
+	nodes, err := v.nodeSources(marks)
+	return append(segs, nodes...), err
 }
 
-// isTranscriptPart reports whether rel has the shape of a transcript part:
-// transcripts/<agent>/<file>.jsonl.
-func isTranscriptPart(rel string) bool {
-	parts := strings.Split(rel, "/")
-	return len(parts) == 3 && parts[0] == "transcripts" && CheckName("agent", parts[1]) == nil &&
-		strings.HasSuffix(parts[2], ".jsonl") && !strings.HasPrefix(parts[2], ".") && !strings.Contains(parts[2], "\\")
-}
-
-// journalAppends notes, before a transaction appends to them, the
-// transcript parts it appends to. Without a transcript index there is
-// nothing to note: the first recall builds it from every file.
-func (v *Vault) journalAppends(rels []string) error {
-	if len(rels) == 0 {
-		return nil
+// pastWatermarks lists what of part p may be past the watermarks of meta,
+// and the watermarks to read it from (see journalSources).
+func (v *Vault) pastWatermarks(p indexPart, meta index.Meta) ([]indexSource, map[string]int64, error) {
+	if p == transcriptPart {
+		sources, from, _ := v.journalSources(v.readJournal(meta.Journal), meta.Watermarks, false)
+		return sources, from, nil
 	}
-	dir := v.partDir(transcriptPart)
-	if _, err := os.Stat(dir); err != nil {
-		return nil
-	}
-	return fileio.Append(filepath.Join(dir, journalFile), []byte(strings.Join(rels, "\n")+"\n"))
+	sources, err := v.changedSources(p, meta.Watermarks)
+	return sources, meta.Watermarks, err
 }
 
 func (v *Vault) segmentSources() ([]indexSource, error) {
@@ -359,7 +316,10 @@ func previousMessageText(f *os.File, from int64) string {
 
 // syncIndex brings ix up to date with sources, in batches, saving the
 // watermarks after each batch so an interrupted sync resumes where it was.
-func (v *Vault) syncIndex(ix *index.Index, sources []indexSource, progress func(done, total int)) error {
+// With a budget above 0 it starts no new source once it has read that many
+// bytes (so it reads at most the budget and one file: transcript parts and
+// ledger segments are closed by size), and reports whether it got through.
+func (v *Vault) syncIndex(ix *index.Index, sources []indexSource, budget int64, progress func(done, total int)) (bool, error) {
 	var batch []index.Doc
 	marks := map[string]int64{}
 	flush := func() error {
@@ -375,7 +335,11 @@ func (v *Vault) syncIndex(ix *index.Index, sources []indexSource, progress func(
 		marks = map[string]int64{}
 		return ix.SaveMeta()
 	}
+	var spent int64
 	for i, s := range sources {
+		if budget > 0 && spent >= budget {
+			return false, flush()
+		}
 		from := ix.Meta.Watermarks[s.rel]
 		if s.kind == 'd' {
 			if s.size != from {
@@ -383,19 +347,30 @@ func (v *Vault) syncIndex(ix *index.Index, sources []indexSource, progress func(
 			}
 		} else if s.kind == 'h' {
 			if s.size != from {
-				batch = append(batch, v.headFileDocs(s.rel)...)
+				docs := v.headFileDocs(s.rel)
+				for _, d := range docs {
+					spent += int64(len(d.Text))
+				}
+				batch = append(batch, docs...)
 				marks[s.rel] = s.size
 			}
 		} else if s.size > from {
 			docs, mark, err := v.docsOf(s, from)
 			if err != nil {
-				return err
+				return false, err
+			}
+			if s.kind == 'n' {
+				for _, d := range docs {
+					spent += int64(len(d.Text))
+				}
+			} else {
+				spent += mark - from
 			}
 			batch = append(batch, docs...)
 			marks[s.rel] = mark
 			if len(batch) >= indexBatchDocs {
 				if err := flush(); err != nil {
-					return err
+					return false, err
 				}
 			}
 		}
@@ -403,7 +378,7 @@ func (v *Vault) syncIndex(ix *index.Index, sources []indexSource, progress func(
 			progress(i+1, len(sources))
 		}
 	}
-	return flush()
+	return true, flush()
 }
 
 // IndexReport says what a reindex did.
@@ -414,7 +389,10 @@ type IndexReport struct {
 	Elapsed   time.Duration `json:"elapsed_ns"`
 }
 
-// Reindex rebuilds the index from the files, under the vault lock.
+// Reindex rebuilds the index from the files. It takes the vault lock, then
+// the index lock: with no writer and no catch-up running, the rebuild holds
+// every line the journal names, and the journal is removed (the next writer
+// starts a new one, whose generation no index mark names).
 func (v *Vault) Reindex(progress func(done, total int)) (*IndexReport, error) {
 	start := time.Now()
 	release, err := v.lock(Lease{Command: "reindex"}, 0)
@@ -422,6 +400,15 @@ func (v *Vault) Reindex(progress func(done, total int)) (*IndexReport, error) {
 		return nil, err
 	}
 	defer release()
+	wait, err := v.LockTimeout()
+	if err != nil {
+		return nil, err
+	}
+	releaseIndex, err := v.lockIndex(wait)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseIndex()
 	v.removeOldIndexLayout()
 	var all [][]indexSource
 	total := 0
@@ -444,7 +431,7 @@ func (v *Vault) Reindex(progress func(done, total int)) (*IndexReport, error) {
 		if progress != nil {
 			step = func(d, _ int) { progress(done+d, total) }
 		}
-		err = v.syncIndex(ix, all[i], step)
+		_, err = v.syncIndex(ix, all[i], 0, step)
 		if err == nil {
 			if err = ix.Compact(); err != nil {
 				err = fmt.Errorf("index: merge segments: %w", err)
@@ -468,6 +455,9 @@ func (v *Vault) Reindex(progress func(done, total int)) (*IndexReport, error) {
 				rep.Bytes += s.size
 			}
 		}
+	}
+	if err := os.Remove(v.journalPath()); err != nil && !os.IsNotExist(err) {
+		return nil, fault.IO("remove the index journal", err)
 	}
 	rep.Elapsed = time.Since(start)
 	return rep, nil
@@ -519,9 +509,9 @@ func (s *searchSet) forTier(tier string) ([]*index.Index, string) {
 
 // searchIndexes opens what a recall of the tiers behind kinds searches
 // ('r' rows, 'n' nodes and heads, 'm' transcripts). When an index is
-// missing, damaged or of an older mapping, it is rebuilt first if the vault
+// missing, damaged or of an older mapping, it is rebuilt first if the index
 // lock is free, and the files are searched directly if not; either way the
-// caller is told.
+// caller is told. It never takes the vault lock.
 func (v *Vault) searchIndexes(kinds string, headFiles bool) (*searchSet, error) {
 	set := &searchSet{}
 	if strings.ContainsAny(kinds, "rn") {
@@ -554,16 +544,12 @@ func (v *Vault) searchIndexes(kinds string, headFiles bool) (*searchSet, error) 
 }
 
 // openPart opens one index part for a search, caught up with the files:
-// the persistent index, brought up to date under the vault lock when more
-// than catchUpBytes are past its watermarks, and an in-memory index of the
-// rest.
+// the persistent index, brought closer by at most recallCatchUpBytes under
+// the index lock when more than catchUpBytes are past its watermarks, and
+// an in-memory index of the rest.
 func (v *Vault) openPart(p indexPart) ([]*index.Index, []string, error) {
 	var notes []string
 	dir := v.partDir(p)
-	// The journal is read before the index is opened: a catch-up in between
-	// empties the journal only after the index and its watermarks hold what
-	// it named.
-	journal := v.readJournal()
 	ix, err := index.Open(dir, true, indexOpenWait)
 	switch {
 	case errors.Is(err, index.ErrBusy):
@@ -573,9 +559,11 @@ func (v *Vault) openPart(p indexPart) ([]*index.Index, []string, error) {
 		if _, serr := os.Stat(dir); serr == nil {
 			why = "unusable (" + strings.TrimPrefix(err.Error(), "index unusable: ") + ")"
 		}
-		if v.tryIndexUpdate(p, true) {
+		// A rebuild is not bounded: searching the whole vault in memory
+		// on every recall until a bounded catch-up got through would cost
+		// more, each time, than building the index once.
+		if _, err := v.catchUpPart(p, 0, true); err == nil {
 			notes = append(notes, "index "+why+": rebuilt it")
-			journal = v.readJournal()
 			ix, _ = index.Open(dir, true, indexOpenWait)
 		}
 		if ix == nil {
@@ -583,37 +571,37 @@ func (v *Vault) openPart(p indexPart) ([]*index.Index, []string, error) {
 		}
 	}
 	var sources []indexSource
+	var marks map[string]int64
 	if ix != nil {
-		if sources, err = v.changedSources(p, journal, ix.Meta.Watermarks); err != nil {
+		if sources, marks, err = v.pastWatermarks(p, ix.Meta); err != nil {
 			ix.Close()
 			return nil, nil, err
 		}
-		if pending(sources, ix.Meta.Watermarks) > catchUpBytes {
+		if pending(sources, marks) > catchUpBytes {
 			ix.Close()
 			ix = nil
-			if !v.tryIndexUpdate(p, false) {
-				notes = append(notes, "index behind and the vault busy: searching the rest of the files directly")
+			if _, err := v.catchUpPart(p, recallCatchUpBytes, false); IsBusy(err) {
+				notes = append(notes, "index behind and busy: searching the rest of the files directly")
 			}
-			journal = v.readJournal()
 			if ix, _ = index.Open(dir, true, indexOpenWait); ix != nil {
-				if sources, err = v.changedSources(p, journal, ix.Meta.Watermarks); err != nil {
+				if sources, marks, err = v.pastWatermarks(p, ix.Meta); err != nil {
 					ix.Close()
 					return nil, nil, err
 				}
 				// The heads index is rebuilt whole, never caught up: while
 				// it is stale the heads are all searched in memory.
-				if p == headsPart && pending(sources, ix.Meta.Watermarks) > 0 {
+				if p == headsPart && pending(sources, marks) > 0 {
 					ix.Close()
 					ix = nil
 				}
 			}
 		}
 	}
-	marks := map[string]int64{}
-	if ix != nil {
-		marks = ix.Meta.Watermarks
-	} else if sources, err = v.indexSourcesOf(p.kinds); err != nil {
-		return nil, nil, err
+	if ix == nil {
+		marks = map[string]int64{}
+		if sources, err = v.indexSourcesOf(p.kinds); err != nil {
+			return nil, nil, err
+		}
 	}
 	var out []*index.Index
 	if ix != nil {
@@ -661,28 +649,39 @@ func (v *Vault) openPart(p indexPart) ([]*index.Index, []string, error) {
 	return out, notes, nil
 }
 
-// UpdateIndex brings the index up to date with what was just written, if the
-// vault lock is free at once; writers of bulk text (imports) call it so that
-// the next recall finds the text indexed. It is best effort: recall catches
-// up by itself.
-func (v *Vault) UpdateIndex() {
+// CatchUpIndex brings the existing index parts up to date with the files,
+// reading at most budget bytes of them per part (no bound when budget is 0),
+// under the index lock, which it waits for briefly; it never takes the
+// vault lock. It reports whether the index is now up to date. Writers of
+// bulk text (imports) and the hooks' job runner call it so that recall finds
+// the text indexed; recall catches up by itself, a bounded step at a time.
+// The heads index is left to recall, which rebuilds it whole when a head
+// changed: a rebuild here would cost more than it saves.
+func (v *Vault) CatchUpIndex(budget int64) (bool, error) {
+	complete := true
 	for _, p := range indexParts {
 		if p == headsPart {
-			continue // imports do not write heads; a rebuild costs more than it saves here
+			continue
 		}
 		if _, err := os.Stat(v.partDir(p)); err != nil {
 			continue // no index yet: the first recall builds it
 		}
-		v.tryIndexUpdate(p, false)
+		done, err := v.catchUpPart(p, budget, false)
+		if err != nil {
+			return false, err
+		}
+		complete = complete && done
 	}
+	return complete, nil
 }
 
-// tryIndexUpdate catches index part p up (or rebuilds it) if the vault lock
-// can be had at once; it reports whether it did.
-func (v *Vault) tryIndexUpdate(p indexPart, rebuild bool) bool {
-	release, err := v.lock(Lease{Command: "recall (index update)"}, indexLockWait)
+// catchUpPart catches index part p up, by at most budget bytes (0: no
+// bound), or rebuilds it, under the index lock; it reports whether the part
+// is up to date. The heads part is always rebuilt whole.
+func (v *Vault) catchUpPart(p indexPart, budget int64, rebuild bool) (bool, error) {
+	release, err := v.lockIndex(indexLockWait)
 	if err != nil {
-		return false
+		return false, err
 	}
 	defer release()
 	dir := v.partDir(p)
@@ -690,34 +689,52 @@ func (v *Vault) tryIndexUpdate(p indexPart, rebuild bool) bool {
 	rebuild = rebuild || p == headsPart // rewritten files: rebuilt whole
 	if !rebuild {
 		ix, err = index.Open(dir, false, indexOpenWait)
+		if errors.Is(err, index.ErrBusy) {
+			return false, err
+		}
+	}
+	// The journal is read before the parts are listed: see indexjournal.go.
+	var j journalRead
+	if p == transcriptPart {
+		var mark index.JournalMark
+		if ix != nil {
+			mark = ix.Meta.Journal
+		}
+		j = v.readJournal(mark)
 	}
 	var sources []indexSource
+	var present map[string]bool
 	if rebuild || err != nil {
 		v.removeOldIndexLayout()
 		if ix, err = index.Create(dir); err != nil {
-			return false
+			return false, fault.IO("index: create", err)
 		}
 		sources, err = v.indexSourcesOf(p.kinds)
+		present = map[string]bool{}
+		for _, s := range sources {
+			present[s.rel] = true
+		}
+	} else if p == transcriptPart {
+		sources, ix.Meta.Watermarks, present = v.journalSources(j, ix.Meta.Watermarks, true)
 	} else {
-		// Under the lock no writer can add to the journal: what it names
-		// now is all there is to catch up with.
-		sources, err = v.changedSources(p, v.readJournal(), ix.Meta.Watermarks)
+		sources, err = v.changedSources(p, ix.Meta.Watermarks)
 	}
 	if err != nil {
 		ix.Close()
-		return false
+		return false, err
 	}
-	if err := v.syncIndex(ix, sources, nil); err != nil {
-		ix.Close()
-		return false
+	if rebuild {
+		budget = 0
 	}
-	if err := ix.Close(); err != nil {
-		return false
+	done, err := v.syncIndex(ix, sources, budget, nil)
+	if err == nil && p == transcriptPart {
+		ix.Meta.Journal = j.mark(journalCovered(j, ix.Meta.Watermarks, present))
+		err = ix.SaveMeta()
 	}
-	if p == transcriptPart {
-		os.Truncate(filepath.Join(dir, journalFile), 0)
+	if cerr := ix.Close(); err == nil {
+		err = cerr
 	}
-	return true
+	return done && err == nil, err
 }
 
 // headSources lists MEMORY.md and the thread heads, each with its mtime.

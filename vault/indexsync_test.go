@@ -40,22 +40,28 @@ func recallIDs(t *testing.T, v *Vault, q string) []string {
 }
 
 // Appends after the index was built are found through the journal alone:
-// the reader stats only the parts it names, and a catch-up empties it.
+// the reader stats only the parts it names from the index's mark on, and a
+// catch-up moves the mark past the lines it covered.
 func TestTranscriptJournal(t *testing.T) {
 	v := newVault(t)
 	appendMessage(t, v, "s1", "the wombat ledger was reconciled")
 	if _, err := v.Reindex(nil); err != nil {
 		t.Fatal(err)
 	}
-	journal := filepath.Join(v.partDir(transcriptPart), journalFile)
-	if data, _ := os.ReadFile(journal); len(data) != 0 {
-		t.Fatalf("journal after a reindex: %q", data)
+	journal := v.journalPath()
+	if _, err := os.Stat(journal); !os.IsNotExist(err) {
+		t.Fatalf("journal after a reindex: %v", err)
 	}
 
 	appendMessage(t, v, "s2", "a wombat crossed the parking lot")
-	data, _ := os.ReadFile(journal)
-	if want := "transcripts/" + v.Config.Agent + "/s2.jsonl\n"; string(data) != want {
-		t.Fatalf("journal = %q, want %q", data, want)
+	part := "transcripts/" + v.Config.Agent + "/s2.jsonl"
+	info, err := os.Stat(filepath.Join(v.Root, part))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := v.readJournal(index.JournalMark{})
+	if len(j.lines) != 1 || j.lines[0].rel != part || j.lines[0].before != 0 || j.lines[0].after != info.Size() {
+		t.Fatalf("journal lines = %+v, want %s from 0 to %d", j.lines, part, info.Size())
 	}
 	if got := recallIDs(t, v, "wombat"); len(got) != 2 {
 		t.Fatalf("recall found %d of 2 messages: %q", len(got), got)
@@ -64,7 +70,7 @@ func TestTranscriptJournal(t *testing.T) {
 	// A part the journal does not name is not looked at: the index trusts
 	// its watermarks for it (files that arrive outside memvault, by git
 	// pull or a copy, are indexed by reindex).
-	os.WriteFile(journal, nil, 0o600)
+	os.WriteFile(journal, []byte(journalMagic+"emptied\n"), 0o600)
 	if got := recallIDs(t, v, "wombat"); len(got) != 1 {
 		t.Fatalf("with the journal emptied by hand, recall found %q; want only the indexed message", got)
 	}
@@ -73,7 +79,7 @@ func TestTranscriptJournal(t *testing.T) {
 	}
 
 	// Past catchUpBytes the reader brings the index up to date under the
-	// lock and empties the journal.
+	// index lock and moves the mark past every line.
 	long := strings.Repeat("filler words about nothing in particular ", 40)
 	n := 0
 	for ; int64(n*len(long)) <= catchUpBytes; n++ {
@@ -82,8 +88,12 @@ func TestTranscriptJournal(t *testing.T) {
 	if got := recallIDs(t, v, "wombat"); len(got) != n+2 {
 		t.Fatalf("after a catch-up recall found %d messages, want %d", len(got), n+2)
 	}
-	if data, _ := os.ReadFile(journal); len(data) != 0 {
-		t.Fatalf("journal after a catch-up: %d bytes", len(data))
+	meta, err := index.ReadMeta(v.partDir(transcriptPart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := os.Stat(journal); meta.Journal.Off != info.Size() || meta.Journal.Seen != info.Size() {
+		t.Fatalf("after a catch-up the mark is %+v; the journal has %d bytes", meta.Journal, info.Size())
 	}
 	res, err := v.Recall(RecallOptions{Query: "wombat", Agent: v.Config.Agent, AllThreads: true, Tier: TierTranscripts, Limit: 500})
 	if err != nil {
@@ -169,8 +179,8 @@ func TestNodeFolderMarks(t *testing.T) {
 	if len(res.Hits) == 0 || res.Hits[0].Kind != "session-summary" {
 		t.Fatalf("the new node was not found: %+v", res.Hits)
 	}
-	if !v.tryIndexUpdate(lineagePart, false) {
-		t.Fatal("catch-up failed")
+	if done, err := v.catchUpPart(lineagePart, 0, false); !done || err != nil {
+		t.Fatalf("catch-up: %v", err)
 	}
 	ix, err := openLineage(v)
 	if err != nil {

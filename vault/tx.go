@@ -349,10 +349,10 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 		}
 	}
 
-	var parts []string
+	var parts []journalAppend
 	for _, a := range tx.appends {
 		if isTranscriptPart(a.rel.String()) {
-			parts = append(parts, a.rel.String())
+			parts = append(parts, journalAppend{rel: a.rel.String(), n: int64(len(a.data))})
 		}
 	}
 	if err := v.journalAppends(parts); err != nil {

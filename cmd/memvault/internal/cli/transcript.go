@@ -199,7 +199,8 @@ func transcriptImport(c *ucli.Context) error {
 		return err
 	}
 	if rep.Added > 0 {
-		v.UpdateIndex()
+		// Best effort: recall finds the text either way, from the files.
+		_, _ = v.CatchUpIndex(0)
 	}
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, rep)

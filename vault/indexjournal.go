@@ -1,0 +1,347 @@
+package vault
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memvault/memvault/index"
+	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
+)
+
+// The transcript journal, .index/journal, tells a reader which transcript
+// parts grew, so that it need not stat every part of the vault. Writers
+// append to it under the vault lock; the index catches up from it under the
+// index lock alone, so the two run at the same time, and the journal is
+// built so that neither loses the other's work:
+//
+//   - A transaction appends one line per transcript append, before the
+//     append, fsynced: "<part>\t<size before>\t<size after>". The line is
+//     the writer's intent: a crash after it leaves at worst a line that
+//     names text that never came.
+//   - The journal is never truncated in place. The index's meta records
+//     where it stands (index.JournalMark): Off, the first line it may not
+//     cover yet; Seen, the end of what it read. A catch-up reads from Off.
+//   - A line is covered when the part's watermark reached its size after.
+//     A writer may have written its line and not yet its text when a
+//     catch-up reads the line; the catch-up then indexes what is there and
+//     leaves Off at that line, so the next one reads it again. Off never
+//     moves past a line whose text the index does not hold, whatever a
+//     writer does meanwhile.
+//   - A catch-up indexes a part only up to the largest size after that the
+//     lines it read name: text past it belongs to a line it has not read,
+//     which the next catch-up weighs.
+//   - A transaction that fails cuts its appends off again. If a catch-up
+//     indexed them in between, the part's watermark is past its end, and the
+//     next append to the part comes with a size before below the watermark:
+//     a line read for the first time (past Seen) that says so lowers the
+//     watermark to that size, and the text is indexed again from there (a
+//     document id is its offset, so re-indexed lines replace the old
+//     documents; one left at an offset that no longer starts a line does not
+//     parse when recall reads it back, and is dropped).
+//   - Compaction rewrites the journal whole (temp file, rename), only inside
+//     a transaction, under the vault lock, so no writer is mid-append. It
+//     keeps every line the index meta does not show as covered, clamped to
+//     the part's current size (with no writer mid-append, a part short of a
+//     line's size after was cut back or torn by a crash: there is no more to
+//     wait for), and gives the journal a new generation in its first line. A
+//     mark of another generation counts for nothing, so a reader or a
+//     catch-up that raced the compaction reads the whole new journal, which
+//     holds every line not covered: at worst it reads lines twice. A crash
+//     before the rename leaves the old journal; after it, the new one.
+//   - A rebuild of the transcript index reads the journal before it lists
+//     the parts, so that a line it read names text it either indexed or left
+//     for the next catch-up.
+const (
+	journalName  = "journal" // in .index/
+	journalMagic = "memvault transcript journal "
+	// legacyJournal is the journal of earlier memvaults, in the transcript
+	// index's folder: one part per line, emptied by each catch-up under the
+	// vault lock. It is still read, so that text written by an earlier
+	// memvault just before an upgrade is found; a rebuild removes it.
+	legacyJournal = "pending"
+	// journalCompactBytes is the journal size at which a writer compacts
+	// it: about 200 lines, so a recall that reads it whole (after a
+	// compaction, or behind a line that waits) parses little.
+	journalCompactBytes = 16 << 10
+)
+
+func (v *Vault) journalPath() string { return filepath.Join(v.Root, indexDir, journalName) }
+
+// journalLine is one line of the journal: an append to a transcript part
+// from size before to size after. A line of the legacy journal has
+// before = after = -1 and off = -1: it is never waited for.
+type journalLine struct {
+	rel           string
+	before, after int64
+	off           int64 // where the line starts in the journal
+}
+
+// journalRead is what a reader took from the journal.
+type journalRead struct {
+	gen   string
+	lines []journalLine
+	end   int64 // end of the last complete line read
+	seen  int64 // the mark's Seen if the mark is of this generation, else 0
+}
+
+// mark is the journal mark of an index that covers the lines before off.
+func (j journalRead) mark(off int64) index.JournalMark {
+	return index.JournalMark{Gen: j.gen, Off: off, Seen: j.end}
+}
+
+// readJournal reads the journal from mark on (from its start when the mark
+// is of another generation), and the legacy journal. A line that does not
+// parse is skipped: a torn one is followed by a newline the next writer
+// adds, and damage costs at most text a reindex finds.
+func (v *Vault) readJournal(mark index.JournalMark) journalRead {
+	var j journalRead
+	if data, err := os.ReadFile(filepath.Join(v.partDir(transcriptPart), legacyJournal)); err == nil {
+		for _, rel := range strings.Split(string(data), "\n") {
+			if isTranscriptPart(rel) {
+				j.lines = append(j.lines, journalLine{rel: rel, before: -1, after: -1, off: -1})
+			}
+		}
+	}
+	f, err := os.Open(v.journalPath())
+	if err != nil {
+		return j
+	}
+	defer f.Close()
+	head := make([]byte, 128)
+	n, _ := io.ReadFull(f, head)
+	nl := bytes.IndexByte(head[:n], '\n')
+	if nl < 0 || !bytes.HasPrefix(head, []byte(journalMagic)) {
+		return j
+	}
+	j.gen = string(head[len(journalMagic):nl])
+	start := int64(nl + 1)
+	if j.gen == mark.Gen && mark.Off > start {
+		start = mark.Off
+	}
+	if j.gen == mark.Gen {
+		j.seen = mark.Seen
+	}
+	data, err := io.ReadAll(io.NewSectionReader(f, start, 1<<40))
+	if err != nil {
+		return j
+	}
+	end := bytes.LastIndexByte(data, '\n') + 1
+	j.end = start + int64(end)
+	for off := 0; off < end; {
+		i := bytes.IndexByte(data[off:], '\n')
+		if l, ok := parseJournalLine(string(data[off : off+i])); ok {
+			l.off = start + int64(off)
+			j.lines = append(j.lines, l)
+		}
+		off += i + 1
+	}
+	return j
+}
+
+func parseJournalLine(s string) (journalLine, bool) {
+	f := strings.Split(s, "\t")
+	if len(f) != 3 || !isTranscriptPart(f[0]) {
+		return journalLine{}, false
+	}
+	before, err1 := strconv.ParseInt(f[1], 10, 64)
+	after, err2 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil || before < 0 || after < before {
+		return journalLine{}, false
+	}
+	return journalLine{rel: f[0], before: before, after: after}, true
+}
+
+// isTranscriptPart reports whether rel has the shape of a transcript part:
+// transcripts/<agent>/<file>.jsonl.
+func isTranscriptPart(rel string) bool {
+	parts := strings.Split(rel, "/")
+	return len(parts) == 3 && parts[0] == "transcripts" && CheckName("agent", parts[1]) == nil &&
+		strings.HasSuffix(parts[2], ".jsonl") && !strings.HasPrefix(parts[2], ".") && !strings.Contains(parts[2], "\\")
+}
+
+// journalAppend is one transcript append a transaction is about to make.
+type journalAppend struct {
+	rel string
+	n   int64 // bytes appended
+}
+
+// journalAppends notes, before a transaction appends to them, the
+// transcript parts it appends to and the sizes they go from and to. It runs
+// under the vault lock (which is what lets it compact the journal), and
+// always, index or not: a rebuild of a missing index may be listing the
+// parts at this moment.
+func (v *Vault) journalAppends(apps []journalAppend) error {
+	if len(apps) == 0 {
+		return nil
+	}
+	p := v.journalPath()
+	info, err := os.Stat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := fileio.WriteAtomic(p, []byte(journalMagic+newJournalGen()+"\n")); err != nil {
+			return err
+		}
+	case err != nil:
+		return fault.IO("stat "+journalName, err)
+	case info.Size() > journalCompactBytes:
+		if err := v.compactJournal(); err != nil {
+			return err
+		}
+	}
+	var b strings.Builder
+	if !endsLine(p) {
+		b.WriteByte('\n') // a crash tore the last line: do not glue ours to it
+	}
+	sizes := map[string]int64{}
+	for _, a := range apps {
+		before, ok := sizes[a.rel]
+		if !ok {
+			if info, err := os.Stat(filepath.Join(v.Root, filepath.FromSlash(a.rel))); err == nil {
+				before = info.Size()
+			}
+		}
+		sizes[a.rel] = before + a.n
+		fmt.Fprintf(&b, "%s\t%d\t%d\n", a.rel, before, before+a.n)
+	}
+	return fileio.Append(p, []byte(b.String()))
+}
+
+// endsLine reports whether the file at p is empty or ends with a newline.
+func endsLine(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || info.Size() == 0 {
+		return true
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, info.Size()-1); err != nil {
+		return true
+	}
+	return last[0] == '\n'
+}
+
+// compactJournal rewrites the journal with only the lines the transcript
+// index does not show as covered, under a new generation. The caller holds
+// the vault lock, so no append is in flight (see the comment at the top of
+// this file for why that makes it safe without the index lock).
+func (v *Vault) compactJournal() error {
+	meta, err := index.ReadMeta(v.partDir(transcriptPart))
+	if err != nil {
+		meta = index.Meta{} // no index: keep every line
+	}
+	j := v.readJournal(meta.Journal)
+	var b strings.Builder
+	b.WriteString(journalMagic + newJournalGen() + "\n")
+	for _, l := range j.lines {
+		if l.off < 0 {
+			continue // the legacy journal is left to a rebuild
+		}
+		info, err := os.Stat(filepath.Join(v.Root, filepath.FromSlash(l.rel)))
+		if err != nil {
+			continue // gone: nothing to index
+		}
+		after := min(l.after, info.Size())
+		// A line read before (short of Seen) and covered is done; one not
+		// read yet is kept even when covered, for its size before, which
+		// may say the part was cut back.
+		if l.off < j.seen && meta.Watermarks[l.rel] >= after {
+			continue
+		}
+		fmt.Fprintf(&b, "%s\t%d\t%d\n", l.rel, min(l.before, after), after)
+	}
+	return fileio.WriteAtomic(v.journalPath(), []byte(b.String()))
+}
+
+func newJournalGen() string { return strconv.FormatInt(time.Now().UnixNano(), 36) }
+
+// journalSources turns journal lines into the transcript parts to search or
+// index past the watermarks, and the watermarks to start from: marks, with
+// a part lowered to a size before that a new line (past j.seen) names below
+// its watermark, because the part was cut back and written again since. With
+// capped, a part is taken only up to the largest size after its lines name.
+// present says which parts exist.
+func (v *Vault) journalSources(j journalRead, marks map[string]int64, capped bool) (sources []indexSource, from map[string]int64, present map[string]bool) {
+	from = marks
+	lowered := false
+	limit := map[string]int64{} // -1: no limit (a legacy line)
+	var order []string
+	for _, l := range j.lines {
+		cur, known := limit[l.rel]
+		if !known {
+			order = append(order, l.rel)
+		}
+		if l.after < 0 || known && cur < 0 {
+			limit[l.rel] = -1
+		} else {
+			limit[l.rel] = max(cur, l.after)
+		}
+		if l.off >= j.seen && l.before >= 0 && l.before < from[l.rel] {
+			if !lowered {
+				from = make(map[string]int64, len(marks))
+				for k, m := range marks {
+					from[k] = m
+				}
+				lowered = true
+			}
+			from[l.rel] = l.before
+		}
+	}
+	present = map[string]bool{}
+	for _, rel := range order {
+		info, err := os.Stat(filepath.Join(v.Root, filepath.FromSlash(rel)))
+		if err != nil {
+			continue // gone: nothing to index
+		}
+		present[rel] = true
+		size := info.Size()
+		if capped && limit[rel] >= 0 {
+			size = min(size, limit[rel])
+		}
+		sources = append(sources, indexSource{rel: rel, kind: 'm', size: size})
+	}
+	return sources, from, present
+}
+
+// journalCovered returns the offset of the first line of j the watermarks
+// marks do not cover (a part that is gone needs nothing), or j's end.
+func journalCovered(j journalRead, marks map[string]int64, present map[string]bool) int64 {
+	for _, l := range j.lines {
+		if l.off >= 0 && present[l.rel] && marks[l.rel] < l.after {
+			return l.off
+		}
+	}
+	return j.end
+}
+
+// indexLockFile is the index's own lock, apart from the vault's: catching
+// up or rebuilding the index takes it, writers of the vault do not, and a
+// recall never takes the vault lock. Whoever takes both takes the vault lock
+// first (Reindex), and nobody holding the index lock waits for the vault
+// lock, so the two cannot deadlock. Like the vault lock, the file is opened
+// read-write and never deleted.
+const indexLockFile = ".locks/index.lock"
+
+// lockIndex takes the index lock, waiting at most wait.
+func (v *Vault) lockIndex(wait time.Duration) (release func(), err error) {
+	release, ok, err := flockWait(v.Root, indexLockFile, procLock(v.Root+"\x00index"), wait)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fault.New(ErrBusy, "index busy: another process is catching it up; gave up after %s", wait)
+	}
+	return release, nil
+}

@@ -26,11 +26,12 @@ import (
 // MiB, so the gap is kept small.
 //
 // recallCatchUpBytes bounds the work a recall does for the index: indexing
-// runs at about 2 MiB/s of transcript on one core (TestCatchUpRate), so
-// 512 KiB costs a recall about a quarter of a second, which a prompt hook
-// can afford, and is eight times catchUpBytes, so a recall that catches up
-// leaves the index ahead of the next few prompts. Writers of bulk text and
-// the hooks' job runner call CatchUpIndex with larger budgets.
+// runs at about 2 MiB/s of transcript (BenchmarkCatchUp: 256 KiB a step,
+// on a shared 2-core machine), so 512 KiB costs a recall about a quarter of
+// a second, which a prompt hook can afford, and it is eight times
+// catchUpBytes, so a recall that catches up leaves room for the next few
+// prompts. Imports call CatchUpIndex without a bound, the hooks' job runner
+// with a small one.
 const (
 	catchUpBytes       = 64 << 10
 	recallCatchUpBytes = 512 << 10

@@ -1,0 +1,355 @@
+package vault
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/index"
+)
+
+// indexedBytes is how many bytes of transcript the transcript index holds.
+func indexedBytes(t *testing.T, v *Vault) int64 {
+	t.Helper()
+	meta, err := index.ReadMeta(v.partDir(transcriptPart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, m := range meta.Watermarks {
+		n += m
+	}
+	return n
+}
+
+// appendMessages appends texts to a session in one transaction.
+func appendMessages(t testing.TB, v *Vault, session string, texts ...string) {
+	t.Helper()
+	var msgs []transcript.Message
+	for _, s := range texts {
+		msgs = append(msgs, transcript.Message{Role: transcript.RoleUser, Text: s})
+	}
+	_, err := v.Update(TxOptions{NoCommit: true}, func(tx *Tx) error {
+		_, _, err := tx.AppendText(TranscriptRef{Agent: v.Config.Agent, Session: session}, msgs)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A recall while a writer holds the vault lock neither waits for it nor
+// misses anything: it answers at once, with the text written just before,
+// and catches the index up under the index lock meanwhile.
+func TestRecallWhileVaultLocked(t *testing.T) {
+	v := newVault(t)
+	appendMessage(t, v, "s1", "the quokka gate opened early")
+	if _, err := v.Reindex(nil); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("filler words about nothing in particular ", 40)
+	n := 0
+	for ; int64(n*len(long)) <= 2*catchUpBytes; n++ {
+		appendMessage(t, v, fmt.Sprintf("bulk-%d", n%5), long+fmt.Sprintf("quokka %d", n))
+	}
+	appendMessage(t, v, "s9", "one more quokka, written just before the lock was taken")
+	before := indexedBytes(t, v)
+
+	held, free := make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		_, err := v.Update(TxOptions{Command: "test holds the lock"}, func(*Tx) error {
+			close(held)
+			<-free
+			return nil
+		})
+		done <- err
+	}()
+	<-held
+	if _, busy := ReadLease(v.Root); !busy {
+		t.Fatal("the vault lock is not held")
+	}
+	start := time.Now()
+	got := recallIDs(t, v, "quokka")
+	took := time.Since(start)
+	if _, busy := ReadLease(v.Root); !busy {
+		t.Fatal("the vault lock was released during the recall")
+	}
+	after := indexedBytes(t, v)
+	close(free)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	if len(got) != n+2 {
+		t.Fatalf("with the vault locked recall found %d messages, want %d", len(got), n+2)
+	}
+	if !strings.Contains(strings.Join(got, "\n"), "written just before") {
+		t.Fatal("recall missed the text written just before the lock was taken")
+	}
+	// The vault's lock timeout is seconds; a recall that waited for it
+	// would take at least that.
+	if limit, _ := v.LockTimeout(); took >= limit {
+		t.Fatalf("recall took %s with the vault locked (lock timeout %s)", took, limit)
+	}
+	if after <= before {
+		t.Fatalf("no catch-up under the index lock while the vault was locked: %d bytes indexed before, %d after", before, after)
+	}
+}
+
+// A recall catches the index up by at most recallCatchUpBytes (and one
+// file), searches the rest in memory, and still finds everything.
+func TestRecallCatchUpIsBounded(t *testing.T) {
+	v := newVault(t)
+	appendMessage(t, v, "s0", "the numbat started here")
+	if _, err := v.Reindex(nil); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("filler words about nothing in particular ", 100) // 4 KiB
+	total, n := int64(0), 0
+	var largest int64
+	for s := 0; total <= 3*recallCatchUpBytes; s++ {
+		var texts []string
+		for range 24 {
+			texts = append(texts, long+fmt.Sprintf("numbat %d", n))
+			n++
+		}
+		appendMessages(t, v, fmt.Sprintf("bulk-%d", s), texts...)
+		info, err := os.Stat(filepath.Join(v.Root, "transcripts", v.Config.Agent, fmt.Sprintf("bulk-%d.jsonl", s)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += info.Size()
+		largest = max(largest, info.Size())
+	}
+	for round := 1; ; round++ {
+		before := indexedBytes(t, v)
+		if got := recallIDs(t, v, "numbat"); len(got) != n+1 {
+			t.Fatalf("round %d: recall found %d messages, want %d", round, len(got), n+1)
+		}
+		step := indexedBytes(t, v) - before
+		if step > recallCatchUpBytes+largest {
+			t.Fatalf("round %d: a recall indexed %d bytes; the bound is %d and one file (%d)", round, step, recallCatchUpBytes, largest)
+		}
+		if step == 0 {
+			if round < 3 {
+				t.Fatalf("%d bytes behind were caught up in %d recalls: not bounded", total, round-1)
+			}
+			break
+		}
+	}
+	if done, err := v.CatchUpIndex(0); !done || err != nil {
+		t.Fatalf("catch-up: %v %v", done, err)
+	}
+	ix, err := index.Open(v.partDir(transcriptPart), true, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if sources, marks, err := v.pastWatermarks(transcriptPart, ix.Meta); err != nil || pending(sources, marks) != 0 {
+		t.Fatalf("after CatchUpIndex, %d bytes pending (%v)", pending(sources, marks), err)
+	}
+}
+
+// The journal promise: catch-ups racing a writer never lose a line it
+// appends, so recall finds every message afterwards, and so does the index
+// alone once caught up.
+func TestJournalRacesCatchUp(t *testing.T) {
+	v := newVault(t)
+	appendMessage(t, v, "s0", "the index starts with one message")
+	if _, err := v.Reindex(nil); err != nil {
+		t.Fatal(err)
+	}
+	const writes = 120
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		defer close(stop)
+		for i := range writes {
+			appendMessages(t, v, fmt.Sprintf("race-%d", i%4), fmt.Sprintf("pangolin message %d", i),
+				fmt.Sprintf("pangolin reply %d", i))
+		}
+	}()
+	catchUps := 0
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// A budget of one byte: a source at a time, so the mark
+			// often stops at a line whose text is not indexed yet.
+			if _, err := v.catchUpPart(transcriptPart, 1, false); err != nil && !IsBusy(err) {
+				t.Error(err)
+				return
+			}
+			catchUps++
+		}
+	}()
+	wg.Wait()
+	if catchUps < 10 {
+		t.Logf("only %d catch-ups raced the writer", catchUps)
+	}
+	want := 2 * writes
+	check := func(when string) {
+		t.Helper()
+		got := recallIDs(t, v, "pangolin")
+		if len(got) != want {
+			t.Fatalf("%s: recall found %d of %d messages", when, len(got), want)
+		}
+	}
+	check("after the race")
+	for range 3 {
+		if _, err := v.catchUpPart(transcriptPart, 1, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("after more bounded catch-ups")
+	if done, err := v.CatchUpIndex(0); !done || err != nil {
+		t.Fatalf("catch-up: %v %v", done, err)
+	}
+	ix, err := index.Open(v.partDir(transcriptPart), true, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	hits, err := index.Search([]*index.Index{ix}, index.Query{Text: "pangolin", Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != want {
+		t.Fatalf("the caught-up index alone holds %d of %d messages", len(hits), want)
+	}
+	if info, _ := os.Stat(v.journalPath()); ix.Meta.Journal.Off != info.Size() {
+		t.Fatalf("caught up, the mark is %+v; the journal has %d bytes", ix.Meta.Journal, info.Size())
+	}
+}
+
+// A compaction keeps the lines the index does not cover, under a new
+// generation, and a reader with the old mark reads the new journal whole.
+func TestJournalCompaction(t *testing.T) {
+	v := newVault(t)
+	appendMessage(t, v, "s0", "the okapi opens the index")
+	if _, err := v.Reindex(nil); err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	for ; ; i++ {
+		appendMessage(t, v, fmt.Sprintf("c-%d", i%3), fmt.Sprintf("okapi number %d", i))
+		if i%40 == 39 {
+			if _, err := v.catchUpPart(transcriptPart, 0, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if info, _ := os.Stat(v.journalPath()); info.Size() > journalCompactBytes {
+			break
+		}
+	}
+	meta, _ := index.ReadMeta(v.partDir(transcriptPart))
+	old := v.readJournal(index.JournalMark{}).gen
+	appendMessage(t, v, "c-new", "okapi after the compaction")
+	j := v.readJournal(meta.Journal)
+	if j.gen == old {
+		t.Fatal("the journal was not compacted")
+	}
+	if info, _ := os.Stat(v.journalPath()); info.Size() > journalCompactBytes/2 {
+		t.Fatalf("compacted journal of %d bytes", info.Size())
+	}
+	if got := recallIDs(t, v, "okapi"); len(got) != i+3 {
+		t.Fatalf("after a compaction recall found %d of %d messages", len(got), i+3)
+	}
+}
+
+// A part cut back by a failed transaction after a catch-up indexed its
+// text, then written again, is indexed again from where it was cut: the new
+// line's size before is below the watermark.
+func TestJournalRewrittenPart(t *testing.T) {
+	v := newVault(t)
+	appendMessage(t, v, "s0", "first message of the part")
+	if _, err := v.Reindex(nil); err != nil {
+		t.Fatal(err)
+	}
+	part := filepath.Join(v.Root, "transcripts", v.Config.Agent, "s0.jsonl")
+	info, _ := os.Stat(part)
+	cut := info.Size()
+	appendMessage(t, v, "s0", "the tapir text that a failed transaction takes back")
+	if _, err := v.catchUpPart(transcriptPart, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(part, cut); err != nil { // what the rollback does
+		t.Fatal(err)
+	}
+	appendMessage(t, v, "s0", "a kinkajou: the text written in its place")
+	if got := recallIDs(t, v, "kinkajou"); len(got) != 1 {
+		t.Fatalf("before a catch-up, recall found %q", got)
+	}
+	if _, err := v.catchUpPart(transcriptPart, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := recallIDs(t, v, "kinkajou"); len(got) != 1 {
+		t.Fatalf("after a catch-up, recall found %q", got)
+	}
+	if got := recallIDs(t, v, "tapir"); len(got) != 0 {
+		t.Fatalf("text taken back is still found: %q", got)
+	}
+}
+
+// BenchmarkCatchUp measures how fast a catch-up indexes transcript text;
+// recallCatchUpBytes is chosen from it.
+func BenchmarkCatchUp(b *testing.B) {
+	v, _, err := Init(filepath.Join(b.TempDir(), DirName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	appendMessages(b, v, "s0", "a start")
+	if _, err := v.Reindex(nil); err != nil {
+		b.Fatal(err)
+	}
+	words := strings.Fields("the build failed because the cache key ignored the go version so we pinned it and reran the job which passed")
+	// About 256 KiB of messages per catch-up.
+	const perOp = 512
+	var bytes int64
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		var texts []string
+		for k := range perOp {
+			var sb strings.Builder
+			for w := range 60 {
+				sb.WriteString(words[(i*7+k*3+w)%len(words)] + " ")
+			}
+			fmt.Fprintf(&sb, "marker%d", i*perOp+k)
+			texts = append(texts, sb.String())
+		}
+		appendMessages(b, v, fmt.Sprintf("s%d", i%8), texts...)
+		before := indexedBytesB(b, v)
+		b.StartTimer()
+		if _, err := v.catchUpPart(transcriptPart, 0, false); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		bytes += indexedBytesB(b, v) - before
+		b.StartTimer()
+	}
+	b.SetBytes(bytes / int64(b.N))
+}
+
+func indexedBytesB(b *testing.B, v *Vault) int64 {
+	meta, err := index.ReadMeta(v.partDir(transcriptPart))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int64
+	for _, m := range meta.Watermarks {
+		n += m
+	}
+	return n
+}

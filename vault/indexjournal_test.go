@@ -173,8 +173,16 @@ func TestJournalRacesCatchUp(t *testing.T) {
 		defer wg.Done()
 		defer close(stop)
 		for i := range writes {
-			appendMessages(t, v, fmt.Sprintf("race-%d", i%4), fmt.Sprintf("pangolin message %d", i),
-				fmt.Sprintf("pangolin reply %d", i))
+			_, err := v.Update(TxOptions{NoCommit: true}, func(tx *Tx) error {
+				_, _, err := tx.AppendText(TranscriptRef{Agent: v.Config.Agent, Session: fmt.Sprintf("race-%d", i%4)},
+					[]transcript.Message{{Role: transcript.RoleUser, Text: fmt.Sprintf("pangolin message %d", i)},
+						{Role: transcript.RoleAssistant, Text: fmt.Sprintf("pangolin reply %d", i)}})
+				return err
+			})
+			if err != nil {
+				t.Error(err)
+				return
+			}
 		}
 	}()
 	catchUps := 0

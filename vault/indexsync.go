@@ -706,6 +706,9 @@ func (v *Vault) catchUpPart(p indexPart, budget int64, rebuild bool) (bool, erro
 	var sources []indexSource
 	var present map[string]bool
 	if rebuild || err != nil {
+		// A rebuild goes all the way: parts the journal does not name
+		// would not be looked at again.
+		rebuild, budget = true, 0
 		v.removeOldIndexLayout()
 		if ix, err = index.Create(dir); err != nil {
 			return false, fault.IO("index: create", err)
@@ -723,9 +726,6 @@ func (v *Vault) catchUpPart(p indexPart, budget int64, rebuild bool) (bool, erro
 	if err != nil {
 		ix.Close()
 		return false, err
-	}
-	if rebuild {
-		budget = 0
 	}
 	done, err := v.syncIndex(ix, sources, budget, nil)
 	if err == nil && p == transcriptPart {

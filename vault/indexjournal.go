@@ -238,13 +238,19 @@ func endsLine(p string) bool {
 // the vault lock, so no append is in flight (see the comment at the top of
 // this file for why that makes it safe without the index lock).
 func (v *Vault) compactJournal() error {
-	meta, err := index.ReadMeta(v.partDir(transcriptPart))
-	if err != nil {
-		meta = index.Meta{} // no index: keep every line
-	}
-	j := v.readJournal(meta.Journal)
 	var b strings.Builder
 	b.WriteString(journalMagic + newJournalGen() + "\n")
+	if _, err := os.Stat(v.partDir(transcriptPart)); errors.Is(err, fs.ErrNotExist) {
+		// No transcript index, and none being built: a build creates the
+		// folder before it lists the parts, and every append a line names
+		// is on disk now, so the build that comes will list it.
+		return fileio.WriteAtomic(v.journalPath(), []byte(b.String()))
+	}
+	meta, err := index.ReadMeta(v.partDir(transcriptPart))
+	if err != nil {
+		meta = index.Meta{} // an index being built, or damaged: keep every line
+	}
+	j := v.readJournal(meta.Journal)
 	for _, l := range j.lines {
 		if l.off < 0 {
 			continue // the legacy journal is left to a rebuild

@@ -325,30 +325,59 @@ func (u undo) run() {
 	}
 }
 
-// apply writes the queued events and files and commits them.
+// apply writes the queued events and files and commits them, in the
+// order that keeps a crash at any point safe:
+//
+//	stage   every file the events will name: transcript lines (journalled
+//	        for the index first), then whole files, atomically
+//	seal    the events chained onto the ledger's tip and appended: the
+//	        transaction's point of no return
+//	commit  exactly the paths written (and those asked for), through git's
+//	        object layer, then git's index brought level
+//
+// A failure before the commit undoes what was written, newest first.
 func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
-	v := tx.v
 	var rollback undo
-	var changes []*gitrepo.Change
-	var stamp segStamp
 	fail := func(err error) (*Result, segStamp, error) {
 		rollback.run()
 		return nil, segStamp{}, err
 	}
+	changes, err := tx.stage(&rollback)
+	if err != nil {
+		return fail(err)
+	}
+	c, stamp, err := tx.seal(&tail, &rollback)
+	if err != nil {
+		return fail(err)
+	}
+	if c != nil {
+		changes = append(changes, c)
+	}
+	if tx.opts.NoCommit {
+		return &Result{Events: tx.events}, stamp, nil
+	}
+	res, err := tx.commit(changes)
+	if err != nil {
+		return fail(err)
+	}
+	return res, stamp, nil
+}
 
-	// Guarded writes are checked before anything is written, so that a file
-	// a person saved meanwhile stops the transaction before it changed
-	// anything.
+// stage writes the transaction's files: appends to transcript parts, then
+// whole files. Guarded writes are checked before anything is written, so
+// that a file a person saved meanwhile stops the transaction before it
+// changed anything, and again just before each rename.
+func (tx *Tx) stage(rollback *undo) ([]*gitrepo.Change, error) {
+	v := tx.v
 	for _, f := range tx.files {
 		if !f.guarded {
 			continue
 		}
 		old, err := os.ReadFile(v.abs(f.rel))
 		if existed := err == nil; existed != f.existed || !bytes.Equal(old, f.was) {
-			return fail(fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot))
+			return nil, fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
 		}
 	}
-
 	var parts []journalAppend
 	for _, a := range tx.appends {
 		if isTranscriptPart(a.rel.String()) {
@@ -356,89 +385,109 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 		}
 	}
 	if err := v.journalAppends(parts); err != nil {
-		return fail(err)
+		return nil, err
 	}
+	var changes []*gitrepo.Change
 	for _, a := range tx.appends {
-		c, err := tx.appendChange(a.rel, a.data, &rollback)
+		c, err := tx.appendChange(a.rel, a.data, rollback)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		changes = append(changes, c)
 	}
-
 	for _, f := range tx.files {
-		p := v.abs(f.rel)
-		old, readErr := os.ReadFile(p)
-		existed := readErr == nil
-		if f.guarded && (existed != f.existed || !bytes.Equal(old, f.was)) {
-			return fail(fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot))
-		}
-		written := f.data
-		rollback = append(rollback, func() {
-			// Undo only what is still ours: a file a person saved after
-			// this write holds their text, which must not be replaced by
-			// the older one.
-			if now, err := os.ReadFile(p); err != nil || !bytes.Equal(now, written) {
-				return
-			}
-			if existed {
-				_ = fileio.WriteAtomic(p, old)
-			} else {
-				os.Remove(p)
-			}
-		})
-		var unchanged func() error
-		if f.guarded {
-			unchanged = func() error {
-				now, err := os.ReadFile(p)
-				if existed := err == nil; existed != f.existed || !bytes.Equal(now, f.was) {
-					return fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
-				}
-				return nil
-			}
-		}
-		if err := fileio.WriteAtomicIf(p, f.data, unchanged); err != nil {
-			return fail(err)
-		}
-		info, err := os.Stat(p)
+		c, err := tx.writeFile(f, rollback)
 		if err != nil {
-			return fail(fault.IO("stat "+f.rel.String(), err))
-		}
-		changes = append(changes, &gitrepo.Change{Path: f.rel.String(), Content: f.data, Stat: info})
-	}
-
-	// The ledger goes last: its line is the transaction's point of no
-	// return, so everything an event names (a node file, a transcript span,
-	// a head) is on disk before the event is. A crash before it leaves files
-	// no event refers to yet; a crash after it, an event whose files exist.
-	if len(tx.events) > 0 {
-		seg, prev, err := tx.prepareSegment(&tail, &rollback)
-		if err != nil {
-			return fail(err)
-		}
-		var buf bytes.Buffer
-		for _, ev := range tx.events {
-			line, err := ev.seal(prev)
-			if err != nil {
-				return fail(err)
-			}
-			buf.Write(line)
-			prev = ev.Hash
-		}
-		c, err := tx.appendChange(seg.rel(), buf.Bytes(), &rollback)
-		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		changes = append(changes, c)
-		if stamp, err = stampOf(v.Root, seg); err != nil {
-			return fail(err)
-		}
-		stamp.Tip = prev
 	}
+	return changes, nil
+}
 
-	if tx.opts.NoCommit {
-		return &Result{Events: tx.events}, stamp, nil
+// writeFile writes one whole file atomically and registers its undo.
+func (tx *Tx) writeFile(f pendingFile, rollback *undo) (*gitrepo.Change, error) {
+	p := tx.v.abs(f.rel)
+	old, readErr := os.ReadFile(p)
+	existed := readErr == nil
+	if f.guarded && (existed != f.existed || !bytes.Equal(old, f.was)) {
+		return nil, fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
 	}
+	written := f.data
+	*rollback = append(*rollback, func() {
+		// Undo only what is still ours: a file a person saved after this
+		// write holds their text, which must not be replaced by the older
+		// one.
+		if now, err := os.ReadFile(p); err != nil || !bytes.Equal(now, written) {
+			return
+		}
+		if existed {
+			_ = fileio.WriteAtomic(p, old)
+		} else {
+			os.Remove(p)
+		}
+	})
+	var unchanged func() error
+	if f.guarded {
+		unchanged = func() error {
+			now, err := os.ReadFile(p)
+			if existed := err == nil; existed != f.existed || !bytes.Equal(now, f.was) {
+				return fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
+			}
+			return nil
+		}
+	}
+	if err := fileio.WriteAtomicIf(p, f.data, unchanged); err != nil {
+		return nil, err
+	}
+	info, err := os.Stat(p)
+	if err != nil {
+		return nil, fault.IO("stat "+f.rel.String(), err)
+	}
+	return &gitrepo.Change{Path: f.rel.String(), Content: f.data, Stat: info}, nil
+}
+
+// seal chains the events onto the ledger's tip and appends them to the
+// segment they belong in. The ledger goes last: its line is the
+// transaction's point of no return, so everything an event names (a node
+// file, a transcript span, a head) is on disk before the event is. A crash
+// before it leaves files no event refers to yet; a crash after it, an
+// event whose files exist. It returns the segment as changed, or nil when
+// there are no events.
+func (tx *Tx) seal(tail *tailState, rollback *undo) (*gitrepo.Change, segStamp, error) {
+	if len(tx.events) == 0 {
+		return nil, segStamp{}, nil
+	}
+	seg, prev, err := tx.prepareSegment(tail, rollback)
+	if err != nil {
+		return nil, segStamp{}, err
+	}
+	var buf bytes.Buffer
+	for _, ev := range tx.events {
+		line, err := ev.seal(prev)
+		if err != nil {
+			return nil, segStamp{}, err
+		}
+		buf.Write(line)
+		prev = ev.Hash
+	}
+	c, err := tx.appendChange(seg.rel(), buf.Bytes(), rollback)
+	if err != nil {
+		return nil, segStamp{}, err
+	}
+	stamp, err := stampOf(tx.v.Root, seg)
+	if err != nil {
+		return nil, segStamp{}, err
+	}
+	stamp.Tip = prev
+	return c, stamp, nil
+}
+
+// commit commits changes and the paths the transaction asked to commit as
+// they are on disk, then brings git's index level with the commit. An
+// index that cannot follow is a warning: the commit has landed.
+func (tx *Tx) commit(changes []*gitrepo.Change) (*Result, error) {
+	v := tx.v
 	for _, rel := range tx.commitPaths {
 		content, err := os.ReadFile(v.abs(rel))
 		if err != nil {
@@ -456,23 +505,22 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 			changes = append(changes, &gitrepo.Change{Path: rel.String(), Content: content, Stat: info})
 		}
 	}
-	msg := tx.message()
 	who := gitrepo.Signature{Name: v.Config.Git.Name, Email: v.Config.Git.Email}
 	// Commit records the paths before the branch moves, so that if this
 	// process dies before git's index follows, the next transaction's
 	// UpdateIndex brings the index up to this commit.
-	h, err := v.repo.Commit(changes, msg, who, tx.now)
+	h, err := v.repo.Commit(changes, tx.message(), who, tx.now)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	if h.IsZero() {
-		return &Result{Events: tx.events}, stamp, nil
+		return &Result{Events: tx.events}, nil
 	}
 	res := &Result{Commit: h.String(), Events: tx.events}
 	if err := v.repo.UpdateIndex(h, changes); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%v (the commit landed; git status may show the files as changed until the next write)", err))
 	}
-	return res, stamp, nil
+	return res, nil
 }
 
 // appendChange appends whole lines to rel, registers the undo, and returns

@@ -8,10 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
@@ -594,56 +591,6 @@ func (tx *Tx) prepareSegment(tail *tailState, rollback *undo) (segment, string, 
 	}
 }
 
-// message builds the commit message: a readable subject, a body listing the
-// events when there are several, and the Memvault-* trailers last.
-func (tx *Tx) message() string {
-	subject := tx.subject
-	if subject == "" && len(tx.events) > 0 {
-		ev := tx.events[0]
-		subject = ev.Kind + ": " + oneLine(ev.Text)
-		if ev.Text == "" && len(ev.Links) > 0 {
-			subject = ev.Kind + ": " + ev.Links[0]
-		}
-	}
-	var b strings.Builder
-	b.WriteString(clip(subject, 72))
-	b.WriteString("\n\n")
-	if len(tx.events) > 1 {
-		for _, ev := range tx.events {
-			fmt.Fprintf(&b, "- %s: %s\n", ev.Kind, clip(oneLine(ev.Text), 68))
-		}
-		b.WriteString("\n")
-	}
-	fmt.Fprintf(&b, "Memvault-Agent: %s\n", tx.opts.Agent)
-	if tx.opts.Session != "" {
-		fmt.Fprintf(&b, "Memvault-Session: %s\n", tx.opts.Session)
-	}
-	if tx.opts.Harness != "" {
-		fmt.Fprintf(&b, "Memvault-Harness: %s\n", tx.opts.Harness)
-	}
-	threads := map[string]bool{}
-	for _, ev := range tx.events {
-		if ev.Thread != "" {
-			threads[ev.Thread] = true
-		}
-	}
-	sorted := make([]string, 0, len(threads))
-	for t := range threads {
-		sorted = append(sorted, t)
-	}
-	sort.Strings(sorted)
-	for _, t := range sorted {
-		fmt.Fprintf(&b, "Memvault-Thread: %s\n", t)
-	}
-	for _, ev := range tx.events {
-		fmt.Fprintf(&b, "Memvault-Event: %s\n", ev.ID)
-	}
-	for _, id := range tx.nodes {
-		fmt.Fprintf(&b, "Memvault-Node: %s\n", id)
-	}
-	return b.String()
-}
-
 // redactData redacts every string (keys included) in the JSON value data.
 // It returns data unchanged when there was nothing to redact, or when data
 // does not decode (the event's validation reports that).
@@ -708,18 +655,4 @@ func withData(data json.RawMessage, key string, value any) json.RawMessage {
 		return data
 	}
 	return buf.Bytes()
-}
-
-// oneLine folds a multi-line text for a one-line display.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}
-
-// clip shortens s to at most n runes, marking the cut with an ellipsis.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return strings.TrimSpace(string(r[:n-1])) + "…"
 }

@@ -22,10 +22,10 @@ var allowed = map[string]string{
 	// git's own files, written by git's rules so that git and memvault can
 	// share the repository.
 	"vault/gitrepo/repo.go writeObject":                  "a loose object: git's tmp_obj_ temporary name (git prunes leftovers), zlib streamed, read-only",
-	"vault/gitrepo/repo.go createLockFileUntil":          "git's <file>.lock: the exclusive create is the lock, and the lock file becomes the new file",
-	"vault/gitrepo/repo.go takeGitLock":                  "an empty marker in .locks/ whose inode identifies memvault's git lock; no content",
+	"vault/gitrepo/locks.go createLockFileUntil":         "git's <file>.lock: the exclusive create is the lock, and the lock file becomes the new file",
+	"vault/gitrepo/locks.go takeGitLock":                 "an empty marker in .locks/ whose inode identifies memvault's git lock; no content",
 	"vault/gitrepo/index/split.go writeSplitOnNewShared": "a shared index: named by the hash of what streams into it; git's sharedindex_ temporary name",
-	"vault/gitrepo/repo.go appendReflog":                 "a reflog line appended as git appends it, without fsync",
+	"vault/gitrepo/locks.go appendReflog":                "a reflog line appended as git appends it, without fsync",
 	// Debugging logs: appended lines, best effort, not worth an fsync.
 	"vault/headlease.go logHeads":    "a line in .logs/heads.log",
 	"vault/hooklog.go AppendHookLog": "a line in .logs/hooks.log",

@@ -1,0 +1,235 @@
+package gitrepo
+
+// git's lock files: the branch moved by compare-and-swap under
+// <ref>.lock, the reflog, and the markers that tell memvault's own stale
+// locks from a live git process's.
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
+)
+
+// casRef moves branch from old to new the way git does: take <ref>.lock,
+// check the current value, write, rename. A git command holding the same
+// lock makes us wait briefly, then fail.
+func (r *Repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash, subject string, sig object.Signature) error {
+	refPath := filepath.Join(r.gitDir, filepath.FromSlash(branch.String()))
+	if err := os.MkdirAll(filepath.Dir(refPath), fileio.DirPerm); err != nil {
+		return gitIOErr("git: update "+branch.String(), err)
+	}
+	lock, err := r.takeGitLock(refPath)
+	if err != nil {
+		return err
+	}
+	defer lock.release()
+	cur, err := r.refValue(branch)
+	if err != nil {
+		return err
+	}
+	if cur != old {
+		return errRefMoved
+	}
+	if _, err := fmt.Fprintf(lock.f, "%s\n", new); err != nil {
+		return gitIOErr("git: update "+branch.String(), err)
+	}
+	if err := lock.f.Sync(); err != nil {
+		return gitIOErr("git: update "+branch.String(), err)
+	}
+	if err := lock.commit(); err != nil {
+		return gitIOErr("git: update "+branch.String(), err)
+	}
+	r.appendReflog(branch, old, new, subject, sig)
+	return nil
+}
+
+// appendReflog records the move in the branch's and HEAD's reflogs, as git
+// does, so `git reflog` shows memvault's commits. Best effort: a reflog is a
+// convenience, and git itself tolerates it missing.
+func (r *Repo) appendReflog(branch plumbing.ReferenceName, old, new plumbing.Hash, subject string, sig object.Signature) {
+	_, offset := sig.When.Zone()
+	sign := '+'
+	if offset < 0 {
+		sign, offset = '-', -offset
+	}
+	kind := "commit"
+	if old.IsZero() {
+		kind = "commit (initial)"
+	}
+	line := fmt.Sprintf("%s %s %s <%s> %d %c%02d%02d\t%s: %s\n", old, new, sig.Name, sig.Email,
+		sig.When.Unix(), sign, offset/3600, offset%3600/60, kind, subject)
+	for _, p := range []string{filepath.Join("logs", filepath.FromSlash(branch.String())), filepath.Join("logs", "HEAD")} {
+		full := filepath.Join(r.gitDir, p)
+		if err := os.MkdirAll(filepath.Dir(full), fileio.DirPerm); err != nil {
+			return
+		}
+		// An append as git makes it, without fsync: the reflog is a
+		// convenience, not worth fileio.Append's sync on every commit.
+		f, err := os.OpenFile(full, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileio.FilePerm)
+		if err != nil {
+			return
+		}
+		f.WriteString(line)
+		f.Close()
+	}
+}
+
+// gitLock is one of git's lock files (<file>.lock) held by memvault.
+//
+// git never breaks a lock file: one left by a killed process blocks every
+// later writer until a person removes it. memvault is killed too (a harness
+// ends a hook that runs late), so it marks the lock files it takes as its
+// own: the lock file is created as a hard link to a marker in .locks/, and
+// both are removed on release. A later transaction, which holds the vault
+// lock and so knows that no other memvault process is inside a
+// transaction, removes a lock file that is still the same inode as a
+// leftover marker: its owner died. A lock file a git command holds is never
+// the same inode as a marker, so it is waited for, never broken.
+type gitLock struct {
+	path   string   // <file>.lock
+	target string   // <file>
+	mark   string   // the marker in .locks/; "" when the file system has no hard links
+	f      *os.File // open on the lock file, for writing its content
+}
+
+const gitLockMarkPrefix = "git-"
+
+// takeGitLock creates target's lock file, retrying for a short while when
+// git holds it. Callers hold the vault lock (only transactions touch git).
+func (r *Repo) takeGitLock(target string) (*gitLock, error) {
+	p := target + ".lock"
+	locks := filepath.Join(r.root, ".locks")
+	base := filepath.Base(p)
+	r.removeStaleGitLocks(locks, p, base)
+	if err := os.MkdirAll(locks, fileio.DirPerm); err != nil {
+		return nil, fault.IO("create .locks", err)
+	}
+	// The marker is an empty file whose inode is the lock, not content:
+	// it is created directly, not through fileio.
+	f, err := os.CreateTemp(locks, gitLockMarkPrefix+base+".*")
+	if err != nil {
+		return nil, fault.IO("git: lock "+base, err)
+	}
+	l := &gitLock{path: p, target: target, mark: f.Name(), f: f}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		err := os.Link(l.mark, p)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			// No hard links here: an exclusive create, which a killed
+			// process leaves for a person to remove, as git does.
+			f.Close()
+			os.Remove(l.mark)
+			l.mark = ""
+			if l.f, err = createLockFileUntil(p, deadline); err != nil {
+				return nil, err
+			}
+			return l, nil
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			os.Remove(l.mark)
+			return nil, lockBusyErr(p)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// removeStaleGitLocks removes markers left by killed memvault processes,
+// and lock file p when one of them still owns it.
+func (r *Repo) removeStaleGitLocks(locks, p, base string) {
+	entries, err := os.ReadDir(locks)
+	if err != nil {
+		return
+	}
+	var lockInfo os.FileInfo
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), gitLockMarkPrefix+base+".") {
+			continue
+		}
+		mark := filepath.Join(locks, e.Name())
+		if lockInfo == nil {
+			if lockInfo, err = os.Lstat(p); err != nil {
+				lockInfo = nil
+			}
+		}
+		if mi, err := os.Lstat(mark); err == nil && lockInfo != nil && os.SameFile(mi, lockInfo) {
+			os.Remove(p)
+			lockInfo = nil
+		}
+		os.Remove(mark)
+	}
+}
+
+// commit closes the lock file and renames it over its target.
+func (l *gitLock) commit() error {
+	f := l.f
+	l.f = nil
+	if err := f.Close(); err != nil {
+		os.Remove(l.path)
+		return err
+	}
+	if err := os.Rename(l.path, l.target); err != nil {
+		os.Remove(l.path)
+		return err
+	}
+	l.path = "" // renamed: nothing left to remove but the marker
+	return nil
+}
+
+// release gives the lock up without changing the target, if commit was not
+// called, and removes the marker; the marker goes last, so that a process
+// killed in between leaves a lock file the next writer recognises.
+func (l *gitLock) release() {
+	if l.f != nil {
+		l.f.Close()
+	}
+	if l.path != "" {
+		os.Remove(l.path)
+	}
+	if l.mark != "" {
+		os.Remove(l.mark)
+	}
+}
+
+// createLockFile takes one of git's lock files by exclusive creation,
+// retrying for a short while when git holds it.
+func createLockFile(p string) (*os.File, error) {
+	return createLockFileUntil(p, time.Now().Add(2*time.Second))
+}
+
+func createLockFileUntil(p string, deadline time.Time) (*os.File, error) {
+	for {
+		// git's protocol, not fileio's: the exclusive create is the lock,
+		// and the lock file itself receives the new content and is renamed
+		// over its target (gitLock.commit).
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileio.FilePerm)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, gitIOErr("git: lock "+filepath.Base(p), err)
+		}
+		if time.Now().After(deadline) {
+			return nil, lockBusyErr(p)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func lockBusyErr(p string) error {
+	e := fault.New(fault.ErrBusy, "git: %s exists: another git command is running in the vault", filepath.Base(p))
+	return e.WithHint("if no git command is running, remove %s", p)
+}

@@ -1,0 +1,226 @@
+package vault
+
+// The heads' bookkeeping, folded from the ledger: each head's last render,
+// its deferred refreshes and open conflicts, and the view a refresh renders
+// from (which rows each head shows, which heads are stale).
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+
+	"github.com/memvault/memvault/render"
+)
+
+// contentKinds are the kinds a head shows.
+var contentKinds = map[string]bool{
+	"fact": true, "decision": true, "learning": true, "constraint": true, "blocker": true,
+	"next": true, "claim": true, "reflection": true, "commitment.open": true,
+}
+
+// HeadEvent is a head.* event as status and the refresh read it.
+type HeadEvent struct {
+	ID      string          `json:"id"`
+	TS      string          `json:"ts"`
+	Kind    string          `json:"kind"`
+	Agent   string          `json:"agent"`
+	Session string          `json:"session,omitempty"`
+	Head    string          `json:"head"`
+	Text    string          `json:"text"`
+	Data    json.RawMessage `json:"data,omitempty"`
+	seq     int
+}
+
+// HeadState is the bookkeeping of one head: its last render and what is
+// still pending for it.
+type HeadState struct {
+	Head         string      `json:"head"`
+	Thread       string      `json:"thread,omitempty"`
+	LastRendered *HeadEvent  `json:"last_rendered,omitempty"`
+	Deferred     []HeadEvent `json:"deferred"`  // refreshes waiting for a retry
+	Conflicts    []HeadEvent `json:"conflicts"` // conflicts not resolved
+}
+
+func (h *HeadState) blob() string {
+	if h == nil || h.LastRendered == nil {
+		return ""
+	}
+	var d struct {
+		Blob string `json:"blob"`
+	}
+	_ = json.Unmarshal(h.LastRendered.Data, &d)
+	return d.Blob
+}
+
+// headView is the ledger as the heads see it.
+type headView struct {
+	input      render.Input
+	heads      map[string]*HeadState
+	threads    []string       // every thread key seen in the ledger, first appearance first
+	threadLast map[string]int // row index of each thread's newest content row
+	lastMemory int            // row index of the newest row MEMORY.md depends on
+	sessionOf  map[string]map[string]bool
+	// cache, when set, is the prepared view the heads are rendered from;
+	// input then has no Items or Nodes.
+	cache *viewCache
+}
+
+// sessionWrote reports whether a session wrote content rows to a thread.
+func (vw *headView) sessionWrote(session, thread string) bool {
+	if vw.cache != nil {
+		return vw.cache.sessionWrote(session, thread)
+	}
+	return vw.sessionOf[session][thread]
+}
+
+func headOf(data json.RawMessage) string {
+	var d struct {
+		Head string `json:"head"`
+	}
+	_ = json.Unmarshal(data, &d)
+	return d.Head
+}
+
+func buildView(st *State, cfg HeadsConfig) *headView {
+	vw := &headView{heads: map[string]*HeadState{}, threadLast: map[string]int{}, lastMemory: -1,
+		sessionOf: map[string]map[string]bool{}}
+	vw.input.Threads = cfg.Threads
+	vw.input.MemoryTokens = cfg.MemoryTokens
+	vw.input.ThreadTokens = cfg.ThreadTokens
+	seen := map[string]bool{}
+	for i, r := range st.Rows {
+		if r.Thread != "" && !seen[r.Thread] {
+			seen[r.Thread] = true
+			vw.threads = append(vw.threads, r.Thread)
+		}
+		kind := r.EffectiveKind()
+		switch {
+		case contentKinds[kind]:
+			if r.Thread != "" {
+				if vw.sessionOf[r.Session] == nil {
+					vw.sessionOf[r.Session] = map[string]bool{}
+				}
+				vw.sessionOf[r.Session][r.Thread] = true
+			}
+			// Any content row, current or not, changes what heads show
+			// once corrections are applied; the row's index is enough.
+			if r.Thread != "" {
+				vw.threadLast[r.Thread] = i
+			}
+			vw.lastMemory = i
+			if !r.Current() || (kind == "commitment.open" && r.ClosedBy != "") {
+				continue
+			}
+			vw.input.Items = append(vw.input.Items, render.Item{ID: r.ID, Kind: kind, Thread: r.Thread,
+				Text: r.Text, TS: r.TS, Agent: r.Agent, Session: r.Session})
+		case correctionKinds[r.Kind]:
+			// A correction changes the heads of its thread and MEMORY.md.
+			if r.Thread != "" {
+				vw.threadLast[r.Thread] = i
+			}
+			vw.lastMemory = i
+		case r.Kind == "node.created":
+			if !r.Current() || len(r.Links) == 0 {
+				continue
+			}
+			var d struct {
+				Kind string `json:"kind"`
+			}
+			_ = json.Unmarshal(r.Data, &d)
+			n := render.Node{ID: r.Links[0], Kind: d.Kind, Session: r.Session, TS: r.TS, Text: r.Text}
+			if r.Thread != "" {
+				n.Threads = []string{r.Thread}
+				vw.threadLast[r.Thread] = i
+			}
+			vw.input.Nodes = append(vw.input.Nodes, n)
+			vw.lastMemory = i
+		case strings.HasPrefix(r.Kind, "head."):
+			applyHeadEvent(vw.heads, r, i)
+		}
+	}
+	return vw
+}
+
+// applyHeadEvent folds a head.* row, at row index i, into the heads'
+// bookkeeping.
+func applyHeadEvent(heads map[string]*HeadState, r *Row, i int) {
+	head := headOf(r.Data)
+	if head == "" {
+		return
+	}
+	h := heads[head]
+	if h == nil {
+		h = &HeadState{Head: head, Deferred: []HeadEvent{}, Conflicts: []HeadEvent{}}
+		if strings.HasPrefix(head, "threads/") {
+			if parts := strings.Split(strings.TrimSuffix(head, ".md"), "/"); len(parts) == 3 {
+				h.Thread = parts[1] + ":" + parts[2]
+			}
+		}
+		heads[head] = h
+	}
+	he := HeadEvent{ID: r.ID, TS: r.TS, Kind: r.Kind, Agent: r.Agent, Session: r.Session,
+		Head: head, Text: r.Text, Data: r.Data, seq: i}
+	switch r.Kind {
+	case KindHeadRendered:
+		h.LastRendered = &he
+		h.Deferred = h.Deferred[:0]
+		var d struct {
+			Conflicts int `json:"conflicts"`
+		}
+		_ = json.Unmarshal(r.Data, &d)
+		if d.Conflicts == 0 {
+			h.Conflicts = h.Conflicts[:0]
+		}
+	case KindHeadDeferred:
+		h.Deferred = append(h.Deferred, he)
+	case KindHeadConflict:
+		h.Conflicts = append(h.Conflicts, he)
+	case KindHeadResolved:
+		h.Conflicts = h.Conflicts[:0]
+	}
+}
+
+// stale reports whether a head's rows changed since its last render.
+func (vw *headView) stale(head, thread string) bool {
+	h := vw.heads[head]
+	last := -1
+	if h != nil && h.LastRendered != nil {
+		last = h.LastRendered.seq
+	}
+	if thread == "" {
+		return vw.lastMemory > last
+	}
+	i, ok := vw.threadLast[thread]
+	return ok && i > last
+}
+
+// hasThread reports whether key is a thread of the vault: seen in the
+// ledger or declared in memvault.toml.
+func (vw *headView) hasThread(key string) bool {
+	if _, ok := vw.threadLast[key]; ok {
+		return true
+	}
+	for _, t := range vw.threads {
+		if t == key {
+			return true
+		}
+	}
+	for _, t := range vw.input.Threads {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// HeadStates lists the bookkeeping of every head that has any, sorted by
+// path: for status and `memvault threads`.
+func (st *State) HeadStates() []HeadState {
+	vw := buildView(st, HeadsConfig{})
+	out := make([]HeadState, 0, len(vw.heads))
+	for _, h := range vw.heads {
+		out = append(out, *h)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Head < out[j].Head })
+	return out
+}

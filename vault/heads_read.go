@@ -1,0 +1,258 @@
+package vault
+
+// Reading the heads without writing them: a dry render (of the ledger as
+// it is or at a past commit), the list of threads and heads, and the
+// resolution of a command's head argument.
+
+import (
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memvault/memvault/render"
+	"github.com/memvault/memvault/vault/fault"
+)
+
+// RenderOptions select heads for a dry render.
+type RenderOptions struct {
+	Memory     bool
+	Threads    []Thread
+	AllThreads bool
+	// At renders the vault as it was at this commit: its ledger and its
+	// memvault.toml, read from git.
+	At string
+	// Explain lists every row the budget left out in the reports.
+	Explain bool
+}
+
+// RenderHeads renders the selected heads without writing anything.
+func (v *Vault) RenderHeads(opts RenderOptions) ([]*render.Doc, error) {
+	var vw *headView
+	var cfg HeadsConfig
+	var err error
+	if opts.At != "" {
+		var st *State
+		if st, cfg, err = v.stateAt(opts.At); err == nil {
+			vw = buildView(st, cfg)
+			vw.input.Explain = opts.Explain
+		}
+	} else if cfg, err = v.HeadsConfig(); err == nil {
+		vw, err = v.headViewOf(cfg, opts.Explain)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var targets []headTarget
+	if opts.Memory {
+		targets = append(targets, memoryTarget())
+	}
+	for _, t := range opts.Threads {
+		if !vw.hasThread(t.String()) {
+			e := fault.New(ErrNotFound, "thread %s: no such thread", t)
+			if opts.At != "" {
+				e.Msg += " at " + opts.At
+			}
+			return nil, e.WithHint("list threads with: memvault threads")
+		}
+		targets = append(targets, threadTarget(t))
+	}
+	if opts.AllThreads {
+		keys := append([]string(nil), vw.threads...)
+		for _, t := range cfg.Threads {
+			keys = append(keys, t.Key)
+		}
+		seen := map[string]bool{}
+		for _, k := range keys {
+			if t, err := ParseThread(k); err == nil && !seen[k] {
+				seen[k] = true
+				targets = append(targets, threadTarget(t))
+			}
+		}
+	}
+	var docs []*render.Doc
+	for _, t := range targets {
+		d, err := renderHead(vw, t)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d)
+	}
+	return docs, nil
+}
+
+// stateAt folds the ledger and reads memvault.toml as they were at rev.
+func (v *Vault) stateAt(rev string) (*State, HeadsConfig, error) {
+	tree, err := v.repo.TreeAt(rev)
+	if err != nil {
+		return nil, HeadsConfig{}, err
+	}
+	if tree == nil {
+		return nil, HeadsConfig{}, fault.New(ErrNotFound, "commit %q: the vault has no commits", rev)
+	}
+	var cfgData []byte
+	if f, err := tree.File(configFile); err == nil {
+		s, err := f.Contents()
+		if err != nil {
+			return nil, HeadsConfig{}, &Error{Class: ErrCorrupt, Msg: "git: read " + configFile + " at " + rev + ": " + err.Error(), Err: err}
+		}
+		cfgData = []byte(s)
+	}
+	cfg, err := parseHeadsConfig(cfgData)
+	if err != nil {
+		return nil, HeadsConfig{}, err
+	}
+	type segData struct {
+		seg  segment
+		data []byte
+	}
+	var segs []segData
+	if lt, err := tree.Tree("ledger"); err == nil {
+		err := lt.Files().ForEach(func(f *object.File) error {
+			parts := strings.Split(f.Name, "/")
+			if len(parts) != 3 {
+				return nil
+			}
+			s, ok := segmentFromPath(path.Join("ledger", f.Name))
+			if !ok {
+				return nil
+			}
+			c, err := f.Contents()
+			if err != nil {
+				return err
+			}
+			segs = append(segs, segData{s, []byte(c)})
+			return nil
+		})
+		if err != nil {
+			return nil, HeadsConfig{}, &Error{Class: ErrCorrupt, Msg: "git: read ledger at " + rev + ": " + err.Error(), Err: err}
+		}
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].seg.less(segs[j].seg) })
+	st := &State{byID: map[string]*Row{}}
+	tip := ""
+	for _, s := range segs {
+		tip = foldLines(st, s.data, tip)
+	}
+	return st, cfg, nil
+}
+
+// Heads returns the view the commands print: the configuration, the
+// bookkeeping of every head, and the rows of every thread.
+func (v *Vault) Heads() (*HeadsInfo, error) {
+	cfg, err := v.HeadsConfig()
+	if err != nil {
+		return nil, err
+	}
+	st, _, err := v.foldedState()
+	if err != nil {
+		return nil, err
+	}
+	vw := buildView(st, cfg)
+	info := &HeadsInfo{Config: cfg, Threads: []ThreadInfo{}}
+	keys := append([]string(nil), vw.threads...)
+	for _, t := range cfg.Threads {
+		keys = append(keys, t.Key)
+	}
+	seen := map[string]bool{}
+	open := map[string]int{}
+	blockers := map[string]int{}
+	rows := map[string]int{}
+	lastTS := map[string]string{}
+	for _, it := range vw.input.Items {
+		rows[it.Thread]++
+		lastTS[it.Thread] = it.TS
+		switch it.Kind {
+		case "commitment.open":
+			open[it.Thread]++
+		case "blocker":
+			blockers[it.Thread]++
+		}
+	}
+	for _, k := range keys {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		th, err := ParseThread(k)
+		if err != nil {
+			continue
+		}
+		ti := ThreadInfo{Key: k, Head: th.HeadPath().String(), Rows: rows[k], Open: open[k], Blockers: blockers[k], LastActivity: lastTS[k], Aliases: []string{}}
+		for _, t := range cfg.Threads {
+			if t.Key == k {
+				ti.Aliases = t.Aliases
+			}
+		}
+		h := vw.heads[ti.Head]
+		switch {
+		case h != nil && len(h.Conflicts) > 0:
+			ti.HeadState = "conflict"
+		case h != nil && len(h.Deferred) > 0:
+			ti.HeadState = "deferred"
+		case h == nil || h.LastRendered == nil:
+			ti.HeadState = "not rendered"
+		case !v.exists(th.HeadPath()):
+			ti.HeadState = "missing"
+		case vw.stale(ti.Head, k):
+			ti.HeadState = "stale"
+		default:
+			ti.HeadState = "fresh"
+		}
+		info.Threads = append(info.Threads, ti)
+	}
+	sort.SliceStable(info.Threads, func(i, j int) bool { return info.Threads[i].Key < info.Threads[j].Key })
+	return info, nil
+}
+
+// HeadsInfo is what `memvault threads` lists.
+type HeadsInfo struct {
+	Config  HeadsConfig  `json:"-"`
+	Threads []ThreadInfo `json:"threads"`
+}
+
+// ThreadInfo describes one thread and its head.
+type ThreadInfo struct {
+	Key          string   `json:"key"`
+	Aliases      []string `json:"aliases"`
+	Head         string   `json:"head"`
+	HeadState    string   `json:"head_state"` // fresh, stale, not rendered, missing, deferred, conflict
+	Rows         int      `json:"rows"`       // rows that hold
+	Open         int      `json:"open_commitments"`
+	Blockers     int      `json:"blockers"`
+	LastActivity string   `json:"last_activity,omitempty"`
+}
+
+// ResolveHeadArg turns a command argument into a head path: MEMORY.md,
+// CONTINUITY.md, a thread key or alias, or a head's path.
+func (v *Vault) ResolveHeadArg(arg string, allowContinuity bool) (RelPath, string, error) {
+	switch arg {
+	case "", MemoryHead:
+		return mustRel(MemoryHead), "", nil
+	case ContinuityHead:
+		if allowContinuity {
+			return mustRel(ContinuityHead), "", nil
+		}
+	}
+	if t, ok := targetOf(arg); ok {
+		arg = t.thread
+	}
+	cfg, err := v.HeadsConfig()
+	if err != nil {
+		return RelPath{}, "", err
+	}
+	th, err := cfg.ResolveThread(arg)
+	if err != nil {
+		return RelPath{}, "", err
+	}
+	st, _, err := v.foldedState()
+	if err != nil {
+		return RelPath{}, "", err
+	}
+	if !buildView(st, cfg).hasThread(th.String()) {
+		e := fault.New(ErrNotFound, "thread %s: no such thread", th)
+		return RelPath{}, "", e.WithHint("list threads with: memvault threads")
+	}
+	return th.HeadPath(), th.String(), nil
+}

@@ -1,0 +1,270 @@
+package vault
+
+// The files the index is built from (ledger segments, transcript parts,
+// nodes, heads), what changed in them past the index's watermarks, and the
+// documents each one yields.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/memvault/memvault/index"
+	"github.com/memvault/memvault/vault/fault"
+)
+
+// indexSource is one file the index covers.
+type indexSource struct {
+	rel  string
+	kind byte // 'm' transcript part, 'r' ledger segment, 'n' node, 'd' node folder mark, 'h' head file
+	// size is the file's size; for a 'd' mark or an 'h' head, its mtime in
+	// nanoseconds, as the watermark to compare.
+	size int64
+}
+
+// indexSourcesOf lists every file of the given kinds ('r' ledger segments,
+// 'm' transcript parts, 'n' nodes), with its size.
+func (v *Vault) indexSourcesOf(kinds string) ([]indexSource, error) {
+	var out []indexSource
+	for _, k := range kinds {
+		var got []indexSource
+		var err error
+		switch k {
+		case 'r':
+			got, err = v.segmentSources()
+		case 'm':
+			got, err = v.transcriptSources()
+		case 'n':
+			got, err = v.nodeSources(nil)
+		case 'h':
+			got, err = v.headSources()
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
+	return out, nil
+}
+
+// changedSources lists the files of part p (not the transcripts, which
+// the journal names) that may hold text past the index's watermarks marks:
+// for the lineage every ledger segment (a few hundred at most) and the nodes
+// of the month folders that changed; for the heads, every head.
+func (v *Vault) changedSources(p indexPart, marks map[string]int64) ([]indexSource, error) {
+	if p == headsPart {
+		return v.headSources()
+	}
+	segs, err := v.segmentSources()
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := v.nodeSources(marks)
+	return append(segs, nodes...), err
+}
+
+// pastWatermarks lists what of part p may be past the watermarks of meta,
+// and the watermarks to read it from (see journalSources).
+func (v *Vault) pastWatermarks(p indexPart, meta index.Meta) ([]indexSource, map[string]int64, error) {
+	if p == transcriptPart {
+		sources, from, _ := v.journalSources(v.readJournal(meta.Journal), meta.Watermarks, false)
+		return sources, from, nil
+	}
+	sources, err := v.changedSources(p, meta.Watermarks)
+	return sources, meta.Watermarks, err
+}
+
+func (v *Vault) segmentSources() ([]indexSource, error) {
+	segs, _, err := listSegments(v.Root)
+	if err != nil {
+		return nil, err
+	}
+	var out []indexSource
+	for _, s := range segs {
+		info, err := os.Stat(v.abs(s.rel()))
+		if err != nil {
+			return nil, fault.IO("stat "+s.String(), err)
+		}
+		out = append(out, indexSource{rel: s.String(), kind: 'r', size: info.Size()})
+	}
+	return out, nil
+}
+
+func (v *Vault) transcriptSources() ([]indexSource, error) {
+	agents, err := os.ReadDir(filepath.Join(v.Root, "transcripts"))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fault.IO("read transcripts", err)
+	}
+	var out []indexSource
+	for _, a := range agents {
+		if !a.IsDir() || CheckName("agent", a.Name()) != nil {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(v.Root, "transcripts", a.Name()))
+		if err != nil {
+			return nil, fault.IO("read transcripts/"+a.Name(), err)
+		}
+		for _, f := range files {
+			if f.IsDir() || !strings.HasSuffix(f.Name(), ".jsonl") || strings.HasPrefix(f.Name(), ".") {
+				continue
+			}
+			info, err := f.Info()
+			if err != nil {
+				continue
+			}
+			out = append(out, indexSource{rel: "transcripts/" + a.Name() + "/" + f.Name(), kind: 'm', size: info.Size()})
+		}
+	}
+	return out, nil
+}
+
+// nodeSources lists node files by month folder (nodes/<agent>/<yyyy>/<mm>),
+// each folder followed by a mark of its mtime (kind 'd', size the mtime in
+// nanoseconds, named to sort after the folder's files so that it is saved
+// with or after them). A node is written once and a new one changes its
+// folder's mtime, so with marks (a usable index's watermarks) a folder
+// whose mtime the index recorded is not listed at all.
+func (v *Vault) nodeSources(marks map[string]int64) ([]indexSource, error) {
+	months, err := v.nodeMonthDirs()
+	if err != nil {
+		return nil, err
+	}
+	var out []indexSource
+	for _, dir := range months {
+		p := filepath.Join(v.Root, filepath.FromSlash(dir))
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, fault.IO("read "+dir, err)
+		}
+		mark := indexSource{rel: dir + "/" + dirMarkName, kind: 'd', size: info.ModTime().UnixNano()}
+		if marks != nil && marks[mark.rel] == mark.size {
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, fault.IO("read "+dir, err)
+		}
+		for _, e := range entries {
+			if !e.IsDir() && strings.HasSuffix(e.Name(), ".md") && !strings.HasPrefix(e.Name(), ".") {
+				out = append(out, indexSource{rel: dir + "/" + e.Name(), kind: 'n', size: 1})
+			}
+		}
+		out = append(out, mark)
+	}
+	return out, nil
+}
+
+// pending is how many bytes of sources the index has not covered.
+func pending(sources []indexSource, marks map[string]int64) int64 {
+	var n int64
+	for _, s := range sources {
+		if s.kind == 'd' || s.kind == 'h' {
+			// A node folder that changed is listed by every search until
+			// the index records it, and a changed head makes its index
+			// stale: either is worth a catch-up at once.
+			if s.size != marks[s.rel] {
+				n += catchUpBytes + 1
+			}
+			continue
+		}
+		if s.size > marks[s.rel] {
+			n += s.size - marks[s.rel]
+		}
+	}
+	return n
+}
+
+// headSources lists MEMORY.md and the thread heads, each with its mtime.
+func (v *Vault) headSources() ([]indexSource, error) {
+	files := []string{MemoryHead}
+	kinds, _ := os.ReadDir(filepath.Join(v.Root, "threads"))
+	for _, k := range kinds {
+		if !k.IsDir() {
+			continue
+		}
+		heads, _ := os.ReadDir(filepath.Join(v.Root, "threads", k.Name()))
+		for _, h := range heads {
+			if strings.HasSuffix(h.Name(), ".md") && !strings.HasPrefix(h.Name(), ".") {
+				files = append(files, "threads/"+k.Name()+"/"+h.Name())
+			}
+		}
+	}
+	var out []indexSource
+	for _, rel := range files {
+		info, err := os.Stat(filepath.Join(v.Root, filepath.FromSlash(rel)))
+		if err != nil {
+			continue
+		}
+		out = append(out, indexSource{rel: rel, kind: 'h', size: info.ModTime().UnixNano()})
+	}
+	return out, nil
+}
+
+// headFileDocs splits a head file into sections, one document each, for
+// the heads tier. Heads belong to every agent (index.AnyAgent).
+func (v *Vault) headFileDocs(rel string) []index.Doc {
+	data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
+	if err != nil {
+		return nil
+	}
+	thread := headThread(rel)
+	var docs []index.Doc
+	for i, sec := range headSections(string(data)) {
+		if strings.TrimSpace(sec.text) == "" {
+			continue
+		}
+		docs = append(docs, index.Doc{ID: fmt.Sprintf("h|%s|%d", rel, i), Text: sec.text, Tier: TierHeads,
+			Agent: index.AnyAgent, Thread: thread})
+	}
+	return docs
+}
+
+// headThread is the thread key of a head file ("" for MEMORY.md).
+func headThread(rel string) string {
+	parts := strings.Split(rel, "/")
+	if len(parts) == 3 && parts[0] == "threads" {
+		return parts[1] + ":" + strings.TrimSuffix(parts[2], ".md")
+	}
+	return ""
+}
+
+type headSectionText struct {
+	text string
+	line int
+}
+
+// headSections splits markdown at its headings; each section keeps its
+// heading line.
+func headSections(s string) []headSectionText {
+	var out []headSectionText
+	cur := headSectionText{line: 1}
+	var b strings.Builder
+	for i, line := range strings.Split(s, "\n") {
+		if strings.HasPrefix(line, "#") && b.Len() > 0 {
+			cur.text = b.String()
+			out = append(out, cur)
+			b.Reset()
+			cur = headSectionText{line: i + 1}
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	cur.text = b.String()
+	return append(out, cur)
+}
+
+// headSection returns section idx of a head file, its thread and line.
+func (v *Vault) headSection(rel string, idx int) (string, string, int, error) {
+	data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
+	if err != nil {
+		return "", "", 0, nil
+	}
+	secs := headSections(string(data))
+	if idx < 0 || idx >= len(secs) {
+		return "", "", 0, nil
+	}
+	return secs[idx].text, headThread(rel), secs[idx].line, nil
+}

@@ -189,41 +189,12 @@ func (v *Vault) Refresh(opts RefreshOptions) (*RefreshReport, error) {
 		return rep, nil
 	}
 
-	owner := LeaseOwner{Agent: opts.Agent, Session: opts.Session, Command: opts.Command}
-	leases := map[string]*HeadLease{}
-	busy := map[string]*HeadLease{}
-	took := map[string]*Takeover{}
-	defer func() {
-		for head, l := range leases {
-			if opts.Held[head] == nil {
-				_ = v.ReleaseHeadLease(l)
-			}
-		}
-	}()
-	var names []string
-	for _, t := range targets {
-		head := t.rel.String()
-		names = append(names, head)
-		if l := opts.Held[head]; l != nil {
-			leases[head] = l
-			continue
-		}
-		mine, holder, tk, err := v.AcquireHeadLease(t.rel, owner, cfg.Lease)
-		if err != nil {
-			return nil, err
-		}
-		if holder != nil {
-			busy[head] = holder
-			continue
-		}
-		leases[head] = mine
-		if tk != nil {
-			took[head] = tk
-		}
+	hl, err := v.leaseHeads(opts, cfg, targets)
+	defer hl.release(v, opts.Held)
+	if err != nil {
+		return nil, err
 	}
-	if testHookLeased != nil {
-		testHookLeased(names)
-	}
+	leases, busy, took := hl.mine, hl.busy, hl.took
 
 	// Hand edits that nobody committed are committed first, on their own,
 	// so that history shows the person's edit and the refresh separately.
@@ -255,6 +226,55 @@ func (v *Vault) Refresh(opts RefreshOptions) (*RefreshReport, error) {
 	rep.Commit = res.Commit
 	rep.Warnings = res.Warnings
 	return rep, nil
+}
+
+// headLeases are the leases a refresh took, and the heads it found held by
+// someone else.
+type headLeases struct {
+	mine map[string]*HeadLease
+	busy map[string]*HeadLease // held by someone else: deferred
+	took map[string]*Takeover  // expired or unreadable leases broken
+}
+
+// leaseHeads takes the lease of every target, or uses the one the caller
+// already holds (opts.Held).
+func (v *Vault) leaseHeads(opts RefreshOptions, cfg HeadsConfig, targets []headTarget) (*headLeases, error) {
+	hl := &headLeases{mine: map[string]*HeadLease{}, busy: map[string]*HeadLease{}, took: map[string]*Takeover{}}
+	owner := LeaseOwner{Agent: opts.Agent, Session: opts.Session, Command: opts.Command}
+	var names []string
+	for _, t := range targets {
+		head := t.rel.String()
+		names = append(names, head)
+		if l := opts.Held[head]; l != nil {
+			hl.mine[head] = l
+			continue
+		}
+		mine, holder, tk, err := v.AcquireHeadLease(t.rel, owner, cfg.Lease)
+		if err != nil {
+			return hl, err
+		}
+		if holder != nil {
+			hl.busy[head] = holder
+			continue
+		}
+		hl.mine[head] = mine
+		if tk != nil {
+			hl.took[head] = tk
+		}
+	}
+	if testHookLeased != nil {
+		testHookLeased(names)
+	}
+	return hl, nil
+}
+
+// release gives back the leases taken, not those the caller held before.
+func (hl *headLeases) release(v *Vault, held map[string]*HeadLease) {
+	for head, l := range hl.mine {
+		if held[head] == nil {
+			_ = v.ReleaseHeadLease(l)
+		}
+	}
 }
 
 // refreshTx is the transaction of a refresh: each head rendered, merged

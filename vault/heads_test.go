@@ -284,9 +284,9 @@ func TestHeadStateCacheMatchesFullFold(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after corrections")
-	os.Remove(v.abs(mustRel(headStateFile)))
+	os.Remove(headStateView.path(v.Root))
 	check("after deleting the cache")
-	os.WriteFile(v.abs(mustRel(headStateFile)), []byte("garbage"), 0o600)
+	os.WriteFile(headStateView.path(v.Root), []byte("garbage"), 0o600)
 	check("after garbage in the cache")
 }
 

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
@@ -20,62 +18,79 @@ import (
 	"github.com/memvault/memvault/vault/fileio"
 )
 
-// The heads' derived state. Rendering a head needs the whole ledger folded
-// (corrections applied), and folding 100k events from JSON takes far longer
-// than the 50 ms a render may cost. So the folded rows are kept in
-// .state/heads-state.bin, in a compact binary form, together with the stamp
-// (size, mtime, inode) of every segment and the ledger tip they were folded
-// up to. A reader checks the stamps: closed segments must be unchanged and
-// the last one may only have grown; the lines past the recorded end are
-// read and folded on top. Anything else (a segment replaced, shrunk, a
-// chain that does not continue from the recorded tip, a file that does not
-// decode) means a full rebuild from the ledger. The file is rewritten when
-// it was rebuilt or when more than snapshotEvery events were folded on top,
-// so a render after a few new events costs a few parsed lines, not a
-// rewrite. Deleting .state/ is always safe.
+// The heads' derived state: the ledger folded into rows, corrections
+// applied. Rendering a head needs it, and folding 100k events from JSON
+// takes far longer than a render may cost, so it is a Derived view
+// (derived.go), .state/heads-state.bin. New events are folded on top as
+// rows; a correction builds the id index first, so it can mark the rows it
+// corrects, as the full fold does.
 
-const (
-	headStateFile  = ".state/heads-state.bin"
-	headStateMagic = "memvault heads-state 1\n"
-	snapshotEvery  = 256
-)
-
-type headStateHeader struct {
-	Tip    string     `json:"tip"`
-	Stamps []segStamp `json:"stamps"`
-	Rows   int        `json:"rows"`
+var headStateView = &Derived[*State]{
+	Name:    "heads-state",
+	Version: 2,
+	Rebuild: func(v *Vault, segs []segment) (*State, string, bool, error) { return v.foldAll(segs) },
+	Fold:    foldRow,
+	Encode:  encodeRows,
+	Decode:  decodeRows,
 }
 
 // foldedState returns the ledger folded into rows, through the cache, and
 // the tip it was folded up to. The State it returns has no id index unless
 // corrections had to be applied; callers only walk its rows.
 func (v *Vault) foldedState() (*State, string, error) {
-	segs, _, err := listSegments(v.Root)
-	if err != nil {
-		return nil, "", err
+	return headStateView.Load(v)
+}
+
+// foldRow adds one appended event to decoded rows. The id index is built
+// only when a correction needs it: most reads fold a few plain rows.
+func foldRow(st *State, ev *Event) (*State, bool) {
+	if st.byID == nil && !correctionKinds[ev.Kind] {
+		st.Rows = append(st.Rows, &Row{Event: ev})
+		return st, true
 	}
-	stamps := make([]segStamp, len(segs))
-	for i, s := range segs {
-		if stamps[i], err = stampOf(v.Root, s); err != nil {
-			return nil, "", err
+	if st.byID == nil {
+		st.byID = make(map[string]*Row, len(st.Rows)+1)
+		for _, r := range st.Rows {
+			st.byID[r.ID] = r
 		}
 	}
-	if st, tip, dirty, ok := v.loadHeadState(segs, stamps); ok {
-		if dirty {
-			v.saveHeadState(st, tip, stamps)
+	st.add(&Row{Event: ev})
+	return st, true
+}
+
+func encodeRows(e *encoder, st *State) {
+	e.int(len(st.Rows))
+	for _, r := range st.Rows {
+		for _, s := range [...]string{r.ID, r.TS, r.Agent, r.Session, r.Kind, r.Thread, r.Text,
+			r.RetractedBy, r.SupersededBy, r.ClosedBy} {
+			e.str(s)
 		}
-		return st, tip, nil
+		e.bytes(r.Data)
+		e.strs(r.Links)
 	}
-	st, tip, torn, err := v.foldAll(segs)
-	if err != nil {
-		return nil, "", err
+}
+
+// decodeRows decodes the rows with one allocation per slab: every string
+// is a slice of the file.
+func decodeRows(d *decoder) (*State, bool) {
+	n := d.count()
+	events := make([]Event, n)
+	rowSlab := make([]Row, n)
+	rows := make([]*Row, n)
+	for i := range events {
+		ev := &events[i]
+		r := &rowSlab[i]
+		ev.ID, ev.TS, ev.Agent, ev.Session, ev.Kind, ev.Thread, ev.Text = d.str(), d.str(), d.str(), d.str(), d.str(), d.str(), d.str()
+		r.RetractedBy, r.SupersededBy, r.ClosedBy = d.str(), d.str(), d.str()
+		ev.Data = d.bytes()
+		ev.Links = d.strs()
+		if d.bad {
+			return nil, false
+		}
+		r.Event = ev
+		rows[i] = r
 	}
-	// A torn last line is not folded, so the stamps would claim more than
-	// was read: leave the cache for a later reader.
-	if !torn {
-		v.saveHeadState(st, tip, stamps)
-	}
-	return st, tip, nil
+	return &State{Rows: rows}, true
 }
 
 // foldAll folds every segment without checking hashes: verification is
@@ -151,57 +166,6 @@ func foldLines(st *State, data []byte, tip string) string {
 	return tip
 }
 
-// loadHeadState reads the cache and folds what the ledger gained since.
-// ok is false when the cache is missing or stale; dirty says it should be
-// rewritten.
-func (v *Vault) loadHeadState(segs []segment, stamps []segStamp) (st *State, tip string, dirty, ok bool) {
-	data, err := os.ReadFile(filepath.Join(v.Root, headStateFile))
-	if err != nil {
-		return nil, "", false, false
-	}
-	hdr, rows, err := decodeHeadState(data)
-	if err != nil || len(hdr.Stamps) == 0 || len(hdr.Stamps) > len(segs) {
-		return nil, "", false, false
-	}
-	if !stampsContinue(hdr.Stamps, stamps) {
-		return nil, "", false, false
-	}
-	st = &State{Rows: rows}
-	// What was appended since: the rest of the last recorded segment, then
-	// every newer segment.
-	var fresh []*Event
-	tip, torn, ok := v.appendedSince(segs, stamps, hdr.Stamps, hdr.Tip, func(ev *Event) bool {
-		fresh = append(fresh, ev)
-		return true
-	})
-	if !ok {
-		return nil, "", false, false
-	}
-	if len(fresh) > 0 {
-		plain := true
-		for _, ev := range fresh {
-			plain = plain && !correctionKinds[ev.Kind]
-		}
-		if !plain {
-			st.byID = make(map[string]*Row, len(st.Rows)+len(fresh))
-			for _, r := range st.Rows {
-				st.byID[r.ID] = r
-			}
-		}
-		for _, ev := range fresh {
-			if plain {
-				st.Rows = append(st.Rows, &Row{Event: ev})
-			} else {
-				st.add(&Row{Event: ev})
-			}
-		}
-	}
-	// Only a segment that closed, or many events folded on top, are worth a
-	// rewrite; otherwise the next reader folds the same few lines again.
-	dirty = !torn && (len(fresh) > snapshotEvery || len(segs) > len(hdr.Stamps)+1)
-	return st, tip, dirty, true
-}
-
 func readFrom(path string, off int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -212,41 +176,6 @@ func readFrom(path string, off int64) ([]byte, error) {
 		return nil, err
 	}
 	return io.ReadAll(f)
-}
-
-// saveHeadState writes the cache. It is derived data: a failure only costs
-// a rebuild next time, so errors are dropped.
-func (v *Vault) saveHeadState(st *State, tip string, stamps []segStamp) {
-	if len(stamps) == 0 {
-		return
-	}
-	// Record each segment at the size that was folded: re-stat now and
-	// refuse to save if anything moved, rather than claim lines not folded.
-	for _, s := range stamps {
-		cur, err := stampOf(v.Root, mustRel(s.Path).seg())
-		if err != nil || cur != s {
-			return
-		}
-	}
-	var buf bytes.Buffer
-	buf.WriteString(headStateMagic)
-	hdr, _ := json.Marshal(headStateHeader{Tip: tip, Stamps: stamps, Rows: len(st.Rows)})
-	putUvarint(&buf, uint64(len(hdr)))
-	buf.Write(hdr)
-	for _, r := range st.Rows {
-		for _, s := range []string{r.ID, r.TS, r.Agent, r.Session, r.Kind, r.Thread, r.Text,
-			r.RetractedBy, r.SupersededBy, r.ClosedBy} {
-			putString(&buf, s)
-		}
-		putUvarint(&buf, uint64(len(r.Data)))
-		buf.Write(r.Data)
-		putUvarint(&buf, uint64(len(r.Links)))
-		for _, l := range r.Links {
-			putString(&buf, l)
-		}
-	}
-	_ = os.MkdirAll(filepath.Join(v.Root, ".state"), fileio.DirPerm)
-	_ = fileio.WriteAtomic(filepath.Join(v.Root, headStateFile), buf.Bytes())
 }
 
 // seg turns a segment's RelPath back into a segment; only used on paths
@@ -264,86 +193,6 @@ func putUvarint(buf *bytes.Buffer, x uint64) {
 func putString(buf *bytes.Buffer, s string) {
 	putUvarint(buf, uint64(len(s)))
 	buf.WriteString(s)
-}
-
-var errBadHeadState = errors.New("heads state: malformed")
-
-// decodeHeadState decodes the cache with one allocation per slab: every
-// string is a slice of one copy of the file.
-func decodeHeadState(data []byte) (headStateHeader, []*Row, error) {
-	var hdr headStateHeader
-	if !bytes.HasPrefix(data, []byte(headStateMagic)) {
-		return hdr, nil, errBadHeadState
-	}
-	s := string(data[len(headStateMagic):])
-	raw := data[len(headStateMagic):]
-	pos := 0
-	uv := func() (uint64, bool) {
-		x, n := uvarintString(s[pos:])
-		if n <= 0 {
-			return 0, false
-		}
-		pos += n
-		return x, true
-	}
-	str := func() (string, bool) {
-		n, ok := uv()
-		if !ok || uint64(len(s)-pos) < n {
-			return "", false
-		}
-		out := s[pos : pos+int(n)]
-		pos += int(n)
-		return out, true
-	}
-	hl, ok := uv()
-	if !ok || uint64(len(s)-pos) < hl {
-		return hdr, nil, errBadHeadState
-	}
-	if err := json.Unmarshal(raw[pos:pos+int(hl)], &hdr); err != nil || hdr.Rows < 0 || hdr.Rows > len(s) {
-		return hdr, nil, errBadHeadState
-	}
-	pos += int(hl)
-	events := make([]Event, hdr.Rows)
-	rowSlab := make([]Row, hdr.Rows)
-	rows := make([]*Row, hdr.Rows)
-	for i := range events {
-		ev := &events[i]
-		r := &rowSlab[i]
-		var fields [10]string
-		for k := range fields {
-			if fields[k], ok = str(); !ok {
-				return hdr, nil, errBadHeadState
-			}
-		}
-		ev.ID, ev.TS, ev.Agent, ev.Session, ev.Kind, ev.Thread, ev.Text = fields[0], fields[1], fields[2], fields[3], fields[4], fields[5], fields[6]
-		r.RetractedBy, r.SupersededBy, r.ClosedBy = fields[7], fields[8], fields[9]
-		dn, ok := uv()
-		if !ok || uint64(len(s)-pos) < dn {
-			return hdr, nil, errBadHeadState
-		}
-		if dn > 0 {
-			ev.Data = raw[pos : pos+int(dn) : pos+int(dn)]
-			pos += int(dn)
-		}
-		nl, ok := uv()
-		if !ok || nl > uint64(len(s)-pos) {
-			return hdr, nil, errBadHeadState
-		}
-		if nl > 0 {
-			ev.Links = make([]string, nl)
-			for k := range ev.Links {
-				if ev.Links[k], ok = str(); !ok {
-					return hdr, nil, errBadHeadState
-				}
-			}
-		}
-		r.Event = ev
-		rows[i] = r
-	}
-	if pos != len(s) {
-		return hdr, nil, fmt.Errorf("%w: %d trailing bytes", errBadHeadState, len(s)-pos)
-	}
-	return hdr, rows, nil
 }
 
 func uvarintString(s string) (uint64, int) {
@@ -592,7 +441,7 @@ func (vc *viewCache) block(ref blockRef) (*decoder, bool) {
 	if !ok {
 		return nil, false
 	}
-	return &decoder{s: string(b)}, true
+	return newDecoder(b), true
 }
 
 // sessionWrote reports whether a session wrote content rows to a thread.
@@ -1063,37 +912,6 @@ func putNodes(buf *bytes.Buffer, nodes []render.Node) {
 			putString(buf, t)
 		}
 	}
-}
-
-// decoder reads a block; strings are slices of one copy of it.
-type decoder struct {
-	s   string
-	pos int
-	bad bool
-}
-
-func (d *decoder) uv() int {
-	if d.bad {
-		return 0
-	}
-	x, n := uvarintString(d.s[d.pos:])
-	if n <= 0 || x > uint64(len(d.s)) {
-		d.bad = true
-		return 0
-	}
-	d.pos += n
-	return int(x)
-}
-
-func (d *decoder) str() string {
-	n := d.uv()
-	if d.bad || n > len(d.s)-d.pos {
-		d.bad = true
-		return ""
-	}
-	out := d.s[d.pos : d.pos+n]
-	d.pos += n
-	return out
 }
 
 func (d *decoder) ranked() render.Ranked {

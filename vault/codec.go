@@ -1,0 +1,184 @@
+package vault
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"unsafe"
+)
+
+// The codec every derived file under .state/ is written with: uvarints,
+// length-prefixed strings and byte runs, and blocks that carry their own
+// CRC-32. It is hand-rolled rather than gob or JSON because these files
+// are read on the hook paths, where decoding 100k rows through reflection
+// costs more than the whole budget; reading back a string costs a slice of
+// the file, not an allocation.
+
+// encoder appends to one growing buffer, which becomes the file.
+type encoder struct {
+	b []byte
+}
+
+func (e *encoder) uv(x uint64) { e.b = binary.AppendUvarint(e.b, x) }
+
+// int writes a count or length; negative values never occur in what is
+// cached, and would decode as a bad file.
+func (e *encoder) int(n int) { e.uv(uint64(n)) }
+
+func (e *encoder) i64(n int64) { e.uv(uint64(n)) }
+
+func (e *encoder) bool(x bool) {
+	if x {
+		e.b = append(e.b, 1)
+	} else {
+		e.b = append(e.b, 0)
+	}
+}
+
+func (e *encoder) str(s string) {
+	e.uv(uint64(len(s)))
+	e.b = append(e.b, s...)
+}
+
+func (e *encoder) bytes(p []byte) {
+	e.uv(uint64(len(p)))
+	e.b = append(e.b, p...)
+}
+
+func (e *encoder) strs(ss []string) {
+	e.int(len(ss))
+	for _, s := range ss {
+		e.str(s)
+	}
+}
+
+// block writes p with its length and CRC-32, for a part of a file that is
+// read on its own (decoder.block checks it).
+func (e *encoder) block(p []byte) {
+	e.uv(uint64(len(p)))
+	e.b = binary.LittleEndian.AppendUint32(e.b, crc32.ChecksumIEEE(p))
+	e.b = append(e.b, p...)
+}
+
+// decoder reads what an encoder wrote. s and b are the same bytes, seen
+// as a string and as a slice: strings read are substrings of s and byte
+// runs are sub-slices of b, so a decoded file costs one allocation for the
+// file and one per slab the caller makes, never one per field. The bytes
+// must not be written once a decoder holds them. Any malformed input sets
+// bad, after which every read returns zero values: callers check bad once
+// at the end.
+type decoder struct {
+	s   string
+	b   []byte
+	pos int
+	bad bool
+}
+
+// newDecoder reads b, which the caller gives up: it is aliased, not copied.
+func newDecoder(b []byte) *decoder {
+	return &decoder{s: unsafe.String(unsafe.SliceData(b), len(b)), b: b}
+}
+
+func (d *decoder) u64() uint64 {
+	if d.bad {
+		return 0
+	}
+	x, n := binary.Uvarint(d.b[d.pos:])
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.pos += n
+	return x
+}
+
+// uv reads a count or length, which cannot exceed the input's size.
+func (d *decoder) uv() int {
+	x := d.u64()
+	if x > uint64(len(d.b)) {
+		d.bad = true
+		return 0
+	}
+	return int(x)
+}
+
+func (d *decoder) i64() int64 { return int64(d.u64()) }
+
+func (d *decoder) bool() bool {
+	if d.bad || d.pos >= len(d.b) || d.b[d.pos] > 1 {
+		d.bad = true
+		return false
+	}
+	d.pos++
+	return d.b[d.pos-1] == 1
+}
+
+// count reads a number of items that each take at least one byte, so a
+// bad count is caught before the caller allocates for it.
+func (d *decoder) count() int {
+	n := d.uv()
+	if n > len(d.b)-d.pos {
+		d.bad = true
+		return 0
+	}
+	return n
+}
+
+func (d *decoder) str() string {
+	n := d.uv()
+	if d.bad || n > len(d.s)-d.pos {
+		d.bad = true
+		return ""
+	}
+	out := d.s[d.pos : d.pos+n]
+	d.pos += n
+	return out
+}
+
+// bytes reads a byte run; nil when it is empty. The result's capacity ends
+// with it, so appending to it cannot reach the bytes after.
+func (d *decoder) bytes() []byte {
+	n := d.uv()
+	if d.bad || n > len(d.b)-d.pos {
+		d.bad = true
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	out := d.b[d.pos : d.pos+n : d.pos+n]
+	d.pos += n
+	return out
+}
+
+func (d *decoder) strs() []string {
+	n := d.count()
+	if d.bad || n == 0 {
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = d.str()
+	}
+	return out
+}
+
+// block reads what encoder.block wrote and checks its sum.
+func (d *decoder) block() []byte {
+	n := d.uv()
+	if d.bad || len(d.b)-d.pos < 4 || n > len(d.b)-d.pos-4 {
+		d.bad = true
+		return nil
+	}
+	sum := binary.LittleEndian.Uint32(d.b[d.pos:])
+	d.pos += 4
+	out := d.b[d.pos : d.pos+n : d.pos+n]
+	d.pos += n
+	if crc32.ChecksumIEEE(out) != sum {
+		d.bad = true
+		return nil
+	}
+	return out
+}
+
+// done reports whether the input decoded cleanly and was read to its end.
+func (d *decoder) done() bool { return !d.bad && d.pos == len(d.b) }

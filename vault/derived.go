@@ -1,0 +1,208 @@
+package vault
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+
+	"github.com/memvault/memvault/vault/fileio"
+)
+
+// The derived state. Several views of the ledger (the heads' folded rows,
+// the scope retrieval filters by, ...) cost far more to fold from the JSON
+// lines than a hook may spend, so each is kept in a file under .state/,
+// keyed by the stamp (path, size, mtime, inode) of every ledger segment and
+// the hash of the last event folded. Derived owns that key and what follows
+// from it; a view only says how to fold one event on top, how to rebuild
+// from the whole ledger, and how to encode itself.
+//
+// A reader compares the stamps: the closed segments must be unchanged and
+// the last recorded one may only have grown. Then the events appended since
+// (the rest of that segment, then every newer one) are read, checked to
+// continue the chain from the recorded tip, and folded on top. Anything
+// else (a segment replaced or shrunk, a chain that does not continue, an
+// event the view cannot fold on top, a file of another version or one
+// that does not decode) rebuilds from the ledger. A bad file is never an
+// error, only a rebuild.
+//
+// The file is rewritten after a rebuild, when a segment closed since it
+// was written, or when more than Every events were folded on top; below
+// that, folding the few appended lines again costs less than a write. It
+// is written without fsync (fileio.WriteCache): a CRC-32 over the whole
+// file catches a torn or stale one. A fold that saw a torn last line is
+// not saved, since the stamps would claim bytes that were not folded.
+// Deleting .state/ is always safe.
+//
+// The file: "memvault derived\n", the view's name and format version, the
+// ledger tip, the stamps, the view's own encoding, and the CRC-32 of all
+// that follows the magic line.
+
+const derivedMagic = "memvault derived\n"
+
+// snapshotEvery is how many events folded on top make a derived file
+// worth rewriting.
+const snapshotEvery = 256
+
+// Derived is one view of the ledger kept under .state/.
+type Derived[T any] struct {
+	// Name is the view's name; its file is .state/<Name>.bin.
+	Name string
+	// Version is the view's format version: a file with another one is
+	// rebuilt, so a change of encoding bumps it.
+	Version uint64
+	// Every is how many events folded on top make the file worth
+	// rewriting; 0 means snapshotEvery.
+	Every int
+	// Rebuild folds the whole ledger, segs, and returns the tip it folded
+	// up to; torn says the last segment ends in a line that is not an
+	// event yet, which the fold left out.
+	Rebuild func(v *Vault, segs []segment) (t T, tip string, torn bool, err error)
+	// Fold applies one appended event, stripped of prev and hash. It
+	// returns false when the view cannot follow the event without a
+	// rebuild (a correction, say); t may then be left half updated.
+	Fold func(t T, ev *Event) (T, bool)
+	// Encode writes t; Decode reads it back from the same bytes, false
+	// when they do not decode. Decode may keep slices of the bytes.
+	Encode func(e *encoder, t T)
+	Decode func(d *decoder) (T, bool)
+}
+
+func (d *Derived[T]) path(root string) string {
+	return filepath.Join(root, ".state", d.Name+".bin")
+}
+
+// Load returns the view as of the ledger now, through its file, and the
+// tip it was folded up to.
+func (d *Derived[T]) Load(v *Vault) (T, string, error) {
+	var zero T
+	segs, stamps, err := v.segmentStamps()
+	if err != nil {
+		return zero, "", err
+	}
+	if t, tip, save, ok := d.load(v, segs, stamps); ok {
+		if save {
+			d.Save(v, t, tip, stamps)
+		}
+		return t, tip, nil
+	}
+	t, tip, torn, err := d.Rebuild(v, segs)
+	if err != nil {
+		return zero, "", err
+	}
+	if !torn {
+		d.Save(v, t, tip, stamps)
+	}
+	return t, tip, nil
+}
+
+// load reads the file and folds what the ledger gained since. ok is false
+// when the view must be rebuilt; save says the result is worth writing.
+func (d *Derived[T]) load(v *Vault, segs []segment, stamps []segStamp) (t T, tip string, save, ok bool) {
+	data, err := os.ReadFile(d.path(v.Root))
+	if err != nil {
+		return t, "", false, false
+	}
+	old, tip, dec, ok := d.open(data)
+	if !ok || len(old) == 0 || !stampsContinue(old, stamps) {
+		return t, "", false, false
+	}
+	if t, ok = d.Decode(dec); !ok || !dec.done() {
+		return t, "", false, false
+	}
+	folded := 0
+	tip, torn, ok := v.appendedSince(segs, stamps, old, tip, func(ev *Event) bool {
+		t, ok = d.Fold(t, ev)
+		folded++
+		return ok
+	})
+	if !ok {
+		return t, "", false, false
+	}
+	every := d.Every
+	if every == 0 {
+		every = snapshotEvery
+	}
+	save = !torn && (folded > every || len(segs) > len(old)+1)
+	return t, tip, save, true
+}
+
+// open checks a file's magic, name, version and sum, and returns its key
+// and a decoder positioned at the view's encoding.
+func (d *Derived[T]) open(data []byte) (stamps []segStamp, tip string, dec *decoder, ok bool) {
+	rest, ok := bytes.CutPrefix(data, []byte(derivedMagic))
+	if !ok || len(rest) < 4 {
+		return nil, "", nil, false
+	}
+	body := rest[:len(rest)-4]
+	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(rest[len(rest)-4:]) {
+		return nil, "", nil, false
+	}
+	dec = newDecoder(body)
+	if dec.str() != d.Name || dec.u64() != d.Version {
+		return nil, "", nil, false
+	}
+	tip = dec.str()
+	stamps = decodeStamps(dec)
+	return stamps, tip, dec, !dec.bad
+}
+
+// Save writes t as the view folded up to tip, with the segments at
+// stamps. The segments are stat'ed again first: if one moved since the
+// stamps were taken, the file would claim lines that were not folded, so
+// nothing is written. Errors only cost a rebuild later and are dropped.
+func (d *Derived[T]) Save(v *Vault, t T, tip string, stamps []segStamp) {
+	if len(stamps) == 0 {
+		return
+	}
+	for _, s := range stamps {
+		cur, err := stampOf(v.Root, mustRel(s.Path).seg())
+		if err != nil || cur != s {
+			return
+		}
+	}
+	e := &encoder{b: append(make([]byte, 0, 4096), derivedMagic...)}
+	e.str(d.Name)
+	e.uv(d.Version)
+	e.str(tip)
+	encodeStamps(e, stamps)
+	d.Encode(e, t)
+	e.b = binary.LittleEndian.AppendUint32(e.b, crc32.ChecksumIEEE(e.b[len(derivedMagic):]))
+	_ = os.MkdirAll(filepath.Join(v.Root, ".state"), fileio.DirPerm)
+	_ = fileio.WriteCache(d.path(v.Root), e.b)
+}
+
+func encodeStamps(e *encoder, stamps []segStamp) {
+	e.int(len(stamps))
+	for _, s := range stamps {
+		e.str(s.Path)
+		e.i64(s.Size)
+		e.i64(s.Mtime)
+		e.uv(s.Ino)
+		e.str(s.Tip)
+	}
+}
+
+func decodeStamps(d *decoder) []segStamp {
+	n := d.count()
+	if d.bad || n == 0 {
+		return nil
+	}
+	out := make([]segStamp, n)
+	for i := range out {
+		out[i] = segStamp{Path: d.str(), Size: d.i64(), Mtime: d.i64(), Ino: d.u64(), Tip: d.str()}
+	}
+	return out
+}
+
+// parseEvent decodes one ledger line; nil for a blank or malformed line,
+// which folds skip as the full fold does.
+func parseEvent(line []byte) *Event {
+	ev := new(Event)
+	if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, ev) != nil || ev.ID == "" {
+		return nil
+	}
+	return ev
+}

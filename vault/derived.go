@@ -3,7 +3,6 @@ package vault
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -56,10 +55,10 @@ type Derived[T any] struct {
 	// Every is how many events folded on top make the file worth
 	// rewriting; 0 means snapshotEvery.
 	Every int
-	// Rebuild folds the whole ledger, segs, and returns the tip it folded
+	// Rebuild folds the whole ledger, segs at stamps, and returns the tip it folded
 	// up to; torn says the last segment ends in a line that is not an
 	// event yet, which the fold left out.
-	Rebuild func(v *Vault, segs []segment) (t T, tip string, torn bool, err error)
+	Rebuild func(v *Vault, segs []segment, stamps []segStamp) (t T, tip string, torn bool, err error)
 	// Fold applies one appended event, stripped of prev and hash. It
 	// returns false when the view cannot follow the event without a
 	// rebuild (a correction, say); t may then be left half updated.
@@ -70,9 +69,7 @@ type Derived[T any] struct {
 	Decode func(d *decoder) (T, bool)
 }
 
-func (d *Derived[T]) path(root string) string {
-	return filepath.Join(root, ".state", d.Name+".bin")
-}
+func (d *Derived[T]) path(root string) string { return stateFilePath(root, d.Name) }
 
 // Load returns the view as of the ledger now, through its file, and the
 // tip it was folded up to.
@@ -88,7 +85,7 @@ func (d *Derived[T]) Load(v *Vault) (T, string, error) {
 		}
 		return t, tip, nil
 	}
-	t, tip, torn, err := d.Rebuild(v, segs)
+	t, tip, torn, err := d.Rebuild(v, segs, stamps)
 	if err != nil {
 		return zero, "", err
 	}
@@ -101,12 +98,13 @@ func (d *Derived[T]) Load(v *Vault) (T, string, error) {
 // load reads the file and folds what the ledger gained since. ok is false
 // when the view must be rebuilt; save says the result is worth writing.
 func (d *Derived[T]) load(v *Vault, segs []segment, stamps []segStamp) (t T, tip string, save, ok bool) {
-	data, err := os.ReadFile(d.path(v.Root))
-	if err != nil {
+	dec, ok := readStateFile(v.Root, d.Name, d.Version)
+	if !ok {
 		return t, "", false, false
 	}
-	old, tip, dec, ok := d.open(data)
-	if !ok || len(old) == 0 || !stampsContinue(old, stamps) {
+	tip = dec.str()
+	old := decodeStamps(dec)
+	if dec.bad || len(old) == 0 || !stampsContinue(old, stamps) {
 		return t, "", false, false
 	}
 	if t, ok = d.Decode(dec); !ok || !dec.done() {
@@ -129,26 +127,6 @@ func (d *Derived[T]) load(v *Vault, segs []segment, stamps []segStamp) (t T, tip
 	return t, tip, save, true
 }
 
-// open checks a file's magic, name, version and sum, and returns its key
-// and a decoder positioned at the view's encoding.
-func (d *Derived[T]) open(data []byte) (stamps []segStamp, tip string, dec *decoder, ok bool) {
-	rest, ok := bytes.CutPrefix(data, []byte(derivedMagic))
-	if !ok || len(rest) < 4 {
-		return nil, "", nil, false
-	}
-	body := rest[:len(rest)-4]
-	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(rest[len(rest)-4:]) {
-		return nil, "", nil, false
-	}
-	dec = newDecoder(body)
-	if dec.str() != d.Name || dec.u64() != d.Version {
-		return nil, "", nil, false
-	}
-	tip = dec.str()
-	stamps = decodeStamps(dec)
-	return stamps, tip, dec, !dec.bad
-}
-
 // Save writes t as the view folded up to tip, with the segments at
 // stamps. The segments are stat'ed again first: if one moved since the
 // stamps were taken, the file would claim lines that were not folded, so
@@ -163,15 +141,52 @@ func (d *Derived[T]) Save(v *Vault, t T, tip string, stamps []segStamp) {
 			return
 		}
 	}
+	writeStateFile(v.Root, d.Name, d.Version, func(e *encoder) {
+		e.str(tip)
+		encodeStamps(e, stamps)
+		d.Encode(e, t)
+	})
+}
+
+func stateFilePath(root, name string) string {
+	return filepath.Join(root, ".state", name+".bin")
+}
+
+// writeStateFile writes .state/<name>.bin in the framing every derived
+// file shares: the magic line, name, version, what body writes, and a
+// CRC-32 of all after the magic line. It is a cache: written without
+// fsync, errors dropped.
+func writeStateFile(root, name string, version uint64, body func(e *encoder)) {
 	e := &encoder{b: append(make([]byte, 0, 4096), derivedMagic...)}
-	e.str(d.Name)
-	e.uv(d.Version)
-	e.str(tip)
-	encodeStamps(e, stamps)
-	d.Encode(e, t)
+	e.str(name)
+	e.uv(version)
+	body(e)
 	e.b = binary.LittleEndian.AppendUint32(e.b, crc32.ChecksumIEEE(e.b[len(derivedMagic):]))
-	_ = os.MkdirAll(filepath.Join(v.Root, ".state"), fileio.DirPerm)
-	_ = fileio.WriteCache(d.path(v.Root), e.b)
+	_ = os.MkdirAll(filepath.Join(root, ".state"), fileio.DirPerm)
+	_ = fileio.WriteCache(stateFilePath(root, name), e.b)
+}
+
+// readStateFile reads what writeStateFile wrote and returns a decoder at
+// the start of the body; false when the file is missing, torn, damaged, or
+// of another name or version.
+func readStateFile(root, name string, version uint64) (*decoder, bool) {
+	data, err := os.ReadFile(stateFilePath(root, name))
+	if err != nil {
+		return nil, false
+	}
+	rest, ok := bytes.CutPrefix(data, []byte(derivedMagic))
+	if !ok || len(rest) < 4 {
+		return nil, false
+	}
+	body := rest[:len(rest)-4]
+	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(rest[len(rest)-4:]) {
+		return nil, false
+	}
+	dec := newDecoder(body)
+	if dec.str() != name || dec.u64() != version || dec.bad {
+		return nil, false
+	}
+	return dec, true
 }
 
 func encodeStamps(e *encoder, stamps []segStamp) {
@@ -195,14 +210,4 @@ func decodeStamps(d *decoder) []segStamp {
 		out[i] = segStamp{Path: d.str(), Size: d.i64(), Mtime: d.i64(), Ino: d.u64(), Tip: d.str()}
 	}
 	return out
-}
-
-// parseEvent decodes one ledger line; nil for a blank or malformed line,
-// which folds skip as the full fold does.
-func parseEvent(line []byte) *Event {
-	ev := new(Event)
-	if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, ev) != nil || ev.ID == "" {
-		return nil
-	}
-	return ev
 }

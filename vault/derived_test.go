@@ -55,6 +55,16 @@ func rowsOf(st *State) []foldedRow {
 	return out
 }
 
+// scopeOf is what a scope says: the sessions' threads, the linked pairs
+// (a set) and the known threads.
+func scopeOf(sc *Scope, tip string) any {
+	pairs := map[string]bool{}
+	for _, p := range sc.pairs {
+		pairs[p[0]+" "+p[1]] = true
+	}
+	return []any{sc.sessions(), sortedKeys(pairs), sortedKeys(sc.known), tip}
+}
+
 var derivedViews = []derivedView{
 	{
 		name:      "heads-state",
@@ -77,6 +87,36 @@ var derivedViews = []derivedView{
 				return nil, err
 			}
 			return []any{rowsOf(st), tip}, nil
+		},
+	},
+	{
+		name:      "scope",
+		file:      func(v *Vault) string { return scopeView.path(v.Root) },
+		continues: continues(scopeView),
+		cached: func(v *Vault) (any, error) {
+			sc, tip, err := scopeView.Load(v)
+			if err != nil {
+				return nil, err
+			}
+			return scopeOf(sc, tip), nil
+		},
+		full: func(v *Vault) (any, error) {
+			// From every segment's lines: the per-segment facts are set
+			// aside for the fold and put back after.
+			facts := stateFilePath(v.Root, scopeFactsFile)
+			if kept, err := os.ReadFile(facts); err == nil {
+				os.Remove(facts)
+				defer os.WriteFile(facts, kept, 0o644)
+			}
+			segs, stamps, err := v.segmentStamps()
+			if err != nil {
+				return nil, err
+			}
+			sc, tip, _, err := v.scopeFromFacts(segs, stamps)
+			if err != nil {
+				return nil, err
+			}
+			return scopeOf(sc, tip), nil
 		},
 	},
 }
@@ -141,6 +181,7 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 							}
 							if len(ids) > 0 && rng.Intn(4) == 0 {
 								in.Links = []string{ids[rng.Intn(len(ids))]}
+								plain = false // a link may join threads: the scope rebuilds
 							}
 							ev, err := tx.Remember(in)
 							if err != nil {

@@ -28,7 +28,7 @@ import (
 var headStateView = &Derived[*State]{
 	Name:    "heads-state",
 	Version: 2,
-	Rebuild: func(v *Vault, segs []segment) (*State, string, bool, error) { return v.foldAll(segs) },
+	Rebuild: func(v *Vault, segs []segment, _ []segStamp) (*State, string, bool, error) { return v.foldAll(segs) },
 	Fold:    foldRow,
 	Encode:  encodeRows,
 	Decode:  decodeRows,

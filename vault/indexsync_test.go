@@ -130,16 +130,16 @@ func TestScopeFoldsAppendedEvents(t *testing.T) {
 	bind("s1", "topic:billing")
 	// Without the per-segment facts, only the incremental path can answer
 	// without writing them again.
-	os.Remove(filepath.Join(v.Root, scopeCache))
+	os.Remove(stateFilePath(v.Root, scopeFactsFile))
 	sc, err := v.loadScope()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(v.Root, scopeCache)); err == nil {
+	if _, err := os.Stat(stateFilePath(v.Root, scopeFactsFile)); err == nil {
 		t.Fatal("the scope was folded from every segment, not from the appended events")
 	}
-	os.Remove(filepath.Join(v.Root, foldedScopeCache))
-	os.Remove(filepath.Join(v.Root, scopeCache))
+	os.Remove(scopeView.path(v.Root))
+	os.Remove(stateFilePath(v.Root, scopeFactsFile))
 	full, err := v.loadScope()
 	if err != nil {
 		t.Fatal(err)
@@ -320,21 +320,20 @@ func TestSegmentSessionsAndLinks(t *testing.T) {
 	}
 }
 
-func TestFoldedScopeRoundTrip(t *testing.T) {
-	f := foldedScope{Stamps: []segStamp{{Path: "ledger/2026/11/22.jsonl", Size: 42, Mtime: 7, Ino: 3}}, Tip: "h",
-		Sessions: [][3]string{{"a", "s1", "project:x"}, {"a", "s\t2", "person:é"}, {"", "", ""}},
-		Pairs:    [][2]string{{"project:x", "person:é"}}, Known: []string{"project:x"}}
-	data, err := encodeFolded(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, ok := decodeFolded(data)
-	if !ok || fmt.Sprint(got) != fmt.Sprint(f) {
+func TestScopeCodecRoundTrip(t *testing.T) {
+	sc := &Scope{folded: [][3]string{{"", "", ""}, {"a", "s\t2", "person:é"}, {"a", "s1", "project:x"}},
+		sessionThreads: map[[2]string]map[string]bool{{"b", "s3"}: {"topic:y": true}},
+		pairs:          [][2]string{{"project:x", "person:é"}}, known: map[string]bool{"project:x": true}}
+	var e encoder
+	encodeScope(&e, sc)
+	got, ok := decodeScope(newDecoder(e.b))
+	want := &Scope{folded: sc.sessions(), sessionThreads: map[[2]string]map[string]bool{}, pairs: sc.pairs, known: sc.known}
+	if !ok || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("round trip: %v %+v", ok, got)
 	}
-	for i := range len(data) {
-		if _, ok := decodeFolded(data[:i]); ok {
-			t.Fatalf("a cut at %d of %d bytes decoded", i, len(data))
+	for i := range len(e.b) {
+		if d := newDecoder(e.b[:i:i]); func() bool { _, ok := decodeScope(d); return ok && d.done() }() {
+			t.Fatalf("a cut at %d of %d bytes decoded", i, len(e.b))
 		}
 	}
 }

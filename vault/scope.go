@@ -1,9 +1,7 @@
 package vault
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/gob"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,14 +9,13 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/vault/fault"
-	"github.com/memvault/memvault/vault/fileio"
 )
 
 // Scope facts are what retrieval needs to know about threads without reading
 // the whole ledger: which threads each session belongs to, which events link
 // across threads, and which threads exist. They are derived per ledger
-// segment and cached in .state/scope.gob by the segment's stamp, so a
-// recall re-reads only the segments that changed since the last one.
+// segment and kept in .state/scope-facts.bin by the segment's stamp, so a
+// rebuild of the scope re-reads only the segments that changed.
 type scopeFacts struct {
 	Sessions [][3]string `json:"sessions"` // agent, session, thread
 	Links    [][2]string `json:"links"`    // thread of the linking event, linked id
@@ -27,13 +24,9 @@ type scopeFacts struct {
 }
 
 type segScope struct {
-	Stamp segStamp   `json:"stamp"`
-	Facts scopeFacts `json:"facts"`
+	Stamp segStamp
+	Facts scopeFacts
 }
-
-// scopeCache is gob: it is read on every recall, and decoding it as JSON
-// took a third of a recall on a vault of 5k sessions.
-const scopeCache = ".state/scope.gob"
 
 // Scope is the thread structure of the vault as retrieval sees it.
 type Scope struct {
@@ -45,7 +38,6 @@ type Scope struct {
 	sessionThreads map[[2]string]map[string]bool // agent+session → threads
 	pairs          [][2]string                   // threads joined by a link event
 	known          map[string]bool
-	resort         bool // folded came unsorted from the cache (an older memvault): save it sorted
 }
 
 // hasSession reports whether the session is known to belong to thread.
@@ -65,99 +57,103 @@ func less3(a, b [3]string) bool {
 	return false
 }
 
-// foldedScope is the whole vault's scope, saved with the stamps of the
-// segments it was folded from and the hash of the last event folded: when
-// no segment changed, a recall reads this small file instead of every
-// segment's facts, and when events were only appended since, it folds just
-// those onto it.
-type foldedScope struct {
-	Stamps   []segStamp
-	Tip      string
-	Sessions [][3]string
-	Pairs    [][2]string
-	Known    []string
+// The scope is a Derived view (derived.go), .state/scope.bin, read on
+// every recall: its sessions (tens of thousands of agent, session, thread
+// triples) are sorted triples read back as substrings of the file, not a
+// map, since a recall asks about a few. Events appended since are folded
+// on top, except a link event: which threads it joins needs the threads of
+// older events, which only the per-segment facts hold, so it rebuilds from
+// them. The file is rewritten after 64 events folded on top (about 16 KiB
+// of ledger): below that, re-reading the lines costs less than writing the
+// whole scope on every prompt after a write.
+var scopeView = &Derived[*Scope]{
+	Name:    "scope",
+	Version: 2,
+	Every:   64,
+	Rebuild: func(v *Vault, segs []segment, stamps []segStamp) (*Scope, string, bool, error) {
+		return v.scopeFromFacts(segs, stamps)
+	},
+	Fold:   foldScope,
+	Encode: encodeScope,
+	Decode: decodeScope,
 }
 
-// foldedScopeCache is read on every recall. Its sessions (tens of
-// thousands of agent, session, thread triples) are stored as one run of
-// length-prefixed strings after a small gob header, and read back as
-// substrings of one string: decoding them with gob cost a prompt 4 ms.
-const foldedScopeCache = ".state/scope-folded.bin"
+// loadScope returns the scope of the whole ledger, through its view.
+func (v *Vault) loadScope() (*Scope, error) {
+	sc, _, err := scopeView.Load(v)
+	return sc, err
+}
 
-const foldedScopeMagic = "memvault scope 1\n"
-
-func encodeFolded(f foldedScope) ([]byte, error) {
-	var hdr bytes.Buffer
-	if err := gob.NewEncoder(&hdr).Encode(foldedScope{Stamps: f.Stamps, Tip: f.Tip, Pairs: f.Pairs, Known: f.Known}); err != nil {
-		return nil, err
+func foldScope(sc *Scope, ev *Event) (*Scope, bool) {
+	if ev.Thread == "" {
+		return sc, true
 	}
-	var b bytes.Buffer
-	b.WriteString(foldedScopeMagic)
-	putUvarint(&b, uint64(hdr.Len()))
-	b.Write(hdr.Bytes())
-	putUvarint(&b, uint64(len(f.Sessions)))
-	for _, t := range f.Sessions {
-		for _, x := range t {
-			putString(&b, x)
+	if len(ev.Links) > 0 {
+		return sc, false
+	}
+	sc.known[ev.Thread] = true
+	if ev.Session != "" && !sc.hasSession(ev.Agent, ev.Session, ev.Thread) {
+		k := [2]string{ev.Agent, ev.Session}
+		if sc.sessionThreads[k] == nil {
+			sc.sessionThreads[k] = map[string]bool{}
 		}
+		sc.sessionThreads[k][ev.Thread] = true
 	}
-	return b.Bytes(), nil
+	return sc, true
 }
 
-func decodeFolded(data []byte) (foldedScope, bool) {
-	var f foldedScope
-	rest, ok := bytes.CutPrefix(data, []byte(foldedScopeMagic))
-	if !ok {
-		return f, false
-	}
-	text := string(rest) // one copy; the sessions are substrings of it
-	n, w := uvarintString(text)
-	if w <= 0 || uint64(len(text)-w) < n {
-		return f, false
-	}
-	if gob.NewDecoder(strings.NewReader(text[w:w+int(n)])).Decode(&f) != nil {
-		return f, false
-	}
-	text = text[w+int(n):]
-	count, w := uvarintString(text)
-	if w <= 0 || count > uint64(len(text)) {
-		return f, false
-	}
-	text = text[w:]
-	f.Sessions = make([][3]string, count)
-	for i := range f.Sessions {
-		for j := range 3 {
-			l, w := uvarintString(text)
-			if w <= 0 || uint64(len(text)-w) < l {
-				return foldedScope{}, false
-			}
-			f.Sessions[i][j] = text[w : w+int(l)]
-			text = text[w+int(l):]
-		}
-	}
-	return f, len(text) == 0
-}
-
-// foldRewriteBytes is how much ledger may be appended since the folded
-// scope was saved before a reader saves it again: below it, re-reading the
-// appended lines costs less than writing the file on every prompt.
-const foldRewriteBytes = 16 << 10
-
-func (sc *Scope) fold(stamps []segStamp, tip string) foldedScope {
-	f := foldedScope{Stamps: stamps, Tip: tip, Pairs: sc.pairs}
-	f.Sessions = append(f.Sessions, sc.folded...)
+// sessions returns every agent, session, thread triple, sorted.
+func (sc *Scope) sessions() [][3]string {
+	out := append([][3]string(nil), sc.folded...)
 	for k, ts := range sc.sessionThreads {
 		for t := range ts {
 			if k3 := [3]string{k[0], k[1], t}; !sc.inFolded(k3) {
-				f.Sessions = append(f.Sessions, k3)
+				out = append(out, k3)
 			}
 		}
 	}
-	sort.Slice(f.Sessions, func(i, j int) bool { return less3(f.Sessions[i], f.Sessions[j]) })
-	for t := range sc.known {
-		f.Known = append(f.Known, t)
+	sort.Slice(out, func(i, j int) bool { return less3(out[i], out[j]) })
+	return out
+}
+
+func encodeScope(e *encoder, sc *Scope) {
+	sess := sc.sessions()
+	e.int(len(sess))
+	for _, t := range sess {
+		e.str(t[0])
+		e.str(t[1])
+		e.str(t[2])
 	}
-	return f
+	e.int(len(sc.pairs))
+	for _, p := range sc.pairs {
+		e.str(p[0])
+		e.str(p[1])
+	}
+	e.strs(sortedKeys(sc.known))
+}
+
+func decodeScope(d *decoder) (*Scope, bool) {
+	sc := &Scope{sessionThreads: map[[2]string]map[string]bool{}, known: map[string]bool{}}
+	if n := d.count(); n > 0 {
+		sc.folded = make([][3]string, n)
+		for i := range sc.folded {
+			sc.folded[i] = [3]string{d.str(), d.str(), d.str()}
+		}
+	}
+	if n := d.count(); n > 0 {
+		sc.pairs = make([][2]string, n)
+		for i := range sc.pairs {
+			sc.pairs[i] = [2]string{d.str(), d.str()}
+		}
+	}
+	for _, t := range d.strs() {
+		sc.known[t] = true
+	}
+	// Searched by binary search: a file not sorted is not one we wrote.
+	if d.bad || !sort.SliceIsSorted(sc.folded, func(i, j int) bool { return less3(sc.folded[i], sc.folded[j]) }) {
+		return nil, false
+	}
+	return sc, true
 }
 
 func (sc *Scope) inFolded(k [3]string) bool {
@@ -165,68 +161,86 @@ func (sc *Scope) inFolded(k [3]string) bool {
 	return i < len(sc.folded) && sc.folded[i] == k
 }
 
-func scopeFromFolded(f foldedScope) *Scope {
-	sc := &Scope{folded: f.Sessions, sessionThreads: map[[2]string]map[string]bool{}, pairs: f.Pairs, known: map[string]bool{}}
-	if !sort.SliceIsSorted(sc.folded, func(i, j int) bool { return less3(sc.folded[i], sc.folded[j]) }) {
-		sc.folded = append([][3]string(nil), sc.folded...)
-		sort.Slice(sc.folded, func(i, j int) bool { return less3(sc.folded[i], sc.folded[j]) })
-		sc.resort = true
-	}
-	for _, t := range f.Known {
-		sc.known[t] = true
-	}
-	return sc
-}
+// The per-segment facts, .state/scope-facts.bin, in the same framing.
+const (
+	scopeFactsFile    = "scope-facts"
+	scopeFactsVersion = 1
+)
 
-func sameStamps(a, b []segStamp) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// loadScope folds the scope facts of every segment, reading only segments
-// whose stamp changed since they were cached.
-func (v *Vault) loadScope() (*Scope, error) {
-	segs, _, err := listSegments(v.Root)
-	if err != nil {
-		return nil, err
-	}
-	stamps := make([]segStamp, 0, len(segs))
-	for _, s := range segs {
-		st, err := stampOf(v.Root, s)
-		if err != nil {
-			return nil, err
-		}
-		stamps = append(stamps, st)
-	}
-	if data, err := os.ReadFile(filepath.Join(v.Root, foldedScopeCache)); err == nil {
-		folded, ok := decodeFolded(data)
-		if ok && sameStamps(folded.Stamps, stamps) {
-			sc := scopeFromFolded(folded)
-			if sc.resort {
-				v.saveFoldedScope(sc.fold(stamps, folded.Tip))
-			}
-			return sc, nil
-		}
-		if ok && len(folded.Stamps) > 0 && stampsContinue(folded.Stamps, stamps) {
-			if sc, ok := v.scopeSince(folded, segs, stamps); ok {
-				return sc, nil
-			}
-		}
-	}
+func loadScopeFacts(root string) map[string]segScope {
 	cache := map[string]segScope{}
-	if f, err := os.Open(filepath.Join(v.Root, scopeCache)); err == nil {
-		if gob.NewDecoder(bufio.NewReader(f)).Decode(&cache) != nil {
-			cache = map[string]segScope{}
-		}
-		f.Close()
+	d, ok := readStateFile(root, scopeFactsFile, scopeFactsVersion)
+	if !ok {
+		return cache
 	}
+	pairs := func() [][2]string {
+		n := d.count()
+		if n == 0 {
+			return nil
+		}
+		out := make([][2]string, n)
+		for i := range out {
+			out[i] = [2]string{d.str(), d.str()}
+		}
+		return out
+	}
+	for n := d.count(); n > 0 && !d.bad; n-- {
+		var c segScope
+		if st := decodeStamps(d); len(st) == 1 {
+			c.Stamp = st[0]
+		}
+		if k := d.count(); k > 0 {
+			c.Facts.Sessions = make([][3]string, k)
+			for i := range c.Facts.Sessions {
+				c.Facts.Sessions[i] = [3]string{d.str(), d.str(), d.str()}
+			}
+		}
+		c.Facts.Links = pairs()
+		c.Facts.Threads = d.strs()
+		c.Facts.Events = pairs()
+		cache[c.Stamp.Path] = c
+	}
+	if !d.done() {
+		return map[string]segScope{}
+	}
+	return cache
+}
+
+func saveScopeFacts(root string, cache map[string]segScope) {
+	files := make([]string, 0, len(cache))
+	for f := range cache {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	writeStateFile(root, scopeFactsFile, scopeFactsVersion, func(e *encoder) {
+		pairs := func(ps [][2]string) {
+			e.int(len(ps))
+			for _, p := range ps {
+				e.str(p[0])
+				e.str(p[1])
+			}
+		}
+		e.int(len(files))
+		for _, f := range files {
+			c := cache[f]
+			encodeStamps(e, []segStamp{c.Stamp})
+			e.int(len(c.Facts.Sessions))
+			for _, t := range c.Facts.Sessions {
+				e.str(t[0])
+				e.str(t[1])
+				e.str(t[2])
+			}
+			pairs(c.Facts.Links)
+			e.strs(c.Facts.Threads)
+			pairs(c.Facts.Events)
+		}
+	})
+}
+
+// scopeFromFacts folds the scope facts of every segment, reading only the
+// segments whose stamp changed since their facts were kept.
+func (v *Vault) scopeFromFacts(segs []segment, stamps []segStamp) (*Scope, string, bool, error) {
+	cache := loadScopeFacts(v.Root)
 	changed := false
 	sc := &Scope{sessionThreads: map[[2]string]map[string]bool{}, known: map[string]bool{}}
 	threadOf := map[string]string{}
@@ -240,7 +254,7 @@ func (v *Vault) loadScope() (*Scope, error) {
 		if !ok || c.Stamp != stamp {
 			data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(file)))
 			if err != nil {
-				return nil, fault.IO("read "+file, err)
+				return nil, "", false, fault.IO("read "+file, err)
 			}
 			c = segScope{Stamp: stamp, Facts: factsOf(data)}
 			cache[file] = c
@@ -282,65 +296,14 @@ func (v *Vault) loadScope() (*Scope, error) {
 		}
 	}
 	if changed {
-		var buf bytes.Buffer
-		if gob.NewEncoder(&buf).Encode(cache) == nil {
-			_ = fileio.WriteCache(filepath.Join(v.Root, scopeCache), buf.Bytes())
-		}
+		saveScopeFacts(v.Root, cache)
 	}
 	tip := ""
 	for i := len(segs) - 1; i >= 0 && tip == ""; i-- {
 		tip = lastHashOf(v.abs(segs[i].rel()))
 	}
-	v.saveFoldedScope(sc.fold(stamps, tip))
-	return sc, nil
-}
-
-func (v *Vault) saveFoldedScope(f foldedScope) {
-	if data, err := encodeFolded(f); err == nil {
-		_ = fileio.WriteCache(filepath.Join(v.Root, foldedScopeCache), data)
-	}
-}
-
-// scopeSince folds the events appended since the folded scope was saved
-// onto it. A new link event needs the threads of older events, which only
-// the per-segment facts hold, so one sends the caller to the full fold (ok
-// false), as does a chain that does not continue.
-func (v *Vault) scopeSince(folded foldedScope, segs []segment, stamps []segStamp) (*Scope, bool) {
-	sc := scopeFromFolded(folded)
-	tip, _, ok := v.appendedSince(segs, stamps, folded.Stamps, folded.Tip, func(ev *Event) bool {
-		if ev.Thread == "" {
-			return true
-		}
-		if len(ev.Links) > 0 {
-			return false
-		}
-		sc.known[ev.Thread] = true
-		if ev.Session != "" {
-			k := [2]string{ev.Agent, ev.Session}
-			if !sc.hasSession(ev.Agent, ev.Session, ev.Thread) {
-				if sc.sessionThreads[k] == nil {
-					sc.sessionThreads[k] = map[string]bool{}
-				}
-				sc.sessionThreads[k][ev.Thread] = true
-			}
-		}
-		return true
-	})
-	if !ok || tip == "" {
-		return nil, false
-	}
-	last := len(folded.Stamps) - 1
-	grown := -folded.Stamps[last].Size
-	for _, st := range stamps[last:] {
-		grown += st.Size
-	}
-	// What was learnt is not saved at once: re-reading the few lines
-	// appended since costs less than writing the whole scope on every
-	// prompt after a write.
-	if grown > foldRewriteBytes || sc.resort {
-		v.saveFoldedScope(sc.fold(stamps, tip))
-	}
-	return sc, true
+	torn := len(segs) > 0 && endsTorn(v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
+	return sc, tip, torn, nil
 }
 
 // lastHashOf returns the hash of the last complete event of a ledger

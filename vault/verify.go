@@ -1,7 +1,6 @@
 package vault
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,7 +10,6 @@ import (
 	"syscall"
 
 	"github.com/memvault/memvault/vault/fault"
-	"github.com/memvault/memvault/vault/fileio"
 )
 
 // Problem is one thing verification found wrong, located precisely enough
@@ -296,11 +294,13 @@ func (v *Vault) nodeIDs() (map[string]bool, error) {
 // The write-time check. A full verification reads the whole history, which a
 // writer cannot afford on every transaction. Instead the last verified state
 // of each segment (size, mtime, inode and the tip hash at its end) is kept in
-// .state/ledger-verified.json; a writer re-checks only the segments whose
+// .state/ledger-verified.bin; a writer re-checks only the segments whose
 // stat no longer matches, which after a writer's own append is none. A hand
 // edit changes the mtime (and, for editors that replace files, the inode), so
 // it is caught by the next writer. The cache is derived: deleting it costs one
-// full chain check.
+// full chain check. It is not a Derived view: what it keeps is per segment
+// and checked line by line with hashes, not folded from appended events,
+// but it is written in the same codec and framing (derived.go).
 
 type segStamp struct {
 	Path  string `json:"path"`
@@ -310,7 +310,12 @@ type segStamp struct {
 	Tip   string `json:"tip"`
 }
 
-const verifiedCache = ".state/ledger-verified.json"
+// verifiedFile is .state/<verifiedFile>.bin; bump verifiedVersion when
+// its encoding changes.
+const (
+	verifiedFile    = "ledger-verified"
+	verifiedVersion = 1
+)
 
 func stampOf(root string, s segment) (segStamp, error) {
 	info, err := os.Stat(filepath.Join(root, filepath.FromSlash(s.String())))
@@ -325,25 +330,21 @@ func stampOf(root string, s segment) (segStamp, error) {
 }
 
 func (v *Vault) loadStamps() []segStamp {
-	data, err := os.ReadFile(filepath.Join(v.Root, verifiedCache))
-	if err != nil {
+	d, ok := readStateFile(v.Root, verifiedFile, verifiedVersion)
+	if !ok {
 		return nil
 	}
-	var stamps []segStamp
-	if json.Unmarshal(data, &stamps) != nil {
+	stamps := decodeStamps(d)
+	if !d.done() {
 		return nil
 	}
 	return stamps
 }
 
+// saveStamps writes the cache without fsync: lost, stale or torn, it only
+// costs a re-check of the segments it no longer vouches for.
 func (v *Vault) saveStamps(stamps []segStamp) {
-	data, err := json.Marshal(stamps)
-	if err != nil {
-		return
-	}
-	// A cache: written atomically, without fsync. Lost, stale or torn, it
-	// only costs a re-check of the segments it no longer vouches for.
-	_ = fileio.WriteCache(filepath.Join(v.Root, verifiedCache), data)
+	writeStateFile(v.Root, verifiedFile, verifiedVersion, func(e *encoder) { encodeStamps(e, stamps) })
 }
 
 // checkChain verifies the segments that changed since the last check and

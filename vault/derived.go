@@ -192,12 +192,20 @@ func readStateFile(root, name string, version uint64) (*decoder, bool) {
 func encodeStamps(e *encoder, stamps []segStamp) {
 	e.int(len(stamps))
 	for _, s := range stamps {
-		e.str(s.Path)
-		e.i64(s.Size)
-		e.i64(s.Mtime)
-		e.uv(s.Ino)
-		e.str(s.Tip)
+		encodeStamp(e, s)
 	}
+}
+
+func encodeStamp(e *encoder, s segStamp) {
+	e.str(s.Path)
+	e.i64(s.Size)
+	e.i64(s.Mtime)
+	e.uv(s.Ino)
+	e.str(s.Tip)
+}
+
+func decodeStamp(d *decoder) segStamp {
+	return segStamp{Path: d.str(), Size: d.i64(), Mtime: d.i64(), Ino: d.u64(), Tip: d.str()}
 }
 
 func decodeStamps(d *decoder) []segStamp {
@@ -207,7 +215,7 @@ func decodeStamps(d *decoder) []segStamp {
 	}
 	out := make([]segStamp, n)
 	for i := range out {
-		out[i] = segStamp{Path: d.str(), Size: d.i64(), Mtime: d.i64(), Ino: d.u64(), Tip: d.str()}
+		out[i] = decodeStamp(d)
 	}
 	return out
 }

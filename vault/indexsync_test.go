@@ -265,8 +265,8 @@ func TestDeadRowsFromCache(t *testing.T) {
 	if g, w := got(), want(); g != w {
 		t.Fatalf("after more corrections: dead rows %s, want %s", g, w)
 	}
-	os.WriteFile(filepath.Join(v.Root, correctionCache), []byte("garbage"), 0o600)
-	os.WriteFile(filepath.Join(v.Root, allCorrectionsCache), []byte("garbage"), 0o600)
+	os.WriteFile(stateFilePath(v.Root, correctionFile), []byte("garbage"), 0o600)
+	os.WriteFile(stateFilePath(v.Root, allCorrectionsFile), []byte("garbage"), 0o600)
 	if g, w := got(), want(); g != w {
 		t.Fatalf("with a damaged cache: dead rows %s, want %s", g, w)
 	}
@@ -411,7 +411,7 @@ func TestFilteredLoadMarksLikeFull(t *testing.T) {
 				}
 			}
 		}
-		os.Remove(filepath.Join(v.Root, allCorrectionsCache))
+		os.Remove(stateFilePath(v.Root, allCorrectionsFile))
 	}
 	if r := full.Get(ids[2]); !r.Current() {
 		t.Fatalf("a retracted supersede should leave its target current: %+v", r)

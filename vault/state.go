@@ -3,16 +3,15 @@ package vault
 import (
 	"bytes"
 	"cmp"
-	"encoding/gob"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/memvault/memvault/vault/fault"
-	"github.com/memvault/memvault/vault/fileio"
 )
 
 // Kinds a person or an agent records with `memvault remember`. The ledger
@@ -77,9 +76,15 @@ var correctionNeedles = [][]byte{[]byte(`"kind":"retract"`), []byte(`"kind":"sup
 // is, so that a filtered load reads only the corrections of the rows it
 // returns, and which sessions and links the segment names, so that it can
 // skip the segments that hold none of them.
-// It is gob: at 100k events it has an entry for each of some 1,600
-// segments, and decoding it as JSON was most of a prompt's recall.
-const correctionCache = ".state/corrections-v2.gob" // v2: with offsets, sessions and links
+// At 100k events it has an entry for each of some 1,600 segments, read
+// on a prompt's recall, so it is in the derived codec (derived.go), whose
+// strings decode as slices of the file: as JSON it was most of a recall.
+// It is not a Derived view: what it keeps is per segment, rescanned when
+// that segment's stamp changes, not folded from appended events.
+const (
+	correctionFile    = "corrections"
+	correctionVersion = 1
+)
 
 type segCorrections struct {
 	Stamp segStamp
@@ -101,19 +106,59 @@ type correction struct {
 
 func (v *Vault) loadCorrectionCache() map[string]segCorrections {
 	cache := map[string]segCorrections{}
-	if data, err := os.ReadFile(filepath.Join(v.Root, correctionCache)); err == nil {
-		if gob.NewDecoder(bytes.NewReader(data)).Decode(&cache) != nil {
-			cache = map[string]segCorrections{}
+	d, ok := readStateFile(v.Root, correctionFile, correctionVersion)
+	if !ok {
+		return cache
+	}
+	for n := d.count(); n > 0 && !d.bad; n-- {
+		var c segCorrections
+		c.Stamp = decodeStamp(d)
+		if k := d.count(); k > 0 {
+			c.Lines = make([]int, k)
+			for i := range c.Lines {
+				c.Lines[i] = d.uv()
+			}
 		}
+		if k := d.count(); k > 0 {
+			c.Offs = make([][2]int64, k)
+			for i := range c.Offs {
+				c.Offs[i] = [2]int64{d.i64(), d.i64()}
+			}
+		}
+		c.Sessions = d.strs()
+		c.Linked = d.strs()
+		cache[c.Stamp.Path] = c
+	}
+	if !d.done() {
+		return map[string]segCorrections{}
 	}
 	return cache
 }
 
 func (v *Vault) saveCorrectionCache(cache map[string]segCorrections) {
-	var buf bytes.Buffer
-	if gob.NewEncoder(&buf).Encode(cache) == nil {
-		_ = fileio.WriteCache(filepath.Join(v.Root, correctionCache), buf.Bytes())
+	paths := make([]string, 0, len(cache))
+	for p := range cache {
+		paths = append(paths, p)
 	}
+	sort.Strings(paths)
+	writeStateFile(v.Root, correctionFile, correctionVersion, func(e *encoder) {
+		e.int(len(paths))
+		for _, p := range paths {
+			c := cache[p]
+			encodeStamp(e, c.Stamp)
+			e.int(len(c.Lines))
+			for _, l := range c.Lines {
+				e.int(l)
+			}
+			e.int(len(c.Offs))
+			for _, o := range c.Offs {
+				e.i64(o[0])
+				e.i64(o[1])
+			}
+			e.strs(c.Sessions)
+			e.strs(c.Linked)
+		}
+	})
 }
 
 // segmentCorrections returns the corrections of segment s from the cache,
@@ -246,11 +291,54 @@ type segRows struct {
 	Rows  []correction
 }
 
-const allCorrectionsCache = ".state/corrections-all.gob"
+// allCorrectionsFile is in the derived codec too; bump its version when
+// the encoding changes.
+const (
+	allCorrectionsFile    = "corrections-all"
+	allCorrectionsVersion = 1
+)
+
+func loadAllCorrections(root string) map[string]segRows {
+	old := map[string]segRows{}
+	d, ok := readStateFile(root, allCorrectionsFile, allCorrectionsVersion)
+	if !ok {
+		return old
+	}
+	for n := d.count(); n > 0 && !d.bad; n-- {
+		sr := segRows{Stamp: decodeStamp(d)}
+		if k := d.count(); k > 0 {
+			sr.Rows = make([]correction, k)
+			for i := range sr.Rows {
+				sr.Rows[i] = correction{ID: d.str(), Kind: d.str(), Link: d.str(), Line: d.uv()}
+			}
+		}
+		old[sr.Stamp.Path] = sr
+	}
+	if !d.done() {
+		return map[string]segRows{}
+	}
+	return old
+}
+
+func saveAllCorrections(root string, all allCorrections) {
+	writeStateFile(root, allCorrectionsFile, allCorrectionsVersion, func(e *encoder) {
+		e.int(len(all.Segs))
+		for _, sr := range all.Segs {
+			encodeStamp(e, sr.Stamp)
+			e.int(len(sr.Rows))
+			for _, c := range sr.Rows {
+				e.str(c.ID)
+				e.str(c.Kind)
+				e.str(c.Link)
+				e.int(c.Line)
+			}
+		}
+	})
+}
 
 // correctionRows returns every correction event of the ledger, by
 // segment, reading only the segments whose stamp changed since
-// allCorrectionsCache was saved.
+// the file was saved.
 func (v *Vault) correctionRows() ([]segRows, error) {
 	segs, _, err := listSegments(v.Root)
 	if err != nil {
@@ -262,15 +350,7 @@ func (v *Vault) correctionRows() ([]segRows, error) {
 // correctionRowsOf is correctionRows for the segments segs, whose stamps
 // the caller may have taken already (nil: take them here).
 func (v *Vault) correctionRowsOf(segs []segment, stamps []segStamp) ([]segRows, error) {
-	old := map[string]segRows{}
-	if data, err := os.ReadFile(filepath.Join(v.Root, allCorrectionsCache)); err == nil {
-		var all allCorrections
-		if gob.NewDecoder(bytes.NewReader(data)).Decode(&all) == nil {
-			for _, sr := range all.Segs {
-				old[sr.Stamp.Path] = sr
-			}
-		}
-	}
+	old := loadAllCorrections(v.Root)
 	var all allCorrections
 	changed := len(old) != len(segs)
 	for i, s := range segs {
@@ -286,9 +366,7 @@ func (v *Vault) correctionRowsOf(segs []segment, stamps []segStamp) ([]segRows, 
 			}
 		}
 		sr, ok := old[stamp.Path]
-		// A row without a line number is from a cache written before rows
-		// had one.
-		if !ok || sr.Stamp != stamp || slices.ContainsFunc(sr.Rows, func(c correction) bool { return c.Line == 0 }) {
+		if !ok || sr.Stamp != stamp {
 			data, err := readComplete(v.Root, s.String())
 			if err != nil {
 				return nil, err
@@ -300,10 +378,7 @@ func (v *Vault) correctionRowsOf(segs []segment, stamps []segStamp) ([]segRows, 
 		all.Segs = append(all.Segs, sr)
 	}
 	if changed {
-		var buf bytes.Buffer
-		if gob.NewEncoder(&buf).Encode(all) == nil {
-			_ = fileio.WriteCache(filepath.Join(v.Root, allCorrectionsCache), buf.Bytes())
-		}
+		saveAllCorrections(v.Root, all)
 	}
 	return all.Segs, nil
 }

@@ -19,7 +19,9 @@ import (
 // from the whole ledger, and how to encode itself.
 //
 // A reader compares the stamps: the closed segments must be unchanged and
-// the last recorded one may only have grown. Then the events appended since
+// the last recorded one may only have grown, its old bytes unchanged (a
+// CRC-32 of them is kept, since a line rewritten in place changes the size
+// and mtime just as an append does). Then the events appended since
 // (the rest of that segment, then every newer one) are read, checked to
 // continue the chain from the recorded tip, and folded on top. Anything
 // else (a segment replaced or shrunk, a chain that does not continue, an
@@ -36,8 +38,8 @@ import (
 // Deleting .state/ is always safe.
 //
 // The file: "memvault derived\n", the view's name and format version, the
-// ledger tip, the stamps, the view's own encoding, and the CRC-32 of all
-// that follows the magic line.
+// ledger tip, the stamps, a CRC-32 of the last segment's folded bytes, the
+// view's own encoding, and the CRC-32 of all that follows the magic line.
 
 const derivedMagic = "memvault derived\n"
 
@@ -71,44 +73,70 @@ type Derived[T any] struct {
 
 func (d *Derived[T]) path(root string) string { return stateFilePath(root, d.Name) }
 
-// Load returns the view as of the ledger now, through its file, and the
-// tip it was folded up to.
-func (d *Derived[T]) Load(v *Vault) (T, string, error) {
-	var zero T
+// Key is what a view was folded from.
+type Key struct {
+	Tip    string     // the hash of the last event folded
+	Stamps []segStamp // the segments, as stat'ed before they were read
+	// Exact is false when the last segment ends in a torn line: its bytes
+	// are in the stamps but it was not folded, so the view must not be
+	// saved under this key.
+	Exact bool
+}
+
+// Load returns the view as of the ledger now, through its file, and what
+// it was folded from; it rewrites the file when that is worth it.
+func (d *Derived[T]) Load(v *Vault) (T, Key, error) {
+	t, key, dirty, err := d.Open(v)
+	if err == nil && dirty {
+		d.Save(v, t, key)
+	}
+	return t, key, err
+}
+
+// Open is Load without the write, for a view that has more to add before
+// it is saved: dirty says the file is worth rewriting.
+func (d *Derived[T]) Open(v *Vault) (t T, key Key, dirty bool, err error) {
 	segs, stamps, err := v.segmentStamps()
 	if err != nil {
-		return zero, "", err
+		return t, key, false, err
 	}
-	if t, tip, save, ok := d.load(v, segs, stamps); ok {
-		if save {
-			d.Save(v, t, tip, stamps)
-		}
-		return t, tip, nil
+	if t, key, dirty, ok := d.load(v, segs, stamps); ok {
+		return t, key, dirty, nil
 	}
 	t, tip, torn, err := d.Rebuild(v, segs, stamps)
 	if err != nil {
-		return zero, "", err
+		return t, key, false, err
 	}
-	if !torn {
-		d.Save(v, t, tip, stamps)
-	}
-	return t, tip, nil
+	key = Key{Tip: tip, Stamps: stamps, Exact: !torn}
+	return t, key, key.Exact, nil
 }
 
 // load reads the file and folds what the ledger gained since. ok is false
-// when the view must be rebuilt; save says the result is worth writing.
-func (d *Derived[T]) load(v *Vault, segs []segment, stamps []segStamp) (t T, tip string, save, ok bool) {
+// when the view must be rebuilt; dirty says the result is worth writing.
+//
+// The stamps cannot tell a line rewritten in the last segment from lines
+// appended to it (its size and mtime change either way), so the file also
+// holds a CRC-32 of the bytes of that segment that were folded: when it
+// changed, those bytes are checked before the rest is read as appended.
+func (d *Derived[T]) load(v *Vault, segs []segment, stamps []segStamp) (t T, key Key, dirty, ok bool) {
 	dec, ok := readStateFile(v.Root, d.Name, d.Version)
 	if !ok {
-		return t, "", false, false
+		return t, key, false, false
 	}
-	tip = dec.str()
+	tip := dec.str()
 	old := decodeStamps(dec)
+	lastSum := uint32(dec.u64())
 	if dec.bad || len(old) == 0 || !stampsContinue(old, stamps) {
-		return t, "", false, false
+		return t, key, false, false
+	}
+	last := len(old) - 1
+	if o := old[last]; stamps[last].Size != o.Size || stamps[last].Mtime != o.Mtime {
+		if sum, ok := prefixSum(v.segPath(segs[last]), o.Size); !ok || sum != lastSum {
+			return t, key, false, false
+		}
 	}
 	if t, ok = d.Decode(dec); !ok || !dec.done() {
-		return t, "", false, false
+		return t, key, false, false
 	}
 	folded := 0
 	tip, torn, ok := v.appendedSince(segs, stamps, old, tip, func(ev *Event) bool {
@@ -117,33 +145,40 @@ func (d *Derived[T]) load(v *Vault, segs []segment, stamps []segStamp) (t T, tip
 		return ok
 	})
 	if !ok {
-		return t, "", false, false
+		return t, key, false, false
 	}
 	every := d.Every
 	if every == 0 {
 		every = snapshotEvery
 	}
-	save = !torn && (folded > every || len(segs) > len(old)+1)
-	return t, tip, save, true
+	key = Key{Tip: tip, Stamps: stamps, Exact: !torn}
+	dirty = key.Exact && (folded > every || len(segs) > len(old)+1)
+	return t, key, dirty, true
 }
 
-// Save writes t as the view folded up to tip, with the segments at
-// stamps. The segments are stat'ed again first: if one moved since the
-// stamps were taken, the file would claim lines that were not folded, so
-// nothing is written. Errors only cost a rebuild later and are dropped.
-func (d *Derived[T]) Save(v *Vault, t T, tip string, stamps []segStamp) {
-	if len(stamps) == 0 {
+// Save writes t as the view folded from key. The segments are stat'ed
+// again first: if one moved since the stamps were taken, the file would
+// claim lines that were not folded, so nothing is written. Errors only
+// cost a rebuild later and are dropped.
+func (d *Derived[T]) Save(v *Vault, t T, key Key) {
+	if !key.Exact || len(key.Stamps) == 0 {
 		return
 	}
-	for _, s := range stamps {
+	for _, s := range key.Stamps {
 		cur, err := stampOf(v.Root, mustRel(s.Path).seg())
 		if err != nil || cur != s {
 			return
 		}
 	}
+	last := key.Stamps[len(key.Stamps)-1]
+	lastSum, ok := prefixSum(filepath.Join(v.Root, filepath.FromSlash(last.Path)), last.Size)
+	if !ok {
+		return
+	}
 	writeStateFile(v.Root, d.Name, d.Version, func(e *encoder) {
-		e.str(tip)
-		encodeStamps(e, stamps)
+		e.str(key.Tip)
+		encodeStamps(e, key.Stamps)
+		e.uv(uint64(lastSum))
 		d.Encode(e, t)
 	})
 }

@@ -38,7 +38,8 @@ var headStateView = &Derived[*State]{
 // the tip it was folded up to. The State it returns has no id index unless
 // corrections had to be applied; callers only walk its rows.
 func (v *Vault) foldedState() (*State, string, error) {
-	return headStateView.Load(v)
+	st, key, err := headStateView.Load(v)
+	return st, key.Tip, err
 }
 
 // foldRow adds one appended event to decoded rows. The id index is built

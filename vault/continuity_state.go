@@ -2,9 +2,6 @@ package vault
 
 import (
 	"bytes"
-	"encoding/binary"
-	"encoding/json"
-	"errors"
 	"hash/crc32"
 	"io"
 	"os"
@@ -12,87 +9,76 @@ import (
 	"sort"
 
 	"github.com/memvault/memvault/render"
-	"github.com/memvault/memvault/vault/fileio"
 )
 
 // The protocol's derived state. Folding every protocol event of the ledger
 // on each `memvault continuity status` costs far more than the 20 ms the
 // command may take at 10k learnings (docs/PERFORMANCE.md), so the fold is
-// kept in .state/continuity-state.bin, keyed like the heads' caches
-// (headstate.go) by the stamp of every segment and the ledger tip it was
-// folded up to. The file has two parts:
+// a Derived view (derived.go), .state/continuity-state.bin. Past the key,
+// the file holds:
 //
-//   - a JSON header: the key, CONTINUITY.md's head bookkeeping, the last
-//     audit, and a summary (counts, token sums, learnings-index.md and the
-//     render of CONTINUITY.md for the budgets in memvault.toml), which is
-//     all that status, budget and an update that changes nothing read;
-//   - the whole fold in a compact binary form, checked by a CRC-32 and
-//     decoded only when a command needs the learnings themselves (listing,
-//     session start, a write).
+//   - CONTINUITY.md's head bookkeeping, the last audit, and a summary
+//     (counts, token sums, learnings-index.md and the render of
+//     CONTINUITY.md for the budgets in memvault.toml), which is all that
+//     status, budget and an update that changes nothing read;
+//   - the whole fold in a compact binary form, decoded only when a command
+//     needs the learnings themselves (listing, session start, a write).
 //
-// The stamps cannot tell a line rewritten in the open segment from lines
-// appended to it (its size and time change either way), so the key also
-// holds a CRC-32 of the bytes of the last segment that were folded; when
-// that segment changed, its old bytes are checked first, and an edit
-// rebuilds from the segments themselves, not from the heads' cache, which
-// shares the blind spot.
-//
-// A reader takes the events appended since through appendedSince, the
-// heads' reader: events that do not touch the protocol pass by, the others
-// are folded on top of the decoded state, and a correction (retract,
-// supersede, commitment.close) rebuilds the state from the heads' folded
-// rows, since it can withdraw any earlier event. Anything else that does
-// not match (a segment replaced or rewritten, a chain that does not
-// continue, a file that does not decode) rebuilds too. A writer saves the
-// state it committed, once it has checked that the lines appended since
-// the key are exactly its own. Deleting .state/ is always safe.
+// Events appended since the key that do not touch the protocol pass by;
+// the others are folded on top of the decoded state; a correction
+// (retract, supersede, commitment.close) rebuilds the state from the
+// heads' folded rows, since it can withdraw any earlier event. The view is
+// not saved as it is loaded, since the summary is computed for the
+// budgets of the command's configuration: a command saves it when it has
+// them (saveIfDirty). A writer saves the state it committed, once it has
+// checked that the lines appended since the key are exactly its own.
 
-const (
-	contStateFile  = ".state/continuity-state.bin"
-	contStateMagic = "memvault continuity-state 1\n"
-)
+var contView = &Derived[*contState]{
+	Name:    "continuity-state",
+	Version: 2,
+	Rebuild: func(v *Vault, segs []segment, stamps []segStamp) (*contState, string, bool, error) {
+		s, tip, err := v.foldContState()
+		if err != nil {
+			return nil, "", false, err
+		}
+		// A torn last line is not folded, but the stamps count its bytes.
+		torn := len(segs) == 0 || endsTorn(v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
+		return s, tip, torn, nil
+	},
+	Fold:   foldContEvent,
+	Encode: encodeContState,
+	Decode: decodeContState,
+}
 
 // contSummary is what a reader of the protocol needs without the
 // learnings themselves, computed for one index budget and one word cap.
 type contSummary struct {
-	Learnings   int            `json:"learnings"`       // every learning, whatever its status
-	Active      int            `json:"active"`          // active and corrected learnings
-	Decisions   int            `json:"decisions"`       // active decisions
-	LearnTokens int            `json:"learn_tokens"`    // the active learnings as listed, one line each
-	DecTokens   int            `json:"decision_tokens"` // the active decisions as listed
-	IndexBudget int            `json:"index_budget"`
-	Index       string         `json:"index"` // learnings-index.md for IndexBudget
-	Words       int            `json:"words"`
-	Render      string         `json:"render"` // CONTINUITY.md as rendered for Words
-	RenderWords int            `json:"render_words"`
-	Omitted     map[string]int `json:"omitted,omitempty"`
-}
-
-type contHeader struct {
-	Tip       string       `json:"tip"`
-	Stamps    []segStamp   `json:"stamps"`
-	LastAudit string       `json:"last_audit"`
-	Head      contHeadJSON `json:"head"`
-	Sum       *contSummary `json:"summary"`
-	Body      blockRef     `json:"body"`
-	LastSum   uint32       `json:"last_crc"` // CRC-32 of the last segment's first Stamps[last].Size bytes
+	Learnings   int            // every learning, whatever its status
+	Active      int            // active and corrected learnings
+	Decisions   int            // active decisions
+	LearnTokens int            // the active learnings as listed, one line each
+	DecTokens   int            // the active decisions as listed
+	IndexBudget int            //
+	Index       string         // learnings-index.md for IndexBudget
+	Words       int            //
+	Render      string         // CONTINUITY.md as rendered for Words
+	RenderWords int            //
+	Omitted     map[string]int //
 }
 
 type contHeadJSON struct {
-	Blob      string   `json:"blob"`
-	Rendered  bool     `json:"rendered"`
-	Deferred  []string `json:"deferred"`
-	Tokens    []string `json:"tokens"`
-	Conflicts []string `json:"conflicts"`
+	Blob      string
+	Rendered  bool
+	Deferred  []string
+	Tokens    []string
+	Conflicts []string
 }
 
 // contState is the protocol's state as a command gets it: the summary at
 // once, the fold decoded when asked for.
 type contState struct {
 	v         *Vault
-	tip       string
-	stamps    []segStamp
-	key       bool // tip and stamps say exactly what was folded: the state may be saved under them
+	key       Key // what was folded; saved under it, if exact
 	lastAudit string
 	head      headBook
 	sum       *contSummary // for the state as it is, or nil
@@ -112,20 +98,14 @@ func (v *Vault) continuityConfigState() (ContinuityConfig, *contState, error) {
 	return cfg, st, err
 }
 
-// continuityState returns the protocol's state through its cache.
+// continuityState returns the protocol's state through its view.
 func (v *Vault) continuityState() (*contState, error) {
-	segs, stamps, err := v.segmentStamps()
+	s, key, dirty, err := contView.Open(v)
 	if err != nil {
 		return nil, err
 	}
-	s, ok, edited := v.loadContState(segs, stamps)
-	switch {
-	case ok:
-		return s, nil
-	case edited:
-		return v.rebuildFromSegments(segs, stamps)
-	}
-	return v.rebuildContState(segs, stamps)
+	s.v, s.key, s.dirty = v, key, s.dirty || dirty
+	return s, nil
 }
 
 func (v *Vault) segmentStamps() ([]segment, []segStamp, error) {
@@ -142,33 +122,38 @@ func (v *Vault) segmentStamps() ([]segment, []segStamp, error) {
 	return segs, stamps, nil
 }
 
-// rebuildContState folds the protocol from the heads' folded rows. The
-// stamps were taken before the fold: if the ledger grew meanwhile, saving
-// notices (saveContState stats the segments again) and leaves the cache.
-func (v *Vault) rebuildContState(segs []segment, stamps []segStamp) (*contState, error) {
+// foldContState folds the protocol from the heads' folded rows. The
+// stamps of its key were taken before the fold: if the ledger grew
+// meanwhile, saving notices (Derived.Save stats the segments again) and
+// leaves the file.
+func (v *Vault) foldContState() (*contState, string, error) {
 	st, tip, err := v.foldedState()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return v.newContState(st, tip, segs, stamps), nil
-}
-
-// rebuildFromSegments folds the protocol from the segments themselves, for
-// a ledger edited in a way the stamps do not show.
-func (v *Vault) rebuildFromSegments(segs []segment, stamps []segStamp) (*contState, error) {
-	st, tip, _, err := v.foldAll(segs)
-	if err != nil {
-		return nil, err
-	}
-	return v.newContState(st, tip, segs, stamps), nil
-}
-
-func (v *Vault) newContState(st *State, tip string, segs []segment, stamps []segStamp) *contState {
 	c := foldContinuity(st.Rows, nil)
-	s := &contState{v: v, tip: tip, stamps: stamps, c: c, lastAudit: c.LastAudit, head: c.head, dirty: true}
-	// A torn last line is not folded, but the stamps count its bytes.
-	s.key = len(segs) > 0 && !endsTorn(v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
-	return s
+	return &contState{v: v, c: c, lastAudit: c.LastAudit, head: c.head, dirty: true}, tip, nil
+}
+
+// foldContEvent folds one appended event on top of the state.
+func foldContEvent(s *contState, ev *Event) (*contState, bool) {
+	if correctionKinds[ev.Kind] {
+		return s, false // it may withdraw any earlier event: rebuild
+	}
+	if !touchesContinuity(ev) {
+		return s, true
+	}
+	c := s.c
+	if c == nil {
+		var ok bool
+		if c, ok = decodeContinuity(s.body); !ok {
+			return s, false
+		}
+	}
+	c.addEvent(ev)
+	s.setFold(c)
+	s.dirty = true
+	return s, true
 }
 
 func (v *Vault) segPath(s segment) string {
@@ -205,60 +190,6 @@ func endsTorn(path string, size int64) bool {
 	return b[0] != '\n'
 }
 
-// loadContState reads the cache and brings it up to date with what the
-// ledger gained since; ok is false when it has to be rebuilt, and edited
-// says the last segment's old bytes changed.
-func (v *Vault) loadContState(segs []segment, stamps []segStamp) (s *contState, ok, edited bool) {
-	data, err := os.ReadFile(filepath.Join(v.Root, contStateFile))
-	if err != nil {
-		return nil, false, false
-	}
-	hdr, body, err := decodeContFile(data)
-	if err != nil || hdr.Sum == nil || len(hdr.Stamps) == 0 || len(hdr.Stamps) > len(segs) || !stampsContinue(hdr.Stamps, stamps) {
-		return nil, false, false
-	}
-	last := len(hdr.Stamps) - 1
-	if old := hdr.Stamps[last]; stamps[last].Size != old.Size || stamps[last].Mtime != old.Mtime {
-		if sum, ok := prefixSum(v.segPath(segs[last]), old.Size); !ok || sum != hdr.LastSum {
-			return nil, false, true
-		}
-	}
-	s = &contState{v: v, stamps: stamps, lastAudit: hdr.LastAudit, head: hdr.Head.state(), sum: hdr.Sum, body: body}
-	var fresh []*Event
-	seen := 0
-	tip, torn, ok := v.appendedSince(segs, stamps, hdr.Stamps, hdr.Tip, func(ev *Event) bool {
-		if correctionKinds[ev.Kind] {
-			return false // it may withdraw any earlier event: rebuild
-		}
-		seen++
-		if touchesContinuity(ev) {
-			fresh = append(fresh, ev)
-		}
-		return true
-	})
-	if !ok {
-		return nil, false, false
-	}
-	s.tip, s.key = tip, !torn
-	if len(fresh) > 0 {
-		c, ok := decodeContinuity(s.body)
-		if !ok {
-			return nil, false, false
-		}
-		for _, ev := range fresh {
-			c.addEvent(ev)
-		}
-		s.setFold(c)
-		s.dirty = true
-	}
-	// Events that pass the protocol by cost a parsed line each; rewrite the
-	// file only when they add up or a segment closed.
-	if seen > snapshotEvery || len(segs) > len(hdr.Stamps)+1 {
-		s.dirty = true
-	}
-	return s, true, false
-}
-
 // setFold makes c the state: what was derived from the old one goes.
 func (s *contState) setFold(c *Continuity) {
 	s.c, s.body, s.sum = c, nil, nil
@@ -276,15 +207,17 @@ func (s *contState) full() (*Continuity, error) {
 		s.c, s.body = c, nil
 		return c, nil
 	}
-	segs, stamps, err := s.v.segmentStamps()
+	v := s.v
+	segs, stamps, err := v.segmentStamps()
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.v.rebuildContState(segs, stamps)
+	r, tip, torn, err := contView.Rebuild(v, segs, stamps)
 	if err != nil {
 		return nil, err
 	}
 	*s = *r
+	s.key = Key{Tip: tip, Stamps: stamps, Exact: !torn}
 	return s.c, nil
 }
 
@@ -356,46 +289,68 @@ func (s *contState) saveIfDirty(cfg ContinuityConfig) {
 	s.v.saveContState(s)
 }
 
-// saveContState writes the cache under the state's key. It stats the
-// segments again first and refuses if anything moved: the state must not
-// claim lines it did not fold.
+// saveContState writes the state under its key, once it has a summary.
 func (v *Vault) saveContState(s *contState) {
-	if !s.key || len(s.stamps) == 0 || s.sum == nil {
+	if s.sum == nil {
 		return
 	}
-	for _, st := range s.stamps {
-		cur, err := stampOf(v.Root, mustRel(st.Path).seg())
-		if err != nil || cur != st {
-			return
-		}
-	}
-	last := s.stamps[len(s.stamps)-1]
-	lastSum, ok := prefixSum(filepath.Join(v.Root, filepath.FromSlash(last.Path)), last.Size)
-	if !ok {
-		return
-	}
-	body := s.body
 	if s.c != nil {
-		body = encodeContinuity(s.c)
+		s.body = encodeContinuity(s.c)
 	}
-	if body == nil {
-		return
-	}
-	hdr := contHeader{Tip: s.tip, Stamps: s.stamps, LastAudit: s.lastAudit, Head: s.head.json(), Sum: s.sum,
-		Body: blockRef{Len: len(body), Sum: crc32.ChecksumIEEE(body)}, LastSum: lastSum}
-	hb, err := json.Marshal(hdr)
-	if err != nil {
-		return
-	}
-	var out bytes.Buffer
-	out.Grow(len(contStateMagic) + binary.MaxVarintLen64 + len(hb) + len(body))
-	out.WriteString(contStateMagic)
-	putUvarint(&out, uint64(len(hb)))
-	out.Write(hb)
-	out.Write(body)
-	if fileio.WriteAtomic(filepath.Join(v.Root, contStateFile), out.Bytes()) == nil {
+	if s.body != nil && contView.Save(v, s, s.key) {
 		s.dirty = false
 	}
+}
+
+func encodeContState(e *encoder, s *contState) {
+	e.str(s.lastAudit)
+	h := s.head.json()
+	e.str(h.Blob)
+	e.bool(h.Rendered)
+	e.strs(h.Deferred)
+	e.strs(h.Tokens)
+	e.strs(h.Conflicts)
+	m := s.sum
+	for _, n := range [...]int{m.Learnings, m.Active, m.Decisions, m.LearnTokens, m.DecTokens, m.IndexBudget, m.Words, m.RenderWords} {
+		e.i64(int64(n))
+	}
+	e.str(m.Index)
+	e.str(m.Render)
+	kinds := make([]string, 0, len(m.Omitted))
+	for k := range m.Omitted {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	e.int(len(kinds))
+	for _, k := range kinds {
+		e.str(k)
+		e.i64(int64(m.Omitted[k]))
+	}
+	e.bytes(s.body)
+}
+
+// decodeContState reads the summary and keeps the fold's bytes, a slice
+// of the file, for decodeContinuity when a command needs them.
+func decodeContState(d *decoder) (*contState, bool) {
+	s := &contState{lastAudit: d.str()}
+	var h contHeadJSON
+	h.Blob, h.Rendered = d.str(), d.bool()
+	h.Deferred, h.Tokens, h.Conflicts = d.strs(), d.strs(), d.strs()
+	s.head = h.state()
+	m := &contSummary{}
+	for _, n := range [...]*int{&m.Learnings, &m.Active, &m.Decisions, &m.LearnTokens, &m.DecTokens, &m.IndexBudget, &m.Words, &m.RenderWords} {
+		*n = int(d.i64())
+	}
+	m.Index, m.Render = d.str(), d.str()
+	if n := d.count(); n > 0 {
+		m.Omitted = make(map[string]int, n)
+		for range n {
+			k := d.str()
+			m.Omitted[k] = int(d.i64())
+		}
+	}
+	s.sum, s.body = m, d.bytes()
+	return s, !d.bad && s.body != nil
 }
 
 // saveAfterWrite saves the state a protocol transaction committed. The
@@ -407,15 +362,15 @@ func (v *Vault) saveAfterWrite(s *contState, c *Continuity, events []*Event, cfg
 		s.saveIfDirty(cfg)
 		return
 	}
-	if !s.key || len(s.stamps) == 0 {
+	if !s.key.Exact || len(s.key.Stamps) == 0 {
 		return
 	}
 	segs, stamps, err := v.segmentStamps()
-	if err != nil || !stampsContinue(s.stamps, stamps) {
+	if err != nil || !stampsContinue(s.key.Stamps, stamps) {
 		return
 	}
 	i := 0
-	tip, torn, ok := v.appendedSince(segs, stamps, s.stamps, s.tip, func(ev *Event) bool {
+	tip, torn, ok := v.appendedSince(segs, stamps, s.key.Stamps, s.key.Tip, func(ev *Event) bool {
 		if i >= len(events) || ev.ID != events[i].ID {
 			return false
 		}
@@ -426,32 +381,8 @@ func (v *Vault) saveAfterWrite(s *contState, c *Continuity, events []*Event, cfg
 		return
 	}
 	s.setFold(c)
-	s.tip, s.stamps, s.dirty = tip, stamps, true
+	s.key, s.dirty = Key{Tip: tip, Stamps: stamps, Exact: true}, true
 	s.saveIfDirty(cfg)
-}
-
-var errBadContState = errors.New("continuity state: malformed")
-
-// decodeContFile splits the cache into its header and its body, checking
-// the body's length and CRC-32.
-func decodeContFile(data []byte) (contHeader, []byte, error) {
-	var hdr contHeader
-	if !bytes.HasPrefix(data, []byte(contStateMagic)) {
-		return hdr, nil, errBadContState
-	}
-	rest := data[len(contStateMagic):]
-	hl, n := binary.Uvarint(rest)
-	if n <= 0 || hl > uint64(len(rest)-n) {
-		return hdr, nil, errBadContState
-	}
-	if err := json.Unmarshal(rest[n:n+int(hl)], &hdr); err != nil {
-		return hdr, nil, errBadContState
-	}
-	body := rest[n+int(hl):]
-	if hdr.Body.Len != len(body) || crc32.ChecksumIEEE(body) != hdr.Body.Sum {
-		return hdr, nil, errBadContState
-	}
-	return hdr, body, nil
 }
 
 func (h headBook) json() contHeadJSON {
@@ -547,20 +478,13 @@ func (d *decoder) num() int {
 
 // decodeContinuity reads what encodeContinuity wrote; ok is false when it
 // does not decode to the end. The learnings and decisions are allocated in
-// one slab each, and every string is a slice of one copy of the body.
+// one slab each, and every string is a slice of the body.
 func decodeContinuity(body []byte) (*Continuity, bool) {
 	if body == nil {
 		return nil, false
 	}
-	d := &decoder{s: string(body)}
-	count := func() int {
-		n := d.uv()
-		if n > len(d.s)-d.pos {
-			d.bad = true
-			return 0
-		}
-		return n
-	}
+	d := newDecoder(body)
+	count := d.count
 	list := func(keepNil bool) []string {
 		n := count()
 		if n == 0 && keepNil {

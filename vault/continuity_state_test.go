@@ -204,7 +204,7 @@ func TestContinuityCacheMatchesFold(t *testing.T) {
 	}
 
 	// Deleted, corrupt, truncated.
-	path := v.abs(mustRel(contStateFile))
+	path := contView.path(v.Root)
 	good, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +215,7 @@ func TestContinuityCacheMatchesFold(t *testing.T) {
 		"garbage":       []byte("garbage"),
 		"truncated":     good[:len(good)-7],
 		"a flipped bit": append(append([]byte(nil), good[:len(good)-40]...), append([]byte{good[len(good)-40] ^ 1}, good[len(good)-39:]...)...),
-		"no header":     []byte(contStateMagic),
+		"no header":     []byte(derivedMagic),
 	} {
 		if err := os.WriteFile(path, bad, 0o600); err != nil {
 			t.Fatal(err)

@@ -159,23 +159,23 @@ func (d *Derived[T]) load(v *Vault, segs []segment, stamps []segStamp) (t T, key
 // Save writes t as the view folded from key. The segments are stat'ed
 // again first: if one moved since the stamps were taken, the file would
 // claim lines that were not folded, so nothing is written. Errors only
-// cost a rebuild later and are dropped.
-func (d *Derived[T]) Save(v *Vault, t T, key Key) {
+// cost a rebuild later; Save reports whether the file was written.
+func (d *Derived[T]) Save(v *Vault, t T, key Key) bool {
 	if !key.Exact || len(key.Stamps) == 0 {
-		return
+		return false
 	}
 	for _, s := range key.Stamps {
 		cur, err := stampOf(v.Root, mustRel(s.Path).seg())
 		if err != nil || cur != s {
-			return
+			return false
 		}
 	}
 	last := key.Stamps[len(key.Stamps)-1]
 	lastSum, ok := prefixSum(filepath.Join(v.Root, filepath.FromSlash(last.Path)), last.Size)
 	if !ok {
-		return
+		return false
 	}
-	writeStateFile(v.Root, d.Name, d.Version, func(e *encoder) {
+	return writeStateFile(v.Root, d.Name, d.Version, func(e *encoder) {
 		e.str(key.Tip)
 		encodeStamps(e, key.Stamps)
 		e.uv(uint64(lastSum))
@@ -190,15 +190,15 @@ func stateFilePath(root, name string) string {
 // writeStateFile writes .state/<name>.bin in the framing every derived
 // file shares: the magic line, name, version, what body writes, and a
 // CRC-32 of all after the magic line. It is a cache: written without
-// fsync, errors dropped.
-func writeStateFile(root, name string, version uint64, body func(e *encoder)) {
+// fsync; it reports whether the write succeeded.
+func writeStateFile(root, name string, version uint64, body func(e *encoder)) bool {
 	e := &encoder{b: append(make([]byte, 0, 4096), derivedMagic...)}
 	e.str(name)
 	e.uv(version)
 	body(e)
 	e.b = binary.LittleEndian.AppendUint32(e.b, crc32.ChecksumIEEE(e.b[len(derivedMagic):]))
 	_ = os.MkdirAll(filepath.Join(root, ".state"), fileio.DirPerm)
-	_ = fileio.WriteCache(stateFilePath(root, name), e.b)
+	return fileio.WriteCache(stateFilePath(root, name), e.b) == nil
 }
 
 // readStateFile reads what writeStateFile wrote and returns a decoder at

@@ -17,8 +17,8 @@ import (
 type derivedView struct {
 	name   string
 	file   func(v *Vault) string
-	cached func(v *Vault) (any, error)
-	full   func(v *Vault) (any, error)
+	cached func(t *testing.T, v *Vault) (any, error)
+	full   func(t *testing.T, v *Vault) (any, error)
 	// continues reports whether the file can be brought up to date
 	// without a rebuild; nil for files kept per segment.
 	continues func(v *Vault) bool
@@ -82,14 +82,14 @@ var derivedViews = []derivedView{
 		name:      "heads-state",
 		file:      func(v *Vault) string { return headStateView.path(v.Root) },
 		continues: continues(headStateView),
-		cached: func(v *Vault) (any, error) {
+		cached: func(t *testing.T, v *Vault) (any, error) {
 			st, tip, err := v.foldedState()
 			if err != nil {
 				return nil, err
 			}
 			return []any{rowsOf(st), tip}, nil
 		},
-		full: func(v *Vault) (any, error) {
+		full: func(t *testing.T, v *Vault) (any, error) {
 			segs, _, err := listSegments(v.Root)
 			if err != nil {
 				return nil, err
@@ -105,14 +105,14 @@ var derivedViews = []derivedView{
 		name:      "scope",
 		file:      func(v *Vault) string { return scopeView.path(v.Root) },
 		continues: continues(scopeView),
-		cached: func(v *Vault) (any, error) {
+		cached: func(t *testing.T, v *Vault) (any, error) {
 			sc, key, err := scopeView.Load(v)
 			if err != nil {
 				return nil, err
 			}
 			return scopeOf(sc, key.Tip), nil
 		},
-		full: func(v *Vault) (any, error) {
+		full: func(t *testing.T, v *Vault) (any, error) {
 			// From every segment's lines: the per-segment facts are set
 			// aside for the fold and put back after.
 			facts := stateFilePath(v.Root, scopeFactsFile)
@@ -132,9 +132,48 @@ var derivedViews = []derivedView{
 		},
 	},
 	{
+		// The protocol's state: what status reads (the summary, audit and
+		// head bookkeeping) and the whole fold, decoded when asked for.
+		name:      "continuity",
+		file:      func(v *Vault) string { return contView.path(v.Root) },
+		continues: continues(contView),
+		cached: func(t *testing.T, v *Vault) (any, error) {
+			cfg, st, err := v.continuityConfigState()
+			if err != nil {
+				return nil, err
+			}
+			sum, err := st.summary(cfg.Budgets["index"], cfg.Words)
+			if err != nil {
+				return nil, err
+			}
+			c, err := st.full()
+			if err != nil {
+				return nil, err
+			}
+			st.saveIfDirty(cfg)
+			return []any{sum, st.lastAudit, st.head.json(), contFingerprint(t, c), st.key.Tip}, nil
+		},
+		full: func(t *testing.T, v *Vault) (any, error) {
+			cfg, err := v.ContinuityConfig()
+			if err != nil {
+				return nil, err
+			}
+			segs, _, err := listSegments(v.Root)
+			if err != nil {
+				return nil, err
+			}
+			st, tip, _, err := v.foldAll(segs)
+			if err != nil {
+				return nil, err
+			}
+			c := foldContinuity(st.Rows, nil)
+			return []any{summarize(c, cfg.Budgets["index"], cfg.Words), c.LastAudit, c.head.json(), contFingerprint(t, c), tip}, nil
+		},
+	},
+	{
 		name: "corrections",
 		file: func(v *Vault) string { return stateFilePath(v.Root, allCorrectionsFile) },
-		cached: func(v *Vault) (any, error) {
+		cached: func(t *testing.T, v *Vault) (any, error) {
 			all, err := v.correctionRows()
 			if err != nil {
 				return nil, err
@@ -145,7 +184,7 @@ var derivedViews = []derivedView{
 			}
 			return rows, nil
 		},
-		full: func(v *Vault) (any, error) {
+		full: func(t *testing.T, v *Vault) (any, error) {
 			segs, _, err := listSegments(v.Root)
 			if err != nil {
 				return nil, err
@@ -167,14 +206,14 @@ var derivedViews = []derivedView{
 		// through the per-segment corrections file.
 		name: "filtered load",
 		file: func(v *Vault) string { return stateFilePath(v.Root, correctionFile) },
-		cached: func(v *Vault) (any, error) {
+		cached: func(t *testing.T, v *Vault) (any, error) {
 			st, err := v.loadState([][]byte{[]byte(`"thread":"project:p1"`)})
 			if err != nil {
 				return nil, err
 			}
 			return marksOf(st, "project:p1"), nil
 		},
-		full: func(v *Vault) (any, error) {
+		full: func(t *testing.T, v *Vault) (any, error) {
 			segs, _, err := listSegments(v.Root)
 			if err != nil {
 				return nil, err
@@ -203,12 +242,12 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 			check := func(step string) {
 				t.Helper()
 				for _, dv := range derivedViews {
-					want, err := dv.full(v)
+					want, err := dv.full(t, v)
 					if err != nil {
 						t.Fatalf("%s: %s: full fold: %v", step, dv.name, err)
 					}
 					for _, pass := range []string{"first", "second"} {
-						got, err := dv.cached(v)
+						got, err := dv.cached(t, v)
 						if err != nil {
 							t.Fatalf("%s: %s: %s load: %v", step, dv.name, pass, err)
 						}
@@ -235,6 +274,18 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 				wasPlain := plain
 				plain = false
 				switch {
+				case op < 1 && len(ids) >= 3:
+					name = fmt.Sprintf("%d: continuity", step)
+					plain = true
+					if _, err := v.UpdateContinuity(ContinuityOptions{}, func(ct *ContinuityTx) error {
+						if rng.Intn(2) == 0 {
+							return ct.Next(fmt.Sprintf("next step %d", step), false)
+						}
+						_, err := ct.Learn(LearnInput{Error: fmt.Sprintf("error %d", step), Prevention: "check first"})
+						return err
+					}); err != nil {
+						t.Fatal(err)
+					}
 				case op < 5 || len(ids) < 3:
 					plain = true
 					n := 1 + rng.Intn(4)
@@ -243,6 +294,9 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 					write(opts, func(tx *Tx) error {
 						for range n {
 							in := Input{Text: fmt.Sprintf("fact %d at step %d", rng.Int(), step)}
+							if rng.Intn(6) == 0 {
+								in.Kind = "blocker" // folded by the protocol too
+							}
 							if rng.Intn(2) == 0 {
 								in.Thread = fmt.Sprintf("project:p%d", rng.Intn(3))
 							}

@@ -3,6 +3,7 @@ package vault
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"os"
 	"unsafe"
 )
 
@@ -13,9 +14,32 @@ import (
 // costs more than the whole budget; reading back a string costs a slice of
 // the file, not an allocation.
 
-// encoder appends to one growing buffer, which becomes the file.
+// encoder appends to one growing buffer, which becomes the file, and to
+// a tail of blocks read one by one later (tailBlock).
 type encoder struct {
-	b []byte
+	b    []byte
+	tail []byte
+	bad  bool // a view could not encode itself: write nothing
+}
+
+// tailRef locates a block of the tail.
+type tailRef struct {
+	Off, Len int
+	Sum      uint32
+}
+
+// tailBlock puts p in the tail and returns where it is, for the view to
+// encode with its index.
+func (e *encoder) tailBlock(p []byte) tailRef {
+	ref := tailRef{Off: len(e.tail), Len: len(p), Sum: crc32.ChecksumIEEE(p)}
+	e.tail = append(e.tail, p...)
+	return ref
+}
+
+func (e *encoder) ref(r tailRef) {
+	e.int(r.Off)
+	e.int(r.Len)
+	e.uv(uint64(r.Sum))
 }
 
 func (e *encoder) uv(x uint64) { e.b = binary.AppendUvarint(e.b, x) }
@@ -71,6 +95,28 @@ type decoder struct {
 	b   []byte
 	pos int
 	bad bool
+	// The file's tail, read a block at a time; nil when it has none.
+	tail             *os.File
+	tailOff, tailLen int64
+}
+
+func (d *decoder) ref() tailRef {
+	return tailRef{Off: int(d.i64()), Len: int(d.i64()), Sum: uint32(d.u64())}
+}
+
+// tailBlock reads a block of the tail and checks its sum.
+func (d *decoder) tailBlock(r tailRef) ([]byte, bool) {
+	if r.Len == 0 {
+		return nil, r.Sum == 0 // an empty block leaves no tail to read
+	}
+	if d.tail == nil || r.Off < 0 || r.Len < 0 || int64(r.Off)+int64(r.Len) > d.tailLen {
+		return nil, false
+	}
+	b := make([]byte, r.Len)
+	if _, err := d.tail.ReadAt(b, d.tailOff+int64(r.Off)); err != nil || crc32.ChecksumIEEE(b) != r.Sum {
+		return nil, false
+	}
+	return b, true
 }
 
 // newDecoder reads b, which the caller gives up: it is aliased, not copied.
@@ -91,10 +137,10 @@ func (d *decoder) u64() uint64 {
 	return x
 }
 
-// uv reads a count or length, which cannot exceed the input's size.
+// uv reads a non-negative int. Callers that allocate by it use count.
 func (d *decoder) uv() int {
 	x := d.u64()
-	if x > uint64(len(d.b)) {
+	if x > 1<<40 {
 		d.bad = true
 		return 0
 	}

@@ -1,7 +1,6 @@
 package vault
 
 import (
-	"bytes"
 	"hash/crc32"
 	"io"
 	"os"
@@ -405,16 +404,15 @@ func (j contHeadJSON) state() headBook {
 // encodeContinuity writes the whole fold: strings as length and bytes,
 // numbers as uvarints (none is negative).
 func encodeContinuity(c *Continuity) []byte {
-	var b bytes.Buffer
-	b.Grow(256 + 300*len(c.Learnings))
+	b := encoder{b: make([]byte, 0, 256+300*len(c.Learnings))}
 	str := func(ss ...string) {
 		for _, s := range ss {
-			putString(&b, s)
+			b.str(s)
 		}
 	}
 	num := func(ns ...int) {
 		for _, n := range ns {
-			putUvarint(&b, uint64(max(n, 0)))
+			b.int(max(n, 0))
 		}
 	}
 	list := func(ss []string) {
@@ -459,7 +457,7 @@ func encodeContinuity(c *Continuity) []byte {
 	list(h.Deferred)
 	list(h.Tokens)
 	list(h.Conflicts)
-	return b.Bytes()
+	return b.b
 }
 
 // num reads a number (decoder.uv reads lengths, bounded by the block).
@@ -467,12 +465,11 @@ func (d *decoder) num() int {
 	if d.bad {
 		return 0
 	}
-	x, n := uvarintString(d.s[d.pos:])
-	if n <= 0 || x > 1<<40 {
+	x := d.u64()
+	if x > 1<<40 {
 		d.bad = true
 		return 0
 	}
-	d.pos += n
 	return int(x)
 }
 

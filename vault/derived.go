@@ -3,7 +3,9 @@ package vault
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -123,6 +125,11 @@ func (d *Derived[T]) load(v *Vault, segs []segment, stamps []segStamp) (t T, key
 	if !ok {
 		return t, key, false, false
 	}
+	defer func() {
+		if !ok && dec.tail != nil {
+			dec.tail.Close()
+		}
+	}()
 	tip := dec.str()
 	old := decodeStamps(dec)
 	lastSum := uint32(dec.u64())
@@ -188,38 +195,72 @@ func stateFilePath(root, name string) string {
 }
 
 // writeStateFile writes .state/<name>.bin in the framing every derived
-// file shares: the magic line, name, version, what body writes, and a
-// CRC-32 of all after the magic line. It is a cache: written without
-// fsync; it reports whether the write succeeded.
+// file shares: the magic line, the length of the part read at once (8
+// bytes), that part (name, version, what body writes), its CRC-32, and
+// then the blocks body put in the tail, which a view reads one by one when
+// it needs them (each with its own CRC-32, encoder.tailBlock). It is a
+// cache: written without fsync; nothing is written when body marked the
+// encoding bad. It reports whether the file was written.
 func writeStateFile(root, name string, version uint64, body func(e *encoder)) bool {
-	e := &encoder{b: append(make([]byte, 0, 4096), derivedMagic...)}
+	head := len(derivedMagic) + 8
+	e := &encoder{b: make([]byte, head, 4096)}
+	copy(e.b, derivedMagic)
 	e.str(name)
 	e.uv(version)
 	body(e)
-	e.b = binary.LittleEndian.AppendUint32(e.b, crc32.ChecksumIEEE(e.b[len(derivedMagic):]))
+	if e.bad {
+		return false
+	}
+	binary.LittleEndian.PutUint64(e.b[len(derivedMagic):], uint64(len(e.b)-head))
+	e.b = binary.LittleEndian.AppendUint32(e.b, crc32.ChecksumIEEE(e.b[head:]))
+	e.b = append(e.b, e.tail...)
 	_ = os.MkdirAll(filepath.Join(root, ".state"), fileio.DirPerm)
 	return fileio.WriteCache(stateFilePath(root, name), e.b) == nil
 }
 
 // readStateFile reads what writeStateFile wrote and returns a decoder at
 // the start of the body; false when the file is missing, torn, damaged, or
-// of another name or version.
+// of another name or version. The tail is not read: when there is one, the
+// decoder holds the open file for it (the file is replaced by rename, never
+// rewritten in place, so it stays the file that was checked).
 func readStateFile(root, name string, version uint64) (*decoder, bool) {
-	data, err := os.ReadFile(stateFilePath(root, name))
+	f, err := os.Open(stateFilePath(root, name))
 	if err != nil {
 		return nil, false
 	}
-	rest, ok := bytes.CutPrefix(data, []byte(derivedMagic))
-	if !ok || len(rest) < 4 {
+	keep := false
+	defer func() {
+		if !keep {
+			f.Close()
+		}
+	}()
+	info, err := f.Stat()
+	if err != nil {
 		return nil, false
 	}
-	body := rest[:len(rest)-4]
-	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(rest[len(rest)-4:]) {
+	head := make([]byte, len(derivedMagic)+8)
+	if _, err := io.ReadFull(f, head); err != nil || !bytes.HasPrefix(head, []byte(derivedMagic)) {
+		return nil, false
+	}
+	n := binary.LittleEndian.Uint64(head[len(derivedMagic):])
+	if n > uint64(info.Size()) || int64(len(head))+int64(n)+4 > info.Size() {
+		return nil, false
+	}
+	buf := make([]byte, n+4)
+	if _, err := io.ReadFull(f, buf); err != nil {
+		return nil, false
+	}
+	body := buf[:n:n]
+	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(buf[n:]) {
 		return nil, false
 	}
 	dec := newDecoder(body)
 	if dec.str() != name || dec.u64() != version || dec.bad {
 		return nil, false
+	}
+	if tail := int64(len(head)) + int64(len(buf)); tail < info.Size() {
+		dec.tail, dec.tailOff, dec.tailLen = f, tail, info.Size()-tail
+		keep = true
 	}
 	return dec, true
 }
@@ -253,4 +294,81 @@ func decodeStamps(d *decoder) []segStamp {
 		out[i] = decodeStamp(d)
 	}
 	return out
+}
+
+// appendedSince reads the events appended since a cache was written (the
+// rest of its last segment, then every newer segment), checks that they
+// continue its chain from tip, and hands each to fn, stripped of prev and
+// hash. It returns the new tip and whether the last segment ends torn; ok
+// is false when the chain does not continue, a file cannot be read, or fn
+// refuses an event.
+func (v *Vault) appendedSince(segs []segment, stamps, old []segStamp, tip string, fn func(*Event) bool) (newTip string, torn, ok bool) {
+	last := len(old) - 1
+	for i := last; i < len(segs); i++ {
+		var from int64
+		if i == last {
+			if stamps[i].Size == old[i].Size && stamps[i].Mtime == old[i].Mtime {
+				continue
+			}
+			from = old[i].Size
+		}
+		tail, err := readFrom(filepath.Join(v.Root, filepath.FromSlash(segs[i].String())), from)
+		if err != nil {
+			return "", false, false
+		}
+		torn = len(tail) > 0 && tail[len(tail)-1] != '\n'
+		for len(tail) > 0 {
+			j := bytes.IndexByte(tail, '\n')
+			if j < 0 {
+				break
+			}
+			line := tail[:j]
+			tail = tail[j+1:]
+			ev := new(Event)
+			if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, ev) != nil || ev.ID == "" {
+				continue
+			}
+			if ev.Prev != tip {
+				return "", false, false // the chain does not continue from the cache
+			}
+			tip = ev.Hash
+			ev.Prev, ev.Hash = "", ""
+			if !fn(ev) {
+				return "", false, false
+			}
+		}
+	}
+	return tip, torn, true
+}
+
+// stampsContinue reports whether the segments recorded in old are the
+// first segments of cur, unchanged but for the last one, which may only
+// have grown.
+func stampsContinue(old, cur []segStamp) bool {
+	if len(old) > len(cur) {
+		return false
+	}
+	last := len(old) - 1
+	for i, o := range old {
+		c := cur[i]
+		if o.Path != c.Path || o.Ino != c.Ino {
+			return false
+		}
+		if i < last && (o.Size != c.Size || o.Mtime != c.Mtime) {
+			return false
+		}
+	}
+	return cur[last].Size >= old[last].Size
+}
+
+func readFrom(path string, off int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(f)
 }

@@ -2,6 +2,7 @@ package vault
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"os"
@@ -75,6 +76,30 @@ func marksOf(st *State, thread string) map[string][3]string {
 		}
 	}
 	return out
+}
+
+// viewOf is what heads are rendered from: MEMORY.md and every thread head
+// as rendered, the heads' bookkeeping, which threads each session wrote to,
+// and when each thread last changed.
+func viewOf(t *testing.T, vw *headView) any {
+	var out []string
+	for _, tg := range append([]headTarget{memoryTarget()}, func() (ts []headTarget) {
+		for _, k := range vw.threads {
+			ts = append(ts, headTarget{thread: k})
+		}
+		return ts
+	}()...) {
+		doc, err := renderHead(vw, tg)
+		if err != nil {
+			t.Fatalf("render %q: %v", tg.thread, err)
+		}
+		out = append(out, tg.thread+"\n"+string(doc.Bytes))
+		for s := range 5 {
+			out = append(out, fmt.Sprint(tg.thread, " s", s, " ", vw.sessionWrote(fmt.Sprint("s", s), tg.thread)))
+		}
+	}
+	heads, _ := json.Marshal(vw.heads)
+	return []any{out, string(heads), vw.threads, vw.threadLast, vw.lastMemory}
 }
 
 var derivedViews = []derivedView{
@@ -168,6 +193,37 @@ var derivedViews = []derivedView{
 			}
 			c := foldContinuity(st.Rows, nil)
 			return []any{summarize(c, cfg.Budgets["index"], cfg.Words), c.LastAudit, c.head.json(), contFingerprint(t, c), tip}, nil
+		},
+	},
+	{
+		name:      "heads-view",
+		file:      func(v *Vault) string { return headViewFor(HeadsConfig{}).path(v.Root) },
+		continues: func(v *Vault) bool { cfg, _ := v.HeadsConfig(); return continues(headViewFor(cfg))(v) },
+		cached: func(t *testing.T, v *Vault) (any, error) {
+			cfg, err := v.HeadsConfig()
+			if err != nil {
+				return nil, err
+			}
+			vc, err := v.preparedView(cfg)
+			if err != nil {
+				return nil, err
+			}
+			return viewOf(t, vc.view(cfg)), nil
+		},
+		full: func(t *testing.T, v *Vault) (any, error) {
+			cfg, err := v.HeadsConfig()
+			if err != nil {
+				return nil, err
+			}
+			segs, _, err := listSegments(v.Root)
+			if err != nil {
+				return nil, err
+			}
+			st, _, _, err := v.foldAll(segs)
+			if err != nil {
+				return nil, err
+			}
+			return viewOf(t, buildView(st, cfg)), nil
 		},
 	},
 	{

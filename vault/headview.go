@@ -1,0 +1,621 @@
+package vault
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+
+	"github.com/memvault/memvault/render"
+)
+
+// The prepared view. Decoding 100k folded rows costs more than a render
+// may, and a render shows a few hundred of them. So what the heads are
+// rendered from is a Derived view too (derived.go), .state/heads-view.bin:
+// each section's candidates ranked and cut at the row cap the renderer
+// applies (render.RowCap of the budget), every thread's summary, the
+// nodes, and the heads' bookkeeping (buildView's output). A thread head's
+// candidates, and the session records, are blocks in the file's tail,
+// read and decoded only when that head is rendered or a new row of its
+// thread arrives, each checked against its own CRC-32.
+//
+// New lines are applied on top one by one: a new row ranks first in its
+// sections, so a render after one event costs one parsed line. A
+// correction (retract, supersede, commitment.close) can bring back rows
+// below the cap, so it rebuilds the view from the folded rows; so do other
+// budgets than the view was cut for.
+
+// headView returns the Derived view for the row caps of cfg.
+func headViewFor(cfg HeadsConfig) *Derived[*viewCache] {
+	memCap, threadCap := render.RowCap(cfg.MemoryTokens), render.RowCap(cfg.ThreadTokens)
+	return &Derived[*viewCache]{
+		Name:    "heads-view",
+		Version: 3,
+		Rebuild: func(v *Vault, segs []segment, stamps []segStamp) (*viewCache, string, bool, error) {
+			st, tip, err := v.foldedState()
+			if err != nil {
+				return nil, "", false, err
+			}
+			// A torn last line is not folded, but the stamps count its bytes.
+			torn := len(segs) == 0 || endsTorn(v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
+			return newViewCache(st, cfg), tip, torn, nil
+		},
+		Fold: func(vc *viewCache, ev *Event) (*viewCache, bool) {
+			if correctionKinds[ev.Kind] {
+				return vc, false // a correction can bring back rows below the cap: rebuild
+			}
+			vc.apply(ev)
+			return vc, !vc.bad
+		},
+		Encode: encodeView,
+		Decode: func(d *decoder) (*viewCache, bool) { return decodeView(d, memCap, threadCap) },
+	}
+}
+
+// viewCache is buildView's output with the rows prepared for rendering.
+type viewCache struct {
+	seq        int // position of the next row
+	memCap     int
+	threadCap  int
+	lastMemory int
+	threads    []string
+	seen       map[string]bool
+	threadLast map[string]int
+	heads      map[string]*HeadState
+	mem        *render.MemoryParts
+	sums       map[string]*render.ThreadSummary
+	parts      map[string]*render.ThreadParts // decoded thread blocks
+	// src reads the blocks not decoded yet from the file's tail.
+	src       *decoder
+	blocks    map[string]tailRef
+	sessBlock tailRef
+	// sessions are the session records (one session, the threads it wrote
+	// content rows to), those of the file's block and those applied on
+	// top; sessAdded are the latter. A session may have several records.
+	sessions  map[string]map[string]bool // the sessions looked up so far
+	sessAdded map[string]map[string]bool
+	allSess   map[string]map[string]bool // every session, when built from rows
+	bad       bool                       // a block did not decode
+	sessBad   bool
+	// fallback prepares a thread from the ledger when its block is bad.
+	fallback func(key string) *render.ThreadParts
+}
+
+// headViewOf returns the view heads are rendered from: the prepared view
+// through its cache, or with explain the full fold (Explain lists every
+// row left out, which the prepared view only counts).
+func (v *Vault) headViewOf(cfg HeadsConfig, explain bool) (*headView, error) {
+	if explain {
+		st, _, err := v.foldedState()
+		if err != nil {
+			return nil, err
+		}
+		vw := buildView(st, cfg)
+		vw.input.Explain = true
+		return vw, nil
+	}
+	vc, err := v.preparedView(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return vc.view(cfg), nil
+}
+
+func (vc *viewCache) view(cfg HeadsConfig) *headView {
+	vw := &headView{heads: vc.heads, threads: vc.threads, threadLast: vc.threadLast,
+		lastMemory: vc.lastMemory, cache: vc}
+	vw.input.Threads = cfg.Threads
+	vw.input.MemoryTokens = cfg.MemoryTokens
+	vw.input.ThreadTokens = cfg.ThreadTokens
+	return vw
+}
+
+// preparedView loads the prepared view and applies what the ledger gained
+// since; anything it cannot apply rebuilds it from the folded rows.
+func (v *Vault) preparedView(cfg HeadsConfig) (*viewCache, error) {
+	vc, _, err := headViewFor(cfg).Load(v)
+	if err != nil {
+		return nil, err
+	}
+	vc.fallback = func(key string) *render.ThreadParts {
+		st, _, err := v.foldedState()
+		if err != nil {
+			return &render.ThreadParts{}
+		}
+		return render.PrepareThread(buildView(st, cfg).input, key)
+	}
+	return vc, nil
+}
+
+// newViewCache prepares the full fold.
+func newViewCache(st *State, cfg HeadsConfig) *viewCache {
+	vw := buildView(st, cfg)
+	in := vw.input
+	in.Explain = false
+	vc := &viewCache{seq: len(st.Rows), memCap: render.RowCap(cfg.MemoryTokens), threadCap: render.RowCap(cfg.ThreadTokens),
+		lastMemory: vw.lastMemory, threads: vw.threads, threadLast: vw.threadLast, heads: vw.heads,
+		mem: render.PrepareMemory(in), parts: render.PrepareThreads(in), allSess: vw.sessionOf}
+	vc.index()
+	for k, p := range vc.parts {
+		p.Summary = vc.sums[k]
+	}
+	return vc
+}
+
+// index builds what the cache derives from its other fields.
+func (vc *viewCache) index() {
+	vc.seen = make(map[string]bool, len(vc.threads))
+	for _, t := range vc.threads {
+		vc.seen[t] = true
+	}
+	vc.sums = make(map[string]*render.ThreadSummary, len(vc.mem.Threads))
+	for _, s := range vc.mem.Threads {
+		vc.sums[s.Key] = s
+	}
+	if vc.parts == nil {
+		vc.parts = map[string]*render.ThreadParts{}
+	}
+}
+
+// thread returns the parts of a thread head, decoding its block if needed.
+func (vc *viewCache) thread(key string) *render.ThreadParts {
+	if p := vc.parts[key]; p != nil {
+		return p
+	}
+	p := &render.ThreadParts{}
+	if ref, ok := vc.blocks[key]; ok {
+		d, ok := vc.block(ref)
+		if ok {
+			for k := range p.Sections {
+				p.Sections[k] = d.ranked()
+			}
+			p.Nodes = d.nodes()
+		}
+		if !ok || d.bad || d.pos != len(d.s) {
+			// The file went bad under us (it is checked when opened): fold
+			// the ledger rather than render from nothing.
+			vc.bad = true
+			p = vc.fallback(key)
+		}
+	}
+	p.Summary = vc.sums[key]
+	vc.parts[key] = p
+	return p
+}
+
+// raw reads a block of the file's tail and checks its sum.
+func (vc *viewCache) raw(ref tailRef) ([]byte, bool) {
+	if vc.src == nil {
+		return nil, false
+	}
+	return vc.src.tailBlock(ref)
+}
+
+func (vc *viewCache) block(ref tailRef) (*decoder, bool) {
+	b, ok := vc.raw(ref)
+	if !ok {
+		return nil, false
+	}
+	return newDecoder(b), true
+}
+
+// sessionWrote reports whether a session wrote content rows to a thread.
+func (vc *viewCache) sessionWrote(session, thread string) bool {
+	if vc.allSess != nil {
+		return vc.allSess[session][thread]
+	}
+	if vc.sessAdded[session][thread] || vc.sessBad {
+		return true
+	}
+	if vc.sessions == nil {
+		vc.sessions = map[string]map[string]bool{}
+	}
+	m, ok := vc.sessions[session]
+	if !ok {
+		m = map[string]bool{}
+		vc.sessions[session] = m
+		if vc.sessBlock.Len > 0 {
+			d, ok := vc.block(vc.sessBlock)
+			if !ok {
+				// Unreadable: say yes, which at worst refreshes a head
+				// that did not need it.
+				vc.bad, vc.sessBad = true, true
+				return true
+			}
+			for ok && !d.bad && d.pos < len(d.s) {
+				name := d.str()
+				n := d.uv()
+				for j := 0; j < n && !d.bad; j++ {
+					if t := d.str(); name == session {
+						m[t] = true
+					}
+				}
+			}
+			if d.bad {
+				vc.bad, vc.sessBad = true, true
+				return true
+			}
+		}
+	}
+	return m[thread]
+}
+
+// sessionRecords encodes session records, sorted.
+func sessionRecords(e *encoder, m map[string]map[string]bool) {
+	names := make([]string, 0, len(m))
+	for s := range m {
+		names = append(names, s)
+	}
+	sort.Strings(names)
+	for _, s := range names {
+		ts := make([]string, 0, len(m[s]))
+		for t := range m[s] {
+			ts = append(ts, t)
+		}
+		sort.Strings(ts)
+		e.str(s)
+		e.strs(ts)
+	}
+}
+
+// apply adds one row that corrects nothing, as buildView would have.
+func (vc *viewCache) apply(ev *Event) {
+	r := &Row{Event: ev}
+	i := vc.seq
+	vc.seq++
+	if r.Thread != "" && !vc.seen[r.Thread] {
+		vc.seen[r.Thread] = true
+		vc.threads = append(vc.threads, r.Thread)
+	}
+	kind := r.EffectiveKind()
+	switch {
+	case contentKinds[kind]:
+		if r.Thread != "" {
+			m := vc.sessAdded
+			if vc.allSess != nil {
+				m = vc.allSess
+			} else if m == nil {
+				m = map[string]map[string]bool{}
+				vc.sessAdded = m
+			}
+			if m[r.Session] == nil {
+				m[r.Session] = map[string]bool{}
+			}
+			m[r.Session][r.Thread] = true
+			vc.threadLast[r.Thread] = i
+		}
+		vc.lastMemory = i
+		it := render.Item{ID: r.ID, Kind: kind, Thread: r.Thread, Text: r.Text, TS: r.TS, Agent: r.Agent, Session: r.Session}
+		if k := render.MemorySection(&it); k >= 0 {
+			vc.mem.Sections[k].Push(it, vc.memCap)
+		}
+		if r.Thread != "" {
+			p := vc.thread(r.Thread)
+			s := vc.sums[r.Thread]
+			if s == nil {
+				s = &render.ThreadSummary{Key: r.Thread}
+				vc.sums[r.Thread] = s
+				vc.mem.Threads = append(vc.mem.Threads, s)
+				p.Summary = s
+			}
+			s.Add(&it, i)
+			if k := render.ThreadSection(kind); k >= 0 {
+				p.Sections[k].Push(it, vc.threadCap)
+			}
+		}
+	case r.Kind == "node.created":
+		if len(r.Links) == 0 {
+			return
+		}
+		var d struct {
+			Kind string `json:"kind"`
+		}
+		_ = json.Unmarshal(r.Data, &d)
+		n := render.Node{ID: r.Links[0], Kind: d.Kind, Session: r.Session, TS: r.TS, Text: r.Text}
+		if r.Thread != "" {
+			n.Threads = []string{r.Thread}
+			vc.threadLast[r.Thread] = i
+			p := vc.thread(r.Thread)
+			p.Nodes = append(p.Nodes, n)
+		}
+		vc.mem.Nodes = append(vc.mem.Nodes, n)
+		vc.lastMemory = i
+	case strings.HasPrefix(r.Kind, "head."):
+		applyHeadEvent(vc.heads, r, i)
+	}
+}
+
+// decodeView reads the view's index; the blocks stay in the tail. ok is
+// false when the view was cut for other row caps.
+func decodeView(d *decoder, memCap, threadCap int) (*viewCache, bool) {
+	vc := &viewCache{seq: d.uv(), memCap: d.uv(), threadCap: d.uv(), lastMemory: int(d.i64()),
+		threads: d.strs(), threadLast: map[string]int{}, heads: map[string]*HeadState{}, src: d}
+	if d.bad || vc.memCap != memCap || vc.threadCap != threadCap {
+		return nil, false
+	}
+	for n := d.count(); n > 0; n-- {
+		k := d.str()
+		vc.threadLast[k] = int(d.i64())
+	}
+	for n := d.count(); n > 0 && !d.bad; n-- {
+		h := &HeadState{Head: d.str(), Thread: d.str(), Deferred: []HeadEvent{}, Conflicts: []HeadEvent{}}
+		if d.bool() {
+			e := d.headEvent()
+			h.LastRendered = &e
+		}
+		for k := d.count(); k > 0 && !d.bad; k-- {
+			h.Deferred = append(h.Deferred, d.headEvent())
+		}
+		for k := d.count(); k > 0 && !d.bad; k-- {
+			h.Conflicts = append(h.Conflicts, d.headEvent())
+		}
+		vc.heads[h.Head] = h
+	}
+	vc.mem = &render.MemoryParts{}
+	for k := range vc.mem.Sections {
+		vc.mem.Sections[k] = d.ranked()
+	}
+	for n := d.count(); n > 0 && !d.bad; n-- {
+		vc.mem.Threads = append(vc.mem.Threads, d.summary())
+	}
+	vc.mem.Nodes = d.nodes()
+	vc.sessBlock = d.ref()
+	if n := d.count(); n > 0 {
+		vc.blocks = make(map[string]tailRef, n)
+		for ; n > 0 && !d.bad; n-- {
+			k := d.str()
+			vc.blocks[k] = d.ref()
+		}
+	}
+	if d.bad {
+		return nil, false
+	}
+	vc.index()
+	return vc, true
+}
+
+func (e *encoder) headEvent(h *HeadEvent) {
+	for _, s := range [...]string{h.ID, h.TS, h.Kind, h.Agent, h.Session, h.Head, h.Text} {
+		e.str(s)
+	}
+	e.bytes(h.Data)
+	e.i64(int64(h.seq))
+}
+
+func (d *decoder) headEvent() HeadEvent {
+	h := HeadEvent{ID: d.str(), TS: d.str(), Kind: d.str(), Agent: d.str(), Session: d.str(), Head: d.str(), Text: d.str()}
+	h.Data = d.bytes()
+	h.seq = int(d.i64())
+	return h
+}
+
+// encodeView writes the view: its index in the part read at once, the
+// session records and every thread's block in the tail. Blocks never
+// decoded are copied from the old file; one that no longer reads makes the
+// encoding bad, and nothing is written.
+func encodeView(e *encoder, vc *viewCache) {
+	if vc.bad {
+		e.bad = true
+		return
+	}
+	e.int(vc.seq)
+	e.int(vc.memCap)
+	e.int(vc.threadCap)
+	e.i64(int64(vc.lastMemory))
+	e.strs(vc.threads)
+	keys := make([]string, 0, len(vc.threadLast))
+	for k := range vc.threadLast {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	e.int(len(keys))
+	for _, k := range keys {
+		e.str(k)
+		e.i64(int64(vc.threadLast[k]))
+	}
+	heads := make([]string, 0, len(vc.heads))
+	for h := range vc.heads {
+		heads = append(heads, h)
+	}
+	sort.Strings(heads)
+	e.int(len(heads))
+	for _, name := range heads {
+		h := vc.heads[name]
+		e.str(h.Head)
+		e.str(h.Thread)
+		e.bool(h.LastRendered != nil)
+		if h.LastRendered != nil {
+			e.headEvent(h.LastRendered)
+		}
+		e.int(len(h.Deferred))
+		for i := range h.Deferred {
+			e.headEvent(&h.Deferred[i])
+		}
+		e.int(len(h.Conflicts))
+		for i := range h.Conflicts {
+			e.headEvent(&h.Conflicts[i])
+		}
+	}
+	for k := range vc.mem.Sections {
+		putRanked(e, &vc.mem.Sections[k])
+	}
+	e.int(len(vc.mem.Threads))
+	for _, s := range vc.mem.Threads {
+		putSummary(e, s)
+	}
+	putNodes(e, vc.mem.Nodes)
+
+	var blk encoder
+	if vc.allSess != nil {
+		sessionRecords(&blk, vc.allSess)
+	} else {
+		if vc.sessBlock.Len > 0 {
+			b, ok := vc.raw(vc.sessBlock)
+			if !ok {
+				e.bad = true
+				return
+			}
+			blk.b = append(blk.b, b...)
+		}
+		sessionRecords(&blk, vc.sessAdded)
+	}
+	e.ref(e.tailBlock(blk.b))
+	keys = keys[:0]
+	for k := range vc.blocks {
+		keys = append(keys, k)
+	}
+	for k := range vc.parts {
+		if _, ok := vc.blocks[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	e.int(len(keys))
+	for _, k := range keys {
+		e.str(k)
+		if p := vc.parts[k]; p != nil {
+			blk.b = blk.b[:0]
+			for j := range p.Sections {
+				putRanked(&blk, &p.Sections[j])
+			}
+			putNodes(&blk, p.Nodes)
+			e.ref(e.tailBlock(blk.b))
+			continue
+		}
+		b, ok := vc.raw(vc.blocks[k])
+		if !ok {
+			e.bad = true
+			return
+		}
+		e.ref(e.tailBlock(b))
+	}
+	if vc.bad {
+		e.bad = true
+	}
+}
+
+// Ranked lists keep what rendering reads of an item: id, kind, thread and
+// text.
+func putRanked(e *encoder, r *render.Ranked) {
+	e.int(r.More)
+	e.int(len(r.Items))
+	for i := range r.Items {
+		it := &r.Items[i]
+		e.str(it.ID)
+		e.str(it.Kind)
+		e.str(it.Thread)
+		e.str(it.Text)
+	}
+}
+
+func putSummary(e *encoder, s *render.ThreadSummary) {
+	e.str(s.Key)
+	e.int(s.Last)
+	e.str(s.LastItem.TS)
+	e.str(s.LastItem.Agent)
+	e.str(s.LastItem.Session)
+	kinds := make([]string, 0, len(s.Counts))
+	for k := range s.Counts {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	e.int(len(kinds))
+	for _, k := range kinds {
+		e.str(k)
+		e.int(s.Counts[k])
+	}
+	e.int(s.Blockers)
+	e.int(s.Open)
+	if s.Next == nil {
+		e.bool(false)
+		return
+	}
+	e.bool(true)
+	e.str(s.Next.ID)
+	e.str(s.Next.Text)
+}
+
+func putNodes(e *encoder, nodes []render.Node) {
+	e.int(len(nodes))
+	for _, n := range nodes {
+		e.str(n.ID)
+		e.str(n.Kind)
+		e.str(n.Session)
+		e.str(n.TS)
+		e.str(n.Text)
+		e.int(len(n.Threads))
+		for _, t := range n.Threads {
+			e.str(t)
+		}
+	}
+}
+
+func (d *decoder) ranked() render.Ranked {
+	r := render.Ranked{More: d.uv()}
+	n := d.uv()
+	if d.bad || n > len(d.s)-d.pos {
+		d.bad = true
+		return r
+	}
+	r.Items = make([]render.Item, n)
+	for i := range r.Items {
+		it := &r.Items[i]
+		it.ID, it.Kind, it.Thread, it.Text = d.str(), d.str(), d.str(), d.str()
+	}
+	return r
+}
+
+func (d *decoder) summary() *render.ThreadSummary {
+	s := &render.ThreadSummary{Key: d.str(), Last: d.uv()}
+	s.LastItem.Thread = s.Key
+	s.LastItem.TS, s.LastItem.Agent, s.LastItem.Session = d.str(), d.str(), d.str()
+	n := d.uv()
+	if d.bad || n > len(d.s)-d.pos {
+		d.bad = true
+		return s
+	}
+	s.Counts = make(map[string]int, n)
+	for j := 0; j < n; j++ {
+		k := d.str()
+		s.Counts[k] = d.uv()
+	}
+	s.Blockers, s.Open = d.uv(), d.uv()
+	if d.bad || d.pos >= len(d.s) {
+		d.bad = true
+		return s
+	}
+	has := d.s[d.pos]
+	d.pos++
+	if has == 1 {
+		s.Next = &render.Item{Kind: render.KindNext, Thread: s.Key}
+		s.Next.ID, s.Next.Text = d.str(), d.str()
+	}
+	return s
+}
+
+func (d *decoder) nodes() []render.Node {
+	n := d.uv()
+	if d.bad || n > len(d.s)-d.pos {
+		d.bad = true
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]render.Node, n)
+	for i := range out {
+		nd := &out[i]
+		nd.ID, nd.Kind, nd.Session, nd.TS, nd.Text = d.str(), d.str(), d.str(), d.str(), d.str()
+		k := d.uv()
+		if d.bad || k > len(d.s)-d.pos {
+			d.bad = true
+			return nil
+		}
+		if k > 0 {
+			nd.Threads = make([]string, k)
+			for j := range nd.Threads {
+				nd.Threads[j] = d.str()
+			}
+		}
+	}
+	return out
+}

@@ -34,14 +34,14 @@ import (
 // The file is rewritten after a rebuild, when a segment closed since it
 // was written, or when more than Every events were folded on top; below
 // that, folding the few appended lines again costs less than a write. It
-// is written without fsync (fileio.WriteCache): a CRC-32 over the whole
-// file catches a torn or stale one. A fold that saw a torn last line is
-// not saved, since the stamps would claim bytes that were not folded.
-// Deleting .state/ is always safe.
+// is written without fsync (fileio.WriteCache): the CRC-32s of the framing
+// (writeStateFile) catch a torn or stale one. A fold that saw a torn last
+// line is not saved, since the stamps would claim bytes that were not
+// folded. Deleting .state/ is always safe.
 //
-// The file: "memvault derived\n", the view's name and format version, the
-// ledger tip, the stamps, a CRC-32 of the last segment's folded bytes, the
-// view's own encoding, and the CRC-32 of all that follows the magic line.
+// Past the framing, a view's file holds its key (the ledger tip, the
+// stamps, a CRC-32 of the last segment's folded bytes), then the view's
+// own encoding.
 
 const derivedMagic = "memvault derived\n"
 
@@ -59,16 +59,18 @@ type Derived[T any] struct {
 	// Every is how many events folded on top make the file worth
 	// rewriting; 0 means snapshotEvery.
 	Every int
-	// Rebuild folds the whole ledger, segs at stamps, and returns the tip it folded
-	// up to; torn says the last segment ends in a line that is not an
-	// event yet, which the fold left out.
+	// Rebuild folds the whole ledger, segs at stamps, and returns the tip
+	// it folded up to; torn says the last segment ends in a line that is
+	// not an event yet, which the fold left out.
 	Rebuild func(v *Vault, segs []segment, stamps []segStamp) (t T, tip string, torn bool, err error)
 	// Fold applies one appended event, stripped of prev and hash. It
 	// returns false when the view cannot follow the event without a
 	// rebuild (a correction, say); t may then be left half updated.
 	Fold func(t T, ev *Event) (T, bool)
-	// Encode writes t; Decode reads it back from the same bytes, false
-	// when they do not decode. Decode may keep slices of the bytes.
+	// Encode writes t (marking the encoder bad when it cannot, so nothing
+	// is written); Decode reads it back, false when the bytes do not
+	// decode. Decode may keep slices of the bytes, and the decoder itself
+	// for the blocks of the file's tail.
 	Encode func(e *encoder, t T)
 	Decode func(d *decoder) (T, bool)
 }

@@ -24,7 +24,8 @@ import (
 // below the cap, so it rebuilds the view from the folded rows; so do other
 // budgets than the view was cut for.
 
-// headView returns the Derived view for the row caps of cfg.
+// headViewFor returns the Derived view for the row caps of cfg: a file
+// cut for other caps does not decode, and is rebuilt.
 func headViewFor(cfg HeadsConfig) *Derived[*viewCache] {
 	memCap, threadCap := render.RowCap(cfg.MemoryTokens), render.RowCap(cfg.ThreadTokens)
 	return &Derived[*viewCache]{
@@ -36,7 +37,7 @@ func headViewFor(cfg HeadsConfig) *Derived[*viewCache] {
 				return nil, "", false, err
 			}
 			// A torn last line is not folded, but the stamps count its bytes.
-			torn := len(segs) == 0 || endsTorn(v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
+			torn := len(segs) > 0 && endsTorn(v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
 			return newViewCache(st, cfg), tip, torn, nil
 		},
 		Fold: func(vc *viewCache, ev *Event) (*viewCache, bool) {

@@ -3,6 +3,7 @@ package vault
 import (
 	"fmt"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -95,6 +96,7 @@ func (v *Vault) GC(opts GCOptions) (*GCReport, error) {
 	defer release()
 
 	start := time.Now()
+	removeRetiredCaches(v.Root)
 	gitDir := filepath.Join(v.Root, ".git")
 	rep := &GCReport{Engine: opts.Engine}
 	if rep.ContentBytes, err = contentBytes(v.Root); err != nil {
@@ -116,6 +118,19 @@ func (v *Vault) GC(opts GCOptions) (*GCReport, error) {
 	}
 	rep.Duration = time.Since(start)
 	return rep, nil
+}
+
+// retiredCaches are derived files that earlier versions wrote under .state/
+// and this one neither reads nor writes: its caches are Derived views in
+// one format (derived.go). They cost only disk; gc removes them.
+var retiredCaches = []string{"scope.gob", "scope-folded.bin", "corrections-v2.gob", "corrections-all.gob", "ledger-verified.json"}
+
+// removeRetiredCaches deletes retiredCaches; a failure leaves a file that
+// nothing reads, so it is not one to report.
+func removeRetiredCaches(root string) {
+	for _, name := range retiredCaches {
+		os.Remove(filepath.Join(root, ".state", name))
+	}
 }
 
 // contentBytes is the size of the vault's own files: everything in the work

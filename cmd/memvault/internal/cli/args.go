@@ -1,10 +1,19 @@
 package cli
 
 import (
+	"fmt"
+	"io"
+	"strconv"
 	"strings"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
 )
+
+// Reading what people type: flags moved in front of positional arguments,
+// texts, ids, dates and thread names.
 
 // interspersed moves a command's flags in front of its positional arguments,
 // so that `memvault commitment close ID --note x` works as people type it:
@@ -90,4 +99,71 @@ func takesValue(flags []ucli.Flag, arg string) bool {
 		}
 	}
 	return false
+}
+
+// textArg joins the positional arguments into one text; "-" reads stdin.
+func textArg(c *ucli.Context, what string) (string, error) {
+	args := c.Args().Slice()
+	if len(args) == 1 && args[0] == "-" {
+		data, err := io.ReadAll(io.LimitReader(c.App.Reader, vault.MaxTextBytes+1))
+		if err != nil {
+			return "", fmt.Errorf("%s: read stdin: %w", what, err)
+		}
+		return strings.TrimSuffix(string(data), "\n"), nil
+	}
+	return strings.Join(args, " "), nil
+}
+
+// oneID is the single event id a command takes.
+func oneID(c *ucli.Context, cmd string) (string, error) {
+	if c.NArg() != 1 {
+		return "", usagef("%s: want exactly one event id", cmd)
+	}
+	return c.Args().First(), nil
+}
+
+func noArgs(c *ucli.Context, cmd string) error {
+	if c.NArg() > 0 {
+		return usagef("%s: takes no arguments", cmd)
+	}
+	return nil
+}
+
+// parseSince accepts a date, an RFC 3339 time, or an age such as 7d or 12h.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
+		return t, nil
+	}
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		if days, err := strconv.Atoi(n); err == nil && days >= 0 {
+			return now.AddDate(0, 0, -days), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, usagef("since %q: want a date (2026-11-22), an RFC 3339 time, or an age (7d, 12h)", s)
+}
+
+// threadArgs resolves thread keys or aliases.
+func threadArgs(v *vault.Vault, args []string) ([]vault.Thread, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	cfg, err := v.HeadsConfig()
+	if err != nil {
+		return nil, err
+	}
+	var out []vault.Thread
+	for _, a := range args {
+		t, err := cfg.ResolveThread(a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }

@@ -5,7 +5,6 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -145,15 +144,15 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			&ucli.StringFlag{Name: "agent", EnvVars: []string{"MEMVAULT_AGENT"}, Usage: "agent id (default: memvault.toml, else \"default\")"},
 		},
 		Commands: []*ucli.Command{
-			initCommand(),
-			rememberCommand(),
-			commitmentCommand(),
-			retractCommand(),
-			supersedeCommand(),
-			ledgerCommand(),
-			verifyCommand(),
-			logCommand(),
-			statusCommand(),
+			newInitCommand(),
+			newRememberCommand(),
+			newCommitmentCommand(),
+			newRetractCommand(),
+			newSupersedeCommand(),
+			newLedgerCommand(),
+			newVerifyCommand(),
+			newLogCommand(),
+			newStatusCommand(),
 			transcriptCommand(),
 			sessionsCommand(),
 			summarizeCommand(),
@@ -182,10 +181,30 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			return usagef("%s", strings.TrimPrefix(err.Error(), "flag provided but not defined: "))
 		},
 	}
+	setActions(app.Commands, "", commandActions())
 	for _, c := range app.Commands {
 		setUsageHandler(c)
 	}
 	return app
+}
+
+// commandActions declares, for every command by its path, what it does to
+// the vault (see access) and the function that does it.
+func commandActions() map[string]action {
+	return map[string]action{
+		"init": noVault(runInit), // creates the vault, so there is none to open yet
+
+		"remember":         inTx(runRemember),
+		"commitment open":  inTx(runCommitmentOpen),
+		"commitment close": inTx(runCommitmentClose),
+		"retract":          inTx(runRetract),
+		"supersede":        inTx(runSupersede),
+
+		"ledger": reads(runLedger),
+		"verify": reads(runVerify),
+		"log":    reads(runLog),
+		"status": reads(runStatus),
+	}
 }
 
 func setUsageHandler(c *ucli.Command) {
@@ -228,70 +247,150 @@ func agentOf(c *ucli.Context, v *vault.Vault) (string, error) {
 	return a, vault.CheckName("agent", a)
 }
 
-// readAction wraps a command that only reads.
+// txOptions are the options of a transaction this command runs: its name,
+// the agent, and the shared write flags.
+func txOptions(c *ucli.Context, v *vault.Vault) (vault.TxOptions, error) {
+	agent, err := agentOf(c, v)
+	if err != nil {
+		return vault.TxOptions{}, err
+	}
+	return vault.TxOptions{Command: c.Command.FullName(), Agent: agent, Session: c.String("session"),
+		Harness: c.String("harness"), Force: c.Bool("force")}, nil
+}
+
+// access is what a command does to the vault. Every command declares it in
+// commandActions, through the constructor that builds its action, and the
+// root applies it; TestEveryCommandDeclaresAccess fails on a command that
+// has no declaration.
+type access int
+
+const (
+	// accessNone: the root opens no vault. The command creates one (init),
+	// finds its own and fails open (hook), or edits files outside the
+	// vault (install, uninstall, doctor).
+	accessNone access = iota
+	// accessRead: the root opens the vault; the command takes no lock and
+	// commits nothing.
+	accessRead
+	// accessTx: the root opens the vault and runs the command's work in one
+	// vault.Update, which takes the lock and makes one commit; the root
+	// prints the transaction's warnings.
+	accessTx
+	// accessOwn: the command calls a library function that takes the lock
+	// itself and may commit more than once; commandActions says why per
+	// command.
+	accessOwn
+)
+
+// An action is a command's work with its declared access. Exactly one of
+// the functions is set, the one its access calls for.
+type action struct {
+	access access
+	plain  func(c *ucli.Context) error                           // accessNone, accessOwn
+	read   func(c *ucli.Context, v *vault.Vault) error           // accessRead
+	tx     func(c *ucli.Context, v *vault.Vault) (txWork, error) // accessTx
+}
+
+// txWork is a one-transaction command's work, prepared once the vault is
+// open and before the lock is taken: apply runs inside the transaction;
+// report prints the outcome after the commit. Without a report the root
+// prints the ids of the events written, or the events with --json.
+type txWork struct {
+	apply  func(tx *vault.Tx) error
+	report func(res *vault.Result) error
+}
+
+// noVault declares a command that opens no vault through the root.
+func noVault(fn func(c *ucli.Context) error) action { return action{access: accessNone, plain: fn} }
+
+// reads declares a command that only reads the vault.
+func reads(fn func(c *ucli.Context, v *vault.Vault) error) action {
+	return action{access: accessRead, read: fn}
+}
+
+// inTx declares a command whose whole work is one transaction and whose
+// output is the events it wrote.
+func inTx(fn func(c *ucli.Context, tx *vault.Tx) error) action {
+	return inTxPrepared(func(c *ucli.Context, _ *vault.Vault) (txWork, error) {
+		return txWork{apply: func(tx *vault.Tx) error { return fn(c, tx) }}, nil
+	})
+}
+
+// inTxPrepared declares a one-transaction command that checks its input
+// before the lock, or prints its own report.
+func inTxPrepared(fn func(c *ucli.Context, v *vault.Vault) (txWork, error)) action {
+	return action{access: accessTx, tx: fn}
+}
+
+// ownWrites declares a command whose library call takes the vault lock
+// itself, perhaps more than once; the command opens the vault.
+func ownWrites(fn func(c *ucli.Context) error) action { return action{access: accessOwn, plain: fn} }
+
+// actionFunc is the root applying an action's access.
+func (a action) actionFunc() ucli.ActionFunc {
+	switch a.access {
+	case accessRead:
+		return func(c *ucli.Context) error {
+			v, err := openVault(c)
+			if err != nil {
+				return err
+			}
+			return a.read(c, v)
+		}
+	case accessTx:
+		return func(c *ucli.Context) error { return runTx(c, a.tx) }
+	}
+	return a.plain
+}
+
+// runTx opens the vault, prepares the command's work, runs it in one
+// transaction (one lock, one commit) and prints the warnings and the report.
+func runTx(c *ucli.Context, prepare func(c *ucli.Context, v *vault.Vault) (txWork, error)) error {
+	v, err := openVault(c)
+	if err != nil {
+		return err
+	}
+	work, err := prepare(c, v)
+	if err != nil {
+		return err
+	}
+	opts, err := txOptions(c, v)
+	if err != nil {
+		return err
+	}
+	res, err := v.Update(opts, work.apply)
+	if err != nil {
+		return err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(c.App.ErrWriter, "memvault: warning: %s\n", w)
+	}
+	if work.report != nil {
+		return work.report(res)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, res.Events)
+	}
+	for _, ev := range res.Events {
+		fmt.Fprintln(c.App.Writer, ev.ID)
+	}
+	return nil
+}
+
+// setActions gives every command in cs the action commandActions declares
+// for it, by its path ("commitment open").
+func setActions(cs []*ucli.Command, prefix string, actions map[string]action) {
+	for _, c := range cs {
+		path := prefix + c.Name
+		if a, ok := actions[path]; ok {
+			c.Action = a.actionFunc()
+		}
+		setActions(c.Subcommands, path+" ", actions)
+	}
+}
+
+// readAction wraps a command not yet declared in commandActions; it goes
+// when the last one moves.
 func readAction(fn func(c *ucli.Context, v *vault.Vault) error) ucli.ActionFunc {
-	return func(c *ucli.Context) error {
-		v, err := openVault(c)
-		if err != nil {
-			return err
-		}
-		return fn(c, v)
-	}
-}
-
-// writeAction wraps a command that changes the vault: the wrapper opens it,
-// runs fn inside one transaction (one lock, one commit), and prints the ids
-// of the events written, or the events themselves with --json.
-func writeAction(fn func(c *ucli.Context, tx *vault.Tx) error) ucli.ActionFunc {
-	return func(c *ucli.Context) error {
-		v, err := openVault(c)
-		if err != nil {
-			return err
-		}
-		agent, err := agentOf(c, v)
-		if err != nil {
-			return err
-		}
-		opts := vault.TxOptions{
-			Command: c.Command.FullName(),
-			Agent:   agent,
-			Session: c.String("session"),
-			Harness: c.String("harness"),
-			Force:   c.Bool("force"),
-		}
-		res, err := v.Update(opts, func(tx *vault.Tx) error { return fn(c, tx) })
-		if err != nil {
-			return err
-		}
-		for _, w := range res.Warnings {
-			fmt.Fprintf(c.App.ErrWriter, "memvault: warning: %s\n", w)
-		}
-		if c.Bool("json") {
-			return printJSON(c.App.Writer, res.Events)
-		}
-		for _, ev := range res.Events {
-			fmt.Fprintln(c.App.Writer, ev.ID)
-		}
-		return nil
-	}
-}
-
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// textArg joins the positional arguments into one text; "-" reads stdin.
-func textArg(c *ucli.Context, what string) (string, error) {
-	args := c.Args().Slice()
-	if len(args) == 1 && args[0] == "-" {
-		data, err := io.ReadAll(io.LimitReader(c.App.Reader, vault.MaxTextBytes+1))
-		if err != nil {
-			return "", fmt.Errorf("%s: read stdin: %w", what, err)
-		}
-		return strings.TrimSuffix(string(data), "\n"), nil
-	}
-	return strings.Join(args, " "), nil
+	return reads(fn).actionFunc()
 }

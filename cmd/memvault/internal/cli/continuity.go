@@ -88,13 +88,6 @@ func printHeadOutcome(c *ucli.Context, res *vault.ContinuityResult) {
 	}
 }
 
-func noArgs(c *ucli.Context, cmd string) error {
-	if c.NArg() > 0 {
-		return usagef("%s: takes no arguments", cmd)
-	}
-	return nil
-}
-
 func continuityCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "continuity",

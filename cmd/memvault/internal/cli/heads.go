@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,35 +12,6 @@ import (
 	"github.com/memvault/memvault/render"
 	"github.com/memvault/memvault/vault"
 )
-
-func txOptions(c *ucli.Context, v *vault.Vault) (vault.TxOptions, error) {
-	agent, err := agentOf(c, v)
-	if err != nil {
-		return vault.TxOptions{}, err
-	}
-	return vault.TxOptions{Command: c.Command.FullName(), Agent: agent, Session: c.String("session"),
-		Harness: c.String("harness"), Force: c.Bool("force")}, nil
-}
-
-// threadArgs resolves thread keys or aliases.
-func threadArgs(v *vault.Vault, args []string) ([]vault.Thread, error) {
-	if len(args) == 0 {
-		return nil, nil
-	}
-	cfg, err := v.HeadsConfig()
-	if err != nil {
-		return nil, err
-	}
-	var out []vault.Thread
-	for _, a := range args {
-		t, err := cfg.ResolveThread(a)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, nil
-}
 
 func renderCommand() *ucli.Command {
 	return &ucli.Command{
@@ -195,26 +165,6 @@ func printRefresh(c *ucli.Context, rep *vault.RefreshReport, explain bool) error
 		}
 	}
 	return nil
-}
-
-// printExplain writes a render report: the budget, and per section what
-// was shown and what was left out, row by row, with the reason.
-func printExplain(w io.Writer, r *render.Report) {
-	fmt.Fprintf(w, "%s: %d of %d tokens (headings and fixed lines: %d)\n", r.Head, r.Tokens, r.Budget, r.Skeleton)
-	for _, s := range r.Sections {
-		if s.LeftOut == 0 {
-			fmt.Fprintf(w, "  %s: %d of %d shown\n", s.Title, s.Shown, s.Rows)
-			continue
-		}
-		fmt.Fprintf(w, "  %s: %d of %d shown, %d left out:\n", s.Title, s.Shown, s.Rows, s.LeftOut)
-		for _, d := range s.Dropped {
-			where := ""
-			if d.Thread != "" && d.Thread != d.ID {
-				where = " [" + d.Thread + "]"
-			}
-			fmt.Fprintf(w, "    %s%s %s: %s\n", d.ID, where, d.Text, d.Reason)
-		}
-	}
 }
 
 func threadsCommand() *ucli.Command {
@@ -378,39 +328,5 @@ func resolveCommand() *ucli.Command {
 			}
 			return nil
 		}),
-	}
-}
-
-// headStatus is the heads' part of `memvault status`: refreshes waiting
-// for a retry, conflicts waiting for a person, and leases held now.
-type headStatus struct {
-	Deferred  []vault.HeadEvent `json:"deferred_refreshes"`
-	Conflicts []vault.HeadEvent `json:"head_conflicts"`
-	Leases    []vault.HeadLease `json:"head_leases"`
-}
-
-func newHeadStatus(v *vault.Vault, st *vault.State) headStatus {
-	hs := headStatus{Deferred: []vault.HeadEvent{}, Conflicts: []vault.HeadEvent{}, Leases: v.HeadLeases()}
-	if hs.Leases == nil {
-		hs.Leases = []vault.HeadLease{}
-	}
-	for _, h := range st.HeadStates() {
-		hs.Deferred = append(hs.Deferred, h.Deferred...)
-		hs.Conflicts = append(hs.Conflicts, h.Conflicts...)
-	}
-	return hs
-}
-
-func (hs headStatus) print(w io.Writer) {
-	fmt.Fprintf(w, "deferred:     %d head refreshes waiting for a retry\n", len(hs.Deferred))
-	for _, d := range hs.Deferred {
-		fmt.Fprintf(w, "  %s  %s  %s\n", d.ID, d.TS, d.Text)
-	}
-	fmt.Fprintf(w, "conflicts:    %d unresolved in heads\n", len(hs.Conflicts))
-	for _, c := range hs.Conflicts {
-		fmt.Fprintf(w, "  %s  %s  (memvault resolve %s)\n", c.ID, c.Text, c.Head)
-	}
-	for _, l := range hs.Leases {
-		fmt.Fprintf(w, "head lease:   %s held by %s\n", l.Head, l.String())
 	}
 }

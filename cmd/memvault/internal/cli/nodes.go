@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -158,7 +159,7 @@ func nodesCommand() *ucli.Command {
 				return err
 			}
 			f := vault.NodeFilter{Agent: agent, Session: c.String("session"), Kind: c.String("kind")}
-			if f.Kind != "" && !contains(vault.NodeKinds, f.Kind) {
+			if f.Kind != "" && !slices.Contains(vault.NodeKinds, f.Kind) {
 				return usagef("nodes: kind %q: want one of %s", f.Kind, strings.Join(vault.NodeKinds, ", "))
 			}
 			if t := c.String("thread"); t != "" {

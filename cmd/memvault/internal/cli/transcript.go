@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
-	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -91,24 +91,6 @@ func transcriptCommand() *ucli.Command {
 				}),
 			},
 		},
-	}
-}
-
-func printMessage(w io.Writer, m vault.StoredMessage) {
-	who := string(m.Role)
-	if m.Speaker != "" && m.Speaker != who {
-		who += "/" + m.Speaker
-	}
-	if m.Kind != "" {
-		who += " [" + m.Kind + "]"
-	}
-	ts := ""
-	if !m.TS.IsZero() {
-		ts = m.TS.UTC().Format(time.RFC3339)
-	}
-	fmt.Fprintf(w, "%d  %s  %s  %s\n", m.N, ts, who, m.ID)
-	for _, line := range strings.Split(strings.TrimRight(m.Text, "\n"), "\n") {
-		fmt.Fprintf(w, "    %s\n", line)
 	}
 }
 
@@ -231,7 +213,7 @@ func countList(m map[string]int) string {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sortStrings(keys)
+	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s %d", k, m[k])

@@ -1,0 +1,57 @@
+package cli
+
+import (
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+)
+
+type commitmentOpenOptions struct {
+	thread, text string
+	links        []string
+}
+
+type commitmentCloseOptions struct {
+	id, note string
+}
+
+func newCommitmentCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "commitment",
+		Usage: "open and close commitments",
+		Subcommands: []*ucli.Command{
+			{
+				Name:      "open",
+				Usage:     "record a commitment; prints its id",
+				ArgsUsage: "TEXT | -",
+				Flags:     writeFlags(threadFlag, &ucli.StringSliceFlag{Name: "link", Usage: "id of a related event or node"}),
+			},
+			{
+				Name:      "close",
+				Usage:     "close an open commitment",
+				ArgsUsage: "ID",
+				Flags:     writeFlags(&ucli.StringFlag{Name: "note", Usage: "how it was closed"}),
+			},
+		},
+	}
+}
+
+func runCommitmentOpen(c *ucli.Context, tx *vault.Tx) error {
+	text, err := textArg(c, "text")
+	if err != nil {
+		return err
+	}
+	opts := commitmentOpenOptions{thread: c.String("thread"), text: text, links: c.StringSlice("link")}
+	_, err = tx.OpenCommitment(vault.Input{Thread: opts.thread, Text: opts.text, Links: opts.links})
+	return err
+}
+
+func runCommitmentClose(c *ucli.Context, tx *vault.Tx) error {
+	id, err := oneID(c, "commitment close")
+	if err != nil {
+		return err
+	}
+	opts := commitmentCloseOptions{id: id, note: c.String("note")}
+	_, err = tx.CloseCommitment(opts.id, opts.note)
+	return err
+}

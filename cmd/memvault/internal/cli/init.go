@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+)
+
+type initOptions struct {
+	dir string // the vault folder: --vault, else .memory/ here
+}
+
+func newInitCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "init",
+		Usage:     "create a vault (.memory/ here, or --vault DIR); safe to run again",
+		ArgsUsage: " ",
+	}
+}
+
+func runInit(c *ucli.Context) error {
+	if c.NArg() > 0 {
+		return usagef("init: takes no arguments; use --vault DIR to choose the folder")
+	}
+	opts := initOptions{dir: c.String("vault")}
+	if opts.dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		opts.dir = filepath.Join(wd, vault.DirName)
+	}
+	v, created, err := vault.Init(opts.dir)
+	if err != nil {
+		return err
+	}
+	if created {
+		fmt.Fprintf(c.App.Writer, "initialised vault at %s\n", v.Root)
+	} else {
+		fmt.Fprintf(c.App.Writer, "vault already initialised at %s\n", v.Root)
+	}
+	return nil
+}

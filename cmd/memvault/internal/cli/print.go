@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/memvault/memvault/render"
+	"github.com/memvault/memvault/vault"
+)
+
+// Printers that several commands share: JSON, a ledger row, a transcript
+// message, a render report.
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// printRow writes one ledger row on one line (ledger, expand).
+func printRow(w io.Writer, r *vault.Row) {
+	thread := r.Thread
+	if thread == "" {
+		thread = "-"
+	}
+	kind := r.Kind
+	if ek := r.EffectiveKind(); ek != kind {
+		kind += "(" + ek + ")"
+	}
+	text := strings.Join(strings.Fields(r.Text), " ")
+	if len(r.Links) > 0 {
+		text = strings.TrimSpace(text + " → " + strings.Join(r.Links, ","))
+	}
+	var marks []string
+	if r.RetractedBy != "" {
+		marks = append(marks, "retracted by "+r.RetractedBy)
+	}
+	if r.SupersededBy != "" {
+		marks = append(marks, "superseded by "+r.SupersededBy)
+	}
+	if r.ClosedBy != "" {
+		marks = append(marks, "closed by "+r.ClosedBy)
+	}
+	if len(marks) > 0 {
+		text += "  [" + strings.Join(marks, "; ") + "]"
+	}
+	fmt.Fprintf(w, "%s  %s  %-16s %-20s %s\n", r.TS, r.ID, kind, thread, text)
+}
+
+// printMessage writes a transcript message: a header line, then its text
+// indented (transcript show, expand).
+func printMessage(w io.Writer, m vault.StoredMessage) {
+	who := string(m.Role)
+	if m.Speaker != "" && m.Speaker != who {
+		who += "/" + m.Speaker
+	}
+	if m.Kind != "" {
+		who += " [" + m.Kind + "]"
+	}
+	ts := ""
+	if !m.TS.IsZero() {
+		ts = m.TS.UTC().Format(time.RFC3339)
+	}
+	fmt.Fprintf(w, "%d  %s  %s  %s\n", m.N, ts, who, m.ID)
+	for _, line := range strings.Split(strings.TrimRight(m.Text, "\n"), "\n") {
+		fmt.Fprintf(w, "    %s\n", line)
+	}
+}
+
+// printExplain writes a render report: the budget, and per section what
+// was shown and what was left out, row by row, with the reason (render,
+// refresh).
+func printExplain(w io.Writer, r *render.Report) {
+	fmt.Fprintf(w, "%s: %d of %d tokens (headings and fixed lines: %d)\n", r.Head, r.Tokens, r.Budget, r.Skeleton)
+	for _, s := range r.Sections {
+		if s.LeftOut == 0 {
+			fmt.Fprintf(w, "  %s: %d of %d shown\n", s.Title, s.Shown, s.Rows)
+			continue
+		}
+		fmt.Fprintf(w, "  %s: %d of %d shown, %d left out:\n", s.Title, s.Shown, s.Rows, s.LeftOut)
+		for _, d := range s.Dropped {
+			where := ""
+			if d.Thread != "" && d.Thread != d.ID {
+				where = " [" + d.Thread + "]"
+			}
+			fmt.Fprintf(w, "    %s%s %s: %s\n", d.ID, where, d.Text, d.Reason)
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/gitrepo"
+)
+
+type statusOptions struct {
+	agent string
+	json  bool
+}
+
+// statusReport is `memvault status --json`.
+type statusReport struct {
+	Vault       string         `json:"vault"`
+	Agent       string         `json:"agent"`
+	Head        string         `json:"head"`
+	HeadSubject string         `json:"head_subject,omitempty"`
+	Events      int            `json:"events"`
+	Kinds       map[string]int `json:"kinds"`
+	LastEvent   string         `json:"last_event,omitempty"`
+	Threads     []string       `json:"threads"`
+	Commitments []*vault.Row   `json:"open_commitments"`
+	Lock        *vault.Lease   `json:"lock_holder,omitempty"`
+	headStatus
+}
+
+// headStatus is the heads' part of `memvault status`: refreshes waiting
+// for a retry, conflicts waiting for a person, and leases held now.
+type headStatus struct {
+	Deferred  []vault.HeadEvent `json:"deferred_refreshes"`
+	Conflicts []vault.HeadEvent `json:"head_conflicts"`
+	Leases    []vault.HeadLease `json:"head_leases"`
+}
+
+func newStatusCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "status",
+		Usage: "summarise the vault: head commit, events, open commitments, threads, lock",
+		Flags: []ucli.Flag{jsonFlag},
+	}
+}
+
+func runStatus(c *ucli.Context, v *vault.Vault) error {
+	agent, err := agentOf(c, v)
+	if err != nil {
+		return err
+	}
+	opts := statusOptions{agent: agent, json: c.Bool("json")}
+	rep, err := newStatusReport(v, opts.agent)
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		return printJSON(c.App.Writer, rep)
+	}
+	rep.print(c.App.Writer)
+	return nil
+}
+
+func newStatusReport(v *vault.Vault, agent string) (*statusReport, error) {
+	st, err := v.LoadState()
+	if err != nil {
+		return nil, err
+	}
+	rep := &statusReport{Vault: v.Root, Agent: agent, Kinds: st.KindCounts(),
+		Events: len(st.Rows), Threads: st.Threads(), Commitments: st.OpenCommitments()}
+	if rep.Threads == nil {
+		rep.Threads = []string{}
+	}
+	if rep.Commitments == nil {
+		rep.Commitments = []*vault.Row{}
+	}
+	if n := len(st.Rows); n > 0 {
+		rep.LastEvent = st.Rows[n-1].TS
+	}
+	err = v.Log(func(ci gitrepo.CommitInfo) bool {
+		rep.Head, rep.HeadSubject = ci.Hash, ci.Subject
+		return false
+	})
+	if err != nil {
+		return nil, err
+	}
+	if l, held := vault.ReadLease(v.Root); held {
+		rep.Lock = &l
+	}
+	rep.headStatus = newHeadStatus(v, st)
+	return rep, nil
+}
+
+func (rep *statusReport) print(w io.Writer) {
+	fmt.Fprintf(w, "vault:        %s\n", rep.Vault)
+	fmt.Fprintf(w, "agent:        %s\n", rep.Agent)
+	if rep.Head != "" {
+		fmt.Fprintf(w, "head:         %s %s\n", vault.ShortHash(rep.Head), rep.HeadSubject)
+	}
+	fmt.Fprintf(w, "events:       %d", rep.Events)
+	if rep.LastEvent != "" {
+		fmt.Fprintf(w, ", last at %s", rep.LastEvent)
+	}
+	fmt.Fprintln(w)
+	if len(rep.Kinds) > 0 {
+		kinds := make([]string, 0, len(rep.Kinds))
+		for k, n := range rep.Kinds {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+		}
+		sort.Strings(kinds)
+		fmt.Fprintf(w, "kinds:        %s\n", strings.Join(kinds, ", "))
+	}
+	fmt.Fprintf(w, "threads:      %d\n", len(rep.Threads))
+	for _, t := range rep.Threads {
+		fmt.Fprintf(w, "  %s\n", t)
+	}
+	fmt.Fprintf(w, "commitments:  %d open\n", len(rep.Commitments))
+	for _, r := range rep.Commitments {
+		fmt.Fprintf(w, "  %s  %s\n", r.ID, strings.Join(strings.Fields(r.Text), " "))
+	}
+	rep.headStatus.print(w)
+	if rep.Lock != nil {
+		fmt.Fprintf(w, "lock:         held by %s\n", rep.Lock)
+	} else {
+		fmt.Fprintf(w, "lock:         free\n")
+	}
+}
+
+func newHeadStatus(v *vault.Vault, st *vault.State) headStatus {
+	hs := headStatus{Deferred: []vault.HeadEvent{}, Conflicts: []vault.HeadEvent{}, Leases: v.HeadLeases()}
+	if hs.Leases == nil {
+		hs.Leases = []vault.HeadLease{}
+	}
+	for _, h := range st.HeadStates() {
+		hs.Deferred = append(hs.Deferred, h.Deferred...)
+		hs.Conflicts = append(hs.Conflicts, h.Conflicts...)
+	}
+	return hs
+}
+
+func (hs headStatus) print(w io.Writer) {
+	fmt.Fprintf(w, "deferred:     %d head refreshes waiting for a retry\n", len(hs.Deferred))
+	for _, d := range hs.Deferred {
+		fmt.Fprintf(w, "  %s  %s  %s\n", d.ID, d.TS, d.Text)
+	}
+	fmt.Fprintf(w, "conflicts:    %d unresolved in heads\n", len(hs.Conflicts))
+	for _, c := range hs.Conflicts {
+		fmt.Fprintf(w, "  %s  %s  (memvault resolve %s)\n", c.ID, c.Text, c.Head)
+	}
+	for _, l := range hs.Leases {
+		fmt.Fprintf(w, "head lease:   %s held by %s\n", l.Head, l.String())
+	}
+}

@@ -1,0 +1,31 @@
+package cli
+
+import (
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+)
+
+type supersedeOptions struct {
+	id, text string
+}
+
+func newSupersedeCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "supersede",
+		Usage:     "replace an event with a new version of its text",
+		ArgsUsage: "ID TEXT",
+		Flags:     writeFlags(),
+	}
+}
+
+func runSupersede(c *ucli.Context, tx *vault.Tx) error {
+	if c.NArg() < 2 {
+		return usagef("supersede: want an event id and the new text")
+	}
+	opts := supersedeOptions{id: c.Args().First(), text: strings.Join(c.Args().Tail(), " ")}
+	_, err := tx.Supersede(opts.id, opts.text)
+	return err
+}

@@ -153,27 +153,27 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			newVerifyCommand(),
 			newLogCommand(),
 			newStatusCommand(),
-			transcriptCommand(),
-			sessionsCommand(),
-			summarizeCommand(),
-			compactCommand(),
-			condenseCommand(),
-			nodesCommand(),
-			expandCommand(),
-			recallCommand(),
-			reindexCommand(),
-			hookCommand(),
-			contextCommand(),
-			installCommand(),
-			uninstallCommand(),
-			doctorCommand(),
+			newTranscriptCommand(),
+			newSessionsCommand(),
+			newSummarizeCommand(),
+			newCompactCommand(),
+			newCondenseCommand(),
+			newNodesCommand(),
+			newExpandCommand(),
+			newRecallCommand(),
+			newReindexCommand(),
+			newHookCommand(),
+			newContextCommand(),
+			newInstallCommand(),
+			newUninstallCommand(),
+			newDoctorCommand(),
 			renderCommand(),
 			refreshCommand(),
 			threadsCommand(),
 			editCommand(),
 			resolveCommand(),
 			continuityCommand(), learnCommand(), decideCommand(), goalCommand(), nextCommand(), doneCommand(),
-			gcCommand(),
+			newGCCommand(),
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*ucli.Context, error) {}, // Run picks the exit code
@@ -204,6 +204,36 @@ func commandActions() map[string]action {
 		"verify": reads(runVerify),
 		"log":    reads(runLog),
 		"status": reads(runStatus),
+
+		"transcript append": inTxPrepared(runTranscriptAppend),
+		// vault.Import takes the lock itself and commits what is new, then
+		// brings the index up to date.
+		"transcript import": ownWrites(runTranscriptImport),
+		"transcript show":   reads(runTranscriptShow),
+		"sessions":          reads(runSessions),
+		"summarize":         distill(runSummarize),
+		"compact":           distill(runCompact),
+		"condense":          distill(runCondense),
+		"nodes":             reads(runNodes),
+		"expand":            reads(runExpand),
+
+		"recall": reads(runRecall),
+		// vault.Reindex takes the vault lock itself while it rebuilds the
+		// index; it commits nothing.
+		"reindex": ownWrites(runReindex),
+
+		// Hooks fail open: hook finds the vault itself and logs, never fails.
+		"hook":    noVault(runHook),
+		"context": reads(runContext),
+		// The installers change the harness's config and git's hooks, not
+		// the vault.
+		"install":   noVault(runInstall),
+		"uninstall": noVault(runUninstall),
+		"doctor":    noVault(runDoctor),
+
+		// vault.GC takes the vault lock itself and repacks git's objects; it
+		// commits nothing.
+		"gc": ownWrites(runGC),
 	}
 }
 

@@ -9,7 +9,12 @@ import (
 	"github.com/memvault/memvault/vault"
 )
 
-func gcCommand() *ucli.Command {
+type gcOptions struct {
+	lib  vault.GCOptions
+	json bool
+}
+
+func newGCCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "gc",
 		Usage: "pack the vault's git objects and prune unreachable ones, under the vault lock",
@@ -18,35 +23,42 @@ func gcCommand() *ucli.Command {
 			&ucli.DurationFlag{Name: "expire", Value: vault.DefaultGCExpire, Usage: "prune unreachable loose objects older than this; 0 prunes them all"},
 			jsonFlag,
 		},
-		Action: readAction(func(c *ucli.Context, v *vault.Vault) error {
-			expire := c.Duration("expire")
-			if expire < 0 {
-				return usagef("gc: --expire %s: want a duration ≥ 0", expire)
-			}
-			if expire == 0 {
-				expire = -1 // the library's "any age"
-			}
-			rep, err := v.GC(vault.GCOptions{Engine: c.String("engine"), Expire: expire})
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(c.App.Writer, rep)
-			}
-			w := c.App.Writer
-			fmt.Fprintf(w, ".git: %s → %s (content %s: %s → %s), %s with %s\n",
-				vault.FormatBytes(rep.Before.GitBytes), vault.FormatBytes(rep.After.GitBytes), vault.FormatBytes(rep.ContentBytes),
-				gcRatio(rep.Before.GitBytes, rep.ContentBytes), gcRatio(rep.After.GitBytes, rep.ContentBytes),
-				rep.Duration.Round(time.Millisecond), rep.Engine)
-			fmt.Fprintf(w, "objects: %d loose in %s before, %d after; %d packs before, %d after\n",
-				rep.Before.LooseObjects, vault.FormatBytes(rep.Before.LooseBytes), rep.After.LooseObjects, rep.Before.Packs, rep.After.Packs)
-			if rep.Engine == vault.GCEngineGoGit {
-				fmt.Fprintf(w, "packed %d reachable objects; removed %d packed loose objects and %d old packs; pruned %d unreachable; kept %d packs\n",
-					rep.Packed, rep.RemovedLoose, rep.RemovedPacks, rep.Pruned, rep.KeptPacks)
-			}
-			return nil
-		}),
 	}
+}
+
+// runGC manages its own writes: vault.GC takes the vault lock itself and
+// repacks git's objects; it makes no commit.
+func runGC(c *ucli.Context) error {
+	v, err := openVault(c)
+	if err != nil {
+		return err
+	}
+	opts := gcOptions{json: c.Bool("json"), lib: vault.GCOptions{Engine: c.String("engine"), Expire: c.Duration("expire")}}
+	if opts.lib.Expire < 0 {
+		return usagef("gc: --expire %s: want a duration ≥ 0", opts.lib.Expire)
+	}
+	if opts.lib.Expire == 0 {
+		opts.lib.Expire = -1 // the library's "any age"
+	}
+	rep, err := v.GC(opts.lib)
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		return printJSON(c.App.Writer, rep)
+	}
+	w := c.App.Writer
+	fmt.Fprintf(w, ".git: %s → %s (content %s: %s → %s), %s with %s\n",
+		vault.FormatBytes(rep.Before.GitBytes), vault.FormatBytes(rep.After.GitBytes), vault.FormatBytes(rep.ContentBytes),
+		gcRatio(rep.Before.GitBytes, rep.ContentBytes), gcRatio(rep.After.GitBytes, rep.ContentBytes),
+		rep.Duration.Round(time.Millisecond), rep.Engine)
+	fmt.Fprintf(w, "objects: %d loose in %s before, %d after; %d packs before, %d after\n",
+		rep.Before.LooseObjects, vault.FormatBytes(rep.Before.LooseBytes), rep.After.LooseObjects, rep.Before.Packs, rep.After.Packs)
+	if rep.Engine == vault.GCEngineGoGit {
+		fmt.Fprintf(w, "packed %d reachable objects; removed %d packed loose objects and %d old packs; pruned %d unreachable; kept %d packs\n",
+			rep.Packed, rep.RemovedLoose, rep.RemovedPacks, rep.Pruned, rep.KeptPacks)
+	}
+	return nil
 }
 
 // gcRatio prints a as a multiple of b.

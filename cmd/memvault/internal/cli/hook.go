@@ -14,22 +14,23 @@ import (
 	"github.com/memvault/memvault/vault"
 )
 
-func hookCommand() *ucli.Command {
+func newHookCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "hook",
 		Usage:     "run a harness lifecycle event (what installed hooks call); always exits 0",
 		ArgsUsage: "HARNESS EVENT   (HARNESS: " + strings.Join(hooks.Names(), ", ") + ")",
-		Action: func(c *ucli.Context) error {
-			runHook(c)
-			return nil // a hook never fails the harness's turn
-		},
 	}
 }
 
-// runHook is fail-open from top to bottom: any problem is logged to the
+func runHook(c *ucli.Context) error {
+	hook(c)
+	return nil // a hook never fails the harness's turn
+}
+
+// hook is fail-open from top to bottom: any problem is logged to the
 // vault's .logs/hooks.log (when there is a vault) and the harness gets no
 // output it could reject.
-func runHook(c *ucli.Context) {
+func hook(c *ucli.Context) {
 	start := time.Now()
 	var root string
 	defer func() {
@@ -119,34 +120,5 @@ func runGitHook(c *ucli.Context, event string) {
 	}
 	if err != nil {
 		hooks.LogTo(root, fmt.Sprintf("git post-commit: %v", err))
-	}
-}
-
-func contextCommand() *ucli.Command {
-	return &ucli.Command{
-		Name:  "context",
-		Usage: "print what a session starts with (for harnesses wired by hand)",
-		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"}, Usage: "the session's thread (default: derived from the project)"},
-			&ucli.IntFlag{Name: "limit", Value: 9500, Usage: "at most this many characters"},
-		},
-		Action: readAction(func(c *ucli.Context, v *vault.Vault) error {
-			agent, err := agentOf(c, v)
-			if err != nil {
-				return err
-			}
-			if c.Int("limit") < 200 {
-				return usagef("context: --limit must be at least 200")
-			}
-			thread := c.String("thread")
-			wd, _ := os.Getwd()
-			if thread == "" {
-				thread = hooks.ProjectThread(wd)
-			} else if _, err := vault.ParseThread(thread); err != nil {
-				return err
-			}
-			fmt.Fprintln(c.App.Writer, hooks.StartContext(v, agent, thread, wd, c.Int("limit")))
-			return nil
-		}),
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -97,46 +96,45 @@ func gitHookChanges(c *ucli.Context, verb string, remove bool) ([]hooks.Change, 
 	return out, nil
 }
 
-func installCommand() *ucli.Command {
+type installOptions struct {
+	remove bool   // uninstall
+	target string // a harness, or git
+	dryRun bool
+}
+
+func newInstallCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "install",
 		Usage:     "wire memvault into a harness's hooks, or git's (merges, never clobbers; safe to repeat)",
 		ArgsUsage: "HARNESS | git",
 		Flags:     append([]ucli.Flag{scopeFlag, &ucli.BoolFlag{Name: "dry-run", Usage: "show what would change"}}, gitFlags...),
-		Action:    func(c *ucli.Context) error { return runInstall(c, false) },
 	}
 }
 
-func uninstallCommand() *ucli.Command {
-	return &ucli.Command{
-		Name:      "uninstall",
-		Usage:     "remove memvault's hooks from a harness, or git's (others are kept)",
-		ArgsUsage: "HARNESS | git",
-		Flags:     append([]ucli.Flag{scopeFlag, &ucli.BoolFlag{Name: "dry-run", Usage: "show what would change"}}, gitFlags...),
-		Action:    func(c *ucli.Context) error { return runInstall(c, true) },
-	}
-}
+func runInstall(c *ucli.Context) error { return install(c, false) }
 
-func runInstall(c *ucli.Context, remove bool) error {
-	verb := map[bool]string{false: "install", true: "uninstall"}[remove]
+// install plans the changes to the harness's config or git's hooks and
+// makes them (install and uninstall); no vault file changes.
+func install(c *ucli.Context, remove bool) error {
+	opts := installOptions{remove: remove, target: c.Args().First(), dryRun: c.Bool("dry-run")}
+	verb := map[bool]string{false: "install", true: "uninstall"}[opts.remove]
 	var changes []hooks.Change
 	var err error
 	apply := hooks.Apply
-	name := c.Args().First()
-	if name == "git" {
-		changes, err = gitHookChanges(c, verb, remove)
+	if opts.target == "git" {
+		changes, err = gitHookChanges(c, verb, opts.remove)
 		apply = hooks.ApplyGitHooks
 	} else {
 		var in *hooks.Installer
 		if in, err = installer(c, verb); err == nil {
-			changes, err = in.Plan(remove)
+			changes, err = in.Plan(opts.remove)
 		}
 	}
 	if err != nil {
 		return err
 	}
 	w := c.App.Writer
-	if c.Bool("dry-run") {
+	if opts.dryRun {
 		for _, ch := range changes {
 			fmt.Fprintf(w, "would %s %s\n", ch.Action, ch.Path)
 			if ch.Action == "write" && strings.HasSuffix(ch.Path, ".json") {
@@ -146,7 +144,7 @@ func runInstall(c *ucli.Context, remove bool) error {
 		return nil
 	}
 	if err := apply(changes); err != nil {
-		return fmt.Errorf("%s %s: %w", verb, name, err)
+		return fmt.Errorf("%s %s: %w", verb, opts.target, err)
 	}
 	for _, ch := range changes {
 		done := map[string]string{"write": "wrote", "remove": "removed", "unchanged": "unchanged"}[ch.Action]
@@ -156,49 +154,4 @@ func runInstall(c *ucli.Context, remove bool) error {
 		}
 	}
 	return nil
-}
-
-func doctorCommand() *ucli.Command {
-	return &ucli.Command{
-		Name:  "doctor",
-		Usage: "show, per harness, which runtime events are wired and what degrades",
-		Flags: []ucli.Flag{scopeFlag, jsonFlag},
-		Action: func(c *ucli.Context) error {
-			var all []hooks.Wiring
-			for _, name := range hooks.Names() {
-				in, err := newInstaller(c, name)
-				if err != nil {
-					return err
-				}
-				all = append(all, in.Doctor())
-			}
-			if c.Bool("json") {
-				return printJSON(c.App.Writer, all)
-			}
-			w := c.App.Writer
-			for _, d := range all {
-				if d.Config == "" {
-					fmt.Fprintf(w, "%-12s not installed (memvault install %s)\n", d.Harness, d.Harness)
-					continue
-				}
-				fmt.Fprintf(w, "%-12s %s\n", d.Harness, d.Config)
-				fmt.Fprintf(w, "  wired:    %s\n", strings.Join(d.Wired, ", "))
-				if len(d.Missing) > 0 {
-					fmt.Fprintf(w, "  missing:  %s (memvault install %s)\n", strings.Join(d.Missing, ", "), d.Harness)
-				}
-				events := make([]string, 0, len(d.Degraded))
-				for ev := range d.Degraded {
-					events = append(events, ev)
-				}
-				sort.Strings(events)
-				for _, ev := range events {
-					fmt.Fprintf(w, "  degraded: %s: %s\n", ev, d.Degraded[ev])
-				}
-				for _, p := range d.Problems {
-					fmt.Fprintf(w, "  problem:  %s\n", p)
-				}
-			}
-			return nil
-		},
-	}
 }

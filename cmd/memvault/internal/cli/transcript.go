@@ -19,6 +19,62 @@ var (
 		Usage: "thread the session belongs to (recorded once, scopes recall)"}
 )
 
+type transcriptAppendOptions struct {
+	ref    vault.TranscriptRef
+	msgs   []transcript.Message
+	thread string // bound to the session when set
+	json   bool
+}
+
+type transcriptImportOptions struct {
+	ref     vault.TranscriptRef
+	format  transcript.Format
+	file    string
+	harness string
+	thread  string
+	json    bool
+}
+
+type transcriptShowOptions struct {
+	ref      vault.TranscriptRef
+	from, to int
+	json     bool
+}
+
+func newTranscriptCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "transcript",
+		Usage: "store and read raw session transcripts (the lossless substrate)",
+		Subcommands: []*ucli.Command{
+			{
+				Name:      "append",
+				Usage:     "append a message, or generic JSON messages one per line on stdin",
+				ArgsUsage: "[TEXT]",
+				Flags: []ucli.Flag{requiredSession, harnessFlag, jsonFlag, sessionThreadFlag,
+					&ucli.StringFlag{Name: "role", Usage: "user, assistant, tool or system (with TEXT)"},
+					&ucli.StringFlag{Name: "speaker", Usage: "who spoke within the role (default: the role)"},
+				},
+			},
+			{
+				Name:      "import",
+				Usage:     "import a harness transcript file; only what is new is added",
+				ArgsUsage: "FILE",
+				Flags: []ucli.Flag{requiredSession, harnessFlag, jsonFlag, sessionThreadFlag,
+					&ucli.StringFlag{Name: "format", Usage: "claude-code, codex, openclaw, gemini or generic (required)"},
+				},
+			},
+			{
+				Name:  "show",
+				Usage: "print a session's messages",
+				Flags: []ucli.Flag{requiredSession, jsonFlag,
+					&ucli.IntFlag{Name: "from", Value: 1, Usage: "first message number"},
+					&ucli.IntFlag{Name: "to", Usage: "last message number (default: the end)"},
+				},
+			},
+		},
+	}
+}
+
 // transcriptRef resolves the agent and the --session flag.
 func transcriptRef(c *ucli.Context, v *vault.Vault) (vault.TranscriptRef, error) {
 	agent, err := agentOf(c, v)
@@ -32,151 +88,109 @@ func transcriptRef(c *ucli.Context, v *vault.Vault) (vault.TranscriptRef, error)
 	return vault.TranscriptRef{Agent: agent, Session: s}, nil
 }
 
-func transcriptCommand() *ucli.Command {
-	return &ucli.Command{
-		Name:  "transcript",
-		Usage: "store and read raw session transcripts (the lossless substrate)",
-		Subcommands: []*ucli.Command{
-			{
-				Name:      "append",
-				Usage:     "append a message, or generic JSON messages one per line on stdin",
-				ArgsUsage: "[TEXT]",
-				Flags: []ucli.Flag{requiredSession, harnessFlag, jsonFlag, sessionThreadFlag,
-					&ucli.StringFlag{Name: "role", Usage: "user, assistant, tool or system (with TEXT)"},
-					&ucli.StringFlag{Name: "speaker", Usage: "who spoke within the role (default: the role)"},
-				},
-				Action: transcriptAppend,
-			},
-			{
-				Name:      "import",
-				Usage:     "import a harness transcript file; only what is new is added",
-				ArgsUsage: "FILE",
-				Flags: []ucli.Flag{requiredSession, harnessFlag, jsonFlag, sessionThreadFlag,
-					&ucli.StringFlag{Name: "format", Usage: "claude-code, codex, openclaw, gemini or generic (required)"},
-				},
-				Action: transcriptImport,
-			},
-			{
-				Name:  "show",
-				Usage: "print a session's messages",
-				Flags: []ucli.Flag{requiredSession, jsonFlag,
-					&ucli.IntFlag{Name: "from", Value: 1, Usage: "first message number"},
-					&ucli.IntFlag{Name: "to", Usage: "last message number (default: the end)"},
-				},
-				Action: readAction(func(c *ucli.Context, v *vault.Vault) error {
-					t, err := transcriptRef(c, v)
-					if err != nil {
-						return err
-					}
-					from, to := c.Int("from"), c.Int("to")
-					if from < 1 || to < 0 || to > 0 && to < from {
-						return usagef("transcript show: want 1 ≤ --from ≤ --to")
-					}
-					var msgs []vault.StoredMessage
-					err = v.ReadTranscript(t, from, to, func(m vault.StoredMessage) error {
-						if c.Bool("json") {
-							msgs = append(msgs, m)
-							return nil
-						}
-						printMessage(c.App.Writer, m)
-						return nil
-					})
-					if err != nil || !c.Bool("json") {
-						return err
-					}
-					if msgs == nil {
-						msgs = []vault.StoredMessage{}
-					}
-					return printJSON(c.App.Writer, msgs)
-				}),
-			},
-		},
+// runTranscriptAppend reads the messages before the lock is taken (stdin
+// may be slow), then appends them in one transaction.
+func runTranscriptAppend(c *ucli.Context, v *vault.Vault) (txWork, error) {
+	opts, err := newTranscriptAppendOptions(c, v)
+	if err != nil {
+		return txWork{}, err
 	}
+	var from, to int
+	apply := func(tx *vault.Tx) error {
+		var err error
+		if from, to, err = tx.AppendText(opts.ref, opts.msgs); err != nil {
+			return err
+		}
+		if opts.thread != "" {
+			return tx.BindSession(opts.ref, opts.thread)
+		}
+		return nil
+	}
+	report := func(*vault.Result) error {
+		if opts.json {
+			return printJSON(c.App.Writer, map[string]any{"agent": opts.ref.Agent, "session": opts.ref.Session, "from": from, "to": to})
+		}
+		fmt.Fprintf(c.App.Writer, "%s: messages %d-%d\n", opts.ref.Path(), from, to)
+		return nil
+	}
+	return txWork{apply: apply, report: report}, nil
 }
 
-func transcriptAppend(c *ucli.Context) error {
-	v, err := openVault(c)
+func newTranscriptAppendOptions(c *ucli.Context, v *vault.Vault) (transcriptAppendOptions, error) {
+	ref, err := transcriptRef(c, v)
 	if err != nil {
-		return err
+		return transcriptAppendOptions{}, err
 	}
-	t, err := transcriptRef(c, v)
-	if err != nil {
-		return err
-	}
-	var msgs []transcript.Message
+	opts := transcriptAppendOptions{ref: ref, thread: c.String("thread"), json: c.Bool("json")}
 	if c.NArg() > 0 {
 		role := transcript.Role(c.String("role"))
 		if role == "" {
-			return usagef("transcript append: --role is required with TEXT")
+			return opts, usagef("transcript append: --role is required with TEXT")
 		}
 		text, err := textArg(c, "text")
 		if err != nil {
-			return err
+			return opts, err
 		}
-		msgs = []transcript.Message{{Role: role, Speaker: c.String("speaker"), Text: text}}
-	} else {
-		data, err := io.ReadAll(c.App.Reader)
-		if err != nil {
-			return fmt.Errorf("transcript append: read stdin: %w", err)
-		}
-		if len(bytes.TrimSpace(data)) == 0 {
-			return usagef("transcript append: no TEXT and nothing on stdin")
-		}
-		if !bytes.HasSuffix(data, []byte("\n")) {
-			data = append(data, '\n')
-		}
-		res, err := transcript.ParseBytes(transcript.Generic, data, transcript.Cursor{}, transcript.Options{NoRedact: true})
-		if err != nil {
-			return err
-		}
-		if res.Stats.Invalid > 0 || len(res.Stats.Unknown) > 0 {
-			return usagef("transcript append: stdin: want one generic JSON message per line ({\"role\",\"text\",…}); %d lines were not", res.Stats.Invalid+len(res.Stats.Unknown))
-		}
-		msgs = res.Messages
+		opts.msgs = []transcript.Message{{Role: role, Speaker: c.String("speaker"), Text: text}}
+		return opts, nil
 	}
-	agent, _ := agentOf(c, v)
-	var from, to int
-	_, err = v.Update(vault.TxOptions{Command: "transcript append", Agent: agent, Session: t.Session, Harness: c.String("harness")},
-		func(tx *vault.Tx) error {
-			var err error
-			if from, to, err = tx.AppendText(t, msgs); err != nil {
-				return err
-			}
-			if th := c.String("thread"); th != "" {
-				return tx.BindSession(t, th)
-			}
-			return nil
-		})
-	if err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, map[string]any{"agent": t.Agent, "session": t.Session, "from": from, "to": to})
-	}
-	fmt.Fprintf(c.App.Writer, "%s: messages %d-%d\n", t.Path(), from, to)
-	return nil
+	opts.msgs, err = stdinMessages(c.App.Reader)
+	return opts, err
 }
 
-func transcriptImport(c *ucli.Context) error {
+// stdinMessages reads generic JSON messages, one per line.
+func stdinMessages(r io.Reader) ([]transcript.Message, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("transcript append: read stdin: %w", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, usagef("transcript append: no TEXT and nothing on stdin")
+	}
+	if !bytes.HasSuffix(data, []byte("\n")) {
+		data = append(data, '\n')
+	}
+	res, err := transcript.ParseBytes(transcript.Generic, data, transcript.Cursor{}, transcript.Options{NoRedact: true})
+	if err != nil {
+		return nil, err
+	}
+	if res.Stats.Invalid > 0 || len(res.Stats.Unknown) > 0 {
+		return nil, usagef("transcript append: stdin: want one generic JSON message per line ({\"role\",\"text\",…}); %d lines were not", res.Stats.Invalid+len(res.Stats.Unknown))
+	}
+	return res.Messages, nil
+}
+
+func newTranscriptImportOptions(c *ucli.Context, v *vault.Vault) (transcriptImportOptions, error) {
+	ref, err := transcriptRef(c, v)
+	if err != nil {
+		return transcriptImportOptions{}, err
+	}
+	if c.NArg() != 1 {
+		return transcriptImportOptions{}, usagef("transcript import: want exactly one FILE")
+	}
+	if c.String("format") == "" {
+		return transcriptImportOptions{}, usagef("transcript import: --format is required (claude-code, codex, openclaw, gemini or generic)")
+	}
+	format, err := transcript.ParseFormat(c.String("format"))
+	if err != nil {
+		return transcriptImportOptions{}, usagef("%v", err)
+	}
+	return transcriptImportOptions{ref: ref, format: format, file: c.Args().First(), harness: c.String("harness"),
+		thread: c.String("thread"), json: c.Bool("json")}, nil
+}
+
+// runTranscriptImport manages its own writes: vault.Import takes the lock
+// and commits what is new, then the index catches up.
+func runTranscriptImport(c *ucli.Context) error {
 	v, err := openVault(c)
 	if err != nil {
 		return err
 	}
-	t, err := transcriptRef(c, v)
+	opts, err := newTranscriptImportOptions(c, v)
 	if err != nil {
 		return err
 	}
-	if c.NArg() != 1 {
-		return usagef("transcript import: want exactly one FILE")
-	}
-	if c.String("format") == "" {
-		return usagef("transcript import: --format is required (claude-code, codex, openclaw, gemini or generic)")
-	}
-	format, err := transcript.ParseFormat(c.String("format"))
-	if err != nil {
-		return usagef("%v", err)
-	}
-	rep, err := v.Import(vault.TxOptions{Agent: t.Agent, Harness: c.String("harness")}, t, format, c.Args().First(), c.String("thread"))
+	rep, err := v.Import(vault.TxOptions{Agent: opts.ref.Agent, Harness: opts.harness}, opts.ref, opts.format, opts.file, opts.thread)
 	if err != nil {
 		return err
 	}
@@ -184,10 +198,14 @@ func transcriptImport(c *ucli.Context) error {
 		// Best effort: recall finds the text either way, from the files.
 		_, _ = v.CatchUpIndex(0)
 	}
-	if c.Bool("json") {
+	if opts.json {
 		return printJSON(c.App.Writer, rep)
 	}
-	w := c.App.Writer
+	printImport(c.App.Writer, opts.ref, rep)
+	return nil
+}
+
+func printImport(w io.Writer, t vault.TranscriptRef, rep *vault.ImportReport) {
 	if rep.Added == 0 {
 		fmt.Fprintf(w, "nothing new in %s (%d lines read", rep.Source, rep.Stats.Lines)
 	} else {
@@ -205,7 +223,6 @@ func transcriptImport(c *ucli.Context) error {
 			fmt.Fprintf(w, "%s: %s\n", kv.name, countList(kv.m))
 		}
 	}
-	return nil
 }
 
 func countList(m map[string]int) string {
@@ -221,26 +238,37 @@ func countList(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func sessionsCommand() *ucli.Command {
-	return &ucli.Command{
-		Name:  "sessions",
-		Usage: "list stored transcripts, by agent and session",
-		Flags: []ucli.Flag{jsonFlag},
-		Action: readAction(func(c *ucli.Context, v *vault.Vault) error {
-			list, err := v.Sessions()
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				if list == nil {
-					list = []vault.SessionInfo{}
-				}
-				return printJSON(c.App.Writer, list)
-			}
-			for _, s := range list {
-				fmt.Fprintf(c.App.Writer, "%-16s %-40s %6d messages  %d parts  %s\n", s.Agent, s.Session, s.Messages, s.Parts, s.Path)
-			}
-			return nil
-		}),
+func newTranscriptShowOptions(c *ucli.Context, v *vault.Vault) (transcriptShowOptions, error) {
+	ref, err := transcriptRef(c, v)
+	if err != nil {
+		return transcriptShowOptions{}, err
 	}
+	opts := transcriptShowOptions{ref: ref, from: c.Int("from"), to: c.Int("to"), json: c.Bool("json")}
+	if opts.from < 1 || opts.to < 0 || opts.to > 0 && opts.to < opts.from {
+		return opts, usagef("transcript show: want 1 ≤ --from ≤ --to")
+	}
+	return opts, nil
+}
+
+func runTranscriptShow(c *ucli.Context, v *vault.Vault) error {
+	opts, err := newTranscriptShowOptions(c, v)
+	if err != nil {
+		return err
+	}
+	var msgs []vault.StoredMessage
+	err = v.ReadTranscript(opts.ref, opts.from, opts.to, func(m vault.StoredMessage) error {
+		if opts.json {
+			msgs = append(msgs, m)
+			return nil
+		}
+		printMessage(c.App.Writer, m)
+		return nil
+	})
+	if err != nil || !opts.json {
+		return err
+	}
+	if msgs == nil {
+		msgs = []vault.StoredMessage{}
+	}
+	return printJSON(c.App.Writer, msgs)
 }

@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+)
+
+type compactOptions struct {
+	session string
+	summary string // the harness's summary; "" lets the transcript speak
+}
+
+func newCompactCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "compact",
+		Usage: "record a compaction as a node, with the harness's summary (--file, stdin, or the transcript's own)",
+		Flags: []ucli.Flag{requiredSession, harnessFlag, forceFlag, jsonFlag,
+			&ucli.StringFlag{Name: "file", Usage: "file holding the compaction summary (- for stdin)"},
+		},
+	}
+}
+
+func runCompact(c *ucli.Context, tx *vault.Tx) (nodesMade, error) {
+	opts := compactOptions{session: c.String("session")}
+	if opts.session == "" {
+		return nodesMade{}, usagef("compact: --session is required")
+	}
+	var err error
+	if opts.summary, err = summaryInput(c); err != nil {
+		return nodesMade{}, err
+	}
+	t := vault.TranscriptRef{Agent: tx.Agent(), Session: opts.session}
+	return one(tx.Compact(t, opts.summary))
+}
+
+// summaryInput reads --file, or stdin when it is not a terminal.
+func summaryInput(c *ucli.Context) (string, error) {
+	f := c.String("file")
+	var r io.Reader
+	switch {
+	case f == "-":
+		r = c.App.Reader
+	case f != "":
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", usagef("compact: --file %s: %v", f, err)
+		}
+		return string(data), nil
+	default:
+		if file, ok := c.App.Reader.(*os.File); ok {
+			if info, err := file.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
+				return "", nil // a terminal: no summary piped in
+			}
+		}
+		r = c.App.Reader
+	}
+	data, err := io.ReadAll(io.LimitReader(r, vault.MaxTextBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("compact: read stdin: %w", err)
+	}
+	return string(data), nil
+}

@@ -1,0 +1,29 @@
+package cli
+
+import (
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+)
+
+func newCondenseCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "condense",
+		Usage: "write condensed nodes over session summaries and compaction nodes, per day or week",
+		Flags: []ucli.Flag{harnessFlag, forceFlag, jsonFlag, threadFlag,
+			&ucli.StringFlag{Name: "period", Value: "day", Usage: "day or week"},
+			&ucli.BoolFlag{Name: "current", Usage: "also condense the period still under way"},
+		},
+	}
+}
+
+// runCondense: the library's options are the command's options.
+func runCondense(c *ucli.Context, tx *vault.Tx) (nodesMade, error) {
+	opts := vault.CondenseOptions{Period: c.String("period"), Thread: c.String("thread"), Current: c.Bool("current")}
+	nodes, err := tx.Condense(opts)
+	fresh := make([]bool, len(nodes))
+	for i := range fresh {
+		fresh[i] = true
+	}
+	return nodesMade{nodes: nodes, fresh: fresh}, err
+}

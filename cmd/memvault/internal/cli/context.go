@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/hooks"
+	"github.com/memvault/memvault/vault"
+)
+
+type contextOptions struct {
+	agent, thread string
+	dir           string // the working folder, which names the default thread
+	limit         int
+}
+
+func newContextCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "context",
+		Usage: "print what a session starts with (for harnesses wired by hand)",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"}, Usage: "the session's thread (default: derived from the project)"},
+			&ucli.IntFlag{Name: "limit", Value: 9500, Usage: "at most this many characters"},
+		},
+	}
+}
+
+func newContextOptions(c *ucli.Context, v *vault.Vault) (contextOptions, error) {
+	agent, err := agentOf(c, v)
+	if err != nil {
+		return contextOptions{}, err
+	}
+	opts := contextOptions{agent: agent, thread: c.String("thread"), limit: c.Int("limit")}
+	if opts.limit < 200 {
+		return opts, usagef("context: --limit must be at least 200")
+	}
+	opts.dir, _ = os.Getwd()
+	if opts.thread == "" {
+		opts.thread = hooks.ProjectThread(opts.dir)
+	} else if _, err := vault.ParseThread(opts.thread); err != nil {
+		return opts, err
+	}
+	return opts, nil
+}
+
+func runContext(c *ucli.Context, v *vault.Vault) error {
+	opts, err := newContextOptions(c, v)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.App.Writer, hooks.StartContext(v, opts.agent, opts.thread, opts.dir, opts.limit))
+	return nil
+}

@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"fmt"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+)
+
+// The distillation commands (summarize, compact, condense) share this: one
+// transaction that makes nodes, then a line per node made or found made.
+
+// nodesMade are the nodes a distillation step returned; fresh[i] says
+// whether nodes[i] was created now or already existed.
+type nodesMade struct {
+	nodes []*vault.Node
+	fresh []bool
+}
+
+func one(n *vault.Node, created bool, err error) (nodesMade, error) {
+	if err != nil {
+		return nodesMade{}, err
+	}
+	return nodesMade{nodes: []*vault.Node{n}, fresh: []bool{created}}, nil
+}
+
+// distill declares a distillation command: step runs in one transaction,
+// and the nodes it made are the report.
+func distill(step func(c *ucli.Context, tx *vault.Tx) (nodesMade, error)) action {
+	return inTxPrepared(func(c *ucli.Context, _ *vault.Vault) (txWork, error) {
+		var made nodesMade
+		apply := func(tx *vault.Tx) error {
+			var err error
+			made, err = step(c, tx)
+			return err
+		}
+		report := func(*vault.Result) error { return made.print(c) }
+		return txWork{apply: apply, report: report}, nil
+	})
+}
+
+func (m nodesMade) print(c *ucli.Context) error {
+	if c.Bool("json") {
+		nodes := m.nodes
+		if nodes == nil {
+			nodes = []*vault.Node{}
+		}
+		return printJSON(c.App.Writer, nodes)
+	}
+	for i, n := range m.nodes {
+		state := "created"
+		if !m.fresh[i] {
+			state = "exists"
+		}
+		fmt.Fprintf(c.App.Writer, "%s  %s  %s  %s\n", n.ID, n.Kind, state, n.Path)
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+)
+
+type expandOptions struct {
+	id   string
+	lib  vault.ExpandOptions
+	json bool
+}
+
+func newExpandCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "expand",
+		Usage:     "drill down from a node: parents, children, siblings, heads, rows, transcript",
+		ArgsUsage: "NODE_ID",
+		Flags: []ucli.Flag{jsonFlag,
+			&ucli.StringFlag{Name: "agent", Usage: "the agent whose node it is (default: the current agent)"},
+			&ucli.IntFlag{Name: "context", Usage: "transcript messages to add before and after the span"},
+		},
+	}
+}
+
+func runExpand(c *ucli.Context, v *vault.Vault) error {
+	if c.NArg() != 1 {
+		return usagef("expand: want exactly one node id")
+	}
+	agent, err := agentOf(c, v)
+	if err != nil {
+		return err
+	}
+	opts := expandOptions{id: c.Args().First(), json: c.Bool("json"),
+		lib: vault.ExpandOptions{Agent: agent, Context: c.Int("context")}}
+	ex, err := v.Expand(opts.id, opts.lib)
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		return printJSON(c.App.Writer, ex)
+	}
+	printExpansion(c.App.Writer, ex)
+	return nil
+}
+
+func printExpansion(w io.Writer, ex *vault.Expansion) {
+	n := ex.Node
+	fmt.Fprintf(w, "node %s  %s  agent %s", n.ID, n.Kind, n.Agent)
+	if n.Session != "" {
+		fmt.Fprintf(w, "  session %s", n.Session)
+	}
+	fmt.Fprintf(w, "\n  %s\n", n.Path)
+	if n.Span != nil {
+		fmt.Fprintf(w, "  span %s messages %d-%d\n", n.Span.Path, n.Span.From, n.Span.To)
+	}
+	fmt.Fprintf(w, "\n%s\n", strings.TrimRight(n.Body, "\n"))
+	refs := func(title string, list []vault.NodeRef) {
+		if len(list) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "\n%s:\n", title)
+		for _, r := range list {
+			fmt.Fprintf(w, "  %s  %s  %s\n", r.ID, r.Kind, r.Title)
+		}
+	}
+	refs("parents", ex.Parents)
+	refs("children", ex.Children)
+	refs("siblings", ex.Siblings)
+	if len(ex.Threads) > 0 {
+		fmt.Fprintf(w, "\nthreads:\n")
+		for _, h := range ex.Threads {
+			fmt.Fprintf(w, "  %s  %s\n", h.Thread, h.Path)
+		}
+	}
+	if len(ex.Rows) > 0 {
+		fmt.Fprintf(w, "\nrows:\n")
+		for _, r := range ex.Rows {
+			printRow(w, r)
+		}
+	}
+	if len(ex.Transcript) > 0 {
+		fmt.Fprintf(w, "\ntranscript:\n")
+		for _, m := range ex.Transcript {
+			printMessage(w, m)
+		}
+	}
+}

@@ -167,12 +167,12 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			newInstallCommand(),
 			newUninstallCommand(),
 			newDoctorCommand(),
-			renderCommand(),
-			refreshCommand(),
-			threadsCommand(),
-			editCommand(),
-			resolveCommand(),
-			continuityCommand(), learnCommand(), decideCommand(), goalCommand(), nextCommand(), doneCommand(),
+			newRenderCommand(),
+			newRefreshCommand(),
+			newThreadsCommand(),
+			newEditCommand(),
+			newResolveCommand(),
+			newContinuityCommand(), newLearnCommand(), newDecideCommand(), newGoalCommand(), newNextCommand(), newDoneCommand(),
 			newGCCommand(),
 		},
 		HideHelpCommand: true,
@@ -234,6 +234,32 @@ func commandActions() map[string]action {
 		// vault.GC takes the vault lock itself and repacks git's objects; it
 		// commits nothing.
 		"gc": ownWrites(runGC),
+
+		// The heads: vault.Refresh, EditHead and ResolveHeads take the heads'
+		// leases before the vault lock, so they manage their own writes
+		// (edit may commit twice: a first render, then the saved file).
+		"render":       ownWrites(runRender),
+		"refresh":      ownWrites(runRefresh),
+		"threads":      reads(runThreads),
+		"threads show": reads(runThreadsShow),
+		"edit":         ownWrites(runEdit),
+		"resolve":      ownWrites(runResolve),
+
+		// The protocol: vault.UpdateContinuity takes CONTINUITY.md's lease
+		// and the vault lock itself, and refreshes the file in the same
+		// commit as the change.
+		"continuity init":      ownWrites(continuityWrite(runContinuityInit)),
+		"continuity status":    reads(runContinuityStatus),
+		"continuity learnings": reads(runContinuityLearnings),
+		"continuity decisions": reads(runContinuityDecisions),
+		"continuity audit":     ownWrites(runContinuityAudit), // --dry-run only reads
+		"continuity index":     ownWrites(runContinuityIndex),
+		"continuity budget":    reads(runContinuityBudget),
+		"learn":                ownWrites(continuityWrite(runLearn)),
+		"decide":               ownWrites(continuityWrite(runDecide)),
+		"goal":                 ownWrites(continuityWrite(runGoal)),
+		"next":                 ownWrites(continuityWrite(runNext)),
+		"done":                 ownWrites(continuityWrite(runDone)),
 	}
 }
 
@@ -417,10 +443,4 @@ func setActions(cs []*ucli.Command, prefix string, actions map[string]action) {
 		}
 		setActions(c.Subcommands, path+" ", actions)
 	}
-}
-
-// readAction wraps a command not yet declared in commandActions; it goes
-// when the last one moves.
-func readAction(fn func(c *ucli.Context, v *vault.Vault) error) ucli.ActionFunc {
-	return reads(fn).actionFunc()
 }

@@ -30,7 +30,7 @@ func parseNow(c *ucli.Context) (time.Time, error) {
 // continuityWrite wraps a command that changes the protocol's state: one
 // transaction, CONTINUITY.md refreshed in the same commit, the messages of
 // what was done printed (or the whole result with --json).
-func continuityWrite(fn func(c *ucli.Context, ct *vault.ContinuityTx) error) ucli.ActionFunc {
+func continuityWrite(fn func(c *ucli.Context, ct *vault.ContinuityTx) error) func(c *ucli.Context) error {
 	return func(c *ucli.Context) error {
 		res, err := runContinuityWrite(c, fn)
 		if err != nil {
@@ -88,7 +88,7 @@ func printHeadOutcome(c *ucli.Context, res *vault.ContinuityResult) {
 	}
 }
 
-func continuityCommand() *ucli.Command {
+func newContinuityCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "continuity",
 		Usage: "the working-memory protocol: CONTINUITY.md, learnings, decisions",
@@ -97,87 +97,97 @@ func continuityCommand() *ucli.Command {
 				Name:  "init",
 				Usage: "render CONTINUITY.md from the ledger (merged with hand edits); safe to run again",
 				Flags: writeFlags(),
-				Action: continuityWrite(func(c *ucli.Context, ct *vault.ContinuityTx) error {
-					return noArgs(c, "continuity init")
-				}),
 			},
 			{
-				Name:   "status",
-				Usage:  "active goal, current task, next actions, blockers, budget use",
-				Flags:  []ucli.Flag{jsonFlag},
-				Action: readAction(runContinuityStatus),
+				Name:  "status",
+				Usage: "active goal, current task, next actions, blockers, budget use",
+				Flags: []ucli.Flag{jsonFlag},
 			},
 			{
 				Name:  "learnings",
 				Usage: "learnings in scope, smallest scope first (active and corrected; --all for every status)",
 				Flags: []ucli.Flag{learnScopeFlag, &ucli.BoolFlag{Name: "all", Usage: "include archived and invalidated learnings"}, jsonFlag},
-				Action: listAction("continuity learnings", "no learnings", "%-11s %s\n",
-					(*vault.Continuity).ActiveLearnings, func(l *vault.Learning) (string, string) { return l.Status, l.Line() }),
 			},
 			{
 				Name:  "decisions",
 				Usage: "decisions in scope (active; --all includes superseded ones)",
 				Flags: []ucli.Flag{learnScopeFlag, &ucli.BoolFlag{Name: "all", Usage: "include superseded decisions"}, jsonFlag},
-				Action: listAction("continuity decisions", "no decisions", "%-10s %s\n",
-					(*vault.Continuity).ActiveDecisions, func(d *vault.Decision) (string, string) { return d.Status, d.Line() }),
 			},
 			{
-				Name:   "audit",
-				Usage:  "decay, reinforcement ladder, conflicts, integrity flags, as of --now",
-				Flags:  writeFlags(nowFlag, &ucli.BoolFlag{Name: "dry-run", Usage: "report without writing"}),
-				Action: runContinuityAudit,
+				Name:  "audit",
+				Usage: "decay, reinforcement ladder, conflicts, integrity flags, as of --now",
+				Flags: writeFlags(nowFlag, &ucli.BoolFlag{Name: "dry-run", Usage: "report without writing"}),
 			},
 			{
 				Name:  "index",
 				Usage: "write learnings-index.md, the cheapest summary of the learnings, and print it",
 				Flags: writeFlags(),
-				Action: func(c *ucli.Context) error {
-					if err := noArgs(c, "continuity index"); err != nil {
-						return err
-					}
-					var out []byte
-					_, err := runContinuityWrite(c, func(c *ucli.Context, ct *vault.ContinuityTx) error {
-						ct.WriteIndex()
-						return nil
-					})
-					if err != nil {
-						return err
-					}
-					v, err := openVault(c)
-					if err != nil {
-						return err
-					}
-					if out, err = os.ReadFile(filepath.Join(v.Root, vault.LearningsIndexFile)); err != nil {
-						return err
-					}
-					if c.Bool("json") {
-						return printJSON(c.App.Writer, map[string]any{"file": vault.LearningsIndexFile, "text": string(out)})
-					}
-					_, err = c.App.Writer.Write(out)
-					return err
-				},
 			},
 			{
 				Name:  "budget",
 				Usage: "token use per category against the budgets in memvault.toml",
 				Flags: []ucli.Flag{jsonFlag},
-				Action: readAction(func(c *ucli.Context, v *vault.Vault) error {
-					if err := noArgs(c, "continuity budget"); err != nil {
-						return err
-					}
-					b, err := v.ContinuityBudget()
-					if err != nil {
-						return err
-					}
-					if c.Bool("json") {
-						return printJSON(c.App.Writer, b)
-					}
-					printBudget(c, b)
-					return nil
-				}),
 			},
 		},
 	}
+}
+
+// runContinuityInit refreshes CONTINUITY.md, which every protocol write does.
+func runContinuityInit(c *ucli.Context, _ *vault.ContinuityTx) error {
+	return noArgs(c, "continuity init")
+}
+
+func runContinuityLearnings(c *ucli.Context, v *vault.Vault) error {
+	return listAction("continuity learnings", "no learnings", "%-11s %s\n",
+		(*vault.Continuity).ActiveLearnings, func(l *vault.Learning) (string, string) { return l.Status, l.Line() })(c, v)
+}
+
+func runContinuityDecisions(c *ucli.Context, v *vault.Vault) error {
+	return listAction("continuity decisions", "no decisions", "%-10s %s\n",
+		(*vault.Continuity).ActiveDecisions, func(d *vault.Decision) (string, string) { return d.Status, d.Line() })(c, v)
+}
+
+// runContinuityIndex writes learnings-index.md in a protocol transaction,
+// then prints the file it wrote.
+func runContinuityIndex(c *ucli.Context) error {
+	if err := noArgs(c, "continuity index"); err != nil {
+		return err
+	}
+	_, err := runContinuityWrite(c, func(c *ucli.Context, ct *vault.ContinuityTx) error {
+		ct.WriteIndex()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	v, err := openVault(c)
+	if err != nil {
+		return err
+	}
+	out, err := os.ReadFile(filepath.Join(v.Root, vault.LearningsIndexFile))
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, map[string]any{"file": vault.LearningsIndexFile, "text": string(out)})
+	}
+	_, err = c.App.Writer.Write(out)
+	return err
+}
+
+func runContinuityBudget(c *ucli.Context, v *vault.Vault) error {
+	if err := noArgs(c, "continuity budget"); err != nil {
+		return err
+	}
+	b, err := v.ContinuityBudget()
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, b)
+	}
+	printBudget(c, b)
+	return nil
 }
 
 func printBudget(c *ucli.Context, b []vault.BudgetLine) {
@@ -193,8 +203,8 @@ func printBudget(c *ucli.Context, b []vault.BudgetLine) {
 // listAction prints the learnings or decisions in scope: one line each, or
 // JSON.
 func listAction[T any](cmd, none, format string, list func(*vault.Continuity, vault.ScopeFilter, bool) []T,
-	show func(T) (status, line string)) ucli.ActionFunc {
-	return readAction(func(c *ucli.Context, v *vault.Vault) error {
+	show func(T) (status, line string)) func(c *ucli.Context, v *vault.Vault) error {
+	return func(c *ucli.Context, v *vault.Vault) error {
 		if err := noArgs(c, cmd); err != nil {
 			return err
 		}
@@ -218,7 +228,7 @@ func listAction[T any](cmd, none, format string, list func(*vault.Continuity, va
 			fmt.Fprintf(c.App.Writer, format, status, line)
 		}
 		return nil
-	})
+	}
 }
 
 func scopeFilter(c *ucli.Context, v *vault.Vault) (vault.ScopeFilter, error) {
@@ -355,119 +365,4 @@ func printAudit(c *ucli.Context, rep *vault.AuditReport) error {
 		fmt.Fprintln(w, "nothing new since the last audit: nothing written")
 	}
 	return nil
-}
-
-func learnCommand() *ucli.Command {
-	return &ucli.Command{
-		Name:      "learn",
-		Usage:     "record a mistake and how to prevent it (a repeat reinforces it), or invalidate or correct one",
-		ArgsUsage: " ",
-		Flags: writeFlags(
-			&ucli.StringFlag{Name: "error", Aliases: []string{"e"}, Usage: "what failed (required)"},
-			&ucli.StringFlag{Name: "cause", Aliases: []string{"c"}, Usage: "why it failed"},
-			&ucli.StringFlag{Name: "prevention", Aliases: []string{"p"}, Usage: "how to prevent it (required)"},
-			learnScopeFlag,
-			&ucli.IntFlag{Name: "ttl", Usage: "days it lives unless reinforced (default 30)"},
-			&ucli.StringFlag{Name: "invalidate", Usage: "mark learning ID as wrong because it caused a problem (with --why)"},
-			&ucli.StringFlag{Name: "correct", Usage: "fix learning ID (with --prevention or --cause, and --why)"},
-			&ucli.StringFlag{Name: "why", Usage: "what went wrong, for --invalidate and --correct"},
-			nowFlag,
-		),
-		Action: continuityWrite(func(c *ucli.Context, ct *vault.ContinuityTx) error {
-			if c.NArg() > 0 {
-				return usagef("learn: takes flags only: memvault learn --error E --prevention P")
-			}
-			inv, cor := c.String("invalidate"), c.String("correct")
-			switch {
-			case inv != "" && cor != "":
-				return usagef("learn: --invalidate and --correct exclude each other")
-			case inv != "":
-				if c.IsSet("error") || c.IsSet("prevention") || c.IsSet("cause") {
-					return usagef("learn: --invalidate takes only --why")
-				}
-				if c.String("why") == "" {
-					return usagef("learn: --invalidate needs --why: say what went wrong")
-				}
-				_, err := ct.Invalidate(inv, c.String("why"))
-				return err
-			case cor != "":
-				_, err := ct.Correct(cor, c.String("cause"), c.String("prevention"), c.String("why"))
-				return err
-			}
-			_, err := ct.Learn(vault.LearnInput{Error: c.String("error"), Cause: c.String("cause"),
-				Prevention: c.String("prevention"), Scope: c.String("scope"), TTL: c.Int("ttl")})
-			return err
-		}),
-	}
-}
-
-func decideCommand() *ucli.Command {
-	return &ucli.Command{
-		Name:      "decide",
-		Usage:     "record a decision and its rationale, optionally superseding an earlier one",
-		ArgsUsage: " ",
-		Flags: writeFlags(
-			&ucli.StringFlag{Name: "decision", Aliases: []string{"d"}, Usage: "what was decided (required)"},
-			&ucli.StringFlag{Name: "rationale", Aliases: []string{"r"}, Usage: "why (required)"},
-			learnScopeFlag,
-			&ucli.StringFlag{Name: "supersedes", Usage: "id of the decision this one replaces"},
-			nowFlag,
-		),
-		Action: continuityWrite(func(c *ucli.Context, ct *vault.ContinuityTx) error {
-			if c.NArg() > 0 {
-				return usagef("decide: takes flags only: memvault decide --decision D --rationale R")
-			}
-			_, err := ct.Decide(vault.DecideInput{Decision: c.String("decision"), Rationale: c.String("rationale"),
-				Scope: c.String("scope"), Supersedes: c.String("supersedes")})
-			return err
-		}),
-	}
-}
-
-func goalCommand() *ucli.Command {
-	return &ucli.Command{
-		Name:      "goal",
-		Usage:     "set the active goal of CONTINUITY.md (and/or the phase)",
-		ArgsUsage: "TEXT",
-		Flags:     writeFlags(&ucli.StringFlag{Name: "phase", Usage: strings.Join(vault.Phases, ", ")}, nowFlag),
-		Action: continuityWrite(func(c *ucli.Context, ct *vault.ContinuityTx) error {
-			text, err := textArg(c, "goal")
-			if err != nil {
-				return err
-			}
-			return ct.Goal(text, c.String("phase"))
-		}),
-	}
-}
-
-func nextCommand() *ucli.Command {
-	return &ucli.Command{
-		Name:      "next",
-		Usage:     "add a next action (the first one is the current task)",
-		ArgsUsage: "TEXT",
-		Flags:     writeFlags(&ucli.BoolFlag{Name: "first", Usage: "put it on top: it becomes the current task"}, nowFlag),
-		Action: continuityWrite(func(c *ucli.Context, ct *vault.ContinuityTx) error {
-			text, err := textArg(c, "next")
-			if err != nil {
-				return err
-			}
-			return ct.Next(text, c.Bool("first"))
-		}),
-	}
-}
-
-func doneCommand() *ucli.Command {
-	return &ucli.Command{
-		Name:      "done",
-		Usage:     "record an accomplishment; a next action's number or text takes it off the queue",
-		ArgsUsage: "TEXT | N",
-		Flags:     writeFlags(nowFlag),
-		Action: continuityWrite(func(c *ucli.Context, ct *vault.ContinuityTx) error {
-			text, err := textArg(c, "done")
-			if err != nil {
-				return err
-			}
-			return ct.Done(text)
-		}),
-	}
 }

@@ -1,0 +1,31 @@
+package cli
+
+import (
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+)
+
+func newDecideCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "decide",
+		Usage:     "record a decision and its rationale, optionally superseding an earlier one",
+		ArgsUsage: " ",
+		Flags: writeFlags(
+			&ucli.StringFlag{Name: "decision", Aliases: []string{"d"}, Usage: "what was decided (required)"},
+			&ucli.StringFlag{Name: "rationale", Aliases: []string{"r"}, Usage: "why (required)"},
+			learnScopeFlag,
+			&ucli.StringFlag{Name: "supersedes", Usage: "id of the decision this one replaces"},
+			nowFlag,
+		),
+	}
+}
+
+func runDecide(c *ucli.Context, ct *vault.ContinuityTx) error {
+	if c.NArg() > 0 {
+		return usagef("decide: takes flags only: memvault decide --decision D --rationale R")
+	}
+	_, err := ct.Decide(vault.DecideInput{Decision: c.String("decision"), Rationale: c.String("rationale"),
+		Scope: c.String("scope"), Supersedes: c.String("supersedes")})
+	return err
+}

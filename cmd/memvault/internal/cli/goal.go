@@ -1,0 +1,26 @@
+package cli
+
+import (
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+)
+
+func newGoalCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "goal",
+		Usage:     "set the active goal of CONTINUITY.md (and/or the phase)",
+		ArgsUsage: "TEXT",
+		Flags:     writeFlags(&ucli.StringFlag{Name: "phase", Usage: strings.Join(vault.Phases, ", ")}, nowFlag),
+	}
+}
+
+func runGoal(c *ucli.Context, ct *vault.ContinuityTx) error {
+	text, err := textArg(c, "goal")
+	if err != nil {
+		return err
+	}
+	return ct.Goal(text, c.String("phase"))
+}

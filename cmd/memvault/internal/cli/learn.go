@@ -1,0 +1,52 @@
+package cli
+
+import (
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+)
+
+func newLearnCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "learn",
+		Usage:     "record a mistake and how to prevent it (a repeat reinforces it), or invalidate or correct one",
+		ArgsUsage: " ",
+		Flags: writeFlags(
+			&ucli.StringFlag{Name: "error", Aliases: []string{"e"}, Usage: "what failed (required)"},
+			&ucli.StringFlag{Name: "cause", Aliases: []string{"c"}, Usage: "why it failed"},
+			&ucli.StringFlag{Name: "prevention", Aliases: []string{"p"}, Usage: "how to prevent it (required)"},
+			learnScopeFlag,
+			&ucli.IntFlag{Name: "ttl", Usage: "days it lives unless reinforced (default 30)"},
+			&ucli.StringFlag{Name: "invalidate", Usage: "mark learning ID as wrong because it caused a problem (with --why)"},
+			&ucli.StringFlag{Name: "correct", Usage: "fix learning ID (with --prevention or --cause, and --why)"},
+			&ucli.StringFlag{Name: "why", Usage: "what went wrong, for --invalidate and --correct"},
+			nowFlag,
+		),
+	}
+}
+
+func runLearn(c *ucli.Context, ct *vault.ContinuityTx) error {
+	if c.NArg() > 0 {
+		return usagef("learn: takes flags only: memvault learn --error E --prevention P")
+	}
+	inv, cor := c.String("invalidate"), c.String("correct")
+	switch {
+	case inv != "" && cor != "":
+		return usagef("learn: --invalidate and --correct exclude each other")
+	case inv != "":
+		if c.IsSet("error") || c.IsSet("prevention") || c.IsSet("cause") {
+			return usagef("learn: --invalidate takes only --why")
+		}
+		if c.String("why") == "" {
+			return usagef("learn: --invalidate needs --why: say what went wrong")
+		}
+		_, err := ct.Invalidate(inv, c.String("why"))
+		return err
+	case cor != "":
+		_, err := ct.Correct(cor, c.String("cause"), c.String("prevention"), c.String("why"))
+		return err
+	}
+	_, err := ct.Learn(vault.LearnInput{Error: c.String("error"), Cause: c.String("cause"),
+		Prevention: c.String("prevention"), Scope: c.String("scope"), TTL: c.Int("ttl")})
+	return err
+}

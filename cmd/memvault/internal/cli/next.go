@@ -1,0 +1,24 @@
+package cli
+
+import (
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+)
+
+func newNextCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "next",
+		Usage:     "add a next action (the first one is the current task)",
+		ArgsUsage: "TEXT",
+		Flags:     writeFlags(&ucli.BoolFlag{Name: "first", Usage: "put it on top: it becomes the current task"}, nowFlag),
+	}
+}
+
+func runNext(c *ucli.Context, ct *vault.ContinuityTx) error {
+	text, err := textArg(c, "next")
+	if err != nil {
+		return err
+	}
+	return ct.Next(text, c.Bool("first"))
+}

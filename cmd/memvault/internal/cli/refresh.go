@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+)
+
+type refreshOptions struct {
+	on string // the event: session-end or compaction
+}
+
+func newRefreshCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "refresh",
+		Usage: "what hooks call: refresh MEMORY.md and the thread heads that changed, and retry deferred refreshes",
+		Description: "--on session-end|compaction names the event. MEMORY.md is always refreshed; thread heads\n" +
+			"are refreshed when their rows changed since their last render (with --session, only the\n" +
+			"threads that session wrote to). A head whose lease is held by someone else is deferred:\n" +
+			"recorded as head.deferred and retried by the next refresh of any session.",
+		Flags: writeFlags(
+			&ucli.StringFlag{Name: "on", Usage: "the event: session-end or compaction (required)"},
+		),
+	}
+}
+
+// runRefresh manages its own writes: vault.Refresh takes each head's lease
+// and the vault lock itself, and records deferred heads for a later retry.
+func runRefresh(c *ucli.Context) error {
+	v, err := openVault(c)
+	if err != nil {
+		return err
+	}
+	if c.NArg() > 0 {
+		return usagef("refresh: takes no arguments")
+	}
+	opts := refreshOptions{on: c.String("on")}
+	switch opts.on {
+	case "session-end", "compaction":
+	case "":
+		return usagef("refresh: --on is required: session-end or compaction")
+	default:
+		return usagef("refresh: --on %q: want session-end or compaction", opts.on)
+	}
+	txOpts, err := txOptions(c, v)
+	if err != nil {
+		return err
+	}
+	rep, err := v.Refresh(vault.RefreshOptions{TxOptions: txOpts, Trigger: opts.on, Memory: true, Affected: true})
+	if err != nil {
+		return err
+	}
+	return printRefresh(c, rep, false)
+}
+
+// printRefresh reports a refresh, head by head (refresh, render).
+func printRefresh(c *ucli.Context, rep *vault.RefreshReport, explain bool) error {
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(c.App.ErrWriter, "memvault: warning: %s\n", w)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, rep)
+	}
+	w := c.App.Writer
+	for _, h := range rep.Heads {
+		line := h.Head + ": " + h.Status
+		switch {
+		case h.Status == "deferred":
+			line += ": lease held by " + h.Holder.String() + "; the next refresh retries it"
+		case h.Status == "conflict":
+			line += " in " + strings.Join(h.Sections, "; ") + ": your text was kept; see memvault status, settle with memvault resolve"
+		}
+		if h.HandEdits {
+			line += " (your uncommitted edit was committed first)"
+		}
+		if len(h.Retried) > 0 {
+			line += fmt.Sprintf(" (retried %d deferred)", len(h.Retried))
+		}
+		if h.Takeover != nil {
+			line += " (took over a lease: " + h.Takeover.Reason + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
+	if rep.Commit != "" {
+		fmt.Fprintf(w, "commit %s\n", vault.ShortHash(rep.Commit))
+	}
+	if explain {
+		for _, h := range rep.Heads {
+			if h.Report != nil {
+				printExplain(w, h.Report)
+			}
+		}
+	}
+	return nil
+}

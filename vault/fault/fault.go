@@ -108,6 +108,22 @@ func IO(op string, err error) error {
 	return fe
 }
 
+// Wrap names operation op in err. A failure of the file system (a path
+// error, a full or read-only disk) is classified as IO would; a classified
+// error keeps its class; anything else, such as a malformed file, is only
+// wrapped, so that its own message is what the user reads.
+func Wrap(op string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EROFS) {
+		return IO(op, err)
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
 // describeErrno returns the bare system message ("no space left on device")
 // without the path that os errors repeat, since op already names the file.
 func describeErrno(err error) string {

@@ -57,3 +57,20 @@ func TestIO(t *testing.T) {
 		t.Fatalf("an already classified error was reclassified: %v", err)
 	}
 }
+
+func TestWrap(t *testing.T) {
+	disk := &fs.PathError{Op: "write", Path: "/v/x", Err: syscall.ENOSPC}
+	if err := Wrap("git: write blob", disk); !errors.Is(err, ErrIO) || HintOf(err) == "" {
+		t.Errorf("a full disk: %v, want ErrIO with a hint", err)
+	}
+	busy := New(ErrBusy, "git: index.lock is held")
+	if err := Wrap("git: update the index", busy); err != busy {
+		t.Errorf("a classified error: %v, want it as it is", err)
+	}
+	bad := errors.New("index: bad signature")
+	err := Wrap("git: read the index", bad)
+	var e *Error
+	if errors.As(err, &e) || !errors.Is(err, bad) || err.Error() != "git: read the index: index: bad signature" {
+		t.Errorf("a malformed file: %v, want it wrapped, unclassified", err)
+	}
+}

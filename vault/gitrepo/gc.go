@@ -86,14 +86,14 @@ func lockGitGC(gitDir, host string) (func(), error) {
 		}
 	}
 	if _, err := fmt.Fprintf(lock, "%d %s", os.Getpid(), host); err != nil {
-		return nil, gitIOErr("gc: write gc.pid", err)
+		return nil, fault.Wrap("gc: write gc.pid", err)
 	}
 	if err := lock.Close(); err != nil {
-		return nil, gitIOErr("gc: write gc.pid", err)
+		return nil, fault.Wrap("gc: write gc.pid", err)
 	}
 	if err := os.Rename(pidPath+".lock", pidPath); err != nil {
 		os.Remove(pidPath + ".lock")
-		return nil, gitIOErr("gc: write gc.pid", err)
+		return nil, fault.Wrap("gc: write gc.pid", err)
 	}
 	ok = true
 	return func() { os.Remove(pidPath) }, nil
@@ -153,11 +153,11 @@ func pack(gitDir string, expire time.Duration, rep *PackStats) error {
 	}
 	oldPacks, err := st.ObjectPacks()
 	if err != nil {
-		return gitIOErr("gc: list packs", err)
+		return fault.Wrap("gc: list packs", err)
 	}
 	var loose []plumbing.Hash
 	if err := st.ForEachObjectHash(func(h plumbing.Hash) error { loose = append(loose, h); return nil }); err != nil {
-		return gitIOErr("gc: list loose objects", err)
+		return fault.Wrap("gc: list loose objects", err)
 	}
 	if len(loose) == 0 && len(oldPacks) <= 1 {
 		return nil // already one pack and nothing loose: nothing to gain
@@ -180,7 +180,7 @@ func pack(gitDir string, expire time.Duration, rep *PackStats) error {
 	for _, h := range loose {
 		if _, ok := reach[h]; ok {
 			if err := st.DeleteLooseObject(h); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return gitIOErr("gc: remove a packed loose object", err)
+				return fault.Wrap("gc: remove a packed loose object", err)
 			}
 			rep.RemovedLoose++
 			continue
@@ -213,7 +213,7 @@ func pack(gitDir string, expire time.Duration, rep *PackStats) error {
 		// The index goes last: git and go-git find packs by their .idx.
 		for _, ext := range []string{".pack", ".rev", ".bitmap", ".idx"} {
 			if err := os.Remove(base + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return gitIOErr("gc: remove an old pack", err)
+				return fault.Wrap("gc: remove an old pack", err)
 			}
 		}
 		rep.RemovedPacks++
@@ -227,26 +227,26 @@ func pack(gitDir string, expire time.Duration, rep *PackStats) error {
 func writePack(st *filesystem.Storage, gitDir string, hashes []plumbing.Hash) (plumbing.Hash, error) {
 	w, err := st.PackfileWriter()
 	if err != nil {
-		return plumbing.ZeroHash, gitIOErr("gc: create pack", err)
+		return plumbing.ZeroHash, fault.Wrap("gc: create pack", err)
 	}
 	h, err := packfile.NewEncoder(w, st, false).Encode(hashes, gcWindow)
 	if cerr := w.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
 	if err != nil {
-		return plumbing.ZeroHash, gitIOErr("gc: write pack", err)
+		return plumbing.ZeroHash, fault.Wrap("gc: write pack", err)
 	}
 	dir := filepath.Join(gitDir, "objects", "pack")
 	for _, ext := range []string{".pack", ".idx"} {
 		p := filepath.Join(dir, "pack-"+h.String()+ext)
 		f, err := os.Open(p)
 		if err != nil {
-			return plumbing.ZeroHash, gitIOErr("gc: sync pack", err)
+			return plumbing.ZeroHash, fault.Wrap("gc: sync pack", err)
 		}
 		err = f.Sync()
 		f.Close()
 		if err != nil {
-			return plumbing.ZeroHash, gitIOErr("gc: sync pack", err)
+			return plumbing.ZeroHash, fault.Wrap("gc: sync pack", err)
 		}
 	}
 	if err := fileio.SyncDir(dir); err != nil {
@@ -260,7 +260,7 @@ func writePack(st *filesystem.Storage, gitDir string, hashes []plumbing.Hash) (p
 func packCovered(idxPath string, set map[plumbing.Hash]struct{}) (bool, error) {
 	f, err := os.Open(idxPath)
 	if err != nil {
-		return false, gitIOErr("gc: read pack index", err)
+		return false, fault.Wrap("gc: read pack index", err)
 	}
 	defer f.Close()
 	idx := idxfile.NewMemoryIndex()
@@ -295,7 +295,7 @@ func reachable(st *filesystem.Storage, gitDir string) (map[plumbing.Hash]struct{
 	var strict, lenient []plumbing.Hash
 	refs, err := st.IterReferences()
 	if err != nil {
-		return nil, gitIOErr("gc: list refs", err)
+		return nil, fault.Wrap("gc: list refs", err)
 	}
 	_ = refs.ForEach(func(r *plumbing.Reference) error {
 		if r.Type() == plumbing.HashReference {

@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/gitrepo/index"
 )
@@ -35,7 +36,7 @@ func (r *Repo) updateIndex(changes []*Change) error {
 	defer lock.release()
 	data, err := os.ReadFile(idxPath)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return gitIOErr("git: read index", err)
+		return fault.Wrap("git: read index", err)
 	}
 	entries := make([]index.Change, len(changes))
 	for i, c := range changes {
@@ -47,10 +48,10 @@ func (r *Repo) updateIndex(changes []*Change) error {
 		return err
 	}
 	if err := bw.Flush(); err != nil {
-		return gitIOErr("git: write index", err)
+		return fault.Wrap("git: write index", err)
 	}
 	if err := lock.commit(); err != nil {
-		return gitIOErr("git: write index", err)
+		return fault.Wrap("git: write index", err)
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ import (
 func (r *Repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash, subject string, sig object.Signature) error {
 	refPath := filepath.Join(r.gitDir, filepath.FromSlash(branch.String()))
 	if err := os.MkdirAll(filepath.Dir(refPath), fileio.DirPerm); err != nil {
-		return gitIOErr("git: update "+branch.String(), err)
+		return fault.Wrap("git: update "+branch.String(), err)
 	}
 	lock, err := r.takeGitLock(refPath)
 	if err != nil {
@@ -41,13 +41,13 @@ func (r *Repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash, sub
 		return errRefMoved
 	}
 	if _, err := fmt.Fprintf(lock.f, "%s\n", new); err != nil {
-		return gitIOErr("git: update "+branch.String(), err)
+		return fault.Wrap("git: update "+branch.String(), err)
 	}
 	if err := lock.f.Sync(); err != nil {
-		return gitIOErr("git: update "+branch.String(), err)
+		return fault.Wrap("git: update "+branch.String(), err)
 	}
 	if err := lock.commit(); err != nil {
-		return gitIOErr("git: update "+branch.String(), err)
+		return fault.Wrap("git: update "+branch.String(), err)
 	}
 	r.appendReflog(branch, old, new, subject, sig)
 	return nil
@@ -220,7 +220,7 @@ func createLockFileUntil(p string, deadline time.Time) (*os.File, error) {
 			return f, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
-			return nil, gitIOErr("git: lock "+filepath.Base(p), err)
+			return nil, fault.Wrap("git: lock "+filepath.Base(p), err)
 		}
 		if time.Now().After(deadline) {
 			return nil, lockBusyErr(p)

@@ -23,7 +23,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -338,7 +337,7 @@ func (r *Repo) commit(changes []*Change, msg string, who Signature, when time.Ti
 		}
 		h, err := r.writeObject(plumbing.BlobObject, c.Content)
 		if err != nil {
-			return plumbing.ZeroHash, gitIOErr("git: write blob for "+c.Path, err)
+			return plumbing.ZeroHash, fault.Wrap("git: write blob for "+c.Path, err)
 		}
 		c.blob = h
 	}
@@ -361,7 +360,7 @@ func (r *Repo) commit(changes []*Change, msg string, who Signature, when time.Ti
 		}
 		tree, err := r.buildTree(baseTree, changes)
 		if err != nil {
-			return plumbing.ZeroHash, gitIOErr("git: write tree", err)
+			return plumbing.ZeroHash, fault.Wrap("git: write tree", err)
 		}
 		if !parent.IsZero() && tree == baseTree {
 			return plumbing.ZeroHash, nil // nothing changed: no empty commit
@@ -369,7 +368,7 @@ func (r *Repo) commit(changes []*Change, msg string, who Signature, when time.Ti
 		if tree.IsZero() {
 			tree, err = r.writeObject(plumbing.TreeObject, nil)
 			if err != nil {
-				return plumbing.ZeroHash, gitIOErr("git: write tree", err)
+				return plumbing.ZeroHash, fault.Wrap("git: write tree", err)
 			}
 		}
 		sig := object.Signature{Name: who.Name, Email: who.Email, When: when}
@@ -379,7 +378,7 @@ func (r *Repo) commit(changes []*Change, msg string, who Signature, when time.Ti
 		}
 		h, err := r.encodeAndWrite(c)
 		if err != nil {
-			return plumbing.ZeroHash, gitIOErr("git: write commit", err)
+			return plumbing.ZeroHash, fault.Wrap("git: write commit", err)
 		}
 		err = r.casRef(branch, parent, h, firstLine(msg), sig)
 		if errors.Is(err, errRefMoved) && attempt < 5 {
@@ -393,15 +392,3 @@ func (r *Repo) commit(changes []*Change, msg string, who Signature, when time.Ti
 }
 
 var errRefMoved = errors.New("ref moved")
-
-func gitIOErr(op string, err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EROFS) {
-		return fault.IO(op, err)
-	}
-	var e *fault.Error
-	if errors.As(err, &e) {
-		return err
-	}
-	return fmt.Errorf("%s: %w", op, err)
-}

@@ -19,6 +19,8 @@ import (
 	"io"
 	"sort"
 	"syscall"
+
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // patchIndex returns git's index file data with the entries for changes
@@ -257,7 +259,7 @@ func (iw *indexWriter) write(b []byte) {
 	}
 	iw.sum.Write(b)
 	if _, err := iw.w.Write(b); err != nil {
-		iw.err = ioErr("git: write index", err)
+		iw.err = fault.Wrap("git: write index", err)
 	}
 }
 
@@ -271,7 +273,7 @@ func (iw *indexWriter) closeSum() ([]byte, error) {
 	sum := iw.sum.Sum(nil)
 	if iw.err == nil {
 		if _, err := iw.w.Write(sum); err != nil {
-			iw.err = ioErr("git: write index", err)
+			iw.err = fault.Wrap("git: write index", err)
 		}
 	}
 	return sum, iw.err

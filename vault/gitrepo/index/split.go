@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // A split index (git's core.splitIndex) keeps most entries in a shared
@@ -125,7 +127,7 @@ func (d sharedDir) sharedIndex(sum [indexHashLen]byte) (*indexData, func(), erro
 	p := filepath.Join(string(d), "sharedindex."+hex.EncodeToString(sum[:]))
 	data, unmap, err := mapFile(p)
 	if err != nil {
-		return nil, nil, ioErr("git: read shared index", err)
+		return nil, nil, fault.Wrap("git: read shared index", err)
 	}
 	ix, err := parseIndex(data)
 	if err == nil && len(ix.exts) > 0 && ix.ext("link") != nil {
@@ -269,7 +271,7 @@ func (d sharedDir) writeSplitOnNewShared(w io.Writer, whole []byte, changes []Ch
 	// is git's sharedindex_, which the expiry below removes when left.
 	f, err := os.CreateTemp(string(d), "sharedindex_")
 	if err != nil {
-		return ioErr("git: write shared index", err)
+		return fault.Wrap("git: write shared index", err)
 	}
 	tmp := f.Name()
 	bw := bufio.NewWriterSize(f, 64<<10)
@@ -291,7 +293,7 @@ func (d sharedDir) writeSplitOnNewShared(w io.Writer, whole []byte, changes []Ch
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return ioErr("git: write shared index", err)
+		return fault.Wrap("git: write shared index", err)
 	}
 	d.expireSharedIndexes(name)
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"sort"
 	"syscall"
@@ -13,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	gitindex "github.com/go-git/go-git/v5/plumbing/format/index"
+
 	"github.com/memvault/memvault/vault/fault"
 )
 
@@ -83,7 +83,7 @@ func Write(w io.Writer, data []byte, changes []Change, opts Options) error {
 		return err
 	}
 	if _, err := w.Write(out); err != nil {
-		return ioErr("git: write index", err)
+		return fault.Wrap("git: write index", err)
 	}
 	return nil
 }
@@ -192,18 +192,4 @@ func rewrite(data []byte, changes []Change) ([]byte, error) {
 		return nil, fmt.Errorf("git: write index: %w", err)
 	}
 	return buf.Bytes(), nil
-}
-
-// ioErr classifies a failure of the file system as fault.IO, so that a full
-// disk is reported as one; a format error keeps its own message.
-func ioErr(op string, err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EROFS) {
-		return fault.IO(op, err)
-	}
-	var e *fault.Error
-	if errors.As(err, &e) {
-		return err
-	}
-	return fmt.Errorf("%s: %w", op, err)
 }

@@ -385,12 +385,12 @@ func TestContinuityDeferredRefreshIsRetried(t *testing.T) {
 // sections; the next update merges into it without a conflict and keeps
 // what the person wrote, under the section they wrote it in.
 func TestContinuityTemplateMatchesProtocol(t *testing.T) {
-	p := ParseContinuity([]byte(continuityTemplate))
+	p := ParseContinuity(continuityTemplate())
 	if len(p.Warnings) != 0 || len(p.Unknown) != 0 {
 		t.Fatalf("the template does not parse as the protocol: %v %v", p.Warnings, p.Unknown)
 	}
 	var titles []string
-	for _, l := range strings.Split(continuityTemplate, "\n") {
+	for _, l := range strings.Split(string(continuityTemplate()), "\n") {
 		if t, ok := strings.CutPrefix(l, "## "); ok {
 			titles = append(titles, t)
 		}
@@ -400,7 +400,7 @@ func TestContinuityTemplateMatchesProtocol(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ name, template, heading string }{
-		{"current", continuityTemplate, "## " + SecBlockers + "\n\n- none\n"},
+		{"current", string(continuityTemplate()), "## " + SecBlockers + "\n\n- none\n"},
 		{"legacy", legacyContinuityTemplate, "## Blockers\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -380,7 +380,7 @@ func templateBase(ours []byte) []byte {
 	if legacy && !current {
 		return []byte(legacyContinuityTemplate)
 	}
-	return []byte(continuityTemplate)
+	return continuityTemplate()
 }
 
 // refreshContinuityHead refreshes CONTINUITY.md inside a head refresh's

@@ -25,7 +25,7 @@ import (
 // order, each saying "- none". A section the person leaves alone is then
 // exactly what the render had, and one they fill in merges as their edit of
 // it, without a conflict.
-var continuityTemplate = string(renderContinuity(newContinuity(), 500).Bytes)
+func continuityTemplate() []byte { return renderContinuity(newContinuity(), 500).Bytes }
 
 // legacyContinuityTemplate is the template of earlier versions (`##
 // Blockers`, no Files Being Modified). A file made from it and never
@@ -120,7 +120,7 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 	original, err := os.ReadFile(v.abs(rel))
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && head == ContinuityHead:
-		original = []byte(continuityTemplate)
+		original = continuityTemplate()
 	case errors.Is(err, fs.ErrNotExist):
 		// Render the head first, under this lease, so there is something
 		// to edit and a base for the next merge.

@@ -46,22 +46,22 @@ type Job struct {
 	file string // its name in the queue, set when it is read from there
 }
 
-// jobClock hands out queue names in strictly increasing order within this
-// process, so that two jobs queued within one tick of a coarse clock keep
-// their order and neither replaces the other.
-var jobClock struct {
-	sync.Mutex
+// jobStamps hands out queue names in strictly increasing order within one
+// open vault, so that two jobs queued within one tick of a coarse clock
+// keep their order and neither replaces the other.
+type jobStamps struct {
+	mu   sync.Mutex
 	last int64
 }
 
-func nextJobStamp() int64 {
-	jobClock.Lock()
-	defer jobClock.Unlock()
+func (js *jobStamps) next() int64 {
+	js.mu.Lock()
+	defer js.mu.Unlock()
 	now := time.Now().UnixNano()
-	if now <= jobClock.last {
-		now = jobClock.last + 1
+	if now <= js.last {
+		now = js.last + 1
 	}
-	jobClock.last = now
+	js.last = now
 	return now
 }
 
@@ -75,7 +75,7 @@ func (v *Vault) EnqueueJob(j Job) error {
 	if err != nil {
 		return fmt.Errorf("queue %s job: %w", j.Kind, err)
 	}
-	name := fmt.Sprintf("%d-%s.json", nextJobStamp(), j.Kind)
+	name := fmt.Sprintf("%d-%s.json", v.jobStamps.next(), j.Kind)
 	return fileio.WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name), data)
 }
 

@@ -114,6 +114,8 @@ type Vault struct {
 	rules  *redact.Rules // nil when redaction is off
 	repo   *gitrepo.Repo
 	clock  func() time.Time // nil: time.Now; tests move time forward
+	// jobStamps names the jobs this vault queues (jobs.go).
+	jobStamps jobStamps
 }
 
 // Find returns the vault to use: dir when given (it must exist), otherwise

@@ -1,0 +1,351 @@
+package vault
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/memvault/memvault/vault/fault"
+)
+
+// Corrections (retract, supersede, commitment.close) decide which rows
+// still hold, so every load of the ledger needs them; they are kept per
+// segment, found by a byte search of canonical lines, and cached by the
+// segment's stamp.
+
+// correctionNeedles find correction events in canonical lines, which have
+// no space after the colon.
+var correctionNeedles = [][]byte{[]byte(`"kind":"retract"`), []byte(`"kind":"supersede"`), []byte(`"kind":"commitment.close"`)}
+
+// correctionCache is the derived list of the correction events of each
+// segment, in .state/, keyed by the segment's stamp: where each one's line
+// is, so that a filtered load reads only the corrections of the rows it
+// returns, and which sessions and links the segment names, so that it can
+// skip the segments that hold none of them.
+// At 100k events it has an entry for each of some 1,600 segments, read
+// on a prompt's recall, so it is in the derived codec (derived.go), whose
+// strings decode as slices of the file: as JSON it was most of a recall.
+// It is not a Derived view: what it keeps is per segment, rescanned when
+// that segment's stamp changes, not folded from appended events.
+const (
+	correctionFile    = "corrections"
+	correctionVersion = 1
+)
+
+type segCorrections struct {
+	Stamp segStamp
+	Lines []int      // line numbers of correction events
+	Offs  [][2]int64 // where each of those lines starts and ends
+	// Sessions and Linked are the sessions the segment's events name and
+	// the ids they link to: a load of one session's rows, or of the rows
+	// linked to one node, skips the segments that have neither.
+	Sessions []string
+	Linked   []string
+}
+
+// correction is what recall needs of a correction event: which row it
+// corrects and how.
+type correction struct {
+	ID, Kind, Link string
+	Line           int // the event's line number in its segment
+}
+
+func (v *Vault) loadCorrectionCache() map[string]segCorrections {
+	cache := map[string]segCorrections{}
+	d, ok := readStateFile(v.Root, correctionFile, correctionVersion)
+	if !ok {
+		return cache
+	}
+	for n := d.count(); n > 0 && !d.bad; n-- {
+		var c segCorrections
+		c.Stamp = decodeStamp(d)
+		if k := d.count(); k > 0 {
+			c.Lines = make([]int, k)
+			for i := range c.Lines {
+				c.Lines[i] = d.uv()
+			}
+		}
+		if k := d.count(); k > 0 {
+			c.Offs = make([][2]int64, k)
+			for i := range c.Offs {
+				c.Offs[i] = [2]int64{d.i64(), d.i64()}
+			}
+		}
+		c.Sessions = d.strs()
+		c.Linked = d.strs()
+		cache[c.Stamp.Path] = c
+	}
+	if !d.done() {
+		return map[string]segCorrections{}
+	}
+	return cache
+}
+
+func (v *Vault) saveCorrectionCache(cache map[string]segCorrections) {
+	paths := make([]string, 0, len(cache))
+	for p := range cache {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	writeStateFile(v.Root, correctionFile, correctionVersion, func(e *encoder) {
+		e.int(len(paths))
+		for _, p := range paths {
+			c := cache[p]
+			encodeStamp(e, c.Stamp)
+			e.int(len(c.Lines))
+			for _, l := range c.Lines {
+				e.int(l)
+			}
+			e.int(len(c.Offs))
+			for _, o := range c.Offs {
+				e.i64(o[0])
+				e.i64(o[1])
+			}
+			e.strs(c.Sessions)
+			e.strs(c.Linked)
+		}
+	})
+}
+
+// segmentCorrections returns the corrections of segment s from the cache,
+// reading the segment only when its stamp changed; changed reports that.
+// The stamp is taken before the read: a line appended in between is in the
+// data but not the stamp, so the next reader looks again.
+func (v *Vault) segmentCorrections(cache map[string]segCorrections, s segment) (c segCorrections, data []byte, changed bool, err error) {
+	stamp, err := stampOf(v.Root, s)
+	if err != nil {
+		return c, nil, false, err
+	}
+	c, ok := cache[s.String()]
+	if ok && c.Stamp == stamp {
+		return c, nil, false, nil
+	}
+	data, err = os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
+	if err != nil {
+		return c, nil, false, fault.IO("read "+s.String(), err)
+	}
+	if end := bytes.LastIndexByte(data, '\n'); end >= 0 {
+		data = data[:end+1]
+	} else {
+		data = nil
+	}
+	lines, offs, _ := correctionsIn(data)
+	c = segCorrections{Stamp: stamp, Lines: lines, Offs: offs,
+		Sessions: stringsAfter(data, `"session":`), Linked: linksIn(data)}
+	cache[s.String()] = c
+	return c, data, true, nil
+}
+
+// correctionsIn finds the correction events of a segment's complete lines:
+// their line numbers, where each line starts and ends, and what each says.
+func correctionsIn(data []byte) (lines []int, offs [][2]int64, rows []correction) {
+	lines = correctionLines(data)
+	for n, start, i := 1, 0, 0; start < len(data) && i < len(lines); n++ {
+		end := start + bytes.IndexByte(data[start:], '\n')
+		if n == lines[i] {
+			i++
+			offs = append(offs, [2]int64{int64(start), int64(end)})
+			var ev struct {
+				ID    string   `json:"id"`
+				Kind  string   `json:"kind"`
+				Links []string `json:"links"`
+			}
+			if json.Unmarshal(data[start:end], &ev) == nil && ev.ID != "" {
+				r := correction{ID: ev.ID, Kind: ev.Kind, Line: n}
+				if len(ev.Links) > 0 {
+					r.Link = ev.Links[0]
+				}
+				rows = append(rows, r)
+			}
+		}
+		start = end + 1
+	}
+	return lines, offs, rows
+}
+
+// stringsAfter returns, once each and sorted, the JSON strings that follow
+// key in data (canonical lines: no space after the colon).
+func stringsAfter(data []byte, key string) []string {
+	seen := map[string]bool{}
+	for _, at := range findAll(data, []byte(key)) {
+		if s, ok := jsonStringAt(data, at+len(key)); ok {
+			seen[s] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// linksIn returns, once each and sorted, the ids the events of data link
+// to.
+func linksIn(data []byte) []string {
+	seen := map[string]bool{}
+	key := []byte(`"links":[`)
+	for _, at := range findAll(data, key) {
+		for i := at + len(key); i < len(data) && data[i] == '"'; {
+			s, ok := jsonStringAt(data, i)
+			if !ok {
+				break
+			}
+			seen[s] = true
+			// past the string and a comma
+			j := i + 1
+			for j < len(data) && data[j] != '"' {
+				if data[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			i = j + 1
+			if i < len(data) && data[i] == ',' {
+				i++
+			}
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// jsonStringAt decodes the JSON string that starts at data[i].
+func jsonStringAt(data []byte, i int) (string, bool) {
+	if i >= len(data) || data[i] != '"' {
+		return "", false
+	}
+	for j := i + 1; j < len(data) && data[j] != '\n'; j++ {
+		switch data[j] {
+		case '\\':
+			j++
+		case '"':
+			var s string
+			if json.Unmarshal(data[i:j+1], &s) != nil {
+				return "", false
+			}
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// allCorrections is every correction of the ledger, per segment with the
+// segment's stamp: what a recall needs on every prompt. It is small (no line
+// numbers, sessions or links), so reading it costs well under a
+// millisecond, and after a write only the changed segments are scanned.
+type allCorrections struct {
+	Segs []segRows
+}
+
+type segRows struct {
+	Stamp segStamp
+	Rows  []correction
+}
+
+// allCorrectionsFile is in the derived codec too; bump its version when
+// the encoding changes.
+const (
+	allCorrectionsFile    = "corrections-all"
+	allCorrectionsVersion = 1
+)
+
+func loadAllCorrections(root string) map[string]segRows {
+	old := map[string]segRows{}
+	d, ok := readStateFile(root, allCorrectionsFile, allCorrectionsVersion)
+	if !ok {
+		return old
+	}
+	for n := d.count(); n > 0 && !d.bad; n-- {
+		sr := segRows{Stamp: decodeStamp(d)}
+		if k := d.count(); k > 0 {
+			sr.Rows = make([]correction, k)
+			for i := range sr.Rows {
+				sr.Rows[i] = correction{ID: d.str(), Kind: d.str(), Link: d.str(), Line: d.uv()}
+			}
+		}
+		old[sr.Stamp.Path] = sr
+	}
+	if !d.done() {
+		return map[string]segRows{}
+	}
+	return old
+}
+
+func saveAllCorrections(root string, all allCorrections) {
+	writeStateFile(root, allCorrectionsFile, allCorrectionsVersion, func(e *encoder) {
+		e.int(len(all.Segs))
+		for _, sr := range all.Segs {
+			encodeStamp(e, sr.Stamp)
+			e.int(len(sr.Rows))
+			for _, c := range sr.Rows {
+				e.str(c.ID)
+				e.str(c.Kind)
+				e.str(c.Link)
+				e.int(c.Line)
+			}
+		}
+	})
+}
+
+// correctionRows returns every correction event of the ledger, by
+// segment, reading only the segments whose stamp changed since
+// the file was saved.
+func (v *Vault) correctionRows() ([]segRows, error) {
+	segs, _, err := listSegments(v.Root)
+	if err != nil {
+		return nil, err
+	}
+	return v.correctionRowsOf(segs, nil)
+}
+
+// correctionRowsOf is correctionRows for the segments segs, whose stamps
+// the caller may have taken already (nil: take them here).
+func (v *Vault) correctionRowsOf(segs []segment, stamps []segStamp) ([]segRows, error) {
+	old := loadAllCorrections(v.Root)
+	var all allCorrections
+	changed := len(old) != len(segs)
+	for i, s := range segs {
+		// The stamp before the read: a line appended in between is read but
+		// not in the stamp, so the next reader scans the segment again.
+		var stamp segStamp
+		if stamps != nil {
+			stamp = stamps[i]
+		} else {
+			var err error
+			if stamp, err = stampOf(v.Root, s); err != nil {
+				return nil, err
+			}
+		}
+		sr, ok := old[stamp.Path]
+		if !ok || sr.Stamp != stamp {
+			data, err := readComplete(v.Root, s.String())
+			if err != nil {
+				return nil, err
+			}
+			_, _, rows := correctionsIn(data)
+			sr = segRows{Stamp: stamp, Rows: rows}
+			changed = true
+		}
+		all.Segs = append(all.Segs, sr)
+	}
+	if changed {
+		saveAllCorrections(v.Root, all)
+	}
+	return all.Segs, nil
+}
+
+// correctionLines returns the line numbers of the correction events in a
+// segment's complete lines.
+func correctionLines(data []byte) []int {
+	starts := map[int]bool{}
+	for _, nd := range correctionNeedles {
+		for _, at := range findAll(data, nd) {
+			starts[bytes.LastIndexByte(data[:at], '\n')+1] = true
+		}
+	}
+	lines := []int{}
+	for n, start := 1, 0; start < len(data); n++ {
+		if starts[start] {
+			lines = append(lines, n)
+		}
+		start += bytes.IndexByte(data[start:], '\n') + 1
+	}
+	return lines
+}

@@ -104,3 +104,69 @@ func parseLine(line []byte) (ev *Event, hashOK bool, err error) {
 	}
 	return ev, stored != "" && h == stored, nil
 }
+
+// redactData redacts every string (keys included) in the JSON value data.
+// It returns data unchanged when there was nothing to redact, or when data
+// does not decode (the event's validation reports that).
+func (v *Vault) redactData(data json.RawMessage) (json.RawMessage, map[string]int) {
+	if len(data) == 0 {
+		return data, nil
+	}
+	val, err := decodeJSON(data)
+	if err != nil {
+		return data, nil
+	}
+	total := map[string]int{}
+	var walk func(any) any
+	walk = func(x any) any {
+		switch x := x.(type) {
+		case string:
+			s, counts := v.Redact(x)
+			for k, n := range counts {
+				total[k] += n
+			}
+			return s
+		case []any:
+			for i := range x {
+				x[i] = walk(x[i])
+			}
+			return x
+		case map[string]any:
+			out := make(map[string]any, len(x))
+			for k, e := range x {
+				out[walk(k).(string)] = walk(e)
+			}
+			return out
+		}
+		return x
+	}
+	val = walk(val)
+	if len(total) == 0 {
+		return data, nil
+	}
+	var buf bytes.Buffer
+	if canonicalJSON(&buf, val) != nil {
+		return data, nil
+	}
+	return buf.Bytes(), total
+}
+
+// withData returns the JSON object data with key set to value.
+func withData(data json.RawMessage, key string, value any) json.RawMessage {
+	obj := map[string]any{}
+	if len(data) > 0 {
+		if v, err := decodeJSON(data); err == nil {
+			if m, ok := v.(map[string]any); ok {
+				obj = m
+			}
+		}
+	}
+	raw, _ := json.Marshal(value)
+	v, _ := decodeJSON(raw)
+	obj[key] = v
+	var buf bytes.Buffer
+	if canonicalJSON(&buf, obj) != nil {
+		return data
+	}
+	return buf.Bytes()
+}

@@ -3,7 +3,7 @@
 .PHONY: test bench bench-large
 
 test:
-	go test -race ./...
+	go test -race -timeout 30m ./...
 
 # The benchmark suite (docs/PERFORMANCE.md, "Method" and "Current results"): small and week vaults.
 bench:

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"os"
+	"sort"
 	"unsafe"
 )
 
@@ -72,6 +73,21 @@ func (e *encoder) strs(ss []string) {
 	e.int(len(ss))
 	for _, s := range ss {
 		e.str(s)
+	}
+}
+
+// intMap writes m as a count and its pairs, keys sorted so that equal maps
+// encode to equal bytes.
+func (e *encoder) intMap(m map[string]int) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	e.int(len(keys))
+	for _, k := range keys {
+		e.str(k)
+		e.int(m[k])
 	}
 }
 
@@ -206,6 +222,17 @@ func (d *decoder) strs() []string {
 		out[i] = d.str()
 	}
 	return out
+}
+
+// intMap reads what encoder.intMap wrote; never nil.
+func (d *decoder) intMap() map[string]int {
+	n := d.count()
+	m := make(map[string]int, n)
+	for ; n > 0 && !d.bad; n-- {
+		k := d.str()
+		m[k] = d.uv()
+	}
+	return m
 }
 
 // block reads what encoder.block wrote and checks its sum.

@@ -315,16 +315,7 @@ func encodeContState(e *encoder, s *contState) {
 	}
 	e.str(m.Index)
 	e.str(m.Render)
-	kinds := make([]string, 0, len(m.Omitted))
-	for k := range m.Omitted {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	e.int(len(kinds))
-	for _, k := range kinds {
-		e.str(k)
-		e.i64(int64(m.Omitted[k]))
-	}
+	e.intMap(m.Omitted)
 	e.bytes(s.body)
 }
 
@@ -341,12 +332,8 @@ func decodeContState(d *decoder) (*contState, bool) {
 		*n = int(d.i64())
 	}
 	m.Index, m.Render = d.str(), d.str()
-	if n := d.count(); n > 0 {
-		m.Omitted = make(map[string]int, n)
-		for range n {
-			k := d.str()
-			m.Omitted[k] = int(d.i64())
-		}
+	if om := d.intMap(); len(om) > 0 {
+		m.Omitted = om
 	}
 	s.sum, s.body = m, d.bytes()
 	return s, !d.bad && s.body != nil

@@ -329,14 +329,11 @@ func (vc *viewCache) apply(ev *Event) {
 // false when the view was cut for other row caps.
 func decodeView(d *decoder, memCap, threadCap int) (*viewCache, bool) {
 	vc := &viewCache{seq: d.uv(), memCap: d.uv(), threadCap: d.uv(), lastMemory: int(d.i64()),
-		threads: d.strs(), threadLast: map[string]int{}, heads: map[string]*HeadState{}, src: d}
+		threads: d.strs(), heads: map[string]*HeadState{}, src: d}
 	if d.bad || vc.memCap != memCap || vc.threadCap != threadCap {
 		return nil, false
 	}
-	for n := d.count(); n > 0; n-- {
-		k := d.str()
-		vc.threadLast[k] = int(d.i64())
-	}
+	vc.threadLast = d.intMap()
 	for n := d.count(); n > 0 && !d.bad; n-- {
 		h := &HeadState{Head: d.str(), Thread: d.str(), Deferred: []HeadEvent{}, Conflicts: []HeadEvent{}}
 		if d.bool() {
@@ -403,16 +400,7 @@ func encodeView(e *encoder, vc *viewCache) {
 	e.int(vc.threadCap)
 	e.i64(int64(vc.lastMemory))
 	e.strs(vc.threads)
-	keys := make([]string, 0, len(vc.threadLast))
-	for k := range vc.threadLast {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	e.int(len(keys))
-	for _, k := range keys {
-		e.str(k)
-		e.i64(int64(vc.threadLast[k]))
-	}
+	e.intMap(vc.threadLast)
 	heads := make([]string, 0, len(vc.heads))
 	for h := range vc.heads {
 		heads = append(heads, h)
@@ -460,7 +448,7 @@ func encodeView(e *encoder, vc *viewCache) {
 		sessionRecords(&blk, vc.sessAdded)
 	}
 	e.ref(e.tailBlock(blk.b))
-	keys = keys[:0]
+	keys := make([]string, 0, len(vc.blocks)+len(vc.parts))
 	for k := range vc.blocks {
 		keys = append(keys, k)
 	}
@@ -514,16 +502,7 @@ func putSummary(e *encoder, s *render.ThreadSummary) {
 	e.str(s.LastItem.TS)
 	e.str(s.LastItem.Agent)
 	e.str(s.LastItem.Session)
-	kinds := make([]string, 0, len(s.Counts))
-	for k := range s.Counts {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	e.int(len(kinds))
-	for _, k := range kinds {
-		e.str(k)
-		e.int(s.Counts[k])
-	}
+	e.intMap(s.Counts)
 	e.int(s.Blockers)
 	e.int(s.Open)
 	if s.Next == nil {
@@ -569,15 +548,9 @@ func (d *decoder) summary() *render.ThreadSummary {
 	s := &render.ThreadSummary{Key: d.str(), Last: d.uv()}
 	s.LastItem.Thread = s.Key
 	s.LastItem.TS, s.LastItem.Agent, s.LastItem.Session = d.str(), d.str(), d.str()
-	n := d.uv()
-	if d.bad || n > len(d.s)-d.pos {
-		d.bad = true
+	s.Counts = d.intMap()
+	if d.bad {
 		return s
-	}
-	s.Counts = make(map[string]int, n)
-	for j := 0; j < n; j++ {
-		k := d.str()
-		s.Counts[k] = d.uv()
 	}
 	s.Blockers, s.Open = d.uv(), d.uv()
 	if d.bad || d.pos >= len(d.s) {

@@ -94,11 +94,10 @@ func (r *Runner) runJob(j vault.Job) error {
 		if err != nil {
 			return err
 		}
-		// CONTINUITY.md: Just Completed, next actions, learnings and
-		// decisions from the session's last answer (docs/CONTINUITY.md).
+		// CONTINUITY.md: the summary recorded the session's control lines
+		// (DONE:, NEXT:, DECISION:, …); count the session, audit, refresh.
 		_, err = r.V.UpdateContinuityAtSessionEnd(vault.TxOptions{Command: "hook job continuity", Agent: j.Agent,
-			Session: j.Session, Harness: j.Harness, LockTimeout: eventLockWait},
-			vault.SessionEndInput{Summary: lastAnswer(r.V, t)})
+			Session: j.Session, Harness: j.Harness, LockTimeout: eventLockWait}, vault.SessionEndInput{})
 		return err
 	case "refresh":
 		// Tier 1 and the Tier 2 heads this session wrote to; a head someone

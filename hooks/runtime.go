@@ -357,15 +357,3 @@ func logf(v *vault.Vault, format string, args ...any) {
 // (.logs/hooks.log), for code that has a vault's root and no open vault.
 // A hook that cannot log has nowhere left to report it.
 func LogTo(root, line string) { _ = vault.AppendHookLog(root, line) }
-
-// lastAnswer is the text of the session's last assistant message.
-func lastAnswer(v *vault.Vault, t vault.TranscriptRef) string {
-	last := ""
-	_ = v.ReadTranscript(t, 1, 0, func(m vault.StoredMessage) error {
-		if m.Role == transcript.RoleAssistant && strings.TrimSpace(m.Text) != "" {
-			last = m.Text
-		}
-		return nil
-	})
-	return last
-}

@@ -37,13 +37,19 @@ const (
 	KindDecisionSuperseed = "decision.superseded"
 )
 
-// Learning statuses.
+// KindDone records something done; links[0], when present, is the next
+// action or commitment it closes.
+const KindDone = "done"
+
+// Statuses of rows, learnings and decisions (Row status: State.Status).
 const (
 	StatusActive      = "active"
 	StatusArchived    = "archived"
 	StatusInvalidated = "invalidated"
 	StatusCorrected   = "corrected"
 	StatusSuperseded  = "superseded"
+	StatusRetracted   = "retracted"
+	StatusClosed      = "closed"
 )
 
 // Audit flags.
@@ -73,6 +79,7 @@ type Learning struct {
 	Flags          []string `json:"flags,omitempty"`     // from the last audit
 	StatusBy       string   `json:"status_by,omitempty"` // the event that set a non-active status
 	Reason         string   `json:"reason,omitempty"`    // why it was archived, invalidated or corrected
+	Thread         string   `json:"thread,omitempty"`
 	seq            int      // position in the fold: orders learnings recorded the same day
 	rank           int      // scopeRank(Scope), computed once: sorting 10k learnings parses no scope
 	tok            int      // render.Tokens of the learning's line in a listing, when tokOK
@@ -90,6 +97,7 @@ type Decision struct {
 	Status       string `json:"status"` // active or superseded
 	Supersedes   string `json:"supersedes,omitempty"`
 	SupersededBy string `json:"superseded_by,omitempty"`
+	Thread       string `json:"thread,omitempty"`
 	seq          int
 	rank         int
 }
@@ -108,31 +116,37 @@ type MetaLearning struct {
 // Item is one entry of a live section: a next action, an accomplishment, a
 // blocker.
 type Item struct {
-	ID   string `json:"id"` // the event
-	Text string `json:"text"`
-	Date string `json:"date"`
+	ID     string `json:"id"` // the event
+	Text   string `json:"text"`
+	Date   string `json:"date"`
+	Thread string `json:"thread,omitempty"`
 }
 
 // Continuity is the protocol's state folded from the ledger.
 type Continuity struct {
-	Goal      string          `json:"goal"`
-	Phase     string          `json:"phase"`
-	Iteration int             `json:"iteration"`
-	Updated   string          `json:"updated"` // timestamp of the newest protocol event
-	Next      []Item          `json:"next"`    // priority order
-	Done      []Item          `json:"done"`    // oldest first
-	Blockers  []Item          `json:"blockers"`
-	Context   []string        `json:"context"`
-	Files     []string        `json:"files"`
-	Learnings []*Learning     `json:"learnings"` // order of recording
-	Decisions []*Decision     `json:"decisions"`
-	Meta      []*MetaLearning `json:"meta_learnings"`
-	LastAudit string          `json:"last_audit,omitempty"` // the --now of the last audit that wrote
-	auditKey  string          // the flags of the last audit, to skip writing an identical one
-	learnings map[string]*Learning
-	decisions map[string]*Decision
-	seq       int      // protocol events folded so far (orders learnings and decisions)
-	head      headBook // CONTINUITY.md's head bookkeeping
+	Goal      string `json:"goal"`
+	Phase     string `json:"phase"`
+	Iteration int    `json:"iteration"`
+	Updated   string `json:"updated"` // timestamp of the newest protocol event
+	Next      []Item `json:"next"`    // priority order
+	Done      []Item `json:"done"`    // oldest first
+	Blockers  []Item `json:"blockers"`
+	// Commitments are the open promises (COMMIT:, memvault commitment):
+	// listed with the next actions, closed by DONE: or CLOSE:.
+	Commitments []Item          `json:"commitments"`
+	Context     []string        `json:"context"`
+	Files       []string        `json:"files"`
+	Learnings   []*Learning     `json:"learnings"` // order of recording
+	Decisions   []*Decision     `json:"decisions"`
+	Meta        []*MetaLearning `json:"meta_learnings"`
+	LastAudit   string          `json:"last_audit,omitempty"` // the --now of the last audit that wrote
+	auditKey    string          // the flags of the last audit, to skip writing an identical one
+	learnings   map[string]*Learning
+	decisions   map[string]*Decision
+	seq         int      // protocol events folded so far (orders learnings and decisions)
+	head        headBook // CONTINUITY.md's head bookkeeping
+	lastL       int      // the highest learning number given (L7: 7)
+	lastD       int      // the highest decision number given
 }
 
 // protocol data carried by the events; one struct for all kinds keeps the
@@ -160,9 +174,15 @@ type contData struct {
 	Flags      []string `json:"flags,omitempty"` // "L3 LOW_CONFIDENCE"
 }
 
+// protocolKinds are the kinds, after canonicalKind, the protocol folds:
+// the vault's content rows it shows (decisions, learnings, next actions,
+// blockers, commitments and what closes them) and its own bookkeeping.
 func isContinuityKind(k string) bool {
-	return strings.HasPrefix(k, "continuity.") || strings.HasPrefix(k, "learning.") ||
-		strings.HasPrefix(k, "decision.") || k == "blocker"
+	switch k {
+	case "decision", "learning", "next", "blocker", KindDone, "commitment.open", "commitment.close", "supersede":
+		return true
+	}
+	return strings.HasPrefix(k, "continuity.") || strings.HasPrefix(k, "learning.") || strings.HasPrefix(k, "decision.")
 }
 
 // Learning returns the learning with id (L3) or recording event id.
@@ -186,36 +206,27 @@ func foldContinuity(rows []*Row, extra []*Event) *Continuity {
 }
 
 func newContinuity() *Continuity {
-	return &Continuity{Next: []Item{}, Done: []Item{}, Blockers: []Item{}, Context: []string{}, Files: []string{},
+	return &Continuity{Next: []Item{}, Done: []Item{}, Blockers: []Item{}, Commitments: []Item{}, Context: []string{}, Files: []string{},
 		Learnings: []*Learning{}, Decisions: []*Decision{}, Meta: []*MetaLearning{},
 		learnings: map[string]*Learning{}, decisions: map[string]*Decision{},
 		head: headBook{tokens: map[string]bool{}}}
 }
 
-// addRow folds one ledger row, corrections already applied to it: a row
-// that no longer holds still counts for the order of what follows, and
-// CONTINUITY.md's head bookkeeping reads every row.
+// addRow folds one ledger row, corrections already applied to it: a
+// retracted row still counts for the order of what follows, a replaced
+// decision or learning stays as history, and CONTINUITY.md's head
+// bookkeeping reads every row.
 func (c *Continuity) addRow(r *Row) {
 	c.addHeadEvent(r.Event)
-	if r.Kind == "blocker" || r.EffectiveKind() == "blocker" {
-		if r.Current() {
-			c.Blockers = append(c.Blockers, Item{ID: r.ID, Text: r.Text, Date: dayOf(r.TS)})
-		}
-		return
-	}
-	c.apply(r.Event, r.Current())
+	c.apply(r.Event, r.EffectiveKind(), r.RetractedBy == "", r.SupersededBy)
 }
 
 // addEvent folds an event that nothing corrects: one of the running
 // transaction, or one appended to the ledger since the derived state was
-// written (a correction there rebuilds the state instead).
+// written (a retraction there rebuilds the state instead).
 func (c *Continuity) addEvent(ev *Event) {
 	c.addHeadEvent(ev)
-	if ev.Kind == "blocker" {
-		c.Blockers = append(c.Blockers, Item{ID: ev.ID, Text: ev.Text, Date: dayOf(ev.TS)})
-		return
-	}
-	c.apply(ev, true)
+	c.apply(ev, (&Row{Event: ev}).EffectiveKind(), true, "")
 }
 
 // addHeadEvent keeps CONTINUITY.md's head bookkeeping.
@@ -228,39 +239,39 @@ func (c *Continuity) addHeadEvent(ev *Event) {
 // touchesContinuity reports whether folding ev can change the protocol's
 // state; the rest of the ledger passes the fold by.
 func touchesContinuity(ev *Event) bool {
-	if isContinuityKind(ev.Kind) || ev.Kind == "supersede" {
+	if isContinuityKind(canonicalKind(ev.Kind)) {
 		return true
 	}
 	return strings.HasPrefix(ev.Kind, "head.") && headOf(ev.Data) == ContinuityHead
 }
 
-// apply folds one protocol event; current is false for a row a later
-// retract or supersede withdrew, which only takes its place in the order.
-func (c *Continuity) apply(ev *Event, current bool) {
-	if !isContinuityKind(ev.Kind) && ev.Kind != "supersede" {
+// apply folds one event counted as kind. live is false for a retracted
+// row, which only takes its place in the order; replacedBy names the row
+// that superseded this one, if any: a replaced decision or learning is
+// kept as history, a replaced next action or blocker is gone.
+func (c *Continuity) apply(ev *Event, kind string, live bool, replacedBy string) {
+	if !isContinuityKind(kind) {
 		return
 	}
 	c.seq++
 	seq := c.seq
-	if ev.Kind == "blocker" || ev.Kind == "supersede" {
-		// Blockers are the vault's own kind (memvault remember --kind
-		// blocker, BLOCKER: lines); a superseded one shows its new text.
-		return
-	}
-	if !current {
+	if !live {
 		return
 	}
 	var d contData
 	if len(ev.Data) > 0 {
 		_ = json.Unmarshal(ev.Data, &d)
 	}
-	if d.Date == "" && len(ev.TS) >= 10 {
-		d.Date = ev.TS[:10]
+	if d.Date == "" {
+		d.Date = dayOf(ev.TS)
 	}
-	if strings.HasPrefix(ev.Kind, "continuity.") && ev.Kind != KindContinuityAudited && ev.Kind != KindContinuityRotated {
+	if kind != KindContinuityAudited && kind != KindContinuityRotated {
 		c.Updated = ev.TS
 	}
-	switch ev.Kind {
+	if ev.Kind == "supersede" && replacedBy == "" && len(ev.Links) > 0 {
+		c.retire(ev.Links[0], ev.ID) // what the new version replaces, when folded on top
+	}
+	switch kind {
 	case KindContinuityGoal:
 		if strings.TrimSpace(ev.Text) != "" {
 			c.Goal = ev.Text
@@ -268,24 +279,32 @@ func (c *Continuity) apply(ev *Event, current bool) {
 		if d.Phase != "" {
 			c.Phase = d.Phase
 		}
-	case KindContinuityNext:
-		it := Item{ID: ev.ID, Text: ev.Text, Date: d.Date}
-		if d.First {
+	case "next", "blocker", "commitment.open":
+		if replacedBy != "" {
+			return
+		}
+		it := Item{ID: ev.ID, Text: ev.Text, Date: d.Date, Thread: ev.Thread}
+		switch {
+		case kind == "blocker":
+			c.Blockers = append(c.Blockers, it)
+		case kind == "commitment.open":
+			c.Commitments = append(c.Commitments, it)
+		case d.First:
 			c.Next = append([]Item{it}, c.Next...)
-		} else {
+		default:
 			c.Next = append(c.Next, it)
 		}
-	case KindContinuityDone:
-		for _, l := range ev.Links {
-			for i, n := range c.Next {
-				if n.ID == l {
-					c.Next = append(c.Next[:i:i], c.Next[i+1:]...)
-					break
-				}
-			}
+	case KindDone, "commitment.close":
+		var closed Item
+		if len(ev.Links) > 0 {
+			closed, _ = c.close(ev.Links[0])
 		}
-		if strings.TrimSpace(ev.Text) != "" {
-			c.Done = append(c.Done, Item{ID: ev.ID, Text: ev.Text, Date: d.Date})
+		text := strings.TrimSpace(ev.Text)
+		if closed.ID != "" && (text == "" || kind == "commitment.close") {
+			text = closed.Text // what was done is what was promised
+		}
+		if text != "" {
+			c.Done = append(c.Done, Item{ID: ev.ID, Text: text, Date: d.Date, Thread: ev.Thread})
 		}
 	case KindContinuitySession:
 		c.Iteration++
@@ -307,71 +326,14 @@ func (c *Continuity) apply(ev *Event, current bool) {
 			l.Flags = flags[l.ID]
 			l.tokOK = false
 		}
-	case KindLearningRecorded:
-		l := &Learning{ID: d.ID, Event: ev.ID, Date: d.Date, Error: d.Error, Cause: d.Cause, Prevention: d.Prevention,
-			Scope: d.Scope, BaseTTL: d.TTL, LastRelevant: d.Date, Status: StatusActive, seq: seq, rank: scopeRank(d.Scope)}
-		if l.BaseTTL <= 0 {
-			l.BaseTTL = DefaultLearningTTL
-		}
-		if l.ID == "" || c.learnings[l.ID] != nil {
-			l.ID = ev.ID // a short id seen twice (merged histories): the event id names it
-		}
-		l.TTL = ladderTTL(l.BaseTTL, 0)
-		c.Learnings = append(c.Learnings, l)
-		c.learnings[l.ID] = l
-		c.learnings[ev.ID] = l
+	case "learning":
+		c.addLearning(ev, d, seq, replacedBy)
 	case KindLearningReinforce, KindLearningArchived, KindLearningInvalid, KindLearningCorrected:
-		l := c.learningOf(ev, d)
-		if l == nil {
-			return
-		}
-		l.tokOK = false
-		switch ev.Kind {
-		case KindLearningReinforce:
-			l.ReinforceCount++
-			if d.Date > l.LastRelevant {
-				l.LastRelevant = d.Date
-			}
-			if d.Cause != "" {
-				l.Cause = d.Cause
-			}
-			if d.Prevention != "" {
-				l.Prevention = d.Prevention
-			}
-			l.TTL = ladderTTL(l.BaseTTL, l.ReinforceCount)
-			if l.Status == StatusArchived {
-				l.Status, l.StatusBy, l.Reason = StatusActive, "", ""
-			}
-		case KindLearningArchived:
-			l.Status, l.StatusBy, l.Reason = StatusArchived, ev.ID, ev.Text
-		case KindLearningInvalid:
-			l.Status, l.StatusBy, l.Reason = StatusInvalidated, ev.ID, ev.Text
-		case KindLearningCorrected:
-			if d.Cause != "" {
-				l.Cause = d.Cause
-			}
-			if d.Prevention != "" {
-				l.Prevention = d.Prevention
-			}
-			l.Status, l.StatusBy, l.Reason = StatusCorrected, ev.ID, ev.Text
-			if d.Date > l.LastRelevant {
-				l.LastRelevant = d.Date
-			}
-		}
+		c.learningLife(ev, kind, d)
 	case KindLearningMeta:
 		c.Meta = append(c.Meta, &MetaLearning{ID: d.ID, Event: ev.ID, Date: d.Date, Affected: d.Affected, Action: d.Action, Reason: ev.Text})
-	case KindDecisionRecorded:
-		dc := &Decision{ID: d.ID, Event: ev.ID, Date: d.Date, Decision: d.Decision, Rationale: d.Rationale,
-			Scope: d.Scope, Status: StatusActive, Supersedes: d.Supersedes, seq: seq, rank: scopeRank(d.Scope)}
-		if dc.ID == "" || c.decisions[dc.ID] != nil {
-			dc.ID = ev.ID
-		}
-		c.Decisions = append(c.Decisions, dc)
-		c.decisions[dc.ID] = dc
-		c.decisions[ev.ID] = dc
-		if old := c.decisions[d.Supersedes]; old != nil && old.Status == StatusActive {
-			old.Status, old.SupersededBy = StatusSuperseded, dc.ID
-		}
+	case "decision":
+		c.addDecision(ev, d, seq, replacedBy)
 	case KindDecisionSuperseed:
 		old := c.decisions[d.ID]
 		if old == nil && len(ev.Links) > 0 {
@@ -380,6 +342,183 @@ func (c *Continuity) apply(ev *Event, current bool) {
 		if old != nil && old.Status == StatusActive {
 			old.Status, old.SupersededBy = StatusSuperseded, d.By
 		}
+	}
+}
+
+// addLearning folds a learning row. A plain one (LEARNED: text, remember
+// --kind learning) has its text as the error and no prevention yet.
+func (c *Continuity) addLearning(ev *Event, d contData, seq int, replacedBy string) {
+	l := &Learning{ID: d.ID, Event: ev.ID, Date: d.Date, Error: d.Error, Cause: d.Cause, Prevention: d.Prevention,
+		Scope: d.Scope, BaseTTL: d.TTL, LastRelevant: d.Date, Status: StatusActive, Thread: ev.Thread, seq: seq, rank: scopeRank(d.Scope)}
+	if l.Error == "" {
+		l.Error = strings.TrimSpace(ev.Text)
+	}
+	if l.Scope == "" {
+		l.Scope, l.rank = ScopeGlobal, scopeRank(ScopeGlobal)
+	}
+	if l.BaseTTL <= 0 {
+		l.BaseTTL = DefaultLearningTTL
+	}
+	if l.ID == "" || c.learnings[l.ID] != nil {
+		l.ID = nextShortID("L", &c.lastL) // a short id seen twice (merged histories) gets a new one
+	}
+	noteShortID(l.ID, "L", &c.lastL)
+	l.TTL = ladderTTL(l.BaseTTL, 0)
+	if ev.Kind == "supersede" && len(ev.Links) > 0 && d.Scope == "" {
+		if old := c.learnings[ev.Links[0]]; old != nil {
+			l.Scope, l.rank = old.Scope, old.rank
+		}
+	}
+	if replacedBy != "" {
+		l.Status, l.StatusBy = StatusSuperseded, replacedBy
+	}
+	c.Learnings = append(c.Learnings, l)
+	c.learnings[l.ID] = l
+	c.learnings[ev.ID] = l
+}
+
+// addDecision folds a decision row: `memvault decide`, a DECISION: line,
+// `remember --kind decision`, or a supersede of one (the new version).
+func (c *Continuity) addDecision(ev *Event, d contData, seq int, replacedBy string) {
+	dc := &Decision{ID: d.ID, Event: ev.ID, Date: d.Date, Decision: d.Decision, Rationale: d.Rationale,
+		Scope: d.Scope, Status: StatusActive, Supersedes: d.Supersedes, Thread: ev.Thread, seq: seq, rank: scopeRank(d.Scope)}
+	if dc.Decision == "" {
+		dc.Decision = strings.TrimSpace(ev.Text)
+	}
+	if dc.Scope == "" && ev.Kind != "supersede" {
+		dc.Scope, dc.rank = ScopeGlobal, scopeRank(ScopeGlobal)
+	}
+	if dc.ID == "" || c.decisions[dc.ID] != nil {
+		dc.ID = nextShortID("D", &c.lastD)
+	}
+	noteShortID(dc.ID, "D", &c.lastD)
+	old := c.decisions[d.Supersedes] // the legacy form: a decision.recorded naming what it supersedes
+	if ev.Kind == "supersede" && len(ev.Links) > 0 {
+		old = c.decisions[ev.Links[0]]
+	}
+	if dc.Scope == "" && old != nil {
+		dc.Scope, dc.rank = old.Scope, old.rank
+	} else if dc.Scope == "" {
+		dc.Scope, dc.rank = ScopeGlobal, scopeRank(ScopeGlobal)
+	}
+	if old != nil {
+		dc.Supersedes = old.ID
+		// In a full fold the old row is marked already, by this event's id.
+		if old.Status == StatusActive || old.SupersededBy == ev.ID {
+			old.Status, old.SupersededBy = StatusSuperseded, dc.ID
+		}
+	}
+	if replacedBy != "" {
+		dc.Status = StatusSuperseded
+		if by := c.decisions[replacedBy]; by != nil {
+			dc.SupersededBy = by.ID
+		} else {
+			dc.SupersededBy = replacedBy
+		}
+	}
+	c.Decisions = append(c.Decisions, dc)
+	c.decisions[dc.ID] = dc
+	c.decisions[ev.ID] = dc
+}
+
+// retire takes the row a supersede replaces out of the live lists, or
+// marks the decision or learning superseded.
+func (c *Continuity) retire(id, by string) {
+	if _, ok := c.close(id); ok {
+		return
+	}
+	if dc := c.decisions[id]; dc != nil && dc.Status == StatusActive {
+		dc.Status, dc.SupersededBy = StatusSuperseded, by
+	}
+	if l := c.learnings[id]; l != nil && l.Status != StatusSuperseded {
+		l.Status, l.StatusBy = StatusSuperseded, by
+	}
+}
+
+// threadOf is the thread of the row id names, if the fold knows it.
+func (c *Continuity) threadOf(id string) string {
+	if l := c.learnings[id]; l != nil {
+		return l.Thread
+	}
+	if dc := c.decisions[id]; dc != nil {
+		return dc.Thread
+	}
+	for _, list := range [][]Item{c.Next, c.Blockers, c.Commitments} {
+		for _, it := range list {
+			if it.ID == id {
+				return it.Thread
+			}
+		}
+	}
+	return ""
+}
+
+// close takes the next action, blocker or commitment id out of its list.
+func (c *Continuity) close(id string) (Item, bool) {
+	for _, list := range []*[]Item{&c.Next, &c.Blockers, &c.Commitments} {
+		for i, it := range *list {
+			if it.ID == id {
+				*list = append((*list)[:i:i], (*list)[i+1:]...)
+				return it, true
+			}
+		}
+	}
+	return Item{}, false
+}
+
+// learningLife folds an event of a learning's life: reinforced, archived,
+// invalidated, corrected.
+func (c *Continuity) learningLife(ev *Event, kind string, d contData) {
+	l := c.learningOf(ev, d)
+	if l == nil {
+		return
+	}
+	l.tokOK = false
+	switch kind {
+	case KindLearningReinforce:
+		l.ReinforceCount++
+		if d.Date > l.LastRelevant {
+			l.LastRelevant = d.Date
+		}
+		if d.Cause != "" {
+			l.Cause = d.Cause
+		}
+		if d.Prevention != "" {
+			l.Prevention = d.Prevention
+		}
+		l.TTL = ladderTTL(l.BaseTTL, l.ReinforceCount)
+		if l.Status == StatusArchived {
+			l.Status, l.StatusBy, l.Reason = StatusActive, "", ""
+		}
+	case KindLearningArchived:
+		l.Status, l.StatusBy, l.Reason = StatusArchived, ev.ID, ev.Text
+	case KindLearningInvalid:
+		l.Status, l.StatusBy, l.Reason = StatusInvalidated, ev.ID, ev.Text
+	case KindLearningCorrected:
+		if d.Cause != "" {
+			l.Cause = d.Cause
+		}
+		if d.Prevention != "" {
+			l.Prevention = d.Prevention
+		}
+		l.Status, l.StatusBy, l.Reason = StatusCorrected, ev.ID, ev.Text
+		if d.Date > l.LastRelevant {
+			l.LastRelevant = d.Date
+		}
+	}
+}
+
+// nextShortID is the short id after *last (D4 after D3), and records it.
+func nextShortID(prefix string, last *int) string {
+	*last++
+	return prefix + strconv.Itoa(*last)
+}
+
+// noteShortID raises *last to id's number, so that ids given later do not
+// repeat one folded already.
+func noteShortID(id, prefix string, last *int) {
+	if k, err := strconv.Atoi(strings.TrimPrefix(id, prefix)); err == nil && strings.HasPrefix(id, prefix) && k > *last {
+		*last = k
 	}
 }
 

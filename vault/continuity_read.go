@@ -169,7 +169,12 @@ func (v *Vault) ContinuityAtSessionStart(dir string) (*Injection, error) {
 	}
 	inj := &Injection{Learnings: []*Learning{}, Decisions: []*Decision{}}
 	used := 0
+	// A row of a thread is injected with its thread's head, and only in a
+	// session of that thread (DESIGN §7): here only the rows of no thread.
 	for _, l := range c.ActiveLearnings(f, false) {
+		if l.Thread != "" {
+			continue
+		}
 		line := "- " + l.Line() + "\n"
 		if used+render.Tokens(line) > cfg.Budgets["learnings"] {
 			break
@@ -183,6 +188,9 @@ func (v *Vault) ContinuityAtSessionStart(dir string) (*Injection, error) {
 	}
 	used = 0
 	for _, d := range c.ActiveDecisions(f, false) {
+		if d.Thread != "" {
+			continue
+		}
 		line := "- " + d.Line() + "\n"
 		if used+render.Tokens(line) > cfg.Budgets["decisions"] {
 			break

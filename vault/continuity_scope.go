@@ -19,6 +19,9 @@ type LearningScope struct {
 	Name string // module name or file path
 }
 
+// ScopeGlobal is the scope of a learning or decision that names none.
+const ScopeGlobal = "global"
+
 func (s LearningScope) String() string {
 	if s.Kind == "global" {
 		return "global"

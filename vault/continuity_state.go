@@ -24,9 +24,10 @@ import (
 //     needs the learnings themselves (listing, session start, a write).
 //
 // Events appended since the key that do not touch the protocol pass by;
-// the others are folded on top of the decoded state; a correction
-// (retract, supersede, commitment.close) rebuilds the state from the
-// heads' folded rows, since it can withdraw any earlier event. The view is
+// the others are folded on top of the decoded state (a supersede, a done
+// or a close retires what it names as it is folded); a retraction
+// rebuilds the state from the heads' folded rows, since it can withdraw
+// any earlier event, corrections included. The view is
 // not saved as it is loaded, since the summary is computed for the
 // budgets of the command's configuration: a command saves it when it has
 // them (saveIfDirty). A writer saves the state it committed, once it has
@@ -34,7 +35,7 @@ import (
 
 var contView = &Derived[*contState]{
 	Name:    "continuity-state",
-	Version: 2,
+	Version: 3,
 	Rebuild: func(v *Vault, segs []segment, stamps []segStamp) (*contState, string, bool, error) {
 		s, tip, err := v.foldContState()
 		if err != nil {
@@ -136,7 +137,7 @@ func (v *Vault) foldContState() (*contState, string, error) {
 
 // foldContEvent folds one appended event on top of the state.
 func foldContEvent(s *contState, ev *Event) (*contState, bool) {
-	if correctionKinds[ev.Kind] {
+	if ev.Kind == "retract" {
 		return s, false // it may withdraw any earlier event: rebuild
 	}
 	if !touchesContinuity(ev) {
@@ -409,7 +410,7 @@ func encodeContinuity(c *Continuity) []byte {
 	itemList := func(its []Item) {
 		num(len(its))
 		for _, it := range its {
-			str(it.ID, it.Text, it.Date)
+			str(it.ID, it.Text, it.Date, it.Thread)
 		}
 	}
 	str(c.Goal, c.Phase, c.Updated, c.LastAudit, c.auditKey)
@@ -417,11 +418,12 @@ func encodeContinuity(c *Continuity) []byte {
 	itemList(c.Next)
 	itemList(c.Done)
 	itemList(c.Blockers)
+	itemList(c.Commitments)
 	list(c.Context)
 	list(c.Files)
 	num(len(c.Learnings))
 	for _, l := range c.Learnings {
-		str(l.ID, l.Event, l.Date, l.Error, l.Cause, l.Prevention, l.Scope, l.LastRelevant, l.Status, l.StatusBy, l.Reason)
+		str(l.ID, l.Event, l.Date, l.Error, l.Cause, l.Prevention, l.Scope, l.LastRelevant, l.Status, l.StatusBy, l.Reason, l.Thread)
 		tok := 0
 		if l.tokOK {
 			tok = l.tok + 1
@@ -431,7 +433,7 @@ func encodeContinuity(c *Continuity) []byte {
 	}
 	num(len(c.Decisions))
 	for _, d := range c.Decisions {
-		str(d.ID, d.Event, d.Date, d.Decision, d.Rationale, d.Scope, d.Status, d.Supersedes, d.SupersededBy)
+		str(d.ID, d.Event, d.Date, d.Decision, d.Rationale, d.Scope, d.Status, d.Supersedes, d.SupersededBy, d.Thread)
 		num(d.seq, d.rank)
 	}
 	num(len(c.Meta))
@@ -483,14 +485,14 @@ func decodeContinuity(body []byte) (*Continuity, bool) {
 	items := func() []Item {
 		out := make([]Item, count())
 		for i := range out {
-			out[i] = Item{ID: d.str(), Text: d.str(), Date: d.str()}
+			out[i] = Item{ID: d.str(), Text: d.str(), Date: d.str(), Thread: d.str()}
 		}
 		return out
 	}
 	c := newContinuity()
 	c.Goal, c.Phase, c.Updated, c.LastAudit, c.auditKey = d.str(), d.str(), d.str(), d.str(), d.str()
 	c.Iteration, c.seq = d.num(), d.num()
-	c.Next, c.Done, c.Blockers = items(), items(), items()
+	c.Next, c.Done, c.Blockers, c.Commitments = items(), items(), items(), items()
 	c.Context, c.Files = list(false), list(false)
 	ls := make([]Learning, count())
 	c.Learnings = make([]*Learning, len(ls))
@@ -498,7 +500,7 @@ func decodeContinuity(body []byte) (*Continuity, bool) {
 	for i := range ls {
 		l := &ls[i]
 		l.ID, l.Event, l.Date, l.Error, l.Cause, l.Prevention = d.str(), d.str(), d.str(), d.str(), d.str(), d.str()
-		l.Scope, l.LastRelevant, l.Status, l.StatusBy, l.Reason = d.str(), d.str(), d.str(), d.str(), d.str()
+		l.Scope, l.LastRelevant, l.Status, l.StatusBy, l.Reason, l.Thread = d.str(), d.str(), d.str(), d.str(), d.str(), d.str()
 		l.TTL, l.BaseTTL, l.ReinforceCount, l.seq, l.rank = d.num(), d.num(), d.num(), d.num(), d.num()
 		if tok := d.num(); tok > 0 {
 			l.tok, l.tokOK = tok-1, true
@@ -509,6 +511,7 @@ func decodeContinuity(body []byte) (*Continuity, bool) {
 		// the event id.
 		c.learnings[l.ID] = l
 		c.learnings[l.Event] = l
+		noteShortID(l.ID, "L", &c.lastL)
 	}
 	ds := make([]Decision, count())
 	c.Decisions = make([]*Decision, len(ds))
@@ -516,11 +519,12 @@ func decodeContinuity(body []byte) (*Continuity, bool) {
 	for i := range ds {
 		dc := &ds[i]
 		dc.ID, dc.Event, dc.Date, dc.Decision, dc.Rationale = d.str(), d.str(), d.str(), d.str(), d.str()
-		dc.Scope, dc.Status, dc.Supersedes, dc.SupersededBy = d.str(), d.str(), d.str(), d.str()
+		dc.Scope, dc.Status, dc.Supersedes, dc.SupersededBy, dc.Thread = d.str(), d.str(), d.str(), d.str(), d.str()
 		dc.seq, dc.rank = d.num(), d.num()
 		c.Decisions[i] = dc
 		c.decisions[dc.ID] = dc
 		c.decisions[dc.Event] = dc
+		noteShortID(dc.ID, "D", &c.lastD)
 	}
 	c.Meta = make([]*MetaLearning, count())
 	for i := range c.Meta {

@@ -164,8 +164,16 @@ func TestContinuityCacheMatchesFold(t *testing.T) {
 		if _, err := ct.Correct("L3", "", "clear only the build cache", "too broad"); err != nil {
 			return err
 		}
-		return ct.SessionEnd(SessionEndInput{Summary: "NEXT: profile it\nDECISION: keep the cache | speed\nLEARNED: [global] tests flaked | pin the seed",
-			Context: []string{"bench at 10k"}, Files: []string{"vault/continuity_state.go"}})
+		if err := ct.Next("profile it", false); err != nil {
+			return err
+		}
+		if _, err := ct.Decide(DecideInput{Decision: "keep the cache", Rationale: "speed"}); err != nil {
+			return err
+		}
+		if _, err := ct.Learn(LearnInput{Scope: "global", Error: "tests flaked", Prevention: "pin the seed"}); err != nil {
+			return err
+		}
+		return ct.SessionEnd(SessionEndInput{Context: []string{"bench at 10k"}, Files: []string{"vault/continuity_state.go"}})
 	})
 	checkContCache(t, v, "after invalidate, correct and a session end")
 	contUpdate(t, v, "2026-05-20", func(ct *ContinuityTx) error {

@@ -4,6 +4,7 @@ package vault
 // invalidate, correct, decide, goal, next, done, audit and the session end.
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -24,61 +25,92 @@ type LearnInput struct {
 // same error after normalizeText (docs/CONTINUITY.md, "Reinforcement").
 // A reinforcement brings a new cause or prevention when it gives one.
 func (ct *ContinuityTx) Learn(in LearnInput) (*Learning, error) {
-	if err := checkText("learn: error", in.Error, false); err != nil {
-		return nil, withHintIfNone(err, "say what failed: memvault learn --error E --prevention P")
-	}
 	if err := checkText("learn: prevention", in.Prevention, false); err != nil {
 		return nil, withHintIfNone(err, "say how to prevent it next time: --prevention P")
 	}
-	if err := checkText("learn: cause", in.Cause, true); err != nil {
-		return nil, err
-	}
-	sc, err := ParseScope(in.Scope)
+	c := ct.state()
+	ev, repeats, invalid, err := learnEvent(c, in, ct.day)
 	if err != nil {
 		return nil, err
 	}
-	if in.TTL < 0 || in.TTL > 3650 {
-		return nil, fault.New(ErrInvalid, "learn: ttl %d: want 1 to 3650 days", in.TTL)
+	ct.appendEvent(ev)
+	if repeats != nil {
+		nl := ct.state().Learning(repeats.ID)
+		ct.say("%s reinforced (%d×, ttl %d days)", nl.ID, nl.ReinforceCount, nl.TTL)
+		return nl, nil
 	}
-	c := ct.state()
+	l := ct.state().Learning(ev.ID)
+	ct.say("%s recorded [%s]", l.ID, orGlobal(l.Scope))
+	if invalid != nil {
+		ct.warn("%s repeats %s, which was invalidated: %s", l.ID, invalid.ID, invalid.Reason)
+	}
+	return l, nil
+}
+
+// learnEvent builds the event that records in against the fold c: a
+// `learning` row, or a `learning.reinforced` of the learning it repeats
+// (returned as repeats). invalid is an invalidated learning it repeats.
+// The prevention may be empty: a plain LEARNED: line has none yet.
+func learnEvent(c *Continuity, in LearnInput, day string) (ev *Event, repeats, invalid *Learning, err error) {
+	in.Error, in.Cause, in.Prevention = strings.TrimSpace(in.Error), strings.TrimSpace(in.Cause), strings.TrimSpace(in.Prevention)
+	if err := checkText("learn: error", in.Error, false); err != nil {
+		return nil, nil, nil, withHintIfNone(err, "say what failed: memvault learn --error E --prevention P")
+	}
+	if err := checkText("learn: prevention", in.Prevention, true); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := checkText("learn: cause", in.Cause, true); err != nil {
+		return nil, nil, nil, err
+	}
+	sc, err := ParseScope(in.Scope)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if in.TTL < 0 || in.TTL > 3650 {
+		return nil, nil, nil, fault.New(ErrInvalid, "learn: ttl %d: want 1 to 3650 days", in.TTL)
+	}
 	key := learningKey(sc.String(), in.Error)
-	var invalid *Learning
 	for _, l := range c.Learnings {
-		if learningKey(l.Scope, l.Error) != key {
+		if learningKey(l.Scope, l.Error) != key || l.Status == StatusSuperseded {
 			continue
 		}
 		if l.Status == StatusInvalidated {
 			invalid = l
 			continue
 		}
-		d := contData{ID: l.ID, Date: ct.day}
+		d := contData{ID: l.ID, Date: day}
 		if in.Cause != "" && normalizeText(in.Cause) != normalizeText(l.Cause) {
 			d.Cause = in.Cause
 		}
-		if normalizeText(in.Prevention) != normalizeText(l.Prevention) {
+		if in.Prevention != "" && normalizeText(in.Prevention) != normalizeText(l.Prevention) {
 			d.Prevention = in.Prevention
 		}
-		ct.append(KindLearningReinforce, l.ID+" reinforced: "+in.Error, d, l.Event)
-		nl := ct.state().Learning(l.ID)
-		ct.say("%s reinforced (%d×, ttl %d days)", l.ID, nl.ReinforceCount, nl.TTL)
-		return nl, nil
+		return protocolEvent(KindLearningReinforce, l.ID+" reinforced: "+in.Error, d, l.Event), l, nil, nil
 	}
-	var ids []string
-	for _, l := range c.Learnings {
-		ids = append(ids, l.ID)
-	}
-	id := nextID("L", ids)
 	ttl := in.TTL
 	if ttl == 0 {
 		ttl = DefaultLearningTTL
 	}
-	ct.append(KindLearningRecorded, in.Error+" → "+in.Prevention, contData{ID: id, Date: ct.day, Error: in.Error,
-		Cause: in.Cause, Prevention: in.Prevention, Scope: sc.String(), TTL: ttl})
-	ct.say("%s recorded [%s]", id, sc)
-	if invalid != nil {
-		ct.warn("%s repeats %s, which was invalidated: %s", id, invalid.ID, invalid.Reason)
+	text := in.Error
+	if in.Prevention != "" {
+		text += " → " + in.Prevention
 	}
-	return ct.state().Learning(id), nil
+	d := contData{ID: "L" + strconv.Itoa(c.lastL+1), Date: day, Error: in.Error, Cause: in.Cause,
+		Prevention: in.Prevention, Scope: sc.String(), TTL: ttl}
+	return protocolEvent("learning", text, d), nil, invalid, nil
+}
+
+// protocolEvent is an event of the protocol with its data.
+func protocolEvent(kind, text string, d any, links ...string) *Event {
+	raw, _ := json.Marshal(d)
+	return &Event{Kind: kind, Text: text, Data: raw, Links: links}
+}
+
+func orGlobal(scope string) string {
+	if scope == "" {
+		return "global"
+	}
+	return scope
 }
 
 func withHintIfNone(err error, hint string) error {
@@ -152,27 +184,46 @@ type DecideInput struct {
 
 // Decide records a decision; one that supersedes another marks it.
 func (ct *ContinuityTx) Decide(in DecideInput) (*Decision, error) {
+	ev, old, err := decideEvent(ct.state(), in, ct.day)
+	if err != nil {
+		return nil, err
+	}
+	ct.appendEvent(ev)
+	dc := ct.state().Decision(ev.ID)
+	if old != nil {
+		ct.say("%s recorded [%s], supersedes %s", dc.ID, orGlobal(dc.Scope), old.ID)
+	} else {
+		ct.say("%s recorded [%s]", dc.ID, orGlobal(dc.Scope))
+	}
+	return dc, nil
+}
+
+// decideEvent builds the event that records in against the fold c: a
+// `decision` row, or, when it supersedes one, a `supersede` of that row
+// that counts as a decision, so every view retires the old one alike.
+// The rationale is optional.
+func decideEvent(c *Continuity, in DecideInput, day string) (*Event, *Decision, error) {
+	in.Decision, in.Rationale = strings.TrimSpace(in.Decision), strings.TrimSpace(in.Rationale)
 	if err := checkText("decide: decision", in.Decision, false); err != nil {
-		return nil, withHintIfNone(err, "say what was decided: memvault decide --decision D --rationale R")
+		return nil, nil, withHintIfNone(err, "say what was decided: memvault decide --decision D --rationale R")
 	}
-	if err := checkText("decide: rationale", in.Rationale, false); err != nil {
-		return nil, withHintIfNone(err, "say why: --rationale R")
+	if err := checkText("decide: rationale", in.Rationale, true); err != nil {
+		return nil, nil, err
 	}
-	c := ct.state()
 	var old *Decision
 	if in.Supersedes != "" {
 		id := strings.TrimSpace(in.Supersedes)
 		old = c.Decision(id)
 		if old == nil {
 			if c.Learning(id) != nil {
-				return nil, fault.New(ErrInvalid, "decide: supersede %s: is a learning, not a decision", id)
+				return nil, nil, fault.New(ErrInvalid, "decide: supersede %s: is a learning, not a decision", id)
 			}
 			e := fault.New(ErrNotFound, "decide: supersede %s: no such decision", id)
-			return nil, e.WithHint("list decisions with: memvault continuity decisions --all")
+			return nil, nil, e.WithHint("list decisions with: memvault continuity decisions --all")
 		}
 		if old.Status == StatusSuperseded {
 			e := fault.New(ErrConflict, "decide: supersede %s: already superseded by %s", old.ID, old.SupersededBy)
-			return nil, e.WithHint("supersede the newer decision instead: --supersedes %s", old.SupersededBy)
+			return nil, nil, e.WithHint("supersede the newer decision instead: --supersedes %s", old.SupersededBy)
 		}
 		if in.Scope == "" {
 			in.Scope = old.Scope
@@ -180,26 +231,22 @@ func (ct *ContinuityTx) Decide(in DecideInput) (*Decision, error) {
 	}
 	sc, err := ParseScope(in.Scope)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var ids []string
-	for _, d := range c.Decisions {
-		ids = append(ids, d.ID)
+	d := contData{ID: "D" + strconv.Itoa(c.lastD+1), Date: day, Decision: in.Decision, Rationale: in.Rationale, Scope: sc.String()}
+	text := in.Decision
+	if in.Rationale != "" {
+		text += " (because " + in.Rationale + ")"
 	}
-	id := nextID("D", ids)
-	d := contData{ID: id, Date: ct.day, Decision: in.Decision, Rationale: in.Rationale, Scope: sc.String()}
-	var links []string
-	if old != nil {
-		d.Supersedes = old.ID
-		links = []string{old.Event}
+	if old == nil {
+		return protocolEvent("decision", text, d), nil, nil
 	}
-	ct.append(KindDecisionRecorded, in.Decision, d, links...)
-	if old != nil {
-		ct.say("%s recorded [%s], supersedes %s", id, sc, old.ID)
-	} else {
-		ct.say("%s recorded [%s]", id, sc)
-	}
-	return ct.state().Decision(id), nil
+	d.Supersedes = old.ID
+	raw, _ := json.Marshal(struct {
+		contData
+		Replaces string `json:"replaces_kind"`
+	}{d, "decision"})
+	return &Event{Kind: "supersede", Thread: old.Thread, Text: text, Data: raw, Links: []string{old.Event}}, old, nil
 }
 
 // Goal sets the active goal, the phase, or both.
@@ -228,41 +275,85 @@ func (ct *ContinuityTx) Next(text string, first bool) error {
 	if err := checkText("next", text, false); err != nil {
 		return withHintIfNone(err, "say what comes next: memvault next \"…\"")
 	}
-	ev := ct.append(KindContinuityNext, text, contData{Date: ct.day, First: first})
+	ev := ct.appendEvent(nextEvent(text, first, ct.day))
 	ct.say("next action added (%s)", ev.ID)
 	return nil
 }
 
-// Done records an accomplishment. arg may name a next action by its number
-// in Next Actions, or repeat its text (compared after normalizeText): that
-// action leaves the queue.
+// nextEvent is the `next` row of a next action.
+func nextEvent(text string, first bool, day string) *Event {
+	return protocolEvent("next", strings.TrimSpace(text), contData{Date: day, First: first})
+}
+
+// Done records something done. arg may name what it closes: a next
+// action by its number in Next Actions (commitments are numbered after
+// the next actions), an open next action, blocker or commitment by its
+// event id, or a next action or commitment by its text (compared after
+// normalizeText). Anything else is an accomplishment that closes nothing.
 func (ct *ContinuityTx) Done(arg string) error {
-	if err := checkText("done", arg, false); err != nil {
-		return withHintIfNone(err, "say what was done, or give the number of a next action")
+	ev, closed, err := doneEvent(ct.state(), arg, ct.day)
+	if err != nil {
+		return err
 	}
-	c := ct.state()
-	text, links := arg, []string(nil)
-	if n, err := strconv.Atoi(strings.TrimSpace(arg)); err == nil {
-		if n < 1 || n > len(c.Next) {
-			e := fault.New(ErrNotFound, "done: no next action number %d (there are %d)", n, len(c.Next))
-			return e.WithHint("see them with: memvault continuity status")
+	wasNext := closed && slices.ContainsFunc(ct.state().Next, func(it Item) bool { return it.ID == ev.Links[0] })
+	ct.appendEvent(ev)
+	switch {
+	case wasNext:
+		ct.say("done; removed from next actions")
+	case closed:
+		ct.say("done; %s closed", ev.Links[0])
+	default:
+		ct.say("done")
+	}
+	return nil
+}
+
+// doneEvent builds the `done` row for arg (see Done); closed reports that
+// it closes an open item, named in its links.
+func doneEvent(c *Continuity, arg, day string) (ev *Event, closed bool, err error) {
+	arg = strings.TrimSpace(arg)
+	if err := checkText("done", arg, false); err != nil {
+		return nil, false, withHintIfNone(err, "say what was done, or give the number or id of a next action")
+	}
+	open := append(append([]Item(nil), c.Next...), c.Commitments...)
+	var it *Item
+	if n, err := strconv.Atoi(arg); err == nil {
+		if n < 1 || n > len(open) {
+			e := fault.New(ErrNotFound, "done: no next action number %d (there are %d)", n, len(open))
+			return nil, false, e.WithHint("see them with: memvault continuity status")
 		}
-		text, links = c.Next[n-1].Text, []string{c.Next[n-1].ID}
+		it = &open[n-1]
+	} else if looksLikeEventID(arg) {
+		for i, x := range append(open, c.Blockers...) {
+			if x.ID == arg {
+				all := append(open, c.Blockers...)
+				it = &all[i]
+				break
+			}
+		}
+		if it == nil {
+			e := fault.New(ErrNotFound, "done: %s: no open next action, blocker or commitment has this id", arg)
+			return nil, false, e.WithHint("see what is open with: memvault continuity status")
+		}
 	} else {
-		for _, nx := range c.Next {
-			if normalizeText(nx.Text) == normalizeText(arg) {
-				links = []string{nx.ID}
+		for i := range open {
+			if normalizeText(open[i].Text) == normalizeText(arg) {
+				it = &open[i]
 				break
 			}
 		}
 	}
-	ct.append(KindContinuityDone, text, contData{Date: ct.day}, links...)
-	if len(links) > 0 {
-		ct.say("done; removed from next actions")
-	} else {
-		ct.say("done")
+	if it == nil {
+		return protocolEvent(KindDone, arg, contData{Date: day}), false, nil
 	}
-	return nil
+	ev = protocolEvent(KindDone, it.Text, contData{Date: day}, it.ID)
+	ev.Thread = it.Thread
+	return ev, true, nil
+}
+
+// looksLikeEventID reports whether s has the form of an event id (e_…).
+func looksLikeEventID(s string) bool {
+	return strings.HasPrefix(s, "e_") && !strings.ContainsAny(s, " \t")
 }
 
 // Audit applies the rules as of the transaction's day. With dryRun it
@@ -295,86 +386,25 @@ func (ct *ContinuityTx) Audit(dryRun bool) *AuditReport {
 	return rep
 }
 
-// SessionEndInput is what a harness hands over when a session ends.
+// SessionEndInput is what a harness hands over when a session ends. The
+// session's control lines (DONE:, NEXT:, DECISION:, …) are not in it:
+// they were recorded from the transcript as the session went, once each.
 type SessionEndInput struct {
-	// Summary is the session's summary; control lines in it (NEXT:,
-	// LEARNED:, DECISION:, BLOCKER:, DONE:) are recorded as such.
-	Summary string
 	Context []string // Working Context lines; nil keeps the last ones
 	Files   []string // Files Being Modified; nil keeps the last ones
 }
 
-// SessionEnd updates the protocol from a session's summary: Just Completed
-// (DONE: lines, else the summary's first line), Next Actions (NEXT:),
-// learnings (LEARNED: error | cause | prevention, or error | prevention,
-// with an optional leading [scope]), decisions (DECISION: decision |
-// rationale), blockers (BLOCKER:). A control line that does not parse is
-// skipped with a warning: a session end never fails on its summary.
+// SessionEnd counts the session (Iteration), keeps its working context,
+// and runs the audit, which writes only when something changed.
 func (ct *ContinuityTx) SessionEnd(in SessionEndInput) error {
-	var done, next, other []string
-	for _, raw := range strings.Split(in.Summary, "\n") {
-		line := strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(raw), "-*"))
-		tag, rest, ok := strings.Cut(line, ":")
-		rest = strings.TrimSpace(rest)
-		switch tag = strings.ToUpper(strings.TrimSpace(tag)); {
-		case !ok || strings.Contains(tag, " "):
-			if line != "" {
-				other = append(other, line)
-			}
-		case tag == "NEXT" && rest != "":
-			next = append(next, rest)
-		case tag == "DONE" && rest != "":
-			done = append(done, rest)
-		case tag == "BLOCKER" && rest != "":
-			ct.Append(&Event{Kind: "blocker", Text: rest, Source: "hook"})
-		case tag == "LEARNED":
-			scope, body := "", rest
-			if strings.HasPrefix(body, "[") {
-				if i := strings.Index(body, "]"); i > 0 {
-					scope, body = body[1:i], strings.TrimSpace(body[i+1:])
-				}
-			}
-			parts := strings.Split(body, "|")
-			in := LearnInput{Scope: scope}
-			switch len(parts) {
-			case 2:
-				in.Error, in.Prevention = parts[0], parts[1]
-			case 3:
-				in.Error, in.Cause, in.Prevention = parts[0], parts[1], parts[2]
-			}
-			in.Error, in.Cause, in.Prevention = strings.TrimSpace(in.Error), strings.TrimSpace(in.Cause), strings.TrimSpace(in.Prevention)
-			if _, err := ct.Learn(in); err != nil {
-				ct.warn("LEARNED line skipped: %v (want LEARNED: [scope] error | cause | prevention)", err)
-			}
-		case tag == "DECISION":
-			dec, why, _ := strings.Cut(rest, "|")
-			if _, err := ct.Decide(DecideInput{Decision: strings.TrimSpace(dec), Rationale: strings.TrimSpace(why)}); err != nil {
-				ct.warn("DECISION line skipped: %v (want DECISION: decision | rationale)", err)
-			}
-		default:
-			other = append(other, line)
-		}
-	}
-	if len(done) == 0 && len(other) > 0 {
-		done = []string{clip(other[0], 200)}
-	}
-	for _, d := range done {
-		if err := ct.Done(d); err != nil {
-			ct.warn("DONE line skipped: %v", err)
-		}
-	}
-	for _, n := range next {
-		if err := ct.Next(n, false); err != nil {
-			ct.warn("NEXT line skipped: %v", err)
-		}
-	}
 	ct.append(KindContinuitySession, "session end", contData{Date: ct.day, Context: in.Context, Files: in.Files})
+	ct.Audit(false)
 	return nil
 }
 
 // UpdateContinuityAtSessionEnd is what the hooks call when a session ends:
-// it records the summary's control lines and refreshes CONTINUITY.md (a
-// deferred refresh of CONTINUITY.md is retried here too).
+// it counts the session, audits, and refreshes CONTINUITY.md (a deferred
+// refresh of CONTINUITY.md is retried here too).
 func (v *Vault) UpdateContinuityAtSessionEnd(opts TxOptions, in SessionEndInput) (*ContinuityResult, error) {
 	if opts.Command == "" {
 		opts.Command = "session-end"

@@ -110,14 +110,12 @@ type ContinuityResult struct {
 // ContinuityTx is a transaction of the protocol.
 type ContinuityTx struct {
 	*Tx
-	day     string
-	st      *contState  // the state before the transaction, through its cache
-	cur     *Continuity // st's fold with the transaction's events applied, once asked for
-	applied int         // how many of the transaction's events cur has
-	err     error       // the state could not be read: the transaction fails
-	res     *ContinuityResult
-	audit   *AuditReport
-	index   bool // write learnings-index.md even with no learnings
+	day   string
+	st    *contState // the state before the transaction, through its cache
+	err   error      // the state could not be read: the transaction fails
+	res   *ContinuityResult
+	audit *AuditReport
+	index bool // write learnings-index.md even with no learnings
 }
 
 // WriteIndex makes the transaction write learnings-index.md even when there
@@ -131,18 +129,48 @@ func (ct *ContinuityTx) Day() string { return ct.day }
 // applied on top as they come. A state that cannot be read fails the
 // transaction (UpdateContinuity checks ct.err); meanwhile it reads empty.
 func (ct *ContinuityTx) state() *Continuity {
-	if ct.cur == nil {
-		c, err := ct.st.full()
-		if err != nil {
-			ct.err = err
-			return newContinuity()
+	c, err := ct.Tx.continuity(ct.st)
+	if err != nil && ct.err == nil {
+		ct.err = err
+	}
+	return c
+}
+
+// txContinuity is the protocol's fold as a transaction sees it: the
+// ledger's, with the transaction's own events applied as they come.
+type txContinuity struct {
+	st      *contState
+	cur     *Continuity
+	applied int
+	err     error
+}
+
+// continuity returns the protocol's fold with the transaction's events
+// applied; st, when not nil, is the derived state to start from. Control
+// lines read it as the CLI verbs do, so a LEARNED: line reinforces the
+// learning it repeats and a DONE: line finds the next action it closes.
+func (tx *Tx) continuity(st *contState) (*Continuity, error) {
+	if tx.cont == nil {
+		tx.cont = &txContinuity{st: st}
+	}
+	tc := tx.cont
+	if tc.err != nil {
+		return newContinuity(), tc.err
+	}
+	if tc.cur == nil {
+		if tc.st == nil {
+			if tc.st, tc.err = tx.v.continuityState(); tc.err != nil {
+				return newContinuity(), tc.err
+			}
 		}
-		ct.cur = c
+		if tc.cur, tc.err = tc.st.full(); tc.err != nil {
+			return newContinuity(), tc.err
+		}
 	}
-	for ; ct.applied < len(ct.events); ct.applied++ {
-		ct.cur.addEvent(ct.events[ct.applied])
+	for ; tc.applied < len(tx.events); tc.applied++ {
+		tc.cur.addEvent(tx.events[tc.applied])
 	}
-	return ct.cur
+	return tc.cur, nil
 }
 
 func (ct *ContinuityTx) say(format string, args ...any) {
@@ -154,8 +182,18 @@ func (ct *ContinuityTx) warn(format string, args ...any) {
 }
 
 func (ct *ContinuityTx) append(kind, text string, d any, links ...string) *Event {
-	raw, _ := json.Marshal(d)
-	return ct.Append(&Event{Kind: kind, Text: text, Data: raw, Links: links, Source: "cli"})
+	return ct.appendEvent(protocolEvent(kind, text, d, links...))
+}
+
+// appendEvent appends an event of a protocol verb, from the command line.
+// An event about an earlier row takes that row's thread, so the thread
+// head that shows the row is refreshed.
+func (ct *ContinuityTx) appendEvent(ev *Event) *Event {
+	ev.Source = "cli"
+	if ev.Thread == "" && len(ev.Links) > 0 {
+		ev.Thread = ct.state().threadOf(ev.Links[0])
+	}
+	return ct.Append(ev)
 }
 
 // LoadContinuity returns the protocol's state folded from the ledger,

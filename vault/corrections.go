@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 
 	"github.com/memvault/memvault/vault/fault"
 )
@@ -17,7 +18,18 @@ import (
 
 // correctionNeedles find correction events in canonical lines, which have
 // no space after the colon.
-var correctionNeedles = [][]byte{[]byte(`"kind":"retract"`), []byte(`"kind":"supersede"`), []byte(`"kind":"commitment.close"`)}
+var correctionNeedles = sync.OnceValue(func() [][]byte {
+	var out [][]byte
+	for k := range correctionKinds {
+		out = append(out, []byte(`"kind":"`+k+`"`))
+	}
+	for k, c := range legacyKinds {
+		if correctionKinds[c] {
+			out = append(out, []byte(`"kind":"`+k+`"`))
+		}
+	}
+	return out
+})
 
 // correctionCache is the derived list of the correction events of each
 // segment, in .state/, keyed by the segment's stamp: where each one's line
@@ -31,7 +43,7 @@ var correctionNeedles = [][]byte{[]byte(`"kind":"retract"`), []byte(`"kind":"sup
 // that segment's stamp changes, not folded from appended events.
 const (
 	correctionFile    = "corrections"
-	correctionVersion = 1
+	correctionVersion = 2
 )
 
 type segCorrections struct {
@@ -243,7 +255,7 @@ type segRows struct {
 // the encoding changes.
 const (
 	allCorrectionsFile    = "corrections-all"
-	allCorrectionsVersion = 1
+	allCorrectionsVersion = 2
 )
 
 func loadAllCorrections(root string) map[string]segRows {
@@ -335,7 +347,7 @@ func (v *Vault) correctionRowsOf(segs []segment, stamps []segStamp) ([]segRows, 
 // segment's complete lines.
 func correctionLines(data []byte) []int {
 	starts := map[int]bool{}
-	for _, nd := range correctionNeedles {
+	for _, nd := range correctionNeedles() {
 		for _, at := range findAll(data, nd) {
 			starts[bytes.LastIndexByte(data[:at], '\n')+1] = true
 		}

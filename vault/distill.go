@@ -36,17 +36,15 @@ type ControlLine struct {
 // controlRE matches a control line; compiled on first use, so a command
 // that never distils a session does not pay for it at start.
 var controlRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^\s*(?:[-*]\s+)?(COMMIT|CLOSE|DECISION|LEARNED|BLOCKER|NEXT|CLAIM|THREAD):\s*(.*?)\s*$`)
+	return regexp.MustCompile(`^\s*(?:[-*]\s+)?(COMMIT|CLOSE|DECISION|LEARNED|BLOCKER|NEXT|DONE|CLAIM|THREAD):\s*(.*?)\s*$`)
 })
 
-// controlKinds maps control verbs to the ledger kinds they record.
+// controlKinds maps the control verbs that record their text as it is to
+// the ledger kinds they record; DECISION, LEARNED, NEXT and DONE go
+// through the protocol's verbs (controlEvent).
 var controlKinds = map[string]string{
-	"COMMIT":   "commitment.open",
-	"DECISION": "decision",
-	"LEARNED":  "learning",
-	"BLOCKER":  "blocker",
-	"NEXT":     "next",
-	"CLAIM":    "claim",
+	"COMMIT":  "commitment.open",
+	"BLOCKER": "blocker",
 }
 
 // scanControlLines finds the control lines of one assistant message. Lines
@@ -326,14 +324,71 @@ func (tx *Tx) controlEvent(st *State, c ControlLine, thread string) (*Event, str
 		data, _ := json.Marshal(map[string]any{"type": typ, "value": v})
 		return &Event{Kind: "claim", Thread: thread, Text: c.Arg, Data: data}, ""
 	}
-	kind, ok := controlKinds[c.Verb]
-	if !ok {
-		return nil, "unknown control verb"
-	}
 	if err := checkText("text", c.Arg, false); err != nil {
 		return nil, err.Error()
 	}
-	return &Event{Kind: kind, Thread: thread, Text: c.Arg}, ""
+	if kind, ok := controlKinds[c.Verb]; ok {
+		return &Event{Kind: kind, Thread: thread, Text: c.Arg}, ""
+	}
+	cont, err := tx.continuity(nil)
+	if err != nil {
+		return nil, err.Error()
+	}
+	const day = "" // the event's own timestamp gives its day
+	var ev *Event
+	switch c.Verb {
+	case "DECISION":
+		scope, body := controlScope(c.Arg)
+		dec, why, _ := strings.Cut(body, "|")
+		for _, d := range cont.Decisions {
+			if d.Status == StatusActive && normalizeText(d.Decision) == normalizeText(dec) {
+				return nil, "repeats " + d.ID
+			}
+		}
+		ev, _, err = decideEvent(cont, DecideInput{Decision: dec, Rationale: why, Scope: scope}, day)
+	case "LEARNED":
+		scope, body := controlScope(c.Arg)
+		in := LearnInput{Scope: scope, Error: body}
+		switch parts := strings.Split(body, "|"); len(parts) {
+		case 1:
+		case 2:
+			in.Error, in.Prevention = parts[0], parts[1]
+		default:
+			in.Error, in.Cause, in.Prevention = parts[0], parts[1], strings.Join(parts[2:], "|")
+		}
+		ev, _, _, err = learnEvent(cont, in, day)
+	case "NEXT":
+		ev = nextEvent(c.Arg, false, day)
+	case "DONE":
+		ev, _, err = doneEvent(cont, c.Arg, day)
+	default:
+		return nil, "unknown control verb"
+	}
+	if err != nil {
+		return nil, err.Error()
+	}
+	if ev.Thread == "" {
+		if len(ev.Links) > 0 {
+			ev.Thread = cont.threadOf(ev.Links[0])
+		}
+		if ev.Thread == "" && ev.Kind != "learning.reinforced" {
+			ev.Thread = thread
+		}
+	}
+	return ev, ""
+}
+
+// controlScope splits a leading [scope] off a control line's text; text
+// that starts with a bracket but names no scope is left as it is.
+func controlScope(arg string) (scope, body string) {
+	if strings.HasPrefix(arg, "[") {
+		if i := strings.Index(arg, "]"); i > 0 {
+			if sc, err := ParseScope(arg[1:i]); err == nil {
+				return sc.String(), strings.TrimSpace(arg[i+1:])
+			}
+		}
+	}
+	return "", arg
 }
 
 // ExtractControls turns the control lines of t's assistant messages into

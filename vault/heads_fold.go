@@ -108,12 +108,12 @@ func buildView(st *State, cfg HeadsConfig) *headView {
 				vw.threadLast[r.Thread] = i
 			}
 			vw.lastMemory = i
-			if !r.Current() || (kind == "commitment.open" && r.ClosedBy != "") {
+			if !r.Holds() {
 				continue
 			}
 			vw.input.Items = append(vw.input.Items, render.Item{ID: r.ID, Kind: kind, Thread: r.Thread,
 				Text: r.Text, TS: r.TS, Agent: r.Agent, Session: r.Session})
-		case correctionKinds[r.Kind]:
+		case correctionKinds[canonicalKind(r.Kind)]:
 			// A correction changes the heads of its thread and MEMORY.md.
 			if r.Thread != "" {
 				vw.threadLast[r.Thread] = i

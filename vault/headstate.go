@@ -20,7 +20,7 @@ import (
 
 var headStateView = &Derived[*State]{
 	Name:    "heads-state",
-	Version: 2,
+	Version: 3,
 	Rebuild: func(v *Vault, segs []segment, _ []segStamp) (*State, string, bool, error) { return v.foldAll(segs) },
 	Fold:    foldRow,
 	Encode:  encodeRows,
@@ -38,7 +38,7 @@ func (v *Vault) foldedState() (*State, string, error) {
 // foldRow adds one appended event to decoded rows. The id index is built
 // only when a correction needs it: most reads fold a few plain rows.
 func foldRow(st *State, ev *Event) (*State, bool) {
-	if st.byID == nil && !correctionKinds[ev.Kind] {
+	if st.byID == nil && !correctionKinds[canonicalKind(ev.Kind)] {
 		st.Rows = append(st.Rows, &Row{Event: ev})
 		return st, true
 	}

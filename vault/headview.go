@@ -30,7 +30,7 @@ func headViewFor(cfg HeadsConfig) *Derived[*viewCache] {
 	memCap, threadCap := render.RowCap(cfg.MemoryTokens), render.RowCap(cfg.ThreadTokens)
 	return &Derived[*viewCache]{
 		Name:    "heads-view",
-		Version: 3,
+		Version: 4,
 		Rebuild: func(v *Vault, segs []segment, stamps []segStamp) (*viewCache, string, bool, error) {
 			st, tip, err := v.foldedState()
 			if err != nil {
@@ -41,7 +41,7 @@ func headViewFor(cfg HeadsConfig) *Derived[*viewCache] {
 			return newViewCache(st, cfg), tip, torn, nil
 		},
 		Fold: func(vc *viewCache, ev *Event) (*viewCache, bool) {
-			if correctionKinds[ev.Kind] {
+			if correctionKinds[canonicalKind(ev.Kind)] {
 				return vc, false // a correction can bring back rows below the cap: rebuild
 			}
 			vc.apply(ev)

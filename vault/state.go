@@ -18,11 +18,38 @@ import (
 // the full list is in docs/API.md.
 var RememberKinds = []string{"fact", "decision", "learning", "constraint", "blocker", "next", "claim", "reflection"}
 
-// Kinds that correct an earlier event named in links[0].
+// Kinds that correct an earlier event named in links[0]: withdraw it
+// (retract), replace it (supersede, decision.superseded), or close it
+// (commitment.close, done, learning.invalidated, learning.archived). A
+// `done` without a link is an accomplishment that closes nothing.
 var correctionKinds = map[string]bool{
-	"retract":          true,
-	"supersede":        true,
-	"commitment.close": true,
+	"retract":             true,
+	"supersede":           true,
+	"commitment.close":    true,
+	KindDone:              true,
+	KindDecisionSuperseed: true,
+	KindLearningInvalid:   true,
+	KindLearningArchived:  true,
+}
+
+// closerKinds are the corrections that close their target: it stays in
+// the ledger as history and no longer holds. The status each gives its
+// target is what recall and `ledger --json` report.
+var closerKinds = map[string]string{
+	"commitment.close":   StatusClosed,
+	KindDone:             StatusClosed,
+	KindLearningInvalid:  StatusInvalidated,
+	KindLearningArchived: StatusArchived,
+}
+
+// legacyKinds are the kinds the first CONTINUITY.md protocol wrote beside
+// the vault's own; a row of one counts as the kind it maps to, so an older
+// vault folds into the same one set of rows.
+var legacyKinds = map[string]string{
+	"decision.recorded": "decision",
+	"learning.recorded": "learning",
+	"continuity.next":   "next",
+	"continuity.done":   KindDone,
 }
 
 // Row is an event together with what later events did to it.
@@ -35,21 +62,69 @@ type Row struct {
 	ClosedBy     string `json:"closed_by,omitempty"`
 }
 
-// Current reports whether the row still holds: not retracted, not replaced.
+// Current reports whether the row is still the version of record: not
+// retracted, not replaced. A closed row is current (it happened) but no
+// longer holds; see Holds.
 func (r *Row) Current() bool { return r.RetractedBy == "" && r.SupersededBy == "" }
 
+// Holds reports whether the row is part of what holds now: current and not
+// closed (a done next action, a closed commitment, an invalidated or
+// archived learning). Every view of "now" (the heads, CONTINUITY.md,
+// `ledger --current`, recall and what hooks inject) selects rows by it.
+func (r *Row) Holds() bool { return r.Current() && r.ClosedBy == "" }
+
 // EffectiveKind is the kind a row counts as. A supersede row takes the place
-// of the row it replaced, so it counts as that row's kind.
+// of the row it replaced, so it counts as that row's kind; a legacy
+// protocol kind counts as the vault kind it maps to.
 func (r *Row) EffectiveKind() string {
 	if r.Kind == "supersede" {
 		var d struct {
 			Replaces string `json:"replaces_kind"`
 		}
 		if json.Unmarshal(r.Data, &d) == nil && d.Replaces != "" {
-			return d.Replaces
+			return canonicalKind(d.Replaces)
 		}
 	}
-	return r.Kind
+	return canonicalKind(r.Kind)
+}
+
+// canonicalKind maps a legacy protocol kind to the vault kind it stands for.
+func canonicalKind(k string) string {
+	if c, ok := legacyKinds[k]; ok {
+		return c
+	}
+	return k
+}
+
+// Status says where the row stands: active, retracted, superseded, or the
+// status its closing event gives it (closed, invalidated, archived).
+func (st *State) Status(r *Row) string {
+	switch {
+	case r.RetractedBy != "":
+		return StatusRetracted
+	case r.SupersededBy != "":
+		return StatusSuperseded
+	case r.ClosedBy != "":
+		if c := st.lookup(r.ClosedBy); c != nil {
+			if s, ok := closerKinds[canonicalKind(c.Kind)]; ok {
+				return s
+			}
+		}
+		return StatusClosed
+	}
+	return StatusActive
+}
+
+// lookup is Get for a State that may have been decoded without its id
+// index (the heads' cache): the index is built on first use.
+func (st *State) lookup(id string) *Row {
+	if st.byID == nil {
+		st.byID = make(map[string]*Row, len(st.Rows))
+		for _, r := range st.Rows {
+			st.byID[r.ID] = r
+		}
+	}
+	return st.byID[id]
 }
 
 // State is the ledger folded into rows: the structured memory as it stands.
@@ -295,33 +370,31 @@ func (st *State) add(r *Row) {
 	}
 	st.Rows = append(st.Rows, r)
 	st.byID[r.ID] = r
-	if !correctionKinds[r.Kind] || len(r.Links) == 0 {
+	kind := canonicalKind(r.Kind)
+	if !correctionKinds[kind] || len(r.Links) == 0 {
 		return
 	}
 	target := st.byID[r.Links[0]]
 	if target == nil {
 		return
 	}
-	switch r.Kind {
-	case "retract":
+	switch {
+	case kind == "retract":
 		target.RetractedBy = r.ID
-		if correctionKinds[target.Kind] && len(target.Links) > 0 {
+		// Retracting a correction undoes it: a retracted close reopens.
+		if len(target.Links) > 0 {
 			if t2 := st.byID[target.Links[0]]; t2 != nil {
-				switch target.Kind {
-				case "supersede":
-					if t2.SupersededBy == target.ID {
-						t2.SupersededBy = ""
-					}
-				case "commitment.close":
-					if t2.ClosedBy == target.ID {
-						t2.ClosedBy = ""
-					}
+				if t2.SupersededBy == target.ID {
+					t2.SupersededBy = ""
+				}
+				if t2.ClosedBy == target.ID {
+					t2.ClosedBy = ""
 				}
 			}
 		}
-	case "supersede":
+	case kind == "supersede" || kind == KindDecisionSuperseed:
 		target.SupersededBy = r.ID
-	case "commitment.close":
+	case closerKinds[kind] != "":
 		target.ClosedBy = r.ID
 	}
 }
@@ -336,12 +409,12 @@ type Filter struct {
 	Session string
 	Agent   string
 	Since   time.Time
-	Current bool // only rows that still hold, and no correction events
+	Current bool // only rows that hold now (Row.Holds), and no corrections or accomplishments
 }
 
 // Match reports whether r passes f.
 func (f Filter) Match(r *Row) bool {
-	if f.Kind != "" && r.Kind != f.Kind && r.EffectiveKind() != f.Kind {
+	if f.Kind != "" && r.Kind != f.Kind && r.EffectiveKind() != canonicalKind(f.Kind) {
 		return false
 	}
 	if f.Thread != "" && r.Thread != f.Thread {
@@ -356,7 +429,7 @@ func (f Filter) Match(r *Row) bool {
 	if !f.Since.IsZero() && r.Time().Before(f.Since) {
 		return false
 	}
-	if f.Current && (!r.Current() || r.Kind == "retract" || r.Kind == "commitment.close") {
+	if f.Current && (!r.Holds() || correctionKinds[r.EffectiveKind()]) {
 		return false
 	}
 	return true
@@ -377,7 +450,7 @@ func (st *State) Select(f Filter) []*Row {
 func (st *State) OpenCommitments() []*Row {
 	var out []*Row
 	for _, r := range st.Rows {
-		if r.EffectiveKind() == "commitment.open" && r.Current() && r.ClosedBy == "" {
+		if r.EffectiveKind() == "commitment.open" && r.Holds() {
 			out = append(out, r)
 		}
 	}

@@ -48,9 +48,10 @@ type Tx struct {
 	// transcripts tracks the tail of each transcript appended to in this
 	// transaction, so consecutive appends number and split parts correctly.
 	transcripts map[TranscriptRef]*transcriptTail
-	nodes       []string   // node ids created, for the Memvault-Node trailers
-	commitPaths []RelPath  // files written earlier without a commit, committed now
-	nodeIndex   *NodeIndex // loaded on first use by distillation
+	nodes       []string      // node ids created, for the Memvault-Node trailers
+	commitPaths []RelPath     // files written earlier without a commit, committed now
+	nodeIndex   *NodeIndex    // loaded on first use by distillation
+	cont        *txContinuity // the protocol's fold, on first use (continuity, control lines)
 }
 
 type pendingFile struct {

@@ -140,8 +140,8 @@ func (v *Vault) Verify() (*VerifyReport, error) {
 				_ = jsonUnmarshal(ev.Data, &d)
 				created = append(created, nodeEvent{at: problemAt(here, ev.ID), node: ev.Links[0], path: d.Path})
 			}
-			if correctionKinds[ev.Kind] {
-				if len(ev.Links) == 0 {
+			if ck := canonicalKind(ev.Kind); correctionKinds[ck] {
+				if len(ev.Links) == 0 && ck != KindDone { // a done that closes nothing is an accomplishment
 					p := problemAt(here, ev.ID)
 					p.Msg = ev.Kind + " names no event in links"
 					rep.Problems = append(rep.Problems, p)

@@ -71,7 +71,7 @@ func (r *Runner) structuredDigest(thread string) string {
 	var recent []string
 	for i := len(st.Rows) - 1; i >= 0 && len(recent) < 20; i-- {
 		row := st.Rows[i]
-		if !row.Current() || !keep[row.EffectiveKind()] || (row.Thread != "" && row.Thread != thread) {
+		if !row.Holds() || !keep[row.EffectiveKind()] || (row.Thread != "" && row.Thread != thread) {
 			continue
 		}
 		recent = append(recent, fmt.Sprintf("- %s %s: %s", row.EffectiveKind(), row.ID, oneLine(row.Text)))

@@ -29,11 +29,14 @@ func (ct *ContinuityTx) Learn(in LearnInput) (*Learning, error) {
 		return nil, withHintIfNone(err, "say how to prevent it next time: --prevention P")
 	}
 	c := ct.state()
-	ev, repeats, invalid, err := learnEvent(c, in, ct.day)
+	evs, repeats, invalid, err := learnEvent(c, in, ct.day)
 	if err != nil {
 		return nil, err
 	}
-	ct.appendEvent(ev)
+	for _, ev := range evs {
+		ct.appendEvent(ev)
+	}
+	ev := evs[len(evs)-1]
 	if repeats != nil {
 		nl := ct.state().Learning(repeats.ID)
 		ct.say("%s reinforced (%d×, ttl %d days)", nl.ID, nl.ReinforceCount, nl.TTL)
@@ -47,11 +50,13 @@ func (ct *ContinuityTx) Learn(in LearnInput) (*Learning, error) {
 	return l, nil
 }
 
-// learnEvent builds the event that records in against the fold c: a
+// learnEvent builds the events that record in against the fold c: a
 // `learning` row, or a `learning.reinforced` of the learning it repeats
-// (returned as repeats). invalid is an invalidated learning it repeats.
-// The prevention may be empty: a plain LEARNED: line has none yet.
-func learnEvent(c *Continuity, in LearnInput, day string) (ev *Event, repeats, invalid *Learning, err error) {
+// (returned as repeats), after the retraction of its archiving when it was
+// archived, so that every view has it back. invalid is an invalidated
+// learning it repeats. The prevention may be empty: a plain LEARNED: line
+// has none yet.
+func learnEvent(c *Continuity, in LearnInput, day string) (evs []*Event, repeats, invalid *Learning, err error) {
 	in.Error, in.Cause, in.Prevention = strings.TrimSpace(in.Error), strings.TrimSpace(in.Cause), strings.TrimSpace(in.Prevention)
 	if err := checkText("learn: error", in.Error, false); err != nil {
 		return nil, nil, nil, withHintIfNone(err, "say what failed: memvault learn --error E --prevention P")
@@ -85,7 +90,11 @@ func learnEvent(c *Continuity, in LearnInput, day string) (ev *Event, repeats, i
 		if in.Prevention != "" && normalizeText(in.Prevention) != normalizeText(l.Prevention) {
 			d.Prevention = in.Prevention
 		}
-		return protocolEvent(KindLearningReinforce, l.ID+" reinforced: "+in.Error, d, l.Event), l, nil, nil
+		if l.Status == StatusArchived && l.StatusBy != "" {
+			evs = append(evs, &Event{Kind: "retract", Text: l.ID + " is relevant again", Links: []string{l.StatusBy}})
+		}
+		evs = append(evs, protocolEvent(KindLearningReinforce, l.ID+" reinforced: "+in.Error, d, l.Event))
+		return evs, l, nil, nil
 	}
 	ttl := in.TTL
 	if ttl == 0 {
@@ -97,7 +106,7 @@ func learnEvent(c *Continuity, in LearnInput, day string) (ev *Event, repeats, i
 	}
 	d := contData{ID: "L" + strconv.Itoa(c.lastL+1), Date: day, Error: in.Error, Cause: in.Cause,
 		Prevention: in.Prevention, Scope: sc.String(), TTL: ttl}
-	return protocolEvent("learning", text, d), nil, invalid, nil
+	return []*Event{protocolEvent("learning", text, d)}, nil, invalid, nil
 }
 
 // protocolEvent is an event of the protocol with its data.

@@ -356,7 +356,14 @@ func (tx *Tx) controlEvent(st *State, c ControlLine, thread string) (*Event, str
 		default:
 			in.Error, in.Cause, in.Prevention = parts[0], parts[1], strings.Join(parts[2:], "|")
 		}
-		ev, _, _, err = learnEvent(cont, in, day)
+		var evs []*Event
+		if evs, _, _, err = learnEvent(cont, in, day); err == nil {
+			for _, pre := range evs[:len(evs)-1] { // the retraction of an archiving
+				pre.Thread, pre.Source = cont.threadOf(pre.Links[0]), "control"
+				tx.Append(pre)
+			}
+			ev = evs[len(evs)-1]
+		}
 	case "NEXT":
 		ev = nextEvent(c.Arg, false, day)
 	case "DONE":

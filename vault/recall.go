@@ -49,6 +49,9 @@ type RecallOptions struct {
 	// tier (nodes stay): a hook that injected them at session start need not
 	// search them again on every prompt.
 	NoHeadFiles bool
+	// History includes rows that no longer hold (retracted, superseded,
+	// closed, invalidated, archived), each marked with its status.
+	History bool
 }
 
 // HitSource locates a hit: the file and line, or the node or event.
@@ -69,6 +72,13 @@ type Hit struct {
 	Source  HitSource `json:"source"`
 	Text    string    `json:"text"`
 	Score   float64   `json:"score"`
+	// Status of a structured row: active, or (with History) retracted,
+	// superseded, closed, invalidated or archived, and the event that
+	// made it so.
+	Status       string `json:"status,omitempty"`
+	RetractedBy  string `json:"retracted_by,omitempty"`
+	SupersededBy string `json:"superseded_by,omitempty"`
+	ClosedBy     string `json:"closed_by,omitempty"`
 }
 
 // RecallResult is the hits, tiers in order, and what the user should know
@@ -128,7 +138,7 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 	defer set.close()
 	res.Notes = append(res.Notes, set.notes...)
 
-	dead, err := v.deadRows()
+	gone, err := v.rowStatuses()
 	if err != nil {
 		return nil, err
 	}
@@ -154,11 +164,11 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 			if n == opts.Limit {
 				break
 			}
-			hit, ok, err := v.resolveHit(h, tier, dead)
+			hit, ok, err := v.resolveHit(h, tier, gone)
 			if err != nil {
 				return nil, err
 			}
-			if !ok || !inTime(hit.TS, opts.Since, opts.Until) {
+			if !ok || !inTime(hit.TS, opts.Since, opts.Until) || hit.Status != "" && hit.Status != StatusActive && !opts.History {
 				continue
 			}
 			if hit.Tier == TierTranscripts && hit.Thread == "" {
@@ -257,10 +267,17 @@ func inTime(ts string, since, until time.Time) bool {
 	return (since.IsZero() || !t.Before(since)) && (until.IsZero() || t.Before(until))
 }
 
-// deadRows returns the ids of rows that no longer hold: retracted, or
-// superseded by a supersede that was not itself retracted. Only correction
-// events are read, from the derived list of corrections.
-func (v *Vault) deadRows() (map[string]bool, error) {
+// rowStatus is where a row stands that no longer holds, and the event
+// that made it so.
+type rowStatus struct {
+	status, by string
+}
+
+// rowStatuses returns the rows that no longer hold, as State.Status would
+// say: retracted, superseded, or closed by a done, a commitment's close,
+// an invalidation or an archiving. A retracted correction does not count.
+// Only correction events are read, from the derived list of corrections.
+func (v *Vault) rowStatuses() (map[string]rowStatus, error) {
 	segs, err := v.correctionRows()
 	if err != nil {
 		return nil, err
@@ -269,30 +286,37 @@ func (v *Vault) deadRows() (map[string]bool, error) {
 	for _, sr := range segs {
 		rows = append(rows, sr.Rows...)
 	}
-	retracted := map[string]bool{}
+	retracted := map[string]string{}
 	for _, c := range rows {
-		if c.Kind == "retract" && c.Link != "" {
-			retracted[c.Link] = true
+		if canonicalKind(c.Kind) == "retract" && c.Link != "" {
+			retracted[c.Link] = c.ID
 		}
 	}
-	dead := map[string]bool{}
-	for _, c := range rows {
+	gone := map[string]rowStatus{}
+	for _, c := range rows { // in ledger order: a later correction wins, as in State.add
+		k := canonicalKind(c.Kind)
 		switch {
-		case c.Link == "":
-		case c.Kind == "retract":
-			dead[c.Link] = true
-		case c.Kind == "supersede" && !retracted[c.ID]:
-			dead[c.Link] = true
+		case c.Link == "" || k == "retract" || retracted[c.ID] != "":
+		case k == "supersede" || k == KindDecisionSuperseed:
+			gone[c.Link] = rowStatus{StatusSuperseded, c.ID}
+		case closerKinds[k] != "":
+			if s := gone[c.Link]; s.status != StatusSuperseded {
+				gone[c.Link] = rowStatus{closerKinds[k], c.ID}
+			}
 		}
 	}
-	return dead, nil
+	for id, by := range retracted {
+		gone[id] = rowStatus{StatusRetracted, by}
+	}
+	return gone, nil
 }
 
 // rowKinds are the ledger kinds recall returns as structured rows: memory a
 // person or agent recorded, not the vault's own bookkeeping.
 func recallableKind(kind string) bool {
 	switch {
-	case kind == "retract", kind == "commitment.close", strings.HasPrefix(kind, "node."),
+	case kind == "retract", kind == "commitment.close", kind == KindDone, strings.HasPrefix(kind, "node."),
+		strings.HasPrefix(kind, "learning."), strings.HasPrefix(kind, "decision."), strings.HasPrefix(kind, "continuity."),
 		strings.HasPrefix(kind, "transcript."), strings.HasPrefix(kind, "head."), strings.HasPrefix(kind, "session."):
 		return false
 	}
@@ -301,7 +325,7 @@ func recallableKind(kind string) bool {
 
 // resolveHit turns an index document id back into what it points at,
 // reading the one line or file it names.
-func (v *Vault) resolveHit(h index.Hit, tier string, dead map[string]bool) (Hit, bool, error) {
+func (v *Vault) resolveHit(h index.Hit, tier string, gone map[string]rowStatus) (Hit, bool, error) {
 	kind, rest, _ := strings.Cut(h.ID, "|")
 	hit := Hit{Tier: tier, Score: h.Score}
 	switch kind {
@@ -312,11 +336,23 @@ func (v *Vault) resolveHit(h index.Hit, tier string, dead map[string]bool) (Hit,
 			return hit, false, err
 		}
 		var ev Event
-		if json.Unmarshal(line, &ev) != nil || dead[ev.ID] || !recallableKind(ev.Kind) {
+		if json.Unmarshal(line, &ev) != nil || !recallableKind(canonicalKind(ev.Kind)) {
 			return hit, false, nil
 		}
 		r := &Row{Event: &ev}
 		hit.ID, hit.Kind, hit.Thread, hit.Agent, hit.Session, hit.TS = ev.ID, r.EffectiveKind(), ev.Thread, ev.Agent, ev.Session, ev.TS
+		hit.Status = StatusActive
+		if g, ok := gone[ev.ID]; ok {
+			hit.Status = g.status
+			switch g.status {
+			case StatusRetracted:
+				hit.RetractedBy = g.by
+			case StatusSuperseded:
+				hit.SupersededBy = g.by
+			default:
+				hit.ClosedBy = g.by
+			}
+		}
 		hit.Source, hit.Text = HitSource{File: file, Line: n}, ev.Text
 	case "m":
 		file, off := splitOffset(rest)

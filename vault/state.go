@@ -60,6 +60,9 @@ type Row struct {
 	RetractedBy  string `json:"retracted_by,omitempty"`
 	SupersededBy string `json:"superseded_by,omitempty"`
 	ClosedBy     string `json:"closed_by,omitempty"`
+	// Status is State.Status of the row, for output; set by the caller
+	// that prints it (`memvault ledger --json`), not by the fold.
+	Status string `json:"status,omitempty"`
 }
 
 // Current reports whether the row is still the version of record: not

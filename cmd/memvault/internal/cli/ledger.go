@@ -22,7 +22,7 @@ func newLedgerCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Usage: "only this thread"},
 			&ucli.StringFlag{Name: "session", Usage: "only this session"},
 			&ucli.StringFlag{Name: "since", Usage: "only events at or after DATE (2026-11-22, RFC 3339, or 7d / 12h ago)"},
-			&ucli.BoolFlag{Name: "current", Usage: "only rows that still hold: no retracted or superseded rows, no corrections"},
+			&ucli.BoolFlag{Name: "current", Usage: "only what holds now: no retracted, superseded, closed, invalidated or archived rows, no corrections"},
 			jsonFlag,
 		},
 	}
@@ -58,6 +58,9 @@ func runLedger(c *ucli.Context, v *vault.Vault) error {
 		return err
 	}
 	rows := st.Select(opts.filter)
+	for _, r := range rows {
+		r.Status = st.Status(r)
+	}
 	if opts.json {
 		if rows == nil {
 			rows = []*vault.Row{}

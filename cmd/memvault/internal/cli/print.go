@@ -43,7 +43,11 @@ func printRow(w io.Writer, r *vault.Row) {
 		marks = append(marks, "superseded by "+r.SupersededBy)
 	}
 	if r.ClosedBy != "" {
-		marks = append(marks, "closed by "+r.ClosedBy)
+		status := r.Status
+		if status == "" || status == vault.StatusActive {
+			status = vault.StatusClosed
+		}
+		marks = append(marks, status+" by "+r.ClosedBy)
 	}
 	if len(marks) > 0 {
 		text += "  [" + strings.Join(marks, "; ") + "]"

@@ -30,6 +30,7 @@ func newRecallCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "since", Usage: "only what was written at or after DATE"},
 			&ucli.StringFlag{Name: "until", Usage: "only what was written before DATE"},
 			&ucli.IntFlag{Name: "limit", Aliases: []string{"n"}, Value: 5, Usage: "hits per tier"},
+			&ucli.BoolFlag{Name: "history", Usage: "include rows that no longer hold (superseded, retracted, closed, invalidated, archived), marked"},
 		},
 	}
 }
@@ -52,7 +53,7 @@ func newRecallOptions(c *ucli.Context, v *vault.Vault) (recallOptions, error) {
 	}
 	opts := recallOptions{json: c.Bool("json"), lib: vault.RecallOptions{Query: query, Agent: agent,
 		Thread: c.String("thread"), Session: c.String("session"), AllThreads: c.Bool("all-threads"),
-		Tier: c.String("tier"), Limit: c.Int("limit")}}
+		Tier: c.String("tier"), Limit: c.Int("limit"), History: c.Bool("history")}}
 	if c.Bool("all-threads") {
 		opts.lib.Thread = ""
 	}
@@ -112,7 +113,11 @@ func printHits(w io.Writer, hits []vault.Hit) {
 		if thread == "" {
 			thread = "-"
 		}
-		fmt.Fprintf(w, "  %s  %s  %s  %s\n      %s\n", h.ID, h.Kind, thread, where, h.Text)
+		kind := h.Kind
+		if h.Status != "" && h.Status != vault.StatusActive {
+			kind += " [" + h.Status + " by " + h.RetractedBy + h.SupersededBy + h.ClosedBy + "]"
+		}
+		fmt.Fprintf(w, "  %s  %s  %s  %s\n      %s\n", h.ID, kind, thread, where, h.Text)
 	}
 }
 

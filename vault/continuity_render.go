@@ -209,13 +209,19 @@ func renderContinuity(c *Continuity, capWords int) *ContinuityDoc {
 		add(SecCompleted, "- "+safeLine(c.Done[i].Text, 200)+" ("+c.Done[i].Date+")")
 	}
 	total[SecCompleted] = len(c.Done)
-	for i, n := range c.Next {
+	// Open commitments are promises still to keep: numbered after the next
+	// actions, as `memvault done N` counts them.
+	for i, n := range append(append([]Item(nil), c.Next...), c.Commitments...) {
 		if i >= sectionQuota[SecNext] {
 			break
 		}
-		add(SecNext, strconv.Itoa(i+1)+". "+safeLine(n.Text, 200))
+		line := strconv.Itoa(i+1) + ". " + safeLine(n.Text, 200)
+		if i >= len(c.Next) {
+			line += " (commitment `" + n.ID + "`)"
+		}
+		add(SecNext, line)
 	}
-	total[SecNext] = len(c.Next)
+	total[SecNext] = len(c.Next) + len(c.Commitments)
 	for i := len(c.Blockers) - 1; i >= 0; i-- {
 		b := c.Blockers[i]
 		add(SecBlockers, "- "+safeLine(b.Text, 200)+" (`"+b.ID+"`)")

@@ -164,11 +164,7 @@ func (r *Runner) capture(t vault.TranscriptRef, p Payload, thread string, contro
 				return err
 			}
 		}
-		if err := tx.CommitTranscript(t); err != nil {
-			return err
-		}
-		tx.Subject(fmt.Sprintf("transcript: %s session %s", r.Harness.Name, t.Session))
-		return nil
+		return tx.CommitTranscript(t)
 	})
 	return err
 }

@@ -181,7 +181,7 @@ func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format
 				})
 				tx.Append(&Event{Kind: "transcript.imported", Text: fmt.Sprintf("imported %d messages from %s", len(msgs), filepath.Base(source)),
 					Data: data, Source: "import"})
-				tx.Subject(fmt.Sprintf("transcript: import %d messages of %s (%s)", len(msgs), t.Session, format))
+				tx.Subject(fmt.Sprintf("transcript: import of %d messages (%s)", len(msgs), format))
 				return nil
 			})
 			if err != nil {

@@ -182,12 +182,24 @@ func (tx *Tx) CreateNode(n *Node) (node *Node, created bool, err error) {
 		Session: n.Session, Data: data, Source: "distill"})
 	tx.nodes = append(tx.nodes, n.ID)
 	if tx.subject == "" {
-		tx.Subject(n.Kind + ": " + n.Title)
+		tx.Subject(n.Kind + ": " + nodeSubject(n))
 	}
 	if tx.nodeIndex != nil {
 		tx.nodeIndex.add(n)
 	}
 	return n, true, nil
+}
+
+// nodeSubject is a node's title for a commit subject, without the session
+// key titles start with ("session <key>: <first prompt>", "compaction of
+// <key>: <summary>"): the key is in the Memvault-Session trailer.
+func nodeSubject(n *Node) string {
+	if n.Session != "" {
+		if i := strings.Index(n.Title, n.Session+": "); i >= 0 {
+			return n.Title[i+len(n.Session)+2:]
+		}
+	}
+	return withoutWord(n.Title, n.Session)
 }
 
 // nodeRecorded reports whether the ledger (or this transaction) holds the

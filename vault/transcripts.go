@@ -226,6 +226,7 @@ func (tx *Tx) AppendMessages(t TranscriptRef, msgs []transcript.Message) (from, 
 		}
 		tx.AppendFile(t.part(tail.part), line)
 	}
+	tx.carry(t)
 	return from, tail.last, nil
 }
 
@@ -405,9 +406,6 @@ func (tx *Tx) AppendText(t TranscriptRef, msgs []transcript.Message) (from, to i
 		data, _ := json.Marshal(map[string]any{"via": "append", "from": from, "to": to, "redacted": total})
 		tx.Append(&Event{Kind: "transcript.redacted", Text: fmt.Sprintf("redacted secrets in messages %d-%d", from, to),
 			Data: data, Source: "append"})
-	}
-	if tx.subject == "" {
-		tx.Subject(fmt.Sprintf("transcript: %d messages to %s", len(msgs), t.Session))
 	}
 	return from, to, nil
 }

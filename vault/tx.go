@@ -43,7 +43,7 @@ type Tx struct {
 	events  []*Event
 	appends []*pendingFile // whole lines for append-only files, one entry per file
 	files   []pendingFile
-	subject string
+	subject string // the caller's subject; content events name the commit first
 	state   *State
 	// transcripts tracks the tail of each transcript appended to in this
 	// transaction, so consecutive appends number and split parts correctly.
@@ -52,6 +52,8 @@ type Tx struct {
 	commitPaths []RelPath     // files written earlier without a commit, committed now
 	nodeIndex   *NodeIndex    // loaded on first use by distillation
 	cont        *txContinuity // the protocol's fold, on first use (continuity, control lines)
+
+	carried []TranscriptRef // transcripts the commit carries, for its subject
 }
 
 type pendingFile struct {
@@ -172,6 +174,9 @@ func (tx *Tx) CommitTranscript(t TranscriptRef) error {
 	for _, p := range parts {
 		tx.commitPaths = append(tx.commitPaths, t.part(p))
 	}
+	if len(parts) > 0 {
+		tx.carry(t)
+	}
 	return nil
 }
 
@@ -182,8 +187,10 @@ func (tx *Tx) CommitFile(rel RelPath) {
 	tx.commitPaths = append(tx.commitPaths, rel)
 }
 
-// Subject sets the commit subject; by default it is derived from the first
-// event ("decision: use WAL for the index").
+// Subject sets the commit subject for a transaction that records no content
+// event: a decision, a learning or any other content the transaction
+// records names the commit instead ("decision: use WAL for the index (+2
+// more)"), so that a caller's generic subject never hides it (commitmsg.go).
 func (tx *Tx) Subject(s string) { tx.subject = s }
 
 // State returns the folded ledger, including events appended so far in this

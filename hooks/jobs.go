@@ -85,8 +85,13 @@ func (r *Runner) runJob(j vault.Job) error {
 	case "summarize":
 		_, err := r.V.Update(vault.TxOptions{Command: "hook job summarize", Agent: j.Agent, Session: j.Session,
 			Harness: j.Harness, LockTimeout: eventLockWait}, func(tx *vault.Tx) error {
-			_, _, err := tx.Summarize(t, vault.SummaryOptions{Thread: j.Thread})
-			return err
+			if _, _, err := tx.Summarize(t, vault.SummaryOptions{Thread: j.Thread}); err != nil {
+				return err
+			}
+			// A lineage event: the summary commits what the session left
+			// uncommitted (the turns after its last commit, for a session
+			// that never ended).
+			return tx.CommitTranscript(t)
 		})
 		if errors.Is(err, vault.ErrNotFound) {
 			return nil // no transcript: nothing to summarise

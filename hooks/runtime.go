@@ -63,9 +63,9 @@ func (r *Runner) Run(ev Event, p Payload) (string, error) {
 	case PromptSubmit:
 		return r.promptSubmit(t, p, thread)
 	case Stop:
-		return "", r.capture(t, p, thread, true)
+		return "", r.capture(t, p, thread, captureControls)
 	case PreCompaction:
-		return "", r.capture(t, p, thread, false)
+		return "", r.capture(t, p, thread, captureCommit)
 	case CompactionComplete:
 		return "", r.compactionComplete(t, p, thread)
 	case SessionEnd:
@@ -151,16 +151,41 @@ func clipQuery(s string) string {
 	return s
 }
 
+// captureMode says what a capture does besides importing: a turn's stop
+// extracts control lines and commits only when they recorded something; a
+// lineage event (compaction, session end) commits what the session has
+// pending.
+type captureMode int
+
+const (
+	captureControls captureMode = 1 << iota
+	captureCommit
+)
+
 // capture imports what the harness wrote since the last import (or, with
-// no transcript file, the last assistant message), extracts control lines
-// when asked, and commits the session's transcript.
-func (r *Runner) capture(t vault.TranscriptRef, p Payload, thread string, controls bool) error {
-	if err := r.importTranscript(t, p); err != nil {
+// no transcript file, the last assistant message), then extracts control
+// lines and commits, as mode asks. The lines are durable on disk at once
+// (DESIGN §3). They are committed with the events control lines record,
+// which reach git at once, or at the session's next lineage event, so a
+// turn that records nothing makes no commit. The lines a commit carries are
+// the whole transcript as it is on disk, so lines left uncommitted by a
+// crash go with the session's next commit.
+func (r *Runner) capture(t vault.TranscriptRef, p Payload, thread string, mode captureMode) error {
+	imported, err := r.importTranscript(t, p)
+	if err != nil {
 		return err
 	}
-	_, err := r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
-		if controls {
+	_, err = r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
+		if mode&captureControls != 0 {
 			if err := tx.ExtractControls(t, thread); err != nil && !errors.Is(err, vault.ErrNotFound) {
+				return err
+			}
+		}
+		if mode&captureCommit == 0 && len(tx.Events()) == 0 {
+			return nil // nothing recorded: the lines wait on disk for a lineage event
+		}
+		if imported != nil {
+			if err := tx.RecordImport(t, imported.format, imported.source); err != nil {
 				return err
 			}
 		}
@@ -169,30 +194,43 @@ func (r *Runner) capture(t vault.TranscriptRef, p Payload, thread string, contro
 	return err
 }
 
-func (r *Runner) importTranscript(t vault.TranscriptRef, p Payload) error {
+// importedFrom names the harness transcript file a capture imports from.
+type importedFrom struct {
+	format transcript.Format
+	source string
+}
+
+// importTranscript stores what the harness wrote since the last import,
+// without a commit: from its transcript file when there is one (and says
+// which), else the payload's last assistant message.
+func (r *Runner) importTranscript(t vault.TranscriptRef, p Payload) (*importedFrom, error) {
+	opts := r.txOptions(t, eventLockWait)
+	opts.NoCommit = true
 	if p.TranscriptPath != "" && r.Harness.Format != "" {
 		if _, err := os.Stat(p.TranscriptPath); err == nil {
 			format, err := transcript.ParseFormat(r.Harness.Format)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			_, err = r.V.Import(r.txOptions(t, eventLockWait), t, format, p.TranscriptPath, "")
-			return err
+			if _, err := r.V.Import(opts, t, format, p.TranscriptPath, ""); err != nil {
+				return nil, err
+			}
+			return &importedFrom{format: format, source: p.TranscriptPath}, nil
 		}
 	}
 	if strings.TrimSpace(p.LastAssistant) == "" {
-		return nil
+		return nil, nil
 	}
-	_, err := r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
+	_, err := r.V.Update(opts, func(tx *vault.Tx) error {
 		_, _, err := tx.AppendText(t, []transcript.Message{{Role: transcript.RoleAssistant, Speaker: r.Harness.Name,
 			Text: p.LastAssistant, Source: transcript.Source{Format: vault.HookFormat}}})
 		return err
 	})
-	return err
+	return nil, err
 }
 
 func (r *Runner) compactionComplete(t vault.TranscriptRef, p Payload, thread string) error {
-	if err := r.importTranscript(t, p); err != nil {
+	if _, err := r.importTranscript(t, p); err != nil {
 		return err
 	}
 	r.resetInjected(t)
@@ -280,7 +318,7 @@ func (r *Runner) editOpenList(fn func(open []vault.Job) []vault.Job) {
 
 func (r *Runner) sessionEnd(t vault.TranscriptRef, p Payload, thread string) error {
 	// Durable first: everything the harness wrote is imported and committed.
-	if err := r.capture(t, p, thread, true); err != nil {
+	if err := r.capture(t, p, thread, captureControls|captureCommit); err != nil {
 		return err
 	}
 	// The summary and the head refresh may take longer than a harness

@@ -31,6 +31,55 @@ type importCursor struct {
 	Agent  string            `json:"agent"`
 	Sess   string            `json:"session"`
 	transcript.Cursor
+	// Unrecorded is what imports without a commit (a hook's turn) added
+	// since the last transcript.imported event of this source: the next
+	// import that commits, or Tx.RecordImport, records it.
+	Unrecorded *importRecord `json:"unrecorded,omitempty"`
+}
+
+// importRecord is what a transcript.imported event says: the messages
+// added and what the parser did with the lines it read.
+type importRecord struct {
+	From     int              `json:"from"`
+	To       int              `json:"to"`
+	Messages int              `json:"messages"`
+	Stats    transcript.Stats `json:"stats"`
+}
+
+// add extends the record by messages from..to and the stats of their lines.
+func (r *importRecord) add(from, to, messages int, stats transcript.Stats) {
+	if r.From == 0 {
+		r.From = from
+	}
+	r.To = to
+	r.Messages += messages
+	mergeStats(&r.Stats, stats)
+}
+
+// importEvent is the transcript.imported event of rec.
+func importEvent(format transcript.Format, source string, rec importRecord) *Event {
+	data, _ := json.Marshal(map[string]any{
+		"via": "import", "format": format, "source": source, "from": rec.From, "to": rec.To,
+		"messages": rec.Messages, "skipped": rec.Stats.Skipped, "unknown": rec.Stats.Unknown,
+		"invalid": rec.Stats.Invalid, "redacted": rec.Stats.Redacted,
+	})
+	return &Event{Kind: "transcript.imported", Text: fmt.Sprintf("imported %d messages from %s", rec.Messages, filepath.Base(source)),
+		Data: data, Source: "import"}
+}
+
+func (v *Vault) readCursor(path string) importCursor {
+	var cur importCursor
+	if data, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(data, &cur)
+	}
+	return cur
+}
+
+func writeCursor(path string, cur importCursor) {
+	if data, err := json.Marshal(cur); err == nil {
+		_ = os.MkdirAll(filepath.Dir(path), fileio.DirPerm)
+		_ = fileio.WriteAtomic(path, data) // a cache: losing it costs a dedupe pass
+	}
 }
 
 func (v *Vault) cursorPath(t TranscriptRef, format transcript.Format, source string) string {
@@ -58,11 +107,19 @@ type ImportReport struct {
 // transcript that already has messages, skips messages whose id is already
 // stored, so importing the same file again, or a longer version of it, adds
 // only what is new, even without the remembered offset (a fresh clone).
+//
+// With opts.NoCommit (a hook's turn, DESIGN §3) the messages are durable on
+// disk and nothing is committed; the transcript.imported event, which would
+// need a commit, waits for the next import of the source that commits or
+// for Tx.RecordImport, and thread must be empty.
 func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format, source, thread string) (*ImportReport, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
 	if thread != "" {
+		if opts.NoCommit {
+			return nil, fault.New(ErrInvalid, "import: a thread is bound by a commit")
+		}
 		if _, err := ParseThread(thread); err != nil {
 			return nil, err
 		}
@@ -91,10 +148,7 @@ func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format
 
 	rep := &ImportReport{Agent: t.Agent, Session: t.Session, Source: source, Format: string(format)}
 	cpath := v.cursorPath(t, format, abs)
-	var cur importCursor
-	if data, err := os.ReadFile(cpath); err == nil {
-		_ = json.Unmarshal(data, &cur)
-	}
+	cur := v.readCursor(cpath)
 	if cur.Offset > size {
 		cur.Cursor = transcript.Cursor{} // the file was replaced or truncated: start over, dedupe by id
 	}
@@ -163,45 +217,74 @@ func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format
 		next.Cursor = res.Next
 		if len(msgs) > 0 {
 			var from, to int
+			var rec importRecord
+			if cur.Unrecorded != nil {
+				rec = *cur.Unrecorded
+			}
 			result, err := v.Update(opts, func(tx *Tx) error {
 				var err error
 				from, to, err = tx.AppendMessages(t, msgs)
 				if err != nil {
 					return err
 				}
+				rec.add(from, to, len(msgs), res.Stats)
+				if opts.NoCommit {
+					return nil
+				}
 				if thread != "" {
 					if err := tx.BindSession(t, thread); err != nil {
 						return err
 					}
 				}
-				data, _ := json.Marshal(map[string]any{
-					"via": "import", "format": format, "source": source, "from": from, "to": to,
-					"messages": len(msgs), "skipped": res.Stats.Skipped, "unknown": res.Stats.Unknown,
-					"invalid": res.Stats.Invalid, "redacted": res.Stats.Redacted,
-				})
-				tx.Append(&Event{Kind: "transcript.imported", Text: fmt.Sprintf("imported %d messages from %s", len(msgs), filepath.Base(source)),
-					Data: data, Source: "import"})
+				tx.Append(importEvent(format, source, rec))
 				tx.Subject(fmt.Sprintf("transcript: import of %d messages (%s)", len(msgs), format))
 				return nil
 			})
 			if err != nil {
 				return nil, err
 			}
+			next.Unrecorded = nil
+			if opts.NoCommit {
+				next.Unrecorded = &rec
+			}
 			if rep.From == 0 {
 				rep.From = from
 			}
 			rep.To = to
 			rep.Added += len(msgs)
-			rep.Commits = append(rep.Commits, result.Commit)
+			if result.Commit != "" {
+				rep.Commits = append(rep.Commits, result.Commit)
+			}
 		}
 		cur = next
 		cur.Source, cur.Format, cur.Agent, cur.Sess = abs, format, t.Agent, t.Session
-		if data, err := json.Marshal(cur); err == nil {
-			_ = os.MkdirAll(filepath.Dir(cpath), fileio.DirPerm)
-			_ = fileio.WriteAtomic(cpath, data) // a cache: losing it costs a dedupe pass
-		}
+		writeCursor(cpath, cur)
 	}
 	return rep, nil
+}
+
+// RecordImport records the transcript.imported event of what imports of
+// source into t without a commit (a hook's turns) added since the last
+// such event, so that the transaction committing the session's transcript
+// also says how it came in. It records nothing when there is nothing new.
+// The record is cleared once the commit has landed.
+func (tx *Tx) RecordImport(t TranscriptRef, format transcript.Format, source string) error {
+	abs, err := filepath.Abs(source)
+	if err != nil {
+		return fault.IO("import "+source, err)
+	}
+	cpath := tx.v.cursorPath(t, format, abs)
+	cur := tx.v.readCursor(cpath)
+	if cur.Unrecorded == nil || cur.Unrecorded.Messages == 0 {
+		return nil
+	}
+	tx.Append(importEvent(format, source, *cur.Unrecorded))
+	tx.committed = append(tx.committed, func() {
+		cur := tx.v.readCursor(cpath)
+		cur.Unrecorded = nil
+		writeCursor(cpath, cur)
+	})
+	return nil
 }
 
 func mergeStats(dst *transcript.Stats, s transcript.Stats) {

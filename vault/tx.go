@@ -25,9 +25,10 @@ type TxOptions struct {
 	// left for a person to repair; the new events chain onto the last line.
 	Force bool
 	// NoCommit writes durably but makes no commit: the prompt flow of a
-	// session writes transcript lines at once and commits them at the
-	// session's lineage events (DESIGN §3). Only appends to transcripts may
-	// use it; events always commit.
+	// session (prompts, the turns that record nothing) writes transcript
+	// lines at once, and the session's next commit carries them
+	// (CommitTranscript, DESIGN §3). Only appends to transcripts may use
+	// it; events always commit.
 	NoCommit bool
 	// LockTimeout overrides how long to wait for the vault lock (hooks wait
 	// less than people).
@@ -54,6 +55,10 @@ type Tx struct {
 	cont        *txContinuity // the protocol's fold, on first use (continuity, control lines)
 
 	carried []TranscriptRef // transcripts the commit carries, for its subject
+	// committed runs after the commit landed, still under the lock: state
+	// kept beside the vault that must change only once the commit holds
+	// what it describes (an import's unrecorded stats).
+	committed []func()
 }
 
 type pendingFile struct {
@@ -192,6 +197,10 @@ func (tx *Tx) CommitFile(rel RelPath) {
 // records names the commit instead ("decision: use WAL for the index (+2
 // more)"), so that a caller's generic subject never hides it (commitmsg.go).
 func (tx *Tx) Subject(s string) { tx.subject = s }
+
+// Events returns the events queued so far in this transaction, in order:
+// a caller that commits only when something was recorded asks it.
+func (tx *Tx) Events() []*Event { return tx.events }
 
 // State returns the folded ledger, including events appended so far in this
 // transaction. It is loaded on first use, so transactions that need no
@@ -364,6 +373,11 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 	res, err := tx.commit(changes)
 	if err != nil {
 		return fail(err)
+	}
+	if res.Commit != "" {
+		for _, fn := range tx.committed {
+			fn()
+		}
 	}
 	return res, stamp, nil
 }

@@ -154,13 +154,25 @@ func (r *rig) ccTranscript(session string) string {
 // the way the harness does before it runs the prompt hook.
 func (r *rig) addCCPrompt(session, text string, n int) {
 	r.t.Helper()
+	r.addCCLine(session, "user", text, n)
+}
+
+// addCCReply appends one assistant reply to the session's Claude Code
+// transcript, the way the harness does before it runs the stop hook.
+func (r *rig) addCCReply(session, text string, n int) {
+	r.t.Helper()
+	r.addCCLine(session, "assistant", text, n)
+}
+
+func (r *rig) addCCLine(session, role, text string, n int) {
+	r.t.Helper()
 	p := r.ccTranscript(session)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		r.t.Fatal(err)
 	}
-	line, _ := json.Marshal(map[string]any{"type": "user", "sessionId": session, "cwd": r.proj,
-		"uuid": fmt.Sprintf("%s-u%d", session, n), "timestamp": time.Now().UTC().Format(time.RFC3339Nano),
-		"message": map[string]any{"role": "user", "content": text}})
+	line, _ := json.Marshal(map[string]any{"type": role, "sessionId": session, "cwd": r.proj,
+		"uuid": fmt.Sprintf("%s-%c%d", session, role[0], n), "timestamp": time.Now().UTC().Format(time.RFC3339Nano),
+		"message": map[string]any{"role": role, "content": text}})
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		r.t.Fatal(err)
@@ -362,6 +374,10 @@ func crashOps(r *rig) []killOp {
 		{"hook-stop", func(r *rig, n int) ([]string, []byte, func(*acks)) {
 			text := fmt.Sprintf("crash-stop-%d", n)
 			r.addCCPrompt("s-hook", text, n)
+			// The reply records something, so the stop commits the
+			// session's transcript at once; a turn that records nothing
+			// leaves it for the session's next commit, like a prompt.
+			r.addCCReply("s-hook", "NEXT: follow up on "+text, n)
 			return []string{"hook", "claude-code", "Stop"},
 				r.payload("Stop", "s-hook", map[string]any{"last_assistant_message": "NEXT: keep going"}),
 				func(a *acks) { a.addT("s-hook", text, true) }

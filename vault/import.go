@@ -67,7 +67,7 @@ func importEvent(format transcript.Format, source string, rec importRecord) *Eve
 		Data: data, Source: "import"}
 }
 
-func (v *Vault) readCursor(path string) importCursor {
+func readCursor(path string) importCursor {
 	var cur importCursor
 	if data, err := os.ReadFile(path); err == nil {
 		_ = json.Unmarshal(data, &cur)
@@ -148,7 +148,7 @@ func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format
 
 	rep := &ImportReport{Agent: t.Agent, Session: t.Session, Source: source, Format: string(format)}
 	cpath := v.cursorPath(t, format, abs)
-	cur := v.readCursor(cpath)
+	cur := readCursor(cpath)
 	if cur.Offset > size {
 		cur.Cursor = transcript.Cursor{} // the file was replaced or truncated: start over, dedupe by id
 	}
@@ -267,20 +267,22 @@ func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format
 // source into t without a commit (a hook's turns) added since the last
 // such event, so that the transaction committing the session's transcript
 // also says how it came in. It records nothing when there is nothing new.
-// The record is cleared once the commit has landed.
+// The record is cleared once the commit has landed; a crash in between
+// records the span again with the next commit, the messages stay stored
+// once.
 func (tx *Tx) RecordImport(t TranscriptRef, format transcript.Format, source string) error {
 	abs, err := filepath.Abs(source)
 	if err != nil {
 		return fault.IO("import "+source, err)
 	}
 	cpath := tx.v.cursorPath(t, format, abs)
-	cur := tx.v.readCursor(cpath)
+	cur := readCursor(cpath)
 	if cur.Unrecorded == nil || cur.Unrecorded.Messages == 0 {
 		return nil
 	}
 	tx.Append(importEvent(format, source, *cur.Unrecorded))
 	tx.committed = append(tx.committed, func() {
-		cur := tx.v.readCursor(cpath)
+		cur := readCursor(cpath)
 		cur.Unrecorded = nil
 		writeCursor(cpath, cur)
 	})

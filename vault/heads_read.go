@@ -5,6 +5,9 @@ package vault
 // resolution of a command's head argument.
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/memvault/memvault/render"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/gitrepo"
 )
 
 // RenderOptions select heads for a dry render.
@@ -80,6 +84,66 @@ func (v *Vault) RenderHeads(opts RenderOptions) ([]*render.Doc, error) {
 		docs = append(docs, d)
 	}
 	return docs, nil
+}
+
+// CurrentHeads returns, for each of heads (MEMORY.md or a thread head's
+// path), the text the file holds once it is refreshed, without writing
+// anything but the derived caches: the file as it is when no row reached
+// the head since its last render, else the render of the ledger merged
+// with the file's hand edits, as a refresh would merge them (a section in
+// conflict keeps the person's text). A head never rendered that has no
+// file gives nil. It is what a hook injects when the refresh itself must
+// wait for a busy vault, a head someone else holds, or a spent budget; a
+// current head costs a look at the derived view and a read of the file.
+func (v *Vault) CurrentHeads(heads ...string) ([][]byte, error) {
+	cfg, err := v.HeadsConfig()
+	if err != nil {
+		return nil, err
+	}
+	vw, err := v.headViewOf(cfg, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(heads))
+	for i, head := range heads {
+		if out[i], err = v.currentHead(vw, head); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (v *Vault) currentHead(vw *headView, head string) ([]byte, error) {
+	t, ok := targetOf(head)
+	if !ok || head == ContinuityHead {
+		return nil, fault.New(ErrInvalid, "head %q: want MEMORY.md or threads/<kind>/<slug>.md", head)
+	}
+	ours, err := os.ReadFile(v.abs(t.rel))
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fault.IO("read "+head, err)
+	}
+	book := vw.heads[head].book()
+	switch {
+	case exists && !vw.stale(head, t.thread) && len(book.deferred) == 0:
+		return ours, nil
+	case !exists && !book.rendered, t.thread != "" && !vw.hasThread(t.thread):
+		return ours, nil
+	}
+	doc, err := renderHead(vw, t)
+	if err != nil {
+		return nil, err
+	}
+	theirsBlob := gitrepo.BlobHash(doc.Bytes)
+	f, err := v.mergeFile(headMerge{rel: t.rel, thread: t.thread, theirs: doc.Bytes, book: book},
+		mustRel(renderedDir, head), theirsBlob)
+	if err != nil {
+		return nil, err
+	}
+	if f.status == "unchanged" {
+		return f.ours, nil
+	}
+	return f.result, nil
 }
 
 // stateAt folds the ledger and reads memvault.toml as they were at rev.

@@ -238,12 +238,13 @@ func (r *Runner) compactionComplete(t vault.TranscriptRef, p Payload, thread str
 		if err := tx.CommitTranscript(t); err != nil {
 			return err
 		}
-		summary := summaryBlock(p.CompactSummary)
-		_, _, err := tx.Compact(t, summary)
-		if errors.Is(err, vault.ErrNotFound) && summary == "" {
+		opts := vault.CompactOptions{Summary: summaryBlock(p.CompactSummary), Thread: thread}
+		_, _, err := tx.Compact(t, opts)
+		if errors.Is(err, vault.ErrNotFound) && opts.Summary == "" {
 			// The harness gave no summary and wrote none in its transcript:
 			// record the compaction anyway, so the lineage shows it.
-			_, _, err = tx.Compact(t, "(the harness reported a compaction without a summary)")
+			opts.Summary = "(the harness reported a compaction without a summary)"
+			_, _, err = tx.Compact(t, opts)
 		}
 		return err
 	})

@@ -414,10 +414,25 @@ func (tx *Tx) ExtractControls(t TranscriptRef, thread string) error {
 	return err
 }
 
+// CompactOptions tune Compact.
+type CompactOptions struct {
+	// Summary is the summary the harness wrote; "" takes the last
+	// compaction summary found in the transcript.
+	Summary string
+	// Thread is the session's thread when no THREAD: line names one: the
+	// hook's thread (MEMVAULT_THREAD, or the one worked out from the
+	// working directory), or `memvault compact --thread`.
+	Thread string
+}
+
 // Compact records a compaction as a node: the summary text the harness wrote
 // (given, or else the last compaction summary found in the transcript),
 // covering the messages since the previous compaction node of the session.
-func (tx *Tx) Compact(t TranscriptRef, summary string) (*Node, bool, error) {
+// The node belongs to the session's thread, so that it is listed in that
+// thread head's Lineage and recall scoped to another thread leaves it out:
+// the thread the session's last THREAD: line names, else opts.Thread, else
+// the threads the session's rows were recorded in.
+func (tx *Tx) Compact(t TranscriptRef, opts CompactOptions) (*Node, bool, error) {
 	v := tx.v
 	if err := t.check(); err != nil {
 		return nil, false, err
@@ -446,6 +461,7 @@ func (tx *Tx) Compact(t TranscriptRef, summary string) (*Node, bool, error) {
 		}
 		from = prev.Span.To + 1
 	}
+	summary := opts.Summary
 	if strings.TrimSpace(summary) == "" {
 		if d.compact == nil {
 			e := fault.New(ErrNotFound, "compact: no summary given and the transcript of session %q has no compaction summary", t.Session)
@@ -456,16 +472,53 @@ func (tx *Tx) Compact(t TranscriptRef, summary string) (*Node, bool, error) {
 	if err := checkText("summary", summary, false); err != nil {
 		return nil, false, err
 	}
+	threads, err := tx.compactionThreads(t, d.controls, opts.Thread)
+	if err != nil {
+		return nil, false, err
+	}
 	summary, _ = v.Redact(summary)
 	created := d.lastTS
 	if created.IsZero() {
 		created = tx.now
 	}
 	n := &Node{Kind: NodeCompaction, Agent: t.Agent, Session: t.Session, Harness: tx.opts.Harness,
-		Span: &Span{Path: t.Path(), From: from, To: d.last}, Created: FormatTS(created),
+		Threads: threads, Span: &Span{Path: t.Path(), From: from, To: d.last}, Created: FormatTS(created),
 		Title: clip("compaction of "+t.Session+": "+oneLine(summary), 120),
 		Body:  fmt.Sprintf("# Compaction of session %s\n\n%s\n", t.Session, strings.TrimSpace(summary))}
 	return tx.CreateNode(n)
+}
+
+// compactionThreads decides the threads of a compaction node: the thread
+// the session's last valid THREAD: line names (it sets the thread of the
+// lines after it, as Summarize reads it), else thread, else the threads
+// the session's rows were recorded in (its session.started event binds a
+// hook's session to one). A session with none of these is global.
+func (tx *Tx) compactionThreads(t TranscriptRef, controls []ControlLine, thread string) ([]string, error) {
+	for i := len(controls) - 1; i >= 0; i-- {
+		if c := controls[i]; c.Verb == "THREAD" {
+			if th, err := ParseThread(strings.Fields(c.Arg + " ")[0]); err == nil {
+				return []string{th.String()}, nil
+			}
+		}
+	}
+	if thread != "" {
+		th, err := ParseThread(thread)
+		if err != nil {
+			return nil, err
+		}
+		return []string{th.String()}, nil
+	}
+	st, err := tx.sessionState(t, nil)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, r := range st.Rows {
+		if r.Agent == t.Agent && r.Session == t.Session && r.Thread != "" && !strings.HasPrefix(r.Kind, "head.") {
+			seen[r.Thread] = true
+		}
+	}
+	return sortedKeys(seen), nil
 }
 
 // Nodes returns the node index, including nodes created in this transaction.

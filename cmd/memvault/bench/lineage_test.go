@@ -50,14 +50,15 @@ func lineageVault(b testing.TB, sessions int) (root string, someNode string) {
 		_, err = v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
 			for s := start; s < end; s++ {
 				t := vault.TranscriptRef{Agent: "default", Session: fmt.Sprintf("s%05d", s)}
-				n, _, err := tx.Summarize(t, vault.SummaryOptions{Thread: fmt.Sprintf("project:p%02d", s%50)})
+				thread := fmt.Sprintf("project:p%02d", s%50)
+				n, _, err := tx.Summarize(t, vault.SummaryOptions{Thread: thread})
 				if err != nil {
 					return err
 				}
 				if s == sessions/2 {
 					someNode = n.ID
 				}
-				if _, _, err := tx.Compact(t, ""); err != nil {
+				if _, _, err := tx.Compact(t, vault.CompactOptions{Thread: thread}); err != nil {
 					return err
 				}
 			}

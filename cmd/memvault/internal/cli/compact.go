@@ -13,6 +13,7 @@ import (
 type compactOptions struct {
 	session string
 	summary string // the harness's summary; "" lets the transcript speak
+	thread  string // "" lets the session's THREAD: lines and rows decide
 }
 
 func newCompactCommand() *ucli.Command {
@@ -21,12 +22,14 @@ func newCompactCommand() *ucli.Command {
 		Usage: "record a compaction as a node, with the harness's summary (--file, stdin, or the transcript's own)",
 		Flags: []ucli.Flag{requiredSession, harnessFlag, forceFlag, jsonFlag,
 			&ucli.StringFlag{Name: "file", Usage: "file holding the compaction summary (- for stdin)"},
+			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"},
+				Usage: "thread key kind:slug of the node when no THREAD: line of the session names one (default: the threads of the session's rows)"},
 		},
 	}
 }
 
 func runCompact(c *ucli.Context, tx *vault.Tx) (nodesMade, error) {
-	opts := compactOptions{session: c.String("session")}
+	opts := compactOptions{session: c.String("session"), thread: c.String("thread")}
 	if opts.session == "" {
 		return nodesMade{}, usagef("compact: --session is required")
 	}
@@ -35,7 +38,7 @@ func runCompact(c *ucli.Context, tx *vault.Tx) (nodesMade, error) {
 		return nodesMade{}, err
 	}
 	t := vault.TranscriptRef{Agent: tx.Agent(), Session: opts.session}
-	return one(tx.Compact(t, opts.summary))
+	return one(tx.Compact(t, vault.CompactOptions{Summary: opts.summary, Thread: opts.thread}))
 }
 
 // summaryInput reads --file, or stdin when it is not a terminal.

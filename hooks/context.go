@@ -26,14 +26,17 @@ func StartContext(v *vault.Vault, agent, thread, cwd string, limit int) string {
 func (r *Runner) startContext(thread, cwd string) string {
 	var pieces []string
 	pieces = append(pieces, usageNote)
-	if head := readFile(r.V, "MEMORY.md"); head != "" {
-		pieces = append(pieces, head)
-	}
+	// The heads as a refresh would leave them: a refresh that had to wait
+	// (after a compaction, say) does not make the context stale.
+	heads := []string{vault.MemoryHead}
 	if thread != "" {
 		if th, err := vault.ParseThread(thread); err == nil {
-			if head := readFile(r.V, th.HeadPath().String()); head != "" {
-				pieces = append(pieces, head)
-			}
+			heads = append(heads, th.HeadPath().String())
+		}
+	}
+	for _, head := range r.currentHeads(heads...) {
+		if head != "" {
+			pieces = append(pieces, head)
 		}
 	}
 	if c := liveContinuity(readFile(r.V, "CONTINUITY.md")); c != "" {

@@ -105,12 +105,10 @@ func (r *Runner) runJob(j vault.Job) error {
 			Session: j.Session, Harness: j.Harness, LockTimeout: eventLockWait}, vault.SessionEndInput{})
 		return err
 	case "refresh":
-		// Tier 1 and the Tier 2 heads this session wrote to; a head someone
-		// holds is deferred by Refresh itself, and retried by a later event.
-		_, err := r.V.Refresh(vault.RefreshOptions{TxOptions: vault.TxOptions{Command: "hook job refresh",
-			Agent: j.Agent, Session: j.Session, Harness: j.Harness, LockTimeout: eventLockWait},
-			Trigger: j.On, Memory: true, Affected: true})
-		return err
+		// Tier 1 and the Tier 2 heads this session wrote to (and the job's
+		// thread: a compaction node's); a head someone holds is deferred by
+		// Refresh itself, and retried by a later event.
+		return r.refresh(j, "hook job refresh", eventLockWait)
 	}
 	return nil
 }

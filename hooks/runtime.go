@@ -65,7 +65,7 @@ func (r *Runner) Run(ev Event, p Payload) (string, error) {
 	case Stop:
 		return "", r.capture(t, p, thread, captureControls)
 	case PreCompaction:
-		return "", r.capture(t, p, thread, captureCommit)
+		return "", r.preCompaction(t, p, thread)
 	case CompactionComplete:
 		return "", r.compactionComplete(t, p, thread)
 	case SessionEnd:
@@ -229,29 +229,46 @@ func (r *Runner) importTranscript(t vault.TranscriptRef, p Payload) (*importedFr
 	return nil, err
 }
 
+// compactionComplete records the compaction as a node of the session's
+// thread and brings the heads up to date at once (refreshNow), so the
+// context injected after it holds what the session did before it.
 func (r *Runner) compactionComplete(t vault.TranscriptRef, p Payload, thread string) error {
-	if _, err := r.importTranscript(t, p); err != nil {
+	imported, err := r.importTranscript(t, p)
+	if err != nil {
 		return err
 	}
 	r.resetInjected(t)
-	_, err := r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
+	nodeThread := ""
+	_, err = r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
+		// The turn the compaction interrupted may have had no stop yet.
+		if err := tx.ExtractControls(t, thread); err != nil && !errors.Is(err, vault.ErrNotFound) {
+			return err
+		}
+		if imported != nil {
+			if err := tx.RecordImport(t, imported.format, imported.source); err != nil {
+				return err
+			}
+		}
 		if err := tx.CommitTranscript(t); err != nil {
 			return err
 		}
 		opts := vault.CompactOptions{Summary: summaryBlock(p.CompactSummary), Thread: thread}
-		_, _, err := tx.Compact(t, opts)
+		n, _, err := tx.Compact(t, opts)
 		if errors.Is(err, vault.ErrNotFound) && opts.Summary == "" {
 			// The harness gave no summary and wrote none in its transcript:
 			// record the compaction anyway, so the lineage shows it.
 			opts.Summary = "(the harness reported a compaction without a summary)"
-			_, _, err = tx.Compact(t, opts)
+			n, _, err = tx.Compact(t, opts)
+		}
+		if err == nil && len(n.Threads) > 0 {
+			nodeThread = n.Threads[0]
 		}
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	r.queue(vault.Job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "compaction"})
+	r.refreshNow(t, nodeThread)
 	return nil
 }
 

@@ -219,6 +219,19 @@ func clip(s string, n int) string {
 	return s
 }
 
+// echoControls repeats the prompt's lines that start with "DECISION:", each
+// on a line of its own, so that a test can have the model decide something
+// (a control line memvault records from the reply).
+func echoControls(prompt string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(prompt, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "DECISION:") {
+			b.WriteString("\n" + strings.TrimSpace(line))
+		}
+	}
+	return b.String()
+}
+
 // Anthropic messages (Claude Code).
 func (f *fakeModel) anthropic(w http.ResponseWriter, body map[string]any, n int) {
 	msgs := list(body["messages"])
@@ -230,7 +243,7 @@ func (f *fakeModel) anthropic(w http.ResponseWriter, body map[string]any, n int)
 			break
 		}
 	}
-	text := fmt.Sprintf("Fake answer %d to: %s", n, clip(lastUser, 60))
+	text := fmt.Sprintf("Fake answer %d to: %s", n, clip(lastUser, 60)) + echoControls(lastUser)
 	if strings.Contains(lastUser, "CRITICAL: Respond with TEXT ONLY") {
 		text = "<analysis>The user greeted the assistant.</analysis>\n<summary>1. Primary Request: greet.\n2. Current state: done.</summary>"
 	}
@@ -895,8 +908,10 @@ func TestE2EClaudeCode(t *testing.T) {
 	}
 
 	// Turn 1: a new session. The start context reaches the first request.
+	// The reply decides something (the fake model echoes the line).
 	word1 := randWord("promptword")
-	r := e.mustRun(90*time.Second, claude, "-p", "hello, first turn "+word1, "--output-format", "json")
+	decision := "keep the release branch frozen " + randWord("decisionword")
+	r := e.mustRun(90*time.Second, claude, "-p", "hello, first turn "+word1+"\nDECISION: "+decision, "--output-format", "json")
 	sid := parse(r).SessionID
 	if sid == "" {
 		t.Fatalf("no session_id in %s", r.stdout)
@@ -934,6 +949,11 @@ func TestE2EClaudeCode(t *testing.T) {
 	// additional context" (Claude Code does not name the source there).
 	if n := strings.Count(req.Body, e.mark); n < 2 {
 		t.Errorf("the first request after /compact (#%d) carries the marker %d time(s); want 2 (compact re-injection + resume)", req.N, n)
+	}
+	// The decision made before the compaction is in the memory injected
+	// after it (the history that held it is gone).
+	if !strings.Contains(req.Body, decision) {
+		t.Errorf("the first request after /compact (#%d) does not carry the decision made before it (%q)", req.N, decision)
 	}
 	e.requirePromptInTranscript(sid, word3)
 

@@ -37,6 +37,19 @@ func BenchmarkHooks(b *testing.B) {
 	b.Run("session-start", func(b *testing.B) {
 		timeProcesses(b, hook("session-start", payload("SessionStart", `,"source":"startup"`)))
 	})
+	// A head a row reached since its last render (its refresh queued, or
+	// deferred behind a lease) is rendered from the ledger for the
+	// injection: each timed start follows an untimed remember.
+	b.Run("session-start-stale-head", func(b *testing.B) {
+		remember := func(i int) {
+			cmd := exec.Command(bin, "--vault", root, "remember", "--kind", "decision", fmt.Sprintf("decision %d of the bench", i))
+			cmd.Env = benchEnv()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("remember: %v\n%s", err, out)
+			}
+		}
+		timeProcessesAfter(b, remember, hook("session-start", payload("SessionStart", `,"source":"compact"`)))
+	})
 	b.Run("prompt-submit", func(b *testing.B) {
 		timeProcesses(b, func(i int) *exec.Cmd {
 			p := payload("UserPromptSubmit", fmt.Sprintf(`,"prompt":"how did approach %d work out for the migration task"`, i))

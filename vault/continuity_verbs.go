@@ -106,6 +106,9 @@ func learnEvent(c *Continuity, in LearnInput, day string) (evs []*Event, repeats
 	}
 	d := contData{ID: "L" + strconv.Itoa(c.lastL+1), Date: day, Error: in.Error, Cause: in.Cause,
 		Prevention: in.Prevention, Scope: sc.String(), TTL: ttl}
+	if text == in.Error {
+		d.Error = "" // a plain learning: its text is the error
+	}
 	return []*Event{protocolEvent("learning", text, d)}, nil, invalid, nil
 }
 
@@ -246,6 +249,8 @@ func decideEvent(c *Continuity, in DecideInput, day string) (*Event, *Decision, 
 	text := in.Decision
 	if in.Rationale != "" {
 		text += " (because " + in.Rationale + ")"
+	} else {
+		d.Decision = "" // its text is the decision
 	}
 	if old == nil {
 		return protocolEvent("decision", text, d), nil, nil

@@ -372,13 +372,14 @@ func looksLikeEventID(s string) bool {
 
 // Audit applies the rules as of the transaction's day. With dryRun it
 // only reports. It writes nothing when nothing changed since the last
-// audit, so running it at every session start is cheap.
+// audit that day, so running it at every session end is cheap: at most one
+// continuity.audited a day when nothing changes.
 func (ct *ContinuityTx) Audit(dryRun bool) *AuditReport {
 	c := ct.state()
 	rep := audit(c, ct.day)
 	rep.DryRun = dryRun
 	ct.audit = rep
-	if dryRun || (len(rep.Actions) == 0 && strings.Join(rep.flagStrings(), ",") == c.auditKey) {
+	if dryRun || (len(rep.Actions) == 0 && strings.Join(rep.flagStrings(), ",") == c.auditKey && c.LastAudit == ct.day) {
 		return rep
 	}
 	for _, a := range rep.Actions {

@@ -142,6 +142,12 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	stale := &staleHeads{}
+	defer func() {
+		for _, h := range stale.left {
+			res.Notes = append(res.Notes, h+" is behind the ledger and was not searched; memvault render brings it up to date")
+		}
+	}()
 	for _, tier := range Tiers {
 		if opts.Tier != "" && tier != opts.Tier || len(opts.Tiers) > 0 && !contains(opts.Tiers, tier) {
 			continue
@@ -178,6 +184,9 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 			}
 			if !v.inScope(sc, hit, allowed) {
 				res.Excluded++
+				continue
+			}
+			if hit.Kind == "head" && stale.behind(v, hit.Source.File) {
 				continue
 			}
 			hit.Text = snippet(hit.Text, q)
@@ -265,6 +274,40 @@ func inTime(ts string, since, until time.Time) bool {
 		return false
 	}
 	return (since.IsZero() || !t.Before(since)) && (until.IsZero() || t.Before(until))
+}
+
+// staleHeads answers, for recall, whether a head file lags the ledger: a
+// row or a correction reached it since its last render, so its text may
+// show what no longer holds. Its hits are left out (the structured tier
+// has the rows themselves); the view is loaded only when a head matches.
+type staleHeads struct {
+	vw     *headView
+	failed bool
+	seen   map[string]bool
+	left   []string
+}
+
+func (s *staleHeads) behind(v *Vault, head string) bool {
+	if s.vw == nil && !s.failed {
+		cfg, err := v.HeadsConfig()
+		if err == nil {
+			s.vw, err = v.headViewOf(cfg, false)
+		}
+		s.failed = err != nil
+	}
+	t, ok := targetOf(head)
+	if s.vw == nil || !ok || head == ContinuityHead || s.vw.heads[head] == nil || s.vw.heads[head].LastRendered == nil ||
+		!s.vw.stale(head, t.thread) {
+		return false // a file never rendered is all hand-written: nothing in it lags
+	}
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	if !s.seen[head] {
+		s.seen[head] = true
+		s.left = append(s.left, head)
+	}
+	return true
 }
 
 // rowStatus is where a row stands that no longer holds, and the event

@@ -154,7 +154,7 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 		}
 		want := max(opts.Limit*20, 200)
 		indexes, filter := set.forTier(tier)
-		iq := index.Query{Text: q, Tier: filter, Agents: []string{opts.Agent}, Limit: want, Enough: opts.Limit * 2}
+		iq := index.Query{Text: q, Tier: filter, Agents: v.VisibleAgents(opts.Agent), Limit: want, Enough: opts.Limit * 2}
 		if allowed != nil && tier != TierTranscripts {
 			// Rows, heads and nodes carry their thread in the index: the
 			// scope is applied in the search, so the top hits are in scope.

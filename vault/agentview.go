@@ -1,0 +1,115 @@
+package vault
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+
+	"github.com/memvault/memvault/vault/fault"
+)
+
+// Agent scope (docs/HOOKS.md, "Identity"). Every row carries its agent.
+// The vault's own agent (memvault.toml's `agent`, `default` unless set:
+// people at the command line, and every harness not given MEMVAULT_AGENT)
+// owns the vault: its rows are shared with every agent, and it sees every
+// row. Another agent sees its own rows and the shared ones, never those of
+// a third agent. The files on disk (MEMORY.md, the thread heads,
+// CONTINUITY.md) are the owner's view; a session of another agent is shown
+// the same heads rendered from its rows only, when the vault holds rows
+// that agent may not see.
+
+// SeesAgent reports whether a reader acting as agent may see a row written
+// by owner.
+func (v *Vault) SeesAgent(agent, owner string) bool {
+	return agent == "" || agent == v.Config.Agent || owner == agent || owner == v.Config.Agent || owner == ""
+}
+
+// VisibleAgents is the agent filter of a search on behalf of agent: nil for
+// the vault's own agent (every row), else the agent and the vault's own.
+func (v *Vault) VisibleAgents(agent string) []string {
+	if agent == "" || agent == v.Config.Agent {
+		return nil
+	}
+	return []string{agent, v.Config.Agent}
+}
+
+// AgentHeads returns what a session of agent is shown of the named heads
+// (MEMORY.md, threads/<kind>/<slug>.md, CONTINUITY.md): the heads as a
+// refresh would leave them (CurrentHeads; CONTINUITY.md as it is on disk)
+// when the agent may see every row of the ledger, else each rendered from
+// the rows the agent may see. Hand edits of the files are the owner's and
+// are not part of another agent's render. A head with nothing to show is
+// nil.
+func (v *Vault) AgentHeads(agent string, heads ...string) ([][]byte, error) {
+	var st *State
+	if agent != "" && agent != v.Config.Agent {
+		full, _, err := v.foldedState()
+		if err != nil {
+			return nil, err
+		}
+		st = &State{}
+		hidden := false
+		for _, r := range full.Rows {
+			if v.SeesAgent(agent, r.Agent) {
+				st.Rows = append(st.Rows, r)
+			} else if contentKinds[r.EffectiveKind()] || r.Kind == "node.created" {
+				hidden = true
+			}
+		}
+		if !hidden {
+			st = nil // nothing to hide: the files are the agent's view too
+		}
+	}
+	out := make([][]byte, len(heads))
+	if st == nil {
+		var files []string
+		var at []int
+		for i, h := range heads {
+			if h == ContinuityHead {
+				data, err := os.ReadFile(v.abs(mustRel(h)))
+				if err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return nil, fault.IO("read "+h, err)
+				}
+				out[i] = data
+				continue
+			}
+			files, at = append(files, h), append(at, i)
+		}
+		cur, err := v.CurrentHeads(files...)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range at {
+			out[i] = cur[k]
+		}
+		return out, nil
+	}
+	cfg, err := v.HeadsConfig()
+	if err != nil {
+		return nil, err
+	}
+	vw := buildView(st, cfg)
+	for i, h := range heads {
+		if h == ContinuityHead {
+			ccfg, err := v.ContinuityConfig()
+			if err != nil {
+				return nil, err
+			}
+			out[i] = renderContinuity(foldContinuity(st.Rows, nil), ccfg.Words).Bytes
+			continue
+		}
+		t, ok := targetOf(h)
+		if !ok {
+			return nil, &Error{Class: ErrInvalid, Msg: "head " + h + ": want MEMORY.md, CONTINUITY.md or threads/<kind>/<slug>.md"}
+		}
+		if t.thread != "" && !vw.hasThread(t.thread) {
+			continue
+		}
+		doc, err := renderHead(vw, t)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = doc.Bytes
+	}
+	return out, nil
+}

@@ -219,17 +219,45 @@ func clip(s string, n int) string {
 	return s
 }
 
-// echoControls repeats the prompt's lines that start with "DECISION:", each
-// on a line of its own, so that a test can have the model decide something
-// (a control line memvault records from the reply).
+// echoControls repeats the prompt's lines that start with "DECISION:",
+// "NEXT:" or "DONE:" and name a test's word (so the grammar the injected
+// context teaches is not echoed), each on a line of its own, so that a test
+// can have the model decide, plan or finish something (control lines
+// memvault records from the reply).
 func echoControls(prompt string) string {
 	var b strings.Builder
 	for _, line := range strings.Split(prompt, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "DECISION:") {
-			b.WriteString("\n" + strings.TrimSpace(line))
+		l := strings.TrimSpace(line)
+		if !strings.Contains(l, "word") {
+			continue
+		}
+		if strings.HasPrefix(l, "DECISION:") || strings.HasPrefix(l, "NEXT:") || strings.HasPrefix(l, "DONE:") {
+			b.WriteString("\n" + l)
 		}
 	}
 	return b.String()
+}
+
+// requireClosedNext fails unless the next action with text is in the
+// ledger and closed (a DONE: line of a reply closed it), and is gone from
+// what holds now.
+func (e *e2e) requireClosedNext(text string) {
+	e.t.Helper()
+	var found map[string]any
+	for _, r := range e.ledger("next") {
+		if r["text"] == text {
+			found = r
+		}
+	}
+	if found == nil {
+		e.t.Fatalf("the NEXT: line of a reply recorded no next action %q\nhooks.log:\n%s", text, e.hooksLog())
+	}
+	if found["status"] != "closed" {
+		e.t.Fatalf("the DONE: line of a reply did not close the next action %q: status %v\nhooks.log:\n%s", text, found["status"], e.hooksLog())
+	}
+	if strings.Contains(e.memvault("ledger", "--current", "--kind", "next"), text) {
+		e.t.Fatalf("ledger --current still lists the closed next action %q", text)
+	}
 }
 
 // Anthropic messages (Claude Code).
@@ -283,7 +311,7 @@ func (f *fakeModel) responses(w http.ResponseWriter, body map[string]any, n int)
 	if s, ok := body["input"].(string); ok {
 		lastUser = s
 	}
-	text := fmt.Sprintf("Fake answer %d to: %s", n, clip(lastUser, 60))
+	text := fmt.Sprintf("Fake answer %d to: %s", n, clip(lastUser, 60)) + echoControls(lastUser)
 	rid := fmt.Sprintf("resp_fake%d", n)
 	item := map[string]any{"type": "message", "id": fmt.Sprintf("msg_fake%d", n), "role": "assistant", "status": "completed",
 		"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}
@@ -911,7 +939,8 @@ func TestE2EClaudeCode(t *testing.T) {
 	// The reply decides something (the fake model echoes the line).
 	word1 := randWord("promptword")
 	decision := "keep the release branch frozen " + randWord("decisionword")
-	r := e.mustRun(90*time.Second, claude, "-p", "hello, first turn "+word1+"\nDECISION: "+decision, "--output-format", "json")
+	next := "write the release notes " + randWord("nextword")
+	r := e.mustRun(90*time.Second, claude, "-p", "hello, first turn "+word1+"\nDECISION: "+decision+"\nNEXT: "+next, "--output-format", "json")
 	sid := parse(r).SessionID
 	if sid == "" {
 		t.Fatalf("no session_id in %s", r.stdout)
@@ -933,7 +962,7 @@ func TestE2EClaudeCode(t *testing.T) {
 	// Turn 3: the first request after the compaction carries the context
 	// that SessionStart(compact) re-injected.
 	word3 := randWord("promptword")
-	e.mustRun(90*time.Second, claude, "-p", "after the compaction "+word3, "--resume", sid, "--output-format", "json")
+	e.mustRun(90*time.Second, claude, "-p", "after the compaction "+word3+"\nDONE: "+next, "--resume", sid, "--output-format", "json")
 	after := e.model.requests("/v1/messages?")
 	var post []loggedRequest
 	for _, q := range after {
@@ -956,6 +985,8 @@ func TestE2EClaudeCode(t *testing.T) {
 		t.Errorf("the first request after /compact (#%d) does not carry the decision made before it (%q)", req.N, decision)
 	}
 	e.requirePromptInTranscript(sid, word3)
+	// The reply's DONE: line closed the next action its first reply set.
+	e.requireClosedNext(next)
 
 	// Session end: each -p run ends the session; the summary node follows.
 	e.requireSummary(sid, func() {
@@ -1120,7 +1151,9 @@ enabled = false
 	}
 
 	word1 := randWord("promptword")
-	e.mustRun(90*time.Second, codex, "exec", "--skip-git-repo-check", "hello, first turn "+word1)
+	decision := "keep the release branch frozen " + randWord("decisionword")
+	next := "write the release notes " + randWord("nextword")
+	e.mustRun(90*time.Second, codex, "exec", "--skip-git-repo-check", "hello, first turn "+word1+"\nDECISION: "+decision+"\nNEXT: "+next)
 	sid := sessionID()
 	e.requireMarkIn("startup", e.model.requests("/v1/responses"))
 	e.requirePromptInTranscript(sid, word1)
@@ -1128,7 +1161,7 @@ enabled = false
 	// Turn 2: automatic compaction at the start of the resumed turn.
 	before := e.model.count()
 	word2 := randWord("promptword")
-	e.mustRun(90*time.Second, codex, "exec", "--skip-git-repo-check", "-c", "model_auto_compact_token_limit=10", "resume", sid, "second turn "+word2)
+	e.mustRun(90*time.Second, codex, "exec", "--skip-git-repo-check", "-c", "model_auto_compact_token_limit=10", "resume", sid, "second turn "+word2+"\nDONE: "+next)
 	if len(e.nodes("compaction", sid)) == 0 {
 		t.Fatalf("no compaction node for session %s after automatic compaction\nhooks.log:\n%s", sid, e.hooksLog())
 	}
@@ -1146,7 +1179,13 @@ enabled = false
 	if n := strings.Count(req.Body, e.mark); n < 2 {
 		t.Logf("request #%d after compaction carries the marker %d time(s)", req.N, n)
 	}
+	// The decision made before the compaction is in the memory injected
+	// after it.
+	if !strings.Contains(req.Body, decision) {
+		t.Errorf("the first request after compaction (#%d) does not carry the decision made before it (%q)", req.N, decision)
+	}
 	e.requirePromptInTranscript(sid, word2)
+	e.requireClosedNext(next)
 
 	e.requireSummary(sid, func() {
 		e.hook("codex", "session-start", map[string]any{"session_id": "e2e-trigger", "cwd": e.proj,

@@ -113,7 +113,7 @@ func buildView(st *State, cfg HeadsConfig) *headView {
 			}
 			vw.input.Items = append(vw.input.Items, render.Item{ID: r.ID, Kind: kind, Thread: r.Thread,
 				Text: r.Text, TS: r.TS, Agent: r.Agent, Session: r.Session})
-		case correctionKinds[canonicalKind(r.Kind)]:
+		case correctionKinds[canonicalKind(r.Kind)] && len(r.Links) > 0:
 			// A correction changes the heads of its thread and MEMORY.md.
 			if r.Thread != "" {
 				vw.threadLast[r.Thread] = i

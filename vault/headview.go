@@ -41,7 +41,7 @@ func headViewFor(cfg HeadsConfig) *Derived[*viewCache] {
 			return newViewCache(st, cfg), tip, torn, nil
 		},
 		Fold: func(vc *viewCache, ev *Event) (*viewCache, bool) {
-			if correctionKinds[canonicalKind(ev.Kind)] {
+			if correctionKinds[canonicalKind(ev.Kind)] && len(ev.Links) > 0 {
 				return vc, false // a correction can bring back rows below the cap: rebuild
 			}
 			vc.apply(ev)

@@ -192,7 +192,7 @@ func (tx *Tx) Summarize(t TranscriptRef, opts SummaryOptions) (*Node, bool, erro
 		created = tx.now
 	}
 	n := &Node{Kind: NodeSessionSummary, Agent: t.Agent, Session: t.Session, Harness: tx.opts.Harness,
-		Threads: sortedKeys(threads), Span: &Span{Path: t.Path(), From: 1, To: d.last},
+		Threads: primaryFirst(thread, threads), Span: &Span{Path: t.Path(), From: 1, To: d.last},
 		Created: FormatTS(created), Title: "session " + t.Session + ": " + firstOr(d.prompts, "no prompt"),
 		Body: b.String()}
 	n.Title = clip(n.Title, 120)
@@ -211,6 +211,20 @@ func firstOr(list []string, def string) string {
 		return def
 	}
 	return list[0]
+}
+
+// primaryFirst lists the threads of m sorted, with primary (the session's
+// own thread, when it has one) first: the node's node.created event carries
+// the first, so the node shows in that thread head's Lineage.
+func primaryFirst(primary string, m map[string]bool) []string {
+	out := sortedKeys(m)
+	for i, t := range out {
+		if t == primary && i > 0 {
+			copy(out[1:i+1], out[:i])
+			out[0] = primary
+		}
+	}
+	return out
 }
 
 func sortedKeys(m map[string]bool) []string {

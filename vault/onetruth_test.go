@@ -378,3 +378,35 @@ func sameTokens(t *testing.T, step, view string, got, want map[string]bool) {
 		t.Fatalf("%s: %s disagrees with the fold: missing %v, shows %v that do not hold", step, view, missing, extra)
 	}
 }
+
+// A session summary's node.created carries the session's own thread, not
+// the first of its threads in alphabetical order, so the node shows in
+// that thread head's Lineage.
+func TestSummaryNodeTakesTheSessionThread(t *testing.T) {
+	v := newVault(t)
+	ref := TranscriptRef{Agent: v.Config.Agent, Session: "s1"}
+	if _, err := v.Update(TxOptions{Session: "s1"}, func(tx *Tx) error {
+		if _, err := tx.Remember(Input{Kind: "fact", Thread: "project:alpha", Text: "a side note"}); err != nil {
+			return err
+		}
+		_, _, err := tx.AppendText(ref, []transcript.Message{{ID: "u1", Role: transcript.RoleUser, Text: "plan the zeta work"}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Update(TxOptions{Session: "s1"}, func(tx *Tx) error {
+		_, _, err := tx.Summarize(ref, SummaryOptions{Thread: "project:zeta"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := v.LoadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range st.Rows {
+		if r.Kind == "node.created" && r.Thread != "project:zeta" {
+			t.Fatalf("node.created of the summary has thread %q, want the session's project:zeta", r.Thread)
+		}
+	}
+}

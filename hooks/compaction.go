@@ -86,13 +86,16 @@ func (r *Runner) refresh(j vault.Job, command string, wait time.Duration) error 
 	return err
 }
 
-// currentHeads returns the text of each head (MEMORY.md, a thread head's
-// path) as a refresh would leave it: the file when it is current, else the
-// render of the ledger merged with the file's hand edits. A head never
-// rendered gives "". Should that fail, the files are read as they are.
+// currentHeads returns the text of each head (MEMORY.md, CONTINUITY.md, a
+// thread head's path) as a refresh would leave it and as the session's
+// agent may see it (vault.AgentHeads): the file when it is current, else
+// the render of the ledger merged with the file's hand edits; for an agent
+// that may not see some rows of the ledger, the render of the rows it may
+// see. A head never rendered gives "". Should that fail, the files are
+// read as they are.
 func (r *Runner) currentHeads(heads ...string) []string {
 	out := make([]string, len(heads))
-	texts, err := r.V.CurrentHeads(heads...)
+	texts, err := r.V.AgentHeads(r.Agent, heads...)
 	if err != nil && !errors.Is(err, vault.ErrNotFound) {
 		logf(r.V, "%s session-start: render heads: %v", r.Harness.Name, err)
 	}

@@ -1,7 +1,10 @@
 package hooks
 
-// What session start injects: the head, the session's thread, the live
-// part of CONTINUITY.md and the usage note, fitted to a budget.
+// What session start injects: the usage note, the session's thread head,
+// the live part of CONTINUITY.md, MEMORY.md and the learnings and
+// decisions in scope, each row once, fitted to the harness's budget.
+// The pieces are read as they are on disk (hand edits included) and parsed
+// here into rows (context_rows.go), deduplicated, and cut from the end.
 
 import (
 	"fmt"
@@ -9,6 +12,27 @@ import (
 
 	"github.com/memvault/memvault/vault"
 )
+
+// UsageNote is the first thing a session starts with: how to reach memory,
+// and the control lines distillation parses out of replies (vault/distill.go),
+// taught in exactly the forms it accepts. Session start and `memvault
+// context` inject it; `memvault context --help` shows it.
+const UsageNote = "memvault: this project has a memory (.memory/). Search it with `memvault recall QUERY`; " +
+	"drill into a node id (n_…) with `memvault expand ID`.\n" +
+	"Record as you work, one line each in your replies, outside code blocks:\n" +
+	"DECISION: what was decided (optional: DECISION: what | why)\n" +
+	"LEARNED: what you learned (optional: LEARNED: [scope] what went wrong | cause | how to prevent it)\n" +
+	"NEXT: the next action\n" +
+	"DONE: text, id or number of a next action or commitment (closes it)\n" +
+	"BLOCKER: what blocks progress\n" +
+	"COMMIT: a promise you make; CLOSE: <id> closes one\n" +
+	"THREAD: kind:slug (sets the thread for the lines after it)"
+
+// DefaultContextLimit is the budget, in characters, of a harness that
+// states no limit of its own, and of `memvault context`: about 2,000
+// tokens, below the smallest limit a harness was measured to enforce
+// (docs/HOOKS.md, "Context budgets").
+const DefaultContextLimit = 8000
 
 // StartContext is what a session of this project starts with, for harnesses
 // wired by hand (`memvault context`): the same text session-start injects,
@@ -18,79 +42,87 @@ func StartContext(v *vault.Vault, agent, thread, cwd string, limit int) string {
 	return r.startContext(thread, cwd)
 }
 
-// startContext assembles what a session starts with, by priority: how to
-// use memory, MEMORY.md, the session's thread head, CONTINUITY.md's live
-// sections, the learnings and decisions in scope for work in cwd; or,
-// before any head is rendered, the open commitments and the latest
-// structured rows of the thread.
+// startContext assembles what a session starts with, most relevant first:
+// how to use memory, the session's thread head, CONTINUITY.md's live
+// sections, MEMORY.md, the learnings and decisions in scope for work in
+// cwd; or, before any head is rendered, the open commitments and the
+// latest structured rows of the thread. Every row appears once, at its
+// first place in that order (dedupe), and what does not fit the harness's
+// budget is cut from the end, whole rows only (layoutBlocks).
 func (r *Runner) startContext(thread, cwd string) string {
-	var pieces []string
-	pieces = append(pieces, usageNote)
-	// The heads as a refresh would leave them: a refresh that had to wait
-	// (after a compaction, say) does not make the context stale.
-	heads := []string{vault.MemoryHead}
+	blocks := []block{noteBlock(UsageNote)}
+	// The heads as a refresh would leave them, as this session's agent may
+	// see them: a refresh that had to wait (after a compaction, say) does
+	// not make the context stale, and another agent's rows are not shown.
+	heads := []string{vault.MemoryHead, vault.ContinuityHead}
+	threadKey := ""
 	if thread != "" {
 		if th, err := vault.ParseThread(thread); err == nil {
+			threadKey = th.String()
 			heads = append(heads, th.HeadPath().String())
 		}
 	}
-	for _, head := range r.currentHeads(heads...) {
-		if head != "" {
-			pieces = append(pieces, head)
-		}
+	texts := r.currentHeads(heads...)
+	if len(texts) == 3 && texts[2] != "" {
+		b := parseHead(texts[2])
+		b.ids = []string{threadRowID(threadKey)} // MEMORY.md's line for this thread points here
+		blocks = append(blocks, b)
 	}
-	if c := liveContinuity(readFile(r.V, "CONTINUITY.md")); c != "" {
-		pieces = append(pieces, c)
+	if texts[1] != "" {
+		blocks = append(blocks, liveContinuity(parseHead(texts[1])))
 	}
-	if c := r.continuityInScope(cwd); c != "" {
-		pieces = append(pieces, c)
+	if texts[0] != "" {
+		blocks = append(blocks, parseHead(texts[0]))
 	}
-	if len(pieces) == 1 {
-		if rows := r.structuredDigest(thread); rows != "" {
-			pieces = append(pieces, rows)
-		}
+	blocks = append(blocks, r.continuityInScope(cwd))
+	if !hasRows(blocks[1:]) {
+		blocks = append(blocks, r.structuredDigest(thread))
 	}
-	return fit(pieces, r.Harness.ContextLimit)
+	return layoutBlocks(dedupe(blocks), r.Harness.ContextLimit, startCutNote)
 }
 
-const usageNote = `memvault: this project has a memory (.memory/). Search it with ` +
-	"`memvault recall QUERY`" + `; drill into a node id (n_…) with ` + "`memvault expand ID`" + `.
-Record as you work, one per line in your replies: DECISION: …, NEXT: …, BLOCKER: …, LEARNED: …, COMMIT: … (a promise), CLOSE: <id>, THREAD: kind:slug.`
+// startCutNote is the last line of a start context that was cut.
+func startCutNote(rows, limit int) string {
+	return fmt.Sprintf("[memvault: %s left out to stay within %d characters; find them with `memvault recall QUERY`, "+
+		"the working memory with `memvault continuity status`]", plural(rows, "row"), limit)
+}
 
 // structuredDigest lists open commitments and the latest decisions,
 // constraints, blockers and next steps of the thread and global rows.
-func (r *Runner) structuredDigest(thread string) string {
+func (r *Runner) structuredDigest(thread string) block {
+	b := block{title: "# Memory (no MEMORY.md yet)"}
 	st, err := r.V.LoadState()
 	if err != nil {
-		return ""
+		return b
 	}
-	var lines []string
+	sec := section{}
 	for _, row := range st.OpenCommitments() {
 		if row.Thread == "" || row.Thread == thread {
-			lines = append(lines, fmt.Sprintf("- commitment %s: %s", row.ID, oneLine(row.Text)))
+			sec.rows = append(sec.rows, idRow(fmt.Sprintf("- commitment %s: %s", row.ID, oneLine(row.Text)), row.ID, row.Text))
 		}
 	}
 	keep := map[string]bool{"decision": true, "constraint": true, "blocker": true, "next": true, "fact": true, "learning": true}
-	var recent []string
-	for i := len(st.Rows) - 1; i >= 0 && len(recent) < 20; i-- {
+	for i, n := len(st.Rows)-1, 0; i >= 0 && n < 20; i-- {
 		row := st.Rows[i]
 		if !row.Holds() || !keep[row.EffectiveKind()] || (row.Thread != "" && row.Thread != thread) {
 			continue
 		}
-		recent = append(recent, fmt.Sprintf("- %s %s: %s", row.EffectiveKind(), row.ID, oneLine(row.Text)))
+		sec.rows = append(sec.rows, idRow(fmt.Sprintf("- %s %s: %s", row.EffectiveKind(), row.ID, oneLine(row.Text)), row.ID, row.Text))
+		n++
 	}
-	if len(lines)+len(recent) == 0 {
-		return ""
-	}
-	return "## Memory (no MEMORY.md yet)\n" + strings.Join(append(lines, recent...), "\n")
+	b.sections = []section{sec}
+	return b
 }
 
 // continuityInScope lists the learnings and decisions whose scope is in
 // play for work in cwd (global ones, the module or files of cwd relative to
 // the project), smallest scope first, within their budgets in
 // memvault.toml. The live sections come from the file itself (hand edits
-// included), so only these come from the protocol's state.
-func (r *Runner) continuityInScope(cwd string) string {
+// included), so only these come from the protocol's state. Each row
+// carries the event that recorded it, so that it is not shown again when
+// MEMORY.md already showed that event.
+func (r *Runner) continuityInScope(cwd string) block {
+	b := block{title: "# In scope here"}
 	dir := ""
 	if cwd != "" {
 		dir = r.V.ProjectDir(cwd)
@@ -98,89 +130,66 @@ func (r *Runner) continuityInScope(cwd string) string {
 	inj, err := r.V.ContinuityAtSessionStart(dir)
 	if err != nil {
 		logf(r.V, "%s session-start: learnings in scope: %v", r.Harness.Name, err)
-		return ""
+		return b
 	}
-	var b strings.Builder
 	if len(inj.Learnings) > 0 {
-		b.WriteString("## Learnings in scope (smallest scope first)\n")
+		s := section{heading: "## Learnings in scope (smallest scope first)"}
 		for _, l := range inj.Learnings {
-			b.WriteString("- " + l.Line() + "\n")
+			s.rows = append(s.rows, idRow("- "+l.Line(), l.Event, l.Error))
 		}
+		b.sections = append(b.sections, s)
 	}
 	if len(inj.Decisions) > 0 {
-		if b.Len() > 0 {
-			b.WriteString("\n")
-		}
-		b.WriteString("## Decisions in scope\n")
+		s := section{heading: "## Decisions in scope"}
 		for _, d := range inj.Decisions {
-			b.WriteString("- " + d.Line() + "\n")
+			s.rows = append(s.rows, idRow("- "+d.Line(), d.Event, d.Decision))
 		}
+		b.sections = append(b.sections, s)
 	}
-	return b.String()
+	return b
 }
 
-// liveContinuity keeps the sections of CONTINUITY.md a session needs at
-// once; the rest is a recall away.
-func liveContinuity(text string) string {
-	if text == "" {
-		return ""
-	}
-	// "blockers" is the heading of files made from the first template.
-	live := map[string]bool{"active goal": true, "current task": true, "next actions": true, "active blockers": true, "blockers": true}
-	var out []string
-	keep := false
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(line, "## ") {
-			keep = live[strings.ToLower(strings.TrimSpace(strings.TrimPrefix(line, "## ")))]
-		}
-		if keep {
-			out = append(out, line)
+// liveSections are the sections of CONTINUITY.md a session needs at once,
+// in the order they are injected; the rest is a recall away. "blockers"
+// is the heading of files made from the first template.
+var liveSections = []string{"active goal", "current task", "next actions", "active blockers", "blockers"}
+
+// liveContinuity keeps CONTINUITY.md's live sections, in liveSections'
+// order, under a title that says what they are.
+func liveContinuity(doc block) block {
+	out := block{title: "# CONTINUITY (live sections)"}
+	for _, name := range liveSections {
+		for _, s := range doc.sections {
+			if sectionName(s.heading) == name {
+				out.sections = append(out.sections, s)
+			}
 		}
 	}
-	if len(out) == 0 {
-		return ""
-	}
-	return "# CONTINUITY (live sections)\n" + strings.Join(out, "\n")
+	return out
 }
 
-// fit joins pieces in priority order within limit characters. A piece that
-// does not fit whole is cut at a line boundary; later pieces are dropped.
+// fit joins pieces in priority order within limit characters, each piece
+// a block of lines; what does not fit is cut from the end, whole lines
+// only, with a last line saying so. Prompt-submit's context uses it.
 func fit(pieces []string, limit int) string {
-	var b strings.Builder
+	var blocks []block
 	for _, p := range pieces {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			continue
-		}
-		sep := 0
-		if b.Len() > 0 {
-			sep = 2
-		}
-		if b.Len()+sep+len(p) <= limit {
-			if sep > 0 {
-				b.WriteString("\n\n")
+		var s section
+		for _, line := range strings.Split(strings.TrimSpace(p), "\n") {
+			if strings.TrimSpace(line) != "" {
+				s.rows = append(s.rows, row{text: line})
 			}
-			b.WriteString(p)
-			continue
 		}
-		room := limit - b.Len() - sep - len("\n[memvault: cut to fit; more with memvault recall]")
-		var kept []string
-		used := 0
-		for _, line := range strings.Split(p, "\n") {
-			if used+len(line)+1 > room {
-				break
-			}
-			kept = append(kept, line)
-			used += len(line) + 1
-		}
-		if len(kept) > 0 {
-			if sep > 0 {
-				b.WriteString("\n\n")
-			}
-			b.WriteString(strings.Join(kept, "\n"))
-		}
-		b.WriteString("\n[memvault: cut to fit; more with memvault recall]")
-		break
+		blocks = append(blocks, block{sections: []section{s}})
 	}
-	return b.String()
+	return layoutBlocks(blocks, limit, func(rows, limit int) string {
+		return fmt.Sprintf("[memvault: %s left out to stay within %d characters; more with `memvault recall QUERY`]", plural(rows, "row"), limit)
+	})
+}
+
+func plural(n int, one string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %ss", n, one)
 }

@@ -35,8 +35,11 @@ type Harness struct {
 	Native map[string]Event
 	// Format is the transcript format of its transcript_path, "" if none.
 	Format string
-	// ContextLimit is how many characters of injected context it takes
-	// before it truncates or replaces the text.
+	// ContextLimit is the budget of the context injected at session start
+	// and prompt submit, in characters (counted as bytes, which is never
+	// fewer): below what the harness takes before it truncates or replaces
+	// the text, or DefaultContextLimit where it states no limit
+	// (docs/HOOKS.md, "Context budgets").
 	ContextLimit int
 	// JSONOnly harnesses reject anything on stdout that is not JSON.
 	JSONOnly bool
@@ -49,28 +52,36 @@ type Harness struct {
 func harnessTable() []Harness {
 	return []Harness{
 		{
+			// Claude Code replaces hook output over 10,000 characters by a
+			// 2 KB preview (fixtures/hooks/README.md).
 			Name: "claude-code", Format: "claude-code", ContextLimit: 9500,
 			Native: map[string]Event{"SessionStart": SessionStart, "UserPromptSubmit": PromptSubmit, "Stop": Stop,
 				"PreCompact": PreCompaction, "PostCompact": CompactionComplete, "SessionEnd": SessionEnd},
 		},
 		{
-			// Codex keeps about 2,500 tokens of a hook's output: ~9,000 characters.
+			// Codex keeps 2,500 tokens of a hook's output, counted at about
+			// four characters a token (20,000 characters were 5,011 tokens),
+			// and cuts the middle of the rest: ~10,000 characters.
 			Name: "codex", Format: "codex", ContextLimit: 9000,
 			Native: map[string]Event{"SessionStart": SessionStart, "UserPromptSubmit": PromptSubmit, "Stop": Stop,
 				"PreCompact": PreCompaction, "PostCompact": CompactionComplete, "SessionEnd": SessionEnd},
 		},
 		{
-			Name: "opencode", ContextLimit: 9500,
+			// No limit of its own, and the plugin sends the context as a
+			// system message on every model call: memvault's own budget.
+			Name: "opencode", ContextLimit: DefaultContextLimit,
 			Native: map[string]Event{"session.created": SessionStart, "chat.message": PromptSubmit, "session.idle": Stop,
 				"experimental.session.compacting": PreCompaction, "session.compacted": CompactionComplete},
 		},
 		{
-			Name: "openclaw", ContextLimit: 9500,
+			// prependContext has no limit of its own.
+			Name: "openclaw", ContextLimit: DefaultContextLimit,
 			Native: map[string]Event{"session_start": SessionStart, "before_prompt_build": PromptSubmit, "agent_end": Stop,
 				"before_compaction": PreCompaction, "after_compaction": CompactionComplete, "session_end": SessionEnd},
 		},
 		{
-			Name: "gemini", Format: "gemini", ContextLimit: 9500, JSONOnly: true,
+			// No limit was measured for additionalContext (no size probe).
+			Name: "gemini", Format: "gemini", ContextLimit: DefaultContextLimit, JSONOnly: true,
 			Native: map[string]Event{"SessionStart": SessionStart, "BeforeAgent": PromptSubmit, "AfterAgent": Stop,
 				"PreCompress": PreCompaction, "SessionEnd": SessionEnd},
 		},

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofrs/flock"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -67,6 +69,7 @@ func TestScripts(t *testing.T) {
 			"lines":     cmdLines,
 			"lockvault": cmdLockVault,
 			"normids":   cmdNormIDs,
+			"context":   cmdContext,
 			// oldmapping DIR marks an index as built with mapping version 0.
 			"oldmapping": func(ts *testscript.TestScript, neg bool, args []string) {
 				ix, err := index.Open(ts.MkAbs(args[0]), false, time.Second)
@@ -207,6 +210,37 @@ func cmdTamper(ts *testscript.TestScript, neg bool, args []string) {
 	b[i+8] ^= 0x01
 	lines[n-1] = string(b)
 	ts.Check(os.WriteFile(p, []byte(strings.Join(lines, "")), 0o600))
+}
+
+// context [-max N] FILE writes the context the last command printed to
+// FILE: a hook's additionalContext when its stdout is JSON, else the text
+// itself, without the final newline. With -max it fails when the context
+// is longer than N characters.
+func cmdContext(ts *testscript.TestScript, neg bool, args []string) {
+	limit := -1
+	if len(args) == 3 && args[0] == "-max" {
+		_, err := fmt.Sscan(args[1], &limit)
+		ts.Check(err)
+		args = args[2:]
+	}
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: context [-max N] FILE")
+	}
+	out := ts.ReadFile("stdout")
+	text := strings.TrimSuffix(out, "\n")
+	var hook struct {
+		Out struct {
+			Context string `json:"additionalContext"`
+		} `json:"hookSpecificOutput"`
+	}
+	if strings.HasPrefix(out, "{") {
+		ts.Check(json.Unmarshal([]byte(out), &hook))
+		text = hook.Out.Context
+	}
+	if n := utf8.RuneCountInString(text); limit >= 0 && n > limit {
+		ts.Fatalf("the context has %d characters, over %d", n, limit)
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(text), 0o600))
 }
 
 // lines FILE N fails unless FILE has exactly N newline-terminated lines.

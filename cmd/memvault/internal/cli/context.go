@@ -20,9 +20,12 @@ func newContextCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "context",
 		Usage: "print what a session starts with (for harnesses wired by hand)",
+		Description: "Prints what session start injects: the note below, the thread's head, CONTINUITY.md's live\n" +
+			"sections, MEMORY.md and the learnings and decisions in scope here, each row once, within\n" +
+			"--limit characters (docs/HOOKS.md). The note it starts with:\n\n" + hooks.UsageNote,
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"}, Usage: "the session's thread (default: derived from the project)"},
-			&ucli.IntFlag{Name: "limit", Value: 9500, Usage: "at most this many characters"},
+			&ucli.IntFlag{Name: "limit", Value: hooks.DefaultContextLimit, Usage: "at most this many characters"},
 		},
 	}
 }

@@ -10,6 +10,7 @@ package hooks
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // row is one unit of the start context: a list item or line of a head, or
@@ -124,7 +125,7 @@ func parseHead(text string) block {
 			flush()
 			cur = section{heading: "## " + strings.Join(strings.Fields(trim[3:]), " ")}
 		case isPlaceholder(trim), isGuidance(trim):
-		case moreLine.MatchString(trim):
+		case isMoreLine(trim):
 			cur.rows = append(cur.rows, row{text: line, note: true, more: true})
 		default:
 			cur.rows = append(cur.rows, parseRow(strings.TrimRight(line, " \t")))
@@ -200,23 +201,52 @@ func isGuidance(trim string) bool {
 	return false
 }
 
-// moreLine is a head's count of the rows its own budget left out:
+// isMoreLine reports a head's count of the rows its own budget left out:
 // render's "- … 3 more", CONTINUITY.md's "- … 3 more in the ledger".
-var moreLine = regexp.MustCompile(`^- … \d+ more\b`)
+func isMoreLine(trim string) bool {
+	rest, ok := strings.CutPrefix(trim, "- … ")
+	n := 0
+	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	return ok && n > 0 && strings.HasPrefix(rest[n:], " more")
+}
 
-// idLike is an event or node id: e_…, n_….
-var idLike = regexp.MustCompile("^[a-z]_[0-9a-z]{10,}$")
+// isID reports an event or node id: e_…, n_….
+func isID(s string) bool {
+	if len(s) < 12 || s[0] < 'a' || s[0] > 'z' || s[1] != '_' {
+		return false
+	}
+	for _, c := range []byte(s[2:]) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'z') {
+			return false
+		}
+	}
+	return true
+}
 
-// threadLine is a MEMORY.md thread line: "- KEY: STATE[; next: TEXT] → PATH".
-var threadLine = regexp.MustCompile(`^- ([a-z0-9_.-]+:[^\s:]+): (.*?)(; next: (.*))? → (threads/\S+\.md)$`)
+// threadLine matches a MEMORY.md thread line: "- KEY: STATE[; next:
+// TEXT] → PATH". Lines without " → threads/" are not tried: a regular
+// expression costs microseconds a line, and session start reads hundreds.
+var threadLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^- ([a-z0-9_.-]+:[^\s:]+): (.*?)(; next: (.*))? → (threads/\S+\.md)$`)
+})
+
+func matchThreadLine(t string) []int {
+	if !strings.Contains(t, " → threads/") {
+		return nil
+	}
+	return threadLine().FindStringSubmatchIndex(t)
+}
 
 // parseRow reads a head's line: the id it stands for, if any, and the
 // text it is compared by.
 func parseRow(line string) row {
 	r := row{text: line, key: rowKey(line)}
-	if m := threadLine.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
-		r.thread = m[1]
-		r.ids = []string{threadRowID(m[1])}
+	t := strings.TrimSpace(line)
+	if m := matchThreadLine(t); m != nil {
+		r.thread = t[m[2]:m[3]]
+		r.ids = []string{threadRowID(r.thread)}
 		return r
 	}
 	if id := rowID(line); id != "" {
@@ -236,28 +266,44 @@ func rowID(line string) string {
 		ref := t[open+1 : len(t)-1]
 		parts := strings.Split(ref, "`")
 		for i := len(parts) - 2; i >= 1; i -= 2 {
-			if idLike.MatchString(parts[i]) {
+			if isID(parts[i]) {
 				return parts[i]
 			}
 		}
 	}
 	t = trimListMarker(t)
 	if strings.HasPrefix(t, "`") {
-		if end := strings.Index(t[1:], "`"); end > 0 && idLike.MatchString(t[1:1+end]) {
+		if end := strings.Index(t[1:], "`"); end > 0 && isID(t[1:1+end]) {
 			return t[1 : 1+end]
 		}
 	}
 	return ""
 }
 
-// kindLabel is the kind a thread head writes before a row ("blocker: ",
-// "learning: ").
-var kindLabel = regexp.MustCompile(`(?i)^(blocker|learning|reflection|claim|fact|next|decision|constraint|commitment):\s+`)
+// kindLabels are the kinds a thread head writes before a row
+// ("blocker: ", "learning: ").
+var kindLabels = map[string]bool{"blocker": true, "learning": true, "reflection": true, "claim": true, "fact": true,
+	"next": true, "decision": true, "constraint": true, "commitment": true}
 
-// refSuffix is a closing reference that says where a row comes from, not
-// what it says: "(`e_…`)", "(project:x, `e_…`)", "(since 2026-11-23)",
-// "(2026-11-23)".
-var refSuffix = regexp.MustCompile("\\s*\\((?:[^()]*`[^`()]+`|(?:since )?\\d{4}-\\d{2}-\\d{2}[^()]*)\\)$")
+// trimRef removes a closing reference that says where a row comes from,
+// not what it says: "(`e_…`)", "(project:x, `e_…`)", "(since
+// 2026-11-23)", "(2026-11-23)".
+func trimRef(t string) (string, bool) {
+	if !strings.HasSuffix(t, ")") {
+		return t, false
+	}
+	open := strings.LastIndexByte(t, '(')
+	if open < 0 {
+		return t, false
+	}
+	inner := t[open+1 : len(t)-1]
+	date := strings.TrimPrefix(inner, "since ")
+	isDate := len(date) >= 10 && date[4] == '-' && date[7] == '-' && strings.Trim(date[:4]+date[5:7]+date[8:10], "0123456789") == ""
+	if strings.Contains(inner, ")") || !isDate && strings.Count(inner, "`") < 2 {
+		return t, false
+	}
+	return strings.TrimRight(t[:open], " \t"), true
+}
 
 // rowKey is what a line says, folded for comparison: without its list
 // marker, checkbox, kind label and closing references, case and spaces
@@ -266,13 +312,11 @@ var refSuffix = regexp.MustCompile("\\s*\\((?:[^()]*`[^`()]+`|(?:since )?\\d{4}-
 func rowKey(line string) string {
 	t := trimListMarker(strings.TrimSpace(line))
 	t = strings.TrimPrefix(t, `\`)
-	t = kindLabel.ReplaceAllString(t, "")
-	for {
-		u := refSuffix.ReplaceAllString(t, "")
-		if u == t {
-			break
-		}
-		t = u
+	if label, rest, ok := strings.Cut(t, ": "); ok && kindLabels[strings.ToLower(label)] {
+		t = rest
+	}
+	for ok := true; ok; {
+		t, ok = trimRef(t)
 	}
 	return foldKey(t)
 }
@@ -356,11 +400,11 @@ func dedupe(blocks []block) []block {
 // withoutShownNext drops a thread line's "; next: TEXT" when a row kept
 // before it says TEXT (which the line clips at 80 characters with "…").
 func withoutShownNext(r row, seenKey map[string]bool) row {
-	m := threadLine.FindStringSubmatchIndex(strings.TrimSpace(r.text))
+	t := strings.TrimSpace(r.text)
+	m := matchThreadLine(t)
 	if m == nil || m[6] < 0 {
 		return r
 	}
-	t := strings.TrimSpace(r.text)
 	next := foldKey(strings.TrimSuffix(t[m[8]:m[9]], "…"))
 	for k := range seenKey {
 		if strings.HasPrefix(k, next) {

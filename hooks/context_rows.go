@@ -110,8 +110,8 @@ func parseHead(text string) block {
 			for j < len(lines) && !strings.HasPrefix(strings.TrimSpace(lines[j]), fence) {
 				j++
 			}
-			block := strings.Join(lines[i:min(j+1, len(lines))], "\n")
-			cur.rows = append(cur.rows, row{text: block, key: foldKey(block)})
+			fenced := strings.Join(lines[i:min(j+1, len(lines))], "\n")
+			cur.rows = append(cur.rows, row{text: fenced, key: foldKey(fenced)})
 			i = j
 			continue
 		}

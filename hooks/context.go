@@ -127,7 +127,7 @@ func (r *Runner) continuityInScope(cwd string) block {
 	if cwd != "" {
 		dir = r.V.ProjectDir(cwd)
 	}
-	inj, err := r.V.ContinuityAtSessionStart(dir)
+	inj, err := r.V.ContinuityAtSessionStartFor(dir, r.Agent)
 	if err != nil {
 		logf(r.V, "%s session-start: learnings in scope: %v", r.Harness.Name, err)
 		return b

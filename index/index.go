@@ -545,6 +545,12 @@ func termStats(indexes []*Index, terms []string) (uint64, map[string]uint64) {
 	return docs, df
 }
 
+// HoldOnly reports whether every document of the indexes belongs to one of
+// agents (AnyAgent counts as one).
+func HoldOnly(indexes []*Index, agents []string) bool {
+	return holdOnly(indexes, append(slices.Clone(agents), AnyAgent))
+}
+
 // holdOnly reports whether every document of the indexes belongs to one of
 // agents, so that filtering by them would keep everything.
 func holdOnly(indexes []*Index, agents []string) bool {

@@ -80,6 +80,7 @@ type Learning struct {
 	StatusBy       string   `json:"status_by,omitempty"` // the event that set a non-active status
 	Reason         string   `json:"reason,omitempty"`    // why it was archived, invalidated or corrected
 	Thread         string   `json:"thread,omitempty"`
+	Agent          string   `json:"agent,omitempty"` // who recorded it
 	seq            int      // position in the fold: orders learnings recorded the same day
 	rank           int      // scopeRank(Scope), computed once: sorting 10k learnings parses no scope
 	tok            int      // render.Tokens of the learning's line in a listing, when tokOK
@@ -98,6 +99,7 @@ type Decision struct {
 	Supersedes   string `json:"supersedes,omitempty"`
 	SupersededBy string `json:"superseded_by,omitempty"`
 	Thread       string `json:"thread,omitempty"`
+	Agent        string `json:"agent,omitempty"` // who recorded it
 	seq          int
 	rank         int
 }
@@ -349,7 +351,7 @@ func (c *Continuity) apply(ev *Event, kind string, live bool, replacedBy string)
 // --kind learning) has its text as the error and no prevention yet.
 func (c *Continuity) addLearning(ev *Event, d contData, seq int, replacedBy string) {
 	l := &Learning{ID: d.ID, Event: ev.ID, Date: d.Date, Error: d.Error, Cause: d.Cause, Prevention: d.Prevention,
-		Scope: d.Scope, BaseTTL: d.TTL, LastRelevant: d.Date, Status: StatusActive, Thread: ev.Thread, seq: seq, rank: scopeRank(d.Scope)}
+		Scope: d.Scope, BaseTTL: d.TTL, LastRelevant: d.Date, Status: StatusActive, Thread: ev.Thread, Agent: ev.Agent, seq: seq, rank: scopeRank(d.Scope)}
 	if l.Error == "" {
 		l.Error = strings.TrimSpace(ev.Text)
 	}
@@ -381,7 +383,7 @@ func (c *Continuity) addLearning(ev *Event, d contData, seq int, replacedBy stri
 // `remember --kind decision`, or a supersede of one (the new version).
 func (c *Continuity) addDecision(ev *Event, d contData, seq int, replacedBy string) {
 	dc := &Decision{ID: d.ID, Event: ev.ID, Date: d.Date, Decision: d.Decision, Rationale: d.Rationale,
-		Scope: d.Scope, Status: StatusActive, Supersedes: d.Supersedes, Thread: ev.Thread, seq: seq, rank: scopeRank(d.Scope)}
+		Scope: d.Scope, Status: StatusActive, Supersedes: d.Supersedes, Thread: ev.Thread, Agent: ev.Agent, seq: seq, rank: scopeRank(d.Scope)}
 	if dc.Decision == "" {
 		dc.Decision = strings.TrimSpace(ev.Text)
 	}

@@ -139,6 +139,12 @@ type Injection struct {
 // (relative to the project root; "" or "." for the whole project),
 // smallest scope first, within the learnings and decisions budgets.
 func (v *Vault) ContinuityAtSessionStart(dir string) (*Injection, error) {
+	return v.ContinuityAtSessionStartFor(dir, v.Config.Agent)
+}
+
+// ContinuityAtSessionStartFor is ContinuityAtSessionStart for a session of
+// agent: the learnings and decisions it may see (SeesAgent).
+func (v *Vault) ContinuityAtSessionStartFor(dir, agent string) (*Injection, error) {
 	cfg, st, err := v.continuityConfigState()
 	if err != nil {
 		return nil, err
@@ -172,7 +178,7 @@ func (v *Vault) ContinuityAtSessionStart(dir string) (*Injection, error) {
 	// A row of a thread is injected with its thread's head, and only in a
 	// session of that thread (DESIGN §7): here only the rows of no thread.
 	for _, l := range c.ActiveLearnings(f, false) {
-		if l.Thread != "" {
+		if l.Thread != "" || !v.SeesAgent(agent, l.Agent) {
 			continue
 		}
 		line := "- " + l.Line() + "\n"
@@ -188,7 +194,7 @@ func (v *Vault) ContinuityAtSessionStart(dir string) (*Injection, error) {
 	}
 	used = 0
 	for _, d := range c.ActiveDecisions(f, false) {
-		if d.Thread != "" {
+		if d.Thread != "" || !v.SeesAgent(agent, d.Agent) {
 			continue
 		}
 		line := "- " + d.Line() + "\n"

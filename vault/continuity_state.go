@@ -35,7 +35,7 @@ import (
 
 var contView = &Derived[*contState]{
 	Name:    "continuity-state",
-	Version: 3,
+	Version: 4,
 	Rebuild: func(v *Vault, segs []segment, stamps []segStamp) (*contState, string, bool, error) {
 		s, tip, err := v.foldContState()
 		if err != nil {
@@ -423,7 +423,7 @@ func encodeContinuity(c *Continuity) []byte {
 	list(c.Files)
 	num(len(c.Learnings))
 	for _, l := range c.Learnings {
-		str(l.ID, l.Event, l.Date, l.Error, l.Cause, l.Prevention, l.Scope, l.LastRelevant, l.Status, l.StatusBy, l.Reason, l.Thread)
+		str(l.ID, l.Event, l.Date, l.Error, l.Cause, l.Prevention, l.Scope, l.LastRelevant, l.Status, l.StatusBy, l.Reason, l.Thread, l.Agent)
 		tok := 0
 		if l.tokOK {
 			tok = l.tok + 1
@@ -433,7 +433,7 @@ func encodeContinuity(c *Continuity) []byte {
 	}
 	num(len(c.Decisions))
 	for _, d := range c.Decisions {
-		str(d.ID, d.Event, d.Date, d.Decision, d.Rationale, d.Scope, d.Status, d.Supersedes, d.SupersededBy, d.Thread)
+		str(d.ID, d.Event, d.Date, d.Decision, d.Rationale, d.Scope, d.Status, d.Supersedes, d.SupersededBy, d.Thread, d.Agent)
 		num(d.seq, d.rank)
 	}
 	num(len(c.Meta))
@@ -500,7 +500,7 @@ func decodeContinuity(body []byte) (*Continuity, bool) {
 	for i := range ls {
 		l := &ls[i]
 		l.ID, l.Event, l.Date, l.Error, l.Cause, l.Prevention = d.str(), d.str(), d.str(), d.str(), d.str(), d.str()
-		l.Scope, l.LastRelevant, l.Status, l.StatusBy, l.Reason, l.Thread = d.str(), d.str(), d.str(), d.str(), d.str(), d.str()
+		l.Scope, l.LastRelevant, l.Status, l.StatusBy, l.Reason, l.Thread, l.Agent = d.str(), d.str(), d.str(), d.str(), d.str(), d.str(), d.str()
 		l.TTL, l.BaseTTL, l.ReinforceCount, l.seq, l.rank = d.num(), d.num(), d.num(), d.num(), d.num()
 		if tok := d.num(); tok > 0 {
 			l.tok, l.tokOK = tok-1, true
@@ -519,7 +519,7 @@ func decodeContinuity(body []byte) (*Continuity, bool) {
 	for i := range ds {
 		dc := &ds[i]
 		dc.ID, dc.Event, dc.Date, dc.Decision, dc.Rationale = d.str(), d.str(), d.str(), d.str(), d.str()
-		dc.Scope, dc.Status, dc.Supersedes, dc.SupersededBy, dc.Thread = d.str(), d.str(), d.str(), d.str(), d.str()
+		dc.Scope, dc.Status, dc.Supersedes, dc.SupersededBy, dc.Thread, dc.Agent = d.str(), d.str(), d.str(), d.str(), d.str(), d.str()
 		dc.seq, dc.rank = d.num(), d.num()
 		c.Decisions[i] = dc
 		c.decisions[dc.ID] = dc

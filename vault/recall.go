@@ -142,6 +142,17 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The head files are the vault's own agent's view, every agent's rows
+	// in them: an agent that may not see some of those rows does not
+	// search them (docs/HOOKS.md, "Identity").
+	visible := v.VisibleAgents(opts.Agent)
+	othersRows := visible != nil && !index.HoldOnly(set.lineage, visible)
+	skipped := 0
+	defer func() {
+		if skipped > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("%d hits in head files left out: they hold rows of agents %s does not see", skipped, opts.Agent))
+		}
+	}()
 	stale := &staleHeads{}
 	defer func() {
 		for _, h := range stale.left {
@@ -184,6 +195,10 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 			}
 			if !v.inScope(sc, hit, allowed) {
 				res.Excluded++
+				continue
+			}
+			if hit.Kind == "head" && othersRows {
+				skipped++
 				continue
 			}
 			if hit.Kind == "head" && stale.behind(v, hit.Source.File) {

@@ -345,7 +345,7 @@ func (f *fakeModel) chat(w http.ResponseWriter, body map[string]any, n int) {
 			turn = ""
 		}
 	}
-	text := fmt.Sprintf("Fake answer %d to: %s", n, clip(lastUser, 60))
+	text := fmt.Sprintf("Fake answer %d to: %s", n, clip(lastUser, 60)) + echoControls(turn)
 	promptTokens := 100
 	if strings.Contains(turn, "BIGUSAGE") && f.bigDone.CompareAndSwap(false, true) {
 		promptTokens = 195000
@@ -1229,7 +1229,9 @@ func TestE2EOpenCode(t *testing.T) {
 
 	sidRE := regexp.MustCompile(`"sessionID":"(ses_[^"]+)"`)
 	word1 := randWord("promptword")
-	r := e.mustRun(120*time.Second, opencode, "run", "--format", "json", "hello, first turn "+word1)
+	decision := "keep the release branch frozen " + randWord("decisionword")
+	next := "write the release notes " + randWord("nextword")
+	r := e.mustRun(120*time.Second, opencode, "run", "--format", "json", "hello, first turn "+word1+"\nDECISION: "+decision+"\nNEXT: "+next+"\nthat is all")
 	m := sidRE.FindStringSubmatch(r.stdout)
 	if m == nil {
 		t.Fatalf("no sessionID in opencode output:\n%s\nstderr: %s", clipHead(r.stdout), clipHead(r.stderr))
@@ -1253,13 +1255,21 @@ func TestE2EOpenCode(t *testing.T) {
 	if last.N <= before {
 		t.Fatalf("no model request in the compacting turn")
 	}
-	e.requireMarkIn("after compaction (the turn's last request)", []loggedRequest{last})
+	req := e.requireMarkIn("after compaction (the turn's last request)", []loggedRequest{last})
+	// The decision of the turn before the compaction is in the memory
+	// injected after it.
+	if !strings.Contains(req.Body, decision) {
+		t.Errorf("the request after compaction (#%d) does not carry the decision made before it (%q)", req.N, decision)
+	}
 	e.requirePromptInTranscript(sid, word2)
 
 	// No session end in `opencode run` (documented as degraded): a summary
 	// node is expected once the next session's first turn has ended.
 	word3 := randWord("promptword")
-	r = e.mustRun(120*time.Second, opencode, "run", "--format", "json", "a new session "+word3)
+	// Its reply closes the first session's next action: OpenCode hands
+	// over only the last answer of a turn, and the compacting turn's last
+	// answer is the one after the compaction, so the DONE: line goes here.
+	r = e.mustRun(120*time.Second, opencode, "run", "--format", "json", "a new session "+word3+"\nDONE: "+next+"\nthat is all")
 	if m := sidRE.FindStringSubmatch(r.stdout); m == nil || m[1] == sid {
 		t.Fatalf("expected a new session: %v", m)
 	}
@@ -1272,6 +1282,7 @@ func TestE2EOpenCode(t *testing.T) {
 	} else {
 		e.requireHeadLists(sid)
 	}
+	e.requireClosedNext(next)
 	e.requireFsck()
 
 	release := e.holdLock()

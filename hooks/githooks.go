@@ -180,7 +180,7 @@ func RecordCommit(v *vault.Vault, cwd, agent string) error {
 		return fmt.Errorf("git post-commit: read the commit: %v", err)
 	}
 	sha, subject, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	thread := ProjectThread(cwd)
+	thread := vault.ProjectThread(cwd)
 	st, err := v.LoadState()
 	if err != nil {
 		return err
@@ -194,7 +194,7 @@ func RecordCommit(v *vault.Vault, cwd, agent string) error {
 	}
 	_, err = v.Update(vault.TxOptions{Command: "hook git post-commit", Agent: agent, Session: session,
 		Harness: "git", LockTimeout: eventLockWait}, func(tx *vault.Tx) error {
-		data, _ := json.Marshal(map[string]string{"commit": sha, "repo": filepath.Base(ProjectRoot(cwd))})
+		data, _ := json.Marshal(map[string]string{"commit": sha, "repo": filepath.Base(vault.ProjectRoot(cwd))})
 		tx.Append(&vault.Event{Kind: "code.commit", Thread: thread, Text: subject, Data: data, Source: "git"})
 		return nil
 	})

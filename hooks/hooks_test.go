@@ -3,7 +3,6 @@ package hooks
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -146,36 +145,6 @@ func TestFit(t *testing.T) {
 	}
 	if got := fit([]string{"a", "b"}, 100); got != "a\n\nb" {
 		t.Fatalf("fit small: %q", got)
-	}
-}
-
-func TestProjectThread(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("needs git")
-	}
-	dir := t.TempDir()
-	repo := filepath.Join(dir, "Some Repo")
-	run := func(args ...string) {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	run("init", "-q", repo)
-	if got := ProjectThread(filepath.Join(repo)); got != "project:some-repo" {
-		t.Fatalf("no remote: %q", got)
-	}
-	run("-C", repo, "remote", "add", "origin", "git@example.com:acme/Shop.Front.git")
-	os.MkdirAll(filepath.Join(repo, "sub", "dir"), 0o755)
-	if got := ProjectThread(filepath.Join(repo, "sub", "dir")); got != "project:shop.front" {
-		t.Fatalf("remote: %q", got)
-	}
-	run("-C", repo, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", "x")
-	run("-C", repo, "worktree", "add", "-q", filepath.Join(dir, "wt2"))
-	if got := ProjectThread(filepath.Join(dir, "wt2")); got != "project:shop.front-wt2" {
-		t.Fatalf("worktree: %q", got)
-	}
-	if got := ProjectThread(filepath.Join(dir, "plain folder")); got != "project:plain-folder" {
-		t.Fatalf("folder: %q", got)
 	}
 }
 

@@ -42,7 +42,7 @@ func (r *Runner) Run(ev Event, p Payload) (string, error) {
 	t := vault.TranscriptRef{Agent: r.Agent, Session: p.SessionID}
 	thread := r.Thread
 	if thread == "" {
-		thread = ProjectThread(p.CWD)
+		thread = vault.ProjectThread(p.CWD)
 	}
 	// Work a previous event left for later goes first, within a budget, so
 	// it never holds up this event for long. A session start, on the user's

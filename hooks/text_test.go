@@ -5,9 +5,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
-// summaryBlock, stripHookContext and slugify were regular expressions
+// summaryBlock and stripHookContext were regular expressions
 // compiled when the package loaded; they are plain string code now. These
 // tables pin what the expressions did, and each case, and every short mix of
 // the tricky pieces, is also checked against the old expression itself.
@@ -28,18 +30,6 @@ var oldHookContextRE = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 
 func oldHookContext(s string) string {
 	return oldHookContextRE().ReplaceAllString(s, "")
-}
-
-// oldSlugify is slugify as it was, with `[^a-z0-9._-]+`.
-var oldSlugRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-z0-9._-]+`) })
-
-func oldSlugify(s string) string {
-	s = oldSlugRE().ReplaceAllString(strings.ToLower(s), "-")
-	s = strings.Trim(s, "-._")
-	if len(s) > 64 {
-		s = strings.Trim(s[:64], "-._")
-	}
-	return s
 }
 
 func TestSummaryBlock(t *testing.T) {
@@ -65,7 +55,7 @@ func TestSummaryBlock(t *testing.T) {
 			t.Errorf("table disagrees with the old expression on %q: %q", c.in, old)
 		}
 	}
-	mixes(t, []string{"<summary>", "</summary>", " ", "\n", "x", "\xff"}, 4, func(s string) {
+	vaulttest.Mixes(t, []string{"<summary>", "</summary>", " ", "\n", "x", "\xff"}, 4, func(s string) {
 		if got, old := summaryBlock(s), oldSummary(s); got != old {
 			t.Errorf("summaryBlock(%q) = %q, the expression gave %q", s, got, old)
 		}
@@ -94,55 +84,9 @@ func TestStripHookContext(t *testing.T) {
 			t.Errorf("table disagrees with the old expression on %q: %q", c.in, old)
 		}
 	}
-	mixes(t, []string{"<hook_context>", "</hook_context>", " ", "\n", "\v", "x", "\xff"}, 4, func(s string) {
+	vaulttest.Mixes(t, []string{"<hook_context>", "</hook_context>", " ", "\n", "\v", "x", "\xff"}, 4, func(s string) {
 		if got, old := stripHookContext(s), oldHookContext(s); got != old {
 			t.Errorf("stripHookContext(%q) = %q, the expression gave %q", s, got, old)
 		}
 	})
-}
-
-func TestSlugify(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{"", ""},
-		{"shop", "shop"},
-		{"My Shop", "my-shop"},
-		{"my  shop!!", "my-shop"},
-		{"a-€b", "a--b"},
-		{"Café Über", "caf-ber"},
-		{"v1.2_beta", "v1.2_beta"},
-		{"--.x._--", "x"},
-		{"\xffab\xfe", "ab"},
-		{"日本", ""},
-		{strings.Repeat("ab", 40), strings.Repeat("ab", 32)},
-		{strings.Repeat("a", 63) + " x", strings.Repeat("a", 63)},
-	}
-	for _, c := range cases {
-		if got := slugify(c.in); got != c.want {
-			t.Errorf("slugify(%q) = %q, want %q", c.in, got, c.want)
-		}
-		if old := oldSlugify(c.in); old != c.want {
-			t.Errorf("table disagrees with the old expression on %q: %q", c.in, old)
-		}
-	}
-	mixes(t, []string{"a", "Z", "-", ".", " ", "é", "\xff", "İ"}, 5, func(s string) {
-		if got, old := slugify(s), oldSlugify(s); got != old {
-			t.Errorf("slugify(%q) = %q, the expression gave %q", s, got, old)
-		}
-	})
-}
-
-// mixes calls f with every string of up to n pieces.
-func mixes(t *testing.T, pieces []string, n int, f func(string)) {
-	t.Helper()
-	var walk func(prefix string, left int)
-	walk = func(prefix string, left int) {
-		f(prefix)
-		if left == 0 || t.Failed() {
-			return
-		}
-		for _, p := range pieces {
-			walk(prefix+p, left-1)
-		}
-	}
-	walk("", n)
 }

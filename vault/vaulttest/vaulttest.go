@@ -108,3 +108,21 @@ func Files(tb testing.TB, root string) map[string][]byte {
 	}
 	return files
 }
+
+// Mixes calls f with every string of up to n pieces, stopping once the test
+// failed: the short mixes of a parser's tricky pieces, for checking it
+// against a reference implementation.
+func Mixes(tb testing.TB, pieces []string, n int, f func(string)) {
+	tb.Helper()
+	var walk func(prefix string, left int)
+	walk = func(prefix string, left int) {
+		f(prefix)
+		if left == 0 || tb.Failed() {
+			return
+		}
+		for _, p := range pieces {
+			walk(prefix+p, left-1)
+		}
+	}
+	walk("", n)
+}

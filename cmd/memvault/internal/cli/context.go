@@ -41,7 +41,7 @@ func newContextOptions(c *ucli.Context, v *vault.Vault) (contextOptions, error) 
 	}
 	opts.dir, _ = os.Getwd()
 	if opts.thread == "" {
-		opts.thread = hooks.ProjectThread(opts.dir)
+		opts.thread = vault.ProjectThread(opts.dir)
 	} else if _, err := vault.ParseThread(opts.thread); err != nil {
 		return opts, err
 	}

@@ -46,7 +46,7 @@ func newInstaller(c *ucli.Context, name string) (*hooks.Installer, error) {
 	if resolved, err := filepath.EvalSymlinks(bin); err == nil {
 		bin = resolved
 	}
-	return &hooks.Installer{Harness: name, Scope: scope, Project: hooks.ProjectRoot(wd), Home: home, Bin: bin, Env: os.Getenv}, nil
+	return &hooks.Installer{Harness: name, Scope: scope, Project: vault.ProjectRoot(wd), Home: home, Bin: bin, Env: os.Getenv}, nil
 }
 
 var gitFlags = []ucli.Flag{
@@ -87,7 +87,7 @@ func gitHookChanges(c *ucli.Context, verb string, remove bool) ([]hooks.Change, 
 		out = append(out, cs...)
 	}
 	if doProject {
-		cs, err := hooks.PlanGitHooks(hooks.ProjectRoot(wd), hooks.ProjectGitHooks(bin), bin, remove)
+		cs, err := hooks.PlanGitHooks(vault.ProjectRoot(wd), hooks.ProjectGitHooks(bin), bin, remove)
 		if err != nil {
 			return nil, err
 		}

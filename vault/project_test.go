@@ -1,0 +1,90 @@
+package vault
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/memvault/memvault/vault/vaulttest"
+)
+
+// slugify was a regular expression compiled when the package loaded; it is
+// plain string code now. The table pins what the expression did, and each
+// case, and every short mix of the tricky pieces, is also checked against
+// the old expression itself.
+
+// oldSlugify is slugify as it was, with `[^a-z0-9._-]+`.
+var oldSlugRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-z0-9._-]+`) })
+
+func oldSlugify(s string) string {
+	s = oldSlugRE().ReplaceAllString(strings.ToLower(s), "-")
+	s = strings.Trim(s, "-._")
+	if len(s) > 64 {
+		s = strings.Trim(s[:64], "-._")
+	}
+	return s
+}
+
+func TestSlugify(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"", ""},
+		{"shop", "shop"},
+		{"My Shop", "my-shop"},
+		{"my  shop!!", "my-shop"},
+		{"a-€b", "a--b"},
+		{"Café Über", "caf-ber"},
+		{"v1.2_beta", "v1.2_beta"},
+		{"--.x._--", "x"},
+		{"\xffab\xfe", "ab"},
+		{"日本", ""},
+		{strings.Repeat("ab", 40), strings.Repeat("ab", 32)},
+		{strings.Repeat("a", 63) + " x", strings.Repeat("a", 63)},
+	}
+	for _, c := range cases {
+		if got := slugify(c.in); got != c.want {
+			t.Errorf("slugify(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if old := oldSlugify(c.in); old != c.want {
+			t.Errorf("table disagrees with the old expression on %q: %q", c.in, old)
+		}
+	}
+	vaulttest.Mixes(t, []string{"a", "Z", "-", ".", " ", "é", "\xff", "İ"}, 5, func(s string) {
+		if got, old := slugify(s), oldSlugify(s); got != old {
+			t.Errorf("slugify(%q) = %q, the expression gave %q", s, got, old)
+		}
+	})
+}
+
+func TestProjectThread(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git")
+	}
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "Some Repo")
+	run := func(args ...string) {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run("init", "-q", repo)
+	if got := ProjectThread(filepath.Join(repo)); got != "project:some-repo" {
+		t.Fatalf("no remote: %q", got)
+	}
+	run("-C", repo, "remote", "add", "origin", "git@example.com:acme/Shop.Front.git")
+	os.MkdirAll(filepath.Join(repo, "sub", "dir"), 0o755)
+	if got := ProjectThread(filepath.Join(repo, "sub", "dir")); got != "project:shop.front" {
+		t.Fatalf("remote: %q", got)
+	}
+	run("-C", repo, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", "x")
+	run("-C", repo, "worktree", "add", "-q", filepath.Join(dir, "wt2"))
+	if got := ProjectThread(filepath.Join(dir, "wt2")); got != "project:shop.front-wt2" {
+		t.Fatalf("worktree: %q", got)
+	}
+	if got := ProjectThread(filepath.Join(dir, "plain folder")); got != "project:plain-folder" {
+		t.Fatalf("folder: %q", got)
+	}
+}

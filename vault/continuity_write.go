@@ -92,6 +92,10 @@ type ContinuityOptions struct {
 	Now time.Time
 	// Trigger is recorded in head.rendered: a command name or session-end.
 	Trigger string
+	// Thread is the thread the verbs file new rows under (the command
+	// line's current thread, docs/RETRIEVAL.md); "" files them as global.
+	// An event about an earlier row takes that row's thread instead.
+	Thread string
 }
 
 // ContinuityResult is what a change did.
@@ -110,12 +114,13 @@ type ContinuityResult struct {
 // ContinuityTx is a transaction of the protocol.
 type ContinuityTx struct {
 	*Tx
-	day   string
-	st    *contState // the state before the transaction, through its cache
-	err   error      // the state could not be read: the transaction fails
-	res   *ContinuityResult
-	audit *AuditReport
-	index bool // write learnings-index.md even with no learnings
+	day    string
+	st     *contState // the state before the transaction, through its cache
+	err    error      // the state could not be read: the transaction fails
+	res    *ContinuityResult
+	audit  *AuditReport
+	index  bool   // write learnings-index.md even with no learnings
+	thread string // ContinuityOptions.Thread
 }
 
 // WriteIndex makes the transaction write learnings-index.md even when there
@@ -187,11 +192,16 @@ func (ct *ContinuityTx) append(kind, text string, d any, links ...string) *Event
 
 // appendEvent appends an event of a protocol verb, from the command line.
 // An event about an earlier row takes that row's thread, so the thread
-// head that shows the row is refreshed.
+// head that shows the row is refreshed (a global row's stays global); a
+// new row takes the transaction's thread.
 func (ct *ContinuityTx) appendEvent(ev *Event) *Event {
 	ev.Source = "cli"
-	if ev.Thread == "" && len(ev.Links) > 0 {
-		ev.Thread = ct.state().threadOf(ev.Links[0])
+	if ev.Thread == "" {
+		if len(ev.Links) > 0 {
+			ev.Thread = ct.state().threadOf(ev.Links[0])
+		} else {
+			ev.Thread = ct.thread
+		}
 	}
 	return ct.Append(ev)
 }
@@ -222,6 +232,13 @@ func (v *Vault) UpdateContinuity(opts ContinuityOptions, fn func(*ContinuityTx) 
 	}
 	if opts.Command == "" {
 		opts.Command = "continuity"
+	}
+	if opts.Thread != "" {
+		th, err := ParseThread(opts.Thread)
+		if err != nil {
+			return nil, err
+		}
+		opts.Thread = th.String()
 	}
 	cfg, err := v.ContinuityConfig()
 	if err != nil {
@@ -313,7 +330,7 @@ func (v *Vault) continuityTx(opts ContinuityOptions, resp **ContinuityResult, ct
 			day = tx.Now()
 		}
 		*resp = &ContinuityResult{Events: []*Event{}, Messages: []string{}}
-		*ctp = &ContinuityTx{Tx: tx, day: day.UTC().Format(dateLayout), st: st, res: *resp}
+		*ctp = &ContinuityTx{Tx: tx, day: day.UTC().Format(dateLayout), st: st, res: *resp, thread: opts.Thread}
 		ct := *ctp
 		if err := fn(ct); err != nil {
 			return err

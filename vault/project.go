@@ -133,3 +133,80 @@ func slugRuns(s string) string {
 	}
 	return b.String()
 }
+
+// WorkThread is the thread a command run in dir works in when it is given
+// none (docs/RETRIEVAL.md, "The current thread"): ProjectThread(dir), the
+// thread the hooks give a session that runs there, when dir is inside the
+// project that holds the vault (the folder around a vault named .memory)
+// or when the vault knows the thread already (a row, an alias or a head of
+// it). Otherwise none: a --vault that points elsewhere, used from a folder
+// the vault has never heard of, does not narrow anything to a thread of
+// that folder. Inside the project, a folder outside any git work tree
+// (a subfolder of a project without git) or inside the vault itself stands
+// for the project folder, unless the vault knows its own thread: so `cd
+// api` in a plain project folder stays in the project's thread. known
+// reports whether the vault has anything of the thread yet; a reader has
+// nothing to find in a thread it does not know.
+func (v *Vault) WorkThread(dir string) (thread string, known bool, err error) {
+	sc, err := v.loadScope()
+	if err != nil {
+		return "", false, err
+	}
+	thread, known = v.workThread(sc, dir)
+	return thread, known, nil
+}
+
+// workThread is WorkThread against a scope already loaded.
+func (v *Vault) workThread(sc *Scope, dir string) (thread string, known bool) {
+	if dir == "" {
+		return "", false
+	}
+	holder := ""
+	if filepath.Base(v.Root) == DirName {
+		holder = filepath.Dir(v.Root)
+	}
+	inProject := holder != "" && within(dir, holder)
+	if inProject && within(dir, v.Root) {
+		dir = holder
+	}
+	thread, known = v.threadOf(sc, dir)
+	if inProject && !known && dir != holder {
+		if _, _, _, inGit := findGit(dir); !inGit {
+			thread, known = v.threadOf(sc, holder)
+		}
+	}
+	if !inProject && !known {
+		return "", false
+	}
+	return thread, known
+}
+
+// threadOf is ProjectThread(dir), "" when dir has no name to make a slug
+// of, and whether the vault knows it.
+func (v *Vault) threadOf(sc *Scope, dir string) (string, bool) {
+	th, err := ParseThread(ProjectThread(dir))
+	if err != nil {
+		return "", false
+	}
+	return th.String(), v.knowsThread(sc, th)
+}
+
+// within reports whether path is dir or inside it, comparing the paths
+// with symbolic links resolved where they resolve (a working directory
+// reached through a link names the same folder as the vault's path).
+func within(path, dir string) bool {
+	path, dir = realPath(path), realPath(dir)
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// realPath is p absolute, with its symbolic links resolved when it exists.
+func realPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}

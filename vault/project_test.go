@@ -88,3 +88,141 @@ func TestProjectThread(t *testing.T) {
 		t.Fatalf("folder: %q", got)
 	}
 }
+
+// WorkThread gives the working directory's thread inside the project that
+// holds the vault, and elsewhere only a thread the vault knows.
+func TestWorkThread(t *testing.T) {
+	base := t.TempDir()
+	proj := filepath.Join(base, "Shop")
+	v, _, err := Init(filepath.Join(proj, DirName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"api/v2", "../elsewhere/tools", "../known"} {
+		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(dir, want string, wantKnown bool) {
+		t.Helper()
+		got, known, err := v.WorkThread(dir)
+		if err != nil || got != want || known != wantKnown {
+			t.Errorf("WorkThread(%s) = %q, %v, %v; want %q, %v", dir, got, known, err, want, wantKnown)
+		}
+	}
+	check(proj, "project:shop", false)
+	check(filepath.Join(proj, "api", "v2"), "project:shop", false) // no git: the project folder
+	check(v.Root, "project:shop", false)                           // inside the vault
+	check(filepath.Join(v.Root, "ledger"), "project:shop", false)
+	check(filepath.Join(base, "elsewhere", "tools"), "", false) // unrelated and unknown
+	check("", "", false)
+
+	if _, err := v.Update(TxOptions{}, func(tx *Tx) error {
+		_, err := tx.Remember(Input{Text: "a row", Thread: "project:known"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check(filepath.Join(base, "known"), "project:known", true) // outside, but known
+	v.Config.Threads = map[string]struct {
+		Aliases []string `toml:"aliases"`
+	}{"project:tools": {Aliases: []string{"tooling"}}}
+	check(filepath.Join(base, "elsewhere", "tools"), "project:tools", true) // declared in memvault.toml
+
+	// A subfolder whose own thread the vault knows keeps it.
+	if _, err := v.Update(TxOptions{}, func(tx *Tx) error {
+		_, err := tx.Remember(Input{Text: "a row", Thread: "project:api"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check(filepath.Join(proj, "api"), "project:api", true)
+	check(filepath.Join(proj, "api", "v2"), "project:shop", false)
+
+	// A vault not named .memory holds no project: only known threads.
+	other, _, err := Init(filepath.Join(base, "notes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := other.WorkThread(filepath.Join(base, "notes"))
+	if err != nil || got != "" {
+		t.Errorf("vault not named %s: %q, %v", DirName, got, err)
+	}
+}
+
+// In a git work tree, every folder of it is the project's, by its origin.
+func TestWorkThreadGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git")
+	}
+	proj := filepath.Join(t.TempDir(), "checkout")
+	if out, err := exec.Command("git", "init", "-q", proj).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("git", "-C", proj, "remote", "add", "origin", "https://example.com/acme/shop.git").CombinedOutput(); err != nil {
+		t.Fatalf("git remote: %v\n%s", err, out)
+	}
+	v, _, err := Init(filepath.Join(proj, DirName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(proj, "src", "api"), 0o755)
+	for _, dir := range []string{proj, filepath.Join(proj, "src", "api"), v.Root} {
+		if got, _, err := v.WorkThread(dir); err != nil || got != "project:shop" {
+			t.Errorf("WorkThread(%s) = %q, %v; want project:shop", dir, got, err)
+		}
+	}
+}
+
+// The protocol's verbs file new rows under the transaction's thread; an
+// event about an earlier row keeps that row's thread, a global one too.
+func TestContinuityThread(t *testing.T) {
+	v := newVault(t)
+	update := func(thread string, fn func(ct *ContinuityTx) error) []*Event {
+		t.Helper()
+		res, err := v.UpdateContinuity(ContinuityOptions{Thread: thread}, fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Events
+	}
+	threads := func(evs []*Event) string {
+		var out []string
+		for _, ev := range evs {
+			if !strings.HasPrefix(ev.Kind, "head.") { // the refresh of CONTINUITY.md
+				out = append(out, ev.Kind+"="+ev.Thread)
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	evs := update("", func(ct *ContinuityTx) error { return ct.Next("a global step", false) })
+	global := evs[0].ID
+	evs = update("project:shop", func(ct *ContinuityTx) error {
+		if err := ct.Next("a shop step", false); err != nil {
+			return err
+		}
+		if _, err := ct.Decide(DecideInput{Decision: "retry 5 times"}); err != nil {
+			return err
+		}
+		return ct.Done("something else")
+	})
+	if got := threads(evs); got != "next=project:shop decision=project:shop done=project:shop" {
+		t.Fatalf("new rows: %s", got)
+	}
+	decision := evs[1].ID
+	evs = update("project:other", func(ct *ContinuityTx) error {
+		if err := ct.Done(global); err != nil {
+			return err
+		}
+		_, err := ct.Decide(DecideInput{Decision: "retry 3 times", Supersedes: decision})
+		return err
+	})
+	if got := threads(evs); got != "done= supersede=project:shop" {
+		t.Fatalf("rows about rows: %s", got)
+	}
+	if _, err := v.UpdateContinuity(ContinuityOptions{Thread: "Not A Thread"}, func(ct *ContinuityTx) error {
+		return ct.Next("never", false)
+	}); err == nil {
+		t.Fatal("a malformed thread was taken")
+	}
+}

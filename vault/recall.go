@@ -35,10 +35,14 @@ const indexDir = ".index"
 
 // RecallOptions describe one recall.
 type RecallOptions struct {
-	Query      string
-	Agent      string
-	Thread     string // the current thread: --thread, MEMVAULT_THREAD, or the session's
-	Session    string // the current session, to find its thread when Thread is empty
+	Query   string
+	Agent   string
+	Thread  string // the current thread: --thread, MEMVAULT_THREAD, or the session's
+	Session string // the current session, to find its thread when Thread is empty
+	// Dir is the working directory: when neither Thread nor Session gives
+	// a current thread, its thread is current if the vault knows it
+	// (WorkThread). "" leaves the working directory out.
+	Dir        string
 	AllThreads bool
 	Tier       string   // one tier, or "" for all
 	Tiers      []string // several tiers; overrides Tier
@@ -88,6 +92,9 @@ type RecallResult struct {
 	Scope    []string `json:"scope"` // threads searched; "" is the global rows
 	Notes    []string `json:"-"`     // for stderr
 	Excluded int      `json:"-"`     // hits left out because of thread scope
+	// DirThread is the current thread when it came from Dir, for the
+	// command line to say so.
+	DirThread string `json:"-"`
 }
 
 // Recall searches the vault: structured rows first, then heads and nodes,
@@ -119,11 +126,11 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	allowed, scopeList, err := v.recallScope(sc, q, &opts)
+	allowed, scopeList, dirThread, err := v.recallScope(sc, q, &opts)
 	if err != nil {
 		return nil, err
 	}
-	res := &RecallResult{Scope: scopeList}
+	res := &RecallResult{Scope: scopeList, DirThread: dirThread}
 
 	kinds := ""
 	for tier, k := range map[string]string{TierStructured: "r", TierHeads: "n", TierTranscripts: "m"} {
@@ -217,17 +224,18 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 
 // recallScope decides which threads are searched: "" (global rows) always;
 // all threads with AllThreads; else the current thread, the threads linked
-// to it by a link event, and any thread whose alias the query names.
-func (v *Vault) recallScope(sc *Scope, q string, opts *RecallOptions) (map[string]bool, []string, error) {
+// to it by a link event, and any thread whose alias the query names. It
+// returns the current thread too when it came from the working directory.
+func (v *Vault) recallScope(sc *Scope, q string, opts *RecallOptions) (allowed map[string]bool, scope []string, dirThread string, err error) {
 	if opts.Thread != "" {
 		th, err := ParseThread(opts.Thread)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
 		opts.Thread = th.String()
-		if !sc.Known(opts.Thread) && v.Config.Threads[opts.Thread].Aliases == nil && !v.headExists(th) {
+		if !v.knowsThread(sc, th) {
 			e := fault.New(ErrNotFound, "recall: thread %q: unknown", opts.Thread)
-			return nil, nil, e.WithHint("threads the ledger knows: %s", strings.Join(sc.Threads(), ", "))
+			return nil, nil, "", e.WithHint("threads the ledger knows: %s", strings.Join(sc.Threads(), ", "))
 		}
 	} else if opts.Session != "" && !opts.AllThreads {
 		if ts := sc.SessionThreads(opts.Agent, opts.Session); len(ts) == 1 {
@@ -235,9 +243,14 @@ func (v *Vault) recallScope(sc *Scope, q string, opts *RecallOptions) (map[strin
 		}
 	}
 	if opts.AllThreads {
-		return nil, []string{"*"}, nil
+		return nil, []string{"*"}, "", nil
 	}
-	allowed := map[string]bool{"": true}
+	if opts.Thread == "" && opts.Dir != "" {
+		if t, known := v.workThread(sc, opts.Dir); known {
+			opts.Thread, dirThread = t, t
+		}
+	}
+	allowed = map[string]bool{"": true}
 	if opts.Thread != "" {
 		allowed[opts.Thread] = true
 		for _, t := range sc.Linked(opts.Thread) {
@@ -251,7 +264,13 @@ func (v *Vault) recallScope(sc *Scope, q string, opts *RecallOptions) (map[strin
 			}
 		}
 	}
-	return allowed, sortedKeys(allowed), nil
+	return allowed, sortedKeys(allowed), dirThread, nil
+}
+
+// knowsThread reports whether the vault has anything of a thread: a row of
+// it in the ledger, aliases in memvault.toml, or a head file.
+func (v *Vault) knowsThread(sc *Scope, t Thread) bool {
+	return sc.Known(t.String()) || v.Config.Threads[t.String()].Aliases != nil || v.headExists(t)
 }
 
 func (v *Vault) headExists(t Thread) bool {

@@ -194,8 +194,8 @@ func commandActions() map[string]action {
 	return map[string]action{
 		"init": noVault(runInit), // creates the vault, so there is none to open yet
 
-		"remember":         inTx(runRemember),
-		"commitment open":  inTx(runCommitmentOpen),
+		"remember":         inTxPrepared(prepareRemember),
+		"commitment open":  inTxPrepared(prepareCommitmentOpen),
 		"commitment close": inTx(runCommitmentClose),
 		"retract":          inTx(runRetract),
 		"supersede":        inTx(runSupersede),
@@ -354,6 +354,9 @@ type action struct {
 type txWork struct {
 	apply  func(tx *vault.Tx) error
 	report func(res *vault.Result) error
+	// thread is the thread the rows were filed under when it came from
+	// the working directory: the root says so on stderr after the commit.
+	thread string
 }
 
 // noVault declares a command that opens no vault through the root.
@@ -420,6 +423,9 @@ func runTx(c *ucli.Context, prepare func(c *ucli.Context, v *vault.Vault) (txWor
 	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(c.App.ErrWriter, "memvault: warning: %s\n", w)
+	}
+	if work.thread != "" {
+		dirThreadNote(c, work.thread, optOutWrite)
 	}
 	if work.report != nil {
 		return work.report(res)

@@ -24,7 +24,7 @@ func newCommitmentCommand() *ucli.Command {
 				Name:      "open",
 				Usage:     "record a commitment; prints its id",
 				ArgsUsage: "TEXT | -",
-				Flags:     writeFlags(threadFlag, &ucli.StringSliceFlag{Name: "link", Usage: "id of a related event or node"}),
+				Flags:     writeFlags(rowThreadFlag, globalFlag, &ucli.StringSliceFlag{Name: "link", Usage: "id of a related event or node"}),
 			},
 			{
 				Name:      "close",
@@ -36,14 +36,22 @@ func newCommitmentCommand() *ucli.Command {
 	}
 }
 
-func runCommitmentOpen(c *ucli.Context, tx *vault.Tx) error {
+// prepareCommitmentOpen checks the text and works out the commitment's
+// thread before the vault lock is taken.
+func prepareCommitmentOpen(c *ucli.Context, v *vault.Vault) (txWork, error) {
 	text, err := textArg(c, "text")
 	if err != nil {
-		return err
+		return txWork{}, err
 	}
-	opts := commitmentOpenOptions{thread: c.String("thread"), text: text, links: c.StringSlice("link")}
-	_, err = tx.OpenCommitment(vault.Input{Thread: opts.thread, Text: opts.text, Links: opts.links})
-	return err
+	thread, fromDir, err := currentThread(c, v)
+	if err != nil {
+		return txWork{}, err
+	}
+	opts := commitmentOpenOptions{thread: thread, text: text, links: c.StringSlice("link")}
+	return txWork{apply: func(tx *vault.Tx) error {
+		_, err := tx.OpenCommitment(vault.Input{Thread: opts.thread, Text: opts.text, Links: opts.links})
+		return err
+	}, thread: derived(thread, fromDir)}, nil
 }
 
 func runCommitmentClose(c *ucli.Context, tx *vault.Tx) error {

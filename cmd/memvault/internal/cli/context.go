@@ -24,7 +24,8 @@ func newContextCommand() *ucli.Command {
 			"sections, MEMORY.md and the learnings and decisions in scope here, each row once, within\n" +
 			"--limit characters (docs/HOOKS.md). The note it starts with:\n\n" + hooks.UsageNote,
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"}, Usage: "the session's thread (default: derived from the project)"},
+			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"}, Usage: "the session's thread (default: the working directory's)"},
+			&ucli.BoolFlag{Name: "global", Usage: "no thread: MEMORY.md, CONTINUITY.md and global rows only"},
 			&ucli.IntFlag{Name: "limit", Value: hooks.DefaultContextLimit, Usage: "at most this many characters"},
 		},
 	}
@@ -40,10 +41,12 @@ func newContextOptions(c *ucli.Context, v *vault.Vault) (contextOptions, error) 
 		return opts, usagef("context: --limit must be at least 200")
 	}
 	opts.dir, _ = os.Getwd()
-	if opts.thread == "" {
-		opts.thread = vault.ProjectThread(opts.dir)
-	} else if _, err := vault.ParseThread(opts.thread); err != nil {
+	var fromDir bool
+	if opts.thread, fromDir, err = currentThread(c, v); err != nil {
 		return opts, err
+	}
+	if fromDir {
+		dirThreadNote(c, opts.thread, optOutWrite)
 	}
 	return opts, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,6 +66,12 @@ func runContinuityWrite(c *ucli.Context, fn func(c *ucli.Context, ct *vault.Cont
 	opts := vault.ContinuityOptions{Now: now, Trigger: c.Command.FullName(), TxOptions: vault.TxOptions{
 		Command: c.Command.FullName(), Agent: agent, Session: c.String("session"),
 		Harness: c.String("harness"), Force: c.Bool("force")}}
+	fromDir := false
+	if filesRows(c) {
+		if opts.Thread, fromDir, err = currentThread(c, v); err != nil {
+			return nil, err
+		}
+	}
 	res, err := v.UpdateContinuity(opts, func(ct *vault.ContinuityTx) error { return fn(c, ct) })
 	if err != nil {
 		return nil, err
@@ -72,7 +79,19 @@ func runContinuityWrite(c *ucli.Context, fn func(c *ucli.Context, ct *vault.Cont
 	for _, w := range res.Warnings {
 		fmt.Fprintf(c.App.ErrWriter, "memvault: warning: %s\n", w)
 	}
+	// A done or supersede takes the thread of the row it closes: say
+	// which thread was used only when a row went there.
+	if fromDir && slices.ContainsFunc(res.Events, func(ev *vault.Event) bool { return ev.Thread == opts.Thread }) {
+		dirThreadNote(c, opts.Thread, optOutWrite)
+	}
 	return res, nil
+}
+
+// filesRows reports whether a protocol command files new rows (learn,
+// decide, goal, next, done), which it declares by taking --global: they
+// go to the current thread. The others write only CONTINUITY.md.
+func filesRows(c *ucli.Context) bool {
+	return slices.ContainsFunc(c.Command.Flags, func(f ucli.Flag) bool { return f == globalFlag })
 }
 
 func printHeadOutcome(c *ucli.Context, res *vault.ContinuityResult) {

@@ -16,7 +16,7 @@ func newDecideCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "rationale", Aliases: []string{"r"}, Usage: "why (required)"},
 			learnScopeFlag,
 			&ucli.StringFlag{Name: "supersedes", Usage: "id of the decision this one replaces"},
-			nowFlag,
+			rowThreadFlag, globalFlag, nowFlag,
 		),
 	}
 }

@@ -11,7 +11,7 @@ func newDoneCommand() *ucli.Command {
 		Name:      "done",
 		Usage:     "record an accomplishment; a next action's number or text takes it off the queue",
 		ArgsUsage: "TEXT | N",
-		Flags:     writeFlags(nowFlag),
+		Flags:     writeFlags(rowThreadFlag, globalFlag, nowFlag),
 	}
 }
 

@@ -13,7 +13,7 @@ func newGoalCommand() *ucli.Command {
 		Name:      "goal",
 		Usage:     "set the active goal of CONTINUITY.md (and/or the phase)",
 		ArgsUsage: "TEXT",
-		Flags:     writeFlags(&ucli.StringFlag{Name: "phase", Usage: strings.Join(vault.Phases, ", ")}, nowFlag),
+		Flags:     writeFlags(&ucli.StringFlag{Name: "phase", Usage: strings.Join(vault.Phases, ", ")}, rowThreadFlag, globalFlag, nowFlag),
 	}
 }
 

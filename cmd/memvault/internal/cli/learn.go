@@ -20,7 +20,7 @@ func newLearnCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "invalidate", Usage: "mark learning ID as wrong because it caused a problem (with --why)"},
 			&ucli.StringFlag{Name: "correct", Usage: "fix learning ID (with --prevention or --cause, and --why)"},
 			&ucli.StringFlag{Name: "why", Usage: "what went wrong, for --invalidate and --correct"},
-			nowFlag,
+			rowThreadFlag, globalFlag, nowFlag,
 		),
 	}
 }

@@ -11,7 +11,7 @@ func newNextCommand() *ucli.Command {
 		Name:      "next",
 		Usage:     "add a next action (the first one is the current task)",
 		ArgsUsage: "TEXT",
-		Flags:     writeFlags(&ucli.BoolFlag{Name: "first", Usage: "put it on top: it becomes the current task"}, nowFlag),
+		Flags:     writeFlags(&ucli.BoolFlag{Name: "first", Usage: "put it on top: it becomes the current task"}, rowThreadFlag, globalFlag, nowFlag),
 	}
 }
 

@@ -23,7 +23,7 @@ func newRecallCommand() *ucli.Command {
 		Usage:     "search memory: structured rows, then heads and nodes, then transcripts",
 		ArgsUsage: "QUERY | -",
 		Flags: []ucli.Flag{jsonFlag,
-			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"}, Usage: "the current thread (default: the session's)"},
+			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"}, Usage: "the current thread (default: the session's, else the working directory's)"},
 			&ucli.BoolFlag{Name: "all-threads", Usage: "search every thread"},
 			&ucli.StringFlag{Name: "session", EnvVars: []string{"MEMVAULT_SESSION"}, Usage: "the current session, whose thread is the default"},
 			&ucli.StringFlag{Name: "tier", Usage: "only one tier: structured, heads or transcripts"},
@@ -56,6 +56,8 @@ func newRecallOptions(c *ucli.Context, v *vault.Vault) (recallOptions, error) {
 		Tier: c.String("tier"), Limit: c.Int("limit"), History: c.Bool("history")}}
 	if c.Bool("all-threads") {
 		opts.lib.Thread = ""
+	} else if wd, err := os.Getwd(); err == nil {
+		opts.lib.Dir = wd
 	}
 	now := time.Now()
 	if s := c.String("since"); s != "" {
@@ -82,6 +84,9 @@ func runRecall(c *ucli.Context, v *vault.Vault) error {
 	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(c.App.ErrWriter, "memvault: note: %s\n", n)
+	}
+	if res.DirThread != "" {
+		dirThreadNote(c, res.DirThread, optOutRead)
 	}
 	if res.Excluded > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "memvault: note: %d hits in other threads left out (scope: %s); --all-threads or --thread T includes them\n",

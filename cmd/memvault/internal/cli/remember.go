@@ -19,24 +19,32 @@ func newRememberCommand() *ucli.Command {
 		ArgsUsage: "TEXT | -",
 		Flags: writeFlags(
 			&ucli.StringFlag{Name: "kind", Aliases: []string{"k"}, Value: "fact", Usage: "kind of memory"},
-			threadFlag,
+			rowThreadFlag, globalFlag,
 			&ucli.StringSliceFlag{Name: "link", Usage: "id of a related event or node (repeatable)"},
 			&ucli.StringFlag{Name: "data", Usage: "structured data as a JSON object"},
 		),
 	}
 }
 
-func runRemember(c *ucli.Context, tx *vault.Tx) error {
+// prepareRemember checks the text and works out the row's thread before
+// the vault lock is taken.
+func prepareRemember(c *ucli.Context, v *vault.Vault) (txWork, error) {
 	text, err := textArg(c, "text")
 	if err != nil {
-		return err
+		return txWork{}, err
 	}
-	opts := rememberOptions{kind: c.String("kind"), thread: c.String("thread"), text: text,
+	thread, fromDir, err := currentThread(c, v)
+	if err != nil {
+		return txWork{}, err
+	}
+	opts := rememberOptions{kind: c.String("kind"), thread: thread, text: text,
 		links: c.StringSlice("link"), data: c.String("data")}
-	in := vault.Input{Kind: opts.kind, Thread: opts.thread, Text: opts.text, Links: opts.links}
-	if opts.data != "" {
-		in.Data = []byte(opts.data)
-	}
-	_, err = tx.Remember(in)
-	return err
+	return txWork{apply: func(tx *vault.Tx) error {
+		in := vault.Input{Kind: opts.kind, Thread: opts.thread, Text: opts.text, Links: opts.links}
+		if opts.data != "" {
+			in.Data = []byte(opts.data)
+		}
+		_, err := tx.Remember(in)
+		return err
+	}, thread: derived(thread, fromDir)}, nil
 }

@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+)
+
+// The current thread, one rule for the hooks and the command line
+// (docs/RETRIEVAL.md, "The current thread"): --thread or MEMVAULT_THREAD;
+// else the thread of the working directory, when vault.WorkThread allows
+// it; --global (writers) or --all-threads (recall) opts out.
+
+var (
+	// rowThreadFlag is the thread of the rows a command writes. Unlike
+	// threadFlag (a filter or a node's thread), MEMVAULT_THREAD sets it,
+	// as it sets the thread of the hooks' rows.
+	rowThreadFlag = &ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"},
+		Usage: "thread key kind:slug (default: the working directory's project, see --global)"}
+	globalFlag = &ucli.BoolFlag{Name: "global", Usage: "record rows of no thread, whatever the working directory"}
+)
+
+// threadOnCommandLine reports whether --thread was typed, not set by
+// MEMVAULT_THREAD: a harness that sets the variable does not clash with an
+// opt-out the agent types.
+func threadOnCommandLine(c *ucli.Context) bool {
+	return c.IsSet("thread") && c.String("thread") != "" && os.Getenv("MEMVAULT_THREAD") == ""
+}
+
+// currentThread is the thread a command that takes --global works in (the
+// writers file new rows under it; context shows its head): none with
+// --global; --thread or MEMVAULT_THREAD; else the working directory's
+// thread when vault.WorkThread gives one. fromDir reports the last case,
+// which the command says on stderr (dirThreadNote). recall has its own
+// order (the session's thread comes before the working directory's) and
+// leaves it to vault.Recall.
+func currentThread(c *ucli.Context, v *vault.Vault) (thread string, fromDir bool, err error) {
+	name := c.Command.FullName()
+	if c.Bool("global") {
+		if threadOnCommandLine(c) {
+			return "", false, usagef("%s: --thread and --global do not go together", name)
+		}
+		return "", false, nil
+	}
+	if t := c.String("thread"); t != "" {
+		th, err := vault.ParseThread(t)
+		if err != nil {
+			return "", false, err
+		}
+		return th.String(), false, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", false, nil // no working directory, no thread of it
+	}
+	t, _, err := v.WorkThread(wd)
+	return t, t != "", err
+}
+
+// derived is thread when it came from the working directory, else "".
+func derived(thread string, fromDir bool) string {
+	if fromDir {
+		return thread
+	}
+	return ""
+}
+
+// dirThreadNote says which thread a command used when it came from the
+// working directory, and how to opt out, so no scope is silent.
+func dirThreadNote(c *ucli.Context, thread, optOut string) {
+	fmt.Fprintf(c.App.ErrWriter, "memvault: thread %s (from the working directory; %s)\n", thread, optOut)
+}
+
+const (
+	optOutWrite = "--global for none"
+	optOutRead  = "--all-threads for every thread"
+)

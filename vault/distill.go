@@ -388,13 +388,14 @@ func (tx *Tx) controlEvent(st *State, c ControlLine, thread string) (*Event, str
 	if err != nil {
 		return nil, err.Error()
 	}
-	if ev.Thread == "" {
-		if len(ev.Links) > 0 {
-			ev.Thread = cont.threadOf(ev.Links[0])
-		}
-		if ev.Thread == "" && ev.Kind != "learning.reinforced" {
-			ev.Thread = thread
-		}
+	switch {
+	case ev.Thread != "":
+	case len(ev.Links) > 0:
+		// About an earlier row (a done, a supersede, a reinforcement): that
+		// row's thread, global when it is global, as `memvault done` does.
+		ev.Thread = cont.threadOf(ev.Links[0])
+	default:
+		ev.Thread = thread
 	}
 	return ev, ""
 }

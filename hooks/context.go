@@ -135,14 +135,14 @@ func (r *Runner) continuityInScope(cwd string) block {
 	if len(inj.Learnings) > 0 {
 		s := section{heading: "## Learnings in scope (smallest scope first)"}
 		for _, l := range inj.Learnings {
-			s.rows = append(s.rows, idRow("- "+l.Line(), l.Event, l.Error))
+			s.rows = append(s.rows, idRow("- "+l.Line, l.Event, l.Text))
 		}
 		b.sections = append(b.sections, s)
 	}
 	if len(inj.Decisions) > 0 {
 		s := section{heading: "## Decisions in scope"}
 		for _, d := range inj.Decisions {
-			s.rows = append(s.rows, idRow("- "+d.Line(), d.Event, d.Decision))
+			s.rows = append(s.rows, idRow("- "+d.Line, d.Event, d.Text))
 		}
 		b.sections = append(b.sections, s)
 	}

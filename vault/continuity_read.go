@@ -64,7 +64,7 @@ func (v *Vault) ContinuityStatus() (*ContinuityStatus, error) {
 // continuityStatus reads the status from the state's summary: at 10k
 // learnings nothing here looks at a learning.
 func (v *Vault) continuityStatus(cfg ContinuityConfig, st *contState) (*ContinuityStatus, error) {
-	sum, err := st.summary(cfg.Budgets["index"], cfg.Words)
+	sum, err := st.summary(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -127,10 +127,17 @@ func (v *Vault) ContinuityBudget() ([]BudgetLine, error) {
 // Injection is what a session start loads: the live sections as the file
 // has them, and the learnings and decisions in play.
 type Injection struct {
-	Text      string      `json:"text"`
-	Learnings []*Learning `json:"learnings"`
-	Decisions []*Decision `json:"decisions"`
-	Tokens    int         `json:"tokens"`
+	Text      string        `json:"text"`
+	Learnings []InjectedRow `json:"learnings"`
+	Decisions []InjectedRow `json:"decisions"`
+	Tokens    int           `json:"tokens"`
+}
+
+// InjectedRow is a learning or decision as a session is shown it.
+type InjectedRow struct {
+	Line  string `json:"line"`  // as listed: "L3 [global] What failed: …"
+	Event string `json:"event"` // the event that recorded it
+	Text  string `json:"text"`  // the error or the decision alone
 }
 
 // ContinuityAtSessionStart is what the hooks call when a session starts:
@@ -143,7 +150,9 @@ func (v *Vault) ContinuityAtSessionStart(dir string) (*Injection, error) {
 }
 
 // ContinuityAtSessionStartFor is ContinuityAtSessionStart for a session of
-// agent: the learnings and decisions it may see (SeesAgent).
+// agent: the learnings and decisions it may see (SeesAgent). A session of
+// the vault's own agent at the project's root reads them from the derived
+// state's summary, without decoding the fold.
 func (v *Vault) ContinuityAtSessionStartFor(dir, agent string) (*Injection, error) {
 	cfg, st, err := v.continuityConfigState()
 	if err != nil {
@@ -153,12 +162,18 @@ func (v *Vault) ContinuityAtSessionStartFor(dir, agent string) (*Injection, erro
 	if err != nil {
 		return nil, err
 	}
-	c, err := st.full()
-	if err != nil {
-		return nil, err
+	f := FilterForDir(dir)
+	var rows *Injection
+	if f == (ScopeFilter{}) && (agent == "" || agent == v.Config.Agent) && st.sum != nil && st.sum.Root != nil {
+		rows = st.sum.Root
+	} else {
+		c, err := st.full()
+		if err != nil {
+			return nil, err
+		}
+		rows = inScope(c, f, cfg, func(owner string) bool { return v.SeesAgent(agent, owner) })
 	}
 	st.saveIfDirty(cfg)
-	f := FilterForDir(dir)
 	var b strings.Builder
 	b.WriteString("# Working memory (CONTINUITY.md)\n\n")
 	if s.Goal != "" {
@@ -173,12 +188,23 @@ func (v *Vault) ContinuityAtSessionStartFor(dir, agent string) (*Injection, erro
 	for _, bl := range s.Blockers {
 		b.WriteString("Blocker: " + bl + "\n")
 	}
-	inj := &Injection{Learnings: []*Learning{}, Decisions: []*Decision{}}
+	b.WriteString(rows.Text)
+	inj := &Injection{Text: b.String(), Learnings: rows.Learnings, Decisions: rows.Decisions}
+	inj.Tokens = render.Tokens(inj.Text)
+	return inj, nil
+}
+
+// inScope picks the learnings and decisions of c a session is shown for
+// filter f: active, of no thread (a thread's rows come with its head, and
+// only in a session of that thread: DESIGN §7), recorded by an agent the
+// session sees, smallest scope first, within the learnings and decisions
+// budgets. Text lists them under their headings.
+func inScope(c *Continuity, f ScopeFilter, cfg ContinuityConfig, sees func(agent string) bool) *Injection {
+	inj := &Injection{Learnings: []InjectedRow{}, Decisions: []InjectedRow{}}
+	var b strings.Builder
 	used := 0
-	// A row of a thread is injected with its thread's head, and only in a
-	// session of that thread (DESIGN §7): here only the rows of no thread.
 	for _, l := range c.ActiveLearnings(f, false) {
-		if l.Thread != "" || !v.SeesAgent(agent, l.Agent) {
+		if l.Thread != "" || !sees(l.Agent) {
 			continue
 		}
 		line := "- " + l.Line() + "\n"
@@ -190,11 +216,11 @@ func (v *Vault) ContinuityAtSessionStartFor(dir, agent string) (*Injection, erro
 		}
 		used += render.Tokens(line)
 		b.WriteString(line)
-		inj.Learnings = append(inj.Learnings, l)
+		inj.Learnings = append(inj.Learnings, InjectedRow{Line: l.Line(), Event: l.Event, Text: l.Error})
 	}
 	used = 0
 	for _, d := range c.ActiveDecisions(f, false) {
-		if d.Thread != "" || !v.SeesAgent(agent, d.Agent) {
+		if d.Thread != "" || !sees(d.Agent) {
 			continue
 		}
 		line := "- " + d.Line() + "\n"
@@ -206,11 +232,11 @@ func (v *Vault) ContinuityAtSessionStartFor(dir, agent string) (*Injection, erro
 		}
 		used += render.Tokens(line)
 		b.WriteString(line)
-		inj.Decisions = append(inj.Decisions, d)
+		inj.Decisions = append(inj.Decisions, InjectedRow{Line: d.Line(), Event: d.Event, Text: d.Decision})
 	}
 	inj.Text = b.String()
 	inj.Tokens = render.Tokens(inj.Text)
-	return inj, nil
+	return inj
 }
 
 // ProjectDir turns a working directory into the directory in play,
@@ -232,7 +258,7 @@ func (v *Vault) RenderContinuity() (*ContinuityDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum, err := st.summary(cfg.Budgets["index"], cfg.Words)
+	sum, err := st.summary(cfg)
 	if err != nil {
 		return nil, err
 	}

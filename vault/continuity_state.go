@@ -35,7 +35,7 @@ import (
 
 var contView = &Derived[*contState]{
 	Name:    "continuity-state",
-	Version: 4,
+	Version: 5,
 	Rebuild: func(v *Vault, segs []segment, stamps []segStamp) (*contState, string, bool, error) {
 		s, tip, err := v.foldContState()
 		if err != nil {
@@ -51,8 +51,9 @@ var contView = &Derived[*contState]{
 }
 
 // contSummary is what a reader of the protocol needs without the
-// learnings themselves, computed for one index budget and one word cap.
+// learnings themselves, computed for one set of budgets (sumKey).
 type contSummary struct {
+	Key         sumKey
 	Learnings   int            // every learning, whatever its status
 	Active      int            // active and corrected learnings
 	Decisions   int            // active decisions
@@ -64,6 +65,19 @@ type contSummary struct {
 	Render      string         // CONTINUITY.md as rendered for Words
 	RenderWords int            //
 	Omitted     map[string]int //
+	// Root is what a session of the vault's own agent at the project's
+	// root is shown of the learnings and decisions in scope (dir ""):
+	// session start reads it without decoding the fold.
+	Root *Injection
+}
+
+// sumKey is the budgets a summary is computed for.
+type sumKey struct {
+	Index, Words, Learnings, Decisions int
+}
+
+func keyOf(cfg ContinuityConfig) sumKey {
+	return sumKey{Index: cfg.Budgets["index"], Words: cfg.Words, Learnings: cfg.Budgets["learnings"], Decisions: cfg.Budgets["decisions"]}
 }
 
 type contHeadJSON struct {
@@ -223,15 +237,15 @@ func (s *contState) full() (*Continuity, error) {
 
 // summary returns the summary for an index budget and a word cap,
 // computing it when the cached one was made for others.
-func (s *contState) summary(indexBudget, words int) (*contSummary, error) {
-	if s.sum != nil && s.sum.IndexBudget == indexBudget && s.sum.Words == words {
+func (s *contState) summary(cfg ContinuityConfig) (*contSummary, error) {
+	if s.sum != nil && s.sum.Key == keyOf(cfg) {
 		return s.sum, nil
 	}
 	c, err := s.full()
 	if err != nil {
 		return nil, err
 	}
-	s.sum = summarize(c, indexBudget, words)
+	s.sum = summarize(c, cfg)
 	s.dirty = true
 	return s.sum, nil
 }
@@ -240,8 +254,9 @@ func (s *contState) summary(indexBudget, words int) (*contSummary, error) {
 // learning's line is kept with the learning until the learning changes, so
 // after a write only the learnings it touched are formatted again: token
 // counts add up line by line, since every line ends in a newline.
-func summarize(c *Continuity, indexBudget, words int) *contSummary {
-	s := &contSummary{Learnings: len(c.Learnings), IndexBudget: indexBudget, Words: words}
+func summarize(c *Continuity, cfg ContinuityConfig) *contSummary {
+	indexBudget, words := cfg.Budgets["index"], cfg.Words
+	s := &contSummary{Key: keyOf(cfg), Learnings: len(c.Learnings), IndexBudget: indexBudget, Words: words}
 	for _, l := range c.Learnings {
 		if l.Status != StatusActive && l.Status != StatusCorrected {
 			continue
@@ -264,6 +279,7 @@ func summarize(c *Continuity, indexBudget, words int) *contSummary {
 	if len(doc.Omitted) > 0 {
 		s.Omitted = doc.Omitted
 	}
+	s.Root = inScope(c, FilterForDir(""), cfg, func(string) bool { return true })
 	return s
 }
 
@@ -283,7 +299,7 @@ func (s *contState) saveIfDirty(cfg ContinuityConfig) {
 	if !s.dirty {
 		return
 	}
-	if _, err := s.summary(cfg.Budgets["index"], cfg.Words); err != nil {
+	if _, err := s.summary(cfg); err != nil {
 		return
 	}
 	s.v.saveContState(s)
@@ -311,13 +327,42 @@ func encodeContState(e *encoder, s *contState) {
 	e.strs(h.Tokens)
 	e.strs(h.Conflicts)
 	m := s.sum
-	for _, n := range [...]int{m.Learnings, m.Active, m.Decisions, m.LearnTokens, m.DecTokens, m.IndexBudget, m.Words, m.RenderWords} {
+	for _, n := range [...]int{m.Learnings, m.Active, m.Decisions, m.LearnTokens, m.DecTokens, m.IndexBudget, m.Words, m.RenderWords,
+		m.Key.Index, m.Key.Words, m.Key.Learnings, m.Key.Decisions} {
 		e.i64(int64(n))
 	}
 	e.str(m.Index)
 	e.str(m.Render)
 	e.intMap(m.Omitted)
+	encodeInjection(e, m.Root)
 	e.bytes(s.body)
+}
+
+// encodeInjection writes the rows of an injection; its text is rebuilt
+// from them when read.
+func encodeInjection(e *encoder, inj *Injection) {
+	for _, rows := range [][]InjectedRow{inj.Learnings, inj.Decisions} {
+		e.int(len(rows))
+		for _, r := range rows {
+			e.str(r.Line)
+			e.str(r.Event)
+			e.str(r.Text)
+		}
+	}
+	e.str(inj.Text)
+	e.int(inj.Tokens)
+}
+
+func decodeInjection(d *decoder) *Injection {
+	inj := &Injection{}
+	for _, rows := range []*[]InjectedRow{&inj.Learnings, &inj.Decisions} {
+		*rows = make([]InjectedRow, d.count())
+		for i := range *rows {
+			(*rows)[i] = InjectedRow{Line: d.str(), Event: d.str(), Text: d.str()}
+		}
+	}
+	inj.Text, inj.Tokens = d.str(), d.uv()
+	return inj
 }
 
 // decodeContState reads the summary and keeps the fold's bytes, a slice
@@ -329,13 +374,15 @@ func decodeContState(d *decoder) (*contState, bool) {
 	h.Deferred, h.Tokens, h.Conflicts = d.strs(), d.strs(), d.strs()
 	s.head = h.state()
 	m := &contSummary{}
-	for _, n := range [...]*int{&m.Learnings, &m.Active, &m.Decisions, &m.LearnTokens, &m.DecTokens, &m.IndexBudget, &m.Words, &m.RenderWords} {
+	for _, n := range [...]*int{&m.Learnings, &m.Active, &m.Decisions, &m.LearnTokens, &m.DecTokens, &m.IndexBudget, &m.Words, &m.RenderWords,
+		&m.Key.Index, &m.Key.Words, &m.Key.Learnings, &m.Key.Decisions} {
 		*n = int(d.i64())
 	}
 	m.Index, m.Render = d.str(), d.str()
 	if om := d.intMap(); len(om) > 0 {
 		m.Omitted = om
 	}
+	m.Root = decodeInjection(d)
 	s.sum, s.body = m, d.bytes()
 	return s, !d.bad && s.body != nil
 }

@@ -63,8 +63,8 @@ func checkContCache(t *testing.T, v *Vault, when string) *contState {
 		t.Fatal(err)
 	}
 	fresh := foldContinuity(full.Rows, nil)
-	want := summarize(fresh, cfg.Budgets["index"], cfg.Words)
-	sum, err := st.summary(cfg.Budgets["index"], cfg.Words)
+	want := summarize(fresh, cfg)
+	sum, err := st.summary(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

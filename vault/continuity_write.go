@@ -363,7 +363,7 @@ func (ct *ContinuityTx) refresh(cfg ContinuityConfig, trigger string, holder *He
 	var hs headBook
 	learnings := 0
 	if len(ct.events) == 0 {
-		sum, err := ct.st.summary(cfg.Budgets["index"], cfg.Words)
+		sum, err := ct.st.summary(cfg)
 		if err != nil {
 			return err
 		}

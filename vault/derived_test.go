@@ -167,7 +167,7 @@ var derivedViews = []derivedView{
 			if err != nil {
 				return nil, err
 			}
-			sum, err := st.summary(cfg.Budgets["index"], cfg.Words)
+			sum, err := st.summary(cfg)
 			if err != nil {
 				return nil, err
 			}
@@ -192,7 +192,7 @@ var derivedViews = []derivedView{
 				return nil, err
 			}
 			c := foldContinuity(st.Rows, nil)
-			return []any{summarize(c, cfg.Budgets["index"], cfg.Words), c.LastAudit, c.head.json(), contFingerprint(t, c), tip}, nil
+			return []any{summarize(c, cfg), c.LastAudit, c.head.json(), contFingerprint(t, c), tip}, nil
 		},
 	},
 	{

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -32,8 +33,8 @@ const maxSubject = 72
 // promise) before what it found out, and what it found out before its
 // to-do list. Kinds of a rank are in the order they were recorded. Kinds
 // not listed are bookkeeping (transcripts, nodes, heads, sessions) and
-// never name a commit while content is in it.
-var subjectRank = func() map[string]int {
+// never name a commit while content is in it. Built on first use.
+var subjectRank = sync.OnceValue(func() map[string]int {
 	ranks := [][]string{
 		{"decision", KindDecisionRecorded},
 		{"blocker"},
@@ -54,7 +55,7 @@ var subjectRank = func() map[string]int {
 		}
 	}
 	return m
-}()
+})
 
 // message builds the commit message: a readable subject, a body listing the
 // events when there are several, and the Memvault-* trailers last.
@@ -127,12 +128,13 @@ func contentSubject(events []*Event) string {
 	var top *Event
 	n := 0
 	for _, ev := range events {
-		r, ok := subjectRank[ev.Kind]
+		ranks := subjectRank()
+		r, ok := ranks[ev.Kind]
 		if !ok {
 			continue
 		}
 		n++
-		if top == nil || r < subjectRank[top.Kind] {
+		if top == nil || r < ranks[top.Kind] {
 			top = ev
 		}
 	}

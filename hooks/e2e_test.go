@@ -579,7 +579,9 @@ func newE2E(t *testing.T) *e2e {
 	e.git("init", "-q")
 	e.memvault("init")
 	e.mark = randWord("zqmark")
-	e.factID = strings.TrimSpace(e.memvault("remember", "The deployment codeword is "+e.mark+"."))
+	// A global fact: MEMORY.md lists it (in the project folder a row
+	// would otherwise belong to the project's thread).
+	e.factID = strings.TrimSpace(e.memvault("remember", "--global", "The deployment codeword is "+e.mark+"."))
 	return e
 }
 

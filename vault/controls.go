@@ -1,0 +1,253 @@
+package vault
+
+// Control lines: the lines of an assistant's reply that ask memvault to
+// record something (docs/LINEAGE.md, "Control lines"). The Stop hook and
+// the session summary extract them, once each, through the same verbs as
+// the command line (decideEvent, learnEvent, nextEvent, doneEvent), so a
+// reply line and a CLI verb make the same row.
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+// ControlLine is a line of an assistant message that asks memvault to record
+// something: "DECISION: use WAL", "CLOSE: e_…", "THREAD: project:shop".
+type ControlLine struct {
+	Verb   string `json:"verb"`
+	Arg    string `json:"arg"`
+	Msg    string `json:"msg"`  // id of the message it came from
+	N      int    `json:"n"`    // sequence number of that message
+	Line   int    `json:"line"` // 1-based line within the message
+	Event  string `json:"event,omitempty"`
+	Result string `json:"result,omitempty"` // why no event was made
+}
+
+// controlRE matches a control line; compiled on first use, so a command
+// that never distils a session does not pay for it at start.
+var controlRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\s*(?:[-*]\s+)?(COMMIT|CLOSE|DECISION|LEARNED|BLOCKER|NEXT|DONE|CLAIM|THREAD):\s*(.*?)\s*$`)
+})
+
+// controlKinds maps the control verbs that record their text as it is to
+// the ledger kinds they record; DECISION, LEARNED, NEXT and DONE go
+// through the protocol's verbs (controlEvent).
+var controlKinds = map[string]string{
+	"COMMIT":  "commitment.open",
+	"BLOCKER": "blocker",
+}
+
+// scanControlLines finds the control lines of one assistant message. Lines
+// inside fenced code blocks are examples, not requests, and are skipped.
+func scanControlLines(m StoredMessage) []ControlLine {
+	var out []ControlLine
+	fenced := false
+	for i, line := range strings.Split(m.Text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		if sm := controlRE().FindStringSubmatch(line); sm != nil && sm[2] != "" {
+			out = append(out, ControlLine{Verb: sm[1], Arg: sm[2], Msg: m.ID, N: m.N, Line: i + 1})
+		}
+	}
+	return out
+}
+
+// applyControls turns control lines into ledger events, once each: a line
+// already recorded (same session, message and line, found in data.control)
+// is reported with its event and not recorded again. THREAD lines set the
+// thread of the lines after them and of the node.
+func (tx *Tx) applyControls(st *State, t TranscriptRef, lines []ControlLine, thread string) ([]ControlLine, string, error) {
+	type key struct {
+		msg  string
+		line int
+	}
+	done := map[key]string{}
+	for _, r := range st.Rows {
+		if r.Agent != t.Agent || r.Session != t.Session || len(r.Data) == 0 {
+			continue
+		}
+		var d struct {
+			Control *struct {
+				Msg  string `json:"msg"`
+				Line int    `json:"line"`
+			} `json:"control"`
+		}
+		if json.Unmarshal(r.Data, &d) == nil && d.Control != nil {
+			done[key{d.Control.Msg, d.Control.Line}] = r.ID
+		}
+	}
+	out := make([]ControlLine, 0, len(lines))
+	for _, c := range lines {
+		if c.Verb == "THREAD" {
+			th, err := ParseThread(strings.Fields(c.Arg + " ")[0])
+			if err != nil {
+				c.Result = "skipped: not a thread key"
+			} else {
+				thread = th.String()
+				c.Result = "thread set"
+			}
+			out = append(out, c)
+			continue
+		}
+		if id, ok := done[key{c.Msg, c.Line}]; ok {
+			c.Event = id
+			out = append(out, c)
+			continue
+		}
+		ev, why := tx.controlEvent(st, c, thread)
+		if ev == nil {
+			c.Result = "skipped: " + why
+			out = append(out, c)
+			continue
+		}
+		ev.Agent, ev.Session = t.Agent, t.Session
+		data, _ := json.Marshal(map[string]any{"msg": c.Msg, "n": c.N, "line": c.Line})
+		ev.Data = withData(ev.Data, "control", json.RawMessage(data))
+		ev.Source = "control"
+		tx.Append(ev)
+		c.Event = ev.ID
+		done[key{c.Msg, c.Line}] = ev.ID
+		out = append(out, c)
+	}
+	return out, thread, nil
+}
+
+// closeTargets lists the ids CLOSE lines name: the rows a session's
+// control lines need beyond its own.
+func closeTargets(lines []ControlLine) []string {
+	var ids []string
+	for _, c := range lines {
+		if f := strings.Fields(c.Arg); c.Verb == "CLOSE" && len(f) > 0 {
+			ids = append(ids, f[0])
+		}
+	}
+	return ids
+}
+
+// controlEvent builds the event a control line asks for, or says why not.
+func (tx *Tx) controlEvent(st *State, c ControlLine, thread string) (*Event, string) {
+	switch c.Verb {
+	case "CLOSE":
+		fields := strings.Fields(c.Arg)
+		id := fields[0]
+		note := strings.TrimSpace(strings.TrimPrefix(c.Arg, id))
+		r := st.Get(id)
+		switch {
+		case r == nil:
+			return nil, "no such commitment " + id
+		case r.EffectiveKind() != "commitment.open":
+			return nil, id + " is not a commitment"
+		case r.ClosedBy != "" || !r.Current():
+			return nil, id + " is already closed, retracted or superseded"
+		}
+		return &Event{Kind: "commitment.close", Thread: r.Thread, Text: note, Links: []string{id}}, ""
+	case "CLAIM":
+		typ, value, ok := strings.Cut(c.Arg, "=")
+		typ = strings.TrimSpace(typ)
+		if !ok || typ == "" {
+			return nil, "want CLAIM: <type>=<json>"
+		}
+		v, err := decodeJSON([]byte(strings.TrimSpace(value)))
+		if err != nil {
+			return nil, "claim value is not json"
+		}
+		data, _ := json.Marshal(map[string]any{"type": typ, "value": v})
+		return &Event{Kind: "claim", Thread: thread, Text: c.Arg, Data: data}, ""
+	}
+	if err := checkText("text", c.Arg, false); err != nil {
+		return nil, err.Error()
+	}
+	if kind, ok := controlKinds[c.Verb]; ok {
+		return &Event{Kind: kind, Thread: thread, Text: c.Arg}, ""
+	}
+	cont, err := tx.continuity(nil)
+	if err != nil {
+		return nil, err.Error()
+	}
+	const day = "" // the event's own timestamp gives its day
+	var ev *Event
+	switch c.Verb {
+	case "DECISION":
+		scope, body := controlScope(c.Arg)
+		dec, why, _ := strings.Cut(body, "|")
+		for _, d := range cont.Decisions {
+			if d.Status == StatusActive && normalizeText(d.Decision) == normalizeText(dec) {
+				return nil, "repeats " + d.ID
+			}
+		}
+		ev, _, err = decideEvent(cont, DecideInput{Decision: dec, Rationale: why, Scope: scope}, day)
+	case "LEARNED":
+		scope, body := controlScope(c.Arg)
+		in := LearnInput{Scope: scope, Error: body}
+		switch parts := strings.Split(body, "|"); len(parts) {
+		case 1:
+		case 2:
+			in.Error, in.Prevention = parts[0], parts[1]
+		default:
+			in.Error, in.Cause, in.Prevention = parts[0], parts[1], strings.Join(parts[2:], "|")
+		}
+		var evs []*Event
+		if evs, _, _, err = learnEvent(cont, in, day); err == nil {
+			for _, pre := range evs[:len(evs)-1] { // the retraction of an archiving
+				pre.Thread, pre.Source = cont.threadOf(pre.Links[0]), "control"
+				tx.Append(pre)
+			}
+			ev = evs[len(evs)-1]
+		}
+	case "NEXT":
+		ev = nextEvent(c.Arg, false, day)
+	case "DONE":
+		ev, _, err = doneEvent(cont, c.Arg, day)
+	default:
+		return nil, "unknown control verb"
+	}
+	if err != nil {
+		return nil, err.Error()
+	}
+	switch {
+	case ev.Thread != "":
+	case len(ev.Links) > 0:
+		// About an earlier row (a done, a supersede, a reinforcement): that
+		// row's thread, global when it is global, as `memvault done` does.
+		ev.Thread = cont.threadOf(ev.Links[0])
+	default:
+		ev.Thread = thread
+	}
+	return ev, ""
+}
+
+// controlScope splits a leading [scope] off a control line's text; text
+// that starts with a bracket but names no scope is left as it is.
+func controlScope(arg string) (scope, body string) {
+	if strings.HasPrefix(arg, "[") {
+		if i := strings.Index(arg, "]"); i > 0 {
+			if sc, err := ParseScope(arg[1:i]); err == nil {
+				return sc.String(), strings.TrimSpace(arg[i+1:])
+			}
+		}
+	}
+	return "", arg
+}
+
+// ExtractControls turns the control lines of t's assistant messages into
+// ledger events, once each, without writing a node: what a hook runs after
+// every turn, so a DECISION: is in the ledger before the session ends.
+func (tx *Tx) ExtractControls(t TranscriptRef, thread string) error {
+	d, err := tx.v.digest(t, 1)
+	if err != nil || len(d.controls) == 0 {
+		return err
+	}
+	st, err := tx.sessionState(t, closeTargets(d.controls))
+	if err != nil {
+		return err
+	}
+	_, _, err = tx.applyControls(st, t, d.controls, thread)
+	return err
+}

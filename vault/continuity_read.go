@@ -241,8 +241,11 @@ func inScope(c *Continuity, f ScopeFilter, cfg ContinuityConfig, sees func(agent
 
 // ProjectDir turns a working directory into the directory in play,
 // relative to the project root (the folder holding the vault): "" at the
-// root or outside the project.
+// root, inside the vault itself, or outside the project.
 func (v *Vault) ProjectDir(wd string) string {
+	if in, err := filepath.Rel(v.Root, wd); err == nil && !strings.HasPrefix(in, "..") {
+		return "" // the vault's own folder is the project's, not a module of it
+	}
 	root := filepath.Dir(v.Root)
 	rel, err := filepath.Rel(root, wd)
 	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {

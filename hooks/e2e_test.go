@@ -1404,7 +1404,9 @@ func TestE2EOpenClaw(t *testing.T) {
 		return e.mustRun(100*time.Second, openclaw, "agent", "--local", "--session-id", sid, "--message", msg, "--json")
 	}
 	word1 := randWord("promptword")
-	agent("hello, first turn " + word1)
+	decision := "keep the release branch frozen " + randWord("decisionword")
+	next := "write the release notes " + randWord("nextword")
+	agent("hello, first turn " + word1 + "\nDECISION: " + decision + "\nNEXT: " + next + "\nthat is all")
 	e.requireMarkIn("first prompt", e.model.requests("/v1/chat/completions"))
 	e.requirePromptInTranscript(sid, word1)
 
@@ -1415,7 +1417,7 @@ func TestE2EOpenClaw(t *testing.T) {
 	agent("BIGUSAGE fill the context " + randWord("promptword"))
 	before := e.model.count()
 	word3 := randWord("promptword")
-	agent("after compaction " + word3)
+	agent("after compaction " + word3 + "\nDONE: " + next + "\nthat is all")
 	if len(e.nodes("compaction", sid)) == 0 {
 		t.Fatalf("no compaction node for session %s after a near-full context window\nhooks.log:\n%s", sid, e.hooksLog())
 	}
@@ -1425,11 +1427,17 @@ func TestE2EOpenClaw(t *testing.T) {
 			post = append(post, q)
 		}
 	}
-	e.requireMarkIn("after compaction", post)
+	req := e.requireMarkIn("after compaction", post)
+	// The decision of the first turn is in the memory injected after the
+	// compaction.
+	if !strings.Contains(req.Body, decision) {
+		t.Errorf("the first request after compaction (#%d) does not carry the decision made before it (%q)", req.N, decision)
+	}
 	if n := len(e.sessionStarts(sid)); n < 2 {
 		t.Errorf("want a second session-start (the re-injection after compaction) for %s, got %d", sid, n)
 	}
 	e.requirePromptInTranscript(sid, word3)
+	e.requireClosedNext(next)
 	// session_end fires only with a running Gateway (documented as
 	// degraded): no summary node is expected from `openclaw agent --local`.
 	if n := len(e.nodes("session-summary", sid)); n > 0 {

@@ -338,8 +338,7 @@ func encodeContState(e *encoder, s *contState) {
 	e.bytes(s.body)
 }
 
-// encodeInjection writes the rows of an injection; its text is rebuilt
-// from them when read.
+// encodeInjection writes an injection: its rows, text and token count.
 func encodeInjection(e *encoder, inj *Injection) {
 	for _, rows := range [][]InjectedRow{inj.Learnings, inj.Decisions} {
 		e.int(len(rows))

@@ -284,16 +284,27 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 		// appends to the ledger (a prompt's does not).
 		v.saveStamps(stamps)
 	}
+	// A ledger that fails the check refuses structured writes, but not
+	// capture: a transaction that only appends to transcripts (or commits
+	// them) goes ahead, since transcript lines are not chained. The refusal
+	// is decided once fn has queued its writes.
+	var refuse error
 	if len(problems) > 0 && !opts.Force {
 		e := fault.New(ErrCorrupt, "ledger: %s", problems[0])
 		if len(problems) > 1 {
 			e.Msg += fmt.Sprintf(" (and %d more)", len(problems)-1)
 		}
-		return nil, e.WithHint("run memvault verify and repair the ledger by hand, or pass --force to write anyway")
+		refuse = e.WithHint("run memvault repair (memvault verify names every problem), or pass --force to write anyway")
+	}
+	if v.configErr != nil {
+		refuse = v.configErr
 	}
 	tail, err := readTail(v.Root, segs)
 	if err != nil && !opts.Force {
-		return nil, err
+		if refuse == nil {
+			return nil, err
+		}
+		tail = tailState{}
 	}
 	// Fail before writing anything if there is no branch to commit to.
 	if _, err := v.repo.Branch(); err != nil {
@@ -306,6 +317,9 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	}
 	if err := fn(tx); err != nil {
 		return nil, err
+	}
+	if refuse != nil && (len(tx.events) > 0 || len(tx.files) > 0) {
+		return nil, refuse
 	}
 	if opts.NoCommit && (len(tx.events) > 0 || len(tx.files) > 0) {
 		return nil, fmt.Errorf("vault: a transaction without a commit may only append to transcripts")

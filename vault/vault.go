@@ -116,6 +116,10 @@ type Vault struct {
 	clock  func() time.Time // nil: time.Now; tests move time forward
 	// jobStamps names the jobs this vault queues (jobs.go).
 	jobStamps jobStamps
+	// configErr is why memvault.toml could not be read, for a vault opened
+	// with OpenForCapture: it runs on defaults, appends to transcripts,
+	// and refuses every structured write with this error.
+	configErr error
 }
 
 // Find returns the vault to use: dir when given (it must exist), otherwise
@@ -162,12 +166,42 @@ func Open(root string) (*Vault, error) {
 	return v, nil
 }
 
+// OpenForCapture opens the vault at root like Open, except that a
+// memvault.toml that does not parse does not stop it: the vault runs on the
+// default configuration, transcript lines are still appended (capture never
+// stops), and every transaction that would append an event or write a file
+// is refused with the configuration's error (Health reports it). Hooks open
+// vaults this way; commands use Open, so a person sees the error at once.
+func OpenForCapture(root string) (*Vault, error) {
+	v, err := Open(root)
+	if err == nil || !errors.Is(err, ErrInvalid) {
+		return v, err
+	}
+	r, rerr := gitrepo.Open(root)
+	if rerr != nil {
+		return nil, rerr
+	}
+	v = &Vault{Root: root, repo: r}
+	if derr := v.applyConfig(""); derr != nil {
+		return nil, derr
+	}
+	v.configErr = err
+	return v, nil
+}
+
 func (v *Vault) loadConfig() error {
 	data, err := os.ReadFile(filepath.Join(v.Root, configFile))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fault.IO("read "+configFile, err)
 	}
-	if _, err := toml.Decode(string(data), &v.Config); err != nil {
+	return v.applyConfig(string(data))
+}
+
+// applyConfig decodes text (memvault.toml) into v.Config and fills in the
+// defaults.
+func (v *Vault) applyConfig(text string) error {
+	v.Config = Config{}
+	if _, err := toml.Decode(text, &v.Config); err != nil {
 		return &Error{Class: ErrInvalid, Msg: configFile + ": " + strings.ReplaceAll(err.Error(), "\n", " "), Err: err,
 			Hint: "fix the file by hand; memvault init writes a fresh one if you delete it"}
 	}

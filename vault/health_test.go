@@ -1,0 +1,87 @@
+package vault
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/memvault/memvault/hooks/transcript"
+)
+
+// captureOne appends one prompt to a session's transcript without a commit,
+// as the prompt hook does.
+func captureOne(v *Vault, text string) error {
+	_, err := v.Update(TxOptions{Session: "s1", NoCommit: true}, func(tx *Tx) error {
+		_, _, err := tx.AppendMessages(TranscriptRef{Agent: v.Config.Agent, Session: "s1"},
+			[]transcript.Message{{Role: "user", Text: text}})
+		return err
+	})
+	return err
+}
+
+// A ledger that fails the writers' check refuses events but still takes
+// transcript lines: capture never stops, and Health says why.
+func TestCaptureSurvivesBrokenLedger(t *testing.T) {
+	v := newVault(t)
+	remember(t, v, "one")
+	remember(t, v, "two")
+	segs, _, _ := listSegments(v.Root)
+	p := v.abs(segs[0].rel())
+	data, _ := os.ReadFile(p)
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(p, bytes.Replace(data, []byte(`"text":"one"`), []byte(`"text":"One"`), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := v.Health(); err != nil || h.OK() || h.Summary() == "" {
+		t.Fatalf("health of a tampered ledger: %+v %v", h, err)
+	}
+	if err := captureOne(v, "still heard"); err != nil {
+		t.Fatalf("a prompt was refused on a broken ledger: %v", err)
+	}
+	_, err := v.Update(TxOptions{}, func(tx *Tx) error { _, err := tx.Remember(Input{Text: "three"}); return err })
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("an event was accepted on a broken ledger: %v", err)
+	}
+	var got []string
+	if err := v.ReadTranscript(TranscriptRef{Agent: v.Config.Agent, Session: "s1"}, 1, 0, func(m StoredMessage) error {
+		got = append(got, m.Text)
+		return nil
+	}); err != nil || len(got) != 1 || got[0] != "still heard" {
+		t.Fatalf("transcript after capture: %q %v", got, err)
+	}
+}
+
+// A memvault.toml that does not parse stops Open, but not a vault opened
+// for capture: it appends transcript lines and refuses everything else
+// with the configuration's error.
+func TestCaptureSurvivesBrokenConfig(t *testing.T) {
+	v := newVault(t)
+	remember(t, v, "one")
+	if err := os.WriteFile(filepath.Join(v.Root, configFile), []byte("agent = \"x\n[broken"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(v.Root); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Open of a broken config: %v", err)
+	}
+	cv, err := OpenForCapture(v.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := cv.Health(); h.OK() || h.Config == nil {
+		t.Fatalf("health: %+v", h)
+	}
+	if err := captureOne(cv, "heard anyway"); err != nil {
+		t.Fatalf("capture with a broken config: %v", err)
+	}
+	head, _ := cv.Head()
+	_, err = cv.Update(TxOptions{}, func(tx *Tx) error { _, err := tx.Remember(Input{Text: "two"}); return err })
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a structured write with a broken config: %v", err)
+	}
+	if h, _ := cv.Head(); h != head {
+		t.Fatal("a refused write moved HEAD")
+	}
+}

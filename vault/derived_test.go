@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/memvault/memvault/vault/gitrepo"
 )
 
 // derivedView is one derived file under the contract: what a reader gets
@@ -418,6 +421,10 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 					if err := os.WriteFile(path, data, 0o644); err != nil {
 						t.Fatal(err)
 					}
+					// Committed as it now is, as a person overriding
+					// the pre-commit hook would: a writer refuses a
+					// segment that lost committed lines.
+					commitAsIs(t, v, path)
 					if len(ids) == 0 {
 						ids = append(ids, remember(t, v, "after the cut").ID)
 					}
@@ -506,5 +513,27 @@ func TestDerivedRejectsAnotherViewsFile(t *testing.T) {
 	}
 	if _, _, _, ok := headStateView.load(v, segs, stamps); !ok {
 		t.Fatal("the view's own file was refused")
+	}
+}
+
+// commitAsIs commits the file at path as it is on disk, bypassing every
+// check, as `git commit --no-verify` would.
+func commitAsIs(t *testing.T, v *Vault, path string) {
+	t.Helper()
+	rel, err := filepath.Rel(v.Root, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &gitrepo.Change{Path: filepath.ToSlash(rel), Content: data, Stat: info}
+	if _, err := v.repo.Commit([]*gitrepo.Change{c}, "cut by hand", gitrepo.Signature{Name: "p", Email: "p@x"}, time.Now()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -178,6 +178,10 @@ type tailState struct {
 	torn     []byte // an unterminated tail after size, if any
 	tip      string // hash of the last complete event
 	tipEvent *Event
+	// tips are the open tips (verify.go, chainChecker) when the writers'
+	// check knows them: more than one after a merge, which the next
+	// event-writing transaction joins.
+	tips []string
 }
 
 // readTail finds the last segment and its last complete event, reading only

@@ -2,12 +2,14 @@ package vault
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/memvault/memvault/vault/fault"
@@ -59,6 +61,7 @@ type Tx struct {
 	// kept beside the vault that must change only once the commit holds
 	// what it describes (an import's unrecorded stats).
 	committed []func()
+	join      bool // Join: join the open tips even with no events
 }
 
 type pendingFile struct {
@@ -306,6 +309,9 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 		}
 		tail = tailState{}
 	}
+	if len(problems) == 0 && len(stamps) > 0 {
+		tail.tips = stamps[len(stamps)-1].Tips
+	}
 	// Fail before writing anything if there is no branch to commit to.
 	if _, err := v.repo.Branch(); err != nil {
 		return nil, err
@@ -318,31 +324,65 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	if err := fn(tx); err != nil {
 		return nil, err
 	}
-	if refuse != nil && (len(tx.events) > 0 || len(tx.files) > 0) {
+	if refuse != nil && !tx.captureOnly() {
 		return nil, refuse
 	}
 	if opts.NoCommit && (len(tx.events) > 0 || len(tx.files) > 0) {
 		return nil, fmt.Errorf("vault: a transaction without a commit may only append to transcripts")
 	}
-	if len(tx.events) == 0 && len(tx.files) == 0 && len(tx.appends) == 0 && len(tx.commitPaths) == 0 {
+	if tx.join && len(tail.tips) < 2 {
+		tx.join = false // nothing to join
+	}
+	if len(tx.events) == 0 && len(tx.files) == 0 && len(tx.appends) == 0 && len(tx.commitPaths) == 0 && !tx.join {
 		return &Result{}, nil
 	}
-	res, newStamp, err := tx.apply(tail)
+	res, newStamps, err := tx.apply(tail)
 	if err != nil {
 		return nil, err
 	}
-	if len(problems) == 0 && !newStamp.isZero() {
-		if n := len(stamps); n > 0 && stamps[n-1].Path == newStamp.Path {
-			stamps[n-1] = newStamp
-		} else {
-			stamps = append(stamps, newStamp)
+	if len(problems) == 0 && len(newStamps) > 0 {
+		for _, ns := range newStamps {
+			if n := len(stamps); n > 0 && stamps[n-1].Path == ns.Path {
+				stamps[n-1] = ns
+			} else {
+				stamps = append(stamps, ns)
+			}
 		}
 		v.saveStamps(stamps)
 	}
 	return res, nil
 }
 
-func (s segStamp) isZero() bool { return s.Path == "" }
+// captureOnly reports whether the transaction only appends to transcripts
+// and commits them: what a vault that needs repair still accepts.
+func (tx *Tx) captureOnly() bool {
+	if len(tx.events) > 0 || len(tx.files) > 0 || tx.join {
+		return false
+	}
+	for _, a := range tx.appends {
+		if !isTranscriptPart(a.rel.String()) {
+			return false
+		}
+	}
+	for _, r := range tx.commitPaths {
+		if !isTranscriptPart(r.String()) {
+			return false
+		}
+	}
+	return true
+}
+
+// Join joins the ledger's open tips, left by a merge of two clones' ledgers,
+// with a ledger.merged event in a commit of its own; it does nothing when
+// there is one tip. Any transaction that appends events joins them first
+// anyway; sync calls Join so that what it pushes has one tip.
+func (v *Vault) Join() (*Result, error) {
+	return v.Update(TxOptions{Command: "join"}, func(tx *Tx) error {
+		tx.join = true
+		tx.Subject("ledger: join the lines of history a merge brought together")
+		return nil
+	})
+}
 
 // undo restores what apply changed, newest first, when a later step fails.
 type undo []func()
@@ -364,25 +404,23 @@ func (u undo) run() {
 //	        object layer, then git's index brought level
 //
 // A failure before the commit undoes what was written, newest first.
-func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
+func (tx *Tx) apply(tail tailState) (*Result, []verifiedStamp, error) {
 	var rollback undo
-	fail := func(err error) (*Result, segStamp, error) {
+	fail := func(err error) (*Result, []verifiedStamp, error) {
 		rollback.run()
-		return nil, segStamp{}, err
+		return nil, nil, err
 	}
 	changes, err := tx.stage(&rollback)
 	if err != nil {
 		return fail(err)
 	}
-	c, stamp, err := tx.seal(&tail, &rollback)
+	cs, stamps, err := tx.seal(&tail, &rollback)
 	if err != nil {
 		return fail(err)
 	}
-	if c != nil {
-		changes = append(changes, c)
-	}
+	changes = append(changes, cs...)
 	if tx.opts.NoCommit {
-		return &Result{Events: tx.events}, stamp, nil
+		return &Result{Events: tx.events}, stamps, nil
 	}
 	res, err := tx.commit(changes)
 	if err != nil {
@@ -393,7 +431,7 @@ func (tx *Tx) apply(tail tailState) (*Result, segStamp, error) {
 			fn()
 		}
 	}
-	return res, stamp, nil
+	return res, stamps, nil
 }
 
 // stage writes the transaction's files: appends to transcript parts, then
@@ -485,35 +523,132 @@ func (tx *Tx) writeFile(f pendingFile, rollback *undo) (*gitrepo.Change, error) 
 // transaction's point of no return, so everything an event names (a node
 // file, a transcript span, a head) is on disk before the event is. A crash
 // before it leaves files no event refers to yet; a crash after it, an
-// event whose files exist. It returns the segment as changed, or nil when
-// there are no events.
-func (tx *Tx) seal(tail *tailState, rollback *undo) (*gitrepo.Change, segStamp, error) {
+// event whose files exist. When a merge left several open tips, a join
+// event goes first, at the end of the last segment (joinEvent). It returns
+// the segments as changed and their new stamps; none when there are no
+// events.
+func (tx *Tx) seal(tail *tailState, rollback *undo) ([]*gitrepo.Change, []verifiedStamp, error) {
+	if len(tx.events) == 0 && !tx.join {
+		return nil, nil, nil
+	}
+	var changes []*gitrepo.Change
+	var stamps []verifiedStamp
+	appendLines := func(seg segment, lines []byte, tip string) error {
+		c, err := tx.appendChange(seg.rel(), lines, rollback)
+		if err != nil {
+			return err
+		}
+		st, err := stampOf(tx.v.Root, seg)
+		if err != nil {
+			return err
+		}
+		st.Tip = tip
+		changes = append(changes, c)
+		stamps = append(stamps, verifiedStamp{segStamp: st, Tips: []string{tip}})
+		return nil
+	}
+	if len(tail.tips) > 1 {
+		if err := tx.repairTorn(tail); err != nil {
+			return nil, nil, err
+		}
+		join, err := tx.v.joinEvent(tail.tips)
+		if err != nil {
+			return nil, nil, err
+		}
+		line, err := join.seal(join.Prev)
+		if err != nil {
+			return nil, nil, err
+		}
+		// The join goes to the last segment whatever the day: two clones
+		// that join the same tips write the same line in the same file.
+		if err := appendLines(tail.seg, line, join.Hash); err != nil {
+			return nil, nil, err
+		}
+		tail.size += int64(len(line))
+		tail.tip, tail.tipEvent, tail.tips = join.Hash, join, []string{join.Hash}
+	}
 	if len(tx.events) == 0 {
-		return nil, segStamp{}, nil
+		return changes, stamps, nil
 	}
 	seg, prev, err := tx.prepareSegment(tail, rollback)
 	if err != nil {
-		return nil, segStamp{}, err
+		return nil, nil, err
 	}
 	var buf bytes.Buffer
 	for _, ev := range tx.events {
 		line, err := ev.seal(prev)
 		if err != nil {
-			return nil, segStamp{}, err
+			return nil, nil, err
 		}
 		buf.Write(line)
 		prev = ev.Hash
 	}
-	c, err := tx.appendChange(seg.rel(), buf.Bytes(), rollback)
-	if err != nil {
-		return nil, segStamp{}, err
+	if err := appendLines(seg, buf.Bytes(), prev); err != nil {
+		return nil, nil, err
 	}
-	stamp, err := stampOf(tx.v.Root, seg)
-	if err != nil {
-		return nil, segStamp{}, err
+	if len(changes) == 2 && changes[0].Path == changes[1].Path {
+		changes = changes[1:] // the join and the events in one segment: commit it once
 	}
-	stamp.Tip = prev
-	return c, stamp, nil
+	return changes, stamps, nil
+}
+
+// joinEvent is the event that joins tips. It is made from the tips alone,
+// so two clones that join the same lines of history write the same line:
+// its id derives from the sorted tips, its time is the latest tip's, and
+// it names the vault's own agent.
+func (v *Vault) joinEvent(tips []string) (*Event, error) {
+	sorted := slices.Clone(tips)
+	slices.Sort(sorted)
+	latest, err := v.latestOf(sorted)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(strings.Join(sorted, "\n")))
+	data, _ := json.Marshal(map[string]any{"tips": sorted})
+	return &Event{
+		ID:     derivedID("e_", latest, sum[:]),
+		TS:     FormatTS(latest),
+		Agent:  v.Config.Agent,
+		Kind:   KindJoin,
+		Text:   fmt.Sprintf("joined %d lines of history after a merge", len(sorted)),
+		Data:   data,
+		Source: "merge",
+		Prev:   sorted[0],
+	}, nil
+}
+
+// latestOf returns the latest timestamp among the events with the given
+// hashes, reading segments from the last backwards until it found them all
+// (open tips are near the end).
+func (v *Vault) latestOf(hashes []string) (time.Time, error) {
+	segs, _, err := listSegments(v.Root)
+	if err != nil {
+		return time.Time{}, err
+	}
+	want := make(map[string]bool, len(hashes))
+	for _, h := range hashes {
+		want[h] = true
+	}
+	var latest time.Time
+	for i := len(segs) - 1; i >= 0 && len(want) > 0; i-- {
+		lines, _, err := readSegment(v.Root, segs[i])
+		if err != nil {
+			return time.Time{}, err
+		}
+		for _, ll := range lines {
+			if ll.Event == nil || !want[ll.Event.Hash] {
+				continue
+			}
+			delete(want, ll.Event.Hash)
+			if t := ll.Event.Time(); t.After(latest) {
+				latest = t
+			}
+		}
+	}
+	if len(want) > 0 {
+		return time.Time{}, fault.New(ErrCorrupt, "ledger: an open tip is not in the ledger")
+	}
+	return latest.UTC().Truncate(time.Millisecond), nil
 }
 
 // commit commits changes and the paths the transaction asked to commit as
@@ -589,26 +724,8 @@ func (tx *Tx) appendChange(rel RelPath, data []byte, rollback *undo) (*gitrepo.C
 // to: the last one, unless it is full or a day old.
 func (tx *Tx) prepareSegment(tail *tailState, rollback *undo) (segment, string, error) {
 	v := tx.v
-	if len(tail.torn) > 0 {
-		p := v.abs(tail.seg.rel())
-		if ev, ok, err := parseLine(tail.torn); err == nil && ok && ev.Prev == tail.tip {
-			// The crash came after the whole event was written but before its
-			// newline: the event is sound, so finish the line.
-			if err := fileio.Append(p, []byte("\n")); err != nil {
-				return segment{}, "", err
-			}
-			tail.size += int64(len(tail.torn)) + 1
-			tail.tip = ev.Hash
-		} else {
-			// Keep the fragment for forensics, then cut it off.
-			name := fmt.Sprintf("torn-%s.txt", tx.now.UTC().Format("20060102T150405.000"))
-			_ = fileio.WriteAtomic(filepath.Join(v.Root, ".logs", name),
-				append([]byte(tail.seg.String()+"\n"), tail.torn...))
-			if err := os.Truncate(p, tail.size); err != nil {
-				return segment{}, "", fault.IO("repair "+tail.seg.String(), err)
-			}
-		}
-		tail.torn = nil
+	if err := tx.repairTorn(tail); err != nil {
+		return segment{}, "", err
 	}
 	want := segmentFor(tx.now)
 	switch {
@@ -625,4 +742,32 @@ func (tx *Tx) prepareSegment(tail *tailState, rollback *undo) (segment, string, 
 		// last segment so the chain order stays the file order.
 		return tail.seg, tail.tip, nil
 	}
+}
+
+// repairTorn finishes or cuts off a torn last line (STORAGE.md, "Torn
+// lines").
+func (tx *Tx) repairTorn(tail *tailState) error {
+	v := tx.v
+	if len(tail.torn) > 0 {
+		p := v.abs(tail.seg.rel())
+		if ev, ok, err := parseLine(tail.torn); err == nil && ok && ev.Prev == tail.tip && len(tail.tips) < 2 {
+			// The crash came after the whole event was written but before its
+			// newline: the event is sound, so finish the line.
+			if err := fileio.Append(p, []byte("\n")); err != nil {
+				return err
+			}
+			tail.size += int64(len(tail.torn)) + 1
+			tail.tip, tail.tips = ev.Hash, nil
+		} else {
+			// Keep the fragment for forensics, then cut it off.
+			name := fmt.Sprintf("torn-%s.txt", tx.now.UTC().Format("20060102T150405.000"))
+			_ = fileio.WriteAtomic(filepath.Join(v.Root, ".logs", name),
+				append([]byte(tail.seg.String()+"\n"), tail.torn...))
+			if err := os.Truncate(p, tail.size); err != nil {
+				return fault.IO("repair "+tail.seg.String(), err)
+			}
+		}
+		tail.torn = nil
+	}
+	return nil
 }

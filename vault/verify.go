@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -42,36 +43,127 @@ type VerifyReport struct {
 	// Torn lists unterminated last lines left by a crash mid-append. They
 	// are not events, not problems, and the next write removes them.
 	Torn []Problem `json:"torn,omitempty"`
+	// Tips lists the open tips when there is more than one: lines of
+	// history a merge brought together, which the next write joins with a
+	// ledger.merged event. Not a problem.
+	Tips []string `json:"tips,omitempty"`
 }
 
-// chainChecker walks ledger lines in order and checks each line's hash and
-// its prev link. Both the full verification and the cheap check every writer
-// runs use it, so the two can never disagree on what a valid line is.
+// KindJoin is the event that joins lines of history after two clones'
+// ledgers were merged: its data.tips names every open tip it joins, and
+// its prev is the first of them.
+const KindJoin = "ledger.merged"
+
+// chainChecker walks ledger lines in chain order (segments in order, lines
+// in file order) and checks each line's hash and links. The ledger is a
+// DAG: each event's prev names an earlier event (the line before it, while
+// one clone writes; any earlier line once two clones' segments were
+// merged), and a join event names every tip it joins. Only the first event
+// has no prev. The events no later event names are the open tips; there is
+// one, except between a merge and the next write, which joins them. Both
+// the full verification and the check every writer runs use it, so the two
+// never disagree on what a valid line is.
 type chainChecker struct {
-	prev     string
+	known map[string]struct{} // hashes of the events walked
+	// earlier finds a hash among the events before the walk started (the
+	// writers' check starts at the first changed segment); nil when the
+	// walk starts at the beginning.
+	earlier  func(hash string) bool
+	tips     []string // the open tips, in the order they appeared
+	last     string   // the last event's hash
+	started  bool     // an event came before (a root may only come first)
 	problems []Problem
 	events   int
 }
 
+func newChainChecker() *chainChecker {
+	return &chainChecker{known: make(map[string]struct{})}
+}
+
+// resume starts the walk after events already checked, which ended with
+// the open tips given.
+func (c *chainChecker) resume(tips []string, earlier func(string) bool) {
+	c.tips = append(c.tips[:0], tips...)
+	if n := len(tips); n > 0 {
+		c.last, c.started = tips[n-1], true
+	}
+	c.earlier = earlier
+}
+
+func (c *chainChecker) has(h string) bool {
+	if _, ok := c.known[h]; ok {
+		return true
+	}
+	return c.earlier != nil && c.earlier(h)
+}
+
 func (c *chainChecker) line(ll ledgerLine) {
 	file := ll.Seg.String()
+	problem := func(msg string) {
+		id := ""
+		if ll.Event != nil {
+			id = ll.Event.ID
+		}
+		c.problems = append(c.problems, Problem{File: file, Line: ll.Line, ID: id, Msg: msg})
+	}
+	if ll.Err != nil {
+		problem(ll.Err.Error())
+		return // an unreadable line has no hash to chain from
+	}
+	ev := ll.Event
+	if !ll.HashOK {
+		problem("hash mismatch: the line was changed after it was written")
+	}
+	if ev.ID == "" || ev.Kind == "" || ev.TS == "" {
+		problem("missing id, kind or ts")
+	}
+	parents := []string{ev.Prev}
+	if ev.Kind == KindJoin {
+		tips, ok := joinTips(ev)
+		switch {
+		case !ok:
+			problem(KindJoin + " names no tips in data.tips")
+		case !slices.Contains(tips, ev.Prev):
+			problem("prev is not one of the tips the join names")
+		default:
+			parents = tips
+		}
+	}
 	switch {
-	case ll.Err != nil:
-		c.problems = append(c.problems, Problem{File: file, Line: ll.Line, Msg: ll.Err.Error()})
-		return // an unreadable line has no hash to chain from; keep the old prev
-	case !ll.HashOK:
-		c.problems = append(c.problems, Problem{File: file, Line: ll.Line, ID: ll.Event.ID,
-			Msg: "hash mismatch: the line was changed after it was written"})
-	case ll.Event.Prev != c.prev:
-		c.problems = append(c.problems, Problem{File: file, Line: ll.Line, ID: ll.Event.ID,
-			Msg: "prev does not match the hash of the event before it"})
+	case ev.Prev == "" && c.started:
+		problem("prev is empty, but only the first event of the ledger starts the chain")
+	case ev.Prev == "":
+	default:
+		for _, p := range parents {
+			if !c.has(p) {
+				problem("prev " + shortHash(p) + " names no event before this line (a line lost, moved or changed?)")
+				break
+			}
+		}
 	}
-	if ll.Event.ID == "" || ll.Event.Kind == "" || ll.Event.TS == "" {
-		c.problems = append(c.problems, Problem{File: file, Line: ll.Line, ID: ll.Event.ID,
-			Msg: "missing id, kind or ts"})
-	}
+	c.tips = slices.DeleteFunc(c.tips, func(t string) bool { return slices.Contains(parents, t) })
+	c.tips = append(c.tips, ev.Hash)
+	c.known[ev.Hash] = struct{}{}
+	c.last, c.started = ev.Hash, true
 	c.events++
-	c.prev = ll.Event.Hash
+}
+
+// joinTips returns the tips a join event names.
+func joinTips(ev *Event) ([]string, bool) {
+	var d struct {
+		Tips []string `json:"tips"`
+	}
+	if jsonUnmarshal(ev.Data, &d) != nil || len(d.Tips) < 2 {
+		return nil, false
+	}
+	return d.Tips, true
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
 }
 
 // Verify checks the whole ledger: every line parses, every hash matches its
@@ -84,11 +176,28 @@ func (v *Vault) Verify() (*VerifyReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	return v.verifySegments(segs, strays, diskSegment(v.Root))
+}
+
+// diskSegment reads a segment from the work tree.
+func diskSegment(root string) func(segment) ([]byte, error) {
+	return func(s segment) ([]byte, error) {
+		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(s.String())))
+		if err != nil {
+			return nil, fault.IO("read "+s.String(), err)
+		}
+		return data, nil
+	}
+}
+
+// verifySegments is Verify over segments read by read: the work tree's,
+// or those staged for the next commit (VerifyStaged).
+func (v *Vault) verifySegments(segs []segment, strays []string, read func(segment) ([]byte, error)) (*VerifyReport, error) {
 	rep := &VerifyReport{Segments: len(segs)}
 	for _, s := range strays {
 		rep.Problems = append(rep.Problems, Problem{File: s, Msg: "not a ledger segment name (want <dd>[-<n>].jsonl)"})
 	}
-	var cc chainChecker
+	cc := newChainChecker()
 	// What is kept per event is its id and position: the duplicate and link
 	// checks need them for every event, the rest of an event is dropped
 	// with its segment.
@@ -111,10 +220,11 @@ func (v *Vault) Verify() (*VerifyReport, error) {
 	}
 	var created []nodeEvent
 	for i, s := range segs {
-		lines, torn, err := readSegment(v.Root, s)
+		data, err := read(s)
 		if err != nil {
 			return nil, err
 		}
+		lines, torn, _ := splitSegment(s, data)
 		for _, ll := range lines {
 			cc.line(ll)
 			ev := ll.Event
@@ -187,9 +297,17 @@ func (v *Vault) Verify() (*VerifyReport, error) {
 		}
 	}
 	rep.Problems = append(rep.Problems, cc.problems...)
+	committed, err := v.committedProblems(segs, nil, true, read)
+	if err != nil {
+		return nil, err
+	}
+	rep.Problems = append(rep.Problems, committed...)
 	sortProblems(rep.Problems)
 	rep.Events = cc.events
-	rep.Tip = cc.prev
+	rep.Tip = cc.last
+	if len(cc.tips) > 1 {
+		rep.Tips = cc.tips
+	}
 	rep.OK = len(rep.Problems) == 0
 	return rep, nil
 }
@@ -307,14 +425,21 @@ type segStamp struct {
 	Size  int64  `json:"size"`
 	Mtime int64  `json:"mtime_ns"`
 	Ino   uint64 `json:"ino"`
-	Tip   string `json:"tip"`
+	Tip   string `json:"tip"` // the hash of the segment's last event (or the last before it)
+}
+
+// verifiedStamp is what the writers' check keeps per segment: its stamp
+// and the ledger's open tips at the end of it.
+type verifiedStamp struct {
+	segStamp
+	Tips []string
 }
 
 // verifiedFile is .state/<verifiedFile>.bin; bump verifiedVersion when
 // its encoding changes.
 const (
 	verifiedFile    = "ledger-verified"
-	verifiedVersion = 1
+	verifiedVersion = 2 // 2: the open tips after each segment
 )
 
 func stampOf(root string, s segment) (segStamp, error) {
@@ -329,12 +454,23 @@ func stampOf(root string, s segment) (segStamp, error) {
 	return st, nil
 }
 
-func (v *Vault) loadStamps() []segStamp {
+func (v *Vault) loadStamps() []verifiedStamp {
 	d, ok := readStateFile(v.Root, verifiedFile, verifiedVersion)
 	if !ok {
 		return nil
 	}
-	stamps := decodeStamps(d)
+	n := d.count()
+	if d.bad || n == 0 {
+		return nil
+	}
+	stamps := make([]verifiedStamp, n)
+	for i := range stamps {
+		stamps[i].segStamp = decodeStamp(d)
+		stamps[i].Tips = make([]string, d.count())
+		for j := range stamps[i].Tips {
+			stamps[i].Tips[j] = d.str()
+		}
+	}
 	if !d.done() {
 		return nil
 	}
@@ -343,32 +479,50 @@ func (v *Vault) loadStamps() []segStamp {
 
 // saveStamps writes the cache without fsync: lost, stale or torn, it only
 // costs a re-check of the segments it no longer vouches for.
-func (v *Vault) saveStamps(stamps []segStamp) {
-	writeStateFile(v.Root, verifiedFile, verifiedVersion, func(e *encoder) { encodeStamps(e, stamps) })
+func (v *Vault) saveStamps(stamps []verifiedStamp) {
+	writeStateFile(v.Root, verifiedFile, verifiedVersion, func(e *encoder) {
+		e.int(len(stamps))
+		for _, s := range stamps {
+			encodeStamp(e, s.segStamp)
+			e.int(len(s.Tips))
+			for _, t := range s.Tips {
+				e.str(t)
+			}
+		}
+	})
 }
 
 // checkChain verifies the segments that changed since the last check and
 // returns their stamps. A torn last line in the last segment is tolerated:
-// the writer repairs it.
-func (v *Vault) checkChain(segs []segment) (stamps []segStamp, problems []Problem, reread bool, err error) {
+// the writer repairs it. Segments that changed are also held against what
+// HEAD commits (committedProblems): a writer never commits a ledger that
+// lost or changed a committed line.
+func (v *Vault) checkChain(segs []segment) (stamps []verifiedStamp, problems []Problem, reread bool, err error) {
 	old := v.loadStamps()
-	stamps = make([]segStamp, 0, len(segs))
-	cc := chainChecker{}
+	stamps = make([]verifiedStamp, 0, len(segs))
+	cc := newChainChecker()
 	trusted := true
+	var changed []segment
 	for i, s := range segs {
-		st, err := stampOf(v.Root, s)
+		ss, err := stampOf(v.Root, s)
 		if err != nil {
 			return nil, nil, false, err
 		}
+		st := verifiedStamp{segStamp: ss}
 		if trusted && i < len(old) && old[i].Path == st.Path && old[i].Size == st.Size &&
 			old[i].Mtime == st.Mtime && old[i].Ino == st.Ino {
-			st.Tip = old[i].Tip
-			cc.prev = st.Tip
+			st.Tip, st.Tips = old[i].Tip, old[i].Tips
 			stamps = append(stamps, st)
 			continue
 		}
-		trusted = false
+		if trusted {
+			trusted = false
+			if i > 0 {
+				cc.resume(stamps[i-1].Tips, v.hashesBefore(segs[:i]))
+			}
+		}
 		reread = true
+		changed = append(changed, s)
 		lines, torn, err := readSegment(v.Root, s)
 		if err != nil {
 			return nil, nil, false, err
@@ -380,8 +534,46 @@ func (v *Vault) checkChain(segs []segment) (stamps []segStamp, problems []Proble
 			cc.problems = append(cc.problems, Problem{File: s.String(), Line: len(lines) + 1,
 				Msg: "unterminated line in a closed segment"})
 		}
-		st.Tip = cc.prev
+		st.Tip, st.Tips = cc.last, slices.Clone(cc.tips)
 		stamps = append(stamps, st)
 	}
-	return stamps, cc.problems, reread || len(old) != len(segs), nil
+	problems = cc.problems
+	if reread || len(old) != len(segs) {
+		cp, err := v.committedProblems(segs, changed, len(old) != len(segs), diskSegment(v.Root))
+		if err != nil {
+			return nil, nil, false, err
+		}
+		problems = append(problems, cp...)
+	}
+	return stamps, problems, reread || len(old) != len(segs), nil
+}
+
+// hashesBefore returns a lookup of the event hashes in segs, which read
+// each segment only when a hash is not found in the ones read so far,
+// newest first: a prev that names an event before the first changed
+// segment (a merged clone's line of history) is found in the segments
+// just before it.
+func (v *Vault) hashesBefore(segs []segment) func(string) bool {
+	known := make(map[string]struct{})
+	next := len(segs) - 1
+	return func(h string) bool {
+		for {
+			if _, ok := known[h]; ok {
+				return true
+			}
+			if next < 0 {
+				return false
+			}
+			lines, _, err := readSegment(v.Root, segs[next])
+			next--
+			if err != nil {
+				continue
+			}
+			for _, ll := range lines {
+				if ll.Event != nil {
+					known[ll.Event.Hash] = struct{}{}
+				}
+			}
+		}
+	}
 }

@@ -1,0 +1,150 @@
+package vault
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memvault/memvault/vault/gitrepo"
+)
+
+// Committed history is authoritative. A ledger segment may only grow past
+// what HEAD holds: a writer appends, then commits. A segment that lost a
+// committed line (a truncated tail), holds another line for a committed
+// event (a forged one, its hash recomputed), or gained lines before
+// committed ones fails the check, which Verify runs on every segment and
+// each writer on the segments that changed since its last check. The
+// events are named, so a person can restore them (git checkout, or
+// memvault repair, which takes them from HEAD).
+
+// mergeInProgress is the problem a vault in the middle of a git merge has:
+// its files are neither side's, so nothing is written until the merge is
+// concluded.
+func (v *Vault) mergeInProgress() *Problem {
+	if _, err := os.Stat(filepath.Join(v.Root, ".git", "MERGE_HEAD")); err != nil {
+		return nil
+	}
+	return &Problem{File: ".git/MERGE_HEAD", Msg: "a git merge is in progress: conclude it with git commit (or undo it with git merge --abort) before memvault writes events"}
+}
+
+// committedProblems holds segments against HEAD. With all, every
+// segment HEAD commits is checked, and one missing from segs is reported;
+// otherwise only those in changed. read returns a segment's bytes as they
+// are to be checked (the work tree's, or the staged ones).
+func (v *Vault) committedProblems(segs, changed []segment, all bool, read func(segment) ([]byte, error)) ([]Problem, error) {
+	if p := v.mergeInProgress(); p != nil {
+		return []Problem{*p}, nil
+	}
+	tree, err := v.repo.TreeAt("")
+	if err != nil || tree == nil {
+		return nil, err
+	}
+	type committed struct{ path, blob string }
+	var want []committed
+	if all {
+		lt, err := tree.Tree("ledger")
+		if err != nil {
+			return nil, nil // nothing committed under ledger/ yet
+		}
+		err = lt.Files().ForEach(func(f *object.File) error {
+			if strings.HasSuffix(f.Name, ".jsonl") {
+				want = append(want, committed{"ledger/" + f.Name, f.Hash.String()})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		for _, s := range changed {
+			e, err := tree.FindEntry(s.String())
+			if err == nil {
+				want = append(want, committed{s.String(), e.Hash.String()})
+			}
+		}
+	}
+	onDisk := make(map[string]segment, len(segs))
+	for _, s := range segs {
+		onDisk[s.String()] = s
+	}
+	var out []Problem
+	for _, c := range want {
+		s, ok := onDisk[c.path]
+		if !ok {
+			out = append(out, Problem{File: c.path, Msg: "a committed segment is missing: restore it with memvault repair (or git checkout HEAD -- " + c.path + ")"})
+			continue
+		}
+		data, err := read(s)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return nil, err
+		}
+		if gitrepo.BlobHash(data) == c.blob {
+			continue
+		}
+		head, ok := v.repo.Blob(c.blob)
+		if !ok {
+			continue // pruned or unreadable: git fsck reports it
+		}
+		out = append(out, compareCommitted(s, head, data)...)
+	}
+	return out, nil
+}
+
+// compareCommitted names what data lost or changed of head, the committed
+// bytes of segment s; nothing when data only appends to head.
+func compareCommitted(s segment, head, data []byte) []Problem {
+	if bytes.HasPrefix(data, head) {
+		return nil
+	}
+	if len(head) == len(data)+1 && bytes.HasPrefix(head, data) && head[len(data)] == '\n' {
+		return nil // only the last newline is gone: the next writer puts it back
+	}
+	headLines, _, _ := splitSegment(s, head)
+	lines, _, _ := splitSegment(s, data)
+	present := make(map[string]int, len(lines))
+	byID := make(map[string]int, len(lines))
+	for _, ll := range lines {
+		present[string(ll.Raw)] = ll.Line
+		if ll.Event != nil {
+			byID[ll.Event.ID] = ll.Line
+		}
+	}
+	var out []Problem
+	for _, hl := range headLines {
+		if _, ok := present[string(hl.Raw)]; ok {
+			continue
+		}
+		id := ""
+		if hl.Event != nil {
+			id = hl.Event.ID
+		}
+		if n, ok := byID[id]; ok && id != "" {
+			out = append(out, Problem{File: s.String(), Line: n, ID: id,
+				Msg: "this event differs from the committed one (HEAD's line " + fmt.Sprint(hl.Line) + "): changed after it was committed"})
+			continue
+		}
+		out = append(out, Problem{File: s.String(), Line: hl.Line, ID: id,
+			Msg: "a committed event is missing (HEAD has it at this line): restore it with memvault repair"})
+	}
+	if len(out) == 0 {
+		// Every committed line is there, but not as a prefix: something
+		// was inserted before committed lines, or lines were moved.
+		for i, hl := range headLines {
+			if i >= len(lines) || !bytes.Equal(lines[i].Raw, hl.Raw) {
+				out = append(out, Problem{File: s.String(), Line: i + 1,
+					Msg: "lines were inserted or moved before committed lines (HEAD's line " + fmt.Sprint(hl.Line) + " is now line " + fmt.Sprint(present[string(hl.Raw)]) + ")"})
+				break
+			}
+		}
+	}
+	return out
+}

@@ -32,16 +32,19 @@ type GitHook struct {
 }
 
 // VaultGitHooks protect the vault repository: a commit that breaks the
-// ledger is refused; after a merge the heads are re-rendered and the index
+// ledger, as staged (what the commit takes, not the work tree), is refused; after a merge the heads are re-rendered and the index
 // rebuilt; after a checkout the index is rebuilt.
 func VaultGitHooks(bin, vaultRoot string) []GitHook {
 	mv := "env -u GIT_DIR -u GIT_INDEX_FILE -u GIT_WORK_TREE " + shellQuote(bin) + " --vault " + shellQuote(vaultRoot)
+	// pre-commit keeps GIT_INDEX_FILE: it names the index the commit is
+	// made from (a temporary one for commit -a or commit <paths>).
+	staged := "env -u GIT_DIR -u GIT_WORK_TREE " + shellQuote(bin) + " --vault " + shellQuote(vaultRoot)
 	return []GitHook{
-		{Name: "pre-commit", Body: `if ! ` + mv + ` verify >/dev/null 2>"${TMPDIR:-/tmp}/memvault-verify.$$"; then
+		{Name: "pre-commit", Body: `if ! ` + staged + ` verify --staged >/dev/null 2>"${TMPDIR:-/tmp}/memvault-verify.$$"; then
   echo "memvault: this commit would leave the ledger broken:" >&2
   cat "${TMPDIR:-/tmp}/memvault-verify.$$" >&2
   rm -f "${TMPDIR:-/tmp}/memvault-verify.$$"
-  echo "hint: repair the lines named above (memvault verify), or commit with --no-verify to override" >&2
+  echo "hint: stage the ledger as memvault wrote it (memvault repair fixes a broken one), or commit with --no-verify to override" >&2
   exit 1
 fi
 rm -f "${TMPDIR:-/tmp}/memvault-verify.$$"`},

@@ -7,10 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/gitrepo"
 )
 
@@ -41,7 +43,14 @@ func (v *Vault) committedProblems(segs, changed []segment, all bool, read func(s
 	if p := v.mergeInProgress(); p != nil {
 		return []Problem{*p}, nil
 	}
-	tree, err := v.repo.TreeAt("")
+	return v.heldAgainst("", segs, changed, all, false, read)
+}
+
+// heldAgainst holds segments against the commit rev ("" = HEAD). With
+// anyOrder, committed lines need only be present, not a prefix: a merge
+// interleaves two histories.
+func (v *Vault) heldAgainst(rev string, segs, changed []segment, all, anyOrder bool, read func(segment) ([]byte, error)) ([]Problem, error) {
+	tree, err := v.repo.TreeAt(rev)
 	if err != nil || tree == nil {
 		return nil, err
 	}
@@ -94,14 +103,14 @@ func (v *Vault) committedProblems(segs, changed []segment, all bool, read func(s
 		if !ok {
 			continue // pruned or unreadable: git fsck reports it
 		}
-		out = append(out, compareCommitted(s, head, data)...)
+		out = append(out, compareCommitted(s, head, data, anyOrder)...)
 	}
 	return out, nil
 }
 
 // compareCommitted names what data lost or changed of head, the committed
 // bytes of segment s; nothing when data only appends to head.
-func compareCommitted(s segment, head, data []byte) []Problem {
+func compareCommitted(s segment, head, data []byte, anyOrder bool) []Problem {
 	if bytes.HasPrefix(data, head) {
 		return nil
 	}
@@ -135,7 +144,7 @@ func compareCommitted(s segment, head, data []byte) []Problem {
 		out = append(out, Problem{File: s.String(), Line: hl.Line, ID: id,
 			Msg: "a committed event is missing (HEAD has it at this line): restore it with memvault repair"})
 	}
-	if len(out) == 0 {
+	if len(out) == 0 && !anyOrder {
 		// Every committed line is there, but not as a prefix: something
 		// was inserted before committed lines, or lines were moved.
 		for i, hl := range headLines {
@@ -147,4 +156,58 @@ func compareCommitted(s segment, head, data []byte) []Problem {
 		}
 	}
 	return out
+}
+
+// VerifyStaged verifies the ledger as it is staged for the next commit
+// (the vault's pre-commit hook runs it): the chain of the staged segments,
+// and that they keep every line HEAD commits — and, while a merge is being
+// concluded, every line of the commit being merged, in any order. So a
+// forged line staged and then restored in the work tree is refused.
+func (v *Vault) VerifyStaged() (*VerifyReport, error) {
+	staged, err := v.repo.Staged("ledger/")
+	if err != nil {
+		return nil, err
+	}
+	var segs []segment
+	var strays []string
+	var conflicted []Problem
+	for p, blob := range staged {
+		s, ok := segmentFromPath(p)
+		switch {
+		case !ok:
+			strays = append(strays, p)
+		case blob == "":
+			conflicted = append(conflicted, Problem{File: p, Msg: "staged with a merge conflict: resolve it (memvault repair resolves a ledger segment)"})
+		default:
+			segs = append(segs, s)
+		}
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].less(segs[j]) })
+	read := func(s segment) ([]byte, error) {
+		data, ok := v.repo.Blob(staged[s.String()])
+		if !ok {
+			return nil, fault.New(ErrCorrupt, "%s: the staged blob cannot be read", s)
+		}
+		return data, nil
+	}
+	merging := v.mergeInProgress() != nil
+	rep, err := v.verifyWith(segs, strays, read, func() ([]Problem, error) {
+		out, err := v.heldAgainst("", segs, nil, true, merging, read)
+		if err != nil || !merging {
+			return out, err
+		}
+		mh, err := os.ReadFile(filepath.Join(v.Root, ".git", "MERGE_HEAD"))
+		if err != nil {
+			return out, nil
+		}
+		theirs, err := v.heldAgainst(strings.TrimSpace(string(mh)), segs, nil, true, true, read)
+		return append(out, theirs...), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep.Problems = append(rep.Problems, conflicted...)
+	sortProblems(rep.Problems)
+	rep.OK = len(rep.Problems) == 0
+	return rep, nil
 }

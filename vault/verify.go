@@ -176,7 +176,10 @@ func (v *Vault) Verify() (*VerifyReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	return v.verifySegments(segs, strays, diskSegment(v.Root))
+	read := diskSegment(v.Root)
+	return v.verifyWith(segs, strays, read, func() ([]Problem, error) {
+		return v.committedProblems(segs, nil, true, read)
+	})
 }
 
 // diskSegment reads a segment from the work tree.
@@ -190,9 +193,10 @@ func diskSegment(root string) func(segment) ([]byte, error) {
 	}
 }
 
-// verifySegments is Verify over segments read by read: the work tree's,
-// or those staged for the next commit (VerifyStaged).
-func (v *Vault) verifySegments(segs []segment, strays []string, read func(segment) ([]byte, error)) (*VerifyReport, error) {
+// verifyWith is Verify over segments read by read (the work tree's, or
+// those staged for the next commit: VerifyStaged), held against
+// committed history by committed.
+func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) ([]byte, error), committed func() ([]Problem, error)) (*VerifyReport, error) {
 	rep := &VerifyReport{Segments: len(segs)}
 	for _, s := range strays {
 		rep.Problems = append(rep.Problems, Problem{File: s, Msg: "not a ledger segment name (want <dd>[-<n>].jsonl)"})
@@ -297,11 +301,11 @@ func (v *Vault) verifySegments(segs []segment, strays []string, read func(segmen
 		}
 	}
 	rep.Problems = append(rep.Problems, cc.problems...)
-	committed, err := v.committedProblems(segs, nil, true, read)
+	held, err := committed()
 	if err != nil {
 		return nil, err
 	}
-	rep.Problems = append(rep.Problems, committed...)
+	rep.Problems = append(rep.Problems, held...)
 	sortProblems(rep.Problems)
 	rep.Events = cc.events
 	rep.Tip = cc.last

@@ -9,22 +9,29 @@ import (
 )
 
 type verifyOptions struct {
-	json bool
+	json   bool
+	staged bool // the segments staged for the next commit (the pre-commit hook)
 }
 
 func newVerifyCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "verify",
-		Usage: "check every hash, every prev link and every reference in the ledger",
-		Flags: []ucli.Flag{jsonFlag},
+		Usage: "check every hash, every prev link and every reference in the ledger, and that it keeps every committed event",
+		Flags: []ucli.Flag{jsonFlag,
+			&ucli.BoolFlag{Name: "staged", Usage: "check the ledger as staged for the next git commit (the vault's pre-commit hook)"},
+		},
 	}
 }
 
 // runVerify prints every problem, then fails with ExitCorrupt on its own
 // (silentError): the report is the message.
 func runVerify(c *ucli.Context, v *vault.Vault) error {
-	opts := verifyOptions{json: c.Bool("json")}
-	rep, err := v.Verify()
+	opts := verifyOptions{json: c.Bool("json"), staged: c.Bool("staged")}
+	verify := v.Verify
+	if opts.staged {
+		verify = v.VerifyStaged
+	}
+	rep, err := verify()
 	if err != nil {
 		return err
 	}
@@ -43,10 +50,14 @@ func runVerify(c *ucli.Context, v *vault.Vault) error {
 		for _, p := range rep.Torn {
 			fmt.Fprintf(c.App.ErrWriter, "note: %s\n", p)
 		}
+		if len(rep.Tips) > 1 {
+			fmt.Fprintf(c.App.ErrWriter, "note: %d lines of history from a merge end in separate tips; the next write joins them\n", len(rep.Tips))
+		}
 		if rep.OK {
 			fmt.Fprintf(w, "ok: %d events in %d segments, chain intact\n", rep.Events, rep.Segments)
 		} else {
 			fmt.Fprintf(w, "FAILED: %d problems in %d events\n", len(rep.Problems), rep.Events)
+			fmt.Fprintf(c.App.ErrWriter, "hint: memvault repair re-chains the ledger and restores committed events, keeping the old segments under .logs/\n")
 		}
 	}
 	if !rep.OK {

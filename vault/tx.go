@@ -597,24 +597,30 @@ func (tx *Tx) seal(tail *tailState, rollback *undo) ([]*gitrepo.Change, []verifi
 // its id derives from the sorted tips, its time is the latest tip's, and
 // it names the vault's own agent.
 func (v *Vault) joinEvent(tips []string) (*Event, error) {
-	sorted := slices.Clone(tips)
-	slices.Sort(sorted)
-	latest, err := v.latestOf(sorted)
+	latest, err := v.latestOf(tips)
 	if err != nil {
 		return nil, err
 	}
+	return joinOf(v.Config.Agent, tips, latest), nil
+}
+
+// joinOf is the join event of tips whose latest event was at latest.
+func joinOf(agent string, tips []string, latest time.Time) *Event {
+	sorted := slices.Clone(tips)
+	slices.Sort(sorted)
+	latest = latest.UTC().Truncate(time.Millisecond)
 	sum := sha256.Sum256([]byte(strings.Join(sorted, "\n")))
 	data, _ := json.Marshal(map[string]any{"tips": sorted})
 	return &Event{
 		ID:     derivedID("e_", latest, sum[:]),
 		TS:     FormatTS(latest),
-		Agent:  v.Config.Agent,
+		Agent:  agent,
 		Kind:   KindJoin,
 		Text:   fmt.Sprintf("joined %d lines of history after a merge", len(sorted)),
 		Data:   data,
 		Source: "merge",
 		Prev:   sorted[0],
-	}, nil
+	}
 }
 
 // latestOf returns the latest timestamp among the events with the given
@@ -648,7 +654,7 @@ func (v *Vault) latestOf(hashes []string) (time.Time, error) {
 	if len(want) > 0 {
 		return time.Time{}, fault.New(ErrCorrupt, "ledger: an open tip is not in the ledger")
 	}
-	return latest.UTC().Truncate(time.Millisecond), nil
+	return latest, nil
 }
 
 // commit commits changes and the paths the transaction asked to commit as

@@ -151,6 +151,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			newSupersedeCommand(),
 			newLedgerCommand(),
 			newVerifyCommand(),
+			newRepairCommand(),
 			newLogCommand(),
 			newStatusCommand(),
 			newTranscriptCommand(),
@@ -202,6 +203,9 @@ func commandActions() map[string]action {
 
 		"ledger": reads(runLedger),
 		"verify": reads(runVerify),
+		// vault.Repair takes the lock, plans under it and commits through
+		// a transaction of its own.
+		"repair": ownWrites(runRepair),
 		"log":    reads(runLog),
 		"status": reads(runStatus),
 

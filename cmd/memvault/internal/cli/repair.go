@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+)
+
+type repairOptions struct {
+	dryRun bool
+	json   bool
+}
+
+func newRepairCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "repair",
+		Usage: "re-chain a ledger broken by a merge or a hand edit, restoring committed events; the old segments stay under .logs/",
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "dry-run", Usage: "say what would be done, change nothing"},
+			jsonFlag,
+		},
+	}
+}
+
+// runRepair manages its own writes: vault.Repair takes the lock, plans
+// under it, and commits through a transaction (or, in the middle of a git
+// merge, stages the segments for the merge's commit).
+func runRepair(c *ucli.Context) error {
+	if c.NArg() > 0 {
+		return usagef("repair: takes no arguments")
+	}
+	opts := repairOptions{dryRun: c.Bool("dry-run"), json: c.Bool("json")}
+	v, err := openVault(c)
+	if err != nil {
+		return err
+	}
+	rep, err := v.Repair(opts.dryRun)
+	if err != nil {
+		return err
+	}
+	if opts.json {
+		return printJSON(c.App.Writer, rep)
+	}
+	w := c.App.Writer
+	if rep.Nothing {
+		fmt.Fprintln(w, "nothing to repair: the ledger verifies and has one tip")
+		return nil
+	}
+	verb := "repaired"
+	if opts.dryRun {
+		verb = "would repair"
+	}
+	fmt.Fprintf(w, "%s %s: %s\n", verb, strings.Join(rep.Segments, ", "), rep.Summary())
+	if len(rep.Restored) > 0 {
+		fmt.Fprintf(w, "restored from HEAD: %s\n", strings.Join(rep.Restored, " "))
+	}
+	if len(rep.Replaced) > 0 {
+		fmt.Fprintf(w, "given HEAD's line back: %s\n", strings.Join(rep.Replaced, " "))
+	}
+	if len(rep.Changed) > 0 {
+		fmt.Fprintf(w, "re-sealed (did not hash or chain): %s\n", strings.Join(rep.Changed, " "))
+	}
+	if opts.dryRun {
+		return nil
+	}
+	fmt.Fprintf(w, "old segments kept in %s\n", rep.Kept)
+	if rep.Staged {
+		fmt.Fprintln(w, "a git merge is in progress: the segments are staged; conclude it with git commit")
+	} else {
+		fmt.Fprintf(w, "recorded as %s in commit %s\n", rep.Event, vault.ShortHash(rep.Commit))
+	}
+	return nil
+}

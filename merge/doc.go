@@ -64,6 +64,12 @@
 // and unchanged on the other stays deleted; deleted on one side and changed
 // on the other, it is reported and the file follows ours.
 //
+// With MarkdownOptions.Peers the two sides are two people's files (a git
+// merge between clones of a vault, through memvault's merge driver): a
+// conflicted section is written with git's markers instead of our text, a
+// section deleted on one side and edited on the other as the edit against
+// nothing between markers, and the keep marker pins nothing.
+//
 // # Keep marker
 //
 // A person pins a section by writing the HTML comment

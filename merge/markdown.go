@@ -26,6 +26,13 @@ type MarkdownOptions struct {
 	// changed one, the result is our lines followed by their new lines,
 	// which never conflicts.
 	AppendOnly []string
+	// Peers merges two people's versions of a file (a git merge between
+	// clones of a vault) rather than a new render into a person's file.
+	// Both sides are then someone's words, so the keep marker pins
+	// nothing, and a conflicted section is written into Merged the way git
+	// writes a conflict, with markers around both sides, for the person
+	// finishing the merge to resolve; it is still listed in Sections.
+	Peers bool
 }
 
 // ConflictKind says why a section could not be merged.
@@ -271,7 +278,8 @@ func headingText(h *ast.Heading, src []byte) string {
 //     conflicts, the section keeps our text and is reported;
 //   - an AppendOnly section changed on both sides: our lines, then their
 //     lines that are in neither ours nor base;
-//   - a section of ours holding KeepMarker (or under one that does): ours;
+//   - a section of ours holding KeepMarker (or under one that does): ours,
+//     unless opts.Peers;
 //   - added on one side: kept, after the section it follows there;
 //   - deleted on one side and unchanged on the other: deleted;
 //   - deleted on one side and changed on the other: reported, and the
@@ -322,7 +330,7 @@ func Markdown(base, ours, theirs []byte, opts MarkdownOptions) (Result, error) {
 			bt = b.text
 		}
 		switch {
-		case inO && x.keep:
+		case inO && x.keep && !opts.Peers:
 			out[s.key] = x.text
 		case inO && inT:
 			oChanged := !inB || !bytes.Equal(x.text, bt)
@@ -344,6 +352,9 @@ func Markdown(base, ours, theirs []byte, opts MarkdownOptions) (Result, error) {
 					continue
 				}
 				out[s.key] = x.text
+				if opts.Peers {
+					out[s.key] = m.Merged
+				}
 				res.Sections = append(res.Sections, SectionConflict{
 					Heading: x.path, Kind: BothEdited,
 					Base: clone(bt, inB), Ours: bytes.Clone(x.text), Theirs: bytes.Clone(y.text),
@@ -354,6 +365,11 @@ func Markdown(base, ours, theirs []byte, opts MarkdownOptions) (Result, error) {
 			// They dropped it.
 			if !bytes.Equal(x.text, bt) {
 				out[s.key] = x.text
+				if opts.Peers {
+					if out[s.key], err = markedDeletion(bt, x.text, nil, o); err != nil {
+						return Result{}, err
+					}
+				}
 				res.Sections = append(res.Sections, SectionConflict{
 					Heading: x.path, Kind: TheirsDeleted,
 					Base: bytes.Clone(bt), Ours: bytes.Clone(x.text),
@@ -364,6 +380,11 @@ func Markdown(base, ours, theirs []byte, opts MarkdownOptions) (Result, error) {
 		case inT && inB:
 			// We dropped it.
 			if !bytes.Equal(y.text, bt) {
+				if opts.Peers {
+					if out[s.key], err = markedDeletion(bt, nil, y.text, o); err != nil {
+						return Result{}, err
+					}
+				}
 				res.Sections = append(res.Sections, SectionConflict{
 					Heading: y.path, Kind: OursDeleted,
 					Base: bytes.Clone(bt), Theirs: bytes.Clone(y.text),
@@ -391,6 +412,13 @@ func Markdown(base, ours, theirs []byte, opts MarkdownOptions) (Result, error) {
 	res.Merged = merged
 	res.Conflicts = len(res.Sections)
 	return res, nil
+}
+
+// markedDeletion writes a section deleted on one side and edited on the
+// other as git would: the edited text against nothing, between markers.
+func markedDeletion(base, ours, theirs []byte, o Options) ([]byte, error) {
+	m, err := Lines(base, ours, theirs, o)
+	return m.Merged, err
 }
 
 // withFinalNewline returns doc ending in a newline (in the document's own

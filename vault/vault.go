@@ -267,7 +267,9 @@ func (v *Vault) abs(r RelPath) string { return filepath.Join(v.Root, filepath.Fr
 
 // Init creates a vault at root (a path ending in .memory, normally) or
 // completes a partial one: the folder, its git repository on branch main,
-// the layout, memvault.toml and .gitignore. It never overwrites a file that
+// the layout, memvault.toml, .gitignore and .gitattributes (which names
+// memvault's merge driver; the driver itself is registered in .git/config
+// by the command line, which knows where its binary is). It never overwrites a file that
 // exists, so running it again is safe. created reports whether anything was
 // committed.
 func Init(root string) (v *Vault, created bool, err error) {
@@ -300,7 +302,8 @@ func Init(root string) (v *Vault, created bool, err error) {
 	for _, f := range []struct {
 		rel  RelPath
 		text string
-	}{{mustRel(configFile), defaultConfigText}, {mustRel(".gitignore"), gitignoreText}} {
+	}{{mustRel(configFile), defaultConfigText}, {mustRel(".gitignore"), gitignoreText},
+		{mustRel(gitattributesFile), GitattributesText()}} {
 		if _, err := os.Stat(v.abs(f.rel)); errors.Is(err, fs.ErrNotExist) {
 			files = append(files, f)
 		}

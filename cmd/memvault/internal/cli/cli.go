@@ -175,6 +175,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			newResolveCommand(),
 			newContinuityCommand(), newLearnCommand(), newDecideCommand(), newGoalCommand(), newNextCommand(), newDoneCommand(),
 			newGCCommand(),
+			newMergeDriverCommand(),
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*ucli.Context, error) {}, // Run picks the exit code
@@ -230,10 +231,16 @@ func commandActions() map[string]action {
 		"hook":    noVault(runHook),
 		"context": reads(runContext),
 		// The installers change the harness's config and git's hooks, not
-		// the vault.
-		"install":   noVault(runInstall),
+		// the vault; install git also registers the merge driver and, when
+		// .gitattributes lacks it, commits it through the library
+		// (vault.EnsureMergeSetup).
+		"install":   ownWrites(runInstall),
 		"uninstall": noVault(runUninstall),
 		"doctor":    noVault(runDoctor),
+		// Git runs the merge driver on its temporary copies of three
+		// versions of one file, in the middle of its own merge: no vault to
+		// open, no lock to take.
+		"merge-driver": noVault(runMergeDriver),
 
 		// vault.GC takes the vault lock itself and repacks git's objects; it
 		// commits nothing.

@@ -38,10 +38,23 @@ func runInit(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	// The merge driver lives in .git/config, which a clone does not copy:
+	// init registers it in a new vault and in a clone alike.
+	bin, err := selfPath()
+	if err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	registered, err := vault.RegisterMergeDrivers(v.Root, bin)
+	if err != nil {
+		return err
+	}
 	if created {
 		fmt.Fprintf(c.App.Writer, "initialised vault at %s\n", v.Root)
 	} else {
 		fmt.Fprintf(c.App.Writer, "vault already initialised at %s\n", v.Root)
+		if registered {
+			fmt.Fprintf(c.App.Writer, "registered the merge driver in .git/config\n")
+		}
 	}
 	return nil
 }

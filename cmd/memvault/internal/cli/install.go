@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -39,12 +40,9 @@ func newInstaller(c *ucli.Context, name string) (*hooks.Installer, error) {
 	if err != nil && scope == hooks.ScopeUser {
 		return nil, fmt.Errorf("install: no home folder: %w", err)
 	}
-	bin, err := os.Executable()
+	bin, err := selfPath()
 	if err != nil {
-		return nil, fmt.Errorf("install: where is memvault? %w", err)
-	}
-	if resolved, err := filepath.EvalSymlinks(bin); err == nil {
-		bin = resolved
+		return nil, fmt.Errorf("install: %w", err)
 	}
 	return &hooks.Installer{Harness: name, Scope: scope, Project: vault.ProjectRoot(wd), Home: home, Bin: bin, Env: os.Getenv}, nil
 }
@@ -59,27 +57,19 @@ func gitHookChanges(c *ucli.Context, verb string, remove bool) ([]hooks.Change, 
 	if c.NArg() != 1 {
 		return nil, usagef("%s git: takes no other arguments", verb)
 	}
-	bin, err := os.Executable()
+	bin, err := selfPath()
 	if err != nil {
 		return nil, err
-	}
-	if resolved, err := filepath.EvalSymlinks(bin); err == nil {
-		bin = resolved
 	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, err
 	}
-	doVault, doProject := c.Bool("vault"), c.Bool("project")
-	if !doVault && !doProject {
-		doVault = true
-	}
+	doProject := c.Bool("project")
 	var out []hooks.Change
-	if doVault {
-		root, err := vault.Find(c.Lineage()[len(c.Lineage())-1].String("vault"), wd)
-		if err != nil {
-			return nil, err
-		}
+	if root, ok, err := gitVaultTarget(c); err != nil {
+		return nil, err
+	} else if ok {
 		cs, err := hooks.PlanGitHooks(root, hooks.VaultGitHooks(bin, root), bin, remove)
 		if err != nil {
 			return nil, err
@@ -94,6 +84,71 @@ func gitHookChanges(c *ucli.Context, verb string, remove bool) ([]hooks.Change, 
 		out = append(out, cs...)
 	}
 	return out, nil
+}
+
+// gitVaultTarget finds the vault `install git` and `uninstall git` work
+// on: --vault, or no --project.
+func gitVaultTarget(c *ucli.Context) (root string, ok bool, err error) {
+	if !c.Bool("vault") && c.Bool("project") {
+		return "", false, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", false, err
+	}
+	root, err = vault.Find(c.Lineage()[len(c.Lineage())-1].String("vault"), wd)
+	return root, err == nil, err
+}
+
+// mergeSetup registers (or, with remove, unregisters) the vault's merge
+// driver after its git hooks, and makes sure .gitattributes names it; it
+// prints what it changed the way install prints hook files.
+func mergeSetup(c *ucli.Context, opts installOptions) error {
+	root, ok, err := gitVaultTarget(c)
+	if err != nil || !ok {
+		return err
+	}
+	w := c.App.Writer
+	config := filepath.Join(root, ".git", "config")
+	switch {
+	case opts.remove && opts.dryRun:
+		fmt.Fprintf(w, "would unregister the merge driver in %s\n", config)
+		return nil
+	case opts.remove:
+		changed, err := vault.UnregisterMergeDrivers(root)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s %s\n", map[bool]string{true: "wrote", false: "unchanged"}[changed], config)
+		return nil
+	}
+	bin, err := selfPath()
+	if err != nil {
+		return err
+	}
+	if opts.dryRun {
+		pending, err := vault.MergeSetupPending(root, bin)
+		for _, p := range pending {
+			fmt.Fprintf(w, "would write %s\n", filepath.Join(root, p))
+		}
+		return err
+	}
+	v, err := vault.Open(root)
+	if err != nil {
+		return err
+	}
+	changed, err := v.EnsureMergeSetup(bin)
+	if err != nil {
+		return err
+	}
+	for _, p := range []string{".git/config", ".gitattributes"} {
+		done := "unchanged"
+		if slices.Contains(changed, p) {
+			done = "wrote"
+		}
+		fmt.Fprintf(w, "%s %s\n", done, filepath.Join(root, filepath.FromSlash(p)))
+	}
+	return nil
 }
 
 type installOptions struct {
@@ -141,6 +196,9 @@ func install(c *ucli.Context, remove bool) error {
 				fmt.Fprintf(w, "%s", ch.Content)
 			}
 		}
+		if opts.target == "git" {
+			return mergeSetup(c, opts)
+		}
 		return nil
 	}
 	if err := apply(changes); err != nil {
@@ -151,6 +209,11 @@ func install(c *ucli.Context, remove bool) error {
 		fmt.Fprintf(w, "%s %s\n", done, ch.Path)
 		if ch.Note != "" && ch.Action != "unchanged" {
 			fmt.Fprintf(w, "note: %s\n", ch.Note)
+		}
+	}
+	if opts.target == "git" {
+		if err := mergeSetup(c, opts); err != nil {
+			return fmt.Errorf("%s git: merge driver: %w", verb, err)
 		}
 	}
 	return nil

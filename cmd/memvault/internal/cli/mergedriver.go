@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/fileio"
+)
+
+type mergeDriverOptions struct {
+	kind                     vault.MergeKind // "auto": from the path
+	base, ours, theirs, path string
+}
+
+func newMergeDriverCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "merge-driver",
+		Usage:     "git's merge driver for the vault's files (registered by init and install git)",
+		ArgsUsage: "KIND BASE OURS THEIRS PATH",
+		// Git runs it; people do not.
+		Hidden: true,
+	}
+}
+
+// runMergeDriver is what git runs for a file both sides of a merge
+// changed: it merges the three versions into OURS, where git takes the
+// result from. It opens no vault and takes no lock: git holds the
+// repository while it merges, and the files are git's temporary copies.
+// Exit 0 is clean, 1 a conflict (OURS then holds the text to resolve), 2
+// a usage mistake; any other failure leaves OURS untouched and exits as
+// its class says. Git takes every non-zero status for a conflict.
+func runMergeDriver(c *ucli.Context) error {
+	if c.NArg() != 5 {
+		return usagef("merge-driver: want KIND BASE OURS THEIRS PATH, as git passes them (auto %%O %%A %%B %%P)")
+	}
+	a := c.Args().Slice()
+	opts := mergeDriverOptions{kind: vault.MergeKind(a[0]), base: a[1], ours: a[2], theirs: a[3], path: a[4]}
+	if opts.kind == "auto" {
+		opts.kind = vault.MergeKindOf(filepath.ToSlash(opts.path))
+	} else if !slices.Contains(vault.MergeKinds(), opts.kind) {
+		var names []string
+		for _, k := range vault.MergeKinds() {
+			names = append(names, string(k))
+		}
+		return usagef("merge-driver: kind %q: want auto or one of %s", opts.kind, strings.Join(names, ", "))
+	}
+	var versions [3][]byte
+	for i, f := range []string{opts.base, opts.ours, opts.theirs} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("merge-driver: %w", err)
+		}
+		versions[i] = data
+	}
+	merged, conflict, err := vault.MergeAs(opts.kind, filepath.ToSlash(opts.path), versions[0], versions[1], versions[2])
+	if err != nil {
+		return fmt.Errorf("merge-driver: %s: %w", opts.path, err)
+	}
+	if err := fileio.WriteKeepMode(opts.ours, merged, fileio.FilePerm); err != nil {
+		return fmt.Errorf("merge-driver: write %s: %w", opts.ours, err)
+	}
+	if conflict {
+		fmt.Fprintf(c.App.ErrWriter, "memvault: %s: conflict (%s merge); resolve it, then git add it\n", opts.path, opts.kind)
+		return &silentError{code: 1}
+	}
+	return nil
+}
+
+// selfPath is the absolute path of the running binary, which the hooks and
+// the merge driver git runs call back.
+func selfPath() (string, error) {
+	bin, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("where is memvault? %w", err)
+	}
+	if resolved, err := filepath.EvalSymlinks(bin); err == nil {
+		bin = resolved
+	}
+	return bin, nil
+}

@@ -248,6 +248,9 @@ func withoutDriver(data []byte) []byte {
 	if start < 0 {
 		return nil
 	}
+	if end == len(lines) && end > start+1 && lines[end-1] == "" {
+		end-- // the file's final newline is not the section's
+	}
 	return []byte(strings.Join(append(lines[:start:start], lines[end:]...), "\n"))
 }
 

@@ -285,24 +285,6 @@ func rawOfEvents(ls []eventLine) [][]byte {
 	return out
 }
 
-// joinTips reads the tips a ledger.merged event names in data.tips, by
-// hash or by id.
-func joinTips(ev *Event) []string {
-	if ev.Kind != joinKind || len(ev.Data) == 0 {
-		return nil
-	}
-	var d struct {
-		Tips []string `json:"tips"`
-	}
-	_ = json.Unmarshal(ev.Data, &d)
-	return d.Tips
-}
-
-// joinKind is the kind of the event that joins the open tips of a merged
-// ledger (its prev one of them, data.tips all of them). A merge driver
-// never writes it: the next transaction does.
-const joinKind = "ledger.merged"
-
 // mergeOrder sorts events so that each comes after the events of the list
 // it names (prev, and a join's tips), the earliest (ts, id, hash) first
 // among those free to go: Kahn's algorithm with a heap. ok is false on a
@@ -316,7 +298,11 @@ func mergeOrder(ls []eventLine) ([]eventLine, bool) {
 	after := make([][]int, len(ls)) // after[i]: the events waiting for i
 	waits := make([]int, len(ls))
 	for i, l := range ls {
-		refs := append([]string{l.ev.Prev}, joinTips(l.ev)...)
+		refs := []string{l.ev.Prev}
+		if l.ev.Kind == KindJoin {
+			tips, _ := joinTips(l.ev)
+			refs = append(refs, tips...)
+		}
 		seen := map[int]bool{}
 		for _, r := range refs {
 			j, ok := at[r]

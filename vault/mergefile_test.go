@@ -17,7 +17,7 @@ func sealed(t testing.TB, id string, ts time.Time, prev string, data any) (line 
 	t.Helper()
 	ev := &Event{ID: id, TS: FormatTS(ts), Agent: "default", Kind: "fact", Text: "text of " + id}
 	if data != nil {
-		ev.Kind = joinKind
+		ev.Kind = KindJoin
 		ev.Data, _ = json.Marshal(data)
 	}
 	line, err := ev.seal(prev)
@@ -262,7 +262,8 @@ func TestMergeLedgerProperties(t *testing.T) {
 		}
 		for i, l := range got {
 			ev, _, _ := parseLine(bytes.TrimSpace(l))
-			for _, ref := range append([]string{ev.Prev}, joinTips(ev)...) {
+			tips, _ := joinTips(ev)
+			for _, ref := range append([]string{ev.Prev}, tips...) {
 				if j, ok := pos[ref]; ok && j >= i {
 					t.Logf("seed %d: line %d comes before %d, which it names", seed, i, j)
 					return false

@@ -375,20 +375,34 @@ func (v *Vault) EnsureMergeSetup(bin string) (changed []string, err error) {
 	}
 	_, err = v.Update(TxOptions{Command: "merge setup", Force: true}, func(tx *Tx) error {
 		// Read again under the lock: another process may have done it.
-		attrs, err := readAttributes(v.Root)
-		if err != nil {
+		if added, err := tx.AddMergeAttributes(); err != nil || !added {
 			return err
 		}
-		if out := withAttributes(attrs); out != nil {
-			tx.WriteFile(mustRel(gitattributesFile), out)
-			tx.Subject("merge: memvault's merge driver in " + gitattributesFile)
-		}
+		tx.Subject("merge: memvault's merge driver in " + gitattributesFile)
 		return nil
 	})
 	if err != nil {
 		return changed, err
 	}
 	return append(changed, gitattributesFile), nil
+}
+
+// AddMergeAttributes queues, in tx, .gitattributes with the lines of
+// memvault's merge driver it lacks (the person's lines kept above them),
+// and reports whether it did: for a writer that sets a fresh clone up in a
+// transaction it runs anyway. It does not register the driver in
+// .git/config, which is no vault file (RegisterMergeDrivers).
+func (tx *Tx) AddMergeAttributes() (bool, error) {
+	attrs, err := readAttributes(tx.v.Root)
+	if err != nil {
+		return false, err
+	}
+	out := withAttributes(attrs)
+	if out == nil {
+		return false, nil
+	}
+	tx.WriteFile(mustRel(gitattributesFile), out)
+	return true, nil
 }
 
 // MergeDriversStatus tells whether git merges the vault at root with

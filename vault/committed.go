@@ -109,7 +109,10 @@ func (v *Vault) heldAgainst(rev string, segs, changed []segment, all, anyOrder b
 }
 
 // compareCommitted names what data lost or changed of head, the committed
-// bytes of segment s; nothing when data only appends to head.
+// bytes of segment s; nothing when data only appends to head. A committed
+// line that fails its own hash (committed with --force or --no-verify)
+// protects nothing: a line for the same event whose hash checks may take
+// its place, which is how a forced damage is repaired.
 func compareCommitted(s segment, head, data []byte, anyOrder bool) []Problem {
 	if bytes.HasPrefix(data, head) {
 		return nil
@@ -120,12 +123,19 @@ func compareCommitted(s segment, head, data []byte, anyOrder bool) []Problem {
 	headLines, _, _ := splitSegment(s, head)
 	lines, _, _ := splitSegment(s, data)
 	present := make(map[string]int, len(lines))
-	byID := make(map[string]int, len(lines))
+	byID := make(map[string]ledgerLine, len(lines))
 	for _, ll := range lines {
 		present[string(ll.Raw)] = ll.Line
 		if ll.Event != nil {
-			byID[ll.Event.ID] = ll.Line
+			if _, dup := byID[ll.Event.ID]; !dup {
+				byID[ll.Event.ID] = ll
+			}
 		}
+	}
+	// replaces reports whether disk line d may stand for committed line h.
+	replaces := func(h, d ledgerLine) bool {
+		return bytes.Equal(h.Raw, d.Raw) ||
+			!h.HashOK && h.Event != nil && d.Event != nil && d.HashOK && d.Event.ID == h.Event.ID
 	}
 	var out []Problem
 	for _, hl := range headLines {
@@ -136,19 +146,22 @@ func compareCommitted(s segment, head, data []byte, anyOrder bool) []Problem {
 		if hl.Event != nil {
 			id = hl.Event.ID
 		}
-		if n, ok := byID[id]; ok && id != "" {
-			out = append(out, Problem{File: s.String(), Line: n, ID: id,
-				Msg: "this event differs from the committed one (HEAD's line " + fmt.Sprint(hl.Line) + "): changed after it was committed"})
+		d, ok := byID[id]
+		switch {
+		case ok && id != "" && replaces(hl, d):
 			continue
+		case ok && id != "":
+			out = append(out, Problem{File: s.String(), Line: d.Line, ID: id,
+				Msg: "this event differs from the committed one (HEAD's line " + fmt.Sprint(hl.Line) + "): changed after it was committed"})
+		default:
+			out = append(out, Problem{File: s.String(), Line: hl.Line, ID: id,
+				Msg: "a committed event is missing (HEAD has it at this line): restore it with memvault repair"})
 		}
-		out = append(out, Problem{File: s.String(), Line: hl.Line, ID: id,
-			Msg: "a committed event is missing (HEAD has it at this line): restore it with memvault repair"})
 	}
 	if len(out) == 0 && !anyOrder {
-		// Every committed line is there, but not as a prefix: something
-		// was inserted before committed lines, or lines were moved.
+		// Every committed line is there: they must come first, in order.
 		for i, hl := range headLines {
-			if i >= len(lines) || !bytes.Equal(lines[i].Raw, hl.Raw) {
+			if i >= len(lines) || !replaces(hl, lines[i]) {
 				out = append(out, Problem{File: s.String(), Line: i + 1,
 					Msg: "lines were inserted or moved before committed lines (HEAD's line " + fmt.Sprint(hl.Line) + " is now line " + fmt.Sprint(present[string(hl.Raw)]) + ")"})
 				break

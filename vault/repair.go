@@ -22,20 +22,20 @@ const KindRepaired = "ledger.repaired"
 
 // RepairReport says what a repair did (or, dry, would do).
 type RepairReport struct {
-	Segments   []string `json:"segments"`             // the segment files rewritten
-	Markers    int      `json:"conflict_markers"`     // git conflict marker lines removed
-	Restored   []string `json:"restored,omitempty"`   // committed events missing from the work tree, put back from HEAD
-	Replaced   []string `json:"replaced,omitempty"`   // events whose line differed from HEAD's, given HEAD's line back
-	Duplicates int      `json:"duplicates"`           // second copies of an event, dropped
-	Moved      int      `json:"moved"`                // events moved after the event they follow
-	Changed    []string `json:"changed,omitempty"`    // events whose line did not hash or chain, re-sealed
-	Rechained  int      `json:"rechained"`            // events re-sealed in all (Changed and those after them)
-	Unreadable int      `json:"unreadable"`           // lines that are not events, kept under Kept only
-	Kept       string   `json:"kept,omitempty"`       // where the old segments are kept
-	Event      string   `json:"event,omitempty"`      // the ledger.repaired event
-	Commit     string   `json:"commit,omitempty"`     // the commit, when one was made
-	Staged     bool     `json:"staged,omitempty"`     // a merge in progress: written and staged for its commit
-	Nothing    bool     `json:"nothing_to_do"`        // the ledger verified: nothing was changed
+	Segments   []string `json:"segments"`           // the segment files rewritten
+	Markers    int      `json:"conflict_markers"`   // git conflict marker lines removed
+	Restored   []string `json:"restored,omitempty"` // committed events missing from the work tree, put back from HEAD
+	Replaced   []string `json:"replaced,omitempty"` // events whose line differed from HEAD's, given HEAD's line back
+	Duplicates int      `json:"duplicates"`         // second copies of an event, dropped
+	Moved      int      `json:"moved"`              // events moved after the event they follow
+	Changed    []string `json:"changed,omitempty"`  // events whose line did not hash or chain, re-sealed
+	Rechained  int      `json:"rechained"`          // events re-sealed in all (Changed and those after them)
+	Unreadable int      `json:"unreadable"`         // lines that are not events, kept under Kept only
+	Kept       string   `json:"kept,omitempty"`     // where the old segments are kept
+	Event      string   `json:"event,omitempty"`    // the ledger.repaired event
+	Commit     string   `json:"commit,omitempty"`   // the commit, when one was made
+	Staged     bool     `json:"staged,omitempty"`   // a merge in progress: written and staged for its commit
+	Nothing    bool     `json:"nothing_to_do"`      // the ledger verified: nothing was changed
 }
 
 // repairLine is one event on its way through a repair.
@@ -218,7 +218,13 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 			switch d := diskByID[ev.ID]; {
 			case d == nil:
 				rep.Restored = append(rep.Restored, ev.ID)
-			case !bytes.Equal(d.raw, raw):
+			case bytes.Equal(d.raw, raw):
+			case !ok && d.hashOK:
+				// A committed line that fails its own hash (a forced
+				// commit) gives way to one that checks.
+				lines = append(lines, d)
+				continue
+			default:
 				rep.Replaced = append(rep.Replaced, ev.ID)
 			}
 			lines = append(lines, &repairLine{ev: ev, raw: raw, hashOK: ok, seg: s})
@@ -265,7 +271,7 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 			return h
 		}
 		prev := mapped(ev.Prev)
-		broken := !l.hashOK || (prev == "" && last != "") || (prev != "" && !known[prev])
+		broken := !l.hashOK || (prev != "" && !known[prev])
 		var parents []string
 		if ev.Kind == KindJoin {
 			ts, _ := joinTips(ev)
@@ -291,7 +297,7 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 			}
 		} else {
 			if broken {
-				if prev == "" || !known[prev] {
+				if prev != "" && !known[prev] {
 					prev = last
 				}
 				changed[ev.ID] = true

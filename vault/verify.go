@@ -58,8 +58,9 @@ const KindJoin = "ledger.merged"
 // in file order) and checks each line's hash and links. The ledger is a
 // DAG: each event's prev names an earlier event (the line before it, while
 // one clone writes; any earlier line once two clones' segments were
-// merged), and a join event names every tip it joins. Only the first event
-// has no prev. The events no later event names are the open tips; there is
+// merged), and a join event names every tip it joins. An event with no
+// prev starts a line of history: the first one, or the first of each clone
+// of a vault that had no events yet. The events no later event names are the open tips; there is
 // one, except between a merge and the next write, which joins them. Both
 // the full verification and the check every writer runs use it, so the two
 // never disagree on what a valid line is.
@@ -71,7 +72,6 @@ type chainChecker struct {
 	earlier  func(hash string) bool
 	tips     []string // the open tips, in the order they appeared
 	last     string   // the last event's hash
-	started  bool     // an event came before (a root may only come first)
 	problems []Problem
 	events   int
 }
@@ -85,7 +85,7 @@ func newChainChecker() *chainChecker {
 func (c *chainChecker) resume(tips []string, earlier func(string) bool) {
 	c.tips = append(c.tips[:0], tips...)
 	if n := len(tips); n > 0 {
-		c.last, c.started = tips[n-1], true
+		c.last = tips[n-1]
 	}
 	c.earlier = earlier
 }
@@ -129,11 +129,9 @@ func (c *chainChecker) line(ll ledgerLine) {
 			parents = tips
 		}
 	}
-	switch {
-	case ev.Prev == "" && c.started:
-		problem("prev is empty, but only the first event of the ledger starts the chain")
-	case ev.Prev == "":
-	default:
+	// An empty prev starts a line of history: the first event, or the
+	// first of a clone of a vault that had no events yet.
+	if ev.Prev != "" {
 		for _, p := range parents {
 			if !c.has(p) {
 				problem("prev " + shortHash(p) + " names no event before this line (a line lost, moved or changed?)")
@@ -144,7 +142,7 @@ func (c *chainChecker) line(ll ledgerLine) {
 	c.tips = slices.DeleteFunc(c.tips, func(t string) bool { return slices.Contains(parents, t) })
 	c.tips = append(c.tips, ev.Hash)
 	c.known[ev.Hash] = struct{}{}
-	c.last, c.started = ev.Hash, true
+	c.last = ev.Hash
 	c.events++
 }
 
@@ -305,7 +303,21 @@ func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) (
 	if err != nil {
 		return nil, err
 	}
-	rep.Problems = append(rep.Problems, held...)
+	// A line changed after its commit fails its hash too: one problem,
+	// saying that HEAD still has the line.
+	for _, h := range held {
+		merged := false
+		for i, p := range rep.Problems {
+			if p.File == h.File && p.Line == h.Line && p.ID == h.ID && h.Line > 0 {
+				rep.Problems[i].Msg += "; HEAD holds the line as committed (memvault repair restores it)"
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			rep.Problems = append(rep.Problems, h)
+		}
+	}
 	sortProblems(rep.Problems)
 	rep.Events = cc.events
 	rep.Tip = cc.last

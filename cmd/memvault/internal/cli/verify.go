@@ -50,7 +50,7 @@ func runVerify(c *ucli.Context, v *vault.Vault) error {
 		for _, p := range rep.Torn {
 			fmt.Fprintf(c.App.ErrWriter, "note: %s\n", p)
 		}
-		if len(rep.Tips) > 1 {
+		if len(rep.Tips) > 1 && rep.OK {
 			fmt.Fprintf(c.App.ErrWriter, "note: %d lines of history from a merge end in separate tips; the next write joins them\n", len(rep.Tips))
 		}
 		if rep.OK {

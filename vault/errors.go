@@ -26,6 +26,8 @@ var (
 	ErrCorrupt = fault.ErrCorrupt
 	// ErrIO marks a failure of the file system underneath the vault.
 	ErrIO = fault.ErrIO
+	// ErrRemote marks a sync remote that cannot be used.
+	ErrRemote = fault.ErrRemote
 )
 
 // HintOf returns the hint carried by err, or "".

@@ -37,6 +37,11 @@ var (
 	// ErrIO marks a failure of the file system underneath the vault: a full
 	// or read-only disk, a permission problem (exit 7).
 	ErrIO = errors.New("i/o failure")
+	// ErrRemote marks a sync whose remote cannot be used: none configured,
+	// unreachable, or holding something that is not a vault (exit 8). A
+	// remote that diverged beyond what the merge drivers resolve is a
+	// conflict, not a remote problem.
+	ErrRemote = errors.New("remote problem")
 )
 
 // Error is a classified error with an optional hint the user can act on.

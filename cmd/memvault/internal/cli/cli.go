@@ -29,6 +29,7 @@ const (
 	ExitBusy     = 5 // the vault lock was not free in time
 	ExitCorrupt  = 6 // verification failed
 	ExitIO       = 7 // full or read-only disk, permissions
+	ExitRemote   = 8 // sync: no remote, unreachable, not a vault
 )
 
 // Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
@@ -114,6 +115,8 @@ func exitCode(err error) int {
 		return ExitCorrupt
 	case errors.Is(err, vault.ErrIO):
 		return ExitIO
+	case errors.Is(err, vault.ErrRemote):
+		return ExitRemote
 	}
 	return ExitInternal
 }

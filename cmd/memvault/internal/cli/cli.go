@@ -179,6 +179,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			newContinuityCommand(), newLearnCommand(), newDecideCommand(), newGoalCommand(), newNextCommand(), newDoneCommand(),
 			newGCCommand(),
 			newMergeDriverCommand(),
+			newSyncCommand(),
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*ucli.Context, error) {}, // Run picks the exit code
@@ -248,6 +249,9 @@ func commandActions() map[string]action {
 		// vault.GC takes the vault lock itself and repacks git's objects; it
 		// commits nothing.
 		"gc": ownWrites(runGC),
+		// vault.Sync takes the vault lock itself for the merge; the join and
+		// the render of the heads commit on their own.
+		"sync": ownWrites(runSync),
 
 		// The heads: vault.Refresh, EditHead and ResolveHeads take the heads'
 		// leases before the vault lock, so they manage their own writes

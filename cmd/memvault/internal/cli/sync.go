@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+)
+
+type syncOptions struct {
+	lib  vault.SyncOptions
+	json bool
+}
+
+func newSyncCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "sync",
+		Usage:     "fetch a remote's vault, merge it with the merge drivers, verify, re-render the heads, push",
+		ArgsUsage: "[REMOTE]",
+		Description: "REMOTE is a configured remote, a URL or a path; without it, the branch's upstream remote,\n" +
+			"else origin. The remote's branch of the same name is fetched and merged (a fast-forward\n" +
+			"when possible), the ledger's open tips are joined, the heads re-rendered, and the result\n" +
+			"pushed. A push the remote rejects because it moved meanwhile is retried twice.",
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "no-push", Usage: "fetch and merge only"},
+			&ucli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "fetch, then say what would be merged and pushed; change nothing"},
+			&ucli.StringFlag{Name: "engine", Value: vault.SyncEngineAuto, Usage: "auto (git where installed, else go-git), git or go-git"},
+			&ucli.DurationFlag{Name: "timeout", Value: vault.DefaultSyncTimeout, Usage: "the longest a fetch or a push may take"},
+			jsonFlag,
+		},
+	}
+}
+
+// runSync manages its own writes: vault.Sync takes the vault lock for the
+// merge, and the join and the render take it again for their commits.
+func runSync(c *ucli.Context) error {
+	v, err := openVault(c)
+	if err != nil {
+		return err
+	}
+	if c.NArg() > 1 {
+		return usagef("sync: takes one remote at most")
+	}
+	agent, err := agentOf(c, v)
+	if err != nil {
+		return err
+	}
+	opts := syncOptions{json: c.Bool("json"), lib: vault.SyncOptions{Remote: c.Args().First(), Engine: c.String("engine"),
+		NoPush: c.Bool("no-push"), DryRun: c.Bool("dry-run"), Timeout: c.Duration("timeout"), Agent: agent}}
+	if opts.lib.Timeout <= 0 {
+		return usagef("sync: --timeout %s: want a duration above 0", opts.lib.Timeout)
+	}
+	rep, err := v.Sync(opts.lib)
+	if err != nil {
+		return err
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(c.App.ErrWriter, "memvault: warning: %s\n", w)
+	}
+	if opts.json {
+		return printJSON(c.App.Writer, rep)
+	}
+	printSync(c, rep)
+	return nil
+}
+
+// printSync prints one line per step that did something.
+func printSync(c *ucli.Context, rep *vault.SyncReport) {
+	w := c.App.Writer
+	would := ""
+	if rep.DryRun {
+		would = "would be "
+	}
+	rm := rep.Remote.String()
+	if rep.Fetched > 0 {
+		fmt.Fprintf(w, "fetched %s from %s\n", plural(rep.Fetched, "commit"), rm)
+	}
+	switch rep.Merge {
+	case "fast-forward":
+		fmt.Fprintf(w, "%sfast-forwarded to %s's %s%s\n", would, rm, rep.Branch, files(rep.Files))
+	case "merged":
+		fmt.Fprintf(w, "%smerged %s's %s%s\n", would, rm, rep.Branch, files(rep.Files))
+	}
+	if rep.Joined != "" {
+		fmt.Fprintf(w, "joined the ledger's open tips: commit %s\n", vault.ShortHash(rep.Joined))
+	}
+	if len(rep.Rendered) > 0 {
+		fmt.Fprintf(w, "rendered %s: %s\n", plural(len(rep.Rendered), "head"), strings.Join(rep.Rendered, ", "))
+	}
+	if rep.Pushed > 0 {
+		verb := "pushed"
+		if rep.DryRun {
+			verb = "would push"
+		}
+		fmt.Fprintf(w, "%s %s to %s\n", verb, plural(rep.Pushed, "commit"), rm)
+	}
+	if rep.Fetched == 0 && rep.Pushed == 0 && rep.Joined == "" && len(rep.Rendered) == 0 &&
+		(rep.Merge == "up-to-date" || rep.Merge == "none") {
+		fmt.Fprintf(w, "up to date with %s\n", rm)
+	}
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// files says how many files a merge changed.
+func files(paths []string) string {
+	if len(paths) == 0 {
+		return ""
+	}
+	return " (" + plural(len(paths), "file") + ")"
+}

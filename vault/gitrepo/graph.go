@@ -6,6 +6,7 @@ package gitrepo
 import (
 	"container/heap"
 	"fmt"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -62,6 +63,7 @@ func diverge(st storer.EncodedObjectStorer, a, b plumbing.Hash) (Divergence, err
 		return Divergence{Bases: []plumbing.Hash{a}}, nil
 	}
 	flags := map[plumbing.Hash]int{}
+	seen := map[plumbing.Hash]time.Time{} // commit times of the commits popped
 	q := &commitQueue{}
 	push := func(h plumbing.Hash, f int) error {
 		c, err := object.GetCommit(st, h)
@@ -79,8 +81,20 @@ func diverge(st storer.EncodedObjectStorer, a, b plumbing.Hash) (Divergence, err
 		return Divergence{}, err
 	}
 	var d Divergence
-	for q.Len() > 0 && !q.allStale(flags) {
+	for q.Len() > 0 {
+		// git stops once everything left lies below a common ancestor.
+		// Commits made in the same second tie, and a tie can be popped
+		// before its child and marked from one side only; so the walk
+		// goes on while a queued commit is as new as the oldest commit
+		// marked from one side, which it may still correct.
+		if q.allStale(flags) {
+			oldest, ok := oldestOneSided(flags, seen)
+			if !ok || (*q)[0].Committer.When.Before(oldest) {
+				break
+			}
+		}
 		c := heap.Pop(q).(*object.Commit)
+		seen[c.Hash] = c.Committer.When
 		f := flags[c.Hash]
 		if f&(fromA|fromB) == fromA|fromB && f&stale == 0 {
 			d.Bases = append(d.Bases, c.Hash)
@@ -104,6 +118,19 @@ func diverge(st storer.EncodedObjectStorer, a, b plumbing.Hash) (Divergence, err
 		}
 	}
 	return d, nil
+}
+
+// oldestOneSided returns the time of the oldest popped commit that is
+// marked from one side only.
+func oldestOneSided(flags map[plumbing.Hash]int, seen map[plumbing.Hash]time.Time) (time.Time, bool) {
+	var oldest time.Time
+	found := false
+	for h, when := range seen {
+		if f := flags[h] & (fromA | fromB); f != fromA|fromB && (!found || when.Before(oldest)) {
+			oldest, found = when, true
+		}
+	}
+	return oldest, found
 }
 
 // commitQueue orders commits newest first.

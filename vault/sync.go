@@ -290,7 +290,11 @@ func (v *Vault) mergeLocked(opts SyncOptions, rm gitrepo.Remote, branch string, 
 	if err != nil {
 		return nil, err
 	}
-	msg := fmt.Sprintf("sync: merge %s of %s (%d commits)", branch, rm, d.OnlyB)
+	n := fmt.Sprintf("%d commits", d.OnlyB)
+	if d.OnlyB == 1 {
+		n = "1 commit"
+	}
+	msg := fmt.Sprintf("sync: merge %s of %s (%s)", branch, rm, n)
 	if opts.Engine == SyncEngineGit {
 		bin := opts.Bin
 		if bin == "" {

@@ -74,6 +74,12 @@ func (s *syncRig) try(root string, args ...string) (string, string, int) {
 	}
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--vault", root}, args...)...)
 	cmd.Dir = s.dir
+	if args[0] == "install" {
+		// install git --vault has a flag of that name: it finds the vault
+		// from the working directory.
+		cmd = exec.CommandContext(ctx, bin, args...)
+		cmd.Dir = filepath.Dir(root)
+	}
 	cmd.Env = s.env()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

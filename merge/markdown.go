@@ -33,6 +33,14 @@ type MarkdownOptions struct {
 	// writes a conflict, with markers around both sides, for the person
 	// finishing the merge to resolve; it is still listed in Sections.
 	Peers bool
+	// UnionOnConflict settles, with Peers, a section both sides changed
+	// beyond the line merge by the union of their lines (ours, then theirs'
+	// lines we lack: appendUnion), and a section one side deleted and the
+	// other changed by the changed text, so the merge never stops. For
+	// rendered views whose next render replaces what came from the render
+	// and keeps what a person wrote: nothing is lost, a person may have
+	// two versions of a line to tidy.
+	UnionOnConflict bool
 }
 
 // ConflictKind says why a section could not be merged.
@@ -351,6 +359,10 @@ func Markdown(base, ours, theirs []byte, opts MarkdownOptions) (Result, error) {
 					out[s.key] = m.Merged
 					continue
 				}
+				if opts.Peers && opts.UnionOnConflict {
+					out[s.key] = appendUnion(x, y, bt)
+					continue
+				}
 				out[s.key] = x.text
 				if opts.Peers {
 					out[s.key] = m.Merged
@@ -365,6 +377,9 @@ func Markdown(base, ours, theirs []byte, opts MarkdownOptions) (Result, error) {
 			// They dropped it.
 			if !bytes.Equal(x.text, bt) {
 				out[s.key] = x.text
+				if opts.Peers && opts.UnionOnConflict {
+					continue
+				}
 				if opts.Peers {
 					if out[s.key], err = markedDeletion(bt, x.text, nil, o); err != nil {
 						return Result{}, err
@@ -380,6 +395,10 @@ func Markdown(base, ours, theirs []byte, opts MarkdownOptions) (Result, error) {
 		case inT && inB:
 			// We dropped it.
 			if !bytes.Equal(y.text, bt) {
+				if opts.Peers && opts.UnionOnConflict {
+					out[s.key] = y.text
+					continue
+				}
 				if opts.Peers {
 					if out[s.key], err = markedDeletion(bt, nil, y.text, o); err != nil {
 						return Result{}, err

@@ -159,7 +159,7 @@ func (v *Vault) mergeInto(tx *Tx, m headMerge) (mergeOutcome, error) {
 	if !f.exists || !bytes.Equal(f.result, f.ours) {
 		tx.WriteFileIfUnchanged(m.rel, f.result, f.ours, f.exists)
 	}
-	if theirsBlob != m.book.blob || !v.exists(renderedRel) {
+	if theirsBlob != m.book.blob || !v.renderedIs(renderedRel, theirsBlob) {
 		tx.WriteFile(renderedRel, m.theirs)
 	}
 	return recordMerge(tx, m, f, theirsBlob), nil
@@ -190,7 +190,7 @@ func (v *Vault) mergeFile(m headMerge, renderedRel RelPath, theirsBlob string) (
 		default:
 			f.exists, f.ours = true, data
 		}
-		if f.exists && theirsBlob == m.book.blob && len(m.book.deferred) == 0 && v.exists(renderedRel) {
+		if f.exists && theirsBlob == m.book.blob && len(m.book.deferred) == 0 && v.renderedIs(renderedRel, m.book.blob) {
 			f.status = "unchanged"
 			return f, nil
 		}
@@ -222,6 +222,15 @@ func (v *Vault) mergeFile(m headMerge, renderedRel RelPath, theirsBlob string) (
 			return f, nil
 		}
 	}
+}
+
+// renderedIs reports whether the copy of the last render under .rendered/
+// is the render head.rendered names: after a merge of two clones it is the
+// merge of both sides' renders, and the head must be merged again even if
+// the new render is the one recorded last.
+func (v *Vault) renderedIs(rel RelPath, blob string) bool {
+	data, err := os.ReadFile(v.abs(rel))
+	return err == nil && gitrepo.BlobHash(data) == blob
 }
 
 // recordMerge appends head.rendered and, when sections could not be

@@ -415,17 +415,20 @@ func (v *Vault) refreshOne(tx *Tx, vw *headView, t headTarget, trigger string) (
 	return &HeadOutcome{Head: head, Report: &doc.Report, Status: m.status, Sections: m.sections, Retried: m.retried}, nil
 }
 
-// baseOf reads the last render back: from git's object store by the hash
-// head.rendered recorded, else from .rendered/ when its content has that
-// hash. nil means no base: every hand-made section then counts as an edit.
+// baseOf reads the last render back: the copy under .rendered/, written
+// with every render (and, after a merge of two clones, the merge of both
+// sides' renders, so that what the merged head holds beyond it is what
+// people wrote), else from git's object store by the hash head.rendered
+// recorded. nil means no base: every hand-made section then counts as an
+// edit.
 func (v *Vault) baseOf(blob string, rendered RelPath) []byte {
 	if blob == "" {
 		return nil
 	}
-	if data, ok := v.repo.Blob(blob); ok {
+	if data, err := os.ReadFile(v.abs(rendered)); err == nil {
 		return data
 	}
-	if data, err := os.ReadFile(v.abs(rendered)); err == nil && gitrepo.BlobHash(data) == blob {
+	if data, ok := v.repo.Blob(blob); ok {
 		return data
 	}
 	return nil

@@ -98,15 +98,20 @@ func MergeAs(kind MergeKind, p string, base, ours, theirs []byte) (merged []byte
 		return mergeLedger(base, ours, theirs)
 	case MergeTranscript:
 		return mergeTranscript(base, ours, theirs)
-	case MergeHead:
+	case MergeHead, MergeRendered:
+		// A head is a render plus a person's edits; so is the merge of two
+		// clones' versions, section by section, a section both changed
+		// settled by the union of their lines. The copies of the renders
+		// under .rendered/ are merged by the same rule, so that the next
+		// refresh, whose base they are, sees in the merged head exactly
+		// the edits people made on either side, and replaces the rest
+		// with the render of the merged ledger.
 		var appendOnly []string
-		if path.Clean(p) == ContinuityHead {
+		if h := strings.TrimPrefix(path.Clean(p), renderedDir+"/"); h == ContinuityHead {
 			appendOnly = []string{SecCompleted}
 		}
-		res, err := merge.Markdown(base, ours, theirs, merge.MarkdownOptions{Peers: true, AppendOnly: appendOnly})
+		res, err := merge.Markdown(base, ours, theirs, merge.MarkdownOptions{Peers: true, UnionOnConflict: true, AppendOnly: appendOnly})
 		return res.Merged, !res.Clean(), err
-	case MergeRendered:
-		return mergeRendered(base, ours, theirs), false, nil
 	case MergeNode, MergeText:
 		// A node is named by its id and written once: the same node on both
 		// sides is identical, and the line merge takes a change made on one
@@ -130,22 +135,6 @@ func mergeLines(base, ours, theirs []byte) ([]byte, bool, error) {
 func givingUp(base, ours, theirs []byte) ([]byte, bool, error) {
 	m, _, err := mergeLines(base, ours, theirs)
 	return m, true, err
-}
-
-// mergeRendered settles a render copy both sides changed. It is the base of
-// the next refresh only when the blob head.rendered names is missing, and
-// that refresh replaces it, so either side's render will do; taking the
-// greater bytes makes both clones take the same one.
-func mergeRendered(base, ours, theirs []byte) []byte {
-	switch {
-	case bytes.Equal(ours, theirs), bytes.Equal(theirs, base):
-		return ours
-	case bytes.Equal(ours, base):
-		return theirs
-	case bytes.Compare(ours, theirs) > 0:
-		return ours
-	}
-	return theirs
 }
 
 // splitWhole splits data into lines with their newlines; ok is false when

@@ -352,13 +352,16 @@ func TestMergeHead(t *testing.T) {
 		t.Errorf("merged:\n%s\nwant:\n%s", got, want)
 	}
 
+	// Both sides changed one section: the union of their lines, no
+	// markers; the next refresh keeps what people wrote of it and renders
+	// the rest from the merged ledger.
 	theirs = strings.Replace(headDoc, "- use WAL\n", "- use WAL\n- ship Monday\n", 1)
 	got, conflict, err = MergeFile("threads/project/shop.md", []byte(headDoc), []byte(ours), []byte(theirs))
-	if err != nil || !conflict {
+	if err != nil || conflict {
 		t.Fatalf("conflict %v, err %v", conflict, err)
 	}
-	if !bytes.Contains(got, []byte("<<<<<<< ours\n- ship Friday\n=======\n- ship Monday\n>>>>>>> theirs\n")) {
-		t.Errorf("no markers:\n%s", got)
+	if !bytes.Contains(got, []byte("- use WAL\n- ship Friday\n- ship Monday\n")) || bytes.Contains(got, []byte("<<<<<<<")) {
+		t.Errorf("not the union of both sides:\n%s", got)
 	}
 
 	// CONTINUITY.md's Just Completed only grows: both sides' lines stay.
@@ -394,11 +397,15 @@ func TestMergeNodeAndText(t *testing.T) {
 }
 
 func TestMergeRendered(t *testing.T) {
-	base, a, b := []byte("r0\n"), []byte("r1\n"), []byte("r2\n")
-	for _, c := range [][4][]byte{{base, a, base, a}, {base, base, b, b}, {base, a, b, b}, {base, b, a, b}} {
-		got, conflict, err := MergeFile(".rendered/MEMORY.md", c[0], c[1], c[2])
-		if err != nil || conflict || !bytes.Equal(got, c[3]) {
-			t.Errorf("merge(%q, %q, %q) = %q, %v, %v; want %q", c[0], c[1], c[2], got, conflict, err, c[3])
+	// The copies of the renders merge by the heads' rule, so that they stay
+	// the base of what the merged head holds.
+	base, a, b := []byte("## A\n\n- r0\n"), []byte("## A\n\n- r1\n"), []byte("## A\n\n- r2\n")
+	for _, c := range [][4][]byte{{base, a, base, a}, {base, base, b, b}, {base, a, b, []byte("## A\n\n- r1\n- r2\n")}} {
+		for _, p := range []string{".rendered/MEMORY.md", "MEMORY.md"} {
+			got, conflict, err := MergeFile(p, c[0], c[1], c[2])
+			if err != nil || conflict || !bytes.Equal(got, c[3]) {
+				t.Errorf("%s: merge(%q, %q, %q) = %q, %v, %v; want %q", p, c[0], c[1], c[2], got, conflict, err, c[3])
+			}
 		}
 	}
 }

@@ -40,8 +40,8 @@ func convergence(t *testing.T, mode string, rounds int, rnd *rand.Rand) {
 	s := newSyncRig(t)
 	names := []string{"a", "b", "c"}
 	// Each clone's person keeps notes in a section of MEMORY.md of their
-	// own: edits of different sections merge; two people rewriting the
-	// same lines is a conflict for a person to settle, not for this test.
+	// own, and in one they all share: edits of different sections merge,
+	// and lines added to the same section on two clones are both kept.
 	origin := filepath.Join(s.dir, "origin", ".memory")
 	s.mv(origin, "render")
 	mem := filepath.Join(origin, "MEMORY.md")
@@ -49,7 +49,7 @@ func convergence(t *testing.T, mode string, rounds int, rnd *rand.Rand) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range names {
+	for _, n := range append(names, "everyone") {
 		data = append(data, fmt.Sprintf("\n## Notes of %s\n\n- started\n", n)...)
 	}
 	if err := os.WriteFile(mem, data, 0o600); err != nil {
@@ -73,6 +73,7 @@ func convergence(t *testing.T, mode string, rounds int, rnd *rand.Rand) {
 		}
 	}
 	acked := map[string]string{} // event id → text
+	var handEdits []string        // lines people added to MEMORY.md
 	record := func(out string, text string) {
 		id := strings.TrimSpace(out)
 		if !strings.HasPrefix(id, "e_") {
@@ -111,7 +112,12 @@ func convergence(t *testing.T, mode string, rounds int, rnd *rand.Rand) {
 			// commits it.
 			p := filepath.Join(root, "MEMORY.md")
 			data, _ := os.ReadFile(p)
-			mark := "## Notes of " + clone + "\n\n"
+			section := clone
+			if rnd.IntN(2) == 0 {
+				section = "everyone"
+			}
+			handEdits = append(handEdits, text)
+			mark := "## Notes of " + section + "\n\n"
 			i := strings.Index(string(data), mark)
 			if i < 0 {
 				t.Fatalf("%s: MEMORY.md lost the section %q:\n%s", clone, mark, data)
@@ -195,7 +201,20 @@ func convergence(t *testing.T, mode string, rounds int, rnd *rand.Rand) {
 			}
 		}
 	}
-	t.Logf("%d rounds, %d acknowledged events", rounds, len(acked))
+	// Every line a person added to MEMORY.md survived every merge and
+	// every render, once.
+	for _, c := range names {
+		data, err := os.ReadFile(filepath.Join(clones[c], "MEMORY.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range handEdits {
+			if n := strings.Count(string(data), "- "+text+"\n"); n != 1 {
+				t.Errorf("%s: the hand edit %q is in MEMORY.md %d times:\n%s", c, text, n, data)
+			}
+		}
+	}
+	t.Logf("%d rounds, %d acknowledged events, %d hand edits", rounds, len(acked), len(handEdits))
 }
 
 func (s *syncRig) gitTry(dir string, args ...string) (string, error) {

@@ -122,6 +122,20 @@ func (v *Vault) Sync(opts SyncOptions) (*SyncReport, error) {
 		return nil, err
 	}
 	rep := &SyncReport{Remote: rm, Branch: branch, Engine: opts.Engine, DryRun: opts.DryRun}
+	if !opts.DryRun && opts.Engine == SyncEngineGit {
+		// git merges with memvault's driver only where .gitattributes
+		// names it and .git/config defines it: a vault made before the
+		// driver existed gets both first.
+		bin := opts.Bin
+		if bin == "" {
+			bin = v.Binary
+		}
+		if bin != "" {
+			if _, err := v.EnsureMergeSetup(bin); err != nil {
+				return nil, err
+			}
+		}
+	}
 	rejected := false
 	for rep.Rounds < syncRounds {
 		rep.Rounds++

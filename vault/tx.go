@@ -278,6 +278,7 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	v.registerDriverOnce()
 	stamps, problems, reread, err := v.checkChain(segs)
 	if err != nil {
 		return nil, err
@@ -351,6 +352,20 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 		v.saveStamps(stamps)
 	}
 	return res, nil
+}
+
+// registerDriverOnce registers git's merge driver in a clone memvault has
+// not written to before (no verified stamps yet: a fresh clone, or a
+// .state/ deleted). It costs one stat otherwise. A failure is not the
+// transaction's: doctor reports a missing driver.
+func (v *Vault) registerDriverOnce() {
+	if v.Binary == "" {
+		return
+	}
+	if _, err := os.Stat(stateFilePath(v.Root, verifiedFile)); err == nil {
+		return
+	}
+	_, _ = RegisterMergeDrivers(v.Root, v.Binary)
 }
 
 // captureOnly reports whether the transaction only appends to transcripts

@@ -116,6 +116,11 @@ type Vault struct {
 	clock  func() time.Time // nil: time.Now; tests move time forward
 	// jobStamps names the jobs this vault queues (jobs.go).
 	jobStamps jobStamps
+	// Binary is the memvault executable git's merge driver runs. When set
+	// (the CLI and the hooks set it), the first write in a clone that has
+	// never been written to registers the driver in .git/config, so that a
+	// fresh clone's first `git pull` already merges with it.
+	Binary string
 	// configErr is why memvault.toml could not be read, for a vault opened
 	// with OpenForCapture: it runs on defaults, appends to transcripts,
 	// and refuses every structured write with this error.

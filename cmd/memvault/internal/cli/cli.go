@@ -301,7 +301,12 @@ func openVault(c *ucli.Context) (*vault.Vault, error) {
 	if err != nil {
 		return nil, err
 	}
-	return vault.Open(root)
+	v, err := vault.Open(root)
+	if err != nil {
+		return nil, err
+	}
+	v.Binary, _ = selfPath() // for git's merge driver, registered by a fresh clone's first write
+	return v, nil
 }
 
 // agentOf resolves --agent / MEMVAULT_AGENT, else the vault's configured one.

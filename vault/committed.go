@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -61,14 +62,20 @@ func (v *Vault) heldAgainst(rev string, segs, changed []segment, all, anyOrder b
 		if err != nil {
 			return nil, nil // nothing committed under ledger/ yet
 		}
-		err = lt.Files().ForEach(func(f *object.File) error {
-			if strings.HasSuffix(f.Name, ".jsonl") {
-				want = append(want, committed{"ledger/" + f.Name, f.Hash.String()})
+		// The walker reads trees only; Files would read every blob.
+		w := object.NewTreeWalker(lt, true, nil)
+		defer w.Close()
+		for {
+			name, e, err := w.Next()
+			if err == io.EOF {
+				break
 			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+			if err != nil {
+				return nil, err
+			}
+			if e.Mode.IsFile() && strings.HasSuffix(name, ".jsonl") {
+				want = append(want, committed{"ledger/" + name, e.Hash.String()})
+			}
 		}
 	} else {
 		for _, s := range changed {

@@ -80,15 +80,9 @@ func (r *Repo) MergeGit(ctx context.Context, theirs plumbing.Hash, msg string, w
 	if err != nil {
 		return nil, err
 	}
-	d, err := r.Diverge(ours, theirs)
-	if err != nil {
-		return nil, err
-	}
-	if d.OnlyB == 0 {
-		return &MergeOutcome{Commit: ours}, nil
-	}
-	if len(d.Bases) == 0 && !ours.IsZero() {
-		return nil, unrelatedErr()
+	d, done, err := r.toMerge(ours, theirs)
+	if done != nil || err != nil {
+		return done, err
 	}
 	args := []string{"-c", "core.hooksPath=" + os.DevNull, "merge", "--no-edit", "--no-stat", "--quiet", "-m", msg, theirs.String()}
 	out, err := r.runGit(ctx, who, args...)
@@ -167,6 +161,22 @@ func (r *Repo) treeOf(h plumbing.Hash) (plumbing.Hash, error) {
 	return c.TreeHash, nil
 }
 
+// toMerge says how ours and theirs diverge, or, as done, the outcome when
+// there is nothing to merge (theirs is already in ours). Unrelated
+// histories are refused.
+func (r *Repo) toMerge(ours, theirs plumbing.Hash) (d Divergence, done *MergeOutcome, err error) {
+	if d, err = r.Diverge(ours, theirs); err != nil {
+		return d, nil, err
+	}
+	if d.OnlyB == 0 {
+		return d, &MergeOutcome{Commit: ours}, nil
+	}
+	if len(d.Bases) == 0 && !ours.IsZero() {
+		return d, nil, unrelatedErr()
+	}
+	return d, nil, nil
+}
+
 // Merge merges theirs into the branch without the git binary: a
 // fast-forward when the branch is behind, else a three-way merge of the
 // trees against the best common ancestor, where a file one side changed
@@ -184,15 +194,9 @@ func (r *Repo) Merge(theirs plumbing.Hash, merge MergeFunc, msg string, who Sign
 	if err != nil {
 		return nil, err
 	}
-	d, err := r.Diverge(ours, theirs)
-	if err != nil {
-		return nil, err
-	}
-	if d.OnlyB == 0 {
-		return &MergeOutcome{Commit: ours}, nil
-	}
-	if len(d.Bases) == 0 && !ours.IsZero() {
-		return nil, unrelatedErr()
+	d, done, err := r.toMerge(ours, theirs)
+	if done != nil || err != nil {
+		return done, err
 	}
 	oursTree, err := r.treeOf(ours)
 	if err != nil {

@@ -277,13 +277,18 @@ func TestSyncGitDaemon(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	waitListening(t, fmt.Sprintf("127.0.0.1:%d", port))
-	url := fmt.Sprintf("git://127.0.0.1:%d/hub.git", port)
+	s.twoClonesOver(t, fmt.Sprintf("git://127.0.0.1:%d/hub.git", port), "git")
+}
+
+// twoClonesOver writes in two clones and syncs them through url with each
+// engine, until both hold the same vault.
+func (s *syncRig) twoClonesOver(t *testing.T, url, via string) {
 	for _, engine := range []string{"git", "go-git"} {
 		t.Run(engine, func(t *testing.T) {
 			s.t = t
 			a, b := s.clone(engine+"-a"), s.clone(engine+"-b")
-			s.mv(a, "remember", "from a over "+engine)
-			s.mv(b, "remember", "from b over "+engine)
+			s.mv(a, "remember", "from a over "+via+" with "+engine)
+			s.mv(b, "remember", "from b over "+via+" with "+engine)
 			s.mv(a, "sync", "--engine", engine, url)
 			s.mv(b, "sync", "--engine", engine, url)
 			s.mv(a, "sync", "--engine", engine, url)
@@ -305,19 +310,7 @@ func TestSyncHTTPBackend(t *testing.T) {
 	srv := &http.Server{Handler: h}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
-	url := "http://" + l.Addr().String() + "/hub.git"
-	for _, engine := range []string{"git", "go-git"} {
-		t.Run(engine, func(t *testing.T) {
-			s.t = t
-			a, b := s.clone(engine+"-a"), s.clone(engine+"-b")
-			s.mv(a, "remember", "from a over http with "+engine)
-			s.mv(b, "remember", "from b over http with "+engine)
-			s.mv(a, "sync", "--engine", engine, url)
-			s.mv(b, "sync", "--engine", engine, url)
-			s.mv(a, "sync", "--engine", engine, url)
-			s.converged(a, b)
-		})
-	}
+	s.twoClonesOver(t, "http://"+l.Addr().String()+"/hub.git", "http")
 }
 
 func TestSyncErrors(t *testing.T) {

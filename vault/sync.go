@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -74,6 +76,9 @@ type SyncReport struct {
 	Joined string `json:"joined,omitempty"`
 	// Rendered lists the heads the sync re-rendered.
 	Rendered []string `json:"rendered,omitempty"`
+	// Reindexed says the search index was rebuilt: the merge changed
+	// segments, transcripts or nodes.
+	Reindexed bool `json:"reindexed,omitempty"`
 	// Pushed counts the commits the remote got; 0 with NoPush.
 	Pushed int `json:"pushed"`
 	// Rounds counts fetch-and-merge rounds: more than 1 when a push was
@@ -285,7 +290,31 @@ func (v *Vault) syncMerge(opts SyncOptions, rm gitrepo.Remote, branch string, ti
 		rep.Joined = joined.Commit
 		rep.Warnings = append(rep.Warnings, joined.Warnings...)
 	}
-	return v.syncRender(opts, rep)
+	if err := v.syncRender(opts, rep); err != nil {
+		return err
+	}
+	return v.syncReindex(out.Paths, rep)
+}
+
+// syncReindex rebuilds the search index when the merge changed what it is
+// built from. The index follows appends by watermarks and a journal; a
+// merge inserts lines inside segments and brings transcript parts no
+// journal names, so only a rebuild is sure to hold them. A vault with no
+// index yet is left to build one at its first recall.
+func (v *Vault) syncReindex(paths []string, rep *SyncReport) error {
+	if _, err := os.Stat(filepath.Join(v.Root, indexDir)); err != nil {
+		return nil
+	}
+	for _, p := range paths {
+		if strings.HasPrefix(p, "ledger/") || strings.HasPrefix(p, "transcripts/") || strings.HasPrefix(p, "nodes/") {
+			if _, err := v.Reindex(nil); err != nil {
+				return err
+			}
+			rep.Reindexed = true
+			return nil
+		}
+	}
+	return nil
 }
 
 // mergeLocked is the merge itself, under the vault lock: the git binary's
@@ -365,6 +394,20 @@ func (v *Vault) syncRender(opts SyncOptions, rep *SyncReport) error {
 		}
 	}
 	rep.Warnings = append(rep.Warnings, rr.Warnings...)
+	if _, err := os.Stat(v.abs(mustRel(ContinuityHead))); err != nil {
+		return nil // never written here: nothing to merge the render into
+	}
+	// CONTINUITY.md is refreshed by its own pipeline: a change with no
+	// event renders it from the merged ledger, with what people wrote
+	// merged in.
+	cr, err := v.UpdateContinuity(ContinuityOptions{TxOptions: TxOptions{Command: "sync", Agent: opts.Agent}, Trigger: "sync"},
+		func(*ContinuityTx) error { return nil })
+	if err != nil {
+		return err
+	}
+	if cr != nil && cr.Commit != "" {
+		rep.Rendered = append(rep.Rendered, ContinuityHead)
+	}
 	return nil
 }
 

@@ -89,6 +89,9 @@ func printSync(c *ucli.Context, rep *vault.SyncReport) {
 	if len(rep.Rendered) > 0 {
 		fmt.Fprintf(w, "rendered %s: %s\n", plural(len(rep.Rendered), "head"), strings.Join(rep.Rendered, ", "))
 	}
+	if rep.Reindexed {
+		fmt.Fprintln(w, "rebuilt the search index: the merge changed what it is built from")
+	}
 	if rep.Pushed > 0 {
 		verb := "pushed"
 		if rep.DryRun {

@@ -411,6 +411,10 @@ func (v *Vault) syncRender(opts SyncOptions, rep *SyncReport) error {
 	return nil
 }
 
+// testHookBeforePush runs just before a push: a test moves the remote
+// there, as another clone's sync would.
+var testHookBeforePush func()
+
 // syncPush pushes the branch unless the remote has it all, and counts what
 // the remote got.
 func (v *Vault) syncPush(opts SyncOptions, rm gitrepo.Remote, branch string, tip plumbing.Hash, rep *SyncReport) error {
@@ -428,6 +432,9 @@ func (v *Vault) syncPush(opts SyncOptions, rm gitrepo.Remote, branch string, tip
 	}
 	if err != nil || n == 0 {
 		return err
+	}
+	if testHookBeforePush != nil {
+		testHookBeforePush()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
 	defer cancel()

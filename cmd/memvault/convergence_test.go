@@ -73,7 +73,7 @@ func convergence(t *testing.T, mode string, rounds int, rnd *rand.Rand) {
 		}
 	}
 	acked := map[string]string{} // event id → text
-	var handEdits []string        // lines people added to MEMORY.md
+	var handEdits []string       // lines people added to MEMORY.md
 	record := func(out string, text string) {
 		id := strings.TrimSpace(out)
 		if !strings.HasPrefix(id, "e_") {

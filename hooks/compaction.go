@@ -62,12 +62,14 @@ func (r *Runner) preCompaction(t vault.TranscriptRef, p Payload, thread string) 
 // itself.
 func (r *Runner) refreshNow(t vault.TranscriptRef, nodeThread string) {
 	j := vault.Job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Thread: nodeThread, Harness: r.Harness.Name, On: "compaction"}
-	if wait := min(compactBudget-time.Since(r.Start), eventLockWait); wait >= minRefreshWait {
+	// A vault that refused this hook's events refuses the refresh too: it
+	// waits in the queue for the repair.
+	if wait := min(compactBudget-time.Since(r.Start), eventLockWait); wait >= minRefreshWait && !r.knownUnhealthy() {
 		err := r.refresh(j, "hook "+r.Harness.Name+" refresh", wait)
 		if err == nil {
 			return
 		}
-		if !vault.IsBusy(err) {
+		if !vault.IsBusy(err) && !r.refused(err) {
 			logf(r.V, "%s compaction %s: refresh: %v", r.Harness.Name, t.Session, err)
 		}
 	}
@@ -96,7 +98,7 @@ func (r *Runner) refresh(j vault.Job, command string, wait time.Duration) error 
 func (r *Runner) currentHeads(heads ...string) []string {
 	out := make([]string, len(heads))
 	texts, err := r.V.AgentHeads(r.Agent, heads...)
-	if err != nil && !errors.Is(err, vault.ErrNotFound) {
+	if err != nil && !errors.Is(err, vault.ErrNotFound) && !r.refused(err) {
 		logf(r.V, "%s session-start: render heads: %v", r.Harness.Name, err)
 	}
 	for i, h := range heads {

@@ -43,7 +43,7 @@ func StartContext(v *vault.Vault, agent, thread, cwd string, limit int) string {
 }
 
 // startContext assembles what a session starts with, most relevant first:
-// how to use memory, the session's thread head, CONTINUITY.md's live
+// a warning when the vault needs repair, how to use memory, the session's thread head, CONTINUITY.md's live
 // sections, MEMORY.md, the learnings and decisions in scope for work in
 // cwd; or, before any head is rendered, the open commitments and the
 // latest structured rows of the thread. Every row appears once, at its
@@ -51,6 +51,11 @@ func StartContext(v *vault.Vault, agent, thread, cwd string, limit int) string {
 // budget is cut from the end, whole rows only (layoutBlocks).
 func (r *Runner) startContext(thread, cwd string) string {
 	blocks := []block{noteBlock(UsageNote)}
+	// A vault that refuses structured writes says so first, where it is
+	// never cut (health.go).
+	if w := healthWarning(r.health()); w != "" {
+		blocks = append([]block{noteBlock(w)}, blocks...)
+	}
 	// The heads as a refresh would leave them, as this session's agent may
 	// see them: a refresh that had to wait (after a compaction, say) does
 	// not make the context stale, and another agent's rows are not shown.
@@ -129,7 +134,9 @@ func (r *Runner) continuityInScope(cwd string) block {
 	}
 	inj, err := r.V.ContinuityAtSessionStartFor(dir, r.Agent)
 	if err != nil {
-		logf(r.V, "%s session-start: learnings in scope: %v", r.Harness.Name, err)
+		if !r.refused(err) { // a memvault.toml that does not parse: said once
+			logf(r.V, "%s session-start: learnings in scope: %v", r.Harness.Name, err)
+		}
 		return b
 	}
 	if len(inj.Learnings) > 0 {

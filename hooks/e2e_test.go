@@ -1012,6 +1012,80 @@ func TestE2EClaudeCode(t *testing.T) {
 	e.requireFsck()
 }
 
+// TestE2EClaudeCodeCapturesWithABrokenConfig: a memvault.toml that does
+// not parse refuses structured writes, but a real Claude Code turn still
+// has its prompt stored and committed, and the model is told the vault
+// needs fixing (docs/HOOKS.md, "Capture never stops").
+func TestE2EClaudeCodeCapturesWithABrokenConfig(t *testing.T) {
+	claude := harnessBin(t, "MEMVAULT_E2E_CLAUDE", "claude-code")
+	if inNetns(t) {
+		return
+	}
+	e := newE2E(t)
+	e.setenv("ANTHROPIC_BASE_URL="+e.model.URL(), "ANTHROPIC_API_KEY=sk-fake",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
+	e.install("claude-code", "--scope", "user")
+	config := filepath.Join(e.proj, ".memory", "memvault.toml")
+	good, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(config, append(append([]byte{}, good...), "\n[heads\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	word := randWord("promptword")
+	decision := "wait for the fix " + randWord("decisionword") // the fake model echoes it
+	r := e.mustRun(90*time.Second, claude, "-p", "a turn under a broken config "+word+"\nDECISION: "+decision, "--output-format", "json")
+	var o struct {
+		SessionID string `json:"session_id"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &o); err != nil || o.SessionID == "" {
+		t.Fatalf("claude output: %v\n%s\nstderr: %s", err, r.stdout, r.stderr)
+	}
+	req := e.requireMarkIn("broken config", e.model.requests("/v1/messages?"))
+	if !strings.Contains(req.Body, "memvault: WARNING: memvault.toml does not parse") {
+		t.Errorf("the start context reaching the model (#%d) does not warn about memvault.toml", req.N)
+	}
+	if _, err := e.memvaultErr("remember", "refused"); err == nil {
+		t.Fatal("remember succeeded with a broken memvault.toml")
+	}
+	if status := e.git("-C", ".memory", "status", "--porcelain"); strings.Contains(status, "transcripts/") {
+		t.Errorf("the session's transcript was not committed at its end:\n%s", status)
+	}
+	if log := e.hooksLog(); !strings.Contains(log, "structured writes refused, transcript lines still captured") {
+		t.Errorf("hooks.log does not say why events were refused:\n%s", log)
+	}
+
+	// Fixed by hand: the prompt is there, once, and the decision follows
+	// at the next stop.
+	if err := os.WriteFile(config, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.requirePromptInTranscript(o.SessionID, word)
+	e.hook("claude-code", "stop", map[string]any{"session_id": o.SessionID, "cwd": e.proj, "hook_event_name": "Stop",
+		"transcript_path": transcriptPathOf(t, e, o.SessionID)})
+	found := false
+	for _, row := range e.ledger("decision") {
+		found = found || strings.Contains(fmt.Sprint(row["text"]), decision)
+	}
+	if !found {
+		t.Errorf("the DECISION: line of the turn under a broken config was not recorded after the fix\nhooks.log:\n%s", e.hooksLog())
+	}
+	e.requireFsck()
+}
+
+// transcriptPathOf finds Claude Code's transcript file of a session under
+// the e2e home.
+func transcriptPathOf(t *testing.T, e *e2e, session string) string {
+	t.Helper()
+	matches, _ := filepath.Glob(filepath.Join(e.home, ".claude", "projects", "*", session+".jsonl"))
+	if len(matches) != 1 {
+		t.Fatalf("Claude Code's transcript of %s: %v", session, matches)
+	}
+	return matches[0]
+}
+
 func withWord(reqs []loggedRequest, word string) []loggedRequest {
 	var out []loggedRequest
 	for _, q := range reqs {

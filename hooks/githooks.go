@@ -201,5 +201,11 @@ func RecordCommit(v *vault.Vault, cwd, agent string) error {
 		tx.Append(&vault.Event{Kind: "code.commit", Thread: thread, Text: subject, Data: data, Source: "git"})
 		return nil
 	})
+	if errors.Is(err, vault.ErrCorrupt) || errors.Is(err, vault.ErrInvalid) {
+		// The log says what the vault needs, not only what it refused.
+		if h, herr := v.Health(); herr == nil && !h.OK() {
+			return fmt.Errorf("commit %s not recorded: %s", vault.ShortHash(sha), h.Summary())
+		}
+	}
 	return err
 }

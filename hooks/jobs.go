@@ -20,7 +20,7 @@ func (r *Runner) queue(j vault.Job) {
 // someone held a head's lease.
 func (r *Runner) runDeferred() {
 	if _, err := r.V.RunDeferred(vault.TxOptions{Command: "hook deferred refresh", Agent: r.Agent,
-		Harness: r.Harness.Name, LockTimeout: eventLockWait}); err != nil && !vault.IsBusy(err) {
+		Harness: r.Harness.Name, LockTimeout: eventLockWait}); err != nil && !vault.IsBusy(err) && !r.refused(err) {
 		logf(r.V, "deferred head refresh: %v", err)
 	}
 }
@@ -29,7 +29,9 @@ func (r *Runner) runDeferred() {
 // first, until the budget is spent. Only one hook process runs the queue at
 // a time; another waits for it within the budget, then leaves the jobs to
 // it. A job that fails on a busy vault stays queued for the next event, and
-// so do the jobs after it; one that fails otherwise is logged and dropped.
+// so do the jobs after it; so does one a vault in need of repair refuses
+// (health.go), until the repair; one that fails otherwise is logged and
+// dropped.
 func (r *Runner) runJobs() {
 	r.runDeferred()
 	wait := jobBudget - time.Since(r.Start)
@@ -55,8 +57,8 @@ func (r *Runner) runJobs() {
 			return
 		}
 		if err := r.runJob(j); err != nil {
-			if vault.IsBusy(err) {
-				return // try again at the next event
+			if vault.IsBusy(err) || r.refused(err) {
+				return // try again at the next event, or once the vault is repaired
 			}
 			logf(r.V, "job %s %s/%s: %v", j.Kind, j.Agent, j.Session, err)
 		}

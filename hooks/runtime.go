@@ -32,6 +32,10 @@ type Runner struct {
 	Agent   string
 	Thread  string // MEMVAULT_THREAD, if set: wins over the derived thread
 	Start   time.Time
+
+	ev      Event       // the event being run, for the hook log
+	session string      // its session
+	hc      healthCheck // what this hook found of the vault's health (health.go)
 }
 
 // Run executes ev and returns the context to inject ("" for none).
@@ -40,6 +44,7 @@ func (r *Runner) Run(ev Event, p Payload) (string, error) {
 		return "", fmt.Errorf("%s %s: payload has no session_id", r.Harness.Name, ev)
 	}
 	t := vault.TranscriptRef{Agent: r.Agent, Session: p.SessionID}
+	r.ev, r.session = ev, p.SessionID
 	thread := r.Thread
 	if thread == "" {
 		thread = vault.ProjectThread(p.CWD)
@@ -90,7 +95,12 @@ func (r *Runner) sessionStart(t vault.TranscriptRef, p Payload, thread string) (
 			Text: fmt.Sprintf("%s session %s (%s)", r.Harness.Name, t.Session, orDefault(p.Source, "start"))})
 		return nil
 	})
-	if err != nil {
+	switch {
+	case err == nil:
+		r.healthy() // the chain was checked and the event written: nothing to warn about
+	case r.refused(err):
+		// Logged once; the context below starts with the warning.
+	default:
 		// Recording the session is not worth losing the context over.
 		logf(r.V, "%s session-start %s: record: %v", r.Harness.Name, t.Session, err)
 	}
@@ -191,6 +201,13 @@ func (r *Runner) capture(t vault.TranscriptRef, p Payload, thread string, mode c
 		}
 		return tx.CommitTranscript(t)
 	})
+	if r.refused(err) {
+		// The vault takes no events: the turn's lines are on disk already,
+		// and go to git as the normal path would have sent them (a refused
+		// transaction had events to commit). Its control lines become
+		// events at the first stop after a repair.
+		return r.commitTranscript(t)
+	}
 	return err
 }
 
@@ -265,6 +282,12 @@ func (r *Runner) compactionComplete(t vault.TranscriptRef, p Payload, thread str
 		}
 		return err
 	})
+	if r.refused(err) {
+		// No compaction node on a vault that takes no events: the
+		// transcript (which holds the harness's own summary where it
+		// writes one) is committed, and the refresh waits in the queue.
+		err = r.commitTranscript(t)
+	}
 	if err != nil {
 		return err
 	}

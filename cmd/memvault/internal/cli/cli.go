@@ -212,7 +212,7 @@ func commandActions() map[string]action {
 		// a transaction of its own.
 		"repair": ownWrites(runRepair),
 		"log":    reads(runLog),
-		"status": reads(runStatus),
+		"status": reportsHealth(runStatus),
 
 		"transcript append": inTxPrepared(runTranscriptAppend),
 		// vault.Import takes the lock itself and commits what is new, then
@@ -233,14 +233,15 @@ func commandActions() map[string]action {
 
 		// Hooks fail open: hook finds the vault itself and logs, never fails.
 		"hook":    noVault(runHook),
-		"context": reads(runContext),
+		"context": reportsHealth(runContext),
 		// The installers change the harness's config and git's hooks, not
 		// the vault; install git also registers the merge driver and, when
 		// .gitattributes lacks it, commits it through the library
-		// (vault.EnsureMergeSetup).
+		// (vault.EnsureMergeSetup). doctor checks them, and the vault if
+		// there is one.
 		"install":   ownWrites(runInstall),
 		"uninstall": noVault(runUninstall),
-		"doctor":    noVault(runDoctor),
+		"doctor":    inspects(runDoctor),
 		// Git runs the merge driver on its temporary copies of three
 		// versions of one file, in the middle of its own merge: no vault to
 		// open, no lock to take.
@@ -292,7 +293,11 @@ func setUsageHandler(c *ucli.Command) {
 }
 
 // openVault finds and opens the vault the global flags point at.
-func openVault(c *ucli.Context) (*vault.Vault, error) {
+func openVault(c *ucli.Context) (*vault.Vault, error) { return openVaultWith(c, vault.Open) }
+
+// openVaultWith finds the vault the global flags point at and opens it
+// with open.
+func openVaultWith(c *ucli.Context, open func(root string) (*vault.Vault, error)) (*vault.Vault, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, err
@@ -301,7 +306,7 @@ func openVault(c *ucli.Context) (*vault.Vault, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := vault.Open(root)
+	v, err := open(root)
 	if err != nil {
 		return nil, err
 	}
@@ -346,10 +351,11 @@ type access int
 const (
 	// accessNone: the root opens no vault. The command creates one (init),
 	// finds its own and fails open (hook), or edits files outside the
-	// vault (install, uninstall, doctor).
+	// vault (install, uninstall).
 	accessNone access = iota
-	// accessRead: the root opens the vault; the command takes no lock and
-	// commits nothing.
+	// accessRead: the root opens the vault (for capture, when the command
+	// reports its health; none, when it may run without one); the command
+	// takes no lock and commits nothing.
 	accessRead
 	// accessTx: the root opens the vault and runs the command's work in one
 	// vault.Update, which takes the lock and makes one commit; the root
@@ -365,9 +371,13 @@ const (
 // the functions is set, the one its access calls for.
 type action struct {
 	access access
-	plain  func(c *ucli.Context) error                           // accessNone, accessOwn
-	read   func(c *ucli.Context, v *vault.Vault) error           // accessRead
-	tx     func(c *ucli.Context, v *vault.Vault) (txWork, error) // accessTx
+	// health: the command reports the vault's health, so it opens even a
+	// vault whose memvault.toml does not parse (vault.OpenForCapture);
+	// optional: it runs without a vault too, and gets nil.
+	health, optional bool
+	plain            func(c *ucli.Context) error                           // accessNone, accessOwn
+	read             func(c *ucli.Context, v *vault.Vault) error           // accessRead
+	tx               func(c *ucli.Context, v *vault.Vault) (txWork, error) // accessTx
 }
 
 // txWork is a one-transaction command's work, prepared once the vault is
@@ -388,6 +398,20 @@ func noVault(fn func(c *ucli.Context) error) action { return action{access: acce
 // reads declares a command that only reads the vault.
 func reads(fn func(c *ucli.Context, v *vault.Vault) error) action {
 	return action{access: accessRead, read: fn}
+}
+
+// reportsHealth declares a command that only reads the vault and says what
+// is wrong with it (status, context): the root opens it for capture, so a
+// broken memvault.toml is reported by the command instead of stopping it.
+func reportsHealth(fn func(c *ucli.Context, v *vault.Vault) error) action {
+	return action{access: accessRead, read: fn, health: true}
+}
+
+// inspects declares a command that checks things outside the vault and
+// the vault's health when there is a vault (doctor): v is nil when none is
+// found.
+func inspects(fn func(c *ucli.Context, v *vault.Vault) error) action {
+	return action{access: accessRead, read: fn, health: true, optional: true}
 }
 
 // inTx declares a command whose whole work is one transaction and whose
@@ -413,7 +437,14 @@ func (a action) actionFunc() ucli.ActionFunc {
 	switch a.access {
 	case accessRead:
 		return func(c *ucli.Context) error {
-			v, err := openVault(c)
+			open := vault.Open
+			if a.health {
+				open = vault.OpenForCapture
+			}
+			v, err := openVaultWith(c, open)
+			if a.optional && errors.Is(err, vault.ErrNotFound) {
+				return a.read(c, nil)
+			}
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/hooks"
+	"github.com/memvault/memvault/vault"
 )
 
 type doctorOptions struct {
@@ -18,13 +19,33 @@ type doctorOptions struct {
 func newDoctorCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "doctor",
-		Usage: "show, per harness, which runtime events are wired and what degrades",
+		Usage: "check the vault's health and show, per harness, which runtime events are wired and what degrades",
 		Flags: []ucli.Flag{scopeFlag, jsonFlag},
 	}
 }
 
-func runDoctor(c *ucli.Context) error {
+// doctorReport is `memvault doctor --json`.
+type doctorReport struct {
+	Vault     *doctorVault   `json:"vault"` // null: no vault found from here
+	Harnesses []hooks.Wiring `json:"harnesses"`
+}
+
+// doctorVault is the vault check: where the vault is and its health.
+type doctorVault struct {
+	Path string `json:"path"`
+	healthReport
+}
+
+// runDoctor checks the vault, when there is one, and every harness's
+// wiring. A vault that refuses structured writes fails the command with
+// the exit code such a write fails with (6 for the ledger, 2 for
+// memvault.toml), once everything is printed: scripts and CI see it.
+func runDoctor(c *ucli.Context, v *vault.Vault) error {
 	opts := doctorOptions{json: c.Bool("json")}
+	rep := doctorReport{}
+	if v != nil {
+		rep.Vault = &doctorVault{Path: v.Root, healthReport: newHealthReport(v)}
+	}
 	var all []hooks.Wiring
 	for _, name := range hooks.Names() {
 		in, err := newInstaller(c, name)
@@ -33,13 +54,37 @@ func runDoctor(c *ucli.Context) error {
 		}
 		all = append(all, in.Doctor())
 	}
+	rep.Harnesses = all
 	if opts.json {
-		return printJSON(c.App.Writer, all)
+		if err := printJSON(c.App.Writer, rep); err != nil {
+			return err
+		}
+	} else {
+		printVaultCheck(c.App.Writer, rep.Vault)
+		for _, d := range all {
+			printWiring(c.App.Writer, d)
+		}
 	}
-	for _, d := range all {
-		printWiring(c.App.Writer, d)
+	if rep.Vault != nil && !rep.Vault.OK {
+		return &silentError{code: exitCode(rep.Vault.class)}
 	}
 	return nil
+}
+
+func printVaultCheck(w io.Writer, d *doctorVault) {
+	if d == nil {
+		fmt.Fprintf(w, "%-12s none found from here (memvault init creates one)\n", "vault")
+		return
+	}
+	fmt.Fprintf(w, "%-12s %s\n", "vault", d.Path)
+	if d.OK {
+		fmt.Fprintf(w, "  health:   ok\n")
+		return
+	}
+	fmt.Fprintf(w, "  problem:  %s\n", d.Summary)
+	if d.Fix != "" {
+		fmt.Fprintf(w, "  fix:      %s\n", d.Fix)
+	}
 }
 
 func printWiring(w io.Writer, d hooks.Wiring) {

@@ -79,7 +79,9 @@ func hook(c *ucli.Context) {
 		}
 		return
 	}
-	v, err := vault.Open(root)
+	// Opened for capture: a memvault.toml that does not parse stops
+	// structured writes, not the prompts and transcript lines (hooks/health.go).
+	v, err := vault.OpenForCapture(root)
 	if err == nil {
 		agent, aerr := agentOf(c, v)
 		if aerr != nil {
@@ -111,7 +113,7 @@ func runGitHook(c *ucli.Context, event string) {
 		hooks.LogTo(root, fmt.Sprintf("git %s: unknown event", event))
 		return
 	}
-	v, err := vault.Open(root)
+	v, err := vault.OpenForCapture(root)
 	if err == nil {
 		var agent string
 		if agent, err = agentOf(c, v); err == nil {

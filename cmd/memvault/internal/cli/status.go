@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -19,6 +20,7 @@ type statusOptions struct {
 
 // statusReport is `memvault status --json`.
 type statusReport struct {
+	Health      healthReport   `json:"health"`
 	Vault       string         `json:"vault"`
 	Agent       string         `json:"agent"`
 	Head        string         `json:"head"`
@@ -43,7 +45,7 @@ type headStatus struct {
 func newStatusCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "status",
-		Usage: "summarise the vault: head commit, events, open commitments, threads, lock",
+		Usage: "summarise the vault: health, head commit, events, open commitments, threads, lock",
 		Flags: []ucli.Flag{jsonFlag},
 	}
 }
@@ -70,7 +72,7 @@ func newStatusReport(v *vault.Vault, agent string) (*statusReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &statusReport{Vault: v.Root, Agent: agent, Kinds: st.KindCounts(),
+	rep := &statusReport{Health: newHealthReport(v), Vault: v.Root, Agent: agent, Kinds: st.KindCounts(),
 		Events: len(st.Rows), Threads: st.Threads(), Commitments: st.OpenCommitments()}
 	if rep.Threads == nil {
 		rep.Threads = []string{}
@@ -96,6 +98,8 @@ func newStatusReport(v *vault.Vault, agent string) (*statusReport, error) {
 }
 
 func (rep *statusReport) print(w io.Writer) {
+	// First, so that nobody reads the rest without seeing it.
+	fmt.Fprintf(w, "health:       %s\n", rep.Health.line())
 	fmt.Fprintf(w, "vault:        %s\n", rep.Vault)
 	fmt.Fprintf(w, "agent:        %s\n", rep.Agent)
 	if rep.Head != "" {
@@ -154,4 +158,44 @@ func (hs headStatus) print(w io.Writer) {
 	for _, l := range hs.Leases {
 		fmt.Fprintf(w, "head lease:   %s held by %s\n", l.Head, l.String())
 	}
+}
+
+// healthReport is the vault's health as status and doctor report it: what
+// vault.Health found, and the one line that says what to do.
+type healthReport struct {
+	OK       bool            `json:"ok"`
+	Summary  string          `json:"summary,omitempty"` // what is wrong and what to do
+	Problems []vault.Problem `json:"problems"`          // the ledger's, first first
+	Config   string          `json:"config,omitempty"`  // why memvault.toml does not parse
+	Fix      string          `json:"fix,omitempty"`     // the command or the edit that fixes it
+	class    error           // the class of a refused write: the exit code doctor fails with
+}
+
+func newHealthReport(v *vault.Vault) healthReport {
+	h, err := v.Health()
+	rep := healthReport{OK: h.OK(), Summary: h.Summary(), Problems: h.Chain}
+	if rep.Problems == nil {
+		rep.Problems = []vault.Problem{}
+	}
+	switch {
+	case err != nil:
+		rep.OK, rep.Summary, rep.class = false, fmt.Sprintf("the ledger could not be checked: %v", err), err
+	case h.Config != nil:
+		rep.Config = h.Config.Error()
+		rep.Fix = "edit " + filepath.Join(v.Root, "memvault.toml") + " by hand (memvault init writes a fresh one if you delete it)"
+		rep.class = vault.ErrInvalid
+	case len(h.Chain) > 0:
+		rep.Fix = "memvault repair (memvault verify names every problem)"
+		rep.class = vault.ErrCorrupt
+	}
+	return rep
+}
+
+// line is the health in one line: "ok", or what structured writes are
+// refused for and what to do.
+func (h healthReport) line() string {
+	if h.OK {
+		return "ok"
+	}
+	return "WRITES REFUSED: " + h.Summary
 }

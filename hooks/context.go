@@ -43,12 +43,13 @@ func StartContext(v *vault.Vault, agent, thread, cwd string, limit int) string {
 }
 
 // startContext assembles what a session starts with, most relevant first:
-// a warning when the vault needs repair, how to use memory, the session's thread head, CONTINUITY.md's live
-// sections, MEMORY.md, the learnings and decisions in scope for work in
-// cwd; or, before any head is rendered, the open commitments and the
-// latest structured rows of the thread. Every row appears once, at its
-// first place in that order (dedupe), and what does not fit the harness's
-// budget is cut from the end, whole rows only (layoutBlocks).
+// a warning when the vault needs repair, how to use memory, the session's
+// thread head, CONTINUITY.md's live sections, MEMORY.md, the learnings and
+// decisions in scope for work in cwd; or, before any head is rendered, the
+// open commitments and the latest structured rows of the thread. Every row
+// appears once, at its first place in that order (dedupe), and what does
+// not fit the harness's budget is cut from the end, whole rows only
+// (layoutBlocks).
 func (r *Runner) startContext(thread, cwd string) string {
 	blocks := []block{noteBlock(UsageNote)}
 	// A vault that refuses structured writes says so first, where it is

@@ -173,10 +173,14 @@ func Open(root string) (*Vault, error) {
 
 // OpenForCapture opens the vault at root like Open, except that a
 // memvault.toml that does not parse does not stop it: the vault runs on the
-// default configuration, transcript lines are still appended (capture never
-// stops), and every transaction that would append an event or write a file
-// is refused with the configuration's error (Health reports it). Hooks open
-// vaults this way; commands use Open, so a person sees the error at once.
+// configuration HEAD commits (the last one that was committed, so the
+// agent and the redaction rules a person added still hold: a prompt must
+// not be stored with a secret their rule would have caught), or on the
+// defaults when that one does not parse either; transcript lines are still
+// appended (capture never stops), and every transaction that would append
+// an event or write a file is refused with the configuration's error
+// (Health reports it). Hooks open vaults this way; commands use Open, so a
+// person sees the error at once.
 func OpenForCapture(root string) (*Vault, error) {
 	v, err := Open(root)
 	if err == nil || !errors.Is(err, ErrInvalid) {
@@ -187,11 +191,27 @@ func OpenForCapture(root string) (*Vault, error) {
 		return nil, rerr
 	}
 	v = &Vault{Root: root, repo: r}
-	if derr := v.applyConfig(""); derr != nil {
-		return nil, derr
+	if text, ok := committedConfig(r); !ok || v.applyConfig(text) != nil {
+		if derr := v.applyConfig(""); derr != nil {
+			return nil, derr
+		}
 	}
 	v.configErr = err
 	return v, nil
+}
+
+// committedConfig returns memvault.toml as HEAD commits it.
+func committedConfig(r *gitrepo.Repo) (string, bool) {
+	tree, err := r.TreeAt("HEAD")
+	if err != nil || tree == nil {
+		return "", false
+	}
+	f, err := tree.File(configFile)
+	if err != nil {
+		return "", false
+	}
+	text, err := f.Contents()
+	return text, err == nil
 }
 
 func (v *Vault) loadConfig() error {

@@ -283,10 +283,16 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if reread && len(problems) == 0 {
+	if reread {
 		// What was checked stays checked, whether or not this transaction
-		// appends to the ledger (a prompt's does not).
-		v.saveStamps(stamps)
+		// appends to the ledger (a prompt's does not); a failure too, so
+		// that the transactions of a vault in need of repair (capture goes
+		// on) do not each read the ledger again.
+		c := verifiedCache{stamps: stamps, problems: problems}
+		if len(problems) > 0 {
+			c.tree = v.ledgerTree()
+		}
+		v.saveStamps(c)
 	}
 	// A ledger that fails the check refuses structured writes, but not
 	// capture: a transaction that only appends to transcripts (or commits
@@ -349,7 +355,7 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 				stamps = append(stamps, ns)
 			}
 		}
-		v.saveStamps(stamps)
+		v.saveStamps(verifiedCache{stamps: stamps})
 	}
 	return res, nil
 }

@@ -455,7 +455,7 @@ type verifiedStamp struct {
 // its encoding changes.
 const (
 	verifiedFile    = "ledger-verified"
-	verifiedVersion = 2 // 2: the open tips after each segment
+	verifiedVersion = 3 // 2: the open tips after each segment; 3: a failed check's problems
 )
 
 func stampOf(root string, s segment) (segStamp, error) {
@@ -470,42 +470,82 @@ func stampOf(root string, s segment) (segStamp, error) {
 	return st, nil
 }
 
-func (v *Vault) loadStamps() []verifiedStamp {
+// verifiedCache is the writers' check as saved: the stamps, and when the
+// check failed, its problems and the hash of HEAD's ledger tree they were
+// found against. A vault in need of repair keeps refusing structured
+// writes, but each transaction costs one stat per segment, not a re-read of
+// the ledger from the bad line on, for as long as neither the segments nor
+// the committed ledger change.
+type verifiedCache struct {
+	stamps   []verifiedStamp
+	problems []Problem
+	tree     string // HEAD's ledger tree when problems were found
+}
+
+func (v *Vault) loadStamps() verifiedCache {
 	d, ok := readStateFile(v.Root, verifiedFile, verifiedVersion)
 	if !ok {
-		return nil
+		return verifiedCache{}
 	}
 	n := d.count()
 	if d.bad || n == 0 {
-		return nil
+		return verifiedCache{}
 	}
-	stamps := make([]verifiedStamp, n)
-	for i := range stamps {
-		stamps[i].segStamp = decodeStamp(d)
-		stamps[i].Tips = make([]string, d.count())
-		for j := range stamps[i].Tips {
-			stamps[i].Tips[j] = d.str()
+	var c verifiedCache
+	c.stamps = make([]verifiedStamp, n)
+	for i := range c.stamps {
+		c.stamps[i].segStamp = decodeStamp(d)
+		c.stamps[i].Tips = make([]string, d.count())
+		for j := range c.stamps[i].Tips {
+			c.stamps[i].Tips[j] = d.str()
 		}
 	}
-	if !d.done() {
-		return nil
+	c.problems = make([]Problem, d.count())
+	for i := range c.problems {
+		c.problems[i] = Problem{File: d.str(), Line: d.uv(), ID: d.str(), Msg: d.str()}
 	}
-	return stamps
+	c.tree = d.str()
+	if !d.done() {
+		return verifiedCache{}
+	}
+	return c
 }
 
 // saveStamps writes the cache without fsync: lost, stale or torn, it only
 // costs a re-check of the segments it no longer vouches for.
-func (v *Vault) saveStamps(stamps []verifiedStamp) {
+func (v *Vault) saveStamps(c verifiedCache) {
 	writeStateFile(v.Root, verifiedFile, verifiedVersion, func(e *encoder) {
-		e.int(len(stamps))
-		for _, s := range stamps {
+		e.int(len(c.stamps))
+		for _, s := range c.stamps {
 			encodeStamp(e, s.segStamp)
 			e.int(len(s.Tips))
 			for _, t := range s.Tips {
 				e.str(t)
 			}
 		}
+		e.int(len(c.problems))
+		for _, p := range c.problems {
+			e.str(p.File)
+			e.int(p.Line)
+			e.str(p.ID)
+			e.str(p.Msg)
+		}
+		e.str(c.tree)
 	})
+}
+
+// ledgerTree is the hash of the ledger folder HEAD commits ("" when none):
+// what the committed-history part of a saved failed check depends on.
+func (v *Vault) ledgerTree() string {
+	tree, err := v.repo.TreeAt("")
+	if err != nil || tree == nil {
+		return ""
+	}
+	e, err := tree.FindEntry("ledger")
+	if err != nil {
+		return ""
+	}
+	return e.Hash.String()
 }
 
 // checkChain verifies the segments that changed since the last check and
@@ -514,7 +554,16 @@ func (v *Vault) saveStamps(stamps []verifiedStamp) {
 // HEAD commits (committedProblems): a writer never commits a ledger that
 // lost or changed a committed line.
 func (v *Vault) checkChain(segs []segment) (stamps []verifiedStamp, problems []Problem, reread bool, err error) {
-	old := v.loadStamps()
+	cache := v.loadStamps()
+	old := cache.stamps
+	if len(cache.problems) > 0 {
+		// A saved failure holds while the segments and HEAD's ledger are
+		// as they were; otherwise everything is checked again.
+		if st, same := sameStamps(v.Root, segs, old); same && cache.tree == v.ledgerTree() {
+			return st, cache.problems, false, nil
+		}
+		old = nil
+	}
 	stamps = make([]verifiedStamp, 0, len(segs))
 	cc := newChainChecker()
 	trusted := true
@@ -562,6 +611,21 @@ func (v *Vault) checkChain(segs []segment) (stamps []verifiedStamp, problems []P
 		problems = append(problems, cp...)
 	}
 	return stamps, problems, reread || len(old) != len(segs), nil
+}
+
+// sameStamps reports whether every segment is as old recorded it, and
+// returns the stamps.
+func sameStamps(root string, segs []segment, old []verifiedStamp) ([]verifiedStamp, bool) {
+	if len(old) != len(segs) {
+		return nil, false
+	}
+	for i, s := range segs {
+		st, err := stampOf(root, s)
+		if err != nil || old[i].Path != st.Path || old[i].Size != st.Size || old[i].Mtime != st.Mtime || old[i].Ino != st.Ino {
+			return nil, false
+		}
+	}
+	return old, true
 }
 
 // hashesBefore returns a lookup of the event hashes in segs, which read

@@ -22,8 +22,8 @@ import (
 // prompt-submit as whole processes, on the healthy vault and after a
 // letter of its first segment is changed by hand. A healthy session start
 // does not call Health (its own transaction ran the check); on a forged
-// ledger every transaction re-reads the chain from the forged segment on,
-// since a chain with problems is not stamped as checked.
+// ledger the first transaction reads the chain from the forged segment on
+// and saves the failure, and the next ones answer from it.
 //
 //	MEMVAULT_SUITE=large MEMVAULT_BENCH_CACHE=/tmp/mvsuite \
 //	    go test -run '^$' -bench Health -benchtime 20x ./cmd/memvault/bench/

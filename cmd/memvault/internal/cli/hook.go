@@ -83,6 +83,7 @@ func hook(c *ucli.Context) {
 	// structured writes, not the prompts and transcript lines (hooks/health.go).
 	v, err := vault.OpenForCapture(root)
 	if err == nil {
+		v.Binary, _ = selfPath() // a fresh clone's first hook registers git's merge driver
 		agent, aerr := agentOf(c, v)
 		if aerr != nil {
 			err = aerr

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -15,7 +13,6 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/memvault/memvault/merge"
-	"github.com/memvault/memvault/vault/fault"
 )
 
 // The writers of the protocol. Every change goes through UpdateContinuity:
@@ -46,9 +43,9 @@ var BudgetCategories = []string{"memory", "continuity", "learnings", "decisions"
 
 // ContinuityConfig reads the protocol's settings.
 func (v *Vault) ContinuityConfig() (ContinuityConfig, error) {
-	data, err := os.ReadFile(filepath.Join(v.Root, configFile))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return ContinuityConfig{}, fault.IO("read "+configFile, err)
+	data, err := v.configData()
+	if err != nil {
+		return ContinuityConfig{}, err
 	}
 	var f struct {
 		Budgets struct {

@@ -2,9 +2,6 @@ package vault
 
 import (
 	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -62,9 +59,9 @@ type headsConfigFile struct {
 
 // HeadsConfig reads the heads configuration from memvault.toml.
 func (v *Vault) HeadsConfig() (HeadsConfig, error) {
-	data, err := os.ReadFile(filepath.Join(v.Root, configFile))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return HeadsConfig{}, fault.IO("read "+configFile, err)
+	data, err := v.configData()
+	if err != nil {
+		return HeadsConfig{}, err
 	}
 	return parseHeadsConfig(data)
 }

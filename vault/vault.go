@@ -125,6 +125,9 @@ type Vault struct {
 	// with OpenForCapture: it runs on defaults, appends to transcripts,
 	// and refuses every structured write with this error.
 	configErr error
+	// fallbackConfig is the memvault.toml text a vault opened for capture
+	// runs on instead of the broken file (nil: the file is read).
+	fallbackConfig []byte
 }
 
 // Find returns the vault to use: dir when given (it must exist), otherwise
@@ -191,13 +194,33 @@ func OpenForCapture(root string) (*Vault, error) {
 		return nil, rerr
 	}
 	v = &Vault{Root: root, repo: r}
-	if text, ok := committedConfig(r); !ok || v.applyConfig(text) != nil {
-		if derr := v.applyConfig(""); derr != nil {
-			return nil, derr
-		}
+	if text, ok := committedConfig(r); ok && v.applyConfig(text) == nil {
+		v.fallbackConfig = []byte(text)
+	} else if derr := v.applyConfig(""); derr != nil {
+		return nil, derr
+	} else {
+		v.fallbackConfig = []byte{}
 	}
 	v.configErr = err
 	return v, nil
+}
+
+// configData is memvault.toml as the vault runs on it: the file, or, for a
+// vault opened for capture on a file that does not parse, the configuration
+// it fell back to, so that every reader of the settings (the heads', the
+// protocol's) agrees with v.Config.
+func (v *Vault) configData() ([]byte, error) {
+	if v.fallbackConfig != nil {
+		return v.fallbackConfig, nil
+	}
+	data, err := os.ReadFile(filepath.Join(v.Root, configFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fault.IO("read "+configFile, err)
+	}
+	return data, nil
 }
 
 // committedConfig returns memvault.toml as HEAD commits it.

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/memvault/memvault/vault/fault"
@@ -26,14 +27,23 @@ import (
 // events are named, so a person can restore them (git checkout, or
 // memvault repair, which takes them from HEAD).
 
+// mergeHeadFile names, as a problem's file, a git merge in progress.
+const mergeHeadFile = ".git/MERGE_HEAD"
+
 // mergeInProgress is the problem a vault in the middle of a git merge has:
 // its files are neither side's, so nothing is written until the merge is
 // concluded.
 func (v *Vault) mergeInProgress() *Problem {
-	if _, err := os.Stat(filepath.Join(v.Root, ".git", "MERGE_HEAD")); err != nil {
+	data, err := os.ReadFile(filepath.Join(v.Root, ".git", "MERGE_HEAD"))
+	if err != nil {
 		return nil
 	}
-	return &Problem{File: ".git/MERGE_HEAD", Msg: "a git merge is in progress: conclude it with git commit (or undo it with git merge --abort) before memvault writes events"}
+	// git's post-merge hook runs after the merge commit and before git
+	// removes MERGE_HEAD: that merge is over.
+	if h := strings.TrimSpace(string(data)); len(h) == 40 && v.repo.HeadHasParent(plumbing.NewHash(h)) {
+		return nil
+	}
+	return &Problem{File: mergeHeadFile, Msg: "a git merge is in progress: conclude it with git commit (or undo it with git merge --abort) before memvault writes events"}
 }
 
 // committedProblems holds segments against HEAD. With all, every

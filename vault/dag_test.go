@@ -179,3 +179,38 @@ func TestCommittedHistoryIsAuthoritative(t *testing.T) {
 		})
 	}
 }
+
+// A git merge in progress refuses structured writes until it is
+// concluded; it is asked afresh every time, never saved with a failed
+// check, and a merge whose commit is made (git's post-merge hook runs
+// before git removes MERGE_HEAD) is over.
+func TestMergeInProgressRefusesUntilConcluded(t *testing.T) {
+	v := newVault(t)
+	remember(t, v, "one")
+	parent, _ := v.Head()
+	remember(t, v, "two")
+	other, _ := v.Head()
+	remember(t, v, "three")
+	mergeHead := v.Root + "/.git/MERGE_HEAD"
+	write := func(text string) error {
+		_, err := v.Update(TxOptions{}, func(tx *Tx) error { _, err := tx.Remember(Input{Text: text}); return err })
+		return err
+	}
+	if err := os.WriteFile(mergeHead, []byte(parent+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := write("during a merge"); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "git merge is in progress") {
+		t.Fatalf("a write during a merge: %v", err)
+	}
+	if err := captureOne(v, "a prompt during the merge"); err != nil {
+		t.Fatalf("capture during a merge: %v", err)
+	}
+	// The merge commit is made: HEAD's parent is MERGE_HEAD.
+	if err := os.WriteFile(mergeHead, []byte(other+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	remember(t, v, "in the post-merge hook")
+	os.Remove(mergeHead)
+	remember(t, v, "after the merge")
+	mustVerify(t, v)
+}

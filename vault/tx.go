@@ -288,8 +288,9 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 		// appends to the ledger (a prompt's does not); a failure too, so
 		// that the transactions of a vault in need of repair (capture goes
 		// on) do not each read the ledger again.
-		c := verifiedCache{stamps: stamps, problems: problems}
-		if len(problems) > 0 {
+		c := verifiedCache{stamps: stamps, problems: slices.DeleteFunc(slices.Clone(problems),
+			func(p Problem) bool { return p.File == mergeHeadFile })}
+		if len(c.problems) > 0 {
 			c.tree = v.ledgerTree()
 		}
 		v.saveStamps(c)

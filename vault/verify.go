@@ -556,11 +556,20 @@ func (v *Vault) ledgerTree() string {
 func (v *Vault) checkChain(segs []segment) (stamps []verifiedStamp, problems []Problem, reread bool, err error) {
 	cache := v.loadStamps()
 	old := cache.stamps
+	// A merge in progress is asked every time (one stat): it is over as
+	// soon as git's commit is made, so it is never saved.
+	merging := v.mergeInProgress()
+	withMerge := func(ps []Problem) []Problem {
+		if merging == nil {
+			return ps
+		}
+		return append(slices.DeleteFunc(ps, func(p Problem) bool { return p.File == merging.File }), *merging)
+	}
 	if len(cache.problems) > 0 {
 		// A saved failure holds while the segments and HEAD's ledger are
 		// as they were; otherwise everything is checked again.
 		if st, same := sameStamps(v.Root, segs, old); same && cache.tree == v.ledgerTree() {
-			return st, cache.problems, false, nil
+			return st, withMerge(cache.problems), false, nil
 		}
 		old = nil
 	}
@@ -604,13 +613,13 @@ func (v *Vault) checkChain(segs []segment) (stamps []verifiedStamp, problems []P
 	}
 	problems = cc.problems
 	if reread || len(old) != len(segs) {
-		cp, err := v.committedProblems(segs, changed, len(old) != len(segs), diskSegment(v.Root))
+		cp, err := v.heldAgainst("", segs, changed, len(old) != len(segs), false, diskSegment(v.Root))
 		if err != nil {
 			return nil, nil, false, err
 		}
 		problems = append(problems, cp...)
 	}
-	return stamps, problems, reread || len(old) != len(segs), nil
+	return stamps, withMerge(problems), reread || len(old) != len(segs), nil
 }
 
 // sameStamps reports whether every segment is as old recorded it, and

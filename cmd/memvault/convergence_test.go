@@ -72,8 +72,9 @@ func convergence(t *testing.T, mode string, rounds int, rnd *rand.Rand) {
 			}
 		}
 	}
-	acked := map[string]string{} // event id → text
-	var handEdits []string       // lines people added to MEMORY.md
+	acked := map[string]string{}   // event id → text
+	var handEdits []string         // lines people added to MEMORY.md
+	prompts := map[string]string{} // hook session → its prompt
 	record := func(out string, text string) {
 		id := strings.TrimSpace(out)
 		if !strings.HasPrefix(id, "e_") {
@@ -86,7 +87,7 @@ func convergence(t *testing.T, mode string, rounds int, rnd *rand.Rand) {
 		root := clones[clone]
 		n++
 		text := fmt.Sprintf("%s wrote %d", clone, n)
-		switch rnd.IntN(4) {
+		switch rnd.IntN(5) {
 		case 0:
 			record(s.mv(root, "remember", text), text)
 		case 1:
@@ -107,6 +108,18 @@ func convergence(t *testing.T, mode string, rounds int, rnd *rand.Rand) {
 			}
 		case 2:
 			s.mv(root, "transcript", "append", "--session", "s-"+clone, "--role", "user", text)
+		case 4:
+			// A Claude Code session: a prompt (stored at once, committed
+			// later), a reply with a control line, its end.
+			session := fmt.Sprintf("cc-%s-%d", clone, n)
+			cwd := filepath.Dir(root)
+			s.hook(root, "claude-code", "UserPromptSubmit", map[string]any{"session_id": session,
+				"transcript_path": "", "cwd": cwd, "hook_event_name": "UserPromptSubmit", "prompt": text})
+			s.hook(root, "claude-code", "Stop", map[string]any{"session_id": session, "transcript_path": "",
+				"cwd": cwd, "hook_event_name": "Stop", "last_assistant_message": "NEXT: follow up on " + text})
+			s.hook(root, "claude-code", "SessionEnd", map[string]any{"session_id": session, "transcript_path": "",
+				"cwd": cwd, "hook_event_name": "SessionEnd", "reason": "other"})
+			prompts[session] = text
 		case 3:
 			// A person adds a line to their section of MEMORY.md and
 			// commits it.
@@ -201,6 +214,15 @@ func convergence(t *testing.T, mode string, rounds int, rnd *rand.Rand) {
 			}
 		}
 	}
+	// Every prompt a hook stored is in every clone's transcript of its
+	// session.
+	for _, c := range names {
+		for session, text := range prompts {
+			if out := s.mv(clones[c], "transcript", "show", "--session", session); !strings.Contains(out, text) {
+				t.Errorf("%s: session %s lost its prompt %q:\n%s", c, session, text, out)
+			}
+		}
+	}
 	// Every line a person added to MEMORY.md survived every merge and
 	// every render, once.
 	for _, c := range names {
@@ -214,7 +236,7 @@ func convergence(t *testing.T, mode string, rounds int, rnd *rand.Rand) {
 			}
 		}
 	}
-	t.Logf("%d rounds, %d acknowledged events, %d hand edits", rounds, len(acked), len(handEdits))
+	t.Logf("%d rounds, %d acknowledged events, %d hand edits, %d hook sessions", rounds, len(acked), len(handEdits), len(prompts))
 }
 
 func (s *syncRig) gitTry(dir string, args ...string) (string, error) {

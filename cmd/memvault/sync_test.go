@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -93,6 +94,24 @@ func (s *syncRig) try(root string, args ...string) (string, string, int) {
 		code = ee.ExitCode()
 	}
 	return stdout.String(), stderr.String(), code
+}
+
+// hook runs a hook event of the vault at root with payload on stdin, from
+// the vault's project folder, as a harness does; hooks always exit 0.
+func (s *syncRig) hook(root, harness, event string, payload map[string]any) {
+	s.t.Helper()
+	bin, err := exec.LookPath("memvault")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	data, _ := json.Marshal(payload)
+	cmd := exec.Command(bin, "--vault", root, "hook", harness, event)
+	cmd.Dir = filepath.Dir(root)
+	cmd.Env = s.env()
+	cmd.Stdin = bytes.NewReader(data)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		s.t.Fatalf("hook %s %s: %v\n%s", harness, event, err, out)
+	}
 }
 
 func (s *syncRig) mv(root string, args ...string) string {

@@ -181,3 +181,23 @@ func (r *Repo) CountCommits(h plumbing.Hash) (int, error) {
 	}
 	return len(seen), nil
 }
+
+// HeadHasParent reports whether the branch's commit has h among its
+// parents: after `git merge` made its commit, and before git removes
+// MERGE_HEAD (its post-merge hook runs in between), the merge is over.
+func (r *Repo) HeadHasParent(h plumbing.Hash) bool {
+	head, err := r.Head()
+	if err != nil || head.IsZero() {
+		return false
+	}
+	c, err := object.GetCommit(r.st, head)
+	if err != nil {
+		return false
+	}
+	for _, p := range c.ParentHashes {
+		if p == h {
+			return true
+		}
+	}
+	return false
+}

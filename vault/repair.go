@@ -22,20 +22,24 @@ const KindRepaired = "ledger.repaired"
 
 // RepairReport says what a repair did (or, dry, would do).
 type RepairReport struct {
-	Segments   []string `json:"segments"`           // the segment files rewritten
-	Markers    int      `json:"conflict_markers"`   // git conflict marker lines removed
-	Restored   []string `json:"restored,omitempty"` // committed events missing from the work tree, put back from HEAD
-	Replaced   []string `json:"replaced,omitempty"` // events whose line differed from HEAD's, given HEAD's line back
-	Duplicates int      `json:"duplicates"`         // second copies of an event, dropped
-	Moved      int      `json:"moved"`              // events moved after the event they follow
-	Changed    []string `json:"changed,omitempty"`  // events whose line did not hash or chain, re-sealed
-	Rechained  int      `json:"rechained"`          // events re-sealed in all (Changed and those after them)
-	Unreadable int      `json:"unreadable"`         // lines that are not events, kept under Kept only
-	Kept       string   `json:"kept,omitempty"`     // where the old segments are kept
-	Event      string   `json:"event,omitempty"`    // the ledger.repaired event
-	Commit     string   `json:"commit,omitempty"`   // the commit, when one was made
-	Staged     bool     `json:"staged,omitempty"`   // a merge in progress: written and staged for its commit
-	Nothing    bool     `json:"nothing_to_do"`      // the ledger verified: nothing was changed
+	Segments []string `json:"segments"`           // the segment files rewritten
+	Markers  int      `json:"conflict_markers"`   // git conflict marker lines removed
+	Restored []string `json:"restored,omitempty"` // committed events missing from the work tree, put back from HEAD
+	Replaced []string `json:"replaced,omitempty"` // events whose line differed from HEAD's, given HEAD's line back
+	// Uncommitted lists events the work tree holds and HEAD does not, in
+	// segments the repair rewrote: kept (a write's crash leaves such
+	// lines, and so does a forgery), for a person to retract if need be.
+	Uncommitted []string `json:"uncommitted,omitempty"`
+	Duplicates  int      `json:"duplicates"`        // second copies of an event, dropped
+	Moved       int      `json:"moved"`             // events moved after the event they follow
+	Changed     []string `json:"changed,omitempty"` // events whose line did not hash or chain, re-sealed
+	Rechained   int      `json:"rechained"`         // events re-sealed in all (Changed and those after them)
+	Unreadable  int      `json:"unreadable"`        // lines that are not events, kept under Kept only
+	Kept        string   `json:"kept,omitempty"`    // where the old segments are kept
+	Event       string   `json:"event,omitempty"`   // the ledger.repaired event
+	Commit      string   `json:"commit,omitempty"`  // the commit, when one was made
+	Staged      bool     `json:"staged,omitempty"`  // a merge in progress: written and staged for its commit
+	Nothing     bool     `json:"nothing_to_do"`     // the ledger verified: nothing was changed
 }
 
 // repairLine is one event on its way through a repair.
@@ -174,6 +178,10 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 		return 0
 	})
 	original := make(map[string][]byte)
+	// In the middle of a git merge, HEAD is one side: the other side's
+	// lines are not "uncommitted".
+	merging := v.mergeInProgress() != nil
+	uncommitted := make(map[segment][]string)
 	seen := make(map[string]bool) // event ids placed so far
 	var order []*repairLine       // every event, in chain order
 	perSeg := make(map[segment][]*repairLine)
@@ -236,6 +244,9 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 		for _, l := range disk {
 			if !inHead[l.ev.ID] {
 				lines = append(lines, l)
+				if committed != nil && !merging {
+					uncommitted[s] = append(uncommitted[s], l.ev.ID)
+				}
 			}
 		}
 		var kept []*repairLine
@@ -337,6 +348,7 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 		}
 		if !bytes.Equal(buf.Bytes(), original[s.String()]) {
 			files[s.String()] = buf.Bytes()
+			rep.Uncommitted = append(rep.Uncommitted, uncommitted[s]...)
 		}
 	}
 	if len(files) == 0 && len(tips) <= 1 {

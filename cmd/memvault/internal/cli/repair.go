@@ -60,6 +60,9 @@ func runRepair(c *ucli.Context) error {
 	if len(rep.Replaced) > 0 {
 		fmt.Fprintf(w, "given HEAD's line back: %s\n", strings.Join(rep.Replaced, " "))
 	}
+	if len(rep.Uncommitted) > 0 {
+		fmt.Fprintf(w, "kept, though HEAD does not hold them (retract any you did not write): %s\n", strings.Join(rep.Uncommitted, " "))
+	}
 	if len(rep.Changed) > 0 {
 		fmt.Fprintf(w, "re-sealed (did not hash or chain): %s\n", strings.Join(rep.Changed, " "))
 	}

@@ -1,0 +1,131 @@
+package vault
+
+import (
+	"bytes"
+	"os"
+	"slices"
+	"testing"
+	"time"
+)
+
+func factIDs(t *testing.T, v *Vault) []string {
+	t.Helper()
+	st, err := v.LoadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range st.Rows {
+		if r.Kind == "fact" {
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids
+}
+
+// A work tree with a committed line cut, a line moved before the event it
+// follows and a second copy of a line comes out as HEAD has it: every event
+// once, each after its prev, verified, the old segment kept.
+func TestRepairRestoresReordersAndDedupes(t *testing.T) {
+	v := newVault(t)
+	var want []string
+	for _, text := range []string{"one", "two", "three", "four"} {
+		want = append(want, remember(t, v, text).ID)
+	}
+	p := lastSegment(t, v)
+	ls := bytes.SplitAfter(data2(t, p), []byte("\n"))
+	broken := slices.Concat(ls[0], ls[0], ls[3], ls[2]) // two cut, four before three, one twice
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(p, broken, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rep, _ := v.Verify(); rep.OK {
+		t.Fatal("the broken ledger verified")
+	}
+	rep, err := v.Repair(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// HEAD's lines come first, in HEAD's order: the cut line is back, and
+	// the moved and doubled ones are where HEAD has them.
+	if len(rep.Restored) != 1 || rep.Restored[0] != want[1] || rep.Commit == "" {
+		t.Fatalf("report: %+v", rep)
+	}
+	mustVerify(t, v)
+	if got := factIDs(t, v); !slices.Equal(got, want) {
+		t.Fatalf("facts after repair %v, want %v", got, want)
+	}
+	if _, err := os.Stat(v.Root + "/" + rep.Kept + "/" + mustSegment(t, p).String()); err != nil {
+		t.Fatalf("the old segment was not kept: %v", err)
+	}
+	remember(t, v, "five")
+	mustVerify(t, v)
+}
+
+// A line changed by hand and committed with --force fails its hash in HEAD
+// too: repair re-seals it as it now reads and re-chains every event after
+// it, ids unchanged, so links still hold.
+func TestRepairRechainsAForcedDamage(t *testing.T) {
+	v := newVault(t)
+	first := remember(t, v, "one")
+	remember(t, v, "two")
+	p := lastSegment(t, v)
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(p, bytes.Replace(data2(t, p), []byte(`"text":"one"`), []byte(`"text":"One"`), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Update(TxOptions{Force: true}, func(tx *Tx) error {
+		_, err := tx.Remember(Input{Text: "three", Links: []string{first.ID}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := factIDs(t, v)
+	rep, err := v.Repair(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Changed, []string{first.ID}) || rep.Rechained < 3 {
+		t.Fatalf("report: %+v", rep)
+	}
+	mustVerify(t, v)
+	if got := factIDs(t, v); !slices.Equal(got, before) {
+		t.Fatalf("ids changed: %v, want %v", got, before)
+	}
+	st, _ := v.LoadState()
+	if st.Rows[0].Text != "One" {
+		t.Fatalf("the event's content changed: %q", st.Rows[0].Text)
+	}
+	if again, err := v.Repair(false); err != nil || !again.Nothing {
+		t.Fatalf("a second repair: %+v %v", again, err)
+	}
+}
+
+// The same damage committed (git commit --no-verify): HEAD cannot help, so
+// the second copy is dropped, the moved line goes after its prev, and the
+// event whose prev was cut is re-chained after the event before it.
+func TestRepairMovesDedupesAndRechainsCommittedDamage(t *testing.T) {
+	v := newVault(t)
+	var ids []string
+	for _, text := range []string{"one", "two", "three", "four"} {
+		ids = append(ids, remember(t, v, text).ID)
+	}
+	p := lastSegment(t, v)
+	ls := bytes.SplitAfter(data2(t, p), []byte("\n"))
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(p, slices.Concat(ls[0], ls[0], ls[3], ls[2]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	commitAsIs(t, v, p)
+	rep, err := v.Repair(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Duplicates != 1 || rep.Moved == 0 || !slices.Equal(rep.Changed, []string{ids[2]}) {
+		t.Fatalf("report: %+v", rep)
+	}
+	mustVerify(t, v)
+	if got, want := factIDs(t, v), []string{ids[0], ids[2], ids[3]}; !slices.Equal(got, want) {
+		t.Fatalf("facts %v, want %v", got, want)
+	}
+}

@@ -34,6 +34,12 @@ type doctorReport struct {
 type doctorVault struct {
 	Path string `json:"path"`
 	healthReport
+	// MergeDriver says whether a plain git pull merges the vault with
+	// memvault's driver (docs/specs/STORAGE.md, "Merging clones"); a
+	// missing driver is a warning, not a failure: nothing is wrong until
+	// two clones meet.
+	MergeDriver   string `json:"merge_driver"`
+	MergeDriverOK bool   `json:"merge_driver_ok"`
 }
 
 // runDoctor checks the vault, when there is one, and every harness's
@@ -45,6 +51,7 @@ func runDoctor(c *ucli.Context, v *vault.Vault) error {
 	rep := doctorReport{}
 	if v != nil {
 		rep.Vault = &doctorVault{Path: v.Root, healthReport: newHealthReport(v)}
+		rep.Vault.MergeDriverOK, rep.Vault.MergeDriver = vault.MergeDriversStatus(v.Root)
 	}
 	var all []hooks.Wiring
 	for _, name := range hooks.Names() {
@@ -77,6 +84,11 @@ func printVaultCheck(w io.Writer, d *doctorVault) {
 		return
 	}
 	fmt.Fprintf(w, "%-12s %s\n", "vault", d.Path)
+	label := "  merging:  "
+	if !d.MergeDriverOK {
+		label = "  warning:  "
+	}
+	fmt.Fprintf(w, "%s%s\n", label, d.MergeDriver)
 	if d.OK {
 		fmt.Fprintf(w, "  health:   ok\n")
 		return

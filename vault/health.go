@@ -24,6 +24,8 @@ func (h Health) Summary() string {
 	switch {
 	case h.Config != nil:
 		return fmt.Sprintf("memvault.toml does not parse (%v): only transcripts are being captured; fix the file by hand", h.Config)
+	case len(h.Chain) > 0 && h.Chain[len(h.Chain)-1].File == mergeHeadFile && len(h.Chain) == 1:
+		return "a git merge is in progress in the vault: only transcripts are being captured until it is concluded (git commit, after memvault repair if the ledger conflicts) or undone (git merge --abort)"
 	case len(h.Chain) > 0:
 		more := ""
 		if len(h.Chain) > 1 {

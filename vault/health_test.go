@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,4 +128,21 @@ func TestFailedCheckIsSaved(t *testing.T) {
 	}
 	remember(t, v, "three")
 	mustVerify(t, v)
+}
+
+// A merge in progress is not a ledger to repair: Health says how to
+// conclude it.
+func TestHealthOfAMergeInProgress(t *testing.T) {
+	v := newVault(t)
+	remember(t, v, "one")
+	parent, _ := v.Head()
+	remember(t, v, "two")
+	remember(t, v, "three")
+	if err := os.WriteFile(filepath.Join(v.Root, ".git", "MERGE_HEAD"), []byte(parent+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, err := v.Health()
+	if err != nil || h.OK() || !strings.Contains(h.Summary(), "git merge is in progress") || strings.Contains(h.Summary(), "needs repair") {
+		t.Fatalf("health: %q %v", h.Summary(), err)
+	}
 }

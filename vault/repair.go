@@ -60,53 +60,37 @@ type repairLine struct {
 // (or, in the middle of a git merge, written and staged for the merge's
 // commit). With dry, nothing is written.
 func (v *Vault) Repair(dry bool) (*RepairReport, error) {
-	release, err := v.lock(Lease{Agent: v.Config.Agent, Command: "repair"}, 0)
-	if err != nil {
-		return nil, err
-	}
 	kept := ".logs/repair-" + time.Now().UTC().Format("20060102T150405.000")
-	rep, files, commitFiles, err := v.planRepair(kept)
-	if err != nil || dry || rep.Nothing {
-		release()
-		if rep != nil && (dry || rep.Nothing) {
-			rep.Kept = ""
-		}
-		return rep, err
+	if dry || v.mergeInProgress() != nil {
+		return v.repairUncommitted(kept, dry)
 	}
-	for _, s := range rep.Segments {
-		old, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(s)))
-		if err != nil {
-			continue // a segment HEAD had and the work tree lost
-		}
-		if err := fileio.WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(rep.Kept), filepath.FromSlash(s)), old); err != nil {
-			release()
-			return nil, err
-		}
-	}
-	if v.mergeInProgress() != nil {
-		defer release()
-		for rel, data := range files {
-			if err := fileio.WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(rel)), data); err != nil {
-				return nil, err
-			}
-		}
-		args := append([]string{"-C", v.Root, "add", "--"}, rep.Segments...)
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("repair: git add: %v: %s", err, bytes.TrimSpace(out))
-		}
-		rep.Staged = true
-		return rep, nil
-	}
-	release() // Update takes the lock again; nothing wrote in between but us
+	// Planned inside the transaction, under the vault lock, so that no
+	// write lands between the plan and the segments it rewrites.
+	var rep *RepairReport
 	res, err := v.Update(TxOptions{Command: "repair", Force: true}, func(tx *Tx) error {
-		for _, rel := range commitFiles {
+		r, files, order, err := v.planRepair(kept)
+		if err != nil {
+			return err
+		}
+		rep = r
+		if r.Nothing {
+			return nil
+		}
+		if err := v.keepOldSegments(r); err != nil {
+			return err
+		}
+		for _, rel := range order {
 			tx.WriteFile(RelPath{rel}, files[rel])
 		}
-		tx.Subject(fmt.Sprintf("repair: the ledger re-chained (%s)", rep.Summary()))
+		tx.Subject(fmt.Sprintf("repair: the ledger re-chained (%s)", r.Summary()))
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if rep.Nothing {
+		rep.Kept = ""
+		return rep, nil
 	}
 	rep.Commit = res.Commit
 	after, err := v.Verify()
@@ -117,6 +101,53 @@ func (v *Vault) Repair(dry bool) (*RepairReport, error) {
 		return rep, fault.New(ErrCorrupt, "repair: the ledger still fails verification: %s", after.Problems[0])
 	}
 	return rep, nil
+}
+
+// repairUncommitted plans a repair under the vault lock and, unless dry,
+// writes it without a commit and stages it: in the middle of a git merge,
+// the merge's own commit takes it.
+func (v *Vault) repairUncommitted(kept string, dry bool) (*RepairReport, error) {
+	release, err := v.lock(Lease{Agent: v.Config.Agent, Command: "repair"}, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	rep, files, _, err := v.planRepair(kept)
+	if err != nil || dry || rep.Nothing {
+		if rep != nil {
+			rep.Kept = ""
+		}
+		return rep, err
+	}
+	if err := v.keepOldSegments(rep); err != nil {
+		return nil, err
+	}
+	for rel, data := range files {
+		if err := fileio.WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(rel)), data); err != nil {
+			return nil, err
+		}
+	}
+	args := append([]string{"-C", v.Root, "add", "--"}, rep.Segments...)
+	if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("repair: git add: %v: %s", err, bytes.TrimSpace(out))
+	}
+	rep.Staged = true
+	return rep, nil
+}
+
+// keepOldSegments copies the segments a repair rewrites, as they are, to
+// rep.Kept under .logs/.
+func (v *Vault) keepOldSegments(rep *RepairReport) error {
+	for _, s := range rep.Segments {
+		old, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(s)))
+		if err != nil {
+			continue // a segment HEAD had and the work tree lost
+		}
+		if err := fileio.WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(rep.Kept), filepath.FromSlash(s)), old); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Summary is the report in one line.

@@ -59,11 +59,11 @@ const KindJoin = "ledger.merged"
 // DAG: each event's prev names an earlier event (the line before it, while
 // one clone writes; any earlier line once two clones' segments were
 // merged), and a join event names every tip it joins. An event with no
-// prev starts a line of history: the first one, or the first of each clone
-// of a vault that had no events yet. The events no later event names are the open tips; there is
-// one, except between a merge and the next write, which joins them. Both
-// the full verification and the check every writer runs use it, so the two
-// never disagree on what a valid line is.
+// prev starts a line of history: the first one, or the first of each
+// clone of a vault that had no events yet. The events no later event names
+// are the open tips; there is one, except between a merge and the next
+// write, which joins them. Both the full verification and the check every
+// writer runs use it, so the two never disagree on what a valid line is.
 type chainChecker struct {
 	known map[string]struct{} // hashes of the events walked
 	// earlier finds a hash among the events before the walk started (the

@@ -173,9 +173,15 @@ func (vc *viewCache) thread(key string) *render.ThreadParts {
 		}
 		if !ok || d.bad || d.pos != len(d.s) {
 			// The file went bad under us (it is checked when opened): fold
-			// the ledger rather than render from nothing.
+			// the ledger rather than render from nothing. While the view is
+			// still being loaded there is no fallback yet; the load sees
+			// vc.bad and rebuilds the view.
 			vc.bad = true
-			p = vc.fallback(key)
+			if vc.fallback != nil {
+				p = vc.fallback(key)
+			} else {
+				p = &render.ThreadParts{}
+			}
 		}
 	}
 	p.Summary = vc.sums[key]

@@ -107,6 +107,10 @@ var secrets = []struct{ text, needle string }{
 	{"ghp_Zq3xK9mW2pL7vN4rT8yB1cF6hJ0dS5gA2eQw", "Zq3xK9mW2pL7vN4rT8yB1cF6hJ0dS5gA2eQw"},
 	{"-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n-----END RSA PRIVATE KEY-----",
 		"MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"},
+	{"cookie: session=eyJhbGciOiJIUzI1NiJ9.eyJ1c2VyIjoiYWxpY2UifQ.c2lnbmF0dXJlLWhlcmU", "c2lnbmF0dXJlLWhlcmU"},
+	{"https://deploy:Hunt3rPassw0rd77@db.internal/prod", "Hunt3rPassw0rd77"},
+	{"AWS secret key: Zq3vK9mW2pL7vN4rT8yB1cF6hJ0dS5gA2eQwXy7u", "Zq3vK9mW2pL7vN4rT8yB1cF6hJ0dS5gA2eQwXy7u"},
+	{"mysql -u root -pS3cretPass77 shop", "S3cretPass77"},
 }
 
 // TestSecretsNeverStored sends secrets through every way in (remember, a

@@ -56,6 +56,10 @@ const (
 	KindPrivateKey       = "private-key"
 	KindBearerToken      = "bearer-token"
 	KindSecretAssignment = "secret-assignment"
+	KindJWT              = "jwt"
+	KindURLCredentials   = "url-credentials"
+	KindAWSSecretKey     = "aws-secret-key"
+	KindCLIPassword      = "cli-password"
 )
 
 // The default patterns. Token shapes are anchored on word boundaries and a
@@ -63,6 +67,18 @@ const (
 var defaultRules = []rule{
 	{Kind: KindPrivateKey, pattern: lazyRegexp(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*)`)},
 	{Kind: KindAWSAccessKey, pattern: lazyRegexp(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`)},
+	// A JSON Web Token: three base64url parts, the first two JSON objects
+	// ("eyJ" is `{"` encoded), bare or in a cookie or header.
+	{Kind: KindJWT, pattern: lazyRegexp(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)},
+	// The password of a URL: scheme://user:PASSWORD@host, user optional
+	// (redis://:PASSWORD@host).
+	{Kind: KindURLCredentials, pattern: lazyRegexp(`(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@]*:(?P<secret>[^\s/@]+)@`), accept: notPlaceholder},
+	// An AWS secret access key: 40 base64 characters on a line that names
+	// AWS; the shape alone is too common (hashes, paths) to go by.
+	{Kind: KindAWSSecretKey, pattern: lazyRegexp(`(?i)\baws\b[^\n]{0,80}?(?:^|[^A-Za-z0-9/+])(?P<secret>[A-Za-z0-9/+]{40})(?:$|[^A-Za-z0-9/+=])`), accept: mixedKey},
+	// A password on a database client's command line: mysql -pPASSWORD,
+	// mysqldump -pPASSWORD (psql takes none; PGPASSWORD=… is an assignment).
+	{Kind: KindCLIPassword, pattern: lazyRegexp(`\bmysql(?:dump|admin|import|sh)?\b[^\n]*?\s-p(?P<secret>[^\s'"-][^\s'"]{2,})`), accept: notPlaceholder},
 	{Kind: KindGitHubToken, pattern: lazyRegexp(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
 	{Kind: KindSlackToken, pattern: lazyRegexp(`\bxox[abpr]-[A-Za-z0-9-]{10,}`)},
 	{Kind: KindAPIKey, pattern: lazyRegexp(`\bsk-[A-Za-z0-9_-]{20,}`), accept: hasDigit},
@@ -187,6 +203,22 @@ func (r rule) apply(text string, counts map[string]int) string {
 	}
 	b.WriteString(text[last:])
 	return b.String()
+}
+
+// notPlaceholder refuses a value that is a variable, a template or a mask
+// rather than a password ($PW, {{pw}}, <password>, ****).
+func notPlaceholder(s string) bool {
+	if strings.HasPrefix(s, "$") || strings.HasPrefix(s, "{{") || strings.HasPrefix(s, "<") || strings.HasPrefix(s, "%") {
+		return false
+	}
+	return strings.Trim(s, "*xX.") != ""
+}
+
+// mixedKey accepts a 40-character value that mixes upper and lower case
+// letters and digits, as a random base64 key does; a word, a path or a hex
+// digest (a commit hash) does not.
+func mixedKey(s string) bool {
+	return hasDigit(s) && strings.ContainsFunc(s, unicode.IsUpper) && strings.ContainsFunc(s, unicode.IsLower)
 }
 
 func hasDigit(s string) bool {

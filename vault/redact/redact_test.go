@@ -26,6 +26,13 @@ func TestRedactCases(t *testing.T) {
 		{"json key", `{"api_key": "AbCdEf123456"}`, `{"api_key": "[REDACTED:secret-assignment]"}`, map[string]int{KindSecretAssignment: 1}},
 		{"bearer header", "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc", "Authorization: Bearer [REDACTED:bearer-token]", map[string]int{KindBearerToken: 1}},
 		{"curl header", `curl -H "authorization: bearer 0123456789abcdef"`, `curl -H "authorization: bearer [REDACTED:bearer-token]"`, map[string]int{KindBearerToken: 1}},
+		{"jwt", "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U ok", "token [REDACTED:jwt] ok", map[string]int{KindJWT: 1}},
+		{"jwt cookie", "cookie: session=eyJhbGciOiJIUzI1NiJ9.eyJ1c2VyIjoiYWxpY2UifQ.c2lnbmF0dXJlLWhlcmU; path=/", "cookie: session=[REDACTED:jwt]; path=/", map[string]int{KindJWT: 1}},
+		{"url password", "psql https://deploy:Hunt3rPassw0rd77@db.internal/prod", "psql https://deploy:[REDACTED:url-credentials]@db.internal/prod", map[string]int{KindURLCredentials: 1}},
+		{"url no user", "REDIS=redis://:s3cretPW@cache:6379/0", "REDIS=redis://:[REDACTED:url-credentials]@cache:6379/0", map[string]int{KindURLCredentials: 1}},
+		{"aws secret prose", "aws creds: AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY ok", "aws creds: [REDACTED:aws-access-key] / [REDACTED:aws-secret-key] ok", map[string]int{KindAWSAccessKey: 1, KindAWSSecretKey: 1}},
+		{"aws secret key:", "AWS secret key: Zq3vK9mW2pL7vN4rT8yB1cF6hJ0dS5gA2eQwXy7u", "AWS secret key: [REDACTED:aws-secret-key]", map[string]int{KindAWSSecretKey: 1}},
+		{"mysql -p", "mysql -u root -pS3cretPass db < dump.sql", "mysql -u root -p[REDACTED:cli-password] db < dump.sql", map[string]int{KindCLIPassword: 1}},
 		{"several", "AKIAIOSFODNN7EXAMPLE AKIAI44QH8DHBEXAMPLE password=s3cr3t!", "[REDACTED:aws-access-key] [REDACTED:aws-access-key] password=[REDACTED:secret-assignment]", map[string]int{KindAWSAccessKey: 2, KindSecretAssignment: 1}},
 	}
 	for _, tc := range cases {
@@ -65,6 +72,12 @@ func TestRedactProse(t *testing.T) {
 		"password: ******** (masked)",
 		"Exit code: 0; Wall time: 0.0000 seconds",
 		"https://example.com/path?q=1&sort=asc",
+		"clone git@github.com:org/repo.git or https://user@example.com/x",
+		"see http://localhost:8080/a and mailto:me@example.com",
+		"postgres://app:$DB_PASSWORD@db/app and https://:****@host/",
+		"the aws region is eu-west-1; commit 0123456789abcdef0123456789abcdef01234567",
+		"mysql -u root -p db (it asks for the password)",
+		"eyJ is how a JSON object starts in base64",
 	}
 	for _, s := range prose {
 		if got, counts := Text(s, DefaultRules()); got != s {

@@ -291,9 +291,26 @@ func JSON(v json.RawMessage, rules *Rules) (json.RawMessage, map[string]int) {
 				t[i] = walk(t[i])
 			}
 		case map[string]any:
+			// Keys too: a tool's input may key a map by a credential
+			// ({"env": {"AKIA…": "x"}}). Two keys that redact alike keep
+			// both values, the second under a numbered key.
+			out := make(map[string]any, len(t))
+			keys := make([]string, 0, len(t))
 			for k := range t {
-				t[k] = walk(t[k])
+				keys = append(keys, k)
 			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				nk := rules.apply(k, counts)
+				for n := 2; nk != k; n++ {
+					if _, taken := out[nk]; !taken {
+						break
+					}
+					nk = fmt.Sprintf("%s#%d", rules.apply(k, map[string]int{}), n)
+				}
+				out[nk] = walk(t[k])
+			}
+			return out
 		}
 		return x
 	}

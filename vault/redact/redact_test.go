@@ -141,3 +141,17 @@ func TestRedactJSONKeepsStructure(t *testing.T) {
 		t.Errorf("clean input rewritten: %s", out)
 	}
 }
+
+// Keys are redacted like values: a tool's input may key a map by a
+// credential. Two keys that redact alike keep both values.
+func TestRedactJSONKeys(t *testing.T) {
+	in := json.RawMessage(`{"env":{"AKIAIOSFODNN7EXAMPLE":"x","AKIAI44QH8DHBEXAMPLE":"y","PATH":"/bin"}}`)
+	out, counts := JSON(in, DefaultRules())
+	if strings.Contains(string(out), "IOSFODNN7EXAMPLE") || strings.Contains(string(out), "I44QH8DHBEXAMPLE") || counts[KindAWSAccessKey] != 2 {
+		t.Fatalf("keys kept their secret: %s %v", out, counts)
+	}
+	var got struct{ Env map[string]string }
+	if err := json.Unmarshal(out, &got); err != nil || len(got.Env) != 3 || got.Env["PATH"] != "/bin" {
+		t.Fatalf("structure lost: %s %v", out, err)
+	}
+}

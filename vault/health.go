@@ -5,7 +5,7 @@ import (
 )
 
 // Health is what a writer would find wrong with the vault before writing:
-// the cheap chain check every transaction runs (verify.go, checkChain) and
+// the cheap chain check every transaction runs (checkchain.go) and
 // the configuration. A vault in bad health still captures transcripts;
 // structured writes are refused until it is repaired. Status, doctor and
 // the session-start context report it, so the need for a repair is never

@@ -23,19 +23,31 @@ func captureOne(v *Vault, text string) error {
 	return err
 }
 
+// tamperOne changes the text of the event "one" in the first segment by
+// hand, keeping the file's size (a later mtime), and returns the segment's
+// path and the bytes it held.
+func tamperOne(t *testing.T, v *Vault) (string, []byte) {
+	t.Helper()
+	segs, _, _ := listSegments(v.Root)
+	p := v.abs(segs[0].rel())
+	good, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(p, bytes.Replace(good, []byte(`"text":"one"`), []byte(`"text":"One"`), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p, good
+}
+
 // A ledger that fails the writers' check refuses events but still takes
 // transcript lines: capture never stops, and Health says why.
 func TestCaptureSurvivesBrokenLedger(t *testing.T) {
 	v := newVault(t)
 	remember(t, v, "one")
 	remember(t, v, "two")
-	segs, _, _ := listSegments(v.Root)
-	p := v.abs(segs[0].rel())
-	data, _ := os.ReadFile(p)
-	time.Sleep(10 * time.Millisecond)
-	if err := os.WriteFile(p, bytes.Replace(data, []byte(`"text":"one"`), []byte(`"text":"One"`), 1), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tamperOne(t, v)
 	if h, err := v.Health(); err != nil || h.OK() || h.Summary() == "" {
 		t.Fatalf("health of a tampered ledger: %+v %v", h, err)
 	}
@@ -95,13 +107,7 @@ func TestFailedCheckIsSaved(t *testing.T) {
 	v := newVault(t)
 	remember(t, v, "one")
 	remember(t, v, "two")
-	segs, _, _ := listSegments(v.Root)
-	p := v.abs(segs[0].rel())
-	good, _ := os.ReadFile(p)
-	time.Sleep(10 * time.Millisecond)
-	if err := os.WriteFile(p, bytes.Replace(good, []byte(`"text":"one"`), []byte(`"text":"One"`), 1), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	p, good := tamperOne(t, v)
 	info, _ := os.Stat(p)
 	if err := captureOne(v, "a prompt"); err != nil {
 		t.Fatal(err)

@@ -69,11 +69,7 @@ func TestRepairRechainsAForcedDamage(t *testing.T) {
 	v := newVault(t)
 	first := remember(t, v, "one")
 	remember(t, v, "two")
-	p := lastSegment(t, v)
-	time.Sleep(10 * time.Millisecond)
-	if err := os.WriteFile(p, bytes.Replace(data2(t, p), []byte(`"text":"one"`), []byte(`"text":"One"`), 1), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tamperOne(t, v)
 	if _, err := v.Update(TxOptions{Force: true}, func(tx *Tx) error {
 		_, err := tx.Remember(Input{Text: "three", Links: []string{first.ID}})
 		return err

@@ -911,15 +911,26 @@ func (e *e2e) requireBusyLogged(before string) {
 // ---------------------------------------------------------------------------
 // Claude Code
 
-func TestE2EClaudeCode(t *testing.T) {
+// newClaudeE2E finds the claude binary and sets up a run against the fake
+// model with memvault installed at user scope; nil when the test runs
+// inside its network namespace (inNetns has run it there).
+func newClaudeE2E(t *testing.T) (string, *e2e) {
 	claude := harnessBin(t, "MEMVAULT_E2E_CLAUDE", "claude-code")
 	if inNetns(t) {
-		return
+		return claude, nil
 	}
 	e := newE2E(t)
 	e.setenv("ANTHROPIC_BASE_URL="+e.model.URL(), "ANTHROPIC_API_KEY=sk-fake",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
 	e.install("claude-code", "--scope", "user")
+	return claude, e
+}
+
+func TestE2EClaudeCode(t *testing.T) {
+	claude, e := newClaudeE2E(t)
+	if e == nil {
+		return
+	}
 
 	type ccOut struct {
 		SessionID string `json:"session_id"`
@@ -1017,14 +1028,10 @@ func TestE2EClaudeCode(t *testing.T) {
 // has its prompt stored and committed, and the model is told the vault
 // needs fixing (docs/HOOKS.md, "Capture never stops").
 func TestE2EClaudeCodeCapturesWithABrokenConfig(t *testing.T) {
-	claude := harnessBin(t, "MEMVAULT_E2E_CLAUDE", "claude-code")
-	if inNetns(t) {
+	claude, e := newClaudeE2E(t)
+	if e == nil {
 		return
 	}
-	e := newE2E(t)
-	e.setenv("ANTHROPIC_BASE_URL="+e.model.URL(), "ANTHROPIC_API_KEY=sk-fake",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
-	e.install("claude-code", "--scope", "user")
 	config := filepath.Join(e.proj, ".memory", "memvault.toml")
 	good, err := os.ReadFile(config)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/memvault/memvault/vault"
 )
 
 // Event is one of the six runtime events every harness is mapped onto.
@@ -177,6 +179,11 @@ func Parse(h *Harness, eventArg string, data []byte) (Event, Payload, error) {
 	p.Prompt = strings.TrimSpace(stripHookContext(p.Prompt))
 	if p.LastAssistant == "" {
 		p.LastAssistant = p.PromptResponse
+	}
+	// A NUL (\u0000 in the payload) is kept as U+FFFD: git refuses one in
+	// a commit message, and the text a hook captures must not be lost.
+	for _, f := range []*string{&p.Prompt, &p.LastAssistant, &p.CompactSummary} {
+		*f = vault.CleanText(*f)
 	}
 	return ev, p, nil
 }

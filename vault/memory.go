@@ -29,6 +29,10 @@ func checkText(what, s string, allowEmpty bool) error {
 	switch {
 	case !utf8.ValidString(s):
 		return fault.New(ErrInvalid, "%s: not valid utf-8", what)
+	case strings.IndexByte(s, 0) >= 0:
+		// git refuses a NUL in a commit message (fsck), and text becomes
+		// commit subjects and bodies.
+		return fault.New(ErrInvalid, "%s: contains a NUL byte", what)
 	case len(s) > MaxTextBytes:
 		e := fault.New(ErrInvalid, "%s: %d bytes is over the limit of %d (1 MiB)", what, len(s), MaxTextBytes)
 		return e.WithHint("store large material as a transcript and remember a short summary")
@@ -36,6 +40,17 @@ func checkText(what, s string, allowEmpty bool) error {
 		return fault.New(ErrInvalid, "%s: empty", what)
 	}
 	return nil
+}
+
+// CleanText makes text from a harness storable as it is: invalid UTF-8 and
+// NUL bytes become U+FFFD. Text a person types is refused instead
+// (checkText); a hook's text is kept, since a hook must not lose a prompt.
+func CleanText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	return s
 }
 
 // validate checks the parts of in that need no ledger lookups.
@@ -48,9 +63,17 @@ func (in *Input) validate() error {
 		in.Thread = t.String()
 	}
 	if len(in.Data) > 0 {
+		// Checked before decoding: the decoder would silently turn invalid
+		// UTF-8 into U+FFFD.
+		if !utf8.Valid(in.Data) {
+			return fault.New(ErrInvalid, "data: not valid utf-8")
+		}
 		v, err := decodeJSON(in.Data)
 		if err != nil {
 			return fault.New(ErrInvalid, "data: not valid json: %v", err)
+		}
+		if holdsNUL(v) {
+			return fault.New(ErrInvalid, "data: a string holds a NUL character (\\u0000)")
 		}
 		if _, ok := v.(map[string]any); !ok {
 			return fault.New(ErrInvalid, "data: must be a json object")
@@ -67,6 +90,24 @@ func (in *Input) validate() error {
 		}
 	}
 	return nil
+}
+
+// holdsNUL reports whether a decoded JSON value has a NUL in a string or a
+// key.
+func holdsNUL(v any) bool {
+	switch t := v.(type) {
+	case string:
+		return strings.IndexByte(t, 0) >= 0
+	case []any:
+		return slices.ContainsFunc(t, holdsNUL)
+	case map[string]any:
+		for k, x := range t {
+			if strings.IndexByte(k, 0) >= 0 || holdsNUL(x) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // checkLinks makes sure every link names an existing event or node.

@@ -386,10 +386,14 @@ func (tx *Tx) AppendText(t TranscriptRef, msgs []transcript.Message) (from, to i
 		if m.Speaker == "" {
 			m.Speaker = string(m.Role)
 		}
-		var counts map[string]int
-		m.Text, counts = tx.v.Redact(m.Text)
-		for k, n := range counts {
-			total[k] += n
+		// The speaker is text too: a name typed by a person may be
+		// anything.
+		for _, f := range []*string{&m.Text, &m.Speaker} {
+			var counts map[string]int
+			*f, counts = tx.v.Redact(*f)
+			for k, n := range counts {
+				total[k] += n
+			}
 		}
 		if m.Source.Format == "" {
 			m.Source.Format = "memvault"

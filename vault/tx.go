@@ -112,6 +112,9 @@ func (tx *Tx) Append(ev *Event) *Event {
 	// Secrets never reach the ledger: the text and every string in data
 	// are redacted like a transcript, and the counts (never the secrets)
 	// kept in data.
+	// Text derived from a harness's transcript (a summary) may hold what
+	// a person's text may not: git refuses a NUL in a commit message.
+	ev.Text = CleanText(ev.Text)
 	text, counts := tx.v.Redact(ev.Text)
 	data, dataCounts := tx.v.redactData(ev.Data)
 	for k, n := range dataCounts {
@@ -258,13 +261,8 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	if opts.Agent == "" {
 		opts.Agent = v.Config.Agent
 	}
-	if err := CheckName("agent", opts.Agent); err != nil {
+	if err := opts.check(v); err != nil {
 		return nil, err
-	}
-	if opts.Session != "" {
-		if err := CheckSession(opts.Session); err != nil {
-			return nil, err
-		}
 	}
 	release, err := v.lock(Lease{Agent: opts.Agent, Session: opts.Session, Command: opts.Command}, opts.LockTimeout)
 	if err != nil {
@@ -328,6 +326,9 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 		tx.now = v.clock()
 	}
 	if err := fn(tx); err != nil {
+		return nil, err
+	}
+	if err := tx.checkEvents(); err != nil {
 		return nil, err
 	}
 	if refuse != nil && !tx.captureOnly() {

@@ -265,6 +265,8 @@ func (p *parser) redact(m *Message) {
 	var counts map[string]int
 	m.Text, counts = redact.Text(m.Text, p.rules)
 	addCounts(p.stats.Redacted, counts)
+	m.Speaker, counts = redact.Text(m.Speaker, p.rules)
+	addCounts(p.stats.Redacted, counts)
 	if m.Tool != nil {
 		t := *m.Tool
 		t.Output, counts = redact.Text(t.Output, p.rules)

@@ -29,6 +29,11 @@ type rule struct {
 	// accept, if set, vetoes a match; it keeps rules that need a look at the
 	// matched value (which RE2 cannot express) from firing on prose.
 	accept func(secret string) bool
+	// rewrite, if set, replaces the match itself instead of the whole of it
+	// becoming one marker: it returns the new text and how many secrets it
+	// replaced (0 leaves the match as it was). A cookie header holds several
+	// values, and only the credential-like ones go.
+	rewrite func(secret, marker string) (string, int)
 }
 
 // Rules is an ordered set of redaction rules. The zero value redacts
@@ -60,6 +65,11 @@ const (
 	KindURLCredentials   = "url-credentials"
 	KindAWSSecretKey     = "aws-secret-key"
 	KindCLIPassword      = "cli-password"
+	KindCookie           = "cookie"
+	KindBasicAuth        = "basic-auth"
+	KindCloudKey         = "cloud-key"
+	KindServiceToken     = "service-token"
+	KindWebhookURL       = "webhook-url"
 )
 
 // The default patterns. Token shapes are anchored on word boundaries and a
@@ -83,6 +93,22 @@ var defaultRules = []rule{
 	{Kind: KindSlackToken, pattern: lazyRegexp(`\bxox[abpr]-[A-Za-z0-9-]{10,}`)},
 	{Kind: KindAPIKey, pattern: lazyRegexp(`\bsk-[A-Za-z0-9_-]{20,}`), accept: hasDigit},
 	{Kind: KindBearerToken, pattern: lazyRegexp(`(?i)(?:\bauthorization["']?\s*[:=]\s*["']?bearer\s+|\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)`), accept: tokenLike},
+	// The values of a Cookie or Set-Cookie header (or curl's --cookie),
+	// those that look like a credential: "Path=/" and "Max-Age=3600" stay.
+	{Kind: KindCookie, pattern: lazyRegexp(`(?i)(?:\b(?:set-)?cookie["']?\s*:|--cookie[\s=]|\bcurl\b[^\n]*?\s-b)\s*["']?(?P<secret>[^\s"'=;]+=[^\n"']*)`), rewrite: cookieValues},
+	// HTTP basic authentication: the header's base64 credentials, and the
+	// password of curl -u user:PASSWORD.
+	{Kind: KindBasicAuth, pattern: lazyRegexp(`(?i)(?:\bauthorization["']?\s*[:=]\s*["']?basic\s+|\bcurl\b[^\n]*?\s(?:-u|--user)[\s=]+["']?[^\s:'"]+:)(?P<secret>[^\s"']{4,})`), accept: notPlaceholder},
+	// Cloud providers' keys of a known shape: a Google API key, a Google
+	// OAuth access token, a DigitalOcean token, and the account or shared
+	// access key of an Azure connection string.
+	{Kind: KindCloudKey, pattern: lazyRegexp(`\bAIza[0-9A-Za-z_-]{35}\b|\bya29\.[0-9A-Za-z_-]{20,}|\bdo[por]_v1_[a-f0-9]{64}\b|\b(?i:AccountKey|SharedAccessKey|SharedAccessSignature)=(?P<secret>[A-Za-z0-9+/%=&:.-]{20,})`)},
+	// Services' tokens, each with its own prefix: Stripe, GitLab, npm,
+	// PyPI, SendGrid, Twilio, Hugging Face, Docker Hub, Shopify.
+	{Kind: KindServiceToken, pattern: lazyRegexp(`\b(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{20,}|glpat-[0-9A-Za-z_-]{20,}|gl(?:ptt|rt|dt|cbt)-[0-9A-Za-z_-]{20,}|npm_[A-Za-z0-9]{36}|pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{40,}|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}|SK[0-9a-f]{32}|hf_[A-Za-z0-9]{34,}|dckr_pat_[A-Za-z0-9_-]{20,}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32})\b`)},
+	// The secret part of a Slack or Discord webhook address: whoever has it
+	// can post.
+	{Kind: KindWebhookURL, pattern: lazyRegexp(`\bhttps://(?:hooks\.slack\.com/(?:services|workflows)/|(?:[a-z]+\.)?discord(?:app)?\.com/api/webhooks/)(?P<secret>[A-Za-z0-9/_-]{20,})`)},
 	{Kind: KindSecretAssignment, pattern: lazyRegexp(`(?i)\b[a-z0-9_.-]*(?:password|passwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret|private[_-]?key|token)["']?\s*(?:=|:)\s*["']?(?P<secret>[^\s"'<>,;)\]}]{4,})`), accept: secretLike},
 }
 
@@ -196,13 +222,47 @@ func (r rule) apply(text string, counts map[string]int) string {
 		if strings.HasPrefix(secret, "[REDACTED:") || (r.accept != nil && !r.accept(secret)) {
 			continue
 		}
+		marker := "[REDACTED:" + r.Kind + "]"
+		if r.rewrite != nil {
+			out, n := r.rewrite(secret, marker)
+			if n == 0 {
+				continue
+			}
+			marker = out
+			counts[r.Kind] += n - 1
+		}
 		b.WriteString(text[last:start])
-		b.WriteString("[REDACTED:" + r.Kind + "]")
+		b.WriteString(marker)
 		last = end
 		counts[r.Kind]++
 	}
 	b.WriteString(text[last:])
 	return b.String()
+}
+
+// cookieValues replaces the credential-like values of a cookie header's
+// "name=value; name=value" pairs by marker. A cookie's attributes (Path,
+// Domain, Expires, …) and short or plain values are kept.
+func cookieValues(header, marker string) (string, int) {
+	pairs := strings.Split(header, ";")
+	n := 0
+	for i, p := range pairs {
+		name, value, ok := strings.Cut(p, "=")
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "path", "domain", "expires", "max-age", "samesite", "priority", "version", "comment":
+			continue
+		}
+		v := strings.TrimSpace(value)
+		if strings.HasPrefix(v, "[REDACTED:") || strings.ContainsAny(v, " ,") || !notPlaceholder(v) || len(v) < 8 || !(len(v) >= 16 || hasDigit(v)) {
+			continue
+		}
+		pairs[i] = name + "=" + strings.Replace(value, v, marker, 1)
+		n++
+	}
+	return strings.Join(pairs, ";"), n
 }
 
 // notPlaceholder refuses a value that is a variable, a template or a mask
@@ -211,7 +271,19 @@ func notPlaceholder(s string) bool {
 	if strings.HasPrefix(s, "$") || strings.HasPrefix(s, "{{") || strings.HasPrefix(s, "<") || strings.HasPrefix(s, "%") {
 		return false
 	}
-	return strings.Trim(s, "*xX.") != ""
+	if strings.Trim(s, "*xX.") == "" {
+		return false
+	}
+	// A word in capitals (PASSWORD, MY_PW) is documentation's stand-in for
+	// a value, as are the words themselves.
+	if strings.Trim(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == "" {
+		return false
+	}
+	switch strings.ToLower(s) {
+	case "password", "passwd", "pass", "pw", "pwd", "secret", "token":
+		return false
+	}
+	return true
 }
 
 // mixedKey accepts a 40-character value that mixes upper and lower case
@@ -223,6 +295,20 @@ func mixedKey(s string) bool {
 
 func hasDigit(s string) bool {
 	return strings.ContainsFunc(s, unicode.IsDigit)
+}
+
+// isIdentifier reports whether s is a short lower-case kebab or snake case
+// name: words of letters joined by '-' or '_'.
+func isIdentifier(s string) bool {
+	if len(s) > 24 || !strings.ContainsAny(s, "-_") {
+		return false
+	}
+	for _, c := range s {
+		if (c < 'a' || c > 'z') && c != '-' && c != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 // tokenLike accepts a bearer token: long enough and not a plain word, so
@@ -240,7 +326,13 @@ func secretLike(s string) bool {
 	if strings.HasPrefix(s, "$") || strings.HasPrefix(s, "{{") || strings.HasPrefix(s, "%") || strings.HasPrefix(s, "<") {
 		return false // a variable or template, not a value
 	}
-	switch strings.ToLower(s) {
+	if strings.HasPrefix(s, "&") || strings.HasPrefix(s, "*") || strings.ContainsAny(s, "([") {
+		return false // code: token = &tok, token = next(r), token = toks[i]
+	}
+	if isIdentifier(s) {
+		return false // a name in code or config: "api-key", "slack_token"
+	}
+	switch strings.ToLower(strings.TrimRight(s, ".,!?")) {
 	case "true", "false", "null", "none", "nil", "required", "optional", "string", "undefined", "redacted", "xxxx", "xxxxxxxx", "****", "********":
 		return false
 	}
@@ -271,9 +363,9 @@ func secretLike(s string) bool {
 	return len(s) >= 12
 }
 
-// JSON redacts every string inside a JSON value, keeping it valid JSON, so
-// a tool call's input stays parseable. Keys are left alone; a value that
-// fails to parse is redacted as text and kept as a JSON string.
+// JSON redacts every string inside a JSON value, keys included, keeping it
+// valid JSON, so a tool call's input stays parseable. A value that fails to
+// parse is redacted as text and kept as a JSON string.
 func JSON(v json.RawMessage, rules *Rules) (json.RawMessage, map[string]int) {
 	counts := map[string]int{}
 	var x any

@@ -140,7 +140,11 @@ func Find(dir, start string) (string, error) {
 		}
 		if info, err := os.Stat(filepath.Join(abs, ".git")); err != nil || !info.IsDir() {
 			e := fault.New(ErrNotFound, "vault: no vault at %s", abs)
-			return "", e.WithHint("create one with: memvault init --vault %s", dir)
+			return "", e.WithHint("create one with: memvault --vault %s init", dir)
+		}
+		if !hasMarker(abs) {
+			e := fault.New(ErrNotFound, "vault: %s is a git repository but not a memvault vault (no %s, no %s/)", abs, configFile, "ledger")
+			return "", e.WithHint("memvault keeps its memory in a repository of its own: name a vault, or create one in a new folder with: memvault --vault DIR init")
 		}
 		return abs, nil
 	}
@@ -150,7 +154,7 @@ func Find(dir, start string) (string, error) {
 	}
 	for d := abs; ; d = filepath.Dir(d) {
 		cand := filepath.Join(d, DirName)
-		if info, err := os.Stat(filepath.Join(cand, ".git")); err == nil && info.IsDir() {
+		if info, err := os.Stat(filepath.Join(cand, ".git")); err == nil && info.IsDir() && hasMarker(cand) {
 			return cand, nil
 		}
 		if filepath.Dir(d) == d {
@@ -159,6 +163,51 @@ func Find(dir, start string) (string, error) {
 	}
 	e := fault.New(ErrNotFound, "vault: no %s folder in %s or any parent", DirName, abs)
 	return "", e.WithHint("run memvault init to create one here, or pass --vault DIR")
+}
+
+// checkInitTarget refuses to make a vault of a folder that holds something
+// else: a project's repository (memvault would commit onto its branch) or
+// files. A missing or empty folder, a vault (init is safe to run again) and
+// a git repository without commits (made for the vault, or cloned from an
+// empty remote) are fine.
+func checkInitTarget(root string) error {
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) || hasMarker(root) {
+		return nil
+	}
+	if err != nil {
+		return fault.IO("init: "+root, err)
+	}
+	for _, e := range entries {
+		if e.Name() == ".git" {
+			r, err := gitrepo.Open(root)
+			if err != nil {
+				return err
+			}
+			if head, err := r.Head(); err == nil && head.IsZero() {
+				continue
+			}
+			e := fault.New(ErrConflict, "init: %s is a git repository with history, not a memvault vault", root)
+			return e.WithHint("memvault keeps its memory in a repository of its own: use a new folder (by default .memory/ inside the project)")
+		}
+		e := fault.New(ErrConflict, "init: %s is not empty and not a vault", root)
+		return e.WithHint("use a new folder (by default .memory/ inside the project)")
+	}
+	return nil
+}
+
+// hasMarker reports whether the git repository at root is a memvault vault:
+// it has memvault.toml or the ledger folder. Either may be missing for a
+// while (a person deleted the config; a vault's first transaction has not
+// run), not both: a project's own repository has neither, and memvault must
+// never commit into it.
+func hasMarker(root string) bool {
+	for _, name := range []string{configFile, "ledger"} {
+		if _, err := os.Lstat(filepath.Join(root, name)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Open opens the vault at root, as returned by Find.
@@ -327,6 +376,9 @@ func Init(root string) (v *Vault, created bool, err error) {
 	}
 	if info, err := os.Stat(root); err == nil && !info.IsDir() {
 		return nil, false, fault.New(ErrConflict, "init: %s exists and is not a folder", root)
+	}
+	if err := checkInitTarget(root); err != nil {
+		return nil, false, err
 	}
 	if err := os.MkdirAll(root, fileio.DirPerm); err != nil {
 		return nil, false, fault.IO("init: create "+root, err)

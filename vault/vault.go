@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -166,11 +167,11 @@ func Find(dir, start string) (string, error) {
 }
 
 // checkInitTarget refuses to make a vault of a folder that holds something
-// else: a project's repository (memvault would commit onto its branch) or
-// files. A missing or empty folder, a vault (init is safe to run again) and
-// a git repository without commits (made for the vault, or cloned from an
-// empty remote) are fine.
-func checkInitTarget(root string) error {
+// else: a project's repository (memvault would commit onto its branch),
+// unless adopt says it is meant, or files. A missing or empty folder, a
+// vault (init is safe to run again) and a git repository without commits
+// (made for the vault, or cloned from an empty remote) are fine.
+func checkInitTarget(root string, adopt bool) error {
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, fs.ErrNotExist) || hasMarker(root) {
 		return nil
@@ -178,18 +179,18 @@ func checkInitTarget(root string) error {
 	if err != nil {
 		return fault.IO("init: "+root, err)
 	}
-	for _, e := range entries {
-		if e.Name() == ".git" {
-			r, err := gitrepo.Open(root)
-			if err != nil {
-				return err
-			}
-			if head, err := r.Head(); err == nil && head.IsZero() {
-				continue
-			}
-			e := fault.New(ErrConflict, "init: %s is a git repository with history, not a memvault vault", root)
-			return e.WithHint("memvault keeps its memory in a repository of its own: use a new folder (by default .memory/ inside the project)")
+	if slices.ContainsFunc(entries, func(e fs.DirEntry) bool { return e.Name() == ".git" }) {
+		r, err := gitrepo.Open(root)
+		if err != nil {
+			return err
 		}
+		if head, err := r.Head(); err == nil && head.IsZero() || adopt {
+			return nil // its files are the repository's
+		}
+		e := fault.New(ErrConflict, "init: %s is a git repository with history, not a memvault vault", root)
+		return e.WithHint("memvault keeps its memory in a repository of its own: use a new folder (by default .memory/ inside the project), or pass --adopt to make a vault of this repository on purpose")
+	}
+	if len(entries) > 0 {
 		e := fault.New(ErrConflict, "init: %s is not empty and not a vault", root)
 		return e.WithHint("use a new folder (by default .memory/ inside the project)")
 	}
@@ -370,6 +371,19 @@ func (v *Vault) abs(r RelPath) string { return filepath.Join(v.Root, filepath.Fr
 // exists, so running it again is safe. created reports whether anything was
 // committed.
 func Init(root string) (v *Vault, created bool, err error) {
+	return InitWith(root, InitOptions{})
+}
+
+// InitOptions change what Init accepts.
+type InitOptions struct {
+	// Adopt makes a vault of a git repository that already has history
+	// (the history is kept). Without it such a repository is refused: it
+	// is more often a project's own repository named by mistake.
+	Adopt bool
+}
+
+// InitWith is Init with options.
+func InitWith(root string, o InitOptions) (v *Vault, created bool, err error) {
 	root, err = filepath.Abs(root)
 	if err != nil {
 		return nil, false, fault.IO("init", err)
@@ -377,7 +391,7 @@ func Init(root string) (v *Vault, created bool, err error) {
 	if info, err := os.Stat(root); err == nil && !info.IsDir() {
 		return nil, false, fault.New(ErrConflict, "init: %s exists and is not a folder", root)
 	}
-	if err := checkInitTarget(root); err != nil {
+	if err := checkInitTarget(root, o.Adopt); err != nil {
 		return nil, false, err
 	}
 	if err := os.MkdirAll(root, fileio.DirPerm); err != nil {

@@ -86,7 +86,7 @@ func largeVault(b *testing.B, bin string) string {
 		b.Fatalf("fast-import: %v", err)
 	}
 	run(b, root, "git", "reset", "-q", "--hard", "main")
-	run(b, root, bin, "--vault", root, "init")
+	run(b, root, bin, "--vault", root, "init", "--adopt")
 	run(b, root, bin, "--vault", root, "remember", "warm up")
 	return root
 }

@@ -11,7 +11,8 @@ import (
 )
 
 type initOptions struct {
-	dir string // the vault folder: --vault, else .memory/ here
+	dir   string // the vault folder: --vault, else .memory/ here
+	adopt bool   // make a vault of a git repository with history
 }
 
 func newInitCommand() *ucli.Command {
@@ -19,6 +20,9 @@ func newInitCommand() *ucli.Command {
 		Name:      "init",
 		Usage:     "create a vault (.memory/ here, or --vault DIR); safe to run again",
 		ArgsUsage: " ",
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "adopt", Usage: "make a vault of a git repository that already has history (kept)"},
+		},
 	}
 }
 
@@ -26,7 +30,7 @@ func runInit(c *ucli.Context) error {
 	if c.NArg() > 0 {
 		return usagef("init: takes no arguments; use --vault DIR to choose the folder")
 	}
-	opts := initOptions{dir: c.String("vault")}
+	opts := initOptions{dir: c.String("vault"), adopt: c.Bool("adopt")}
 	if opts.dir == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -34,7 +38,7 @@ func runInit(c *ucli.Context) error {
 		}
 		opts.dir = filepath.Join(wd, vault.DirName)
 	}
-	v, created, err := vault.Init(opts.dir)
+	v, created, err := vault.InitWith(opts.dir, vault.InitOptions{Adopt: opts.adopt})
 	if err != nil {
 		return err
 	}

@@ -111,6 +111,16 @@ var secrets = []struct{ text, needle string }{
 	{"https://deploy:Hunt3rPassw0rd77@db.internal/prod", "Hunt3rPassw0rd77"},
 	{"AWS secret key: Zq3vK9mW2pL7vN4rT8yB1cF6hJ0dS5gA2eQwXy7u", "Zq3vK9mW2pL7vN4rT8yB1cF6hJ0dS5gA2eQwXy7u"},
 	{"mysql -u root -pS3cretPass77 shop", "S3cretPass77"},
+	{"redis://:Rd1sPw0rd42@cache:6379/0", "Rd1sPw0rd42"},
+	{"Cookie: theme=dark; sid=9f8e7d6c5b4a39281706", "9f8e7d6c5b4a39281706"},
+	{"Authorization: Basic ZGVwbG95Okh1bnQzcg==", "ZGVwbG95Okh1bnQzcg=="},
+	{"curl -H 'Authorization: Bearer 0123456789abcdef0123' https://api.internal", "0123456789abcdef0123"},
+	{"stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"},
+	{"gitlab glpat-xYz12AbC34dEf56GhI78", "xYz12AbC34dEf56GhI78"},
+	{"maps key AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW", "SyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW"},
+	{"AccountName=shop;AccountKey=Kx7Qm2Lp9Rt4Vw6Yz8Ab1Cd3Ef5Gh7Ij9Kl0Mn2Op4Qr6St8==", "Kx7Qm2Lp9Rt4Vw6Yz8Ab1Cd3Ef5Gh7Ij9Kl0Mn2Op4Qr6St8"},
+	{"https://hooks.slack.com/services/T0123ABCD/B0456EFGH/aBcDeFgHiJkLmNoPqRsTuVwX", "aBcDeFgHiJkLmNoPqRsTuVwX"},
+	{"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"},
 }
 
 // TestSecretsNeverStored sends secrets through every way in (remember, a
@@ -168,6 +178,53 @@ func TestSecretsNeverStored(t *testing.T) {
 	if got := r.transcriptText("s-bare"); !strings.Contains(got, "REDACTED") {
 		t.Errorf("the prompt of s-bare was not stored (redacted): %q", got)
 	}
+	// The other harnesses' hooks, as their installed hooks and plugins send
+	// them: prompt, assistant message, compaction summary.
+	for _, h := range []string{"codex", "gemini", "opencode", "openclaw"} {
+		sid := "s-" + h
+		for _, ev := range []struct {
+			name  string
+			extra map[string]any
+		}{
+			{"prompt-submit", map[string]any{"prompt": secret}},
+			{"stop", map[string]any{"last_assistant_message": "DECISION: " + secret}},
+			{"compaction-complete", map[string]any{"compact_summary": secret}},
+			{"session-end", nil},
+		} {
+			p := map[string]any{"session_id": sid, "cwd": r.proj}
+			for k, v := range ev.extra {
+				p[k] = v
+			}
+			data, _ := json.Marshal(p)
+			cmd := r.cmd(context.Background(), "hook", h, ev.name)
+			cmd.Stdin = bytes.NewReader(data)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("hook %s %s: %v\n%s", h, ev.name, err, out)
+			}
+		}
+		if got := r.transcriptText(sid); !strings.Contains(got, "REDACTED") {
+			t.Errorf("the prompt of %s was not stored (redacted): %q", sid, got)
+		}
+	}
+	// Identity fields are refused when they hold a credential (the
+	// credential named by kind only); a speaker's name is redacted.
+	for _, args := range [][]string{
+		{"--agent", "ghp_Zq3xK9mW2pL7vN4rT8yB1cF6hJ0dS5gA2eQw", "remember", "x"},
+		{"remember", "--session", "AKIAIOSFODNN7EXAMPLE", "x"},
+		{"remember", "--harness", "eyJhbGciOiJIUzI1NiJ9.eyJ1c2VyIjoiYWxpY2UifQ.c2lnbmF0dXJlLWhlcmU", "x"},
+		{"transcript", "append", "--session", "s-id", "--role", "user", "--harness", "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "x"},
+	} {
+		out, err := r.cmd(context.Background(), args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "holds a credential") {
+			t.Errorf("memvault %s: %v, want a refusal\n%s", strings.Join(args, " "), err, out)
+		}
+		for _, s := range secrets {
+			if strings.Contains(string(out), s.needle) {
+				t.Errorf("memvault %s printed the credential: %s", strings.Join(args, " "), out)
+			}
+		}
+	}
+	r.run("transcript", "append", "--session", "s-speaker", "--role", "user", "--speaker", "deploy password=Hunt3rPassw0rd77", "hi")
 	r.run("refresh", "--on", "session-end")
 	r.run("reindex")
 	if log := r.hookLogTail(0); log != "" {

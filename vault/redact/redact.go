@@ -95,7 +95,7 @@ var defaultRules = []rule{
 	{Kind: KindBearerToken, pattern: lazyRegexp(`(?i)(?:\bauthorization["']?\s*[:=]\s*["']?bearer\s+|\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)`), accept: tokenLike},
 	// The values of a Cookie or Set-Cookie header (or curl's --cookie),
 	// those that look like a credential: "Path=/" and "Max-Age=3600" stay.
-	{Kind: KindCookie, pattern: lazyRegexp(`(?i)(?:\b(?:set-)?cookie["']?\s*:|--cookie[\s=]|\bcurl\b[^\n]*?\s-b)\s*["']?(?P<secret>[^\s"'=;]+=[^\n"']*)`), rewrite: cookieValues},
+	{Kind: KindCookie, pattern: lazyRegexp(`(?i)(?:\b(?:set-)?cookie["']?\s*:|--cookie[\s=]|\bcurl\b[^\n]*?\s-b)\s*["']?(?P<secret>[^\s"'=;]+=[^\s;"']*(?:;\s*[^\s"'=;]+(?:=[^\s;"']*)?)*)`), rewrite: cookieValues},
 	// HTTP basic authentication: the header's base64 credentials, and the
 	// password of curl -u user:PASSWORD.
 	{Kind: KindBasicAuth, pattern: lazyRegexp(`(?i)(?:\bauthorization["']?\s*[:=]\s*["']?basic\s+|\bcurl\b[^\n]*?\s(?:-u|--user)[\s=]+["']?[^\s:'"]+:)(?P<secret>[^\s"']{4,})`), accept: notPlaceholder},
@@ -268,6 +268,7 @@ func cookieValues(header, marker string) (string, int) {
 // notPlaceholder refuses a value that is a variable, a template or a mask
 // rather than a password ($PW, {{pw}}, <password>, ****).
 func notPlaceholder(s string) bool {
+	s = strings.TrimRight(s, "`.,;:)")
 	if strings.HasPrefix(s, "$") || strings.HasPrefix(s, "{{") || strings.HasPrefix(s, "<") || strings.HasPrefix(s, "%") {
 		return false
 	}

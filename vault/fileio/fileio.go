@@ -19,10 +19,14 @@
 // TestOneWayToWrite keeps this true: it fails when code elsewhere in the
 // module creates or truncates a file with os.WriteFile, os.Create,
 // os.CreateTemp or os.OpenFile, except in the few functions it lists with
-// the reason (git's own files, written by git's rules, and log lines).
+// the reason (git's own files, written by git's rules).
 //
-// The package is a leaf: it imports only the standard library and
-// vault/fault.
+// Inside the vault every one of these goes through a Root (beneath.go),
+// which also reads, lists, creates folders and removes, and never through
+// a symbolic link; TestNoLinkFollowed holds the vault's code to it.
+//
+// The package is a leaf: it imports only the standard library,
+// golang.org/x/sys/unix (openat2) and vault/fault.
 package fileio
 
 import (
@@ -192,7 +196,15 @@ func Append(path string, data []byte) error {
 		}
 		created = true
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, FilePerm)
+	return appendTo(path, data, created, func() (*os.File, error) {
+		return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, FilePerm)
+	})
+}
+
+// appendTo is Append's write through the file open returns: one write,
+// a sync, and a sync of the folder when the file is new.
+func appendTo(path string, data []byte, created bool, open func() (*os.File, error)) error {
+	f, err := open()
 	if err != nil {
 		return fault.IO("append "+path, err)
 	}
@@ -208,7 +220,7 @@ func Append(path string, data []byte) error {
 		return fault.IO("append "+path, err)
 	}
 	if created {
-		return SyncDir(dir)
+		return SyncDir(filepath.Dir(path))
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -403,7 +402,7 @@ func (r *Runner) resetInjected(t vault.TranscriptRef) {
 // runner died in it is harmless.
 
 func readFile(v *vault.Vault, rel string) string {
-	data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
+	data, err := v.ReadFile(rel)
 	if err != nil {
 		return ""
 	}

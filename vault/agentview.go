@@ -3,7 +3,6 @@ package vault
 import (
 	"errors"
 	"io/fs"
-	"os"
 
 	"github.com/memvault/memvault/vault/fault"
 )
@@ -66,7 +65,7 @@ func (v *Vault) AgentHeads(agent string, heads ...string) ([][]byte, error) {
 		var at []int
 		for i, h := range heads {
 			if h == ContinuityHead {
-				data, err := os.ReadFile(v.abs(mustRel(h)))
+				data, err := v.files().ReadFile(v.abs(mustRel(h)))
 				if err != nil && !errors.Is(err, fs.ErrNotExist) {
 					return nil, fault.IO("read "+h, err)
 				}

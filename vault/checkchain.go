@@ -1,12 +1,12 @@
 package vault
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"syscall"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // The write-time check. A full verification reads the whole history, which a
@@ -43,7 +43,7 @@ const (
 )
 
 func stampOf(root string, s segment) (segStamp, error) {
-	info, err := os.Stat(filepath.Join(root, filepath.FromSlash(s.String())))
+	info, err := fileio.At(root).Stat(filepath.Join(root, filepath.FromSlash(s.String())))
 	if err != nil {
 		return segStamp{}, fault.IO("stat "+s.String(), err)
 	}

@@ -192,8 +192,11 @@ func compareCommitted(s segment, head, data []byte, anyOrder bool) []Problem {
 // (the vault's pre-commit hook runs it): the chain of the staged segments,
 // and that they keep every line HEAD commits — and, while a merge is being
 // concluded, every line of the commit being merged, in any order. So a
-// forged line staged and then restored in the work tree is refused.
-func (v *Vault) VerifyStaged() (*VerifyReport, error) {
+// forged line staged and then restored in the work tree is refused. Links
+// are problems as in Verify.
+func (v *Vault) VerifyStaged() (*VerifyReport, error) { return v.withLinks(v.verifyStaged) }
+
+func (v *Vault) verifyStaged() (*VerifyReport, error) {
 	staged, err := v.repo.Staged("ledger/")
 	if err != nil {
 		return nil, err

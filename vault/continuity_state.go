@@ -3,11 +3,11 @@ package vault
 import (
 	"hash/crc32"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/memvault/memvault/render"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // The protocol's derived state. Folding every protocol event of the ledger
@@ -42,7 +42,7 @@ var contView = &Derived[*contState]{
 			return nil, "", false, err
 		}
 		// A torn last line is not folded, but the stamps count its bytes.
-		torn := len(segs) > 0 && endsTorn(v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
+		torn := len(segs) > 0 && endsTorn(v.files(), v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
 		return s, tip, torn, nil
 	},
 	Fold:   foldContEvent,
@@ -175,8 +175,8 @@ func (v *Vault) segPath(s segment) string {
 }
 
 // prefixSum is the CRC-32 of the first n bytes of a file.
-func prefixSum(path string, n int64) (uint32, bool) {
-	f, err := os.Open(path)
+func prefixSum(fsys fileio.Root, path string, n int64) (uint32, bool) {
+	f, err := fsys.Open(path)
 	if err != nil {
 		return 0, false
 	}
@@ -188,11 +188,11 @@ func prefixSum(path string, n int64) (uint32, bool) {
 	return h.Sum32(), true
 }
 
-func endsTorn(path string, size int64) bool {
+func endsTorn(fsys fileio.Root, path string, size int64) bool {
 	if size == 0 {
 		return false
 	}
-	f, err := os.Open(path)
+	f, err := fsys.Open(path)
 	if err != nil {
 		return true
 	}

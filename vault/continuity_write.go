@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -370,7 +369,7 @@ func (ct *ContinuityTx) refresh(cfg ContinuityConfig, trigger string, holder *He
 		index, doc, hs, learnings = renderLearningsIndex(c, cfg.Budgets["index"]), renderContinuity(c, cfg.Words), c.head, len(c.Learnings)
 	}
 	idxRel := mustRel(LearningsIndexFile)
-	if old, err := os.ReadFile(v.abs(idxRel)); err != nil || !bytes.Equal(old, index) {
+	if old, err := v.files().ReadFile(v.abs(idxRel)); err != nil || !bytes.Equal(old, index) {
 		if learnings > 0 || err == nil || ct.index {
 			ct.WriteFile(idxRel, index)
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"hash/crc32"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/memvault/memvault/vault/fileio"
@@ -140,7 +139,7 @@ func (d *Derived[T]) load(v *Vault, segs []segment, stamps []segStamp) (t T, key
 	}
 	last := len(old) - 1
 	if o := old[last]; stamps[last].Size != o.Size || stamps[last].Mtime != o.Mtime {
-		if sum, ok := prefixSum(v.segPath(segs[last]), o.Size); !ok || sum != lastSum {
+		if sum, ok := prefixSum(v.files(), v.segPath(segs[last]), o.Size); !ok || sum != lastSum {
 			return t, key, false, false
 		}
 	}
@@ -180,7 +179,7 @@ func (d *Derived[T]) Save(v *Vault, t T, key Key) bool {
 		}
 	}
 	last := key.Stamps[len(key.Stamps)-1]
-	lastSum, ok := prefixSum(filepath.Join(v.Root, filepath.FromSlash(last.Path)), last.Size)
+	lastSum, ok := prefixSum(v.files(), filepath.Join(v.Root, filepath.FromSlash(last.Path)), last.Size)
 	if !ok {
 		return false
 	}
@@ -216,8 +215,7 @@ func writeStateFile(root, name string, version uint64, body func(e *encoder)) bo
 	binary.LittleEndian.PutUint64(e.b[len(derivedMagic):], uint64(len(e.b)-head))
 	e.b = binary.LittleEndian.AppendUint32(e.b, crc32.ChecksumIEEE(e.b[head:]))
 	e.b = append(e.b, e.tail...)
-	_ = os.MkdirAll(filepath.Join(root, ".state"), fileio.DirPerm)
-	return fileio.WriteCache(stateFilePath(root, name), e.b) == nil
+	return fileio.At(root).WriteCache(stateFilePath(root, name), e.b) == nil
 }
 
 // readStateFile reads what writeStateFile wrote and returns a decoder at
@@ -226,7 +224,7 @@ func writeStateFile(root, name string, version uint64, body func(e *encoder)) bo
 // decoder holds the open file for it (the file is replaced by rename, never
 // rewritten in place, so it stays the file that was checked).
 func readStateFile(root, name string, version uint64) (*decoder, bool) {
-	f, err := os.Open(stateFilePath(root, name))
+	f, err := fileio.At(root).Open(stateFilePath(root, name))
 	if err != nil {
 		return nil, false
 	}
@@ -314,7 +312,7 @@ func (v *Vault) appendedSince(segs []segment, stamps, old []segStamp, tip string
 			}
 			from = old[i].Size
 		}
-		tail, err := readFrom(filepath.Join(v.Root, filepath.FromSlash(segs[i].String())), from)
+		tail, err := readFrom(v.files(), filepath.Join(v.Root, filepath.FromSlash(segs[i].String())), from)
 		if err != nil {
 			return "", false, false
 		}
@@ -363,8 +361,8 @@ func stampsContinue(old, cur []segStamp) bool {
 	return cur[last].Size >= old[last].Size
 }
 
-func readFrom(path string, off int64) ([]byte, error) {
-	f, err := os.Open(path)
+func readFrom(fsys fileio.Root, path string, off int64) ([]byte, error) {
+	f, err := fsys.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -226,7 +225,7 @@ func controlN(r *Row) int {
 // threads the reads are most of an expand.
 func (v *Vault) headsCiting(id string) ([]HeadRef, error) {
 	root := filepath.Join(v.Root, "threads")
-	kinds, err := os.ReadDir(root)
+	kinds, err := v.files().ReadDir(root)
 	if err != nil {
 		return nil, nil // no heads yet
 	}
@@ -235,7 +234,7 @@ func (v *Vault) headsCiting(id string) ([]HeadRef, error) {
 		if !k.IsDir() {
 			continue
 		}
-		files, err := os.ReadDir(filepath.Join(root, k.Name()))
+		files, err := v.files().ReadDir(filepath.Join(root, k.Name()))
 		if err != nil {
 			return nil, fault.IO("read threads/"+k.Name(), err)
 		}
@@ -252,7 +251,7 @@ func (v *Vault) headsCiting(id string) ([]HeadRef, error) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < len(heads); i += workers {
-				data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(heads[i].Path)))
+				data, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(heads[i].Path)))
 				if err != nil {
 					errs[i] = fault.IO("read "+heads[i].Path, err)
 					continue

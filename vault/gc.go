@@ -3,12 +3,12 @@ package vault
 import (
 	"fmt"
 	"io/fs"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/gitrepo"
 )
 
@@ -129,7 +129,7 @@ var retiredCaches = []string{"scope.gob", "scope-folded.bin", "corrections-v2.go
 // nothing reads, so it is not one to report.
 func removeRetiredCaches(root string) {
 	for _, name := range retiredCaches {
-		os.Remove(filepath.Join(root, ".state", name))
+		fileio.At(root).Remove(filepath.Join(root, ".state", name))
 	}
 }
 

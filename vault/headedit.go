@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault/fault"
-	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/gitrepo"
 )
 
@@ -117,7 +115,7 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 		v.logHeads("edit of %s took over a lease: %s", head, took.Reason)
 	}
 
-	original, err := os.ReadFile(v.abs(rel))
+	original, err := v.files().ReadFile(v.abs(rel))
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && head == ContinuityHead:
 		original = continuityTemplate()
@@ -134,7 +132,7 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 		if _, err := v.Refresh(ro); err != nil {
 			return nil, err
 		}
-		if original, err = os.ReadFile(v.abs(rel)); err != nil {
+		if original, err = v.files().ReadFile(v.abs(rel)); err != nil {
 			return nil, fault.IO("read "+head, err)
 		}
 	case err != nil:
@@ -143,19 +141,19 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 
 	dir := filepath.Join(v.Root, ".state", "edit", lease.Token)
 	work := filepath.Join(dir, filepath.Base(head))
-	if err := fileio.WriteAtomic(work, original); err != nil {
+	if err := v.files().WriteAtomic(work, original); err != nil {
 		return nil, err
 	}
 	keep := false
 	defer func() {
 		if !keep {
-			os.RemoveAll(dir)
+			v.files().RemoveAll(dir)
 		}
 	}()
 	if err := opts.Editor(work); err != nil {
 		return nil, err
 	}
-	edited, err := os.ReadFile(work)
+	edited, err := v.files().ReadFile(work)
 	if err != nil {
 		return nil, fault.IO("read the edited copy", err)
 	}
@@ -167,7 +165,7 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 		return nil, err
 	}
 	r, err := v.Update(opts.TxOptions, func(tx *Tx) error {
-		now, err := os.ReadFile(v.abs(rel))
+		now, err := v.files().ReadFile(v.abs(rel))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fault.IO("read "+head, err)
 		}
@@ -273,7 +271,7 @@ func (v *Vault) ResolveHeads(headArg, take string, opts TxOptions) ([]ResolveRes
 				res.Resolved = append(res.Resolved, c.ID)
 			}
 			if take == "theirs" {
-				cur, err := os.ReadFile(v.abs(rel))
+				cur, err := v.files().ReadFile(v.abs(rel))
 				if err != nil && !errors.Is(err, fs.ErrNotExist) {
 					return fault.IO("read "+h.Head, err)
 				}

@@ -85,8 +85,11 @@ func (v *Vault) now() time.Time {
 
 // withLeaseTable runs fn holding the flock that serialises lease changes.
 func (v *Vault) withLeaseTable(fn func() error) error {
-	if err := os.MkdirAll(filepath.Join(v.Root, filepath.FromSlash(headLeaseDir)), fileio.DirPerm); err != nil {
+	if err := v.files().MkdirAll(filepath.Join(v.Root, filepath.FromSlash(headLeaseDir))); err != nil {
 		return fault.IO("create "+headLeaseDir, err)
+	}
+	if err := v.files().Check(filepath.Join(v.Root, filepath.FromSlash(headLeaseLock))); err != nil {
+		return err
 	}
 	fl := flock.New(filepath.Join(v.Root, filepath.FromSlash(headLeaseLock)), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(fileio.FilePerm))
 	if err := fl.Lock(); err != nil {
@@ -99,7 +102,7 @@ func (v *Vault) withLeaseTable(fn func() error) error {
 // readLease returns the lease on head: nil when there is none; raw holds
 // the file's bytes when they do not parse as a lease.
 func (v *Vault) readLease(head RelPath) (l *HeadLease, raw []byte, err error) {
-	data, err := os.ReadFile(v.leasePath(head))
+	data, err := v.files().ReadFile(v.leasePath(head))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
@@ -192,7 +195,7 @@ func (v *Vault) writeLease(l *HeadLease) error {
 	if err != nil {
 		return err
 	}
-	return fileio.WriteAtomic(v.leasePath(mustRel(l.Head)), append(data, '\n'))
+	return v.files().WriteAtomic(v.leasePath(mustRel(l.Head)), append(data, '\n'))
 }
 
 // RenewHeadLease extends a lease the caller holds. It fails with ErrConflict
@@ -222,7 +225,7 @@ func (v *Vault) ReleaseHeadLease(l *HeadLease) error {
 		if err != nil || cur == nil || cur.Token != l.Token {
 			return err
 		}
-		if err := os.Remove(v.leasePath(mustRel(l.Head))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := v.files().Remove(v.leasePath(mustRel(l.Head))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fault.IO("release lease of "+l.Head, err)
 		}
 		return nil
@@ -232,13 +235,12 @@ func (v *Vault) ReleaseHeadLease(l *HeadLease) error {
 // HeadLeases lists the live leases, for status.
 func (v *Vault) HeadLeases() []HeadLease {
 	var out []HeadLease
-	root := filepath.Join(v.Root, filepath.FromSlash(headLeaseDir))
 	now := v.now()
-	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".lease") {
+	_ = v.walkFiles(headLeaseDir, func(p string, d fs.DirEntry) error {
+		if d.IsDir() || !strings.HasSuffix(p, ".lease") {
 			return nil
 		}
-		data, err := os.ReadFile(p)
+		data, err := v.files().ReadFile(p)
 		if err != nil {
 			return nil
 		}
@@ -256,11 +258,11 @@ func (v *Vault) HeadLeases() []HeadLease {
 // events are the record; the log is for people debugging a vault.
 func (v *Vault) logHeads(format string, args ...any) {
 	dir := filepath.Join(v.Root, ".logs")
-	if os.MkdirAll(dir, fileio.DirPerm) != nil {
+	if v.files().MkdirAll(dir) != nil {
 		return
 	}
 	// A log line, appended without fsync: not worth fileio.Append's sync.
-	f, err := os.OpenFile(filepath.Join(dir, "heads.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileio.FilePerm)
+	f, err := v.files().OpenFile(filepath.Join(dir, "heads.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileio.FilePerm)
 	if err != nil {
 		return
 	}

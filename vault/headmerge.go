@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/memvault/memvault/merge"
@@ -182,7 +181,7 @@ func (v *Vault) mergeFile(m headMerge, renderedRel RelPath, theirsBlob string) (
 	head := m.rel.String()
 	for attempt := 0; ; attempt++ {
 		var f mergedFile
-		data, err := os.ReadFile(v.abs(m.rel))
+		data, err := v.files().ReadFile(v.abs(m.rel))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
@@ -217,7 +216,7 @@ func (v *Vault) mergeFile(m headMerge, renderedRel RelPath, theirsBlob string) (
 		if testHookMerged != nil {
 			testHookMerged(head)
 		}
-		again, _ := os.ReadFile(v.abs(m.rel))
+		again, _ := v.files().ReadFile(v.abs(m.rel))
 		if !f.exists || bytes.Equal(again, f.ours) || attempt >= 5 {
 			return f, nil
 		}
@@ -229,7 +228,7 @@ func (v *Vault) mergeFile(m headMerge, renderedRel RelPath, theirsBlob string) (
 // merge of both sides' renders, and the head must be merged again even if
 // the new render is the one recorded last.
 func (v *Vault) renderedIs(rel RelPath, blob string) bool {
-	data, err := os.ReadFile(v.abs(rel))
+	data, err := v.files().ReadFile(v.abs(rel))
 	return err == nil && gitrepo.BlobHash(data) == blob
 }
 
@@ -316,7 +315,7 @@ func (v *Vault) commitHandEdits(opts TxOptions, targets []headTarget, via string
 	_, err := v.Update(opts, func(tx *Tx) error {
 		var paths []string
 		for _, t := range dirty {
-			data, err := os.ReadFile(v.abs(t.rel))
+			data, err := v.files().ReadFile(v.abs(t.rel))
 			if err != nil {
 				return fault.IO("read "+t.rel.String(), err)
 			}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
-	"os"
 	"sort"
 	"strings"
 
@@ -392,7 +391,7 @@ func (v *Vault) selectHeads(vw *headView, opts RefreshOptions) ([]headTarget, er
 }
 
 func (v *Vault) exists(rel RelPath) bool {
-	_, err := os.Stat(v.abs(rel))
+	_, err := v.files().Stat(v.abs(rel))
 	return err == nil
 }
 
@@ -425,7 +424,7 @@ func (v *Vault) baseOf(blob string, rendered RelPath) []byte {
 	if blob == "" {
 		return nil
 	}
-	if data, err := os.ReadFile(v.abs(rendered)); err == nil {
+	if data, err := v.files().ReadFile(v.abs(rendered)); err == nil {
 		return data
 	}
 	if data, ok := v.repo.Blob(blob); ok {
@@ -438,7 +437,7 @@ func (v *Vault) baseOf(blob string, rendered RelPath) []byte {
 // the branch's head commit: a hand edit nobody committed. A missing file is
 // not an edit (the refresh renders it again).
 func (v *Vault) uncommitted(rel RelPath) (bool, error) {
-	data, err := os.ReadFile(v.abs(rel))
+	data, err := v.files().ReadFile(v.abs(rel))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}

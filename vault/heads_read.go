@@ -7,7 +7,6 @@ package vault
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"path"
 	"sort"
 	"strings"
@@ -118,7 +117,7 @@ func (v *Vault) currentHead(vw *headView, head string) ([]byte, error) {
 	if !ok || head == ContinuityHead {
 		return nil, fault.New(ErrInvalid, "head %q: want MEMORY.md or threads/<kind>/<slug>.md", head)
 	}
-	ours, err := os.ReadFile(v.abs(t.rel))
+	ours, err := v.files().ReadFile(v.abs(t.rel))
 	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fault.IO("read "+head, err)

@@ -22,10 +22,11 @@ const hookLogFile = ".logs/hooks.log"
 // people debugging, not worth a sync on the harness's clock.
 func AppendHookLog(root, line string) error {
 	path := filepath.Join(root, filepath.FromSlash(hookLogFile))
-	if err := os.MkdirAll(filepath.Dir(path), fileio.DirPerm); err != nil {
+	fsys := fileio.At(root)
+	if err := fsys.MkdirAll(filepath.Dir(path)); err != nil {
 		return fault.IO("create .logs", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileio.FilePerm)
+	f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileio.FilePerm)
 	if err != nil {
 		return fault.IO("append "+hookLogFile, err)
 	}

@@ -67,18 +67,17 @@ func importEvent(format transcript.Format, source string, rec importRecord) *Eve
 		Data: data, Source: "import"}
 }
 
-func readCursor(path string) importCursor {
+func readCursor(fsys fileio.Root, path string) importCursor {
 	var cur importCursor
-	if data, err := os.ReadFile(path); err == nil {
+	if data, err := fsys.ReadFile(path); err == nil {
 		_ = json.Unmarshal(data, &cur)
 	}
 	return cur
 }
 
-func writeCursor(path string, cur importCursor) {
+func writeCursor(fsys fileio.Root, path string, cur importCursor) {
 	if data, err := json.Marshal(cur); err == nil {
-		_ = os.MkdirAll(filepath.Dir(path), fileio.DirPerm)
-		_ = fileio.WriteAtomic(path, data) // a cache: losing it costs a dedupe pass
+		_ = fsys.WriteAtomic(path, data) // a cache: losing it costs a dedupe pass
 	}
 }
 
@@ -148,7 +147,7 @@ func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format
 
 	rep := &ImportReport{Agent: t.Agent, Session: t.Session, Source: source, Format: string(format)}
 	cpath := v.cursorPath(t, format, abs)
-	cur := readCursor(cpath)
+	cur := readCursor(v.files(), cpath)
 	if cur.Offset > size {
 		cur.Cursor = transcript.Cursor{} // the file was replaced or truncated: start over, dedupe by id
 	}
@@ -258,7 +257,7 @@ func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format
 		}
 		cur = next
 		cur.Source, cur.Format, cur.Agent, cur.Sess = abs, format, t.Agent, t.Session
-		writeCursor(cpath, cur)
+		writeCursor(v.files(), cpath, cur)
 	}
 	return rep, nil
 }
@@ -276,15 +275,15 @@ func (tx *Tx) RecordImport(t TranscriptRef, format transcript.Format, source str
 		return fault.IO("import "+source, err)
 	}
 	cpath := tx.v.cursorPath(t, format, abs)
-	cur := readCursor(cpath)
+	cur := readCursor(tx.v.files(), cpath)
 	if cur.Unrecorded == nil || cur.Unrecorded.Messages == 0 {
 		return nil
 	}
 	tx.Append(importEvent(format, source, *cur.Unrecorded))
 	tx.committed = append(tx.committed, func() {
-		cur := readCursor(cpath)
+		cur := readCursor(tx.v.files(), cpath)
 		cur.Unrecorded = nil
-		writeCursor(cpath, cur)
+		writeCursor(tx.v.files(), cpath, cur)
 	})
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -104,14 +103,14 @@ func (j journalRead) mark(off int64) index.JournalMark {
 // adds, and damage costs at most text a reindex finds.
 func (v *Vault) readJournal(mark index.JournalMark) journalRead {
 	var j journalRead
-	if data, err := os.ReadFile(filepath.Join(v.partDir(transcriptPart), legacyJournal)); err == nil {
+	if data, err := v.files().ReadFile(filepath.Join(v.partDir(transcriptPart), legacyJournal)); err == nil {
 		for _, rel := range strings.Split(string(data), "\n") {
 			if isTranscriptPart(rel) {
 				j.lines = append(j.lines, journalLine{rel: rel, before: -1, after: -1, off: -1})
 			}
 		}
 	}
-	f, err := os.Open(v.journalPath())
+	f, err := v.files().Open(v.journalPath())
 	if err != nil {
 		return j
 	}
@@ -184,10 +183,10 @@ func (v *Vault) journalAppends(apps []journalAppend) error {
 		return nil
 	}
 	p := v.journalPath()
-	info, err := os.Stat(p)
+	info, err := v.files().Stat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := fileio.WriteAtomic(p, []byte(journalMagic+newJournalGen()+"\n")); err != nil {
+		if err := v.files().WriteAtomic(p, []byte(journalMagic+newJournalGen()+"\n")); err != nil {
 			return err
 		}
 	case err != nil:
@@ -198,26 +197,26 @@ func (v *Vault) journalAppends(apps []journalAppend) error {
 		}
 	}
 	var b strings.Builder
-	if !endsLine(p) {
+	if !endsLine(v.files(), p) {
 		b.WriteByte('\n') // a crash tore the last line: do not glue ours to it
 	}
 	sizes := map[string]int64{}
 	for _, a := range apps {
 		before, ok := sizes[a.rel]
 		if !ok {
-			if info, err := os.Stat(filepath.Join(v.Root, filepath.FromSlash(a.rel))); err == nil {
+			if info, err := v.files().Stat(filepath.Join(v.Root, filepath.FromSlash(a.rel))); err == nil {
 				before = info.Size()
 			}
 		}
 		sizes[a.rel] = before + a.n
 		fmt.Fprintf(&b, "%s\t%d\t%d\n", a.rel, before, before+a.n)
 	}
-	return fileio.Append(p, []byte(b.String()))
+	return v.files().Append(p, []byte(b.String()))
 }
 
 // endsLine reports whether the file at p is empty or ends with a newline.
-func endsLine(p string) bool {
-	f, err := os.Open(p)
+func endsLine(fsys fileio.Root, p string) bool {
+	f, err := fsys.Open(p)
 	if err != nil {
 		return true
 	}
@@ -240,11 +239,11 @@ func endsLine(p string) bool {
 func (v *Vault) compactJournal() error {
 	var b strings.Builder
 	b.WriteString(journalMagic + newJournalGen() + "\n")
-	if _, err := os.Stat(v.partDir(transcriptPart)); errors.Is(err, fs.ErrNotExist) {
+	if _, err := v.files().Stat(v.partDir(transcriptPart)); errors.Is(err, fs.ErrNotExist) {
 		// No transcript index, and none being built: a build creates the
 		// folder before it lists the parts, and every append a line names
 		// is on disk now, so the build that comes will list it.
-		return fileio.WriteAtomic(v.journalPath(), []byte(b.String()))
+		return v.files().WriteAtomic(v.journalPath(), []byte(b.String()))
 	}
 	meta, err := index.ReadMeta(v.partDir(transcriptPart))
 	if err != nil {
@@ -255,7 +254,7 @@ func (v *Vault) compactJournal() error {
 		if l.off < 0 {
 			continue // the legacy journal is left to a rebuild
 		}
-		info, err := os.Stat(filepath.Join(v.Root, filepath.FromSlash(l.rel)))
+		info, err := v.files().Stat(filepath.Join(v.Root, filepath.FromSlash(l.rel)))
 		if err != nil {
 			continue // gone: nothing to index
 		}
@@ -268,7 +267,7 @@ func (v *Vault) compactJournal() error {
 		}
 		fmt.Fprintf(&b, "%s\t%d\t%d\n", l.rel, min(l.before, after), after)
 	}
-	return fileio.WriteAtomic(v.journalPath(), []byte(b.String()))
+	return v.files().WriteAtomic(v.journalPath(), []byte(b.String()))
 }
 
 func newJournalGen() string { return strconv.FormatInt(time.Now().UnixNano(), 36) }
@@ -307,7 +306,7 @@ func (v *Vault) journalSources(j journalRead, marks map[string]int64, capped boo
 	}
 	present = map[string]bool{}
 	for _, rel := range order {
-		info, err := os.Stat(filepath.Join(v.Root, filepath.FromSlash(rel)))
+		info, err := v.files().Stat(filepath.Join(v.Root, filepath.FromSlash(rel)))
 		if err != nil {
 			continue // gone: nothing to index
 		}

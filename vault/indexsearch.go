@@ -6,7 +6,6 @@ package vault
 
 import (
 	"errors"
-	"os"
 	"slices"
 	"strings"
 
@@ -93,13 +92,13 @@ func (v *Vault) searchIndexes(kinds string, headFiles bool) (*searchSet, error) 
 func (v *Vault) openPart(p indexPart) ([]*index.Index, []string, error) {
 	var notes []string
 	dir := v.partDir(p)
-	ix, err := index.Open(dir, true, indexOpenWait)
+	ix, err := v.openIndex(dir, true, indexOpenWait)
 	switch {
 	case errors.Is(err, index.ErrBusy):
 		notes = append(notes, "index busy: searching the files directly")
 	case err != nil:
 		why := "missing"
-		if _, serr := os.Stat(dir); serr == nil {
+		if _, serr := v.files().Stat(dir); serr == nil {
 			why = "unusable (" + strings.TrimPrefix(err.Error(), "index unusable: ") + ")"
 		}
 		// A rebuild is not bounded: searching the whole vault in memory
@@ -107,7 +106,7 @@ func (v *Vault) openPart(p indexPart) ([]*index.Index, []string, error) {
 		// more, each time, than building the index once.
 		if _, err := v.catchUpPart(p, 0, true); err == nil {
 			notes = append(notes, "index "+why+": rebuilt it")
-			ix, _ = index.Open(dir, true, indexOpenWait)
+			ix, _ = v.openIndex(dir, true, indexOpenWait)
 		}
 		if ix == nil {
 			notes = append(notes, "index "+why+": searching the files directly")
@@ -126,7 +125,7 @@ func (v *Vault) openPart(p indexPart) ([]*index.Index, []string, error) {
 			if _, err := v.catchUpPart(p, recallCatchUpBytes, false); IsBusy(err) {
 				notes = append(notes, "index behind and busy: searching the rest of the files directly")
 			}
-			if ix, _ = index.Open(dir, true, indexOpenWait); ix != nil {
+			if ix, _ = v.openIndex(dir, true, indexOpenWait); ix != nil {
 				if sources, marks, err = v.pastWatermarks(p, ix.Meta); err != nil {
 					ix.Close()
 					return nil, nil, err

@@ -70,7 +70,7 @@ const dirMarkName = "~mtime"
 func (v *Vault) docsOf(s indexSource, from int64) ([]index.Doc, int64, error) {
 	p := filepath.Join(v.Root, filepath.FromSlash(s.rel))
 	if s.kind == 'n' {
-		data, err := os.ReadFile(p)
+		data, err := v.files().ReadFile(p)
 		if err != nil {
 			return nil, from, nil // gone: nothing to index
 		}
@@ -85,7 +85,7 @@ func (v *Vault) docsOf(s indexSource, from int64) ([]index.Doc, int64, error) {
 		return []index.Doc{{ID: "n|" + s.rel, Text: n.Title + "\n" + n.Body, Tier: TierHeads,
 			Agent: n.Agent, Thread: thread, Session: n.Session}}, 1, nil
 	}
-	f, err := os.Open(p)
+	f, err := v.files().Open(p)
 	if err != nil {
 		return nil, from, nil
 	}
@@ -260,7 +260,7 @@ func (v *Vault) Reindex(progress func(done, total int)) (*IndexReport, error) {
 	rep := &IndexReport{}
 	done := 0
 	for i, p := range indexParts {
-		ix, err := index.Create(v.partDir(p))
+		ix, err := v.createIndex(v.partDir(p))
 		if err != nil {
 			return nil, fault.IO("index: create", err)
 		}
@@ -293,7 +293,7 @@ func (v *Vault) Reindex(progress func(done, total int)) (*IndexReport, error) {
 			}
 		}
 	}
-	if err := os.Remove(v.journalPath()); err != nil && !os.IsNotExist(err) {
+	if err := v.files().Remove(v.journalPath()); err != nil && !os.IsNotExist(err) {
 		return nil, fault.IO("remove the index journal", err)
 	}
 	rep.Elapsed = time.Since(start)
@@ -303,8 +303,8 @@ func (v *Vault) Reindex(progress func(done, total int)) (*IndexReport, error) {
 // removeOldIndexLayout removes what an older memvault kept in .index/ (one
 // index for everything), so that it does not linger beside the new one.
 func (v *Vault) removeOldIndexLayout() {
-	os.RemoveAll(filepath.Join(v.Root, indexDir, "bleve"))
-	os.Remove(filepath.Join(v.Root, indexDir, "meta.gob"))
+	v.files().RemoveAll(filepath.Join(v.Root, indexDir, "bleve"))
+	v.files().Remove(filepath.Join(v.Root, indexDir, "meta.gob"))
 }
 
 // CatchUpIndex brings the existing index parts up to date with the files,
@@ -321,7 +321,7 @@ func (v *Vault) CatchUpIndex(budget int64) (bool, error) {
 		if p == headsPart {
 			continue
 		}
-		if _, err := os.Stat(v.partDir(p)); err != nil {
+		if _, err := v.files().Stat(v.partDir(p)); err != nil {
 			continue // no index yet: the first recall builds it
 		}
 		done, err := v.catchUpPart(p, budget, false)
@@ -346,7 +346,7 @@ func (v *Vault) catchUpPart(p indexPart, budget int64, rebuild bool) (bool, erro
 	var ix *index.Index
 	rebuild = rebuild || p == headsPart // rewritten files: rebuilt whole
 	if !rebuild {
-		ix, err = index.Open(dir, false, indexOpenWait)
+		ix, err = v.openIndex(dir, false, indexOpenWait)
 		if errors.Is(err, index.ErrBusy) {
 			return false, err
 		}
@@ -367,7 +367,7 @@ func (v *Vault) catchUpPart(p indexPart, budget int64, rebuild bool) (bool, erro
 		// would not be looked at again.
 		rebuild, budget = true, 0
 		v.removeOldIndexLayout()
-		if ix, err = index.Create(dir); err != nil {
+		if ix, err = v.createIndex(dir); err != nil {
 			return false, fault.IO("index: create", err)
 		}
 		sources, err = v.indexSourcesOf(p.kinds)

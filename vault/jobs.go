@@ -76,7 +76,7 @@ func (v *Vault) EnqueueJob(j Job) error {
 		return fmt.Errorf("queue %s job: %w", j.Kind, err)
 	}
 	name := fmt.Sprintf("%d-%s.json", v.jobStamps.next(), j.Kind)
-	return fileio.WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name), data)
+	return v.files().WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name), data)
 }
 
 // PendingJobs lists the queued jobs, oldest first, without claiming them.
@@ -98,7 +98,7 @@ func (v *Vault) PendingJobs() ([]Job, error) {
 // jobFiles lists the queue's file names in queue order; os.ReadDir sorts
 // by name, and names start with a fixed-width time until the year 2286.
 func (v *Vault) jobFiles() ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(v.Root, filepath.FromSlash(jobsDir)))
+	entries, err := v.files().ReadDir(filepath.Join(v.Root, filepath.FromSlash(jobsDir)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -116,7 +116,7 @@ func (v *Vault) jobFiles() ([]string, error) {
 }
 
 func (v *Vault) readJob(name string) (Job, error) {
-	data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name))
+	data, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name))
 	if err != nil {
 		return Job{}, fault.IO("read job "+name, err)
 	}
@@ -141,11 +141,14 @@ type JobClaim struct {
 // did. A runner that finds the queue busy may simply leave the jobs to the
 // one running them.
 func (v *Vault) ClaimJobs(wait time.Duration) (*JobClaim, error) {
-	if err := os.MkdirAll(filepath.Join(v.Root, ".state"), fileio.DirPerm); err != nil {
+	if err := v.files().MkdirAll(filepath.Join(v.Root, ".state")); err != nil {
 		return nil, fault.IO("create .state", err)
 	}
 	// Opened read-write and never deleted, as the vault lock: deleting a
 	// lock file lets two runners hold it on two different inodes.
+	if err := v.files().Check(filepath.Join(v.Root, filepath.FromSlash(jobsLockFile))); err != nil {
+		return nil, err
+	}
 	fl := flock.New(filepath.Join(v.Root, filepath.FromSlash(jobsLockFile)),
 		flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(fileio.FilePerm))
 	deadline := time.Now().Add(wait)
@@ -188,7 +191,7 @@ func (c *JobClaim) Next() (j Job, ok bool, err error) {
 		case err == nil:
 			return j, true, nil
 		case errors.Is(err, ErrCorrupt):
-			_ = os.Remove(filepath.Join(c.v.Root, filepath.FromSlash(jobsDir), name))
+			_ = c.v.files().Remove(filepath.Join(c.v.Root, filepath.FromSlash(jobsDir), name))
 		case errors.Is(err, fs.ErrNotExist):
 			// Run and removed by a runner that does not take the claim
 			// (an older memvault): nothing left to do.
@@ -205,7 +208,7 @@ func (c *JobClaim) Done(j Job) error {
 	if j.file == "" || !c.seen[j.file] {
 		return fault.New(ErrInvalid, "job %s %s/%s: not handed out by this claim", j.Kind, j.Agent, j.Session)
 	}
-	err := os.Remove(filepath.Join(c.v.Root, filepath.FromSlash(jobsDir), j.file))
+	err := c.v.files().Remove(filepath.Join(c.v.Root, filepath.FromSlash(jobsDir), j.file))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fault.IO("remove job "+j.file, err)
 	}

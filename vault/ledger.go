@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // DefaultSegmentBytes is the size past which a ledger segment is closed and
@@ -83,7 +83,7 @@ func parseSegmentName(y, m int, name string) (segment, bool) {
 // files under ledger/ that are not segments (verify reports them).
 func listSegments(root string) (segs []segment, strays []string, err error) {
 	ledgerDir := filepath.Join(root, "ledger")
-	years, err := os.ReadDir(ledgerDir)
+	years, err := fileio.At(root).ReadDir(ledgerDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
@@ -96,7 +96,7 @@ func listSegments(root string) (segs []segment, strays []string, err error) {
 			strays = append(strays, "ledger/"+ye.Name())
 			continue
 		}
-		months, err := os.ReadDir(filepath.Join(ledgerDir, ye.Name()))
+		months, err := fileio.At(root).ReadDir(filepath.Join(ledgerDir, ye.Name()))
 		if err != nil {
 			return nil, nil, fault.IO("read ledger", err)
 		}
@@ -106,7 +106,7 @@ func listSegments(root string) (segs []segment, strays []string, err error) {
 				strays = append(strays, "ledger/"+ye.Name()+"/"+me.Name())
 				continue
 			}
-			files, err := os.ReadDir(filepath.Join(ledgerDir, ye.Name(), me.Name()))
+			files, err := fileio.At(root).ReadDir(filepath.Join(ledgerDir, ye.Name(), me.Name()))
 			if err != nil {
 				return nil, nil, fault.IO("read ledger", err)
 			}
@@ -141,7 +141,7 @@ type ledgerLine struct {
 // line is what a crash mid-append leaves; it is returned separately as torn
 // and never treated as an event.
 func readSegment(root string, s segment) (lines []ledgerLine, torn []byte, err error) {
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(s.String())))
+	data, err := fileio.At(root).ReadFile(filepath.Join(root, filepath.FromSlash(s.String())))
 	if err != nil {
 		return nil, nil, fault.IO("read "+s.String(), err)
 	}
@@ -189,7 +189,7 @@ type tailState struct {
 func readTail(root string, segs []segment) (tailState, error) {
 	for i := len(segs) - 1; i >= 0; i-- {
 		s := segs[i]
-		data, err := readEnd(filepath.Join(root, filepath.FromSlash(s.String())))
+		data, err := readEnd(fileio.At(root), filepath.Join(root, filepath.FromSlash(s.String())))
 		if err != nil {
 			return tailState{}, err
 		}
@@ -231,8 +231,8 @@ type fileEnd struct {
 
 // readEnd reads the end of a file, growing the window until it holds a whole
 // last line, so finding the tip costs the same on a small or a huge ledger.
-func readEnd(path string) (fileEnd, error) {
-	f, err := os.Open(path)
+func readEnd(fsys fileio.Root, path string) (fileEnd, error) {
+	f, err := fsys.Open(path)
 	if err != nil {
 		return fileEnd{}, fault.IO("read "+path, err)
 	}

@@ -99,7 +99,7 @@ func lockVault(root string, lease Lease, timeout time.Duration) (release func(),
 		// the transaction, and after a crash of the machine a lost or torn
 		// one only leaves a busy error without the holder's name, so it is
 		// written as a cache, without fsync.
-		_ = fileio.WriteCache(filepath.Join(root, leaseFile), append(data, '\n'))
+		_ = fileio.At(root).WriteCache(filepath.Join(root, leaseFile), append(data, '\n'))
 	}
 	return release, nil
 }
@@ -111,9 +111,16 @@ func flockWait(root, rel string, mu *sync.Mutex, timeout time.Duration) (release
 	if !tryLockUntil(mu, deadline) {
 		return nil, false, nil
 	}
-	if err := os.MkdirAll(filepath.Join(root, ".locks"), fileio.DirPerm); err != nil {
+	// flock opens the file itself, following links: the folder and the
+	// file are checked first.
+	fsys := fileio.At(root)
+	if err := fsys.MkdirAll(filepath.Join(root, ".locks")); err != nil {
 		mu.Unlock()
 		return nil, false, fault.IO("create .locks", err)
+	}
+	if err := fsys.Check(filepath.Join(root, rel)); err != nil {
+		mu.Unlock()
+		return nil, false, err
 	}
 	fl := flock.New(filepath.Join(root, rel), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(fileio.FilePerm))
 	delay := time.Millisecond
@@ -160,9 +167,12 @@ func tryLockUntil(mu *sync.Mutex, deadline time.Time) bool {
 // the lock is held right now.
 func ReadLease(root string) (Lease, bool) {
 	var l Lease
-	data, err := os.ReadFile(filepath.Join(root, leaseFile))
+	data, err := fileio.At(root).ReadFile(filepath.Join(root, leaseFile))
 	if err == nil {
 		_ = json.Unmarshal(data, &l)
+	}
+	if fileio.At(root).Check(filepath.Join(root, lockFile)) != nil {
+		return l, false
 	}
 	fl := flock.New(filepath.Join(root, lockFile), flock.SetFlag(os.O_RDWR))
 	ok, err := fl.TryLock()

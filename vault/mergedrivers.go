@@ -350,7 +350,7 @@ func MergeSetupPending(root, bin string) ([]string, error) {
 }
 
 func readAttributes(root string) ([]byte, error) {
-	data, err := os.ReadFile(filepath.Join(root, gitattributesFile))
+	data, err := fileio.At(root).ReadFile(filepath.Join(root, gitattributesFile))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fault.IO("read "+gitattributesFile, err)
 	}

@@ -5,12 +5,14 @@ import (
 	"container/heap"
 	"encoding/json"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // Merging two clones' versions of one vault file, for git's merge driver
@@ -120,6 +122,28 @@ func MergeAs(kind MergeKind, p string, base, ours, theirs []byte) (merged []byte
 		return mergeLines(base, ours, theirs)
 	}
 	return nil, false, fault.New(ErrInvalid, "merge: unknown kind %q", kind)
+}
+
+// ReadMergeVersions reads the three versions git hands its merge driver
+// for the file at p (a slash path in the work tree at dir, where git runs
+// the driver): files holds the paths of git's temporary copies of base,
+// ours and theirs. A symbolic link is refused at each copy (O_NOFOLLOW),
+// and at p or any folder above it in the work tree: git writes the merge
+// to p, and memvault merges no file of the vault it would not write
+// itself. The refusal fails the driver, which git takes for a conflict.
+func ReadMergeVersions(dir, p string, files [3]string) (versions [3][]byte, err error) {
+	if err := fileio.At(dir).Check(filepath.FromSlash(p)); err != nil {
+		return versions, err
+	}
+	for i, f := range files {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(dir, f)
+		}
+		if versions[i], err = fileio.At(filepath.Dir(f)).ReadFile(filepath.Base(f)); err != nil {
+			return versions, err
+		}
+	}
+	return versions, nil
 }
 
 // mergeLines is git's line merge, markers and all.

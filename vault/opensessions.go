@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/gofrs/flock"
 
 	"github.com/memvault/memvault/vault/fault"
-	"github.com/memvault/memvault/vault/fileio"
 )
 
 // The open-sessions registry lists, per harness, the sessions that started
@@ -31,8 +29,11 @@ func (v *Vault) EditOpenSessions(harness string, wait time.Duration, edit func(o
 		return err
 	}
 	path := filepath.Join(v.Root, filepath.FromSlash(hookStateDir), "open-"+harness+".json")
-	if err := os.MkdirAll(filepath.Dir(path), fileio.DirPerm); err != nil {
+	if err := v.files().MkdirAll(filepath.Dir(path)); err != nil {
 		return fault.IO("create "+hookStateDir, err)
+	}
+	if err := v.files().Check(path + ".lock"); err != nil {
+		return err
 	}
 	lk := flock.New(path + ".lock")
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -46,7 +47,7 @@ func (v *Vault) EditOpenSessions(harness string, wait time.Duration, edit func(o
 	}
 	defer lk.Unlock()
 	var open []Job
-	if data, err := os.ReadFile(path); err == nil {
+	if data, err := v.files().ReadFile(path); err == nil {
 		// A list that does not parse is started afresh: it only decides
 		// which sessions get their summary early.
 		_ = json.Unmarshal(data, &open)
@@ -55,5 +56,5 @@ func (v *Vault) EditOpenSessions(harness string, wait time.Duration, edit func(o
 	if err != nil {
 		return err
 	}
-	return fileio.WriteAtomic(path, data)
+	return v.files().WriteAtomic(path, data)
 }

@@ -2,6 +2,7 @@ package vault
 
 import (
 	"path"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // maxNameLen bounds every outside name that becomes a path element. File
@@ -27,6 +29,22 @@ func (r RelPath) String() string { return r.p }
 
 // IsZero reports whether r was never set.
 func (r RelPath) IsZero() bool { return r.p == "" }
+
+// files is the vault's folder as memvault reads and writes it: every file
+// below the root is opened, read, listed, created, appended to, replaced
+// and removed through it, and none through a symbolic link (a clone can
+// hold links git checked out; following one would read or write outside
+// the vault). Whatever the vault's own path passes through is the user's
+// choice and is not checked. TestNoLinkFollowed keeps the vault's code
+// from reaching its files any other way.
+func (v *Vault) files() fileio.Root { return fileio.At(v.Root) }
+
+// ReadFile reads the vault's file at rel, a slash path relative to the
+// root, as every read of the vault's is made: through no symbolic link.
+// It is for layers above the vault that show a file as it is.
+func (v *Vault) ReadFile(rel string) ([]byte, error) {
+	return v.files().ReadFile(filepath.FromSlash(rel))
+}
 
 // CheckName validates one outside name (agent id, session key, node id, slug)
 // for use as a single path element. what names the kind of value in the error.

@@ -14,7 +14,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/memvault/memvault/vault/fault"
-	"github.com/memvault/memvault/vault/fileio"
 )
 
 // KindRepaired records what `memvault repair` did to the ledger.
@@ -123,7 +122,7 @@ func (v *Vault) repairUncommitted(kept string, dry bool) (*RepairReport, error) 
 		return nil, err
 	}
 	for rel, data := range files {
-		if err := fileio.WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(rel)), data); err != nil {
+		if err := v.files().WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(rel)), data); err != nil {
 			return nil, err
 		}
 	}
@@ -139,11 +138,11 @@ func (v *Vault) repairUncommitted(kept string, dry bool) (*RepairReport, error) 
 // rep.Kept under .logs/.
 func (v *Vault) keepOldSegments(rep *RepairReport) error {
 	for _, s := range rep.Segments {
-		old, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(s)))
+		old, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(s)))
 		if err != nil {
 			continue // a segment HEAD had and the work tree lost
 		}
-		if err := fileio.WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(rep.Kept), filepath.FromSlash(s)), old); err != nil {
+		if err := v.files().WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(rep.Kept), filepath.FromSlash(s)), old); err != nil {
 			return err
 		}
 	}
@@ -217,7 +216,7 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 	var order []*repairLine       // every event, in chain order
 	perSeg := make(map[segment][]*repairLine)
 	for _, s := range all {
-		data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
+		data, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
 		if err != nil && !os.IsNotExist(err) {
 			return nil, nil, nil, fault.IO("read "+s.String(), err)
 		}

@@ -3,12 +3,12 @@ package vault
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // Scope facts are what retrieval needs to know about threads without reading
@@ -252,7 +252,7 @@ func (v *Vault) scopeFromFacts(segs []segment, stamps []segStamp) (*Scope, strin
 		stamp := stamps[i]
 		c, ok := cache[file]
 		if !ok || c.Stamp != stamp {
-			data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(file)))
+			data, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(file)))
 			if err != nil {
 				return nil, "", false, fault.IO("read "+file, err)
 			}
@@ -300,16 +300,16 @@ func (v *Vault) scopeFromFacts(segs []segment, stamps []segStamp) (*Scope, strin
 	}
 	tip := ""
 	for i := len(segs) - 1; i >= 0 && tip == ""; i-- {
-		tip = lastHashOf(v.abs(segs[i].rel()))
+		tip = lastHashOf(v.files(), v.abs(segs[i].rel()))
 	}
-	torn := len(segs) > 0 && endsTorn(v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
+	torn := len(segs) > 0 && endsTorn(v.files(), v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
 	return sc, tip, torn, nil
 }
 
 // lastHashOf returns the hash of the last complete event of a ledger
 // segment ("" when it has none).
-func lastHashOf(path string) string {
-	data, err := os.ReadFile(path)
+func lastHashOf(fsys fileio.Root, path string) string {
+	data, err := fsys.ReadFile(path)
 	if err != nil {
 		return ""
 	}

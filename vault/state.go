@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // Kinds a person or an agent records with `memvault remember`. The ledger
@@ -290,7 +290,7 @@ func (v *Vault) loadAll() (*State, error) {
 // readComplete reads a segment up to its last newline: a torn last line is
 // not an event yet.
 func readComplete(root, file string) ([]byte, error) {
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
+	data, err := fileio.At(root).ReadFile(filepath.Join(root, filepath.FromSlash(file)))
 	if err != nil {
 		return nil, fault.IO("read "+file, err)
 	}
@@ -311,7 +311,7 @@ func rowOf(raw []byte, file string, n int) *Row {
 // segment's cached corrections c know a line's offsets, only that line is
 // read; otherwise (a line appended since c was taken) the segment is read.
 func (v *Vault) readLines(file string, c segCorrections, ns []int) ([]*Row, error) {
-	f, err := os.Open(filepath.Join(v.Root, filepath.FromSlash(file)))
+	f, err := v.files().Open(filepath.Join(v.Root, filepath.FromSlash(file)))
 	if err != nil {
 		return nil, fault.IO("read "+file, err)
 	}

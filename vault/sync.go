@@ -204,6 +204,15 @@ func (v *Vault) syncFetch(opts SyncOptions, rm gitrepo.Remote, branch string, re
 		e := fault.New(ErrRemote, "sync: remote %s is not a memvault vault: its branch %s has no %s; nothing was changed", rm, branch, configFile)
 		return plumbing.ZeroHash, e.WithHint("sync with another vault's repository (its .memory folder, or a bare clone of one)")
 	}
+	// A link git would check out is refused before either engine merges:
+	// memvault never follows one, so a vault holding one stops working.
+	tree, err := v.repo.TreeAt(tip.String())
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := refuseTreeLinks(tree, fmt.Sprintf("remote %s's branch %s", rm, branch)); err != nil {
+		return plumbing.ZeroHash, err
+	}
 	head, err := v.repo.Head()
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -302,7 +311,7 @@ func (v *Vault) syncMerge(opts SyncOptions, rm gitrepo.Remote, branch string, ti
 // journal names, so only a rebuild is sure to hold them. A vault with no
 // index yet is left to build one at its first recall.
 func (v *Vault) syncReindex(paths []string, rep *SyncReport) error {
-	if _, err := os.Stat(filepath.Join(v.Root, indexDir)); err != nil {
+	if _, err := v.files().Stat(filepath.Join(v.Root, indexDir)); err != nil {
 		return nil
 	}
 	for _, p := range paths {
@@ -394,7 +403,7 @@ func (v *Vault) syncRender(opts SyncOptions, rep *SyncReport) error {
 		}
 	}
 	rep.Warnings = append(rep.Warnings, rr.Warnings...)
-	if _, err := os.Stat(v.abs(mustRel(ContinuityHead))); err != nil {
+	if _, err := v.files().Stat(v.abs(mustRel(ContinuityHead))); err != nil {
 		return nil // never written here: nothing to merge the render into
 	}
 	// CONTINUITY.md is refreshed by its own pipeline: a change with no

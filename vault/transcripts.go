@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -138,7 +137,7 @@ type StoredMessage struct {
 func (v *Vault) parts(t TranscriptRef) ([]int, error) {
 	var parts []int
 	for n := 0; ; n++ {
-		_, err := os.Stat(v.abs(t.part(n)))
+		_, err := v.files().Stat(v.abs(t.part(n)))
 		if errors.Is(err, fs.ErrNotExist) {
 			return parts, nil
 		}
@@ -164,7 +163,7 @@ func (v *Vault) transcriptTail(t TranscriptRef) (transcriptTail, error) {
 	}
 	tt := transcriptTail{part: parts[len(parts)-1]}
 	for i := len(parts) - 1; i >= 0; i-- {
-		end, err := readEnd(v.abs(t.part(parts[i])))
+		end, err := readEnd(v.files(), v.abs(t.part(parts[i])))
 		if err != nil {
 			return tt, err
 		}
@@ -259,7 +258,7 @@ func (v *Vault) ReadTranscript(t TranscriptRef, from, to int, fn func(StoredMess
 var errStop = errors.New("stop")
 
 func (v *Vault) readPart(t TranscriptRef, part, from, to int, fn func(StoredMessage) error) error {
-	f, err := os.Open(v.abs(t.part(part)))
+	f, err := v.files().Open(v.abs(t.part(part)))
 	if err != nil {
 		return fault.IO("read "+t.part(part).String(), err)
 	}
@@ -301,7 +300,7 @@ type SessionInfo struct {
 
 // Sessions lists every transcript in the vault, by agent then session.
 func (v *Vault) Sessions() ([]SessionInfo, error) {
-	agents, err := os.ReadDir(filepath.Join(v.Root, "transcripts"))
+	agents, err := v.files().ReadDir(filepath.Join(v.Root, "transcripts"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -313,7 +312,7 @@ func (v *Vault) Sessions() ([]SessionInfo, error) {
 		if !a.IsDir() || CheckName("agent", a.Name()) != nil {
 			continue
 		}
-		files, err := os.ReadDir(filepath.Join(v.Root, "transcripts", a.Name()))
+		files, err := v.files().ReadDir(filepath.Join(v.Root, "transcripts", a.Name()))
 		if err != nil {
 			return nil, fault.IO("read transcripts/"+a.Name(), err)
 		}
@@ -353,7 +352,7 @@ func (v *Vault) sessionInfo(t TranscriptRef) (SessionInfo, error) {
 	}
 	info.Parts = len(parts)
 	for _, p := range parts {
-		if st, err := os.Stat(v.abs(t.part(p))); err == nil {
+		if st, err := v.files().Stat(v.abs(t.part(p))); err == nil {
 			info.Bytes += st.Size()
 		}
 	}

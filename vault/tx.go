@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/memvault/memvault/vault/fault"
-	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/gitrepo"
 )
 
@@ -368,7 +366,7 @@ func (v *Vault) registerDriverOnce() {
 	if v.Binary == "" {
 		return
 	}
-	if _, err := os.Stat(stateFilePath(v.Root, verifiedFile)); err == nil {
+	if _, err := v.files().Stat(stateFilePath(v.Root, verifiedFile)); err == nil {
 		return
 	}
 	_, _ = RegisterMergeDrivers(v.Root, v.Binary)
@@ -453,7 +451,7 @@ func (tx *Tx) stage(rollback *undo) ([]*gitrepo.Change, error) {
 		if !f.guarded {
 			continue
 		}
-		old, err := os.ReadFile(v.abs(f.rel))
+		old, err := v.files().ReadFile(v.abs(f.rel))
 		if existed := err == nil; existed != f.existed || !bytes.Equal(old, f.was) {
 			return nil, fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
 		}
@@ -488,7 +486,7 @@ func (tx *Tx) stage(rollback *undo) ([]*gitrepo.Change, error) {
 // writeFile writes one whole file atomically and registers its undo.
 func (tx *Tx) writeFile(f pendingFile, rollback *undo) (*gitrepo.Change, error) {
 	p := tx.v.abs(f.rel)
-	old, readErr := os.ReadFile(p)
+	old, readErr := tx.v.files().ReadFile(p)
 	existed := readErr == nil
 	if f.guarded && (existed != f.existed || !bytes.Equal(old, f.was)) {
 		return nil, fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
@@ -498,29 +496,29 @@ func (tx *Tx) writeFile(f pendingFile, rollback *undo) (*gitrepo.Change, error) 
 		// Undo only what is still ours: a file a person saved after this
 		// write holds their text, which must not be replaced by the older
 		// one.
-		if now, err := os.ReadFile(p); err != nil || !bytes.Equal(now, written) {
+		if now, err := tx.v.files().ReadFile(p); err != nil || !bytes.Equal(now, written) {
 			return
 		}
 		if existed {
-			_ = fileio.WriteAtomic(p, old)
+			_ = tx.v.files().WriteAtomic(p, old)
 		} else {
-			os.Remove(p)
+			tx.v.files().Remove(p)
 		}
 	})
 	var unchanged func() error
 	if f.guarded {
 		unchanged = func() error {
-			now, err := os.ReadFile(p)
+			now, err := tx.v.files().ReadFile(p)
 			if existed := err == nil; existed != f.existed || !bytes.Equal(now, f.was) {
 				return fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
 			}
 			return nil
 		}
 	}
-	if err := fileio.WriteAtomicIf(p, f.data, unchanged); err != nil {
+	if err := tx.v.files().WriteAtomicIf(p, f.data, unchanged); err != nil {
 		return nil, err
 	}
-	info, err := os.Stat(p)
+	info, err := tx.v.files().Stat(p)
 	if err != nil {
 		return nil, fault.IO("stat "+f.rel.String(), err)
 	}
@@ -607,11 +605,11 @@ func (tx *Tx) seal(tail *tailState, rollback *undo) ([]*gitrepo.Change, []verifi
 func (tx *Tx) commit(changes []*gitrepo.Change) (*Result, error) {
 	v := tx.v
 	for _, rel := range tx.commitPaths {
-		content, err := os.ReadFile(v.abs(rel))
+		content, err := v.files().ReadFile(v.abs(rel))
 		if err != nil {
 			continue // nothing there: nothing to commit
 		}
-		info, err := os.Stat(v.abs(rel))
+		info, err := v.files().Stat(v.abs(rel))
 		if err != nil {
 			continue
 		}
@@ -646,24 +644,24 @@ func (tx *Tx) commit(changes []*gitrepo.Change) (*Result, error) {
 func (tx *Tx) appendChange(rel RelPath, data []byte, rollback *undo) (*gitrepo.Change, error) {
 	p := tx.v.abs(rel)
 	before := int64(-1)
-	if info, err := os.Stat(p); err == nil {
+	if info, err := tx.v.files().Stat(p); err == nil {
 		before = info.Size()
 	}
 	*rollback = append(*rollback, func() {
 		if before < 0 {
-			os.Remove(p)
+			tx.v.files().Remove(p)
 		} else {
-			os.Truncate(p, before)
+			tx.v.files().Truncate(p, before)
 		}
 	})
-	if err := fileio.Append(p, data); err != nil {
+	if err := tx.v.files().Append(p, data); err != nil {
 		return nil, err
 	}
-	content, err := os.ReadFile(p)
+	content, err := tx.v.files().ReadFile(p)
 	if err != nil {
 		return nil, fault.IO("read "+rel.String(), err)
 	}
-	info, err := os.Stat(p)
+	info, err := tx.v.files().Stat(p)
 	if err != nil {
 		return nil, fault.IO("stat "+rel.String(), err)
 	}
@@ -703,7 +701,7 @@ func (tx *Tx) repairTorn(tail *tailState) error {
 		if ev, ok, err := parseLine(tail.torn); err == nil && ok && ev.Prev == tail.tip && len(tail.tips) < 2 {
 			// The crash came after the whole event was written but before its
 			// newline: the event is sound, so finish the line.
-			if err := fileio.Append(p, []byte("\n")); err != nil {
+			if err := v.files().Append(p, []byte("\n")); err != nil {
 				return err
 			}
 			tail.size += int64(len(tail.torn)) + 1
@@ -711,9 +709,9 @@ func (tx *Tx) repairTorn(tail *tailState) error {
 		} else {
 			// Keep the fragment for forensics, then cut it off.
 			name := fmt.Sprintf("torn-%s.txt", tx.now.UTC().Format("20060102T150405.000"))
-			_ = fileio.WriteAtomic(filepath.Join(v.Root, ".logs", name),
+			_ = v.files().WriteAtomic(filepath.Join(v.Root, ".logs", name),
 				append([]byte(tail.seg.String()+"\n"), tail.torn...))
-			if err := os.Truncate(p, tail.size); err != nil {
+			if err := v.files().Truncate(p, tail.size); err != nil {
 				return fault.IO("repair "+tail.seg.String(), err)
 			}
 		}

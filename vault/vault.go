@@ -263,7 +263,7 @@ func (v *Vault) configData() ([]byte, error) {
 	if v.fallbackConfig != nil {
 		return v.fallbackConfig, nil
 	}
-	data, err := os.ReadFile(filepath.Join(v.Root, configFile))
+	data, err := v.files().ReadFile(filepath.Join(v.Root, configFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -288,7 +288,7 @@ func committedConfig(r *gitrepo.Repo) (string, bool) {
 }
 
 func (v *Vault) loadConfig() error {
-	data, err := os.ReadFile(filepath.Join(v.Root, configFile))
+	data, err := v.files().ReadFile(filepath.Join(v.Root, configFile))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fault.IO("read "+configFile, err)
 	}
@@ -401,7 +401,7 @@ func InitWith(root string, o InitOptions) (v *Vault, created bool, err error) {
 		return nil, false, err
 	}
 	for _, d := range []string{"ledger", "threads", "nodes", "transcripts", ".state", ".locks", ".logs"} {
-		if err := os.MkdirAll(filepath.Join(root, d), fileio.DirPerm); err != nil {
+		if err := fileio.At(root).MkdirAll(filepath.Join(root, d)); err != nil {
 			return nil, false, fault.IO("init: create "+d, err)
 		}
 	}
@@ -418,7 +418,7 @@ func InitWith(root string, o InitOptions) (v *Vault, created bool, err error) {
 		text string
 	}{{mustRel(configFile), defaultConfigText}, {mustRel(".gitignore"), gitignoreText},
 		{mustRel(gitattributesFile), GitattributesText()}} {
-		if _, err := os.Stat(v.abs(f.rel)); errors.Is(err, fs.ErrNotExist) {
+		if _, err := v.files().Stat(v.abs(f.rel)); errors.Is(err, fs.ErrNotExist) {
 			files = append(files, f)
 		}
 	}

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // Problem is one thing verification found wrong, located precisely enough
@@ -167,8 +167,12 @@ func shortHash(h string) string {
 // content, every prev names the event before it, ids are unique, every
 // reference (linked event, linked node, corrected event) exists, and no stray
 // file hides among the segments. It takes no lock: it reads files that are
-// only ever appended to or replaced atomically.
-func (v *Vault) Verify() (*VerifyReport, error) {
+// only ever appended to or replaced atomically. Every symbolic link below
+// the vault, or committed in HEAD, is a problem too (symlinks.go).
+func (v *Vault) Verify() (*VerifyReport, error) { return v.withLinks(v.verifyDisk) }
+
+// verifyDisk is Verify of the ledger in the work tree.
+func (v *Vault) verifyDisk() (*VerifyReport, error) {
 	segs, strays, err := listSegments(v.Root)
 	if err != nil {
 		return nil, err
@@ -182,7 +186,7 @@ func (v *Vault) Verify() (*VerifyReport, error) {
 // diskSegment reads a segment from the work tree.
 func diskSegment(root string) func(segment) ([]byte, error) {
 	return func(s segment) ([]byte, error) {
-		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(s.String())))
+		data, err := fileio.At(root).ReadFile(filepath.Join(root, filepath.FromSlash(s.String())))
 		if err != nil {
 			return nil, fault.IO("read "+s.String(), err)
 		}
@@ -378,7 +382,7 @@ func (v *Vault) verifyNode(at Problem, id, rel string) []Problem {
 	if rel == "" {
 		return fail("node.created of " + id + " names no path")
 	}
-	data, err := os.ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
+	data, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
 	if err != nil {
 		return fail("node " + id + ": " + rel + " is missing")
 	}

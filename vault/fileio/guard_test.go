@@ -26,9 +26,6 @@ var allowed = map[string]string{
 	"vault/gitrepo/locks.go takeGitLock":                 "an empty marker in .locks/ whose inode identifies memvault's git lock; no content",
 	"vault/gitrepo/index/split.go writeSplitOnNewShared": "a shared index: named by the hash of what streams into it; git's sharedindex_ temporary name",
 	"vault/gitrepo/locks.go appendReflog":                "a reflog line appended as git appends it, without fsync",
-	// Debugging logs: appended lines, best effort, not worth an fsync.
-	"vault/headlease.go logHeads":    "a line in .logs/heads.log",
-	"vault/hooklog.go AppendHookLog": "a line in .logs/hooks.log",
 }
 
 // TestOneWayToWrite holds the package's promise: no code outside fileio

@@ -87,7 +87,7 @@ const indexPending = ".locks/index-pending"
 
 // pendingIndex returns the paths a killed transaction left in indexPending.
 func (r *Repo) pendingIndex() []string {
-	data, err := os.ReadFile(filepath.Join(r.root, indexPending))
+	data, err := fileio.At(r.root).ReadFile(filepath.Join(r.root, indexPending))
 	if err != nil {
 		return nil
 	}
@@ -104,10 +104,10 @@ func (r *Repo) markPending(pending []string, changes []*Change) error {
 	paths = slices.Compact(paths)
 	// No fsync: it guards against a killed process, whose writes the
 	// kernel keeps; after a power loss git's index is rebuilt by git.
-	return fileio.WriteCache(filepath.Join(r.root, indexPending), []byte(strings.Join(paths, "\n")+"\n"))
+	return fileio.At(r.root).WriteCache(filepath.Join(r.root, indexPending), []byte(strings.Join(paths, "\n")+"\n"))
 }
 
-func (r *Repo) clearPending() { os.Remove(filepath.Join(r.root, indexPending)) }
+func (r *Repo) clearPending() { fileio.At(r.root).Remove(filepath.Join(r.root, indexPending)) }
 
 // catchUp returns index changes for the pending paths that changes does not
 // cover, as commit h holds them: its blob, with the file's stat data when
@@ -136,8 +136,8 @@ func (r *Repo) catchUp(h plumbing.Hash, pending []string, changes []*Change) ([]
 		}
 		c := &Change{Path: p, blob: e.Hash}
 		abs := filepath.Join(r.root, filepath.FromSlash(p))
-		if data, err := os.ReadFile(abs); err == nil && plumbing.ComputeHash(plumbing.BlobObject, data) == e.Hash {
-			if info, err := os.Stat(abs); err == nil {
+		if data, err := fileio.At(r.root).ReadFile(abs); err == nil && plumbing.ComputeHash(plumbing.BlobObject, data) == e.Hash {
+			if info, err := fileio.At(r.root).Stat(abs); err == nil {
 				c.Stat = info
 			}
 		}

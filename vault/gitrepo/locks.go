@@ -110,6 +110,11 @@ func (r *Repo) takeGitLock(target string) (*gitLock, error) {
 	p := target + ".lock"
 	locks := filepath.Join(r.root, ".locks")
 	base := filepath.Base(p)
+	// .locks is the vault's folder: a link there is refused before
+	// anything in it is listed, removed or created.
+	if err := fileio.At(r.root).MkdirAll(locks); err != nil {
+		return nil, err
+	}
 	r.removeStaleGitLocks(locks, p, base)
 	if err := os.MkdirAll(locks, fileio.DirPerm); err != nil {
 		return nil, fault.IO("create .locks", err)

@@ -266,13 +266,19 @@ func (r *Repo) checkout(branch plumbing.ReferenceName, ours, commit plumbing.Has
 	}
 	var dirty []string
 	var undo []saved
+	// The work tree's files are the vault's: none is read or written
+	// through a symbolic link.
+	fsys := fileio.At(r.root)
 	for _, c := range changes {
 		abs := filepath.Join(r.root, filepath.FromSlash(c.Path))
 		was, existedInOurs, err := r.blobAt(oursTree, c.Path)
 		if err != nil {
 			return err
 		}
-		disk, err := os.ReadFile(abs)
+		disk, err := fsys.ReadFile(abs)
+		if fileio.IsLink(err) {
+			return err
+		}
 		onDisk := err == nil
 		if onDisk != existedInOurs || !bytes.Equal(disk, was) {
 			if !(onDisk && !c.Deleted && bytes.Equal(disk, c.Content)) {
@@ -287,30 +293,30 @@ func (r *Repo) checkout(branch plumbing.ReferenceName, ours, commit plumbing.Has
 	restore := func() {
 		for _, u := range undo {
 			if u.existed {
-				_ = fileio.WriteAtomic(u.abs, u.data)
+				_ = fsys.WriteAtomic(u.abs, u.data)
 			} else {
-				os.Remove(u.abs)
+				fsys.Remove(u.abs)
 			}
 		}
 	}
 	for _, c := range changes {
 		abs := filepath.Join(r.root, filepath.FromSlash(c.Path))
 		if c.Deleted {
-			if err := os.Remove(abs); err != nil && !os.IsNotExist(err) {
+			if err := fsys.Remove(abs); err != nil && !os.IsNotExist(err) {
 				restore()
 				return fault.IO("remove "+c.Path, err)
 			}
 			continue
 		}
-		if err := os.MkdirAll(filepath.Dir(abs), fileio.DirPerm); err != nil {
+		if err := fsys.MkdirAll(filepath.Dir(abs)); err != nil {
 			restore()
 			return fault.IO("create "+filepath.Dir(c.Path), err)
 		}
-		if err := fileio.WriteAtomic(abs, c.Content); err != nil {
+		if err := fsys.WriteAtomic(abs, c.Content); err != nil {
 			restore()
 			return err
 		}
-		if info, err := os.Stat(abs); err == nil {
+		if info, err := fsys.Stat(abs); err == nil {
 			c.Stat = info
 		}
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -183,7 +182,7 @@ func runContinuityIndex(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := os.ReadFile(filepath.Join(v.Root, vault.LearningsIndexFile))
+	out, err := v.ReadFile(vault.LearningsIndexFile)
 	if err != nil {
 		return err
 	}

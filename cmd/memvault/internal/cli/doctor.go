@@ -40,6 +40,10 @@ type doctorVault struct {
 	// two clones meet.
 	MergeDriver   string `json:"merge_driver"`
 	MergeDriverOK bool   `json:"merge_driver_ok"`
+	// Links names each symbolic link in the vault, on disk or committed:
+	// memvault refuses to read or write through them, so each fails the
+	// check.
+	Links []vault.Problem `json:"links"`
 }
 
 // runDoctor checks the vault, when there is one, and every harness's
@@ -52,6 +56,16 @@ func runDoctor(c *ucli.Context, v *vault.Vault) error {
 	if v != nil {
 		rep.Vault = &doctorVault{Path: v.Root, healthReport: newHealthReport(v)}
 		rep.Vault.MergeDriverOK, rep.Vault.MergeDriver = vault.MergeDriversStatus(v.Root)
+		links, err := v.LinkProblems()
+		if err != nil {
+			return err
+		}
+		rep.Vault.Links = append([]vault.Problem{}, links...)
+		if len(links) > 0 && rep.Vault.OK {
+			rep.Vault.OK, rep.Vault.class = false, vault.ErrCorrupt
+			rep.Vault.Summary = fmt.Sprintf("%d symbolic links in the vault: memvault reads and writes nothing through them, so what needs them fails", len(links))
+			rep.Vault.Fix = "replace each link with the file or folder it points to, or git rm it (memvault verify lists them)"
+		}
 	}
 	var all []hooks.Wiring
 	for _, name := range hooks.Names() {
@@ -94,6 +108,9 @@ func printVaultCheck(w io.Writer, d *doctorVault) {
 		return
 	}
 	fmt.Fprintf(w, "  problem:  %s\n", d.Summary)
+	for _, l := range d.Links {
+		fmt.Fprintf(w, "  link:     %s\n", l)
+	}
 	if d.Fix != "" {
 		fmt.Fprintf(w, "  fix:      %s\n", d.Fix)
 	}

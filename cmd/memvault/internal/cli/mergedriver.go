@@ -50,13 +50,13 @@ func runMergeDriver(c *ucli.Context) error {
 		}
 		return usagef("merge-driver: kind %q: want auto or one of %s", opts.kind, strings.Join(names, ", "))
 	}
-	var versions [3][]byte
-	for i, f := range []string{opts.base, opts.ours, opts.theirs} {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return fmt.Errorf("merge-driver: %w", err)
-		}
-		versions[i] = data
+	wd, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("merge-driver: %w", err)
+	}
+	versions, err := vault.ReadMergeVersions(wd, filepath.ToSlash(opts.path), [3]string{opts.base, opts.ours, opts.theirs})
+	if err != nil {
+		return fmt.Errorf("merge-driver: %w", err)
 	}
 	merged, conflict, err := vault.MergeAs(opts.kind, filepath.ToSlash(opts.path), versions[0], versions[1], versions[2])
 	if err != nil {

@@ -81,7 +81,7 @@ func runThreadsShow(c *ucli.Context, v *vault.Vault) error {
 	if thread == "" {
 		return usagef("threads show: %s is not a thread; read it with cat, or memvault render --dry-run", rel)
 	}
-	data, err := os.ReadFile(v.Root + "/" + rel.String())
+	data, err := v.ReadFile(rel.String())
 	written := err == nil
 	if errors.Is(err, os.ErrNotExist) {
 		th, _ := vault.ParseThread(thread)

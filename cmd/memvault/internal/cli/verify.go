@@ -57,7 +57,18 @@ func runVerify(c *ucli.Context, v *vault.Vault) error {
 			fmt.Fprintf(w, "ok: %d events in %d segments, chain intact\n", rep.Events, rep.Segments)
 		} else {
 			fmt.Fprintf(w, "FAILED: %d problems in %d events\n", len(rep.Problems), rep.Events)
-			fmt.Fprintf(c.App.ErrWriter, "hint: memvault repair re-chains the ledger and restores committed events, keeping the old segments under .logs/\n")
+			links := 0
+			for _, p := range rep.Problems {
+				if p.IsLink() {
+					links++
+				}
+			}
+			if links > 0 {
+				fmt.Fprintf(c.App.ErrWriter, "hint: replace each link with the file or folder it points to, or git rm it; memvault never follows links inside the vault\n")
+			}
+			if links < len(rep.Problems) {
+				fmt.Fprintf(c.App.ErrWriter, "hint: memvault repair re-chains the ledger and restores committed events, keeping the old segments under .logs/\n")
+			}
 		}
 	}
 	if !rep.OK {

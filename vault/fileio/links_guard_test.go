@@ -1,0 +1,206 @@
+package fileio
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// outsideRoot lists the functions outside this package that may reach
+// files without a Root, each with the reason, keyed by "<path from the
+// module root> <function>". Everything else that opens, reads, lists,
+// stats, creates, removes or renames a file goes through a Root, so that
+// no symbolic link inside the vault is ever followed. The reasons are of
+// three kinds: the file is not the vault's (a harness's settings, a
+// transcript the harness names, the project's own git repository, a file
+// a person names); it is inside .git, which git owns and no clone can
+// bring a link into; or the vault checked the folder for links before
+// handing it over (the search index). An entry that no longer matches
+// fails the test too, so the list stays exact.
+var outsideRoot = map[string]string{
+	// Not the vault's files.
+	"cmd/memvault/internal/cli/cli.go Main":                   "a CPU profile where the person asked for it",
+	"cmd/memvault/internal/cli/compact.go summaryInput":       "the --file a person names",
+	"cmd/memvault/internal/cli/mergedriver.go runMergeDriver": "git's temporary copies, checked by vault.ReadMergeVersions; OURS is written where git reads it back",
+	"hooks/githooks.go ApplyGitHooks":                         "the project's git hooks",
+	"hooks/githooks.go PlanGitHooks":                          "the project's git hooks",
+	"hooks/install.go Apply":                                  "a harness's settings, which may be a person's link to their dotfiles",
+	"hooks/install.go Doctor":                                 "a harness's settings",
+	"hooks/install.go planFile":                               "a harness's settings",
+	"hooks/install.go planJSONHooks":                          "a harness's settings",
+	"hooks/install.go planOpenClaw":                           "a harness's plugin folder",
+	"hooks/install.go sameFile":                               "the memvault binary a harness config names",
+	"hooks/runtime.go importTranscript":                       "the transcript file the harness names",
+	"vault/import.go Import":                                  "the transcript file being imported",
+	"vault/project.go findGit":                                "the project's git repository",
+	"vault/project.go originName":                             "the project's git config",
+	"vault/mergedrivers.go MergeDriversStatus":                "the memvault binary git runs, and .git/config",
+	"vault/vault.go Find":                                     "looking for a vault's .git from a working folder",
+	"vault/vault.go Init":                                     "the vault's own folder, which may be a link the person chose",
+	// Inside .git, by git's rules.
+	"vault/committed.go mergeInProgress":                 ".git/MERGE_HEAD",
+	"vault/committed.go verifyStaged":                    ".git/MERGE_HEAD",
+	"vault/mergedrivers.go MergeSetupPending":            ".git/config",
+	"vault/mergedrivers.go editGitConfig":                ".git/config",
+	"vault/mergedrivers.go gitConfigPath":                ".git, or the gitdir file of a worktree",
+	"vault/vault.go initGit":                             ".git's first files",
+	"vault/gitrepo/gc.go lockGitGC":                      ".git/gc.pid",
+	"vault/gitrepo/gc.go pack":                           ".git/objects",
+	"vault/gitrepo/gc.go writePack":                      ".git/objects",
+	"vault/gitrepo/gc.go packCovered":                    ".git/objects/pack",
+	"vault/gitrepo/gc.go reachable":                      ".git's refs",
+	"vault/gitrepo/gc.go removeEmptyFanout":              ".git/objects",
+	"vault/gitrepo/gc.go Measure":                        ".git's size; WalkDir follows no link",
+	"vault/gitrepo/gitindex.go updateIndex":              ".git/index",
+	"vault/gitrepo/gitindex.go splitIndexConfig":         ".git/config",
+	"vault/gitrepo/index/split.go sharedIndex":           ".git/sharedindex.*",
+	"vault/gitrepo/index/split.go mapFile":               ".git/sharedindex.*",
+	"vault/gitrepo/index/split.go expireSharedIndexes":   ".git/sharedindex.*",
+	"vault/gitrepo/index/split.go writeSplitOnNewShared": ".git/sharedindex.*",
+	"vault/gitrepo/localserver.go Load":                  "a local remote's repository",
+	"vault/gitrepo/localserver.go SetReference":          "a local remote's refs",
+	"vault/gitrepo/locks.go casRef":                      ".git's refs",
+	"vault/gitrepo/locks.go appendReflog":                ".git/logs",
+	"vault/gitrepo/locks.go createLockFileUntil":         "git's lock files in .git",
+	"vault/gitrepo/locks.go commit":                      "git's lock files in .git",
+	"vault/gitrepo/locks.go release":                     "git's lock files in .git, and a marker in .locks, which takeGitLock checked",
+	"vault/gitrepo/locks.go takeGitLock":                 "a marker in .locks, checked for links first through a Root",
+	"vault/gitrepo/locks.go removeStaleGitLocks":         "markers in .locks, which takeGitLock checked first",
+	"vault/gitrepo/merge.go failedGitMerge":              ".git/MERGE_HEAD",
+	"vault/gitrepo/remote.go ResolveRemote":              "a remote given as a path",
+	"vault/gitrepo/repo.go Open":                         ".git",
+	"vault/gitrepo/repo.go Branch":                       ".git/HEAD",
+	"vault/gitrepo/repo.go writeObject":                  ".git/objects",
+	"vault/gitrepo/repo.go discardCreated":               ".git/objects",
+	// Checked by the vault before it hands the folder over.
+	"index/index.go Create":   "an index folder the vault checked for links (vault.createIndex)",
+	"index/index.go Open":     "an index folder the vault checked for links (vault.openIndex)",
+	"index/index.go ReadMeta": "an index folder the vault checked for links",
+	"index/index.go SaveMeta": "an index folder the vault checked for links",
+	// Walks that follow no link and read no file.
+	"vault/gc.go contentBytes": "sizes from WalkDir, which follows no link",
+	"vault/verify.go nodeIDs":  "names from WalkDir, which follows no link; the files are read through a Root",
+}
+
+// TestNoLinkFollowed holds the vault to fileio.Root: no code outside this
+// package reaches a file with os's functions that open, read, list, stat,
+// create, remove or rename, with filepath's walks, or with this package's
+// writers that take a bare path, unless outsideRoot says why. Test files
+// are free to.
+func TestNoLinkFollowed(t *testing.T) {
+	root := moduleRoot(t)
+	self, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	var bad []string
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			name := d.Name()
+			if path != root && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") ||
+				path == self || rel == "vault/vaulttest" || rel == "cmd/memvault/bench" || exists(filepath.Join(path, "go.mod"))) {
+				return filepath.SkipDir // data, test helpers, benchmarks, other modules, and fileio itself
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		for _, u := range fileUses(t, path) {
+			key := rel + " " + u.fn
+			if _, ok := outsideRoot[key]; ok {
+				found[key] = true
+				continue
+			}
+			bad = append(bad, rel+":"+strconv.Itoa(u.line)+": "+u.fn+" calls "+u.call)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bad {
+		t.Errorf("%s: reach the vault's files through a fileio.Root, or add the function to outsideRoot with the reason", b)
+	}
+	var stale []string
+	for key := range outsideRoot {
+		if !found[key] {
+			stale = append(stale, key)
+		}
+	}
+	sort.Strings(stale)
+	for _, key := range stale {
+		t.Errorf("outsideRoot lists %q, which reaches no file without a Root any more: remove the entry", key)
+	}
+}
+
+// fileUses returns the uses of file functions that take a bare path in
+// one source file, one per function and callee.
+func fileUses(t *testing.T, path string) []directWrite {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := map[string]string{}
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		name := p[strings.LastIndex(p, "/")+1:]
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		pkgs[name] = p
+	}
+	barePath := map[string]map[string]bool{
+		"os": set("ReadFile", "Open", "OpenFile", "ReadDir", "Stat", "Lstat", "MkdirAll", "Mkdir", "Remove", "RemoveAll",
+			"Rename", "Truncate", "Chmod", "Chtimes", "Link", "Symlink", "CreateTemp", "MkdirTemp", "Create", "WriteFile", "DirFS", "OpenRoot"),
+		"path/filepath": set("Walk", "WalkDir", "Glob"),
+		"io/ioutil":     set("ReadFile", "WriteFile", "ReadDir", "TempFile", "TempDir"),
+		"github.com/memvault/memvault/vault/fileio": set("WriteAtomic", "WriteAtomicIf", "WriteCache", "Append", "WriteKeepMode"),
+	}
+	var out []directWrite
+	for _, decl := range f.Decls {
+		fn := "(package level)"
+		if fd, ok := decl.(*ast.FuncDecl); ok {
+			fn = fd.Name.Name
+		}
+		seen := map[string]bool{}
+		ast.Inspect(decl, func(n ast.Node) bool {
+			s, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			id, ok := s.X.(*ast.Ident)
+			if !ok {
+				return true
+			}
+			pkg := pkgs[id.Name]
+			if barePath[pkg][s.Sel.Name] && !seen[pkg+s.Sel.Name] {
+				seen[pkg+s.Sel.Name] = true
+				out = append(out, directWrite{fn: fn, call: id.Name + "." + s.Sel.Name, line: fset.Position(n.Pos()).Line})
+			}
+			return true
+		})
+	}
+	return out
+}
+
+func set(names ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}

@@ -146,6 +146,11 @@ func vaultDigest(root string) (string, error) {
 			lines = append(lines, rel+"/")
 			return nil
 		}
+		if d.Type()&fs.ModeSymlink != 0 { // a link is its target, never followed
+			target, err := os.Readlink(p)
+			lines = append(lines, rel+" -> "+target)
+			return err
+		}
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err

@@ -63,7 +63,11 @@ func runDoctor(c *ucli.Context, v *vault.Vault) error {
 		rep.Vault.Links = append([]vault.Problem{}, links...)
 		if len(links) > 0 && rep.Vault.OK {
 			rep.Vault.OK, rep.Vault.class = false, vault.ErrCorrupt
-			rep.Vault.Summary = fmt.Sprintf("%d symbolic links in the vault: memvault reads and writes nothing through them, so what needs them fails", len(links))
+			what := "1 symbolic link"
+			if len(links) > 1 {
+				what = fmt.Sprintf("%d symbolic links", len(links))
+			}
+			rep.Vault.Summary = what + " in the vault: memvault reads and writes nothing through them, so what needs them fails"
 			rep.Vault.Fix = "replace each link with the file or folder it points to, or git rm it (memvault verify lists them)"
 		}
 	}

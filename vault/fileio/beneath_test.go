@@ -286,3 +286,33 @@ func TestRootMkdirAllStopsAtALinkItMeets(t *testing.T) {
 	}
 	w.untouched(t)
 }
+
+// BenchmarkReadFile compares a read through a Root (openat2, and the Lstat
+// walk) with os.ReadFile, for a file three folders below the root, as a
+// transcript part is.
+func BenchmarkReadFile(b *testing.B) {
+	dir := b.TempDir()
+	p := filepath.Join(dir, "transcripts", "agent", "s.jsonl")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(strings.Repeat("x", 4096)), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("os", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := os.ReadFile(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for name, r := range roots(dir) {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := r.ReadFile(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

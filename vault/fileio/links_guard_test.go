@@ -42,7 +42,9 @@ var outsideRoot = map[string]string{
 	"vault/project.go originName":                             "the project's git config",
 	"vault/mergedrivers.go MergeDriversStatus":                "the memvault binary git runs, and .git/config",
 	"vault/vault.go Find":                                     "looking for a vault's .git from a working folder",
-	"vault/vault.go Init":                                     "the vault's own folder, which may be a link the person chose",
+	"vault/vault.go InitWith":                                 "the vault's own folder, which may be a link the person chose",
+	"vault/vault.go checkInitTarget":                          "the listing of the folder init is asked to make a vault of",
+	"vault/vault.go hasMarker":                                "Lstat (which follows no link) of memvault.toml and ledger/ in a candidate vault",
 	// Inside .git, by git's rules.
 	"vault/committed.go mergeInProgress":                 ".git/MERGE_HEAD",
 	"vault/committed.go verifyStaged":                    ".git/MERGE_HEAD",

@@ -42,7 +42,8 @@ var ErrLink = errors.New("symbolic link")
 // check of memvault's defends against.
 //
 // Paths given to a Root's methods are absolute paths inside the root, or
-// paths relative to it. Errors name the path relative to the root.
+// paths relative to it. A refusal names the link's path relative to the
+// root; other errors are the system's, with the whole path.
 type Root struct {
 	dir string
 	// walk skips openat2, so that tests run the Lstat walk where the

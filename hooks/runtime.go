@@ -110,15 +110,10 @@ func (r *Runner) promptSubmit(t vault.TranscriptRef, p Payload, thread string) (
 	if strings.TrimSpace(p.Prompt) == "" {
 		return "", nil
 	}
-	// The prompt is on disk at once; it is committed at the next lineage
-	// event of the session.
-	opts := r.txOptions(t, promptLockWait)
-	opts.NoCommit = true
-	_, err := r.V.Update(opts, func(tx *vault.Tx) error {
-		_, _, err := tx.AppendText(t, []transcript.Message{{ID: p.PromptID, Role: transcript.RoleUser,
-			Speaker: "user", Text: p.Prompt, Source: transcript.Source{Format: vault.HookFormat}}})
-		return err
-	})
+	// The prompt is on disk at once, or in the spool when the vault is
+	// busy; it is committed at the next lineage event of the session.
+	err := r.store(t, promptLockWait, "prompt", transcript.Message{ID: p.PromptID, Role: transcript.RoleUser,
+		Speaker: "user", Text: p.Prompt, Source: transcript.Source{Format: vault.HookFormat}})
 	if err != nil {
 		logf(r.V, "%s prompt-submit %s: store prompt: %v", r.Harness.Name, t.Session, err)
 	}
@@ -237,12 +232,8 @@ func (r *Runner) importTranscript(t vault.TranscriptRef, p Payload) (*importedFr
 	if strings.TrimSpace(p.LastAssistant) == "" {
 		return nil, nil
 	}
-	_, err := r.V.Update(opts, func(tx *vault.Tx) error {
-		_, _, err := tx.AppendText(t, []transcript.Message{{Role: transcript.RoleAssistant, Speaker: r.Harness.Name,
-			Text: p.LastAssistant, Source: transcript.Source{Format: vault.HookFormat}}})
-		return err
-	})
-	return nil, err
+	return nil, r.store(t, eventLockWait, "reply", transcript.Message{Role: transcript.RoleAssistant,
+		Speaker: r.Harness.Name, Text: p.LastAssistant, Source: transcript.Source{Format: vault.HookFormat}})
 }
 
 // compactionComplete records the compaction as a node of the session's

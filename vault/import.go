@@ -344,10 +344,14 @@ func formatList() string {
 const HookFormat = "hook"
 
 // hookPrompts counts, by text, the user prompts of t that a hook stored and
-// no import has matched yet.
+// no import has matched yet, those still in the spool included (read
+// first: see spooled).
 func (v *Vault) hookPrompts(t TranscriptRef) (map[string]int, error) {
+	spooled := v.spooled(t)
 	counts := map[string]int{}
+	stored := map[string]bool{}
 	err := v.ReadTranscript(t, 1, 0, func(m StoredMessage) error {
+		stored[m.ID] = true
 		if m.Role == transcript.RoleUser {
 			if m.Source.Format == HookFormat {
 				counts[m.Text]++
@@ -357,10 +361,15 @@ func (v *Vault) hookPrompts(t TranscriptRef) (map[string]int, error) {
 		}
 		return nil
 	})
-	if errors.Is(err, ErrNotFound) {
-		return counts, nil
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
 	}
-	return counts, err
+	for _, m := range spooled {
+		if m.Role == transcript.RoleUser && m.Source.Format == HookFormat && !stored[m.ID] {
+			counts[m.Text]++
+		}
+	}
+	return counts, nil
 }
 
 // messageIDs returns the ids of the messages stored for t.

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -14,10 +17,12 @@ import (
 	"github.com/memvault/memvault/vault/fileio"
 )
 
-// Lease names the holder of the vault lock. It sits beside the lock file so
+// Lease names the holder of the vault lock. The holder writes it beside
+// the lock file once it has the lock and removes it before it lets go, so
 // that a writer who cannot get the lock can say who has it. The lock itself
-// is the flock: a lease left behind by a killed process is harmless, because
-// the kernel released that process's flock when it died.
+// is the flock: a lease left behind by a killed process names a process that
+// is gone, or (its pid reused) one that does not hold the lock, and
+// holderOf believes it only when the process it names is the holder.
 type Lease struct {
 	PID     int       `json:"pid"`
 	Host    string    `json:"host"`
@@ -27,21 +32,46 @@ type Lease struct {
 	Since   time.Time `json:"since"`
 }
 
+// String names the holder for a person: "pid 4121 (memvault render,
+// 1.2 s)", with the host when it is another machine's and the session when
+// a hook holds the lock; "an unknown process" when not even its pid is
+// known.
 func (l Lease) String() string {
-	s := fmt.Sprintf("pid %d on %s", l.PID, l.Host)
-	if l.Command != "" {
-		s += " running " + l.Command
+	if l.PID <= 0 {
+		return "an unknown process"
 	}
-	if l.Agent != "" {
-		s += ", agent " + l.Agent
+	s := fmt.Sprintf("pid %d", l.PID)
+	if host, _ := os.Hostname(); l.Host != "" && l.Host != host {
+		s += " on " + l.Host
+	}
+	var what []string
+	if l.Command != "" {
+		what = append(what, "memvault "+l.Command)
+	} else {
+		what = append(what, "no lease: not memvault, or it has just taken the lock")
 	}
 	if l.Session != "" {
-		s += ", session " + l.Session
+		what = append(what, "session "+l.Session)
 	}
 	if !l.Since.IsZero() {
-		s += ", since " + l.Since.UTC().Format(time.RFC3339)
+		what = append(what, heldFor(l.Since))
 	}
-	return s
+	return s + " (" + strings.Join(what, ", ") + ")"
+}
+
+// heldFor says how long a lock taken at since has been held, as precisely
+// as a person reading a busy message cares: "350 ms", "1.2 s", "3m20s".
+func heldFor(since time.Time) string {
+	d := time.Since(since)
+	switch {
+	case d < 0:
+		return "since " + since.UTC().Format(time.RFC3339) // another machine's clock is ahead
+	case d < time.Second:
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+	return d.Round(time.Second).String()
 }
 
 const (
@@ -84,9 +114,11 @@ func (v *Vault) lock(lease Lease, wait time.Duration) (release func(), err error
 
 // lockVault takes the vault's write lock, waiting at most timeout. The lock
 // file is opened read-write and never deleted: deleting a lock file lets two
-// processes hold "the" lock on two different inodes.
+// processes hold "the" lock on two different inodes. The lease is written
+// once the lock is held and removed before it is released, so that a lease
+// on disk names the holder, or a holder that was killed.
 func lockVault(root string, lease Lease, timeout time.Duration) (release func(), err error) {
-	release, ok, err := flockWait(root, lockFile, procLock(root), timeout)
+	unlock, ok, err := flockWait(root, lockFile, procLock(root), timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -94,14 +126,21 @@ func lockVault(root string, lease Lease, timeout time.Duration) (release func(),
 		return nil, busyErr(root, timeout)
 	}
 	lease.Since = time.Now()
+	path := filepath.Join(root, leaseFile)
 	if data, err := json.Marshal(lease); err == nil {
 		// The lease is informational: a failure to write it must not fail
 		// the transaction, and after a crash of the machine a lost or torn
 		// one only leaves a busy error without the holder's name, so it is
 		// written as a cache, without fsync.
-		_ = fileio.At(root).WriteCache(filepath.Join(root, leaseFile), append(data, '\n'))
+		_ = fileio.At(root).WriteCache(path, append(data, '\n'))
 	}
-	return release, nil
+	return func() {
+		// Ours to remove: nobody else writes the lease while we hold the
+		// lock. Left behind (a failed remove, a kill), it names a process
+		// that no longer holds the lock, which holderOf sees.
+		_ = fileio.At(root).Remove(path)
+		unlock()
+	}, nil
 }
 
 // flockWait takes mu, then the flock on rel (under root), waiting at most
@@ -163,35 +202,95 @@ func tryLockUntil(mu *sync.Mutex, deadline time.Time) bool {
 	}
 }
 
-// ReadLease returns the last recorded holder of the vault lock and whether
-// the lock is held right now.
+// ReadLease reports whether the vault lock is held right now and, as far
+// as can be told, by whom (holderOf).
 func ReadLease(root string) (Lease, bool) {
-	var l Lease
-	data, err := fileio.At(root).ReadFile(filepath.Join(root, leaseFile))
-	if err == nil {
-		_ = json.Unmarshal(data, &l)
-	}
+	// flock opens the file itself, following links: it is checked first.
 	if fileio.At(root).Check(filepath.Join(root, lockFile)) != nil {
-		return l, false
+		return Lease{}, false
 	}
 	fl := flock.New(filepath.Join(root, lockFile), flock.SetFlag(os.O_RDWR))
 	ok, err := fl.TryLock()
 	if err != nil {
-		return l, false
+		return Lease{}, false
 	}
 	if ok {
 		_ = fl.Unlock()
-		return l, false
+		return Lease{}, false
 	}
-	return l, true
+	return holderOf(root), true
+}
+
+// holderOf names the holder of the vault lock, which the caller found held.
+// The lease says who took the lock, but a lease can be stale: its writer
+// killed after it took the lock, the next holder not yet past writing its
+// own, or the holder not memvault at all (a person's flock). So the lease is
+// believed only when the process it names holds the lock: the holder's pid
+// from the kernel's table of locks (Linux's /proc/locks), else, where the
+// kernel does not say, a lease of this host whose process still runs. A
+// lease that fails the check gives way to the kernel's pid alone, or to an
+// unknown holder.
+func holderOf(root string) Lease {
+	pid := flockHolder(root, filepath.Join(root, lockFile))
+	var l Lease
+	data, err := fileio.At(root).ReadFile(filepath.Join(root, leaseFile))
+	if err != nil || json.Unmarshal(data, &l) != nil || l.PID <= 0 {
+		return Lease{PID: pid}
+	}
+	host, _ := os.Hostname()
+	if pid > 0 {
+		if l.PID != pid || l.Host != host {
+			return Lease{PID: pid}
+		}
+		return l
+	}
+	if l.Host == host && errors.Is(syscall.Kill(l.PID, 0), syscall.ESRCH) {
+		return Lease{}
+	}
+	return l
+}
+
+// flockHolder returns the pid of the process holding a flock on path, from
+// Linux's /proc/locks (whose pids are those of the reader's pid namespace),
+// or 0 where that table does not say: another system, a holder in another
+// pid namespace, a file system whose device numbers differ from stat's.
+func flockHolder(root, path string) int {
+	info, err := fileio.At(root).Stat(path)
+	if err != nil {
+		return 0
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0
+	}
+	// The device as the kernel prints it: major and minor in hex, from
+	// st_dev's encoding (glibc's major() and minor()).
+	dev := uint64(st.Dev)
+	major := (dev>>8)&0xfff | (dev>>32)&^uint64(0xfff)
+	minor := dev&0xff | (dev>>12)&^uint64(0xff)
+	want := fmt.Sprintf("%02x:%02x:%d", major, minor, uint64(st.Ino))
+	// Through a Root like every read, though the kernel's table is no
+	// file of the vault's.
+	data, err := fileio.At("/proc").ReadFile("/proc/locks")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		// "1: FLOCK  ADVISORY  WRITE 4120 fe:00:9980739 0 EOF"; a waiter's
+		// line has "->" after the number.
+		f := strings.Fields(line)
+		if len(f) < 6 || f[1] != "FLOCK" || f[5] != want {
+			continue
+		}
+		if pid, err := strconv.Atoi(f[4]); err == nil && pid > 0 {
+			return pid
+		}
+	}
+	return 0
 }
 
 func busyErr(root string, waited time.Duration) error {
-	holder := "another process"
-	if l, _ := ReadLease(root); l.PID != 0 {
-		holder = l.String()
-	}
-	e := fault.New(ErrBusy, "vault busy: held by %s; gave up after %s", holder, waited)
+	e := fault.New(ErrBusy, "vault busy: held by %s; gave up after %s", holderOf(root), waited)
 	return e.WithHint("retry, or raise the wait with MEMVAULT_LOCK_TIMEOUT or [lock] timeout in memvault.toml")
 }
 

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -362,41 +363,13 @@ func (v *Vault) sessionInfo(t TranscriptRef) (SessionInfo, error) {
 }
 
 // AppendText records typed messages (from `transcript append` or a hook) in
-// the transcript t, redacting secrets first. Each message without an id
-// gets a fresh m_ id. When something was redacted, a transcript.redacted
-// event records how many secrets of each kind, never the secrets.
+// the transcript t, redacting secrets first (prepareText). When something
+// was redacted, a transcript.redacted event records how many secrets of
+// each kind, never the secrets.
 func (tx *Tx) AppendText(t TranscriptRef, msgs []transcript.Message) (from, to int, err error) {
-	total := map[string]int{}
-	for i := range msgs {
-		m := &msgs[i]
-		if !m.Role.Valid() {
-			e := fault.New(ErrInvalid, "role %q: unknown", m.Role)
-			return 0, 0, e.WithHint("use one of: user, assistant, tool, system")
-		}
-		if err := checkText("text", m.Text, false); err != nil {
-			return 0, 0, err
-		}
-		if m.ID == "" {
-			m.ID = NewID("m_", tx.now)
-		}
-		if m.TS.IsZero() {
-			m.TS = tx.now.UTC()
-		}
-		if m.Speaker == "" {
-			m.Speaker = string(m.Role)
-		}
-		// The speaker is text too: a name typed by a person may be
-		// anything.
-		for _, f := range []*string{&m.Text, &m.Speaker} {
-			var counts map[string]int
-			*f, counts = tx.v.Redact(*f)
-			for k, n := range counts {
-				total[k] += n
-			}
-		}
-		if m.Source.Format == "" {
-			m.Source.Format = "memvault"
-		}
+	total, err := tx.v.prepareText(tx.now, msgs)
+	if err != nil {
+		return 0, 0, err
 	}
 	from, to, err = tx.AppendMessages(t, msgs)
 	if err != nil {
@@ -411,4 +384,46 @@ func (tx *Tx) AppendText(t TranscriptRef, msgs []transcript.Message) (from, to i
 			Data: data, Source: "append"})
 	}
 	return from, to, nil
+}
+
+// prepareText makes typed messages what a transcript stores, in place:
+// checked, each without an id given a fresh m_ id, without a time given
+// now, without a speaker its role, its text redacted. It returns how many
+// secrets of each kind were redacted. The spool (spool.go) stores messages
+// prepared the same way, so that a message folded in later is the one the
+// transaction would have stored.
+func (v *Vault) prepareText(now time.Time, msgs []transcript.Message) (map[string]int, error) {
+	total := map[string]int{}
+	for i := range msgs {
+		m := &msgs[i]
+		if !m.Role.Valid() {
+			e := fault.New(ErrInvalid, "role %q: unknown", m.Role)
+			return nil, e.WithHint("use one of: user, assistant, tool, system")
+		}
+		if err := checkText("text", m.Text, false); err != nil {
+			return nil, err
+		}
+		if m.ID == "" {
+			m.ID = NewID("m_", now)
+		}
+		if m.TS.IsZero() {
+			m.TS = now.UTC()
+		}
+		if m.Speaker == "" {
+			m.Speaker = string(m.Role)
+		}
+		// The speaker is text too: a name typed by a person may be
+		// anything.
+		for _, f := range []*string{&m.Text, &m.Speaker} {
+			var counts map[string]int
+			*f, counts = v.Redact(*f)
+			for k, n := range counts {
+				total[k] += n
+			}
+		}
+		if m.Source.Format == "" {
+			m.Source.Format = "memvault"
+		}
+	}
+	return total, nil
 }

@@ -323,6 +323,9 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	if v.clock != nil {
 		tx.now = v.clock()
 	}
+	// What hooks spooled while the lock was held goes first, so that a
+	// session's messages keep their order (spool.go).
+	spool := tx.foldSpool()
 	if err := fn(tx); err != nil {
 		return nil, err
 	}
@@ -339,12 +342,15 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 		tx.join = false // nothing to join
 	}
 	if len(tx.events) == 0 && len(tx.files) == 0 && len(tx.appends) == 0 && len(tx.commitPaths) == 0 && !tx.join {
-		return &Result{}, nil
+		spool.done()
+		return &Result{Warnings: spool.warnings}, nil
 	}
 	res, newStamps, err := tx.apply(tail)
 	if err != nil {
 		return nil, err
 	}
+	spool.done()
+	res.Warnings = append(res.Warnings, spool.warnings...)
 	if len(problems) == 0 && len(newStamps) > 0 {
 		for _, ns := range newStamps {
 			if n := len(stamps); n > 0 && stamps[n-1].Path == ns.Path {

@@ -1,0 +1,509 @@
+package vault
+
+// The spool: messages a hook could not store because the vault lock did not
+// come within the hook's wait (docs/HOOKS.md, "Fail open";
+// docs/specs/STORAGE.md, "The spool").
+//
+// A hook may not hold up the user's turn, so it waits for the vault lock
+// 300 ms (a prompt) or 700 ms (a stop), and a render or a sync can hold the
+// lock longer. A prompt or a reply that misses the lock is written, prepared
+// and redacted as the transaction would have stored it, to a spool file of
+// its session, without the vault lock: one O_APPEND write of whole records,
+// fsynced. The next transaction of any writer folds the spool into the
+// transcripts before it runs its own work, so a session's messages keep the
+// order they came in.
+//
+// Exactly once, whatever is killed when:
+//
+//   - Appenders and the fold exclude each other through a second flock,
+//     .locks/spool.lock: an appender holds it shared for its one write, the
+//     fold exclusively for the instant it takes to rename each live spool
+//     file to a claim (<session>.<n>.fold). A record is either in a live
+//     file, which the next fold claims, or in a claim, which no appender
+//     opens again.
+//   - The fold queues the claims' records as transcript appends of the
+//     transaction that folds, so they are written and, when it commits,
+//     committed with it; a claim is removed only after the transaction has
+//     succeeded. A transaction that fails leaves its claims for the next.
+//   - A claim that was there before the transaction began may have been
+//     folded already (a writer killed between its write and the removal):
+//     its records are skipped when their message id is in the transcript.
+//   - A record starts with a newline and ends with one, so a torn record (a
+//     write cut short by a kill or a crash of the machine) only spoils its
+//     own line: it is skipped, kept in .logs/ and reported, and the records
+//     after it are read.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
+)
+
+const (
+	// SpoolDir holds the spool files: .spool/<agent>/<session>.jsonl, and
+	// the claims of a fold, .spool/<agent>/<session>.<n>.fold.
+	SpoolDir      = ".spool"
+	spoolLockFile = ".locks/spool.lock"
+	// spoolLockWait bounds both sides' wait for the spool lock. Its holders
+	// keep it for one write and fsync, or for a few renames.
+	spoolLockWait = 500 * time.Millisecond
+	spoolVersion  = 1
+	// spoolIgnore keeps the spool out of git in every vault, including those
+	// whose .gitignore predates the spool: the folder ignores itself.
+	spoolIgnore = "# memvault's spool: messages waiting for the vault lock, never committed\n*\n"
+)
+
+// spoolRecord is one line of a spool file: a message as prepared for its
+// transcript, and the transcript it goes to.
+type spoolRecord struct {
+	Spool   int                `json:"spool"`
+	Agent   string             `json:"agent"`
+	Session string             `json:"session"`
+	Message transcript.Message `json:"message"`
+}
+
+func (r spoolRecord) ref() TranscriptRef { return TranscriptRef{Agent: r.Agent, Session: r.Session} }
+
+// testHookSpoolFolded runs after a transaction that folded the spool has
+// succeeded, before its claims are removed: a test panics there to leave
+// what a writer killed at that point leaves.
+var testHookSpoolFolded func()
+
+// Spool stores messages of t that could not wait for the vault lock, to be
+// folded into t's transcript by the next transaction (see the top of this
+// file). They are prepared like AppendText's, redaction included, before
+// anything is written; the markers in the text are the whole record of a
+// redaction, as in a transaction without a commit. It takes no vault lock.
+func (v *Vault) Spool(t TranscriptRef, msgs []transcript.Message) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	if _, err := v.prepareText(v.now(), msgs); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	for _, m := range msgs {
+		line, err := json.Marshal(spoolRecord{Spool: spoolVersion, Agent: t.Agent, Session: t.Session, Message: m})
+		if err != nil {
+			return fmt.Errorf("spool: encode message %s: %w", m.ID, err)
+		}
+		buf.WriteByte('\n')
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	if err := v.spoolFolder(t.Agent); err != nil {
+		return err
+	}
+	unlock, err := v.spoolLock(false)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return fileio.Append(v.spoolPath(t.Agent, sessionFileName(t.Session), 0), buf.Bytes())
+}
+
+// spoolPath is a spool file of an agent: the live file (claim 0), or a
+// fold's claim n.
+func (v *Vault) spoolPath(agent, base string, claim int) string {
+	name := base + ".jsonl"
+	if claim > 0 {
+		name = base + "." + strconv.Itoa(claim) + ".fold"
+	}
+	return filepath.Join(v.Root, SpoolDir, agent, name)
+}
+
+// spoolFolder makes the spool folder of agent, and the spool's .gitignore,
+// refusing a spool or agent folder that is a symlink: a vault cloned from
+// someone else's remote could carry one leading out of the vault.
+func (v *Vault) spoolFolder(agent string) error {
+	top := filepath.Join(v.Root, SpoolDir)
+	for _, dir := range []string{top, filepath.Join(top, agent)} {
+		info, err := os.Lstat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := os.Mkdir(dir, fileio.DirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
+				return fault.IO("create "+SpoolDir, err)
+			}
+			info, err = os.Lstat(dir)
+		}
+		if err != nil {
+			return fault.IO("spool", err)
+		}
+		if !info.IsDir() {
+			return fault.New(ErrInvalid, "spool: %s is not a folder (a symlink?); nothing is written through it", dir)
+		}
+		if dir == top {
+			if _, err := os.Lstat(filepath.Join(top, ".gitignore")); errors.Is(err, fs.ErrNotExist) {
+				if err := fileio.WriteAtomic(filepath.Join(top, ".gitignore"), []byte(spoolIgnore)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// spoolLock takes the spool lock, shared (an appender) or exclusive (a
+// fold), waiting at most spoolLockWait.
+func (v *Vault) spoolLock(exclusive bool) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Join(v.Root, ".locks"), fileio.DirPerm); err != nil {
+		return nil, fault.IO("create .locks", err)
+	}
+	fl := flock.New(filepath.Join(v.Root, spoolLockFile), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(fileio.FilePerm))
+	try := fl.TryRLock
+	if exclusive {
+		try = fl.TryLock
+	}
+	deadline := time.Now().Add(spoolLockWait)
+	for delay := time.Millisecond; ; {
+		ok, err := try()
+		if err != nil {
+			return nil, fault.IO("lock "+spoolLockFile, err)
+		}
+		if ok {
+			return func() { _ = fl.Unlock() }, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fault.New(ErrBusy, "spool busy: %s held past %s", spoolLockFile, spoolLockWait)
+		}
+		time.Sleep(delay)
+		if delay < 16*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// spoolFile is one file of a session's spool, in the order it is folded.
+type spoolFile struct {
+	path  string
+	claim int  // 0: the live file
+	old   bool // a claim that was there before this fold: maybe folded already
+}
+
+// spoolSessions lists the spool of every session of agent's folder, by
+// encoded session name, each session's files in order: its claims oldest
+// first, then its live file. Names that are not the spool's are ignored.
+func spoolSessions(dir string) (map[string][]spoolFile, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]spoolFile{}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		name := e.Name()
+		if base, ok := strings.CutSuffix(name, ".jsonl"); ok && !strings.Contains(base, ".") && base != "" {
+			out[base] = append(out[base], spoolFile{path: filepath.Join(dir, name)})
+			continue
+		}
+		rest, ok := strings.CutSuffix(name, ".fold")
+		if !ok {
+			continue
+		}
+		base, n, ok := strings.Cut(rest, ".")
+		claim, err := strconv.Atoi(n)
+		if !ok || base == "" || err != nil || claim < 1 {
+			continue
+		}
+		out[base] = append(out[base], spoolFile{path: filepath.Join(dir, name), claim: claim, old: true})
+	}
+	for _, files := range out {
+		sort.Slice(files, func(i, j int) bool {
+			a, b := files[i].claim, files[j].claim
+			if a == 0 || b == 0 {
+				return b == 0 && a != 0 // the live file last
+			}
+			return a < b
+		})
+	}
+	return out, nil
+}
+
+// readSpool reads the records of a spool file. A line that is not a whole
+// record (torn by a kill, or anything else) is returned in torn; a last
+// line without its newline is torn too.
+func readSpool(path string) (recs []spoolRecord, torn [][]byte, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	lines := bytes.Split(data, []byte("\n"))
+	last := len(lines) - 1 // after the final newline: empty unless torn
+	for i, line := range lines {
+		if len(line) == 0 {
+			continue
+		}
+		var r spoolRecord
+		if i == last || json.Unmarshal(line, &r) != nil || r.Spool != spoolVersion || r.ref().check() != nil ||
+			r.Message.ID == "" || !r.Message.Role.Valid() {
+			torn = append(torn, line)
+			continue
+		}
+		recs = append(recs, r)
+	}
+	return recs, torn, nil
+}
+
+// spoolFold is what a transaction took from the spool.
+type spoolFold struct {
+	v        *Vault
+	folded   []string // claims the transaction holds every record of, removed once it succeeded
+	warnings []string // torn records, files that could not be read: reported, never fatal
+}
+
+func (f *spoolFold) warn(format string, args ...any) {
+	f.warnings = append(f.warnings, fmt.Sprintf(format, args...))
+}
+
+// agentSpool is the spool of one agent: its sessions' files by encoded
+// session name (spoolSessions).
+type agentSpool struct {
+	agent    string
+	sessions map[string][]spoolFile
+}
+
+// foldSpool claims the live spool files and queues every claimed record
+// for its transcript, in the order each session's records came in (see the
+// top of this file). Nothing here fails the transaction: a spool that cannot
+// be read or claimed is reported and waits for the next one.
+func (tx *Tx) foldSpool() *spoolFold {
+	f := &spoolFold{v: tx.v}
+	top := filepath.Join(tx.v.Root, SpoolDir)
+	if info, err := os.Lstat(top); err != nil || !info.IsDir() {
+		if err == nil || !errors.Is(err, fs.ErrNotExist) {
+			f.warn("spool: %s is not a folder (a symlink?): not read", top)
+		}
+		return f
+	}
+	agents, err := os.ReadDir(top)
+	if err != nil {
+		f.warn("spool: %v", err)
+		return f
+	}
+	var all []agentSpool
+	live := false
+	for _, a := range agents {
+		if !a.IsDir() || CheckName("agent", a.Name()) != nil {
+			continue // .gitignore, and anything that is no agent's folder, symlinks included
+		}
+		sessions, err := spoolSessions(filepath.Join(top, a.Name()))
+		if err != nil {
+			f.warn("spool: %v", err)
+			continue
+		}
+		for _, files := range sessions {
+			live = live || files[len(files)-1].claim == 0
+		}
+		if len(sessions) > 0 {
+			all = append(all, agentSpool{a.Name(), sessions})
+		}
+	}
+	if live {
+		f.claim(all)
+	}
+	for _, a := range all { // ReadDir's order: by agent, then by session
+		bases := make([]string, 0, len(a.sessions))
+		for b := range a.sessions {
+			bases = append(bases, b)
+		}
+		sort.Strings(bases)
+		for _, b := range bases {
+			tx.foldSession(f, a.sessions[b])
+		}
+	}
+	return f
+}
+
+// claim renames every live spool file to its session's next claim, under
+// the spool lock held exclusively, so that no appender writes to a file
+// once it is claimed, and syncs the folders: a rename lost in a crash of
+// the machine would bring back as new records that may be folded already.
+// Without the lock in time the live files are left out of this fold.
+func (f *spoolFold) claim(all []agentSpool) {
+	unlock, err := f.v.spoolLock(true)
+	if err != nil {
+		f.warn("spool: not folded this time: %v", err)
+	}
+	if err == nil {
+		defer unlock()
+	}
+	for _, a := range all {
+		renamed := false
+		for base, files := range a.sessions {
+			last := len(files) - 1
+			if files[last].claim != 0 {
+				continue
+			}
+			if err == nil {
+				next := 1
+				if last > 0 {
+					next = files[last-1].claim + 1
+				}
+				to := f.v.spoolPath(a.agent, base, next)
+				rerr := os.Rename(files[last].path, to)
+				if rerr == nil {
+					files[last] = spoolFile{path: to, claim: next}
+					renamed = true
+					continue
+				}
+				f.warn("spool: claim %s: %v", files[last].path, rerr)
+			}
+			// An unclaimed live file is not folded: an appender may still
+			// write to it.
+			if last == 0 {
+				delete(a.sessions, base)
+			} else {
+				a.sessions[base] = files[:last]
+			}
+		}
+		if renamed {
+			if err := fileio.SyncDir(filepath.Join(f.v.Root, SpoolDir, a.agent)); err != nil {
+				f.warn("spool: %v", err)
+			}
+		}
+	}
+}
+
+// foldSession queues the records of one session's spool files, in order.
+// When a claim is older than this fold, its records may be in the
+// transcript already (a writer killed after its write, before it removed
+// the claim): records whose message id is stored are skipped. A file that
+// cannot be read stops the session's fold there, so that nothing after it
+// goes in before it.
+func (tx *Tx) foldSession(f *spoolFold, files []spoolFile) {
+	dedupe := false
+	for _, sf := range files {
+		dedupe = dedupe || sf.old
+	}
+	var order []TranscriptRef
+	msgs := map[TranscriptRef][]transcript.Message{}
+	ids := map[TranscriptRef]map[string]bool{}
+	var read []string
+	for _, sf := range files {
+		recs, torn, err := readSpool(sf.path)
+		if err != nil {
+			f.warn("spool: %v", err)
+			break
+		}
+		for _, frag := range torn {
+			f.torn(sf.path, frag)
+		}
+		ok := true
+		for _, r := range recs {
+			t := r.ref()
+			seen, known := ids[t]
+			if !known {
+				seen = map[string]bool{}
+				if dedupe {
+					if seen, err = tx.v.messageIDs(t); err != nil {
+						f.warn("spool: %s: %v", sf.path, err)
+						ok = false
+						break
+					}
+				}
+				ids[t] = seen
+				order = append(order, t)
+			}
+			if dedupe && seen[r.Message.ID] {
+				continue
+			}
+			seen[r.Message.ID] = true
+			msgs[t] = append(msgs[t], r.Message)
+		}
+		if !ok {
+			break
+		}
+		read = append(read, sf.path)
+	}
+	for _, t := range order {
+		if _, _, err := tx.AppendMessages(t, msgs[t]); err != nil {
+			// What was queued before is skipped when the claims are folded
+			// again: they are older then.
+			f.warn("spool: fold into %s: %v", t.Path(), err)
+			return
+		}
+	}
+	f.folded = append(f.folded, read...)
+}
+
+// torn reports a record that is not whole and keeps its bytes in .logs/
+// for a person to look at.
+func (f *spoolFold) torn(path string, frag []byte) {
+	name := fmt.Sprintf("spool-torn-%s.txt", time.Now().UTC().Format("20060102T150405.000000000"))
+	kept := filepath.Join(f.v.Root, ".logs", name)
+	if err := os.MkdirAll(filepath.Dir(kept), fileio.DirPerm); err == nil {
+		if fileio.WriteAtomic(kept, append([]byte(path+"\n"), frag...)) != nil {
+			kept = "(not kept)"
+		}
+	}
+	rel, _ := filepath.Rel(f.v.Root, path)
+	f.warn("spool: %s: a torn record of %d bytes skipped (a writer killed mid-write?); its bytes are in %s",
+		filepath.ToSlash(rel), len(frag), kept)
+}
+
+// done removes the claims whose records the transaction holds, once it has
+// succeeded, and reports what the fold met in the hook log (a hook's
+// problems go there; a command also prints them as warnings).
+func (f *spoolFold) done() {
+	if f == nil {
+		return
+	}
+	if testHookSpoolFolded != nil && len(f.folded) > 0 {
+		testHookSpoolFolded()
+	}
+	for _, p := range f.folded {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			f.warn("spool: remove %s: %v (its records are skipped when folded again)", p, err)
+		}
+	}
+	for _, w := range f.warnings {
+		_ = AppendHookLog(f.v.Root, w)
+	}
+}
+
+// spooled returns the messages of t waiting in the spool, once each. It
+// takes no lock, so a fold may claim the live file meanwhile, or fold and
+// remove a claim: the live file is read before the claims are listed (a
+// record renamed in between is then read twice, and kept once), and a
+// caller that also reads the transcript reads it after this, where a
+// record folded meanwhile is by then.
+func (v *Vault) spooled(t TranscriptRef) []transcript.Message {
+	base := sessionFileName(t.Session)
+	files := []spoolFile{{path: v.spoolPath(t.Agent, base, 0)}}
+	if sessions, err := spoolSessions(filepath.Join(v.Root, SpoolDir, t.Agent)); err == nil {
+		for _, sf := range sessions[base] {
+			if sf.claim > 0 {
+				files = append(files, sf)
+			}
+		}
+	}
+	var out []transcript.Message
+	seen := map[string]bool{}
+	for _, sf := range files {
+		recs, _, _ := readSpool(sf.path)
+		for _, r := range recs {
+			if r.ref() == t && !seen[r.Message.ID] {
+				seen[r.Message.ID] = true
+				out = append(out, r.Message)
+			}
+		}
+	}
+	return out
+}

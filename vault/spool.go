@@ -446,16 +446,15 @@ func (tx *Tx) foldSession(f *spoolFold, files []spoolFile) {
 // torn reports a record that is not whole and keeps its bytes in .logs/
 // for a person to look at.
 func (f *spoolFold) torn(path string, frag []byte) {
-	name := fmt.Sprintf("spool-torn-%s.txt", time.Now().UTC().Format("20060102T150405.000000000"))
-	kept := filepath.Join(f.v.Root, ".logs", name)
-	if err := os.MkdirAll(filepath.Dir(kept), fileio.DirPerm); err == nil {
-		if fileio.WriteAtomic(kept, append([]byte(path+"\n"), frag...)) != nil {
-			kept = "(not kept)"
-		}
-	}
 	rel, _ := filepath.Rel(f.v.Root, path)
-	f.warn("spool: %s: a torn record of %d bytes skipped (a writer killed mid-write?); its bytes are in %s",
-		filepath.ToSlash(rel), len(frag), kept)
+	rel = filepath.ToSlash(rel)
+	kept := ".logs/" + fmt.Sprintf("spool-torn-%s.txt", time.Now().UTC().Format("20060102T150405.000000000"))
+	abs := filepath.Join(f.v.Root, filepath.FromSlash(kept))
+	if os.MkdirAll(filepath.Dir(abs), fileio.DirPerm) != nil || fileio.WriteAtomic(abs, append([]byte(rel+"\n"), frag...)) != nil {
+		kept = "nowhere (.logs/ cannot be written)"
+	}
+	f.warn("spool: %s: a torn record of %d bytes skipped (a writer killed mid-write?); its bytes are kept in %s",
+		rel, len(frag), kept)
 }
 
 // done removes the claims whose records the transaction holds, once it has

@@ -11,7 +11,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/memvault/memvault/cmd/memvault/internal/cli"
 	"github.com/memvault/memvault/index"
+	"github.com/memvault/memvault/vault"
 )
 
 func TestMain(m *testing.M) {
@@ -271,40 +274,80 @@ func cmdLines(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // lockvault VAULT takes the vault lock the way another memvault process
-// would and writes a lease naming a holder; the lock is held until
-// "lockvault -release VAULT" or the end of the script.
+// would and writes a lease naming it (this process: $HOLDER_PID, command
+// holdlock, agent holder, session s-hold, since now); the lock is held until
+// "lockvault -release VAULT" or the end of the script. -stale writes a lease
+// naming a process that does not hold the lock (pid 4242 on testhost), as a
+// killed holder leaves it; -tx holds the lock inside a real transaction of
+// the command render, whose lease memvault writes itself.
 func cmdLockVault(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) < 1 || len(args) > 2 {
-		ts.Fatalf("usage: lockvault [-release] VAULT")
+	if neg || len(args) < 1 || len(args) > 2 || len(args) == 2 && !slices.Contains([]string{"-release", "-stale", "-tx"}, args[0]) {
+		ts.Fatalf("usage: lockvault [-release|-stale|-tx] VAULT")
 	}
-	release := args[0] == "-release"
+	mode := ""
+	if len(args) == 2 {
+		mode = args[0]
+	}
 	root := ts.MkAbs(args[len(args)-1])
 	key := "lock:" + root
 	heldMu.Lock()
 	defer heldMu.Unlock()
-	if release {
-		if fl, ok := heldLocks[key]; ok {
-			fl.Unlock()
+	if mode == "-release" {
+		if release, ok := heldLocks[key]; ok {
+			release()
 			delete(heldLocks, key)
 		}
 		return
 	}
-	fl := flock.New(filepath.Join(root, ".locks", "vault.lock"))
-	ts.Check(fl.Lock())
-	heldLocks[key] = fl
+	ts.Setenv("HOLDER_PID", strconv.Itoa(os.Getpid()))
+	var release func()
+	if mode == "-tx" {
+		v, err := vault.Open(root)
+		ts.Check(err)
+		held, done, finished := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		go func() {
+			_, err := v.Update(vault.TxOptions{Command: "render", LockTimeout: 10 * time.Second}, func(*vault.Tx) error {
+				close(held)
+				<-done
+				return nil
+			})
+			finished <- err
+		}()
+		select {
+		case <-held:
+		case err := <-finished:
+			ts.Fatalf("lockvault -tx: %v", err)
+		}
+		release = func() {
+			close(done)
+			<-finished
+		}
+	} else {
+		fl := flock.New(filepath.Join(root, ".locks", "vault.lock"))
+		ts.Check(fl.Lock())
+		release = func() { fl.Unlock() }
+		host, _ := os.Hostname()
+		lease := fmt.Sprintf(`{"pid":%d,"host":%q,"agent":"holder","session":"s-hold","command":"holdlock","since":%q}`,
+			os.Getpid(), host, time.Now().UTC().Format(time.RFC3339Nano))
+		if mode == "-stale" {
+			lease = `{"pid":4242,"host":"testhost","agent":"holder","session":"s-hold","command":"holdlock","since":"2026-01-01T00:00:00Z"}`
+		}
+		ts.Check(os.WriteFile(filepath.Join(root, ".locks", "vault.lease.json"), []byte(lease), 0o600))
+	}
+	heldLocks[key] = release
 	ts.Defer(func() {
 		heldMu.Lock()
 		defer heldMu.Unlock()
-		fl.Unlock()
-		delete(heldLocks, key)
+		if release, ok := heldLocks[key]; ok {
+			release()
+			delete(heldLocks, key)
+		}
 	})
-	lease := `{"pid":4242,"host":"testhost","agent":"holder","session":"s-hold","command":"holdlock","since":"2026-01-01T00:00:00Z"}`
-	ts.Check(os.WriteFile(filepath.Join(root, ".locks", "vault.lease.json"), []byte(lease), 0o600))
 }
 
 var (
 	heldMu    sync.Mutex
-	heldLocks = map[string]*flock.Flock{}
+	heldLocks = map[string]func(){}
 )
 
 // normids IN OUT copies IN to OUT with everything that differs from run to

@@ -115,7 +115,11 @@ func (v *Vault) Spool(t TranscriptRef, msgs []transcript.Message) error {
 		return err
 	}
 	defer unlock()
-	return fileio.Append(v.spoolPath(t.Agent, sessionFileName(t.Session), 0), buf.Bytes())
+	path := v.spoolPath(t.Agent, sessionFileName(t.Session), 0)
+	if info, err := os.Lstat(path); err == nil && !info.Mode().IsRegular() {
+		return fault.New(ErrInvalid, "spool: %s is not a regular file (a symlink?); nothing is written through it", path)
+	}
+	return fileio.Append(path, buf.Bytes())
 }
 
 // spoolPath is a spool file of an agent: the live file (claim 0), or a

@@ -387,6 +387,28 @@ func TestSpoolRefusesSymlinks(t *testing.T) {
 	if got := texts(t, v, ref); len(got) != 0 {
 		t.Fatalf("folded %q from outside the vault", got)
 	}
+
+	// A spool file that is a symlink inside a real folder: not written
+	// through, not folded.
+	if err := os.Remove(filepath.Join(v.Root, SpoolDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(v.Root, SpoolDir, "default"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "default", "s1.jsonl"), v.spoolPath("default", "s1", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Spool(ref, []transcript.Message{userMsg("p2")}); err == nil {
+		t.Fatal("spooled through a symlinked spool file")
+	}
+	remember(t, v, "another write")
+	if got := texts(t, v, ref); len(got) != 0 {
+		t.Fatalf("folded %q through a symlink", got)
+	}
+	if data, _ := os.ReadFile(filepath.Join(outside, "default", "s1.jsonl")); string(data) != string(line)+"\n" {
+		t.Fatalf("the file outside changed:\n%s", data)
+	}
 	entries, _ := os.ReadDir(filepath.Join(outside, "default"))
 	if len(entries) != 1 || entries[0].Name() != "s1.jsonl" {
 		t.Fatalf("the fold changed the folder outside: %v", entries)

@@ -84,7 +84,7 @@ func TestBusyIgnoresAStaleLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fl.Unlock()
-	kernelKnows := flockHolder(filepath.Join(v.Root, lockFile)) == os.Getpid()
+	kernelKnows := flockHolder(v.Root, filepath.Join(v.Root, lockFile)) == os.Getpid()
 	t.Logf("the kernel names the holder: %v", kernelKnows)
 
 	for _, c := range []struct {

@@ -115,11 +115,7 @@ func (v *Vault) Spool(t TranscriptRef, msgs []transcript.Message) error {
 		return err
 	}
 	defer unlock()
-	path := v.spoolPath(t.Agent, sessionFileName(t.Session), 0)
-	if info, err := os.Lstat(path); err == nil && !info.Mode().IsRegular() {
-		return fault.New(ErrInvalid, "spool: %s is not a regular file (a symlink?); nothing is written through it", path)
-	}
-	return fileio.Append(path, buf.Bytes())
+	return v.files().Append(v.spoolPath(t.Agent, sessionFileName(t.Session), 0), buf.Bytes())
 }
 
 // spoolPath is a spool file of an agent: the live file (claim 0), or a
@@ -133,31 +129,18 @@ func (v *Vault) spoolPath(agent, base string, claim int) string {
 }
 
 // spoolFolder makes the spool folder of agent, and the spool's .gitignore,
-// refusing a spool or agent folder that is a symlink: a vault cloned from
-// someone else's remote could carry one leading out of the vault.
+// through no link (a vault cloned from someone else's remote could carry
+// one leading out of the vault).
 func (v *Vault) spoolFolder(agent string) error {
-	top := filepath.Join(v.Root, SpoolDir)
-	for _, dir := range []string{top, filepath.Join(top, agent)} {
-		info, err := os.Lstat(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			if err := os.Mkdir(dir, fileio.DirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
-				return fault.IO("create "+SpoolDir, err)
-			}
-			info, err = os.Lstat(dir)
-		}
-		if err != nil {
-			return fault.IO("spool", err)
-		}
-		if !info.IsDir() {
-			return fault.New(ErrInvalid, "spool: %s is not a folder (a symlink?); nothing is written through it", dir)
-		}
-		if dir == top {
-			if _, err := os.Lstat(filepath.Join(top, ".gitignore")); errors.Is(err, fs.ErrNotExist) {
-				if err := fileio.WriteAtomic(filepath.Join(top, ".gitignore"), []byte(spoolIgnore)); err != nil {
-					return err
-				}
-			}
-		}
+	fsys := v.files()
+	if err := fsys.MkdirAll(filepath.Join(v.Root, SpoolDir, agent)); err != nil {
+		return err
+	}
+	ignore := filepath.Join(v.Root, SpoolDir, ".gitignore")
+	if _, err := fsys.Stat(ignore); errors.Is(err, fs.ErrNotExist) {
+		return fsys.WriteAtomic(ignore, []byte(spoolIgnore))
+	} else if err != nil {
+		return err
 	}
 	return nil
 }
@@ -165,8 +148,14 @@ func (v *Vault) spoolFolder(agent string) error {
 // spoolLock takes the spool lock, shared (an appender) or exclusive (a
 // fold), waiting at most spoolLockWait.
 func (v *Vault) spoolLock(exclusive bool) (unlock func(), err error) {
-	if err := os.MkdirAll(filepath.Join(v.Root, ".locks"), fileio.DirPerm); err != nil {
+	// flock opens the file itself, following links: the folder and the
+	// file are checked first.
+	fsys := v.files()
+	if err := fsys.MkdirAll(filepath.Join(v.Root, ".locks")); err != nil {
 		return nil, fault.IO("create .locks", err)
+	}
+	if err := fsys.Check(filepath.Join(v.Root, spoolLockFile)); err != nil {
+		return nil, err
 	}
 	fl := flock.New(filepath.Join(v.Root, spoolLockFile), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(fileio.FilePerm))
 	try := fl.TryRLock
@@ -202,8 +191,8 @@ type spoolFile struct {
 // spoolSessions lists the spool of every session of agent's folder, by
 // encoded session name, each session's files in order: its claims oldest
 // first, then its live file. Names that are not the spool's are ignored.
-func spoolSessions(dir string) (map[string][]spoolFile, error) {
-	entries, err := os.ReadDir(dir)
+func spoolSessions(fsys fileio.Root, dir string) (map[string][]spoolFile, error) {
+	entries, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -243,8 +232,8 @@ func spoolSessions(dir string) (map[string][]spoolFile, error) {
 // readSpool reads the records of a spool file. A line that is not a whole
 // record (torn by a kill, or anything else) is returned in torn; a last
 // line without its newline is torn too.
-func readSpool(path string) (recs []spoolRecord, torn [][]byte, err error) {
-	data, err := os.ReadFile(path)
+func readSpool(fsys fileio.Root, path string) (recs []spoolRecord, torn [][]byte, err error) {
+	data, err := fsys.ReadFile(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -290,15 +279,12 @@ type agentSpool struct {
 func (tx *Tx) foldSpool() *spoolFold {
 	f := &spoolFold{v: tx.v}
 	top := filepath.Join(tx.v.Root, SpoolDir)
-	if info, err := os.Lstat(top); err != nil || !info.IsDir() {
-		if err == nil || !errors.Is(err, fs.ErrNotExist) {
-			f.warn("spool: %s is not a folder (a symlink?): not read", top)
-		}
-		return f
-	}
-	agents, err := os.ReadDir(top)
+	fsys := tx.v.files()
+	agents, err := fsys.ReadDir(top)
 	if err != nil {
-		f.warn("spool: %v", err)
+		if !errors.Is(err, fs.ErrNotExist) {
+			f.warn("spool: not read: %v", err)
+		}
 		return f
 	}
 	var all []agentSpool
@@ -307,7 +293,7 @@ func (tx *Tx) foldSpool() *spoolFold {
 		if !a.IsDir() || CheckName("agent", a.Name()) != nil {
 			continue // .gitignore, and anything that is no agent's folder, symlinks included
 		}
-		sessions, err := spoolSessions(filepath.Join(top, a.Name()))
+		sessions, err := spoolSessions(fsys, filepath.Join(top, a.Name()))
 		if err != nil {
 			f.warn("spool: %v", err)
 			continue
@@ -361,7 +347,10 @@ func (f *spoolFold) claim(all []agentSpool) {
 					next = files[last-1].claim + 1
 				}
 				to := f.v.spoolPath(a.agent, base, next)
-				rerr := os.Rename(files[last].path, to)
+				rerr := f.v.files().Check(to) // a rename follows no link; the folder was listed through the Root
+				if rerr == nil {
+					rerr = os.Rename(files[last].path, to)
+				}
 				if rerr == nil {
 					files[last] = spoolFile{path: to, claim: next}
 					renamed = true
@@ -401,7 +390,7 @@ func (tx *Tx) foldSession(f *spoolFold, files []spoolFile) {
 	ids := map[TranscriptRef]map[string]bool{}
 	var read []string
 	for _, sf := range files {
-		recs, torn, err := readSpool(sf.path)
+		recs, torn, err := readSpool(tx.v.files(), sf.path)
 		if err != nil {
 			f.warn("spool: %v", err)
 			break
@@ -453,8 +442,7 @@ func (f *spoolFold) torn(path string, frag []byte) {
 	rel, _ := filepath.Rel(f.v.Root, path)
 	rel = filepath.ToSlash(rel)
 	kept := ".logs/" + fmt.Sprintf("spool-torn-%s.txt", time.Now().UTC().Format("20060102T150405.000000000"))
-	abs := filepath.Join(f.v.Root, filepath.FromSlash(kept))
-	if os.MkdirAll(filepath.Dir(abs), fileio.DirPerm) != nil || fileio.WriteAtomic(abs, append([]byte(rel+"\n"), frag...)) != nil {
+	if f.v.files().WriteAtomic(filepath.Join(f.v.Root, filepath.FromSlash(kept)), append([]byte(rel+"\n"), frag...)) != nil {
 		kept = "nowhere (.logs/ cannot be written)"
 	}
 	f.warn("spool: %s: a torn record of %d bytes skipped (a writer killed mid-write?); its bytes are kept in %s",
@@ -472,7 +460,7 @@ func (f *spoolFold) done() {
 		testHookSpoolFolded()
 	}
 	for _, p := range f.folded {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := f.v.files().Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			f.warn("spool: remove %s: %v (its records are skipped when folded again)", p, err)
 		}
 	}
@@ -490,7 +478,7 @@ func (f *spoolFold) done() {
 func (v *Vault) spooled(t TranscriptRef) []transcript.Message {
 	base := sessionFileName(t.Session)
 	files := []spoolFile{{path: v.spoolPath(t.Agent, base, 0)}}
-	if sessions, err := spoolSessions(filepath.Join(v.Root, SpoolDir, t.Agent)); err == nil {
+	if sessions, err := spoolSessions(v.files(), filepath.Join(v.Root, SpoolDir, t.Agent)); err == nil {
 		for _, sf := range sessions[base] {
 			if sf.claim > 0 {
 				files = append(files, sf)
@@ -500,7 +488,7 @@ func (v *Vault) spooled(t TranscriptRef) []transcript.Message {
 	var out []transcript.Message
 	seen := map[string]bool{}
 	for _, sf := range files {
-		recs, _, _ := readSpool(sf.path)
+		recs, _, _ := readSpool(v.files(), sf.path)
 		for _, r := range recs {
 			if r.ref() == t && !seen[r.Message.ID] {
 				seen[r.Message.ID] = true

@@ -85,6 +85,8 @@ var outsideRoot = map[string]string{
 	"index/index.go Open":     "an index folder the vault checked for links (vault.openIndex)",
 	"index/index.go ReadMeta": "an index folder the vault checked for links",
 	"index/index.go SaveMeta": "an index folder the vault checked for links",
+	// A rename within one folder, which follows no link at either name.
+	"vault/spool.go claim": "a live spool file renamed to its claim in the folder listed through a Root, the new name checked",
 	// Walks that follow no link and read no file.
 	"vault/gc.go contentBytes": "sizes from WalkDir, which follows no link",
 	"vault/verify.go nodeIDs":  "names from WalkDir, which follows no link; the files are read through a Root",

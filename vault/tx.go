@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/gitrepo"
 )
 
@@ -660,6 +661,12 @@ func (tx *Tx) appendChange(rel RelPath, data []byte, rollback *undo) (*gitrepo.C
 			tx.v.files().Truncate(p, before)
 		}
 	})
+	if before > 0 && !endsWithNewline(tx.v.files(), p, before) {
+		// A writer killed mid-line (or a crash before its fsync) left a
+		// torn line: it stays, as a line no reader takes for a message,
+		// and the new lines start on their own instead of joining it.
+		data = append([]byte{'\n'}, data...)
+	}
 	if err := tx.v.files().Append(p, data); err != nil {
 		return nil, err
 	}
@@ -672,6 +679,22 @@ func (tx *Tx) appendChange(rel RelPath, data []byte, rollback *undo) (*gitrepo.C
 		return nil, fault.IO("stat "+rel.String(), err)
 	}
 	return &gitrepo.Change{Path: rel.String(), Content: content, Stat: info}, nil
+}
+
+// endsWithNewline reports whether the file at p, of size bytes, ends with
+// a newline; a file it cannot read counts as ending with one (the append
+// reports the error).
+func endsWithNewline(files fileio.Root, p string, size int64) bool {
+	f, err := files.Open(p)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	b := []byte{0}
+	if _, err := f.ReadAt(b, size-1); err != nil {
+		return true
+	}
+	return b[0] == '\n'
 }
 
 // prepareSegment repairs a torn last line and picks the segment the events go

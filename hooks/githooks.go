@@ -157,14 +157,22 @@ func stripBlock(s string) string {
 	return s[:i] + s[end:]
 }
 
-// ApplyGitHooks writes planned hook files, executable.
+// ApplyGitHooks writes planned hook files, executable: whoever may read a
+// hook may run it, and nobody else. A new hook gets its read bits from the
+// umask (private in the vault, the person's own in a project); a hook that
+// exists keeps its own, so a private one stays private.
 func ApplyGitHooks(changes []Change) error {
 	if err := Apply(changes); err != nil {
 		return err
 	}
 	for _, c := range changes {
 		if c.Action == "write" {
-			if err := os.Chmod(c.Path, 0o755); err != nil {
+			info, err := os.Stat(c.Path)
+			if err != nil {
+				return err
+			}
+			perm := info.Mode().Perm()
+			if err := os.Chmod(c.Path, perm|(perm&0o444)>>2); err != nil {
 				return err
 			}
 		}

@@ -81,6 +81,7 @@ func TestScripts(t *testing.T) {
 			"lockvault": cmdLockVault,
 			"normids":   cmdNormIDs,
 			"context":   cmdContext,
+			"modes":     cmdModes,
 			// oldmapping DIR marks an index as built with mapping version 0.
 			"oldmapping": func(ts *testscript.TestScript, neg bool, args []string) {
 				ix, err := index.Open(ts.MkAbs(args[0]), false, time.Second)

@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -144,7 +143,7 @@ func (r *Repo) reopen() { r.st = newStorage(r.gitDir) }
 // pack writes one pack of every reachable object, then removes what it
 // made redundant.
 func pack(gitDir string, expire time.Duration, rep *PackStats) error {
-	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(16<<20),
+	st := filesystem.NewStorageWithOptions(gitFS(gitDir), cache.NewObjectLRU(16<<20),
 		filesystem.Options{ExclusiveAccess: false})
 	defer st.Close()
 	reach, err := reachable(st, gitDir)

@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
@@ -69,9 +70,32 @@ func Open(root string) (*Repo, error) {
 // newStorage opens go-git's object storage on gitDir, not exclusive: git
 // and other memvault processes write there too.
 func newStorage(gitDir string) *filesystem.Storage {
-	return filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(4<<20),
+	return filesystem.NewStorageWithOptions(gitFS(gitDir), cache.NewObjectLRU(4<<20),
 		filesystem.Options{ExclusiveAccess: false})
 }
+
+// gitFS is a git folder as go-git's storage sees it. go-git makes the
+// packs and loose objects it writes (a fetch, the in-process gc, a push to
+// a local path through the in-process server) read-only for everyone,
+// 0444, with a chmod the umask does not narrow; the vault's are its
+// owner's alone, so the chmod drops the bits of the group and others
+// (0400): what git's own writes under memvault's umask come out as.
+func gitFS(gitDir string) billy.Filesystem { return privateFS{osfs.New(gitDir)} }
+
+type privateFS struct{ billy.Filesystem }
+
+// Chmod sets mode without the group's and others' bits.
+func (f privateFS) Chmod(name string, mode os.FileMode) error {
+	c, ok := f.Filesystem.(billy.Chmod)
+	if !ok {
+		return nil
+	}
+	return c.Chmod(name, mode&^0o077)
+}
+
+// Capabilities are those of the file system underneath: go-git asks, to
+// choose how it writes refs.
+func (f privateFS) Capabilities() billy.Capability { return billy.Capabilities(f.Filesystem) }
 
 // Branch returns the branch HEAD points to. A detached HEAD is refused:
 // committing there would leave memvault's commits unreachable, so a

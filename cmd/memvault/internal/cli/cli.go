@@ -11,7 +11,9 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strings"
+	"syscall"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -38,6 +40,16 @@ var Version = "dev"
 // Main runs memvault with args (without the program name) on the process's
 // standard streams and returns the exit code.
 func Main(args []string) int {
+	// The vault is private (docs/RELIABILITY.md, "The vault is private"):
+	// whatever this process creates, and whatever the processes it starts
+	// create (git's gc, fetch, push and merge, Bleve's index, go-git's
+	// packs), is its owner's alone, whatever umask the person runs with.
+	// memvault's own writes set their modes; this covers the writers it does
+	// not control. A person's files outside the vault (a harness's settings,
+	// a project's git hook) are created with the person's umask again
+	// (withUserUmask). A stricter umask stays: it can only narrow.
+	user := syscall.Umask(privateUmask)
+	syscall.Umask(user | privateUmask)
 	// A command lives for milliseconds and allocates in bursts; collecting
 	// less often trades a little memory for less time in the collector.
 	debug.SetGCPercent(400)
@@ -51,16 +63,34 @@ func Main(args []string) int {
 		if pprof.StartCPUProfile(&prof) == nil {
 			defer func() {
 				pprof.StopCPUProfile()
-				_ = fileio.WriteKeepMode(path, prof.Bytes(), 0o666) // os.Create's mode
+				// The profile is the person's file, not the vault's:
+				// os.Create's mode under their umask.
+				syscall.Umask(user)
+				_ = fileio.WriteKeepMode(path, prof.Bytes(), 0o666)
 			}()
 		}
 	}
-	return Run(args, os.Stdin, os.Stdout, os.Stderr)
+	return run(args, os.Stdin, os.Stdout, os.Stderr, user)
 }
 
-// Run is Main with explicit streams, for tests.
+// privateUmask is the umask memvault works under, added to the person's: no
+// bits for the group or others, so folders come out 0700, files 0600, and
+// git's read-only objects and packs 0400.
+const privateUmask = 0o077
+
+// Run is Main with explicit streams, for tests. It leaves the process's
+// umask as it is.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(args, stdin, stdout, stderr, -1)
+}
+
+// run runs the command line; userUmask is the umask the person started
+// memvault with, or -1 when the process's umask was left alone.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, userUmask int) int {
 	app := newApp(stdin, stdout, stderr)
+	if userUmask >= 0 {
+		app.Metadata = map[string]any{userUmaskKey: userUmask}
+	}
 	unknown := false
 	app.CommandNotFound = func(_ *ucli.Context, name string) {
 		fmt.Fprintf(stderr, "memvault: %s: unknown command\nhint: memvault --help lists the commands\n", name)
@@ -82,6 +112,23 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// userUmaskKey names the person's umask in the app's metadata.
+const userUmaskKey = "userUmask"
+
+// withUserUmask runs fn, which creates files of the person's own outside the
+// vault, under the umask the person started memvault with, so that a new
+// settings file or folder gets the mode their other tools would give it.
+// A file that exists keeps its mode regardless (fileio.WriteKeepMode).
+func withUserUmask(c *ucli.Context, fn func() error) error {
+	mask, ok := c.App.Metadata[userUmaskKey].(int)
+	if !ok {
+		return fn()
+	}
+	prev := syscall.Umask(mask)
+	defer syscall.Umask(prev)
+	return fn()
 }
 
 // silentError carries an exit code for a command that already printed its
@@ -192,6 +239,18 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 		setUsageHandler(c)
 	}
 	return app
+}
+
+// Commands lists every command memvault runs, by its path ("remember",
+// "commitment open"), sorted: what a test that must try each command
+// enumerates, so that a new command cannot be left out of it.
+func Commands() []string {
+	var out []string
+	for path := range commandActions() {
+		out = append(out, path)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // commandActions declares, for every command by its path, what it does to

@@ -52,38 +52,41 @@ var gitFlags = []ucli.Flag{
 	&ucli.BoolFlag{Name: "project", Usage: "with git: the project repository's post-commit hook"},
 }
 
-// gitHookChanges plans `memvault install git [--vault] [--project]`.
-func gitHookChanges(c *ucli.Context, verb string, remove bool) ([]hooks.Change, error) {
+// gitHookChanges plans `memvault install git [--vault] [--project]`: the
+// vault's hooks first, the first inVault of the changes, then the
+// project's.
+func gitHookChanges(c *ucli.Context, verb string, remove bool) (changes []hooks.Change, inVault int, err error) {
 	if c.NArg() != 1 {
-		return nil, usagef("%s git: takes no other arguments", verb)
+		return nil, 0, usagef("%s git: takes no other arguments", verb)
 	}
 	bin, err := selfPath()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	wd, err := os.Getwd()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	doProject := c.Bool("project")
 	var out []hooks.Change
 	if root, ok, err := gitVaultTarget(c); err != nil {
-		return nil, err
+		return nil, 0, err
 	} else if ok {
 		cs, err := hooks.PlanGitHooks(root, hooks.VaultGitHooks(bin, root), bin, remove)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out = append(out, cs...)
 	}
+	inVault = len(out)
 	if doProject {
 		cs, err := hooks.PlanGitHooks(vault.ProjectRoot(wd), hooks.ProjectGitHooks(bin), bin, remove)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out = append(out, cs...)
 	}
-	return out, nil
+	return out, inVault, nil
 }
 
 // gitVaultTarget finds the vault `install git` and `uninstall git` work
@@ -175,9 +178,10 @@ func install(c *ucli.Context, remove bool) error {
 	verb := map[bool]string{false: "install", true: "uninstall"}[opts.remove]
 	var changes []hooks.Change
 	var err error
+	inVault := 0 // the first inVault changes are the vault's files, the rest the person's
 	apply := hooks.Apply
 	if opts.target == "git" {
-		changes, err = gitHookChanges(c, verb, opts.remove)
+		changes, inVault, err = gitHookChanges(c, verb, opts.remove)
 		apply = hooks.ApplyGitHooks
 	} else {
 		var in *hooks.Installer
@@ -201,7 +205,13 @@ func install(c *ucli.Context, remove bool) error {
 		}
 		return nil
 	}
-	if err := apply(changes); err != nil {
+	// The vault's hooks are created private, under memvault's umask; a
+	// harness's settings and a project's hook with the person's own.
+	err = apply(changes[:inVault])
+	if err == nil {
+		err = withUserUmask(c, func() error { return apply(changes[inVault:]) })
+	}
+	if err != nil {
 		return fmt.Errorf("%s %s: %w", verb, opts.target, err)
 	}
 	for _, ch := range changes {

@@ -100,6 +100,8 @@ type gitLock struct {
 	target string   // <file>
 	mark   string   // the marker in .locks/; "" when the file system has no hard links
 	f      *os.File // open on the lock file, for writing its content
+	taken  time.Time
+	held   func(name string, held time.Duration) // Repo.lockHeld
 }
 
 const gitLockMarkPrefix = "git-"
@@ -125,11 +127,12 @@ func (r *Repo) takeGitLock(target string) (*gitLock, error) {
 	if err != nil {
 		return nil, fault.IO("git: lock "+base, err)
 	}
-	l := &gitLock{path: p, target: target, mark: f.Name(), f: f}
+	l := &gitLock{path: p, target: target, mark: f.Name(), f: f, held: r.lockHeld}
 	deadline := time.Now().Add(2 * time.Second)
 	for {
 		err := os.Link(l.mark, p)
 		if err == nil {
+			l.taken = time.Now()
 			return l, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
@@ -141,6 +144,7 @@ func (r *Repo) takeGitLock(target string) (*gitLock, error) {
 			if l.f, err = createLockFileUntil(p, deadline); err != nil {
 				return nil, err
 			}
+			l.taken = time.Now()
 			return l, nil
 		}
 		if time.Now().After(deadline) {
@@ -189,6 +193,9 @@ func (l *gitLock) commit() error {
 	if err := os.Rename(l.path, l.target); err != nil {
 		os.Remove(l.path)
 		return err
+	}
+	if l.held != nil {
+		l.held(filepath.Base(l.path), time.Since(l.taken))
 	}
 	l.path = "" // renamed: nothing left to remove but the marker
 	return nil

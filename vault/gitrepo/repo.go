@@ -53,6 +53,9 @@ type Repo struct {
 	// splitFrom overrides the index size from which git's index is split
 	// (index.DefaultSplitFrom); tests set it small.
 	splitFrom int
+	// lockHeld, when set, is told how long each of git's lock files was
+	// held, from its creation to its rename: what a benchmark measures.
+	lockHeld func(name string, held time.Duration)
 }
 
 // Open opens the repository whose work tree is root (the vault root, with

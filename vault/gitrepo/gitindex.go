@@ -4,10 +4,10 @@ package gitrepo
 // process died between its commit and the index update.
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -27,33 +27,99 @@ import (
 // touched, so that `git status` shows nothing memvault wrote. Entries for
 // other paths, including whatever a person staged, are left alone. The
 // index is written through git's index.lock.
+//
+// A person's `git add` or `git commit` that finds index.lock fails at once,
+// so the lock is held for as short a time as possible: the index is read
+// and the new one made before the lock is taken, and written into the lock
+// file as it is created (takeGitLock); under the lock there is only the
+// check that the index is still the one read, and the rename. The index
+// read is kept open for that check, so that its inode cannot be reused by
+// a newer index: the same inode, size and time mean the same file (git,
+// like memvault, replaces the index by a rename, never in place). When a
+// git command replaced the index in between, the new one is made again,
+// under the lock, from the index as it is now.
 func (r *Repo) updateIndex(changes []*Change) error {
 	idxPath := filepath.Join(r.gitDir, "index")
-	lock, err := r.takeGitLock(idxPath)
-	if err != nil {
-		return err
-	}
-	defer lock.release()
-	data, err := os.ReadFile(idxPath)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fault.Wrap("git: read index", err)
-	}
 	entries := make([]index.Change, len(changes))
 	for i, c := range changes {
 		entries[i] = index.Change{Path: c.Path, Blob: c.blob, Deleted: c.Deleted, Stat: c.Stat}
 	}
 	opts := index.Options{Split: r.splitIndexConfig(), SplitFrom: r.splitFrom, SharedDir: r.gitDir}
-	bw := bufio.NewWriterSize(lock.f, 64<<10)
-	if err := index.Write(bw, data, entries, opts); err != nil {
+	read, data, err := openIndex(idxPath)
+	if err != nil {
 		return err
 	}
-	if err := bw.Flush(); err != nil {
-		return fault.Wrap("git: write index", err)
+	if read != nil {
+		defer read.Close()
+	}
+	next, err := indexBytes(data, entries, opts)
+	if err != nil {
+		return err
+	}
+	if r.beforeIndexLock != nil {
+		r.beforeIndexLock()
+	}
+	lock, err := r.takeGitLock(idxPath, next, false)
+	if err != nil {
+		return err
+	}
+	defer lock.release()
+	if !sameIndex(read, idxPath) {
+		data, err := os.ReadFile(idxPath)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fault.Wrap("git: read index", err)
+		}
+		if next, err = indexBytes(data, entries, opts); err != nil {
+			return err
+		}
+		if err := lock.fill(next, false); err != nil {
+			return fault.Wrap("git: write index", err)
+		}
 	}
 	if err := lock.commit(); err != nil {
 		return fault.Wrap("git: write index", err)
 	}
 	return nil
+}
+
+// openIndex opens git's index and reads it, returning the open file with
+// its data; nil and no data when there is no index yet.
+func openIndex(path string) (*os.File, []byte, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fault.Wrap("git: read index", err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fault.Wrap("git: read index", err)
+	}
+	return f, data, nil
+}
+
+// indexBytes is the index data with entries applied, in the form opts ask.
+func indexBytes(data []byte, entries []index.Change, opts index.Options) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(len(data) + 4<<10)
+	if err := index.Write(&buf, data, entries, opts); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// sameIndex reports whether the index at path is still read, the file
+// openIndex opened (nil: still no index at all).
+func sameIndex(read *os.File, path string) bool {
+	now, err := os.Stat(path)
+	if read == nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	then, rerr := read.Stat()
+	return err == nil && rerr == nil && os.SameFile(then, now) &&
+		then.Size() == now.Size() && then.ModTime().Equal(now.ModTime())
 }
 
 // splitIndexConfig reads core.splitIndex from the vault's git config, which

@@ -20,15 +20,17 @@ import (
 	"github.com/memvault/memvault/vault/fileio"
 )
 
-// casRef moves branch from old to new the way git does: take <ref>.lock,
-// check the current value, write, rename. A git command holding the same
-// lock makes us wait briefly, then fail.
+// casRef moves branch from old to new the way git does: take <ref>.lock
+// (holding the new value already), check the current value, rename. A git
+// command holding the same lock makes us wait briefly, then fail.
 func (r *Repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash, subject string, sig object.Signature) error {
 	refPath := filepath.Join(r.gitDir, filepath.FromSlash(branch.String()))
 	if err := os.MkdirAll(filepath.Dir(refPath), fileio.DirPerm); err != nil {
 		return fault.Wrap("git: update "+branch.String(), err)
 	}
-	lock, err := r.takeGitLock(refPath)
+	// The new value is written and synced before the lock is taken; under
+	// it, only the compare and the rename.
+	lock, err := r.takeGitLock(refPath, []byte(new.String()+"\n"), true)
 	if err != nil {
 		return err
 	}
@@ -39,12 +41,6 @@ func (r *Repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash, sub
 	}
 	if cur != old {
 		return errRefMoved
-	}
-	if _, err := fmt.Fprintf(lock.f, "%s\n", new); err != nil {
-		return fault.Wrap("git: update "+branch.String(), err)
-	}
-	if err := lock.f.Sync(); err != nil {
-		return fault.Wrap("git: update "+branch.String(), err)
 	}
 	if err := lock.commit(); err != nil {
 		return fault.Wrap("git: update "+branch.String(), err)
@@ -106,9 +102,16 @@ type gitLock struct {
 
 const gitLockMarkPrefix = "git-"
 
-// takeGitLock creates target's lock file, retrying for a short while when
-// git holds it. Callers hold the vault lock (only transactions touch git).
-func (r *Repo) takeGitLock(target string) (*gitLock, error) {
+// takeGitLock creates target's lock file holding content, retrying for a
+// short while when git holds it. Callers hold the vault lock (only
+// transactions touch git).
+//
+// The lock is held for as short a time as possible, since a person's git
+// command that finds it fails at once: content is written (with sync,
+// synced too) into the marker before the lock exists, and one link makes
+// the marker the lock file, already complete. What the caller does under
+// the lock is its last check, then gitLock.commit's rename.
+func (r *Repo) takeGitLock(target string, content []byte, sync bool) (*gitLock, error) {
 	p := target + ".lock"
 	locks := filepath.Join(r.root, ".locks")
 	base := filepath.Base(p)
@@ -121,13 +124,18 @@ func (r *Repo) takeGitLock(target string) (*gitLock, error) {
 	if err := os.MkdirAll(locks, fileio.DirPerm); err != nil {
 		return nil, fault.IO("create .locks", err)
 	}
-	// The marker is an empty file whose inode is the lock, not content:
-	// it is created directly, not through fileio.
+	// The marker's inode is the lock, and its content the lock file's:
+	// git's protocol, not a file of the vault, so not through fileio.
 	f, err := os.CreateTemp(locks, gitLockMarkPrefix+base+".*")
 	if err != nil {
 		return nil, fault.IO("git: lock "+base, err)
 	}
 	l := &gitLock{path: p, target: target, mark: f.Name(), f: f, held: r.lockHeld}
+	if err := l.fill(content, sync); err != nil {
+		f.Close()
+		os.Remove(l.mark)
+		return nil, fault.Wrap("git: lock "+base, err)
+	}
 	deadline := time.Now().Add(2 * time.Second)
 	for {
 		err := os.Link(l.mark, p)
@@ -137,7 +145,8 @@ func (r *Repo) takeGitLock(target string) (*gitLock, error) {
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			// No hard links here: an exclusive create, which a killed
-			// process leaves for a person to remove, as git does.
+			// process leaves for a person to remove, as git does; the
+			// content is written with the lock held.
 			f.Close()
 			os.Remove(l.mark)
 			l.mark = ""
@@ -145,6 +154,10 @@ func (r *Repo) takeGitLock(target string) (*gitLock, error) {
 				return nil, err
 			}
 			l.taken = time.Now()
+			if err := l.fill(content, sync); err != nil {
+				l.release()
+				return nil, fault.Wrap("git: lock "+base, err)
+			}
 			return l, nil
 		}
 		if time.Now().After(deadline) {
@@ -154,6 +167,21 @@ func (r *Repo) takeGitLock(target string) (*gitLock, error) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// fill makes content the whole of the lock file (or of its marker, before
+// the lock is taken), synced when sync is set.
+func (l *gitLock) fill(content []byte, sync bool) error {
+	if err := l.f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := l.f.WriteAt(content, 0); err != nil {
+		return err
+	}
+	if sync {
+		return l.f.Sync()
+	}
+	return nil
 }
 
 // removeStaleGitLocks removes markers left by killed memvault processes,

@@ -3,8 +3,10 @@ package gitrepo
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,4 +75,80 @@ func BenchmarkLockWindow(b *testing.B) {
 			}
 		})
 	}
+}
+
+// The index is made before its lock is taken, so a git command can replace
+// it in between: a person's `git add` there must not be lost, and
+// memvault's entries must still reach the index. Played at the point in
+// between, for each index form: one file, split, and with a new shared
+// index.
+func TestIndexReplacedBeforeTheLockIsKept(t *testing.T) {
+	if !vaulttest.HasGit() {
+		t.Skip("needs git")
+	}
+	for _, split := range []string{"false", "true"} {
+		t.Run("split="+split, func(t *testing.T) {
+			dir := t.TempDir()
+			git := func(args ...string) string { t.Helper(); return vaulttest.Git{Dir: dir}.Run(t, args...) }
+			write := func(name, text string) {
+				t.Helper()
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			git("init", "-q", "-b", "main")
+			git("config", "core.splitIndex", split)
+			write("memory.md", "first\n")
+			git("add", ".")
+			git("commit", "-q", "-m", "base")
+			r, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, name := range []string{"person-1.md", "person-2.md"} {
+				write(name, "the person's "+name+"\n")
+				played := false
+				r.beforeIndexLock = func() {
+					if !played {
+						played = true
+						git("add", name)
+					}
+				}
+				text := fmt.Sprintf("written by memvault, %d\n", i)
+				write("memory.md", text)
+				info, _ := os.Stat(filepath.Join(dir, "memory.md"))
+				changes := []*Change{{Path: "memory.md", Content: []byte(text), Stat: info}}
+				h, err := r.Commit(changes, "memvault: memory\n", Signature{"m", "m@x"}, fixedTime)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := r.UpdateIndex(h, changes); err != nil {
+					t.Fatal(err)
+				}
+				if !played {
+					t.Fatal("the git command was not played")
+				}
+			}
+			if got, want := git("status", "--porcelain"), "A  person-1.md\nA  person-2.md\n"; got != want {
+				t.Fatalf("git status after a person's add in the window:\n%s\nwant:\n%s", got, want)
+			}
+			if got := git("ls-files", "--stage", "memory.md"); !strings.Contains(got, blobOf(t, dir, "written by memvault, 1\n")) {
+				t.Fatalf("memvault's entry is not in the index: %s", got)
+			}
+			vaulttest.Fsck(t, dir)
+		})
+	}
+}
+
+// blobOf is the id git gives a blob of text.
+func blobOf(t *testing.T, dir, text string) string {
+	t.Helper()
+	cmd := exec.Command("git", "hash-object", "--stdin")
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(text)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
 }

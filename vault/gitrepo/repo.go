@@ -56,6 +56,10 @@ type Repo struct {
 	// lockHeld, when set, is told how long each of git's lock files was
 	// held, from its creation to its rename: what a benchmark measures.
 	lockHeld func(name string, held time.Duration)
+	// beforeIndexLock, when set, runs after the new index is made and
+	// before index.lock is taken: where a test plays a git command that
+	// replaces the index in between.
+	beforeIndexLock func()
 }
 
 // Open opens the repository whose work tree is root (the vault root, with

@@ -29,9 +29,15 @@ func (r *Repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash, sub
 		return fault.Wrap("git: update "+branch.String(), err)
 	}
 	// The new value is written and synced before the lock is taken; under
-	// it, only the compare and the rename.
-	lock, err := r.takeGitLock(refPath, []byte(new.String()+"\n"), true)
+	// it, only the compare and the rename. A git command under way goes
+	// first (yieldToGit), right before the lock: nothing slow comes after
+	// the look.
+	lock, err := r.prepareGitLock(refPath, []byte(new.String()+"\n"), true)
 	if err != nil {
+		return err
+	}
+	r.yieldToGit()
+	if err := lock.take(); err != nil {
 		return err
 	}
 	defer lock.release()
@@ -47,6 +53,31 @@ func (r *Repo) casRef(branch plumbing.ReferenceName, old, new plumbing.Hash, sub
 	}
 	r.appendReflog(branch, old, new, subject, sig)
 	return nil
+}
+
+// gitCommandWait is how young git's index lock must be for memvault to
+// wait for the git command holding it before it moves the branch (and so
+// the longest it waits).
+const gitCommandWait = time.Second
+
+// yieldToGit lets a git command that holds git's index lock finish before
+// memvault moves the branch. A person's `git commit` holds the lock from
+// its start until its own branch update, and memvault's commit in between
+// would fail it ("cannot lock ref 'HEAD': is at … but expected …"), after
+// its pre-commit hook found the staged ledger behind HEAD. Only a lock
+// younger than gitCommandWait is waited for: an older one is a commit
+// whose message editor is open, or a lock a killed git left, and memvault
+// does not wait minutes for either. Nothing is taken here; the command may
+// still start just after the look.
+func (r *Repo) yieldToGit() {
+	p := filepath.Join(r.gitDir, "index.lock")
+	for {
+		info, err := os.Lstat(p)
+		if err != nil || time.Since(info.ModTime()) >= gitCommandWait {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // appendReflog records the move in the branch's and HEAD's reflogs, as git
@@ -98,6 +129,9 @@ type gitLock struct {
 	f      *os.File // open on the lock file, for writing its content
 	taken  time.Time
 	held   func(name string, held time.Duration) // Repo.lockHeld
+	// content (synced when sync) is what the lock file holds when taken.
+	content []byte
+	sync    bool
 }
 
 const gitLockMarkPrefix = "git-"
@@ -112,6 +146,16 @@ const gitLockMarkPrefix = "git-"
 // the marker the lock file, already complete. What the caller does under
 // the lock is its last check, then gitLock.commit's rename.
 func (r *Repo) takeGitLock(target string, content []byte, sync bool) (*gitLock, error) {
+	l, err := r.prepareGitLock(target, content, sync)
+	if err != nil {
+		return nil, err
+	}
+	return l, l.take()
+}
+
+// prepareGitLock is takeGitLock up to the lock: the marker, holding
+// content. take takes the lock.
+func (r *Repo) prepareGitLock(target string, content []byte, sync bool) (*gitLock, error) {
 	p := target + ".lock"
 	locks := filepath.Join(r.root, ".locks")
 	base := filepath.Base(p)
@@ -130,40 +174,46 @@ func (r *Repo) takeGitLock(target string, content []byte, sync bool) (*gitLock, 
 	if err != nil {
 		return nil, fault.IO("git: lock "+base, err)
 	}
-	l := &gitLock{path: p, target: target, mark: f.Name(), f: f, held: r.lockHeld}
+	l := &gitLock{path: p, target: target, mark: f.Name(), f: f, held: r.lockHeld, content: content, sync: sync}
 	if err := l.fill(content, sync); err != nil {
 		f.Close()
 		os.Remove(l.mark)
 		return nil, fault.Wrap("git: lock "+base, err)
 	}
+	return l, nil
+}
+
+// take makes the prepared marker the lock file, retrying for a short while
+// when git holds it. On error nothing is left, the marker included.
+func (l *gitLock) take() error {
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		err := os.Link(l.mark, p)
+		err := os.Link(l.mark, l.path)
 		if err == nil {
 			l.taken = time.Now()
-			return l, nil
+			return nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			// No hard links here: an exclusive create, which a killed
 			// process leaves for a person to remove, as git does; the
 			// content is written with the lock held.
-			f.Close()
+			l.f.Close()
 			os.Remove(l.mark)
 			l.mark = ""
-			if l.f, err = createLockFileUntil(p, deadline); err != nil {
-				return nil, err
+			if l.f, err = createLockFileUntil(l.path, deadline); err != nil {
+				return err
 			}
 			l.taken = time.Now()
-			if err := l.fill(content, sync); err != nil {
+			if err := l.fill(l.content, l.sync); err != nil {
 				l.release()
-				return nil, fault.Wrap("git: lock "+base, err)
+				return fault.Wrap("git: lock "+filepath.Base(l.path), err)
 			}
-			return l, nil
+			return nil
 		}
 		if time.Now().After(deadline) {
-			f.Close()
+			l.f.Close()
 			os.Remove(l.mark)
-			return nil, lockBusyErr(p)
+			return lockBusyErr(l.path)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

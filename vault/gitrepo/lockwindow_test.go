@@ -152,3 +152,70 @@ func blobOf(t *testing.T, dir, text string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// A git command that holds git's index lock (a person's `git commit -a`,
+// from its start to its own branch update) goes first: memvault does not
+// move the branch under it, and moves it once the command is done. A lock
+// held for longer than gitCommandWait (a commit's message editor left
+// open, or a lock a killed git left) is not waited for.
+func TestCommitWaitsForAGitCommand(t *testing.T) {
+	if !vaulttest.HasGit() {
+		t.Skip("needs git")
+	}
+	dir := t.TempDir()
+	git := func(args ...string) string { t.Helper(); return vaulttest.Git{Dir: dir}.Run(t, args...) }
+	git("init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(dir, "a.md"), []byte("a\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	git("add", ".")
+	git("commit", "-q", "-m", "base")
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := r.Head()
+	lock := filepath.Join(dir, ".git", "index.lock")
+	commit := func(text string) error {
+		changes := []*Change{{Path: "a.md", Content: []byte(text)}}
+		_, err := r.Commit(changes, "memvault: "+text, Signature{"m", "m@x"}, fixedTime)
+		return err
+	}
+
+	// a young lock: the commit waits for it
+	if err := os.WriteFile(lock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- commit("while git runs\n") }()
+	time.Sleep(gitCommandWait / 4) // time for the commit to reach the branch, were it not waiting
+	if h, _ := r.Head(); h != before {
+		t.Fatal("the branch moved while a git command held the index lock")
+	}
+	os.Remove(lock)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := r.Head(); h == before {
+		t.Fatal("the branch did not move once the git command was done")
+	}
+
+	// an old lock: not waited for, and left alone
+	if err := os.WriteFile(lock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-10 * gitCommandWait)
+	if err := os.Chtimes(lock, old, old); err != nil {
+		t.Fatal(err)
+	}
+	moved, _ := r.Head()
+	if err := commit("with an editor open\n"); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := r.Head(); h == moved {
+		t.Fatal("the branch did not move past an old lock")
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("git's lock was touched: %v", err)
+	}
+}

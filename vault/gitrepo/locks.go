@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -67,13 +68,18 @@ const gitCommandWait = time.Second
 // its pre-commit hook found the staged ledger behind HEAD. Only a lock
 // younger than gitCommandWait is waited for: an older one is a commit
 // whose message editor is open, or a lock a killed git left, and memvault
-// does not wait minutes for either. Nothing is taken here; the command may
-// still start just after the look.
+// does not wait minutes for either; nor is a lock with a second link,
+// which is a killed memvault's (see gitLock), removed by the index update
+// to come. Nothing is taken here; the command may still start just after
+// the look.
 func (r *Repo) yieldToGit() {
 	p := filepath.Join(r.gitDir, "index.lock")
 	for {
 		info, err := os.Lstat(p)
 		if err != nil || time.Since(info.ModTime()) >= gitCommandWait {
+			return
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)

@@ -219,3 +219,85 @@ func TestCommitWaitsForAGitCommand(t *testing.T) {
 		t.Fatalf("git's lock was touched: %v", err)
 	}
 }
+
+// A memvault killed while it updates git's index leaves one of three
+// things, by where the kill fell: a marker holding the new index (before
+// the lock), the lock file itself, a hard link of that marker (between the
+// lock and the rename), or a marker that is now the index (between the
+// rename and the marker's removal). The next update removes each, leaves
+// git's index right, and a person's git works again; only the middle one
+// ever stood in git's way.
+func TestLeftoversOfAKilledIndexUpdate(t *testing.T) {
+	if !vaulttest.HasGit() {
+		t.Skip("needs git")
+	}
+	for _, kill := range []string{"before the lock", "holding the lock", "after the rename"} {
+		t.Run(kill, func(t *testing.T) {
+			dir := t.TempDir()
+			git := func(args ...string) string { t.Helper(); return vaulttest.Git{Dir: dir}.Run(t, args...) }
+			write := func(name, text string) {
+				t.Helper()
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			git("init", "-q", "-b", "main")
+			write("memory.md", "first\n")
+			git("add", ".")
+			git("commit", "-q", "-m", "base")
+			r, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			idx := filepath.Join(dir, ".git", "index")
+			l, err := r.prepareGitLock(idx, []byte("what the killed process meant to write"), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch kill {
+			case "holding the lock":
+				if err := l.take(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := (vaulttest.Git{Dir: dir}).Try("add", "memory.md"); err == nil {
+					t.Fatal("git add went through a held index.lock")
+				}
+			case "after the rename":
+				if err := l.take(); err != nil {
+					t.Fatal(err)
+				}
+				// the killed process's index, renamed into place, is
+				// replaced by a real one, as its next update would
+				if err := os.Rename(l.path, idx); err != nil {
+					t.Fatal(err)
+				}
+				git("read-tree", "HEAD")
+			}
+			l.f.Close() // the process is gone
+
+			write("memory.md", "second\n")
+			info, _ := os.Stat(filepath.Join(dir, "memory.md"))
+			changes := []*Change{{Path: "memory.md", Content: []byte("second\n"), Stat: info}}
+			h, err := r.Commit(changes, "memvault: second\n", Signature{"m", "m@x"}, fixedTime)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.UpdateIndex(h, changes); err != nil {
+				t.Fatalf("the update after the kill: %v", err)
+			}
+			if _, err := os.Lstat(idx + ".lock"); err == nil {
+				t.Fatal("index.lock is still there")
+			}
+			if marks, _ := filepath.Glob(filepath.Join(dir, ".locks", gitLockMarkPrefix+"*")); len(marks) > 0 {
+				t.Fatalf("markers left: %v", marks)
+			}
+			if got := git("status", "--porcelain"); got != "" {
+				t.Fatalf("git status after the update:\n%s", got)
+			}
+			write("person.md", "the person's\n")
+			git("add", "person.md")
+			git("commit", "-q", "-m", "person")
+			vaulttest.Fsck(t, dir)
+		})
+	}
+}

@@ -3,6 +3,8 @@ package transcript
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,6 +56,20 @@ type Cursor struct {
 	// Line is the number of lines consumed so far. If it is zero while
 	// Offset is not, Parse counts the newlines before Offset itself.
 	Line int `json:"line"`
+	// LastLen and LastSum identify the last line consumed, the one that
+	// ends at Offset: its length, newline included, and a hash of it.
+	// Parse reads that line back and returns ErrRewritten when it is not
+	// the same, so a file rewritten in place (same or greater length, a
+	// newline where the cursor stopped) is not read on from the middle of
+	// other content. Zero means unknown: no check.
+	LastLen int    `json:"last_len,omitempty"`
+	LastSum string `json:"last_sum,omitempty"`
+}
+
+// lineSum is the hash a Cursor keeps of the last line consumed.
+func lineSum(line []byte) string {
+	sum := sha256.Sum256(line)
+	return hex.EncodeToString(sum[:16])
 }
 
 // Options tune Parse. The zero value redacts with redact.DefaultRules.
@@ -65,6 +81,23 @@ type Options struct {
 	// NoRedact turns redaction off. Only tests and a caller that redacts by
 	// itself should set it: the vault must never see a raw secret.
 	NoRedact bool
+	// Session, when not nil, carries what a format knows of the lines
+	// already parsed from this source from one call to the next, so that
+	// a caller that reads a large file in many small calls (each from the
+	// previous call's Next) does not make a format that looks back
+	// (Gemini: the ids already imported) read the file again from the
+	// start each time. A call that does not continue from the session's
+	// last Next starts the session afresh.
+	Session *Session
+}
+
+// Session is the state Options.Session carries between Parse calls over
+// one source. The zero value is ready to use; a Session is not safe for
+// concurrent use.
+type Session struct {
+	format Format
+	imp    importer
+	at     int64 // the Next.Offset of the last call; the importer has seen every line before it
 }
 
 // Stats says what one Parse call did with the lines it read. Nothing in a
@@ -105,6 +138,10 @@ var ErrShrunk = errors.New("transcript: source is shorter than the cursor")
 // which means the file was rewritten since the cursor was taken.
 var ErrMidLine = errors.New("transcript: cursor is not at the start of a line")
 
+// ErrRewritten is returned when the line before the cursor is not the one
+// the cursor recorded (Cursor.LastSum): the file was rewritten since.
+var ErrRewritten = errors.New("transcript: the line before the cursor changed")
+
 // ParseBytes is Parse over a byte slice holding the whole source file.
 func ParseBytes(format Format, data []byte, from Cursor, opts Options) (Result, error) {
 	return Parse(format, bytes.NewReader(data), int64(len(data)), from, opts)
@@ -112,19 +149,22 @@ func ParseBytes(format Format, data []byte, from Cursor, opts Options) (Result, 
 
 // Parse reads the complete lines of src between from.Offset and size and
 // turns them into normalised messages. It reads nothing before from.Offset
-// except to count lines when from.Line is unknown, and for the Gemini format,
+// except the line the cursor ends (to check it is still there, ErrRewritten),
+// to count lines when from.Line is unknown, and for the Gemini format,
 // whose records are rewritten in place, to learn which ids were already
-// imported. Redaction is applied here unless opts.NoRedact is set, so
-// whatever Parse returns may be written to the vault as is.
+// imported (unless opts.Session carries them from the previous call).
+// Redaction is applied here unless opts.NoRedact is set, so whatever Parse
+// returns may be written to the vault as is.
 //
 // Parsing a file in several calls, each from the previous call's Next,
-// returns exactly the messages one call over the whole file returns.
+// returns exactly the messages one call over the whole file returns, with
+// or without a Session.
 func Parse(format Format, src io.ReaderAt, size int64, from Cursor, opts Options) (Result, error) {
 	imp, err := importerFor(format)
 	if err != nil {
 		return Result{}, err
 	}
-	if from.Offset < 0 || from.Line < 0 {
+	if from.Offset < 0 || from.Line < 0 || from.LastLen < 0 {
 		return Result{}, fmt.Errorf("transcript: negative cursor %+v", from)
 	}
 	if from.Offset > size {
@@ -138,6 +178,9 @@ func Parse(format Format, src io.ReaderAt, size int64, from Cursor, opts Options
 		if b[0] != '\n' {
 			return Result{}, ErrMidLine
 		}
+		if err := checkLast(src, from); err != nil {
+			return Result{}, err
+		}
 		if from.Line == 0 {
 			n, err := countLines(io.NewSectionReader(src, 0, from.Offset))
 			if err != nil {
@@ -145,6 +188,12 @@ func Parse(format Format, src io.ReaderAt, size int64, from Cursor, opts Options
 			}
 			from.Line = n
 		}
+	}
+	if s := opts.Session; s != nil {
+		if s.imp != nil && s.format == format && s.at == from.Offset {
+			imp = s.imp // it has seen every line before from.Offset
+		}
+		s.imp = nil // given back only by a call that read to its end
 	}
 	rules := opts.Rules
 	if rules == nil {
@@ -160,6 +209,7 @@ func Parse(format Format, src io.ReaderAt, size int64, from Cursor, opts Options
 		p.rules = rules
 	}
 	next := from
+	var last []byte
 	r := bufio.NewReaderSize(io.NewSectionReader(src, from.Offset, size-from.Offset), 64<<10)
 	for {
 		line, err := r.ReadBytes('\n')
@@ -176,9 +226,35 @@ func Parse(format Format, src io.ReaderAt, size int64, from Cursor, opts Options
 		next.Offset += int64(len(line))
 		next.Line++
 		p.stats.Lines++
+		last = line
+	}
+	if last != nil {
+		next.LastLen, next.LastSum = len(last), lineSum(last)
+	}
+	if s := opts.Session; s != nil {
+		s.format, s.imp, s.at = format, imp, next.Offset
 	}
 	p.stats.Messages = len(p.msgs)
 	return Result{Messages: p.msgs, Next: next, Stats: p.stats}, nil
+}
+
+// checkLast reads back the line before the cursor and compares it with the
+// one the cursor recorded.
+func checkLast(src io.ReaderAt, from Cursor) error {
+	if from.LastLen == 0 {
+		return nil
+	}
+	if int64(from.LastLen) > from.Offset {
+		return ErrRewritten
+	}
+	line := make([]byte, from.LastLen)
+	if _, err := src.ReadAt(line, from.Offset-int64(from.LastLen)); err != nil {
+		return fmt.Errorf("transcript: read source: %w", err)
+	}
+	if lineSum(line) != from.LastSum {
+		return ErrRewritten
+	}
+	return nil
 }
 
 func countLines(r io.Reader) (int, error) {

@@ -258,7 +258,8 @@ func TestTornLastLine(t *testing.T) {
 	if len(res.Messages) != 1 || res.Messages[0].ID != "a" {
 		t.Fatalf("messages = %+v", res.Messages)
 	}
-	want := Cursor{Offset: int64(bytes.IndexByte(data, '\n') + 1), Line: 1}
+	end := bytes.IndexByte(data, '\n') + 1
+	want := Cursor{Offset: int64(end), Line: 1, LastLen: end, LastSum: lineSum(data[:end])}
 	if res.Next != want {
 		t.Fatalf("next = %+v, want %+v", res.Next, want)
 	}

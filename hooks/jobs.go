@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
 )
 
@@ -57,6 +58,9 @@ func (r *Runner) runJobs() {
 			return
 		}
 		if err := r.runJob(j); err != nil {
+			if errors.Is(err, errUnfinished) {
+				return // it goes on at the next event; the jobs after it wait for it
+			}
 			if vault.IsBusy(err) || r.refused(err) {
 				return // try again at the next event, or once the vault is repaired
 			}
@@ -81,9 +85,15 @@ func (r *Runner) catchUpIndex() {
 	}
 }
 
+// errUnfinished: a job used its budget and has more to do; it stays first
+// in the queue.
+var errUnfinished = errors.New("unfinished")
+
 func (r *Runner) runJob(j vault.Job) error {
 	t := vault.TranscriptRef{Agent: j.Agent, Session: j.Session}
 	switch j.Kind {
+	case "import":
+		return r.importJob(t, j)
 	case "summarize":
 		_, err := r.V.Update(vault.TxOptions{Command: "hook job summarize", Agent: j.Agent, Session: j.Session,
 			Harness: j.Harness, LockTimeout: eventLockWait}, func(tx *vault.Tx) error {
@@ -113,4 +123,35 @@ func (r *Runner) runJob(j vault.Job) error {
 		return r.refresh(j, "hook job refresh", eventLockWait)
 	}
 	return nil
+}
+
+// importJob goes on with the import of a harness transcript that a session
+// end left unfinished at its budget (a large transcript met for the first
+// time), within the job budget; once it has read the file to its end, it
+// commits the transcript with its transcript.imported event, as the session
+// end would have. The summary queued after it waits for it.
+func (r *Runner) importJob(t vault.TranscriptRef, j vault.Job) error {
+	format, err := transcript.ParseFormat(j.Format)
+	if err != nil {
+		return err
+	}
+	opts := vault.TxOptions{Command: "hook job import", Agent: j.Agent, Session: j.Session, Harness: j.Harness,
+		LockTimeout: eventLockWait}
+	rep, err := r.V.ImportUntil(opts, t, format, j.Source, r.Start.Add(jobBudget))
+	if errors.Is(err, vault.ErrNotFound) {
+		return nil // the file is gone: nothing more to read
+	}
+	if err != nil {
+		return err
+	}
+	if rep.More {
+		return errUnfinished
+	}
+	_, err = r.V.Update(opts, func(tx *vault.Tx) error {
+		if err := tx.RecordImport(t, format, j.Source); err != nil {
+			return err
+		}
+		return tx.CommitTranscript(t)
+	})
+	return err
 }

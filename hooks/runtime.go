@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -18,6 +18,14 @@ const (
 	promptLockWait = 300 * time.Millisecond
 	eventLockWait  = 700 * time.Millisecond
 	jobBudget      = 400 * time.Millisecond
+	// The import of a harness transcript starts no window of it (256 KiB,
+	// at most about 150 ms of work) later than this after the hook's
+	// start; what is left is read by the session's next event, or, after
+	// a session end, by a queued import job (docs/HOOKS.md, "Time"). A stop
+	// holds up the end of the user's turn; a session end has 1.5 s in all
+	// (Claude Code) and its commit and jobs to do after the import.
+	stopImportBudget = 700 * time.Millisecond // stop, pre-compaction
+	endImportBudget  = 500 * time.Millisecond // session-end, compaction-complete
 	// indexStepBytes is the index catch-up a job runner does, about
 	// indexStepTime of work (the index takes in about 2 MiB/s).
 	indexStepBytes = 256 << 10
@@ -32,9 +40,10 @@ type Runner struct {
 	Thread  string // MEMVAULT_THREAD, if set: wins over the derived thread
 	Start   time.Time
 
-	ev      Event       // the event being run, for the hook log
-	session string      // its session
-	hc      healthCheck // what this hook found of the vault's health (health.go)
+	ev      Event         // the event being run, for the hook log
+	session string        // its session
+	hc      healthCheck   // what this hook found of the vault's health (health.go)
+	behind  *importedFrom // the transcript import this event left unfinished at its budget
 }
 
 // Run executes ev and returns the context to inject ("" for none).
@@ -173,14 +182,17 @@ const (
 // which reach git at once, or at the session's next lineage event, so a
 // turn that records nothing makes no commit. The lines a commit carries are
 // the whole transcript as it is on disk, so lines left uncommitted by a
-// crash go with the session's next commit.
+// crash go with the session's next commit. While the import is behind (a
+// large transcript met for the first time, read a budget at a time), the
+// control lines wait: they are taken from the whole transcript, once each,
+// at the first capture that has caught up.
 func (r *Runner) capture(t vault.TranscriptRef, p Payload, thread string, mode captureMode) error {
 	imported, err := r.importTranscript(t, p)
 	if err != nil {
 		return err
 	}
 	_, err = r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
-		if mode&captureControls != 0 {
+		if mode&captureControls != 0 && r.behind == nil {
 			if err := tx.ExtractControls(t, thread); err != nil && !errors.Is(err, vault.ErrNotFound) {
 				return err
 			}
@@ -211,22 +223,46 @@ type importedFrom struct {
 	source string
 }
 
+// importBudget is how long after the hook's start the event's transcript
+// import may start reading another window.
+func (r *Runner) importBudget() time.Duration {
+	switch r.ev {
+	case SessionEnd, CompactionComplete:
+		return endImportBudget
+	}
+	return stopImportBudget
+}
+
 // importTranscript stores what the harness wrote since the last import,
 // without a commit: from its transcript file when there is one (and says
-// which), else the payload's last assistant message.
+// which), else the payload's last assistant message. A transcript_path that
+// is not a regular file (a named pipe, a device, a folder, a symbolic link)
+// is never opened for reading in a way that could block: it is refused, the
+// refusal logged, and the event goes on as without a file. The import stops
+// at the event's budget; r.behind then names it.
 func (r *Runner) importTranscript(t vault.TranscriptRef, p Payload) (*importedFrom, error) {
 	opts := r.txOptions(t, eventLockWait)
 	opts.NoCommit = true
 	if p.TranscriptPath != "" && r.Harness.Format != "" {
-		if _, err := os.Stat(p.TranscriptPath); err == nil {
+		f, err := vault.OpenRegular(p.TranscriptPath)
+		switch {
+		case err == nil:
+			f.Close()
 			format, err := transcript.ParseFormat(r.Harness.Format)
 			if err != nil {
 				return nil, err
 			}
-			if _, err := r.V.Import(opts, t, format, p.TranscriptPath, ""); err != nil {
+			rep, err := r.V.ImportUntil(opts, t, format, p.TranscriptPath, r.Start.Add(r.importBudget()))
+			if err != nil {
 				return nil, err
 			}
-			return &importedFrom{format: format, source: p.TranscriptPath}, nil
+			imported := &importedFrom{format: format, source: p.TranscriptPath}
+			if rep.More {
+				r.behind = imported
+			}
+			return imported, nil
+		case !errors.Is(err, vault.ErrNotFound):
+			logf(r.V, "%s %s %s: transcript not read: %v", r.Harness.Name, r.ev, t.Session, err)
 		}
 	}
 	if strings.TrimSpace(p.LastAssistant) == "" {
@@ -248,8 +284,11 @@ func (r *Runner) compactionComplete(t vault.TranscriptRef, p Payload, thread str
 	nodeThread := ""
 	_, err = r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
 		// The turn the compaction interrupted may have had no stop yet.
-		if err := tx.ExtractControls(t, thread); err != nil && !errors.Is(err, vault.ErrNotFound) {
-			return err
+		// (While the import is behind, its control lines wait for it.)
+		if r.behind == nil {
+			if err := tx.ExtractControls(t, thread); err != nil && !errors.Is(err, vault.ErrNotFound) {
+				return err
+			}
 		}
 		if imported != nil {
 			if err := tx.RecordImport(t, imported.format, imported.source); err != nil {
@@ -355,7 +394,15 @@ func (r *Runner) sessionEnd(t vault.TranscriptRef, p Payload, thread string) err
 	// The summary and the head refresh may take longer than a harness
 	// allows a session end: queue them, and start on them at once if time
 	// is left; the next hook event of any session finishes what remains.
+	// What the import could not read within the budget goes first, so the
+	// summary covers the whole session.
 	r.sessionEnded(t)
+	if b := r.behind; b != nil {
+		if src, err := filepath.Abs(b.source); err == nil {
+			r.queue(vault.Job{Kind: "import", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name,
+				Source: src, Format: string(b.format)})
+		}
+	}
 	r.queue(vault.Job{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name})
 	r.queue(vault.Job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "session-end"})
 	r.runJobs()

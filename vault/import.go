@@ -2,40 +2,43 @@ package vault
 
 import (
 	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault/fault"
-	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/redact"
 )
 
-// importChunk bounds how much of a source file one transaction imports, so
-// a 100 MB transcript is streamed in bounded memory, a few commits at a time.
-const importChunk = 8 << 20
+// importWindow is how much of a source file one parse reads and one
+// transaction appends. It bounds three things: memory (a window's messages
+// and their stored lines, not the file's), how much a deadline is overrun
+// (redaction, the costliest step, takes prose at about 1.7 MB/s: 256 KiB is
+// about 150 ms of it), and how much a kill can cost (one window is parsed
+// again). A line longer than the window is read whole.
+const importWindow = 256 << 10
 
-// importCursor is what .state/imports/ remembers per source file: where the
-// last import stopped.
-type importCursor struct {
-	Source string            `json:"source"`
-	Format transcript.Format `json:"format"`
-	Agent  string            `json:"agent"`
-	Sess   string            `json:"session"`
-	transcript.Cursor
-	// Unrecorded is what imports without a commit (a hook's turn) added
-	// since the last transcript.imported event of this source: the next
-	// import that commits, or Tx.RecordImport, records it.
-	Unrecorded *importRecord `json:"unrecorded,omitempty"`
-}
+// Under a deadline, windows are sized to the time left at the rate the
+// call has read so far, between these bounds, so that the last one ends
+// about when the deadline comes, on a fast machine or a slow one (the race
+// detector makes redaction several times slower).
+const (
+	firstWindow = 64 << 10
+	minWindow   = 16 << 10
+)
+
+// sniffBytes is how far into a file the import looks, from its start, for a
+// message before refusing a file whose lines are not of the format.
+const sniffBytes = 8 << 20
 
 // importRecord is what a transcript.imported event says: the messages
 // added and what the parser did with the lines it read.
@@ -46,14 +49,16 @@ type importRecord struct {
 	Stats    transcript.Stats `json:"stats"`
 }
 
-// add extends the record by messages from..to and the stats of their lines.
-func (r *importRecord) add(from, to, messages int, stats transcript.Stats) {
-	if r.From == 0 {
+// add extends the record by messages from..to.
+func (r *importRecord) add(from, to, messages int) {
+	if messages == 0 {
+		return
+	}
+	if r.From == 0 || from < r.From {
 		r.From = from
 	}
-	r.To = to
+	r.To = max(r.To, to)
 	r.Messages += messages
-	mergeStats(&r.Stats, stats)
 }
 
 // importEvent is the transcript.imported event of rec.
@@ -65,25 +70,6 @@ func importEvent(format transcript.Format, source string, rec importRecord) *Eve
 	})
 	return &Event{Kind: "transcript.imported", Text: fmt.Sprintf("imported %d messages from %s", rec.Messages, filepath.Base(source)),
 		Data: data, Source: "import"}
-}
-
-func readCursor(fsys fileio.Root, path string) importCursor {
-	var cur importCursor
-	if data, err := fsys.ReadFile(path); err == nil {
-		_ = json.Unmarshal(data, &cur)
-	}
-	return cur
-}
-
-func writeCursor(fsys fileio.Root, path string, cur importCursor) {
-	if data, err := json.Marshal(cur); err == nil {
-		_ = fsys.WriteAtomic(path, data) // a cache: losing it costs a dedupe pass
-	}
-}
-
-func (v *Vault) cursorPath(t TranscriptRef, format transcript.Format, source string) string {
-	sum := sha256.Sum256([]byte(t.Agent + "\x00" + t.Session + "\x00" + string(format) + "\x00" + source))
-	return filepath.Join(v.Root, ".state", "imports", hex.EncodeToString(sum[:12])+".json")
 }
 
 // ImportReport says what an import did.
@@ -98,20 +84,112 @@ type ImportReport struct {
 	To         int              `json:"to,omitempty"`
 	Stats      transcript.Stats `json:"stats"`
 	Commits    []string         `json:"commits,omitempty"`
+	// More: the deadline came before the end of the source; the next
+	// import goes on from where this one stopped.
+	More bool `json:"more,omitempty"`
+}
+
+// OpenRegular opens path for reading only if it is a regular file, without
+// ever blocking: a named pipe would block an open until a writer comes, and
+// a read of /dev/zero never ends. The open does not follow a symbolic link
+// in the last component and does not wait for a writer (O_NONBLOCK, which
+// changes nothing for a regular file); what it opened is then checked with
+// fstat, so a path swapped between a check and the open cannot get round
+// it. A missing file is ErrNotFound, anything else that is not a regular
+// file ErrInvalid ("not a regular file (a named pipe)").
+func OpenRegular(path string) (*os.File, error) { return openRegular(path, path) }
+
+// openRegular is OpenRegular with the errors' subject named.
+func openRegular(path, subject string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			e := fault.IO(subject, err).(*Error)
+			e.Class = ErrNotFound
+			return nil, e
+		case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.EMLINK): // EMLINK: FreeBSD's answer to O_NOFOLLOW
+			return nil, fault.New(ErrInvalid, "%s: not a regular file (a symbolic link)", subject)
+		case errors.Is(err, syscall.ENXIO), errors.Is(err, syscall.EOPNOTSUPP): // a socket
+			return nil, fault.New(ErrInvalid, "%s: not a regular file (a socket)", subject)
+		}
+		return nil, fault.IO(subject, err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fault.IO(subject, err)
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, fault.New(ErrInvalid, "%s: not a regular file (%s)", subject, fileKind(info.Mode()))
+	}
+	return f, nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	}
+	return "mode " + m.String()
 }
 
 // Import reads the new part of a harness transcript into the vault
 // transcript of t. It remembers where it stopped (per agent, session, format
-// and source path) and, when it starts from the beginning of a file into a
-// transcript that already has messages, skips messages whose id is already
-// stored, so importing the same file again, or a longer version of it, adds
-// only what is new, even without the remembered offset (a fresh clone).
+// and source path) and, when it reads a file from the start into a
+// transcript that already has messages (a fresh clone, a deleted .state/, a
+// rewritten or truncated file), skips messages whose id is already stored,
+// so importing the same file again, or a longer version of it, adds only
+// what is new, even without the remembered offset.
 //
-// With opts.NoCommit (a hook's turn, DESIGN §3) the messages are durable on
-// disk and nothing is committed; the transcript.imported event, which would
-// need a commit, waits for the next import of the source that commits or
-// for Tx.RecordImport, and thread must be empty.
+// The file is read importWindow at a time, each window appended durably in
+// a transaction of its own without a commit, so memory stays bounded and a
+// process killed at any point loses at most the window it was reading; the
+// messages are then committed in one transaction with their
+// transcript.imported event. With opts.NoCommit (a hook's turn, DESIGN §3)
+// nothing is committed: the event waits for the next import of the source
+// that commits or for Tx.RecordImport, and thread must be empty.
 func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format, source, thread string) (*ImportReport, error) {
+	return v.importSource(opts, t, format, source, thread, time.Time{}, 0)
+}
+
+// ImportUntil is Import without a commit that starts no window after
+// deadline (it reads one window at least, so every call makes progress).
+// Report.More says that the source has more: the next call goes on where
+// this one stopped. The hooks import through it within the time their
+// harness gives them (docs/HOOKS.md, "Time").
+func (v *Vault) ImportUntil(opts TxOptions, t TranscriptRef, format transcript.Format, source string, deadline time.Time) (*ImportReport, error) {
+	opts.NoCommit = true
+	return v.importSource(opts, t, format, source, "", deadline, 0)
+}
+
+// errStaleImport: another process imported from the source since this one
+// read where to start; the batch is dropped and read again from there.
+var errStaleImport = errors.New("import: moved on by another process")
+
+// importBatchIn is a window parsed outside the lock, to be appended.
+type importBatchIn struct {
+	from, next transcript.Cursor
+	msgs       []transcript.Message
+	stats      transcript.Stats
+	eof        bool // the window reached the end of the file as it was opened
+}
+
+// importSource is Import and ImportUntil; window, when not 0, replaces the
+// first window's size (tests read small files in many windows with it).
+func (v *Vault) importSource(opts TxOptions, t TranscriptRef, format transcript.Format, source, thread string,
+	deadline time.Time, window int64) (*ImportReport, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
@@ -127,56 +205,66 @@ func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format
 	if err != nil {
 		return nil, fault.IO("import "+source, err)
 	}
-	f, err := os.Open(abs)
+	f, err := openRegular(abs, "import "+source)
 	if err != nil {
-		e := fault.IO("import "+source, err).(*Error)
-		if os.IsNotExist(err) {
-			e.Class = ErrNotFound
-		}
-		return nil, e
+		return nil, err
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
 		return nil, fault.IO("import "+source, err)
 	}
-	if info.IsDir() {
-		return nil, fault.New(ErrInvalid, "import %s: is a folder", source)
-	}
 	size := info.Size()
 
 	rep := &ImportReport{Agent: t.Agent, Session: t.Session, Source: source, Format: string(format)}
-	cpath := v.cursorPath(t, format, abs)
-	cur := readCursor(v.files(), cpath)
-	if cur.Offset > size {
-		cur.Cursor = transcript.Cursor{} // the file was replaced or truncated: start over, dedupe by id
-	}
-	var known map[string]bool
-	if cur.Offset == 0 {
-		if known, err = v.messageIDs(t); err != nil {
-			return nil, err
-		}
-	}
-	hookPrompts, err := v.hookPrompts(t)
-	if err != nil {
-		return nil, err
-	}
-	popts := transcript.Options{Rules: v.rules, NoRedact: v.rules == nil}
-	opts.Session = t.Session
+	path := v.importStatePath(t, format, abs)
 	if opts.Agent == "" {
 		opts.Agent = t.Agent
 	}
 	if opts.Command == "" {
 		opts.Command = "transcript import"
 	}
-	chunk := int64(importChunk)
-	first := true
-	for cur.Offset < size {
-		end := min(size, cur.Offset+chunk)
-		res, err := transcript.Parse(format, f, end, cur.Cursor, popts)
-		if errors.Is(err, transcript.ErrMidLine) || errors.Is(err, transcript.ErrShrunk) {
-			cur.Cursor = transcript.Cursor{}
-			if known, err = v.messageIDs(t); err != nil {
+	opts.Session = t.Session
+	batchOpts := opts
+	batchOpts.NoCommit = true
+	popts := transcript.Options{Rules: v.rules, NoRedact: v.rules == nil, Session: &transcript.Session{}}
+	id := &importID{t: t, format: format, source: abs, path: path}
+	var mine *importBatch
+	sniffed, windows := false, 0
+	switch {
+	case window > 0:
+	case deadline.IsZero():
+		window = importWindow
+	default:
+		window = firstWindow
+	}
+	for {
+		st := v.loadImport(t, path, mine)
+		if st.fresh {
+			if err := v.restartImport(batchOpts, id, &st); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if st.Offset == size {
+			break
+		}
+		if windows > 0 && !deadline.IsZero() && !time.Now().Before(deadline) {
+			rep.More = true
+			break
+		}
+		if st.Offset == 0 && !sniffed {
+			sniffed = true
+			if err := sniff(f, size, source, format); err != nil {
+				return nil, err
+			}
+		}
+		started := time.Now()
+		b, err := readWindow(f, size, format, st.Cursor, window, popts)
+		if errors.Is(err, transcript.ErrMidLine) || errors.Is(err, transcript.ErrShrunk) || errors.Is(err, transcript.ErrRewritten) {
+			// The file was replaced, cut or rewritten: read it again from
+			// the start, skipping what is stored.
+			if err := v.restartImport(batchOpts, id, &st); err != nil {
 				return nil, err
 			}
 			continue
@@ -184,82 +272,266 @@ func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format
 		if err != nil {
 			return nil, fmt.Errorf("import %s: %w", source, err)
 		}
-		if res.Next.Offset == cur.Offset {
-			if end == size {
-				break // only a torn last line is left: the harness is still writing it
+		if b == nil {
+			break // only a torn last line is left: the harness is still writing it
+		}
+		if windows > 0 && !deadline.IsZero() {
+			// Waiting for the lock counts against the deadline too.
+			wait := max(time.Until(deadline), 50*time.Millisecond)
+			if opts.LockTimeout > 0 {
+				wait = min(wait, opts.LockTimeout)
 			}
-			chunk *= 2 // one line longer than the chunk
+			batchOpts.LockTimeout = wait
+		}
+		var done *importBatch
+		_, err = v.Update(batchOpts, func(tx *Tx) error {
+			var err error
+			done, err = tx.appendBatch(id, b, size, rep)
+			return err
+		})
+		if errors.Is(err, errStaleImport) {
+			mine = nil
+			popts.Session = &transcript.Session{}
 			continue
 		}
-		if first && cur.Offset == 0 && len(res.Messages) == 0 && res.Stats.Lines > 0 &&
-			(res.Stats.Invalid > 0 || len(res.Stats.Unknown) > 0) {
-			return nil, wrongFormat(f, source, format)
+		if err != nil {
+			if windows > 0 && IsBusy(err) {
+				rep.More = true // what was appended stays; the next import goes on
+				break
+			}
+			return nil, err
 		}
-		first = false
-		mergeStats(&rep.Stats, res.Stats)
-		msgs := res.Messages[:0:0]
-		for _, m := range res.Messages {
-			if known[m.ID] {
-				rep.Duplicates++
-				continue
-			}
-			// A prompt the prompt-submit hook stored already is the same
-			// message under another id: keep the first.
-			if m.Role == transcript.RoleUser && hookPrompts[m.Text] > 0 {
-				hookPrompts[m.Text]--
-				rep.Duplicates++
-				continue
-			}
-			msgs = append(msgs, m)
-		}
-		next := cur
-		next.Cursor = res.Next
-		if len(msgs) > 0 {
-			var from, to int
-			var rec importRecord
-			if cur.Unrecorded != nil {
-				rec = *cur.Unrecorded
-			}
-			result, err := v.Update(opts, func(tx *Tx) error {
-				var err error
-				from, to, err = tx.AppendMessages(t, msgs)
-				if err != nil {
-					return err
-				}
-				rec.add(from, to, len(msgs), res.Stats)
-				if opts.NoCommit {
-					return nil
-				}
-				if thread != "" {
-					if err := tx.BindSession(t, thread); err != nil {
-						return err
-					}
-				}
-				tx.Append(importEvent(format, source, rec))
-				tx.Subject(fmt.Sprintf("transcript: import of %d messages (%s)", len(msgs), format))
-				return nil
-			})
-			if err != nil {
-				return nil, err
-			}
-			next.Unrecorded = nil
-			if opts.NoCommit {
-				next.Unrecorded = &rec
-			}
-			if rep.From == 0 {
-				rep.From = from
-			}
-			rep.To = to
-			rep.Added += len(msgs)
-			if result.Commit != "" {
-				rep.Commits = append(rep.Commits, result.Commit)
+		mergeStats(&rep.Stats, b.stats)
+		mine = done
+		windows++
+		if !deadline.IsZero() {
+			read, spent, left := b.next.Offset-b.from.Offset, time.Since(started), time.Until(deadline)
+			window = minWindow
+			if spent > 0 && left > 0 {
+				window = min(max(int64(float64(read)*float64(left)/float64(spent)), minWindow), importWindow)
 			}
 		}
-		cur = next
-		cur.Source, cur.Format, cur.Agent, cur.Sess = abs, format, t.Agent, t.Session
-		writeCursor(v.files(), cpath, cur)
+	}
+	if opts.NoCommit || rep.Added == 0 {
+		return rep, nil
+	}
+	res, err := v.Update(opts, func(tx *Tx) error {
+		if thread != "" {
+			if err := tx.BindSession(t, thread); err != nil {
+				return err
+			}
+		}
+		if err := tx.RecordImport(t, format, source); err != nil {
+			return err
+		}
+		tx.Subject(fmt.Sprintf("transcript: import of %d messages (%s)", rep.Added, format))
+		return tx.CommitTranscript(t)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res.Commit != "" {
+		rep.Commits = append(rep.Commits, res.Commit)
 	}
 	return rep, nil
+}
+
+// importID names one import: the transcript, the source and its state
+// file, with the ids a deduplicating import skips once read.
+type importID struct {
+	t      TranscriptRef
+	format transcript.Format
+	source string
+	path   string
+	known  map[string]bool
+}
+
+// restartImport starts reading the source from its beginning, deduplicating
+// against what t holds, under the vault lock; st becomes the state it wrote,
+// or the one it found when another process got there first (st was no
+// longer what the restart was decided on).
+func (v *Vault) restartImport(opts TxOptions, id *importID, st *importState) error {
+	id.known = nil
+	_, err := v.Update(opts, func(tx *Tx) error {
+		cur := v.loadImport(id.t, id.path, nil)
+		if cur.fresh != st.fresh || !cur.fresh && cur.Cursor != st.Cursor {
+			*st = cur
+			return nil
+		}
+		next := importState{Source: id.source, Format: id.format, Agent: id.t.Agent, Sess: id.t.Session}
+		next.Unrecorded, next.Prompts = cur.Unrecorded, cur.Prompts
+		var err error
+		if next.Dedupe, err = v.startDedupe(id.t, id.path); err != nil {
+			return err
+		}
+		if err := v.saveImport(id.path, next); err != nil {
+			return err
+		}
+		*st = next
+		return nil
+	})
+	return err
+}
+
+// readWindow parses the complete lines of one window from cur, widening the
+// window for a line longer than it. It returns nil when only a torn last
+// line is left.
+func readWindow(f *os.File, size int64, format transcript.Format, cur transcript.Cursor, window int64, popts transcript.Options) (*importBatchIn, error) {
+	for ; ; window *= 2 {
+		end := min(size, cur.Offset+window)
+		res, err := transcript.Parse(format, f, end, cur, popts)
+		if err != nil {
+			return nil, err
+		}
+		if res.Next.Offset > cur.Offset {
+			return &importBatchIn{from: cur, next: res.Next, msgs: res.Messages, stats: res.Stats, eof: res.Next.Offset == size}, nil
+		}
+		if end == size {
+			return nil, nil
+		}
+	}
+}
+
+// sniff refuses a file that is not in the format: one whose first lines (up
+// to sniffBytes) give no message while some are not JSON objects, or of
+// types the format does not have. Redaction is left out: nothing is kept.
+func sniff(f *os.File, size int64, source string, format transcript.Format) error {
+	var stats transcript.Stats
+	cur := transcript.Cursor{}
+	popts := transcript.Options{NoRedact: true, Session: &transcript.Session{}}
+	for cur.Offset < min(size, sniffBytes) {
+		b, err := readWindow(f, size, format, cur, importWindow, popts)
+		if err != nil || b == nil {
+			return err
+		}
+		if len(b.msgs) > 0 {
+			return nil
+		}
+		mergeStats(&stats, b.stats)
+		cur = b.next
+	}
+	if stats.Lines > 0 && (stats.Invalid > 0 || len(stats.Unknown) > 0) {
+		return wrongFormat(f, source, format)
+	}
+	return nil
+}
+
+// appendBatch appends one window's messages under the vault lock: it reads
+// the import's state again (another process may have moved it on), leaves
+// out what is stored already (a batch a killed process appended, ids of a
+// deduplicating import, prompts a hook stored), queues the rest and writes
+// the state with the batch pending. It returns the batch it wrote, nil when
+// it had nothing to append and wrote the state as it is after the batch.
+func (tx *Tx) appendBatch(id *importID, b *importBatchIn, size int64, rep *ImportReport) (*importBatch, error) {
+	v, t := tx.v, id.t
+	st := v.loadImport(t, id.path, nil)
+	if st.fresh || st.Cursor != b.from {
+		return nil, errStaleImport
+	}
+	// The transcript as it is on disk, then what this transaction queued
+	// (the spool's fold) after it: this batch goes after both.
+	tail, err := v.transcriptTail(t)
+	if err != nil {
+		return nil, err
+	}
+	before := partPos{Part: tail.part, Off: tail.size}
+	prompts, err := v.foldPrompts(t, st.Prompts, before)
+	if err != nil {
+		return nil, err
+	}
+	queued := tx.queued(t, tail)
+	for _, m := range queued {
+		prompts.see(m)
+	}
+	if tt := tx.transcripts[t]; tt != nil {
+		before = partPos{Part: tt.part, Off: tt.size + int64(tx.pendingAppend(t.part(tt.part)))}
+	}
+	waiting := v.waitingPrompts(t, prompts, queued)
+	var resumed map[string]int
+	if st.Resume != nil {
+		if resumed, err = v.resumedIDs(t, st.Resume); err != nil {
+			return nil, err
+		}
+	}
+	var known map[string]bool
+	if st.Dedupe {
+		if id.known == nil {
+			if id.known, err = v.knownIDs(t, id.path); err != nil {
+				return nil, err
+			}
+		}
+		known = id.known
+	}
+	// A copy: the state as it is before the batch is written too, and its
+	// counts must not take in the batch's.
+	rec := importRecord{}
+	if u := st.Unrecorded; u != nil {
+		rec = importRecord{From: u.From, To: u.To, Messages: u.Messages}
+		mergeStats(&rec.Stats, u.Stats)
+	}
+	mergeStats(&rec.Stats, b.stats)
+	msgs := b.msgs[:0:0]
+	for _, m := range b.msgs {
+		if n, ok := resumed[m.ID]; ok {
+			// Stored by a batch whose process was killed before it could
+			// say so: added by this import all the same.
+			rec.add(n, n, 1)
+			rep.addSpan(n, n, 1)
+			continue
+		}
+		if known[m.ID] {
+			rep.Duplicates++
+			continue
+		}
+		// A prompt the prompt-submit hook stored already, or spooled, is
+		// the same message under another id: keep the first.
+		if m.Role == transcript.RoleUser && prompts.take(m.Text) {
+			rep.Duplicates++
+			continue
+		}
+		if k := promptKey(m.Text); m.Role == transcript.RoleUser && len(waiting[k]) > 0 {
+			prompts.Taken[waiting[k][0]] = true
+			waiting[k] = waiting[k][1:]
+			rep.Duplicates++
+			continue
+		}
+		msgs = append(msgs, m)
+	}
+	after := st.importProgress
+	after.Cursor = b.next
+	after.Unrecorded = &rec
+	after.Prompts = prompts
+	if after.Resume != nil && b.next.Offset >= after.Resume.Until {
+		after.Resume = nil
+	}
+	if st.Dedupe && b.eof {
+		after.Dedupe = false
+		v.dropKnown(id.path)
+	}
+	if len(msgs) == 0 {
+		st.importProgress = after
+		return nil, v.saveImport(id.path, st)
+	}
+	from, to, err := tx.AppendMessages(t, msgs)
+	if err != nil {
+		return nil, err
+	}
+	rec.add(from, to, len(msgs))
+	rep.addSpan(from, to, len(msgs))
+	tt := tx.transcripts[t]
+	end := partPos{Part: tt.part, Off: tt.size + int64(tx.pendingAppend(t.part(tt.part)))}
+	after.Prompts.At = end
+	batch := &importBatch{Before: before, End: end, Last: msgs[len(msgs)-1].ID, After: after}
+	st.Pending = batch
+	return batch, v.saveImport(id.path, st)
+}
+
+func (rep *ImportReport) addSpan(from, to, n int) {
+	if rep.From == 0 || from < rep.From {
+		rep.From = from
+	}
+	rep.To = max(rep.To, to)
+	rep.Added += n
 }
 
 // RecordImport records the transcript.imported event of what imports of
@@ -274,16 +546,19 @@ func (tx *Tx) RecordImport(t TranscriptRef, format transcript.Format, source str
 	if err != nil {
 		return fault.IO("import "+source, err)
 	}
-	cpath := tx.v.cursorPath(t, format, abs)
-	cur := readCursor(tx.v.files(), cpath)
-	if cur.Unrecorded == nil || cur.Unrecorded.Messages == 0 {
+	path := tx.v.importStatePath(t, format, abs)
+	st := tx.v.loadImport(t, path, nil)
+	if st.fresh || st.Unrecorded == nil || st.Unrecorded.Messages == 0 {
 		return nil
 	}
-	tx.Append(importEvent(format, source, *cur.Unrecorded))
+	tx.Append(importEvent(format, source, *st.Unrecorded))
 	tx.committed = append(tx.committed, func() {
-		cur := readCursor(tx.v.files(), cpath)
-		cur.Unrecorded = nil
-		writeCursor(tx.v.files(), cpath, cur)
+		st := tx.v.loadImport(t, path, nil)
+		if st.fresh {
+			return
+		}
+		st.Unrecorded = nil
+		_ = tx.v.saveImport(path, st) // not cleared: the next commit records the span again
 	})
 	return nil
 }
@@ -342,35 +617,6 @@ func formatList() string {
 // HookFormat marks messages a hook stored from the harness's payload rather
 // than from its transcript file.
 const HookFormat = "hook"
-
-// hookPrompts counts, by text, the user prompts of t that a hook stored and
-// no import has matched yet, those still in the spool included (read
-// first: see spooled).
-func (v *Vault) hookPrompts(t TranscriptRef) (map[string]int, error) {
-	spooled := v.spooled(t)
-	counts := map[string]int{}
-	stored := map[string]bool{}
-	err := v.ReadTranscript(t, 1, 0, func(m StoredMessage) error {
-		stored[m.ID] = true
-		if m.Role == transcript.RoleUser {
-			if m.Source.Format == HookFormat {
-				counts[m.Text]++
-			} else if counts[m.Text] > 0 {
-				counts[m.Text]-- // already matched by an earlier import
-			}
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return nil, err
-	}
-	for _, m := range spooled {
-		if m.Role == transcript.RoleUser && m.Source.Format == HookFormat && !stored[m.ID] {
-			counts[m.Text]++
-		}
-	}
-	return counts, nil
-}
 
 // messageIDs returns the ids of the messages stored for t.
 func (v *Vault) messageIDs(t TranscriptRef) (map[string]bool, error) {

@@ -36,12 +36,15 @@ const (
 
 // Job is one piece of deferred work. The JSON form is the file's content.
 type Job struct {
-	Kind    string `json:"kind"` // what to run: the runner's vocabulary (hooks: summarize, refresh)
+	Kind    string `json:"kind"` // what to run: the runner's vocabulary (hooks: summarize, refresh, import)
 	Agent   string `json:"agent"`
 	Session string `json:"session"`
 	Thread  string `json:"thread,omitempty"`
 	Harness string `json:"harness,omitempty"`
 	On      string `json:"on,omitempty"` // the trigger that queued it, for the work's record
+	// Source and Format name the harness transcript an import job reads.
+	Source string `json:"source,omitempty"`
+	Format string `json:"format,omitempty"`
 
 	file string // its name in the queue, set when it is read from there
 }

@@ -427,3 +427,123 @@ func (v *Vault) prepareText(now time.Time, msgs []transcript.Message) (map[strin
 	}
 	return total, nil
 }
+
+// partPos is a place in a vault transcript: a byte offset into one part, at
+// the start of a line (or the part's end). An import keeps such places to
+// read only what was appended since, instead of the whole transcript.
+type partPos struct {
+	Part int   `json:"part"`
+	Off  int64 `json:"off"`
+}
+
+// before reports whether p comes before q.
+func (p partPos) before(q partPos) bool {
+	return p.Part < q.Part || p.Part == q.Part && p.Off < q.Off
+}
+
+// endPos is where t ends now: the end of its last part ({0 0} when it has
+// none), where the next append goes unless it opens a new part.
+func (v *Vault) endPos(t TranscriptRef) (partPos, error) {
+	tail, err := v.transcriptTail(t)
+	return partPos{Part: tail.part, Off: tail.size}, err
+}
+
+// validPos reports whether p is still a line start within t: its part is at
+// least that long and the byte before p is a newline. A transcript changed
+// under a kept place (a repair, a hand edit) fails it, and the keeper reads
+// from the start instead.
+func (v *Vault) validPos(t TranscriptRef, p partPos) bool {
+	if p.Part < 0 || p.Off < 0 {
+		return false
+	}
+	if p.Part == 0 && p.Off == 0 {
+		return true
+	}
+	f, err := v.files().Open(v.abs(t.part(p.Part)))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || info.Size() < p.Off {
+		return false
+	}
+	if p.Off == 0 {
+		return true
+	}
+	var b [1]byte
+	_, err = f.ReadAt(b[:], p.Off-1)
+	return err == nil && b[0] == '\n'
+}
+
+// readFrom calls fn for each stored message of t from p on, through the last
+// part, with the place just after it. A torn last line is skipped, as
+// ReadTranscript skips it.
+func (v *Vault) readFrom(t TranscriptRef, p partPos, fn func(m StoredMessage, end partPos) error) error {
+	for part, off := p.Part, p.Off; ; part, off = part+1, 0 {
+		f, err := v.files().Open(v.abs(t.part(part)))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fault.IO("read "+t.part(part).String(), err)
+		}
+		err = func() error {
+			defer f.Close()
+			r := bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 64<<10)
+			for {
+				line, err := r.ReadBytes('\n')
+				if err == io.EOF {
+					return nil
+				}
+				if err != nil {
+					return fault.IO("read "+t.part(part).String(), err)
+				}
+				off += int64(len(line))
+				var m StoredMessage
+				if json.Unmarshal(line, &m) != nil || m.N == 0 {
+					continue
+				}
+				if err := fn(m, partPos{Part: part, Off: off}); err != nil {
+					return err
+				}
+			}
+		}()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// idEndingAt returns the id of the stored message whose line ends at p, or
+// "" when no message line ends there.
+func (v *Vault) idEndingAt(t TranscriptRef, p partPos) string {
+	if p.Off <= 0 {
+		return ""
+	}
+	f, err := v.files().Open(v.abs(t.part(p.Part)))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	for window := int64(4 << 10); ; window *= 4 {
+		start := max(0, p.Off-window)
+		buf := make([]byte, p.Off-start)
+		if _, err := f.ReadAt(buf, start); err != nil {
+			return ""
+		}
+		if buf[len(buf)-1] != '\n' {
+			return ""
+		}
+		body := buf[:len(buf)-1]
+		i := bytes.LastIndexByte(body, '\n')
+		if i < 0 && start > 0 {
+			continue // the line is longer than the window
+		}
+		var m StoredMessage
+		if json.Unmarshal(body[i+1:], &m) != nil || m.N == 0 {
+			return ""
+		}
+		return m.ID
+	}
+}

@@ -1,0 +1,131 @@
+package hooks
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/vaulttest"
+)
+
+// bigTranscript writes a Claude Code transcript of copies of the captured
+// fixture, each with fresh ids: several import windows' worth.
+func bigTranscript(t *testing.T, copies int) string {
+	t.Helper()
+	fixture, err := os.ReadFile(filepath.Join("..", "fixtures", "transcripts", "claude-code", "session.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for i := range copies {
+		b.WriteString(strings.ReplaceAll(string(fixture), `"uuid":"`, fmt.Sprintf(`"uuid":"c%d-`, i)))
+	}
+	p := filepath.Join(t.TempDir(), "big.jsonl")
+	if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func jobKinds(t *testing.T, v *vault.Vault) []string {
+	t.Helper()
+	jobs, err := v.PendingJobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, j := range jobs {
+		kinds = append(kinds, j.Kind)
+	}
+	return kinds
+}
+
+// TestSessionEndBacklogFinishedByJobs: a session end whose import is cut
+// short by its budget (here: spent before it starts, so it reads one
+// window) commits what it read, and queues the rest as an import job ahead
+// of the session's summary; the jobs later events run finish the import,
+// commit it, and only then summarise, so the summary covers the whole
+// session and the transcript is what one import stores.
+func TestSessionEndBacklogFinishedByJobs(t *testing.T) {
+	src := bigTranscript(t, 6)
+	root := t.TempDir()
+	v, _, err := vault.Init(filepath.Join(root, vault.DirName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := Lookup("claude-code")
+	sess := vault.TranscriptRef{Agent: "default", Session: "big"}
+	r := &Runner{V: v, Harness: h, Agent: "default", Start: time.Now().Add(-time.Hour)}
+	if _, err := r.Run(SessionEnd, Payload{SessionID: sess.Session, TranscriptPath: src, CWD: root}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(jobKinds(t, v), " "); got != "import summarize refresh" {
+		t.Fatalf("queued %q, want the import before the summary", got)
+	}
+	first := 0
+	v.ReadTranscript(sess, 1, 0, func(vault.StoredMessage) error { first++; return nil })
+	if first == 0 {
+		t.Fatal("the session end stored nothing")
+	}
+
+	// Another session's stops run the queue, a job budget each, until it
+	// is empty.
+	for i := 0; len(jobKinds(t, v)) > 0; i++ {
+		if i > 500 {
+			t.Fatalf("the queue is not done: %v", jobKinds(t, v))
+		}
+		other := &Runner{V: v, Harness: h, Agent: "default", Start: time.Now()}
+		if _, err := other.Run(Stop, Payload{SessionID: "other", CWD: root}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// What one import stores, every line committed.
+	one, _, err := vault.Init(filepath.Join(t.TempDir(), vault.DirName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := one.Import(vault.TxOptions{}, sess, transcript.ClaudeCode, src, ""); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadDir(filepath.Join(one.Root, "transcripts", "default"))
+	last := 0
+	v.ReadTranscript(sess, 1, 0, func(m vault.StoredMessage) error { last = m.N; return nil })
+	if last <= first {
+		t.Fatalf("%d messages, %d after the session end: not a backlog", last, first)
+	}
+	for _, e := range want {
+		w, _ := os.ReadFile(filepath.Join(one.Root, "transcripts", "default", e.Name()))
+		g, err := os.ReadFile(filepath.Join(v.Root, "transcripts", "default", e.Name()))
+		if err != nil || string(g) != string(w) {
+			t.Fatalf("%s differs from one import's", e.Name())
+		}
+	}
+	if vaulttest.HasGit() {
+		home := t.TempDir()
+		if out := (vaulttest.Git{Dir: v.Root, Env: vaulttest.Sandbox(home)}).Run(t, "status", "--porcelain"); out != "" {
+			t.Fatalf("left uncommitted:\n%s", out)
+		}
+	}
+	ix, err := v.Nodes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary *vault.Node
+	for _, n := range ix.Nodes {
+		if n.Kind == vault.NodeSessionSummary && n.Session == sess.Session {
+			summary = n
+		}
+	}
+	if summary == nil || summary.Span == nil || summary.Span.To != last {
+		t.Fatalf("summary %+v, want one up to message %d", summary, last)
+	}
+	if rep, err := v.Verify(); err != nil || !rep.OK {
+		t.Fatalf("verify: %v %+v", err, rep)
+	}
+}

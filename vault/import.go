@@ -28,13 +28,12 @@ import (
 const importWindow = 256 << 10
 
 // Under a deadline, windows are sized to the time left at the rate the
-// call has read so far, between these bounds, so that the last one ends
-// about when the deadline comes, on a fast machine or a slow one (the race
-// detector makes redaction several times slower).
-const (
-	firstWindow = 64 << 10
-	minWindow   = 16 << 10
-)
+// call has read so far, between minWindow and importWindow, so that the
+// last one ends about when the deadline comes, on a fast machine or a slow
+// one (the race detector makes redaction several times slower). The first
+// is the smallest, so that a hook stores something early even on a slow
+// or loaded machine: a harness may kill it at any time.
+const minWindow = 16 << 10
 
 // sniffBytes is how far into a file the import looks, from its start, for a
 // message before refusing a file whose lines are not of the format.
@@ -236,7 +235,7 @@ func (v *Vault) importSource(opts TxOptions, t TranscriptRef, format transcript.
 	case deadline.IsZero():
 		window = importWindow
 	default:
-		window = firstWindow
+		window = minWindow
 	}
 	for {
 		st := v.loadImport(t, path, mine)

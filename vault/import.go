@@ -35,6 +35,12 @@ const importWindow = 256 << 10
 // or loaded machine: a harness may kill it at any time.
 const minWindow = 16 << 10
 
+// commitBytes is how much of a source a committing import (`memvault
+// transcript import`) reads between two commits: a commit holds the parts
+// it carries in memory, so committing a 60 MB file at once would cost
+// three times that.
+const commitBytes = 8 << 20
+
 // sniffBytes is how far into a file the import looks, from its start, for a
 // message before refusing a file whose lines are not of the format.
 const sniffBytes = 8 << 20
@@ -230,6 +236,8 @@ func (v *Vault) importSource(opts TxOptions, t TranscriptRef, format transcript.
 	id := &importID{t: t, format: format, source: abs, path: path}
 	var mine *importBatch
 	sniffed, windows := false, 0
+	// What a committing import has appended since its last commit.
+	var chunk importChunk
 	switch {
 	case window > 0:
 	case deadline.IsZero():
@@ -303,6 +311,14 @@ func (v *Vault) importSource(opts TxOptions, t TranscriptRef, format transcript.
 		mergeStats(&rep.Stats, b.stats)
 		mine = done
 		windows++
+		if !opts.NoCommit {
+			chunk.add(done, b.next.Offset-b.from.Offset, rep.Added)
+			if chunk.read >= commitBytes {
+				if err := v.commitChunk(opts, id, thread, &chunk, rep); err != nil {
+					return nil, err
+				}
+			}
+		}
 		if !deadline.IsZero() {
 			read, spent, left := b.next.Offset-b.from.Offset, time.Since(started), time.Until(deadline)
 			window = minWindow
@@ -311,28 +327,71 @@ func (v *Vault) importSource(opts TxOptions, t TranscriptRef, format transcript.
 			}
 		}
 	}
-	if opts.NoCommit || rep.Added == 0 {
-		return rep, nil
+	if !opts.NoCommit {
+		if err := v.commitChunk(opts, id, thread, &chunk, rep); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// importChunk is what a committing import appended since its last commit:
+// the transcript parts it wrote to, the source bytes it read, the messages
+// it added.
+type importChunk struct {
+	lo, hi   int
+	touched  bool
+	read     int64
+	from, to int // rep.Added before and after
+}
+
+func (c *importChunk) add(b *importBatch, read int64, added int) {
+	c.read += read
+	c.to = added
+	if b == nil {
+		return
+	}
+	if !c.touched || b.Before.Part < c.lo {
+		c.lo = b.Before.Part
+	}
+	c.hi = max(c.hi, b.End.Part)
+	c.touched = true
+}
+
+// commitChunk commits the parts a committing import wrote to since its
+// last commit, with the transcript.imported event of what it added (and of
+// what hooks imported before without a commit), binding the session to
+// thread the first time; nothing when it added no message.
+func (v *Vault) commitChunk(opts TxOptions, id *importID, thread string, c *importChunk, rep *ImportReport) error {
+	added := c.to - c.from
+	if added == 0 || !c.touched {
+		*c = importChunk{from: c.to, to: c.to}
+		return nil
 	}
 	res, err := v.Update(opts, func(tx *Tx) error {
-		if thread != "" {
-			if err := tx.BindSession(t, thread); err != nil {
+		if thread != "" && len(rep.Commits) == 0 {
+			if err := tx.BindSession(id.t, thread); err != nil {
 				return err
 			}
 		}
-		if err := tx.RecordImport(t, format, source); err != nil {
+		if err := tx.RecordImport(id.t, id.format, rep.Source); err != nil {
 			return err
 		}
-		tx.Subject(fmt.Sprintf("transcript: import of %d messages (%s)", rep.Added, format))
-		return tx.CommitTranscript(t)
+		tx.Subject(fmt.Sprintf("transcript: import of %d messages (%s)", added, id.format))
+		for n := c.lo; n <= c.hi; n++ {
+			tx.CommitFile(id.t.part(n))
+		}
+		tx.carry(id.t)
+		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if res.Commit != "" {
 		rep.Commits = append(rep.Commits, res.Commit)
 	}
-	return rep, nil
+	*c = importChunk{from: c.to, to: c.to}
+	return nil
 }
 
 // importID names one import: the transcript, the source and its state

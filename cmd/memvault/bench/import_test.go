@@ -109,6 +109,8 @@ func proseTranscript(b testing.TB, path string, mb int) {
 // Stop hooks, one after the other, each within its budget, until one finds
 // nothing left; then (3) that caught-up Stop, and (4) the session end that
 // commits it all. Each is one process, its peak RSS read by rsswrap.
+// MEMVAULT_BENCH_BASELINE=BINARY also times another build's one command
+// and its first Stop on the same file, in the same run.
 // Run with: go test -run '^$' -bench ImportUnderBudget -benchtime 1x ./cmd/memvault/bench/
 func BenchmarkImportUnderBudget(b *testing.B) {
 	bin := memvaultBinary(b)
@@ -119,6 +121,21 @@ func BenchmarkImportUnderBudget(b *testing.B) {
 	dir := b.TempDir()
 	src := filepath.Join(dir, "big.jsonl")
 	proseTranscript(b, src, mb)
+	payloadFor := func(event, proj string) []byte {
+		p, _ := json.Marshal(map[string]string{"session_id": "big", "transcript_path": src, "cwd": proj, "hook_event_name": event})
+		return p
+	}
+	if base := os.Getenv("MEMVAULT_BENCH_BASELINE"); base != "" {
+		one := filepath.Join(b.TempDir(), ".memory")
+		run(b, "", base, "--vault", one, "init")
+		wall, rss := measured(b, nil, base, "--vault", one, "transcript", "import", "--format", "claude-code", "--session", "big", src)
+		b.Logf("baseline transcript import, %d MiB: %s, peak RSS %.0f MiB", mb, wall.Round(10*time.Millisecond), rss)
+		hv := filepath.Join(b.TempDir(), ".memory")
+		run(b, "", base, "--vault", hv, "init")
+		wall, rss = measured(b, payloadFor("Stop", b.TempDir()), base, "--vault", hv, "hook", "claude-code", "stop")
+		b.Logf("baseline first stop: %s, peak RSS %.0f MiB, %d MiB stored", wall.Round(10*time.Millisecond), rss,
+			dirBytes(b, filepath.Join(hv, "transcripts"))>>20)
+	}
 	for i := 0; i < b.N; i++ {
 		// (1) one command
 		one := filepath.Join(b.TempDir(), ".memory")
@@ -131,10 +148,7 @@ func BenchmarkImportUnderBudget(b *testing.B) {
 		hv := filepath.Join(b.TempDir(), ".memory")
 		run(b, "", bin, "--vault", hv, "init")
 		proj := b.TempDir()
-		payload := func(event string) []byte {
-			p, _ := json.Marshal(map[string]string{"session_id": "big", "transcript_path": src, "cwd": proj, "hook_event_name": event})
-			return p
-		}
+		payload := func(event string) []byte { return payloadFor(event, proj) }
 		var hooks int
 		var total, longest time.Duration
 		var peak float64

@@ -67,6 +67,7 @@ func TestSessionEndBacklogFinishedByJobs(t *testing.T) {
 	if got := strings.Join(jobKinds(t, v), " "); got != "import summarize refresh" {
 		t.Fatalf("queued %q, want the import before the summary", got)
 	}
+
 	first := 0
 	v.ReadTranscript(sess, 1, 0, func(vault.StoredMessage) error { first++; return nil })
 	if first == 0 {
@@ -127,5 +128,54 @@ func TestSessionEndBacklogFinishedByJobs(t *testing.T) {
 	}
 	if rep, err := v.Verify(); err != nil || !rep.OK {
 		t.Fatalf("verify: %v %+v", err, rep)
+	}
+}
+
+// TestImportJobYieldsToOtherSessions: an import job far from done (8 MiB of
+// prose, more than any machine redacts in a job budget) does not hold up
+// the jobs of other sessions queued after it; those of its own session
+// wait for it.
+func TestImportJobYieldsToOtherSessions(t *testing.T) {
+	root := t.TempDir()
+	v, _, err := vault.Init(filepath.Join(root, vault.DirName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "prose.jsonl")
+	var b strings.Builder
+	for n := 0; b.Len() < 8<<20; n++ {
+		role := [2]string{"user", "assistant"}[n%2]
+		fmt.Fprintf(&b, `{"type":%q,"uuid":"p%d","sessionId":"big","message":{"role":%q,"content":%q}}`+"\n",
+			role, n, role, strings.Repeat(fmt.Sprintf("turn %d of a long session about the import ", n), 20))
+	}
+	if err := os.WriteFile(src, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range []vault.Job{
+		{Kind: "import", Agent: "default", Session: "big", Harness: "claude-code", Source: src, Format: "claude-code"},
+		{Kind: "summarize", Agent: "default", Session: "big", Harness: "claude-code"},
+		{Kind: "summarize", Agent: "default", Session: "other", Harness: "claude-code"},
+	} {
+		if err := v.EnqueueJob(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, _ := Lookup("claude-code")
+	r := &Runner{V: v, Harness: h, Agent: "default", Start: time.Now()}
+	if _, err := r.Run(Stop, Payload{SessionID: "third", CWD: root}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, _ := v.PendingJobs()
+	var left []string
+	for _, j := range jobs {
+		left = append(left, j.Kind+" "+j.Session)
+	}
+	if strings.Join(left, ", ") != "import big, summarize big" {
+		t.Fatalf("after one stop the queue holds %v; want the other session's summary run, the import and its session's summary waiting", left)
+	}
+	stored := 0
+	v.ReadTranscript(vault.TranscriptRef{Agent: "default", Session: "big"}, 1, 0, func(vault.StoredMessage) error { stored++; return nil })
+	if stored == 0 {
+		t.Fatal("the import job made no progress")
 	}
 }

@@ -27,12 +27,12 @@ func (r *Runner) runDeferred() {
 }
 
 // runJobs retries deferred head refreshes, then runs queued jobs, oldest
-// first, until the budget is spent. Only one hook process runs the queue at
-// a time; another waits for it within the budget, then leaves the jobs to
-// it. A job that fails on a busy vault stays queued for the next event, and
-// so do the jobs after it; so does one a vault in need of repair refuses
-// (health.go), until the repair; one that fails otherwise is logged and
-// dropped.
+// first, until the budget is spent; import jobs last (below). Only one hook
+// process runs the queue at a time; another waits for it within the budget,
+// then leaves the jobs to it. A job that fails on a busy vault stays queued
+// for the next event, and so do the jobs after it; so does one a vault in
+// need of repair refuses (health.go), until the repair; one that fails
+// otherwise is logged and dropped.
 func (r *Runner) runJobs() {
 	r.runDeferred()
 	wait := jobBudget - time.Since(r.Start)
@@ -48,6 +48,12 @@ func (r *Runner) runJobs() {
 	}
 	defer claim.Release()
 	defer r.catchUpIndex()
+	// An import job (a large transcript a session end could not read in
+	// its budget) takes what the other jobs leave, at least one small
+	// window, so that it holds up no other session's summary or refresh;
+	// the jobs of its own session wait for it.
+	var imports []vault.Job
+	behind := map[vault.TranscriptRef]bool{}
 	for time.Since(r.Start) <= jobBudget {
 		j, ok, err := claim.Next()
 		if err != nil {
@@ -55,21 +61,44 @@ func (r *Runner) runJobs() {
 			return
 		}
 		if !ok {
+			break
+		}
+		t := vault.TranscriptRef{Agent: j.Agent, Session: j.Session}
+		if j.Kind == "import" {
+			imports = append(imports, j)
+			behind[t] = true
+			continue
+		}
+		if behind[t] {
+			continue // stays queued until its session's import is done
+		}
+		if !r.finishJob(claim, j) {
 			return
 		}
-		if err := r.runJob(j); err != nil {
-			if errors.Is(err, errUnfinished) {
-				return // it goes on at the next event; the jobs after it wait for it
-			}
-			if vault.IsBusy(err) || r.refused(err) {
-				return // try again at the next event, or once the vault is repaired
-			}
-			logf(r.V, "job %s %s/%s: %v", j.Kind, j.Agent, j.Session, err)
-		}
-		if err := claim.Done(j); err != nil {
-			logf(r.V, "job %s %s/%s: %v", j.Kind, j.Agent, j.Session, err)
+	}
+	for _, j := range imports {
+		if !r.finishJob(claim, j) {
+			return
 		}
 	}
+}
+
+// finishJob runs j and takes it off the queue, and reports whether the
+// runner may go on to the next job.
+func (r *Runner) finishJob(claim *vault.JobClaim, j vault.Job) bool {
+	if err := r.runJob(j); err != nil {
+		if errors.Is(err, errUnfinished) {
+			return false // it goes on at the next event
+		}
+		if vault.IsBusy(err) || r.refused(err) {
+			return false // try again at the next event, or once the vault is repaired
+		}
+		logf(r.V, "job %s %s/%s: %v", j.Kind, j.Agent, j.Session, err)
+	}
+	if err := claim.Done(j); err != nil {
+		logf(r.V, "job %s %s/%s: %v", j.Kind, j.Agent, j.Session, err)
+	}
+	return true
 }
 
 // catchUpIndex spends what is left of the job budget on a bounded index

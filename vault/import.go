@@ -1,17 +1,10 @@
 package vault
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"sort"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/memvault/memvault/hooks/transcript"
@@ -40,10 +33,6 @@ const minWindow = 16 << 10
 // it carries in memory, so committing a 60 MB file at once would cost
 // three times that.
 const commitBytes = 8 << 20
-
-// sniffBytes is how far into a file the import looks, from its start, for a
-// message before refusing a file whose lines are not of the format.
-const sniffBytes = 8 << 20
 
 // importRecord is what a transcript.imported event says: the messages
 // added and what the parser did with the lines it read.
@@ -94,62 +83,6 @@ type ImportReport struct {
 	More bool `json:"more,omitempty"`
 }
 
-// OpenRegular opens path for reading only if it is a regular file, without
-// ever blocking: a named pipe would block an open until a writer comes, and
-// a read of /dev/zero never ends. The open does not follow a symbolic link
-// in the last component and does not wait for a writer (O_NONBLOCK, which
-// changes nothing for a regular file); what it opened is then checked with
-// fstat, so a path swapped between a check and the open cannot get round
-// it. A missing file is ErrNotFound, anything else that is not a regular
-// file ErrInvalid ("not a regular file (a named pipe)").
-func OpenRegular(path string) (*os.File, error) { return openRegular(path, path) }
-
-// openRegular is OpenRegular with the errors' subject named.
-func openRegular(path, subject string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			e := fault.IO(subject, err).(*Error)
-			e.Class = ErrNotFound
-			return nil, e
-		case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.EMLINK): // EMLINK: FreeBSD's answer to O_NOFOLLOW
-			return nil, fault.New(ErrInvalid, "%s: not a regular file (a symbolic link)", subject)
-		case errors.Is(err, syscall.ENXIO), errors.Is(err, syscall.EOPNOTSUPP): // a socket
-			return nil, fault.New(ErrInvalid, "%s: not a regular file (a socket)", subject)
-		}
-		return nil, fault.IO(subject, err)
-	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fault.IO(subject, err)
-	}
-	if !info.Mode().IsRegular() {
-		f.Close()
-		return nil, fault.New(ErrInvalid, "%s: not a regular file (%s)", subject, fileKind(info.Mode()))
-	}
-	return f, nil
-}
-
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a folder"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return "mode " + m.String()
-}
-
 // Import reads the new part of a harness transcript into the vault
 // transcript of t. It remembers where it stopped (per agent, session, format
 // and source path) and, when it reads a file from the start into a
@@ -161,10 +94,10 @@ func fileKind(m fs.FileMode) string {
 // The file is read importWindow at a time, each window appended durably in
 // a transaction of its own without a commit, so memory stays bounded and a
 // process killed at any point loses at most the window it was reading; the
-// messages are then committed in one transaction with their
-// transcript.imported event. With opts.NoCommit (a hook's turn, DESIGN §3)
-// nothing is committed: the event waits for the next import of the source
-// that commits or for Tx.RecordImport, and thread must be empty.
+// messages are then committed, commitBytes of the file at a time, with
+// their transcript.imported event. With opts.NoCommit (a hook's turn,
+// DESIGN §3) nothing is committed: the event waits for the next import of
+// the source that commits or for Tx.RecordImport, and thread must be empty.
 func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format, source, thread string) (*ImportReport, error) {
 	return v.importSource(opts, t, format, source, thread, time.Time{}, 0)
 }
@@ -283,12 +216,7 @@ func (v *Vault) importSource(opts TxOptions, t TranscriptRef, format transcript.
 			break // only a torn last line is left: the harness is still writing it
 		}
 		if windows > 0 && !deadline.IsZero() {
-			// Waiting for the lock counts against the deadline too.
-			wait := max(time.Until(deadline), 50*time.Millisecond)
-			if opts.LockTimeout > 0 {
-				wait = min(wait, opts.LockTimeout)
-			}
-			batchOpts.LockTimeout = wait
+			batchOpts.LockTimeout = lockWaitUntil(deadline, opts.LockTimeout)
 		}
 		var done *importBatch
 		_, err = v.Update(batchOpts, func(tx *Tx) error {
@@ -320,11 +248,7 @@ func (v *Vault) importSource(opts TxOptions, t TranscriptRef, format transcript.
 			}
 		}
 		if !deadline.IsZero() {
-			read, spent, left := b.next.Offset-b.from.Offset, time.Since(started), time.Until(deadline)
-			window = minWindow
-			if spent > 0 && left > 0 {
-				window = min(max(int64(float64(read)*float64(left)/float64(spent)), minWindow), importWindow)
-			}
+			window = nextWindow(b.next.Offset-b.from.Offset, time.Since(started), time.Until(deadline))
 		}
 	}
 	if !opts.NoCommit {
@@ -394,6 +318,27 @@ func (v *Vault) commitChunk(opts TxOptions, id *importID, thread string, c *impo
 	return nil
 }
 
+// lockWaitUntil is how long a window after the first may wait for the vault
+// lock: the time left before the deadline (50 ms at least), and no more
+// than the caller's wait.
+func lockWaitUntil(deadline time.Time, callers time.Duration) time.Duration {
+	wait := max(time.Until(deadline), 50*time.Millisecond)
+	if callers > 0 {
+		wait = min(wait, callers)
+	}
+	return wait
+}
+
+// nextWindow sizes the next window to what the rate of the last one (read
+// bytes in spent) gets through in the time left, between minWindow and
+// importWindow.
+func nextWindow(read int64, spent, left time.Duration) int64 {
+	if spent <= 0 || left <= 0 {
+		return minWindow
+	}
+	return min(max(int64(float64(read)*float64(left)/float64(spent)), minWindow), importWindow)
+}
+
 // importID names one import: the transcript, the source and its state
 // file, with the ids a deduplicating import skips once read.
 type importID struct {
@@ -429,49 +374,6 @@ func (v *Vault) restartImport(opts TxOptions, id *importID, st *importState) err
 		return nil
 	})
 	return err
-}
-
-// readWindow parses the complete lines of one window from cur, widening the
-// window for a line longer than it. It returns nil when only a torn last
-// line is left.
-func readWindow(f *os.File, size int64, format transcript.Format, cur transcript.Cursor, window int64, popts transcript.Options) (*importBatchIn, error) {
-	for ; ; window *= 2 {
-		end := min(size, cur.Offset+window)
-		res, err := transcript.Parse(format, f, end, cur, popts)
-		if err != nil {
-			return nil, err
-		}
-		if res.Next.Offset > cur.Offset {
-			return &importBatchIn{from: cur, next: res.Next, msgs: res.Messages, stats: res.Stats, eof: res.Next.Offset == size}, nil
-		}
-		if end == size {
-			return nil, nil
-		}
-	}
-}
-
-// sniff refuses a file that is not in the format: one whose first lines (up
-// to sniffBytes) give no message while some are not JSON objects, or of
-// types the format does not have. Redaction is left out: nothing is kept.
-func sniff(f *os.File, size int64, source string, format transcript.Format) error {
-	var stats transcript.Stats
-	cur := transcript.Cursor{}
-	popts := transcript.Options{NoRedact: true, Session: &transcript.Session{}}
-	for cur.Offset < min(size, sniffBytes) {
-		b, err := readWindow(f, size, format, cur, importWindow, popts)
-		if err != nil || b == nil {
-			return err
-		}
-		if len(b.msgs) > 0 {
-			return nil
-		}
-		mergeStats(&stats, b.stats)
-		cur = b.next
-	}
-	if stats.Lines > 0 && (stats.Invalid > 0 || len(stats.Unknown) > 0) {
-		return wrongFormat(f, source, format)
-	}
-	return nil
 }
 
 // appendBatch appends one window's messages under the vault lock: it reads
@@ -638,38 +540,6 @@ func mergeStats(dst *transcript.Stats, s transcript.Stats) {
 			(*pair.d)[k] += n
 		}
 	}
-}
-
-// wrongFormat names the first line that shows the file is not in the format
-// asked for: not JSON at all, or JSON of record types the importer does not
-// know.
-func wrongFormat(f *os.File, source string, format transcript.Format) error {
-	r := bufio.NewReader(io.NewSectionReader(f, 0, 1<<20))
-	for n := 1; ; n++ {
-		line, err := r.ReadBytes('\n')
-		trimmed := strings.TrimSpace(string(line))
-		if trimmed != "" {
-			why := "a json record of a type this format does not have"
-			var obj map[string]json.RawMessage
-			if json.Unmarshal([]byte(trimmed), &obj) != nil {
-				why = "not a json object"
-			}
-			e := fault.New(ErrInvalid, "import %s:%d: not a %s transcript: %s", source, n, format, why)
-			return e.WithHint("check --format (one of %s)", formatList())
-		}
-		if err != nil {
-			return fault.New(ErrInvalid, "import %s: not a %s transcript", source, format)
-		}
-	}
-}
-
-func formatList() string {
-	var names []string
-	for _, f := range transcript.Formats() {
-		names = append(names, string(f))
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
 }
 
 // HookFormat marks messages a hook stored from the harness's payload rather

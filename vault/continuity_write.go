@@ -280,12 +280,10 @@ func (v *Vault) UpdateContinuity(opts ContinuityOptions, fn func(*ContinuityTx) 
 	// A person who saves CONTINUITY.md while it is being merged makes the
 	// write fail rather than be overwritten: run the transaction again,
 	// merging with what they saved.
-	for attempt := 0; ; attempt++ {
+	err = retrySaves(func() (err error) {
 		r, err = v.continuityTx(opts, &res, &ct, cfg, took, holder, fn)
-		if !errors.Is(err, errChangedUnderfoot) || attempt == 4 {
-			break
-		}
-	}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

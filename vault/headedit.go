@@ -164,32 +164,40 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 	if err := checkText("edit", string(edited), true); err != nil {
 		return nil, err
 	}
-	r, err := v.Update(opts.TxOptions, func(tx *Tx) error {
-		now, err := v.files().ReadFile(v.abs(rel))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fault.IO("read "+head, err)
-		}
-		result := edited
-		if err == nil && !bytes.Equal(now, original) {
-			// Someone changed the file while the editor was open (by hand:
-			// memvault itself defers to the lease). Merge both edits.
-			m, merr := merge.Markdown(original, now, edited, merge.MarkdownOptions{})
-			if merr != nil {
-				return merr
+	// The file is written only if it still holds what the merge read: a
+	// save in between (by hand: memvault itself defers to the lease) makes
+	// the transaction read and merge again.
+	var r *Result
+	err = retrySaves(func() (err error) {
+		r, err = v.Update(opts.TxOptions, func(tx *Tx) error {
+			now, err := v.files().ReadFile(v.abs(rel))
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fault.IO("read "+head, err)
 			}
-			if !m.Clean() {
-				keep = true
-				e := fault.New(ErrConflict, "edit: %s changed on disk while you edited it, in the same sections", head)
-				return e.WithHint("your version is kept in %s; merge it by hand", work)
+			existed := err == nil
+			result := edited
+			if existed && !bytes.Equal(now, original) {
+				// Someone changed the file while the editor was open.
+				// Merge both edits.
+				m, merr := merge.Markdown(original, now, edited, merge.MarkdownOptions{})
+				if merr != nil {
+					return merr
+				}
+				if !m.Clean() {
+					keep = true
+					e := fault.New(ErrConflict, "edit: %s changed on disk while you edited it, in the same sections", head)
+					return e.WithHint("your version is kept in %s; merge it by hand", work)
+				}
+				result = m.Merged
 			}
-			result = m.Merged
-		}
-		tx.WriteFile(rel, result)
-		d, _ := json.Marshal(map[string]string{"head": head, "blob": gitrepo.BlobHash(result), "via": "edit"})
-		ev := tx.Append(&Event{Kind: KindHeadEdited, Thread: thread, Text: "hand edit of " + head, Data: d, Source: "edit"})
-		res.Event = ev.ID
-		tx.Subject("head.edited: hand edit of " + head)
-		return nil
+			tx.WriteFileIfUnchanged(rel, result, now, existed)
+			d, _ := json.Marshal(map[string]string{"head": head, "blob": gitrepo.BlobHash(result), "via": "edit"})
+			ev := tx.Append(&Event{Kind: KindHeadEdited, Thread: thread, Text: "hand edit of " + head, Data: d, Source: "edit"})
+			res.Event = ev.ID
+			tx.Subject("head.edited: hand edit of " + head)
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -262,34 +270,10 @@ func (v *Vault) ResolveHeads(headArg, take string, opts TxOptions) ([]ResolveRes
 		leases = append(leases, l)
 	}
 	var out []ResolveResult
-	r, err := v.Update(opts, func(tx *Tx) error {
-		out = out[:0]
-		for _, h := range todo {
-			rel := mustRel(h.Head)
-			res := ResolveResult{Head: h.Head, Take: take}
-			for _, c := range h.Conflicts {
-				res.Resolved = append(res.Resolved, c.ID)
-			}
-			if take == "theirs" {
-				cur, err := v.files().ReadFile(v.abs(rel))
-				if err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return fault.IO("read "+h.Head, err)
-				}
-				next := cur
-				for _, c := range h.Conflicts {
-					next = applyTheirs(next, c.Data)
-				}
-				if !bytes.Equal(next, cur) {
-					tx.WriteFile(rel, next)
-				}
-			}
-			d, _ := json.Marshal(map[string]string{"head": h.Head, "take": take})
-			t, _ := targetOf(h.Head)
-			tx.Append(&Event{Kind: KindHeadResolved, Thread: t.thread, Data: d, Links: res.Resolved, Source: "cli",
-				Text: fmt.Sprintf("%s: %d conflict(s) resolved, kept %s", h.Head, len(res.Resolved), map[string]string{"ours": "the file's text", "theirs": "the render's text"}[take])})
-			out = append(out, res)
-		}
-		return nil
+	var r *Result
+	err = retrySaves(func() (err error) {
+		r, err = v.Update(opts, func(tx *Tx) error { return v.resolveTx(tx, todo, take, &out) })
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -298,6 +282,47 @@ func (v *Vault) ResolveHeads(headArg, take string, opts TxOptions) ([]ResolveRes
 		out[i].Commit = r.Commit
 	}
 	return out, nil
+}
+
+// resolveTx is ResolveHeads' transaction. Taking the render's text writes
+// the head only if it still holds what was read, journalled like a
+// refresh's write (headjournal.go).
+func (v *Vault) resolveTx(tx *Tx, todo []HeadState, take string, out *[]ResolveResult) error {
+	*out = (*out)[:0]
+	for _, h := range todo {
+		rel := mustRel(h.Head)
+		res := ResolveResult{Head: h.Head, Take: take}
+		for _, c := range h.Conflicts {
+			res.Resolved = append(res.Resolved, c.ID)
+		}
+		var w *headWrite
+		if take == "theirs" {
+			cur, err := v.files().ReadFile(v.abs(rel))
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fault.IO("read "+h.Head, err)
+			}
+			next := cur
+			for _, c := range h.Conflicts {
+				next = applyTheirs(next, c.Data)
+			}
+			if !bytes.Equal(next, cur) {
+				tx.WriteFileIfUnchanged(rel, next, cur, err == nil)
+				w = &headWrite{Head: h.Head, Existed: err == nil, Before: cur, After: next, Wrote: true}
+			}
+		}
+		d, _ := json.Marshal(map[string]string{"head": h.Head, "take": take})
+		t, _ := targetOf(h.Head)
+		ev := tx.Append(&Event{Kind: KindHeadResolved, Thread: t.thread, Data: d, Links: res.Resolved, Source: "cli",
+			Text: fmt.Sprintf("%s: %d conflict(s) resolved, kept %s", h.Head, len(res.Resolved), map[string]string{"ours": "the file's text", "theirs": "the render's text"}[take])})
+		if w != nil {
+			w.Event = ev.ID
+			if err := v.journalHeadWrite(tx, *w); err != nil {
+				return err
+			}
+		}
+		*out = append(*out, res)
+	}
+	return nil
 }
 
 // applyTheirs puts the render's text of each section of a head.conflict

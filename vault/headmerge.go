@@ -155,13 +155,28 @@ func (v *Vault) mergeInto(tx *Tx, m headMerge) (mergeOutcome, error) {
 			f.status = "merged"
 		}
 	}
-	if !f.exists || !bytes.Equal(f.result, f.ours) {
+	writeHead := !f.exists || !bytes.Equal(f.result, f.ours)
+	writeRendered := theirsBlob != m.book.blob || !v.renderedIs(renderedRel, theirsBlob)
+	if writeHead {
 		tx.WriteFileIfUnchanged(m.rel, f.result, f.ours, f.exists)
 	}
-	if theirsBlob != m.book.blob || !v.renderedIs(renderedRel, theirsBlob) {
+	if writeRendered {
 		tx.WriteFile(renderedRel, m.theirs)
 	}
-	return recordMerge(tx, m, f, theirsBlob), nil
+	out, ev := recordMerge(tx, m, f, theirsBlob)
+	if writeHead || writeRendered {
+		// On record before anything is written: a process killed before
+		// its commit leaves bytes the next transaction knows for its own.
+		w := headWrite{Head: head, Event: ev.ID, Existed: f.exists, Before: f.ours, After: f.result, Wrote: writeHead}
+		if writeRendered {
+			was, err := v.files().ReadFile(v.abs(renderedRel))
+			w.Rendered = &renderedWrite{Existed: err == nil, Before: was, After: m.theirs}
+		}
+		if err := v.journalHeadWrite(tx, w); err != nil {
+			return mergeOutcome{}, err
+		}
+	}
+	return out, nil
 }
 
 // mergedFile is a head file read and merged with the new render.
@@ -233,8 +248,9 @@ func (v *Vault) renderedIs(rel RelPath, blob string) bool {
 }
 
 // recordMerge appends head.rendered and, when sections could not be
-// merged, head.conflict with the render's version of each.
-func recordMerge(tx *Tx, m headMerge, f mergedFile, theirsBlob string) mergeOutcome {
+// merged, head.conflict with the render's version of each. It returns the
+// head.rendered event too.
+func recordMerge(tx *Tx, m headMerge, f mergedFile, theirsBlob string) (mergeOutcome, *Event) {
 	head := m.rel.String()
 	out := mergeOutcome{status: f.status}
 	n := len(f.conflicts)
@@ -255,9 +271,9 @@ func recordMerge(tx *Tx, m headMerge, f mergedFile, theirsBlob string) mergeOutc
 	if n == 0 {
 		links = append(links, m.book.conflicts...)
 	}
-	tx.Append(&Event{Kind: KindHeadRendered, Thread: m.thread, Text: text, Data: d, Links: links, Source: m.source})
+	rendered := tx.Append(&Event{Kind: KindHeadRendered, Thread: m.thread, Text: text, Data: d, Links: links, Source: m.source})
 	if n == 0 {
-		return out
+		return out, rendered
 	}
 	type sec struct {
 		Heading string `json:"heading"`
@@ -277,7 +293,7 @@ func recordMerge(tx *Tx, m headMerge, f mergedFile, theirsBlob string) mergeOutc
 	cd, _ := json.Marshal(map[string]any{"head": head, "rendered": theirsBlob, "base": m.book.blob, "sections": secs})
 	tx.Append(&Event{Kind: KindHeadConflict, Thread: m.thread, Source: m.source, Data: cd,
 		Text: fmt.Sprintf("%s: your text kept in %s; the render's version is in this event", head, strings.Join(out.sections, "; "))})
-	return out
+	return out, rendered
 }
 
 // deferHead records that a head's refresh met a lease held by someone
@@ -295,16 +311,20 @@ func deferHead(tx *Tx, rel RelPath, thread, source, trigger string, holder *Head
 }
 
 // commitHandEdits commits, on its own, each of targets whose file differs
-// from what the branch holds: a person's edit nobody committed. The file
-// is committed as it is on disk when the commit is made, not as read here,
-// since the person may save again meanwhile. It returns the heads it
-// committed. via names the step that found them, for head.edited.
+// from what the branch holds: a person's edit nobody committed, recorded
+// as head.edited (via names the step that found them). It commits the
+// bytes it read and recorded, and only if the file still holds them when
+// the commit is made: a save in between makes it read and try again. A
+// head that memvault itself wrote, whose event is in the ledger but whose
+// commit never landed (a process killed in between, headjournal.go), is
+// committed as memvault's, with no head.edited. It returns the heads it
+// committed as hand edits.
 func (v *Vault) commitHandEdits(opts TxOptions, targets []headTarget, via string) (map[string]bool, error) {
 	var dirty []headTarget
 	for _, t := range targets {
 		if changed, err := v.uncommitted(t.rel); err != nil {
 			return nil, err
-		} else if changed {
+		} else if changed || v.readHeadJournal(t.rel.String()) != nil {
 			dirty = append(dirty, t)
 		}
 	}
@@ -312,26 +332,94 @@ func (v *Vault) commitHandEdits(opts TxOptions, targets []headTarget, via string
 	if len(dirty) == 0 {
 		return edited, nil
 	}
-	_, err := v.Update(opts, func(tx *Tx) error {
-		var paths []string
-		for _, t := range dirty {
-			data, err := v.files().ReadFile(v.abs(t.rel))
-			if err != nil {
-				return fault.IO("read "+t.rel.String(), err)
-			}
-			tx.CommitFile(t.rel)
-			d, _ := json.Marshal(map[string]string{"head": t.rel.String(), "blob": gitrepo.BlobHash(data), "via": via})
-			tx.Append(&Event{Kind: KindHeadEdited, Thread: t.thread, Text: "hand edit of " + t.rel.String(), Data: d, Source: via})
-			paths = append(paths, t.rel.String())
-			edited[t.rel.String()] = true
-		}
-		tx.Subject("head.edited: hand edit of " + strings.Join(paths, ", "))
-		return nil
+	err := retrySaves(func() error {
+		clear(edited)
+		_, err := v.Update(opts, func(tx *Tx) error { return v.commitHandEditsTx(tx, dirty, via, edited) })
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return edited, nil
+}
+
+// commitHandEditsTx is commitHandEdits' transaction. The file is read
+// again here, under the vault lock: a transaction killed before its seal
+// has been undone by now (Update settles the journal first).
+func (v *Vault) commitHandEditsTx(tx *Tx, dirty []headTarget, via string, edited map[string]bool) error {
+	var segs []segment
+	var handPaths, ownPaths []string
+	for _, t := range dirty {
+		head := t.rel.String()
+		// The one place where a hand edit's bytes are read before they
+		// are committed: what is committed, and what head.edited names,
+		// is exactly data.
+		data, err := v.files().ReadFile(v.abs(t.rel))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fault.IO("read "+head, err)
+		}
+		if w := v.readHeadJournal(head); w != nil {
+			if segs == nil {
+				if segs, _, err = listSegments(v.Root); err != nil {
+					return err
+				}
+			}
+			if seg, ok := v.segmentOf(segs, w.Event); ok {
+				// Sealed, not committed: the files are memvault's.
+				p := v.headJournalPath(head)
+				tx.committed = append(tx.committed, func() { v.files().Remove(p) })
+				tx.CommitFile(seg.rel())
+				if w.Rendered != nil {
+					tx.CommitFile(mustRel(renderedDir, head))
+				}
+				if w.Wrote && bytes.Equal(data, w.After) {
+					tx.WriteFileIfUnchanged(t.rel, data, data, true)
+					ownPaths = append(ownPaths, head)
+					continue
+				}
+			}
+		}
+		if committed, ok, err := v.repo.BlobAt("", head); err != nil {
+			return err
+		} else if ok && committed == gitrepo.BlobHash(data) {
+			continue // committed meanwhile, or the bytes of an undone write
+		}
+		tx.WriteFileIfUnchanged(t.rel, data, data, true)
+		d, _ := json.Marshal(map[string]string{"head": head, "blob": gitrepo.BlobHash(data), "via": via})
+		tx.Append(&Event{Kind: KindHeadEdited, Thread: t.thread, Text: "hand edit of " + head, Data: d, Source: via})
+		handPaths = append(handPaths, head)
+		edited[head] = true
+	}
+	switch {
+	case len(handPaths) > 0:
+		tx.Subject("head.edited: hand edit of " + strings.Join(handPaths, ", "))
+	case len(ownPaths) > 0:
+		tx.Subject("head.rendered: " + strings.Join(ownPaths, ", ") + " as written by a process killed before its commit")
+	}
+	return nil
+}
+
+// headRetries bounds how many times a head's transaction runs again after
+// a save it met (errChangedUnderfoot): each run reads the file again and
+// merges with what was saved.
+const headRetries = 5
+
+// retrySaves runs try until it does not fail with errChangedUnderfoot, at
+// most headRetries times. A file saved again every time is reported as
+// busy; nothing was written.
+func retrySaves(try func() error) error {
+	var err error
+	for range headRetries {
+		if err = try(); !errors.Is(err, errChangedUnderfoot) {
+			return err
+		}
+	}
+	return &fault.Error{Class: ErrBusy, Err: err,
+		Msg:  fmt.Sprintf("%v, %d times in a row; nothing was written", err, headRetries),
+		Hint: "run it again once the file is not being saved any more"}
 }
 
 // hasConflictMarkers reports lines that look like leftover conflict

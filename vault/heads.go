@@ -213,12 +213,10 @@ func (v *Vault) Refresh(opts RefreshOptions) (*RefreshReport, error) {
 	// fail (errChangedUnderfoot) rather than be overwritten: merge again
 	// with what they saved.
 	var res *Result
-	for attempt := 0; ; attempt++ {
+	err = retrySaves(func() (err error) {
 		res, err = v.refreshTx(opts, cfg, targets, busy, took, handEdits, rep)
-		if !errors.Is(err, errChangedUnderfoot) || attempt == 4 {
-			break
-		}
-	}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -319,6 +319,9 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	if _, err := v.repo.Branch(); err != nil {
 		return nil, err
 	}
+	// Head writes of a transaction killed before its seal are undone
+	// (headjournal.go).
+	v.settleHeadWrites(segs)
 
 	tx := &Tx{v: v, opts: opts, now: time.Now()}
 	if v.clock != nil {
@@ -490,7 +493,9 @@ func (tx *Tx) stage(rollback *undo) ([]*gitrepo.Change, error) {
 	return changes, nil
 }
 
-// writeFile writes one whole file atomically and registers its undo.
+// writeFile writes one whole file atomically and registers its undo. A
+// guarded file (a head a person may be saving) is written with
+// fileio.ReplaceIfSame, which never replaces bytes it did not compare.
 func (tx *Tx) writeFile(f pendingFile, rollback *undo) (*gitrepo.Change, error) {
 	p := tx.v.abs(f.rel)
 	old, readErr := tx.v.files().ReadFile(p)
@@ -503,26 +508,22 @@ func (tx *Tx) writeFile(f pendingFile, rollback *undo) (*gitrepo.Change, error) 
 		// Undo only what is still ours: a file a person saved after this
 		// write holds their text, which must not be replaced by the older
 		// one.
-		if now, err := tx.v.files().ReadFile(p); err != nil || !bytes.Equal(now, written) {
-			return
-		}
 		if existed {
-			_ = tx.v.files().WriteAtomic(p, old)
-		} else {
+			_ = tx.v.files().ReplaceIfSame(p, old, written, true)
+		} else if now, err := tx.v.files().ReadFile(p); err == nil && bytes.Equal(now, written) {
 			tx.v.files().Remove(p)
 		}
 	})
-	var unchanged func() error
+	var err error
 	if f.guarded {
-		unchanged = func() error {
-			now, err := tx.v.files().ReadFile(p)
-			if existed := err == nil; existed != f.existed || !bytes.Equal(now, f.was) {
-				return fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
-			}
-			return nil
+		err = tx.v.files().ReplaceIfSame(p, f.data, f.was, f.existed)
+		if errors.Is(err, fileio.ErrChanged) {
+			err = fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
 		}
+	} else {
+		err = tx.v.files().WriteAtomic(p, f.data)
 	}
-	if err := tx.v.files().WriteAtomicIf(p, f.data, unchanged); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	info, err := tx.v.files().Stat(p)

@@ -1,0 +1,216 @@
+package vault
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/memvault/memvault/vault/fileio"
+)
+
+// The heads' journal. A head is written before the event that records it
+// and the commit that holds it (Tx.apply: stage, seal, commit), so a
+// process killed in between leaves a head that differs from HEAD with no
+// event to say why; the next refresh would take memvault's own bytes for a
+// person's edit (head.edited) and merge against the wrong base, a conflict
+// every later render repeats. So before a transaction writes a head (or
+// its .rendered/ copy) it records, durably, what it is about to do:
+//
+//	.locks/head-writes/<head path>.json
+//	  head, event    the head and the id of the event that records the write
+//	                 (head.rendered, head.resolved)
+//	  before, after  the file's bytes as read and as about to be written
+//	  rendered       the same for .rendered/<head path>, when written
+//
+// The record is removed once the commit has landed. A record still there
+// at the start of a transaction (under the vault lock, so its writer is
+// gone) is settled:
+//
+//   - its event is not in the ledger: the writer died before the seal, and
+//     the transaction never happened. Files still holding exactly its bytes
+//     (or a head torn inside its in-place rewrite, fileio.ReplaceIfSame) get
+//     their bytes from before back; a file anyone changed since is left as
+//     it is. The record goes.
+//   - its event is in the ledger: the writer died after the seal, before
+//     its commit. The files are right; the next head commit takes them in
+//     as memvault's (commitHandEdits), not as a person's edit, and then the
+//     record goes.
+//
+// What the journal cannot tell: a person who edits a head between the kill
+// and the next transaction has their edit kept and committed as theirs; if
+// the kill fell between writing the head and its .rendered/ copy (one
+// rename apart), the next merge uses the older render as its base and may
+// record a conflict the person resolves. A person who cuts the end off a
+// head in that interval, leaving a prefix of what the killed write was
+// writing, has it taken for a torn write and undone.
+
+const headJournalDir = ".locks/head-writes"
+
+// headWrite is one journal record.
+type headWrite struct {
+	Head     string         `json:"head"`
+	Event    string         `json:"event"`
+	Existed  bool           `json:"existed"`
+	Before   []byte         `json:"before,omitempty"`
+	After    []byte         `json:"after,omitempty"`
+	Wrote    bool           `json:"wrote_head"` // false: only the .rendered/ copy is written
+	Rendered *renderedWrite `json:"rendered,omitempty"`
+}
+
+// renderedWrite is the .rendered/ copy's part of a record.
+type renderedWrite struct {
+	Existed bool   `json:"existed"`
+	Before  []byte `json:"before,omitempty"`
+	After   []byte `json:"after"`
+}
+
+func (v *Vault) headJournalPath(head string) string {
+	return filepath.Join(v.Root, filepath.FromSlash(headJournalDir), filepath.FromSlash(head)+".json")
+}
+
+// journalHeadWrite records w before the transaction writes it (durably:
+// the record must be on disk before the head is), and removes the record
+// once the transaction's commit has landed.
+func (v *Vault) journalHeadWrite(tx *Tx, w headWrite) error {
+	data, err := json.Marshal(w)
+	if err != nil {
+		return err
+	}
+	p := v.headJournalPath(w.Head)
+	if err := v.files().WriteAtomic(p, data); err != nil {
+		return err
+	}
+	tx.committed = append(tx.committed, func() { v.files().Remove(p) })
+	return nil
+}
+
+// readHeadJournal returns head's record, nil when there is none. A record
+// that does not parse is removed: it was torn by a crash of the machine
+// before the head was written (WriteAtomic syncs it first).
+func (v *Vault) readHeadJournal(head string) *headWrite {
+	p := v.headJournalPath(head)
+	data, err := v.files().ReadFile(p)
+	if err != nil {
+		return nil
+	}
+	w := new(headWrite)
+	if json.Unmarshal(data, w) != nil || w.Head != head || w.Event == "" {
+		v.files().Remove(p)
+		return nil
+	}
+	return w
+}
+
+// headJournals lists the heads that have a record.
+func (v *Vault) headJournals() []string {
+	root := filepath.Join(v.Root, filepath.FromSlash(headJournalDir))
+	var heads []string
+	_ = v.walkFiles(headJournalDir, func(p string, d fs.DirEntry) error {
+		if d.IsDir() || !strings.HasSuffix(p, ".json") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err == nil {
+			heads = append(heads, strings.TrimSuffix(filepath.ToSlash(rel), ".json"))
+		}
+		return nil
+	})
+	return heads
+}
+
+// segmentOf returns the segment that holds the event with id, committed
+// or not: the newest segments are read first, where an event a killed
+// writer sealed is.
+func (v *Vault) segmentOf(segs []segment, id string) (segment, bool) {
+	needle := []byte(`"id":"` + id + `"`)
+	for i := len(segs) - 1; i >= 0; i-- {
+		data, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(segs[i].String())))
+		if err == nil && bytes.Contains(data, needle) {
+			return segs[i], true
+		}
+	}
+	return segment{}, false
+}
+
+// settleHeadWrites undoes the head writes of transactions that were killed
+// before their seal (see the top of this file). It runs at the start of
+// every transaction, under the vault lock; with no record it costs one
+// directory read. Failures are logged, not returned: the next transaction
+// tries again, and capture must not stop for a head.
+func (v *Vault) settleHeadWrites(segs []segment) {
+	for _, head := range v.headJournals() {
+		w := v.readHeadJournal(head)
+		if w == nil {
+			continue
+		}
+		if _, sealed := v.segmentOf(segs, w.Event); sealed {
+			continue // sealed: commitHandEdits commits its files
+		}
+		if err := v.undoHeadWrite(w); err != nil {
+			v.logHeads("undo of the write of %s by a killed transaction (event %s): %v", head, w.Event, err)
+			continue
+		}
+		v.files().Remove(v.headJournalPath(head))
+	}
+}
+
+// undoHeadWrite puts back the bytes a killed transaction replaced, where
+// its own bytes are still there.
+func (v *Vault) undoHeadWrite(w *headWrite) error {
+	t, ok := targetOf(w.Head)
+	if !ok {
+		return nil // not a head: nothing memvault would have written
+	}
+	p := v.abs(t.rel)
+	cur, err := v.files().ReadFile(p)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	untouched := exists == w.Existed && bytes.Equal(cur, w.Before)
+	if w.Wrote && exists && !untouched && (bytes.Equal(cur, w.After) || tornWrite(cur, w.Before, w.After)) {
+		if w.Existed {
+			err = v.files().ReplaceIfSame(p, w.Before, cur, true)
+		} else {
+			err = v.files().Remove(p)
+		}
+		if err != nil && !errors.Is(err, fileio.ErrChanged) {
+			return err
+		}
+		untouched = err == nil
+		v.logHeads("%s: a transaction killed before recording its write (event %s) left its bytes; put back what was there", w.Head, w.Event)
+	}
+	if w.Rendered == nil || !untouched {
+		// A head someone changed since keeps the .rendered/ copy that
+		// goes with it: the base of its next merge.
+		return nil
+	}
+	rp := v.abs(mustRel(renderedDir, w.Head))
+	now, err := v.files().ReadFile(rp)
+	if err != nil || !bytes.Equal(now, w.Rendered.After) {
+		return nil
+	}
+	if w.Rendered.Existed {
+		return v.files().WriteAtomic(rp, w.Rendered.Before)
+	}
+	return v.files().Remove(rp)
+}
+
+// tornWrite reports whether cur is what an in-place rewrite of before with
+// after leaves when it stops part way. fileio.ReplaceIfSame writes after
+// over before from the start, then cuts the length, so the file holds the
+// first k bytes of after followed by before from k on (nothing, once k
+// passes its end) for some k: never shorter than before.
+func tornWrite(cur, before, after []byte) bool {
+	k := 0
+	for k < len(cur) && k < len(after) && cur[k] == after[k] {
+		k++
+	}
+	if k == len(cur) && len(cur) >= len(before) {
+		return true
+	}
+	return k <= len(before) && bytes.Equal(cur[k:], before[k:])
+}

@@ -372,8 +372,10 @@ func (v *Vault) selectHeads(vw *headView, opts RefreshOptions) ([]headTarget, er
 			}
 		}
 	}
-	// Retries: every head with a deferred refresh pending.
-	var pending []string
+	// Retries: every head with a deferred refresh pending, and every head
+	// a killed process wrote without committing (headjournal.go): its
+	// commitHandEdits takes the files in.
+	pending := v.headJournals()
 	for head, h := range vw.heads {
 		if len(h.Deferred) > 0 {
 			pending = append(pending, head)

@@ -410,6 +410,10 @@ func (u undo) run() {
 	}
 }
 
+// testHookApply is called between apply's steps ("staged", "sealed"); a
+// test panics in it to stop a transaction the way a kill does.
+var testHookApply func(step string)
+
 // apply writes the queued events and files and commits them, in the
 // order that keeps a crash at any point safe:
 //
@@ -431,9 +435,15 @@ func (tx *Tx) apply(tail tailState) (*Result, []verifiedStamp, error) {
 	if err != nil {
 		return fail(err)
 	}
+	if testHookApply != nil {
+		testHookApply("staged")
+	}
 	cs, stamps, err := tx.seal(&tail, &rollback)
 	if err != nil {
 		return fail(err)
+	}
+	if testHookApply != nil {
+		testHookApply("sealed")
 	}
 	changes = append(changes, cs...)
 	if tx.opts.NoCommit {

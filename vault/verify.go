@@ -260,7 +260,7 @@ func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) (
 					p := problemAt(here, ev.ID)
 					p.Msg = ev.Kind + " names no event in links"
 					rep.Problems = append(rep.Problems, p)
-				} else {
+				} else if len(ev.Links) > 0 {
 					refs = append(refs, ref{at: here, id: ev.ID, target: ev.Links[0], before: true})
 				}
 			}

@@ -1,0 +1,255 @@
+package vault
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+// killed is what killAt panics with.
+type killed struct{ step string }
+
+// killAt runs fn and stops its transaction at step ("staged": the files
+// written, no event yet; "sealed": the events appended, no commit) the way
+// a SIGKILL does: no rollback runs. It fails the test if fn got past it.
+func killAt(t *testing.T, step string, fn func()) {
+	t.Helper()
+	testHookApply = func(s string) {
+		if s == step {
+			testHookApply = nil
+			panic(killed{step})
+		}
+	}
+	defer func() {
+		testHookApply = nil
+		if r := recover(); r == nil {
+			t.Fatalf("the transaction got past %q", step)
+		} else if _, ok := r.(killed); !ok {
+			panic(r)
+		}
+	}()
+	fn()
+}
+
+// kinds counts the ledger's events of each kind.
+func kinds(t *testing.T, v *Vault) map[string]int {
+	t.Helper()
+	st, err := v.LoadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, r := range st.Rows {
+		n[r.Kind]++
+	}
+	return n
+}
+
+// addUnder adds a line at the end of a section of a head, as a person does.
+func addUnder(t *testing.T, v *Vault, head, section, line string) {
+	t.Helper()
+	p := v.abs(mustRel(head))
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(data, []byte(section+"\n\n- none\n"))
+	if i < 0 {
+		t.Fatalf("no empty section %q in %s", section, head)
+	}
+	at := i + len(section) + len("\n\n- none\n")
+	data = append(data[:at:at], append([]byte(line+"\n"), data[at:]...)...)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// clean fails unless each path is what HEAD holds.
+func clean(t *testing.T, v *Vault, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		if dirty, err := v.uncommitted(mustRel(p)); err != nil || dirty {
+			t.Errorf("%s differs from HEAD (%v)", p, err)
+		}
+	}
+}
+
+// headWithKilledRender makes MEMORY.md with a person's committed edit, then
+// a new row, then a refresh killed at step: the state a killed `memvault
+// render` leaves. It returns the vault, reopened as the next process would,
+// and MEMORY.md as it was before the killed refresh.
+func headWithKilledRender(t *testing.T, step string) (*Vault, string) {
+	t.Helper()
+	v := newVault(t)
+	rememberIn(t, v, "decision", "", "s1", "use WAL")
+	refresh(t, v, "s1")
+	addUnder(t, v, MemoryHead, "## Constraints", "- a constraint by hand")
+	refresh(t, v, "s1")
+	before := readHead(t, v, MemoryHead)
+	rememberIn(t, v, "decision", "", "s1", "use a queue")
+	killAt(t, step, func() { refresh(t, v, "s1") })
+	if dirty, _ := v.uncommitted(mustRel(MemoryHead)); !dirty {
+		t.Fatal("the killed refresh left MEMORY.md as HEAD has it: nothing to test")
+	}
+	if v.readHeadJournal(MemoryHead) == nil {
+		t.Fatal("the killed refresh left no journal record")
+	}
+	next, err := Open(v.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return next, before
+}
+
+// A refresh killed after writing MEMORY.md, before recording it: the next
+// transaction puts the old bytes back, and the next refresh renders as if
+// the killed one never ran: no head.edited for memvault's bytes, no
+// conflict, the person's edit kept, everything committed.
+func TestKilledRenderIsUndone(t *testing.T) {
+	v, before := headWithKilledRender(t, "staged")
+	rememberIn(t, v, "fact", "", "s2", "any transaction settles the journal")
+	if got := readHead(t, v, MemoryHead); got != before {
+		t.Fatalf("MEMORY.md was not put back:\n%s", got)
+	}
+	if v.readHeadJournal(MemoryHead) != nil {
+		t.Fatal("the journal record is still there")
+	}
+	refresh(t, v, "s2")
+	n := kinds(t, v)
+	if n[KindHeadEdited] != 1 || n[KindHeadConflict] != 0 {
+		t.Fatalf("head.edited %d (want 1, the person's), head.conflict %d (want 0)", n[KindHeadEdited], n[KindHeadConflict])
+	}
+	s := readHead(t, v, MemoryHead)
+	if !strings.Contains(s, "use a queue") || !strings.Contains(s, "- a constraint by hand") {
+		t.Fatalf("lost the render or the hand edit:\n%s", s)
+	}
+	clean(t, v, MemoryHead, ".rendered/MEMORY.md")
+	mustVerify(t, v)
+}
+
+// A refresh killed after recording the write, before its commit: the files
+// are right and stay; transactions that are not refreshes leave them, and
+// the next refresh commits them as memvault's, not as a person's edit.
+func TestKilledRenderAfterSealIsCommitted(t *testing.T) {
+	v, _ := headWithKilledRender(t, "sealed")
+	after := readHead(t, v, MemoryHead)
+	rememberIn(t, v, "fact", "", "s2", "a transaction that is not a refresh")
+	if got := readHead(t, v, MemoryHead); got != after {
+		t.Fatal("a recorded write was undone")
+	}
+	rep := refresh(t, v, "s2")
+	if rep.Heads[0].HandEdits {
+		t.Fatal("memvault's own write was reported as a hand edit")
+	}
+	n := kinds(t, v)
+	if n[KindHeadEdited] != 1 || n[KindHeadConflict] != 0 {
+		t.Fatalf("head.edited %d (want 1, the person's), head.conflict %d (want 0)", n[KindHeadEdited], n[KindHeadConflict])
+	}
+	if got := readHead(t, v, MemoryHead); !strings.Contains(got, "use a queue") || !strings.Contains(got, "- a constraint by hand") {
+		t.Fatalf("MEMORY.md:\n%s", got)
+	}
+	clean(t, v, MemoryHead, ".rendered/MEMORY.md")
+	if v.readHeadJournal(MemoryHead) != nil {
+		t.Fatal("the journal record is still there")
+	}
+	mustVerify(t, v)
+}
+
+// A head torn by a kill inside its in-place rewrite is put back whole.
+func TestTornHeadIsPutBack(t *testing.T) {
+	v, before := headWithKilledRender(t, "staged")
+	w := v.readHeadJournal(MemoryHead)
+	// The first bytes of the new text over the old: the state a kill
+	// between two pages of the write leaves.
+	k := 0
+	for k < len(w.Before) && k < len(w.After) && w.Before[k] == w.After[k] {
+		k++
+	}
+	k += (len(w.After) - k) / 2
+	torn := append(append([]byte(nil), w.After[:k]...), w.Before[min(k, len(w.Before)):]...)
+	if bytes.Equal(torn, w.Before) || bytes.Equal(torn, w.After) {
+		t.Fatal("the torn state is one of the whole ones")
+	}
+	if err := os.WriteFile(v.abs(mustRel(MemoryHead)), torn, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rememberIn(t, v, "fact", "", "s2", "settle")
+	if got := readHead(t, v, MemoryHead); got != before {
+		t.Fatalf("the torn head was not put back:\n%s", got)
+	}
+	refresh(t, v, "s2")
+	if n := kinds(t, v); n[KindHeadEdited] != 1 || n[KindHeadConflict] != 0 {
+		t.Fatalf("head.edited %d, head.conflict %d", n[KindHeadEdited], n[KindHeadConflict])
+	}
+	clean(t, v, MemoryHead, ".rendered/MEMORY.md")
+}
+
+// A person who edits the head a killed refresh left, before memvault runs
+// again, keeps their edit; it is committed as theirs and merges without a
+// conflict, since the .rendered/ copy the kill left is the base their file
+// descends from.
+func TestEditAfterAKilledRenderIsKept(t *testing.T) {
+	v, _ := headWithKilledRender(t, "staged")
+	addUnder(t, v, MemoryHead, "## Blockers", "- a blocker by hand, after the kill")
+	refresh(t, v, "s2")
+	n := kinds(t, v)
+	if n[KindHeadEdited] != 2 || n[KindHeadConflict] != 0 {
+		t.Fatalf("head.edited %d (want 2, both the person's), head.conflict %d (want 0)", n[KindHeadEdited], n[KindHeadConflict])
+	}
+	s := readHead(t, v, MemoryHead)
+	for _, want := range []string{"use a queue", "- a constraint by hand", "- a blocker by hand, after the kill"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("MEMORY.md lacks %q:\n%s", want, s)
+		}
+	}
+	clean(t, v, MemoryHead, ".rendered/MEMORY.md")
+}
+
+// A CONTINUITY.md command killed after writing the file: the next command
+// finds no hand edit to commit and renders cleanly.
+func TestKilledContinuityWriteIsUndone(t *testing.T) {
+	for _, step := range []string{"staged", "sealed"} {
+		t.Run(step, func(t *testing.T) {
+			v := newVault(t)
+			next := func(v *Vault, text string) {
+				t.Helper()
+				if _, err := v.UpdateContinuity(ContinuityOptions{}, func(ct *ContinuityTx) error {
+					return ct.Next(text, false)
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			next(v, "the first step")
+			killAt(t, step, func() { next(v, "a step the kill interrupts") })
+			v2, err := Open(v.Root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			next(v2, "a step after the kill")
+			if n := kinds(t, v2); n[KindHeadEdited] != 0 || n[KindHeadConflict] != 0 {
+				t.Fatalf("head.edited %d, head.conflict %d: both spurious", n[KindHeadEdited], n[KindHeadConflict])
+			}
+			clean(t, v2, ContinuityHead, ".rendered/CONTINUITY.md")
+		})
+	}
+}
+
+func TestTornWrite(t *testing.T) {
+	for _, c := range []struct {
+		cur, before, after string
+		want               bool
+	}{
+		{"NEW TEXT", "old", "NEW TEXT", true},
+		{"NEWt", "oldt", "NEW TEXT", true},                   // three bytes of the new over the old
+		{"NEW TE", "old", "NEW TEXT", true},                  // longer than the old, a prefix of the new
+		{"NEW TEXT, old", "NEW TEXT, old", "NEW TEXT", true}, // written, not cut yet
+		{"NE", "old text", "NEW TEXT", false},                // shorter than the old: not a state the write passes
+		{"NEW xx", "old", "NEW TEXT", false},                 // someone else's bytes
+		{"old", "old", "NEW TEXT", true},                     // nothing written yet
+	} {
+		if got := tornWrite([]byte(c.cur), []byte(c.before), []byte(c.after)); got != c.want {
+			t.Errorf("tornWrite(%q, %q, %q) = %v, want %v", c.cur, c.before, c.after, got, c.want)
+		}
+	}
+}

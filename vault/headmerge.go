@@ -2,6 +2,8 @@ package vault
 
 import (
 	"bytes"
+	"math/rand/v2"
+	"time"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -408,13 +410,17 @@ func (v *Vault) commitHandEditsTx(tx *Tx, dirty []headTarget, via string, edited
 const headRetries = 5
 
 // retrySaves runs try until it does not fail with errChangedUnderfoot, at
-// most headRetries times. A file saved again every time is reported as
-// busy; nothing was written.
+// most headRetries times, pausing a little longer each time (a few
+// milliseconds, with jitter) so that a burst of saves can end. A file saved
+// again every time is reported as busy; nothing was written.
 func retrySaves(try func() error) error {
 	var err error
-	for range headRetries {
+	for attempt := range headRetries {
 		if err = try(); !errors.Is(err, errChangedUnderfoot) {
 			return err
+		}
+		if attempt < headRetries-1 {
+			time.Sleep(time.Duration(1+rand.IntN(3)) * time.Millisecond << attempt)
 		}
 	}
 	return &fault.Error{Class: ErrBusy, Err: err,

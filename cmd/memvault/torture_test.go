@@ -555,8 +555,8 @@ func runOp(t *testing.T, r *rig, op killOp, n int, delay time.Duration, a *acks)
 
 // TestTortureConcurrent runs eight processes at once for a bounded time:
 // hook events of four sessions, remember and learn, head refresh, recall
-// and reindex, and a person who edits MEMORY.md by hand and commits it
-// with git. Then, once the storm is over, nothing is lost: every prompt is
+// and reindex, and a person who edits MEMORY.md by hand (saving by rename
+// and in place, in turn) and commits it with git. Then, once the storm is over, nothing is lost: every prompt is
 // in its session's transcript, every acknowledged event in the ledger,
 // every hand edit in MEMORY.md; the chain verifies and git fsck is clean.
 // No process may hang (each is bounded; a hang fails the test). Seconds: 2
@@ -660,7 +660,8 @@ func TestTortureConcurrent(t *testing.T) {
 	})
 	worker(6, func(rng *rand.Rand, i int) {
 		text := fmt.Sprintf("- hand edit %d, kept by a person", i)
-		if r.handEdit("MEMORY.md", text) {
+		// Editors save by rename or in place, in turn.
+		if r.handEdit("MEMORY.md", text, i%2 == 1) {
 			mu.Lock()
 			hand = append(hand, text)
 			mu.Unlock()
@@ -710,8 +711,9 @@ func TestTortureConcurrent(t *testing.T) {
 	for _, w := range hand {
 		if !strings.Contains(string(memory), w) {
 			// A refresh merges with the file and writes only if the file is
-			// still what it merged with, checked after its bytes are synced,
-			// just before the rename; a rollback undoes only its own bytes.
+			// still what it merged with (fileio.ReplaceIfSame: compared and
+			// rewritten under a lease that holds every other open back); a
+			// rollback undoes only its own bytes.
 			t.Errorf("hand edit %q is lost from MEMORY.md; commits that added or removed it:\n%s", w,
 				r.mustGit("log", "--format=%h %s", "-S", w, "--", "MEMORY.md"))
 			handLost++
@@ -730,9 +732,10 @@ func TestTortureConcurrent(t *testing.T) {
 }
 
 // handEdit appends line to a head the way a person does: the editor
-// replaces the file, then git add and git commit, retried while memvault
-// holds git's locks. It reports whether the commit landed.
-func (r *rig) handEdit(head, line string) bool {
+// replaces the file (or, inPlace, truncates and rewrites it), then git add
+// and git commit, retried while memvault holds git's locks. It reports
+// whether the commit landed.
+func (r *rig) handEdit(head, line string, inPlace bool) bool {
 	r.t.Helper()
 	p := filepath.Join(r.vault, head)
 	data, err := os.ReadFile(p)
@@ -740,12 +743,16 @@ func (r *rig) handEdit(head, line string) bool {
 		r.t.Error(err)
 		return false
 	}
-	tmp := p + ".swp"
-	if err := os.WriteFile(tmp, append(data, []byte(line+"\n")...), 0o600); err != nil {
-		r.t.Error(err)
-		return false
+	next := append(data, []byte(line+"\n")...)
+	if inPlace {
+		err = os.WriteFile(p, next, 0o600)
+	} else {
+		tmp := p + ".swp"
+		if err = os.WriteFile(tmp, next, 0o600); err == nil {
+			err = os.Rename(tmp, p)
+		}
 	}
-	if err := os.Rename(tmp, p); err != nil {
+	if err != nil {
 		r.t.Error(err)
 		return false
 	}

@@ -156,9 +156,6 @@ func TestHandEditsSurviveRenders(t *testing.T) {
 				if got.lost > 0 {
 					t.Errorf("run %d: %d of %d saved edits lost: %v", run, got.lost, got.saved, got.lostIDs)
 				}
-				if t.Failed() {
-					t.FailNow()
-				}
 			}
 			t.Logf("%s, %d run(s) of %ds, writes by %s: %d memvault processes (%d busy), %d edits saved, %d lost, %d removed by a commit",
 				c.name, runs, secs, headWriteMethod(), sum.procs, sum.busy, sum.saved, sum.lost, sum.removed)

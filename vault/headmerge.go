@@ -21,14 +21,18 @@ import (
 //
 //	commitHandEdits  an edit nobody committed is committed first, on its
 //	                 own (head.edited), so history tells the person's
-//	                 change from memvault's
+//	                 change from memvault's; a write of memvault's that a
+//	                 kill left uncommitted is committed as memvault's
 //	deferHead        a head whose lease someone else holds is left alone;
 //	                 one head.deferred per holder asks for a retry
 //	mergeInto        read the file, three-way merge it (base: the last
 //	                 render, ours: the file, theirs: the new render), again
-//	                 if a person saved meanwhile, queue a write guarded
-//	                 against a later save, then head.rendered and, when a
-//	                 section could not be merged, head.conflict
+//	                 if a person saved meanwhile, queue a write that is made
+//	                 only if the file still holds what was merged
+//	                 (fileio.ReplaceIfSame), put it on record in the heads'
+//	                 journal (headjournal.go), then head.rendered and, when
+//	                 a section could not be merged, head.conflict
+//	retrySaves       a transaction that met a save runs again, reading it
 //
 // What differs between heads is data, not code: the source recorded in the
 // events, the sections that only grow, the base of a file never rendered
@@ -373,7 +377,9 @@ func (v *Vault) commitHandEditsTx(tx *Tx, dirty []headTarget, via string, edited
 				// Sealed, not committed: the files are memvault's.
 				p := v.headJournalPath(head)
 				tx.committed = append(tx.committed, func() { v.files().Remove(p) })
-				tx.CommitFile(seg.rel())
+				if data, err := v.files().ReadFile(v.abs(seg.rel())); err == nil && bytes.HasSuffix(data, []byte("\n")) {
+					tx.CommitFile(seg.rel()) // not a torn line, which the next writer repairs
+				}
 				if w.Rendered != nil {
 					tx.CommitFile(mustRel(renderedDir, head))
 				}

@@ -15,6 +15,9 @@
 //     that belong to the user, such as a harness's settings.
 //   - Append: whole lines added with one O_APPEND write, then synced. For the
 //     ledger and journals, which only grow.
+//   - ReplaceIfSame: a file replaced only if it holds the bytes the caller
+//     read, in a step no other process's save can enter (replace.go). For
+//     heads, which people save at any moment with any editor.
 //
 // TestOneWayToWrite keeps this true: it fails when code elsewhere in the
 // module creates or truncates a file with os.WriteFile, os.Create,
@@ -26,7 +29,7 @@
 // a symbolic link; TestNoLinkFollowed holds the vault's code to it.
 //
 // The package is a leaf: it imports only the standard library,
-// golang.org/x/sys/unix (openat2) and vault/fault.
+// golang.org/x/sys/unix (openat2, leases, renameat2) and vault/fault.
 package fileio
 
 import (

@@ -203,6 +203,13 @@ func (v *Vault) mergeFile(m headMerge, renderedRel RelPath, theirsBlob string) (
 	for attempt := 0; ; attempt++ {
 		var f mergedFile
 		data, err := v.files().ReadFile(v.abs(m.rel))
+		for wait := 0; err == nil && len(data) == 0 && wait < 3; wait++ {
+			// An empty head is most likely one an editor has just
+			// truncated to write it again: merged as it is, it would read
+			// as a person deleting every section.
+			time.Sleep(2 * time.Millisecond)
+			data, err = v.files().ReadFile(v.abs(m.rel))
+		}
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:

@@ -261,10 +261,12 @@ func headrace(t *testing.T, head, section string, style editStyle, secs int, see
 	}()
 	wg.Wait()
 	close(fail)
+	failed := false
 	for f := range fail {
 		t.Error(f)
+		failed = true
 	}
-	if t.Failed() {
+	if failed {
 		t.FailNow()
 	}
 

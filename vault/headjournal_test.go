@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 // killed is what killAt panics with.
@@ -252,4 +254,25 @@ func TestTornWrite(t *testing.T) {
 			t.Errorf("tornWrite(%q, %q, %q) = %v, want %v", c.cur, c.before, c.after, got, c.want)
 		}
 	}
+}
+
+// A killed refresh's record whose files someone committed since (here a
+// person, with git) goes at the next refresh, which has nothing to commit:
+// it does not keep that head on every refresh's list.
+func TestSealedRecordGoesWhenHEADHasTheFiles(t *testing.T) {
+	if !vaulttest.HasGit() {
+		t.Skip("the files are committed with the git CLI")
+	}
+	v, _ := headWithKilledRender(t, "sealed")
+	g := vaulttest.Git{Dir: v.Root, Env: vaulttest.Sandbox(t.TempDir())}
+	g.Run(t, "add", "-A", "--", "MEMORY.md", ".rendered", "ledger")
+	g.Run(t, "commit", "-q", "-m", "a person commits what the kill left")
+	refresh(t, v, "s2")
+	if v.readHeadJournal(MemoryHead) != nil {
+		t.Fatal("the journal record is still there")
+	}
+	if n := kinds(t, v); n[KindHeadEdited] != 1 || n[KindHeadConflict] != 0 {
+		t.Fatalf("head.edited %d (want 1, the person's), head.conflict %d", n[KindHeadEdited], n[KindHeadConflict])
+	}
+	clean(t, v, MemoryHead, ".rendered/MEMORY.md")
 }

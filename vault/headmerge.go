@@ -345,13 +345,21 @@ func (v *Vault) commitHandEdits(opts TxOptions, targets []headTarget, via string
 	if len(dirty) == 0 {
 		return edited, nil
 	}
+	var settled []string
 	err := retrySaves(func() error {
 		clear(edited)
-		_, err := v.Update(opts, func(tx *Tx) error { return v.commitHandEditsTx(tx, dirty, via, edited) })
+		settled = settled[:0]
+		_, err := v.Update(opts, func(tx *Tx) error { return v.commitHandEditsTx(tx, dirty, via, edited, &settled) })
 		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	// The commit holds them now (or HEAD already did): their journal
+	// records are done with. The caller's lease keeps other writers of
+	// these heads away meanwhile.
+	for _, p := range settled {
+		v.files().Remove(p)
 	}
 	return edited, nil
 }
@@ -359,7 +367,7 @@ func (v *Vault) commitHandEdits(opts TxOptions, targets []headTarget, via string
 // commitHandEditsTx is commitHandEdits' transaction. The file is read
 // again here, under the vault lock: a transaction killed before its seal
 // has been undone by now (Update settles the journal first).
-func (v *Vault) commitHandEditsTx(tx *Tx, dirty []headTarget, via string, edited map[string]bool) error {
+func (v *Vault) commitHandEditsTx(tx *Tx, dirty []headTarget, via string, edited map[string]bool, settled *[]string) error {
 	var segs []segment
 	var handPaths, ownPaths []string
 	for _, t := range dirty {
@@ -368,10 +376,8 @@ func (v *Vault) commitHandEditsTx(tx *Tx, dirty []headTarget, via string, edited
 		// are committed: what is committed, and what head.edited names,
 		// is exactly data.
 		data, err := v.files().ReadFile(v.abs(t.rel))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
+		exists := err == nil
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fault.IO("read "+head, err)
 		}
 		if w := v.readHeadJournal(head); w != nil {
@@ -382,20 +388,22 @@ func (v *Vault) commitHandEditsTx(tx *Tx, dirty []headTarget, via string, edited
 			}
 			if seg, ok := v.segmentOf(segs, w.Event); ok {
 				// Sealed, not committed: the files are memvault's.
-				p := v.headJournalPath(head)
-				tx.committed = append(tx.committed, func() { v.files().Remove(p) })
-				if data, err := v.files().ReadFile(v.abs(seg.rel())); err == nil && bytes.HasSuffix(data, []byte("\n")) {
+				*settled = append(*settled, v.headJournalPath(head))
+				if lines, err := v.files().ReadFile(v.abs(seg.rel())); err == nil && bytes.HasSuffix(lines, []byte("\n")) {
 					tx.CommitFile(seg.rel()) // not a torn line, which the next writer repairs
 				}
 				if w.Rendered != nil {
 					tx.CommitFile(mustRel(renderedDir, head))
 				}
-				if w.Wrote && bytes.Equal(data, w.After) {
+				if exists && w.Wrote && bytes.Equal(data, w.After) {
 					tx.WriteFileIfUnchanged(t.rel, data, data, true)
 					ownPaths = append(ownPaths, head)
 					continue
 				}
 			}
+		}
+		if !exists {
+			continue // a head that is gone is rendered again, not an edit
 		}
 		if committed, ok, err := v.repo.BlobAt("", head); err != nil {
 			return err

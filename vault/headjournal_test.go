@@ -276,3 +276,26 @@ func TestSealedRecordGoesWhenHEADHasTheFiles(t *testing.T) {
 	}
 	clean(t, v, MemoryHead, ".rendered/MEMORY.md")
 }
+
+// A head left empty (by hand, or by an editor that truncated it and has
+// not written yet) is rendered again, like a missing one, rather than
+// merged as a person deleting every section.
+func TestEmptiedHeadIsRenderedAgain(t *testing.T) {
+	v := newVault(t)
+	rememberIn(t, v, "decision", "", "s1", "use WAL")
+	refresh(t, v, "s1")
+	if err := os.WriteFile(v.abs(mustRel(MemoryHead)), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep := refresh(t, v, "s1")
+	if got := status(rep, MemoryHead); got != "recreated" {
+		t.Fatalf("status %q, want recreated", got)
+	}
+	if s := readHead(t, v, MemoryHead); !strings.Contains(s, "use WAL") {
+		t.Fatalf("MEMORY.md:\n%s", s)
+	}
+	if n := kinds(t, v); n[KindHeadConflict] != 0 {
+		t.Fatalf("%d conflicts", n[KindHeadConflict])
+	}
+	clean(t, v, MemoryHead)
+}

@@ -202,14 +202,7 @@ func (v *Vault) mergeFile(m headMerge, renderedRel RelPath, theirsBlob string) (
 	head := m.rel.String()
 	for attempt := 0; ; attempt++ {
 		var f mergedFile
-		data, err := v.files().ReadFile(v.abs(m.rel))
-		for wait := 0; err == nil && len(data) == 0 && wait < 3; wait++ {
-			// An empty head is most likely one an editor has just
-			// truncated to write it again: merged as it is, it would read
-			// as a person deleting every section.
-			time.Sleep(2 * time.Millisecond)
-			data, err = v.files().ReadFile(v.abs(m.rel))
-		}
+		data, err := v.readHead(m.rel)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
@@ -217,12 +210,16 @@ func (v *Vault) mergeFile(m headMerge, renderedRel RelPath, theirsBlob string) (
 		default:
 			f.exists, f.ours = true, data
 		}
-		if f.exists && theirsBlob == m.book.blob && len(m.book.deferred) == 0 && v.renderedIs(renderedRel, m.book.blob) {
+		if len(f.ours) > 0 && theirsBlob == m.book.blob && len(m.book.deferred) == 0 && v.renderedIs(renderedRel, m.book.blob) {
 			f.status = "unchanged"
 			return f, nil
 		}
 		switch {
-		case !f.exists:
+		case len(f.ours) == 0:
+			// Missing, or empty: deleted by hand, or truncated by an
+			// editor that has not written yet (merged, it would read as a
+			// person deleting every section). Rendered again; an empty
+			// file is replaced only while it is still empty.
 			f.result, f.status = m.theirs, "rendered"
 			if m.book.rendered {
 				f.status = "recreated"
@@ -249,6 +246,18 @@ func (v *Vault) mergeFile(m headMerge, renderedRel RelPath, theirsBlob string) (
 			return f, nil
 		}
 	}
+}
+
+// readHead reads a head that a person may be saving at this moment. An
+// empty file is read again a few times, two milliseconds apart: it is
+// most likely one an editor has just truncated and is about to write.
+func (v *Vault) readHead(rel RelPath) ([]byte, error) {
+	data, err := v.files().ReadFile(v.abs(rel))
+	for wait := 0; err == nil && len(data) == 0 && wait < 3; wait++ {
+		time.Sleep(2 * time.Millisecond)
+		data, err = v.files().ReadFile(v.abs(rel))
+	}
+	return data, err
 }
 
 // renderedIs reports whether the copy of the last render under .rendered/
@@ -375,7 +384,7 @@ func (v *Vault) commitHandEditsTx(tx *Tx, dirty []headTarget, via string, edited
 		// The one place where a hand edit's bytes are read before they
 		// are committed: what is committed, and what head.edited names,
 		// is exactly data.
-		data, err := v.files().ReadFile(v.abs(t.rel))
+		data, err := v.readHead(t.rel)
 		exists := err == nil
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fault.IO("read "+head, err)

@@ -390,9 +390,11 @@ func (v *Vault) selectHeads(vw *headView, opts RefreshOptions) ([]headTarget, er
 	return out, nil
 }
 
+// exists reports whether a head's file is there, with something in it: an
+// empty head is rendered again like a missing one (mergeFile).
 func (v *Vault) exists(rel RelPath) bool {
-	_, err := v.files().Stat(v.abs(rel))
-	return err == nil
+	info, err := v.files().Stat(v.abs(rel))
+	return err == nil && info.Size() > 0
 }
 
 // refreshOne renders one head, merges it with the file, and queues the

@@ -277,25 +277,36 @@ func TestSealedRecordGoesWhenHEADHasTheFiles(t *testing.T) {
 	clean(t, v, MemoryHead, ".rendered/MEMORY.md")
 }
 
-// A head left empty (by hand, or by an editor that truncated it and has
-// not written yet) is rendered again, like a missing one, rather than
-// merged as a person deleting every section.
-func TestEmptiedHeadIsRenderedAgain(t *testing.T) {
+// A head left empty (by an editor that truncated it and has not written
+// yet, or by hand) is left as it is: merged, it would read as a person
+// deleting every section, and written over, the editor's bytes could go
+// nowhere. Deleted, it is rendered again.
+func TestEmptyHeadIsLeftAlone(t *testing.T) {
 	v := newVault(t)
 	rememberIn(t, v, "decision", "", "s1", "use WAL")
 	refresh(t, v, "s1")
-	if err := os.WriteFile(v.abs(mustRel(MemoryHead)), nil, 0o600); err != nil {
+	p := v.abs(mustRel(MemoryHead))
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	rememberIn(t, v, "decision", "", "s1", "use a queue")
 	rep := refresh(t, v, "s1")
+	if got := status(rep, MemoryHead); got != "empty" {
+		t.Fatalf("status %q, want empty", got)
+	}
+	if s := readHead(t, v, MemoryHead); s != "" {
+		t.Fatalf("MEMORY.md was written:\n%s", s)
+	}
+	if n := kinds(t, v); n[KindHeadEdited] != 0 || n[KindHeadConflict] != 0 {
+		t.Fatalf("head.edited %d, head.conflict %d", n[KindHeadEdited], n[KindHeadConflict])
+	}
+	os.Remove(p)
+	rep = refresh(t, v, "s1")
 	if got := status(rep, MemoryHead); got != "recreated" {
 		t.Fatalf("status %q, want recreated", got)
 	}
-	if s := readHead(t, v, MemoryHead); !strings.Contains(s, "use WAL") {
+	if s := readHead(t, v, MemoryHead); !strings.Contains(s, "use a queue") {
 		t.Fatalf("MEMORY.md:\n%s", s)
-	}
-	if n := kinds(t, v); n[KindHeadConflict] != 0 {
-		t.Fatalf("%d conflicts", n[KindHeadConflict])
 	}
 	clean(t, v, MemoryHead)
 }

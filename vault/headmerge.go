@@ -145,7 +145,7 @@ func (v *Vault) mergeInto(tx *Tx, m headMerge) (mergeOutcome, error) {
 	renderedRel := mustRel(renderedDir, head)
 	theirsBlob := gitrepo.BlobHash(m.theirs)
 	f, err := v.mergeFile(m, renderedRel, theirsBlob)
-	if err != nil || f.status == "unchanged" {
+	if err != nil || f.status == "unchanged" || f.status == "empty" {
 		return mergeOutcome{status: f.status}, err
 	}
 	if m.fit != nil && f.whole == "" {
@@ -215,11 +215,15 @@ func (v *Vault) mergeFile(m headMerge, renderedRel RelPath, theirsBlob string) (
 			return f, nil
 		}
 		switch {
-		case len(f.ours) == 0:
-			// Missing, or empty: deleted by hand, or truncated by an
-			// editor that has not written yet (merged, it would read as a
-			// person deleting every section). Rendered again; an empty
-			// file is replaced only while it is still empty.
+		case f.exists && len(f.ours) == 0:
+			// Most likely truncated by an editor that has not written it
+			// yet: merged, it would read as a person deleting every
+			// section, and written over, the editor's bytes could go
+			// nowhere. Left as it is; a person who wants it rendered
+			// again deletes it.
+			f.status = "empty"
+			return f, nil
+		case !f.exists:
 			f.result, f.status = m.theirs, "rendered"
 			if m.book.rendered {
 				f.status = "recreated"
@@ -411,8 +415,8 @@ func (v *Vault) commitHandEditsTx(tx *Tx, dirty []headTarget, via string, edited
 				}
 			}
 		}
-		if !exists {
-			continue // a head that is gone is rendered again, not an edit
+		if len(data) == 0 {
+			continue // gone: rendered again; empty: being saved, or left so by hand (mergeFile)
 		}
 		if committed, ok, err := v.repo.BlobAt("", head); err != nil {
 			return err

@@ -140,7 +140,8 @@ type HeadOutcome struct {
 	// Status is one of: rendered (the file is the render), merged (hand
 	// edits kept, the render merged around them), unchanged, recreated (the
 	// file was missing), conflict (some sections kept the person's text;
-	// see head.conflict), deferred (a live lease held by someone else).
+	// see head.conflict), deferred (a live lease held by someone else),
+	// empty (the file is empty, most likely being saved: left as it is).
 	Status    string         `json:"status"`
 	Holder    *HeadLease     `json:"holder,omitempty"`
 	Sections  []string       `json:"conflict_sections,omitempty"`
@@ -390,11 +391,9 @@ func (v *Vault) selectHeads(vw *headView, opts RefreshOptions) ([]headTarget, er
 	return out, nil
 }
 
-// exists reports whether a head's file is there, with something in it: an
-// empty head is rendered again like a missing one (mergeFile).
 func (v *Vault) exists(rel RelPath) bool {
-	info, err := v.files().Stat(v.abs(rel))
-	return err == nil && info.Size() > 0
+	_, err := v.files().Stat(v.abs(rel))
+	return err == nil
 }
 
 // refreshOne renders one head, merges it with the file, and queues the

@@ -71,6 +71,12 @@ func ReplaceIfSame(path string, data, was []byte, existed bool) error {
 	if !existed {
 		return createNew(path, data)
 	}
+	if bytes.Equal(data, was) {
+		// Nothing to write (the caller commits the file as it is): only
+		// the compare. Writing the same bytes by rename would still send
+		// an open writer's bytes nowhere.
+		return sameAsRead(path, was)
+	}
 	method := os.Getenv(HeadWriteEnv)
 	if method != "exchange" && method != "rename" {
 		if err := replaceLeased(path, data, was); !errors.Is(err, errUnsupported) {
@@ -111,21 +117,24 @@ func createNew(path string, data []byte) error {
 	return SyncDir(filepath.Dir(path))
 }
 
+// sameAsRead returns ErrChanged unless path holds was.
+func sameAsRead(path string, was []byte) error {
+	cur, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ErrChanged
+	case err != nil:
+		return fault.IO("read "+path, err)
+	case !bytes.Equal(cur, was):
+		return ErrChanged
+	}
+	return nil
+}
+
 // replaceRenamed is the portable way: compare, write the new bytes to a
 // temporary file and sync it, compare again, rename.
 func replaceRenamed(path string, data, was []byte) error {
-	same := func() error {
-		cur, err := os.ReadFile(path)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return ErrChanged
-		case err != nil:
-			return fault.IO("read "+path, err)
-		case !bytes.Equal(cur, was):
-			return ErrChanged
-		}
-		return nil
-	}
+	same := func() error { return sameAsRead(path, was) }
 	if err := same(); err != nil {
 		return err
 	}

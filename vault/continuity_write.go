@@ -98,7 +98,7 @@ type ContinuityOptions struct {
 type ContinuityResult struct {
 	Commit    string         `json:"commit,omitempty"`
 	Events    []*Event       `json:"events"`
-	Head      string         `json:"head_status"` // rendered, merged, unchanged, conflict, deferred, recreated
+	Head      string         `json:"head_status"` // rendered, merged, unchanged, conflict, deferred, recreated, empty
 	Holder    *HeadLease     `json:"holder,omitempty"`
 	Conflicts []string       `json:"conflict_sections,omitempty"`
 	Rotated   int            `json:"rotated_lines,omitempty"`

@@ -2,13 +2,13 @@ package vault
 
 import (
 	"bytes"
-	"math/rand/v2"
-	"time"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault/fault"

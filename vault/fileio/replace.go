@@ -71,17 +71,19 @@ func ReplaceIfSame(path string, data, was []byte, existed bool) error {
 	if !existed {
 		return createNew(path, data)
 	}
-	if bytes.Equal(data, was) {
-		// Nothing to write (the caller commits the file as it is): only
-		// the compare. Writing the same bytes by rename would still send
-		// an open writer's bytes nowhere.
-		return sameAsRead(path, was)
-	}
 	method := os.Getenv(HeadWriteEnv)
 	if method != "exchange" && method != "rename" {
+		// Bytes equal to was are compared under the lease, not written.
 		if err := replaceLeased(path, data, was); !errors.Is(err, errUnsupported) {
 			return err
 		}
+	}
+	if bytes.Equal(data, was) {
+		// Nothing to write (the caller commits the file as it is): only
+		// the compare, with no writer at work on the file where that can
+		// be known. Writing the same bytes by rename would still send an
+		// open writer's bytes nowhere.
+		return confirmSame(path, was)
 	}
 	if method != "rename" {
 		if err := replaceExchanged(path, data, was); !errors.Is(err, errUnsupported) {

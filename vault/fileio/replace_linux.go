@@ -263,6 +263,45 @@ func replaceExchanged(path string, data, was []byte) error {
 	return putBack(path, tmp, ours)
 }
 
+// confirmSame returns nil if path holds was with no process writing it:
+// under a read lease, which the kernel refuses while a writer has the file
+// open (a save half done). Without leases it compares what it reads.
+func confirmSame(path string, was []byte) error {
+	var r *os.File
+	leased := true
+	err := pauses(func() error {
+		g, err := openRegular(path, os.O_RDONLY)
+		if err != nil {
+			return err
+		}
+		switch err := takeLease(g, unix.F_RDLCK); {
+		case errors.Is(err, errNoLease):
+			leased = false
+		case err != nil:
+			g.Close()
+			return err
+		}
+		r = g
+		return nil
+	})
+	switch {
+	case errors.Is(err, errBusy):
+		return ErrChanged // a save in progress: read it again once done
+	case errors.Is(err, errUnsupported):
+		return sameAsRead(path, was)
+	case err != nil:
+		return err
+	}
+	defer r.Close()
+	if leased {
+		defer dropLease(r)
+	}
+	if !sameBytes(r, was) {
+		return ErrChanged
+	}
+	return nil
+}
+
 // sameBytes reports whether f, read from its start, holds want.
 func sameBytes(f *os.File, want []byte) bool {
 	cur, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<62))

@@ -8,3 +8,5 @@ package fileio
 func replaceLeased(path string, data, was []byte) error { return errUnsupported }
 
 func replaceExchanged(path string, data, was []byte) error { return errUnsupported }
+
+func confirmSame(path string, was []byte) error { return sameAsRead(path, was) }

@@ -249,6 +249,7 @@ func (v *Vault) UpdateContinuity(opts ContinuityOptions, fn func(*ContinuityTx) 
 	var ct *ContinuityTx
 	var r *Result
 	var edited map[string]bool
+	var redacted []string // hand edits whose credentials were redacted
 	if lease != nil {
 		defer v.ReleaseHeadLease(lease)
 		// A hand edit nobody committed is committed first, on its own, as
@@ -272,7 +273,7 @@ func (v *Vault) UpdateContinuity(opts ContinuityOptions, fn func(*ContinuityTx) 
 			if _, err := v.continuityTx(opts, &res, &ct, cfg, took, holder, probe); !errors.Is(err, errDryRun) {
 				return nil, err
 			}
-			if edited, err = v.commitHandEdits(opts.TxOptions, []headTarget{{rel: rel}}, "continuity"); err != nil {
+			if edited, redacted, err = v.commitHandEdits(opts.TxOptions, []headTarget{{rel: rel}}, "continuity"); err != nil {
 				return nil, err
 			}
 		}
@@ -301,7 +302,7 @@ func (v *Vault) UpdateContinuity(opts ContinuityOptions, fn func(*ContinuityTx) 
 	if res.Events == nil {
 		res.Events = []*Event{}
 	}
-	res.Warnings = append(res.Warnings, r.Warnings...)
+	res.Warnings = append(append(res.Warnings, redacted...), r.Warnings...)
 	return res, nil
 }
 

@@ -64,6 +64,8 @@ type EditResult struct {
 	Changed bool   `json:"changed"`
 	Commit  string `json:"commit,omitempty"`
 	Event   string `json:"event,omitempty"`
+	// Redacted counts the credentials of the edit replaced by markers.
+	Redacted map[string]int `json:"redacted,omitempty"`
 }
 
 // EditHead lets a person edit a head under its lease: refreshes that come
@@ -190,8 +192,15 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 				}
 				result = m.Merged
 			}
+			clean, counts := v.Redact(string(result))
+			result = []byte(clean)
+			res.Redacted = counts
 			tx.WriteFileIfUnchanged(rel, result, now, existed)
-			d, _ := json.Marshal(map[string]string{"head": head, "blob": gitrepo.BlobHash(result), "via": "edit"})
+			fields := map[string]any{"head": head, "blob": gitrepo.BlobHash(result), "via": "edit"}
+			if len(counts) > 0 {
+				fields["redacted"] = counts
+			}
+			d, _ := json.Marshal(fields)
 			ev := tx.Append(&Event{Kind: KindHeadEdited, Thread: thread, Text: "hand edit of " + head, Data: d, Source: "edit"})
 			res.Event = ev.ID
 			tx.Subject("head.edited: hand edit of " + head)

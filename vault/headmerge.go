@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -150,6 +152,11 @@ func (v *Vault) mergeInto(tx *Tx, m headMerge) (mergeOutcome, error) {
 	}
 	if m.fit != nil && f.whole == "" {
 		f.result = m.fit(f.result)
+	}
+	// The render is redacted already; a person's edit saved after
+	// commitHandEdits ran is not, and the refresh commits it.
+	if clean, counts := v.Redact(string(f.result)); len(counts) > 0 {
+		f.result = []byte(clean)
 	}
 	if f.status == "" {
 		switch {
@@ -343,30 +350,31 @@ func deferHead(tx *Tx, rel RelPath, thread, source, trigger string, holder *Head
 // the commit is made: a save in between makes it read and try again. A
 // head that memvault itself wrote, whose event is in the ledger but whose
 // commit never landed (a process killed in between, headjournal.go), is
-// committed as memvault's, with no head.edited. It returns the heads it
-// committed as hand edits.
-func (v *Vault) commitHandEdits(opts TxOptions, targets []headTarget, via string) (map[string]bool, error) {
+// committed as memvault's, with no head.edited. A credential in a hand
+// edit is redacted before the commit, in the file too. It returns the
+// heads it committed as hand edits, and a line for each it redacted.
+func (v *Vault) commitHandEdits(opts TxOptions, targets []headTarget, via string) (map[string]bool, []string, error) {
 	var dirty []headTarget
 	for _, t := range targets {
 		if changed, err := v.uncommitted(t.rel); err != nil {
-			return nil, err
+			return nil, nil, err
 		} else if changed || v.readHeadJournal(t.rel.String()) != nil {
 			dirty = append(dirty, t)
 		}
 	}
 	edited := map[string]bool{}
 	if len(dirty) == 0 {
-		return edited, nil
+		return edited, nil, nil
 	}
-	var settled []string
+	var settled, redacted []string
 	err := retrySaves(func() error {
 		clear(edited)
-		settled = settled[:0]
-		_, err := v.Update(opts, func(tx *Tx) error { return v.commitHandEditsTx(tx, dirty, via, edited, &settled) })
+		settled, redacted = settled[:0], redacted[:0]
+		_, err := v.Update(opts, func(tx *Tx) error { return v.commitHandEditsTx(tx, dirty, via, edited, &settled, &redacted) })
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The commit holds them now (or HEAD already did): their journal
 	// records are done with. The caller's lease keeps other writers of
@@ -374,13 +382,13 @@ func (v *Vault) commitHandEdits(opts TxOptions, targets []headTarget, via string
 	for _, p := range settled {
 		v.files().Remove(p)
 	}
-	return edited, nil
+	return edited, redacted, nil
 }
 
 // commitHandEditsTx is commitHandEdits' transaction. The file is read
 // again here, under the vault lock: a transaction killed before its seal
 // has been undone by now (Update settles the journal first).
-func (v *Vault) commitHandEditsTx(tx *Tx, dirty []headTarget, via string, edited map[string]bool, settled *[]string) error {
+func (v *Vault) commitHandEditsTx(tx *Tx, dirty []headTarget, via string, edited map[string]bool, settled, redacted *[]string) error {
 	var segs []segment
 	var handPaths, ownPaths []string
 	for _, t := range dirty {
@@ -423,9 +431,21 @@ func (v *Vault) commitHandEditsTx(tx *Tx, dirty []headTarget, via string, edited
 		} else if ok && committed == gitrepo.BlobHash(data) {
 			continue // committed meanwhile, or the bytes of an undone write
 		}
-		tx.WriteFileIfUnchanged(t.rel, data, data, true)
-		d, _ := json.Marshal(map[string]string{"head": head, "blob": gitrepo.BlobHash(data), "via": via})
-		tx.Append(&Event{Kind: KindHeadEdited, Thread: t.thread, Text: "hand edit of " + head, Data: d, Source: via})
+		// A credential a person typed is redacted like any text that
+		// reaches the vault: the file is rewritten with the markers (only
+		// if it still holds what was read) and the commit never sees it.
+		clean, counts := v.Redact(string(data))
+		fields := map[string]any{"head": head, "blob": gitrepo.BlobHash([]byte(clean)), "via": via}
+		text := "hand edit of " + head
+		if len(counts) > 0 {
+			fields["redacted"] = counts
+			kinds := slices.Sorted(maps.Keys(counts))
+			text += " (credentials redacted: " + strings.Join(kinds, ", ") + ")"
+			*redacted = append(*redacted, fmt.Sprintf("%s: your edit held a credential (%s); it was replaced by [REDACTED:…] in the file and never committed", head, strings.Join(kinds, ", ")))
+		}
+		tx.WriteFileIfUnchanged(t.rel, []byte(clean), data, true)
+		d, _ := json.Marshal(fields)
+		tx.Append(&Event{Kind: KindHeadEdited, Thread: t.thread, Text: text, Data: d, Source: via})
 		handPaths = append(handPaths, head)
 		edited[head] = true
 	}

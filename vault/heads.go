@@ -205,7 +205,7 @@ func (v *Vault) Refresh(opts RefreshOptions) (*RefreshReport, error) {
 			mine = append(mine, t)
 		}
 	}
-	handEdits, err := v.commitHandEdits(opts.TxOptions, mine, "refresh")
+	handEdits, redacted, err := v.commitHandEdits(opts.TxOptions, mine, "refresh")
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func (v *Vault) Refresh(opts RefreshOptions) (*RefreshReport, error) {
 		return nil, err
 	}
 	rep.Commit = res.Commit
-	rep.Warnings = res.Warnings
+	rep.Warnings = append(redacted, res.Warnings...)
 	return rep, nil
 }
 

@@ -2,8 +2,11 @@ package cli
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -69,6 +72,10 @@ func runEdit(c *ucli.Context) error {
 		return nil
 	}
 	fmt.Fprintf(c.App.Writer, "%s: edited (commit %s)\n", res.Head, vault.ShortHash(res.Commit))
+	if len(res.Redacted) > 0 {
+		kinds := slices.Sorted(maps.Keys(res.Redacted))
+		fmt.Fprintf(c.App.ErrWriter, "memvault: warning: %s: your edit held a credential (%s); it was replaced by [REDACTED:…] in the file and never committed\n", res.Head, strings.Join(kinds, ", "))
+	}
 	return nil
 }
 

@@ -184,12 +184,12 @@ func replaceLeased(path string, data, was []byte) error {
 	return nil
 }
 
-// replaceExchanged is ReplaceIfSame's second way: swap a new file in with
-// renameat2(RENAME_EXCHANGE), then look at what came out.
-func replaceExchanged(path string, data, was []byte) error {
-	var r *os.File
-	leased := true
-	err := pauses(func() error {
+// openReadLeased opens path for reading under a read lease, waiting out
+// (pauses) a writer that keeps it open; leased is false where the file
+// system grants no leases, and the file is then open without one.
+func openReadLeased(path string) (r *os.File, leased bool, err error) {
+	leased = true
+	err = pauses(func() error {
 		g, err := openRegular(path, os.O_RDONLY)
 		if err != nil {
 			return err
@@ -204,6 +204,13 @@ func replaceExchanged(path string, data, was []byte) error {
 		r = g
 		return nil
 	})
+	return r, leased, err
+}
+
+// replaceExchanged is ReplaceIfSame's second way: swap a new file in with
+// renameat2(RENAME_EXCHANGE), then look at what came out.
+func replaceExchanged(path string, data, was []byte) error {
+	r, leased, err := openReadLeased(path)
 	if errors.Is(err, errBusy) {
 		// Another process keeps the file open for writing: a save in
 		// progress. Replacing the file now would send its bytes nowhere.
@@ -267,23 +274,7 @@ func replaceExchanged(path string, data, was []byte) error {
 // under a read lease, which the kernel refuses while a writer has the file
 // open (a save half done). Without leases it compares what it reads.
 func confirmSame(path string, was []byte) error {
-	var r *os.File
-	leased := true
-	err := pauses(func() error {
-		g, err := openRegular(path, os.O_RDONLY)
-		if err != nil {
-			return err
-		}
-		switch err := takeLease(g, unix.F_RDLCK); {
-		case errors.Is(err, errNoLease):
-			leased = false
-		case err != nil:
-			g.Close()
-			return err
-		}
-		r = g
-		return nil
-	})
+	r, leased, err := openReadLeased(path)
 	switch {
 	case errors.Is(err, errBusy):
 		return ErrChanged // a save in progress: read it again once done

@@ -145,3 +145,41 @@ func jsonString(s string) string {
 	b.WriteByte('"')
 	return b.String()
 }
+
+// TestFalsePositivesInRecordedTranscripts redacts the transcripts the five
+// harnesses really wrote (fixtures/transcripts), in which the capture
+// planted a few invented secrets: every line redacted holds a planted one,
+// and with those taken out no line is redacted. So on real sessions each
+// redaction is a true one.
+func TestFalsePositivesInRecordedTranscripts(t *testing.T) {
+	planted := []string{"AKIAIOSFODNN7EXAMPLE", "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+		"hunter2hunter2", "sk-test0123456789abcdefghij", "abcdefghij0123456789"}
+	files, _ := filepath.Glob(filepath.Join("..", "..", "fixtures", "transcripts", "*", "*.jsonl"))
+	if len(files) < 4 {
+		t.Fatalf("found %d recorded transcripts", len(files))
+	}
+	lines, redacted := 0, 0
+	rs := DefaultRules()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			lines++
+			if _, counts := Text(line, rs); len(counts) > 0 {
+				redacted++
+			}
+			for _, p := range planted {
+				line = strings.ReplaceAll(line, p, "PLANTED")
+			}
+			if out, counts := Text(line, rs); len(counts) > 0 {
+				t.Errorf("%s:%d: %v redacted in a line without a planted secret:\n%.300s", f, i+1, counts, out)
+			}
+		}
+	}
+	if redacted == 0 {
+		t.Fatal("no planted secret was redacted")
+	}
+	t.Logf("%d files, %d lines: %d redacted, each for a planted secret", len(files), lines, redacted)
+}

@@ -292,6 +292,10 @@ func (in *Installer) planOpenClaw(remove bool) ([]Change, error) {
 		load = map[string]any{}
 	}
 	paths := withoutString(load["paths"], dir)
+	// An allowlist means only the plugins it names load: one is never
+	// added where there was none (that would switch off the user's other
+	// plugins), and memvault joins one that is there.
+	_, hadAllow := pl["allow"].([]any)
 	allow := withoutString(pl["allow"], "memvault")
 	entries, _ := pl["entries"].(map[string]any)
 	if entries == nil {
@@ -300,7 +304,9 @@ func (in *Installer) planOpenClaw(remove bool) ([]Change, error) {
 	delete(entries, "memvault")
 	if !remove {
 		paths = append(paths, dir)
-		allow = append(allow, "memvault")
+		if hadAllow {
+			allow = append(allow, "memvault")
+		}
 		entries["memvault"] = map[string]any{"enabled": true, "hooks": map[string]any{"allowConversationAccess": true}}
 	}
 	setOrDelete(load, "paths", paths)

@@ -38,17 +38,7 @@ func runInit(c *ucli.Context) error {
 		}
 		opts.dir = filepath.Join(wd, vault.DirName)
 	}
-	v, created, err := vault.InitWith(opts.dir, vault.InitOptions{Adopt: opts.adopt})
-	if err != nil {
-		return err
-	}
-	// The merge driver lives in .git/config, which a clone does not copy:
-	// init registers it in a new vault and in a clone alike.
-	bin, err := selfPath()
-	if err != nil {
-		return fmt.Errorf("init: %w", err)
-	}
-	registered, err := vault.RegisterMergeDrivers(v.Root, bin)
+	v, created, registered, err := initVault(opts)
 	if err != nil {
 		return err
 	}
@@ -61,4 +51,20 @@ func runInit(c *ucli.Context) error {
 		}
 	}
 	return nil
+}
+
+// initVault creates (or completes) the vault opts names and registers the
+// merge driver, which lives in .git/config and so is not copied by a
+// clone: init registers it in a new vault and in a clone alike.
+func initVault(opts initOptions) (v *vault.Vault, created, registered bool, err error) {
+	v, created, err = vault.InitWith(opts.dir, vault.InitOptions{Adopt: opts.adopt})
+	if err != nil {
+		return nil, false, false, err
+	}
+	bin, err := selfPath()
+	if err != nil {
+		return nil, false, false, fmt.Errorf("init: %w", err)
+	}
+	registered, err = vault.RegisterMergeDrivers(v.Root, bin)
+	return v, created, registered, err
 }

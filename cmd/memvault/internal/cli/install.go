@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -165,7 +168,8 @@ func newInstallCommand() *ucli.Command {
 		Name:      "install",
 		Usage:     "wire memvault into a harness's hooks, or git's (merges, never clobbers; safe to repeat)",
 		ArgsUsage: "HARNESS | git",
-		Flags:     append([]ucli.Flag{scopeFlag, &ucli.BoolFlag{Name: "dry-run", Usage: "show what would change"}}, gitFlags...),
+		Flags: append([]ucli.Flag{scopeFlag, &ucli.BoolFlag{Name: "dry-run", Usage: "show what would change"},
+			&ucli.BoolFlag{Name: "yes", Usage: "create the project's vault without asking when there is none"}}, gitFlags...),
 	}
 }
 
@@ -180,19 +184,22 @@ func install(c *ucli.Context, remove bool) error {
 	var err error
 	inVault := 0 // the first inVault changes are the vault's files, the rest the person's
 	apply := hooks.Apply
+	var in *hooks.Installer
 	if opts.target == "git" {
 		changes, inVault, err = gitHookChanges(c, verb, opts.remove)
 		apply = hooks.ApplyGitHooks
-	} else {
-		var in *hooks.Installer
-		if in, err = installer(c, verb); err == nil {
-			changes, err = in.Plan(opts.remove)
-		}
+	} else if in, err = installer(c, verb); err == nil {
+		changes, err = in.Plan(opts.remove)
 	}
 	if err != nil {
 		return err
 	}
 	w := c.App.Writer
+	if in != nil && !opts.remove {
+		if err := ensureProjectVault(c, in, opts.dryRun); err != nil {
+			return err
+		}
+	}
 	if opts.dryRun {
 		for _, ch := range changes {
 			fmt.Fprintf(w, "would %s %s\n", ch.Action, ch.Path)
@@ -227,4 +234,59 @@ func install(c *ucli.Context, remove bool) error {
 		}
 	}
 	return nil
+}
+
+// ensureProjectVault makes sure hooks installed for a project have a vault
+// to write to: without one they would run and store nothing. When none is
+// found from the working folder, it creates the project's .memory/ (with
+// --yes, or when nobody is at a terminal to ask, saying so), or asks. User
+// scope wires every project, so there it only says what is missing here.
+func ensureProjectVault(c *ucli.Context, in *hooks.Installer, dryRun bool) error {
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	if _, err := vault.Find(c.Lineage()[len(c.Lineage())-1].String("vault"), wd); err == nil {
+		return nil
+	} else if !errors.Is(err, vault.ErrNotFound) {
+		return err
+	}
+	w := c.App.Writer
+	dir := filepath.Join(in.Project, vault.DirName)
+	if in.Scope == hooks.ScopeUser {
+		fmt.Fprintf(w, "note: no vault from here; the hooks store nothing in a project until memvault init creates its vault\n")
+		return nil
+	}
+	if dryRun {
+		fmt.Fprintf(w, "would create the vault %s (none found from here)\n", dir)
+		return nil
+	}
+	switch {
+	case c.Bool("yes"):
+	case isTerminal(c.App.Reader):
+		fmt.Fprintf(w, "No vault found from here: the hooks would store nothing. Create %s? [Y/n] ", dir)
+		answer, _ := bufio.NewReader(c.App.Reader).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "" && a != "y" && a != "yes" {
+			fmt.Fprintf(c.App.ErrWriter, "memvault: warning: no vault: the hooks store nothing until memvault init creates one\n")
+			return nil
+		}
+	default:
+		fmt.Fprintf(w, "no vault found from here, and no terminal to ask: creating one (memvault init)\n")
+	}
+	v, _, _, err := initVault(initOptions{dir: dir})
+	if err != nil {
+		return fmt.Errorf("install: create the vault: %w", err)
+	}
+	fmt.Fprintf(w, "initialised vault at %s\n", v.Root)
+	return nil
+}
+
+// isTerminal reports whether r is a terminal a person types into.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }

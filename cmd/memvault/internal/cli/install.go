@@ -102,7 +102,7 @@ func gitVaultTarget(c *ucli.Context) (root string, ok bool, err error) {
 	if err != nil {
 		return "", false, err
 	}
-	root, err = vault.Find(c.Lineage()[len(c.Lineage())-1].String("vault"), wd)
+	root, err = vault.Find(globalVault(c), wd)
 	return root, err == nil, err
 }
 
@@ -246,10 +246,11 @@ func ensureProjectVault(c *ucli.Context, in *hooks.Installer, dryRun bool) error
 	if err != nil {
 		return err
 	}
-	if _, err := vault.Find(c.Lineage()[len(c.Lineage())-1].String("vault"), wd); err == nil {
+	named := globalVault(c)
+	if _, err := vault.Find(named, wd); err == nil {
 		return nil
-	} else if !errors.Is(err, vault.ErrNotFound) {
-		return err
+	} else if named != "" || !errors.Is(err, vault.ErrNotFound) {
+		return err // --vault or MEMVAULT_DIR names the vault: never one made elsewhere
 	}
 	w := c.App.Writer
 	dir := filepath.Join(in.Project, vault.DirName)
@@ -289,4 +290,18 @@ func isTerminal(r io.Reader) bool {
 	}
 	info, err := f.Stat()
 	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
+
+// globalVault is the global --vault (or MEMVAULT_DIR), which install's own
+// --vault flag (a bool, for git) hides from c.String. The root command's
+// context is the outermost one that has a command: urfave/cli puts an empty
+// context above it.
+func globalVault(c *ucli.Context) string {
+	lineage := c.Lineage()
+	for i := len(lineage) - 1; i >= 0; i-- {
+		if lineage[i].Command != nil {
+			return lineage[i].String("vault")
+		}
+	}
+	return ""
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault/fault"
-	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/gitrepo"
 )
 
@@ -461,88 +460,6 @@ func (tx *Tx) apply(tail tailState) (*Result, []verifiedStamp, error) {
 	return res, stamps, nil
 }
 
-// stage writes the transaction's files: appends to transcript parts, then
-// whole files. Guarded writes are checked before anything is written, so
-// that a file a person saved meanwhile stops the transaction before it
-// changed anything, and again just before each rename.
-func (tx *Tx) stage(rollback *undo) ([]*gitrepo.Change, error) {
-	v := tx.v
-	for _, f := range tx.files {
-		if !f.guarded {
-			continue
-		}
-		old, err := v.files().ReadFile(v.abs(f.rel))
-		if existed := err == nil; existed != f.existed || !bytes.Equal(old, f.was) {
-			return nil, fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
-		}
-	}
-	var parts []journalAppend
-	for _, a := range tx.appends {
-		if isTranscriptPart(a.rel.String()) {
-			parts = append(parts, journalAppend{rel: a.rel.String(), n: int64(len(a.data))})
-		}
-	}
-	if err := v.journalAppends(parts); err != nil {
-		return nil, err
-	}
-	var changes []*gitrepo.Change
-	for _, a := range tx.appends {
-		c, err := tx.appendChange(a.rel, a.data, rollback)
-		if err != nil {
-			return nil, err
-		}
-		changes = append(changes, c)
-	}
-	for _, f := range tx.files {
-		c, err := tx.writeFile(f, rollback)
-		if err != nil {
-			return nil, err
-		}
-		changes = append(changes, c)
-	}
-	return changes, nil
-}
-
-// writeFile writes one whole file atomically and registers its undo. A
-// guarded file (a head a person may be saving) is written with
-// fileio.ReplaceIfSame, which never replaces bytes it did not compare.
-func (tx *Tx) writeFile(f pendingFile, rollback *undo) (*gitrepo.Change, error) {
-	p := tx.v.abs(f.rel)
-	old, readErr := tx.v.files().ReadFile(p)
-	existed := readErr == nil
-	if f.guarded && (existed != f.existed || !bytes.Equal(old, f.was)) {
-		return nil, fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
-	}
-	written := f.data
-	*rollback = append(*rollback, func() {
-		// Undo only what is still ours: a file a person saved after this
-		// write holds their text, which must not be replaced by the older
-		// one.
-		if existed {
-			_ = tx.v.files().ReplaceIfSame(p, old, written, true)
-		} else if now, err := tx.v.files().ReadFile(p); err == nil && bytes.Equal(now, written) {
-			tx.v.files().Remove(p)
-		}
-	})
-	var err error
-	if f.guarded {
-		err = tx.v.files().ReplaceIfSame(p, f.data, f.was, f.existed)
-		if errors.Is(err, fileio.ErrChanged) {
-			err = fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
-		}
-	} else {
-		err = tx.v.files().WriteAtomic(p, f.data)
-	}
-	if err != nil {
-		return nil, err
-	}
-	info, err := tx.v.files().Stat(p)
-	if err != nil {
-		return nil, fault.IO("stat "+f.rel.String(), err)
-	}
-	return &gitrepo.Change{Path: f.rel.String(), Content: f.data, Stat: info}, nil
-}
-
 // seal chains the events onto the ledger's tip and appends them to the
 // segment they belong in. The ledger goes last: its line is the
 // transaction's point of no return, so everything an event names (a node
@@ -655,57 +572,6 @@ func (tx *Tx) commit(changes []*gitrepo.Change) (*Result, error) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%v (the commit landed; git status may show the files as changed until the next write)", err))
 	}
 	return res, nil
-}
-
-// appendChange appends whole lines to rel, registers the undo, and returns
-// the file as it now is, for the commit.
-func (tx *Tx) appendChange(rel RelPath, data []byte, rollback *undo) (*gitrepo.Change, error) {
-	p := tx.v.abs(rel)
-	before := int64(-1)
-	if info, err := tx.v.files().Stat(p); err == nil {
-		before = info.Size()
-	}
-	*rollback = append(*rollback, func() {
-		if before < 0 {
-			tx.v.files().Remove(p)
-		} else {
-			tx.v.files().Truncate(p, before)
-		}
-	})
-	if before > 0 && !endsWithNewline(tx.v.files(), p, before) {
-		// A writer killed mid-line (or a crash before its fsync) left a
-		// torn line: it stays, as a line no reader takes for a message,
-		// and the new lines start on their own instead of joining it.
-		data = append([]byte{'\n'}, data...)
-	}
-	if err := tx.v.files().Append(p, data); err != nil {
-		return nil, err
-	}
-	content, err := tx.v.files().ReadFile(p)
-	if err != nil {
-		return nil, fault.IO("read "+rel.String(), err)
-	}
-	info, err := tx.v.files().Stat(p)
-	if err != nil {
-		return nil, fault.IO("stat "+rel.String(), err)
-	}
-	return &gitrepo.Change{Path: rel.String(), Content: content, Stat: info}, nil
-}
-
-// endsWithNewline reports whether the file at p, of size bytes, ends with
-// a newline; a file it cannot read counts as ending with one (the append
-// reports the error).
-func endsWithNewline(files fileio.Root, p string, size int64) bool {
-	f, err := files.Open(p)
-	if err != nil {
-		return true
-	}
-	defer f.Close()
-	b := []byte{0}
-	if _, err := f.ReadAt(b, size-1); err != nil {
-		return true
-	}
-	return b[0] == '\n'
 }
 
 // prepareSegment repairs a torn last line and picks the segment the events go

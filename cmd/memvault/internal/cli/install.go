@@ -274,7 +274,7 @@ func ensureProjectVault(c *ucli.Context, in *hooks.Installer, dryRun bool) error
 	default:
 		fmt.Fprintf(w, "no vault found from here, and no terminal to ask: creating one (memvault init)\n")
 	}
-	v, _, _, err := initVault(initOptions{dir: dir})
+	v, _, _, err := initVault(initOptionsFor(c, dir))
 	if err != nil {
 		return fmt.Errorf("install: create the vault: %w", err)
 	}

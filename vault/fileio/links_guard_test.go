@@ -27,6 +27,10 @@ var outsideRoot = map[string]string{
 	// Not the vault's files.
 	"cmd/memvault/internal/cli/cli.go Main":                   "a CPU profile where the person asked for it",
 	"cmd/memvault/internal/cli/compact.go summaryInput":       "the --file a person names",
+	"cmd/memvault/internal/cli/init.go ignoreVault":           "the project's own .gitignore, outside the vault",
+	"cmd/memvault/internal/cli/init.go workTree":              "the project's .git, found upwards from the working folder",
+	"cmd/memvault/internal/cli/init.go ignoredByPatterns":     "the project's .gitignore files and info/exclude",
+	"cmd/memvault/internal/cli/init.go gitDir":                "the project's .git file of a linked worktree",
 	"cmd/memvault/internal/cli/mergedriver.go runMergeDriver": "git's temporary copies, checked by vault.ReadMergeVersions; OURS is written where git reads it back",
 	"hooks/githooks.go ApplyGitHooks":                         "the project's git hooks",
 	"hooks/githooks.go PlanGitHooks":                          "the project's git hooks",

@@ -39,7 +39,8 @@ const DefaultContextLimit = 8000
 // for work in the folder cwd.
 func StartContext(v *vault.Vault, agent, thread, cwd string, limit int) string {
 	r := &Runner{V: v, Harness: &Harness{Name: "manual", ContextLimit: limit}, Agent: agent}
-	return r.startContext(thread, cwd)
+	text, _ := r.startContext(thread, cwd)
+	return text
 }
 
 // startContext assembles what a session starts with, most relevant first:
@@ -49,8 +50,9 @@ func StartContext(v *vault.Vault, agent, thread, cwd string, limit int) string {
 // open commitments and the latest structured rows of the thread. Every row
 // appears once, at its first place in that order (dedupe), and what does
 // not fit the harness's budget is cut from the end, whole rows only
-// (layoutBlocks).
-func (r *Runner) startContext(thread, cwd string) string {
+// (layoutBlocks). It also returns the ids of the rows and nodes the text
+// shows, so that the session's prompts do not repeat them.
+func (r *Runner) startContext(thread, cwd string) (string, []string) {
 	blocks := []block{noteBlock(UsageNote)}
 	// A vault that refuses structured writes says so first, where it is
 	// never cut (health.go).
@@ -84,7 +86,14 @@ func (r *Runner) startContext(thread, cwd string) string {
 	if !hasRows(blocks[1:]) {
 		blocks = append(blocks, r.structuredDigest(thread))
 	}
-	return layoutBlocks(dedupe(blocks), r.Harness.ContextLimit, startCutNote)
+	text, ids := layoutShown(dedupe(blocks), r.Harness.ContextLimit, startCutNote)
+	shown := ids[:0]
+	for _, id := range ids {
+		if !strings.Contains(id, " ") { // not a thread's line (threadRowID)
+			shown = append(shown, id)
+		}
+	}
+	return text, shown
 }
 
 // startCutNote is the last line of a start context that was cut.

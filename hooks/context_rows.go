@@ -424,9 +424,17 @@ func withoutShownNext(r row, seenKey map[string]bool) row {
 // many rows were left out; with a limit too small even for that line, the
 // text is empty.
 func layoutBlocks(blocks []block, limit int, cutNote func(rows, limit int) string) string {
+	text, _ := layoutShown(blocks, limit, cutNote)
+	return text
+}
+
+// layoutShown is layoutBlocks that also returns the ids of the rows it
+// kept: what the text shows, for the session's marks.
+func layoutShown(blocks []block, limit int, cutNote func(rows, limit int) string) (string, []string) {
 	type unit struct {
 		prefix, text string
 		note         bool
+		ids          []string
 	}
 	var units []unit
 	for bi, b := range blocks {
@@ -454,7 +462,7 @@ func layoutBlocks(blocks []block, limit int, cutNote func(rows, limit int) strin
 				default:
 					p.WriteString("\n")
 				}
-				units = append(units, unit{prefix: p.String(), text: r.text, note: r.note})
+				units = append(units, unit{prefix: p.String(), text: r.text, note: r.note, ids: r.ids})
 				started = true
 			}
 		}
@@ -463,13 +471,15 @@ func layoutBlocks(blocks []block, limit int, cutNote func(rows, limit int) strin
 	for _, u := range units {
 		total += len(u.prefix) + len(u.text)
 	}
-	write := func(n int) string {
+	write := func(n int) (string, []string) {
 		var b strings.Builder
+		var ids []string
 		for _, u := range units[:n] {
 			b.WriteString(u.prefix)
 			b.WriteString(u.text)
+			ids = append(ids, u.ids...)
 		}
-		return b.String()
+		return b.String(), ids
 	}
 	if total <= limit {
 		return write(len(units))
@@ -512,12 +522,13 @@ func layoutBlocks(blocks []block, limit int, cutNote func(rows, limit int) strin
 		}
 	}
 	if best < 0 {
-		return ""
+		return "", nil
 	}
 	if best == 0 {
-		return bestNote
+		return bestNote, nil
 	}
-	return write(best) + "\n\n" + bestNote
+	text, ids := write(best)
+	return text + "\n\n" + bestNote, ids
 }
 
 // sectionName is a heading's title, lower-cased, for matching.

@@ -2,8 +2,10 @@ package hooks
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -261,7 +263,7 @@ func TestLayoutProperties(t *testing.T) {
 			blocks = append(blocks, b)
 		}
 		limit := 60 + r.IntN(600)
-		got := layoutBlocks(dedupe(blocks), limit, startCutNote)
+		got, shownIDs := layoutShown(dedupe(blocks), limit, startCutNote)
 		if len(got) > limit {
 			t.Fatalf("seed %d: %d bytes over a limit of %d", seed, len(got), limit)
 		}
@@ -304,6 +306,11 @@ func TestLayoutProperties(t *testing.T) {
 		}
 		if len(kept) > len(single) || strings.Join(kept, "\n") != strings.Join(single[:len(kept)], "\n") {
 			t.Fatalf("seed %d: kept %q, not a prefix of %q", seed, kept, single)
+		}
+		// The ids it says it showed are exactly those of the kept rows:
+		// what a session's prompts then leave out.
+		if !slices.Equal(slices.Sorted(maps.Keys(seenID)), slices.Sorted(slices.Values(shownIDs))) {
+			t.Fatalf("seed %d: shown ids %v, kept rows hold %v:\n%s", seed, shownIDs, slices.Sorted(maps.Keys(seenID)), got)
 		}
 		if cut := strings.Contains(got, "[memvault: "); cut != (len(kept) < len(single)) && got != "" {
 			t.Fatalf("seed %d: cut line %v with %d of %d rows:\n%s", seed, cut, len(kept), len(single), got)

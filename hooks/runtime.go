@@ -112,7 +112,11 @@ func (r *Runner) sessionStart(t vault.TranscriptRef, p Payload, thread string) (
 		// Recording the session is not worth losing the context over.
 		logf(r.V, "%s session-start %s: record: %v", r.Harness.Name, t.Session, err)
 	}
-	return r.startContext(thread, p.CWD), nil
+	text, shown := r.startContext(thread, p.CWD)
+	// What session start showed, a prompt of the session does not show
+	// again; a compaction (above) forgets it with the context it dropped.
+	r.markInjected(t, shown)
+	return text, nil
 }
 
 func (r *Runner) promptSubmit(t vault.TranscriptRef, p Payload, thread string) (string, error) {

@@ -50,8 +50,15 @@ func (v *Vault) AddSessionMarks(t TranscriptRef, ids ...string) error {
 	if err != nil {
 		return err
 	}
+	added := 0
 	for _, id := range ids {
-		m[id] = true
+		if !m[id] {
+			m[id] = true
+			added++
+		}
+	}
+	if added == 0 {
+		return nil // nothing new: no write
 	}
 	all := make([]string, 0, len(m))
 	for id := range m {

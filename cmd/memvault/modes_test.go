@@ -268,6 +268,9 @@ var notRun = map[string]string{
 	// writes only git's copy of the file, whose mode it keeps
 	// (fileio.WriteKeepMode), and the person's git decides the rest.
 	"merge-driver": "run by git inside a person's merge",
+	// they print what the binary holds and open no file
+	"help":    "prints the help; opens nothing",
+	"version": "prints the build; opens nothing",
 }
 
 // TestModesAfterEveryCommand runs every command memvault has, each as a

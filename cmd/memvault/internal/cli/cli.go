@@ -91,23 +91,31 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, userUmask int
 	if userUmask >= 0 {
 		app.Metadata = map[string]any{userUmaskKey: userUmask}
 	}
-	unknown := false
-	app.CommandNotFound = func(_ *ucli.Context, name string) {
-		fmt.Fprintf(stderr, "memvault: %s: unknown command\nhint: memvault --help lists the commands\n", name)
-		unknown = true
-	}
-	err := app.Run(append([]string{"memvault"}, interspersed(app, args)...))
-	if unknown {
-		return ExitUsage
+	line := parseLine(app, args)
+	var err error
+	switch {
+	case line.err != nil:
+		err = line.err
+	case line.help, line.cmd == nil && !line.version, line.cmd != nil && line.cmd.Action == nil:
+		// Help asked for, no command, or a group named without one of its
+		// commands: the help of what was named.
+		err = printHelp(stdout, app, line.path, helpOptions{})
+	case line.version:
+		err = printVersion(stdout, line.json)
+	default:
+		err = app.Run(line.argv())
 	}
 	if err == nil {
 		return ExitOK
 	}
 	code := exitCode(err)
 	var silent *silentError
-	if !errors.As(err, &silent) {
+	switch {
+	case line.json:
+		printJSONError(stderr, strings.Join(line.path, " "), err, code)
+	case !errors.As(err, &silent):
 		fmt.Fprintf(stderr, "memvault: %v\n", err)
-		if h := vault.HintOf(err); h != "" {
+		if h := hintOf(err); h != "" {
 			fmt.Fprintf(stderr, "hint: %s\n", h)
 		}
 	}
@@ -137,12 +145,22 @@ type silentError struct{ code int }
 
 func (e *silentError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
-// usageError marks a mistake in flags or arguments.
-type usageError struct{ msg string }
+// usageError marks a mistake in flags or arguments, with what to do about
+// it when there is something to say.
+type usageError struct{ msg, hint string }
 
 func (e *usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
+
+// hintOf is the hint an error carries: a usage error's, or a vault error's.
+func hintOf(err error) string {
+	var usage *usageError
+	if errors.As(err, &usage) && usage.hint != "" {
+		return usage.hint
+	}
+	return vault.HintOf(err)
+}
 
 func exitCode(err error) int {
 	var silent *silentError
@@ -227,16 +245,28 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			newGCCommand(),
 			newMergeDriverCommand(),
 			newSyncCommand(),
+			newHelpCommand(),
+			newVersionCommand(),
 		},
+		// The root answers help and version itself (run, help.go).
+		HideHelp:        true,
 		HideHelpCommand: true,
+		HideVersion:     true,
 		ExitErrHandler:  func(*ucli.Context, error) {}, // Run picks the exit code
-		OnUsageError: func(_ *ucli.Context, err error, _ bool) error {
-			return usagef("%s", strings.TrimPrefix(err.Error(), "flag provided but not defined: "))
-		},
+	}
+	app.OnUsageError = func(_ *ucli.Context, err error, _ bool) error {
+		return flagError("", app.Flags, err)
 	}
 	setActions(app.Commands, "", commandActions())
+	category := map[string]string{}
+	for _, g := range commandGroups() {
+		for _, name := range g.commands {
+			category[name] = g.title
+		}
+	}
 	for _, c := range app.Commands {
-		setUsageHandler(c)
+		c.Category = category[c.Name]
+		setUsageHandler(c, c.Name)
 	}
 	return app
 }
@@ -258,6 +288,10 @@ func Commands() []string {
 func commandActions() map[string]action {
 	return map[string]action{
 		"init": noVault(runInit), // creates the vault, so there is none to open yet
+
+		// Help and the version read nothing but the binary.
+		"help":    noVault(runHelp),
+		"version": noVault(runVersion),
 
 		"remember":         inTxPrepared(prepareRemember),
 		"commitment open":  inTxPrepared(prepareCommitmentOpen),
@@ -341,13 +375,15 @@ func commandActions() map[string]action {
 	}
 }
 
-func setUsageHandler(c *ucli.Command) {
-	name := c.Name
+// setUsageHandler words the flag errors of the command at path, and of
+// its subcommands, as memvault's, and turns urfave/cli's help off for them.
+func setUsageHandler(c *ucli.Command, path string) {
+	c.HideHelp, c.HideHelpCommand = true, true
 	c.OnUsageError = func(_ *ucli.Context, err error, _ bool) error {
-		return usagef("%s: %v", name, err)
+		return flagError(path, c.Flags, err)
 	}
 	for _, s := range c.Subcommands {
-		setUsageHandler(s)
+		setUsageHandler(s, path+" "+s.Name)
 	}
 }
 

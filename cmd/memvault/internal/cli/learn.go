@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"strconv"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
@@ -16,7 +18,7 @@ func newLearnCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "cause", Aliases: []string{"c"}, Usage: "why it failed"},
 			&ucli.StringFlag{Name: "prevention", Aliases: []string{"p"}, Usage: "how to prevent it (required)"},
 			learnScopeFlag,
-			&ucli.IntFlag{Name: "ttl", Usage: "days it lives unless reinforced (default 30)"},
+			&ucli.IntFlag{Name: "ttl", Usage: "days it lives unless reinforced", DefaultText: strconv.Itoa(vault.DefaultLearningTTL)},
 			&ucli.StringFlag{Name: "invalidate", Usage: "mark learning ID as wrong because it caused a problem (with --why)"},
 			&ucli.StringFlag{Name: "correct", Usage: "fix learning ID (with --prevention or --cause, and --why)"},
 			&ucli.StringFlag{Name: "why", Usage: "what went wrong, for --invalidate and --correct"},

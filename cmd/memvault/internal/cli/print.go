@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -19,6 +20,41 @@ func printJSON(w io.Writer, v any) error {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// jsonError is an error as a command run with --json reports it: one line
+// of JSON on stderr, the last line there (docs/API.md, "Errors in JSON
+// mode"). The exit code is the same as without --json.
+type jsonError struct {
+	Error string `json:"error"`          // the message, as the text line says it without "memvault: "
+	Code  int    `json:"code"`           // the exit code
+	Class string `json:"class"`          // the exit code's name: invalid, not_found, conflict, …
+	Hint  string `json:"hint,omitempty"` // what to do, when there is something
+}
+
+// errorClasses names each exit code in a JSON error.
+func errorClasses() map[int]string {
+	return map[int]string{
+		ExitInternal: "internal", ExitUsage: "invalid", ExitNotFound: "not_found",
+		ExitConflict: "conflict", ExitBusy: "busy", ExitCorrupt: "corrupt",
+		ExitIO: "io", ExitRemote: "remote",
+	}
+}
+
+// printJSONError writes err, which made the command at path exit with
+// code, as one line of JSON. A command that printed its own report (verify,
+// doctor) is said to have failed, pointing at that report.
+func printJSONError(w io.Writer, path string, err error, code int) {
+	e := jsonError{Error: err.Error(), Code: code, Class: errorClasses()[code], Hint: hintOf(err)}
+	var silent *silentError
+	if errors.As(err, &silent) {
+		e.Error = strings.TrimSpace(path + " failed: its report says why")
+	}
+	if e.Class == "" {
+		e.Class = "internal"
+	}
+	data, _ := json.Marshal(e)
+	fmt.Fprintf(w, "%s\n", data)
 }
 
 // printRow writes one ledger row on one line (ledger, expand).

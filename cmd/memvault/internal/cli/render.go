@@ -32,7 +32,7 @@ func newRenderCommand() *ucli.Command {
 			&ucli.StringSliceFlag{Name: "thread", Aliases: []string{"t"}, Usage: "a thread head, by key or alias (repeatable)"},
 			&ucli.BoolFlag{Name: "all-threads", Usage: "every thread head"},
 			&ucli.BoolFlag{Name: "explain", Usage: "say what the budget left out and why"},
-			&ucli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print the render; write nothing"},
+			&ucli.BoolFlag{Name: "dry-run", Usage: "print the render; write nothing"},
 			&ucli.StringFlag{Name: "at", Usage: "render as of this commit (a hash, HEAD~N); implies --dry-run"},
 		),
 	}

@@ -25,7 +25,7 @@ func newSyncCommand() *ucli.Command {
 			"pushed. A push the remote rejects because it moved meanwhile is retried twice.",
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "no-push", Usage: "fetch and merge only"},
-			&ucli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "fetch, then say what would be merged and pushed; change nothing"},
+			&ucli.BoolFlag{Name: "dry-run", Usage: "fetch, then say what would be merged and pushed; change nothing"},
 			&ucli.StringFlag{Name: "engine", Value: vault.SyncEngineAuto, Usage: "auto (git where installed, else go-git), git or go-git"},
 			&ucli.DurationFlag{Name: "timeout", Value: vault.DefaultSyncTimeout, Usage: "the longest a fetch or a push may take"},
 			jsonFlag,

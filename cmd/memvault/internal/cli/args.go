@@ -79,7 +79,11 @@ func parseLine(app *ucli.App, args []string) *commandLine {
 				l.version = true
 				continue
 			case name == "json" && l.cmd == nil:
-				l.json = true
+				// --json before the command is the command's (or the
+				// version's): "--json anywhere on the line".
+				l.json = jsonOn(a)
+				l.flags = append(l.flags, a)
+				continue
 			}
 			if l.cmd == nil {
 				l.err = unknownFlag("", a, app.Flags)

@@ -178,10 +178,15 @@ func printCommandHelp(w io.Writer, app *ucli.App, path []string, cmd *ucli.Comma
 		}
 	}
 	values := closedValues()
+	var argLines []string
 	for key, vs := range values {
 		if arg, ok := strings.CutPrefix(key, full+" "); ok && !strings.HasPrefix(arg, "-") {
-			fmt.Fprintf(w, "\n%s: one of %s\n", arg, strings.Join(vs, ", "))
+			argLines = append(argLines, fmt.Sprintf("  %s  one of: %s\n", arg, strings.Join(vs, ", ")))
 		}
+	}
+	if len(argLines) > 0 {
+		slices.Sort(argLines)
+		fmt.Fprintf(w, "\nArguments:\n%s", strings.Join(argLines, ""))
 	}
 	if len(cmd.Flags) > 0 {
 		fmt.Fprintf(w, "\nFlags:\n")

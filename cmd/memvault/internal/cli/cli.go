@@ -109,6 +109,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, userUmask int
 		return ExitOK
 	}
 	code := exitCode(err)
+	if len(line.path) > 0 && line.path[0] == "hook" && !line.help {
+		// A hook fails open, even on a line it cannot read: a harness
+		// takes some exit codes as "block the prompt" (Claude Code's 2).
+		code = ExitOK
+	}
 	var silent *silentError
 	switch {
 	case line.json:

@@ -42,19 +42,18 @@ func errorClasses() map[int]string {
 }
 
 // printJSONError writes err, which made the command at path exit with
-// code, as one line of JSON. A command that printed its own report (verify,
-// doctor) is said to have failed, pointing at that report.
+// code, as one line of JSON; its class is the error's own (a hook's
+// error is reported, and its exit is 0). A command that printed its own
+// report (verify, doctor) is said to have failed, pointing at that report.
 func printJSONError(w io.Writer, path string, err error, code int) {
-	e := jsonError{Error: err.Error(), Code: code, Class: errorClasses()[code], Hint: hintOf(err)}
+	e := jsonError{Error: err.Error(), Code: code, Class: errorClasses()[exitCode(err)], Hint: hintOf(err)}
 	var silent *silentError
 	if errors.As(err, &silent) {
 		e.Error = strings.TrimSpace(path + " failed: its report says why")
 	}
-	if e.Class == "" {
-		e.Class = "internal"
-	}
-	data, _ := json.Marshal(e)
-	fmt.Fprintf(w, "%s\n", data)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(e)
 }
 
 // printRow writes one ledger row on one line (ledger, expand).

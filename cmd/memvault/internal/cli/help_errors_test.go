@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestEveryCommandErrors walks every command with bad input: a flag it does
+// not have, as text and with --json (before and after the command), and,
+// for the commands the root opens a vault for, a vault that does not exist.
+// The exit codes are the ones docs/API.md's table gives those mistakes, a
+// JSON error is one line of JSON on stderr with the same code, nothing is
+// printed on stdout, and the vault the bad runs name is left as it was.
+func TestEveryCommandErrors(t *testing.T) {
+	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("HOME", t.TempDir())
+	for _, env := range []string{"MEMVAULT_DIR", "MEMVAULT_AGENT", "MEMVAULT_SESSION", "MEMVAULT_HARNESS", "MEMVAULT_THREAD"} {
+		t.Setenv(env, "")
+	}
+	// docs/API.md's exit codes: the mistakes this test makes are in its table.
+	doc := readAPIDoc(t)
+	for code, mistake := range map[int]string{ExitUsage: "unknown flag or command", ExitNotFound: "no vault"} {
+		if !regexp.MustCompile(fmt.Sprintf("(?m)^\\| %d \\|.*%s", code, regexp.QuoteMeta(mistake))).MatchString(doc) {
+			t.Errorf("docs/API.md, \"Exit codes\": exit %d does not list %q", code, mistake)
+		}
+	}
+	vaultDir := filepath.Join(t.TempDir(), ".memory")
+	if code, _, errOut := runCLI(t, "--vault", vaultDir, "init"); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, errOut)
+	}
+	before := snapshotDir(t, vaultDir)
+	missing := filepath.Join(t.TempDir(), "no-vault")
+	actions := commandActions()
+	cmds := everyCommand()
+	for _, path := range Commands() {
+		words := strings.Fields(path)
+		hasJSON := lookupFlag(cmds[path].Flags, "json") != nil
+		for _, args := range [][]string{
+			append(append([]string{"--vault", vaultDir}, words...), "--no-such-flag"),
+			append(append([]string{"--vault", vaultDir}, words...), "--no-such-flag", "--json"),
+			append(append([]string{"--json", "--vault", vaultDir}, words...), "--no-such-flag"),
+		} {
+			want := ExitUsage
+			if path == "hook" {
+				want = ExitOK // fails open
+			}
+			msg := "unknown flag --no-such-flag"
+			if !hasJSON && args[0] == "--json" {
+				msg = "unknown flag --json" // a command without --json says so, in JSON
+			}
+			checkError(t, args, want, msg)
+		}
+		if a := actions[path]; a.access == accessRead && !a.optional || a.access == accessTx {
+			if hasJSON {
+				checkError(t, append(append([]string{"--vault", missing}, words...), "--json"), ExitNotFound, "no vault at")
+			}
+			checkError(t, append(words, "--vault", missing), ExitNotFound, "no vault at")
+		}
+	}
+	if after := snapshotDir(t, vaultDir); after != before {
+		t.Errorf("bad command lines changed the vault")
+	}
+}
+
+// checkError runs args and checks the exit code, an empty stdout, and the
+// error on stderr: JSON when --json is on the line.
+func checkError(t *testing.T, args []string, want int, msg string) {
+	t.Helper()
+	code, out, errOut := runCLI(t, args...)
+	if code != want || out != "" {
+		t.Errorf("memvault %q: exit %d, stdout %q; want exit %d, no stdout", args, code, out, want)
+		return
+	}
+	lines := strings.Split(strings.TrimRight(errOut, "\n"), "\n")
+	last := lines[len(lines)-1]
+	if !strings.Contains(strings.Join(args, " "), "--json") {
+		if !strings.HasPrefix(errOut, "memvault: ") || !strings.Contains(errOut, msg) {
+			t.Errorf("memvault %q: stderr %q, want memvault: …%s…", args, errOut, msg)
+		}
+		return
+	}
+	var e jsonError
+	dec := json.NewDecoder(strings.NewReader(last))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		t.Errorf("memvault %q: stderr's last line is not a JSON error (%v): %q", args, err, errOut)
+		return
+	}
+	class := errorClasses()[want]
+	if want == ExitOK {
+		class = "invalid" // the hook's error is reported, its exit is 0
+	}
+	if e.Code != want || e.Class != class || !strings.Contains(e.Error, msg) {
+		t.Errorf("memvault %q: JSON error %+v; want code %d class %s, error with %q", args, e, want, class, msg)
+	}
+}
+
+// snapshotDir hashes every file below dir, .git included, with its path.
+func snapshotDir(t *testing.T, dir string) string {
+	t.Helper()
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %v %d\n", p, info.Mode(), info.Size())
+		if d.Type().IsRegular() {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			h.Write(data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
+}

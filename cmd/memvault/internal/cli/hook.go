@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -18,7 +17,7 @@ func newHookCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "hook",
 		Usage:     "run a harness lifecycle event (what installed hooks call); always exits 0",
-		ArgsUsage: "HARNESS EVENT   (HARNESS: " + strings.Join(hooks.Names(), ", ") + ")",
+		ArgsUsage: "HARNESS EVENT",
 	}
 }
 

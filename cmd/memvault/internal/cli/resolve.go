@@ -18,7 +18,7 @@ func newResolveCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "resolve",
 		Usage:     "settle head conflicts: keep the file's text (default) or take the render's",
-		ArgsUsage: "[MEMORY.md | THREAD]",
+		ArgsUsage: "[MEMORY.md | CONTINUITY.md | THREAD]",
 		Flags: writeFlags(
 			&ucli.BoolFlag{Name: "theirs", Usage: "replace each conflicted section with the render's version"},
 			&ucli.BoolFlag{Name: "ours", Usage: "keep the file as it is (the default)"},

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"slices"
+	"strconv"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -10,26 +12,38 @@ import (
 
 type ledgerOptions struct {
 	filter vault.Filter
+	ids    []string // events to show, by id or unique prefix; none: every event
+	limit  int      // the newest N of what matches; 0 for all
 	json   bool
 }
 
 func newLedgerCommand() *ucli.Command {
 	return &ucli.Command{
-		Name:  "ledger",
-		Usage: "list ledger events, oldest first",
+		Name:      "ledger",
+		Usage:     "list ledger events, oldest first",
+		ArgsUsage: "[ID…]",
+		Description: "Lists the events that pass every filter, oldest first; with IDs (any unique prefix\n" +
+			"of an id), only those events. On a terminal it shows the newest " + strconv.Itoa(terminalListLimit) + " and says how many\n" +
+			"it left out; piped or with --json it prints them all.\n\n" +
+			"Kinds --kind takes, and any other kind this vault holds:\n" + wrapList(vault.LedgerKinds()),
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "kind", Aliases: []string{"k"}, Usage: "only this kind (a supersede counts as the kind it replaces)"},
+			&ucli.StringFlag{Name: "kind", Aliases: []string{"k"}, Usage: "only this kind (a supersede counts as the kind it replaces; kinds above)"},
 			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Usage: "only this thread"},
 			&ucli.StringFlag{Name: "session", Usage: "only this session"},
 			&ucli.StringFlag{Name: "since", Usage: "only events at or after DATE (2026-11-22, RFC 3339, or 7d / 12h ago)"},
 			&ucli.BoolFlag{Name: "current", Usage: "only what holds now: no retracted, superseded, closed, invalidated or archived rows, no corrections"},
+			limitFlag("events, the newest", 0),
 			jsonFlag,
 		},
 	}
 }
 
 func newLedgerOptions(c *ucli.Context) (ledgerOptions, error) {
-	opts := ledgerOptions{json: c.Bool("json"),
+	limit, err := listLimit(c)
+	if err != nil {
+		return ledgerOptions{}, err
+	}
+	opts := ledgerOptions{json: c.Bool("json"), limit: limit, ids: c.Args().Slice(),
 		filter: vault.Filter{Kind: c.String("kind"), Session: c.String("session"), Current: c.Bool("current")}}
 	if t := c.String("thread"); t != "" {
 		th, err := vault.ParseThread(t)
@@ -57,17 +71,38 @@ func runLedger(c *ucli.Context, v *vault.Vault) error {
 	if err != nil {
 		return err
 	}
+	// The set of kinds is open: a kind this vault holds is a filter too,
+	// whichever memvault wrote it.
+	if err := checkChoice("ledger", "kind", opts.filter.Kind, st.KnownKinds()); err != nil {
+		return err
+	}
+	var only map[string]bool
+	for _, arg := range opts.ids {
+		id, err := st.ResolveEventID("ledger", arg)
+		if err != nil {
+			return err
+		}
+		if only == nil {
+			only = map[string]bool{}
+		}
+		only[id] = true
+	}
 	rows := st.Select(opts.filter)
-	for _, r := range rows {
+	if only != nil {
+		rows = slices.DeleteFunc(rows, func(r *vault.Row) bool { return !only[r.ID] })
+	}
+	shown := newest(rows, opts.limit)
+	limitNote(c, len(shown), len(rows), "events", "newest")
+	for _, r := range shown {
 		r.Status = st.Status(r)
 	}
 	if opts.json {
-		if rows == nil {
-			rows = []*vault.Row{}
+		if shown == nil {
+			shown = []*vault.Row{}
 		}
-		return printJSON(c.App.Writer, rows)
+		return printJSON(c.App.Writer, shown)
 	}
-	for _, r := range rows {
+	for _, r := range shown {
 		printRow(c.App.Writer, r)
 	}
 	return nil

@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+)
+
+// Listings and filters: one --limit for every command that lists, and one
+// way to refuse a filter value that matches nothing by construction
+// (docs/API.md, "Listings and filters").
+
+// terminalListLimit is how many entries a listing prints by default on a
+// terminal: a screenful or two, the newest. Piped or with --json a
+// listing prints everything, as a script expects; either way --limit N
+// says otherwise and --limit 0 prints all.
+const terminalListLimit = 50
+
+// limitFlag is --limit / -n of a listing. def is its default; a default of
+// 0 with onTerminal set means: all when not on a terminal or with --json,
+// terminalListLimit on a terminal.
+func limitFlag(what string, def int) *ucli.IntFlag {
+	f := &ucli.IntFlag{Name: "limit", Aliases: []string{"n"}, Usage: "at most N " + what + " (0: all)", Value: def}
+	if def == 0 {
+		f.DefaultText = fmt.Sprintf("all, or %d on a terminal", terminalListLimit)
+	}
+	return f
+}
+
+// listLimit reads a listing's --limit: what the person asked for, else the
+// default for where the output goes. 0 means no limit.
+func listLimit(c *ucli.Context) (int, error) {
+	n := c.Int("limit")
+	if n < 0 {
+		return 0, usagef("%s: --limit must be 0 (all) or more", c.Command.FullName())
+	}
+	if c.IsSet("limit") {
+		return n, nil
+	}
+	return defaultLimit(n, c.Bool("json"), outputIsTerminal(c.App.Writer)), nil
+}
+
+// defaultLimit is a listing's limit when --limit was not given: the flag's
+// own default where it has one (log's 20), else all for a script or JSON
+// and terminalListLimit for a person at a terminal.
+func defaultLimit(flagDefault int, json, terminal bool) int {
+	switch {
+	case flagDefault > 0:
+		return flagDefault
+	case json || !terminal:
+		return 0
+	}
+	return terminalListLimit
+}
+
+// outputIsTerminal reports whether w is a terminal (a character device): a
+// person reads the listing, not a script.
+func outputIsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
+
+// newest keeps the last n of list (all when n is 0), in their order: a
+// listing that runs oldest first shows the newest n.
+func newest[T any](list []T, n int) []T {
+	if n > 0 && len(list) > n {
+		return list[len(list)-n:]
+	}
+	return list
+}
+
+// first keeps the first n of list (all when n is 0).
+func first[T any](list []T, n int) []T {
+	if n > 0 && len(list) > n {
+		return list[:n]
+	}
+	return list
+}
+
+// limitNote says on stderr that a listing showed shown of total entries,
+// and how to see the rest; nothing when it showed them all. JSON output
+// says nothing: its reader asked for what it got.
+func limitNote(c *ucli.Context, shown, total int, what, which string) {
+	if shown >= total || c.Bool("json") {
+		return
+	}
+	fmt.Fprintf(c.App.ErrWriter, "memvault: note: showing the %s %d of %d %s; --limit 0 shows all\n", which, shown, total, what)
+}
+
+// checkChoice refuses a filter value that is not one of valid (a flag's
+// fixed set of values, taken from the package that owns it): exit 2, the
+// valid values listed, and the nearest one offered when it is close.
+func checkChoice(cmd, flag, value string, valid []string) error {
+	if value == "" || slices.Contains(valid, value) {
+		return nil
+	}
+	msg := fmt.Sprintf("%s: --%s %q: ", cmd, flag, shortValue(value))
+	if near := nearest(value, valid); near != "" {
+		msg += fmt.Sprintf("did you mean %s? ", near)
+	}
+	return usagef("%swant %s", msg, oneOf(valid))
+}
+
+// shortValue cuts a value a message repeats, so that a hostile one does
+// not flood the terminal (%q escapes what is left).
+func shortValue(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		return string(r[:40]) + "…"
+	}
+	return s
+}
+
+// oneOf is the help text's list of a flag's values.
+func oneOf(valid []string) string { return "one of " + strings.Join(valid, ", ") }
+
+// nearest returns the value of valid closest to s when it is close enough
+// to be a typo of it (an edit distance of at most a third of its length,
+// at least 1, or s a prefix of exactly one), else "".
+func nearest(s string, valid []string) string {
+	best, bestD := "", -1
+	var prefixed []string
+	for _, v := range valid {
+		if strings.HasPrefix(v, s) {
+			prefixed = append(prefixed, v)
+		}
+		d := editDistance(strings.ToLower(s), v)
+		if bestD < 0 || d < bestD {
+			best, bestD = v, d
+		}
+	}
+	if bestD >= 0 && bestD <= max(1, len(best)/3) {
+		return best
+	}
+	if len(prefixed) == 1 {
+		return prefixed[0]
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes;
+// inputs longer than a filter value are cut, so a hostile one costs little.
+func editDistance(a, b string) int {
+	const most = 64
+	a, b = a[:min(len(a), most)], b[:min(len(b), most)]
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// wrapList is valid, comma-separated, broken into lines for a help text's
+// description.
+func wrapList(valid []string) string {
+	var b strings.Builder
+	line := 0
+	for i, v := range valid {
+		word := v
+		if i < len(valid)-1 {
+			word += ","
+		}
+		if line > 0 && line+1+len(word) > 90 {
+			b.WriteString("\n")
+			line = 0
+		} else if i > 0 {
+			b.WriteString(" ")
+			line++
+		}
+		b.WriteString(word)
+		line += len(word)
+	}
+	return b.String()
+}

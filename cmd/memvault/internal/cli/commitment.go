@@ -24,13 +24,14 @@ func newCommitmentCommand() *ucli.Command {
 				Name:      "open",
 				Usage:     "record a commitment; prints its id",
 				ArgsUsage: "TEXT | -",
-				Flags:     writeFlags(rowThreadFlag, globalFlag, &ucli.StringSliceFlag{Name: "link", Usage: "id of a related event or node"}),
+				Flags:     writeFlags(rowThreadFlag, globalFlag, &ucli.StringSliceFlag{Name: "link", Usage: "id (or unique prefix) of a related event or node (repeatable)"}),
 			},
 			{
-				Name:      "close",
-				Usage:     "close an open commitment",
-				ArgsUsage: "ID",
-				Flags:     writeFlags(&ucli.StringFlag{Name: "note", Usage: "how it was closed"}),
+				Name:        "close",
+				Usage:       "close an open commitment",
+				ArgsUsage:   "ID",
+				Description: idHelp,
+				Flags:       writeFlags(&ucli.StringFlag{Name: "note", Usage: "how it was closed"}),
 			},
 		},
 	}
@@ -49,7 +50,11 @@ func prepareCommitmentOpen(c *ucli.Context, v *vault.Vault) (txWork, error) {
 	}
 	opts := commitmentOpenOptions{thread: thread, text: text, links: c.StringSlice("link")}
 	return txWork{apply: func(tx *vault.Tx) error {
-		_, err := tx.OpenCommitment(vault.Input{Thread: opts.thread, Text: opts.text, Links: opts.links})
+		links, err := linkIDs(tx, opts.links)
+		if err != nil {
+			return err
+		}
+		_, err = tx.OpenCommitment(vault.Input{Thread: opts.thread, Text: opts.text, Links: links})
 		return err
 	}, thread: derived(thread, fromDir)}, nil
 }
@@ -60,6 +65,9 @@ func runCommitmentClose(c *ucli.Context, tx *vault.Tx) error {
 		return err
 	}
 	opts := commitmentCloseOptions{id: id, note: c.String("note")}
+	if opts.id, err = eventID(tx, "close", opts.id); err != nil {
+		return err
+	}
 	_, err = tx.CloseCommitment(opts.id, opts.note)
 	return err
 }

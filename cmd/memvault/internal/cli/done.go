@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"strings"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
@@ -19,6 +21,14 @@ func runDone(c *ucli.Context, ct *vault.ContinuityTx) error {
 	text, err := textArg(c, "done")
 	if err != nil {
 		return err
+	}
+	// One word that is an event id, or a prefix of one, names the next
+	// action, blocker or commitment it closes; other text is the
+	// accomplishment itself.
+	if !strings.ContainsAny(strings.TrimSpace(text), " \t\n") && strings.HasPrefix(strings.TrimSpace(text), vault.EventIDMarker) {
+		if text, err = eventID(ct.Tx, "done", strings.TrimSpace(text)); err != nil {
+			return err
+		}
 	}
 	return ct.Done(text)
 }

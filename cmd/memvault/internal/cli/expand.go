@@ -21,6 +21,8 @@ func newExpandCommand() *ucli.Command {
 		Name:      "expand",
 		Usage:     "drill down from a node: parents, children, siblings, heads, rows, transcript",
 		ArgsUsage: "NODE_ID",
+		Description: "NODE_ID is a node id (n_ and 26 characters) or any unique prefix of one, with or\n" +
+			"without n_, of at least 4 characters after it: an ambiguous prefix lists the nodes it could be.",
 		Flags: []ucli.Flag{jsonFlag,
 			&ucli.StringFlag{Name: "agent", Usage: "the agent whose node it is (default: the current agent)"},
 			&ucli.IntFlag{Name: "context", Usage: "transcript messages to add before and after the span"},
@@ -38,6 +40,9 @@ func runExpand(c *ucli.Context, v *vault.Vault) error {
 	}
 	opts := expandOptions{id: c.Args().First(), json: c.Bool("json"),
 		lib: vault.ExpandOptions{Agent: agent, Context: c.Int("context")}}
+	if opts.id, err = v.ResolveNodeID("expand", opts.id); err != nil {
+		return err
+	}
 	ex, err := v.Expand(opts.id, opts.lib)
 	if err != nil {
 		return err

@@ -18,9 +18,9 @@ func newRememberCommand() *ucli.Command {
 		Usage:     "record a fact, decision, learning, constraint, blocker, next step, claim or reflection",
 		ArgsUsage: "TEXT | -",
 		Flags: writeFlags(
-			&ucli.StringFlag{Name: "kind", Aliases: []string{"k"}, Value: "fact", Usage: "kind of memory"},
+			&ucli.StringFlag{Name: "kind", Aliases: []string{"k"}, Value: "fact", Usage: "kind of memory: " + oneOf(vault.RememberKinds)},
 			rowThreadFlag, globalFlag,
-			&ucli.StringSliceFlag{Name: "link", Usage: "id of a related event or node (repeatable)"},
+			&ucli.StringSliceFlag{Name: "link", Usage: "id (or unique prefix) of a related event or node (repeatable)"},
 			&ucli.StringFlag{Name: "data", Usage: "structured data as a JSON object"},
 		),
 	}
@@ -37,14 +37,21 @@ func prepareRemember(c *ucli.Context, v *vault.Vault) (txWork, error) {
 	if err != nil {
 		return txWork{}, err
 	}
+	if err := checkChoice("remember", "kind", c.String("kind"), vault.RememberKinds); err != nil {
+		return txWork{}, err
+	}
 	opts := rememberOptions{kind: c.String("kind"), thread: thread, text: text,
 		links: c.StringSlice("link"), data: c.String("data")}
 	return txWork{apply: func(tx *vault.Tx) error {
-		in := vault.Input{Kind: opts.kind, Thread: opts.thread, Text: opts.text, Links: opts.links}
+		links, err := linkIDs(tx, opts.links)
+		if err != nil {
+			return err
+		}
+		in := vault.Input{Kind: opts.kind, Thread: opts.thread, Text: opts.text, Links: links}
 		if opts.data != "" {
 			in.Data = []byte(opts.data)
 		}
-		_, err := tx.Remember(in)
+		_, err = tx.Remember(in)
 		return err
 	}, thread: derived(thread, fromDir)}, nil
 }

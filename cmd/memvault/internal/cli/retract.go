@@ -12,10 +12,11 @@ type retractOptions struct {
 
 func newRetractCommand() *ucli.Command {
 	return &ucli.Command{
-		Name:      "retract",
-		Usage:     "withdraw an event (a correction event; nothing is rewritten)",
-		ArgsUsage: "ID",
-		Flags:     writeFlags(&ucli.StringFlag{Name: "why", Usage: "the reason (required)"}),
+		Name:        "retract",
+		Usage:       "withdraw an event (a correction event; nothing is rewritten)",
+		ArgsUsage:   "ID",
+		Description: idHelp,
+		Flags:       writeFlags(&ucli.StringFlag{Name: "why", Usage: "the reason (required)"}),
 	}
 }
 
@@ -27,6 +28,9 @@ func runRetract(c *ucli.Context, tx *vault.Tx) error {
 	opts := retractOptions{id: id, why: c.String("why")}
 	if opts.why == "" {
 		return usagef("retract: --why is required: say why the event no longer holds")
+	}
+	if opts.id, err = eventID(tx, "retract", opts.id); err != nil {
+		return err
 	}
 	_, err = tx.Retract(opts.id, opts.why)
 	return err

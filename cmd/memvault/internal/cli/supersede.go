@@ -14,10 +14,11 @@ type supersedeOptions struct {
 
 func newSupersedeCommand() *ucli.Command {
 	return &ucli.Command{
-		Name:      "supersede",
-		Usage:     "replace an event with a new version of its text",
-		ArgsUsage: "ID TEXT",
-		Flags:     writeFlags(),
+		Name:        "supersede",
+		Usage:       "replace an event with a new version of its text",
+		ArgsUsage:   "ID TEXT",
+		Description: idHelp,
+		Flags:       writeFlags(),
 	}
 }
 
@@ -26,6 +27,10 @@ func runSupersede(c *ucli.Context, tx *vault.Tx) error {
 		return usagef("supersede: want an event id and the new text")
 	}
 	opts := supersedeOptions{id: c.Args().First(), text: strings.Join(c.Args().Tail(), " ")}
-	_, err := tx.Supersede(opts.id, opts.text)
+	id, err := eventID(tx, "supersede", opts.id)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Supersede(id, opts.text)
 	return err
 }

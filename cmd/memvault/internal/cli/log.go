@@ -24,17 +24,18 @@ func newLogCommand() *ucli.Command {
 		Usage: "show the vault's lineage of commits, newest first",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Usage: "only commits that touch this thread"},
-			&ucli.IntFlag{Name: "limit", Aliases: []string{"n"}, Value: 20, Usage: "at most N commits (0: all)"},
+			limitFlag("commits, the newest", 20),
 			jsonFlag,
 		},
 	}
 }
 
 func newLogOptions(c *ucli.Context) (logOptions, error) {
-	opts := logOptions{limit: c.Int("limit"), json: c.Bool("json")}
-	if opts.limit < 0 {
-		return opts, usagef("log: --limit must be 0 or more")
+	limit, err := listLimit(c)
+	if err != nil {
+		return logOptions{}, err
 	}
+	opts := logOptions{limit: limit, json: c.Bool("json")}
 	if t := c.String("thread"); t != "" {
 		th, err := vault.ParseThread(t)
 		if err != nil {

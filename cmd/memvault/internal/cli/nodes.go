@@ -2,8 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -12,6 +10,7 @@ import (
 
 type nodesOptions struct {
 	filter vault.NodeFilter
+	limit  int // the newest N; 0 for all
 	json   bool
 }
 
@@ -21,7 +20,8 @@ func newNodesCommand() *ucli.Command {
 		Usage: "list the agent's temporal nodes, oldest first",
 		Flags: []ucli.Flag{jsonFlag, threadFlag,
 			&ucli.StringFlag{Name: "session", Usage: "only this session"},
-			&ucli.StringFlag{Name: "kind", Usage: "session-summary, compaction or condensed"},
+			&ucli.StringFlag{Name: "kind", Usage: "only this kind: " + oneOf(vault.NodeKinds)},
+			limitFlag("nodes, the newest", 0),
 		},
 	}
 }
@@ -31,10 +31,14 @@ func newNodesOptions(c *ucli.Context, v *vault.Vault) (nodesOptions, error) {
 	if err != nil {
 		return nodesOptions{}, err
 	}
-	opts := nodesOptions{json: c.Bool("json"),
+	limit, err := listLimit(c)
+	if err != nil {
+		return nodesOptions{}, err
+	}
+	opts := nodesOptions{json: c.Bool("json"), limit: limit,
 		filter: vault.NodeFilter{Agent: agent, Session: c.String("session"), Kind: c.String("kind")}}
-	if k := opts.filter.Kind; k != "" && !slices.Contains(vault.NodeKinds, k) {
-		return opts, usagef("nodes: kind %q: want one of %s", k, strings.Join(vault.NodeKinds, ", "))
+	if err := checkChoice("nodes", "kind", opts.filter.Kind, vault.NodeKinds); err != nil {
+		return opts, err
 	}
 	if t := c.String("thread"); t != "" {
 		th, err := vault.ParseThread(t)
@@ -55,7 +59,9 @@ func runNodes(c *ucli.Context, v *vault.Vault) error {
 	if err != nil {
 		return err
 	}
-	nodes := ix.Select(opts.filter)
+	all := ix.Select(opts.filter)
+	nodes := newest(all, opts.limit)
+	limitNote(c, len(nodes), len(all), "nodes", "newest")
 	if opts.json {
 		if nodes == nil {
 			nodes = []*vault.Node{}

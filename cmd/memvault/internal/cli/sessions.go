@@ -9,23 +9,33 @@ import (
 )
 
 type sessionsOptions struct {
-	json bool
+	limit int // the first N; 0 for all
+	json  bool
 }
 
 func newSessionsCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "sessions",
 		Usage: "list stored transcripts, by agent and session",
-		Flags: []ucli.Flag{jsonFlag},
+		Flags: []ucli.Flag{limitFlag("sessions, the first by agent and session", 0), jsonFlag},
 	}
 }
 
 func runSessions(c *ucli.Context, v *vault.Vault) error {
-	opts := sessionsOptions{json: c.Bool("json")}
-	list, err := v.Sessions()
+	if err := noArgs(c, "sessions"); err != nil {
+		return err
+	}
+	limit, err := listLimit(c)
 	if err != nil {
 		return err
 	}
+	opts := sessionsOptions{limit: limit, json: c.Bool("json")}
+	all, err := v.Sessions()
+	if err != nil {
+		return err
+	}
+	list := first(all, opts.limit)
+	limitNote(c, len(list), len(all), "sessions", "first")
 	if opts.json {
 		if list == nil {
 			list = []vault.SessionInfo{}

@@ -13,7 +13,8 @@ import (
 )
 
 type threadsOptions struct {
-	json bool
+	limit int // the first N; 0 for all
+	json  bool
 }
 
 type threadsShowOptions struct {
@@ -25,7 +26,7 @@ func newThreadsCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "threads",
 		Usage: "list threads and the state of their heads",
-		Flags: []ucli.Flag{jsonFlag},
+		Flags: []ucli.Flag{limitFlag("threads, the first by key", 0), jsonFlag},
 		Subcommands: []*ucli.Command{{
 			Name:      "show",
 			Usage:     "print a thread's head (rendered on the fly if it was never written)",
@@ -39,15 +40,24 @@ func runThreads(c *ucli.Context, v *vault.Vault) error {
 	if c.NArg() > 0 {
 		return usagef("threads: unknown subcommand %q; try memvault threads show T", c.Args().First())
 	}
-	opts := threadsOptions{json: c.Bool("json")}
+	limit, err := listLimit(c)
+	if err != nil {
+		return err
+	}
+	opts := threadsOptions{limit: limit, json: c.Bool("json")}
 	info, err := v.Heads()
 	if err != nil {
 		return err
 	}
-	if opts.json {
-		return printJSON(c.App.Writer, info.Threads)
+	threads := first(info.Threads, opts.limit)
+	if threads == nil {
+		threads = []vault.ThreadInfo{}
 	}
-	for _, t := range info.Threads {
+	limitNote(c, len(threads), len(info.Threads), "threads", "first")
+	if opts.json {
+		return printJSON(c.App.Writer, threads)
+	}
+	for _, t := range threads {
 		printThread(c.App.Writer, t)
 	}
 	return nil

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -38,6 +39,8 @@ type transcriptImportOptions struct {
 type transcriptShowOptions struct {
 	ref      vault.TranscriptRef
 	from, to int
+	limit    int  // at most this many messages; 0 for all
+	tail     bool // the last limit messages, not the first (no --from or --to)
 	json     bool
 }
 
@@ -69,6 +72,7 @@ func newTranscriptCommand() *ucli.Command {
 				Flags: []ucli.Flag{requiredSession, jsonFlag,
 					&ucli.IntFlag{Name: "from", Value: 1, Usage: "first message number"},
 					&ucli.IntFlag{Name: "to", Usage: "last message number (default: the end)"},
+					limitFlag("messages: the last ones, or the first from --from", 0),
 				},
 			},
 		},
@@ -243,9 +247,18 @@ func newTranscriptShowOptions(c *ucli.Context, v *vault.Vault) (transcriptShowOp
 	if err != nil {
 		return transcriptShowOptions{}, err
 	}
-	opts := transcriptShowOptions{ref: ref, from: c.Int("from"), to: c.Int("to"), json: c.Bool("json")}
+	opts := transcriptShowOptions{ref: ref, from: c.Int("from"), to: c.Int("to"), json: c.Bool("json"),
+		tail: !c.IsSet("from") && !c.IsSet("to")}
 	if opts.from < 1 || opts.to < 0 || opts.to > 0 && opts.to < opts.from {
 		return opts, usagef("transcript show: want 1 ≤ --from ≤ --to")
+	}
+	// A range the person chose is shown whole unless --limit says
+	// otherwise: the terminal's default applies to the whole transcript.
+	if opts.limit, err = listLimit(c); err != nil {
+		return opts, err
+	}
+	if !opts.tail && !c.IsSet("limit") {
+		opts.limit = 0
 	}
 	return opts, nil
 }
@@ -255,20 +268,49 @@ func runTranscriptShow(c *ucli.Context, v *vault.Vault) error {
 	if err != nil {
 		return err
 	}
+	// Text streams out as it is read; the last N are kept in a ring as
+	// the transcript goes by, so a long one costs N messages of memory;
+	// the first N stop the read.
+	stream := !opts.json && (opts.limit == 0 || !opts.tail)
 	var msgs []vault.StoredMessage
+	total := 0
 	err = v.ReadTranscript(opts.ref, opts.from, opts.to, func(m vault.StoredMessage) error {
-		if opts.json {
+		total++
+		switch {
+		case opts.limit > 0 && !opts.tail && total > opts.limit:
+			return errEnough
+		case stream:
+			printMessage(c.App.Writer, m)
+		case opts.limit == 0 || len(msgs) < opts.limit:
 			msgs = append(msgs, m)
-			return nil
+		default:
+			msgs[(total-1)%opts.limit] = m
 		}
-		printMessage(c.App.Writer, m)
 		return nil
 	})
-	if err != nil || !opts.json {
+	if err != nil && !errors.Is(err, errEnough) {
 		return err
 	}
-	if msgs == nil {
-		msgs = []vault.StoredMessage{}
+	if opts.tail && opts.limit > 0 && total > opts.limit {
+		k := total % opts.limit
+		msgs = append(msgs[k:], msgs[:k]...)
 	}
-	return printJSON(c.App.Writer, msgs)
+	if errors.Is(err, errEnough) && !opts.json {
+		fmt.Fprintf(c.App.ErrWriter, "memvault: note: showing %d messages from %d; --limit 0 shows all\n", opts.limit, opts.from)
+	} else if opts.tail && opts.limit > 0 {
+		limitNote(c, len(msgs), total, "messages", "last")
+	}
+	if opts.json {
+		if msgs == nil {
+			msgs = []vault.StoredMessage{}
+		}
+		return printJSON(c.App.Writer, msgs)
+	}
+	for _, m := range msgs {
+		printMessage(c.App.Writer, m)
+	}
+	return nil
 }
+
+// errEnough stops a read that has what it needs.
+var errEnough = errors.New("enough")

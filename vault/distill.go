@@ -2,6 +2,7 @@ package vault
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -332,10 +333,10 @@ func periodOf(t time.Time, period string) (string, time.Time) {
 // unless Current is set, so a day is condensed once it is over.
 func (tx *Tx) Condense(opts CondenseOptions) ([]*Node, error) {
 	if opts.Period == "" {
-		opts.Period = "day"
+		opts.Period = CondensePeriods[0]
 	}
-	if opts.Period != "day" && opts.Period != "week" {
-		return nil, fault.New(ErrInvalid, "condense: period %q: want day or week", opts.Period)
+	if !slices.Contains(CondensePeriods, opts.Period) {
+		return nil, fault.New(ErrInvalid, "condense: period %q: want %s", opts.Period, strings.Join(CondensePeriods, " or "))
 	}
 	if opts.Thread != "" {
 		th, err := ParseThread(opts.Thread)

@@ -52,3 +52,11 @@ func (st *State) KnownKinds() []string {
 	slices.Sort(kinds)
 	return slices.Compact(kinds)
 }
+
+// CondensePeriods are the periods Condense groups nodes by, the first the
+// default.
+var CondensePeriods = []string{"day", "week"}
+
+// RefreshEvents are the harness events a head refresh runs on (`memvault
+// refresh --on`).
+var RefreshEvents = []string{"session-end", "compaction"}

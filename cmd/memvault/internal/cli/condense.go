@@ -11,7 +11,7 @@ func newCondenseCommand() *ucli.Command {
 		Name:  "condense",
 		Usage: "write condensed nodes over session summaries and compaction nodes, per day or week",
 		Flags: []ucli.Flag{harnessFlag, forceFlag, jsonFlag, threadFlag,
-			&ucli.StringFlag{Name: "period", Value: "day", Usage: "day or week"},
+			&ucli.StringFlag{Name: "period", Value: vault.CondensePeriods[0], Usage: oneOf(vault.CondensePeriods)},
 			&ucli.BoolFlag{Name: "current", Usage: "also condense the period still under way"},
 		},
 	}
@@ -19,6 +19,9 @@ func newCondenseCommand() *ucli.Command {
 
 // runCondense: the library's options are the command's options.
 func runCondense(c *ucli.Context, tx *vault.Tx) (nodesMade, error) {
+	if err := checkChoice("condense", "period", c.String("period"), vault.CondensePeriods); err != nil {
+		return nodesMade{}, err
+	}
 	opts := vault.CondenseOptions{Period: c.String("period"), Thread: c.String("thread"), Current: c.Bool("current")}
 	nodes, err := tx.Condense(opts)
 	fresh := make([]bool, len(nodes))

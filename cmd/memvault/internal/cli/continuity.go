@@ -124,12 +124,14 @@ func newContinuityCommand() *ucli.Command {
 			{
 				Name:  "learnings",
 				Usage: "learnings in scope, smallest scope first (active and corrected; --all for every status)",
-				Flags: []ucli.Flag{learnScopeFlag, &ucli.BoolFlag{Name: "all", Usage: "include archived and invalidated learnings"}, jsonFlag},
+				Flags: []ucli.Flag{learnScopeFlag, &ucli.BoolFlag{Name: "all", Usage: "include archived and invalidated learnings"},
+					limitFlag("learnings, the first", 0), jsonFlag},
 			},
 			{
 				Name:  "decisions",
 				Usage: "decisions in scope (active; --all includes superseded ones)",
-				Flags: []ucli.Flag{learnScopeFlag, &ucli.BoolFlag{Name: "all", Usage: "include superseded decisions"}, jsonFlag},
+				Flags: []ucli.Flag{learnScopeFlag, &ucli.BoolFlag{Name: "all", Usage: "include superseded decisions"},
+					limitFlag("decisions, the first", 0), jsonFlag},
 			},
 			{
 				Name:  "audit",
@@ -226,6 +228,10 @@ func listAction[T any](cmd, none, format string, list func(*vault.Continuity, va
 		if err := noArgs(c, cmd); err != nil {
 			return err
 		}
+		limit, err := listLimit(c)
+		if err != nil {
+			return err
+		}
 		f, err := scopeFilter(c, v)
 		if err != nil {
 			return err
@@ -234,8 +240,13 @@ func listAction[T any](cmd, none, format string, list func(*vault.Continuity, va
 		if err != nil {
 			return err
 		}
-		items := list(st, f, c.Bool("all"))
+		all := list(st, f, c.Bool("all"))
+		items := first(all, limit)
+		limitNote(c, len(items), len(all), strings.Fields(cmd)[1], "first")
 		if c.Bool("json") {
+			if items == nil {
+				items = []T{}
+			}
 			return printJSON(c.App.Writer, items)
 		}
 		if len(items) == 0 {

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"strings"
-
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
@@ -13,13 +11,16 @@ func newGoalCommand() *ucli.Command {
 		Name:      "goal",
 		Usage:     "set the active goal of CONTINUITY.md (and/or the phase)",
 		ArgsUsage: "TEXT",
-		Flags:     writeFlags(&ucli.StringFlag{Name: "phase", Usage: strings.Join(vault.Phases, ", ")}, rowThreadFlag, globalFlag, nowFlag),
+		Flags:     writeFlags(&ucli.StringFlag{Name: "phase", Usage: oneOf(vault.Phases)}, rowThreadFlag, globalFlag, nowFlag),
 	}
 }
 
 func runGoal(c *ucli.Context, ct *vault.ContinuityTx) error {
 	text, err := textArg(c, "goal")
 	if err != nil {
+		return err
+	}
+	if err := checkChoice("goal", "phase", c.String("phase"), vault.Phases); err != nil {
 		return err
 	}
 	return ct.Goal(text, c.String("phase"))

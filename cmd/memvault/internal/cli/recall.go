@@ -26,10 +26,10 @@ func newRecallCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"}, Usage: "the current thread (default: the session's, else the working directory's)"},
 			&ucli.BoolFlag{Name: "all-threads", Usage: "search every thread"},
 			&ucli.StringFlag{Name: "session", EnvVars: []string{"MEMVAULT_SESSION"}, Usage: "the current session, whose thread is the default"},
-			&ucli.StringFlag{Name: "tier", Usage: "only one tier: structured, heads or transcripts"},
+			&ucli.StringFlag{Name: "tier", Usage: "only one tier: " + oneOf(vault.Tiers)},
 			&ucli.StringFlag{Name: "since", Usage: "only what was written at or after DATE"},
 			&ucli.StringFlag{Name: "until", Usage: "only what was written before DATE"},
-			&ucli.IntFlag{Name: "limit", Aliases: []string{"n"}, Value: 5, Usage: "hits per tier"},
+			&ucli.IntFlag{Name: "limit", Aliases: []string{"n"}, Value: 5, Usage: "at most N hits per tier (1 or more)"},
 			&ucli.BoolFlag{Name: "history", Usage: "include rows that no longer hold (superseded, retracted, closed, invalidated, archived), marked"},
 		},
 	}
@@ -45,7 +45,10 @@ func newRecallOptions(c *ucli.Context, v *vault.Vault) (recallOptions, error) {
 		return recallOptions{}, usagef("recall: --thread and --all-threads do not go together")
 	}
 	if c.Int("limit") < 1 {
-		return recallOptions{}, usagef("recall: --limit must be 1 or more")
+		return recallOptions{}, usagef("recall: --limit must be 1 or more: a search returns its best hits per tier")
+	}
+	if err := checkChoice("recall", "tier", c.String("tier"), vault.Tiers); err != nil {
+		return recallOptions{}, err
 	}
 	query, err := textArg(c, "recall")
 	if err != nil {

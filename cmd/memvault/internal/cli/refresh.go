@@ -22,7 +22,7 @@ func newRefreshCommand() *ucli.Command {
 			"threads that session wrote to). A head whose lease is held by someone else is deferred:\n" +
 			"recorded as head.deferred and retried by the next refresh of any session.",
 		Flags: writeFlags(
-			&ucli.StringFlag{Name: "on", Usage: "the event: session-end or compaction (required)"},
+			&ucli.StringFlag{Name: "on", Usage: "the event (required): " + oneOf(vault.RefreshEvents)},
 		),
 	}
 }
@@ -38,12 +38,11 @@ func runRefresh(c *ucli.Context) error {
 		return usagef("refresh: takes no arguments")
 	}
 	opts := refreshOptions{on: c.String("on")}
-	switch opts.on {
-	case "session-end", "compaction":
-	case "":
-		return usagef("refresh: --on is required: session-end or compaction")
-	default:
-		return usagef("refresh: --on %q: want session-end or compaction", opts.on)
+	if opts.on == "" {
+		return usagef("refresh: --on is required: %s", oneOf(vault.RefreshEvents))
+	}
+	if err := checkChoice("refresh", "on", opts.on, vault.RefreshEvents); err != nil {
+		return err
 	}
 	txOpts, err := txOptions(c, v)
 	if err != nil {

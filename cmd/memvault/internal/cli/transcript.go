@@ -63,7 +63,7 @@ func newTranscriptCommand() *ucli.Command {
 				Usage:     "import a harness transcript file; only what is new is added",
 				ArgsUsage: "FILE",
 				Flags: []ucli.Flag{requiredSession, harnessFlag, jsonFlag, sessionThreadFlag,
-					&ucli.StringFlag{Name: "format", Usage: "claude-code, codex, openclaw, gemini or generic (required)"},
+					&ucli.StringFlag{Name: "format", Usage: "the file's format (required): " + oneOf(formatNames())},
 				},
 			},
 			{
@@ -173,7 +173,10 @@ func newTranscriptImportOptions(c *ucli.Context, v *vault.Vault) (transcriptImpo
 		return transcriptImportOptions{}, usagef("transcript import: want exactly one FILE")
 	}
 	if c.String("format") == "" {
-		return transcriptImportOptions{}, usagef("transcript import: --format is required (claude-code, codex, openclaw, gemini or generic)")
+		return transcriptImportOptions{}, usagef("transcript import: --format is required: %s", oneOf(formatNames()))
+	}
+	if err := checkChoice("transcript import", "format", c.String("format"), formatNames()); err != nil {
+		return transcriptImportOptions{}, err
 	}
 	format, err := transcript.ParseFormat(c.String("format"))
 	if err != nil {
@@ -314,3 +317,12 @@ func runTranscriptShow(c *ucli.Context, v *vault.Vault) error {
 
 // errEnough stops a read that has what it needs.
 var errEnough = errors.New("enough")
+
+// formatNames are the transcript formats import reads, by name.
+func formatNames() []string {
+	var out []string
+	for _, f := range transcript.Formats() {
+		out = append(out, string(f))
+	}
+	return out
+}

@@ -26,7 +26,8 @@ func newContextCommand() *ucli.Command {
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"}, Usage: "the session's thread (default: the working directory's)"},
 			&ucli.BoolFlag{Name: "global", Usage: "no thread: MEMORY.md, CONTINUITY.md and global rows only"},
-			&ucli.IntFlag{Name: "limit", Value: hooks.DefaultContextLimit, Usage: "at most this many characters"},
+			&ucli.IntFlag{Name: "limit", Value: hooks.DefaultContextLimit, Usage: "at most this many characters (200 or more)"},
+			jsonFlag,
 		},
 	}
 }
@@ -51,11 +52,24 @@ func newContextOptions(c *ucli.Context, v *vault.Vault) (contextOptions, error) 
 	return opts, nil
 }
 
+// contextReport is `memvault context --json`: the text session start
+// injects, with what chose it.
+type contextReport struct {
+	Agent   string `json:"agent"`
+	Thread  string `json:"thread"` // "" for none (--global)
+	Limit   int    `json:"limit"`  // the character budget
+	Context string `json:"context"`
+}
+
 func runContext(c *ucli.Context, v *vault.Vault) error {
 	opts, err := newContextOptions(c, v)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(c.App.Writer, hooks.StartContext(v, opts.agent, opts.thread, opts.dir, opts.limit))
+	text := hooks.StartContext(v, opts.agent, opts.thread, opts.dir, opts.limit)
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, contextReport{Agent: opts.agent, Thread: opts.thread, Limit: opts.limit, Context: text})
+	}
+	fmt.Fprintln(c.App.Writer, text)
 	return nil
 }

@@ -39,6 +39,7 @@ func newInitCommand() *ucli.Command {
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "adopt", Usage: "make a vault of a git repository that already has history (kept)"},
 			&ucli.BoolFlag{Name: "no-gitignore", Usage: "leave the project's .gitignore alone (by default a vault inside the project's git work tree is added to it)"},
+			jsonFlag,
 		},
 	}
 }
@@ -49,6 +50,9 @@ func runInit(c *ucli.Context) error {
 	}
 	opts := initOptionsFor(c, c.String("vault"))
 	opts.adopt, opts.noGitignore = c.Bool("adopt"), c.Bool("no-gitignore")
+	if c.Bool("json") {
+		opts.out = c.App.ErrWriter // what it did to .gitignore: stdout is the JSON's
+	}
 	if opts.dir == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -60,6 +64,9 @@ func runInit(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, initReport{Vault: v.Root, Created: created, MergeDriverRegistered: registered})
+	}
 	if created {
 		fmt.Fprintf(c.App.Writer, "initialised vault at %s\n", v.Root)
 	} else {
@@ -69,6 +76,13 @@ func runInit(c *ucli.Context) error {
 		}
 	}
 	return nil
+}
+
+// initReport is `memvault init --json`.
+type initReport struct {
+	Vault                 string `json:"vault"`                   // the vault's folder
+	Created               bool   `json:"created"`                 // false: it was there already
+	MergeDriverRegistered bool   `json:"merge_driver_registered"` // this run registered it (a fresh clone)
 }
 
 // initVault creates (or completes) the vault opts names and registers the

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -86,6 +87,17 @@ func runLedger(c *ucli.Context, v *vault.Vault) error {
 			only = map[string]bool{}
 		}
 		only[id] = true
+	}
+	if t := opts.filter.Thread; t != "" {
+		// A thread is data, not a fixed set: an unknown one is an empty
+		// answer (exit 0), with a note in case it was a typo.
+		if threads := st.Threads(); !slices.Contains(threads, t) {
+			note := "memvault: note: no event is filed under thread " + t
+			if near := nearest(t, threads); near != "" {
+				note += "; did you mean " + near + "?"
+			}
+			fmt.Fprintln(c.App.ErrWriter, note)
+		}
 	}
 	rows := st.Select(opts.filter)
 	if only != nil {

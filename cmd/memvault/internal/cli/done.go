@@ -11,7 +11,7 @@ import (
 func newDoneCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "done",
-		Usage:     "record an accomplishment; a next action's number or text takes it off the queue",
+		Usage:     "record an accomplishment; a next action's number, text or id (any unique prefix) takes it off the queue",
 		ArgsUsage: "TEXT | N",
 		Flags:     writeFlags(rowThreadFlag, globalFlag, nowFlag),
 	}

@@ -160,8 +160,12 @@ func closest(word string, candidates []string) string {
 
 // editDistance is the optimal string alignment distance of a and b:
 // insertions, deletions, substitutions and transpositions of neighbours.
+// Words longer than any command, flag or value are cut first, so that a
+// hostile one costs little.
 func editDistance(a, b string) int {
+	const most = 64
 	x, y := []rune(a), []rune(b)
+	x, y = x[:min(len(x), most)], y[:min(len(y), most)]
 	d := make([][]int, len(x)+1)
 	for i := range d {
 		d[i] = make([]int, len(y)+1)

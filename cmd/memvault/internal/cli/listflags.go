@@ -121,60 +121,9 @@ func shortValue(s string) string {
 // oneOf is the help text's list of a flag's values.
 func oneOf(valid []string) string { return "one of " + strings.Join(valid, ", ") }
 
-// nearest returns the value of valid closest to s when it is close enough
-// to be a typo of it (an edit distance of at most a third of its length,
-// at least 1, or s a prefix of exactly one), else "".
-func nearest(s string, valid []string) string {
-	best, bestD := "", -1
-	var prefixed []string
-	for _, v := range valid {
-		if strings.HasPrefix(v, s) {
-			prefixed = append(prefixed, v)
-		}
-		d := editDistance(strings.ToLower(s), v)
-		if bestD < 0 || d < bestD {
-			best, bestD = v, d
-		}
-	}
-	if bestD >= 0 && bestD <= max(1, len(best)/3) {
-		return best
-	}
-	if len(prefixed) == 1 {
-		return prefixed[0]
-	}
-	return ""
-}
-
-// editDistance is the edit distance between a and b in bytes, a swap of
-// two neighbours counting as one edit (the optimal string alignment
-// distance); inputs longer than any filter value are cut, so a hostile
-// one costs little.
-func editDistance(a, b string) int {
-	const most = 64
-	a, b = a[:min(len(a), most)], b[:min(len(b), most)]
-	// d[i][j] is the distance between a[:i] and b[:j].
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
-}
+// nearest returns the value of valid a mistyped s most likely meant
+// (closest, on s in lower case), else "".
+func nearest(s string, valid []string) string { return closest(strings.ToLower(s), valid) }
 
 // wrapList is valid, comma-separated, broken into lines for a help text's
 // description.

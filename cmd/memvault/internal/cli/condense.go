@@ -11,7 +11,7 @@ func newCondenseCommand() *ucli.Command {
 		Name:  "condense",
 		Usage: "write condensed nodes over session summaries and compaction nodes, per day or week",
 		Flags: []ucli.Flag{harnessFlag, forceFlag, jsonFlag, threadFlag,
-			&ucli.StringFlag{Name: "period", Value: vault.CondensePeriods[0], Usage: oneOf(vault.CondensePeriods)},
+			&ucli.StringFlag{Name: "period", Value: vault.CondensePeriods[0], Usage: "the span of time each condensed node covers"},
 			&ucli.BoolFlag{Name: "current", Usage: "also condense the period still under way"},
 		},
 	}

@@ -11,7 +11,7 @@ func newGoalCommand() *ucli.Command {
 		Name:      "goal",
 		Usage:     "set the active goal of CONTINUITY.md (and/or the phase)",
 		ArgsUsage: "TEXT",
-		Flags:     writeFlags(&ucli.StringFlag{Name: "phase", Usage: oneOf(vault.Phases)}, rowThreadFlag, globalFlag, nowFlag),
+		Flags:     writeFlags(&ucli.StringFlag{Name: "phase", Usage: "the phase of the work"}, rowThreadFlag, globalFlag, nowFlag),
 	}
 }
 

@@ -20,7 +20,7 @@ func newNodesCommand() *ucli.Command {
 		Usage: "list the agent's temporal nodes, oldest first",
 		Flags: []ucli.Flag{jsonFlag, threadFlag,
 			&ucli.StringFlag{Name: "session", Usage: "only this session"},
-			&ucli.StringFlag{Name: "kind", Usage: "only this kind: " + oneOf(vault.NodeKinds)},
+			&ucli.StringFlag{Name: "kind", Usage: "only this kind"},
 			limitFlag("nodes, the newest", 0),
 		},
 	}

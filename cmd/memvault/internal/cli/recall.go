@@ -26,7 +26,7 @@ func newRecallCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"}, Usage: "the current thread (default: the session's, else the working directory's)"},
 			&ucli.BoolFlag{Name: "all-threads", Usage: "search every thread"},
 			&ucli.StringFlag{Name: "session", EnvVars: []string{"MEMVAULT_SESSION"}, Usage: "the current session, whose thread is the default"},
-			&ucli.StringFlag{Name: "tier", Usage: "only one tier: " + oneOf(vault.Tiers)},
+			&ucli.StringFlag{Name: "tier", Usage: "only one tier"},
 			&ucli.StringFlag{Name: "since", Usage: "only what was written at or after DATE"},
 			&ucli.StringFlag{Name: "until", Usage: "only what was written before DATE"},
 			&ucli.IntFlag{Name: "limit", Aliases: []string{"n"}, Value: 5, Usage: "at most N hits per tier (1 or more)"},

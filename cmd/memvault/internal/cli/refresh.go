@@ -22,7 +22,7 @@ func newRefreshCommand() *ucli.Command {
 			"threads that session wrote to). A head whose lease is held by someone else is deferred:\n" +
 			"recorded as head.deferred and retried by the next refresh of any session.",
 		Flags: writeFlags(
-			&ucli.StringFlag{Name: "on", Usage: "the event (required): " + oneOf(vault.RefreshEvents)},
+			&ucli.StringFlag{Name: "on", Usage: "the event (required)"},
 		),
 	}
 }

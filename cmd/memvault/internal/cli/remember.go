@@ -18,7 +18,7 @@ func newRememberCommand() *ucli.Command {
 		Usage:     "record a fact, decision, learning, constraint, blocker, next step, claim or reflection",
 		ArgsUsage: "TEXT | -",
 		Flags: writeFlags(
-			&ucli.StringFlag{Name: "kind", Aliases: []string{"k"}, Value: "fact", Usage: "kind of memory: " + oneOf(vault.RememberKinds)},
+			&ucli.StringFlag{Name: "kind", Aliases: []string{"k"}, Value: "fact", Usage: "kind of memory"},
 			rowThreadFlag, globalFlag,
 			&ucli.StringSliceFlag{Name: "link", Usage: "id (or unique prefix) of a related event or node (repeatable)"},
 			&ucli.StringFlag{Name: "data", Usage: "structured data as a JSON object"},

@@ -63,7 +63,7 @@ func newTranscriptCommand() *ucli.Command {
 				Usage:     "import a harness transcript file; only what is new is added",
 				ArgsUsage: "FILE",
 				Flags: []ucli.Flag{requiredSession, harnessFlag, jsonFlag, sessionThreadFlag,
-					&ucli.StringFlag{Name: "format", Usage: "the file's format (required): " + oneOf(formatNames())},
+					&ucli.StringFlag{Name: "format", Usage: "the file's format (required)"},
 				},
 			},
 			{

@@ -3,6 +3,7 @@ package hooks
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,14 +13,54 @@ import (
 
 // Wiring is what `memvault doctor` reports for one harness.
 type Wiring struct {
-	Harness  string            `json:"harness"`
-	Config   string            `json:"config,omitempty"`
+	Harness string `json:"harness"`
+	Config  string `json:"config,omitempty"` // the file (OpenClaw: the folder) memvault installed; "" when not installed
+	// LookedAt is where doctor looked for it: Config, or where an install
+	// would write.
+	LookedAt string            `json:"looked_at"`
 	Wired    []string          `json:"wired"`              // runtime events wired
 	Missing  []string          `json:"missing,omitempty"`  // runtime events memvault could wire but are not
 	Degraded map[string]string `json:"degraded,omitempty"` // runtime event → what happens instead
 	Binary   string            `json:"binary,omitempty"`   // the binary the hooks run
 	SameBin  bool              `json:"same_binary"`
-	Problems []string          `json:"problems,omitempty"`
+	// Problems is what stops memvault's hooks from running as installed
+	// (severity error) or may (warning), each with its fix.
+	Problems []Problem `json:"problems"`
+}
+
+// Problem is one thing doctor found, in one line, and what fixes it.
+type Problem struct {
+	Problem  string `json:"problem"`
+	Fix      string `json:"fix"`
+	Severity string `json:"severity"` // SeverityError or SeverityWarning
+}
+
+// The severities of a Problem: an error means the hooks do not run, or
+// run and store nothing; a warning means they may not, or run another
+// memvault than this one.
+const (
+	SeverityError   = "error"
+	SeverityWarning = "warning"
+)
+
+func (w *Wiring) fail(problem, fix string) {
+	w.Problems = append(w.Problems, Problem{Problem: problem, Fix: fix, Severity: SeverityError})
+}
+
+func (w *Wiring) warn(problem, fix string) {
+	w.Problems = append(w.Problems, Problem{Problem: problem, Fix: fix, Severity: SeverityWarning})
+}
+
+// Installed reports whether memvault's config for the harness was found.
+func (w Wiring) Installed() bool { return w.Config != "" }
+
+// installCommand is the command that (re)installs the harness at the
+// installer's scope.
+func (in *Installer) installCommand() string {
+	if in.Scope == ScopeUser {
+		return "memvault install " + in.Harness + " --scope user"
+	}
+	return "memvault install " + in.Harness
 }
 
 // Degraded is what each harness cannot give memvault, and what memvault
@@ -43,16 +84,18 @@ var Degraded = map[string]map[string]string{
 	},
 }
 
-// Doctor inspects a harness's installed configuration.
+// Doctor inspects a harness's installed configuration: the events wired,
+// the binary the hooks run, and what the harness itself needs before it
+// runs them (Codex's trust, OpenClaw's registration and Gateway). A harness
+// that is not installed has no problem: it is not used with memvault.
 func (in *Installer) Doctor() Wiring {
-	w := Wiring{Harness: in.Harness, Degraded: Degraded[in.Harness], Wired: []string{}}
 	path := in.configPath()
+	w := Wiring{Harness: in.Harness, Degraded: Degraded[in.Harness], Wired: []string{}, LookedAt: path, Problems: []Problem{}}
 	data, err := os.ReadFile(path)
 	if in.Harness == "openclaw" {
 		data, err = os.ReadFile(filepath.Join(path, "index.js"))
 	}
 	if err != nil {
-		w.Problems = append(w.Problems, "not installed ("+path+")")
 		return w
 	}
 	w.Config = path
@@ -80,7 +123,8 @@ func (in *Installer) Doctor() Wiring {
 			} `json:"hooks"`
 		}
 		if err := json.Unmarshal(data, &doc); err != nil {
-			w.Problems = append(w.Problems, path+" is not plain JSON")
+			w.fail(path+" is not plain JSON, so doctor cannot tell which events it wires ("+err.Error()+")",
+				"check the hooks by hand against docs/HARNESSES.md, or make the file plain JSON")
 			return w
 		}
 		for _, pair := range hookEvents[in.Harness] {
@@ -101,15 +145,29 @@ func (in *Installer) Doctor() Wiring {
 				w.Missing = append(w.Missing, pair[1])
 			}
 		}
+		if len(w.Wired) == 0 {
+			// the harness's settings, without a hook of memvault's
+			w.Config, w.Missing = "", nil
+			return w
+		}
 	}
 	sort.Strings(w.Missing)
+	if len(w.Missing) > 0 {
+		w.fail(fmt.Sprintf("%d of memvault's events are not wired: %s", len(w.Missing), strings.Join(w.Missing, ", ")), in.installCommand())
+	}
 	if w.Binary != "" {
 		w.SameBin = sameFile(w.Binary, in.Bin)
 		if _, err := os.Stat(w.Binary); err != nil {
-			w.Problems = append(w.Problems, "the hooks run "+w.Binary+", which does not exist: run memvault install "+in.Harness+" again")
+			w.fail("the hooks run "+w.Binary+", which does not exist", in.installCommand()+" again")
 		} else if !w.SameBin {
-			w.Problems = append(w.Problems, "the hooks run "+w.Binary+", not this memvault ("+in.Bin+")")
+			w.warn("the hooks run "+w.Binary+", not this memvault ("+in.Bin+")", in.installCommand()+" with the memvault you mean the hooks to run")
 		}
+	}
+	switch in.Harness {
+	case "codex":
+		in.codexTrust(&w, data)
+	case "openclaw":
+		in.openClawRegistration(&w)
 	}
 	return w
 }

@@ -12,6 +12,10 @@ import (
 	"github.com/memvault/memvault/vault"
 )
 
+// exitSetup is doctor's exit code when the vault is sound but a harness is
+// not set up to run memvault's hooks (docs/API.md, "Exit codes").
+const exitSetup = 9
+
 type doctorOptions struct {
 	json bool
 }
@@ -19,15 +23,27 @@ type doctorOptions struct {
 func newDoctorCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "doctor",
-		Usage: "check the vault's health and show, per harness, which runtime events are wired and what degrades",
+		Usage: "check the vault (exists, verifies, not in need of repair) and each harness's wiring and trust, one line per problem with its fix",
 		Flags: []ucli.Flag{scopeFlag, jsonFlag},
 	}
 }
 
 // doctorReport is `memvault doctor --json`.
 type doctorReport struct {
+	// OK is false when any problem is an error: the exit code is then not 0.
+	OK        bool           `json:"ok"`
 	Vault     *doctorVault   `json:"vault"` // null: no vault found from here
 	Harnesses []hooks.Wiring `json:"harnesses"`
+	// Problems is every problem found, the vault's and each harness's, in
+	// the order printed: what a script acts on.
+	Problems []doctorProblem `json:"problems"`
+}
+
+// doctorProblem is one problem and its fix, with where it was found:
+// "vault" or a harness's name.
+type doctorProblem struct {
+	Harness string `json:"harness"`
+	hooks.Problem
 }
 
 // doctorVault is the vault check: where the vault is and its health.
@@ -44,56 +60,187 @@ type doctorVault struct {
 	// memvault refuses to read or write through them, so each fails the
 	// check.
 	Links []vault.Problem `json:"links"`
+	// Verify is what a full verification (memvault verify) found besides
+	// the links, when the writers' check passed: the first problems.
+	Verify []vault.Problem `json:"verify"`
 }
 
 // runDoctor checks the vault, when there is one, and every harness's
-// wiring. A vault that refuses structured writes fails the command with
-// the exit code such a write fails with (6 for the ledger, 2 for
-// memvault.toml), once everything is printed: scripts and CI see it.
+// wiring, then prints one line per problem with its fix. The exit code
+// is the first that applies: a vault that refuses structured writes or
+// fails verification fails with the code such a write fails with (6 for
+// the ledger and links, 2 for memvault.toml); no vault where hooks are
+// installed at project scope, 3; a harness problem, 9 (exitSetup).
+// Warnings (a missing merge driver, hooks running another memvault) do
+// not fail it. Everything is printed first: scripts and CI see it.
 func runDoctor(c *ucli.Context, v *vault.Vault) error {
 	opts := doctorOptions{json: c.Bool("json")}
-	rep := doctorReport{}
+	rep := doctorReport{Problems: []doctorProblem{}}
 	if v != nil {
-		rep.Vault = &doctorVault{Path: v.Root, healthReport: newHealthReport(v)}
-		rep.Vault.MergeDriverOK, rep.Vault.MergeDriver = vault.MergeDriversStatus(v.Root)
-		links, err := v.LinkProblems()
+		d, err := checkVault(v)
 		if err != nil {
 			return err
 		}
-		rep.Vault.Links = append([]vault.Problem{}, links...)
-		if len(links) > 0 && rep.Vault.OK {
-			rep.Vault.OK, rep.Vault.class = false, vault.ErrCorrupt
-			what := "1 symbolic link"
-			if len(links) > 1 {
-				what = fmt.Sprintf("%d symbolic links", len(links))
-			}
-			rep.Vault.Summary = what + " in the vault: memvault reads and writes nothing through them, so what needs them fails"
-			rep.Vault.Fix = "replace each link with the file or folder it points to, or git rm it (memvault verify lists them)"
-		}
+		rep.Vault = d
 	}
-	var all []hooks.Wiring
 	for _, name := range hooks.Names() {
 		in, err := newInstaller(c, name)
 		if err != nil {
 			return err
 		}
-		all = append(all, in.Doctor())
+		rep.Harnesses = append(rep.Harnesses, in.Doctor())
 	}
-	rep.Harnesses = all
+	code := ExitOK
+	if d := rep.Vault; d != nil {
+		if !d.OK {
+			rep.add("vault", hooks.Problem{Problem: d.Summary, Fix: d.Fix, Severity: hooks.SeverityError})
+			code = exitCode(d.class)
+		}
+		if !d.MergeDriverOK {
+			rep.add("vault", hooks.Problem{Problem: d.MergeDriver, Fix: "memvault install git", Severity: hooks.SeverityWarning})
+		}
+	} else if p, ok := noVaultProblem(c.String("scope"), rep.Harnesses); ok {
+		rep.add("vault", p)
+		if p.Severity == hooks.SeverityError {
+			code = ExitNotFound
+		}
+	}
+	for _, w := range rep.Harnesses {
+		for _, p := range w.Problems {
+			rep.add(w.Harness, p)
+			if p.Severity == hooks.SeverityError && code == ExitOK {
+				code = exitSetup
+			}
+		}
+	}
+	rep.OK = code == ExitOK
 	if opts.json {
 		if err := printJSON(c.App.Writer, rep); err != nil {
 			return err
 		}
 	} else {
-		printVaultCheck(c.App.Writer, rep.Vault)
-		for _, d := range all {
-			printWiring(c.App.Writer, d)
-		}
+		printDoctor(c.App.Writer, rep)
 	}
-	if rep.Vault != nil && !rep.Vault.OK {
-		return &silentError{code: exitCode(rep.Vault.class)}
+	if code != ExitOK {
+		return &silentError{code: code}
 	}
 	return nil
+}
+
+func (r *doctorReport) add(where string, p hooks.Problem) {
+	r.Problems = append(r.Problems, doctorProblem{Harness: where, Problem: p})
+}
+
+// checkVault is the vault's part: its health (what a writer would refuse),
+// its links, a full verification when the writers' check passed, and its
+// merge driver.
+func checkVault(v *vault.Vault) (*doctorVault, error) {
+	d := &doctorVault{Path: v.Root, healthReport: newHealthReport(v), Verify: []vault.Problem{}}
+	d.MergeDriverOK, d.MergeDriver = vault.MergeDriversStatus(v.Root)
+	links, err := v.LinkProblems()
+	if err != nil {
+		return nil, err
+	}
+	d.Links = append([]vault.Problem{}, links...)
+	if len(links) > 0 && d.OK {
+		d.OK, d.class = false, vault.ErrCorrupt
+		what := "1 symbolic link"
+		if len(links) > 1 {
+			what = fmt.Sprintf("%d symbolic links", len(links))
+		}
+		d.Summary = what + " in the vault: memvault reads and writes nothing through them, so what needs them fails"
+		d.Fix = "replace each link with the file or folder it points to, or git rm it (memvault verify lists them)"
+	}
+	if !d.OK {
+		return d, nil
+	}
+	// The writers' check trusts segments it verified before; a full
+	// verification reads every event, reference and committed line.
+	rep, err := v.Verify()
+	if err != nil {
+		d.OK, d.class = false, err
+		d.Summary = "the vault could not be verified: " + err.Error()
+		d.Fix = "memvault verify says more"
+		return d, nil
+	}
+	for _, p := range rep.Problems {
+		if !p.IsLink() {
+			d.Verify = append(d.Verify, p)
+		}
+	}
+	if len(d.Verify) > 0 {
+		more := ""
+		if len(d.Verify) > 1 {
+			more = fmt.Sprintf(" (and %d more)", len(d.Verify)-1)
+		}
+		d.OK, d.class = false, vault.ErrCorrupt
+		d.Summary = fmt.Sprintf("verification fails: %s%s", d.Verify[0], more)
+		d.Fix = "memvault repair (memvault verify names every problem)"
+	}
+	return d, nil
+}
+
+// noVaultProblem is the problem of hooks installed with no vault found
+// from here: they run and store nothing. At project scope that is an
+// error (the project's hooks do nothing until `memvault init`); at user
+// scope a warning (every project without a vault is like this one).
+func noVaultProblem(scope string, ws []hooks.Wiring) (hooks.Problem, bool) {
+	var installed []string
+	for _, w := range ws {
+		if w.Installed() {
+			installed = append(installed, w.Harness)
+		}
+	}
+	if len(installed) == 0 {
+		return hooks.Problem{}, false
+	}
+	what := strings.Join(installed, ", ")
+	if scope == string(hooks.ScopeUser) {
+		return hooks.Problem{Problem: "no vault from here: the user-scope hooks of " + what + " store nothing in this folder",
+			Fix: "memvault init (in the project)", Severity: hooks.SeverityWarning}, true
+	}
+	return hooks.Problem{Problem: "no vault from here: the hooks of " + what + " installed here run and store nothing until there is one",
+		Fix: "memvault init", Severity: hooks.SeverityError}, true
+}
+
+// printDoctor prints the vault's section, each harness's, and a last line
+// that counts the problems. Every problem is one line with its fix:
+// `  problem:  WHAT; fix: FIX` (a warning: `  warning:  …`); the vault's
+// own problem keeps its `problem:`, `link:` and `fix:` lines.
+func printDoctor(w io.Writer, rep doctorReport) {
+	printVaultCheck(w, rep.Vault)
+	if rep.Vault == nil {
+		for _, p := range rep.Problems {
+			if p.Harness == "vault" {
+				printProblem(w, p.Problem) // no vault, with hooks installed
+			}
+		}
+	}
+	for _, d := range rep.Harnesses {
+		printWiring(w, d)
+	}
+	errs, warns := 0, 0
+	for _, p := range rep.Problems {
+		if p.Severity == hooks.SeverityError {
+			errs++
+		} else {
+			warns++
+		}
+	}
+	switch {
+	case errs == 0 && warns == 0:
+		fmt.Fprintf(w, "doctor: no problems\n")
+	default:
+		fmt.Fprintf(w, "doctor: %s, %s\n", plural(errs, "problem"), plural(warns, "warning"))
+	}
+}
+
+func printProblem(w io.Writer, p hooks.Problem) {
+	label := "problem:"
+	if p.Severity == hooks.SeverityWarning {
+		label = "warning:"
+	}
+	fmt.Fprintf(w, "  %-9s %s; fix: %s\n", label, p.Problem, p.Fix)
 }
 
 func printVaultCheck(w io.Writer, d *doctorVault) {
@@ -115,21 +262,21 @@ func printVaultCheck(w io.Writer, d *doctorVault) {
 	for _, l := range d.Links {
 		fmt.Fprintf(w, "  link:     %s\n", l)
 	}
+	for _, p := range d.Verify {
+		fmt.Fprintf(w, "  verify:   %s\n", p)
+	}
 	if d.Fix != "" {
 		fmt.Fprintf(w, "  fix:      %s\n", d.Fix)
 	}
 }
 
 func printWiring(w io.Writer, d hooks.Wiring) {
-	if d.Config == "" {
+	if !d.Installed() {
 		fmt.Fprintf(w, "%-12s not installed (memvault install %s)\n", d.Harness, d.Harness)
 		return
 	}
 	fmt.Fprintf(w, "%-12s %s\n", d.Harness, d.Config)
 	fmt.Fprintf(w, "  wired:    %s\n", strings.Join(d.Wired, ", "))
-	if len(d.Missing) > 0 {
-		fmt.Fprintf(w, "  missing:  %s (memvault install %s)\n", strings.Join(d.Missing, ", "), d.Harness)
-	}
 	events := make([]string, 0, len(d.Degraded))
 	for ev := range d.Degraded {
 		events = append(events, ev)
@@ -139,6 +286,6 @@ func printWiring(w io.Writer, d hooks.Wiring) {
 		fmt.Fprintf(w, "  degraded: %s: %s\n", ev, d.Degraded[ev])
 	}
 	for _, p := range d.Problems {
-		fmt.Fprintf(w, "  problem:  %s\n", p)
+		printProblem(w, p)
 	}
 }

@@ -175,7 +175,7 @@ func checkVault(v *vault.Vault) (*doctorVault, error) {
 		}
 		d.OK, d.class = false, vault.ErrCorrupt
 		d.Summary = fmt.Sprintf("verification fails: %s%s", d.Verify[0], more)
-		d.Fix = "memvault repair (memvault verify names every problem)"
+		d.Fix = "memvault verify names every problem and what to do (memvault repair re-chains a broken ledger)"
 	}
 	return d, nil
 }

@@ -179,8 +179,7 @@ func TestDoctorOpenClawGateway(t *testing.T) {
 
 	// a reinstall rewrote only the plugin
 	setTimes(t, t0.Add(3*time.Minute), files[0])
-	wantProblems(t, r.problems(t), "error: the running OpenClaw Gateway (pid "+strconv.Itoa(os.Getpid())+", started ",
-		) // and its fix
+	wantProblems(t, r.problems(t), "error: the running OpenClaw Gateway (pid "+strconv.Itoa(os.Getpid())+", started ") // and its fix
 	if got := r.problems(t)[0]; !strings.Contains(got, "=> openclaw plugins reload memvault (or openclaw gateway restart)") {
 		t.Errorf("fix: %s", got)
 	}

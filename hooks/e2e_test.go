@@ -1217,6 +1217,11 @@ enabled = false
 	// without --dangerously-bypass-hook-trust (untrusted hooks are skipped
 	// silently: the marker check below fails if the trust is wrong).
 	codexTrust(t, config, filepath.Join(codexHome, "hooks.json"))
+	// doctor reads the same trust: none of its lines is about Codex's
+	// trust now (the hooks firing below prove Codex agrees).
+	if out, _ := e.memvaultErr("doctor", "--scope", "user"); strings.Contains(out, "in Codex") {
+		t.Errorf("memvault doctor still reports a Codex trust problem after the hooks were trusted:\n%s", out)
+	}
 
 	sessionID := func() string {
 		var newest string

@@ -156,7 +156,7 @@ func previousMessageText(f *os.File, from int64) string {
 // With a budget above 0 it starts no new source once it has read that many
 // bytes (so it reads at most the budget and one file: transcript parts and
 // ledger segments are closed by size), and reports whether it got through.
-func (v *Vault) syncIndex(ix *index.Index, sources []indexSource, budget int64, progress func(done, total int)) (bool, error) {
+func (v *Vault) syncIndex(ix *index.Index, sources []indexSource, budget int64, progress func(done, total int64)) (bool, error) {
 	var batch []index.Doc
 	marks := map[string]int64{}
 	flush := func() error {
@@ -212,7 +212,7 @@ func (v *Vault) syncIndex(ix *index.Index, sources []indexSource, budget int64, 
 			}
 		}
 		if progress != nil {
-			progress(i+1, len(sources))
+			progress(int64(i+1), int64(len(sources)))
 		}
 	}
 	return true, flush()
@@ -229,8 +229,12 @@ type IndexReport struct {
 // Reindex rebuilds the index from the files. It takes the vault lock, then
 // the index lock: with no writer and no catch-up running, the rebuild holds
 // every line the journal names, and the journal is removed (the next writer
-// starts a new one, whose generation no index mark names).
-func (v *Vault) Reindex(progress func(done, total int)) (*IndexReport, error) {
+// starts a new one, whose generation no index mark names). It reports its
+// steps to progress, or to the vault's Progress when progress is nil.
+func (v *Vault) Reindex(progress Progress) (*IndexReport, error) {
+	if progress == nil {
+		progress = v.Progress
+	}
 	start := time.Now()
 	release, err := v.lock(Lease{Command: "reindex"}, 0)
 	if err != nil {
@@ -248,28 +252,30 @@ func (v *Vault) Reindex(progress func(done, total int)) (*IndexReport, error) {
 	defer releaseIndex()
 	v.removeOldIndexLayout()
 	var all [][]indexSource
-	total := 0
+	var total int64
+	progress.step("reindex: listing files", "", 0, 0)
 	for _, p := range indexParts {
 		sources, err := v.indexSourcesOf(p.kinds)
 		if err != nil {
 			return nil, err
 		}
 		all = append(all, sources)
-		total += len(sources)
+		total += int64(len(sources))
 	}
 	rep := &IndexReport{}
-	done := 0
+	var done int64
 	for i, p := range indexParts {
 		ix, err := v.createIndex(v.partDir(p))
 		if err != nil {
 			return nil, fault.IO("index: create", err)
 		}
-		var step func(int, int)
+		var step func(int64, int64)
 		if progress != nil {
-			step = func(d, _ int) { progress(done+d, total) }
+			step = func(d, _ int64) { progress.step("reindex: indexing files", "files", done+d, total) }
 		}
 		_, err = v.syncIndex(ix, all[i], 0, step)
 		if err == nil {
+			progress.step("reindex: merging the "+p.name+" index", "", 0, 0)
 			if err = ix.Compact(); err != nil {
 				err = fmt.Errorf("index: merge segments: %w", err)
 			}
@@ -281,7 +287,7 @@ func (v *Vault) Reindex(progress func(done, total int)) (*IndexReport, error) {
 		n, _ := ix.Count()
 		rep.Documents += n
 		ix.Close()
-		done += len(all[i])
+		done += int64(len(all[i]))
 		for _, s := range all[i] {
 			switch s.kind {
 			case 'd':
@@ -384,7 +390,11 @@ func (v *Vault) catchUpPart(p indexPart, budget int64, rebuild bool) (bool, erro
 		ix.Close()
 		return false, err
 	}
-	done, err := v.syncIndex(ix, sources, budget, nil)
+	var step func(int64, int64)
+	if v.Progress != nil {
+		step = func(d, n int64) { v.Progress.step("index: catching up "+p.name, "files", d, n) }
+	}
+	done, err := v.syncIndex(ix, sources, budget, step)
 	if err == nil && p == transcriptPart {
 		ix.Meta.Journal = j.mark(journalCovered(j, ix.Meta.Watermarks, present))
 		err = ix.SaveMeta()

@@ -192,6 +192,7 @@ func (v *Vault) who() gitrepo.Signature {
 // counts the commits it brings; the zero hash is a remote without the
 // branch.
 func (v *Vault) syncFetch(opts SyncOptions, rm gitrepo.Remote, branch string, rep *SyncReport) (plumbing.Hash, error) {
+	v.Progress.step("sync: fetching from "+rm.String(), "", 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
 	defer cancel()
 	tip, err := v.repo.Fetch(ctx, opts.Engine, rm, branch, v.who())
@@ -270,6 +271,7 @@ func mergeKind(onlyOurs, onlyTheirs int) string {
 // merge changed anything, verifies the vault, joins the ledger's open tips
 // and re-renders the heads.
 func (v *Vault) syncMerge(opts SyncOptions, rm gitrepo.Remote, branch string, tip plumbing.Hash, rep *SyncReport) error {
+	v.Progress.step("sync: merging "+rm.String()+"'s "+branch, "", 0, 0)
 	out, err := v.mergeLocked(opts, rm, branch, tip)
 	if err != nil {
 		return err
@@ -291,6 +293,7 @@ func (v *Vault) syncMerge(opts SyncOptions, rm gitrepo.Remote, branch string, ti
 	if err := v.syncVerify(); err != nil {
 		return err
 	}
+	v.Progress.step("sync: joining the ledger's tips", "", 0, 0)
 	joined, err := v.Join()
 	if err != nil {
 		return err
@@ -390,6 +393,7 @@ func (v *Vault) syncVerify() error {
 // syncRender re-renders MEMORY.md and the thread heads whose rows the merge
 // changed, so that the heads describe the merged ledger.
 func (v *Vault) syncRender(opts SyncOptions, rep *SyncReport) error {
+	v.Progress.step("sync: rendering the heads", "", 0, 0)
 	rr, err := v.Refresh(RefreshOptions{TxOptions: TxOptions{Command: "sync", Agent: opts.Agent},
 		Trigger: "sync", Memory: true, Affected: true})
 	if err != nil {
@@ -445,6 +449,7 @@ func (v *Vault) syncPush(opts SyncOptions, rm gitrepo.Remote, branch string, tip
 	if testHookBeforePush != nil {
 		testHookBeforePush()
 	}
+	v.Progress.step(fmt.Sprintf("sync: pushing %d commits to %s", n, rm), "", 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
 	defer cancel()
 	if err := v.repo.Push(ctx, opts.Engine, rm, branch, v.who()); err != nil {

@@ -122,6 +122,10 @@ type Vault struct {
 	// never been written to registers the driver in .git/config, so that a
 	// fresh clone's first `git pull` already merges with it.
 	Binary string
+	// Progress receives the steps of long work (gc, import, reindex,
+	// verify, sync) for a person to watch; nil reports nothing
+	// (progress.go).
+	Progress Progress
 	// configErr is why memvault.toml could not be read, for a vault opened
 	// with OpenForCapture: it runs on defaults, appends to transcripts,
 	// and refuses every structured write with this error.

@@ -225,6 +225,7 @@ func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) (
 	}
 	var created []nodeEvent
 	for i, s := range segs {
+		v.Progress.step("verify: checking the ledger", "segments", int64(i), int64(len(segs)))
 		data, err := read(s)
 		if err != nil {
 			return nil, err
@@ -275,6 +276,7 @@ func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) (
 			}
 		}
 	}
+	v.Progress.step("verify: checking nodes and links", "", 0, 0)
 	nodes, err := v.nodeIDs()
 	if err != nil {
 		return nil, err
@@ -302,6 +304,7 @@ func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) (
 		}
 	}
 	rep.Problems = append(rep.Problems, cc.problems...)
+	v.Progress.step("verify: holding the ledger against HEAD", "", 0, 0)
 	held, err := committed()
 	if err != nil {
 		return nil, err

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -122,7 +121,9 @@ type PackStats struct {
 // loose object or old pack is removed; an old pack is removed only when
 // every object in it is in the new pack, and never when it has a .keep
 // file.
-func (r *Repo) Pack(expire time.Duration) (PackStats, error) {
+//
+// progress, when not nil, hears how far it has got.
+func (r *Repo) Pack(expire time.Duration, progress Progress) (PackStats, error) {
 	defer r.reopen()
 	var stats PackStats
 	host, _ := os.Hostname()
@@ -131,8 +132,20 @@ func (r *Repo) Pack(expire time.Duration) (PackStats, error) {
 		return stats, err
 	}
 	defer unlock()
-	err = pack(r.gitDir, expire, &stats)
+	err = pack(r.gitDir, expire, progress, &stats)
 	return stats, err
+}
+
+// Progress receives the steps of a long operation: what it is doing, how
+// many units of it are done out of total (0 when not known in advance).
+// It is called from the goroutine doing the work, often; it must be cheap.
+type Progress func(phase, unit string, done, total int64)
+
+// report calls p when it is set.
+func (p Progress) report(phase, unit string, done, total int64) {
+	if p != nil {
+		p(phase, unit, done, total)
+	}
 }
 
 // reopen forgets what the storage knew of the object files: go-git's
@@ -142,11 +155,11 @@ func (r *Repo) reopen() { r.st = newStorage(r.gitDir) }
 
 // pack writes one pack of every reachable object, then removes what it
 // made redundant.
-func pack(gitDir string, expire time.Duration, rep *PackStats) error {
+func pack(gitDir string, expire time.Duration, progress Progress, rep *PackStats) error {
 	st := filesystem.NewStorageWithOptions(gitFS(gitDir), cache.NewObjectLRU(16<<20),
 		filesystem.Options{ExclusiveAccess: false})
 	defer st.Close()
-	reach, err := reachable(st, gitDir)
+	reach, err := reachable(st, gitDir, progress)
 	if err != nil {
 		return err
 	}
@@ -169,14 +182,17 @@ func pack(gitDir string, expire time.Duration, rep *PackStats) error {
 	sort.Slice(hashes, func(i, j int) bool { return bytes.Compare(hashes[i][:], hashes[j][:]) < 0 })
 	var packHash plumbing.Hash
 	if len(hashes) > 0 {
-		if packHash, err = writePack(st, gitDir, hashes); err != nil {
+		if packHash, err = writePack(st, gitDir, hashes, progress); err != nil {
 			return err
 		}
 		rep.Packed = len(hashes)
 	}
 
 	cutoff := time.Now().Add(-expire)
-	for _, h := range loose {
+	for i, h := range loose {
+		if i%256 == 0 {
+			progress.report("gc: removing loose objects", "objects", int64(i), int64(len(loose)))
+		}
 		if _, ok := reach[h]; ok {
 			if err := st.DeleteLooseObject(h); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fault.Wrap("gc: remove a packed loose object", err)
@@ -223,12 +239,19 @@ func pack(gitDir string, expire time.Duration, rep *PackStats) error {
 
 // writePack encodes hashes into a new pack with deltas and makes it durable
 // before anything relies on it: go-git's pack writer does not fsync.
-func writePack(st *filesystem.Storage, gitDir string, hashes []plumbing.Hash) (plumbing.Hash, error) {
+func writePack(st *filesystem.Storage, gitDir string, hashes []plumbing.Hash, progress Progress) (plumbing.Hash, error) {
 	w, err := st.PackfileWriter()
 	if err != nil {
 		return plumbing.ZeroHash, fault.Wrap("gc: create pack", err)
 	}
-	h, err := packfile.NewEncoder(w, st, false).Encode(hashes, gcWindow)
+	var enc *packfile.Encoder
+	if progress == nil {
+		enc = packfile.NewEncoder(w, st, false)
+	} else {
+		pw := &packProgress{Storage: st, w: w, total: int64(len(hashes)), report: progress}
+		enc = packfile.NewEncoder(pw, pw, false)
+	}
+	h, err := enc.Encode(hashes, gcWindow)
 	if cerr := w.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -252,6 +275,42 @@ func writePack(st *filesystem.Storage, gitDir string, hashes []plumbing.Hash) (p
 		return plumbing.ZeroHash, err
 	}
 	return h, nil
+}
+
+// packProgress watches go-git's pack encoder, which reports nothing
+// itself: it reads every object once (counted against the total), then
+// searches for deltas (no count: the phase is named and timed), then
+// writes the pack (counted in bytes, whose total is known only at the end).
+type packProgress struct {
+	*filesystem.Storage
+	w           io.Writer
+	read, total int64
+	written     int64
+	report      Progress
+	writing     bool
+	deltasBegun bool
+}
+
+func (p *packProgress) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if !p.writing {
+		p.read++
+		if p.read%256 == 0 || p.read == p.total {
+			p.report("gc: reading objects", "objects", p.read, p.total)
+		}
+		if p.read == p.total && !p.deltasBegun {
+			p.deltasBegun = true
+			p.report("gc: finding deltas", "", 0, 0)
+		}
+	}
+	return p.Storage.EncodedObject(t, h)
+}
+
+func (p *packProgress) Write(b []byte) (int, error) {
+	p.writing = true
+	n, err := p.w.Write(b)
+	p.written += int64(n)
+	p.report("gc: writing the pack", "bytes", p.written, 0)
+	return n, err
 }
 
 // packCovered reports whether every object of the pack whose index is at
@@ -289,8 +348,13 @@ func packCovered(idxPath string, set map[plumbing.Hash]struct{}) (bool, error) {
 // pseudo-refs and the index reach. A ref that names a missing object is
 // corruption and stops the gc; a reflog or index entry that does is
 // skipped, as git skips it.
-func reachable(st *filesystem.Storage, gitDir string) (map[plumbing.Hash]struct{}, error) {
+func reachable(st *filesystem.Storage, gitDir string, progress Progress) (map[plumbing.Hash]struct{}, error) {
 	seen := map[plumbing.Hash]struct{}{}
+	tick := func() {
+		if len(seen)%256 == 0 {
+			progress.report("gc: finding reachable objects", "objects", int64(len(seen)), 0)
+		}
+	}
 	var strict, lenient []plumbing.Hash
 	refs, err := st.IterReferences()
 	if err != nil {
@@ -357,7 +421,7 @@ func reachable(st *filesystem.Storage, gitDir string) (map[plumbing.Hash]struct{
 		}
 	}
 	for _, h := range strict {
-		if err := walkObjects(st, h, seen); err != nil {
+		if err := walkObjects(st, h, seen, tick); err != nil {
 			return nil, &fault.Error{Class: fault.ErrCorrupt, Msg: "gc: " + err.Error(), Err: err,
 				Hint: "nothing was removed; run git fsck in the vault"}
 		}
@@ -369,7 +433,7 @@ func reachable(st *filesystem.Storage, gitDir string) (map[plumbing.Hash]struct{
 		if err := st.HasEncodedObject(h); err != nil {
 			continue
 		}
-		if err := walkObjects(st, h, seen); err != nil {
+		if err := walkObjects(st, h, seen, tick); err != nil {
 			return nil, &fault.Error{Class: fault.ErrCorrupt, Msg: "gc: " + err.Error(), Err: err,
 				Hint: "nothing was removed; run git fsck in the vault"}
 		}
@@ -379,7 +443,7 @@ func reachable(st *filesystem.Storage, gitDir string) (map[plumbing.Hash]struct{
 
 // walkObjects adds h and everything it reaches to seen. Blobs are checked
 // to exist but never read.
-func walkObjects(st *filesystem.Storage, root plumbing.Hash, seen map[plumbing.Hash]struct{}) error {
+func walkObjects(st *filesystem.Storage, root plumbing.Hash, seen map[plumbing.Hash]struct{}, tick func()) error {
 	stack := []plumbing.Hash{root}
 	for len(stack) > 0 {
 		h := stack[len(stack)-1]
@@ -392,6 +456,7 @@ func walkObjects(st *filesystem.Storage, root plumbing.Hash, seen map[plumbing.H
 			return fmt.Errorf("object %s: %v", h, err)
 		}
 		seen[h] = struct{}{}
+		tick()
 		switch o.Type() {
 		case plumbing.CommitObject:
 			c, err := object.DecodeCommit(st, o)
@@ -418,6 +483,7 @@ func walkObjects(st *filesystem.Storage, root plumbing.Hash, seen map[plumbing.H
 						return fmt.Errorf("blob %s in tree %s: %v", e.Hash, h, err)
 					}
 					seen[e.Hash] = struct{}{}
+					tick()
 				}
 			}
 		case plumbing.TagObject:
@@ -445,20 +511,35 @@ func removeEmptyFanout(objects string) {
 }
 
 // Size is how much a .git folder holds, as gc reports it before and after:
-// the loose objects a commit adds, and the packs gc turns them into.
+// the loose objects a commit adds, the packs gc turns them into, and the
+// whole folder, both as data (the sum of the files' sizes) and as disk
+// space (what du counts). The two differ most before a gc: a loose object
+// of a few hundred bytes still takes a whole block of the file system
+// (4 KiB on most), so thousands of them take several times their size.
 type Size struct {
 	LooseObjects int   `json:"loose_objects"`
-	LooseBytes   int64 `json:"loose_bytes"`
+	LooseBytes   int64 `json:"loose_bytes"`      // the loose objects' data
+	LooseDisk    int64 `json:"loose_disk_bytes"` // the blocks they take
 	Packs        int   `json:"packs"`
 	PackBytes    int64 `json:"pack_bytes"` // .pack, .idx and their companions
-	GitBytes     int64 `json:"git_bytes"`  // all of .git
+	GitBytes     int64 `json:"git_bytes"`  // all of .git: the sum of its files' sizes
+	// DiskBytes is all of .git as `du -s` counts it: the blocks allocated
+	// to every file, folder and link below it and to .git itself, a file
+	// with several hard links once.
+	DiskBytes int64 `json:"disk_bytes"`
 }
 
 // Measure sizes a .git folder: loose objects, packs, and the whole. It
-// takes a path rather than a Repo so that a benchmark can size a copy.
+// takes a path rather than a Repo so that a benchmark can size a copy. A
+// path reached through a symbolic link (a vault opened through a linked
+// folder) is sized where the link leads, as du sizes `.git/`.
 func Measure(gitDir string) (Size, error) {
 	var s Size
+	if real, err := filepath.EvalSymlinks(gitDir); err == nil {
+		gitDir = real
+	}
 	objects := filepath.Join(gitDir, "objects")
+	linked := map[[2]uint64]bool{} // files with several links, counted once
 	err := filepath.WalkDir(gitDir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -466,11 +547,13 @@ func Measure(gitDir string) (Size, error) {
 			}
 			return err
 		}
-		if !e.Type().IsRegular() {
-			return nil
-		}
 		info, err := e.Info()
 		if err != nil {
+			return nil
+		}
+		disk := diskBytes(info, linked)
+		s.DiskBytes += disk
+		if !e.Type().IsRegular() {
 			return nil
 		}
 		s.GitBytes += info.Size()
@@ -482,11 +565,10 @@ func Measure(gitDir string) (Size, error) {
 			if strings.HasSuffix(name, ".pack") {
 				s.Packs++
 			}
-		case len(dir) == 3 && len(name) == 38:
-			if _, err := strconv.ParseUint(name[:8], 16, 64); err == nil {
-				s.LooseObjects++
-				s.LooseBytes += info.Size()
-			}
+		case len(dir) == 3 && isObjectName(name):
+			s.LooseObjects++
+			s.LooseBytes += info.Size()
+			s.LooseDisk += disk
 		}
 		return nil
 	})
@@ -494,4 +576,64 @@ func Measure(gitDir string) (Size, error) {
 		return s, fault.IO("gc: measure .git", err)
 	}
 	return s, nil
+}
+
+// diskBytes is the space du counts for a file: its allocated blocks, in
+// the 512-byte units stat reports them in whatever the file system's block
+// size; 0 for the second and later sight of a file with several links.
+func diskBytes(info fs.FileInfo, linked map[[2]uint64]bool) int64 {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return info.Size()
+	}
+	if !info.IsDir() && st.Nlink > 1 {
+		key := [2]uint64{uint64(st.Dev), uint64(st.Ino)}
+		if linked[key] {
+			return 0
+		}
+		linked[key] = true
+	}
+	return int64(st.Blocks) * 512
+}
+
+// isObjectName reports whether name is a loose object's file name below
+// its fan-out folder: 38 hexadecimal digits.
+func isObjectName(name string) bool {
+	if len(name) != 38 {
+		return false
+	}
+	for _, c := range name {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// LooseSample is the fan-out folder EstimateLoose counts, the one git's
+// own `gc --auto` samples: objects are spread evenly over the 256 folders
+// by their hash, so one folder times 256 is a fair estimate.
+const LooseSample = "17"
+
+// EstimateLoose estimates the loose objects of a .git folder and the disk
+// space they take from one fan-out folder (LooseSample), as git's gc --auto
+// does: one directory read and a stat per object in it, about 1/256 of
+// them, so it costs microseconds where counting them all would cost a walk
+// of the whole object store. A repository without the folder has ~0.
+func EstimateLoose(gitDir string) (objects int, disk int64) {
+	dir := filepath.Join(gitDir, "objects", LooseSample)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, 0
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !isObjectName(e.Name()) {
+			continue
+		}
+		objects++
+		if info, err := e.Info(); err == nil {
+			disk += diskBytes(info, map[[2]uint64]bool{})
+		}
+	}
+	return objects * 256, disk * 256
 }

@@ -578,6 +578,7 @@ func runTx(c *ucli.Context, prepare func(c *ucli.Context, v *vault.Vault) (txWor
 	for _, w := range res.Warnings {
 		fmt.Fprintf(c.App.ErrWriter, "memvault: warning: %s\n", w)
 	}
+	gcAdvice(c, v) // progress.go: on a terminal, when loose objects call for a gc
 	if work.thread != "" {
 		dirThreadNote(c, work.thread, optOutWrite)
 	}

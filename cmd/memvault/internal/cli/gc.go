@@ -40,7 +40,10 @@ func runGC(c *ucli.Context) error {
 	if opts.lib.Expire == 0 {
 		opts.lib.Expire = -1 // the library's "any age"
 	}
+	stop := startProgress(c, v, opts.json)
+	defer stop()
 	rep, err := v.GC(opts.lib)
+	stop()
 	if err != nil {
 		return err
 	}
@@ -48,12 +51,17 @@ func runGC(c *ucli.Context) error {
 		return printJSON(c.App.Writer, rep)
 	}
 	w := c.App.Writer
-	fmt.Fprintf(w, ".git: %s → %s (content %s: %s → %s), %s with %s\n",
+	// Disk first, as du counts it, since that is what a person compares
+	// with; the data (the files' sizes) beside it, which the ratio to the
+	// vault's own files uses.
+	fmt.Fprintf(w, ".git: %s → %s on disk (du -s), %s → %s of data (content %s: %s → %s), %s with %s\n",
+		vault.FormatBytes(rep.Before.DiskBytes), vault.FormatBytes(rep.After.DiskBytes),
 		vault.FormatBytes(rep.Before.GitBytes), vault.FormatBytes(rep.After.GitBytes), vault.FormatBytes(rep.ContentBytes),
 		gcRatio(rep.Before.GitBytes, rep.ContentBytes), gcRatio(rep.After.GitBytes, rep.ContentBytes),
 		rep.Duration.Round(time.Millisecond), rep.Engine)
-	fmt.Fprintf(w, "objects: %d loose in %s before, %d after; %d packs before, %d after\n",
-		rep.Before.LooseObjects, vault.FormatBytes(rep.Before.LooseBytes), rep.After.LooseObjects, rep.Before.Packs, rep.After.Packs)
+	fmt.Fprintf(w, "objects: %d loose in %s on disk (%s of data) before, %d after; %d packs before, %d after\n",
+		rep.Before.LooseObjects, vault.FormatBytes(rep.Before.LooseDisk), vault.FormatBytes(rep.Before.LooseBytes),
+		rep.After.LooseObjects, rep.Before.Packs, rep.After.Packs)
 	if rep.Engine == vault.GCEngineGoGit {
 		fmt.Fprintf(w, "packed %d reachable objects; removed %d packed loose objects and %d old packs; pruned %d unreachable; kept %d packs\n",
 			rep.Packed, rep.RemovedLoose, rep.RemovedPacks, rep.Pruned, rep.KeptPacks)

@@ -2,16 +2,13 @@ package cli
 
 import (
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 )
 
 type reindexOptions struct {
-	json     bool
-	progress func(done, total int) // nil unless stderr is a terminal
+	json bool
 }
 
 func newReindexCommand() *ucli.Command {
@@ -30,12 +27,10 @@ func runReindex(c *ucli.Context) error {
 		return err
 	}
 	opts := reindexOptions{json: c.Bool("json")}
-	if f, ok := c.App.ErrWriter.(*os.File); ok && !opts.json {
-		if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
-			opts.progress = progressBar(f)
-		}
-	}
-	rep, err := v.Reindex(opts.progress)
+	stop := startProgress(c, v, opts.json)
+	defer stop()
+	rep, err := v.Reindex(nil)
+	stop()
 	if err != nil {
 		return err
 	}
@@ -44,18 +39,4 @@ func runReindex(c *ucli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "indexed %d files: %d documents in %s\n", rep.Files, rep.Documents, rep.Elapsed.Round(time.Millisecond))
 	return nil
-}
-
-// progressBar redraws a bar on the terminal every 50 files.
-func progressBar(f *os.File) func(done, total int) {
-	return func(done, total int) {
-		if done == total || done%50 == 0 {
-			width := 30
-			filled := width * done / max(total, 1)
-			fmt.Fprintf(f, "\rindexing [%s%s] %d/%d files", strings.Repeat("#", filled), strings.Repeat(" ", width-filled), done, total)
-			if done == total {
-				fmt.Fprintln(f)
-			}
-		}
-	}
 }

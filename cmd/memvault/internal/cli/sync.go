@@ -52,7 +52,10 @@ func runSync(c *ucli.Context) error {
 	if opts.lib.Timeout <= 0 {
 		return usagef("sync: --timeout %s: want a duration above 0", opts.lib.Timeout)
 	}
+	stop := startProgress(c, v, opts.json)
+	defer stop()
 	rep, err := v.Sync(opts.lib)
+	stop()
 	if err != nil {
 		return err
 	}

@@ -197,6 +197,8 @@ func runTranscriptImport(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	stop := startProgress(c, v, opts.json)
+	defer stop()
 	rep, err := v.Import(vault.TxOptions{Agent: opts.ref.Agent, Harness: opts.harness}, opts.ref, opts.format, opts.file, opts.thread)
 	if err != nil {
 		return err
@@ -205,6 +207,8 @@ func runTranscriptImport(c *ucli.Context) error {
 		// Best effort: recall finds the text either way, from the files.
 		_, _ = v.CatchUpIndex(0)
 	}
+	stop()
+	gcAdvice(c, v)
 	if opts.json {
 		return printJSON(c.App.Writer, rep)
 	}

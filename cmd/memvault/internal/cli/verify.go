@@ -31,7 +31,10 @@ func runVerify(c *ucli.Context, v *vault.Vault) error {
 	if opts.staged {
 		verify = v.VerifyStaged
 	}
+	stop := startProgress(c, v, opts.json)
+	defer stop()
 	rep, err := verify()
+	stop()
 	if err != nil {
 		return err
 	}

@@ -225,11 +225,11 @@ func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) (
 	}
 	var created []nodeEvent
 	for i, s := range segs {
-		v.Progress.step("verify: checking the ledger", "segments", int64(i), int64(len(segs)))
 		data, err := read(s)
 		if err != nil {
 			return nil, err
 		}
+		v.Progress.step("verify: checking the ledger", "segments", int64(i+1), int64(len(segs)))
 		lines, torn, _ := splitSegment(s, data)
 		for _, ll := range lines {
 			cc.line(ll)

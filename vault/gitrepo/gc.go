@@ -278,31 +278,31 @@ func writePack(st *filesystem.Storage, gitDir string, hashes []plumbing.Hash, pr
 }
 
 // packProgress watches go-git's pack encoder, which reports nothing
-// itself: it reads every object once (counted against the total), then
-// searches for deltas (no count: the phase is named and timed), then
-// writes the pack (counted in bytes, whose total is known only at the end).
+// itself: it reads every object once (DeltaObject, called in order from
+// one goroutine, counted against the total), then searches for deltas (no
+// count: the phase is named and its time shown), then writes the pack
+// (counted in bytes, whose total is known only at the end).
 type packProgress struct {
 	*filesystem.Storage
-	w           io.Writer
-	read, total int64
-	written     int64
-	report      Progress
-	writing     bool
-	deltasBegun bool
+	w               io.Writer
+	read, total     int64
+	written         int64
+	report          Progress
+	writing, deltas bool
 }
 
-func (p *packProgress) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+func (p *packProgress) DeltaObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
 	if !p.writing {
 		p.read++
 		if p.read%256 == 0 || p.read == p.total {
 			p.report("gc: reading objects", "objects", p.read, p.total)
 		}
-		if p.read == p.total && !p.deltasBegun {
-			p.deltasBegun = true
+		if p.read == p.total && !p.deltas {
+			p.deltas = true
 			p.report("gc: finding deltas", "", 0, 0)
 		}
 	}
-	return p.Storage.EncodedObject(t, h)
+	return p.Storage.DeltaObject(t, h)
 }
 
 func (p *packProgress) Write(b []byte) (int, error) {
@@ -438,6 +438,7 @@ func reachable(st *filesystem.Storage, gitDir string, progress Progress) (map[pl
 				Hint: "nothing was removed; run git fsck in the vault"}
 		}
 	}
+	progress.report("gc: finding reachable objects", "objects", int64(len(seen)), 0)
 	return seen, nil
 }
 

@@ -31,6 +31,9 @@ type statusReport struct {
 	Threads     []string       `json:"threads"`
 	Commitments []*vault.Row   `json:"open_commitments"`
 	Lock        *vault.Lease   `json:"lock_holder,omitempty"`
+	// GitObjects estimates the loose git objects and says whether a gc
+	// is advised (vault.EstimateLoose).
+	GitObjects vault.LooseObjects `json:"git_objects"`
 	headStatus
 }
 
@@ -94,6 +97,7 @@ func newStatusReport(v *vault.Vault, agent string) (*statusReport, error) {
 		rep.Lock = &l
 	}
 	rep.headStatus = newHeadStatus(v, st)
+	rep.GitObjects = v.EstimateLoose()
 	return rep, nil
 }
 
@@ -131,6 +135,13 @@ func (rep *statusReport) print(w io.Writer) {
 		fmt.Fprintf(w, "lock:         held by %s\n", rep.Lock)
 	} else {
 		fmt.Fprintf(w, "lock:         free\n")
+	}
+	g := rep.GitObjects
+	fmt.Fprintf(w, "git objects:  ~%s loose (~%s on disk)", vault.FormatCount(int64(g.Objects)), vault.FormatBytes(g.DiskBytes))
+	if g.GCAdvised {
+		fmt.Fprintf(w, ", past %s: run memvault gc\n", vault.FormatCount(int64(g.Threshold)))
+	} else {
+		fmt.Fprintf(w, ", gc advised past %s\n", vault.FormatCount(int64(g.Threshold)))
 	}
 }
 

@@ -193,12 +193,23 @@ type LooseObjects struct {
 	GCAdvised bool  `json:"gc_advised"`
 }
 
-// EstimateLoose estimates the vault's loose git objects the way git's gc
-// --auto does: one directory read, microseconds, cheap enough for every
-// command that writes. It reads no lock and changes nothing.
+// EstimateLoose estimates the vault's loose git objects and the disk they
+// take the way git's gc --auto does (gitrepo.EstimateLoose), for status. It
+// takes no lock and changes nothing.
 func (v *Vault) EstimateLoose() LooseObjects {
-	n, disk := gitrepo.EstimateLoose(filepath.Join(v.Root, ".git"))
+	n, disk := gitrepo.EstimateLoose(filepath.Join(v.Root, ".git"), true)
 	return LooseObjects{Objects: n, DiskBytes: disk, Threshold: GCAdviceLoose, GCAdvised: n > GCAdviceLoose}
+}
+
+// GCAdvice is the line that says a gc would help, or "" when none would,
+// for after every write: below the threshold it costs one directory read
+// (BenchmarkGCAdvice); the disk the objects take is estimated only when the
+// line is printed.
+func (v *Vault) GCAdvice() string {
+	if n, _ := gitrepo.EstimateLoose(filepath.Join(v.Root, ".git"), false); n <= GCAdviceLoose {
+		return ""
+	}
+	return v.EstimateLoose().Advice()
 }
 
 // Advice is the one line that says a gc would help, or "" when none would.

@@ -616,12 +616,13 @@ func isObjectName(name string) bool {
 // by their hash, so one folder times 256 is a fair estimate.
 const LooseSample = "17"
 
-// EstimateLoose estimates the loose objects of a .git folder and the disk
-// space they take from one fan-out folder (LooseSample), as git's gc --auto
-// does: one directory read and a stat per object in it, about 1/256 of
-// them, so it costs microseconds where counting them all would cost a walk
-// of the whole object store. A repository without the folder has ~0.
-func EstimateLoose(gitDir string) (objects int, disk int64) {
+// EstimateLoose estimates the loose objects of a .git folder from one
+// fan-out folder (LooseSample), as git's gc --auto does: one directory read,
+// about 1/256 of the objects, where counting them all would walk the whole
+// object store. With sizes it also estimates the disk space they take, at
+// the cost of a stat per object in the folder. A repository without the
+// folder has ~0.
+func EstimateLoose(gitDir string, sizes bool) (objects int, disk int64) {
 	dir := filepath.Join(gitDir, "objects", LooseSample)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -632,6 +633,9 @@ func EstimateLoose(gitDir string) (objects int, disk int64) {
 			continue
 		}
 		objects++
+		if !sizes {
+			continue
+		}
 		if info, err := e.Info(); err == nil {
 			disk += diskBytes(info, map[[2]uint64]bool{})
 		}

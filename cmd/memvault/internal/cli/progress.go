@@ -207,12 +207,12 @@ func clip(text string, width int) string {
 // gcAdvice prints, once after a command that wrote to the vault and only
 // on a terminal, that the vault's loose git objects have passed the point
 // where a gc pays (vault.GCAdviceLoose). The estimate reads one folder of
-// .git: microseconds.
+// .git (BenchmarkGCAdvice).
 func gcAdvice(c *ucli.Context, v *vault.Vault) {
 	if term, _ := stderrTerminal(c); !term {
 		return
 	}
-	if a := v.EstimateLoose().Advice(); a != "" {
+	if a := v.GCAdvice(); a != "" {
 		fmt.Fprintf(c.App.ErrWriter, "memvault: %s\n", a)
 	}
 }

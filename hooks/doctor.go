@@ -1,14 +1,11 @@
 package hooks
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 )
 
 // Wiring is what `memvault doctor` reports for one harness.
@@ -105,15 +102,7 @@ func (in *Installer) Doctor() Wiring {
 		if in.Harness == "openclaw" {
 			w.Wired = append(w.Wired, "session-end")
 		}
-		if i := bytes.Index(data, []byte("const BIN = ")); i >= 0 {
-			line := data[i+len("const BIN = "):]
-			if j := bytes.IndexByte(line, '\n'); j >= 0 {
-				line = line[:j]
-			}
-			if s, err := strconv.Unquote(string(bytes.TrimSpace(line))); err == nil {
-				w.Binary = s
-			}
-		}
+		w.Binary = pluginBinary(data)
 	default:
 		var doc struct {
 			Hooks map[string][]struct {
@@ -133,9 +122,7 @@ func (in *Installer) Doctor() Wiring {
 				for _, h := range g.Hooks {
 					if isOurs(h.Command, in.Harness) {
 						found = true
-						if bin, _, ok := strings.Cut(h.Command, " hook "); ok {
-							w.Binary = strings.Trim(bin, "'")
-						}
+						w.Binary = commandBinary(h.Command)
 					}
 				}
 			}

@@ -148,42 +148,6 @@ func TestFit(t *testing.T) {
 	}
 }
 
-// Install merges, is idempotent, and uninstall restores the person's file.
-func TestInstallMergeAndUninstall(t *testing.T) {
-	home, proj := t.TempDir(), t.TempDir()
-	settings := filepath.Join(proj, ".claude", "settings.json")
-	os.MkdirAll(filepath.Dir(settings), 0o755)
-	original := `{"model":"x","hooks":{"Stop":[{"matcher":"","hooks":[{"type":"command","command":"echo mine"}]}]}}`
-	os.WriteFile(settings, []byte(original), 0o644)
-	in := &Installer{Harness: "claude-code", Scope: ScopeProject, Project: proj, Home: home, Bin: "/opt/memvault bin/mv",
-		Env: func(string) string { return "" }}
-	cs, err := in.Plan(false)
-	if err != nil || len(cs) != 1 || cs[0].Action != "write" {
-		t.Fatalf("plan: %+v %v", cs, err)
-	}
-	if err := Apply(cs); err != nil {
-		t.Fatal(err)
-	}
-	data, _ := os.ReadFile(settings)
-	if !strings.Contains(string(data), `"command": "'/opt/memvault bin/mv' hook claude-code stop"`) || !strings.Contains(string(data), "echo mine") {
-		t.Fatalf("merged: %s", data)
-	}
-	if w := in.Doctor(); len(w.Wired) != 6 || len(w.Missing) != 0 {
-		t.Fatalf("doctor: %+v", w)
-	}
-	if cs, _ := in.Plan(false); cs[0].Action != "unchanged" {
-		t.Fatalf("second install: %+v", cs)
-	}
-	cs, _ = in.Plan(true)
-	if err := Apply(cs); err != nil {
-		t.Fatal(err)
-	}
-	data, _ = os.ReadFile(settings)
-	if !jsonEqual(data, []byte(original)) {
-		t.Fatalf("uninstall left %s", data)
-	}
-}
-
 func TestStripBlock(t *testing.T) {
 	s := "#!/bin/sh\n" + blockStart + "\nours\n" + blockEnd + "\necho mine\n"
 	if got := stripBlock(s); got != "#!/bin/sh\necho mine\n" {

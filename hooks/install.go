@@ -3,15 +3,16 @@ package hooks
 import (
 	"bytes"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/memvault/memvault/hooks/configedit"
 	"github.com/memvault/memvault/vault/fileio"
 )
 
@@ -42,8 +43,12 @@ type Installer struct {
 type Change struct {
 	Path    string `json:"path"`
 	Action  string `json:"action"` // write, remove, unchanged
-	Content []byte `json:"-"`
+	Content []byte `json:"-"`      // what a write writes
+	Old     []byte `json:"-"`      // what the file holds now (nil: no file)
 	Note    string `json:"note,omitempty"`
+	// Prune lists folders a remove takes away too when it leaves them
+	// empty, deepest first: the ones install made for the file.
+	Prune []string `json:"-"`
 }
 
 // hookEvents lists, per harness with a JSON hook config, the native events
@@ -86,9 +91,22 @@ func (in *Installer) configPath() string {
 	return ""
 }
 
+// The hook commands. At project scope the files are committed and shared:
+// the command runs memvault from PATH, and does nothing (exit 0, no output)
+// where it is not installed. At user scope the file is the person's own:
+// the command pins the binary that installed it, guarded the same way.
+const (
+	guardPATH = "command -v memvault >/dev/null 2>&1 && "
+	guardTail = " || true"
+)
+
 // command is the hook command line for a runtime event.
 func (in *Installer) command(event string) string {
-	return fmt.Sprintf("%s hook %s %s", shellQuote(in.Bin), in.Harness, event)
+	if in.Scope == ScopeProject {
+		return guardPATH + "memvault hook " + in.Harness + " " + event + guardTail
+	}
+	q := shellQuote(in.Bin)
+	return "test -x " + q + " && " + q + " hook " + in.Harness + " " + event + guardTail
 }
 
 func shellQuote(s string) string {
@@ -100,19 +118,120 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// isOurs recognises a hook command memvault installed, whatever binary path
-// it was installed with: "<bin> hook <harness> <runtime event>".
-func isOurs(command, harness string) bool {
-	_, rest, ok := strings.Cut(strings.TrimSpace(command), " hook "+harness+" ")
+// shellWord reads one word of s the way shellQuote writes it (plain, or in
+// single quotes with '\” for a quote) and returns it and the rest.
+func shellWord(s string) (word, rest string, ok bool) {
+	var b strings.Builder
+	for len(s) > 0 && s[0] != ' ' {
+		switch {
+		case s[0] == '\'':
+			end := strings.IndexByte(s[1:], '\'')
+			if end < 0 {
+				return "", "", false
+			}
+			b.WriteString(s[1 : 1+end])
+			s = s[2+end:]
+		case strings.HasPrefix(s, `\'`):
+			b.WriteByte('\'')
+			s = s[2:]
+		default:
+			b.WriteByte(s[0])
+			s = s[1:]
+		}
+	}
+	return b.String(), s, b.Len() > 0
+}
+
+// parseCommand reads a hook command memvault wrote, in any of its forms:
+// "<bin> hook <harness> <event>" (before the guard), the PATH form and the
+// pinned form above. It returns the binary as written and the harness and
+// event.
+func parseCommand(command string) (bin, harness, event string, ok bool) {
+	c := strings.TrimSpace(command)
+	guarded, pinned := false, ""
+	if rest, found := strings.CutPrefix(c, guardPATH); found {
+		c, guarded = rest, true
+	} else if rest, found := strings.CutPrefix(c, "test -x "); found {
+		word, after, ok := shellWord(rest)
+		if !ok || !strings.HasPrefix(after, " && ") {
+			return "", "", "", false
+		}
+		c, guarded, pinned = after[len(" && "):], true, word
+	}
+	if guarded {
+		var found bool
+		if c, found = strings.CutSuffix(c, guardTail); !found {
+			return "", "", "", false
+		}
+	}
+	bin, rest, ok := shellWord(c)
 	if !ok {
+		return "", "", "", false
+	}
+	fields := strings.Split(rest, " ")
+	if len(fields) != 4 || fields[0] != "" || fields[1] != "hook" {
+		return "", "", "", false
+	}
+	if guarded && (pinned == "" && bin != "memvault" || pinned != "" && bin != pinned) {
+		return "", "", "", false // the guard checks another binary than the one run
+	}
+	return bin, fields[2], fields[3], true
+}
+
+// isOurs recognises a hook command memvault installed for harness, in any
+// form and with any binary path, so a reinstall replaces an older one.
+func isOurs(command, harness string) bool {
+	_, h, event, ok := parseCommand(command)
+	if !ok || h != harness {
 		return false
 	}
 	for _, e := range Events {
-		if rest == string(e) {
+		if event == string(e) {
 			return true
 		}
 	}
 	return false
+}
+
+// installedBinary is the binary an installed hook command or plugin runs:
+// a bare name is looked up on PATH (as the harness will), and stays bare
+// when it is not there.
+func installedBinary(bin string) string {
+	if bin != "" && !strings.Contains(bin, "/") {
+		if p, err := exec.LookPath(bin); err == nil {
+			return p
+		}
+	}
+	return bin
+}
+
+// commandBinary is the binary of an installed hook command ("" when it is
+// not memvault's).
+func commandBinary(command string) string {
+	bin, _, _, ok := parseCommand(command)
+	if !ok {
+		return ""
+	}
+	return installedBinary(bin)
+}
+
+// pluginBinary is the binary a plugin file memvault wrote runs ("" when
+// it names none).
+func pluginBinary(data []byte) string {
+	const prefix = "const BIN = "
+	i := bytes.Index(data, []byte(prefix))
+	if i < 0 {
+		return ""
+	}
+	line := data[i+len(prefix):]
+	if j := bytes.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	s, err := strconv.Unquote(string(bytes.TrimSpace(line)))
+	if err != nil {
+		return ""
+	}
+	return installedBinary(s)
 }
 
 // Plan computes the changes of an install (or, with remove, an uninstall)
@@ -130,108 +249,202 @@ func (in *Installer) Plan(remove bool) ([]Change, error) {
 	return in.planJSONHooks(remove)
 }
 
-// planJSONHooks merges memvault's hooks into a Claude Code, Codex or Gemini
-// CLI settings file: other keys and other hooks are kept as they are; a
-// second install changes nothing; uninstall removes only memvault's.
-func (in *Installer) planJSONHooks(remove bool) ([]Change, error) {
-	path := in.configPath()
-	doc := map[string]any{}
-	old, err := os.ReadFile(path)
+func verb(remove bool) string {
+	if remove {
+		return "uninstall"
+	}
+	return "install"
+}
+
+// realPath follows a link at path (a dotfiles manager's), so that the
+// edit goes to the file the link names and the link stays.
+func realPath(path string) string {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		return p
+	}
+	return path
+}
+
+// configError is the one line a config memvault will not edit gets.
+func configError(remove bool, path string, err error) error {
+	what := "add memvault's entries by hand"
+	if remove {
+		what = "remove memvault's entries by hand"
+	}
+	return fmt.Errorf("%s: %s: %v; fix the file, or %s (docs/HARNESSES.md)", verb(remove), path, err, what)
+}
+
+// finish turns the edited config into its change: unchanged, written, or
+// removed when nothing but what memvault added was in it.
+func finish(e *configedit.Editor, path string, old []byte, exists, remove bool) (Change, error) {
+	data, err := e.Bytes()
+	if err != nil {
+		return Change{}, configError(remove, path, err)
+	}
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if remove {
-			return []Change{{Path: path, Action: "unchanged", Note: "no such file"}}, nil
-		}
-	case err != nil:
-		return nil, fmt.Errorf("install: read %s: %w", path, err)
-	case len(bytes.TrimSpace(old)) > 0:
-		if err := json.Unmarshal(old, &doc); err != nil {
-			return nil, fmt.Errorf("install: %s is not plain JSON (%v); add the hooks by hand (see docs/HARNESSES.md)", path, err)
-		}
+	case exists && bytes.Equal(data, old):
+		return Change{Path: path, Action: "unchanged"}, nil
+	case remove && e.Empty():
+		return Change{Path: path, Action: "remove", Old: old, Note: "held only memvault's entries"}, nil
 	}
-	hooksObj, _ := doc["hooks"].(map[string]any)
-	if hooksObj == nil {
-		hooksObj = map[string]any{}
+	return Change{Path: path, Action: "write", Content: data, Old: old}, nil
+}
+
+// planJSONHooks edits memvault's hooks into (or out of) a Claude Code,
+// Codex or Gemini CLI settings file, as text: nothing else in the file
+// changes, a second install changes nothing, memvault's own entries are
+// updated in place (fields the user added to them kept), and an uninstall
+// after an install gives back the file's bytes.
+func (in *Installer) planJSONHooks(remove bool) ([]Change, error) {
+	link := in.configPath()
+	path := realPath(link)
+	old, err := os.ReadFile(path)
+	exists := err == nil
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && remove:
+		return []Change{{Path: path, Action: "unchanged", Note: "no such file"}}, nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%s: read %s: %w", verb(remove), path, err)
 	}
+	e, err := configedit.New(old, configedit.JSONC)
+	if err != nil {
+		return nil, configError(remove, path, err)
+	}
+	if n, err := e.Find("hooks"); err != nil {
+		return nil, configError(remove, path, err)
+	} else if n != nil && n.Kind != configedit.Object {
+		return nil, configError(remove, path, errors.New(`"hooks" is not an object`))
+	}
+	removed := false
 	for _, pair := range hookEvents[in.Harness] {
-		native, event := pair[0], pair[1]
-		groups, _ := hooksObj[native].([]any)
-		var kept []any
-		for _, g := range groups {
-			gm, ok := g.(map[string]any)
-			if !ok {
-				kept = append(kept, g)
-				continue
-			}
-			hs, _ := gm["hooks"].([]any)
-			var others []any
-			for _, h := range hs {
-				hm, _ := h.(map[string]any)
-				if cmd, _ := hm["command"].(string); hm != nil && isOurs(cmd, in.Harness) {
-					continue
-				}
-				others = append(others, h)
-			}
-			if len(others) == 0 && len(hs) > 0 {
-				continue // a group that held only our hook
-			}
-			gm["hooks"] = others
-			kept = append(kept, gm)
+		r, err := in.editEvent(e, pair[0], pair[1], remove)
+		if err != nil {
+			return nil, configError(remove, path, err)
 		}
-		if !remove {
-			ours := map[string]any{"type": "command", "command": in.command(event)}
-			if in.Harness == "codex" && native == "SessionEnd" {
-				ours["timeout"] = 3 // Codex allows session end at most 3 s
-			}
-			group := map[string]any{"hooks": []any{ours}}
-			if in.Harness == "gemini" {
-				group["matcher"] = "*"
-			}
-			kept = append(kept, group)
-		}
-		if len(kept) == 0 {
-			delete(hooksObj, native)
-		} else {
-			hooksObj[native] = kept
+		removed = removed || r
+	}
+	if n, _ := e.Find("hooks"); removed && n != nil && len(n.Members) == 0 {
+		if err := e.Delete(nil, "hooks"); err != nil {
+			return nil, configError(remove, path, err)
 		}
 	}
-	if len(hooksObj) == 0 {
-		delete(doc, "hooks")
-	} else {
-		doc["hooks"] = hooksObj
-	}
-	data, err := json.MarshalIndent(doc, "", "  ")
+	c, err := finish(e, path, old, exists, remove)
 	if err != nil {
 		return nil, err
 	}
-	data = append(data, '\n')
-	if err == nil && jsonEqual(old, data) {
-		return []Change{{Path: path, Action: "unchanged"}}, nil
+	if c.Action == "remove" && path != link {
+		// a link's target stays, emptied, so the link does not dangle
+		data, _ := e.Bytes()
+		c.Action, c.Content = "write", data
 	}
-	if remove && len(doc) == 0 {
-		return []Change{{Path: path, Action: "remove", Note: "held only memvault's hooks"}}, nil
+	if in.Scope == ScopeProject {
+		c.Prune = []string{filepath.Dir(path)}
 	}
-	c := Change{Path: path, Action: "write", Content: data}
-	if in.Harness == "codex" && !remove {
+	if in.Harness == "codex" && !remove && c.Action == "write" {
 		c.Note = "Codex runs only hooks the user trusts: start codex, open /hooks, and trust the memvault hooks (see docs/HARNESSES.md)"
+		if in.Scope == ScopeProject {
+			c.Note = "Codex reads a project's .codex/ only when the project is trusted, and runs only hooks the user trusts: trust the project when codex asks, then open /hooks and trust the memvault hooks (see docs/HARNESSES.md)"
+		}
 	}
 	return []Change{c}, nil
 }
 
-func jsonEqual(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
+// editEvent wires (or unwires) one native event. memvault's entry found
+// in a group is updated in place: only its command changes. It reports
+// whether it removed an event's last group.
+func (in *Installer) editEvent(e *configedit.Editor, native, event string, remove bool) (bool, error) {
+	arrPath := []any{"hooks", native}
+	arr, err := e.Find(arrPath...)
+	if err != nil {
+		return false, err
 	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return bytes.Equal(xa, ya)
+	if arr != nil && arr.Kind != configedit.Array {
+		return false, fmt.Errorf(`"hooks.%s" is not an array`, native)
+	}
+	ours := in.findOurs(arr)
+	had := len(ours) > 0
+	if !remove && had {
+		first := ours[0]
+		if err := e.Replace(append(arrPath, first[0], "hooks", first[1], "command"), in.command(event)); err != nil {
+			return false, err
+		}
+		ours = ours[1:] // a duplicate of memvault's entry goes
+	}
+	for i := len(ours) - 1; i >= 0; i-- {
+		gi, hi := ours[i][0], ours[i][1]
+		grp, _ := e.Find(append(arrPath, gi, "hooks")...)
+		if len(grp.Elems) == 1 {
+			err = e.Delete(arrPath, gi) // the group held only memvault's hook
+		} else {
+			err = e.Delete(append(arrPath, gi, "hooks"), hi)
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	if remove {
+		if arr, _ = e.Find(arrPath...); had && arr != nil && len(arr.Elems) == 0 {
+			return true, e.Delete([]any{"hooks"}, native)
+		}
+		return false, nil
+	}
+	if had {
+		return false, nil
+	}
+	group := in.group(native, event)
+	switch hooksObj, _ := e.Find("hooks"); {
+	case hooksObj == nil:
+		return false, e.Set(nil, "hooks", configedit.Obj{{Key: native, Value: []any{group}}})
+	case arr == nil:
+		return false, e.Set([]any{"hooks"}, native, []any{group})
+	}
+	return false, e.Append(arrPath, group)
 }
 
-// planFile writes (or removes) one plugin file, with the binary path baked in.
+// findOurs lists memvault's hook entries in an event's groups, as
+// [group, hook] indexes in file order.
+func (in *Installer) findOurs(arr *configedit.Node) [][2]int {
+	if arr == nil || arr.Kind != configedit.Array {
+		return nil
+	}
+	var out [][2]int
+	for gi, g := range arr.Elems {
+		hs, _ := g.Get("hooks")
+		if hs == nil || hs.Kind != configedit.Array {
+			continue
+		}
+		for hi, h := range hs.Elems {
+			if cmd, _ := h.Get("command"); cmd != nil && cmd.Kind == configedit.String && isOurs(cmd.Str, in.Harness) {
+				out = append(out, [2]int{gi, hi})
+			}
+		}
+	}
+	return out
+}
+
+// group is the hook group memvault adds for a native event.
+func (in *Installer) group(native, event string) configedit.Obj {
+	hook := configedit.Obj{{Key: "type", Value: "command"}, {Key: "command", Value: in.command(event)}}
+	if in.Harness == "codex" && native == "SessionEnd" {
+		hook = append(hook, configedit.Field{Key: "timeout", Value: 3}) // Codex allows session end at most 3 s
+	}
+	group := configedit.Obj{{Key: "hooks", Value: []any{hook}}}
+	if in.Harness == "gemini" {
+		group = append(configedit.Obj{{Key: "matcher", Value: "*"}}, group...)
+	}
+	return group
+}
+
+// planFile writes (or removes) one plugin file. At project scope the file
+// names no machine path: it runs memvault from PATH and finds the project
+// from where it lies; at user scope it pins the binary.
 func (in *Installer) planFile(remove bool, src, dst string) ([]Change, error) {
 	old, err := os.ReadFile(dst)
 	exists := err == nil
+	var prune []string
+	if in.Scope == ScopeProject {
+		prune = []string{filepath.Dir(dst), filepath.Dir(filepath.Dir(dst))}
+	}
 	if remove {
 		if !exists {
 			return []Change{{Path: dst, Action: "unchanged", Note: "no such file"}}, nil
@@ -239,26 +452,30 @@ func (in *Installer) planFile(remove bool, src, dst string) ([]Change, error) {
 		if !bytes.Contains(old, []byte("memvault")) {
 			return nil, fmt.Errorf("uninstall: %s was not written by memvault; leaving it", dst)
 		}
-		return []Change{{Path: dst, Action: "remove"}}, nil
+		return []Change{{Path: dst, Action: "remove", Old: old, Prune: prune}}, nil
 	}
 	data, err := plugins.ReadFile(src)
 	if err != nil {
 		return nil, err
 	}
-	data = bytes.ReplaceAll(data, []byte("__MEMVAULT_BIN__"), []byte(strconv.Quote(in.Bin)))
-	project := ""
-	if in.Scope == ScopeProject {
-		project = in.Project
+	bin := "memvault"
+	if in.Scope == ScopeUser {
+		bin = in.Bin
 	}
-	data = bytes.ReplaceAll(data, []byte("__MEMVAULT_PROJECT__"), []byte(strconv.Quote(project)))
+	data = bytes.ReplaceAll(data, []byte("__MEMVAULT_BIN__"), []byte(strconv.Quote(bin)))
+	data = bytes.ReplaceAll(data, []byte("__MEMVAULT_PROJECT_SCOPE__"), []byte(strconv.FormatBool(in.Scope == ScopeProject)))
 	if exists && bytes.Equal(old, data) {
 		return []Change{{Path: dst, Action: "unchanged"}}, nil
 	}
-	return []Change{{Path: dst, Action: "write", Content: data}}, nil
+	return []Change{{Path: dst, Action: "write", Content: data, Old: old}}, nil
 }
 
+// openClawEntry is memvault's entry under plugins.entries.
+var openClawEntry = configedit.Obj{{Key: "enabled", Value: true},
+	{Key: "hooks", Value: configedit.Obj{{Key: "allowConversationAccess", Value: true}}}}
+
 // planOpenClaw writes the plugin folder and registers it in OpenClaw's
-// config ($OPENCLAW_CONFIG_PATH, else ~/.openclaw/openclaw.json).
+// JSON5 config ($OPENCLAW_CONFIG_PATH, else ~/.openclaw/openclaw.json).
 func (in *Installer) planOpenClaw(remove bool) ([]Change, error) {
 	dir := in.configPath()
 	var out []Change
@@ -267,89 +484,206 @@ func (in *Installer) planOpenClaw(remove bool) ([]Change, error) {
 		if err != nil {
 			return nil, err
 		}
+		for i := range cs {
+			cs[i].Prune = []string{dir} // the plugin folder, once empty
+			if in.Scope == ScopeProject {
+				cs[i].Prune = append(cs[i].Prune, filepath.Dir(dir), filepath.Dir(filepath.Dir(dir)))
+			}
+		}
 		out = append(out, cs...)
 	}
 	cfgPath := in.Env("OPENCLAW_CONFIG_PATH")
 	if cfgPath == "" {
 		cfgPath = filepath.Join(in.Home, ".openclaw", "openclaw.json")
 	}
-	doc := map[string]any{}
+	cfgPath = realPath(cfgPath)
 	old, err := os.ReadFile(cfgPath)
-	if err == nil && len(bytes.TrimSpace(old)) > 0 {
-		if err := json.Unmarshal(old, &doc); err != nil {
-			return nil, fmt.Errorf("install: %s is not plain JSON (%v); register the plugin by hand (see docs/HARNESSES.md)", cfgPath, err)
-		}
-	} else if remove {
-		return out, nil
+	exists := err == nil
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && remove:
+		return append(out, Change{Path: cfgPath, Action: "unchanged", Note: "no such file"}), nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%s: read %s: %w", verb(remove), cfgPath, err)
 	}
-	pl, _ := doc["plugins"].(map[string]any)
-	if pl == nil {
-		pl = map[string]any{}
+	e, err := configedit.New(old, configedit.JSON5)
+	if err != nil {
+		return nil, configError(remove, cfgPath, err)
 	}
-	load, _ := pl["load"].(map[string]any)
-	if load == nil {
-		load = map[string]any{}
-	}
-	paths := withoutString(load["paths"], dir)
-	// An allowlist means only the plugins it names load: one is never
-	// added where there was none (that would switch off the user's other
-	// plugins), and memvault joins one that is there.
-	_, hadAllow := pl["allow"].([]any)
-	allow := withoutString(pl["allow"], "memvault")
-	entries, _ := pl["entries"].(map[string]any)
-	if entries == nil {
-		entries = map[string]any{}
-	}
-	delete(entries, "memvault")
-	if !remove {
-		paths = append(paths, dir)
-		if hadAllow {
-			allow = append(allow, "memvault")
-		}
-		entries["memvault"] = map[string]any{"enabled": true, "hooks": map[string]any{"allowConversationAccess": true}}
-	}
-	setOrDelete(load, "paths", paths)
-	setOrDelete(pl, "allow", allow)
-	if len(entries) > 0 {
-		pl["entries"] = entries
+	if remove {
+		err = unregisterOpenClaw(e, dir)
 	} else {
-		delete(pl, "entries")
+		err = registerOpenClaw(e, dir)
 	}
-	if len(load) > 0 {
-		pl["load"] = load
-	} else {
-		delete(pl, "load")
+	if err != nil {
+		return nil, configError(remove, cfgPath, err)
 	}
-	if len(pl) > 0 {
-		doc["plugins"] = pl
-	} else {
-		delete(doc, "plugins")
+	c, err := finish(e, cfgPath, old, exists, remove)
+	if err != nil {
+		return nil, err
 	}
-	data, _ := json.MarshalIndent(doc, "", "  ")
-	data = append(data, '\n')
-	if jsonEqual(old, data) {
-		return append(out, Change{Path: cfgPath, Action: "unchanged"}), nil
-	}
-	return append(out, Change{Path: cfgPath, Action: "write", Content: data}), nil
+	c.Prune = []string{filepath.Dir(cfgPath)} // ~/.openclaw, when install made it for the config
+	return append(out, c), nil
 }
 
-func withoutString(v any, s string) []any {
-	list, _ := v.([]any)
-	var out []any
-	for _, x := range list {
-		if x != s {
-			out = append(out, x)
+// registerOpenClaw adds the plugin folder to plugins.load.paths, enables
+// memvault's entry (keeping what the user set in it), and joins an
+// allowlist when there is one. An allowlist means only the plugins it
+// names load: one is never added where there was none (that would switch
+// off the user's other plugins).
+func registerOpenClaw(e *configedit.Editor, dir string) error {
+	for _, step := range [][]any{{"plugins"}, {"plugins", "load"}, {"plugins", "entries"}} {
+		if n, err := e.Find(step...); err != nil {
+			return err
+		} else if n != nil && n.Kind != configedit.Object {
+			return fmt.Errorf("%q is not an object", dotted(step))
 		}
 	}
-	return out
+	if err := addString(e, []any{"plugins", "load", "paths"}, dir, true); err != nil {
+		return err
+	}
+	if err := addString(e, []any{"plugins", "allow"}, "memvault", false); err != nil {
+		return err
+	}
+	entry, err := e.Find("plugins", "entries", "memvault")
+	switch {
+	case err != nil:
+		return err
+	case entry == nil:
+		return setDeep(e, []any{"plugins", "entries"}, "memvault", openClawEntry)
+	case entry.Kind != configedit.Object:
+		return errors.New(`"plugins.entries.memvault" is not an object`)
+	}
+	if on, _ := entry.Get("enabled"); on == nil || on.Str != "true" {
+		if err := e.Set([]any{"plugins", "entries", "memvault"}, "enabled", true); err != nil {
+			return err
+		}
+	}
+	hooks, err := e.Find("plugins", "entries", "memvault", "hooks")
+	switch {
+	case err != nil:
+		return err
+	case hooks == nil || hooks.Kind != configedit.Object:
+		return e.Set([]any{"plugins", "entries", "memvault"}, "hooks", openClawEntry[1].Value)
+	}
+	if a, _ := hooks.Get("allowConversationAccess"); a == nil || a.Str != "true" {
+		return e.Set([]any{"plugins", "entries", "memvault", "hooks"}, "allowConversationAccess", true)
+	}
+	return nil
 }
 
-func setOrDelete(m map[string]any, k string, list []any) {
-	if len(list) > 0 {
-		m[k] = list
-	} else {
-		delete(m, k)
+// dotted writes a path of keys as "a.b.c".
+func dotted(path []any) string {
+	parts := make([]string, len(path))
+	for i, p := range path {
+		parts[i] = fmt.Sprint(p)
 	}
+	return strings.Join(parts, ".")
+}
+
+// addString appends s to the array at path unless it is there; create
+// makes the array (and the objects above it) when missing.
+func addString(e *configedit.Editor, path []any, s string, create bool) error {
+	arr, err := e.Find(path...)
+	switch {
+	case err != nil:
+		return err
+	case arr == nil && create:
+		return setDeep(e, path[:len(path)-1], path[len(path)-1].(string), []any{s})
+	case arr == nil || arr.Kind != configedit.Array:
+		return nil
+	}
+	for _, x := range arr.Elems {
+		if x.Kind == configedit.String && x.Str == s {
+			return nil
+		}
+	}
+	return e.Append(path, s)
+}
+
+// setDeep sets key in the object at path, creating the missing objects of
+// path on the way.
+func setDeep(e *configedit.Editor, path []any, key string, v any) error {
+	for i := len(path); i >= 0; i-- {
+		n, err := e.Find(path[:i]...)
+		if err != nil {
+			return err
+		}
+		if n == nil {
+			continue
+		}
+		for j := len(path) - 1; j >= i; j-- {
+			v = configedit.Obj{{Key: key, Value: v}}
+			key = path[j].(string)
+		}
+		return e.Set(path[:i], key, v)
+	}
+	return errors.New("no object to add to")
+}
+
+// unregisterOpenClaw takes memvault out of the config: its folder from
+// plugins.load.paths, its name from the allowlist (which stays, even
+// empty: install never makes one), its entry; and the containers it
+// emptied.
+func unregisterOpenClaw(e *configedit.Editor, dir string) error {
+	// emptied deletes the container at path when memvault's removals left
+	// it empty; one that was empty before stays.
+	emptied := func(path ...any) error {
+		n, _ := e.Find(path...)
+		if n != nil && (n.Kind == configedit.Object && len(n.Members) == 0 || n.Kind == configedit.Array && len(n.Elems) == 0) {
+			return e.Delete(path[:len(path)-1], path[len(path)-1])
+		}
+		return nil
+	}
+	removedPath, err := removeString(e, []any{"plugins", "load", "paths"}, dir)
+	if err != nil {
+		return err
+	}
+	if removedPath {
+		if err := emptied("plugins", "load", "paths"); err != nil {
+			return err
+		}
+		if err := emptied("plugins", "load"); err != nil {
+			return err
+		}
+	}
+	removedAllow, err := removeString(e, []any{"plugins", "allow"}, "memvault")
+	if err != nil {
+		return err
+	}
+	entry, err := e.Find("plugins", "entries", "memvault")
+	if err != nil {
+		return err
+	}
+	if entry != nil {
+		if err := e.Delete([]any{"plugins", "entries"}, "memvault"); err != nil {
+			return err
+		}
+		if err := emptied("plugins", "entries"); err != nil {
+			return err
+		}
+	}
+	if removedPath || removedAllow || entry != nil {
+		return emptied("plugins")
+	}
+	return nil
+}
+
+// removeString removes every s from the array at path.
+func removeString(e *configedit.Editor, path []any, s string) (bool, error) {
+	arr, err := e.Find(path...)
+	if err != nil || arr == nil || arr.Kind != configedit.Array {
+		return false, err
+	}
+	removed := false
+	for i := len(arr.Elems) - 1; i >= 0; i-- {
+		if x := arr.Elems[i]; x.Kind == configedit.String && x.Str == s {
+			if err := e.Delete(path, i); err != nil {
+				return false, err
+			}
+			removed = true
+		}
+	}
+	return removed, nil
 }
 
 // Apply carries out planned changes. Whole files are replaced atomically,
@@ -369,8 +703,10 @@ func Apply(changes []Change) error {
 			if err := os.Remove(c.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
-			if dir := filepath.Dir(c.Path); filepath.Base(dir) == "memvault" {
-				os.Remove(dir) // the OpenClaw plugin folder, once empty
+			for _, dir := range c.Prune {
+				if os.Remove(dir) != nil { // not empty (or gone): it and those above stay
+					break
+				}
 			}
 		}
 	}

@@ -3,11 +3,15 @@
 // `memvault hook openclaw <event>` with a JSON payload on stdin. Every call
 // fails open: a memvault problem never breaks a turn.
 import { spawnSync } from "node:child_process"
+import { fileURLToPath } from "node:url"
 
+// At project scope BIN is "memvault", found on PATH (every hook a silent
+// no-op without it); at user scope the binary that installed it.
 const BIN = __MEMVAULT_BIN__
-// The project memvault was installed for: its vault is found from here.
+// The project memvault was installed for, where this file lies
+// (<project>/.openclaw/plugins/memvault/): its vault is found from there.
 // OpenClaw's own workspace folder is usually elsewhere (~/.openclaw/workspace).
-const PROJECT = __MEMVAULT_PROJECT__
+const PROJECT = __MEMVAULT_PROJECT_SCOPE__ ? fileURLToPath(new URL("../../..", import.meta.url)) : ""
 
 function hook(event, payload) {
   try {

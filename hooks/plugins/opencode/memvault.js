@@ -3,9 +3,15 @@
 // `memvault hook opencode <event>` with a JSON payload on stdin. Every call
 // fails open: a memvault problem never breaks a turn.
 import { spawnSync } from "node:child_process"
+import { fileURLToPath } from "node:url"
 
+// At project scope (the plugin in <project>/.opencode/plugins/) BIN is
+// "memvault", found on PATH, and the project is where this file lies, so
+// the file holds no machine path and can be committed. At user scope BIN
+// is the binary that installed it and the project is OpenCode's own.
+// Without memvault on PATH every hook is a silent no-op.
 const BIN = __MEMVAULT_BIN__
-const PROJECT = __MEMVAULT_PROJECT__
+const PROJECT = __MEMVAULT_PROJECT_SCOPE__ ? fileURLToPath(new URL("../..", import.meta.url)) : ""
 
 function hook(event, payload) {
   try {

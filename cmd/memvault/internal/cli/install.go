@@ -13,6 +13,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/hooks"
+	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault"
 )
 
@@ -109,12 +110,11 @@ func gitVaultTarget(c *ucli.Context) (root string, ok bool, err error) {
 // mergeSetup registers (or, with remove, unregisters) the vault's merge
 // driver after its git hooks, and makes sure .gitattributes names it; it
 // prints what it changed the way install prints hook files.
-func mergeSetup(c *ucli.Context, opts installOptions) error {
+func mergeSetup(c *ucli.Context, w io.Writer, opts installOptions) error {
 	root, ok, err := gitVaultTarget(c)
 	if err != nil || !ok {
 		return err
 	}
-	w := c.App.Writer
 	config := filepath.Join(root, ".git", "config")
 	switch {
 	case opts.remove && opts.dryRun:
@@ -161,24 +161,61 @@ type installOptions struct {
 	remove bool   // uninstall
 	target string // a harness, or git
 	dryRun bool
+	json   bool
+}
+
+// installFlags are install's and uninstall's own flags.
+func installFlags(extra ...ucli.Flag) []ucli.Flag {
+	flags := []ucli.Flag{scopeFlag,
+		&ucli.BoolFlag{Name: "dry-run", Usage: "print a unified diff of each file that would change, and change nothing"},
+		&ucli.BoolFlag{Name: "json", Usage: "print the changes (with their diffs) as JSON"}}
+	return append(append(flags, extra...), gitFlags...)
 }
 
 func newInstallCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "install",
-		Usage:     "wire memvault into a harness's hooks, or git's (merges, never clobbers; safe to repeat)",
+		Usage:     "wire memvault into a harness's hooks, or git's (edits in place, keeps the rest of the file byte for byte; safe to repeat)",
 		ArgsUsage: "HARNESS | git",
-		Flags: append([]ucli.Flag{scopeFlag, &ucli.BoolFlag{Name: "dry-run", Usage: "show what would change"},
-			&ucli.BoolFlag{Name: "yes", Usage: "create the project's vault without asking when there is none"}}, gitFlags...),
+		Flags:     installFlags(&ucli.BoolFlag{Name: "yes", Usage: "create the project's vault without asking when there is none"}),
 	}
 }
 
 func runInstall(c *ucli.Context) error { return install(c, false) }
 
+// installReport is what --json prints.
+type installReport struct {
+	Command string         `json:"command"`
+	Target  string         `json:"target"`
+	Scope   string         `json:"scope,omitempty"`
+	DryRun  bool           `json:"dry_run"`
+	Changes []changeReport `json:"changes"`
+}
+
+type changeReport struct {
+	hooks.Change
+	Diff string `json:"diff,omitempty"`
+}
+
+// changeDiff is the unified diff of a harness config change.
+func changeDiff(ch hooks.Change) string {
+	from, to := ch.Path, ch.Path
+	if ch.Old == nil {
+		from = "/dev/null"
+	}
+	switch ch.Action {
+	case "write":
+		return string(merge.Unified(from, to, ch.Old, ch.Content, 3))
+	case "remove":
+		return string(merge.Unified(from, "/dev/null", ch.Old, nil, 3))
+	}
+	return ""
+}
+
 // install plans the changes to the harness's config or git's hooks and
 // makes them (install and uninstall); no vault file changes.
 func install(c *ucli.Context, remove bool) error {
-	opts := installOptions{remove: remove, target: c.Args().First(), dryRun: c.Bool("dry-run")}
+	opts := installOptions{remove: remove, target: c.Args().First(), dryRun: c.Bool("dry-run"), json: c.Bool("json")}
 	verb := map[bool]string{false: "install", true: "uninstall"}[opts.remove]
 	var changes []hooks.Change
 	var err error
@@ -195,45 +232,70 @@ func install(c *ucli.Context, remove bool) error {
 		return err
 	}
 	w := c.App.Writer
+	if opts.json {
+		w = c.App.ErrWriter // what is said besides the changes, so stdout stays one JSON value
+	}
 	if in != nil && !opts.remove {
-		if err := ensureProjectVault(c, in, opts.dryRun); err != nil {
+		if err := ensureProjectVault(c, w, in, opts.dryRun); err != nil {
 			return err
 		}
 	}
-	if opts.dryRun {
+	if !opts.dryRun {
+		// The vault's hooks are created private, under memvault's umask; a
+		// harness's settings and a project's hook with the person's own.
+		err = apply(changes[:inVault])
+		if err == nil {
+			err = withUserUmask(c, func() error { return apply(changes[inVault:]) })
+		}
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", verb, opts.target, err)
+		}
+	}
+	if opts.json {
+		rep := installReport{Command: verb, Target: opts.target, DryRun: opts.dryRun, Changes: []changeReport{}}
+		if in != nil {
+			rep.Scope = string(in.Scope)
+		}
 		for _, ch := range changes {
-			fmt.Fprintf(w, "would %s %s\n", ch.Action, ch.Path)
-			if ch.Action == "write" && strings.HasSuffix(ch.Path, ".json") {
-				fmt.Fprintf(w, "%s", ch.Content)
+			cr := changeReport{Change: ch}
+			if in != nil {
+				cr.Diff = changeDiff(ch)
 			}
+			rep.Changes = append(rep.Changes, cr)
 		}
-		if opts.target == "git" {
-			return mergeSetup(c, opts)
+		if err := printJSON(c.App.Writer, rep); err != nil {
+			return err
 		}
-		return nil
-	}
-	// The vault's hooks are created private, under memvault's umask; a
-	// harness's settings and a project's hook with the person's own.
-	err = apply(changes[:inVault])
-	if err == nil {
-		err = withUserUmask(c, func() error { return apply(changes[inVault:]) })
-	}
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", verb, opts.target, err)
-	}
-	for _, ch := range changes {
-		done := map[string]string{"write": "wrote", "remove": "removed", "unchanged": "unchanged"}[ch.Action]
-		fmt.Fprintf(w, "%s %s\n", done, ch.Path)
-		if ch.Note != "" && ch.Action != "unchanged" {
-			fmt.Fprintf(w, "note: %s\n", ch.Note)
-		}
+	} else {
+		printChanges(w, changes, opts, in != nil)
 	}
 	if opts.target == "git" {
-		if err := mergeSetup(c, opts); err != nil {
+		if err := mergeSetup(c, w, opts); err != nil {
 			return fmt.Errorf("%s git: merge driver: %w", verb, err)
 		}
 	}
 	return nil
+}
+
+// printChanges says what was (or, with --dry-run, would be) done to each
+// file; a dry run of a harness shows each change as a unified diff.
+func printChanges(w io.Writer, changes []hooks.Change, opts installOptions, harness bool) {
+	for _, ch := range changes {
+		switch {
+		case ch.Action == "unchanged":
+			fmt.Fprintf(w, "unchanged %s\n", ch.Path)
+		case opts.dryRun:
+			fmt.Fprintf(w, "would %s %s\n", ch.Action, ch.Path)
+			if harness {
+				fmt.Fprint(w, changeDiff(ch))
+			}
+		default:
+			fmt.Fprintf(w, "%s %s\n", map[string]string{"write": "wrote", "remove": "removed"}[ch.Action], ch.Path)
+		}
+		if ch.Note != "" && ch.Action != "unchanged" {
+			fmt.Fprintf(w, "note: %s\n", ch.Note)
+		}
+	}
 }
 
 // ensureProjectVault makes sure hooks installed for a project have a vault
@@ -241,7 +303,7 @@ func install(c *ucli.Context, remove bool) error {
 // found from the working folder, it creates the project's .memory/ (with
 // --yes, or when nobody is at a terminal to ask, saying so), or asks. User
 // scope wires every project, so there it only says what is missing here.
-func ensureProjectVault(c *ucli.Context, in *hooks.Installer, dryRun bool) error {
+func ensureProjectVault(c *ucli.Context, w io.Writer, in *hooks.Installer, dryRun bool) error {
 	wd, err := os.Getwd()
 	if err != nil {
 		return err
@@ -252,7 +314,6 @@ func ensureProjectVault(c *ucli.Context, in *hooks.Installer, dryRun bool) error
 	} else if named != "" || !errors.Is(err, vault.ErrNotFound) {
 		return err // --vault or MEMVAULT_DIR names the vault: never one made elsewhere
 	}
-	w := c.App.Writer
 	dir := filepath.Join(in.Project, vault.DirName)
 	if in.Scope == hooks.ScopeUser {
 		fmt.Fprintf(w, "note: no vault from here; the hooks store nothing in a project until memvault init creates its vault\n")

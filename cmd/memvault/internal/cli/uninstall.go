@@ -5,9 +5,9 @@ import ucli "github.com/urfave/cli/v2"
 func newUninstallCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "uninstall",
-		Usage:     "remove memvault's hooks from a harness, or git's (others are kept)",
+		Usage:     "remove memvault's hooks from a harness, or git's (the rest of the file is kept byte for byte)",
 		ArgsUsage: "HARNESS | git",
-		Flags:     append([]ucli.Flag{scopeFlag, &ucli.BoolFlag{Name: "dry-run", Usage: "show what would change"}}, gitFlags...),
+		Flags:     installFlags(),
 	}
 }
 

@@ -576,6 +576,13 @@ func newE2E(t *testing.T) *e2e {
 	}
 	e.env = append(e.env, "HOME="+e.home, "PWD="+e.proj, "GIT_AUTHOR_NAME=e2e", "GIT_AUTHOR_EMAIL=e2e@example.invalid",
 		"GIT_COMMITTER_NAME=e2e", "GIT_COMMITTER_EMAIL=e2e@example.invalid")
+	// memvault on PATH, as a person has it: project-scope hooks run it from
+	// there (docs/HOOKS.md, "Installing").
+	for i, kv := range e.env {
+		if strings.HasPrefix(kv, "PATH=") {
+			e.env[i] = "PATH=" + filepath.Dir(e.bin) + string(os.PathListSeparator) + strings.TrimPrefix(kv, "PATH=")
+		}
+	}
 	e.git("init", "-q")
 	e.memvault("init")
 	e.mark = randWord("zqmark")
@@ -1396,8 +1403,14 @@ func TestE2EGemini(t *testing.T) {
 	e := newE2E(t)
 	settings := filepath.Join(e.home, ".gemini", "settings.json")
 	os.MkdirAll(filepath.Dir(settings), 0o755)
-	os.WriteFile(settings, []byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}},
- "privacy":{"usageStatisticsEnabled":false},"general":{"disableAutoUpdate":true}}`), 0o644)
+	// JSONC, as Gemini CLI reads it: install edits it around the comments.
+	os.WriteFile(settings, []byte(`{
+  // the fake model's key type
+  "security": {"auth": {"selectedType": "gemini-api-key"}},
+  "privacy": {"usageStatisticsEnabled": false}, /* no telemetry */
+  "general": {"disableAutoUpdate": true},
+}
+`), 0o644)
 	e.setenv("GEMINI_API_KEY=fake", "GOOGLE_GEMINI_BASE_URL="+e.model.URL(), "GEMINI_CLI_TRUST_WORKSPACE=true")
 	e.install("gemini", "--scope", "user")
 
@@ -1480,8 +1493,11 @@ func TestE2EOpenClaw(t *testing.T) {
 		// installed for, which is what this checks.
 		"agents": map[string]any{"defaults": map[string]any{"model": map[string]any{"primary": "fake/fake-model"}}},
 	}
-	data, _ := json.Marshal(cfg)
-	os.WriteFile(config, data, 0o644)
+	// JSON5, as OpenClaw reads it: a comment, bare keys, single quotes and
+	// trailing commas around the JSON values, which install edits as text.
+	models, _ := json.Marshal(cfg["models"])
+	json5 := "// e2e config\n{\n  models: " + string(models) + ",\n  agents: {defaults: {model: {primary: 'fake/fake-model',},},},\n}\n"
+	os.WriteFile(config, []byte(json5), 0o644)
 	e.setenv("OPENCLAW_CONFIG_PATH="+config, "OPENCLAW_STATE_DIR="+state, "OPENCLAW_OFFLINE=1", "OPENCLAW_NO_AUTO_UPDATE=1")
 	e.install("openclaw")
 

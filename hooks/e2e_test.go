@@ -1403,12 +1403,13 @@ func TestE2EGemini(t *testing.T) {
 	e := newE2E(t)
 	settings := filepath.Join(e.home, ".gemini", "settings.json")
 	os.MkdirAll(filepath.Dir(settings), 0o755)
-	// JSONC, as Gemini CLI reads it: install edits it around the comments.
+	// With comments, which Gemini CLI strips (it takes no trailing comma):
+	// install edits around them.
 	os.WriteFile(settings, []byte(`{
   // the fake model's key type
   "security": {"auth": {"selectedType": "gemini-api-key"}},
   "privacy": {"usageStatisticsEnabled": false}, /* no telemetry */
-  "general": {"disableAutoUpdate": true},
+  "general": {"disableAutoUpdate": true}
 }
 `), 0o644)
 	e.setenv("GEMINI_API_KEY=fake", "GOOGLE_GEMINI_BASE_URL="+e.model.URL(), "GEMINI_CLI_TRUST_WORKSPACE=true")

@@ -2,9 +2,11 @@ package hooks
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -60,7 +62,7 @@ var originals = map[string]string{
   "url": "https://example.com//path", // not a comment: in a string
 }
 `,
-	"one line":  `{"model":"opus","hooks":{"Stop":[{"hooks":[{"type":"command","command":"echo /* x */"}]}]}}`,
+	"one line":   `{"model":"opus","hooks":{"Stop":[{"hooks":[{"type":"command","command":"echo /* x */"}]}]}}`,
 	"tabs, crlf": "{\r\n\t\"model\": \"opus\",\r\n\t\"hooks\": {}\r\n}\r\n",
 	"bom":        "\xEF\xBB\xBF{\n    \"env\": {\"A\": \"1\"}\n}\n",
 }
@@ -372,5 +374,33 @@ func TestApplyKeepsModeAndLinks(t *testing.T) {
 	apply(t, in, true)
 	if data, _ := os.ReadFile(target); string(data) != "{\n  // mine\n  \"theme\": \"dark\"\n}\n" {
 		t.Errorf("round trip through the link: %q", data)
+	}
+}
+
+// TestHandSnippetsMatchInstall: the blocks docs/HARNESSES.md gives people
+// who wire by hand are what install writes, as JSON values.
+func TestHandSnippetsMatchInstall(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "HARNESSES.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, harness := range []string{"claude-code", "codex", "gemini"} {
+		marker := "<!-- snippet: " + harness + " -->\n```json\n"
+		i := bytes.Index(doc, []byte(marker))
+		if i < 0 {
+			t.Errorf("%s: no snippet in docs/HARNESSES.md", harness)
+			continue
+		}
+		block := doc[i+len(marker):]
+		block = block[:bytes.Index(block, []byte("```"))]
+		in := newTestInstaller(t, harness, ScopeProject)
+		var want, got any
+		if err := json.Unmarshal(block, &got); err != nil {
+			t.Fatalf("%s: snippet: %v", harness, err)
+		}
+		json.Unmarshal(plan(t, in, false)[0].Content, &want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: docs/HARNESSES.md's snippet is not what install writes:\n%s", harness, plan(t, in, false)[0].Content)
+		}
 	}
 }

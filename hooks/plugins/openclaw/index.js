@@ -3,15 +3,18 @@
 // `memvault hook openclaw <event>` with a JSON payload on stdin. Every call
 // fails open: a memvault problem never breaks a turn.
 import { spawnSync } from "node:child_process"
-import { fileURLToPath } from "node:url"
+import { resolve } from "node:path"
 
 // At project scope BIN is "memvault", found on PATH (every hook a silent
 // no-op without it); at user scope the binary that installed it.
 const BIN = __MEMVAULT_BIN__
-// The project memvault was installed for, where this file lies
-// (<project>/.openclaw/plugins/memvault/): its vault is found from there.
-// OpenClaw's own workspace folder is usually elsewhere (~/.openclaw/workspace).
-const PROJECT = __MEMVAULT_PROJECT_SCOPE__ ? fileURLToPath(new URL("../../..", import.meta.url)) : ""
+// At project scope, the project is the one the plugin folder lies in
+// (<project>/.openclaw/plugins/memvault/, which OpenClaw passes as
+// api.rootDir: it runs a copy of this file from elsewhere), and its vault is
+// found from there. OpenClaw's own workspace folder is usually elsewhere
+// (~/.openclaw/workspace). At user scope it is that workspace.
+const PROJECT_SCOPE = __MEMVAULT_PROJECT_SCOPE__
+let PROJECT = ""
 
 function hook(event, payload) {
   try {
@@ -37,6 +40,7 @@ function textOf(message) {
 const started = new Set()
 
 export default function register(api) {
+  if (PROJECT_SCOPE && api?.rootDir) PROJECT = resolve(api.rootDir, "..", "..", "..")
   const id = (ctx) => ctx?.sessionId || ctx?.sessionKey || "default"
   const cwd = (ctx) => PROJECT || ctx?.workspaceDir || process.cwd()
 

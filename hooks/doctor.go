@@ -1,11 +1,13 @@
 package hooks
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+
+	"github.com/memvault/memvault/hooks/configedit"
 )
 
 // Wiring is what `memvault doctor` reports for one harness.
@@ -111,9 +113,9 @@ func (in *Installer) Doctor() Wiring {
 				} `json:"hooks"`
 			} `json:"hooks"`
 		}
-		if err := json.Unmarshal(data, &doc); err != nil {
-			w.fail(path+" is not plain JSON, so doctor cannot tell which events it wires ("+err.Error()+")",
-				"check the hooks by hand against docs/HARNESSES.md, or make the file plain JSON")
+		if err := configedit.Decode(data, configedit.JSONC, &doc); err != nil {
+			w.fail(path+" is not JSON (comments and trailing commas allowed), so doctor cannot tell which events it wires ("+err.Error()+")",
+				"fix the file's syntax, then check its hooks against docs/HARNESSES.md")
 			return w
 		}
 		for _, pair := range hookEvents[in.Harness] {
@@ -142,7 +144,14 @@ func (in *Installer) Doctor() Wiring {
 	if len(w.Missing) > 0 {
 		w.fail(fmt.Sprintf("%d of memvault's events are not wired: %s", len(w.Missing), strings.Join(w.Missing, ", ")), in.installCommand())
 	}
-	if w.Binary != "" {
+	switch {
+	case w.Binary == "":
+	case !strings.Contains(w.Binary, "/"):
+		// A portable command's name that PATH does not resolve here
+		// (installedBinary resolves the names it finds).
+		w.fail("the hooks run "+w.Binary+" from PATH, and this PATH has none: they do nothing",
+			"put the memvault binary in a folder on PATH (the PATH the harness runs with), or "+in.installCommand()+" --scope user, which pins its path")
+	default:
 		w.SameBin = sameFile(w.Binary, in.Bin)
 		if _, err := os.Stat(w.Binary); err != nil {
 			w.fail("the hooks run "+w.Binary+", which does not exist", in.installCommand()+" again")

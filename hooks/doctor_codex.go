@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
+	"github.com/memvault/memvault/hooks/configedit"
 )
 
 // Codex runs a project's hooks only when two things hold, both recorded in
@@ -108,7 +108,7 @@ type CodexHook struct {
 // hashes, in the file's order of events (sorted) and handlers.
 func CodexHooks(path string, data []byte) ([]CodexHook, error) {
 	var doc codexHooksFile
-	if err := json.Unmarshal(data, &doc); err != nil {
+	if err := configedit.Decode(data, configedit.JSONC, &doc); err != nil {
 		return nil, err
 	}
 	events := make([]string, 0, len(doc.Hooks))

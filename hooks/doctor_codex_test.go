@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -72,6 +73,8 @@ func newCodexRig(t *testing.T) *codexRig {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "memvault")
+	// project-scope hooks run memvault from PATH: this one
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -193,18 +196,35 @@ func TestDoctorCodexTrust(t *testing.T) {
 	r.trustHooks(t)
 	wantProblems(t, r.problems(t))
 
-	// a reinstall with another binary: every command changed
+	// a reinstall with another binary at project scope writes the same
+	// portable commands: the trust holds
 	other := filepath.Join(filepath.Dir(r.in.Bin), "bin2", "memvault")
 	os.MkdirAll(filepath.Dir(other), 0o755)
 	os.WriteFile(other, []byte("#!/bin/sh\n"), 0o755)
+	bin := r.in.Bin
 	r.in.Bin = other
+	r.install(t)
+	wantProblems(t, r.problems(t), "the hooks run "+bin+", not this memvault ("+other+")")
+	r.in.Bin = bin
+
+	// hooks an older memvault installed with its absolute path, trusted;
+	// the reinstall that makes them portable changes every command
+	data, _ := os.ReadFile(r.hooks)
+	old := regexp.MustCompile(`command -v memvault >/dev/null 2>&1 && memvault hook codex ([a-z-]+) \|\| true`).
+		ReplaceAllString(string(data), bin+" hook codex $1")
+	if old == string(data) {
+		t.Fatalf("no portable command to turn into an old one in %s", data)
+	}
+	os.WriteFile(r.hooks, []byte(old), 0o644)
+	r.trustHooks(t)
+	wantProblems(t, r.problems(t))
 	r.install(t)
 	wantProblems(t, r.problems(t), "all 6 of memvault's hooks are out of date in Codex")
 	r.trustHooks(t) // trusted again in /hooks: Codex replaces the hashes
 	wantProblems(t, r.problems(t))
 
 	// one hook switched off in /hooks
-	data, _ := os.ReadFile(r.config)
+	data, _ = os.ReadFile(r.config)
 	key := fmt.Sprintf("[hooks.state.%q]", r.hooks+":stop:0:0")
 	r.write(t, strings.Replace(string(data), key+"\n", key+"\nenabled = false\n", 1))
 	wantProblems(t, r.problems(t), "memvault's 6 hooks is switched off in Codex (enabled = false in "+r.config+"): stop")

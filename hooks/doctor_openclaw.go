@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/memvault/memvault/hooks/configedit"
 )
 
 // OpenClaw loads memvault's plugin when its config ($OPENCLAW_CONFIG_PATH,
@@ -58,15 +60,12 @@ func (in *Installer) expandHome(p string) string {
 	return p
 }
 
-// readOpenClawConfig parses OpenClaw's config. OpenClaw reads JSON5; this
-// reads plain JSON, and a config it cannot read is reported as such.
+// readOpenClawConfig parses OpenClaw's config, JSON5 as OpenClaw reads it;
+// a config it cannot read is reported as such.
 func readOpenClawConfig(data []byte) (map[string]any, error) {
 	doc := map[string]any{}
-	if len(strings.TrimSpace(string(data))) == 0 {
-		return doc, nil
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("not plain JSON (%v)", err)
+	if err := configedit.Decode(data, configedit.JSON5, &doc); err != nil {
+		return nil, fmt.Errorf("not JSON5 (%v)", err)
 	}
 	return doc, nil
 }

@@ -27,6 +27,8 @@ func newOpenClawRig(t *testing.T, config string) *openClawRig {
 	r := &openClawRig{config: filepath.Join(dir, "openclaw.json"), state: filepath.Join(dir, "state")}
 	r.openClawEnv = map[string]string{"OPENCLAW_CONFIG_PATH": r.config, "OPENCLAW_STATE_DIR": r.state}
 	bin := filepath.Join(dir, "memvault")
+	// project-scope hooks run memvault from PATH: this one
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
 	proj := filepath.Join(dir, "proj")
 	os.MkdirAll(proj, 0o755)
@@ -109,8 +111,10 @@ func TestDoctorOpenClawRegistration(t *testing.T) {
 	r.edit(t, func(pl map[string]any) { delete(pl["entries"].(map[string]any), "memvault") })
 	wantProblems(t, r.problems(t), "plugins.entries.memvault is missing")
 
-	os.WriteFile(r.config, []byte("// JSON5\n{plugins: {}}\n"), 0o644)
-	wantProblems(t, r.problems(t), "error: cannot read OpenClaw's config "+r.config+": not plain JSON")
+	os.WriteFile(r.config, []byte("// JSON5\n{plugins: {allow: ['memvault',],}}\n"), 0o644)
+	wantProblems(t, r.problems(t), "plugins.load.paths in "+r.config+" does not hold", "plugins.entries.memvault is missing in "+r.config)
+	os.WriteFile(r.config, []byte("// JSON5\n{plugins: {\n"), 0o644)
+	wantProblems(t, r.problems(t), "error: cannot read OpenClaw's config "+r.config+": not JSON5")
 
 	os.Remove(r.config)
 	wantProblems(t, r.problems(t), "OpenClaw's config "+r.config+" does not exist")

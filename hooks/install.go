@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/hooks/configedit"
+	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
 )
 
@@ -271,7 +272,7 @@ func configError(remove bool, path string, err error) error {
 	if remove {
 		what = "remove memvault's entries by hand"
 	}
-	return fmt.Errorf("%s: %s: %v; fix the file, or %s (docs/HARNESSES.md)", verb(remove), path, err, what)
+	return fault.New(fault.ErrInvalid, "%s: %s: %v; fix the file, or %s (docs/HARNESSES.md)", verb(remove), path, err, what)
 }
 
 // finish turns the edited config into its change: unchanged, written, or
@@ -341,9 +342,9 @@ func (in *Installer) planJSONHooks(remove bool) ([]Change, error) {
 		c.Prune = []string{filepath.Dir(path)}
 	}
 	if in.Harness == "codex" && !remove && c.Action == "write" {
-		c.Note = "Codex runs only hooks the user trusts: start codex, open /hooks, and trust the memvault hooks (see docs/HARNESSES.md)"
+		c.Note = "Codex runs only hooks the user trusts: start codex, open /hooks and trust the memvault hooks; memvault doctor --scope user checks it (see docs/HARNESSES.md)"
 		if in.Scope == ScopeProject {
-			c.Note = "Codex reads a project's .codex/ only when the project is trusted, and runs only hooks the user trusts: trust the project when codex asks, then open /hooks and trust the memvault hooks (see docs/HARNESSES.md)"
+			c.Note = "Codex reads a project's .codex/ only when the project is trusted, and runs only hooks the user trusts: trust the project when codex asks, then open /hooks and trust the memvault hooks; memvault doctor checks both (see docs/HARNESSES.md)"
 		}
 	}
 	return []Change{c}, nil

@@ -434,3 +434,22 @@ func splices(src []byte, sp []splice) []byte {
 	}
 	return out
 }
+
+// Decode reads data in dialect d into v as encoding/json would read the
+// same document written as plain JSON: what a reader that edits nothing
+// (doctor) needs. A blank file is an empty object.
+func Decode(data []byte, d Dialect, v any) error {
+	e, err := New(data, d)
+	if err != nil {
+		return err
+	}
+	model := e.model
+	if model == nil {
+		model = map[string]any{}
+	}
+	plain, err := json.Marshal(model)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(plain, v)
+}

@@ -451,7 +451,7 @@ func (in *Installer) planFile(remove bool, src, dst string) ([]Change, error) {
 			return []Change{{Path: dst, Action: "unchanged", Note: "no such file"}}, nil
 		}
 		if !bytes.Contains(old, []byte("memvault")) {
-			return nil, fmt.Errorf("uninstall: %s was not written by memvault; leaving it", dst)
+			return nil, fault.New(fault.ErrInvalid, "uninstall: %s was not written by memvault; leaving it", dst)
 		}
 		return []Change{{Path: dst, Action: "remove", Old: old, Prune: prune}}, nil
 	}

@@ -85,7 +85,10 @@ func (l *Learning) Line() string {
 	if l.Cause != "" {
 		fmt.Fprintf(&b, " Why: %s", safeLine(l.Cause, 160))
 	}
-	fmt.Fprintf(&b, " Prevention: %s (", safeLine(l.Prevention, 200))
+	if l.Prevention != "" {
+		fmt.Fprintf(&b, " Prevention: %s", safeLine(l.Prevention, 200))
+	}
+	b.WriteString(" (")
 	if l.ReinforceCount > 0 {
 		fmt.Fprintf(&b, "reinforced %d×, ", l.ReinforceCount)
 	}

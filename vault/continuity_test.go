@@ -197,3 +197,16 @@ func TestRotateHandLines(t *testing.T) {
 		t.Errorf("a pinned line was rotated: %q", out)
 	}
 }
+
+// A learning's line says only what the learning holds: no empty "Why:" or
+// "Prevention:" label before its ttl.
+func TestLearningLineLeavesOutEmptyParts(t *testing.T) {
+	l := &Learning{ID: "L1", Scope: "global", Error: "the deploy failed", TTL: 30, LastRelevant: "2026-11-24"}
+	if got, want := l.Line(), "L1 [global] What failed: the deploy failed (ttl 30, last 2026-11-24)"; got != want {
+		t.Errorf("Line() = %q, want %q", got, want)
+	}
+	l.Cause, l.Prevention = "a stale key", "rotate first"
+	if got, want := l.Line(), "L1 [global] What failed: the deploy failed Why: a stale key Prevention: rotate first (ttl 30, last 2026-11-24)"; got != want {
+		t.Errorf("Line() = %q, want %q", got, want)
+	}
+}

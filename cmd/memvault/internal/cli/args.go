@@ -221,13 +221,6 @@ func oneID(c *ucli.Context, cmd string) (string, error) {
 	return c.Args().First(), nil
 }
 
-func noArgs(c *ucli.Context, cmd string) error {
-	if c.NArg() > 0 {
-		return usagef("%s: takes no arguments", cmd)
-	}
-	return nil
-}
-
 // parseSince accepts a date, an RFC 3339 time, or an age such as 7d or 12h.
 func parseSince(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {

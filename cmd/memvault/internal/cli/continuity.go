@@ -154,7 +154,7 @@ func newContinuityCommand() *ucli.Command {
 
 // runContinuityInit refreshes CONTINUITY.md, which every protocol write does.
 func runContinuityInit(c *ucli.Context, _ *vault.ContinuityTx) error {
-	return noArgs(c, "continuity init")
+	return nil
 }
 
 func runContinuityLearnings(c *ucli.Context, v *vault.Vault) error {
@@ -170,9 +170,6 @@ func runContinuityDecisions(c *ucli.Context, v *vault.Vault) error {
 // runContinuityIndex writes learnings-index.md in a protocol transaction,
 // then prints the file it wrote.
 func runContinuityIndex(c *ucli.Context) error {
-	if err := noArgs(c, "continuity index"); err != nil {
-		return err
-	}
 	_, err := runContinuityWrite(c, func(c *ucli.Context, ct *vault.ContinuityTx) error {
 		ct.WriteIndex()
 		return nil
@@ -196,9 +193,6 @@ func runContinuityIndex(c *ucli.Context) error {
 }
 
 func runContinuityBudget(c *ucli.Context, v *vault.Vault) error {
-	if err := noArgs(c, "continuity budget"); err != nil {
-		return err
-	}
 	b, err := v.ContinuityBudget()
 	if err != nil {
 		return err
@@ -225,9 +219,6 @@ func printBudget(c *ucli.Context, b []vault.BudgetLine) {
 func listAction[T any](cmd, none, format string, list func(*vault.Continuity, vault.ScopeFilter, bool) []T,
 	show func(T) (status, line string)) func(c *ucli.Context, v *vault.Vault) error {
 	return func(c *ucli.Context, v *vault.Vault) error {
-		if err := noArgs(c, cmd); err != nil {
-			return err
-		}
 		limit, err := listLimit(c)
 		if err != nil {
 			return err
@@ -276,9 +267,6 @@ func scopeFilter(c *ucli.Context, v *vault.Vault) (vault.ScopeFilter, error) {
 }
 
 func runContinuityStatus(c *ucli.Context, v *vault.Vault) error {
-	if err := noArgs(c, "continuity status"); err != nil {
-		return err
-	}
 	s, err := v.ContinuityStatus()
 	if err != nil {
 		return err
@@ -330,9 +318,6 @@ func runContinuityStatus(c *ucli.Context, v *vault.Vault) error {
 }
 
 func runContinuityAudit(c *ucli.Context) error {
-	if err := noArgs(c, "continuity audit"); err != nil {
-		return err
-	}
 	if c.Bool("dry-run") {
 		now, err := parseNow(c)
 		if err != nil {

@@ -22,9 +22,6 @@ func newDecideCommand() *ucli.Command {
 }
 
 func runDecide(c *ucli.Context, ct *vault.ContinuityTx) error {
-	if c.NArg() > 0 {
-		return usagef("decide: takes flags only: memvault decide --decision D --rationale R")
-	}
 	_, err := ct.Decide(vault.DecideInput{Decision: c.String("decision"), Rationale: c.String("rationale"),
 		Scope: c.String("scope"), Supersedes: c.String("supersedes")})
 	return err

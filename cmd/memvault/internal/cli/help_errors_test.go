@@ -58,6 +58,14 @@ func TestEveryCommandErrors(t *testing.T) {
 			}
 			checkError(t, args, want, msg)
 		}
+		if strings.TrimSpace(cmds[path].ArgsUsage) == "" && path != "help" {
+			// a command whose usage names no argument refuses a stray one
+			want := ExitUsage
+			if path == "hook" {
+				want = ExitOK
+			}
+			checkError(t, append(append([]string{"--vault", vaultDir}, words...), "stray"), want, "takes no arguments")
+		}
 		if a := actions[path]; a.access == accessRead && !a.optional || a.access == accessTx {
 			if hasJSON {
 				checkError(t, append(append([]string{"--vault", missing}, words...), "--json"), ExitNotFound, "no vault at")

@@ -45,9 +45,6 @@ func newInitCommand() *ucli.Command {
 }
 
 func runInit(c *ucli.Context) error {
-	if c.NArg() > 0 {
-		return usagef("init: takes no arguments; use --vault DIR to choose the folder")
-	}
 	opts := initOptionsFor(c, c.String("vault"))
 	opts.adopt, opts.noGitignore = c.Bool("adopt"), c.Bool("no-gitignore")
 	if c.Bool("json") {

@@ -28,9 +28,6 @@ func newLearnCommand() *ucli.Command {
 }
 
 func runLearn(c *ucli.Context, ct *vault.ContinuityTx) error {
-	if c.NArg() > 0 {
-		return usagef("learn: takes flags only: memvault learn --error E --prevention P")
-	}
 	inv, cor := c.String("invalidate"), c.String("correct")
 	switch {
 	case inv != "" && cor != "":

@@ -34,9 +34,6 @@ func runRefresh(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.NArg() > 0 {
-		return usagef("refresh: takes no arguments")
-	}
 	opts := refreshOptions{on: c.String("on")}
 	if opts.on == "" {
 		return usagef("refresh: --on is required: %s", oneOf(vault.RefreshEvents))

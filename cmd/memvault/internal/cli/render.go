@@ -39,9 +39,6 @@ func newRenderCommand() *ucli.Command {
 }
 
 func newRenderOptions(c *ucli.Context, v *vault.Vault) (renderOptions, error) {
-	if c.NArg() > 0 {
-		return renderOptions{}, usagef("render: takes no arguments; name threads with --thread")
-	}
 	threads, err := threadArgs(v, c.StringSlice("thread"))
 	if err != nil {
 		return renderOptions{}, err

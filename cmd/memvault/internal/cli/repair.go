@@ -29,9 +29,6 @@ func newRepairCommand() *ucli.Command {
 // under it, and commits through a transaction (or, in the middle of a git
 // merge, stages the segments for the merge's commit).
 func runRepair(c *ucli.Context) error {
-	if c.NArg() > 0 {
-		return usagef("repair: takes no arguments")
-	}
 	opts := repairOptions{dryRun: c.Bool("dry-run"), json: c.Bool("json")}
 	v, err := openVault(c)
 	if err != nil {

@@ -22,9 +22,6 @@ func newSessionsCommand() *ucli.Command {
 }
 
 func runSessions(c *ucli.Context, v *vault.Vault) error {
-	if err := noArgs(c, "sessions"); err != nil {
-		return err
-	}
 	limit, err := listLimit(c)
 	if err != nil {
 		return err

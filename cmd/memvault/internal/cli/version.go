@@ -37,9 +37,6 @@ func newVersionCommand() *ucli.Command {
 }
 
 func runVersion(c *ucli.Context) error {
-	if err := noArgs(c, "version"); err != nil {
-		return err
-	}
 	return printVersion(c.App.Writer, c.Bool("json"))
 }
 

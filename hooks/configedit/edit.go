@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -406,13 +405,25 @@ func quote(s string) string {
 // key writes an object key: bare in a JSON5 file written that way, when
 // it is an identifier.
 func (e *Editor) key(k string) string {
-	if e.bare && bareKey.MatchString(k) {
+	if e.bare && isBareKey(k) {
 		return k
 	}
 	return quote(k)
 }
 
-var bareKey = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
+// isBareKey reports whether k may be written unquoted in JSON5 as memvault
+// writes keys: an ASCII identifier ([A-Za-z_$][A-Za-z0-9_$]*).
+func isBareKey(k string) bool {
+	for i, r := range k {
+		switch {
+		case r == '_' || r == '$' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
+		case i > 0 && r >= '0' && r <= '9':
+		default:
+			return false
+		}
+	}
+	return k != ""
+}
 
 // splice replaces del bytes at offset at by ins.
 type splice struct {

@@ -241,3 +241,12 @@ func TestJSON5KeysFollowTheFile(t *testing.T) {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
 }
+
+func TestIsBareKey(t *testing.T) {
+	for k, want := range map[string]bool{"hooks": true, "_a1": true, "$x": true, "A_b$9": true,
+		"": false, "1a": false, "a-b": false, "a b": false, "é": false, "a.b": false} {
+		if got := isBareKey(k); got != want {
+			t.Errorf("isBareKey(%q) = %v, want %v", k, got, want)
+		}
+	}
+}

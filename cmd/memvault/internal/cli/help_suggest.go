@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -83,12 +82,28 @@ func commandNames(cmds []*ucli.Command) []string {
 	return out
 }
 
-// Go's flag package's errors, as urfave/cli passes them on.
-var (
-	flagUndefinedRE = regexp.MustCompile(`^flag provided but not defined: -+(.+)$`)
-	flagNoValueRE   = regexp.MustCompile(`^flag needs an argument: -+(.+)$`)
-	flagBadValueRE  = regexp.MustCompile(`^invalid value "(.*)" for flag -+([^:]+): `)
-)
+// flagProblem reads one of Go's flag package's errors, as urfave/cli
+// passes them on: what is wrong ("undefined", "novalue", "badvalue"), the
+// flag's name and, for a bad value, the value. Plain string cuts, not
+// regular expressions: nothing is compiled when memvault starts.
+func flagProblem(msg string) (kind, name, value string) {
+	if rest, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		return "undefined", strings.TrimLeft(rest, "-"), ""
+	}
+	if rest, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {
+		return "novalue", strings.TrimLeft(rest, "-"), ""
+	}
+	if rest, ok := strings.CutPrefix(msg, `invalid value "`); ok {
+		const mid = `" for flag -`
+		if i := strings.LastIndex(rest, mid); i >= 0 {
+			name, _, found := strings.Cut(rest[i+len(mid):], ":")
+			if found {
+				return "badvalue", strings.TrimLeft(name, "-"), rest[:i]
+			}
+		}
+	}
+	return "", "", ""
+}
 
 // flagError rewrites a flag error of the command at path (its flags,
 // flags) into memvault's words; any other error is kept as it is, as a
@@ -99,15 +114,14 @@ func flagError(path string, flags []ucli.Flag, err error) error {
 		prefix = path + ": "
 	}
 	msg := err.Error()
-	if m := flagUndefinedRE.FindStringSubmatch(msg); m != nil {
-		return unknownFlag(path, "--"+m[1], flags)
-	}
-	if m := flagNoValueRE.FindStringSubmatch(msg); m != nil {
-		return &usageError{msg: fmt.Sprintf("%s%s needs a value", prefix, dashed(m[1]))}
-	}
-	if m := flagBadValueRE.FindStringSubmatch(msg); m != nil {
+	switch kind, name, value := flagProblem(msg); kind {
+	case "undefined":
+		return unknownFlag(path, "--"+name, flags)
+	case "novalue":
+		return &usageError{msg: fmt.Sprintf("%s%s needs a value", prefix, dashed(name))}
+	case "badvalue":
 		want := "a valid value"
-		switch lookupFlag(flags, m[2]).(type) {
+		switch lookupFlag(flags, name).(type) {
 		case *ucli.IntFlag, *ucli.Int64Flag, *ucli.UintFlag:
 			want = "a whole number"
 		case *ucli.DurationFlag:
@@ -115,7 +129,7 @@ func flagError(path string, flags []ucli.Flag, err error) error {
 		case *ucli.BoolFlag:
 			want = "true or false"
 		}
-		return &usageError{msg: fmt.Sprintf("%s%s %q: want %s", prefix, dashed(m[2]), m[1], want)}
+		return &usageError{msg: fmt.Sprintf("%s%s %q: want %s", prefix, dashed(name), value, want)}
 	}
 	return &usageError{msg: prefix + msg}
 }

@@ -371,3 +371,22 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version line %q", got)
 	}
 }
+
+// flagProblem reads the flag package's three errors, a value holding the
+// separator included, and nothing else.
+func TestFlagProblem(t *testing.T) {
+	for _, c := range []struct{ msg, kind, name, value string }{
+		{"flag provided but not defined: -bogus", "undefined", "bogus", ""},
+		{"flag provided but not defined: --vault-x", "undefined", "vault-x", ""},
+		{"flag needs an argument: -limit", "novalue", "limit", ""},
+		{`invalid value "x" for flag -limit: parse error`, "badvalue", "limit", "x"},
+		{`invalid value "a" for flag -b" for flag -limit: parse error`, "badvalue", "limit", `a" for flag -b`},
+		{`invalid value "x" for flag -limit`, "", "", ""},
+		{"open /x: no such file", "", "", ""},
+	} {
+		kind, name, value := flagProblem(c.msg)
+		if kind != c.kind || name != c.name || value != c.value {
+			t.Errorf("flagProblem(%q) = %q, %q, %q; want %q, %q, %q", c.msg, kind, name, value, c.kind, c.name, c.value)
+		}
+	}
+}

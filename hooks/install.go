@@ -120,7 +120,8 @@ func shellQuote(s string) string {
 }
 
 // shellWord reads one word of s the way shellQuote writes it (plain, or in
-// single quotes with '\” for a quote) and returns it and the rest.
+// single quotes, where a quote closes them, adds \' and opens them again)
+// and returns it and the rest.
 func shellWord(s string) (word, rest string, ok bool) {
 	var b strings.Builder
 	for len(s) > 0 && s[0] != ' ' {

@@ -5,7 +5,7 @@
 //	fts5q build DB CORPUS.jsonl   index a corpus of {"id","text"} lines
 //	fts5q DB QUERY                print the ids of the 10 best messages (bm25)
 //
-// The table is contentless (content=”): like memvault's Bleve index it keeps
+// The table is contentless (an empty content option): like memvault's Bleve index it keeps
 // postings with positions and the message id, not the text. Text is split by
 // the unicode61 tokenizer and stemmed by porter, as Bleve's English analyzer
 // stems; query words are quoted (no FTS5 syntax), English stop words are

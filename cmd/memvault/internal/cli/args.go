@@ -259,3 +259,32 @@ func threadArgs(v *vault.Vault, args []string) ([]vault.Thread, error) {
 	}
 	return out, nil
 }
+
+// noArgsHint says what to do instead, for the commands where a person is
+// likely to type an argument.
+func noArgsHint(path string) string {
+	switch path {
+	case "init":
+		return "use --vault DIR to choose the folder"
+	case "render":
+		return "name threads with --thread"
+	case "decide":
+		return "memvault decide --decision D --rationale R"
+	case "learn":
+		return "memvault learn --error E --prevention P"
+	}
+	return "memvault help " + path + " shows its flags"
+}
+
+// withoutArgs refuses the positional arguments of a command whose usage
+// names none, before its action opens anything: a stray word (`memvault
+// status extra`) is a mistake to say, not to ignore.
+func withoutArgs(path string, next ucli.ActionFunc) ucli.ActionFunc {
+	return func(c *ucli.Context) error {
+		if c.NArg() > 0 {
+			return &usageError{msg: fmt.Sprintf("%s: takes no arguments (got %q)", path, shortValue(c.Args().First())),
+				hint: noArgsHint(path)}
+		}
+		return next(c)
+	}
+}

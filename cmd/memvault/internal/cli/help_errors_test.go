@@ -19,12 +19,7 @@ import (
 // JSON error is one line of JSON on stderr with the same code, nothing is
 // printed on stdout, and the vault the bad runs name is left as it was.
 func TestEveryCommandErrors(t *testing.T) {
-	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("HOME", t.TempDir())
-	for _, env := range []string{"MEMVAULT_DIR", "MEMVAULT_AGENT", "MEMVAULT_SESSION", "MEMVAULT_HARNESS", "MEMVAULT_THREAD"} {
-		t.Setenv(env, "")
-	}
+	isolate(t)
 	// docs/API.md's exit codes: the mistakes this test makes are in its table.
 	doc := readAPIDoc(t)
 	for code, mistake := range map[int]string{ExitUsage: "unknown flag or command", ExitNotFound: "no vault"} {

@@ -22,6 +22,18 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errOut.String()
 }
 
+// isolate keeps a test's runs of the CLI away from the person's git
+// configuration, home and MEMVAULT_* environment.
+func isolate(t *testing.T) {
+	t.Helper()
+	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("HOME", t.TempDir())
+	for _, env := range []string{"MEMVAULT_DIR", "MEMVAULT_AGENT", "MEMVAULT_SESSION", "MEMVAULT_HARNESS", "MEMVAULT_THREAD"} {
+		t.Setenv(env, "")
+	}
+}
+
 // everyCommand walks the tree: each command's path and the command.
 func everyCommand() map[string]*ucli.Command {
 	out := map[string]*ucli.Command{}

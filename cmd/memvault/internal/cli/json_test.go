@@ -16,14 +16,9 @@ import (
 // stdout to JSON that parses: one document, or one per line. A command
 // added without a step here fails the test, so none is left out.
 func TestEveryCommandPrintsJSON(t *testing.T) {
-	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("HOME", t.TempDir())
+	isolate(t)
 	t.Setenv("EDITOR", "true")
 	t.Setenv("VISUAL", "")
-	for _, env := range []string{"MEMVAULT_DIR", "MEMVAULT_AGENT", "MEMVAULT_SESSION", "MEMVAULT_HARNESS", "MEMVAULT_THREAD"} {
-		t.Setenv(env, "")
-	}
 	dir := t.TempDir()
 	vaultDir := filepath.Join(dir, ".memory")
 	file := func(name, text string) string {

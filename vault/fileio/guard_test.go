@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,6 +34,29 @@ var allowed = map[string]string{
 // writers, or os.OpenFile with O_CREATE or O_TRUNC, unless allowed says why.
 // Test files are free to: they build fixtures and damage vaults on purpose.
 func TestOneWayToWrite(t *testing.T) {
+	checkSources(t, sourceCheck{
+		uses:    directWrites,
+		allowed: allowed,
+		fix:     "write it through vault/fileio, or add the function to allowed with the reason",
+		stale:   "allowed lists %q, which writes no file directly any more: remove the entry",
+	})
+}
+
+// sourceCheck is one rule over the module's non-test Go files: the calls
+// uses finds, each allowed only when its "file function" key is in allowed.
+type sourceCheck struct {
+	uses    func(t *testing.T, path string) []directWrite
+	allowed map[string]string
+	skip    []string // folders (from the module root) the rule leaves out
+	fix     string   // what to do about a call not allowed
+	stale   string   // format for an allowed key no call needs any more
+}
+
+// checkSources walks the module, skipping data, other modules and fileio
+// itself, and reports every call of c.uses that c.allowed does not name,
+// and every entry of c.allowed that names no call.
+func checkSources(t *testing.T, c sourceCheck) {
+	t.Helper()
 	root := moduleRoot(t)
 	self, err := filepath.Abs(".")
 	if err != nil {
@@ -44,25 +68,26 @@ func TestOneWayToWrite(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
 			name := d.Name()
 			if path != root && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") ||
-				path == self || exists(filepath.Join(path, "go.mod"))) {
-				return filepath.SkipDir // data, other modules, and fileio itself
+				path == self || slices.Contains(c.skip, rel) || exists(filepath.Join(path, "go.mod"))) {
+				return filepath.SkipDir
 			}
 			return nil
 		}
 		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
-		rel, _ := filepath.Rel(root, path)
-		for _, w := range directWrites(t, path) {
-			key := filepath.ToSlash(rel) + " " + w.fn
-			if _, ok := allowed[key]; ok {
+		for _, u := range c.uses(t, path) {
+			key := rel + " " + u.fn
+			if _, ok := c.allowed[key]; ok {
 				found[key] = true
 				continue
 			}
-			bad = append(bad, filepath.ToSlash(rel)+":"+strconv.Itoa(w.line)+": "+w.fn+" calls "+w.call)
+			bad = append(bad, rel+":"+strconv.Itoa(u.line)+": "+u.fn+" calls "+u.call)
 		}
 		return nil
 	})
@@ -70,17 +95,17 @@ func TestOneWayToWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, b := range bad {
-		t.Errorf("%s: write it through vault/fileio, or add the function to allowed with the reason", b)
+		t.Errorf("%s: %s", b, c.fix)
 	}
 	var stale []string
-	for key := range allowed {
+	for key := range c.allowed {
 		if !found[key] {
 			stale = append(stale, key)
 		}
 	}
 	sort.Strings(stale)
 	for _, key := range stale {
-		t.Errorf("allowed lists %q, which writes no file directly any more: remove the entry", key)
+		t.Errorf(c.stale, key)
 	}
 }
 

@@ -4,9 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -111,56 +108,13 @@ var outsideRoot = map[string]string{
 // writers that take a bare path, unless outsideRoot says why. Test files
 // are free to.
 func TestNoLinkFollowed(t *testing.T) {
-	root := moduleRoot(t)
-	self, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := map[string]bool{}
-	var bad []string
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			name := d.Name()
-			if path != root && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") ||
-				path == self || rel == "vault/vaulttest" || rel == "cmd/memvault/bench" || exists(filepath.Join(path, "go.mod"))) {
-				return filepath.SkipDir // data, test helpers, benchmarks, other modules, and fileio itself
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		for _, u := range fileUses(t, path) {
-			key := rel + " " + u.fn
-			if _, ok := outsideRoot[key]; ok {
-				found[key] = true
-				continue
-			}
-			bad = append(bad, rel+":"+strconv.Itoa(u.line)+": "+u.fn+" calls "+u.call)
-		}
-		return nil
+	checkSources(t, sourceCheck{
+		uses:    fileUses,
+		allowed: outsideRoot,
+		skip:    []string{"vault/vaulttest", "cmd/memvault/bench"}, // test helpers and benchmarks
+		fix:     "reach the vault's files through a fileio.Root, or add the function to outsideRoot with the reason",
+		stale:   "outsideRoot lists %q, which reaches no file without a Root any more: remove the entry",
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range bad {
-		t.Errorf("%s: reach the vault's files through a fileio.Root, or add the function to outsideRoot with the reason", b)
-	}
-	var stale []string
-	for key := range outsideRoot {
-		if !found[key] {
-			stale = append(stale, key)
-		}
-	}
-	sort.Strings(stale)
-	for _, key := range stale {
-		t.Errorf("outsideRoot lists %q, which reaches no file without a Root any more: remove the entry", key)
-	}
 }
 
 // fileUses returns the uses of file functions that take a bare path in

@@ -101,16 +101,22 @@ func TestScripts(t *testing.T) {
 	})
 }
 
+// makeHome makes a private HOME whose .gitconfig gives git an identity and
+// branch main, as on a person's machine.
+func makeHome(home string) error {
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return err
+	}
+	gitconfig := "[user]\n\tname = Test Person\n\temail = person@example.com\n[init]\n\tdefaultBranch = main\n"
+	return os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o600)
+}
+
 // setupScript gives every script a private HOME with a git identity, so that
 // scripts can commit by hand with the git CLI and nothing touches the real
 // HOME or the machine's git configuration.
 func setupScript(env *testscript.Env) error {
 	home := filepath.Join(env.WorkDir, "home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return err
-	}
-	gitconfig := "[user]\n\tname = Test Person\n\temail = person@example.com\n[init]\n\tdefaultBranch = main\n"
-	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o600); err != nil {
+	if err := makeHome(home); err != nil {
 		return err
 	}
 	env.Setenv("HOME", home)

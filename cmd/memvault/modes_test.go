@@ -114,13 +114,10 @@ func newModesRig(t *testing.T) *modesRig {
 	r := &modesRig{t: t, dir: dir, home: filepath.Join(dir, "home"), proj: filepath.Join(dir, "proj"),
 		hub: filepath.Join(dir, "hub.git"), b: filepath.Join(dir, "b", ".memory"), covered: map[string]bool{}, reported: map[string]bool{}}
 	r.vault = filepath.Join(r.proj, ".memory")
-	for _, d := range []string{r.home, r.proj} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
+	if err := makeHome(r.home); err != nil {
+		t.Fatal(err)
 	}
-	gitconfig := "[user]\n\tname = Test Person\n\temail = person@example.com\n[init]\n\tdefaultBranch = main\n"
-	if err := os.WriteFile(filepath.Join(r.home, ".gitconfig"), []byte(gitconfig), 0o600); err != nil {
+	if err := os.MkdirAll(r.proj, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	// The editor `memvault edit` opens: it adds a line, as a person would.

@@ -36,9 +36,7 @@ func newSyncRig(t *testing.T) *syncRig {
 	}
 	dir := t.TempDir()
 	s := &syncRig{t: t, dir: dir, home: filepath.Join(dir, "home"), hub: filepath.Join(dir, "hub.git")}
-	os.MkdirAll(s.home, 0o700)
-	gitconfig := "[user]\n\tname = Test Person\n\temail = person@example.com\n[init]\n\tdefaultBranch = main\n"
-	if err := os.WriteFile(filepath.Join(s.home, ".gitconfig"), []byte(gitconfig), 0o600); err != nil {
+	if err := makeHome(s.home); err != nil {
 		t.Fatal(err)
 	}
 	origin := filepath.Join(dir, "origin", ".memory")

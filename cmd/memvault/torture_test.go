@@ -73,13 +73,10 @@ func newRig(t *testing.T) *rig {
 	dir := t.TempDir()
 	r := &rig{t: t, dir: dir, home: filepath.Join(dir, "home"), vault: filepath.Join(dir, "vault"),
 		proj: filepath.Join(dir, "proj"), lockTimeout: "30s"}
-	for _, d := range []string{r.home, r.proj} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
+	if err := makeHome(r.home); err != nil {
+		t.Fatal(err)
 	}
-	gitconfig := "[user]\n\tname = Test Person\n\temail = person@example.com\n[init]\n\tdefaultBranch = main\n"
-	if err := os.WriteFile(filepath.Join(r.home, ".gitconfig"), []byte(gitconfig), 0o600); err != nil {
+	if err := os.MkdirAll(r.proj, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := r.cmd(context.Background(), "init").CombinedOutput(); err != nil {

@@ -87,6 +87,7 @@ func TestSuite(t *testing.T) {
 	}
 	bin := memvaultBinary(t)
 	fts := fts5Binary(t)
+	suiteNoop = buildNoop(t)
 	suiteWrap = filepath.Join(t.TempDir(), "rsswrap")
 	if out, err := exec.Command("go", "build", "-o", suiteWrap, "./rsswrap").CombinedOutput(); err != nil {
 		t.Fatalf("go build ./rsswrap: %v\n%s", err, out)
@@ -145,6 +146,7 @@ func suiteCommands(bin, fts string, d suiteVault) []suiteCmd {
 		{name: "hook prompt-submit", budget: "≤ 30 ms", mk: func(i int) *exec.Cmd {
 			return hook("UserPromptSubmit", fmt.Sprintf(`,"prompt":%q`, queries[i%len(queries)]), i)
 		}},
+		{name: "a do-nothing Go binary", anchor: true, mk: func(int) *exec.Cmd { return exec.Command(suiteNoop) }},
 		{name: "git status --porcelain", anchor: true, mk: func(int) *exec.Cmd { return exec.Command("git", "-C", root, "status", "--porcelain") }},
 		{name: "remember", budget: "≤ 20 ms", mk: func(i int) *exec.Cmd {
 			return mv("remember", "--thread", d.Thread, fmt.Sprintf("suite fact %d: the build cache moved to the shared disk", i))
@@ -495,6 +497,7 @@ func suiteTables(order []string, sizes map[string]*suiteSize, growth string, loa
 	row("whole vault on disk, as generated (÷ content)", func(s *suiteSize) string {
 		return fmt.Sprintf("%s (%s)", vault.FormatBytes(s.disk), x(s.disk, s.content))
 	})
+	sb.WriteString(suiteTargetTable(order, sizes))
 	if growth != "" {
 		sb.WriteString("\n### .git as events are appended, one commit each\n\n")
 		sb.WriteString(growth)

@@ -34,6 +34,13 @@ type rule struct {
 	// replaced (0 leaves the match as it was). A cookie header holds several
 	// values, and only the credential-like ones go.
 	rewrite func(secret, marker string) (string, int)
+	// needles and folded, if either is set, say where the pattern can
+	// match at all: text holding none of needles (as written) and none of
+	// folded (lower case, looked for in the text's ASCII lower case) is left
+	// alone without compiling the pattern. Every match of the pattern
+	// contains one of them, so they save only work, never a secret
+	// (TestNeedlesNecessary).
+	needles, folded []string
 }
 
 // Rules is an ordered set of redaction rules. The zero value redacts
@@ -75,41 +82,41 @@ const (
 // The default patterns. Token shapes are anchored on word boundaries and a
 // minimum length so a word like "sk-ip" or "risk-free" never matches.
 var defaultRules = []rule{
-	{Kind: KindPrivateKey, pattern: lazyRegexp(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*)`)},
-	{Kind: KindAWSAccessKey, pattern: lazyRegexp(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`)},
+	{Kind: KindPrivateKey, pattern: lazyRegexp(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*)`), needles: []string{"-----BEGIN "}},
+	{Kind: KindAWSAccessKey, pattern: lazyRegexp(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`), needles: []string{"AKIA", "ASIA", "ABIA", "ACCA"}},
 	// A JSON Web Token: three base64url parts, the first two JSON objects
 	// ("eyJ" is `{"` encoded), bare or in a cookie or header.
-	{Kind: KindJWT, pattern: lazyRegexp(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)},
+	{Kind: KindJWT, pattern: lazyRegexp(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), needles: []string{"eyJ"}},
 	// The password of a URL: scheme://user:PASSWORD@host, user optional
 	// (redis://:PASSWORD@host).
-	{Kind: KindURLCredentials, pattern: lazyRegexp(`(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@]*:(?P<secret>[^\s/@]+)@`), accept: notPlaceholder},
+	{Kind: KindURLCredentials, pattern: lazyRegexp(`(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@]*:(?P<secret>[^\s/@]+)@`), accept: notPlaceholder, needles: []string{"://"}},
 	// An AWS secret access key: 40 base64 characters on a line that names
 	// AWS; the shape alone is too common (hashes, paths) to go by.
-	{Kind: KindAWSSecretKey, pattern: lazyRegexp(`(?i)\baws\b[^\n]{0,80}?(?:^|[^A-Za-z0-9/+])(?P<secret>[A-Za-z0-9/+]{40})(?:$|[^A-Za-z0-9/+=])`), accept: mixedKey},
+	{Kind: KindAWSSecretKey, pattern: lazyRegexp(`(?i)\baws\b[^\n]{0,80}?(?:^|[^A-Za-z0-9/+])(?P<secret>[A-Za-z0-9/+]{40})(?:$|[^A-Za-z0-9/+=])`), accept: mixedKey, folded: []string{"aws"}},
 	// A password on a database client's command line: mysql -pPASSWORD,
 	// mysqldump -pPASSWORD (psql takes none; PGPASSWORD=… is an assignment).
-	{Kind: KindCLIPassword, pattern: lazyRegexp(`\bmysql(?:dump|admin|import|sh)?\b[^\n]*?\s-p(?P<secret>[^\s'"-][^\s'"]{2,})`), accept: notPlaceholder},
-	{Kind: KindGitHubToken, pattern: lazyRegexp(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
-	{Kind: KindSlackToken, pattern: lazyRegexp(`\bxox[abpr]-[A-Za-z0-9-]{10,}`)},
-	{Kind: KindAPIKey, pattern: lazyRegexp(`\bsk-[A-Za-z0-9_-]{20,}`), accept: hasDigit},
-	{Kind: KindBearerToken, pattern: lazyRegexp(`(?i)(?:\bauthorization["']?\s*[:=]\s*["']?bearer\s+|\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)`), accept: tokenLike},
+	{Kind: KindCLIPassword, pattern: lazyRegexp(`\bmysql(?:dump|admin|import|sh)?\b[^\n]*?\s-p(?P<secret>[^\s'"-][^\s'"]{2,})`), accept: notPlaceholder, needles: []string{"mysql"}},
+	{Kind: KindGitHubToken, pattern: lazyRegexp(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`), needles: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}},
+	{Kind: KindSlackToken, pattern: lazyRegexp(`\bxox[abpr]-[A-Za-z0-9-]{10,}`), needles: []string{"xox"}},
+	{Kind: KindAPIKey, pattern: lazyRegexp(`\bsk-[A-Za-z0-9_-]{20,}`), accept: hasDigit, needles: []string{"sk-"}},
+	{Kind: KindBearerToken, pattern: lazyRegexp(`(?i)(?:\bauthorization["']?\s*[:=]\s*["']?bearer\s+|\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)`), accept: tokenLike, folded: []string{"bearer"}},
 	// The values of a Cookie or Set-Cookie header (or curl's --cookie),
 	// those that look like a credential: "Path=/" and "Max-Age=3600" stay.
-	{Kind: KindCookie, pattern: lazyRegexp(`(?i)(?:\b(?:set-)?cookie["']?\s*:|--cookie[\s=]|\bcurl\b[^\n]*?\s-b)\s*["']?(?P<secret>[^\s"'=;]+=[^\s;"']*(?:;\s*[^\s"'=;]+(?:=[^\s;"']*)?)*)`), rewrite: cookieValues},
+	{Kind: KindCookie, pattern: lazyRegexp(`(?i)(?:\b(?:set-)?cookie["']?\s*:|--cookie[\s=]|\bcurl\b[^\n]*?\s-b)\s*["']?(?P<secret>[^\s"'=;]+=[^\s;"']*(?:;\s*[^\s"'=;]+(?:=[^\s;"']*)?)*)`), rewrite: cookieValues, folded: []string{"cookie", "curl"}},
 	// HTTP basic authentication: the header's base64 credentials, and the
 	// password of curl -u user:PASSWORD.
-	{Kind: KindBasicAuth, pattern: lazyRegexp(`(?i)(?:\bauthorization["']?\s*[:=]\s*["']?basic\s+|\bcurl\b[^\n]*?\s(?:-u|--user)[\s=]+["']?[^\s:'"]+:)(?P<secret>[^\s"']{4,})`), accept: notPlaceholder},
+	{Kind: KindBasicAuth, pattern: lazyRegexp(`(?i)(?:\bauthorization["']?\s*[:=]\s*["']?basic\s+|\bcurl\b[^\n]*?\s(?:-u|--user)[\s=]+["']?[^\s:'"]+:)(?P<secret>[^\s"']{4,})`), accept: notPlaceholder, folded: []string{"basic", "curl"}},
 	// Cloud providers' keys of a known shape: a Google API key, a Google
 	// OAuth access token, a DigitalOcean token, and the account or shared
 	// access key of an Azure connection string.
-	{Kind: KindCloudKey, pattern: lazyRegexp(`\bAIza[0-9A-Za-z_-]{35}\b|\bya29\.[0-9A-Za-z_-]{20,}|\bdo[por]_v1_[a-f0-9]{64}\b|\b(?i:AccountKey|SharedAccessKey|SharedAccessSignature)=(?P<secret>[A-Za-z0-9+/%=&:.-]{20,})`)},
+	{Kind: KindCloudKey, pattern: lazyRegexp(`\bAIza[0-9A-Za-z_-]{35}\b|\bya29\.[0-9A-Za-z_-]{20,}|\bdo[por]_v1_[a-f0-9]{64}\b|\b(?i:AccountKey|SharedAccessKey|SharedAccessSignature)=(?P<secret>[A-Za-z0-9+/%=&:.-]{20,})`), needles: []string{"AIza", "ya29.", "_v1_"}, folded: []string{"accountkey", "sharedaccess"}},
 	// Services' tokens, each with its own prefix: Stripe, GitLab, npm,
 	// PyPI, SendGrid, Twilio, Hugging Face, Docker Hub, Shopify.
-	{Kind: KindServiceToken, pattern: lazyRegexp(`\b(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{20,}|glpat-[0-9A-Za-z_-]{20,}|gl(?:ptt|rt|dt|cbt)-[0-9A-Za-z_-]{20,}|npm_[A-Za-z0-9]{36}|pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{40,}|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}|SK[0-9a-f]{32}|hf_[A-Za-z0-9]{34,}|dckr_pat_[A-Za-z0-9_-]{20,}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32})\b`)},
+	{Kind: KindServiceToken, pattern: lazyRegexp(`\b(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{20,}|glpat-[0-9A-Za-z_-]{20,}|gl(?:ptt|rt|dt|cbt)-[0-9A-Za-z_-]{20,}|npm_[A-Za-z0-9]{36}|pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{40,}|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}|SK[0-9a-f]{32}|hf_[A-Za-z0-9]{34,}|dckr_pat_[A-Za-z0-9_-]{20,}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32})\b`), needles: []string{"_live_", "_test_", "glpat-", "glptt-", "glrt-", "gldt-", "glcbt-", "npm_", "pypi-", "SG.", "SK", "hf_", "dckr_pat_", "shp"}},
 	// The secret part of a Slack or Discord webhook address: whoever has it
 	// can post.
-	{Kind: KindWebhookURL, pattern: lazyRegexp(`\bhttps://(?:hooks\.slack\.com/(?:services|workflows)/|(?:[a-z]+\.)?discord(?:app)?\.com/api/webhooks/)(?P<secret>[A-Za-z0-9/_-]{20,})`)},
-	{Kind: KindSecretAssignment, pattern: lazyRegexp(`(?i)\b[a-z0-9_.-]*(?:password|passwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret|private[_-]?key|token)["']?\s*(?:=|:)\s*["']?(?P<secret>[^\s"'<>,;)\]}]{4,})`), accept: secretLike},
+	{Kind: KindWebhookURL, pattern: lazyRegexp(`\bhttps://(?:hooks\.slack\.com/(?:services|workflows)/|(?:[a-z]+\.)?discord(?:app)?\.com/api/webhooks/)(?P<secret>[A-Za-z0-9/_-]{20,})`), needles: []string{"hooks.slack.com/", "discord"}},
+	{Kind: KindSecretAssignment, pattern: lazyRegexp(`(?i)\b[a-z0-9_.-]*(?:password|passwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret|private[_-]?key|token)["']?\s*(?:=|:)\s*["']?(?P<secret>[^\s"'<>,;)\]}]{4,})`), accept: secretLike, folded: []string{"passw", "passphrase", "secret", "api", "access", "private", "token"}},
 }
 
 // lazyRegexp compiles src the first time it is needed.
@@ -198,10 +205,60 @@ func (rs *Rules) apply(text string, counts map[string]int) string {
 	if rs == nil || text == "" {
 		return text
 	}
+	lower := "" // text's ASCII lower case, made when a rule first needs it
 	for _, r := range rs.rules {
-		text = r.apply(text, counts)
+		if !r.mayMatch(text, &lower) {
+			continue
+		}
+		if out := r.apply(text, counts); out != text {
+			text, lower = out, ""
+		}
 	}
 	return text
+}
+
+// mayMatch reports whether r's pattern can match text: false only when
+// text holds none of the rule's needles. lower caches text's ASCII lower
+// case for the folded needles ("" until one is looked for).
+func (r rule) mayMatch(text string, lower *string) bool {
+	if r.needles == nil && r.folded == nil {
+		return true
+	}
+	for _, n := range r.needles {
+		if strings.Contains(text, n) {
+			return true
+		}
+	}
+	if r.folded == nil {
+		return false
+	}
+	// A case-insensitive pattern matches two letters outside ASCII for
+	// ASCII ones: the long s (U+017F) for s and the Kelvin sign (U+212A)
+	// for k. Text with either goes to the pattern.
+	if strings.Contains(text, "\u017f") || strings.Contains(text, "\u212a") {
+		return true
+	}
+	if *lower == "" {
+		*lower = asciiLower(text)
+	}
+	for _, n := range r.folded {
+		if strings.Contains(*lower, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// asciiLower maps A-Z to a-z and keeps every other byte, so that offsets
+// and non-ASCII text stay as they were.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 func (r rule) apply(text string, counts map[string]int) string {

@@ -1,0 +1,96 @@
+package redact
+
+import (
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+)
+
+// withoutNeedles is rs with every rule's needles dropped: each pattern
+// runs on every text, as before the needles existed.
+func withoutNeedles(rs *Rules) *Rules {
+	out := &Rules{}
+	for _, r := range rs.rules {
+		r.needles, r.folded = nil, nil
+		out.rules = append(out.rules, r)
+	}
+	return out
+}
+
+// needleTexts are the corpus samples, each also upper-cased, lower-cased
+// and with s and k written as the two letters outside ASCII that a
+// case-insensitive pattern takes for them, and random strings of the
+// fragments the patterns are made of.
+func needleTexts(t *testing.T) []string {
+	var texts []string
+	for _, f := range []string{"testdata/secrets.txt", "testdata/prose.txt"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range strings.Split(string(data), "\n= ") {
+			texts = append(texts, s, strings.ToUpper(s), strings.ToLower(s),
+				strings.NewReplacer("s", "\u017f", "k", "\u212a").Replace(s),
+				strings.NewReplacer("S", "\u017f", "K", "\u212a").Replace(s))
+		}
+	}
+	frags := []string{
+		"AKIA", "ASIA", "aws", "AWS", "aw\u017f", "eyJ", "://", "user:", "@", "mysql", " -p", "ghp_", "github_pat_",
+		"xoxb-", "sk-", "SK", "sk_live_", "glpat-", "npm_", "hf_", "SG.", "shpat_", "dckr_pat_", "pypi-AgEIcHlwaS5vcmc",
+		"Bearer ", "bearer ", "authorization: ", "Authorization=", "basic ", "BASIC ", "cookie: ", "Set-Cookie:",
+		"--cookie ", "curl ", " -b ", " -u ", "--user=", "AIza", "ya29.", "dop_v1_", "AccountKey=", "SharedAccessSignature=",
+		"https://", "hooks.slack.com/services/", "discord.com/api/webhooks/", "password", "PASSWD", "pa\u017f\u017fword",
+		"\u212aey", "api_key", "ApiKey", "access-token", "auth_token", "client_secret", "private_key", "TOKEN",
+		"-----BEGIN ", "RSA ", "PRIVATE KEY-----", "-----END ", "[REDACTED:", "]", "=", ": ", "\"", "'", " ", "\n", ";",
+		"abcdefgh", "ABCDEFGHIJKLMNOP", "0123456789abcdef", "0123456789abcdef0123456789abcdef", "Zz9/+Zz9/+Zz9/+Zz9/+",
+		"tok3nvalue", "é", "\u017f", "\u212a",
+	}
+	r := rand.New(rand.NewPCG(22, 7))
+	for i := 0; i < 30000; i++ {
+		var b strings.Builder
+		for n := 1 + r.IntN(14); n > 0; n-- {
+			b.WriteString(frags[r.IntN(len(frags))])
+		}
+		texts = append(texts, b.String())
+	}
+	return texts
+}
+
+// TestNeedlesNecessary holds the rules' needles to their promise: every
+// match of a default pattern holds one of its rule's needles (so the
+// needle check never skips a pattern that would have matched), and
+// redaction with the needles gives exactly what it gives without them.
+func TestNeedlesNecessary(t *testing.T) {
+	rules, plain := DefaultRules(), withoutNeedles(DefaultRules())
+	skipped := 0
+	for _, text := range needleTexts(t) {
+		for _, r := range rules.rules {
+			lower := ""
+			may := r.mayMatch(text, &lower)
+			if !may {
+				skipped++
+			}
+			for _, loc := range r.pattern().FindAllStringIndex(text, -1) {
+				match := text[loc[0]:loc[1]]
+				lm := ""
+				if !may || !r.mayMatch(match, &lm) {
+					t.Fatalf("rule %s matches %q in %q, but its needles say it cannot", r.Kind, match, text)
+				}
+			}
+		}
+		got, gc := Text(text, rules)
+		want, wc := Text(text, plain)
+		if got != want || len(gc) != len(wc) {
+			t.Fatalf("with needles %q gives %q %v, without %q %v", text, got, gc, want, wc)
+		}
+		for k, n := range wc {
+			if gc[k] != n {
+				t.Fatalf("with needles %q counts %v, without %v", text, gc, wc)
+			}
+		}
+	}
+	if skipped == 0 {
+		t.Fatal("no rule was ever skipped: the needles do nothing")
+	}
+}

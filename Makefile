@@ -1,6 +1,13 @@
 # Shortcuts; the commands themselves are documented in docs/.
 
-.PHONY: test bench bench-large
+.PHONY: build test bench bench-large
+
+# The binary as the README builds it: urfave_cli_no_docs leaves out the
+# command-line library's man-page and markdown generators, which memvault
+# does not use and whose package init every process would pay for
+# (docs/PERFORMANCE.md, "Start-up").
+build:
+	CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o memvault ./cmd/memvault
 
 test:
 	go test -race -timeout 30m ./...

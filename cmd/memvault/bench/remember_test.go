@@ -27,7 +27,8 @@ var (
 	buildErr  error
 )
 
-// memvaultBinary builds the real binary once, as a user would install it.
+// memvaultBinary builds the real binary once, as a user would install it
+// (the README's build command, its build tag included).
 func memvaultBinary(b testing.TB) string {
 	b.Helper()
 	buildOnce.Do(func() {
@@ -37,7 +38,7 @@ func memvaultBinary(b testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "memvault")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/memvault/memvault/cmd/memvault").CombinedOutput()
+		out, err := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", binPath, "github.com/memvault/memvault/cmd/memvault").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

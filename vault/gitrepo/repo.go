@@ -14,6 +14,7 @@
 package gitrepo
 
 import (
+	"bytes"
 	"compress/zlib"
 	"errors"
 	"fmt"
@@ -50,6 +51,12 @@ type Repo struct {
 	// created lists the loose objects this process wrote in the current
 	// transaction, so that a failed transaction can take them back.
 	created []plumbing.Hash
+	// zw and zbuf compress loose objects: one zlib writer reset for each
+	// object, since a new one allocates and clears the compressor's
+	// tables (hundreds of KiB) every time, which cost a commit of a few
+	// objects more than the rest of its object writing.
+	zw   *zlib.Writer
+	zbuf bytes.Buffer
 	// splitFrom overrides the index size from which git's index is split
 	// (index.DefaultSplitFrom); tests set it small.
 	splitFrom int
@@ -171,29 +178,32 @@ func (r *Repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash,
 	// is private from the start, the object only readable by its owner.
 	// Not through fileio: the temporary file carries git's tmp_obj_ name,
 	// so that git's own prune removes one a killed process left, the bytes
-	// stream through zlib, and the object is read-only.
+	// are compressed here, and the object is read-only.
 	dir := filepath.Dir(p)
 	if err := os.Mkdir(dir, fileio.DirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
 		return plumbing.ZeroHash, err
 	}
+	// Compressed in memory first, so that the file gets one write.
+	r.zbuf.Reset()
+	if r.zw == nil {
+		r.zw, _ = zlib.NewWriterLevel(&r.zbuf, zlib.BestSpeed)
+	} else {
+		r.zw.Reset(&r.zbuf)
+	}
+	fmt.Fprintf(r.zw, "%s %d\x00", typ, len(data))
+	r.zw.Write(data)
+	r.zw.Close() // writing to a bytes.Buffer does not fail
 	f, err := os.CreateTemp(dir, "tmp_obj_")
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	tmp := f.Name()
-	zw, _ := zlib.NewWriterLevel(f, zlib.BestSpeed)
-	_, err = fmt.Fprintf(zw, "%s %d\x00", typ, len(data))
+	_, err = f.Write(r.zbuf.Bytes())
 	if err == nil {
-		_, err = zw.Write(data)
-	}
-	if err == nil {
-		err = zw.Close()
+		err = f.Chmod(0o400)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o400)
 	}
 	if err == nil {
 		err = os.Rename(tmp, p)
@@ -201,6 +211,9 @@ func (r *Repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash,
 	if err != nil {
 		os.Remove(tmp)
 		return plumbing.ZeroHash, err
+	}
+	if r.zbuf.Cap() > 1<<20 {
+		r.zbuf = bytes.Buffer{} // a large object's buffer is not kept
 	}
 	r.created = append(r.created, h)
 	return h, nil

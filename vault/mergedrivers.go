@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
@@ -161,10 +162,15 @@ func configUnquote(raw string) string {
 	return strings.TrimSpace(b.String())
 }
 
+// The patterns of a git config's lines, compiled on first use: every
+// process would pay for them at start, and only a write in a fresh clone,
+// doctor and sync read the config.
 var (
-	sectionRE = regexp.MustCompile(`^\s*\[`)
-	ourSecRE  = regexp.MustCompile(`(?i)^\s*\[\s*merge\s+"` + MergeDriverName + `"\s*\]\s*$`)
-	keyRE     = regexp.MustCompile(`(?i)^\s*(name|driver)\s*=(.*)$`)
+	sectionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[`) })
+	ourSecRE  = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^\s*\[\s*merge\s+"` + MergeDriverName + `"\s*\]\s*$`)
+	})
+	keyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^\s*(name|driver)\s*=(.*)$`) })
 )
 
 // driverSection finds memvault's section in a git config: the index of
@@ -174,12 +180,12 @@ func driverSection(lines []string) (start, end, name, driver int) {
 	start, end, name, driver = -1, -1, -1, -1
 	for i, l := range lines {
 		switch {
-		case start >= 0 && end < 0 && sectionRE.MatchString(l):
+		case start >= 0 && end < 0 && sectionRE().MatchString(l):
 			end = i
-		case start < 0 && ourSecRE.MatchString(l):
+		case start < 0 && ourSecRE().MatchString(l):
 			start = i
 		case start >= 0 && end < 0:
-			if m := keyRE.FindStringSubmatch(l); m != nil {
+			if m := keyRE().FindStringSubmatch(l); m != nil {
 				if strings.EqualFold(m[1], "name") {
 					name = i
 				} else {
@@ -210,7 +216,7 @@ func withDriver(data []byte, bin string) []byte {
 		}
 		return append(out, "[merge \""+MergeDriverName+"\"]\n"+nameLine+"\n"+driverLine+"\n"...)
 	}
-	m := keyRE.FindStringSubmatch(lineAt(lines, driver))
+	m := keyRE().FindStringSubmatch(lineAt(lines, driver))
 	if name >= 0 && m != nil && configUnquote(m[2]) == driverCommand(bin) {
 		return nil
 	}
@@ -430,7 +436,7 @@ func MergeDriversStatus(root string) (ok bool, detail string) {
 	if start < 0 || driver < 0 {
 		return false, "the merge driver is not registered in .git/config: git merges the vault line by line (run memvault install git)"
 	}
-	m := keyRE.FindStringSubmatch(lines[driver])
+	m := keyRE().FindStringSubmatch(lines[driver])
 	bin, found := driverBin(configUnquote(m[2]))
 	if !found {
 		return true, "the merge driver runs a command memvault did not write: " + configUnquote(m[2])

@@ -47,7 +47,7 @@ func needleTexts(t *testing.T) []string {
 		"tok3nvalue", "é", "\u017f", "\u212a",
 	}
 	r := rand.New(rand.NewPCG(22, 7))
-	for i := 0; i < 6000; i++ {
+	for i := 0; i < 1500; i++ {
 		var b strings.Builder
 		for n := 1 + r.IntN(14); n > 0; n-- {
 			b.WriteString(frags[r.IntN(len(frags))])

@@ -46,6 +46,21 @@ func needleTexts(t *testing.T) []string {
 		"abcdefgh", "ABCDEFGHIJKLMNOP", "0123456789abcdef", "0123456789abcdef0123456789abcdef", "Zz9/+Zz9/+Zz9/+Zz9/+",
 		"tok3nvalue", "é", "\u017f", "\u212a",
 	}
+	// One text for each alternative of each default pattern, so that a
+	// needle left out of a rule fails here, not only by the luck of the
+	// random texts.
+	x := func(c string, n int) string { return strings.Repeat(c, n) }
+	for _, s := range branchTexts(x) {
+		matched := false
+		for _, r := range DefaultRules().rules {
+			matched = matched || r.pattern().MatchString(s)
+		}
+		if !matched {
+			t.Fatalf("no default pattern matches the branch text %q", s)
+		}
+		texts = append(texts, s, strings.ToUpper(s), strings.ToLower(s),
+			strings.NewReplacer("s", "\u017f", "k", "\u212a").Replace(s))
+	}
 	r := rand.New(rand.NewPCG(22, 7))
 	for i := 0; i < 1500; i++ {
 		var b strings.Builder
@@ -93,4 +108,44 @@ func TestNeedlesNecessary(t *testing.T) {
 	if skipped == 0 {
 		t.Fatal("no rule was ever skipped: the needles do nothing")
 	}
+}
+
+// branchTexts are credentials of every shape the default patterns name,
+// one per alternative; x(c, n) repeats c n times.
+func branchTexts(x func(string, int) string) []string {
+	texts := []string{
+		"-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----",
+		"eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.abcdefgh12", "redis://:s3cretpw9@host", "https://u:pa55word9@example.com/",
+		"AWS secret " + x("Zz9/+", 7) + "aB1cD end", "mysqldump -u root -ps3cretpw9 db",
+		"github_pat_" + x("a1", 11), "sk-" + x("a1", 10),
+		"Authorization: Bearer abcdefgh12345678", "use bearer abcdefgh12345678",
+		"Cookie: session=abcdef1234567890", "Set-Cookie: sid=abcdef1234567890; Path=/", "--cookie sid=abcdef1234567890",
+		"curl https://x -b sid=abcdef1234567890", "Authorization: Basic dXNlcjpwYXNzd29yZDE=", "curl -u user:pa55word1 https://x",
+		"curl --user=user:pa55word1 https://x",
+		"AIza" + x("a", 35), "ya29." + x("a1", 10), "dop_v1_" + x("a1", 32), "doo_v1_" + x("a1", 32), "dor_v1_" + x("a1", 32),
+		"AccountKey=" + x("a1", 10), "SharedAccessKey=" + x("a1", 10), "SharedAccessSignature=" + x("a1", 10),
+		"sk_live_" + x("a1", 10), "rk_test_" + x("a1", 10), "glpat-" + x("a1", 10), "glptt-" + x("a1", 10), "glrt-" + x("a1", 10),
+		"gldt-" + x("a1", 10), "glcbt-" + x("a1", 10), "npm_" + x("a1", 18), "pypi-AgEIcHlwaS5vcmc" + x("a1", 20),
+		"SG." + x("a", 22) + "." + x("b", 43), "SK" + x("0a", 16), "hf_" + x("a1", 17), "dckr_pat_" + x("a1", 10),
+		"https://hooks.slack.com/services/T000/B000/" + x("X", 24), "https://hooks.slack.com/workflows/" + x("X", 24),
+		"https://discord.com/api/webhooks/123/" + x("a", 24), "https://discordapp.com/api/webhooks/123/" + x("a", 24),
+		"https://ptb.discord.com/api/webhooks/123/" + x("a", 24),
+	}
+	for _, p := range []string{"AKIA", "ASIA", "ABIA", "ACCA"} {
+		texts = append(texts, p+"IOSFODNN7EXAMPLE")
+	}
+	for _, p := range []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"} {
+		texts = append(texts, p+x("a1", 18))
+	}
+	for _, p := range []string{"xoxa-", "xoxb-", "xoxp-", "xoxr-"} {
+		texts = append(texts, p+"1234567890abc")
+	}
+	for _, p := range []string{"shpat_", "shpca_", "shppa_", "shpss_"} {
+		texts = append(texts, p+x("0a", 16))
+	}
+	for _, k := range []string{"password", "passwd", "passphrase", "secret", "api_key", "api-key", "apikey", "access_key",
+		"access-token", "auth_token", "client_secret", "private_key", "token", "db_password"} {
+		texts = append(texts, k+"=hunter2x9", k+": \"hunter2x9\"")
+	}
+	return texts
 }

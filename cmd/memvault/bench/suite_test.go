@@ -154,7 +154,11 @@ func suiteCommands(bin, fts string, d suiteVault) []suiteCmd {
 		{name: "git commit, one path", anchor: true, mk: func(i int) *exec.Cmd {
 			os.WriteFile(filepath.Join(root, "anchor.md"), []byte(fmt.Sprintf("edit %d\n", i)), 0o600)
 			exec.Command("git", "-C", root, "add", "anchor.md").Run() // the first time only it matters
-			return exec.Command("git", "-C", root, "commit", "-q", "-m", fmt.Sprintf("anchor %d", i), "--", "anchor.md")
+			// With fsyncs as memvault makes them: git by default makes none;
+			// memvault fsyncs the ledger line and the branch, git here the
+			// branch and its index.
+			return exec.Command("git", "-C", root, "-c", "core.fsync=reference,index", "-c", "core.fsyncMethod=fsync",
+				"commit", "-q", "-m", fmt.Sprintf("anchor %d", i), "--", "anchor.md")
 		}},
 		{name: "recall --all-threads", budget: "≤ 50 ms", mk: func(i int) *exec.Cmd {
 			return mv("recall", "--all-threads", "--limit", "10", "--json", queries[i%len(queries)])

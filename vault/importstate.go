@@ -299,8 +299,7 @@ func (tx *Tx) queued(t TranscriptRef, tail transcriptTail) []StoredMessage {
 				continue
 			}
 			for _, line := range bytes.SplitAfter(a.data, []byte("\n")) {
-				var m StoredMessage
-				if json.Unmarshal(line, &m) == nil && m.N > 0 {
+				if m, err := decodeTranscriptLine(line); err == nil {
 					out = append(out, m)
 				}
 			}

@@ -119,8 +119,8 @@ func (v *Vault) docsOf(s indexSource, from int64) ([]index.Doc, int64, error) {
 			docs = append(docs, index.Doc{ID: id, Text: ev.Text, Tier: TierStructured, Agent: ev.Agent,
 				Thread: ev.Thread, Session: ev.Session})
 		case 'm':
-			var m StoredMessage
-			if json.Unmarshal(raw, &m) != nil || m.Kind == transcript.KindContext || m.Kind == transcript.KindBoundary ||
+			m, err := decodeTranscriptLine(raw)
+			if err != nil || m.Kind == transcript.KindContext || m.Kind == transcript.KindBoundary ||
 				strings.TrimSpace(m.Text) == "" {
 				continue
 			}
@@ -144,8 +144,8 @@ func previousMessageText(f *os.File, from int64) string {
 	}
 	buf = bytes.TrimSuffix(buf, []byte("\n"))
 	line := buf[bytes.LastIndexByte(buf, '\n')+1:]
-	var m StoredMessage
-	if json.Unmarshal(line, &m) != nil || m.Kind == transcript.KindContext {
+	m, err := decodeTranscriptLine(line)
+	if err != nil || m.Kind == transcript.KindContext {
 		return ""
 	}
 	return m.Text

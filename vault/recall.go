@@ -436,8 +436,8 @@ func (v *Vault) resolveHit(h index.Hit, tier string, gone map[string]rowStatus) 
 		if err != nil || line == nil {
 			return hit, false, err
 		}
-		var m StoredMessage
-		if json.Unmarshal(line, &m) != nil {
+		m, err := decodeTranscriptLine(line)
+		if err != nil {
 			return hit, false, nil
 		}
 		agent, session := transcriptOfPart(file)

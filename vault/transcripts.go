@@ -175,10 +175,7 @@ func (v *Vault) transcriptTail(t TranscriptRef) (transcriptTail, error) {
 		if k := bytes.LastIndexByte(body, '\n'); k >= 0 {
 			body = body[:k]
 			line := body[bytes.LastIndexByte(body, '\n')+1:]
-			var m struct {
-				N int `json:"n"`
-			}
-			if json.Unmarshal(line, &m) == nil && m.N > 0 {
+			if m, err := decodeTranscriptLine(line); err == nil {
 				tt.last = m.N
 				return tt, nil
 			}
@@ -214,11 +211,10 @@ func (tx *Tx) AppendMessages(t TranscriptRef, msgs []transcript.Message) (from, 
 	from = tail.last + 1
 	for _, m := range msgs {
 		tail.last++
-		line, err := json.Marshal(StoredMessage{N: tail.last, Message: m})
+		line, err := encodeTranscriptLine(StoredMessage{N: tail.last, Message: m})
 		if err != nil {
 			return 0, 0, fmt.Errorf("transcript: encode message %s: %w", m.ID, err)
 		}
-		line = append(line, '\n')
 		size := tail.size + int64(tx.pendingAppend(t.part(tail.part)))
 		if size > 0 && size+int64(len(line)) > limit {
 			tail.part++
@@ -273,8 +269,8 @@ func (v *Vault) readPart(t TranscriptRef, part, from, to int, fn func(StoredMess
 		if err != nil {
 			return fault.IO("read "+t.part(part).String(), err)
 		}
-		var m StoredMessage
-		if json.Unmarshal(line, &m) != nil || m.N == 0 {
+		m, err := decodeTranscriptLine(line)
+		if err != nil {
 			continue
 		}
 		if m.N < from {
@@ -500,8 +496,8 @@ func (v *Vault) readFrom(t TranscriptRef, p partPos, fn func(m StoredMessage, en
 					return fault.IO("read "+t.part(part).String(), err)
 				}
 				off += int64(len(line))
-				var m StoredMessage
-				if json.Unmarshal(line, &m) != nil || m.N == 0 {
+				m, err := decodeTranscriptLine(line)
+				if err != nil {
 					continue
 				}
 				if err := fn(m, partPos{Part: part, Off: off}); err != nil {
@@ -540,8 +536,8 @@ func (v *Vault) idEndingAt(t TranscriptRef, p partPos) string {
 		if i < 0 && start > 0 {
 			continue // the line is longer than the window
 		}
-		var m StoredMessage
-		if json.Unmarshal(body[i+1:], &m) != nil || m.N == 0 {
+		m, err := decodeTranscriptLine(body[i+1:])
+		if err != nil {
 			return ""
 		}
 		return m.ID

@@ -1,10 +1,13 @@
 package vault
 
 import (
+	"encoding/json"
 	"fmt"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/memvault/memvault/vault/fault"
@@ -204,12 +207,82 @@ func (v *Vault) EstimateLoose() LooseObjects {
 // GCAdvice is the line that says a gc would help, or "" when none would,
 // for after every write: below the threshold it costs one directory read
 // (BenchmarkGCAdvice); the disk the objects take is estimated only when the
-// line is printed.
+// line is printed. Where the vault packs itself (AutoPacks), there is
+// nothing to advise.
 func (v *Vault) GCAdvice() string {
-	if n, _ := gitrepo.EstimateLoose(filepath.Join(v.Root, ".git"), false); n <= GCAdviceLoose {
+	if n, _ := gitrepo.EstimateLoose(filepath.Join(v.Root, ".git"), false); n <= GCAdviceLoose || v.AutoPacks() {
 		return ""
 	}
 	return v.EstimateLoose().Advice()
+}
+
+// AutoPacks reports whether a write packs the loose git objects itself
+// once they pass the threshold: [gc] auto in memvault.toml (on unless
+// false) and git on the PATH. Without git the vault does not pack itself
+// (the in-process engine packs every object, too slow to run after a
+// write) and the gc hint says when memvault gc would help.
+func (v *Vault) AutoPacks() bool {
+	if a := v.Config.GC.Auto; a != nil && !*a {
+		return false
+	}
+	return gitrepo.HasGitBinary()
+}
+
+// autoPack runs after a transaction that committed, once the vault lock is
+// released: git's gc --auto for memvault. When the loose objects pass the
+// threshold (estimated from one folder of 256, as git does: one directory
+// read, BenchmarkGCAdvice), it takes the vault lock again without waiting
+// (a writer that holds it will come here after its own commit) and hands
+// it to a detached `git gc --auto` (gitrepo.StartAutoGC), which holds it
+// while it packs. So a pack never runs beside a memvault writer, as
+// memvault gc never does (DESIGN §3); writers that come meanwhile wait for
+// the lock, or spool if they are hooks, as they would behind any writer.
+// Nothing here fails the write: a pack that does not start is tried again
+// by the next one.
+func (v *Vault) autoPack() {
+	threshold := v.autoPackLoose
+	if threshold <= 0 {
+		threshold = GCAdviceLoose
+	}
+	if n, _ := gitrepo.EstimateLoose(filepath.Join(v.Root, ".git"), false); n <= threshold || !v.AutoPacks() {
+		return
+	}
+	mu := procLock(v.Root)
+	if !mu.TryLock() {
+		return
+	}
+	defer mu.Unlock()
+	path := filepath.Join(v.Root, lockFile)
+	f, err := v.files().Open(path) // flock needs no write access
+	if err != nil {
+		return
+	}
+	defer f.Close() // the child keeps its own descriptor, and the lock
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return
+	}
+	lease := Lease{PID: os.Getpid(), Agent: v.Config.Agent, Command: "gc --auto (git gc)", Since: time.Now()}
+	lease.Host, _ = os.Hostname()
+	lp := filepath.Join(v.Root, leaseFile)
+	if data, err := json.Marshal(lease); err == nil {
+		_ = v.files().WriteCache(lp, append(data, '\n'))
+	}
+	if v.repo.StartAutoGC(f, threshold) != nil {
+		_ = v.files().Remove(lp)
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	}
+}
+
+// WaitAutoPack waits, at most timeout, until no automatic pack holds the
+// vault lock, by taking the lock and letting it go: for a program that
+// measures or copies the vault after its writes.
+func (v *Vault) WaitAutoPack(timeout time.Duration) error {
+	release, err := v.lock(Lease{Agent: v.Config.Agent, Command: "wait"}, timeout)
+	if err != nil {
+		return err
+	}
+	release()
+	return nil
 }
 
 // Advice is the one line that says a gc would help, or "" when none would.

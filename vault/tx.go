@@ -266,7 +266,11 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !opts.NoCommit {
+		defer v.autoPack() // after the release below: gc.go
+	}
 	defer release()
+	v.repo.Refresh() // a gc may have packed objects since the repository was opened
 
 	segs, _, err := listSegments(v.Root)
 	if err != nil {

@@ -43,6 +43,11 @@ type Config struct {
 	Lock struct {
 		Timeout string `toml:"timeout"`
 	} `toml:"lock"`
+	// GC.Auto turns the automatic packing of loose git objects after a
+	// write on or off (gc.go); on when unset.
+	GC struct {
+		Auto *bool `toml:"auto"`
+	} `toml:"gc"`
 	Git struct {
 		Name  string `toml:"name"`
 		Email string `toml:"email"`
@@ -76,6 +81,11 @@ segment_bytes = 65536
 [lock]
 # How long a writer waits for the vault lock before failing with "vault busy".
 timeout = "10s"
+
+[gc]
+# After a write, when the loose git objects pass git's gc.auto (6,700), pack
+# them with git gc --auto in the background (needs git on the PATH).
+auto = true
 
 [git]
 # Identity memvault commits with.
@@ -115,6 +125,9 @@ type Vault struct {
 	rules  *redact.Rules // nil when redaction is off
 	repo   *gitrepo.Repo
 	clock  func() time.Time // nil: time.Now; tests move time forward
+	// autoPackLoose overrides the loose objects past which a write packs
+	// them (GCAdviceLoose); tests set it small.
+	autoPackLoose int
 	// jobStamps names the jobs this vault queues (jobs.go).
 	jobStamps jobStamps
 	// Binary is the memvault executable git's merge driver runs. When set

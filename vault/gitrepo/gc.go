@@ -151,7 +151,28 @@ func (p Progress) report(phase, unit string, done, total int64) {
 // reopen forgets what the storage knew of the object files: go-git's
 // storage keeps the list of packs it found when it opened, and after a gc
 // it would look for objects in files that are gone.
-func (r *Repo) reopen() { r.st = newStorage(r.gitDir) }
+func (r *Repo) reopen() { r.st, r.packs = newStorage(r.gitDir), packsChanged(r.gitDir) }
+
+// Refresh reopens the object storage when the packs changed since it was
+// opened: go-git reads the packs' indexes once, so a long-lived Repo would
+// not find an object that a gc (memvault's automatic one, or a person's
+// git gc) moved from a loose file into a new pack. A writer calls it under
+// the vault lock, before it reads objects; it costs one stat.
+func (r *Repo) Refresh() {
+	if !packsChanged(r.gitDir).Equal(r.packs) {
+		r.reopen()
+	}
+}
+
+// packsChanged is the modification time of objects/pack, which every
+// added or removed pack changes; zero when there is none.
+func packsChanged(gitDir string) time.Time {
+	info, err := os.Stat(filepath.Join(gitDir, "objects", "pack"))
+	if err != nil {
+		return time.Time{}
+	}
+	return info.ModTime()
+}
 
 // pack writes one pack of every reachable object, then removes what it
 // made redundant.
@@ -509,4 +530,32 @@ func removeEmptyFanout(objects string) {
 			os.Remove(filepath.Join(objects, e.Name())) // fails, harmlessly, unless empty
 		}
 	}
+}
+
+// StartAutoGC starts `git gc --auto` in the repository, detached: in a
+// session of its own, its standard streams on /dev/null, not waited for
+// by the caller, so that the write that started it returns at once and a
+// harness waiting on a hook's output is not held. git decides by itself
+// whether there is work (loose objects past gc.auto, set to threshold, or
+// too many packs) and then packs the loose objects into one new pack
+// (repack -d -l), which costs what the loose objects cost, not what the
+// whole history does.
+//
+// held is the caller's descriptor of the vault lock, locked: the child
+// inherits it, and with it the lock, which is released when git and every
+// process it started are done. The caller closes its own descriptor after
+// StartAutoGC returns without unlocking it. git gc.autoDetach is off, so
+// git does not fork away from the lock. A goroutine reaps the child in a
+// process that outlives it.
+func (r *Repo) StartAutoGC(held *os.File, threshold int) error {
+	cmd := exec.Command("git", "-C", r.root, "-c", "gc.autoDetach=false", "-c", fmt.Sprintf("gc.auto=%d", threshold),
+		"gc", "--auto", "--quiet")
+	cmd.Env = gitEnv(Signature{Name: "memvault", Email: "memvault@localhost"})
+	cmd.ExtraFiles = []*os.File{held}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fault.Wrap("gc: start git gc --auto", err)
+	}
+	go cmd.Wait() //nolint:errcheck // nothing to report to: the write is done
+	return nil
 }

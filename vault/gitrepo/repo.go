@@ -48,6 +48,8 @@ type Repo struct {
 	root   string // the work tree: the vault root
 	gitDir string
 	st     *filesystem.Storage
+	// packs is when objects/pack last changed as st saw it (Refresh).
+	packs time.Time
 	// created lists the loose objects this process wrote in the current
 	// transaction, so that a failed transaction can take them back.
 	created []plumbing.Hash
@@ -78,7 +80,7 @@ func Open(root string) (*Repo, error) {
 		return nil, &fault.Error{Class: fault.ErrCorrupt, Msg: "git: " + root + " is not a git repository", Err: err,
 			Hint: "run memvault init to repair the vault"}
 	}
-	return &Repo{root: root, gitDir: gitDir, st: newStorage(gitDir)}, nil
+	return &Repo{root: root, gitDir: gitDir, st: newStorage(gitDir), packs: packsChanged(gitDir)}, nil
 }
 
 // newStorage opens go-git's object storage on gitDir, not exclusive: git

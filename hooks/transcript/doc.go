@@ -6,13 +6,18 @@
 // # Stored form
 //
 // A vault transcript (transcripts/<agent>/<session>.jsonl) holds one Message
-// per line, encoded with encoding/json:
+// per line, with its sequence number n, in the vault's compact shape
+// (vault/transcriptline.go; docs/LINEAGE.md): the source as one string, a
+// tool result's output stored once, no HTML escapes.
 //
-//	{"id":"fd5459cf-…","ts":"2026-11-22T03:59:47.82Z","role":"user","speaker":"user",
-//	 "text":"hello","src":{"format":"claude-code","line":3,"offset":346,"type":"user"}}
-//	{"id":"8ff1ce4e-…","ts":"…","role":"tool","speaker":"Bash","text":"Bash: echo hi",
+//	{"n":1,"id":"fd5459cf-…","ts":"2026-11-22T03:59:47.82Z","role":"user","speaker":"user",
+//	 "text":"hello","src":"claude-code:3@346/user"}
+//	{"n":2,"id":"8ff1ce4e-…","ts":"…","role":"tool","speaker":"Bash","text":"Bash: echo hi",
 //	 "tool":{"name":"Bash","call_id":"toolu_01…","input":{"command":"echo hi"}},
-//	 "src":{"format":"claude-code","line":29,"offset":28916,"type":"assistant/tool_use"}}
+//	 "src":"claude-code:29@28916/assistant/tool_use"}
+//
+// Vaults written earlier hold the first shape, Message as encoding/json
+// writes it (src an object); the vault reads both.
 //
 // Fields:
 //
@@ -29,9 +34,11 @@
 //	                  harness-specific system subtype
 //	text     string   searchable text, already redacted
 //	tool     object   role tool only: name, call_id, input (JSON, redacted),
-//	                  output (text, redacted), error (bool)
-//	src      object   format, line (1-based), offset (byte offset of the line's
-//	                  start) and type (the source record type) of the origin
+//	                  output (text, redacted), error (bool); output_is_text (bool)
+//	                  instead of output when the output is the text
+//	src      string   format:line[@offset][/type]: format, line (1-based), offset
+//	                  (byte offset of the line's start, left out when 0) and
+//	                  type (the source record type) of the origin
 //
 // A tool call and its result are two messages sharing tool.call_id. Readers
 // must ignore fields they do not know and a torn last line.

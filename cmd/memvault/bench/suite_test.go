@@ -55,22 +55,27 @@ type suiteTiming struct {
 
 // suiteSize is everything measured at one size.
 type suiteSize struct {
-	d        suiteVault
-	commits  int
-	content  int64 // work-tree files, derived folders excluded
-	git      gitrepo.Size
-	index    int64
-	state    int64
-	disk     int64           // the whole vault folder
-	gc       *vault.GCReport // memvault gc, engine auto (git)
-	gcRSS    int64
-	gcFsck   string
-	gogc     *vault.GCReport // memvault gc --engine go-git, on a fresh copy
-	gogcRSS  int64
-	gogcFsck string
-	aggr     int64 // .git after git gc --aggressive
-	aggrDur  time.Duration
-	times    map[string]suiteTiming
+	d       suiteVault
+	commits int
+	content int64 // work-tree files, derived folders excluded
+	git     gitrepo.Size
+	index   int64
+	state   int64
+	disk    int64 // the whole vault folder
+	// parts splits content: ledger/, transcripts/, nodes/, the heads
+	// (threads/, MEMORY.md, CONTINUITY.md, .rendered/) and the rest.
+	parts map[string]int64
+	// stateFiles is .state's files, largest first: "name size".
+	stateFiles []string
+	gc         *vault.GCReport // memvault gc, engine auto (git)
+	gcRSS      int64
+	gcFsck     string
+	gogc       *vault.GCReport // memvault gc --engine go-git, on a fresh copy
+	gogcRSS    int64
+	gogcFsck   string
+	aggr       int64 // .git after git gc --aggressive
+	aggrDur    time.Duration
+	times      map[string]suiteTiming
 }
 
 func TestSuite(t *testing.T) {
@@ -336,6 +341,46 @@ func suiteSizes(t *testing.T, s *suiteSize) {
 			s.content -= dirBytes(t, filepath.Join(root, d))
 		}
 	}
+	s.parts = map[string]int64{}
+	rest := s.content
+	for part, names := range suiteParts {
+		for _, name := range names {
+			p := filepath.Join(root, name)
+			info, err := os.Stat(p)
+			switch {
+			case err != nil:
+				continue
+			case info.IsDir():
+				s.parts[part] += dirBytes(t, p)
+			default:
+				s.parts[part] += info.Size()
+			}
+		}
+		rest -= s.parts[part]
+	}
+	s.parts["other"] = rest
+	if es, err := os.ReadDir(filepath.Join(root, ".state")); err == nil {
+		sort.Slice(es, func(i, j int) bool { return entryBytes(es[i]) > entryBytes(es[j]) })
+		for _, e := range es {
+			s.stateFiles = append(s.stateFiles, e.Name()+" "+vault.FormatBytes(entryBytes(e)))
+		}
+	}
+}
+
+// entryBytes is a folder entry's size, 0 for a folder.
+func entryBytes(e os.DirEntry) int64 {
+	if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+		return info.Size()
+	}
+	return 0
+}
+
+// suiteParts names the folders and files of each part of a vault's content.
+var suiteParts = map[string][]string{
+	"ledger":      {"ledger"},
+	"transcripts": {"transcripts"},
+	"nodes":       {"nodes"},
+	"heads":       {"threads", "MEMORY.md", "CONTINUITY.md", ".rendered"},
 }
 
 func gitCount(t *testing.T, root string) int {
@@ -501,6 +546,28 @@ func suiteTables(order []string, sizes map[string]*suiteSize, growth string, loa
 	row("whole vault on disk, as generated (÷ content)", func(s *suiteSize) string {
 		return fmt.Sprintf("%s (%s)", vault.FormatBytes(s.disk), x(s.disk, s.content))
 	})
+	// Each part ÷ the raw text it holds (issue 22's measure: the whole
+	// vault ≤ 2.5× the raw text at the large size).
+	for _, p := range []struct {
+		name string
+		f    func(s *suiteSize) int64
+	}{
+		{"content: ledger/", func(s *suiteSize) int64 { return s.parts["ledger"] }},
+		{"content: transcripts/", func(s *suiteSize) int64 { return s.parts["transcripts"] }},
+		{"content: nodes/", func(s *suiteSize) int64 { return s.parts["nodes"] }},
+		{"content: heads (threads/, MEMORY.md, CONTINUITY.md, .rendered/)", func(s *suiteSize) int64 { return s.parts["heads"] }},
+		{"content: the rest (memvault.toml, .gitignore, …)", func(s *suiteSize) int64 { return s.parts["other"] }},
+		{"content, all", func(s *suiteSize) int64 { return s.content }},
+		{".index", func(s *suiteSize) int64 { return s.index }},
+		{".state", func(s *suiteSize) int64 { return s.state }},
+		{".git as generated", func(s *suiteSize) int64 { return s.git.GitBytes }},
+		{"whole vault as generated", func(s *suiteSize) int64 { return s.disk }},
+	} {
+		row(p.name+" (÷ raw text)", func(s *suiteSize) string {
+			return fmt.Sprintf("%s (%s)", vault.FormatBytes(p.f(s)), x(p.f(s), s.d.TextBytes))
+		})
+	}
+	row(".state's files, largest first", func(s *suiteSize) string { return strings.Join(s.stateFiles, ", ") })
 	sb.WriteString(suiteTargetTable(order, sizes))
 	if growth != "" {
 		sb.WriteString("\n### .git as events are appended, one commit each\n\n")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -243,4 +244,31 @@ func TestOldTranscriptShapeStillReads(t *testing.T) {
 		}
 	}
 	mustVerify(t, v)
+}
+
+// TestOneTranscriptDecoder: no code of the package decodes a transcript
+// line by itself (a `var m StoredMessage` filled by json.Unmarshal, or an
+// ad hoc struct with the line's "n"), so every reader takes both shapes.
+// The merge driver (mergefile.go) reads n, id and ts, which both shapes
+// share, to sort lines it never decodes.
+func TestOneTranscriptDecoder(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := regexp.MustCompile(`var \w+ StoredMessage\b|&StoredMessage\{|Unmarshal\([^)]*&\w*[sS]toredMessage`)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || f == "transcriptline.go" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if bad.MatchString(line) {
+				t.Errorf("%s:%d decodes a transcript line itself; use decodeTranscriptLine: %s", f, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
 }

@@ -38,7 +38,7 @@ func TestAutoPackUnderConcurrentWriters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h.autoPackLoose = 256 // two objects in the sampled folder
+		h.Config.GC.AutoLoose = 256 // two objects in the sampled folder
 		handles[i] = h
 	}
 	var wg sync.WaitGroup
@@ -116,7 +116,7 @@ func TestAutoPackOff(t *testing.T) {
 	v := newVault(t)
 	off := false
 	v.Config.GC.Auto = &off
-	v.autoPackLoose = 256
+	v.Config.GC.AutoLoose = 256
 	plantLoose(t, v, 2)
 	for k := 0; k < 5; k++ {
 		remember(t, v, fmt.Sprintf("fact %d", k))

@@ -216,6 +216,15 @@ func (v *Vault) GCAdvice() string {
 	return v.EstimateLoose().Advice()
 }
 
+// DefaultAutoPackLoose is the estimate of loose objects past which a
+// write packs them, a sixth of git's gc.auto: memvault's loose objects are
+// whole ledger segments and transcript parts (2 KiB each on average on the
+// suite's week vault, 4 KiB of disk), and the loose ones are what a vault
+// as written holds beyond its packs, so waiting for 6,700 leaves some 14
+// MiB loose for 3 MiB of content. A pack of a thousand objects takes a
+// fraction of a second (docs/PERFORMANCE.md).
+const DefaultAutoPackLoose = 1024
+
 // AutoPacks reports whether a write packs the loose git objects itself
 // once they pass the threshold: [gc] auto in memvault.toml (on unless
 // false) and git on the PATH. Without git the vault does not pack itself
@@ -240,11 +249,11 @@ func (v *Vault) AutoPacks() bool {
 // Nothing here fails the write: a pack that does not start is tried again
 // by the next one.
 func (v *Vault) autoPack() {
-	threshold := v.autoPackLoose
+	threshold := v.Config.GC.AutoLoose
 	if threshold <= 0 {
-		threshold = GCAdviceLoose
+		threshold = DefaultAutoPackLoose
 	}
-	if n, _ := gitrepo.EstimateLoose(filepath.Join(v.Root, ".git"), false); n <= threshold || !v.AutoPacks() {
+	if !gitrepo.PastAuto(filepath.Join(v.Root, ".git"), threshold) || !v.AutoPacks() {
 		return
 	}
 	mu := procLock(v.Root)

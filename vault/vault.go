@@ -44,9 +44,11 @@ type Config struct {
 		Timeout string `toml:"timeout"`
 	} `toml:"lock"`
 	// GC.Auto turns the automatic packing of loose git objects after a
-	// write on or off (gc.go); on when unset.
+	// write on or off (gc.go), on when unset; GC.AutoLoose is the estimate
+	// of loose objects past which it packs (DefaultAutoPackLoose when 0).
 	GC struct {
-		Auto *bool `toml:"auto"`
+		Auto      *bool `toml:"auto"`
+		AutoLoose int   `toml:"auto_loose"`
 	} `toml:"gc"`
 	Git struct {
 		Name  string `toml:"name"`
@@ -83,9 +85,10 @@ segment_bytes = 65536
 timeout = "10s"
 
 [gc]
-# After a write, when the loose git objects pass git's gc.auto (6,700), pack
-# them with git gc --auto in the background (needs git on the PATH).
+# After a write, when the loose git objects pass auto_loose, pack them with
+# git gc --auto in the background (needs git on the PATH).
 auto = true
+auto_loose = 1024
 
 [git]
 # Identity memvault commits with.
@@ -125,9 +128,6 @@ type Vault struct {
 	rules  *redact.Rules // nil when redaction is off
 	repo   *gitrepo.Repo
 	clock  func() time.Time // nil: time.Now; tests move time forward
-	// autoPackLoose overrides the loose objects past which a write packs
-	// them (GCAdviceLoose); tests set it small.
-	autoPackLoose int
 	// jobStamps names the jobs this vault queues (jobs.go).
 	jobStamps jobStamps
 	// Binary is the memvault executable git's merge driver runs. When set

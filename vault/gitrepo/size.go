@@ -142,3 +142,11 @@ func EstimateLoose(gitDir string, sizes bool) (objects int, disk int64) {
 	}
 	return objects * 256, disk * 256
 }
+
+// PastAuto reports whether git's `gc --auto` would find too many loose
+// objects for threshold (its gc.auto), by git's own rule: more than
+// threshold/256, rounded up, in the sampled folder. One directory read.
+func PastAuto(gitDir string, threshold int) bool {
+	n, _ := EstimateLoose(gitDir, false)
+	return n/256 > (threshold+255)/256
+}

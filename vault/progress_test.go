@@ -112,6 +112,8 @@ func TestGCFiguresMatchDu(t *testing.T) {
 		t.Skip("writes 300 commits")
 	}
 	real := newVault(t)
+	off := false
+	real.Config.GC.Auto = &off // the loose objects are what is measured
 	for i := range 300 {
 		remember(t, real, fmt.Sprintf("fact %d: the cache is warmed before the first request", i))
 	}
@@ -170,6 +172,8 @@ func roundKiB(n int64) int64 { return (n + 1023) >> 10 << 10 }
 // and not at it.
 func TestEstimateLoose(t *testing.T) {
 	v := newVault(t)
+	off := false
+	v.Config.GC.Auto = &off // the advice is for a vault that does not pack itself
 	sample := filepath.Join(v.Root, ".git", "objects", gitrepo.LooseSample)
 	os.RemoveAll(sample)
 	if got := v.EstimateLoose(); got.Objects != 0 || got.DiskBytes != 0 || got.GCAdvised || got.Advice() != "" {
@@ -208,6 +212,11 @@ func TestEstimateLoose(t *testing.T) {
 	}
 	if a := got.Advice(); !strings.Contains(a, "~6,912 loose git objects") || !strings.Contains(a, "memvault gc") || v.GCAdvice() != a {
 		t.Errorf("advice %q, GCAdvice %q", a, v.GCAdvice())
+	}
+	// A vault that packs itself has nothing to advise.
+	v.Config.GC.Auto = nil
+	if a := v.GCAdvice(); v.AutoPacks() && a != "" {
+		t.Errorf("a vault that packs itself advises %q", a)
 	}
 }
 
@@ -331,6 +340,8 @@ func BenchmarkGCAdvice(b *testing.B) {
 	}{{"below", 26}, {"above", 82}} {
 		b.Run(c.name, func(b *testing.B) {
 			v := &Vault{Root: b.TempDir()}
+			off := false
+			v.Config.GC.Auto = &off // the hint is for a vault that does not pack itself
 			sample := filepath.Join(v.Root, ".git", "objects", gitrepo.LooseSample)
 			if err := os.MkdirAll(sample, 0o700); err != nil {
 				b.Fatal(err)

@@ -84,6 +84,15 @@ func (e *Event) seal(prev string) ([]byte, error) {
 // even when the hash is wrong, so that verification can report both the
 // problem and what the line claims to be.
 func parseLine(line []byte) (ev *Event, hashOK bool, err error) {
+	if ev, ok, fast := fastParseLine(line); fast {
+		return ev, ok, nil
+	}
+	return parseLineGeneral(line)
+}
+
+// parseLineGeneral is parseLine for any line: decoded into a map and
+// encoded again in canonical form to be hashed.
+func parseLineGeneral(line []byte) (ev *Event, hashOK bool, err error) {
 	v, err := decodeJSON(line)
 	if err != nil {
 		return nil, false, fmt.Errorf("not valid json: %v", err)

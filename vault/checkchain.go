@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -28,19 +29,50 @@ type segStamp struct {
 	Tip   string `json:"tip"` // the hash of the segment's last event (or the last before it)
 }
 
-// verifiedStamp is what the writers' check keeps per segment: its stamp
-// and the ledger's open tips at the end of it.
+// verifiedStamp is what the writers' check keeps per segment: its stamp,
+// the inode's change time, the blob HEAD committed for it when it was last
+// held against HEAD, and the ledger's open tips at the end of it.
 type verifiedStamp struct {
 	segStamp
-	Tips []string
+	// Ctime is the inode's change time, which the kernel sets on every
+	// change of content or stat, and no call of a person's sets back (touch
+	// -d sets the mtime, not the ctime); 0 when not known yet.
+	Ctime int64
+	Head  string // the blob HEAD had for the segment when checked; "" when unknown or not committed
+	Tips  []string
+}
+
+// sameFile reports whether two stamps describe the same file as it was:
+// path, size, mtime, inode and ctime.
+func (s verifiedStamp) sameFile(o verifiedStamp) bool {
+	return s.Path == o.Path && s.Size == o.Size && s.Mtime == o.Mtime && s.Ino == o.Ino && s.Ctime == o.Ctime && s.Ctime != 0
 }
 
 // verifiedFile is .state/<verifiedFile>.bin; bump verifiedVersion when
 // its encoding changes.
 const (
 	verifiedFile    = "ledger-verified"
-	verifiedVersion = 3 // 2: the open tips after each segment; 3: a failed check's problems
+	verifiedVersion = 4 // 2: the open tips after each segment; 3: a failed check's problems; 4: ctime and HEAD's blob
 )
+
+// verifiedStampOf is the stamp of segment s as it is now, its ctime
+// included.
+func (v *Vault) verifiedStampOf(s segment) (verifiedStamp, error) {
+	info, err := v.files().Stat(filepath.Join(v.Root, filepath.FromSlash(s.String())))
+	if err != nil {
+		return verifiedStamp{}, fault.IO("stat "+s.String(), err)
+	}
+	return statStamp(s.String(), info), nil
+}
+
+func statStamp(path string, info fs.FileInfo) verifiedStamp {
+	st := verifiedStamp{segStamp: segStamp{Path: path, Size: info.Size(), Mtime: info.ModTime().UnixNano()}}
+	if sys, ok := info.Sys().(*syscall.Stat_t); ok {
+		st.Ino = sys.Ino
+		st.Ctime = sys.Ctim.Nano()
+	}
+	return st
+}
 
 func stampOf(root string, s segment) (segStamp, error) {
 	info, err := fileio.At(root).Stat(filepath.Join(root, filepath.FromSlash(s.String())))
@@ -79,6 +111,8 @@ func (v *Vault) loadStamps() verifiedCache {
 	c.stamps = make([]verifiedStamp, n)
 	for i := range c.stamps {
 		c.stamps[i].segStamp = decodeStamp(d)
+		c.stamps[i].Ctime = d.i64()
+		c.stamps[i].Head = d.str()
 		c.stamps[i].Tips = make([]string, d.count())
 		for j := range c.stamps[i].Tips {
 			c.stamps[i].Tips[j] = d.str()
@@ -96,12 +130,27 @@ func (v *Vault) loadStamps() verifiedCache {
 }
 
 // saveStamps writes the cache without fsync: lost, stale or torn, it only
-// costs a re-check of the segments it no longer vouches for.
+// costs a re-check of the segments it no longer vouches for. A stamp
+// without its ctime (a writer's own append stamps size, mtime and inode)
+// is given the file's, when the file still has that size, mtime and inode;
+// otherwise it is saved without, and the segment is checked again.
 func (v *Vault) saveStamps(c verifiedCache) {
+	for i, s := range c.stamps {
+		if s.Ctime != 0 {
+			continue
+		}
+		if seg, ok := segmentFromPath(s.Path); ok {
+			if cur, err := v.verifiedStampOf(seg); err == nil && cur.Size == s.Size && cur.Mtime == s.Mtime && cur.Ino == s.Ino {
+				c.stamps[i].Ctime = cur.Ctime
+			}
+		}
+	}
 	writeStateFile(v.Root, verifiedFile, verifiedVersion, func(e *encoder) {
 		e.int(len(c.stamps))
 		for _, s := range c.stamps {
 			encodeStamp(e, s.segStamp)
+			e.i64(s.Ctime)
+			e.str(s.Head)
 			e.int(len(s.Tips))
 			for _, t := range s.Tips {
 				e.str(t)
@@ -135,7 +184,7 @@ func (v *Vault) ledgerTree() string {
 // checkChain verifies the segments that changed since the last check and
 // returns their stamps. A torn last line in the last segment is tolerated:
 // the writer repairs it. Segments that changed are also held against what
-// HEAD commits (committedProblems): a writer never commits a ledger that
+// HEAD commits (heldAgainst): a writer never commits a ledger that
 // lost or changed a committed line.
 func (v *Vault) checkChain(segs []segment) (stamps []verifiedStamp, problems []Problem, reread bool, err error) {
 	cache := v.loadStamps()
@@ -152,7 +201,7 @@ func (v *Vault) checkChain(segs []segment) (stamps []verifiedStamp, problems []P
 	if len(cache.problems) > 0 {
 		// A saved failure holds while the segments and HEAD's ledger are
 		// as they were; otherwise everything is checked again.
-		if st, same := sameStamps(v.Root, segs, old); same && cache.tree == v.ledgerTree() {
+		if st, same := v.sameStamps(segs, old); same && cache.tree == v.ledgerTree() {
 			return st, withMerge(cache.problems), false, nil
 		}
 		old = nil
@@ -162,14 +211,12 @@ func (v *Vault) checkChain(segs []segment) (stamps []verifiedStamp, problems []P
 	trusted := true
 	var changed []segment
 	for i, s := range segs {
-		ss, err := stampOf(v.Root, s)
+		st, err := v.verifiedStampOf(s)
 		if err != nil {
 			return nil, nil, false, err
 		}
-		st := verifiedStamp{segStamp: ss}
-		if trusted && i < len(old) && old[i].Path == st.Path && old[i].Size == st.Size &&
-			old[i].Mtime == st.Mtime && old[i].Ino == st.Ino {
-			st.Tip, st.Tips = old[i].Tip, old[i].Tips
+		if trusted && i < len(old) && old[i].sameFile(st) {
+			st.Tip, st.Tips, st.Head = old[i].Tip, old[i].Tips, old[i].Head
 			stamps = append(stamps, st)
 			continue
 		}
@@ -197,7 +244,7 @@ func (v *Vault) checkChain(segs []segment) (stamps []verifiedStamp, problems []P
 	}
 	problems = cc.problems
 	if reread || len(old) != len(segs) {
-		cp, err := v.heldAgainst("", segs, changed, len(old) != len(segs), false, diskSegment(v.Root))
+		cp, err := v.heldAgainst("", segs, changed, len(old) != len(segs), false, diskSegment(v.Root), nil)
 		if err != nil {
 			return nil, nil, false, err
 		}
@@ -208,13 +255,13 @@ func (v *Vault) checkChain(segs []segment) (stamps []verifiedStamp, problems []P
 
 // sameStamps reports whether every segment is as old recorded it, and
 // returns the stamps.
-func sameStamps(root string, segs []segment, old []verifiedStamp) ([]verifiedStamp, bool) {
+func (v *Vault) sameStamps(segs []segment, old []verifiedStamp) ([]verifiedStamp, bool) {
 	if len(old) != len(segs) {
 		return nil, false
 	}
 	for i, s := range segs {
-		st, err := stampOf(root, s)
-		if err != nil || old[i].Path != st.Path || old[i].Size != st.Size || old[i].Mtime != st.Mtime || old[i].Ino != st.Ino {
+		st, err := v.verifiedStampOf(s)
+		if err != nil || !old[i].sameFile(st) {
 			return nil, false
 		}
 	}

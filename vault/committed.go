@@ -46,52 +46,72 @@ func (v *Vault) mergeInProgress() *Problem {
 	return &Problem{File: mergeHeadFile, Msg: "a git merge is in progress: conclude it with git commit (or undo it with git merge --abort) before memvault writes events"}
 }
 
-// committedProblems holds segments against HEAD. With all, every
-// segment HEAD commits is checked, and one missing from segs is reported;
-// otherwise only those in changed. read returns a segment's bytes as they
-// are to be checked (the work tree's, or the staged ones).
-func (v *Vault) committedProblems(segs, changed []segment, all bool, read func(segment) ([]byte, error)) ([]Problem, error) {
-	if p := v.mergeInProgress(); p != nil {
-		return []Problem{*p}, nil
-	}
-	return v.heldAgainst("", segs, changed, all, false, read)
-}
+// committedSegment is a ledger segment as a commit holds it.
+type committedSegment struct{ path, blob string }
 
-// heldAgainst holds segments against the commit rev ("" = HEAD). With
-// anyOrder, committed lines need only be present, not a prefix: a merge
-// interleaves two histories.
-func (v *Vault) heldAgainst(rev string, segs, changed []segment, all, anyOrder bool, read func(segment) ([]byte, error)) ([]Problem, error) {
+// committedLedger lists the segments the commit rev ("" = HEAD) holds,
+// in tree order, reading trees only (Files would read every blob); none
+// when it commits no ledger.
+func (v *Vault) committedLedger(rev string) ([]committedSegment, error) {
 	tree, err := v.repo.TreeAt(rev)
 	if err != nil || tree == nil {
 		return nil, err
 	}
-	type committed struct{ path, blob string }
-	var want []committed
-	if all {
-		lt, err := tree.Tree("ledger")
-		if err != nil {
-			return nil, nil // nothing committed under ledger/ yet
+	lt, err := tree.Tree("ledger")
+	if err != nil {
+		return nil, nil // nothing committed under ledger/ yet
+	}
+	w := object.NewTreeWalker(lt, true, nil)
+	defer w.Close()
+	var out []committedSegment
+	for {
+		name, e, err := w.Next()
+		if err == io.EOF {
+			return out, nil
 		}
-		// The walker reads trees only; Files would read every blob.
-		w := object.NewTreeWalker(lt, true, nil)
-		defer w.Close()
-		for {
-			name, e, err := w.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return nil, err
-			}
-			if e.Mode.IsFile() && strings.HasSuffix(name, ".jsonl") {
-				want = append(want, committed{"ledger/" + name, e.Hash.String()})
-			}
+		if err != nil {
+			return nil, err
+		}
+		if e.Mode.IsFile() && strings.HasSuffix(name, ".jsonl") {
+			out = append(out, committedSegment{"ledger/" + name, e.Hash.String()})
+		}
+	}
+}
+
+// ledgerBlobs maps each segment the commit rev holds to its blob hash.
+func (v *Vault) ledgerBlobs(rev string) (map[string]string, error) {
+	cs, err := v.committedLedger(rev)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]string, len(cs))
+	for _, c := range cs {
+		m[c.path] = c.blob
+	}
+	return m, nil
+}
+
+// heldAgainst holds segments against the commit rev ("" = HEAD). With
+// anyOrder, committed lines need only be present, not a prefix: a merge
+// interleaves two histories. blobs, when not nil, has the git blob hash of
+// segments as read already (Verify's walk hashed them), so that a segment
+// equal to its committed blob is not read again.
+func (v *Vault) heldAgainst(rev string, segs, changed []segment, all, anyOrder bool, read func(segment) ([]byte, error), blobs map[string]string) ([]Problem, error) {
+	var want []committedSegment
+	if all {
+		var err error
+		if want, err = v.committedLedger(rev); err != nil {
+			return nil, err
 		}
 	} else {
+		tree, err := v.repo.TreeAt(rev)
+		if err != nil || tree == nil {
+			return nil, err
+		}
 		for _, s := range changed {
 			e, err := tree.FindEntry(s.String())
 			if err == nil {
-				want = append(want, committed{s.String(), e.Hash.String()})
+				want = append(want, committedSegment{s.String(), e.Hash.String()})
 			}
 		}
 	}
@@ -103,7 +123,10 @@ func (v *Vault) heldAgainst(rev string, segs, changed []segment, all, anyOrder b
 	for _, c := range want {
 		s, ok := onDisk[c.path]
 		if !ok {
-			out = append(out, Problem{File: c.path, Msg: "a committed segment is missing: restore it with memvault repair (or git checkout HEAD -- " + c.path + ")"})
+			out = append(out, missingSegment(c.path))
+			continue
+		}
+		if b, ok := blobs[c.path]; ok && b == c.blob {
 			continue
 		}
 		data, err := read(s)
@@ -123,6 +146,11 @@ func (v *Vault) heldAgainst(rev string, segs, changed []segment, all, anyOrder b
 		out = append(out, compareCommitted(s, head, data, anyOrder)...)
 	}
 	return out, nil
+}
+
+// missingSegment is the problem of a committed segment gone from disk.
+func missingSegment(path string) Problem {
+	return Problem{File: path, Msg: "a committed segment is missing: restore it with memvault repair (or git checkout HEAD -- " + path + ")"}
 }
 
 // compareCommitted names what data lost or changed of head, the committed
@@ -224,8 +252,8 @@ func (v *Vault) verifyStaged() (*VerifyReport, error) {
 		return data, nil
 	}
 	merging := v.mergeInProgress() != nil
-	rep, err := v.verifyWith(segs, strays, read, func() ([]Problem, error) {
-		out, err := v.heldAgainst("", segs, nil, true, merging, read)
+	rep, err := v.verifyWith(segs, strays, read, false, func(blobs map[string]string) ([]Problem, error) {
+		out, err := v.heldAgainst("", segs, nil, true, merging, read, blobs)
 		if err != nil || !merging {
 			return out, err
 		}
@@ -233,9 +261,9 @@ func (v *Vault) verifyStaged() (*VerifyReport, error) {
 		if err != nil {
 			return out, nil
 		}
-		theirs, err := v.heldAgainst(strings.TrimSpace(string(mh)), segs, nil, true, true, read)
+		theirs, err := v.heldAgainst(strings.TrimSpace(string(mh)), segs, nil, true, true, read, blobs)
 		return append(out, theirs...), err
-	})
+	}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,15 +1,19 @@
 package vault
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
+	"github.com/memvault/memvault/vault/gitrepo"
 )
 
 // Problem is one thing verification found wrong, located precisely enough
@@ -64,7 +68,8 @@ const KindJoin = "ledger.merged"
 // write, which joins them. Both the full verification and the check every
 // writer runs use it, so the two never disagree on what a valid line is.
 type chainChecker struct {
-	known map[string]struct{} // hashes of the events walked
+	known map[[32]byte]struct{} // hashes of the events walked, as bytes
+	odd   map[string]struct{}   // the hashes that are not 64 hex digits
 	// earlier finds a hash among the events before the walk started (the
 	// writers' check starts at the first changed segment); nil when the
 	// walk starts at the beginning.
@@ -76,7 +81,32 @@ type chainChecker struct {
 }
 
 func newChainChecker() *chainChecker {
-	return &chainChecker{known: make(map[string]struct{})}
+	return &chainChecker{known: make(map[[32]byte]struct{}), odd: make(map[string]struct{})}
+}
+
+// hashKey is a hash as 32 bytes, so that the hashes of a whole ledger take
+// a third of the memory their hex would; false for a hash that is not 64
+// hex digits (a damaged line's).
+func hashKey(h string) ([32]byte, bool) {
+	var k [32]byte
+	if len(h) != 64 {
+		return k, false
+	}
+	for i := 0; i < 64; i++ {
+		if c := h[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return k, false // upper case too: prev is compared as written
+		}
+	}
+	_, err := hex.Decode(k[:], []byte(h))
+	return k, err == nil
+}
+
+func (c *chainChecker) add(h string) {
+	if k, ok := hashKey(h); ok {
+		c.known[k] = struct{}{}
+	} else {
+		c.odd[h] = struct{}{}
+	}
 }
 
 // resume starts the walk after events already checked, which ended with
@@ -90,20 +120,23 @@ func (c *chainChecker) resume(tips []string, earlier func(string) bool) {
 }
 
 func (c *chainChecker) has(h string) bool {
-	if _, ok := c.known[h]; ok {
+	if k, ok := hashKey(h); ok {
+		if _, ok := c.known[k]; ok {
+			return true
+		}
+	} else if _, ok := c.odd[h]; ok {
 		return true
 	}
 	return c.earlier != nil && c.earlier(h)
 }
 
 func (c *chainChecker) line(ll ledgerLine) {
-	file := ll.Seg.String()
 	problem := func(msg string) {
 		id := ""
 		if ll.Event != nil {
 			id = ll.Event.ID
 		}
-		c.problems = append(c.problems, Problem{File: file, Line: ll.Line, ID: id, Msg: msg})
+		c.problems = append(c.problems, Problem{File: ll.Seg.String(), Line: ll.Line, ID: id, Msg: msg})
 	}
 	if ll.Err != nil {
 		problem(ll.Err.Error())
@@ -116,7 +149,8 @@ func (c *chainChecker) line(ll ledgerLine) {
 	if ev.ID == "" || ev.Kind == "" || ev.TS == "" {
 		problem("missing id, kind or ts")
 	}
-	parents := []string{ev.Prev}
+	one := [1]string{ev.Prev}
+	parents := one[:]
 	if ev.Kind == KindJoin {
 		tips, ok := joinTips(ev)
 		switch {
@@ -140,7 +174,7 @@ func (c *chainChecker) line(ll ledgerLine) {
 	}
 	c.tips = slices.DeleteFunc(c.tips, func(t string) bool { return slices.Contains(parents, t) })
 	c.tips = append(c.tips, ev.Hash)
-	c.known[ev.Hash] = struct{}{}
+	c.add(ev.Hash)
 	c.last = ev.Hash
 	c.events++
 }
@@ -168,7 +202,9 @@ func shortHash(h string) string {
 // reference (linked event, linked node, corrected event) exists, and no stray
 // file hides among the segments. It takes no lock: it reads files that are
 // only ever appended to or replaced atomically. Every symbolic link below
-// the vault, or committed in HEAD, is a problem too (symlinks.go).
+// the vault, or committed in HEAD, is a problem too (symlinks.go). A clean
+// verification is saved as the verified stamps the writers' check and
+// VerifyIncremental start from (checkchain.go).
 func (v *Vault) Verify() (*VerifyReport, error) { return v.withLinks(v.verifyDisk) }
 
 // verifyDisk is Verify of the ledger in the work tree.
@@ -177,10 +213,40 @@ func (v *Vault) verifyDisk() (*VerifyReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The stamps are taken before the segments are read: a segment that
+	// changes in between no longer matches its stamp, so the next check
+	// reads it again.
+	stamps := make([]verifiedStamp, len(segs))
+	for i, s := range segs {
+		ss, err := v.verifiedStampOf(s)
+		if err != nil {
+			return nil, err
+		}
+		stamps[i] = ss
+	}
 	read := diskSegment(v.Root)
-	return v.verifyWith(segs, strays, read, func() ([]Problem, error) {
-		return v.committedProblems(segs, nil, true, read)
-	})
+	var heads map[string]string
+	rep, err := v.verifyWith(segs, strays, read, true, func(blobs map[string]string) ([]Problem, error) {
+		if p := v.mergeInProgress(); p != nil {
+			return []Problem{*p}, nil
+		}
+		var err error
+		heads, err = v.ledgerBlobs("")
+		if err != nil {
+			return nil, err
+		}
+		return v.heldAgainst("", segs, nil, true, false, read, blobs)
+	}, stamps)
+	if err != nil {
+		return nil, err
+	}
+	if rep.OK {
+		for i := range stamps {
+			stamps[i].Head = heads[stamps[i].Path]
+		}
+		v.saveStamps(verifiedCache{stamps: stamps})
+	}
+	return rep, nil
 }
 
 // diskSegment reads a segment from the work tree.
@@ -194,10 +260,83 @@ func diskSegment(root string) func(segment) ([]byte, error) {
 	}
 }
 
+// parsedSegment is one segment read and split into lines, with the git
+// blob hash of its bytes (for the check against HEAD).
+type parsedSegment struct {
+	lines []ledgerLine
+	torn  []byte
+	blob  string
+	err   error
+}
+
+func parseSegment(s segment, read func(segment) ([]byte, error)) parsedSegment {
+	data, err := read(s)
+	if err != nil {
+		return parsedSegment{err: err}
+	}
+	lines, torn, _ := splitSegment(s, data)
+	return parsedSegment{lines: lines, torn: torn, blob: gitrepo.BlobHash(data)}
+}
+
+// verifyWorkers is how many goroutines read and parse segments, and check
+// nodes, ahead of the walk.
+func verifyWorkers() int { return max(2, min(runtime.GOMAXPROCS(0), 8)) }
+
+// prefetchSegments reads and parses segments in order of segs, in
+// workers goroutines, at most window of them read and not yet taken. next
+// returns them in order; stop ends the reading early. Memory is bounded by
+// the window, not the ledger.
+func prefetchSegments(segs []segment, read func(segment) ([]byte, error), workers, window int) (next func() parsedSegment, stop func()) {
+	results := make([]chan parsedSegment, len(segs))
+	for i := range results {
+		results[i] = make(chan parsedSegment, 1)
+	}
+	slots := make(chan struct{}, window)
+	jobs := make(chan int)
+	done := make(chan struct{})
+	go func() {
+		defer close(jobs)
+		for i := range segs {
+			select {
+			case slots <- struct{}{}:
+			case <-done:
+				return
+			}
+			select {
+			case jobs <- i:
+			case <-done:
+				return
+			}
+		}
+	}()
+	for range workers {
+		go func() {
+			for i := range jobs {
+				results[i] <- parseSegment(segs[i], read)
+			}
+		}()
+	}
+	i := 0
+	next = func() parsedSegment {
+		p := <-results[i]
+		results[i] = nil
+		i++
+		<-slots
+		return p
+	}
+	var once sync.Once
+	return next, func() { once.Do(func() { close(done) }) }
+}
+
 // verifyWith is Verify over segments read by read (the work tree's, or
 // those staged for the next commit: VerifyStaged), held against
-// committed history by committed.
-func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) ([]byte, error), committed func() ([]Problem, error)) (*VerifyReport, error) {
+// committed history by committed, which is given the blob hash of every
+// segment as it was read. With concurrent, segments are read and parsed
+// ahead of the walk on several cores; read must then be safe to call from
+// several goroutines. When stamps is not nil, it is given the open tips
+// after each segment.
+func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) ([]byte, error), concurrent bool,
+	committed func(blobs map[string]string) ([]Problem, error), stamps []verifiedStamp) (*VerifyReport, error) {
 	rep := &VerifyReport{Segments: len(segs)}
 	for _, s := range strays {
 		rep.Problems = append(rep.Problems, Problem{File: s, Msg: "not a ledger segment name (want <dd>[-<n>].jsonl)"})
@@ -218,19 +357,27 @@ func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) (
 		before bool // the target must come earlier in the chain
 	}
 	var refs []ref
-	type nodeEvent struct {
-		at   Problem
-		node string
-		path string
+	// Nodes are checked by workers while the ledger is walked: each check
+	// reads a node file and the end of a transcript, independent of the
+	// chain.
+	nodes := newNodeChecks(v, verifyWorkers())
+	defer nodes.stop()
+	next := func(i int) parsedSegment { return parseSegment(segs[i], read) }
+	if concurrent && len(segs) > 1 {
+		w := verifyWorkers()
+		fetch, stop := prefetchSegments(segs, read, w, w+2)
+		defer stop()
+		next = func(int) parsedSegment { return fetch() }
 	}
-	var created []nodeEvent
+	blobs := make(map[string]string, len(segs))
 	for i, s := range segs {
-		data, err := read(s)
-		if err != nil {
-			return nil, err
+		ps := next(i)
+		if ps.err != nil {
+			return nil, ps.err
 		}
+		blobs[s.String()] = ps.blob
 		v.Progress.step("verify: checking the ledger", "segments", int64(i+1), int64(len(segs)))
-		lines, torn, _ := splitSegment(s, data)
+		lines, torn := ps.lines, ps.torn
 		for _, ll := range lines {
 			cc.line(ll)
 			ev := ll.Event
@@ -254,7 +401,7 @@ func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) (
 					Path string `json:"path"`
 				}
 				_ = jsonUnmarshal(ev.Data, &d)
-				created = append(created, nodeEvent{at: problemAt(here, ev.ID), node: ev.Links[0], path: d.Path})
+				nodes.check(problemAt(here, ev.ID), ev.Links[0], d.Path)
 			}
 			if ck := canonicalKind(ev.Kind); correctionKinds[ck] {
 				if len(ev.Links) == 0 && ck != KindDone { // a done that closes nothing is an accomplishment
@@ -275,19 +422,20 @@ func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) (
 				rep.Problems = append(rep.Problems, p)
 			}
 		}
+		if stamps != nil {
+			stamps[i].Tip, stamps[i].Tips = cc.last, slices.Clone(cc.tips)
+		}
 	}
 	v.Progress.step("verify: checking nodes and links", "", 0, 0)
-	nodes, err := v.nodeIDs()
+	nodeIDs, err := v.nodeIDs()
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range created {
-		rep.Problems = append(rep.Problems, v.verifyNode(c.at, c.node, c.path)...)
-	}
+	rep.Problems = append(rep.Problems, nodes.wait()...)
 	for _, r := range refs {
 		p := problemAt(r.at, r.id)
 		if strings.HasPrefix(r.target, "n_") {
-			if !nodes[r.target] {
+			if !nodeIDs[r.target] {
 				p.Msg = "links to node " + r.target + ", which does not exist"
 				rep.Problems = append(rep.Problems, p)
 			}
@@ -305,7 +453,7 @@ func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) (
 	}
 	rep.Problems = append(rep.Problems, cc.problems...)
 	v.Progress.step("verify: holding the ledger against HEAD", "", 0, 0)
-	held, err := committed()
+	held, err := committed(blobs)
 	if err != nil {
 		return nil, err
 	}
@@ -332,6 +480,64 @@ func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) (
 	}
 	rep.OK = len(rep.Problems) == 0
 	return rep, nil
+}
+
+// nodeChecks runs verifyNode in worker goroutines and gathers the problems
+// in the order the checks were asked for.
+type nodeChecks struct {
+	jobs    chan nodeCheck
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	found   map[int][]Problem
+	n       int
+	stopped bool
+}
+
+type nodeCheck struct {
+	k        int
+	at       Problem
+	id, path string
+}
+
+func newNodeChecks(v *Vault, workers int) *nodeChecks {
+	nc := &nodeChecks{jobs: make(chan nodeCheck, 64), found: make(map[int][]Problem)}
+	for range workers {
+		nc.wg.Add(1)
+		go func() {
+			defer nc.wg.Done()
+			for j := range nc.jobs {
+				if ps := v.verifyNode(j.at, j.id, j.path); len(ps) > 0 {
+					nc.mu.Lock()
+					nc.found[j.k] = ps
+					nc.mu.Unlock()
+				}
+			}
+		}()
+	}
+	return nc
+}
+
+func (nc *nodeChecks) check(at Problem, id, path string) {
+	nc.jobs <- nodeCheck{k: nc.n, at: at, id: id, path: path}
+	nc.n++
+}
+
+// wait returns the problems once every check is done.
+func (nc *nodeChecks) wait() []Problem {
+	nc.stop()
+	var out []Problem
+	for k := range nc.n {
+		out = append(out, nc.found[k]...)
+	}
+	return out
+}
+
+func (nc *nodeChecks) stop() {
+	if !nc.stopped {
+		nc.stopped = true
+		close(nc.jobs)
+		nc.wg.Wait()
+	}
 }
 
 // posBefore reports whether ledger position a comes before b in chain order,

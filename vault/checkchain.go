@@ -1,6 +1,9 @@
 package vault
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -98,7 +101,83 @@ type verifiedCache struct {
 	tree     string // HEAD's ledger tree when problems were found
 }
 
+// stampKeyGit and stampKeyState hold the key the verified stamps are signed with: 32
+// random bytes of this clone's own, under .git/ (git copies none of its
+// files to another clone, and a work tree's tools do not look there), or
+// under .state/ when .git is not a folder (a gitfile). A stamp file whose
+// signature does not check (edited, forged, copied from another clone, or
+// signed with a key since lost) vouches for nothing: every segment is
+// checked again.
+const (
+	stampKeyGit   = ".git/memvault-stamps.key"
+	stampKeyState = ".state/stamps.key"
+)
+
+// stampKey returns this clone's stamp key; with create, one is made when
+// there is none. nil when there is none to be had: nothing is trusted and
+// nothing is saved.
+func (v *Vault) stampKey(create bool) []byte {
+	for _, f := range []string{stampKeyGit, stampKeyState} {
+		if key, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(f))); err == nil && len(key) == 32 {
+			return key
+		}
+	}
+	if !create {
+		return nil
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil
+	}
+	for _, f := range []string{stampKeyGit, stampKeyState} {
+		path := filepath.Join(v.Root, filepath.FromSlash(f))
+		if v.files().WriteCache(path, key) != nil {
+			continue
+		}
+		// Two writers that made a key at once: the one on disk is the key.
+		if got, err := v.files().ReadFile(path); err == nil && len(got) == 32 {
+			return got
+		}
+	}
+	return nil
+}
+
+// encodeVerified writes the cache's content, what its signature covers.
+func encodeVerified(e *encoder, c verifiedCache) {
+	e.int(len(c.stamps))
+	for _, s := range c.stamps {
+		encodeStamp(e, s.segStamp)
+		e.i64(s.Ctime)
+		e.str(s.Head)
+		e.int(len(s.Tips))
+		for _, t := range s.Tips {
+			e.str(t)
+		}
+	}
+	e.int(len(c.problems))
+	for _, p := range c.problems {
+		e.str(p.File)
+		e.int(p.Line)
+		e.str(p.ID)
+		e.str(p.Msg)
+	}
+	e.str(c.tree)
+}
+
+// signVerified is the cache's signature under key.
+func signVerified(key []byte, c verifiedCache) string {
+	e := &encoder{b: make([]byte, 0, 4096)}
+	encodeVerified(e, c)
+	m := hmac.New(sha256.New, key)
+	m.Write(e.b)
+	return string(m.Sum(nil))
+}
+
 func (v *Vault) loadStamps() verifiedCache {
+	key := v.stampKey(false)
+	if key == nil {
+		return verifiedCache{}
+	}
 	d, ok := readStateFile(v.Root, verifiedFile, verifiedVersion)
 	if !ok {
 		return verifiedCache{}
@@ -123,7 +202,8 @@ func (v *Vault) loadStamps() verifiedCache {
 		c.problems[i] = Problem{File: d.str(), Line: d.uv(), ID: d.str(), Msg: d.str()}
 	}
 	c.tree = d.str()
-	if !d.done() {
+	sig := d.str()
+	if !d.done() || !hmac.Equal([]byte(sig), []byte(signVerified(key, c))) {
 		return verifiedCache{}
 	}
 	return c
@@ -145,25 +225,13 @@ func (v *Vault) saveStamps(c verifiedCache) {
 			}
 		}
 	}
+	key := v.stampKey(true)
+	if key == nil {
+		return
+	}
 	writeStateFile(v.Root, verifiedFile, verifiedVersion, func(e *encoder) {
-		e.int(len(c.stamps))
-		for _, s := range c.stamps {
-			encodeStamp(e, s.segStamp)
-			e.i64(s.Ctime)
-			e.str(s.Head)
-			e.int(len(s.Tips))
-			for _, t := range s.Tips {
-				e.str(t)
-			}
-		}
-		e.int(len(c.problems))
-		for _, p := range c.problems {
-			e.str(p.File)
-			e.int(p.Line)
-			e.str(p.ID)
-			e.str(p.Msg)
-		}
-		e.str(c.tree)
+		encodeVerified(e, c)
+		e.str(signVerified(key, c))
 	})
 }
 
@@ -296,4 +364,119 @@ func (v *Vault) hashesBefore(segs []segment) func(string) bool {
 			}
 		}
 	}
+}
+
+// VerifyIncremental checks what changed since the last clean check, by
+// the writers' own check (checkChain) and on the same stamps: the chain
+// of every segment whose stamp (size, mtime, inode, ctime) no longer
+// matches, from the first such segment on, and each of them held against
+// HEAD; every segment whose blob in HEAD is not the one it was last held
+// against (a commit, a reset, a pull), held against HEAD again; committed
+// segments gone from disk, stray files, a torn last line, a git merge in
+// progress, and every symbolic link. Segments whose stamps match are
+// trusted, and references (links, corrections, nodes) are not checked:
+// Verify checks everything. A clean result is saved, as Verify's is.
+func (v *Vault) VerifyIncremental() (*VerifyReport, error) {
+	return v.withLinks(v.verifyIncremental)
+}
+
+func (v *Vault) verifyIncremental() (*VerifyReport, error) {
+	segs, strays, err := listSegments(v.Root)
+	if err != nil {
+		return nil, err
+	}
+	rep := &VerifyReport{Segments: len(segs), Incremental: true}
+	for _, s := range strays {
+		rep.Problems = append(rep.Problems, Problem{File: s, Msg: "not a ledger segment name (want <dd>[-<n>].jsonl)"})
+	}
+	old := v.loadStamps().stamps
+	v.Progress.step("verify: checking what changed", "", 0, 0)
+	stamps, problems, reread, err := v.checkChain(segs)
+	if err != nil {
+		return nil, err
+	}
+	// How many segments were read again: from the first whose stamp did
+	// not match.
+	rep.Rechecked = len(segs)
+	for i := range segs {
+		if i >= len(old) || !old[i].sameFile(stamps[i]) {
+			break
+		}
+		rep.Rechecked--
+	}
+	if !reread {
+		rep.Rechecked = 0
+	}
+	add := func(ps []Problem) {
+		for _, p := range ps {
+			if !slices.Contains(problems, p) {
+				problems = append(problems, p)
+			}
+		}
+	}
+	if v.mergeInProgress() == nil {
+		heads, err := v.ledgerBlobs("")
+		if err != nil {
+			return nil, err
+		}
+		onDisk := make(map[string]bool, len(segs))
+		var again []segment
+		for i, s := range segs {
+			onDisk[s.String()] = true
+			if i >= len(segs)-rep.Rechecked {
+				continue // read again above, and held against HEAD there
+			}
+			if h, ok := heads[s.String()]; ok && h != stamps[i].Head {
+				again = append(again, s)
+			}
+		}
+		for p := range heads {
+			if !onDisk[p] {
+				add([]Problem{missingSegment(p)})
+			}
+		}
+		v.Progress.step("verify: holding changed segments against HEAD", "segments", int64(len(again)), int64(len(segs)))
+		held, err := v.heldAgainst("", segs, again, false, false, diskSegment(v.Root), nil)
+		if err != nil {
+			return nil, err
+		}
+		add(held)
+		if len(problems) == 0 {
+			for i := range stamps {
+				stamps[i].Head = heads[stamps[i].Path]
+			}
+		}
+	}
+	if n := len(segs); n > 0 {
+		end, err := readEnd(v.files(), filepath.Join(v.Root, filepath.FromSlash(segs[n-1].String())))
+		if err != nil {
+			return nil, err
+		}
+		if k := len(end.tail); k > 0 && end.tail[k-1] != '\n' {
+			rep.Torn = append(rep.Torn, Problem{File: segs[n-1].String(),
+				Msg: "torn last line (a crash mid-append); the next write removes it"})
+		}
+	}
+	if len(problems) == 0 {
+		v.saveStamps(verifiedCache{stamps: stamps})
+	} else if reread {
+		// As a writer saves a failed check (tx.go), so that the next
+		// transactions refuse from it without reading the ledger again.
+		c := verifiedCache{stamps: stamps, problems: slices.DeleteFunc(slices.Clone(problems),
+			func(p Problem) bool { return p.File == mergeHeadFile })}
+		if len(c.problems) > 0 {
+			c.tree = v.ledgerTree()
+			v.saveStamps(c)
+		}
+	}
+	rep.Problems = append(rep.Problems, problems...)
+	sortProblems(rep.Problems)
+	if n := len(stamps); n > 0 {
+		rep.Tip = stamps[n-1].Tip
+		if len(stamps[n-1].Tips) > 1 {
+			rep.Tips = stamps[n-1].Tips
+		}
+	}
+	rep.OK = len(rep.Problems) == 0
+	return rep, nil
 }

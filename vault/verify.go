@@ -36,7 +36,7 @@ func (p Problem) String() string {
 	return fmt.Sprintf("%s: %s", loc, p.Msg)
 }
 
-// VerifyReport is the result of a full verification.
+// VerifyReport is the result of a verification, full or incremental.
 type VerifyReport struct {
 	OK       bool      `json:"ok"`
 	Segments int       `json:"segments"`
@@ -50,6 +50,11 @@ type VerifyReport struct {
 	// history a merge brought together, which the next write joins with a
 	// ledger.merged event. Not a problem.
 	Tips []string `json:"tips,omitempty"`
+	// Incremental marks a report of VerifyIncremental, which reads only
+	// the segments changed since the last clean check (Rechecked of them)
+	// and counts no events.
+	Incremental bool `json:"incremental,omitempty"`
+	Rechecked   int  `json:"rechecked,omitempty"`
 }
 
 // KindJoin is the event that joins lines of history after two clones'

@@ -60,8 +60,9 @@ type doctorVault struct {
 	// memvault refuses to read or write through them, so each fails the
 	// check.
 	Links []vault.Problem `json:"links"`
-	// Verify is what a full verification (memvault verify) found besides
-	// the links, when the writers' check passed: the first problems.
+	// Verify is what an incremental verification (memvault verify
+	// --incremental) found besides the links, when the writers' check
+	// passed: the first problems.
 	Verify []vault.Problem `json:"verify"`
 }
 
@@ -132,8 +133,8 @@ func (r *doctorReport) add(where string, p hooks.Problem) {
 }
 
 // checkVault is the vault's part: its health (what a writer would refuse),
-// its links, a full verification when the writers' check passed, and its
-// merge driver.
+// its links, an incremental verification when the writers' check passed,
+// and its merge driver.
 func checkVault(v *vault.Vault) (*doctorVault, error) {
 	d := &doctorVault{Path: v.Root, healthReport: newHealthReport(v), Verify: []vault.Problem{}}
 	d.MergeDriverOK, d.MergeDriver = vault.MergeDriversStatus(v.Root)
@@ -154,9 +155,11 @@ func checkVault(v *vault.Vault) (*doctorVault, error) {
 	if !d.OK {
 		return d, nil
 	}
-	// The writers' check trusts segments it verified before; a full
-	// verification reads every event, reference and committed line.
-	rep, err := v.Verify()
+	// The incremental verification: the writers' check, on the same
+	// stamps, and what HEAD commits, stray files and a torn tail; it reads
+	// only what changed since the last clean check. memvault verify reads
+	// every event, reference and node.
+	rep, err := v.VerifyIncremental()
 	if err != nil {
 		d.OK, d.class = false, err
 		d.Summary = "the vault could not be verified: " + err.Error()

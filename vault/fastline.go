@@ -28,12 +28,30 @@ type lineScanner struct {
 	b   []byte
 	i   int
 	buf bytes.Buffer // scratch for strings with escapes
+	// chainOnly leaves out the fields verification does not read (agent,
+	// session, harness, thread, text, source): they are checked and
+	// hashed, not kept.
+	chainOnly bool
 }
 
 // fastParseLine returns the event and whether its hash checks, with ok
 // false when the line must take the general path.
 func fastParseLine(line []byte) (ev *Event, hashOK bool, ok bool) {
-	s := lineScanner{b: line}
+	return fastParse(line, false)
+}
+
+// parseLineForChain is parseLine for verification: the event without
+// the fields verification does not read (chainOnly), when the fast path
+// takes the line.
+func parseLineForChain(line []byte) (ev *Event, hashOK bool, err error) {
+	if ev, ok, fast := fastParse(line, true); fast {
+		return ev, ok, nil
+	}
+	return parseLineGeneral(line)
+}
+
+func fastParse(line []byte, chainOnly bool) (ev *Event, hashOK bool, ok bool) {
+	s := lineScanner{b: line, chainOnly: chainOnly}
 	if len(line) < 2 || line[0] != '{' {
 		return nil, false, false
 	}
@@ -165,6 +183,9 @@ func (s *lineScanner) field(ev *Event, key, val []byte) bool {
 	}
 	if val[0] != '"' {
 		return false
+	}
+	if s.chainOnly && dst != &ev.ID && dst != &ev.TS && dst != &ev.Kind && dst != &ev.Prev && dst != &ev.Hash {
+		return true // a string, as json.Unmarshal wants; not kept
 	}
 	str, ok := s.decoded(val)
 	*dst = str

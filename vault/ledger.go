@@ -149,6 +149,11 @@ func readSegment(root string, s segment) (lines []ledgerLine, torn []byte, err e
 }
 
 func splitSegment(s segment, data []byte) (lines []ledgerLine, torn []byte, err error) {
+	return splitSegmentWith(s, data, parseLine)
+}
+
+// splitSegmentWith is splitSegment with the lines parsed by parse.
+func splitSegmentWith(s segment, data []byte, parse func([]byte) (*Event, bool, error)) (lines []ledgerLine, torn []byte, err error) {
 	n := 0
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
@@ -163,7 +168,7 @@ func splitSegment(s segment, data []byte) (lines []ledgerLine, torn []byte, err 
 		if len(bytes.TrimSpace(raw)) == 0 {
 			ll.Err = fmt.Errorf("empty line")
 		} else {
-			ll.Event, ll.HashOK, ll.Err = parseLine(raw)
+			ll.Event, ll.HashOK, ll.Err = parse(raw)
 		}
 		lines = append(lines, ll)
 	}

@@ -279,7 +279,7 @@ func parseSegment(s segment, read func(segment) ([]byte, error)) parsedSegment {
 	if err != nil {
 		return parsedSegment{err: err}
 	}
-	lines, torn, _ := splitSegment(s, data)
+	lines, torn, _ := splitSegmentWith(s, data, parseLineForChain)
 	return parsedSegment{lines: lines, torn: torn, blob: gitrepo.BlobHash(data)}
 }
 

@@ -101,26 +101,21 @@ type verifiedCache struct {
 	tree     string // HEAD's ledger tree when problems were found
 }
 
-// stampKeyGit and stampKeyState hold the key the verified stamps are signed with: 32
-// random bytes of this clone's own, under .git/ (git copies none of its
-// files to another clone, and a work tree's tools do not look there), or
-// under .state/ when .git is not a folder (a gitfile). A stamp file whose
-// signature does not check (edited, forged, copied from another clone, or
+// stampKeyFile holds the key the verified stamps are signed with: 32
+// random bytes of this clone's own, made by the first save. .state/ is
+// not committed, so no clone, pull or push carries it. A stamp file whose
+// signature does not check (edited, forged, replayed with another key, or
 // signed with a key since lost) vouches for nothing: every segment is
 // checked again.
-const (
-	stampKeyGit   = ".git/memvault-stamps.key"
-	stampKeyState = ".state/stamps.key"
-)
+const stampKeyFile = ".state/stamps.key"
 
 // stampKey returns this clone's stamp key; with create, one is made when
 // there is none. nil when there is none to be had: nothing is trusted and
 // nothing is saved.
 func (v *Vault) stampKey(create bool) []byte {
-	for _, f := range []string{stampKeyGit, stampKeyState} {
-		if key, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(f))); err == nil && len(key) == 32 {
-			return key
-		}
+	path := filepath.Join(v.Root, filepath.FromSlash(stampKeyFile))
+	if key, err := v.files().ReadFile(path); err == nil && len(key) == 32 {
+		return key
 	}
 	if !create {
 		return nil
@@ -129,15 +124,12 @@ func (v *Vault) stampKey(create bool) []byte {
 	if _, err := rand.Read(key); err != nil {
 		return nil
 	}
-	for _, f := range []string{stampKeyGit, stampKeyState} {
-		path := filepath.Join(v.Root, filepath.FromSlash(f))
-		if v.files().WriteCache(path, key) != nil {
-			continue
-		}
-		// Two writers that made a key at once: the one on disk is the key.
-		if got, err := v.files().ReadFile(path); err == nil && len(got) == 32 {
-			return got
-		}
+	if v.files().WriteCache(path, key) != nil {
+		return nil
+	}
+	// Two writers that made a key at once: the one on disk is the key.
+	if got, err := v.files().ReadFile(path); err == nil && len(got) == 32 {
+		return got
 	}
 	return nil
 }
@@ -233,6 +225,16 @@ func (v *Vault) saveStamps(c verifiedCache) {
 		encodeVerified(e, c)
 		e.str(signVerified(key, c))
 	})
+}
+
+// saveCheckedStamps is saveStamps for a verification, which saves only in
+// a clone memvault has written to: a fresh clone with no stamps yet keeps
+// none until its first write, which also registers git's merge driver
+// there (registerDriverOnce, tx.go).
+func (v *Vault) saveCheckedStamps(c verifiedCache) {
+	if _, err := v.files().Stat(stateFilePath(v.Root, verifiedFile)); err == nil {
+		v.saveStamps(c)
+	}
 }
 
 // ledgerTree is the hash of the ledger folder HEAD commits ("" when none):
@@ -458,7 +460,7 @@ func (v *Vault) verifyIncremental() (*VerifyReport, error) {
 		}
 	}
 	if len(problems) == 0 {
-		v.saveStamps(verifiedCache{stamps: stamps})
+		v.saveCheckedStamps(verifiedCache{stamps: stamps})
 	} else if reread {
 		// As a writer saves a failed check (tx.go), so that the next
 		// transactions refuse from it without reading the ledger again.
@@ -466,7 +468,7 @@ func (v *Vault) verifyIncremental() (*VerifyReport, error) {
 			func(p Problem) bool { return p.File == mergeHeadFile })}
 		if len(c.problems) > 0 {
 			c.tree = v.ledgerTree()
-			v.saveStamps(c)
+			v.saveCheckedStamps(c)
 		}
 	}
 	rep.Problems = append(rep.Problems, problems...)

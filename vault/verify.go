@@ -209,7 +209,8 @@ func shortHash(h string) string {
 // only ever appended to or replaced atomically. Every symbolic link below
 // the vault, or committed in HEAD, is a problem too (symlinks.go). A clean
 // verification is saved as the verified stamps the writers' check and
-// VerifyIncremental start from (checkchain.go).
+// VerifyIncremental start from, in a clone memvault has written to
+// (saveCheckedStamps).
 func (v *Vault) Verify() (*VerifyReport, error) { return v.withLinks(v.verifyDisk) }
 
 // verifyDisk is Verify of the ledger in the work tree.
@@ -249,7 +250,7 @@ func (v *Vault) verifyDisk() (*VerifyReport, error) {
 		for i := range stamps {
 			stamps[i].Head = heads[stamps[i].Path]
 		}
-		v.saveStamps(verifiedCache{stamps: stamps})
+		v.saveCheckedStamps(verifiedCache{stamps: stamps})
 	}
 	return rep, nil
 }

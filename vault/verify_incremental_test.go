@@ -163,7 +163,7 @@ func TestVerifyForgedStampsVouchForNothing(t *testing.T) {
 	check("an edited stamp file")
 
 	// the key gone: nothing is trusted
-	if err := os.Remove(filepath.Join(v.Root, filepath.FromSlash(stampKeyGit))); err != nil {
+	if err := os.Remove(filepath.Join(v.Root, filepath.FromSlash(stampKeyFile))); err != nil {
 		t.Fatal(err)
 	}
 	check("no key")

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -57,41 +56,38 @@ func verifyVault(b *testing.B) string {
 func BenchmarkVerify(b *testing.B) {
 	bin := memvaultBinary(b)
 	root := verifyVault(b)
-	verify := func(bin string, args ...string) func(int) *exec.Cmd {
-		return func(int) *exec.Cmd {
-			return exec.Command(bin, append([]string{"--vault", root, "verify"}, args...)...)
-		}
+	verify := func(bin string, args ...string) func(int) []string {
+		return func(int) []string { return append([]string{bin, "--vault", root, "verify"}, args...) }
 	}
-	full := map[string]func(int) *exec.Cmd{"this": verify(bin)}
+	full := map[string]func(int) []string{"this": verify(bin)}
 	if base := os.Getenv("MEMVAULT_BENCH_BASELINE"); base != "" {
 		full["baseline"] = verify(base)
 	}
 	b.Run("full", func(b *testing.B) { timeTurns(b, full) })
 	run(b, root, bin, "--vault", root, "verify") // a clean check: every segment stamped
 	b.Run("incremental", func(b *testing.B) {
-		timeTurns(b, map[string]func(int) *exec.Cmd{"this": verify(bin, "--incremental")})
+		timeTurns(b, map[string]func(int) []string{"this": verify(bin, "--incremental")})
 	})
 	b.Run("incremental-after-one-event", func(b *testing.B) {
 		mk := verify(bin, "--incremental")
-		timeTurns(b, map[string]func(int) *exec.Cmd{"this": func(i int) *exec.Cmd {
+		timeTurns(b, map[string]func(int) []string{"this": func(i int) []string {
 			run(b, root, bin, "--vault", root, "remember", fmt.Sprintf("one more row %d", i))
 			return mk(i)
 		}})
 	})
 	if _, err := exec.LookPath("grep"); err == nil {
 		b.Run("grep-anchor", func(b *testing.B) {
-			timeTurns(b, map[string]func(int) *exec.Cmd{"grep": func(int) *exec.Cmd {
-				cmd := exec.Command("grep", "-c", "hash", "-r", "ledger/")
-				cmd.Dir = root
-				return cmd
+			timeTurns(b, map[string]func(int) []string{"grep": func(int) []string {
+				return []string{"grep", "-c", "hash", "-r", filepath.Join(root, "ledger")}
 			}})
 		})
 	}
 }
 
-// timeTurns runs each build's process b.N times, the builds taking turns,
-// and reports each one's p50 and p90 wall time and peak RSS.
-func timeTurns(b *testing.B, builds map[string]func(int) *exec.Cmd) {
+// timeTurns runs each build's command b.N times, the builds taking turns,
+// each through rsswrap (measured), and reports each one's p50 and p90 wall
+// time and the peak RSS of its largest run.
+func timeTurns(b *testing.B, builds map[string]func(int) []string) {
 	b.Helper()
 	names := make([]string, 0, len(builds))
 	for n := range builds {
@@ -99,21 +95,14 @@ func timeTurns(b *testing.B, builds map[string]func(int) *exec.Cmd) {
 	}
 	sort.Strings(names)
 	durs := make(map[string][]time.Duration)
-	rss := make(map[string]int64)
+	rss := make(map[string]float64)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, n := range names {
-			cmd := builds[n](i)
-			cmd.Env = benchEnv()
-			start := time.Now()
-			out, err := cmd.CombinedOutput()
-			durs[n] = append(durs[n], time.Since(start))
-			if err != nil {
-				b.Fatalf("%v: %v\n%s", cmd.Args, err, out)
-			}
-			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > rss[n] {
-				rss[n] = ru.Maxrss
-			}
+			argv := builds[n](i)
+			d, mib := measured(b, nil, argv[0], argv[1:]...)
+			durs[n] = append(durs[n], d)
+			rss[n] = max(rss[n], mib)
 		}
 	}
 	b.StopTimer()
@@ -122,6 +111,6 @@ func timeTurns(b *testing.B, builds map[string]func(int) *exec.Cmd) {
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 		b.ReportMetric(ms(d[len(d)/2]), n+"-p50-ms")
 		b.ReportMetric(ms(d[len(d)*9/10]), n+"-p90-ms")
-		b.ReportMetric(float64(rss[n])/1024, n+"-rss-MB")
+		b.ReportMetric(rss[n], n+"-rss-MiB")
 	}
 }

@@ -72,7 +72,7 @@ func statStamp(path string, info fs.FileInfo) verifiedStamp {
 	st := verifiedStamp{segStamp: segStamp{Path: path, Size: info.Size(), Mtime: info.ModTime().UnixNano()}}
 	if sys, ok := info.Sys().(*syscall.Stat_t); ok {
 		st.Ino = sys.Ino
-		st.Ctime = sys.Ctim.Nano()
+		st.Ctime = ctimeOf(sys)
 	}
 	return st
 }

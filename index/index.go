@@ -437,8 +437,17 @@ func run(indexes []*Index, q query.Query, limit int) (*bleve.SearchResult, error
 }
 
 // CommonFraction is the share of documents above which a query term counts
-// as common (see matchQuery).
+// as common (see matchQuery), in an index large enough for the rule to pay:
+// a term counts as common only when it is in more than CommonMinDocs
+// documents too.
 const CommonFraction = 0.02
+
+// CommonMinDocs is the number of documents a term must be in before it can
+// count as common. The rule is there for speed: walking a term in a few
+// thousand documents costs little, while in a vault of a few hundred turns
+// 2 % is a handful of turns, and ordinary topic words ("backup", "cutover")
+// would count as common and never score the right turn.
+const CommonMinDocs = 2000
 
 // matchQuery matches the words of text in the text field, and with less
 // weight in the context field. A word found in more than CommonFraction of
@@ -459,7 +468,7 @@ func matchQuery(indexes []*Index, text string) query.Query {
 			switch {
 			case df[t] == 0:
 				// In no document: it can neither match nor narrow.
-			case float64(df[t]) > CommonFraction*float64(docs):
+			case isCommon(df[t], docs):
 				common = append(common, t)
 			default:
 				rare = append(rare, t)
@@ -476,6 +485,11 @@ func matchQuery(indexes []*Index, text string) query.Query {
 	b.AddMust(anyOf(rare))
 	b.AddShould(anyOf(common))
 	return b
+}
+
+// common reports whether a term in df of docs documents counts as common.
+func isCommon(df, docs uint64) bool {
+	return df > CommonMinDocs && float64(df) > CommonFraction*float64(docs)
 }
 
 // allOf marks a match that requires every term, so that Search can fall

@@ -21,8 +21,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -30,12 +32,13 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
 	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/memvault/memvault/vault/fileio"
 )
 
 // MappingVersion identifies the mapping below; bump it with any change.
-const MappingVersion = 4
+const MappingVersion = 5
 
 // Doc is one searchable unit.
 type Doc struct {
@@ -46,12 +49,29 @@ type Doc struct {
 	Agent   string
 	Thread  string
 	Session string
+	// Speaker names who wrote a transcript message, a person's name or
+	// the agent's; "" for tool output and for rows. It only ever adds to
+	// the score of a document whose text matches (see Query).
+	Speaker string
+	// Day is the day (UTC, 2006-01-02) a transcript message was written,
+	// "" when unknown: a query about a date lifts the messages of it.
+	Day string
 }
 
 // Hit is one search result: which document, and how well it matched.
 type Hit struct {
 	ID    string
 	Score float64
+	// Why is what the score is made of, with Query.Explain: each matched
+	// term of each field and its share of the score.
+	Why []Weight
+}
+
+// Weight is one term's share of a hit's score.
+type Weight struct {
+	Field string  `json:"field"` // text, context, speaker or day
+	Term  string  `json:"term"`  // as indexed: stemmed for text and context
+	Score float64 `json:"score"`
 }
 
 // ErrUnusable means the index cannot be used as it is (missing, corrupt, or
@@ -70,7 +90,10 @@ func Mapping() mapping.IndexMapping {
 	text.Analyzer = en.AnalyzerName
 	text.Store = false
 	text.IncludeInAll = false
-	text.IncludeTermVectors = true // positions, for phrase queries
+	// No term vectors: a search is a set of term queries, never a phrase,
+	// so positions would be stored for nothing (they were most of the
+	// index's size).
+	text.IncludeTermVectors = false
 	text.DocValues = false
 	doc.AddFieldMappingsAt("text", text)
 	// context holds the text around a document (for a transcript message,
@@ -83,7 +106,7 @@ func Mapping() mapping.IndexMapping {
 	ctx.IncludeTermVectors = false
 	ctx.DocValues = false
 	doc.AddFieldMappingsAt("context", ctx)
-	for _, f := range []string{"tier", "agent", "thread", "session"} {
+	for _, f := range []string{"tier", "agent", "thread", "session", "speaker", "day"} {
 		kw := bleve.NewKeywordFieldMapping()
 		kw.Store = false
 		kw.IncludeInAll = false
@@ -133,6 +156,9 @@ type Meta struct {
 	// agents that include all of them needs no agent filter, and a filter
 	// that keeps every document still costs a walk of its postings.
 	Agents map[string]bool
+	// Speakers are the words of the speakers' names in the index: a query
+	// word that is one of them lifts that speaker's messages.
+	Speakers map[string]bool
 	// Journal is how far the index has read its change journal, when it
 	// has one (the vault's transcript journal): see JournalMark.
 	Journal JournalMark
@@ -194,6 +220,9 @@ func Open(dir string, readOnly bool, timeout time.Duration) (*Index, error) {
 	if meta.Agents == nil {
 		meta.Agents = map[string]bool{}
 	}
+	if meta.Speakers == nil {
+		meta.Speakers = map[string]bool{}
+	}
 	cfg := map[string]interface{}{"bolt_timeout": timeout.String()}
 	if readOnly {
 		cfg["read_only"] = true
@@ -250,7 +279,7 @@ func NewMemory() (*Index, error) {
 }
 
 func newMeta() Meta {
-	return Meta{Version: MappingVersion, Watermarks: map[string]int64{}, Agents: map[string]bool{}}
+	return Meta{Version: MappingVersion, Watermarks: map[string]int64{}, Agents: map[string]bool{}, Speakers: map[string]bool{}}
 }
 
 // SaveMeta writes the watermarks. Call it only after the documents they
@@ -274,9 +303,19 @@ func (ix *Index) Add(docs []Doc) error {
 		if thread == "" {
 			thread = GlobalThread // an empty keyword is not indexed, and global rows must be findable
 		}
-		if err := batch.Index(d.ID, map[string]interface{}{
-			"text": d.Text, "context": d.Context, "tier": d.Tier, "agent": d.Agent, "thread": thread, "session": d.Session,
-		}); err != nil {
+		fields := map[string]interface{}{
+			"text": withForms(d.Text), "context": withForms(d.Context), "tier": d.Tier, "agent": d.Agent, "thread": thread, "session": d.Session,
+		}
+		if words := SpeakerWords(d.Speaker); len(words) > 0 {
+			fields["speaker"] = words
+			for _, w := range words {
+				ix.Meta.Speakers[w] = true
+			}
+		}
+		if d.Day != "" {
+			fields["day"] = d.Day
+		}
+		if err := batch.Index(d.ID, fields); err != nil {
 			return err
 		}
 		ix.Meta.Agents[d.Agent] = true
@@ -344,7 +383,21 @@ type Query struct {
 	// Enough is how many hits make a narrowed match good enough (see
 	// matchQuery); 0 means Limit.
 	Enough int
+	// Days lifts the documents of these days (2006-01-02): the dates a
+	// question names. Like a speaker named in the text, a day never
+	// matches on its own.
+	Days []string
+	// Explain fills each hit's Why.
+	Explain bool
 }
+
+// speakerBoost and dayBoost weigh a match of a speaker's name or of a day
+// against a match of a word of the text; both only add to a document the
+// text already matched.
+const (
+	speakerBoost = 0.5
+	dayBoost     = 1.0
+)
 
 // AnyAgent is the agent of documents that belong to every agent (the
 // heads): a search keeps them whatever agents it asks for.
@@ -360,7 +413,8 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 	if len(indexes) == 0 {
 		return nil, nil
 	}
-	parts := []query.Query{matchQuery(indexes, q.Text)}
+	match := matchQuery(indexes, q.Text)
+	parts := []query.Query{withBoosts(indexes, q, match)}
 	// Each filter below is a conjunction that walks its postings list
 	// beside the match: a filter that keeps every document is left out.
 	if q.Tier != "" {
@@ -387,7 +441,7 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 	if len(parts) > 1 {
 		top = bleve.NewConjunctionQuery(parts...)
 	}
-	res, err := run(indexes, top, q.Limit)
+	res, err := run(indexes, top, q.Limit, q.Explain)
 	if err != nil {
 		return nil, err
 	}
@@ -395,13 +449,13 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 	if enough <= 0 || enough > q.Limit {
 		enough = q.Limit
 	}
-	if all, ok := parts[0].(*allOf); ok && len(res.Hits) < enough {
-		parts[0] = anyOf(all.terms)
+	if all, ok := match.(*allOf); ok && len(res.Hits) < enough {
+		parts[0] = withBoosts(indexes, q, anyOf(all.terms))
 		top = parts[0]
 		if len(parts) > 1 {
 			top = bleve.NewConjunctionQuery(parts...)
 		}
-		if res, err = run(indexes, top, q.Limit); err != nil {
+		if res, err = run(indexes, top, q.Limit, q.Explain); err != nil {
 			return nil, err
 		}
 	}
@@ -410,7 +464,11 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 	for _, h := range res.Hits {
 		if !seen[h.ID] {
 			seen[h.ID] = true
-			hits = append(hits, Hit{ID: h.ID, Score: h.Score})
+			hit := Hit{ID: h.ID, Score: h.Score}
+			if q.Explain && h.Expl != nil {
+				hit.Why = weights(h.Expl)
+			}
+			hits = append(hits, hit)
 		}
 	}
 	// Equal scores come back in an order that depends on segment layout;
@@ -424,8 +482,8 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 	return hits, nil
 }
 
-func run(indexes []*Index, q query.Query, limit int) (*bleve.SearchResult, error) {
-	req := bleve.NewSearchRequestOptions(q, limit, 0, false)
+func run(indexes []*Index, q query.Query, limit int, explain bool) (*bleve.SearchResult, error) {
+	req := bleve.NewSearchRequestOptions(q, limit, 0, explain)
 	if len(indexes) == 1 {
 		return indexes[0].b.Search(req)
 	}
@@ -461,7 +519,7 @@ const CommonMinDocs = 2000
 // the lists walked), unless that finds fewer than Query.Enough documents,
 // in which case Search falls back to any of them.
 func matchQuery(indexes []*Index, text string) query.Query {
-	terms := uniqueTerms(text)
+	terms := queryTerms(indexes, text)
 	var rare, common []string
 	if docs, df := termStats(indexes, terms); docs > 0 {
 		for _, t := range terms {
@@ -582,4 +640,121 @@ func term(field, value string) query.Query {
 	t := bleve.NewTermQuery(value)
 	t.SetField(field)
 	return t
+}
+
+// queryTerms are the terms a query searches for: its words analysed as the
+// index's text is, with their other forms (WordForms), and each pair of
+// adjacent words joined when the index holds the joined word ("back up"
+// finds "backup").
+func queryTerms(indexes []*Index, text string) []string {
+	terms := uniqueTerms(withForms(text))
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	var joined []string
+	for i := 0; i+1 < len(words); i++ {
+		for _, t := range Analyze(words[i] + words[i+1]) {
+			if !slices.Contains(terms, t) && !slices.Contains(joined, t) {
+				joined = append(joined, t)
+			}
+		}
+	}
+	if len(joined) > 0 {
+		_, df := termStats(indexes, joined)
+		for _, t := range joined {
+			if df[t] > 0 {
+				terms = append(terms, t)
+			}
+		}
+	}
+	return terms
+}
+
+// SpeakerWords are the words of a speaker's name that the index keeps:
+// lower-cased, without the role names every harness uses ("user",
+// "assistant"), which would lift half of all messages.
+func SpeakerWords(name string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if len(w) < 2 || roleWords[w] || slices.Contains(out, w) {
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+var roleWords = map[string]bool{"user": true, "assistant": true, "system": true, "tool": true, "human": true, "model": true}
+
+// withBoosts adds to match the lifts of speakers the query names and of
+// the days it asks about. They are optional clauses beside a required
+// match: a document the text does not match is never found through them.
+func withBoosts(indexes []*Index, q Query, match query.Query) query.Query {
+	var should []query.Query
+	known := map[string]bool{}
+	for _, ix := range indexes {
+		for w := range ix.Meta.Speakers {
+			known[w] = true
+		}
+	}
+	var speakers []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(q.Text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if known[w] && !slices.Contains(speakers, w) {
+			speakers = append(speakers, w)
+		}
+	}
+	for _, w := range speakers {
+		t := bleve.NewTermQuery(w)
+		t.SetField("speaker")
+		t.SetBoost(speakerBoost)
+		should = append(should, t)
+	}
+	for _, d := range q.Days {
+		t := bleve.NewTermQuery(d)
+		t.SetField("day")
+		t.SetBoost(dayBoost)
+		should = append(should, t)
+	}
+	if len(should) == 0 {
+		return match
+	}
+	b := bleve.NewBooleanQuery()
+	b.AddMust(match)
+	b.AddShould(should...)
+	return b
+}
+
+// weights flattens a Bleve explanation into the share of each matched term
+// in the score: a term's weight, times the coordination factors of the
+// disjunctions above it.
+func weights(e *search.Explanation) []Weight {
+	var out []Weight
+	var walk func(e *search.Explanation, factor float64)
+	walk = func(e *search.Explanation, factor float64) {
+		if e == nil {
+			return
+		}
+		for _, prefix := range []string{"weight(", "fieldWeight("} {
+			if rest, ok := strings.CutPrefix(e.Message, prefix); ok {
+				end := strings.IndexAny(rest, "^ ")
+				if end < 0 {
+					end = len(rest)
+				}
+				field, term, _ := strings.Cut(rest[:end], ":")
+				out = append(out, Weight{Field: field, Term: term, Score: e.Value * factor})
+				return
+			}
+		}
+		for _, c := range e.Children {
+			if strings.HasPrefix(c.Message, "coord(") {
+				factor *= c.Value
+			}
+		}
+		for _, c := range e.Children {
+			if !strings.HasPrefix(c.Message, "coord(") {
+				walk(c, factor)
+			}
+		}
+	}
+	walk(e, 1)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	return out
 }

@@ -124,7 +124,16 @@ func (v *Vault) docsOf(s indexSource, from int64) ([]index.Doc, int64, error) {
 				strings.TrimSpace(m.Text) == "" {
 				continue
 			}
-			docs = append(docs, index.Doc{ID: id, Text: m.Text, Context: prev, Tier: TierTranscripts, Agent: agent, Session: session})
+			d := index.Doc{ID: id, Text: m.Text, Context: prev, Tier: TierTranscripts, Agent: agent, Session: session}
+			if m.Role == transcript.RoleUser || m.Role == transcript.RoleAssistant {
+				// Tool and system messages have a tool's or harness's
+				// name as speaker: not a person a question is about.
+				d.Speaker = m.Speaker
+			}
+			if !m.TS.IsZero() {
+				d.Day = m.TS.UTC().Format(time.DateOnly)
+			}
+			docs = append(docs, d)
 			prev = m.Text
 		}
 	}

@@ -55,6 +55,11 @@ type RecallOptions struct {
 	// History includes rows that no longer hold (retracted, superseded,
 	// closed, invalidated, archived), each marked with its status.
 	History bool
+	// Explain fills each hit's Why.
+	Explain bool
+	// Now is the time relative dates in the query ("yesterday", "last
+	// week", "on Tuesday") count from; zero means the current time.
+	Now time.Time
 }
 
 // HitSource locates a hit: the file and line, or the node or event.
@@ -82,6 +87,8 @@ type Hit struct {
 	RetractedBy  string `json:"retracted_by,omitempty"`
 	SupersededBy string `json:"superseded_by,omitempty"`
 	ClosedBy     string `json:"closed_by,omitempty"`
+	// Why is why the hit ranked where it did, with RecallOptions.Explain.
+	Why *HitWhy `json:"why,omitempty"`
 }
 
 // RecallResult is the hits, tiers in order, and what the user should know
@@ -171,23 +178,36 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 		}
 		want := max(opts.Limit*20, 200)
 		indexes, filter := set.forTier(tier)
-		iq := index.Query{Text: q, Tier: filter, Agents: v.VisibleAgents(opts.Agent), Limit: want, Enough: opts.Limit * 2}
+		iq := index.Query{Text: q, Tier: filter, Agents: v.VisibleAgents(opts.Agent), Limit: want, Enough: opts.Limit * 2,
+			Explain: opts.Explain}
+		if tier == TierTranscripts {
+			iq.Days = queryDays(q, opts.Now)
+		}
 		if allowed != nil && tier != TierTranscripts {
 			// Rows, heads and nodes carry their thread in the index: the
 			// scope is applied in the search, so the top hits are in scope.
 			// Messages take their session's threads, known only here.
 			iq.Threads = sortedKeys(allowed)
 		}
-		hits, err := index.Search(indexes, iq)
+		found, err := index.Search(indexes, iq)
 		if err != nil {
 			return nil, fmt.Errorf("recall: search: %w", err)
+		}
+		msgIDs := map[string]string{}
+		var hits []rankedHit
+		if tier == TierTranscripts {
+			hits = v.liftTranscriptHits(found, msgIDs)
+		} else {
+			for _, h := range found {
+				hits = append(hits, rankedHit{Hit: h, text: h.Score})
+			}
 		}
 		n := 0
 		for _, h := range hits {
 			if n == opts.Limit {
 				break
 			}
-			hit, ok, err := v.resolveHit(h, tier, gone)
+			hit, ok, err := v.resolveHit(h.Hit, tier, gone)
 			if err != nil {
 				return nil, err
 			}
@@ -211,6 +231,15 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 				continue
 			}
 			hit.Text = snippet(hit.Text, q)
+			if opts.Explain {
+				hit.Why = &HitWhy{Text: h.text, Terms: h.Why, Neighbour: h.neighbour, Session: h.session}
+				if hit.Why.Terms == nil {
+					hit.Why.Terms = []index.Weight{}
+				}
+				if h.neighbourOf != "" {
+					hit.Why.NeighbourOf = msgIDs[h.neighbourOf]
+				}
+			}
 			res.Hits = append(res.Hits, hit)
 			n++
 		}

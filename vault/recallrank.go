@@ -1,0 +1,218 @@
+package vault
+
+// Ranking of transcript hits past the index's text score: the answer to a
+// question is often the turn next to the one that matches (the reply to
+// it, or a turn that says "it"), and a session that holds several strong
+// hits is likely the one the question is about. See docs/RETRIEVAL.md,
+// "Ranking".
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/index"
+)
+
+const (
+	// liftDepth is how many of the best transcript hits lift others: the
+	// strong ones, and few enough that reading their neighbours stays
+	// cheap.
+	liftDepth = 30
+	// neighbourLift is the share of a hit's score given to the turn just
+	// before and just after it. Under 1, so a turn lifted by a hit never
+	// ranks above it on the lift alone.
+	neighbourLift = 0.6
+	// sessionLift is the share of the other strong hits' scores of a
+	// session that each of its hits gets, at most sessionLiftCap times the
+	// best hit's score.
+	sessionLift    = 0.1
+	sessionLiftCap = 0.2
+	// maxNeighbourBytes bounds how far back the turn before a hit is
+	// looked for.
+	maxNeighbourBytes = 64 << 10
+)
+
+// HitWhy says why a hit ranked where it did (recall --explain).
+type HitWhy struct {
+	// Text is the index's score for the hit's own words (and those of the
+	// turn before it, its context), Terms its parts: each matched term,
+	// the speaker named in the query and the day asked about.
+	Text  float64        `json:"text"`
+	Terms []index.Weight `json:"terms"`
+	// Neighbour is the lift from the hit next to it, NeighbourOf that
+	// hit's id.
+	Neighbour   float64 `json:"neighbour,omitempty"`
+	NeighbourOf string  `json:"neighbour_of,omitempty"`
+	// Session is the lift from other strong hits of the same session.
+	Session float64 `json:"session,omitempty"`
+}
+
+// rankedHit is an index hit with its lifts.
+type rankedHit struct {
+	index.Hit
+	text, neighbour, session float64
+	neighbourOf              string // index id of the lifting hit
+}
+
+func (r rankedHit) score() float64 { return r.text + r.neighbour + r.session }
+
+// liftTranscriptHits reorders transcript hits (best first, as index.Search
+// returns them): the best liftDepth hits lift the turns before and after
+// them (added when the index did not find them) and the other hits of
+// their session. Ties are broken by id, so the order depends only on the
+// scores. msgIDs receives the message id of every index id read, for
+// explanations.
+func (v *Vault) liftTranscriptHits(hits []index.Hit, msgIDs map[string]string) []rankedHit {
+	byID := make(map[string]*rankedHit, len(hits))
+	out := make([]*rankedHit, 0, len(hits))
+	for _, h := range hits {
+		r := &rankedHit{Hit: h, text: h.Score}
+		byID[h.ID] = r
+		out = append(out, r)
+	}
+	top := hits[:min(len(hits), liftDepth)]
+	files := map[string]*os.File{}
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	sessions := map[string][]*rankedHit{}
+	for _, h := range top {
+		file, off, ok := messageDoc(h.ID)
+		if !ok {
+			continue
+		}
+		agent, session := transcriptOfPart(file)
+		sessions[agent+"/"+session] = append(sessions[agent+"/"+session], byID[h.ID])
+		f := files[file]
+		if f == nil {
+			var err error
+			if f, err = v.files().Open(filepath.Join(v.Root, filepath.FromSlash(file))); err != nil {
+				continue
+			}
+			files[file] = f
+		}
+		prev, next, id := neighbourOffsets(f, off)
+		if id != "" {
+			msgIDs[h.ID] = id
+		}
+		for _, nb := range []int64{prev, next} {
+			if nb < 0 {
+				continue
+			}
+			nid := "m|" + file + "|" + strconv.FormatInt(nb, 10)
+			r := byID[nid]
+			if r == nil {
+				r = &rankedHit{Hit: index.Hit{ID: nid}}
+				byID[nid] = r
+				out = append(out, r)
+			}
+			if lift := neighbourLift * h.Score; lift > r.neighbour {
+				r.neighbour, r.neighbourOf = lift, h.ID
+			}
+		}
+	}
+	if len(hits) > 0 {
+		best := hits[0].Score
+		for _, hs := range sessions {
+			var sum float64
+			for _, r := range hs {
+				sum += r.text
+			}
+			for _, r := range hs {
+				r.session = min(sessionLift*(sum-r.text), sessionLiftCap*best)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if a, b := out[i].score(), out[j].score(); a != b {
+			return a > b
+		}
+		return out[i].ID < out[j].ID
+	})
+	ranked := make([]rankedHit, len(out))
+	for i, r := range out {
+		ranked[i] = *r
+		ranked[i].Score = r.score()
+	}
+	return ranked
+}
+
+// messageDoc splits a transcript document id ("m|<part>|<offset>").
+func messageDoc(id string) (file string, off int64, ok bool) {
+	kind, rest, _ := strings.Cut(id, "|")
+	if kind != "m" {
+		return "", 0, false
+	}
+	file, off = splitOffset(rest)
+	return file, off, file != rest
+}
+
+// neighbourOffsets returns where the conversation turns before and after
+// the line at off start (-1 where there is none: the start or end of the
+// part, or a neighbour that is not a turn of a person or the agent), and
+// the id of the message at off.
+func neighbourOffsets(f *os.File, off int64) (prev, next int64, id string) {
+	prev, next = -1, -1
+	line, ok := lineFrom(f, off)
+	if !ok {
+		return prev, next, ""
+	}
+	var m StoredMessage
+	if json.Unmarshal(line, &m) == nil {
+		id = m.ID
+	}
+	if nextLine, ok := lineFrom(f, off+int64(len(line))); ok && isTurn(nextLine) {
+		next = off + int64(len(line))
+	}
+	if off > 0 {
+		start := max(0, off-maxNeighbourBytes)
+		buf := make([]byte, off-start)
+		if _, err := f.ReadAt(buf, start); err == nil {
+			body := bytes.TrimSuffix(buf, []byte("\n"))
+			i := bytes.LastIndexByte(body, '\n')
+			if i >= 0 || start == 0 {
+				if isTurn(body[i+1:]) {
+					prev = start + int64(i+1)
+				}
+			}
+		}
+	}
+	return prev, next, id
+}
+
+// lineFrom reads the complete line starting at off, newline included.
+func lineFrom(f *os.File, off int64) ([]byte, bool) {
+	buf := make([]byte, 0, 1024)
+	chunk := make([]byte, 4096)
+	for len(buf) < maxNeighbourBytes {
+		n, err := f.ReadAt(chunk, off+int64(len(buf)))
+		if i := bytes.IndexByte(chunk[:n], '\n'); i >= 0 {
+			return append(buf, chunk[:i+1]...), true
+		}
+		buf = append(buf, chunk[:n]...)
+		if err == io.EOF || n == 0 || err != nil {
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// isTurn reports whether a stored line is a message of a person or the
+// agent with text: what a question can be answered by.
+func isTurn(line []byte) bool {
+	var m StoredMessage
+	if json.Unmarshal(line, &m) != nil || strings.TrimSpace(m.Text) == "" {
+		return false
+	}
+	return (m.Role == transcript.RoleUser || m.Role == transcript.RoleAssistant) &&
+		m.Kind != transcript.KindContext && m.Kind != transcript.KindBoundary
+}

@@ -31,6 +31,7 @@ func newRecallCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "until", Usage: "only what was written before DATE"},
 			&ucli.IntFlag{Name: "limit", Aliases: []string{"n"}, Value: 5, Usage: "at most N hits per tier (1 or more)"},
 			&ucli.BoolFlag{Name: "history", Usage: "include rows that no longer hold (superseded, retracted, closed, invalidated, archived), marked"},
+			&ucli.BoolFlag{Name: "explain", Usage: "say why each hit ranked where it did: matched terms and their weights, speaker, day, lifts"},
 		},
 	}
 }
@@ -56,7 +57,7 @@ func newRecallOptions(c *ucli.Context, v *vault.Vault) (recallOptions, error) {
 	}
 	opts := recallOptions{json: c.Bool("json"), lib: vault.RecallOptions{Query: query, Agent: agent,
 		Thread: c.String("thread"), Session: c.String("session"), AllThreads: c.Bool("all-threads"),
-		Tier: c.String("tier"), Limit: c.Int("limit"), History: c.Bool("history")}}
+		Tier: c.String("tier"), Limit: c.Int("limit"), History: c.Bool("history"), Explain: c.Bool("explain")}}
 	if c.Bool("all-threads") {
 		opts.lib.Thread = ""
 	} else if wd, err := os.Getwd(); err == nil {
@@ -126,7 +127,30 @@ func printHits(w io.Writer, hits []vault.Hit) {
 			kind += " [" + h.Status + " by " + h.RetractedBy + h.SupersededBy + h.ClosedBy + "]"
 		}
 		fmt.Fprintf(w, "  %s  %s  %s  %s\n      %s\n", h.ID, kind, thread, where, h.Text)
+		if h.Why != nil {
+			fmt.Fprintf(w, "      why: %s\n", explainHit(h))
+		}
 	}
+}
+
+// explainHit says in one line what a hit's score is made of.
+func explainHit(h vault.Hit) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "score %.3f = text %.3f", h.Score, h.Why.Text)
+	if len(h.Why.Terms) > 0 {
+		parts := make([]string, 0, len(h.Why.Terms))
+		for _, t := range h.Why.Terms {
+			parts = append(parts, fmt.Sprintf("%s:%s %.3f", t.Field, t.Term, t.Score))
+		}
+		fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
+	}
+	if h.Why.Neighbour > 0 {
+		fmt.Fprintf(&b, " + neighbour of %s %.3f", h.Why.NeighbourOf, h.Why.Neighbour)
+	}
+	if h.Why.Session > 0 {
+		fmt.Fprintf(&b, " + session %.3f", h.Why.Session)
+	}
+	return b.String()
 }
 
 func scopeText(scope []string) string {

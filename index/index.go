@@ -4,9 +4,11 @@
 // where its text lives, and nothing but the id is stored, so the index stays
 // small and the files stay the only truth.
 //
-// The mapping is lean on purpose: the one text field is analysed (English,
-// with stemming, positions kept for phrase queries); tier, agent, thread and
-// session are indexed as single keywords for filtering; nothing is stored.
+// The mapping is lean on purpose: the text and its context (the turn
+// before) are analysed (English, with stemming, no positions: no search is
+// a phrase); tier, agent and thread are single keywords for filtering,
+// without frequencies or norms; a message's speaker and day are keywords
+// that only lift a score; nothing is stored but the id.
 // A change of mapping bumps MappingVersion, and an index built with another
 // version is rebuilt rather than queried.
 package index
@@ -106,12 +108,16 @@ func Mapping() mapping.IndexMapping {
 	ctx.IncludeTermVectors = false
 	ctx.DocValues = false
 	doc.AddFieldMappingsAt("context", ctx)
-	for _, f := range []string{"tier", "agent", "thread", "session", "speaker", "day"} {
+	// tier, agent and thread only filter: their terms need no frequency
+	// or norm, which a score would read. speaker and day add to a score.
+	// The session is not indexed: nothing searches by it.
+	for _, f := range []string{"tier", "agent", "thread", "speaker", "day"} {
 		kw := bleve.NewKeywordFieldMapping()
 		kw.Store = false
 		kw.IncludeInAll = false
 		kw.IncludeTermVectors = false
 		kw.DocValues = false
+		kw.SkipFreqNorm = f != "speaker" && f != "day"
 		doc.AddFieldMappingsAt(f, kw)
 	}
 	m.DefaultMapping = doc
@@ -304,7 +310,7 @@ func (ix *Index) Add(docs []Doc) error {
 			thread = GlobalThread // an empty keyword is not indexed, and global rows must be findable
 		}
 		fields := map[string]interface{}{
-			"text": withForms(d.Text), "context": withForms(d.Context), "tier": d.Tier, "agent": d.Agent, "thread": thread, "session": d.Session,
+			"text": withForms(d.Text), "context": withForms(d.Context), "tier": d.Tier, "agent": d.Agent, "thread": thread,
 		}
 		if words := SpeakerWords(d.Speaker); len(words) > 0 {
 			fields["speaker"] = words
@@ -482,16 +488,34 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 	return hits, nil
 }
 
+// run searches for the limit best documents. Documents of equal score
+// come out of Bleve in the order of its segments, so when a tie straddles
+// the cut (the document after the last one asked for scores the same), the
+// search is run again ordered by score and then id: which documents make
+// the cut must not depend on how the index happens to be laid out. The
+// second, slower search is only paid for when there is such a tie.
 func run(indexes []*Index, q query.Query, limit int, explain bool) (*bleve.SearchResult, error) {
+	search := func(req *bleve.SearchRequest) (*bleve.SearchResult, error) {
+		if len(indexes) == 1 {
+			return indexes[0].b.Search(req)
+		}
+		alias := bleve.NewIndexAlias()
+		for _, ix := range indexes {
+			alias.Add(ix.b)
+		}
+		return alias.Search(req)
+	}
+	res, err := search(bleve.NewSearchRequestOptions(q, limit+1, 0, explain))
+	if err != nil || len(res.Hits) <= limit {
+		return res, err
+	}
+	if res.Hits[limit].Score != res.Hits[limit-1].Score {
+		res.Hits = res.Hits[:limit]
+		return res, nil
+	}
 	req := bleve.NewSearchRequestOptions(q, limit, 0, explain)
-	if len(indexes) == 1 {
-		return indexes[0].b.Search(req)
-	}
-	alias := bleve.NewIndexAlias()
-	for _, ix := range indexes {
-		alias.Add(ix.b)
-	}
-	return alias.Search(req)
+	req.SortBy([]string{"-_score", "_id"})
+	return search(req)
 }
 
 // CommonFraction is the share of documents above which a query term counts
@@ -519,9 +543,15 @@ const CommonMinDocs = 2000
 // the lists walked), unless that finds fewer than Query.Enough documents,
 // in which case Search falls back to any of them.
 func matchQuery(indexes []*Index, text string) query.Query {
-	terms := queryTerms(indexes, text)
+	terms, joined := queryTerms(text)
+	docs, df := termStats(indexes, append(slices.Clone(terms), joined...))
+	for _, t := range joined {
+		if df[t] > 0 {
+			terms = append(terms, t)
+		}
+	}
 	var rare, common []string
-	if docs, df := termStats(indexes, terms); docs > 0 {
+	if docs > 0 {
 		for _, t := range terms {
 			switch {
 			case df[t] == 0:
@@ -643,13 +673,12 @@ func term(field, value string) query.Query {
 }
 
 // queryTerms are the terms a query searches for: its words analysed as the
-// index's text is, with their other forms (WordForms), and each pair of
-// adjacent words joined when the index holds the joined word ("back up"
-// finds "backup").
-func queryTerms(indexes []*Index, text string) []string {
-	terms := uniqueTerms(withForms(text))
+// index's text is, with their other forms (WordForms); and joined, each
+// pair of adjacent words joined, to search for when the index holds the
+// joined word ("back up" finds "backup").
+func queryTerms(text string) (terms, joined []string) {
+	terms = uniqueTerms(withForms(text))
 	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-	var joined []string
 	for i := 0; i+1 < len(words); i++ {
 		for _, t := range Analyze(words[i] + words[i+1]) {
 			if !slices.Contains(terms, t) && !slices.Contains(joined, t) {
@@ -657,15 +686,7 @@ func queryTerms(indexes []*Index, text string) []string {
 			}
 		}
 	}
-	if len(joined) > 0 {
-		_, df := termStats(indexes, joined)
-		for _, t := range joined {
-			if df[t] > 0 {
-				terms = append(terms, t)
-			}
-		}
-	}
-	return terms
+	return terms, joined
 }
 
 // SpeakerWords are the words of a speaker's name that the index keeps:
@@ -739,7 +760,9 @@ func weights(e *search.Explanation) []Weight {
 					end = len(rest)
 				}
 				field, term, _ := strings.Cut(rest[:end], ":")
-				out = append(out, Weight{Field: field, Term: term, Score: e.Value * factor})
+				if e.Value != 0 { // a filter (tier, agent, thread) scores nothing
+					out = append(out, Weight{Field: field, Term: term, Score: e.Value * factor})
+				}
 				return
 			}
 		}

@@ -105,7 +105,8 @@ func TestOpenRefusesOtherMappingVersions(t *testing.T) {
 
 // Common words only add to the score of documents that hold a rarer word;
 // a query of common words only needs documents that hold them all, unless
-// too few do.
+// too few do. The rule applies only past CommonMinDocs documents, so the
+// index is made big enough for apple and banana to pass it.
 func TestCommonWords(t *testing.T) {
 	mem, err := NewMemory()
 	if err != nil {
@@ -113,7 +114,8 @@ func TestCommonWords(t *testing.T) {
 	}
 	defer mem.Close()
 	var docs []Doc
-	for i := range 200 {
+	const n = 7000
+	for i := range n {
 		text := "filler"
 		if i%2 == 0 {
 			text += " apple"
@@ -122,7 +124,7 @@ func TestCommonWords(t *testing.T) {
 			text += " banana"
 		}
 		if i == 7 || i == 9 {
-			text += " cherry" // 1 % of the documents
+			text += " cherry" // 2 documents
 		}
 		docs = append(docs, Doc{ID: fmt.Sprintf("d%03d", i), Text: text, Tier: "transcripts", Agent: "x"})
 	}
@@ -131,7 +133,7 @@ func TestCommonWords(t *testing.T) {
 	}
 	search := func(text string, enough int) map[string]bool {
 		t.Helper()
-		hits, err := Search([]*Index{mem}, Query{Text: text, Limit: 200, Enough: enough})
+		hits, err := Search([]*Index{mem}, Query{Text: text, Limit: n, Enough: enough})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,13 +146,13 @@ func TestCommonWords(t *testing.T) {
 	if got := search("apple cherry", 0); len(got) != 2 || !got["d007"] || !got["d009"] {
 		t.Errorf("apple cherry: %v, want the two documents with cherry", got)
 	}
-	// 34 documents hold both apple (i%2) and banana (i%3).
-	if got := search("apple banana", 10); len(got) != 34 {
-		t.Errorf("apple banana: %d hits, want the 34 with both", len(got))
+	// 1,167 documents hold both apple (i%2) and banana (i%3).
+	if got := search("apple banana", 10); len(got) != 1167 {
+		t.Errorf("apple banana: %d hits, want the 1167 with both", len(got))
 	}
 	// Too few hold both: any of them will do.
-	if got := search("apple banana", 50); len(got) != 133 {
-		t.Errorf("apple banana, 50 wanted: %d hits, want the 133 with either", len(got))
+	if got := search("apple banana", 2000); len(got) != 4667 {
+		t.Errorf("apple banana, 2000 wanted: %d hits, want the 4667 with either", len(got))
 	}
 }
 

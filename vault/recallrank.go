@@ -173,20 +173,37 @@ func neighbourOffsets(f *os.File, off int64) (prev, next int64, id string) {
 	if nextLine, ok := lineFrom(f, off+int64(len(line))); ok && isTurn(nextLine) {
 		next = off + int64(len(line))
 	}
-	if off > 0 {
-		start := max(0, off-maxNeighbourBytes)
-		buf := make([]byte, off-start)
-		if _, err := f.ReadAt(buf, start); err == nil {
-			body := bytes.TrimSuffix(buf, []byte("\n"))
-			i := bytes.LastIndexByte(body, '\n')
-			if i >= 0 || start == 0 {
-				if isTurn(body[i+1:]) {
-					prev = start + int64(i+1)
-				}
-			}
+	if start, ok := lineBefore(f, off); ok {
+		if line, ok := lineFrom(f, start); ok && isTurn(line) {
+			prev = start
 		}
 	}
 	return prev, next, id
+}
+
+// lineBefore returns where the line ending just before off starts, reading
+// backwards a block at a time, at most maxNeighbourBytes.
+func lineBefore(f *os.File, off int64) (int64, bool) {
+	if off <= 0 {
+		return 0, false
+	}
+	end := off - 1 // the newline that ends the line before
+	buf := make([]byte, 4096)
+	for pos := end; pos > 0 && end-pos < maxNeighbourBytes; {
+		from := max(0, pos-int64(len(buf)))
+		n, err := f.ReadAt(buf[:pos-from], from)
+		if err != nil && n < int(pos-from) {
+			return 0, false
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return from + int64(i) + 1, true
+		}
+		pos = from
+	}
+	if end < maxNeighbourBytes {
+		return 0, true // the first line of the part
+	}
+	return 0, false
 }
 
 // lineFrom reads the complete line starting at off, newline included.

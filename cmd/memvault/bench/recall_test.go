@@ -12,6 +12,9 @@ package bench
 // MEMVAULT_BENCH_CACHE=DIR keeps the generated vault and corpus in DIR and
 // copies them for each run, since generating 1M messages takes minutes.
 // MEMVAULT_BENCH_ROUNDS (default 3) is how many times each query is timed.
+// MEMVAULT_BENCH_BASELINE=BIN also indexes a copy of the vault with another
+// memvault binary (build main's to compare a change) and times its recalls
+// interleaved with this one's.
 //
 // TestRecallScaleProfile profiles recall in-process on such a vault (it is
 // skipped unless MEMVAULT_BENCH_PROFILE names the CPU profile to write):
@@ -715,12 +718,50 @@ func BenchmarkRecallScale(b *testing.B) {
 	if !indexed {
 		run(b, "", bin, "--vault", d.root, "reindex", "--json")
 	}
+	// MEMVAULT_BENCH_BASELINE names another memvault binary (say, main's)
+	// to compare with in the same run: it indexes its own copy of the
+	// vault, and its recalls are timed interleaved with this one's, so
+	// the machine's load falls on both alike.
+	baseBin, baseRoot := os.Getenv("MEMVAULT_BENCH_BASELINE"), ""
+	if baseBin != "" {
+		baseRoot = filepath.Join(b.TempDir(), ".memory")
+		if out, err := exec.Command("cp", "-a", d.root, baseRoot).CombinedOutput(); err != nil {
+			b.Fatalf("cp: %v\n%s", err, out)
+		}
+		cmd := exec.Command(baseBin, "--vault", baseRoot, "reindex", "--json")
+		cmd.Env = benchEnv()
+		t0 := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("baseline reindex: %v\n%s", err, out)
+		}
+		elapsed := time.Since(t0)
+		size := dirBytes(b, filepath.Join(baseRoot, ".index"))
+		rows = append(rows, scaleRow{"baseline reindex (" + filepath.Base(baseBin) + ")", "", "",
+			fmt.Sprintf("%.1f s; index %.0f MB = %.2f× text", elapsed.Seconds(), mb(size), float64(size)/float64(d.TextBytes))})
+	}
 	recallCmds := func() []*exec.Cmd {
 		var cmds []*exec.Cmd
 		for _, q := range queries {
 			cmds = append(cmds, exec.Command(bin, "--vault", d.root, "recall", "--all-threads", "--limit", "10", "--json", q))
+			if baseBin != "" {
+				cmds = append(cmds, exec.Command(baseBin, "--vault", baseRoot, "recall", "--all-threads", "--limit", "10", "--json", q))
+			}
 		}
 		return cmds
+	}
+	// split separates this binary's times from the baseline's.
+	split := func(byCmd [][]time.Duration) (mine, base [][]time.Duration) {
+		if baseBin == "" {
+			return byCmd, nil
+		}
+		for i, d := range byCmd {
+			if i%2 == 0 {
+				mine = append(mine, d)
+			} else {
+				base = append(base, d)
+			}
+		}
+		return mine, base
 	}
 	scaleTimes(b, 1, recallCmds, nil) // warm: page cache, derived caches
 	b.Run("recall", func(b *testing.B) {
@@ -728,10 +769,16 @@ func BenchmarkRecallScale(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			byCmd = scaleTimes(b, rounds, recallCmds, nil)
 		}
-		durs := flat(byCmd, 0, len(byCmd))
+		mine, base := split(byCmd)
+		durs := flat(mine, 0, len(mine))
 		b.ReportMetric(ms(pct(durs, 50)), "p50-ms")
 		b.ReportMetric(ms(pct(durs, 90)), "p90-ms")
-		add("memvault recall --all-threads --limit 10", durs, fmt.Sprintf("%d queries × %d; %s", len(queries), rounds, byClass(byCmd)))
+		add("memvault recall --all-threads --limit 10", durs, fmt.Sprintf("%d queries × %d; %s", len(queries), rounds, byClass(mine)))
+		if base != nil {
+			bd := flat(base, 0, len(base))
+			b.ReportMetric(ms(pct(bd, 50)), "base-p50-ms")
+			add("baseline recall, interleaved", bd, byClass(base))
+		}
 	})
 	b.Run("grep", func(b *testing.B) {
 		grepCmds := func() []*exec.Cmd {
@@ -817,11 +864,12 @@ func BenchmarkRecallScale(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			byCmd = scaleTimes(b, rounds, recallCmds, nil)
 		}
-		durs := flat(byCmd, 0, len(byCmd))
+		mine, _ := split(byCmd)
+		durs := flat(mine, 0, len(mine))
 		b.ReportMetric(ms(pct(durs, 50)), "p50-ms")
 		b.ReportMetric(ms(pct(durs, 90)), "p90-ms")
 		b.ReportMetric(mb(tail), "tail-MB")
-		add("memvault recall, with an unindexed tail", durs, fmt.Sprintf("tail of %.2f MB of transcript files; %s", mb(tail), byClass(byCmd)))
+		add("memvault recall, with an unindexed tail", durs, fmt.Sprintf("tail of %.2f MB of transcript files; %s", mb(tail), byClass(mine)))
 	})
 
 	var sb strings.Builder

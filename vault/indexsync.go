@@ -109,6 +109,9 @@ func (v *Vault) docsOf(s indexSource, from int64) ([]index.Doc, int64, error) {
 		i := bytes.IndexByte(data[off:], '\n')
 		raw := data[off : off+i]
 		id := fmt.Sprintf("%c|%s|%d", s.kind, s.rel, from+int64(off))
+		if s.kind == 'm' {
+			id = messageDocID(s.rel, from+int64(off))
+		}
 		off += i + 1
 		switch s.kind {
 		case 'r':
@@ -124,7 +127,7 @@ func (v *Vault) docsOf(s indexSource, from int64) ([]index.Doc, int64, error) {
 				strings.TrimSpace(m.Text) == "" {
 				continue
 			}
-			d := index.Doc{ID: id, Text: m.Text, Context: prev, Tier: TierTranscripts, Agent: agent, Session: session}
+			d := index.Doc{ID: id, Text: m.Text, Context: contextTail(prev), Tier: TierTranscripts, Agent: agent, Session: session}
 			if m.Role == transcript.RoleUser || m.Role == transcript.RoleAssistant {
 				// Tool and system messages have a tool's or harness's
 				// name as speaker: not a person a question is about.

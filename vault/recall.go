@@ -460,7 +460,10 @@ func (v *Vault) resolveHit(h index.Hit, tier string, gone map[string]rowStatus) 
 		}
 		hit.Source, hit.Text = HitSource{File: file, Line: n}, ev.Text
 	case "m":
-		file, off := splitOffset(rest)
+		file, off, ok := messageDoc(h.ID)
+		if !ok {
+			return hit, false, nil
+		}
 		line, _, err := v.lineAt(file, off)
 		if err != nil || line == nil {
 			return hit, false, err

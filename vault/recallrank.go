@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/index"
@@ -108,7 +109,7 @@ func (v *Vault) liftTranscriptHits(hits []index.Hit, msgIDs map[string]string) [
 			if nb < 0 {
 				continue
 			}
-			nid := "m|" + file + "|" + strconv.FormatInt(nb, 10)
+			nid := messageDocID(file, nb)
 			r := byID[nid]
 			if r == nil {
 				r = &rankedHit{Hit: index.Hit{ID: nid}}
@@ -146,14 +147,51 @@ func (v *Vault) liftTranscriptHits(hits []index.Hit, msgIDs map[string]string) [
 	return ranked
 }
 
-// messageDoc splits a transcript document id ("m|<part>|<offset>").
+// A transcript message's document id is "m|<agent>/<part name>|<offset>",
+// the offset in base 36: the part's path without what every part's path
+// has ("transcripts/", ".jsonl"). Ids are most of what an index stores per
+// document beside the words, and there is one per message.
+func messageDocID(rel string, off int64) string {
+	name := strings.TrimSuffix(strings.TrimPrefix(rel, "transcripts/"), ".jsonl")
+	return "m|" + name + "|" + strconv.FormatInt(off, 36)
+}
+
+// messageDoc returns the part and offset of a transcript document id.
 func messageDoc(id string) (file string, off int64, ok bool) {
-	kind, rest, _ := strings.Cut(id, "|")
-	if kind != "m" {
+	rest, ok := strings.CutPrefix(id, "m|")
+	i := strings.LastIndexByte(rest, '|')
+	if !ok || i < 0 {
 		return "", 0, false
 	}
-	file, off = splitOffset(rest)
-	return file, off, file != rest
+	off, err := strconv.ParseInt(rest[i+1:], 36, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return "transcripts/" + rest[:i] + ".jsonl", off, true
+}
+
+// contextMax is how much of the turn before a message is indexed as its
+// context: its end, where the question a reply answers usually is.
+// Measured on the quality set (recall@5/@10): whole turn 0.658/0.797,
+// last 200 bytes 0.663/0.792, 120 0.649/0.797, 80 0.673/0.802, 64
+// 0.649/0.807, all within a run's noise; the context was 40 % of the
+// index, and 64 bytes bring the index under 0.8× the text.
+const contextMax = 64
+
+// contextTail is the end of text, at most contextMax bytes, from a word
+// boundary.
+func contextTail(text string) string {
+	if len(text) <= contextMax {
+		return text
+	}
+	tail := text[len(text)-contextMax:]
+	if i := strings.IndexAny(tail, " \n\t"); i >= 0 {
+		return tail[i+1:]
+	}
+	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+		tail = tail[1:]
+	}
+	return tail
 }
 
 // neighbourOffsets returns where the conversation turns before and after

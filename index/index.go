@@ -489,13 +489,15 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 }
 
 // run searches for the limit best documents. Documents of equal score
-// come out of Bleve in the order of its segments, so when a tie straddles
-// the cut (the document after the last one asked for scores the same), the
-// search is run again ordered by score and then id: which documents make
-// the cut must not depend on how the index happens to be laid out. The
-// second, slower search is only paid for when there is such a tie.
+// come out of Bleve in an order that depends on its segments and, over
+// several indexes, on which answers first, so when a tie straddles the cut
+// (the document after the last one asked for scores the same) the search
+// asks for more until the whole tie is in, and the caller orders by id:
+// which documents make the cut must not depend on how the index happens to
+// be laid out. A search without such a tie costs one document more.
 func run(indexes []*Index, q query.Query, limit int, explain bool) (*bleve.SearchResult, error) {
-	search := func(req *bleve.SearchRequest) (*bleve.SearchResult, error) {
+	search := func(n int) (*bleve.SearchResult, error) {
+		req := bleve.NewSearchRequestOptions(q, n, 0, explain)
 		if len(indexes) == 1 {
 			return indexes[0].b.Search(req)
 		}
@@ -505,17 +507,22 @@ func run(indexes []*Index, q query.Query, limit int, explain bool) (*bleve.Searc
 		}
 		return alias.Search(req)
 	}
-	res, err := search(bleve.NewSearchRequestOptions(q, limit+1, 0, explain))
-	if err != nil || len(res.Hits) <= limit {
-		return res, err
+	for n := limit; ; n *= 4 {
+		res, err := search(n + 1)
+		if err != nil || len(res.Hits) <= n || res.Hits[n].Score != res.Hits[limit-1].Score {
+			if err == nil && len(res.Hits) > limit {
+				hits := res.Hits
+				sort.SliceStable(hits, func(i, j int) bool {
+					if hits[i].Score != hits[j].Score {
+						return hits[i].Score > hits[j].Score
+					}
+					return hits[i].ID < hits[j].ID
+				})
+				res.Hits = hits[:limit]
+			}
+			return res, err
+		}
 	}
-	if res.Hits[limit].Score != res.Hits[limit-1].Score {
-		res.Hits = res.Hits[:limit]
-		return res, nil
-	}
-	req := bleve.NewSearchRequestOptions(q, limit, 0, explain)
-	req.SortBy([]string{"-_score", "_id"})
-	return search(req)
 }
 
 // CommonFraction is the share of documents above which a query term counts

@@ -28,13 +28,17 @@ func appendMessage(t *testing.T, v *Vault, session, text string) {
 
 func recallIDs(t *testing.T, v *Vault, q string) []string {
 	t.Helper()
-	res, err := v.Recall(RecallOptions{Query: q, Agent: v.Config.Agent, AllThreads: true, Tier: TierTranscripts, Limit: 500})
+	res, err := v.Recall(RecallOptions{Query: q, Agent: v.Config.Agent, AllThreads: true, Tier: TierTranscripts, Limit: 500, Explain: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
 	for _, h := range res.Hits {
-		out = append(out, h.Text)
+		// Only messages found by their own words or their context, not
+		// the neighbours a hit lifts.
+		if h.Why.Text > 0 {
+			out = append(out, h.Text)
+		}
 	}
 	return out
 }

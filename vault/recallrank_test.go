@@ -1,0 +1,205 @@
+package vault
+
+import (
+	"math/rand"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/index"
+)
+
+func appendTurns(t *testing.T, v *Vault, session string, msgs ...transcript.Message) {
+	t.Helper()
+	_, err := v.Update(TxOptions{NoCommit: true}, func(tx *Tx) error {
+		_, _, err := tx.AppendText(TranscriptRef{Agent: v.Config.Agent, Session: session}, msgs)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func user(who, text string) transcript.Message {
+	return transcript.Message{Role: transcript.RoleUser, Speaker: who, Text: text}
+}
+
+func agentSays(text string) transcript.Message {
+	return transcript.Message{Role: transcript.RoleAssistant, Speaker: "agent", Text: text}
+}
+
+func explainRecall(t *testing.T, v *Vault, q string) []Hit {
+	t.Helper()
+	res, err := v.Recall(RecallOptions{Query: q, Agent: v.Config.Agent, AllThreads: true, Tier: TierTranscripts, Limit: 20, Explain: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Hits
+}
+
+// A hit lifts the turn before it (the reply's question), which is found
+// though it shares no word with the query, and ranks below the hit that
+// lifted it; the turn after it is lifted by the hit and by its context.
+func TestNeighbourLift(t *testing.T) {
+	for _, reindex := range []bool{false, true} {
+		v := newVault(t)
+		appendTurns(t, v, "s1",
+			user("dana", "Which payment provider do we keep?"),
+			agentSays("Stripe, the wombat provider, stays."),
+			user("dana", "Good, thanks."),
+			user("dana", "Unrelated: lunch at noon."))
+		appendTurns(t, v, "s2", user("bob", "nothing here about it"))
+		if reindex {
+			if _, err := v.Reindex(nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hits := explainRecall(t, v, "wombat")
+		var texts []string
+		for _, h := range hits {
+			texts = append(texts, h.Text)
+		}
+		if len(hits) < 3 || !strings.Contains(hits[0].Text, "wombat") || !slices.Contains(texts, "Which payment provider do we keep?") {
+			t.Fatalf("reindex %v: hits %q, want the wombat turn first and the turn before it found", reindex, texts)
+		}
+		for _, h := range hits[1:] {
+			if h.Why == nil || h.Why.Neighbour == 0 || h.Score >= hits[0].Score {
+				t.Errorf("reindex %v: %q: why %+v, score %v: a neighbour must be lifted and rank below its hit (%v)", reindex, h.Text, h.Why, h.Score, hits[0].Score)
+			}
+		}
+		// The reply after the hit holds the hit in its context and counts
+		// as a hit itself; it may lift the turn after it in turn, but less.
+		if hits[1].Why.NeighbourOf != hits[0].ID || hits[2].Why.NeighbourOf != hits[0].ID {
+			t.Errorf("the wombat turn's neighbours do not come next: %q", texts)
+		}
+		if slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, "nothing") }) {
+			t.Errorf("a turn of another session was lifted: %q", texts)
+		}
+	}
+}
+
+// A session with several strong hits lifts its hits above an equal hit
+// alone in another session.
+func TestSessionLift(t *testing.T) {
+	v := newVault(t)
+	appendTurns(t, v, "a-lone", user("dana", "the restic prune ran long"), user("dana", "unrelated"), user("dana", "unrelated too"))
+	appendTurns(t, v, "b-many", user("dana", "the restic prune ran long"), user("dana", "unrelated"), user("dana", "restic prune again"),
+		user("dana", "unrelated"), user("dana", "prune of restic, once more"))
+	if _, err := v.Reindex(nil); err != nil {
+		t.Fatal(err)
+	}
+	hits := explainRecall(t, v, "restic prune ran long")
+	var first, lone *Hit
+	for i := range hits {
+		if hits[i].Text == "the restic prune ran long" {
+			if first == nil {
+				first = &hits[i]
+			} else {
+				lone = &hits[i]
+			}
+		}
+	}
+	if first == nil || lone == nil || first.Session != "b-many" || first.Why.Session <= lone.Why.Session {
+		t.Fatalf("the same text in a session of several hits did not rank first: %+v", hits)
+	}
+}
+
+// Hits of equal score come out in id order whatever order they came in.
+func TestLiftOrderIgnoresInputOrder(t *testing.T) {
+	v := newVault(t)
+	var hits []index.Hit
+	for _, id := range []string{"m|x/none|1", "m|x/none|2", "m|x/other|1", "r|ledger|5", "m|x/none|a"} {
+		hits = append(hits, index.Hit{ID: id, Score: 1})
+	}
+	var want []string
+	for round := range 6 {
+		in := slices.Clone(hits)
+		rand.New(rand.NewSource(int64(round))).Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
+		var got []string
+		for _, r := range v.liftTranscriptHits(in, map[string]string{}) {
+			got = append(got, r.ID)
+		}
+		if want == nil {
+			want = got
+		} else if !slices.Equal(got, want) {
+			t.Fatalf("round %d: %v, want %v", round, got, want)
+		}
+	}
+	if !slices.IsSorted(want) {
+		t.Errorf("equal scores not in id order: %v", want)
+	}
+}
+
+// A tool's output names a tool, not a person: its speaker is not indexed,
+// so naming the tool does not lift it over a person's turn.
+func TestToolSpeakerNotIndexed(t *testing.T) {
+	v := newVault(t)
+	appendTurns(t, v, "s1",
+		transcript.Message{Role: transcript.RoleTool, Speaker: "grep", Text: "grep found the zebra config"},
+		user("dana", "grep found the zebra config"))
+	if _, err := v.Reindex(nil); err != nil {
+		t.Fatal(err)
+	}
+	hits := explainRecall(t, v, "grep zebra config")
+	for _, h := range hits {
+		for _, w := range h.Why.Terms {
+			if w.Field == "speaker" {
+				t.Errorf("%s (%s) was lifted by the speaker %q", h.ID, h.Kind, w.Term)
+			}
+		}
+	}
+}
+
+func TestQueryDays(t *testing.T) {
+	now := time.Date(2026, 4, 22, 15, 0, 0, 0, time.UTC) // a Wednesday
+	for q, want := range map[string]string{
+		"what broke on 19 February":    "2026-02-19",
+		"what broke on February 19th":  "2026-02-19",
+		"the outage on 2025-12-01":     "2025-12-01",
+		"what did we do yesterday":     "2026-04-21",
+		"what happened on Monday":      "2026-04-20",
+		"the call last Wednesday":      "2026-04-15",
+		"in May, what was planned":     "2025-05-01",
+		"may I ask about the cache":    "",
+		"port 5433 and 14:02":          "",
+		"what happened on 25 December": "2025-12-25",
+		"plans for today":              "2026-04-22",
+	} {
+		got := queryDays(q, now)
+		first := ""
+		if len(got) > 0 {
+			first = got[0]
+		}
+		if first != want {
+			t.Errorf("queryDays(%q) = %v, want first %q", q, got, want)
+		}
+	}
+	if got := queryDays("what happened in March", now); len(got) != 31 || got[0] != "2026-03-01" || got[30] != "2026-03-31" {
+		t.Errorf("in March: %v", got)
+	}
+	if got := queryDays("last week", now); len(got) != 7 || got[0] != "2026-04-13" || got[6] != "2026-04-19" {
+		t.Errorf("last week: %v", got)
+	}
+}
+
+func TestMessageDocID(t *testing.T) {
+	for _, rel := range []string{"transcripts/default/s01.jsonl", "transcripts/a-b/0d9c-11|x.2.jsonl"} {
+		for _, off := range []int64{0, 35, 1 << 40} {
+			file, got, ok := messageDoc(messageDocID(rel, off))
+			if !ok || file != rel || got != off {
+				t.Errorf("%s|%d: back as %s|%d %v", rel, off, file, got, ok)
+			}
+		}
+	}
+	for _, bad := range []string{"r|ledger/x|12", "m|nobar", "m|x|zz!"} {
+		if _, _, ok := messageDoc(bad); ok {
+			t.Errorf("%q parsed as a message id", bad)
+		}
+	}
+	long := strings.Repeat("word ", 40) + "which port does the database use?"
+	if got := contextTail(long); len(got) > contextMax || !strings.HasSuffix(got, "use?") || strings.HasPrefix(got, "ord") {
+		t.Errorf("contextTail = %q", got)
+	}
+}

@@ -6,8 +6,8 @@
 //
 // The mapping is lean on purpose: the text and its context (the turn
 // before) are analysed (English, with stemming, no positions: no search is
-// a phrase); tier, agent and thread are single keywords for filtering,
-// without frequencies or norms; a message's speaker and day are keywords
+// a phrase); tier, agent and thread are single keywords for filtering;
+// a message's speaker and day are keywords
 // that only lift a score; nothing is stored but the id.
 // A change of mapping bumps MappingVersion, and an index built with another
 // version is rebuilt rather than queried.
@@ -108,16 +108,16 @@ func Mapping() mapping.IndexMapping {
 	ctx.IncludeTermVectors = false
 	ctx.DocValues = false
 	doc.AddFieldMappingsAt("context", ctx)
-	// tier, agent and thread only filter: their terms need no frequency
-	// or norm, which a score would read. speaker and day add to a score.
-	// The session is not indexed: nothing searches by it.
+	// tier, agent and thread filter, speaker and day add to a score. All
+	// keep frequencies and norms: a filter's term is scored too, and
+	// without them its score is not a number. The session is not indexed:
+	// nothing searches by it.
 	for _, f := range []string{"tier", "agent", "thread", "speaker", "day"} {
 		kw := bleve.NewKeywordFieldMapping()
 		kw.Store = false
 		kw.IncludeInAll = false
 		kw.IncludeTermVectors = false
 		kw.DocValues = false
-		kw.SkipFreqNorm = f != "speaker" && f != "day"
 		doc.AddFieldMappingsAt(f, kw)
 	}
 	m.DefaultMapping = doc
@@ -767,7 +767,10 @@ func weights(e *search.Explanation) []Weight {
 					end = len(rest)
 				}
 				field, term, _ := strings.Cut(rest[:end], ":")
-				if e.Value != 0 { // a filter (tier, agent, thread) scores nothing
+				switch field {
+				case "tier", "agent", "thread":
+					// A filter: the same for every document it keeps.
+				default:
 					out = append(out, Weight{Field: field, Term: term, Score: e.Value * factor})
 				}
 				return

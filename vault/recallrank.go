@@ -8,7 +8,6 @@ package vault
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -204,8 +203,7 @@ func neighbourOffsets(f *os.File, off int64) (prev, next int64, id string) {
 	if !ok {
 		return prev, next, ""
 	}
-	var m StoredMessage
-	if json.Unmarshal(line, &m) == nil {
+	if m, err := decodeTranscriptLine(line); err == nil {
 		id = m.ID
 	}
 	if nextLine, ok := lineFrom(f, off+int64(len(line))); ok && isTurn(nextLine) {
@@ -264,8 +262,8 @@ func lineFrom(f *os.File, off int64) ([]byte, bool) {
 // isTurn reports whether a stored line is a message of a person or the
 // agent with text: what a question can be answered by.
 func isTurn(line []byte) bool {
-	var m StoredMessage
-	if json.Unmarshal(line, &m) != nil || strings.TrimSpace(m.Text) == "" {
+	m, err := decodeTranscriptLine(line)
+	if err != nil || strings.TrimSpace(m.Text) == "" {
 		return false
 	}
 	return (m.Role == transcript.RoleUser || m.Role == transcript.RoleAssistant) &&

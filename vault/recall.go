@@ -232,7 +232,7 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 			}
 			hit.Text = snippet(hit.Text, q)
 			if opts.Explain {
-				hit.Why = &HitWhy{Text: h.text, Terms: h.Why, Neighbour: h.neighbour, Session: h.session}
+				hit.Why = &HitWhy{Text: h.text, Terms: h.Why, Neighbour: h.neighbour, Session: h.session, Held: h.held}
 				if hit.Why.Terms == nil {
 					hit.Why.Terms = []index.Weight{}
 				}

@@ -9,6 +9,7 @@ package vault
 import (
 	"bytes"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -52,6 +53,10 @@ type HitWhy struct {
 	NeighbourOf string  `json:"neighbour_of,omitempty"`
 	// Session is the lift from other strong hits of the same session.
 	Session float64 `json:"session,omitempty"`
+	// Held says the sum was held just below the score of the hit that
+	// lifted this one: a lifted turn whose own text scores no more than
+	// that hit's never ranks above it.
+	Held bool `json:"held,omitempty"`
 }
 
 // rankedHit is an index hit with its lifts.
@@ -59,6 +64,8 @@ type rankedHit struct {
 	index.Hit
 	text, neighbour, session float64
 	neighbourOf              string // index id of the lifting hit
+	final                    float64
+	held                     bool
 }
 
 func (r rankedHit) score() float64 { return r.text + r.neighbour + r.session }
@@ -132,8 +139,21 @@ func (v *Vault) liftTranscriptHits(hits []index.Hit, msgIDs map[string]string) [
 			}
 		}
 	}
+	// A turn lifted by a hit stays below it unless its own text scores
+	// more: the turn after a hit holds the hit's words in its context, and
+	// that and the lift together could otherwise put it first. The hits
+	// are held in order of score, so a chain of lifts holds too.
+	for _, r := range out {
+		r.final = r.score()
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].final > out[j].final })
+	for _, r := range out {
+		if h := byID[r.neighbourOf]; h != nil && r.text <= h.text && r.final >= h.final {
+			r.final, r.held = math.Nextafter(h.final, 0), true
+		}
+	}
 	sort.SliceStable(out, func(i, j int) bool {
-		if a, b := out[i].score(), out[j].score(); a != b {
+		if a, b := out[i].final, out[j].final; a != b {
 			return a > b
 		}
 		return out[i].ID < out[j].ID
@@ -141,7 +161,7 @@ func (v *Vault) liftTranscriptHits(hits []index.Hit, msgIDs map[string]string) [
 	ranked := make([]rankedHit, len(out))
 	for i, r := range out {
 		ranked[i] = *r
-		ranked[i].Score = r.score()
+		ranked[i].Score = r.final
 	}
 	return ranked
 }

@@ -203,3 +203,19 @@ func TestMessageDocID(t *testing.T) {
 		t.Errorf("contextTail = %q", got)
 	}
 }
+
+// The turn after a hit holds the hit's words in its context and gets its
+// lift as well; together they must not put it above the hit.
+func TestLiftedTurnHeldBelowItsHit(t *testing.T) {
+	v := newVault(t)
+	appendTurns(t, v, "s1",
+		transcript.Message{Role: transcript.RoleTool, Speaker: "go", Text: "FAIL QUOKKA"},
+		user("dana", "and now something else entirely, a much longer turn of words"))
+	if _, err := v.Reindex(nil); err != nil {
+		t.Fatal(err)
+	}
+	hits := explainRecall(t, v, "quokka")
+	if len(hits) != 2 || hits[0].Text != "FAIL QUOKKA" || !hits[1].Why.Held || hits[1].Score >= hits[0].Score {
+		t.Fatalf("the lifted turn is not held below its hit: %+v %+v", hits, hits[len(hits)-1].Why)
+	}
+}

@@ -150,6 +150,9 @@ func explainHit(h vault.Hit) string {
 	if h.Why.Session > 0 {
 		fmt.Fprintf(&b, " + session %.3f", h.Why.Session)
 	}
+	if h.Why.Held {
+		b.WriteString(", held below the hit that lifted it")
+	}
 	return b.String()
 }
 

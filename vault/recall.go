@@ -193,7 +193,10 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 		if err != nil {
 			return nil, fmt.Errorf("recall: search: %w", err)
 		}
-		msgIDs := map[string]string{}
+		var msgIDs map[string]string // for explanations only: it costs a decode per hit
+		if opts.Explain {
+			msgIDs = map[string]string{}
+		}
 		var hits []rankedHit
 		if tier == TierTranscripts {
 			hits = v.liftTranscriptHits(found, msgIDs)

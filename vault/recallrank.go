@@ -74,8 +74,8 @@ func (r rankedHit) score() float64 { return r.text + r.neighbour + r.session }
 // returns them): the best liftDepth hits lift the turns before and after
 // them (added when the index did not find them) and the other hits of
 // their session. Ties are broken by id, so the order depends only on the
-// scores. msgIDs receives the message id of every index id read, for
-// explanations.
+// scores. msgIDs, when not nil, receives the message id of every index id
+// read, for explanations.
 func (v *Vault) liftTranscriptHits(hits []index.Hit, msgIDs map[string]string) []rankedHit {
 	byID := make(map[string]*rankedHit, len(hits))
 	out := make([]*rankedHit, 0, len(hits))
@@ -107,7 +107,7 @@ func (v *Vault) liftTranscriptHits(hits []index.Hit, msgIDs map[string]string) [
 			}
 			files[file] = f
 		}
-		prev, next, id := neighbourOffsets(f, off)
+		prev, next, id := neighbourOffsets(f, off, msgIDs != nil)
 		if id != "" {
 			msgIDs[h.ID] = id
 		}
@@ -217,14 +217,16 @@ func contextTail(text string) string {
 // the line at off start (-1 where there is none: the start or end of the
 // part, or a neighbour that is not a turn of a person or the agent), and
 // the id of the message at off.
-func neighbourOffsets(f *os.File, off int64) (prev, next int64, id string) {
+func neighbourOffsets(f *os.File, off int64, wantID bool) (prev, next int64, id string) {
 	prev, next = -1, -1
 	line, ok := lineFrom(f, off)
 	if !ok {
 		return prev, next, ""
 	}
-	if m, err := decodeTranscriptLine(line); err == nil {
-		id = m.ID
+	if wantID {
+		if m, err := decodeTranscriptLine(line); err == nil {
+			id = m.ID
+		}
 	}
 	if nextLine, ok := lineFrom(f, off+int64(len(line))); ok && isTurn(nextLine) {
 		next = off + int64(len(line))

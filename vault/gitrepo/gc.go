@@ -539,7 +539,7 @@ func removeEmptyFanout(objects string) {
 // whether there is work (loose objects past gc.auto, set to threshold, or
 // too many packs) and then packs the loose objects into one new pack
 // (repack -d -l), which costs what the loose objects cost, not what the
-// whole history does.
+// whole history does; it prunes nothing.
 //
 // held is the caller's descriptor of the vault lock, locked: the child
 // inherits it, and with it the lock, which is released when git and every
@@ -548,8 +548,12 @@ func removeEmptyFanout(objects string) {
 // git does not fork away from the lock. A goroutine reaps the child in a
 // process that outlives it.
 func (r *Repo) StartAutoGC(held *os.File, threshold int) error {
+	// gc.pruneExpire=never: git's prune walks every reachable object to
+	// find the unreachable ones, work in proportion to the whole history,
+	// while the vault lock is held. memvault leaves next to none (a failed
+	// transaction removes the objects it wrote); memvault gc prunes them.
 	cmd := exec.Command("git", "-C", r.root, "-c", "gc.autoDetach=false", "-c", fmt.Sprintf("gc.auto=%d", threshold),
-		"gc", "--auto", "--quiet")
+		"-c", "gc.pruneExpire=never", "gc", "--auto", "--quiet")
 	cmd.Env = gitEnv(Signature{Name: "memvault", Email: "memvault@localhost"})
 	cmd.ExtraFiles = []*os.File{held}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

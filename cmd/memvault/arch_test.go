@@ -22,6 +22,7 @@ const modulePath = "github.com/memvault/memvault"
 // the subtler drift of an engine package that reaches up into the hooks or
 // the command line, and they make a new package say where it belongs.
 func TestPackageLayers(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)

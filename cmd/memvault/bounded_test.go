@@ -151,6 +151,7 @@ func (r *rig) storedIDs(session string) []string {
 // commits it, memvault verify passes and git fsck --strict is clean. Size:
 // bigImportKiB.
 func TestFirstImportUnderKill(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	const session = "big-first-import"
 	kib := bigImportKiB(t)

@@ -24,8 +24,10 @@ import (
 // merge drivers registered. A failure prints the seed;
 // MEMVAULT_TORTURE_SEED replays it, MEMVAULT_TORTURE_ROUNDS makes it longer.
 func TestConvergence(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"sync", "git"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			rounds := tortureSize(t, "MEMVAULT_TORTURE_ROUNDS", 8, 16)
 			if raceEnabled {
 				rounds = min(rounds, 6)

@@ -18,6 +18,7 @@ import (
 // read. It also checks that the demo leaves nothing behind: not its
 // temporary folder, not a file in the repository.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("bash not installed")

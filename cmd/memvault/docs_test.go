@@ -17,6 +17,7 @@ import (
 // sends a new user to a file outside the clone, or to a section since
 // renamed, fails here rather than in their hands.
 func TestDocLinksResolve(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)

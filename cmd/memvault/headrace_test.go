@@ -127,6 +127,7 @@ type headraceRun struct {
 // MEMVAULT_HEAD_WRITE=exchange or rename measures the other ways of
 // writing a head (docs/HEADS.md).
 func TestHandEditsSurviveRenders(t *testing.T) {
+	t.Parallel()
 	if !hasGit() {
 		t.Skip("history is read with the git CLI, which is not installed")
 	}
@@ -145,6 +146,7 @@ func TestHandEditsSurviveRenders(t *testing.T) {
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			var sum headraceRun
 			for run := range runs {
 				got := headrace(t, c.head, c.section, c.style, secs, seed+uint64(100*i+run))
@@ -362,6 +364,7 @@ func editHistory(t *testing.T, r *rig, head string) (added map[int]string, remov
 // verify and git fsck pass. Rounds: 6 with -short, 12 by default,
 // MEMVAULT_TORTURE_ROUNDS for more.
 func TestTortureCrashHeads(t *testing.T) {
+	t.Parallel()
 	if !hasGit() {
 		t.Skip("git status and git diff are read with the git CLI, which is not installed")
 	}

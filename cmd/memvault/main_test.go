@@ -68,6 +68,7 @@ func rsswrap() {
 var update = flag.Bool("update", false, "rewrite golden files in testdata/script")
 
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
 		UpdateScripts:       *update,

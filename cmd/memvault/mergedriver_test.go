@@ -115,6 +115,7 @@ func files(t *testing.T, root, dir string) map[string][]byte {
 }
 
 func TestGitPullMerges(t *testing.T) {
+	t.Parallel()
 	p := newClonePair(t)
 	out := p.git(p.a).Run(t, "pull", "--no-rebase", "--no-edit", p.b, "main")
 	if strings.Contains(out, "CONFLICT") {
@@ -179,6 +180,7 @@ func TestGitPullMerges(t *testing.T) {
 // ledger's chain to be checked as a DAG (an event after its prev, not
 // right after it).
 func TestGitPullVerifies(t *testing.T) {
+	t.Parallel()
 	p := newClonePair(t)
 	p.git(p.a).Run(t, "pull", "--no-rebase", "--no-edit", p.b, "main")
 	v, err := vault.Open(p.a)

@@ -278,6 +278,7 @@ var notRun = map[string]string{
 // reindex), go-git's packs. Files of the person's own outside the vault
 // keep the mode their umask or their owner gave them.
 func TestModesAfterEveryCommand(t *testing.T) {
+	t.Parallel()
 	if !hasGit() {
 		t.Skip("needs the git binary")
 	}

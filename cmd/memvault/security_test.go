@@ -23,6 +23,7 @@ import (
 // refused, or encoded into a single file name inside the vault; nothing is
 // ever written outside it.
 func TestOutsideNamesCannotEscape(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.run("remember", "a fact to point at")
 	long := strings.Repeat("a", 5000)
@@ -129,6 +130,7 @@ var secrets = []struct{ text, needle string }{
 // searches every byte of the vault, every git object decompressed, and the
 // search index: no secret is anywhere.
 func TestSecretsNeverStored(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	var all []string
 	for _, s := range secrets {
@@ -291,6 +293,7 @@ func mustJSON(s string) string {
 // than its limit, stays small in memory, exits 0 and logs why it ignored
 // the payload.
 func TestHugeHookPayload(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	cmd := r.cmd(context.Background(), "hook", "claude-code", "UserPromptSubmit")
 	// Measured through a small wrapper process (rsswrap in main_test.go).
@@ -358,6 +361,7 @@ func TestHugeHookPayload(t *testing.T) {
 // the line where the chain breaks, and the vault's pre-commit hook refuses
 // a commit of it.
 func TestForgedLedger(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.run("remember", "the deploy key rotates on Fridays")
 	r.run("remember", "a second fact")

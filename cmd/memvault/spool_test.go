@@ -165,6 +165,7 @@ func (r *spoolRig) checkSettled(pending bool) {
 // what they carry; one write after the release stores it all, each
 // message once and in the order the hooks ran.
 func TestBusyHooksLoseNothing(t *testing.T) {
+	t.Parallel()
 	r := newSpoolRig(t)
 	release := r.lockVault()
 	want := map[string][]string{}
@@ -226,6 +227,7 @@ func TestBusyHooksLoseNothing(t *testing.T) {
 // still make one message. MEMVAULT_SPOOL_SECONDS sets the length (default
 // 3 s, 2 s with -short); docs/RELIABILITY.md has the long runs.
 func TestBusyHooksUnderLoad(t *testing.T) {
+	t.Parallel()
 	secs := tortureSize(t, "MEMVAULT_SPOOL_SECONDS", 2, 3)
 	r := newSpoolRig(t)
 	stop := time.Now().Add(time.Duration(secs) * time.Second)

@@ -199,9 +199,11 @@ func (s *syncRig) twoClones(remote string, engine string) {
 }
 
 func TestSyncFileTransport(t *testing.T) {
+	t.Parallel()
 	for _, engine := range []string{"git", "go-git"} {
 		for _, form := range []string{"path", "file-url", "origin"} {
 			t.Run(engine+"/"+form, func(t *testing.T) {
+				t.Parallel()
 				s := newSyncRig(t)
 				remote := ""
 				switch form {
@@ -218,6 +220,7 @@ func TestSyncFileTransport(t *testing.T) {
 
 // Without the git binary on the PATH, sync runs on go-git alone.
 func TestSyncWithoutGitBinary(t *testing.T) {
+	t.Parallel()
 	s := newSyncRig(t)
 	bin, err := exec.LookPath("memvault")
 	if err != nil {
@@ -283,6 +286,7 @@ func waitListening(t *testing.T, addr string) {
 }
 
 func TestSyncGitDaemon(t *testing.T) {
+	t.Parallel()
 	s := newSyncRig(t)
 	daemon := gitExecPath(t, "git-daemon")
 	port := freePort(t)
@@ -315,6 +319,7 @@ func (s *syncRig) twoClonesOver(t *testing.T, url, via string) {
 }
 
 func TestSyncHTTPBackend(t *testing.T) {
+	t.Parallel()
 	s := newSyncRig(t)
 	backend := gitExecPath(t, "git-http-backend")
 	s.git(s.hub, "config", "http.receivepack", "true")
@@ -331,6 +336,7 @@ func TestSyncHTTPBackend(t *testing.T) {
 }
 
 func TestSyncErrors(t *testing.T) {
+	t.Parallel()
 	s := newSyncRig(t)
 	a := s.clone("a")
 	digest := func() string { return s.asItWas(a) }

@@ -413,6 +413,7 @@ func crashOps(r *rig) []killOp {
 // write goes through at once. Rounds: 3 with -short, 6 by default,
 // MEMVAULT_TORTURE_ROUNDS to run more (docs/RELIABILITY.md).
 func TestTortureCrash(t *testing.T) {
+	t.Parallel()
 	rounds := tortureSize(t, "MEMVAULT_TORTURE_ROUNDS", 3, 6)
 	rng := rand.New(rand.NewPCG(tortureSeed(t), 7))
 	r := newRig(t)
@@ -559,6 +560,7 @@ func runOp(t *testing.T, r *rig, op killOp, n int, delay time.Duration, a *acks)
 // No process may hang (each is bounded; a hang fails the test). Seconds: 2
 // with -short, 3 by default, MEMVAULT_TORTURE_SECONDS to run longer.
 func TestTortureConcurrent(t *testing.T) {
+	t.Parallel()
 	if !hasGit() {
 		t.Skip("the hand edits are committed with the git CLI, which is not installed")
 	}

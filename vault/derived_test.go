@@ -292,8 +292,10 @@ var derivedViews = []derivedView{
 // equals the full fold, and so does the load after it (which reads what
 // the first one saved).
 func TestDerivedMatchesFullFold(t *testing.T) {
+	t.Parallel()
 	for seed := int64(1); seed <= 4; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			t.Parallel()
 			rng := rand.New(rand.NewSource(seed))
 			v := newVault(t)
 			v.Config.Ledger.SegmentBytes = 1500

@@ -143,6 +143,7 @@ func firstUserText(t *testing.T, format transcript.Format, src string) string {
 // transcript.imported event (ids and times apart), a prompt the hook
 // stored matched across the calls as in one.
 func TestBudgetedImportEqualsOneShot(t *testing.T) {
+	t.Parallel()
 	for _, fx := range importFixtures {
 		t.Run(string(fx.format), func(t *testing.T) {
 			src := fixtureSource(t, fx.file)
@@ -204,6 +205,7 @@ func cutTranscript(t *testing.T, v *Vault, ref TranscriptRef, p partPos) {
 // that follows to end with the transcript of an import never killed: no
 // message lost, none stored twice, the numbering unbroken.
 func TestImportResumesAfterAKill(t *testing.T) {
+	t.Parallel()
 	src := fixtureSource(t, "claude-code/session.jsonl")
 	wantFiles, wantEvs := oneShot(t, transcript.ClaudeCode, src, nil)
 	ref := TranscriptRef{Agent: "default", Session: "s"}

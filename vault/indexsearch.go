@@ -122,7 +122,7 @@ func (v *Vault) openPart(p indexPart) ([]*index.Index, []string, error) {
 		if pending(sources, marks) > catchUpBytes {
 			ix.Close()
 			ix = nil
-			if _, err := v.catchUpPart(p, recallCatchUpBytes, false); IsBusy(err) {
+			if _, err := v.catchUpPart(p, v.recallCatchUp(), false); IsBusy(err) {
 				notes = append(notes, "index behind and busy: searching the rest of the files directly")
 			}
 			if ix, _ = v.openIndex(dir, true, indexOpenWait); ix != nil {

@@ -38,6 +38,14 @@ const (
 	indexBatchDocs     = 2000
 )
 
+// recallCatchUp is the most a recall indexes before it searches.
+func (v *Vault) recallCatchUp() int64 {
+	if v.recallStep > 0 {
+		return v.recallStep
+	}
+	return recallCatchUpBytes
+}
+
 // The index is two Bleve indexes under .index/, each with its own
 // watermarks: lineage (ledger rows and nodes, small, searched on every
 // prompt) and transcripts (messages, the bulk). A search of one tier opens

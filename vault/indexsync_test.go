@@ -47,6 +47,7 @@ func recallIDs(t *testing.T, v *Vault, q string) []string {
 // the reader stats only the parts it names from the index's mark on, and a
 // catch-up moves the mark past the lines it covered.
 func TestTranscriptJournal(t *testing.T) {
+	t.Parallel()
 	v := newVault(t)
 	appendMessage(t, v, "s1", "the wombat ledger was reconciled")
 	if _, err := v.Reindex(nil); err != nil {
@@ -368,6 +369,7 @@ func TestScopeCodecRoundTrip(t *testing.T) {
 // though it reads only the corrections of those rows (and theirs), and
 // they sit in other segments than their targets.
 func TestFilteredLoadMarksLikeFull(t *testing.T) {
+	t.Parallel()
 	v := newVault(t)
 	v.Config.Ledger.SegmentBytes = 1024
 	update := func(fn func(tx *Tx) error) {

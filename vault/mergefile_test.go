@@ -192,6 +192,7 @@ func splitKeep(docs ...[]byte) [][]byte {
 // once, keep the shared top first, and put every event after its prev and
 // a join after its tips.
 func TestMergeLedgerProperties(t *testing.T) {
+	t.Parallel()
 	prop := func(seed int64) bool {
 		r := rand.New(rand.NewSource(seed))
 		var lines [][]byte

@@ -21,6 +21,7 @@ import (
 // CONTINUITY.md, MEMORY.md, the thread heads and recall; what no longer
 // holds is in none of them (recall --history finds it, marked).
 func TestOneTruth(t *testing.T) {
+	t.Parallel()
 	seeds := []int64{1, 2, 3}
 	steps := 36
 	if testing.Short() {
@@ -28,6 +29,7 @@ func TestOneTruth(t *testing.T) {
 	}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			t.Parallel()
 			w := &truthWorld{t: t, v: newVault(t), rng: rand.New(rand.NewSource(seed))}
 			for i := 0; i < steps; i++ {
 				what := w.step()

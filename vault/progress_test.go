@@ -108,6 +108,7 @@ func duCommand(t *testing.T, dir string) int64 {
 // take), opened through a symbolic link to its folder, which the walk once
 // sized as nothing.
 func TestGCFiguresMatchDu(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("writes 300 commits")
 	}
@@ -267,6 +268,7 @@ func TestGCReportsProgress(t *testing.T) {
 // TestLongWorkReportsProgress: reindex, verify and import each report
 // counts that end at their totals; without a Progress nothing is called.
 func TestLongWorkReportsProgress(t *testing.T) {
+	t.Parallel()
 	v := newVault(t)
 	for i := range 12 {
 		remember(t, v, fmt.Sprintf("fact %d", i))

@@ -292,6 +292,7 @@ func TestSpoolFoldIsIdempotent(t *testing.T) {
 // an appender that opened the live file just as a fold claimed it. The
 // appenders go on until the folder has run a good number of folds.
 func TestSpoolAppendersRaceTheFold(t *testing.T) {
+	t.Parallel()
 	v := newVault(t)
 	const sessions, minEach, minFolds = 4, 40, 40
 	var folds atomic.Int64

@@ -128,6 +128,9 @@ type Vault struct {
 	rules  *redact.Rules // nil when redaction is off
 	repo   *gitrepo.Repo
 	clock  func() time.Time // nil: time.Now; tests move time forward
+	// recallStep bounds what a recall indexes before it searches; 0 is
+	// recallCatchUpBytes (tests set less, to see the bound in fewer bytes).
+	recallStep int64
 	// jobStamps names the jobs this vault queues (jobs.go).
 	jobStamps jobStamps
 	// Binary is the memvault executable git's merge driver runs. When set

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/quick"
@@ -273,7 +275,17 @@ func TestMergeLedgerProperties(t *testing.T) {
 		}
 		return true
 	}
-	if err := quick.Check(prop, &quick.Config{MaxCount: 300}); err != nil {
+	// 100 random histories a run (each run draws new ones);
+	// MEMVAULT_PROPERTY_COUNT=10000 for a long run.
+	count := 100
+	if s := os.Getenv("MEMVAULT_PROPERTY_COUNT"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("MEMVAULT_PROPERTY_COUNT=%q: want a positive number", s)
+		}
+		count = n
+	}
+	if err := quick.Check(prop, &quick.Config{MaxCount: count}); err != nil {
 		t.Error(err)
 	}
 }

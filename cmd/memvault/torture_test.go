@@ -25,10 +25,12 @@ import (
 // eight of them at once, and then check the vault the way a person would:
 // memvault verify, git fsck, every file whole, nothing acknowledged lost.
 // Their sizes are small by default so that CI's go test -race ./... stays
-// quick; docs/RELIABILITY.md gives the commands for the long runs.
+// quick (under -race, where every process costs several times more, the
+// -short sizes; .ci/run runs them again without -race at their default
+// sizes); docs/RELIABILITY.md gives the commands for the long runs.
 
 // tortureSize picks the number of rounds (or seconds): env overrides, else
-// short under -short, else def.
+// short under -short or -race, else def.
 func tortureSize(t *testing.T, env string, short, def int) int {
 	t.Helper()
 	if s := os.Getenv(env); s != "" {
@@ -38,7 +40,7 @@ func tortureSize(t *testing.T, env string, short, def int) int {
 		}
 		return n
 	}
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		return short
 	}
 	return def

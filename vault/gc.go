@@ -194,6 +194,10 @@ type LooseObjects struct {
 	DiskBytes int64 `json:"loose_disk_bytes_estimate"`
 	Threshold int   `json:"threshold"`
 	GCAdvised bool  `json:"gc_advised"`
+	// AutoPack says the vault packs itself: the next write past
+	// Threshold (then [gc] auto_loose) packs the loose objects, and no gc
+	// is advised.
+	AutoPack bool `json:"auto_pack"`
 }
 
 // EstimateLoose estimates the vault's loose git objects and the disk they
@@ -201,7 +205,19 @@ type LooseObjects struct {
 // takes no lock and changes nothing.
 func (v *Vault) EstimateLoose() LooseObjects {
 	n, disk := gitrepo.EstimateLoose(filepath.Join(v.Root, ".git"), true)
+	if v.AutoPacks() {
+		return LooseObjects{Objects: n, DiskBytes: disk, Threshold: v.autoPackLoose(), AutoPack: true}
+	}
 	return LooseObjects{Objects: n, DiskBytes: disk, Threshold: GCAdviceLoose, GCAdvised: n > GCAdviceLoose}
+}
+
+// autoPackLoose is the estimate of loose objects past which a write packs
+// them: [gc] auto_loose, else DefaultAutoPackLoose.
+func (v *Vault) autoPackLoose() int {
+	if n := v.Config.GC.AutoLoose; n > 0 {
+		return n
+	}
+	return DefaultAutoPackLoose
 }
 
 // GCAdvice is the line that says a gc would help, or "" when none would,
@@ -249,10 +265,7 @@ func (v *Vault) AutoPacks() bool {
 // Nothing here fails the write: a pack that does not start is tried again
 // by the next one.
 func (v *Vault) autoPack() {
-	threshold := v.Config.GC.AutoLoose
-	if threshold <= 0 {
-		threshold = DefaultAutoPackLoose
-	}
+	threshold := v.autoPackLoose()
 	if !gitrepo.PastAuto(filepath.Join(v.Root, ".git"), threshold) || !v.AutoPacks() {
 		return
 	}

@@ -138,9 +138,12 @@ func (rep *statusReport) print(w io.Writer) {
 	}
 	g := rep.GitObjects
 	fmt.Fprintf(w, "git objects:  ~%s loose (~%s on disk)", vault.FormatCount(int64(g.Objects)), vault.FormatBytes(g.DiskBytes))
-	if g.GCAdvised {
+	switch {
+	case g.GCAdvised:
 		fmt.Fprintf(w, ", past %s: run memvault gc\n", vault.FormatCount(int64(g.Threshold)))
-	} else {
+	case g.AutoPack:
+		fmt.Fprintf(w, ", packed by the next write past %s\n", vault.FormatCount(int64(g.Threshold)))
+	default:
 		fmt.Fprintf(w, ", gc advised past %s\n", vault.FormatCount(int64(g.Threshold)))
 	}
 }

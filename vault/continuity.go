@@ -102,6 +102,18 @@ type Decision struct {
 	Agent        string `json:"agent,omitempty"` // who recorded it
 	seq          int
 	rank         int
+	norm         string // normalizeText(Decision), made by key
+}
+
+// key is the decision's text as a repeat is recognised (normalizeText),
+// made once: a DECISION: line is compared with every active decision, and
+// normalising all of them for each line made a session's summary cost in
+// proportion to the decisions ever made.
+func (d *Decision) key() string {
+	if d.norm == "" {
+		d.norm = normalizeText(d.Decision)
+	}
+	return d.norm
 }
 
 // MetaLearning records that memory itself caused a problem: a learning was

@@ -350,8 +350,9 @@ func doneEvent(c *Continuity, arg, day string) (ev *Event, closed bool, err erro
 			return nil, false, e.WithHint("see what is open with: memvault continuity status")
 		}
 	} else {
+		key := normalizeText(arg)
 		for i := range open {
-			if normalizeText(open[i].Text) == normalizeText(arg) {
+			if normalizeText(open[i].Text) == key {
 				it = &open[i]
 				break
 			}

@@ -177,8 +177,9 @@ func (tx *Tx) controlEvent(st *State, c ControlLine, thread string) (*Event, str
 	case "DECISION":
 		scope, body := controlScope(c.Arg)
 		dec, why, _ := strings.Cut(body, "|")
+		key := normalizeText(dec)
 		for _, d := range cont.Decisions {
-			if d.Status == StatusActive && normalizeText(d.Decision) == normalizeText(dec) {
+			if d.Status == StatusActive && d.key() == key {
 				return nil, "repeats " + d.ID
 			}
 		}

@@ -183,41 +183,42 @@ func audit(c *Continuity, now string) *AuditReport {
 	}
 	// Only learnings of one scope can conflict: compare within each scope,
 	// in ledger order, each prevention split once.
-	type split struct {
-		neg  bool
-		core map[string]bool
-	}
+	var scopes []string
 	byScope := map[string][]*Learning{}
-	inst := map[*Learning]*split{}
+	inst := map[string][]instr{}
 	for _, l := range c.Learnings {
 		if live(l) {
+			if byScope[l.Scope] == nil {
+				scopes = append(scopes, l.Scope)
+			}
 			byScope[l.Scope] = append(byScope[l.Scope], l)
 			neg, core := instruction(l.Prevention)
-			inst[l] = &split{neg, core}
+			inst[l.Scope] = append(inst[l.Scope], instr{neg, core})
 		}
 	}
-	pos := map[string]int{}
-	for _, older := range c.Learnings {
-		if inst[older] == nil {
-			continue
-		}
-		pos[older.Scope]++
-		if !live(older) {
-			continue
-		}
-		a := inst[older]
-		for _, newer := range byScope[older.Scope][pos[older.Scope]:] {
-			b := inst[newer]
-			if !live(newer) || !contradicts(a.neg, a.core, b.neg, b.core) {
-				continue
-			}
-			gone[older.ID] = true
-			rep.Flags = append(rep.Flags, AuditFlag{ID: newer.ID, Flag: FlagConflict,
-				Reason: "contradicts " + older.ID + " in " + older.Scope + "; the newer one wins"})
-			rep.Actions = append(rep.Actions, AuditAction{Action: "invalidate", ID: older.ID, By: newer.ID,
-				Reason: "conflict: " + newer.ID + " (newer, same scope) says the opposite"})
-			break
-		}
+	// Each older learning is invalidated by the first newer one of its
+	// scope that contradicts it; scopes are independent.
+	type conflict struct{ older, newer *Learning }
+	var found []conflict
+	for _, sc := range scopes {
+		ls := byScope[sc]
+		eachContradiction(inst[sc], func(i, j int) bool {
+			found = append(found, conflict{ls[i], ls[j]})
+			return false
+		})
+	}
+	order := map[*Learning]int{}
+	for i, l := range c.Learnings {
+		order[l] = i
+	}
+	sort.SliceStable(found, func(a, b int) bool { return order[found[a].older] < order[found[b].older] })
+	for _, f := range found {
+		older, newer := f.older, f.newer
+		gone[older.ID] = true
+		rep.Flags = append(rep.Flags, AuditFlag{ID: newer.ID, Flag: FlagConflict,
+			Reason: "contradicts " + older.ID + " in " + older.Scope + "; the newer one wins"})
+		rep.Actions = append(rep.Actions, AuditAction{Action: "invalidate", ID: older.ID, By: newer.ID,
+			Reason: "conflict: " + newer.ID + " (newer, same scope) says the opposite"})
 	}
 	// Step 3: integrity. Old and never reinforced: read it, but verify.
 	for _, l := range c.Learnings {
@@ -265,19 +266,33 @@ func decisionBlockers(c *Continuity) []string {
 			groups[key(d)] = append(groups[key(d)], d)
 		}
 	}
-	pos := map[string]int{}
-	for _, a := range c.Decisions {
-		if a.Status != StatusActive {
-			continue
+	type pair struct{ a, b *Decision }
+	var pairs []pair
+	for _, g := range groups {
+		items := make([]instr, len(g))
+		for i, d := range g {
+			items[i].neg, items[i].core = instruction(d.Decision)
 		}
-		k := key(a)
-		pos[k]++
-		for _, b := range groups[k][pos[k]:] {
-			if Contradicts(a.Decision, b.Decision) {
-				out = append(out, "decisions "+a.ID+" and "+b.ID+" ("+a.Scope+") contradict and were made the same day: "+
-					"keep one with memvault decide --supersedes")
-			}
+		eachContradiction(items, func(i, j int) bool {
+			pairs = append(pairs, pair{g[i], g[j]})
+			return true
+		})
+	}
+	// In ledger order of the first, then of the second, as a reader
+	// expects them.
+	order := map[*Decision]int{}
+	for i, d := range c.Decisions {
+		order[d] = i
+	}
+	sort.Slice(pairs, func(x, y int) bool {
+		if order[pairs[x].a] != order[pairs[y].a] {
+			return order[pairs[x].a] < order[pairs[y].a]
 		}
+		return order[pairs[x].b] < order[pairs[y].b]
+	})
+	for _, p := range pairs {
+		out = append(out, "decisions "+p.a.ID+" and "+p.b.ID+" ("+p.a.Scope+") contradict and were made the same day: "+
+			"keep one with memvault decide --supersedes")
 	}
 	return out
 }

@@ -65,7 +65,7 @@ func (v *Vault) AgentHeads(agent string, heads ...string) ([][]byte, error) {
 		var at []int
 		for i, h := range heads {
 			if h == ContinuityHead {
-				data, err := v.files().ReadFile(v.abs(mustRel(h)))
+				data, err := v.Files().ReadFile(v.Abs(MustRel(h)))
 				if err != nil && !errors.Is(err, fs.ErrNotExist) {
 					return nil, fault.IO("read "+h, err)
 				}

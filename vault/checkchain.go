@@ -61,7 +61,7 @@ const (
 // verifiedStampOf is the stamp of segment s as it is now, its ctime
 // included.
 func (v *Vault) verifiedStampOf(s segment) (verifiedStamp, error) {
-	info, err := v.files().Stat(filepath.Join(v.Root, filepath.FromSlash(s.String())))
+	info, err := v.Files().Stat(filepath.Join(v.Root, filepath.FromSlash(s.String())))
 	if err != nil {
 		return verifiedStamp{}, fault.IO("stat "+s.String(), err)
 	}
@@ -114,7 +114,7 @@ const stampKeyFile = ".state/stamps.key"
 // nothing is saved.
 func (v *Vault) stampKey(create bool) []byte {
 	path := filepath.Join(v.Root, filepath.FromSlash(stampKeyFile))
-	if key, err := v.files().ReadFile(path); err == nil && len(key) == 32 {
+	if key, err := v.Files().ReadFile(path); err == nil && len(key) == 32 {
 		return key
 	}
 	if !create {
@@ -124,11 +124,11 @@ func (v *Vault) stampKey(create bool) []byte {
 	if _, err := rand.Read(key); err != nil {
 		return nil
 	}
-	if v.files().WriteCache(path, key) != nil {
+	if v.Files().WriteCache(path, key) != nil {
 		return nil
 	}
 	// Two writers that made a key at once: the one on disk is the key.
-	if got, err := v.files().ReadFile(path); err == nil && len(got) == 32 {
+	if got, err := v.Files().ReadFile(path); err == nil && len(got) == 32 {
 		return got
 	}
 	return nil
@@ -232,7 +232,7 @@ func (v *Vault) saveStamps(c verifiedCache) {
 // none until its first write, which also registers git's merge driver
 // there (registerDriverOnce, tx.go).
 func (v *Vault) saveCheckedStamps(c verifiedCache) {
-	if _, err := v.files().Stat(stateFilePath(v.Root, verifiedFile)); err == nil {
+	if _, err := v.Files().Stat(stateFilePath(v.Root, verifiedFile)); err == nil {
 		v.saveStamps(c)
 	}
 }
@@ -240,7 +240,7 @@ func (v *Vault) saveCheckedStamps(c verifiedCache) {
 // ledgerTree is the hash of the ledger folder HEAD commits ("" when none):
 // what the committed-history part of a saved failed check depends on.
 func (v *Vault) ledgerTree() string {
-	tree, err := v.repo.TreeAt("")
+	tree, err := v.Repo.TreeAt("")
 	if err != nil || tree == nil {
 		return ""
 	}
@@ -392,7 +392,7 @@ func (v *Vault) verifyIncremental() (*VerifyReport, error) {
 		rep.Problems = append(rep.Problems, Problem{File: s, Msg: "not a ledger segment name (want <dd>[-<n>].jsonl)"})
 	}
 	old := v.loadStamps().stamps
-	v.Progress.step("verify: checking what changed", "", 0, 0)
+	v.Progress.Step("verify: checking what changed", "", 0, 0)
 	stamps, problems, reread, err := v.checkChain(segs)
 	if err != nil {
 		return nil, err
@@ -437,7 +437,7 @@ func (v *Vault) verifyIncremental() (*VerifyReport, error) {
 				add([]Problem{missingSegment(p)})
 			}
 		}
-		v.Progress.step("verify: holding changed segments against HEAD", "segments", int64(len(again)), int64(len(segs)))
+		v.Progress.Step("verify: holding changed segments against HEAD", "segments", int64(len(again)), int64(len(segs)))
 		held, err := v.heldAgainst("", segs, again, false, false, diskSegment(v.Root), nil)
 		if err != nil {
 			return nil, err
@@ -450,7 +450,7 @@ func (v *Vault) verifyIncremental() (*VerifyReport, error) {
 		}
 	}
 	if n := len(segs); n > 0 {
-		end, err := readEnd(v.files(), filepath.Join(v.Root, filepath.FromSlash(segs[n-1].String())))
+		end, err := readEnd(v.Files(), filepath.Join(v.Root, filepath.FromSlash(segs[n-1].String())))
 		if err != nil {
 			return nil, err
 		}

@@ -40,7 +40,7 @@ func (v *Vault) mergeInProgress() *Problem {
 	}
 	// git's post-merge hook runs after the merge commit and before git
 	// removes MERGE_HEAD: that merge is over.
-	if h := strings.TrimSpace(string(data)); len(h) == 40 && v.repo.HeadHasParent(plumbing.NewHash(h)) {
+	if h := strings.TrimSpace(string(data)); len(h) == 40 && v.Repo.HeadHasParent(plumbing.NewHash(h)) {
 		return nil
 	}
 	return &Problem{File: mergeHeadFile, Msg: "a git merge is in progress: conclude it with git commit (or undo it with git merge --abort) before memvault writes events"}
@@ -53,7 +53,7 @@ type committedSegment struct{ path, blob string }
 // in tree order, reading trees only (Files would read every blob); none
 // when it commits no ledger.
 func (v *Vault) committedLedger(rev string) ([]committedSegment, error) {
-	tree, err := v.repo.TreeAt(rev)
+	tree, err := v.Repo.TreeAt(rev)
 	if err != nil || tree == nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func (v *Vault) heldAgainst(rev string, segs, changed []segment, all, anyOrder b
 			return nil, err
 		}
 	} else {
-		tree, err := v.repo.TreeAt(rev)
+		tree, err := v.Repo.TreeAt(rev)
 		if err != nil || tree == nil {
 			return nil, err
 		}
@@ -139,7 +139,7 @@ func (v *Vault) heldAgainst(rev string, segs, changed []segment, all, anyOrder b
 		if gitrepo.BlobHash(data) == c.blob {
 			continue
 		}
-		head, ok := v.repo.Blob(c.blob)
+		head, ok := v.Repo.Blob(c.blob)
 		if !ok {
 			continue // pruned or unreadable: git fsck reports it
 		}
@@ -225,7 +225,7 @@ func compareCommitted(s segment, head, data []byte, anyOrder bool) []Problem {
 func (v *Vault) VerifyStaged() (*VerifyReport, error) { return v.withLinks(v.verifyStaged) }
 
 func (v *Vault) verifyStaged() (*VerifyReport, error) {
-	staged, err := v.repo.Staged("ledger/")
+	staged, err := v.Repo.Staged("ledger/")
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +245,7 @@ func (v *Vault) verifyStaged() (*VerifyReport, error) {
 	}
 	sort.Slice(segs, func(i, j int) bool { return segs[i].less(segs[j]) })
 	read := func(s segment) ([]byte, error) {
-		data, ok := v.repo.Blob(staged[s.String()])
+		data, ok := v.Repo.Blob(staged[s.String()])
 		if !ok {
 			return nil, fault.New(ErrCorrupt, "%s: the staged blob cannot be read", s)
 		}

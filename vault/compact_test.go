@@ -95,7 +95,7 @@ func TestCompactThread(t *testing.T) {
 			if evThread != wantEv {
 				t.Errorf("node.created thread = %q, want %q", evThread, wantEv)
 			}
-			data, err := os.ReadFile(v.abs(mustRel(n.Path)))
+			data, err := os.ReadFile(v.Abs(MustRel(n.Path)))
 			if err != nil {
 				t.Fatal(err)
 			}

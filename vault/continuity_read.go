@@ -67,7 +67,7 @@ func (v *Vault) continuityStatus(cfg ContinuityConfig, st *contState) (*Continui
 	if err != nil {
 		return nil, err
 	}
-	data, err := v.files().ReadFile(filepath.Join(v.Root, ContinuityHead))
+	data, err := v.Files().ReadFile(filepath.Join(v.Root, ContinuityHead))
 	src := "file"
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -96,7 +96,7 @@ func (v *Vault) continuityStatus(cfg ContinuityConfig, st *contState) (*Continui
 // learnings and decisions count as listed for the whole project, one line
 // each (the summary's sums).
 func (v *Vault) budget(cfg ContinuityConfig, sum *contSummary, continuityMD []byte) []BudgetLine {
-	memory, _ := v.files().ReadFile(filepath.Join(v.Root, MemoryHead))
+	memory, _ := v.Files().ReadFile(filepath.Join(v.Root, MemoryHead))
 	used := map[string]int{
 		"memory":     render.Tokens(string(memory)),
 		"continuity": render.Tokens(string(continuityMD)),

@@ -42,7 +42,7 @@ var contView = &Derived[*contState]{
 			return nil, "", false, err
 		}
 		// A torn last line is not folded, but the stamps count its bytes.
-		torn := len(segs) > 0 && endsTorn(v.files(), v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
+		torn := len(segs) > 0 && endsTorn(v.Files(), v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
 		return s, tip, torn, nil
 	},
 	Fold:   foldContEvent,

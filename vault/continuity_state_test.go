@@ -336,7 +336,7 @@ func TestContinuityDeferredRefreshIsRetried(t *testing.T) {
 	v := newVault(t)
 	contUpdate(t, v, "2026-03-01", func(ct *ContinuityTx) error { return ct.Goal("first goal", "") })
 	cfg, _ := v.ContinuityConfig()
-	lease, holder, _, err := v.AcquireHeadLease(mustRel(ContinuityHead), LeaseOwner{Agent: "editor", Session: "s-edit", Command: "edit"}, cfg.Lease)
+	lease, holder, _, err := v.AcquireHeadLease(MustRel(ContinuityHead), LeaseOwner{Agent: "editor", Session: "s-edit", Command: "edit"}, cfg.Lease)
 	if err != nil || holder != nil {
 		t.Fatal(holder, err)
 	}
@@ -417,7 +417,7 @@ func TestContinuityTemplateMatchesProtocol(t *testing.T) {
 			if mine == tc.template {
 				t.Fatal("no blockers section in the template")
 			}
-			if err := os.WriteFile(v.abs(mustRel(ContinuityHead)), []byte(mine), 0o600); err != nil {
+			if err := os.WriteFile(v.Abs(MustRel(ContinuityHead)), []byte(mine), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			res := contUpdate(t, v, "2026-03-01", func(ct *ContinuityTx) error { return ct.Goal("ship it", "") })

@@ -58,7 +58,7 @@ func (v *Vault) ContinuityConfig() (ContinuityConfig, error) {
 		} `toml:"budgets"`
 	}
 	if _, err := toml.Decode(string(data), &f); err != nil {
-		return ContinuityConfig{}, &Error{Class: ErrInvalid, Msg: configFile + ": " + strings.ReplaceAll(err.Error(), "\n", " "), Err: err}
+		return ContinuityConfig{}, &Error{Class: ErrInvalid, Msg: ConfigFile + ": " + strings.ReplaceAll(err.Error(), "\n", " "), Err: err}
 	}
 	b := f.Budgets
 	def := func(n, d int) int {
@@ -240,7 +240,7 @@ func (v *Vault) UpdateContinuity(opts ContinuityOptions, fn func(*ContinuityTx) 
 	if err != nil {
 		return nil, err
 	}
-	rel := mustRel(ContinuityHead)
+	rel := MustRel(ContinuityHead)
 	lease, holder, took, err := v.AcquireHeadLease(rel, LeaseOwner{Agent: opts.Agent, Session: opts.Session, Command: opts.Command}, cfg.Lease)
 	if err != nil {
 		return nil, err
@@ -367,13 +367,13 @@ func (ct *ContinuityTx) refresh(cfg ContinuityConfig, trigger string, holder *He
 		c := ct.state()
 		index, doc, hs, learnings = renderLearningsIndex(c, cfg.Budgets["index"]), renderContinuity(c, cfg.Words), c.head, len(c.Learnings)
 	}
-	idxRel := mustRel(LearningsIndexFile)
-	if old, err := v.files().ReadFile(v.abs(idxRel)); err != nil || !bytes.Equal(old, index) {
+	idxRel := MustRel(LearningsIndexFile)
+	if old, err := v.Files().ReadFile(v.Abs(idxRel)); err != nil || !bytes.Equal(old, index) {
 		if learnings > 0 || err == nil || ct.index {
 			ct.WriteFile(idxRel, index)
 		}
 	}
-	rel := mustRel(ContinuityHead)
+	rel := MustRel(ContinuityHead)
 	if holder != nil {
 		ct.res.Head, ct.res.Holder = "deferred", holder
 		deferHead(ct.Tx, rel, "", "continuity", trigger, holder, hs)

@@ -133,7 +133,7 @@ func (v *Vault) segmentCorrections(cache map[string]segCorrections, s segment) (
 	if ok && c.Stamp == stamp {
 		return c, nil, false, nil
 	}
-	data, err = v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
+	data, err = v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
 	if err != nil {
 		return c, nil, false, fault.IO("read "+s.String(), err)
 	}

@@ -131,18 +131,18 @@ func TestVaultFilesArePrivate(t *testing.T) {
 // the transaction fails, nothing is written, and the save stands.
 func TestGuardedWriteKeepsANewerSave(t *testing.T) {
 	v := newVault(t)
-	rel := mustRel("MEMORY.md")
-	read, _ := os.ReadFile(v.abs(rel))
+	rel := MustRel("MEMORY.md")
+	read, _ := os.ReadFile(v.Abs(rel))
 	_, err := v.Update(TxOptions{}, func(tx *Tx) error {
 		tx.WriteFileIfUnchanged(rel, []byte("# merged by memvault\n"), read, true)
 		tx.Append(&Event{Kind: "fact", Text: "written with the merge"})
 		// The person saves between the merge and the write.
-		return os.WriteFile(v.abs(rel), []byte("# saved by a person\n"), 0o600)
+		return os.WriteFile(v.Abs(rel), []byte("# saved by a person\n"), 0o600)
 	})
 	if !errors.Is(err, errChangedUnderfoot) {
 		t.Fatalf("err = %v, want errChangedUnderfoot", err)
 	}
-	if got, _ := os.ReadFile(v.abs(rel)); string(got) != "# saved by a person\n" {
+	if got, _ := os.ReadFile(v.Abs(rel)); string(got) != "# saved by a person\n" {
 		t.Fatalf("MEMORY.md = %q: the person's save was overwritten", got)
 	}
 	st, err := v.LoadState()
@@ -155,7 +155,7 @@ func TestGuardedWriteKeepsANewerSave(t *testing.T) {
 		}
 	}
 	// Unchanged, the same write goes through.
-	read, _ = os.ReadFile(v.abs(rel))
+	read, _ = os.ReadFile(v.Abs(rel))
 	if _, err := v.Update(TxOptions{}, func(tx *Tx) error {
 		tx.WriteFileIfUnchanged(rel, []byte("# merged again\n"), read, true)
 		return nil

@@ -17,7 +17,7 @@ func sideLines(t *testing.T, v *Vault, prev string, texts ...string) ([]byte, st
 	var buf bytes.Buffer
 	for _, text := range texts {
 		ev := &Event{ID: NewID("e_", time.Now()), TS: FormatTS(time.Now()), Agent: v.Config.Agent, Kind: "fact", Text: text}
-		line, err := ev.seal(prev)
+		line, err := ev.Seal(prev)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +33,7 @@ func lastSegment(t *testing.T, v *Vault) string {
 	if err != nil || len(segs) == 0 {
 		t.Fatalf("segments: %v %v", segs, err)
 	}
-	return v.abs(segs[len(segs)-1].rel())
+	return v.Abs(segs[len(segs)-1].rel())
 }
 
 // Two clones' lines of history side by side in one segment, each event
@@ -72,15 +72,15 @@ func TestMergedHistoryVerifiesAndIsJoined(t *testing.T) {
 		t.Fatalf("the write did not chain from a join: %+v", join)
 	}
 	sorted := slices.Sorted(slices.Values(want))
-	if tips, _ := joinTips(join); !slices.Equal(tips, sorted) || join.Prev != sorted[0] {
+	if tips, _ := JoinTips(join); !slices.Equal(tips, sorted) || join.Prev != sorted[0] {
 		t.Fatalf("join names %v, prev %s", tips, join.Prev)
 	}
 	// The join is made from the tips alone: the same tips, in any order,
 	// give the same line.
 	j1, _ := v.joinEvent([]string{a2.Hash, bTip})
 	j2, _ := v.joinEvent([]string{bTip, a2.Hash})
-	l1, _ := j1.seal(j1.Prev)
-	l2, _ := j2.seal(j2.Prev)
+	l1, _ := j1.Seal(j1.Prev)
+	l2, _ := j2.Seal(j2.Prev)
 	if !bytes.Equal(l1, l2) || !bytes.Contains(data2(t, p), l1) {
 		t.Fatalf("join lines differ:\n%s%s", l1, l2)
 	}
@@ -148,7 +148,7 @@ func TestCommittedHistoryIsAuthoritative(t *testing.T) {
 			cut := data[:bytes.LastIndexByte(data[:len(data)-1], '\n')+1]
 			forged := *last
 			forged.Text = "a forged fact"
-			line, err := forged.seal(last.Prev)
+			line, err := forged.Seal(last.Prev)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -139,7 +139,7 @@ func (d *Derived[T]) load(v *Vault, segs []segment, stamps []segStamp) (t T, key
 	}
 	last := len(old) - 1
 	if o := old[last]; stamps[last].Size != o.Size || stamps[last].Mtime != o.Mtime {
-		if sum, ok := prefixSum(v.files(), v.segPath(segs[last]), o.Size); !ok || sum != lastSum {
+		if sum, ok := prefixSum(v.Files(), v.segPath(segs[last]), o.Size); !ok || sum != lastSum {
 			return t, key, false, false
 		}
 	}
@@ -173,13 +173,13 @@ func (d *Derived[T]) Save(v *Vault, t T, key Key) bool {
 		return false
 	}
 	for _, s := range key.Stamps {
-		cur, err := stampOf(v.Root, mustRel(s.Path).seg())
+		cur, err := stampOf(v.Root, MustRel(s.Path).seg())
 		if err != nil || cur != s {
 			return false
 		}
 	}
 	last := key.Stamps[len(key.Stamps)-1]
-	lastSum, ok := prefixSum(v.files(), filepath.Join(v.Root, filepath.FromSlash(last.Path)), last.Size)
+	lastSum, ok := prefixSum(v.Files(), filepath.Join(v.Root, filepath.FromSlash(last.Path)), last.Size)
 	if !ok {
 		return false
 	}
@@ -312,7 +312,7 @@ func (v *Vault) appendedSince(segs []segment, stamps, old []segStamp, tip string
 			}
 			from = old[i].Size
 		}
-		tail, err := readFrom(v.files(), filepath.Join(v.Root, filepath.FromSlash(segs[i].String())), from)
+		tail, err := readFrom(v.Files(), filepath.Join(v.Root, filepath.FromSlash(segs[i].String())), from)
 		if err != nil {
 			return "", false, false
 		}

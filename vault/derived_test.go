@@ -535,7 +535,7 @@ func commitAsIs(t *testing.T, v *Vault, path string) {
 		t.Fatal(err)
 	}
 	c := &gitrepo.Change{Path: filepath.ToSlash(rel), Content: data, Stat: info}
-	if _, err := v.repo.Commit([]*gitrepo.Change{c}, "cut by hand", gitrepo.Signature{Name: "p", Email: "p@x"}, time.Now()); err != nil {
+	if _, err := v.Repo.Commit([]*gitrepo.Change{c}, "cut by hand", gitrepo.Signature{Name: "p", Email: "p@x"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 }

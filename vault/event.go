@@ -58,7 +58,7 @@ func (e *Event) object() (map[string]any, error) {
 
 // seal sets e.Prev to prev and computes e.Hash, returning the canonical line
 // (with its newline) that goes into the ledger.
-func (e *Event) seal(prev string) ([]byte, error) {
+func (e *Event) Seal(prev string) ([]byte, error) {
 	e.Prev = prev
 	e.Hash = ""
 	obj, err := e.object()
@@ -83,7 +83,7 @@ func (e *Event) seal(prev string) ([]byte, error) {
 // parseLine decodes one ledger line and checks its hash. It returns the event
 // even when the hash is wrong, so that verification can report both the
 // problem and what the line claims to be.
-func parseLine(line []byte) (ev *Event, hashOK bool, err error) {
+func ParseLine(line []byte) (ev *Event, hashOK bool, err error) {
 	if ev, ok, fast := fastParseLine(line); fast {
 		return ev, ok, nil
 	}

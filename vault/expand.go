@@ -225,7 +225,7 @@ func controlN(r *Row) int {
 // threads the reads are most of an expand.
 func (v *Vault) headsCiting(id string) ([]HeadRef, error) {
 	root := filepath.Join(v.Root, "threads")
-	kinds, err := v.files().ReadDir(root)
+	kinds, err := v.Files().ReadDir(root)
 	if err != nil {
 		return nil, nil // no heads yet
 	}
@@ -234,7 +234,7 @@ func (v *Vault) headsCiting(id string) ([]HeadRef, error) {
 		if !k.IsDir() {
 			continue
 		}
-		files, err := v.files().ReadDir(filepath.Join(root, k.Name()))
+		files, err := v.Files().ReadDir(filepath.Join(root, k.Name()))
 		if err != nil {
 			return nil, fault.IO("read threads/"+k.Name(), err)
 		}
@@ -251,7 +251,7 @@ func (v *Vault) headsCiting(id string) ([]HeadRef, error) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < len(heads); i += workers {
-				data, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(heads[i].Path)))
+				data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(heads[i].Path)))
 				if err != nil {
 					errs[i] = fault.IO("read "+heads[i].Path, err)
 					continue

@@ -17,7 +17,7 @@ func fastSeeds(t testing.TB) [][]byte {
 		{ID: "e_3", TS: "2026-11-22T10:00:00.000Z", Agent: "a", Kind: "decision", Text: "x", Data: []byte(`{"z":[1,2.5e-3,{"b":null,"a":true}],"a":"\u00e9"}`), Links: []string{"e_1", "n_2"}},
 		{ID: "e_4", TS: "2026-11-22T10:00:00.000Z", Agent: "a", Kind: "fact", Text: "", Links: []string{}, Session: "s", Harness: "h", Source: "src"},
 	} {
-		line, err := ev.seal("prevhash")
+		line, err := ev.Seal("prevhash")
 		if err != nil {
 			t.Fatal(err)
 		}

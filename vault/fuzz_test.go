@@ -12,24 +12,24 @@ import (
 // hash checks re-seals to the same hash and the same canonical bytes.
 func FuzzParseLine(f *testing.F) {
 	ev := &Event{ID: "e_x", TS: "2026-11-22T10:00:00.000Z", Agent: "a", Kind: "fact", Text: "x", Data: []byte(`{"n":1.50}`)}
-	line, _ := ev.seal("p")
+	line, _ := ev.Seal("p")
 	f.Add(bytes.TrimSuffix(line, []byte("\n")))
 	f.Add([]byte(`{"hash":"","id":1}`))
 	f.Add([]byte(`[1,2`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		got, ok, err := parseLine(raw)
+		got, ok, err := ParseLine(raw)
 		if err != nil || !ok {
 			return
 		}
 		stored := got.Hash
-		resealed, err := got.seal(got.Prev)
+		resealed, err := got.Seal(got.Prev)
 		if err != nil {
 			t.Fatalf("reseal: %v", err)
 		}
 		if got.Hash != stored {
 			t.Fatalf("a verified line re-seals to another hash: %s vs %s", got.Hash, stored)
 		}
-		if _, ok2, _ := parseLine(bytes.TrimSuffix(resealed, []byte("\n"))); !ok2 {
+		if _, ok2, _ := ParseLine(bytes.TrimSuffix(resealed, []byte("\n"))); !ok2 {
 			t.Fatal("a re-sealed line does not verify")
 		}
 	})

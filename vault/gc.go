@@ -92,7 +92,7 @@ func (v *Vault) GC(opts GCOptions) (*GCReport, error) {
 	if opts.Expire == 0 {
 		opts.Expire = DefaultGCExpire
 	}
-	release, err := v.lock(Lease{Agent: v.Config.Agent, Command: "gc"}, opts.LockTimeout)
+	release, err := v.Lock(Lease{Agent: v.Config.Agent, Command: "gc"}, opts.LockTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (v *Vault) GC(opts GCOptions) (*GCReport, error) {
 	removeRetiredCaches(v.Root)
 	gitDir := filepath.Join(v.Root, ".git")
 	rep := &GCReport{Engine: opts.Engine}
-	v.Progress.step("gc: measuring .git", "", 0, 0)
+	v.Progress.Step("gc: measuring .git", "", 0, 0)
 	if rep.ContentBytes, err = contentBytes(v.Root); err != nil {
 		return nil, err
 	}
@@ -112,19 +112,19 @@ func (v *Vault) GC(opts GCOptions) (*GCReport, error) {
 	if opts.Engine == GCEngineGit {
 		// git reports nothing to a pipe: the phase is named, with the
 		// objects it packs, and the renderer shows the time it takes.
-		v.Progress.step(fmt.Sprintf("gc: git gc packing %d loose objects", rep.Before.LooseObjects), "", 0, 0)
-		err = v.repo.GitGC(opts.Expire)
+		v.Progress.Step(fmt.Sprintf("gc: git gc packing %d loose objects", rep.Before.LooseObjects), "", 0, 0)
+		err = v.Repo.GitGC(opts.Expire)
 	} else {
 		var progress gitrepo.Progress
 		if v.Progress != nil {
-			progress = func(phase, unit string, done, total int64) { v.Progress.step(phase, unit, done, total) }
+			progress = func(phase, unit string, done, total int64) { v.Progress.Step(phase, unit, done, total) }
 		}
-		rep.PackStats, err = v.repo.Pack(opts.Expire, progress)
+		rep.PackStats, err = v.Repo.Pack(opts.Expire, progress)
 	}
 	if err != nil {
 		return nil, err
 	}
-	v.Progress.step("gc: measuring .git", "", 0, 0)
+	v.Progress.Step("gc: measuring .git", "", 0, 0)
 	if rep.After, err = gitrepo.Measure(gitDir); err != nil {
 		return nil, err
 	}
@@ -275,7 +275,7 @@ func (v *Vault) autoPack() {
 	}
 	defer mu.Unlock()
 	path := filepath.Join(v.Root, lockFile)
-	f, err := v.files().Open(path) // flock needs no write access
+	f, err := v.Files().Open(path) // flock needs no write access
 	if err != nil {
 		return
 	}
@@ -287,10 +287,10 @@ func (v *Vault) autoPack() {
 	lease.Host, _ = os.Hostname()
 	lp := filepath.Join(v.Root, leaseFile)
 	if data, err := json.Marshal(lease); err == nil {
-		_ = v.files().WriteCache(lp, append(data, '\n'))
+		_ = v.Files().WriteCache(lp, append(data, '\n'))
 	}
-	if v.repo.StartAutoGC(f, threshold) != nil {
-		_ = v.files().Remove(lp)
+	if v.Repo.StartAutoGC(f, threshold) != nil {
+		_ = v.Files().Remove(lp)
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	}
 }
@@ -299,7 +299,7 @@ func (v *Vault) autoPack() {
 // vault lock, by taking the lock and letting it go: for a program that
 // measures or copies the vault after its writes.
 func (v *Vault) WaitAutoPack(timeout time.Duration) error {
-	release, err := v.lock(Lease{Agent: v.Config.Agent, Command: "wait"}, timeout)
+	release, err := v.Lock(Lease{Agent: v.Config.Agent, Command: "wait"}, timeout)
 	if err != nil {
 		return err
 	}

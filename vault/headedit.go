@@ -117,7 +117,7 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 		v.logHeads("edit of %s took over a lease: %s", head, took.Reason)
 	}
 
-	original, err := v.files().ReadFile(v.abs(rel))
+	original, err := v.Files().ReadFile(v.Abs(rel))
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && head == ContinuityHead:
 		original = continuityTemplate()
@@ -134,7 +134,7 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 		if _, err := v.Refresh(ro); err != nil {
 			return nil, err
 		}
-		if original, err = v.files().ReadFile(v.abs(rel)); err != nil {
+		if original, err = v.Files().ReadFile(v.Abs(rel)); err != nil {
 			return nil, fault.IO("read "+head, err)
 		}
 	case err != nil:
@@ -143,19 +143,19 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 
 	dir := filepath.Join(v.Root, ".state", "edit", lease.Token)
 	work := filepath.Join(dir, filepath.Base(head))
-	if err := v.files().WriteAtomic(work, original); err != nil {
+	if err := v.Files().WriteAtomic(work, original); err != nil {
 		return nil, err
 	}
 	keep := false
 	defer func() {
 		if !keep {
-			v.files().RemoveAll(dir)
+			v.Files().RemoveAll(dir)
 		}
 	}()
 	if err := opts.Editor(work); err != nil {
 		return nil, err
 	}
-	edited, err := v.files().ReadFile(work)
+	edited, err := v.Files().ReadFile(work)
 	if err != nil {
 		return nil, fault.IO("read the edited copy", err)
 	}
@@ -172,7 +172,7 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 	var r *Result
 	err = retrySaves(func() (err error) {
 		r, err = v.Update(opts.TxOptions, func(tx *Tx) error {
-			now, err := v.files().ReadFile(v.abs(rel))
+			now, err := v.Files().ReadFile(v.Abs(rel))
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fault.IO("read "+head, err)
 			}
@@ -268,7 +268,7 @@ func (v *Vault) ResolveHeads(headArg, take string, opts TxOptions) ([]ResolveRes
 		}
 	}()
 	for _, h := range todo {
-		l, holder, _, err := v.AcquireHeadLease(mustRel(h.Head), owner, cfg.Lease)
+		l, holder, _, err := v.AcquireHeadLease(MustRel(h.Head), owner, cfg.Lease)
 		if err != nil {
 			return nil, err
 		}
@@ -299,14 +299,14 @@ func (v *Vault) ResolveHeads(headArg, take string, opts TxOptions) ([]ResolveRes
 func (v *Vault) resolveTx(tx *Tx, todo []HeadState, take string, out *[]ResolveResult) error {
 	*out = (*out)[:0]
 	for _, h := range todo {
-		rel := mustRel(h.Head)
+		rel := MustRel(h.Head)
 		res := ResolveResult{Head: h.Head, Take: take}
 		for _, c := range h.Conflicts {
 			res.Resolved = append(res.Resolved, c.ID)
 		}
 		var w *headWrite
 		if take == "theirs" {
-			cur, err := v.files().ReadFile(v.abs(rel))
+			cur, err := v.Files().ReadFile(v.Abs(rel))
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fault.IO("read "+h.Head, err)
 			}

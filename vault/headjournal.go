@@ -80,10 +80,10 @@ func (v *Vault) journalHeadWrite(tx *Tx, w headWrite) error {
 		return err
 	}
 	p := v.headJournalPath(w.Head)
-	if err := v.files().WriteAtomic(p, data); err != nil {
+	if err := v.Files().WriteAtomic(p, data); err != nil {
 		return err
 	}
-	tx.committed = append(tx.committed, func() { v.files().Remove(p) })
+	tx.committed = append(tx.committed, func() { v.Files().Remove(p) })
 	return nil
 }
 
@@ -92,13 +92,13 @@ func (v *Vault) journalHeadWrite(tx *Tx, w headWrite) error {
 // before the head was written (WriteAtomic syncs it first).
 func (v *Vault) readHeadJournal(head string) *headWrite {
 	p := v.headJournalPath(head)
-	data, err := v.files().ReadFile(p)
+	data, err := v.Files().ReadFile(p)
 	if err != nil {
 		return nil
 	}
 	w := new(headWrite)
 	if json.Unmarshal(data, w) != nil || w.Head != head || w.Event == "" {
-		v.files().Remove(p)
+		v.Files().Remove(p)
 		return nil
 	}
 	return w
@@ -127,7 +127,7 @@ func (v *Vault) headJournals() []string {
 func (v *Vault) segmentOf(segs []segment, id string) (segment, bool) {
 	needle := []byte(`"id":"` + id + `"`)
 	for i := len(segs) - 1; i >= 0; i-- {
-		data, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(segs[i].String())))
+		data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(segs[i].String())))
 		if err == nil && bytes.Contains(data, needle) {
 			return segs[i], true
 		}
@@ -153,7 +153,7 @@ func (v *Vault) settleHeadWrites(segs []segment) {
 			v.logHeads("undo of the write of %s by a killed transaction (event %s): %v", head, w.Event, err)
 			continue
 		}
-		v.files().Remove(v.headJournalPath(head))
+		v.Files().Remove(v.headJournalPath(head))
 	}
 }
 
@@ -164,8 +164,8 @@ func (v *Vault) undoHeadWrite(w *headWrite) error {
 	if !ok {
 		return nil // not a head: nothing memvault would have written
 	}
-	p := v.abs(t.rel)
-	cur, err := v.files().ReadFile(p)
+	p := v.Abs(t.rel)
+	cur, err := v.Files().ReadFile(p)
 	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -173,9 +173,9 @@ func (v *Vault) undoHeadWrite(w *headWrite) error {
 	untouched := exists == w.Existed && bytes.Equal(cur, w.Before)
 	if w.Wrote && exists && !untouched && (bytes.Equal(cur, w.After) || tornWrite(cur, w.Before, w.After)) {
 		if w.Existed {
-			err = v.files().ReplaceIfSame(p, w.Before, cur, true)
+			err = v.Files().ReplaceIfSame(p, w.Before, cur, true)
 		} else {
-			err = v.files().Remove(p)
+			err = v.Files().Remove(p)
 		}
 		if err != nil && !errors.Is(err, fileio.ErrChanged) {
 			return err
@@ -188,15 +188,15 @@ func (v *Vault) undoHeadWrite(w *headWrite) error {
 		// goes with it: the base of its next merge.
 		return nil
 	}
-	rp := v.abs(mustRel(renderedDir, w.Head))
-	now, err := v.files().ReadFile(rp)
+	rp := v.Abs(MustRel(RenderedDir, w.Head))
+	now, err := v.Files().ReadFile(rp)
 	if err != nil || !bytes.Equal(now, w.Rendered.After) {
 		return nil
 	}
 	if w.Rendered.Existed {
-		return v.files().WriteAtomic(rp, w.Rendered.Before)
+		return v.Files().WriteAtomic(rp, w.Rendered.Before)
 	}
-	return v.files().Remove(rp)
+	return v.Files().Remove(rp)
 }
 
 // tornWrite reports whether cur is what an in-place rewrite of before with

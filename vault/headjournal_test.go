@@ -51,7 +51,7 @@ func kinds(t *testing.T, v *Vault) map[string]int {
 // addUnder adds a line at the end of a section of a head, as a person does.
 func addUnder(t *testing.T, v *Vault, head, section, line string) {
 	t.Helper()
-	p := v.abs(mustRel(head))
+	p := v.Abs(MustRel(head))
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func addUnder(t *testing.T, v *Vault, head, section, line string) {
 func clean(t *testing.T, v *Vault, paths ...string) {
 	t.Helper()
 	for _, p := range paths {
-		if dirty, err := v.uncommitted(mustRel(p)); err != nil || dirty {
+		if dirty, err := v.uncommitted(MustRel(p)); err != nil || dirty {
 			t.Errorf("%s differs from HEAD (%v)", p, err)
 		}
 	}
@@ -91,7 +91,7 @@ func headWithKilledRender(t *testing.T, step string) (*Vault, string) {
 	before := readHead(t, v, MemoryHead)
 	rememberIn(t, v, "decision", "", "s1", "use a queue")
 	killAt(t, step, func() { refresh(t, v, "s1") })
-	if dirty, _ := v.uncommitted(mustRel(MemoryHead)); !dirty {
+	if dirty, _ := v.uncommitted(MustRel(MemoryHead)); !dirty {
 		t.Fatal("the killed refresh left MEMORY.md as HEAD has it: nothing to test")
 	}
 	if v.readHeadJournal(MemoryHead) == nil {
@@ -173,7 +173,7 @@ func TestTornHeadIsPutBack(t *testing.T) {
 	if bytes.Equal(torn, w.Before) || bytes.Equal(torn, w.After) {
 		t.Fatal("the torn state is one of the whole ones")
 	}
-	if err := os.WriteFile(v.abs(mustRel(MemoryHead)), torn, 0o600); err != nil {
+	if err := os.WriteFile(v.Abs(MustRel(MemoryHead)), torn, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	rememberIn(t, v, "fact", "", "s2", "settle")
@@ -285,7 +285,7 @@ func TestEmptyHeadIsLeftAlone(t *testing.T) {
 	v := newVault(t)
 	rememberIn(t, v, "decision", "", "s1", "use WAL")
 	refresh(t, v, "s1")
-	p := v.abs(mustRel(MemoryHead))
+	p := v.Abs(MustRel(MemoryHead))
 	if err := os.WriteFile(p, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}

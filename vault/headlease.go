@@ -77,18 +77,18 @@ func (v *Vault) leasePath(head RelPath) string {
 }
 
 func (v *Vault) now() time.Time {
-	if v.clock != nil {
-		return v.clock()
+	if v.Clock != nil {
+		return v.Clock()
 	}
 	return time.Now()
 }
 
 // withLeaseTable runs fn holding the flock that serialises lease changes.
 func (v *Vault) withLeaseTable(fn func() error) error {
-	if err := v.files().MkdirAll(filepath.Join(v.Root, filepath.FromSlash(headLeaseDir))); err != nil {
+	if err := v.Files().MkdirAll(filepath.Join(v.Root, filepath.FromSlash(headLeaseDir))); err != nil {
 		return fault.IO("create "+headLeaseDir, err)
 	}
-	if err := v.files().Check(filepath.Join(v.Root, filepath.FromSlash(headLeaseLock))); err != nil {
+	if err := v.Files().Check(filepath.Join(v.Root, filepath.FromSlash(headLeaseLock))); err != nil {
 		return err
 	}
 	fl := flock.New(filepath.Join(v.Root, filepath.FromSlash(headLeaseLock)), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(fileio.FilePerm))
@@ -102,7 +102,7 @@ func (v *Vault) withLeaseTable(fn func() error) error {
 // readLease returns the lease on head: nil when there is none; raw holds
 // the file's bytes when they do not parse as a lease.
 func (v *Vault) readLease(head RelPath) (l *HeadLease, raw []byte, err error) {
-	data, err := v.files().ReadFile(v.leasePath(head))
+	data, err := v.Files().ReadFile(v.leasePath(head))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
@@ -195,14 +195,14 @@ func (v *Vault) writeLease(l *HeadLease) error {
 	if err != nil {
 		return err
 	}
-	return v.files().WriteAtomic(v.leasePath(mustRel(l.Head)), append(data, '\n'))
+	return v.Files().WriteAtomic(v.leasePath(MustRel(l.Head)), append(data, '\n'))
 }
 
 // RenewHeadLease extends a lease the caller holds. It fails with ErrConflict
 // when the lease was taken over in the meantime.
 func (v *Vault) RenewHeadLease(l *HeadLease, ttl time.Duration) error {
 	return v.withLeaseTable(func() error {
-		cur, _, err := v.readLease(mustRel(l.Head))
+		cur, _, err := v.readLease(MustRel(l.Head))
 		if err != nil {
 			return err
 		}
@@ -221,11 +221,11 @@ func (v *Vault) ReleaseHeadLease(l *HeadLease) error {
 		return nil
 	}
 	return v.withLeaseTable(func() error {
-		cur, _, err := v.readLease(mustRel(l.Head))
+		cur, _, err := v.readLease(MustRel(l.Head))
 		if err != nil || cur == nil || cur.Token != l.Token {
 			return err
 		}
-		if err := v.files().Remove(v.leasePath(mustRel(l.Head))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := v.Files().Remove(v.leasePath(MustRel(l.Head))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fault.IO("release lease of "+l.Head, err)
 		}
 		return nil
@@ -240,7 +240,7 @@ func (v *Vault) HeadLeases() []HeadLease {
 		if d.IsDir() || !strings.HasSuffix(p, ".lease") {
 			return nil
 		}
-		data, err := v.files().ReadFile(p)
+		data, err := v.Files().ReadFile(p)
 		if err != nil {
 			return nil
 		}
@@ -258,11 +258,11 @@ func (v *Vault) HeadLeases() []HeadLease {
 // events are the record; the log is for people debugging a vault.
 func (v *Vault) logHeads(format string, args ...any) {
 	dir := filepath.Join(v.Root, ".logs")
-	if v.files().MkdirAll(dir) != nil {
+	if v.Files().MkdirAll(dir) != nil {
 		return
 	}
 	// A log line, appended without fsync: not worth fileio.Append's sync.
-	f, err := v.files().OpenFile(filepath.Join(dir, "heads.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileio.FilePerm)
+	f, err := v.Files().OpenFile(filepath.Join(dir, "heads.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileio.FilePerm)
 	if err != nil {
 		return
 	}

@@ -144,7 +144,7 @@ var testHookMerged func(head string)
 // the write and the events that record it.
 func (v *Vault) mergeInto(tx *Tx, m headMerge) (mergeOutcome, error) {
 	head := m.rel.String()
-	renderedRel := mustRel(renderedDir, head)
+	renderedRel := MustRel(RenderedDir, head)
 	theirsBlob := gitrepo.BlobHash(m.theirs)
 	f, err := v.mergeFile(m, renderedRel, theirsBlob)
 	if err != nil || f.status == "unchanged" || f.status == "empty" {
@@ -182,7 +182,7 @@ func (v *Vault) mergeInto(tx *Tx, m headMerge) (mergeOutcome, error) {
 		// its commit leaves bytes the next transaction knows for its own.
 		w := headWrite{Head: head, Event: ev.ID, Existed: f.exists, Before: f.ours, After: f.result, Wrote: writeHead}
 		if writeRendered {
-			was, err := v.files().ReadFile(v.abs(renderedRel))
+			was, err := v.Files().ReadFile(v.Abs(renderedRel))
 			w.Rendered = &renderedWrite{Existed: err == nil, Before: was, After: m.theirs}
 		}
 		if err := v.journalHeadWrite(tx, w); err != nil {
@@ -252,7 +252,7 @@ func (v *Vault) mergeFile(m headMerge, renderedRel RelPath, theirsBlob string) (
 		if testHookMerged != nil {
 			testHookMerged(head)
 		}
-		again, _ := v.files().ReadFile(v.abs(m.rel))
+		again, _ := v.Files().ReadFile(v.Abs(m.rel))
 		if !f.exists || bytes.Equal(again, f.ours) || attempt >= 5 {
 			return f, nil
 		}
@@ -263,10 +263,10 @@ func (v *Vault) mergeFile(m headMerge, renderedRel RelPath, theirsBlob string) (
 // empty file is read again a few times, two milliseconds apart: it is
 // most likely one an editor has just truncated and is about to write.
 func (v *Vault) readHead(rel RelPath) ([]byte, error) {
-	data, err := v.files().ReadFile(v.abs(rel))
+	data, err := v.Files().ReadFile(v.Abs(rel))
 	for wait := 0; err == nil && len(data) == 0 && wait < 3; wait++ {
 		time.Sleep(2 * time.Millisecond)
-		data, err = v.files().ReadFile(v.abs(rel))
+		data, err = v.Files().ReadFile(v.Abs(rel))
 	}
 	return data, err
 }
@@ -276,7 +276,7 @@ func (v *Vault) readHead(rel RelPath) ([]byte, error) {
 // merge of both sides' renders, and the head must be merged again even if
 // the new render is the one recorded last.
 func (v *Vault) renderedIs(rel RelPath, blob string) bool {
-	data, err := v.files().ReadFile(v.abs(rel))
+	data, err := v.Files().ReadFile(v.Abs(rel))
 	return err == nil && gitrepo.BlobHash(data) == blob
 }
 
@@ -380,7 +380,7 @@ func (v *Vault) commitHandEdits(opts TxOptions, targets []headTarget, via string
 	// records are done with. The caller's lease keeps other writers of
 	// these heads away meanwhile.
 	for _, p := range settled {
-		v.files().Remove(p)
+		v.Files().Remove(p)
 	}
 	return edited, redacted, nil
 }
@@ -410,11 +410,11 @@ func (v *Vault) commitHandEditsTx(tx *Tx, dirty []headTarget, via string, edited
 			if seg, ok := v.segmentOf(segs, w.Event); ok {
 				// Sealed, not committed: the files are memvault's.
 				*settled = append(*settled, v.headJournalPath(head))
-				if lines, err := v.files().ReadFile(v.abs(seg.rel())); err == nil && bytes.HasSuffix(lines, []byte("\n")) {
+				if lines, err := v.Files().ReadFile(v.Abs(seg.rel())); err == nil && bytes.HasSuffix(lines, []byte("\n")) {
 					tx.CommitFile(seg.rel()) // not a torn line, which the next writer repairs
 				}
 				if w.Rendered != nil {
-					tx.CommitFile(mustRel(renderedDir, head))
+					tx.CommitFile(MustRel(RenderedDir, head))
 				}
 				if exists && w.Wrote && bytes.Equal(data, w.After) {
 					tx.WriteFileIfUnchanged(t.rel, data, data, true)
@@ -426,7 +426,7 @@ func (v *Vault) commitHandEditsTx(tx *Tx, dirty []headTarget, via string, edited
 		if len(data) == 0 {
 			continue // gone: rendered again; empty: being saved, or left so by hand (mergeFile)
 		}
-		if committed, ok, err := v.repo.BlobAt("", head); err != nil {
+		if committed, ok, err := v.Repo.BlobAt("", head); err != nil {
 			return err
 		} else if ok && committed == gitrepo.BlobHash(data) {
 			continue // committed meanwhile, or the bytes of an undone write

@@ -39,7 +39,7 @@ import (
 const (
 	MemoryHead     = render.MemoryPath
 	ContinuityHead = "CONTINUITY.md"
-	renderedDir    = ".rendered"
+	RenderedDir    = ".rendered"
 )
 
 // Head kinds of ledger events.
@@ -58,7 +58,7 @@ type headTarget struct {
 	thread string // "" for MEMORY.md
 }
 
-func memoryTarget() headTarget { return headTarget{rel: mustRel(MemoryHead)} }
+func memoryTarget() headTarget { return headTarget{rel: MustRel(MemoryHead)} }
 
 func threadTarget(t Thread) headTarget { return headTarget{rel: t.HeadPath(), thread: t.String()} }
 
@@ -69,7 +69,7 @@ func targetOf(head string) (headTarget, bool) {
 	case ContinuityHead:
 		// The protocol renders it (refreshOne hands it over); known here so
 		// that a deferred refresh of it is retried like any head's.
-		return headTarget{rel: mustRel(ContinuityHead)}, true
+		return headTarget{rel: MustRel(ContinuityHead)}, true
 	}
 	rest, ok := strings.CutPrefix(head, "threads/")
 	if !ok {
@@ -392,7 +392,7 @@ func (v *Vault) selectHeads(vw *headView, opts RefreshOptions) ([]headTarget, er
 }
 
 func (v *Vault) exists(rel RelPath) bool {
-	_, err := v.files().Stat(v.abs(rel))
+	_, err := v.Files().Stat(v.Abs(rel))
 	return err == nil
 }
 
@@ -425,10 +425,10 @@ func (v *Vault) baseOf(blob string, rendered RelPath) []byte {
 	if blob == "" {
 		return nil
 	}
-	if data, err := v.files().ReadFile(v.abs(rendered)); err == nil {
+	if data, err := v.Files().ReadFile(v.Abs(rendered)); err == nil {
 		return data
 	}
-	if data, ok := v.repo.Blob(blob); ok {
+	if data, ok := v.Repo.Blob(blob); ok {
 		return data
 	}
 	return nil
@@ -438,14 +438,14 @@ func (v *Vault) baseOf(blob string, rendered RelPath) []byte {
 // the branch's head commit: a hand edit nobody committed. A missing file is
 // not an edit (the refresh renders it again).
 func (v *Vault) uncommitted(rel RelPath) (bool, error) {
-	data, err := v.files().ReadFile(v.abs(rel))
+	data, err := v.Files().ReadFile(v.Abs(rel))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fault.IO("read "+rel.String(), err)
 	}
-	committed, ok, err := v.repo.BlobAt("", rel.String())
+	committed, ok, err := v.Repo.BlobAt("", rel.String())
 	if err != nil {
 		return false, err
 	}

@@ -69,7 +69,7 @@ func (v *Vault) HeadsConfig() (HeadsConfig, error) {
 func parseHeadsConfig(data []byte) (HeadsConfig, error) {
 	var f headsConfigFile
 	if _, err := toml.Decode(string(data), &f); err != nil {
-		return HeadsConfig{}, &Error{Class: ErrInvalid, Msg: configFile + ": " + strings.ReplaceAll(err.Error(), "\n", " "), Err: err,
+		return HeadsConfig{}, &Error{Class: ErrInvalid, Msg: ConfigFile + ": " + strings.ReplaceAll(err.Error(), "\n", " "), Err: err,
 			Hint: "fix the file by hand; memvault init writes a fresh one if you delete it"}
 	}
 	c := HeadsConfig{MemoryTokens: f.Budgets.MemoryTokens, ThreadTokens: f.Budgets.ThreadTokens, Lease: DefaultHeadLease}
@@ -82,7 +82,7 @@ func parseHeadsConfig(data []byte) (HeadsConfig, error) {
 	if f.Heads.Lease != "" {
 		d, err := time.ParseDuration(f.Heads.Lease)
 		if err != nil || d <= 0 {
-			return HeadsConfig{}, fault.New(ErrInvalid, "%s: heads.lease %q: not a positive duration like 2m", configFile, f.Heads.Lease)
+			return HeadsConfig{}, fault.New(ErrInvalid, "%s: heads.lease %q: not a positive duration like 2m", ConfigFile, f.Heads.Lease)
 		}
 		c.Lease = d
 	}
@@ -90,21 +90,21 @@ func parseHeadsConfig(data []byte) (HeadsConfig, error) {
 	for key, t := range f.Threads {
 		th, err := ParseThread(key)
 		if err != nil {
-			e := fault.New(ErrInvalid, "%s: [threads.%q]: not a thread key, want kind:slug", configFile, key)
+			e := fault.New(ErrInvalid, "%s: [threads.%q]: not a thread key, want kind:slug", ConfigFile, key)
 			return HeadsConfig{}, e.WithHint("write the key quoted and lower case: [threads.\"project:shop\"]")
 		}
 		meta := render.ThreadMeta{Key: th.String()}
 		for _, a := range t.Aliases {
 			a = strings.ToLower(strings.Join(strings.Fields(a), " "))
 			if err := checkAlias(a); err != nil {
-				return HeadsConfig{}, fault.New(ErrInvalid, "%s: [threads.%q] alias %q: %v", configFile, key, a, err)
+				return HeadsConfig{}, fault.New(ErrInvalid, "%s: [threads.%q] alias %q: %v", ConfigFile, key, a, err)
 			}
 			if other, dup := owner[a]; dup && other != meta.Key {
-				e := fault.New(ErrInvalid, "%s: alias %q is declared by both %s and %s", configFile, a, other, meta.Key)
+				e := fault.New(ErrInvalid, "%s: alias %q is declared by both %s and %s", ConfigFile, a, other, meta.Key)
 				return HeadsConfig{}, e.WithHint("an alias must name one thread; remove it from one of them")
 			}
 			if _, err := ParseThread(a); err == nil && a != meta.Key {
-				return HeadsConfig{}, fault.New(ErrInvalid, "%s: [threads.%q] alias %q: looks like another thread's key", configFile, key, a)
+				return HeadsConfig{}, fault.New(ErrInvalid, "%s: [threads.%q] alias %q: looks like another thread's key", ConfigFile, key, a)
 			}
 			if owner[a] == "" {
 				owner[a] = meta.Key

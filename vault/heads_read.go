@@ -117,7 +117,7 @@ func (v *Vault) currentHead(vw *headView, head string) ([]byte, error) {
 	if !ok || head == ContinuityHead {
 		return nil, fault.New(ErrInvalid, "head %q: want MEMORY.md or threads/<kind>/<slug>.md", head)
 	}
-	ours, err := v.files().ReadFile(v.abs(t.rel))
+	ours, err := v.Files().ReadFile(v.Abs(t.rel))
 	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fault.IO("read "+head, err)
@@ -135,7 +135,7 @@ func (v *Vault) currentHead(vw *headView, head string) ([]byte, error) {
 	}
 	theirsBlob := gitrepo.BlobHash(doc.Bytes)
 	f, err := v.mergeFile(headMerge{rel: t.rel, thread: t.thread, theirs: doc.Bytes, book: book},
-		mustRel(renderedDir, head), theirsBlob)
+		MustRel(RenderedDir, head), theirsBlob)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func (v *Vault) currentHead(vw *headView, head string) ([]byte, error) {
 
 // stateAt folds the ledger and reads memvault.toml as they were at rev.
 func (v *Vault) stateAt(rev string) (*State, HeadsConfig, error) {
-	tree, err := v.repo.TreeAt(rev)
+	tree, err := v.Repo.TreeAt(rev)
 	if err != nil {
 		return nil, HeadsConfig{}, err
 	}
@@ -155,10 +155,10 @@ func (v *Vault) stateAt(rev string) (*State, HeadsConfig, error) {
 		return nil, HeadsConfig{}, fault.New(ErrNotFound, "commit %q: the vault has no commits", rev)
 	}
 	var cfgData []byte
-	if f, err := tree.File(configFile); err == nil {
+	if f, err := tree.File(ConfigFile); err == nil {
 		s, err := f.Contents()
 		if err != nil {
-			return nil, HeadsConfig{}, &Error{Class: ErrCorrupt, Msg: "git: read " + configFile + " at " + rev + ": " + err.Error(), Err: err}
+			return nil, HeadsConfig{}, &Error{Class: ErrCorrupt, Msg: "git: read " + ConfigFile + " at " + rev + ": " + err.Error(), Err: err}
 		}
 		cfgData = []byte(s)
 	}
@@ -292,10 +292,10 @@ type ThreadInfo struct {
 func (v *Vault) ResolveHeadArg(arg string, allowContinuity bool) (RelPath, string, error) {
 	switch arg {
 	case "", MemoryHead:
-		return mustRel(MemoryHead), "", nil
+		return MustRel(MemoryHead), "", nil
 	case ContinuityHead:
 		if allowContinuity {
-			return mustRel(ContinuityHead), "", nil
+			return MustRel(ContinuityHead), "", nil
 		}
 	}
 	if t, ok := targetOf(arg); ok {

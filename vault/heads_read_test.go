@@ -16,7 +16,7 @@ func TestCurrentHeads(t *testing.T) {
 	v := newVault(t)
 	rememberIn(t, v, "decision", "project:shop", "s1", "use WAL")
 	refresh(t, v, "s1")
-	shop := mustRel("threads/project/shop.md").String()
+	shop := MustRel("threads/project/shop.md").String()
 	files := func() []string { return []string{readHead(t, v, MemoryHead), readHead(t, v, shop)} }
 
 	got, err := v.CurrentHeads(MemoryHead, shop)
@@ -31,7 +31,7 @@ func TestCurrentHeads(t *testing.T) {
 
 	// A row the heads have not taken in yet, and a person's edit.
 	rememberIn(t, v, "blocker", "project:shop", "s2", "the orders table is locked")
-	p := v.abs(mustRel(MemoryHead))
+	p := v.Abs(MustRel(MemoryHead))
 	data, _ := os.ReadFile(p)
 	data = bytes.Replace(data, []byte("## Constraints\n\n- none\n"), []byte("## Constraints\n\n- none\n- a line a person wrote\n"), 1)
 	if err := os.WriteFile(p, data, 0o600); err != nil {

@@ -45,7 +45,7 @@ func status(rep *RefreshReport, head string) string {
 
 func readHead(t *testing.T, v *Vault, head string) string {
 	t.Helper()
-	data, err := os.ReadFile(v.abs(mustRel(head)))
+	data, err := os.ReadFile(v.Abs(MustRel(head)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestEditDuringRefreshSurvives(t *testing.T) {
 			return
 		}
 		testHookMerged = nil
-		p := v.abs(mustRel(MemoryHead))
+		p := v.Abs(MustRel(MemoryHead))
 		data, _ := os.ReadFile(p)
 		data = bytes.Replace(data, []byte("## Blockers\n\n- none\n"), []byte("## Blockers\n\n- none\n- saved by a person mid-refresh\n"), 1)
 		if err := os.WriteFile(p, data, 0o600); err != nil {
@@ -82,7 +82,7 @@ func TestEditDuringRefreshSurvives(t *testing.T) {
 		t.Fatalf("lost the edit or the refresh:\n%s", s)
 	}
 	// Both are in the commit the refresh made.
-	tree, err := v.repo.TreeAt("")
+	tree, err := v.Repo.TreeAt("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestReplayEveryCommit(t *testing.T) {
 	}
 	checked := 0
 	err := v.Log(func(ci gitrepo.CommitInfo) bool {
-		tree, err := v.repo.TreeAt(ci.Hash)
+		tree, err := v.Repo.TreeAt(ci.Hash)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,8 +293,8 @@ func TestHeadStateCacheMatchesFullFold(t *testing.T) {
 func TestLeaseTakeoverAndRelease(t *testing.T) {
 	v := newVault(t)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	v.clock = func() time.Time { return now }
-	head := mustRel(MemoryHead)
+	v.Clock = func() time.Time { return now }
+	head := MustRel(MemoryHead)
 	a, holder, took, err := v.AcquireHeadLease(head, LeaseOwner{Agent: "x", Session: "a"}, time.Minute)
 	if err != nil || holder != nil || took != nil || a == nil {
 		t.Fatalf("first acquire: %v %v %v %v", a, holder, took, err)

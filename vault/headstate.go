@@ -125,7 +125,7 @@ func decodeRows(d *decoder) (*State, bool) {
 func (v *Vault) foldAll(segs []segment) (st *State, tip string, torn bool, err error) {
 	var lines [][]byte
 	for _, s := range segs {
-		data, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
+		data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
 		if err != nil {
 			return nil, "", false, fault.IO("read "+s.String(), err)
 		}

@@ -37,7 +37,7 @@ func headViewFor(cfg HeadsConfig) *Derived[*viewCache] {
 				return nil, "", false, err
 			}
 			// A torn last line is not folded, but the stamps count its bytes.
-			torn := len(segs) > 0 && endsTorn(v.files(), v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
+			torn := len(segs) > 0 && endsTorn(v.Files(), v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
 			return newViewCache(st, cfg), tip, torn, nil
 		},
 		Fold: func(vc *viewCache, ev *Event) (*viewCache, bool) {

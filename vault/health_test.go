@@ -29,7 +29,7 @@ func captureOne(v *Vault, text string) error {
 func tamperOne(t *testing.T, v *Vault) (string, []byte) {
 	t.Helper()
 	segs, _, _ := listSegments(v.Root)
-	p := v.abs(segs[0].rel())
+	p := v.Abs(segs[0].rel())
 	good, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestCaptureSurvivesBrokenLedger(t *testing.T) {
 func TestCaptureSurvivesBrokenConfig(t *testing.T) {
 	v := newVault(t)
 	remember(t, v, "one")
-	if err := os.WriteFile(filepath.Join(v.Root, configFile), []byte("agent = \"x\n[broken"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(v.Root, ConfigFile), []byte("agent = \"x\n[broken"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(v.Root); !errors.Is(err, ErrInvalid) {

@@ -239,7 +239,7 @@ func (v *Vault) importSource(opts TxOptions, t TranscriptRef, format transcript.
 		mergeStats(&rep.Stats, b.stats)
 		mine = done
 		windows++
-		v.Progress.step(fmt.Sprintf("import: %s messages from %s", FormatCount(int64(rep.Added)), filepath.Base(source)), "bytes", b.next.Offset, size)
+		v.Progress.Step(fmt.Sprintf("import: %s messages from %s", FormatCount(int64(rep.Added)), filepath.Base(source)), "bytes", b.next.Offset, size)
 		if !opts.NoCommit {
 			chunk.add(done, b.next.Offset-b.from.Offset, rep.Added)
 			if chunk.read >= commitBytes {

@@ -190,11 +190,11 @@ func TestBudgetedImportEqualsOneShot(t *testing.T) {
 func cutTranscript(t *testing.T, v *Vault, ref TranscriptRef, p partPos) {
 	t.Helper()
 	for n := p.Part + 1; ; n++ {
-		if err := os.Remove(v.abs(ref.part(n))); err != nil {
+		if err := os.Remove(v.Abs(ref.part(n))); err != nil {
 			break
 		}
 	}
-	if err := os.Truncate(v.abs(ref.part(p.Part)), p.Off); err != nil {
+	if err := os.Truncate(v.Abs(ref.part(p.Part)), p.Off); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -135,7 +135,7 @@ func (v *Vault) importStatePath(t TranscriptRef, format transcript.Format, sourc
 // none: the import starts over, skipping what is stored.
 func (v *Vault) loadImport(t TranscriptRef, path string, mine *importBatch) importState {
 	var st importState
-	data, err := v.files().ReadFile(path)
+	data, err := v.Files().ReadFile(path)
 	if err != nil || json.Unmarshal(data, &st) != nil {
 		return importState{fresh: true}
 	}
@@ -177,7 +177,7 @@ func (v *Vault) saveImport(path string, st importState) error {
 	if err != nil {
 		return fmt.Errorf("import state: %w", err)
 	}
-	return v.files().WriteAtomic(path, data)
+	return v.Files().WriteAtomic(path, data)
 }
 
 // knownPath lists the ids a deduplicating import skips.
@@ -198,13 +198,13 @@ func (v *Vault) startDedupe(t TranscriptRef, statePath string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return true, v.files().WriteAtomic(knownPath(statePath), data)
+	return true, v.Files().WriteAtomic(knownPath(statePath), data)
 }
 
 // knownIDs reads the list startDedupe wrote, or the transcript's ids when it
 // is gone.
 func (v *Vault) knownIDs(t TranscriptRef, statePath string) (map[string]bool, error) {
-	data, err := v.files().ReadFile(knownPath(statePath))
+	data, err := v.Files().ReadFile(knownPath(statePath))
 	var list []string
 	if err != nil || json.Unmarshal(data, &list) != nil {
 		return v.messageIDs(t)
@@ -219,7 +219,7 @@ func (v *Vault) knownIDs(t TranscriptRef, statePath string) (map[string]bool, er
 // dropKnown removes the list once the import has read its source to the
 // end. A list left behind (the removal failed) is harmless: only a
 // deduplicating import reads it, and startDedupe writes it anew first.
-func (v *Vault) dropKnown(statePath string) { _ = v.files().Remove(knownPath(statePath)) }
+func (v *Vault) dropKnown(statePath string) { _ = v.Files().Remove(knownPath(statePath)) }
 
 // foldPrompts brings pm up to the transcript's end `to`: every prompt a hook
 // stored after pm.At counts as unmatched. With no pm (an import kept from

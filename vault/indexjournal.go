@@ -73,7 +73,7 @@ const (
 	journalCompactBytes = 16 << 10
 )
 
-func (v *Vault) journalPath() string { return filepath.Join(v.Root, indexDir, journalName) }
+func (v *Vault) journalPath() string { return filepath.Join(v.Root, IndexDir, journalName) }
 
 // journalLine is one line of the journal: an append to a transcript part
 // from size before to size after. A line of the legacy journal has
@@ -103,14 +103,14 @@ func (j journalRead) mark(off int64) index.JournalMark {
 // adds, and damage costs at most text a reindex finds.
 func (v *Vault) readJournal(mark index.JournalMark) journalRead {
 	var j journalRead
-	if data, err := v.files().ReadFile(filepath.Join(v.partDir(transcriptPart), legacyJournal)); err == nil {
+	if data, err := v.Files().ReadFile(filepath.Join(v.partDir(transcriptPart), legacyJournal)); err == nil {
 		for _, rel := range strings.Split(string(data), "\n") {
 			if isTranscriptPart(rel) {
 				j.lines = append(j.lines, journalLine{rel: rel, before: -1, after: -1, off: -1})
 			}
 		}
 	}
-	f, err := v.files().Open(v.journalPath())
+	f, err := v.Files().Open(v.journalPath())
 	if err != nil {
 		return j
 	}
@@ -183,10 +183,10 @@ func (v *Vault) journalAppends(apps []journalAppend) error {
 		return nil
 	}
 	p := v.journalPath()
-	info, err := v.files().Stat(p)
+	info, err := v.Files().Stat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := v.files().WriteAtomic(p, []byte(journalMagic+newJournalGen()+"\n")); err != nil {
+		if err := v.Files().WriteAtomic(p, []byte(journalMagic+newJournalGen()+"\n")); err != nil {
 			return err
 		}
 	case err != nil:
@@ -197,21 +197,21 @@ func (v *Vault) journalAppends(apps []journalAppend) error {
 		}
 	}
 	var b strings.Builder
-	if !endsLine(v.files(), p) {
+	if !endsLine(v.Files(), p) {
 		b.WriteByte('\n') // a crash tore the last line: do not glue ours to it
 	}
 	sizes := map[string]int64{}
 	for _, a := range apps {
 		before, ok := sizes[a.rel]
 		if !ok {
-			if info, err := v.files().Stat(filepath.Join(v.Root, filepath.FromSlash(a.rel))); err == nil {
+			if info, err := v.Files().Stat(filepath.Join(v.Root, filepath.FromSlash(a.rel))); err == nil {
 				before = info.Size()
 			}
 		}
 		sizes[a.rel] = before + a.n
 		fmt.Fprintf(&b, "%s\t%d\t%d\n", a.rel, before, before+a.n)
 	}
-	return v.files().Append(p, []byte(b.String()))
+	return v.Files().Append(p, []byte(b.String()))
 }
 
 // endsLine reports whether the file at p is empty or ends with a newline.
@@ -239,11 +239,11 @@ func endsLine(fsys fileio.Root, p string) bool {
 func (v *Vault) compactJournal() error {
 	var b strings.Builder
 	b.WriteString(journalMagic + newJournalGen() + "\n")
-	if _, err := v.files().Stat(v.partDir(transcriptPart)); errors.Is(err, fs.ErrNotExist) {
+	if _, err := v.Files().Stat(v.partDir(transcriptPart)); errors.Is(err, fs.ErrNotExist) {
 		// No transcript index, and none being built: a build creates the
 		// folder before it lists the parts, and every append a line names
 		// is on disk now, so the build that comes will list it.
-		return v.files().WriteAtomic(v.journalPath(), []byte(b.String()))
+		return v.Files().WriteAtomic(v.journalPath(), []byte(b.String()))
 	}
 	meta, err := index.ReadMeta(v.partDir(transcriptPart))
 	if err != nil {
@@ -254,7 +254,7 @@ func (v *Vault) compactJournal() error {
 		if l.off < 0 {
 			continue // the legacy journal is left to a rebuild
 		}
-		info, err := v.files().Stat(filepath.Join(v.Root, filepath.FromSlash(l.rel)))
+		info, err := v.Files().Stat(filepath.Join(v.Root, filepath.FromSlash(l.rel)))
 		if err != nil {
 			continue // gone: nothing to index
 		}
@@ -267,7 +267,7 @@ func (v *Vault) compactJournal() error {
 		}
 		fmt.Fprintf(&b, "%s\t%d\t%d\n", l.rel, min(l.before, after), after)
 	}
-	return v.files().WriteAtomic(v.journalPath(), []byte(b.String()))
+	return v.Files().WriteAtomic(v.journalPath(), []byte(b.String()))
 }
 
 func newJournalGen() string { return strconv.FormatInt(time.Now().UnixNano(), 36) }
@@ -306,7 +306,7 @@ func (v *Vault) journalSources(j journalRead, marks map[string]int64, capped boo
 	}
 	present = map[string]bool{}
 	for _, rel := range order {
-		info, err := v.files().Stat(filepath.Join(v.Root, filepath.FromSlash(rel)))
+		info, err := v.Files().Stat(filepath.Join(v.Root, filepath.FromSlash(rel)))
 		if err != nil {
 			continue // gone: nothing to index
 		}

@@ -98,7 +98,7 @@ func (v *Vault) openPart(p indexPart) ([]*index.Index, []string, error) {
 		notes = append(notes, "index busy: searching the files directly")
 	case err != nil:
 		why := "missing"
-		if _, serr := v.files().Stat(dir); serr == nil {
+		if _, serr := v.Files().Stat(dir); serr == nil {
 			why = "unusable (" + strings.TrimPrefix(err.Error(), "index unusable: ") + ")"
 		}
 		// A rebuild is not bounded: searching the whole vault in memory

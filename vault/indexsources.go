@@ -84,7 +84,7 @@ func (v *Vault) segmentSources() ([]indexSource, error) {
 	}
 	var out []indexSource
 	for _, s := range segs {
-		info, err := v.files().Stat(v.abs(s.rel()))
+		info, err := v.Files().Stat(v.Abs(s.rel()))
 		if err != nil {
 			return nil, fault.IO("stat "+s.String(), err)
 		}
@@ -94,7 +94,7 @@ func (v *Vault) segmentSources() ([]indexSource, error) {
 }
 
 func (v *Vault) transcriptSources() ([]indexSource, error) {
-	agents, err := v.files().ReadDir(filepath.Join(v.Root, "transcripts"))
+	agents, err := v.Files().ReadDir(filepath.Join(v.Root, "transcripts"))
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fault.IO("read transcripts", err)
 	}
@@ -103,7 +103,7 @@ func (v *Vault) transcriptSources() ([]indexSource, error) {
 		if !a.IsDir() || CheckName("agent", a.Name()) != nil {
 			continue
 		}
-		files, err := v.files().ReadDir(filepath.Join(v.Root, "transcripts", a.Name()))
+		files, err := v.Files().ReadDir(filepath.Join(v.Root, "transcripts", a.Name()))
 		if err != nil {
 			return nil, fault.IO("read transcripts/"+a.Name(), err)
 		}
@@ -135,7 +135,7 @@ func (v *Vault) nodeSources(marks map[string]int64) ([]indexSource, error) {
 	var out []indexSource
 	for _, dir := range months {
 		p := filepath.Join(v.Root, filepath.FromSlash(dir))
-		info, err := v.files().Stat(p)
+		info, err := v.Files().Stat(p)
 		if err != nil {
 			return nil, fault.IO("read "+dir, err)
 		}
@@ -143,7 +143,7 @@ func (v *Vault) nodeSources(marks map[string]int64) ([]indexSource, error) {
 		if marks != nil && marks[mark.rel] == mark.size {
 			continue
 		}
-		entries, err := v.files().ReadDir(p)
+		entries, err := v.Files().ReadDir(p)
 		if err != nil {
 			return nil, fault.IO("read "+dir, err)
 		}
@@ -180,12 +180,12 @@ func pending(sources []indexSource, marks map[string]int64) int64 {
 // headSources lists MEMORY.md and the thread heads, each with its mtime.
 func (v *Vault) headSources() ([]indexSource, error) {
 	files := []string{MemoryHead}
-	kinds, _ := v.files().ReadDir(filepath.Join(v.Root, "threads"))
+	kinds, _ := v.Files().ReadDir(filepath.Join(v.Root, "threads"))
 	for _, k := range kinds {
 		if !k.IsDir() {
 			continue
 		}
-		heads, _ := v.files().ReadDir(filepath.Join(v.Root, "threads", k.Name()))
+		heads, _ := v.Files().ReadDir(filepath.Join(v.Root, "threads", k.Name()))
 		for _, h := range heads {
 			if strings.HasSuffix(h.Name(), ".md") && !strings.HasPrefix(h.Name(), ".") {
 				files = append(files, "threads/"+k.Name()+"/"+h.Name())
@@ -194,7 +194,7 @@ func (v *Vault) headSources() ([]indexSource, error) {
 	}
 	var out []indexSource
 	for _, rel := range files {
-		info, err := v.files().Stat(filepath.Join(v.Root, filepath.FromSlash(rel)))
+		info, err := v.Files().Stat(filepath.Join(v.Root, filepath.FromSlash(rel)))
 		if err != nil {
 			continue
 		}
@@ -206,7 +206,7 @@ func (v *Vault) headSources() ([]indexSource, error) {
 // headFileDocs splits a head file into sections, one document each, for
 // the heads tier. Heads belong to every agent (index.AnyAgent).
 func (v *Vault) headFileDocs(rel string) []index.Doc {
-	data, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
+	data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
 	if err != nil {
 		return nil
 	}
@@ -258,7 +258,7 @@ func headSections(s string) []headSectionText {
 
 // headSection returns section idx of a head file, its thread and line.
 func (v *Vault) headSection(rel string, idx int) (string, string, int, error) {
-	data, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
+	data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
 	if err != nil {
 		return "", "", 0, nil
 	}

@@ -67,7 +67,7 @@ var (
 	indexParts = []indexPart{lineagePart, transcriptPart, headsPart}
 )
 
-func (v *Vault) partDir(p indexPart) string { return filepath.Join(v.Root, indexDir, p.name) }
+func (v *Vault) partDir(p indexPart) string { return filepath.Join(v.Root, IndexDir, p.name) }
 
 // dirMarkName names a node folder's mtime mark among its files; "~" sorts
 // after every node file name.
@@ -78,7 +78,7 @@ const dirMarkName = "~mtime"
 func (v *Vault) docsOf(s indexSource, from int64) ([]index.Doc, int64, error) {
 	p := filepath.Join(v.Root, filepath.FromSlash(s.rel))
 	if s.kind == 'n' {
-		data, err := v.files().ReadFile(p)
+		data, err := v.Files().ReadFile(p)
 		if err != nil {
 			return nil, from, nil // gone: nothing to index
 		}
@@ -93,7 +93,7 @@ func (v *Vault) docsOf(s indexSource, from int64) ([]index.Doc, int64, error) {
 		return []index.Doc{{ID: "n|" + s.rel, Text: n.Title + "\n" + n.Body, Tier: TierHeads,
 			Agent: n.Agent, Thread: thread, Session: n.Session}}, 1, nil
 	}
-	f, err := v.files().Open(p)
+	f, err := v.Files().Open(p)
 	if err != nil {
 		return nil, from, nil
 	}
@@ -256,7 +256,7 @@ func (v *Vault) Reindex(progress Progress) (*IndexReport, error) {
 		progress = v.Progress
 	}
 	start := time.Now()
-	release, err := v.lock(Lease{Command: "reindex"}, 0)
+	release, err := v.Lock(Lease{Command: "reindex"}, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +273,7 @@ func (v *Vault) Reindex(progress Progress) (*IndexReport, error) {
 	v.removeOldIndexLayout()
 	var all [][]indexSource
 	var total int64
-	progress.step("reindex: listing files", "", 0, 0)
+	progress.Step("reindex: listing files", "", 0, 0)
 	for _, p := range indexParts {
 		sources, err := v.indexSourcesOf(p.kinds)
 		if err != nil {
@@ -291,11 +291,11 @@ func (v *Vault) Reindex(progress Progress) (*IndexReport, error) {
 		}
 		var step func(int64, int64)
 		if progress != nil {
-			step = func(d, _ int64) { progress.step("reindex: indexing files", "files", done+d, total) }
+			step = func(d, _ int64) { progress.Step("reindex: indexing files", "files", done+d, total) }
 		}
 		_, err = v.syncIndex(ix, all[i], 0, step)
 		if err == nil {
-			progress.step("reindex: merging the "+p.name+" index", "", 0, 0)
+			progress.Step("reindex: merging the "+p.name+" index", "", 0, 0)
 			if err = ix.Compact(); err != nil {
 				err = fmt.Errorf("index: merge segments: %w", err)
 			}
@@ -319,7 +319,7 @@ func (v *Vault) Reindex(progress Progress) (*IndexReport, error) {
 			}
 		}
 	}
-	if err := v.files().Remove(v.journalPath()); err != nil && !os.IsNotExist(err) {
+	if err := v.Files().Remove(v.journalPath()); err != nil && !os.IsNotExist(err) {
 		return nil, fault.IO("remove the index journal", err)
 	}
 	rep.Elapsed = time.Since(start)
@@ -329,8 +329,8 @@ func (v *Vault) Reindex(progress Progress) (*IndexReport, error) {
 // removeOldIndexLayout removes what an older memvault kept in .index/ (one
 // index for everything), so that it does not linger beside the new one.
 func (v *Vault) removeOldIndexLayout() {
-	v.files().RemoveAll(filepath.Join(v.Root, indexDir, "bleve"))
-	v.files().Remove(filepath.Join(v.Root, indexDir, "meta.gob"))
+	v.Files().RemoveAll(filepath.Join(v.Root, IndexDir, "bleve"))
+	v.Files().Remove(filepath.Join(v.Root, IndexDir, "meta.gob"))
 }
 
 // CatchUpIndex brings the existing index parts up to date with the files,
@@ -347,7 +347,7 @@ func (v *Vault) CatchUpIndex(budget int64) (bool, error) {
 		if p == headsPart {
 			continue
 		}
-		if _, err := v.files().Stat(v.partDir(p)); err != nil {
+		if _, err := v.Files().Stat(v.partDir(p)); err != nil {
 			continue // no index yet: the first recall builds it
 		}
 		done, err := v.catchUpPart(p, budget, false)
@@ -412,7 +412,7 @@ func (v *Vault) catchUpPart(p indexPart, budget int64, rebuild bool) (bool, erro
 	}
 	var step func(int64, int64)
 	if v.Progress != nil {
-		step = func(d, n int64) { v.Progress.step("index: catching up "+p.name, "files", d, n) }
+		step = func(d, n int64) { v.Progress.Step("index: catching up "+p.name, "files", d, n) }
 	}
 	done, err := v.syncIndex(ix, sources, budget, step)
 	if err == nil && p == transcriptPart {

@@ -79,7 +79,7 @@ func (v *Vault) EnqueueJob(j Job) error {
 		return fmt.Errorf("queue %s job: %w", j.Kind, err)
 	}
 	name := fmt.Sprintf("%d-%s.json", v.jobStamps.next(), j.Kind)
-	return v.files().WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name), data)
+	return v.Files().WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name), data)
 }
 
 // PendingJobs lists the queued jobs, oldest first, without claiming them.
@@ -101,7 +101,7 @@ func (v *Vault) PendingJobs() ([]Job, error) {
 // jobFiles lists the queue's file names in queue order; os.ReadDir sorts
 // by name, and names start with a fixed-width time until the year 2286.
 func (v *Vault) jobFiles() ([]string, error) {
-	entries, err := v.files().ReadDir(filepath.Join(v.Root, filepath.FromSlash(jobsDir)))
+	entries, err := v.Files().ReadDir(filepath.Join(v.Root, filepath.FromSlash(jobsDir)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -119,7 +119,7 @@ func (v *Vault) jobFiles() ([]string, error) {
 }
 
 func (v *Vault) readJob(name string) (Job, error) {
-	data, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name))
+	data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name))
 	if err != nil {
 		return Job{}, fault.IO("read job "+name, err)
 	}
@@ -144,12 +144,12 @@ type JobClaim struct {
 // did. A runner that finds the queue busy may simply leave the jobs to the
 // one running them.
 func (v *Vault) ClaimJobs(wait time.Duration) (*JobClaim, error) {
-	if err := v.files().MkdirAll(filepath.Join(v.Root, ".state")); err != nil {
+	if err := v.Files().MkdirAll(filepath.Join(v.Root, ".state")); err != nil {
 		return nil, fault.IO("create .state", err)
 	}
 	// Opened read-write and never deleted, as the vault lock: deleting a
 	// lock file lets two runners hold it on two different inodes.
-	if err := v.files().Check(filepath.Join(v.Root, filepath.FromSlash(jobsLockFile))); err != nil {
+	if err := v.Files().Check(filepath.Join(v.Root, filepath.FromSlash(jobsLockFile))); err != nil {
 		return nil, err
 	}
 	fl := flock.New(filepath.Join(v.Root, filepath.FromSlash(jobsLockFile)),
@@ -194,7 +194,7 @@ func (c *JobClaim) Next() (j Job, ok bool, err error) {
 		case err == nil:
 			return j, true, nil
 		case errors.Is(err, ErrCorrupt):
-			_ = c.v.files().Remove(filepath.Join(c.v.Root, filepath.FromSlash(jobsDir), name))
+			_ = c.v.Files().Remove(filepath.Join(c.v.Root, filepath.FromSlash(jobsDir), name))
 		case errors.Is(err, fs.ErrNotExist):
 			// Run and removed by a runner that does not take the claim
 			// (an older memvault): nothing left to do.
@@ -211,7 +211,7 @@ func (c *JobClaim) Done(j Job) error {
 	if j.file == "" || !c.seen[j.file] {
 		return fault.New(ErrInvalid, "job %s %s/%s: not handed out by this claim", j.Kind, j.Agent, j.Session)
 	}
-	err := c.v.files().Remove(filepath.Join(c.v.Root, filepath.FromSlash(jobsDir), j.file))
+	err := c.v.Files().Remove(filepath.Join(c.v.Root, filepath.FromSlash(jobsDir), j.file))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fault.IO("remove job "+j.file, err)
 	}

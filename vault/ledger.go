@@ -59,7 +59,7 @@ func segmentFor(t time.Time) segment {
 }
 
 // parseSegmentName parses "<dd>[-<n>].jsonl" inside year and month folders.
-func parseSegmentName(y, m int, name string) (segment, bool) {
+func ParseSegmentName(y, m int, name string) (segment, bool) {
 	base, ok := strings.CutSuffix(name, ".jsonl")
 	if !ok {
 		return segment{}, false
@@ -114,7 +114,7 @@ func listSegments(root string) (segs []segment, strays []string, err error) {
 				if strings.HasPrefix(fe.Name(), ".") {
 					continue // an atomic-write temp file or an editor's swap file
 				}
-				s, ok := parseSegmentName(y, m, fe.Name())
+				s, ok := ParseSegmentName(y, m, fe.Name())
 				if !ok || fe.IsDir() {
 					strays = append(strays, "ledger/"+ye.Name()+"/"+me.Name()+"/"+fe.Name())
 					continue
@@ -149,7 +149,7 @@ func readSegment(root string, s segment) (lines []ledgerLine, torn []byte, err e
 }
 
 func splitSegment(s segment, data []byte) (lines []ledgerLine, torn []byte, err error) {
-	return splitSegmentWith(s, data, parseLine)
+	return splitSegmentWith(s, data, ParseLine)
 }
 
 // splitSegmentWith is splitSegment with the lines parsed by parse.
@@ -219,7 +219,7 @@ func readTail(root string, segs []segment) (tailState, error) {
 			continue
 		}
 		last := body[bytes.LastIndexByte(body, '\n')+1:]
-		ev, _, perr := parseLine(last)
+		ev, _, perr := ParseLine(last)
 		if perr != nil || ev == nil {
 			return st, &Error{Class: ErrCorrupt, Msg: fmt.Sprintf("%s: last line: %v", s, perr)}
 		}

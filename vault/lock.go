@@ -101,7 +101,7 @@ func procLock(root string) *sync.Mutex {
 // lock takes the vault's write lock for the holder the lease names (this
 // process and host are filled in), waiting wait, or memvault.toml's lock
 // timeout when wait is 0.
-func (v *Vault) lock(lease Lease, wait time.Duration) (release func(), err error) {
+func (v *Vault) Lock(lease Lease, wait time.Duration) (release func(), err error) {
 	if wait <= 0 {
 		if wait, err = v.LockTimeout(); err != nil {
 			return nil, err

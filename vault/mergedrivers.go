@@ -407,7 +407,7 @@ func (tx *Tx) AddMergeAttributes() (bool, error) {
 	if out == nil {
 		return false, nil
 	}
-	tx.WriteFile(mustRel(gitattributesFile), out)
+	tx.WriteFile(MustRel(gitattributesFile), out)
 	return true, nil
 }
 

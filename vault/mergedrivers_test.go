@@ -107,7 +107,7 @@ func TestEnsureMergeSetup(t *testing.T) {
 	}
 	// A vault made before the drivers: a .gitattributes of the person's own.
 	_, err = v.Update(TxOptions{Command: "test"}, func(tx *Tx) error {
-		tx.WriteFile(mustRel(gitattributesFile), []byte("*.png binary"))
+		tx.WriteFile(MustRel(gitattributesFile), []byte("*.png binary"))
 		return nil
 	})
 	if err != nil {

@@ -159,7 +159,7 @@ func (tx *Tx) CreateNode(n *Node) (node *Node, created bool, err error) {
 		return nil, false, err
 	}
 	n.Path = rel.String()
-	if _, err := tx.v.files().Stat(tx.v.abs(rel)); err == nil {
+	if _, err := tx.v.Files().Stat(tx.v.Abs(rel)); err == nil {
 		recorded, err := tx.nodeRecorded(n.ID)
 		if err != nil || recorded {
 			return n, false, err
@@ -337,7 +337,7 @@ func (v *Vault) nodesThen(needles []string, then func(*NodeIndex) []string) (*No
 func (v *Vault) nodePicker() (func(needles []string) *NodeIndex, error) {
 	// Kept as bytes: a copy of the cache into a string cost more than the
 	// search of it.
-	data, _ := v.files().ReadFile(filepath.Join(v.Root, nodeCache))
+	data, _ := v.Files().ReadFile(filepath.Join(v.Root, nodeCache))
 	// The folder lines ("#dir\t<folder>\t<mtime>") sort first.
 	cachedDirs := map[string]int64{}
 	for rest := data; bytes.HasPrefix(rest, []byte("#dir\t")); {
@@ -354,7 +354,7 @@ func (v *Vault) nodePicker() (func(needles []string) *NodeIndex, error) {
 	dirs := map[string]int64{}
 	fresh := len(months) == len(cachedDirs)
 	for _, dir := range months {
-		info, err := v.files().Stat(filepath.Join(v.Root, filepath.FromSlash(dir)))
+		info, err := v.Files().Stat(filepath.Join(v.Root, filepath.FromSlash(dir)))
 		if err != nil {
 			return nil, fault.IO("read "+dir, err)
 		}
@@ -383,7 +383,7 @@ func (v *Vault) nodePicker() (func(needles []string) *NodeIndex, error) {
 	}
 	all := &NodeIndex{Nodes: map[string]*Node{}, Parents: map[string][]string{}}
 	for _, dir := range months {
-		entries, err := v.files().ReadDir(filepath.Join(v.Root, filepath.FromSlash(dir)))
+		entries, err := v.Files().ReadDir(filepath.Join(v.Root, filepath.FromSlash(dir)))
 		if err != nil {
 			return nil, fault.IO("read "+dir, err)
 		}
@@ -397,7 +397,7 @@ func (v *Vault) nodePicker() (func(needles []string) *NodeIndex, error) {
 				all.add(n)
 				continue
 			}
-			data, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
+			data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
 			if err != nil {
 				return nil, fault.IO("read "+rel, err)
 			}
@@ -470,7 +470,7 @@ func cacheLinesWith(data []byte, needles []string) []string {
 func (v *Vault) nodeMonthDirs() ([]string, error) {
 	var out []string
 	list := func(rel string) ([]string, error) {
-		entries, err := v.files().ReadDir(filepath.Join(v.Root, filepath.FromSlash(rel)))
+		entries, err := v.Files().ReadDir(filepath.Join(v.Root, filepath.FromSlash(rel)))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
@@ -516,12 +516,12 @@ func (v *Vault) saveNodeCache(ix *NodeIndex, dirs map[string]int64) {
 		lines = append(lines, n.cacheLine())
 	}
 	sort.Strings(lines)
-	_ = v.files().WriteAtomic(filepath.Join(v.Root, nodeCache), []byte(strings.Join(lines, "\n")+"\n"))
+	_ = v.Files().WriteAtomic(filepath.Join(v.Root, nodeCache), []byte(strings.Join(lines, "\n")+"\n"))
 }
 
 // ReadNode returns the full node with its body.
 func (v *Vault) ReadNode(n *Node) (*Node, error) {
-	data, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(n.Path)))
+	data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(n.Path)))
 	if err != nil {
 		return nil, fault.IO("read "+n.Path, err)
 	}

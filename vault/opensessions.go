@@ -29,10 +29,10 @@ func (v *Vault) EditOpenSessions(harness string, wait time.Duration, edit func(o
 		return err
 	}
 	path := filepath.Join(v.Root, filepath.FromSlash(hookStateDir), "open-"+harness+".json")
-	if err := v.files().MkdirAll(filepath.Dir(path)); err != nil {
+	if err := v.Files().MkdirAll(filepath.Dir(path)); err != nil {
 		return fault.IO("create "+hookStateDir, err)
 	}
-	if err := v.files().Check(path + ".lock"); err != nil {
+	if err := v.Files().Check(path + ".lock"); err != nil {
 		return err
 	}
 	lk := flock.New(path + ".lock")
@@ -47,7 +47,7 @@ func (v *Vault) EditOpenSessions(harness string, wait time.Duration, edit func(o
 	}
 	defer lk.Unlock()
 	var open []Job
-	if data, err := v.files().ReadFile(path); err == nil {
+	if data, err := v.Files().ReadFile(path); err == nil {
 		// A list that does not parse is started afresh: it only decides
 		// which sessions get their summary early.
 		_ = json.Unmarshal(data, &open)
@@ -56,5 +56,5 @@ func (v *Vault) EditOpenSessions(harness string, wait time.Duration, edit func(o
 	if err != nil {
 		return err
 	}
-	return v.files().WriteAtomic(path, data)
+	return v.Files().WriteAtomic(path, data)
 }

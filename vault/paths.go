@@ -35,13 +35,13 @@ func (r RelPath) IsZero() bool { return r.p == "" }
 // the vault). Whatever the vault's own path passes through is the user's
 // choice and is not checked. TestNoLinkFollowed keeps the vault's code
 // from reaching its files any other way.
-func (v *Vault) files() fileio.Root { return fileio.At(v.Root) }
+func (v *Vault) Files() fileio.Root { return fileio.At(v.Root) }
 
 // ReadFile reads the vault's file at rel, a slash path relative to the
 // root, as every read of the vault's is made: through no symbolic link.
 // It is for layers above the vault that show a file as it is.
 func (v *Vault) ReadFile(rel string) ([]byte, error) {
-	return v.files().ReadFile(filepath.FromSlash(rel))
+	return v.Files().ReadFile(filepath.FromSlash(rel))
 }
 
 // CheckName validates one outside name (agent id, session key, node id, slug)
@@ -80,7 +80,7 @@ func relPath(what string, elems ...string) (RelPath, error) {
 
 // mustRel builds a RelPath from constants known at compile time, such as
 // ".gitignore", which outside names may not imitate.
-func mustRel(elems ...string) RelPath {
+func MustRel(elems ...string) RelPath {
 	p := path.Join(elems...)
 	if p != path.Clean(p) || path.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../") {
 		panic("vault: bad constant path " + p)

@@ -26,7 +26,7 @@ type Step struct {
 
 // step reports a step when p is set. It is called often (once per object
 // in gc's walk); the renderer throttles what it draws.
-func (p Progress) step(phase, unit string, done, total int64) {
+func (p Progress) Step(phase, unit string, done, total int64) {
 	if p != nil {
 		p(Step{Phase: phase, Done: done, Total: total, Unit: unit})
 	}

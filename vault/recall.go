@@ -30,7 +30,7 @@ var Tiers = []string{TierStructured, TierHeads, TierTranscripts}
 const MaxQueryBytes = 4096
 
 // indexDir is where the derived full-text index lives.
-const indexDir = ".index"
+const IndexDir = ".index"
 
 // RecallOptions describe one recall.
 type RecallOptions struct {
@@ -305,7 +305,7 @@ func (v *Vault) knowsThread(sc *Scope, t Thread) bool {
 }
 
 func (v *Vault) headExists(t Thread) bool {
-	_, err := v.files().Stat(v.abs(t.HeadPath()))
+	_, err := v.Files().Stat(v.Abs(t.HeadPath()))
 	return err == nil
 }
 
@@ -482,7 +482,7 @@ func (v *Vault) resolveHit(h index.Hit, tier string, gone map[string]rowStatus) 
 		}
 		hit.Source, hit.Text = HitSource{File: file, Line: m.N}, m.Text
 	case "n":
-		data, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(rest)))
+		data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(rest)))
 		if err != nil {
 			return hit, false, nil // gone since indexed
 		}
@@ -532,7 +532,7 @@ func transcriptOfPart(rel string) (agent, session string) {
 // lineAt reads the complete line that starts at off in a vault file, and
 // its 1-based line number when cheap to know (ledger lines: counted).
 func (v *Vault) lineAt(rel string, off int64) ([]byte, int, error) {
-	f, err := v.files().Open(filepath.Join(v.Root, filepath.FromSlash(rel)))
+	f, err := v.Files().Open(filepath.Join(v.Root, filepath.FromSlash(rel)))
 	if err != nil {
 		return nil, 0, nil // gone since indexed; the index will catch up
 	}

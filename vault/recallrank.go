@@ -102,7 +102,7 @@ func (v *Vault) liftTranscriptHits(hits []index.Hit, msgIDs map[string]string) [
 		f := files[file]
 		if f == nil {
 			var err error
-			if f, err = v.files().Open(filepath.Join(v.Root, filepath.FromSlash(file))); err != nil {
+			if f, err = v.Files().Open(filepath.Join(v.Root, filepath.FromSlash(file))); err != nil {
 				continue
 			}
 			files[file] = f

@@ -106,7 +106,7 @@ func (v *Vault) Repair(dry bool) (*RepairReport, error) {
 // writes it without a commit and stages it: in the middle of a git merge,
 // the merge's own commit takes it.
 func (v *Vault) repairUncommitted(kept string, dry bool) (*RepairReport, error) {
-	release, err := v.lock(Lease{Agent: v.Config.Agent, Command: "repair"}, 0)
+	release, err := v.Lock(Lease{Agent: v.Config.Agent, Command: "repair"}, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (v *Vault) repairUncommitted(kept string, dry bool) (*RepairReport, error) 
 		return nil, err
 	}
 	for rel, data := range files {
-		if err := v.files().WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(rel)), data); err != nil {
+		if err := v.Files().WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(rel)), data); err != nil {
 			return nil, err
 		}
 	}
@@ -138,11 +138,11 @@ func (v *Vault) repairUncommitted(kept string, dry bool) (*RepairReport, error) 
 // rep.Kept under .logs/.
 func (v *Vault) keepOldSegments(rep *RepairReport) error {
 	for _, s := range rep.Segments {
-		old, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(s)))
+		old, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(s)))
 		if err != nil {
 			continue // a segment HEAD had and the work tree lost
 		}
-		if err := v.files().WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(rep.Kept), filepath.FromSlash(s)), old); err != nil {
+		if err := v.Files().WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(rep.Kept), filepath.FromSlash(s)), old); err != nil {
 			return err
 		}
 	}
@@ -216,7 +216,7 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 	var order []*repairLine       // every event, in chain order
 	perSeg := make(map[segment][]*repairLine)
 	for _, s := range all {
-		data, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
+		data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
 		if err != nil && !os.IsNotExist(err) {
 			return nil, nil, nil, fault.IO("read "+s.String(), err)
 		}
@@ -230,7 +230,7 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 				rep.Markers++
 				continue
 			}
-			ev, ok, perr := parseLine(raw)
+			ev, ok, perr := ParseLine(raw)
 			if perr != nil || ev == nil || ev.ID == "" {
 				rep.Unreadable++
 				continue
@@ -249,7 +249,7 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 			}
 		}
 		for _, raw := range bytes.Split(committed, []byte("\n")) {
-			ev, ok, perr := parseLine(raw)
+			ev, ok, perr := ParseLine(raw)
 			if len(bytes.TrimSpace(raw)) == 0 || perr != nil || ev == nil {
 				continue
 			}
@@ -315,7 +315,7 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 		broken := !l.hashOK || (prev != "" && !known[prev])
 		var parents []string
 		if ev.Kind == KindJoin {
-			ts, _ := joinTips(ev)
+			ts, _ := JoinTips(ev)
 			var ps []string
 			for _, t := range ts {
 				if t = mapped(t); known[t] && !slices.Contains(ps, t) {
@@ -346,7 +346,7 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 			parents = []string{prev}
 		}
 		if prev != ev.Prev || broken {
-			line, err := ev.seal(prev)
+			line, err := ev.Seal(prev)
 			if err != nil {
 				return nil, nil, nil, err
 			}
@@ -399,7 +399,7 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 			}
 		}
 		join := joinOf(v.Config.Agent, tips, latest)
-		line, err := join.seal(join.Prev)
+		line, err := join.Seal(join.Prev)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -423,12 +423,12 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 	}
 	dj, _ := json.Marshal(d)
 	now := time.Now()
-	if v.clock != nil {
-		now = v.clock()
+	if v.Clock != nil {
+		now = v.Clock()
 	}
 	ev := &Event{ID: NewID("e_", now), TS: FormatTS(now), Agent: v.Config.Agent, Kind: KindRepaired,
 		Text: "repaired the ledger: " + rep.Summary(), Data: dj, Source: "cli"}
-	line, err := ev.seal(last)
+	line, err := ev.Seal(last)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -489,7 +489,7 @@ func afterPrevs(lines []*repairLine) int {
 // first commit.
 func (v *Vault) committedSegments() (map[string][]byte, error) {
 	out := make(map[string][]byte)
-	tree, err := v.repo.TreeAt("")
+	tree, err := v.Repo.TreeAt("")
 	if err != nil || tree == nil {
 		return out, err
 	}
@@ -501,7 +501,7 @@ func (v *Vault) committedSegments() (map[string][]byte, error) {
 		if !strings.HasSuffix(f.Name, ".jsonl") {
 			return nil
 		}
-		data, ok := v.repo.Blob(f.Hash.String())
+		data, ok := v.Repo.Blob(f.Hash.String())
 		if ok {
 			out["ledger/"+f.Name] = data
 		}

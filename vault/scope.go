@@ -252,7 +252,7 @@ func (v *Vault) scopeFromFacts(segs []segment, stamps []segStamp) (*Scope, strin
 		stamp := stamps[i]
 		c, ok := cache[file]
 		if !ok || c.Stamp != stamp {
-			data, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(file)))
+			data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(file)))
 			if err != nil {
 				return nil, "", false, fault.IO("read "+file, err)
 			}
@@ -300,9 +300,9 @@ func (v *Vault) scopeFromFacts(segs []segment, stamps []segStamp) (*Scope, strin
 	}
 	tip := ""
 	for i := len(segs) - 1; i >= 0 && tip == ""; i-- {
-		tip = lastHashOf(v.files(), v.abs(segs[i].rel()))
+		tip = lastHashOf(v.Files(), v.Abs(segs[i].rel()))
 	}
-	torn := len(segs) > 0 && endsTorn(v.files(), v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
+	torn := len(segs) > 0 && endsTorn(v.Files(), v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
 	return sc, tip, torn, nil
 }
 

@@ -29,7 +29,7 @@ func (v *Vault) sessionMarksPath(t TranscriptRef) string {
 // SessionMarks returns the ids marked for session t, empty when none are.
 func (v *Vault) SessionMarks(t TranscriptRef) (map[string]bool, error) {
 	m := map[string]bool{}
-	data, err := v.files().ReadFile(v.sessionMarksPath(t))
+	data, err := v.Files().ReadFile(v.sessionMarksPath(t))
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, nil
 	}
@@ -69,13 +69,13 @@ func (v *Vault) AddSessionMarks(t TranscriptRef, ids ...string) error {
 	if err != nil {
 		return err
 	}
-	return v.files().WriteAtomic(v.sessionMarksPath(t), data)
+	return v.Files().WriteAtomic(v.sessionMarksPath(t), data)
 }
 
 // ResetSessionMarks forgets the marks of session t (the hooks do when the
 // harness compacts: what the session was shown is gone from its context).
 func (v *Vault) ResetSessionMarks(t TranscriptRef) error {
-	if err := v.files().Remove(v.sessionMarksPath(t)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := v.Files().Remove(v.sessionMarksPath(t)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fault.IO("reset session marks", err)
 	}
 	return nil

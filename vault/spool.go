@@ -115,7 +115,7 @@ func (v *Vault) Spool(t TranscriptRef, msgs []transcript.Message) error {
 		return err
 	}
 	defer unlock()
-	return v.files().Append(v.spoolPath(t.Agent, sessionFileName(t.Session), 0), buf.Bytes())
+	return v.Files().Append(v.spoolPath(t.Agent, sessionFileName(t.Session), 0), buf.Bytes())
 }
 
 // spoolPath is a spool file of an agent: the live file (claim 0), or a
@@ -132,7 +132,7 @@ func (v *Vault) spoolPath(agent, base string, claim int) string {
 // through no link (a vault cloned from someone else's remote could carry
 // one leading out of the vault).
 func (v *Vault) spoolFolder(agent string) error {
-	fsys := v.files()
+	fsys := v.Files()
 	if err := fsys.MkdirAll(filepath.Join(v.Root, SpoolDir, agent)); err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (v *Vault) spoolFolder(agent string) error {
 func (v *Vault) spoolLock(exclusive bool) (unlock func(), err error) {
 	// flock opens the file itself, following links: the folder and the
 	// file are checked first.
-	fsys := v.files()
+	fsys := v.Files()
 	if err := fsys.MkdirAll(filepath.Join(v.Root, ".locks")); err != nil {
 		return nil, fault.IO("create .locks", err)
 	}
@@ -279,7 +279,7 @@ type agentSpool struct {
 func (tx *Tx) foldSpool() *spoolFold {
 	f := &spoolFold{v: tx.v}
 	top := filepath.Join(tx.v.Root, SpoolDir)
-	fsys := tx.v.files()
+	fsys := tx.v.Files()
 	agents, err := fsys.ReadDir(top)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -347,7 +347,7 @@ func (f *spoolFold) claim(all []agentSpool) {
 					next = files[last-1].claim + 1
 				}
 				to := f.v.spoolPath(a.agent, base, next)
-				rerr := f.v.files().Check(to) // a rename follows no link; the folder was listed through the Root
+				rerr := f.v.Files().Check(to) // a rename follows no link; the folder was listed through the Root
 				if rerr == nil {
 					rerr = os.Rename(files[last].path, to)
 				}
@@ -390,7 +390,7 @@ func (tx *Tx) foldSession(f *spoolFold, files []spoolFile) {
 	ids := map[TranscriptRef]map[string]bool{}
 	var read []string
 	for _, sf := range files {
-		recs, torn, err := readSpool(tx.v.files(), sf.path)
+		recs, torn, err := readSpool(tx.v.Files(), sf.path)
 		if err != nil {
 			f.warn("spool: %v", err)
 			break
@@ -442,7 +442,7 @@ func (f *spoolFold) torn(path string, frag []byte) {
 	rel, _ := filepath.Rel(f.v.Root, path)
 	rel = filepath.ToSlash(rel)
 	kept := ".logs/" + fmt.Sprintf("spool-torn-%s.txt", time.Now().UTC().Format("20060102T150405.000000000"))
-	if f.v.files().WriteAtomic(filepath.Join(f.v.Root, filepath.FromSlash(kept)), append([]byte(rel+"\n"), frag...)) != nil {
+	if f.v.Files().WriteAtomic(filepath.Join(f.v.Root, filepath.FromSlash(kept)), append([]byte(rel+"\n"), frag...)) != nil {
 		kept = "nowhere (.logs/ cannot be written)"
 	}
 	f.warn("spool: %s: a torn record of %d bytes skipped (a writer killed mid-write?); its bytes are kept in %s",
@@ -460,7 +460,7 @@ func (f *spoolFold) done() {
 		testHookSpoolFolded()
 	}
 	for _, p := range f.folded {
-		if err := f.v.files().Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := f.v.Files().Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			f.warn("spool: remove %s: %v (its records are skipped when folded again)", p, err)
 		}
 	}
@@ -478,7 +478,7 @@ func (f *spoolFold) done() {
 func (v *Vault) spooled(t TranscriptRef) []transcript.Message {
 	base := sessionFileName(t.Session)
 	files := []spoolFile{{path: v.spoolPath(t.Agent, base, 0)}}
-	if sessions, err := spoolSessions(v.files(), filepath.Join(v.Root, SpoolDir, t.Agent)); err == nil {
+	if sessions, err := spoolSessions(v.Files(), filepath.Join(v.Root, SpoolDir, t.Agent)); err == nil {
 		for _, sf := range sessions[base] {
 			if sf.claim > 0 {
 				files = append(files, sf)
@@ -488,7 +488,7 @@ func (v *Vault) spooled(t TranscriptRef) []transcript.Message {
 	var out []transcript.Message
 	seen := map[string]bool{}
 	for _, sf := range files {
-		recs, _, _ := readSpool(v.files(), sf.path)
+		recs, _, _ := readSpool(v.Files(), sf.path)
 		for _, r := range recs {
 			if r.ref() == t && !seen[r.Message.ID] {
 				seen[r.Message.ID] = true

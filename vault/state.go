@@ -311,7 +311,7 @@ func rowOf(raw []byte, file string, n int) *Row {
 // segment's cached corrections c know a line's offsets, only that line is
 // read; otherwise (a line appended since c was taken) the segment is read.
 func (v *Vault) readLines(file string, c segCorrections, ns []int) ([]*Row, error) {
-	f, err := v.files().Open(filepath.Join(v.Root, filepath.FromSlash(file)))
+	f, err := v.Files().Open(filepath.Join(v.Root, filepath.FromSlash(file)))
 	if err != nil {
 		return nil, fault.IO("read "+file, err)
 	}

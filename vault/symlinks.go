@@ -34,7 +34,7 @@ const linkMsg = "is a symbolic link; memvault never follows links inside the vau
 // folder that does not exist has nothing to walk.
 // fn may return fs.SkipDir to leave a folder out.
 func (v *Vault) walkFiles(rel string, fn func(p string, d fs.DirEntry) error) error {
-	entries, err := v.files().ReadDir(v.slashAbs(rel))
+	entries, err := v.Files().ReadDir(v.slashAbs(rel))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -113,7 +113,7 @@ func treeLinks(tree *object.Tree) ([]string, error) {
 
 // LinksCommitted lists the symbolic links HEAD's tree holds.
 func (v *Vault) LinksCommitted() ([]string, error) {
-	tree, err := v.repo.TreeAt("")
+	tree, err := v.Repo.TreeAt("")
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +181,7 @@ func (v *Vault) withLinks(verify func() (*VerifyReport, error)) (*VerifyReport, 
 // path), above it, or anywhere in it: for folders handed whole to code
 // that opens what is in them itself, the search index's library.
 func (v *Vault) checkNoLinksBelow(dir string) error {
-	if err := v.files().Check(dir); err != nil {
+	if err := v.Files().Check(dir); err != nil {
 		return err
 	}
 	rel, err := filepath.Rel(v.Root, dir)
@@ -190,7 +190,7 @@ func (v *Vault) checkNoLinksBelow(dir string) error {
 	}
 	return v.walkFiles(filepath.ToSlash(rel), func(p string, d fs.DirEntry) error {
 		if d.Type()&fs.ModeSymlink != 0 {
-			return v.files().Check(p)
+			return v.Files().Check(p)
 		}
 		return nil
 	})
@@ -215,7 +215,7 @@ func (v *Vault) createIndex(dir string) (*index.Index, error) {
 
 // refuseTreeLinks refuses a tree that holds symbolic links: what sync would
 // bring into the vault from a remote. what names the tree in the error.
-func refuseTreeLinks(tree *object.Tree, what string) error {
+func RefuseTreeLinks(tree *object.Tree, what string) error {
 	links, err := treeLinks(tree)
 	if err != nil || len(links) == 0 {
 		return err

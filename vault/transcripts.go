@@ -138,7 +138,7 @@ type StoredMessage struct {
 func (v *Vault) parts(t TranscriptRef) ([]int, error) {
 	var parts []int
 	for n := 0; ; n++ {
-		_, err := v.files().Stat(v.abs(t.part(n)))
+		_, err := v.Files().Stat(v.Abs(t.part(n)))
 		if errors.Is(err, fs.ErrNotExist) {
 			return parts, nil
 		}
@@ -164,7 +164,7 @@ func (v *Vault) transcriptTail(t TranscriptRef) (transcriptTail, error) {
 	}
 	tt := transcriptTail{part: parts[len(parts)-1]}
 	for i := len(parts) - 1; i >= 0; i-- {
-		end, err := readEnd(v.files(), v.abs(t.part(parts[i])))
+		end, err := readEnd(v.Files(), v.Abs(t.part(parts[i])))
 		if err != nil {
 			return tt, err
 		}
@@ -255,7 +255,7 @@ func (v *Vault) ReadTranscript(t TranscriptRef, from, to int, fn func(StoredMess
 var errStop = errors.New("stop")
 
 func (v *Vault) readPart(t TranscriptRef, part, from, to int, fn func(StoredMessage) error) error {
-	f, err := v.files().Open(v.abs(t.part(part)))
+	f, err := v.Files().Open(v.Abs(t.part(part)))
 	if err != nil {
 		return fault.IO("read "+t.part(part).String(), err)
 	}
@@ -297,7 +297,7 @@ type SessionInfo struct {
 
 // Sessions lists every transcript in the vault, by agent then session.
 func (v *Vault) Sessions() ([]SessionInfo, error) {
-	agents, err := v.files().ReadDir(filepath.Join(v.Root, "transcripts"))
+	agents, err := v.Files().ReadDir(filepath.Join(v.Root, "transcripts"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -309,7 +309,7 @@ func (v *Vault) Sessions() ([]SessionInfo, error) {
 		if !a.IsDir() || CheckName("agent", a.Name()) != nil {
 			continue
 		}
-		files, err := v.files().ReadDir(filepath.Join(v.Root, "transcripts", a.Name()))
+		files, err := v.Files().ReadDir(filepath.Join(v.Root, "transcripts", a.Name()))
 		if err != nil {
 			return nil, fault.IO("read transcripts/"+a.Name(), err)
 		}
@@ -349,7 +349,7 @@ func (v *Vault) sessionInfo(t TranscriptRef) (SessionInfo, error) {
 	}
 	info.Parts = len(parts)
 	for _, p := range parts {
-		if st, err := v.files().Stat(v.abs(t.part(p))); err == nil {
+		if st, err := v.Files().Stat(v.Abs(t.part(p))); err == nil {
 			info.Bytes += st.Size()
 		}
 	}
@@ -455,7 +455,7 @@ func (v *Vault) validPos(t TranscriptRef, p partPos) bool {
 	if p.Part == 0 && p.Off == 0 {
 		return true
 	}
-	f, err := v.files().Open(v.abs(t.part(p.Part)))
+	f, err := v.Files().Open(v.Abs(t.part(p.Part)))
 	if err != nil {
 		return false
 	}
@@ -477,7 +477,7 @@ func (v *Vault) validPos(t TranscriptRef, p partPos) bool {
 // ReadTranscript skips it.
 func (v *Vault) readFrom(t TranscriptRef, p partPos, fn func(m StoredMessage, end partPos) error) error {
 	for part, off := p.Part, p.Off; ; part, off = part+1, 0 {
-		f, err := v.files().Open(v.abs(t.part(part)))
+		f, err := v.Files().Open(v.Abs(t.part(part)))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
@@ -517,7 +517,7 @@ func (v *Vault) idEndingAt(t TranscriptRef, p partPos) string {
 	if p.Off <= 0 {
 		return ""
 	}
-	f, err := v.files().Open(v.abs(t.part(p.Part)))
+	f, err := v.Files().Open(v.Abs(t.part(p.Part)))
 	if err != nil {
 		return ""
 	}

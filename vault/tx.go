@@ -262,7 +262,7 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	if err := opts.check(v); err != nil {
 		return nil, err
 	}
-	release, err := v.lock(Lease{Agent: opts.Agent, Session: opts.Session, Command: opts.Command}, opts.LockTimeout)
+	release, err := v.Lock(Lease{Agent: opts.Agent, Session: opts.Session, Command: opts.Command}, opts.LockTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +270,7 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 		defer v.autoPack() // after the release below: gc.go
 	}
 	defer release()
-	v.repo.Refresh() // a gc may have packed objects since the repository was opened
+	v.Repo.Refresh() // a gc may have packed objects since the repository was opened
 
 	segs, _, err := listSegments(v.Root)
 	if err != nil {
@@ -319,7 +319,7 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 		tail.tips = stamps[len(stamps)-1].Tips
 	}
 	// Fail before writing anything if there is no branch to commit to.
-	if _, err := v.repo.Branch(); err != nil {
+	if _, err := v.Repo.Branch(); err != nil {
 		return nil, err
 	}
 	// Head writes of a transaction killed before its seal are undone
@@ -327,8 +327,8 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	v.settleHeadWrites(segs)
 
 	tx := &Tx{v: v, opts: opts, now: time.Now()}
-	if v.clock != nil {
-		tx.now = v.clock()
+	if v.Clock != nil {
+		tx.now = v.Clock()
 	}
 	// What hooks spooled while the lock was held goes first, so that a
 	// session's messages keep their order (spool.go).
@@ -379,7 +379,7 @@ func (v *Vault) registerDriverOnce() {
 	if v.Binary == "" {
 		return
 	}
-	if _, err := v.files().Stat(stateFilePath(v.Root, verifiedFile)); err == nil {
+	if _, err := v.Files().Stat(stateFilePath(v.Root, verifiedFile)); err == nil {
 		return
 	}
 	_, _ = RegisterMergeDrivers(v.Root, v.Binary)
@@ -501,7 +501,7 @@ func (tx *Tx) seal(tail *tailState, rollback *undo) ([]*gitrepo.Change, []verifi
 		if err != nil {
 			return nil, nil, err
 		}
-		line, err := join.seal(join.Prev)
+		line, err := join.Seal(join.Prev)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -522,7 +522,7 @@ func (tx *Tx) seal(tail *tailState, rollback *undo) ([]*gitrepo.Change, []verifi
 	}
 	var buf bytes.Buffer
 	for _, ev := range tx.events {
-		line, err := ev.seal(prev)
+		line, err := ev.Seal(prev)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -544,11 +544,11 @@ func (tx *Tx) seal(tail *tailState, rollback *undo) ([]*gitrepo.Change, []verifi
 func (tx *Tx) commit(changes []*gitrepo.Change) (*Result, error) {
 	v := tx.v
 	for _, rel := range tx.commitPaths {
-		content, err := v.files().ReadFile(v.abs(rel))
+		content, err := v.Files().ReadFile(v.Abs(rel))
 		if err != nil {
 			continue // nothing there: nothing to commit
 		}
-		info, err := v.files().Stat(v.abs(rel))
+		info, err := v.Files().Stat(v.Abs(rel))
 		if err != nil {
 			continue
 		}
@@ -564,7 +564,7 @@ func (tx *Tx) commit(changes []*gitrepo.Change) (*Result, error) {
 	// Commit records the paths before the branch moves, so that if this
 	// process dies before git's index follows, the next transaction's
 	// UpdateIndex brings the index up to this commit.
-	h, err := v.repo.Commit(changes, tx.message(), who, tx.now)
+	h, err := v.Repo.Commit(changes, tx.message(), who, tx.now)
 	if err != nil {
 		return nil, err
 	}
@@ -572,7 +572,7 @@ func (tx *Tx) commit(changes []*gitrepo.Change) (*Result, error) {
 		return &Result{Events: tx.events}, nil
 	}
 	res := &Result{Commit: h.String(), Events: tx.events}
-	if err := v.repo.UpdateIndex(h, changes); err != nil {
+	if err := v.Repo.UpdateIndex(h, changes); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%v (the commit landed; git status may show the files as changed until the next write)", err))
 	}
 	return res, nil
@@ -607,11 +607,11 @@ func (tx *Tx) prepareSegment(tail *tailState, rollback *undo) (segment, string, 
 func (tx *Tx) repairTorn(tail *tailState) error {
 	v := tx.v
 	if len(tail.torn) > 0 {
-		p := v.abs(tail.seg.rel())
-		if ev, ok, err := parseLine(tail.torn); err == nil && ok && ev.Prev == tail.tip && len(tail.tips) < 2 {
+		p := v.Abs(tail.seg.rel())
+		if ev, ok, err := ParseLine(tail.torn); err == nil && ok && ev.Prev == tail.tip && len(tail.tips) < 2 {
 			// The crash came after the whole event was written but before its
 			// newline: the event is sound, so finish the line.
-			if err := v.files().Append(p, []byte("\n")); err != nil {
+			if err := v.Files().Append(p, []byte("\n")); err != nil {
 				return err
 			}
 			tail.size += int64(len(tail.torn)) + 1
@@ -619,9 +619,9 @@ func (tx *Tx) repairTorn(tail *tailState) error {
 		} else {
 			// Keep the fragment for forensics, then cut it off.
 			name := fmt.Sprintf("torn-%s.txt", tx.now.UTC().Format("20060102T150405.000"))
-			_ = v.files().WriteAtomic(filepath.Join(v.Root, ".logs", name),
+			_ = v.Files().WriteAtomic(filepath.Join(v.Root, ".logs", name),
 				append([]byte(tail.seg.String()+"\n"), tail.torn...))
-			if err := v.files().Truncate(p, tail.size); err != nil {
+			if err := v.Files().Truncate(p, tail.size); err != nil {
 				return fault.IO("repair "+tail.seg.String(), err)
 			}
 		}

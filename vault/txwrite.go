@@ -25,7 +25,7 @@ func (tx *Tx) stage(rollback *undo) ([]*gitrepo.Change, error) {
 		if !f.guarded {
 			continue
 		}
-		old, err := v.files().ReadFile(v.abs(f.rel))
+		old, err := v.Files().ReadFile(v.Abs(f.rel))
 		if existed := err == nil; existed != f.existed || !bytes.Equal(old, f.was) {
 			return nil, fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
 		}
@@ -61,8 +61,8 @@ func (tx *Tx) stage(rollback *undo) ([]*gitrepo.Change, error) {
 // guarded file (a head a person may be saving) is written with
 // fileio.ReplaceIfSame, which never replaces bytes it did not compare.
 func (tx *Tx) writeFile(f pendingFile, rollback *undo) (*gitrepo.Change, error) {
-	p := tx.v.abs(f.rel)
-	old, readErr := tx.v.files().ReadFile(p)
+	p := tx.v.Abs(f.rel)
+	old, readErr := tx.v.Files().ReadFile(p)
 	existed := readErr == nil
 	if f.guarded && (existed != f.existed || !bytes.Equal(old, f.was)) {
 		return nil, fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
@@ -73,24 +73,24 @@ func (tx *Tx) writeFile(f pendingFile, rollback *undo) (*gitrepo.Change, error) 
 		// write holds their text, which must not be replaced by the older
 		// one.
 		if existed {
-			_ = tx.v.files().ReplaceIfSame(p, old, written, true)
-		} else if now, err := tx.v.files().ReadFile(p); err == nil && bytes.Equal(now, written) {
-			tx.v.files().Remove(p)
+			_ = tx.v.Files().ReplaceIfSame(p, old, written, true)
+		} else if now, err := tx.v.Files().ReadFile(p); err == nil && bytes.Equal(now, written) {
+			tx.v.Files().Remove(p)
 		}
 	})
 	var err error
 	if f.guarded {
-		err = tx.v.files().ReplaceIfSame(p, f.data, f.was, f.existed)
+		err = tx.v.Files().ReplaceIfSame(p, f.data, f.was, f.existed)
 		if errors.Is(err, fileio.ErrChanged) {
 			err = fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
 		}
 	} else {
-		err = tx.v.files().WriteAtomic(p, f.data)
+		err = tx.v.Files().WriteAtomic(p, f.data)
 	}
 	if err != nil {
 		return nil, err
 	}
-	info, err := tx.v.files().Stat(p)
+	info, err := tx.v.Files().Stat(p)
 	if err != nil {
 		return nil, fault.IO("stat "+f.rel.String(), err)
 	}
@@ -100,32 +100,32 @@ func (tx *Tx) writeFile(f pendingFile, rollback *undo) (*gitrepo.Change, error) 
 // appendChange appends whole lines to rel, registers the undo, and returns
 // the file as it now is, for the commit.
 func (tx *Tx) appendChange(rel RelPath, data []byte, rollback *undo) (*gitrepo.Change, error) {
-	p := tx.v.abs(rel)
+	p := tx.v.Abs(rel)
 	before := int64(-1)
-	if info, err := tx.v.files().Stat(p); err == nil {
+	if info, err := tx.v.Files().Stat(p); err == nil {
 		before = info.Size()
 	}
 	*rollback = append(*rollback, func() {
 		if before < 0 {
-			tx.v.files().Remove(p)
+			tx.v.Files().Remove(p)
 		} else {
-			tx.v.files().Truncate(p, before)
+			tx.v.Files().Truncate(p, before)
 		}
 	})
-	if before > 0 && !endsWithNewline(tx.v.files(), p, before) {
+	if before > 0 && !endsWithNewline(tx.v.Files(), p, before) {
 		// A writer killed mid-line (or a crash before its fsync) left a
 		// torn line: it stays, as a line no reader takes for a message,
 		// and the new lines start on their own instead of joining it.
 		data = append([]byte{'\n'}, data...)
 	}
-	if err := tx.v.files().Append(p, data); err != nil {
+	if err := tx.v.Files().Append(p, data); err != nil {
 		return nil, err
 	}
-	content, err := tx.v.files().ReadFile(p)
+	content, err := tx.v.Files().ReadFile(p)
 	if err != nil {
 		return nil, fault.IO("read "+rel.String(), err)
 	}
-	info, err := tx.v.files().Stat(p)
+	info, err := tx.v.Files().Stat(p)
 	if err != nil {
 		return nil, fault.IO("stat "+rel.String(), err)
 	}

@@ -65,7 +65,7 @@ type Config struct {
 	} `toml:"threads"`
 }
 
-const configFile = "memvault.toml"
+const ConfigFile = "memvault.toml"
 
 // defaultConfigText is what init writes: every setting with its default,
 // commented so that a person can see what exists without reading the docs.
@@ -126,8 +126,8 @@ type Vault struct {
 	Root   string // absolute path of the .memory/ folder
 	Config Config
 	rules  *redact.Rules // nil when redaction is off
-	repo   *gitrepo.Repo
-	clock  func() time.Time // nil: time.Now; tests move time forward
+	Repo   *gitrepo.Repo
+	Clock  func() time.Time // nil: time.Now; tests move time forward
 	// recallStep bounds what a recall indexes before it searches; 0 is
 	// recallCatchUpBytes (tests set less, to see the bound in fewer bytes).
 	recallStep int64
@@ -164,7 +164,7 @@ func Find(dir, start string) (string, error) {
 			return "", e.WithHint("create one with: memvault --vault %s init", dir)
 		}
 		if !hasMarker(abs) {
-			e := fault.New(ErrNotFound, "vault: %s is a git repository but not a memvault vault (no %s, no %s/)", abs, configFile, "ledger")
+			e := fault.New(ErrNotFound, "vault: %s is a git repository but not a memvault vault (no %s, no %s/)", abs, ConfigFile, "ledger")
 			return "", e.WithHint("memvault keeps its memory in a repository of its own: name a vault, or create one in a new folder with: memvault --vault DIR init")
 		}
 		return abs, nil
@@ -223,7 +223,7 @@ func checkInitTarget(root string, adopt bool) error {
 // run), not both: a project's own repository has neither, and memvault must
 // never commit into it.
 func hasMarker(root string) bool {
-	for _, name := range []string{configFile, "ledger"} {
+	for _, name := range []string{ConfigFile, "ledger"} {
 		if _, err := os.Lstat(filepath.Join(root, name)); err == nil {
 			return true
 		}
@@ -237,7 +237,7 @@ func Open(root string) (*Vault, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &Vault{Root: root, repo: r}
+	v := &Vault{Root: root, Repo: r}
 	if err := v.loadConfig(); err != nil {
 		return nil, err
 	}
@@ -263,7 +263,7 @@ func OpenForCapture(root string) (*Vault, error) {
 	if rerr != nil {
 		return nil, rerr
 	}
-	v = &Vault{Root: root, repo: r}
+	v = &Vault{Root: root, Repo: r}
 	if text, ok := committedConfig(r); ok && v.applyConfig(text) == nil {
 		v.fallbackConfig = []byte(text)
 	} else if derr := v.applyConfig(""); derr != nil {
@@ -283,12 +283,12 @@ func (v *Vault) configData() ([]byte, error) {
 	if v.fallbackConfig != nil {
 		return v.fallbackConfig, nil
 	}
-	data, err := v.files().ReadFile(filepath.Join(v.Root, configFile))
+	data, err := v.Files().ReadFile(filepath.Join(v.Root, ConfigFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fault.IO("read "+configFile, err)
+		return nil, fault.IO("read "+ConfigFile, err)
 	}
 	return data, nil
 }
@@ -299,7 +299,7 @@ func committedConfig(r *gitrepo.Repo) (string, bool) {
 	if err != nil || tree == nil {
 		return "", false
 	}
-	f, err := tree.File(configFile)
+	f, err := tree.File(ConfigFile)
 	if err != nil {
 		return "", false
 	}
@@ -308,9 +308,9 @@ func committedConfig(r *gitrepo.Repo) (string, bool) {
 }
 
 func (v *Vault) loadConfig() error {
-	data, err := v.files().ReadFile(filepath.Join(v.Root, configFile))
+	data, err := v.Files().ReadFile(filepath.Join(v.Root, ConfigFile))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fault.IO("read "+configFile, err)
+		return fault.IO("read "+ConfigFile, err)
 	}
 	return v.applyConfig(string(data))
 }
@@ -320,7 +320,7 @@ func (v *Vault) loadConfig() error {
 func (v *Vault) applyConfig(text string) error {
 	v.Config = Config{}
 	if _, err := toml.Decode(text, &v.Config); err != nil {
-		return &Error{Class: ErrInvalid, Msg: configFile + ": " + strings.ReplaceAll(err.Error(), "\n", " "), Err: err,
+		return &Error{Class: ErrInvalid, Msg: ConfigFile + ": " + strings.ReplaceAll(err.Error(), "\n", " "), Err: err,
 			Hint: "fix the file by hand; memvault init writes a fresh one if you delete it"}
 	}
 	c := &v.Config
@@ -351,13 +351,13 @@ func (v *Vault) applyConfig(text string) error {
 	if c.Redact.Enabled == nil || *c.Redact.Enabled {
 		rules, err := redact.NewRules(redact.Config{Disable: c.Redact.Disable, Extra: c.Redact.Extra})
 		if err != nil {
-			return &Error{Class: ErrInvalid, Msg: configFile + ": " + err.Error(), Err: err}
+			return &Error{Class: ErrInvalid, Msg: ConfigFile + ": " + err.Error(), Err: err}
 		}
 		v.rules = rules
 	}
 	if c.Lock.Timeout != "" {
 		if _, err := time.ParseDuration(c.Lock.Timeout); err != nil {
-			return fault.New(ErrInvalid, "%s: lock.timeout %q: not a duration like 10s", configFile, c.Lock.Timeout)
+			return fault.New(ErrInvalid, "%s: lock.timeout %q: not a duration like 10s", ConfigFile, c.Lock.Timeout)
 		}
 	}
 	return nil
@@ -381,7 +381,7 @@ func (v *Vault) LockTimeout() (time.Duration, error) {
 }
 
 // abs turns a vault path into a file-system path.
-func (v *Vault) abs(r RelPath) string { return filepath.Join(v.Root, filepath.FromSlash(r.String())) }
+func (v *Vault) Abs(r RelPath) string { return filepath.Join(v.Root, filepath.FromSlash(r.String())) }
 
 // Init creates a vault at root (a path ending in .memory, normally) or
 // completes a partial one: the folder, its git repository on branch main,
@@ -436,13 +436,13 @@ func InitWith(root string, o InitOptions) (v *Vault, created bool, err error) {
 	for _, f := range []struct {
 		rel  RelPath
 		text string
-	}{{mustRel(configFile), defaultConfigText}, {mustRel(".gitignore"), gitignoreText},
-		{mustRel(gitattributesFile), GitattributesText()}} {
-		if _, err := v.files().Stat(v.abs(f.rel)); errors.Is(err, fs.ErrNotExist) {
+	}{{MustRel(ConfigFile), defaultConfigText}, {MustRel(".gitignore"), gitignoreText},
+		{MustRel(gitattributesFile), GitattributesText()}} {
+		if _, err := v.Files().Stat(v.Abs(f.rel)); errors.Is(err, fs.ErrNotExist) {
 			files = append(files, f)
 		}
 	}
-	head, err := v.repo.Head()
+	head, err := v.Repo.Head()
 	if err != nil {
 		return nil, false, err
 	}
@@ -495,7 +495,7 @@ func initGit(root string) error {
 
 // Head returns the vault's current commit hash ("" before the first commit).
 func (v *Vault) Head() (string, error) {
-	h, err := v.repo.Head()
+	h, err := v.Repo.Head()
 	if err != nil || h.IsZero() {
 		return "", err
 	}
@@ -504,7 +504,7 @@ func (v *Vault) Head() (string, error) {
 
 // Log calls fn for each commit from HEAD along first parents until fn
 // returns false.
-func (v *Vault) Log(fn func(gitrepo.CommitInfo) bool) error { return v.repo.Log(fn) }
+func (v *Vault) Log(fn func(gitrepo.CommitInfo) bool) error { return v.Repo.Log(fn) }
 
 // ShortHash abbreviates a commit hash the way git log --oneline does.
 func ShortHash(h string) string {

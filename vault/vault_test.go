@@ -80,7 +80,7 @@ func TestCanonicalJSON(t *testing.T) {
 func TestSealedLineIsCanonicalAndVerifies(t *testing.T) {
 	ev := &Event{ID: "e_x", TS: "2026-11-22T10:00:00.000Z", Agent: "a", Kind: "fact", Text: "x < y & z",
 		Data: []byte(`{"b":2,"a":1}`)}
-	line, err := ev.seal("prevhash")
+	line, err := ev.Seal("prevhash")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestSealedLineIsCanonicalAndVerifies(t *testing.T) {
 	if !bytes.Contains(line, []byte(`"data":{"a":1,"b":2}`)) || !bytes.Contains(line, []byte("x < y & z")) {
 		t.Fatalf("not canonical: %s", line)
 	}
-	got, ok, err := parseLine(bytes.TrimSuffix(line, []byte("\n")))
+	got, ok, err := ParseLine(bytes.TrimSuffix(line, []byte("\n")))
 	if err != nil || !ok || got.Prev != "prevhash" || got.Hash != ev.Hash {
 		t.Fatalf("parse back: ok=%v err=%v ev=%+v", ok, err, got)
 	}
@@ -98,7 +98,7 @@ func TestSealedLineIsCanonicalAndVerifies(t *testing.T) {
 	// would consider equivalent in meaning, like a different number literal.
 	for _, edit := range [][2]string{{`"x < y`, `"X < y`}, {`"a":1`, `"a":1.0`}, {`"prev":"prevhash"`, `"prev":"other"`}} {
 		bad := bytes.Replace(line, []byte(edit[0]), []byte(edit[1]), 1)
-		if _, ok, _ := parseLine(bytes.TrimSuffix(bad, []byte("\n"))); ok {
+		if _, ok, _ := ParseLine(bytes.TrimSuffix(bad, []byte("\n"))); ok {
 			t.Errorf("edit %q → %q still verifies", edit[0], edit[1])
 		}
 	}
@@ -154,7 +154,7 @@ func TestSegmentOrderAndNames(t *testing.T) {
 	names := []string{"22.jsonl", "22-1.jsonl", "22-2.jsonl", "22-10.jsonl", "23.jsonl"}
 	var segs []segment
 	for _, n := range names {
-		s, ok := parseSegmentName(2026, 11, n)
+		s, ok := ParseSegmentName(2026, 11, n)
 		if !ok {
 			t.Fatalf("parse %q", n)
 		}
@@ -169,7 +169,7 @@ func TestSegmentOrderAndNames(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"2.jsonl", "22-0.jsonl", "22-01.jsonl", "32.jsonl", "22.json", "22-x.jsonl"} {
-		if _, ok := parseSegmentName(2026, 11, bad); ok {
+		if _, ok := ParseSegmentName(2026, 11, bad); ok {
 			t.Errorf("%q accepted as a segment", bad)
 		}
 	}
@@ -180,7 +180,7 @@ func TestSegmentsRollBySizeAndDay(t *testing.T) {
 	v := newVault(t)
 	v.Config.Ledger.SegmentBytes = 2048
 	day := time.Date(2026, 11, 22, 23, 30, 0, 0, time.UTC)
-	v.clock = func() time.Time { day = day.Add(2 * time.Minute); return day }
+	v.Clock = func() time.Time { day = day.Add(2 * time.Minute); return day }
 	for i := range 40 {
 		remember(t, v, fmt.Sprintf("event number %d with some padding text to fill segments", i))
 	}
@@ -194,7 +194,7 @@ func TestSegmentsRollBySizeAndDay(t *testing.T) {
 	var days = map[int]bool{}
 	for i, s := range segs {
 		days[s.D] = true
-		info, err := os.Stat(v.abs(s.rel()))
+		info, err := os.Stat(v.Abs(s.rel()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +222,7 @@ func TestSegmentsRollBySizeAndDay(t *testing.T) {
 func TestClockGoingBackwards(t *testing.T) {
 	v := newVault(t)
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	v.clock = func() time.Time { return now }
+	v.Clock = func() time.Time { return now }
 	remember(t, v, "today")
 	now = now.AddDate(0, 0, -3)
 	remember(t, v, "three days ago, says the clock")
@@ -239,7 +239,7 @@ func TestTornLineWithWholeEventIsCompleted(t *testing.T) {
 	v := newVault(t)
 	remember(t, v, "one")
 	segs, _, _ := listSegments(v.Root)
-	p := v.abs(segs[0].rel())
+	p := v.Abs(segs[0].rel())
 	before, _ := os.ReadFile(p)
 	ev2 := remember(t, v, "two")
 	after, _ := os.ReadFile(p)
@@ -267,7 +267,7 @@ func TestWritersRefuseTamperedLedger(t *testing.T) {
 	remember(t, v, "one")
 	remember(t, v, "two")
 	segs, _, _ := listSegments(v.Root)
-	p := v.abs(segs[0].rel())
+	p := v.Abs(segs[0].rel())
 	data, _ := os.ReadFile(p)
 	tampered := bytes.Replace(data, []byte(`"text":"one"`), []byte(`"text":"One"`), 1)
 	time.Sleep(10 * time.Millisecond) // a new mtime
@@ -302,7 +302,7 @@ func TestUpdateRollsBackWhenFnFails(t *testing.T) {
 	boom := errors.New("boom")
 	_, err := v.Update(TxOptions{}, func(tx *Tx) error {
 		tx.Append(&Event{Kind: "fact", Text: "half"})
-		tx.WriteFile(mustRel("threads", "x.md"), []byte("x"))
+		tx.WriteFile(MustRel("threads", "x.md"), []byte("x"))
 		return boom
 	})
 	if !errors.Is(err, boom) {
@@ -437,7 +437,7 @@ func TestIndexCatchesUpAfterAKill(t *testing.T) {
 	}
 	// Commit alone is a kill before the index update: it records the
 	// paths, writes the commit and moves the branch.
-	if _, err := v.repo.Commit(changes, "memvault: killed\n", gitrepo.Signature{Name: "m", Email: "m@x"}, time.Now()); err != nil {
+	if _, err := v.Repo.Commit(changes, "memvault: killed\n", gitrepo.Signature{Name: "m", Email: "m@x"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if st := git("status", "--porcelain"); !strings.Contains(st, "D  threads/topic/killed.md") {

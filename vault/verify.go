@@ -155,7 +155,7 @@ func (c *chainChecker) line(ll ledgerLine) {
 	one := [1]string{ev.Prev}
 	parents := one[:]
 	if ev.Kind == KindJoin {
-		tips, ok := joinTips(ev)
+		tips, ok := JoinTips(ev)
 		switch {
 		case !ok:
 			problem(KindJoin + " names no tips in data.tips")
@@ -183,7 +183,7 @@ func (c *chainChecker) line(ll ledgerLine) {
 }
 
 // joinTips returns the tips a join event names.
-func joinTips(ev *Event) ([]string, bool) {
+func JoinTips(ev *Event) ([]string, bool) {
 	var d struct {
 		Tips []string `json:"tips"`
 	}
@@ -380,7 +380,7 @@ func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) (
 			return nil, ps.err
 		}
 		blobs[s.String()] = ps.blob
-		v.Progress.step("verify: checking the ledger", "segments", int64(i+1), int64(len(segs)))
+		v.Progress.Step("verify: checking the ledger", "segments", int64(i+1), int64(len(segs)))
 		lines, torn := ps.lines, ps.torn
 		for _, ll := range lines {
 			cc.line(ll)
@@ -430,7 +430,7 @@ func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) (
 			stamps[i].Tip, stamps[i].Tips = cc.last, slices.Clone(cc.tips)
 		}
 	}
-	v.Progress.step("verify: checking nodes and links", "", 0, 0)
+	v.Progress.Step("verify: checking nodes and links", "", 0, 0)
 	nodeIDs, err := v.nodeIDs()
 	if err != nil {
 		return nil, err
@@ -456,7 +456,7 @@ func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) (
 		}
 	}
 	rep.Problems = append(rep.Problems, cc.problems...)
-	v.Progress.step("verify: holding the ledger against HEAD", "", 0, 0)
+	v.Progress.Step("verify: holding the ledger against HEAD", "", 0, 0)
 	held, err := committed(blobs)
 	if err != nil {
 		return nil, err
@@ -506,7 +506,7 @@ func segmentFromPath(p string) (segment, bool) {
 	if _, err := fmt.Sscanf(parts[1]+" "+parts[2], "%d %d", &y, &m); err != nil {
 		return segment{}, false
 	}
-	return parseSegmentName(y, m, parts[3])
+	return ParseSegmentName(y, m, parts[3])
 }
 
 func sortProblems(ps []Problem) {

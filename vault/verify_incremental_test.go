@@ -36,7 +36,7 @@ func stampedVault(t *testing.T, n int) *Vault {
 func flipBack(t *testing.T, v *Vault) string {
 	t.Helper()
 	segs, _, _ := listSegments(v.Root)
-	p := v.abs(segs[0].rel())
+	p := v.Abs(segs[0].rel())
 	info, err := os.Stat(p)
 	if err != nil {
 		t.Fatal(err)
@@ -186,15 +186,15 @@ func TestVerifyIncrementalFollowsHEAD(t *testing.T) {
 	g := vaulttest.Git{Dir: v.Root, Env: vaulttest.Sandbox(t.TempDir())}
 	segs, _, _ := listSegments(v.Root)
 	first := segs[0].String()
-	data, _ := os.ReadFile(v.abs(segs[0].rel()))
+	data, _ := os.ReadFile(v.Abs(segs[0].rel()))
 	// the first event with another text, its hash recomputed: a sound line
 	firstLine, rest, _ := bytes.Cut(data, []byte("\n"))
-	ev, ok, err := parseLine(firstLine)
+	ev, ok, err := ParseLine(firstLine)
 	if err != nil || !ok {
 		t.Fatalf("first line: %v", err)
 	}
 	ev.Text = "row 9"
-	resealed, err := ev.seal(ev.Prev)
+	resealed, err := ev.Seal(ev.Prev)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func (v *Vault) verifyNode(at Problem, id, rel string) []Problem {
 	if rel == "" {
 		return fail("node.created of " + id + " names no path")
 	}
-	data, err := v.files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
+	data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
 	if err != nil {
 		return fail("node " + id + ": " + rel + " is missing")
 	}

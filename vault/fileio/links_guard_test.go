@@ -28,7 +28,7 @@ var outsideRoot = map[string]string{
 	"cmd/memvault/internal/cli/gitignore.go workTree":          "the project's .git, found upwards from the working folder",
 	"cmd/memvault/internal/cli/gitignore.go ignoredByPatterns": "the project's .gitignore files and info/exclude",
 	"cmd/memvault/internal/cli/gitignore.go gitDir":            "the project's .git file of a linked worktree",
-	"cmd/memvault/internal/cli/mergedriver.go runMergeDriver":  "git's temporary copies, checked by vault.ReadMergeVersions; OURS is written where git reads it back",
+	"cmd/memvault/internal/cli/mergedriver.go runMergeDriver":  "git's temporary copies, checked by clones.ReadMergeVersions; OURS is written where git reads it back",
 	"hooks/githooks.go ApplyGitHooks":                          "the project's git hooks",
 	"hooks/githooks.go PlanGitHooks":                           "the project's git hooks",
 	"hooks/install.go Apply":                                   "a harness's settings, which may be a person's link to their dotfiles",
@@ -99,8 +99,8 @@ var outsideRoot = map[string]string{
 	// A rename within one folder, which follows no link at either name.
 	"vault/spool.go claim": "a live spool file renamed to its claim in the folder listed through a Root, the new name checked",
 	// Walks that follow no link and read no file.
-	"vault/gc.go contentBytes": "sizes from WalkDir, which follows no link",
-	"vault/verify_nodes.go nodeIDs":  "names from WalkDir, which follows no link; the files are read through a Root",
+	"vault/gc.go contentBytes":      "sizes from WalkDir, which follows no link",
+	"vault/verify_nodes.go nodeIDs": "names from WalkDir, which follows no link; the files are read through a Root",
 }
 
 // TestNoLinkFollowed holds the vault to fileio.Root: no code outside this

@@ -126,3 +126,15 @@ func Mixes(tb testing.TB, pieces []string, n int, f func(string)) {
 	}
 	walk("", n)
 }
+
+// Symlink makes a symbolic link at link pointing at target, with the
+// folders it needs.
+func Symlink(t testing.TB, target, link string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -348,7 +348,7 @@ func commandActions() map[string]action {
 		// vault.GC takes the vault lock itself and repacks git's objects; it
 		// commits nothing.
 		"gc": ownWrites(runGC),
-		// vault.Sync takes the vault lock itself for the merge; the join and
+		// clones.Sync takes the vault lock itself for the merge; the join and
 		// the render of the heads commit on their own.
 		"sync": ownWrites(runSync),
 

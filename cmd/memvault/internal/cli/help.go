@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memvault/memvault/vault/clones"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/hooks"
@@ -67,7 +69,7 @@ func closedValues() map[string][]string {
 		"uninstall --scope":          scopes,
 		"doctor --scope":             scopes,
 		"gc --engine":                {vault.GCEngineAuto, vault.GCEngineGit, vault.GCEngineGoGit},
-		"sync --engine":              {vault.SyncEngineAuto, vault.SyncEngineGit, vault.SyncEngineGoGit},
+		"sync --engine":              {clones.SyncEngineAuto, clones.SyncEngineGit, clones.SyncEngineGoGit},
 		"refresh --on":               vault.RefreshEvents,
 		"hook HARNESS":               hooks.Names(),
 		"install HARNESS":            append(hooks.Names(), "git"),

@@ -7,14 +7,15 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memvault/memvault/vault/clones"
+
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fileio"
 )
 
 type mergeDriverOptions struct {
-	kind                     vault.MergeKind // "auto": from the path
+	kind                     clones.MergeKind // "auto": from the path
 	base, ours, theirs, path string
 }
 
@@ -40,12 +41,12 @@ func runMergeDriver(c *ucli.Context) error {
 		return usagef("merge-driver: want KIND BASE OURS THEIRS PATH, as git passes them (auto %%O %%A %%B %%P)")
 	}
 	a := c.Args().Slice()
-	opts := mergeDriverOptions{kind: vault.MergeKind(a[0]), base: a[1], ours: a[2], theirs: a[3], path: a[4]}
+	opts := mergeDriverOptions{kind: clones.MergeKind(a[0]), base: a[1], ours: a[2], theirs: a[3], path: a[4]}
 	if opts.kind == "auto" {
-		opts.kind = vault.MergeKindOf(filepath.ToSlash(opts.path))
-	} else if !slices.Contains(vault.MergeKinds(), opts.kind) {
+		opts.kind = clones.MergeKindOf(filepath.ToSlash(opts.path))
+	} else if !slices.Contains(clones.MergeKinds(), opts.kind) {
 		var names []string
-		for _, k := range vault.MergeKinds() {
+		for _, k := range clones.MergeKinds() {
 			names = append(names, string(k))
 		}
 		return usagef("merge-driver: kind %q: want auto or one of %s", opts.kind, strings.Join(names, ", "))
@@ -54,11 +55,11 @@ func runMergeDriver(c *ucli.Context) error {
 	if err != nil {
 		return fmt.Errorf("merge-driver: %w", err)
 	}
-	versions, err := vault.ReadMergeVersions(wd, filepath.ToSlash(opts.path), [3]string{opts.base, opts.ours, opts.theirs})
+	versions, err := clones.ReadMergeVersions(wd, filepath.ToSlash(opts.path), [3]string{opts.base, opts.ours, opts.theirs})
 	if err != nil {
 		return fmt.Errorf("merge-driver: %w", err)
 	}
-	merged, conflict, err := vault.MergeAs(opts.kind, filepath.ToSlash(opts.path), versions[0], versions[1], versions[2])
+	merged, conflict, err := clones.MergeAs(opts.kind, filepath.ToSlash(opts.path), versions[0], versions[1], versions[2])
 	if err != nil {
 		return fmt.Errorf("merge-driver: %s: %w", opts.path, err)
 	}

@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/memvault/memvault/vault/clones"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
 )
 
 type syncOptions struct {
-	lib  vault.SyncOptions
+	lib  clones.SyncOptions
 	json bool
 }
 
@@ -26,14 +28,14 @@ func newSyncCommand() *ucli.Command {
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "no-push", Usage: "fetch and merge only"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "fetch, then say what would be merged and pushed; change nothing"},
-			&ucli.StringFlag{Name: "engine", Value: vault.SyncEngineAuto, Usage: "auto (git where installed, else go-git), git or go-git"},
-			&ucli.DurationFlag{Name: "timeout", Value: vault.DefaultSyncTimeout, Usage: "the longest a fetch or a push may take"},
+			&ucli.StringFlag{Name: "engine", Value: clones.SyncEngineAuto, Usage: "auto (git where installed, else go-git), git or go-git"},
+			&ucli.DurationFlag{Name: "timeout", Value: clones.DefaultSyncTimeout, Usage: "the longest a fetch or a push may take"},
 			jsonFlag,
 		},
 	}
 }
 
-// runSync manages its own writes: vault.Sync takes the vault lock for the
+// runSync manages its own writes: clones.Sync takes the vault lock for the
 // merge, and the join and the render take it again for their commits.
 func runSync(c *ucli.Context) error {
 	v, err := openVault(c)
@@ -47,14 +49,14 @@ func runSync(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := syncOptions{json: c.Bool("json"), lib: vault.SyncOptions{Remote: c.Args().First(), Engine: c.String("engine"),
+	opts := syncOptions{json: c.Bool("json"), lib: clones.SyncOptions{Remote: c.Args().First(), Engine: c.String("engine"),
 		NoPush: c.Bool("no-push"), DryRun: c.Bool("dry-run"), Timeout: c.Duration("timeout"), Agent: agent}}
 	if opts.lib.Timeout <= 0 {
 		return usagef("sync: --timeout %s: want a duration above 0", opts.lib.Timeout)
 	}
 	stop := startProgress(c, v, opts.json)
 	defer stop()
-	rep, err := v.Sync(opts.lib)
+	rep, err := clones.Sync(v, opts.lib)
 	stop()
 	if err != nil {
 		return err
@@ -70,7 +72,7 @@ func runSync(c *ucli.Context) error {
 }
 
 // printSync prints one line per step that did something.
-func printSync(c *ucli.Context, rep *vault.SyncReport) {
+func printSync(c *ucli.Context, rep *clones.SyncReport) {
 	w := c.App.Writer
 	would := ""
 	if rep.DryRun {

@@ -1,4 +1,4 @@
-package vault
+package clones
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault/fault"
@@ -57,11 +59,11 @@ func MergeKindOf(p string) MergeKind {
 		return MergeLedger
 	case strings.HasPrefix(p, "transcripts/") && strings.HasSuffix(p, ".jsonl"):
 		return MergeTranscript
-	case p == MemoryHead || p == ContinuityHead || strings.HasPrefix(p, "threads/") && strings.HasSuffix(p, ".md"):
+	case p == vault.MemoryHead || p == vault.ContinuityHead || strings.HasPrefix(p, "threads/") && strings.HasSuffix(p, ".md"):
 		return MergeHead
 	case strings.HasPrefix(p, "nodes/") && strings.HasSuffix(p, ".md"):
 		return MergeNode
-	case strings.HasPrefix(p, renderedDir+"/"):
+	case strings.HasPrefix(p, vault.RenderedDir+"/"):
 		return MergeRendered
 	}
 	return MergeText
@@ -79,7 +81,7 @@ func isSegmentPath(p string) bool {
 	if err1 != nil || err2 != nil || m < 1 || m > 12 {
 		return false
 	}
-	_, ok := parseSegmentName(y, m, parts[3])
+	_, ok := vault.ParseSegmentName(y, m, parts[3])
 	return ok
 }
 
@@ -109,8 +111,8 @@ func MergeAs(kind MergeKind, p string, base, ours, theirs []byte) (merged []byte
 		// the edits people made on either side, and replaces the rest
 		// with the render of the merged ledger.
 		var appendOnly []string
-		if h := strings.TrimPrefix(path.Clean(p), renderedDir+"/"); h == ContinuityHead {
-			appendOnly = []string{SecCompleted}
+		if h := strings.TrimPrefix(path.Clean(p), vault.RenderedDir+"/"); h == vault.ContinuityHead {
+			appendOnly = []string{vault.SecCompleted}
 		}
 		res, err := merge.Markdown(base, ours, theirs, merge.MarkdownOptions{Peers: true, UnionOnConflict: true, AppendOnly: appendOnly})
 		return res.Merged, !res.Clean(), err
@@ -121,7 +123,7 @@ func MergeAs(kind MergeKind, p string, base, ours, theirs []byte) (merged []byte
 		// meet, and those are a person's to settle.
 		return mergeLines(base, ours, theirs)
 	}
-	return nil, false, fault.New(ErrInvalid, "merge: unknown kind %q", kind)
+	return nil, false, fault.New(vault.ErrInvalid, "merge: unknown kind %q", kind)
 }
 
 // ReadMergeVersions reads the three versions git hands its merge driver
@@ -187,7 +189,7 @@ func sharedTop(a, b [][]byte) int {
 // eventLine is one line of a segment being merged.
 type eventLine struct {
 	raw []byte // with its newline
-	ev  *Event
+	ev  *vault.Event
 }
 
 // eventLines parses every line of a segment; ok is false when one is torn,
@@ -200,7 +202,7 @@ func eventLines(data []byte) (out []eventLine, ok bool) {
 	}
 	seen := map[string][]byte{}
 	for _, l := range lines {
-		ev, _, err := parseLine(bytes.TrimRight(l, "\r\n"))
+		ev, _, err := vault.ParseLine(bytes.TrimRight(l, "\r\n"))
 		if err != nil || ev.ID == "" {
 			return nil, false
 		}
@@ -242,7 +244,7 @@ func mergeLedger(base, ours, theirs []byte) ([]byte, bool, error) {
 	inBase := map[string][]byte{}
 	if lines, _ := splitWhole(base); len(lines) > 0 {
 		for _, l := range lines {
-			if ev, _, err := parseLine(bytes.TrimRight(l, "\r\n")); err == nil {
+			if ev, _, err := vault.ParseLine(bytes.TrimRight(l, "\r\n")); err == nil {
 				inBase[ev.ID] = l
 			}
 		}
@@ -312,8 +314,8 @@ func mergeOrder(ls []eventLine) ([]eventLine, bool) {
 	waits := make([]int, len(ls))
 	for i, l := range ls {
 		refs := []string{l.ev.Prev}
-		if l.ev.Kind == KindJoin {
-			tips, _ := joinTips(l.ev)
+		if l.ev.Kind == vault.KindJoin {
+			tips, _ := vault.JoinTips(l.ev)
 			refs = append(refs, tips...)
 		}
 		seen := map[int]bool{}

@@ -1,4 +1,4 @@
-package vault
+package clones
 
 // memvault sync: fetch a remote's branch, merge it with the merge drivers,
 // check the result, join the ledger's open tips, re-render the heads, and
@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -96,7 +98,7 @@ type SyncReport struct {
 // the remote-tracking ref, which no writer reads. A push rejected because
 // the remote moved meanwhile is retried after a new fetch and merge, up to
 // three rounds.
-func (v *Vault) Sync(opts SyncOptions) (*SyncReport, error) {
+func Sync(v *vault.Vault, opts SyncOptions) (*SyncReport, error) {
 	if opts.Agent == "" {
 		opts.Agent = v.Config.Agent
 	}
@@ -111,18 +113,18 @@ func (v *Vault) Sync(opts SyncOptions) (*SyncReport, error) {
 		}
 	case SyncEngineGit:
 		if !gitrepo.HasGitBinary() {
-			return nil, fault.New(ErrInvalid, "sync: git is not installed").WithHint("use --engine go-git, which needs nothing installed")
+			return nil, fault.New(vault.ErrInvalid, "sync: git is not installed").WithHint("use --engine go-git, which needs nothing installed")
 		}
 	case SyncEngineGoGit:
 	default:
-		return nil, fault.New(ErrInvalid, "sync: engine %q: want auto, git or go-git", opts.Engine)
+		return nil, fault.New(vault.ErrInvalid, "sync: engine %q: want auto, git or go-git", opts.Engine)
 	}
-	ref, err := v.repo.Branch()
+	ref, err := v.Repo.Branch()
 	if err != nil {
 		return nil, err
 	}
 	branch := ref.Short()
-	rm, err := v.repo.ResolveRemote(opts.Remote, branch)
+	rm, err := v.Repo.ResolveRemote(opts.Remote, branch)
 	if err != nil {
 		return nil, err
 	}
@@ -144,16 +146,16 @@ func (v *Vault) Sync(opts SyncOptions) (*SyncReport, error) {
 	rejected := false
 	for rep.Rounds < syncRounds {
 		rep.Rounds++
-		tip, err := v.syncFetch(opts, rm, branch, rep)
+		tip, err := syncFetch(v, opts, rm, branch, rep)
 		if err != nil {
 			return nil, err
 		}
 		if opts.DryRun {
-			return rep, v.syncPlan(opts, tip, rep)
+			return rep, syncPlan(v, opts, tip, rep)
 		}
 		if tip.IsZero() {
 			rep.Merge = "none"
-		} else if err := v.syncMerge(opts, rm, branch, tip, rep); err != nil {
+		} else if err := syncMerge(v, opts, rm, branch, tip, rep); err != nil {
 			return nil, err
 		}
 		if opts.NoPush {
@@ -161,10 +163,10 @@ func (v *Vault) Sync(opts SyncOptions) (*SyncReport, error) {
 		}
 		// A vault that fails verification is never pushed: the remote
 		// would spread the damage to every clone.
-		if err := v.syncVerify(); err != nil {
+		if err := syncVerify(v); err != nil {
 			return nil, err
 		}
-		err = v.syncPush(opts, rm, branch, tip, rep)
+		err = syncPush(v, opts, rm, branch, tip, rep)
 		if rejected = errors.Is(err, gitrepo.ErrPushRejected); rejected {
 			continue
 		}
@@ -174,7 +176,7 @@ func (v *Vault) Sync(opts SyncOptions) (*SyncReport, error) {
 		break
 	}
 	if rejected {
-		e := fault.New(ErrConflict, "sync: the remote %s kept moving: the push was rejected %d times; what was merged stays here", rm, syncRounds)
+		e := fault.New(vault.ErrConflict, "sync: the remote %s kept moving: the push was rejected %d times; what was merged stays here", rm, syncRounds)
 		return nil, e.WithHint("sync again")
 	}
 	if rep.Commit, err = v.Head(); err != nil {
@@ -184,44 +186,44 @@ func (v *Vault) Sync(opts SyncOptions) (*SyncReport, error) {
 }
 
 // who is the identity memvault commits as.
-func (v *Vault) who() gitrepo.Signature {
+func who(v *vault.Vault) gitrepo.Signature {
 	return gitrepo.Signature{Name: v.Config.Git.Name, Email: v.Config.Git.Email}
 }
 
 // syncFetch fetches the remote's branch, checks that it holds a vault, and
 // counts the commits it brings; the zero hash is a remote without the
 // branch.
-func (v *Vault) syncFetch(opts SyncOptions, rm gitrepo.Remote, branch string, rep *SyncReport) (plumbing.Hash, error) {
-	v.Progress.step("sync: fetching from "+rm.String(), "", 0, 0)
+func syncFetch(v *vault.Vault, opts SyncOptions, rm gitrepo.Remote, branch string, rep *SyncReport) (plumbing.Hash, error) {
+	v.Progress.Step("sync: fetching from "+rm.String(), "", 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
 	defer cancel()
-	tip, err := v.repo.Fetch(ctx, opts.Engine, rm, branch, v.who())
+	tip, err := v.Repo.Fetch(ctx, opts.Engine, rm, branch, who(v))
 	if err != nil || tip.IsZero() {
 		return tip, err
 	}
-	if _, ok, err := v.repo.FileAt(tip, configFile); err != nil {
+	if _, ok, err := v.Repo.FileAt(tip, vault.ConfigFile); err != nil {
 		return plumbing.ZeroHash, err
 	} else if !ok {
-		e := fault.New(ErrRemote, "sync: remote %s is not a memvault vault: its branch %s has no %s; nothing was changed", rm, branch, configFile)
+		e := fault.New(vault.ErrRemote, "sync: remote %s is not a memvault vault: its branch %s has no %s; nothing was changed", rm, branch, vault.ConfigFile)
 		return plumbing.ZeroHash, e.WithHint("sync with another vault's repository (its .memory folder, or a bare clone of one)")
 	}
 	// A link git would check out is refused before either engine merges:
 	// memvault never follows one, so a vault holding one stops working.
-	tree, err := v.repo.TreeAt(tip.String())
+	tree, err := v.Repo.TreeAt(tip.String())
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	if err := refuseTreeLinks(tree, fmt.Sprintf("remote %s's branch %s", rm, branch)); err != nil {
+	if err := vault.RefuseTreeLinks(tree, fmt.Sprintf("remote %s's branch %s", rm, branch)); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	head, err := v.repo.Head()
+	head, err := v.Repo.Head()
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	if head.IsZero() {
 		return tip, nil
 	}
-	d, err := v.repo.Diverge(head, tip)
+	d, err := v.Repo.Diverge(head, tip)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -230,8 +232,8 @@ func (v *Vault) syncFetch(opts SyncOptions, rm gitrepo.Remote, branch string, re
 }
 
 // syncPlan fills in what a sync would do, for a dry run.
-func (v *Vault) syncPlan(opts SyncOptions, tip plumbing.Hash, rep *SyncReport) error {
-	head, err := v.repo.Head()
+func syncPlan(v *vault.Vault, opts SyncOptions, tip plumbing.Hash, rep *SyncReport) error {
+	head, err := v.Repo.Head()
 	if err != nil {
 		return err
 	}
@@ -239,11 +241,11 @@ func (v *Vault) syncPlan(opts SyncOptions, tip plumbing.Hash, rep *SyncReport) e
 	if tip.IsZero() {
 		rep.Merge = "none"
 		if !opts.NoPush {
-			rep.Pushed, err = v.repo.CountCommits(head)
+			rep.Pushed, err = v.Repo.CountCommits(head)
 		}
 		return err
 	}
-	d, err := v.repo.Diverge(head, tip)
+	d, err := v.Repo.Diverge(head, tip)
 	if err != nil {
 		return err
 	}
@@ -270,9 +272,9 @@ func mergeKind(onlyOurs, onlyTheirs int) string {
 // syncMerge merges tip into the branch under the vault lock, then, when the
 // merge changed anything, verifies the vault, joins the ledger's open tips
 // and re-renders the heads.
-func (v *Vault) syncMerge(opts SyncOptions, rm gitrepo.Remote, branch string, tip plumbing.Hash, rep *SyncReport) error {
-	v.Progress.step("sync: merging "+rm.String()+"'s "+branch, "", 0, 0)
-	out, err := v.mergeLocked(opts, rm, branch, tip)
+func syncMerge(v *vault.Vault, opts SyncOptions, rm gitrepo.Remote, branch string, tip plumbing.Hash, rep *SyncReport) error {
+	v.Progress.Step("sync: merging "+rm.String()+"'s "+branch, "", 0, 0)
+	out, err := mergeLocked(v, opts, rm, branch, tip)
 	if err != nil {
 		return err
 	}
@@ -290,10 +292,10 @@ func (v *Vault) syncMerge(opts SyncOptions, rm gitrepo.Remote, branch string, ti
 	if kind == "up-to-date" {
 		return nil
 	}
-	if err := v.syncVerify(); err != nil {
+	if err := syncVerify(v); err != nil {
 		return err
 	}
-	v.Progress.step("sync: joining the ledger's tips", "", 0, 0)
+	v.Progress.Step("sync: joining the ledger's tips", "", 0, 0)
 	joined, err := v.Join()
 	if err != nil {
 		return err
@@ -302,10 +304,10 @@ func (v *Vault) syncMerge(opts SyncOptions, rm gitrepo.Remote, branch string, ti
 		rep.Joined = joined.Commit
 		rep.Warnings = append(rep.Warnings, joined.Warnings...)
 	}
-	if err := v.syncRender(opts, rep); err != nil {
+	if err := syncRender(v, opts, rep); err != nil {
 		return err
 	}
-	return v.syncReindex(out.Paths, rep)
+	return syncReindex(v, out.Paths, rep)
 }
 
 // syncReindex rebuilds the search index when the merge changed what it is
@@ -313,8 +315,8 @@ func (v *Vault) syncMerge(opts SyncOptions, rm gitrepo.Remote, branch string, ti
 // merge inserts lines inside segments and brings transcript parts no
 // journal names, so only a rebuild is sure to hold them. A vault with no
 // index yet is left to build one at its first recall.
-func (v *Vault) syncReindex(paths []string, rep *SyncReport) error {
-	if _, err := v.files().Stat(filepath.Join(v.Root, indexDir)); err != nil {
+func syncReindex(v *vault.Vault, paths []string, rep *SyncReport) error {
+	if _, err := v.Files().Stat(filepath.Join(v.Root, vault.IndexDir)); err != nil {
 		return nil
 	}
 	for _, p := range paths {
@@ -331,17 +333,17 @@ func (v *Vault) syncReindex(paths []string, rep *SyncReport) error {
 
 // mergeLocked is the merge itself, under the vault lock: the git binary's
 // merge with the drivers registered, or the tree merge in process.
-func (v *Vault) mergeLocked(opts SyncOptions, rm gitrepo.Remote, branch string, tip plumbing.Hash) (*gitrepo.MergeOutcome, error) {
-	release, err := v.lock(Lease{Agent: opts.Agent, Command: "sync"}, 0)
+func mergeLocked(v *vault.Vault, opts SyncOptions, rm gitrepo.Remote, branch string, tip plumbing.Hash) (*gitrepo.MergeOutcome, error) {
+	release, err := v.Lock(vault.Lease{Agent: opts.Agent, Command: "sync"}, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	head, err := v.repo.Head()
+	head, err := v.Repo.Head()
 	if err != nil {
 		return nil, err
 	}
-	d, err := v.repo.Diverge(head, tip)
+	d, err := v.Repo.Diverge(head, tip)
 	if err != nil {
 		return nil, err
 	}
@@ -357,24 +359,24 @@ func (v *Vault) mergeLocked(opts SyncOptions, rm gitrepo.Remote, branch string, 
 				return nil, fmt.Errorf("sync: where is memvault? %w", err)
 			}
 		}
-		if _, err := RegisterMergeDrivers(v.Root, bin); err != nil {
+		if _, err := vault.RegisterMergeDrivers(v.Root, bin); err != nil {
 			return nil, err
 		}
 		// A local merge: bounded only so that a wedged merge driver
 		// cannot hold the vault lock for ever.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		return v.repo.MergeGit(ctx, tip, msg, v.who())
+		return v.Repo.MergeGit(ctx, tip, msg, who(v))
 	}
 	now := time.Now()
-	if v.clock != nil {
-		now = v.clock()
+	if v.Clock != nil {
+		now = v.Clock()
 	}
-	return v.repo.Merge(tip, MergeFile, msg, v.who(), now)
+	return v.Repo.Merge(tip, MergeFile, msg, who(v), now)
 }
 
 // syncVerify refuses a vault that fails verification.
-func (v *Vault) syncVerify() error {
+func syncVerify(v *vault.Vault) error {
 	vr, err := v.Verify()
 	if err != nil {
 		return err
@@ -382,7 +384,7 @@ func (v *Vault) syncVerify() error {
 	if vr.OK {
 		return nil
 	}
-	e := fault.New(ErrCorrupt, "sync: the vault fails verification: %s", vr.Problems[0])
+	e := fault.New(vault.ErrCorrupt, "sync: the vault fails verification: %s", vr.Problems[0])
 	if n := len(vr.Problems); n > 1 {
 		e.Msg += fmt.Sprintf(" (and %d more)", n-1)
 	}
@@ -392,9 +394,9 @@ func (v *Vault) syncVerify() error {
 
 // syncRender re-renders MEMORY.md and the thread heads whose rows the merge
 // changed, so that the heads describe the merged ledger.
-func (v *Vault) syncRender(opts SyncOptions, rep *SyncReport) error {
-	v.Progress.step("sync: rendering the heads", "", 0, 0)
-	rr, err := v.Refresh(RefreshOptions{TxOptions: TxOptions{Command: "sync", Agent: opts.Agent},
+func syncRender(v *vault.Vault, opts SyncOptions, rep *SyncReport) error {
+	v.Progress.Step("sync: rendering the heads", "", 0, 0)
+	rr, err := v.Refresh(vault.RefreshOptions{TxOptions: vault.TxOptions{Command: "sync", Agent: opts.Agent},
 		Trigger: "sync", Memory: true, Affected: true})
 	if err != nil {
 		return err
@@ -407,19 +409,19 @@ func (v *Vault) syncRender(opts SyncOptions, rep *SyncReport) error {
 		}
 	}
 	rep.Warnings = append(rep.Warnings, rr.Warnings...)
-	if _, err := v.files().Stat(v.abs(mustRel(ContinuityHead))); err != nil {
+	if _, err := v.Files().Stat(v.Abs(vault.MustRel(vault.ContinuityHead))); err != nil {
 		return nil // never written here: nothing to merge the render into
 	}
 	// CONTINUITY.md is refreshed by its own pipeline: a change with no
 	// event renders it from the merged ledger, with what people wrote
 	// merged in.
-	cr, err := v.UpdateContinuity(ContinuityOptions{TxOptions: TxOptions{Command: "sync", Agent: opts.Agent}, Trigger: "sync"},
-		func(*ContinuityTx) error { return nil })
+	cr, err := v.UpdateContinuity(vault.ContinuityOptions{TxOptions: vault.TxOptions{Command: "sync", Agent: opts.Agent}, Trigger: "sync"},
+		func(*vault.ContinuityTx) error { return nil })
 	if err != nil {
 		return err
 	}
 	if cr != nil && cr.Commit != "" {
-		rep.Rendered = append(rep.Rendered, ContinuityHead)
+		rep.Rendered = append(rep.Rendered, vault.ContinuityHead)
 	}
 	return nil
 }
@@ -430,17 +432,17 @@ var testHookBeforePush func()
 
 // syncPush pushes the branch unless the remote has it all, and counts what
 // the remote got.
-func (v *Vault) syncPush(opts SyncOptions, rm gitrepo.Remote, branch string, tip plumbing.Hash, rep *SyncReport) error {
-	head, err := v.repo.Head()
+func syncPush(v *vault.Vault, opts SyncOptions, rm gitrepo.Remote, branch string, tip plumbing.Hash, rep *SyncReport) error {
+	head, err := v.Repo.Head()
 	if err != nil {
 		return err
 	}
 	var n int
 	if tip.IsZero() {
-		n, err = v.repo.CountCommits(head)
+		n, err = v.Repo.CountCommits(head)
 	} else {
 		var d gitrepo.Divergence
-		d, err = v.repo.Diverge(head, tip)
+		d, err = v.Repo.Diverge(head, tip)
 		n = d.OnlyA
 	}
 	if err != nil || n == 0 {
@@ -449,10 +451,10 @@ func (v *Vault) syncPush(opts SyncOptions, rm gitrepo.Remote, branch string, tip
 	if testHookBeforePush != nil {
 		testHookBeforePush()
 	}
-	v.Progress.step(fmt.Sprintf("sync: pushing %d commits to %s", n, rm), "", 0, 0)
+	v.Progress.Step(fmt.Sprintf("sync: pushing %d commits to %s", n, rm), "", 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
 	defer cancel()
-	if err := v.repo.Push(ctx, opts.Engine, rm, branch, v.who()); err != nil {
+	if err := v.Repo.Push(ctx, opts.Engine, rm, branch, who(v)); err != nil {
 		return err
 	}
 	rep.Pushed += n

@@ -1,10 +1,13 @@
-package vault
+package clones
 
 import (
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/testvault"
 
 	"github.com/memvault/memvault/vault/vaulttest"
 )
@@ -17,8 +20,8 @@ func TestSyncRetriesWhenTheRemoteMoved(t *testing.T) {
 		t.Skip("needs git to make the clones")
 	}
 	dir := t.TempDir()
-	origin := newVault(t)
-	remember(t, origin, "base")
+	origin := testvault.New(t)
+	testvault.Remember(t, origin, "base")
 	hub := filepath.Join(dir, "hub.git")
 	git := func(args ...string) {
 		t.Helper()
@@ -29,18 +32,18 @@ func TestSyncRetriesWhenTheRemoteMoved(t *testing.T) {
 		}
 	}
 	git("clone", "-q", "--bare", origin.Root, hub)
-	open := func(name string) *Vault {
-		root := filepath.Join(dir, name, DirName)
+	open := func(name string) *vault.Vault {
+		root := filepath.Join(dir, name, vault.DirName)
 		git("clone", "-q", hub, root)
-		v, err := Open(root)
+		v, err := vault.Open(root)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return v
 	}
 	a, b := open("a"), open("b")
-	remember(t, a, "from a")
-	remember(t, b, "from b")
+	testvault.Remember(t, a, "from a")
+	testvault.Remember(t, b, "from b")
 	opts := SyncOptions{Engine: SyncEngineGoGit}
 
 	moved := false
@@ -49,12 +52,12 @@ func TestSyncRetriesWhenTheRemoteMoved(t *testing.T) {
 			return
 		}
 		moved = true
-		if _, err := b.Sync(opts); err != nil {
+		if _, err := Sync(b, opts); err != nil {
 			t.Errorf("b's sync in between: %v", err)
 		}
 	}
 	defer func() { testHookBeforePush = nil }()
-	rep, err := a.Sync(opts)
+	rep, err := Sync(a, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +65,11 @@ func TestSyncRetriesWhenTheRemoteMoved(t *testing.T) {
 		t.Fatalf("a's sync: %d rounds, pushed %d; want a second round that pushed", rep.Rounds, rep.Pushed)
 	}
 	testHookBeforePush = nil
-	if _, err := b.Sync(opts); err != nil {
+	if _, err := Sync(b, opts); err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []*Vault{a, b} {
-		mustVerify(t, v)
+	for _, v := range []*vault.Vault{a, b} {
+		testvault.MustVerify(t, v)
 		st, err := v.LoadState()
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package vault
+package clones
 
 import (
 	"bytes"
@@ -11,18 +11,20 @@ import (
 	"testing"
 	"testing/quick"
 	"time"
+
+	"github.com/memvault/memvault/vault"
 )
 
 // sealed returns the ledger line of an event with the given id, time and
 // prev, and the event's hash.
 func sealed(t testing.TB, id string, ts time.Time, prev string, data any) (line []byte, hash string) {
 	t.Helper()
-	ev := &Event{ID: id, TS: FormatTS(ts), Agent: "default", Kind: "fact", Text: "text of " + id}
+	ev := &vault.Event{ID: id, TS: vault.FormatTS(ts), Agent: "default", Kind: "fact", Text: "text of " + id}
 	if data != nil {
-		ev.Kind = KindJoin
+		ev.Kind = vault.KindJoin
 		ev.Data, _ = json.Marshal(data)
 	}
-	line, err := ev.seal(prev)
+	line, err := ev.Seal(prev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,12 +262,12 @@ func TestMergeLedgerProperties(t *testing.T) {
 		}
 		pos := map[string]int{}
 		for i, l := range got {
-			ev, _, _ := parseLine(bytes.TrimSpace(l))
+			ev, _, _ := vault.ParseLine(bytes.TrimSpace(l))
 			pos[ev.Hash] = i
 		}
 		for i, l := range got {
-			ev, _, _ := parseLine(bytes.TrimSpace(l))
-			tips, _ := joinTips(ev)
+			ev, _, _ := vault.ParseLine(bytes.TrimSpace(l))
+			tips, _ := vault.JoinTips(ev)
 			for _, ref := range append([]string{ev.Prev}, tips...) {
 				if j, ok := pos[ref]; ok && j >= i {
 					t.Logf("seed %d: line %d comes before %d, which it names", seed, i, j)

@@ -1,0 +1,51 @@
+// Package testvault gives the tests of the packages above the engine a
+// vault to work on: a new one in a temporary folder, a memory recorded in
+// it, and its verification. The engine's own tests keep their helpers
+// (package vault's tests cannot import a package that imports vault).
+package testvault
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/memvault/memvault/vault"
+)
+
+// New makes a vault in a temporary folder that the test removes.
+func New(t testing.TB) *vault.Vault {
+	t.Helper()
+	v, created, err := vault.Init(filepath.Join(t.TempDir(), vault.DirName))
+	if err != nil || !created {
+		t.Fatalf("init: created=%v err=%v", created, err)
+	}
+	return v
+}
+
+// Remember records text as a memory in a transaction of its own.
+func Remember(t testing.TB, v *vault.Vault, text string) *vault.Event {
+	t.Helper()
+	var ev *vault.Event
+	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
+		var err error
+		ev, err = tx.Remember(vault.Input{Text: text})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("remember %q: %v", text, err)
+	}
+	return ev
+}
+
+// MustVerify verifies the vault's ledger and fails the test on any
+// problem.
+func MustVerify(t testing.TB, v *vault.Vault) *vault.VerifyReport {
+	t.Helper()
+	rep, err := v.Verify()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK {
+		t.Fatalf("verify failed: %v", rep.Problems)
+	}
+	return rep
+}

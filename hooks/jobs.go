@@ -9,6 +9,7 @@ import (
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/recall"
 )
 
 func (r *Runner) queue(j vault.Job) {
@@ -109,7 +110,7 @@ func (r *Runner) catchUpIndex() {
 	if time.Since(r.Start) > jobBudget-indexStepTime {
 		return
 	}
-	if _, err := r.V.CatchUpIndex(indexStepBytes); err != nil && !vault.IsBusy(err) {
+	if _, err := recall.CatchUpIndex(r.V, indexStepBytes); err != nil && !vault.IsBusy(err) {
 		logf(r.V, "index catch-up: %v", err)
 	}
 }

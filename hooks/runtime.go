@@ -10,6 +10,7 @@ import (
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/recall"
 )
 
 // Lock waits: a prompt must never wait long on memory, and a session end has
@@ -139,8 +140,8 @@ func (r *Runner) relevant(t vault.TranscriptRef, prompt, thread string) string {
 	seen := r.injected(t)
 	var lines []string
 	var fresh []string
-	res, err := r.V.Recall(vault.RecallOptions{Query: clipQuery(prompt), Agent: r.Agent, Thread: thread,
-		Session: t.Session, Tiers: []string{vault.TierStructured, vault.TierHeads}, Limit: 3, NoHeadFiles: true})
+	res, err := recall.Recall(r.V, recall.RecallOptions{Query: clipQuery(prompt), Agent: r.Agent, Thread: thread,
+		Session: t.Session, Tiers: []string{recall.TierStructured, recall.TierHeads}, Limit: 3, NoHeadFiles: true})
 	if err != nil {
 		return "" // no searchable words, an unknown thread: nothing to add
 	}
@@ -159,8 +160,8 @@ func (r *Runner) relevant(t vault.TranscriptRef, prompt, thread string) string {
 }
 
 func clipQuery(s string) string {
-	if len(s) > vault.MaxQueryBytes {
-		s = s[:vault.MaxQueryBytes]
+	if len(s) > recall.MaxQueryBytes {
+		s = s[:recall.MaxQueryBytes]
 		for len(s) > 0 && s[len(s)-1]&0xC0 == 0x80 {
 			s = s[:len(s)-1]
 		}

@@ -97,11 +97,11 @@ func (v *Vault) AgentHeads(agent string, heads ...string) ([][]byte, error) {
 			out[i] = renderContinuity(foldContinuity(st.Rows, nil), ccfg.Words).Bytes
 			continue
 		}
-		t, ok := targetOf(h)
+		t, ok := TargetOf(h)
 		if !ok {
 			return nil, &Error{Class: ErrInvalid, Msg: "head " + h + ": want MEMORY.md, CONTINUITY.md or threads/<kind>/<slug>.md"}
 		}
-		if t.thread != "" && !vw.hasThread(t.thread) {
+		if t.Thread != "" && !vw.hasThread(t.Thread) {
 			continue
 		}
 		doc, err := renderHead(vw, t)

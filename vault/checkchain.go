@@ -135,7 +135,7 @@ func (v *Vault) stampKey(create bool) []byte {
 }
 
 // encodeVerified writes the cache's content, what its signature covers.
-func encodeVerified(e *encoder, c verifiedCache) {
+func encodeVerified(e *Encoder, c verifiedCache) {
 	e.int(len(c.stamps))
 	for _, s := range c.stamps {
 		encodeStamp(e, s.segStamp)
@@ -158,10 +158,10 @@ func encodeVerified(e *encoder, c verifiedCache) {
 
 // signVerified is the cache's signature under key.
 func signVerified(key []byte, c verifiedCache) string {
-	e := &encoder{b: make([]byte, 0, 4096)}
+	e := &Encoder{B: make([]byte, 0, 4096)}
 	encodeVerified(e, c)
 	m := hmac.New(sha256.New, key)
-	m.Write(e.b)
+	m.Write(e.B)
 	return string(m.Sum(nil))
 }
 
@@ -195,7 +195,7 @@ func (v *Vault) loadStamps() verifiedCache {
 	}
 	c.tree = d.str()
 	sig := d.str()
-	if !d.done() || !hmac.Equal([]byte(sig), []byte(signVerified(key, c))) {
+	if !d.Done() || !hmac.Equal([]byte(sig), []byte(signVerified(key, c))) {
 		return verifiedCache{}
 	}
 	return c
@@ -221,7 +221,7 @@ func (v *Vault) saveStamps(c verifiedCache) {
 	if key == nil {
 		return
 	}
-	writeStateFile(v.Root, verifiedFile, verifiedVersion, func(e *encoder) {
+	writeStateFile(v.Root, verifiedFile, verifiedVersion, func(e *Encoder) {
 		encodeVerified(e, c)
 		e.str(signVerified(key, c))
 	})
@@ -232,7 +232,7 @@ func (v *Vault) saveStamps(c verifiedCache) {
 // none until its first write, which also registers git's merge driver
 // there (registerDriverOnce, tx.go).
 func (v *Vault) saveCheckedStamps(c verifiedCache) {
-	if _, err := v.Files().Stat(stateFilePath(v.Root, verifiedFile)); err == nil {
+	if _, err := v.Files().Stat(StateFilePath(v.Root, verifiedFile)); err == nil {
 		v.saveStamps(c)
 	}
 }
@@ -383,7 +383,7 @@ func (v *Vault) VerifyIncremental() (*VerifyReport, error) {
 }
 
 func (v *Vault) verifyIncremental() (*VerifyReport, error) {
-	segs, strays, err := listSegments(v.Root)
+	segs, strays, err := ListSegments(v.Root)
 	if err != nil {
 		return nil, err
 	}

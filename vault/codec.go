@@ -17,8 +17,8 @@ import (
 
 // encoder appends to one growing buffer, which becomes the file, and to
 // a tail of blocks read one by one later (tailBlock).
-type encoder struct {
-	b    []byte
+type Encoder struct {
+	B    []byte
 	tail []byte
 	bad  bool // a view could not encode itself: write nothing
 }
@@ -31,45 +31,45 @@ type tailRef struct {
 
 // tailBlock puts p in the tail and returns where it is, for the view to
 // encode with its index.
-func (e *encoder) tailBlock(p []byte) tailRef {
+func (e *Encoder) tailBlock(p []byte) tailRef {
 	ref := tailRef{Off: len(e.tail), Len: len(p), Sum: crc32.ChecksumIEEE(p)}
 	e.tail = append(e.tail, p...)
 	return ref
 }
 
-func (e *encoder) ref(r tailRef) {
+func (e *Encoder) ref(r tailRef) {
 	e.int(r.Off)
 	e.int(r.Len)
 	e.uv(uint64(r.Sum))
 }
 
-func (e *encoder) uv(x uint64) { e.b = binary.AppendUvarint(e.b, x) }
+func (e *Encoder) uv(x uint64) { e.B = binary.AppendUvarint(e.B, x) }
 
 // int writes a count or length; negative values never occur in what is
 // cached, and would decode as a bad file.
-func (e *encoder) int(n int) { e.uv(uint64(n)) }
+func (e *Encoder) int(n int) { e.uv(uint64(n)) }
 
-func (e *encoder) i64(n int64) { e.uv(uint64(n)) }
+func (e *Encoder) i64(n int64) { e.uv(uint64(n)) }
 
-func (e *encoder) bool(x bool) {
+func (e *Encoder) bool(x bool) {
 	if x {
-		e.b = append(e.b, 1)
+		e.B = append(e.B, 1)
 	} else {
-		e.b = append(e.b, 0)
+		e.B = append(e.B, 0)
 	}
 }
 
-func (e *encoder) str(s string) {
+func (e *Encoder) str(s string) {
 	e.uv(uint64(len(s)))
-	e.b = append(e.b, s...)
+	e.B = append(e.B, s...)
 }
 
-func (e *encoder) bytes(p []byte) {
+func (e *Encoder) bytes(p []byte) {
 	e.uv(uint64(len(p)))
-	e.b = append(e.b, p...)
+	e.B = append(e.B, p...)
 }
 
-func (e *encoder) strs(ss []string) {
+func (e *Encoder) strs(ss []string) {
 	e.int(len(ss))
 	for _, s := range ss {
 		e.str(s)
@@ -78,7 +78,7 @@ func (e *encoder) strs(ss []string) {
 
 // intMap writes m as a count and its pairs, keys sorted so that equal maps
 // encode to equal bytes.
-func (e *encoder) intMap(m map[string]int) {
+func (e *Encoder) intMap(m map[string]int) {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -93,10 +93,10 @@ func (e *encoder) intMap(m map[string]int) {
 
 // block writes p with its length and CRC-32, for a part of a file that is
 // read on its own (decoder.block checks it).
-func (e *encoder) block(p []byte) {
+func (e *Encoder) block(p []byte) {
 	e.uv(uint64(len(p)))
-	e.b = binary.LittleEndian.AppendUint32(e.b, crc32.ChecksumIEEE(p))
-	e.b = append(e.b, p...)
+	e.B = binary.LittleEndian.AppendUint32(e.B, crc32.ChecksumIEEE(p))
+	e.B = append(e.B, p...)
 }
 
 // decoder reads what an encoder wrote. s and b are the same bytes, seen
@@ -136,7 +136,7 @@ func (d *decoder) tailBlock(r tailRef) ([]byte, bool) {
 }
 
 // newDecoder reads b, which the caller gives up: it is aliased, not copied.
-func newDecoder(b []byte) *decoder {
+func NewDecoder(b []byte) *decoder {
 	return &decoder{s: unsafe.String(unsafe.SliceData(b), len(b)), b: b}
 }
 
@@ -254,4 +254,4 @@ func (d *decoder) block() []byte {
 }
 
 // done reports whether the input decoded cleanly and was read to its end.
-func (d *decoder) done() bool { return !d.bad && d.pos == len(d.b) }
+func (d *decoder) Done() bool { return !d.bad && d.pos == len(d.b) }

@@ -65,7 +65,7 @@ func (tx *Tx) message() string {
 	b.WriteString("\n\n")
 	if len(tx.events) > 1 {
 		for _, ev := range tx.events {
-			fmt.Fprintf(&b, "- %s: %s\n", ev.Kind, clip(oneLine(ev.Text), 68))
+			fmt.Fprintf(&b, "- %s: %s\n", ev.Kind, Clip(OneLine(ev.Text), 68))
 		}
 		b.WriteString("\n")
 	}
@@ -106,18 +106,18 @@ func (tx *Tx) commitSubject() string {
 		return s
 	}
 	if tx.subject != "" {
-		return clip(oneLine(tx.subject), maxSubject)
+		return Clip(OneLine(tx.subject), maxSubject)
 	}
 	if s := tx.transcriptSubject(); s != "" {
 		return s
 	}
 	if len(tx.events) > 0 {
 		ev := tx.events[0]
-		text := withoutWord(oneLine(ev.Text), ev.Session)
+		text := withoutWord(OneLine(ev.Text), ev.Session)
 		if text == "" && len(ev.Links) > 0 {
 			text = ev.Links[0]
 		}
-		return clip(ev.Kind+": "+text, maxSubject)
+		return Clip(ev.Kind+": "+text, maxSubject)
 	}
 	return ""
 }
@@ -141,7 +141,7 @@ func contentSubject(events []*Event) string {
 	if top == nil {
 		return ""
 	}
-	text := oneLine(top.Text)
+	text := OneLine(top.Text)
 	if text == "" && len(top.Links) > 0 {
 		text = top.Links[0] // a retraction names only what it retracts
 	}
@@ -151,7 +151,7 @@ func contentSubject(events []*Event) string {
 	}
 	head := top.Kind + ": "
 	room := maxSubject - utf8.RuneCountInString(head) - utf8.RuneCountInString(more)
-	return head + clip(text, max(room, 1)) + more
+	return head + Clip(text, max(room, 1)) + more
 }
 
 // transcriptSubject names the harness and the size of the transcript a
@@ -178,7 +178,7 @@ func (tx *Tx) transcriptSubject() string {
 	if len(tx.carried) > 1 {
 		s += fmt.Sprintf(" (+%d more sessions)", len(tx.carried)-1)
 	}
-	return clip(s, maxSubject)
+	return Clip(s, maxSubject)
 }
 
 // carry notes that the commit carries transcript t, for its subject.
@@ -207,12 +207,12 @@ func withoutWord(s, w string) string {
 }
 
 // oneLine folds a multi-line text for a one-line display.
-func oneLine(s string) string {
+func OneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
 // clip shortens s to at most n runes, marking the cut with an ellipsis.
-func clip(s string, n int) string {
+func Clip(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}

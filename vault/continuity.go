@@ -253,7 +253,7 @@ func (c *Continuity) addHeadEvent(ev *Event) {
 // touchesContinuity reports whether folding ev can change the protocol's
 // state; the rest of the ledger passes the fold by.
 func touchesContinuity(ev *Event) bool {
-	if isContinuityKind(canonicalKind(ev.Kind)) {
+	if isContinuityKind(CanonicalKind(ev.Kind)) {
 		return true
 	}
 	return strings.HasPrefix(ev.Kind, "head.") && headOf(ev.Data) == ContinuityHead

@@ -67,7 +67,7 @@ type ContinuityDoc struct {
 // change the document's structure (a heading, a quote, a comment that
 // could forge the keep marker).
 func safeLine(s string, n int) string {
-	s = clip(oneLine(s), n)
+	s = Clip(OneLine(s), n)
 	s = strings.ReplaceAll(s, "<!--", "&lt;!--")
 	s = strings.ReplaceAll(s, "-->", "--&gt;")
 	if strings.HasPrefix(s, "#") || strings.HasPrefix(s, ">") {

@@ -123,7 +123,7 @@ func (v *Vault) continuityState() (*contState, error) {
 }
 
 func (v *Vault) segmentStamps() ([]segment, []segStamp, error) {
-	segs, _, err := listSegments(v.Root)
+	segs, _, err := ListSegments(v.Root)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -318,7 +318,7 @@ func (v *Vault) saveContState(s *contState) {
 	}
 }
 
-func encodeContState(e *encoder, s *contState) {
+func encodeContState(e *Encoder, s *contState) {
 	e.str(s.lastAudit)
 	h := s.head.json()
 	e.str(h.Blob)
@@ -339,7 +339,7 @@ func encodeContState(e *encoder, s *contState) {
 }
 
 // encodeInjection writes an injection: its rows, text and token count.
-func encodeInjection(e *encoder, inj *Injection) {
+func encodeInjection(e *Encoder, inj *Injection) {
 	for _, rows := range [][]InjectedRow{inj.Learnings, inj.Decisions} {
 		e.int(len(rows))
 		for _, r := range rows {
@@ -438,7 +438,7 @@ func (j contHeadJSON) state() headBook {
 // encodeContinuity writes the whole fold: strings as length and bytes,
 // numbers as uvarints (none is negative).
 func encodeContinuity(c *Continuity) []byte {
-	b := encoder{b: make([]byte, 0, 256+300*len(c.Learnings))}
+	b := Encoder{B: make([]byte, 0, 256+300*len(c.Learnings))}
 	str := func(ss ...string) {
 		for _, s := range ss {
 			b.str(s)
@@ -492,7 +492,7 @@ func encodeContinuity(c *Continuity) []byte {
 	list(h.Deferred)
 	list(h.Tokens)
 	list(h.Conflicts)
-	return b.b
+	return b.B
 }
 
 // num reads a number (decoder.uv reads lengths, bounded by the block).
@@ -515,7 +515,7 @@ func decodeContinuity(body []byte) (*Continuity, bool) {
 	if body == nil {
 		return nil, false
 	}
-	d := newDecoder(body)
+	d := NewDecoder(body)
 	count := d.count
 	list := func(keepNil bool) []string {
 		n := count()

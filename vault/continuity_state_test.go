@@ -212,7 +212,7 @@ func TestContinuityCacheMatchesFold(t *testing.T) {
 	}
 
 	// Deleted, corrupt, truncated.
-	path := contView.path(v.Root)
+	path := contView.Path(v.Root)
 	good, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +245,7 @@ func TestContinuityCacheMatchesFold(t *testing.T) {
 
 	// A segment replaced by a copy of itself (a new inode), and a ledger
 	// rewritten by hand: both are read again from the ledger.
-	segs, _, err := listSegments(v.Root)
+	segs, _, err := ListSegments(v.Root)
 	if err != nil || len(segs) == 0 {
 		t.Fatal(segs, err)
 	}

@@ -19,11 +19,11 @@ import (
 // no space after the colon.
 var correctionNeedles = sync.OnceValue(func() [][]byte {
 	var out [][]byte
-	for k := range correctionKinds {
+	for k := range CorrectionKinds {
 		out = append(out, []byte(`"kind":"`+k+`"`))
 	}
 	for k, c := range legacyKinds {
-		if correctionKinds[c] {
+		if CorrectionKinds[c] {
 			out = append(out, []byte(`"kind":"`+k+`"`))
 		}
 	}
@@ -41,7 +41,7 @@ var correctionNeedles = sync.OnceValue(func() [][]byte {
 // It is not a Derived view: what it keeps is per segment, rescanned when
 // that segment's stamp changes, not folded from appended events.
 const (
-	correctionFile    = "corrections"
+	CorrectionFile    = "corrections"
 	correctionVersion = 2
 )
 
@@ -58,14 +58,14 @@ type segCorrections struct {
 
 // correction is what recall needs of a correction event: which row it
 // corrects and how.
-type correction struct {
+type Correction struct {
 	ID, Kind, Link string
 	Line           int // the event's line number in its segment
 }
 
 func (v *Vault) loadCorrectionCache() map[string]segCorrections {
 	cache := map[string]segCorrections{}
-	d, ok := readStateFile(v.Root, correctionFile, correctionVersion)
+	d, ok := readStateFile(v.Root, CorrectionFile, correctionVersion)
 	if !ok {
 		return cache
 	}
@@ -88,7 +88,7 @@ func (v *Vault) loadCorrectionCache() map[string]segCorrections {
 		c.Linked = d.strs()
 		cache[c.Stamp.Path] = c
 	}
-	if !d.done() {
+	if !d.Done() {
 		return map[string]segCorrections{}
 	}
 	return cache
@@ -100,7 +100,7 @@ func (v *Vault) saveCorrectionCache(cache map[string]segCorrections) {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	writeStateFile(v.Root, correctionFile, correctionVersion, func(e *encoder) {
+	writeStateFile(v.Root, CorrectionFile, correctionVersion, func(e *Encoder) {
 		e.int(len(paths))
 		for _, p := range paths {
 			c := cache[p]
@@ -144,14 +144,14 @@ func (v *Vault) segmentCorrections(cache map[string]segCorrections, s segment) (
 	}
 	lines, offs, _ := correctionsIn(data)
 	c = segCorrections{Stamp: stamp, Lines: lines, Offs: offs,
-		Sessions: stringsAfter(data, `"session":`), Linked: linksIn(data)}
+		Sessions: StringsAfter(data, `"session":`), Linked: LinksIn(data)}
 	cache[s.String()] = c
 	return c, data, true, nil
 }
 
 // correctionsIn finds the correction events of a segment's complete lines:
 // their line numbers, where each line starts and ends, and what each says.
-func correctionsIn(data []byte) (lines []int, offs [][2]int64, rows []correction) {
+func correctionsIn(data []byte) (lines []int, offs [][2]int64, rows []Correction) {
 	lines = correctionLines(data)
 	for n, start, i := 1, 0, 0; start < len(data) && i < len(lines); n++ {
 		end := start + bytes.IndexByte(data[start:], '\n')
@@ -164,7 +164,7 @@ func correctionsIn(data []byte) (lines []int, offs [][2]int64, rows []correction
 				Links []string `json:"links"`
 			}
 			if json.Unmarshal(data[start:end], &ev) == nil && ev.ID != "" {
-				r := correction{ID: ev.ID, Kind: ev.Kind, Line: n}
+				r := Correction{ID: ev.ID, Kind: ev.Kind, Line: n}
 				if len(ev.Links) > 0 {
 					r.Link = ev.Links[0]
 				}
@@ -178,19 +178,19 @@ func correctionsIn(data []byte) (lines []int, offs [][2]int64, rows []correction
 
 // stringsAfter returns, once each and sorted, the JSON strings that follow
 // key in data (canonical lines: no space after the colon).
-func stringsAfter(data []byte, key string) []string {
+func StringsAfter(data []byte, key string) []string {
 	seen := map[string]bool{}
 	for _, at := range findAll(data, []byte(key)) {
 		if s, ok := jsonStringAt(data, at+len(key)); ok {
 			seen[s] = true
 		}
 	}
-	return sortedKeys(seen)
+	return SortedKeys(seen)
 }
 
 // linksIn returns, once each and sorted, the ids the events of data link
 // to.
-func linksIn(data []byte) []string {
+func LinksIn(data []byte) []string {
 	seen := map[string]bool{}
 	key := []byte(`"links":[`)
 	for _, at := range findAll(data, key) {
@@ -214,7 +214,7 @@ func linksIn(data []byte) []string {
 			}
 		}
 	}
-	return sortedKeys(seen)
+	return SortedKeys(seen)
 }
 
 // jsonStringAt decodes the JSON string that starts at data[i].
@@ -247,40 +247,40 @@ type allCorrections struct {
 
 type segRows struct {
 	Stamp segStamp
-	Rows  []correction
+	Rows  []Correction
 }
 
 // allCorrectionsFile is in the derived codec too; bump its version when
 // the encoding changes.
 const (
-	allCorrectionsFile    = "corrections-all"
+	AllCorrectionsFile    = "corrections-all"
 	allCorrectionsVersion = 2
 )
 
 func loadAllCorrections(root string) map[string]segRows {
 	old := map[string]segRows{}
-	d, ok := readStateFile(root, allCorrectionsFile, allCorrectionsVersion)
+	d, ok := readStateFile(root, AllCorrectionsFile, allCorrectionsVersion)
 	if !ok {
 		return old
 	}
 	for n := d.count(); n > 0 && !d.bad; n-- {
 		sr := segRows{Stamp: decodeStamp(d)}
 		if k := d.count(); k > 0 {
-			sr.Rows = make([]correction, k)
+			sr.Rows = make([]Correction, k)
 			for i := range sr.Rows {
-				sr.Rows[i] = correction{ID: d.str(), Kind: d.str(), Link: d.str(), Line: d.uv()}
+				sr.Rows[i] = Correction{ID: d.str(), Kind: d.str(), Link: d.str(), Line: d.uv()}
 			}
 		}
 		old[sr.Stamp.Path] = sr
 	}
-	if !d.done() {
+	if !d.Done() {
 		return map[string]segRows{}
 	}
 	return old
 }
 
 func saveAllCorrections(root string, all allCorrections) {
-	writeStateFile(root, allCorrectionsFile, allCorrectionsVersion, func(e *encoder) {
+	writeStateFile(root, AllCorrectionsFile, allCorrectionsVersion, func(e *Encoder) {
 		e.int(len(all.Segs))
 		for _, sr := range all.Segs {
 			encodeStamp(e, sr.Stamp)
@@ -298,8 +298,8 @@ func saveAllCorrections(root string, all allCorrections) {
 // correctionRows returns every correction event of the ledger, by
 // segment, reading only the segments whose stamp changed since
 // the file was saved.
-func (v *Vault) correctionRows() ([]segRows, error) {
-	segs, _, err := listSegments(v.Root)
+func (v *Vault) CorrectionRows() ([]segRows, error) {
+	segs, _, err := ListSegments(v.Root)
 	if err != nil {
 		return nil, err
 	}

@@ -29,11 +29,11 @@ func sideLines(t *testing.T, v *Vault, prev string, texts ...string) ([]byte, st
 
 func lastSegment(t *testing.T, v *Vault) string {
 	t.Helper()
-	segs, _, err := listSegments(v.Root)
+	segs, _, err := ListSegments(v.Root)
 	if err != nil || len(segs) == 0 {
 		t.Fatalf("segments: %v %v", segs, err)
 	}
-	return v.Abs(segs[len(segs)-1].rel())
+	return v.Abs(segs[len(segs)-1].Rel())
 }
 
 // Two clones' lines of history side by side in one segment, each event

@@ -70,11 +70,11 @@ type Derived[T any] struct {
 	// is written); Decode reads it back, false when the bytes do not
 	// decode. Decode may keep slices of the bytes, and the decoder itself
 	// for the blocks of the file's tail.
-	Encode func(e *encoder, t T)
+	Encode func(e *Encoder, t T)
 	Decode func(d *decoder) (T, bool)
 }
 
-func (d *Derived[T]) path(root string) string { return stateFilePath(root, d.Name) }
+func (d *Derived[T]) Path(root string) string { return StateFilePath(root, d.Name) }
 
 // Key is what a view was folded from.
 type Key struct {
@@ -143,7 +143,7 @@ func (d *Derived[T]) load(v *Vault, segs []segment, stamps []segStamp) (t T, key
 			return t, key, false, false
 		}
 	}
-	if t, ok = d.Decode(dec); !ok || !dec.done() {
+	if t, ok = d.Decode(dec); !ok || !dec.Done() {
 		return t, key, false, false
 	}
 	folded := 0
@@ -183,7 +183,7 @@ func (d *Derived[T]) Save(v *Vault, t T, key Key) bool {
 	if !ok {
 		return false
 	}
-	return writeStateFile(v.Root, d.Name, d.Version, func(e *encoder) {
+	return writeStateFile(v.Root, d.Name, d.Version, func(e *Encoder) {
 		e.str(key.Tip)
 		encodeStamps(e, key.Stamps)
 		e.uv(uint64(lastSum))
@@ -191,7 +191,7 @@ func (d *Derived[T]) Save(v *Vault, t T, key Key) bool {
 	})
 }
 
-func stateFilePath(root, name string) string {
+func StateFilePath(root, name string) string {
 	return filepath.Join(root, ".state", name+".bin")
 }
 
@@ -202,20 +202,20 @@ func stateFilePath(root, name string) string {
 // it needs them (each with its own CRC-32, encoder.tailBlock). It is a
 // cache: written without fsync; nothing is written when body marked the
 // encoding bad. It reports whether the file was written.
-func writeStateFile(root, name string, version uint64, body func(e *encoder)) bool {
+func writeStateFile(root, name string, version uint64, body func(e *Encoder)) bool {
 	head := len(derivedMagic) + 8
-	e := &encoder{b: make([]byte, head, 4096)}
-	copy(e.b, derivedMagic)
+	e := &Encoder{B: make([]byte, head, 4096)}
+	copy(e.B, derivedMagic)
 	e.str(name)
 	e.uv(version)
 	body(e)
 	if e.bad {
 		return false
 	}
-	binary.LittleEndian.PutUint64(e.b[len(derivedMagic):], uint64(len(e.b)-head))
-	e.b = binary.LittleEndian.AppendUint32(e.b, crc32.ChecksumIEEE(e.b[head:]))
-	e.b = append(e.b, e.tail...)
-	return fileio.At(root).WriteCache(stateFilePath(root, name), e.b) == nil
+	binary.LittleEndian.PutUint64(e.B[len(derivedMagic):], uint64(len(e.B)-head))
+	e.B = binary.LittleEndian.AppendUint32(e.B, crc32.ChecksumIEEE(e.B[head:]))
+	e.B = append(e.B, e.tail...)
+	return fileio.At(root).WriteCache(StateFilePath(root, name), e.B) == nil
 }
 
 // readStateFile reads what writeStateFile wrote and returns a decoder at
@@ -224,7 +224,7 @@ func writeStateFile(root, name string, version uint64, body func(e *encoder)) bo
 // decoder holds the open file for it (the file is replaced by rename, never
 // rewritten in place, so it stays the file that was checked).
 func readStateFile(root, name string, version uint64) (*decoder, bool) {
-	f, err := fileio.At(root).Open(stateFilePath(root, name))
+	f, err := fileio.At(root).Open(StateFilePath(root, name))
 	if err != nil {
 		return nil, false
 	}
@@ -254,7 +254,7 @@ func readStateFile(root, name string, version uint64) (*decoder, bool) {
 	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(buf[n:]) {
 		return nil, false
 	}
-	dec := newDecoder(body)
+	dec := NewDecoder(body)
 	if dec.str() != name || dec.u64() != version || dec.bad {
 		return nil, false
 	}
@@ -265,14 +265,14 @@ func readStateFile(root, name string, version uint64) (*decoder, bool) {
 	return dec, true
 }
 
-func encodeStamps(e *encoder, stamps []segStamp) {
+func encodeStamps(e *Encoder, stamps []segStamp) {
 	e.int(len(stamps))
 	for _, s := range stamps {
 		encodeStamp(e, s)
 	}
 }
 
-func encodeStamp(e *encoder, s segStamp) {
+func encodeStamp(e *Encoder, s segStamp) {
 	e.str(s.Path)
 	e.i64(s.Size)
 	e.i64(s.Mtime)

@@ -64,10 +64,10 @@ func rowsOf(st *State) []foldedRow {
 // (a set) and the known threads.
 func scopeOf(sc *Scope, tip string) any {
 	pairs := map[string]bool{}
-	for _, p := range sc.pairs {
+	for _, p := range sc.Pairs {
 		pairs[p[0]+" "+p[1]] = true
 	}
-	return []any{sc.sessions(), sortedKeys(pairs), sortedKeys(sc.known), tip}
+	return []any{sc.Sessions(), SortedKeys(pairs), SortedKeys(sc.known), tip}
 }
 
 // marksOf is the marks of the rows of one thread, by id.
@@ -84,31 +84,31 @@ func marksOf(st *State, thread string) map[string][3]string {
 // viewOf is what heads are rendered from: MEMORY.md and every thread head
 // as rendered, the heads' bookkeeping, which threads each session wrote to,
 // and when each thread last changed.
-func viewOf(t *testing.T, vw *headView) any {
+func viewOf(t *testing.T, vw *HeadView) any {
 	var out []string
 	for _, tg := range append([]headTarget{memoryTarget()}, func() (ts []headTarget) {
 		for _, k := range vw.threads {
-			ts = append(ts, headTarget{thread: k})
+			ts = append(ts, headTarget{Thread: k})
 		}
 		return ts
 	}()...) {
 		doc, err := renderHead(vw, tg)
 		if err != nil {
-			t.Fatalf("render %q: %v", tg.thread, err)
+			t.Fatalf("render %q: %v", tg.Thread, err)
 		}
-		out = append(out, tg.thread+"\n"+string(doc.Bytes))
+		out = append(out, tg.Thread+"\n"+string(doc.Bytes))
 		for s := range 5 {
-			out = append(out, fmt.Sprint(tg.thread, " s", s, " ", vw.sessionWrote(fmt.Sprint("s", s), tg.thread)))
+			out = append(out, fmt.Sprint(tg.Thread, " s", s, " ", vw.sessionWrote(fmt.Sprint("s", s), tg.Thread)))
 		}
 	}
-	heads, _ := json.Marshal(vw.heads)
+	heads, _ := json.Marshal(vw.Heads)
 	return []any{out, string(heads), vw.threads, vw.threadLast, vw.lastMemory}
 }
 
 var derivedViews = []derivedView{
 	{
 		name:      "heads-state",
-		file:      func(v *Vault) string { return headStateView.path(v.Root) },
+		file:      func(v *Vault) string { return headStateView.Path(v.Root) },
 		continues: continues(headStateView),
 		cached: func(t *testing.T, v *Vault) (any, error) {
 			st, tip, err := v.foldedState()
@@ -118,7 +118,7 @@ var derivedViews = []derivedView{
 			return []any{rowsOf(st), tip}, nil
 		},
 		full: func(t *testing.T, v *Vault) (any, error) {
-			segs, _, err := listSegments(v.Root)
+			segs, _, err := ListSegments(v.Root)
 			if err != nil {
 				return nil, err
 			}
@@ -131,10 +131,10 @@ var derivedViews = []derivedView{
 	},
 	{
 		name:      "scope",
-		file:      func(v *Vault) string { return scopeView.path(v.Root) },
-		continues: continues(scopeView),
+		file:      func(v *Vault) string { return ScopeView.Path(v.Root) },
+		continues: continues(ScopeView),
 		cached: func(t *testing.T, v *Vault) (any, error) {
-			sc, key, err := scopeView.Load(v)
+			sc, key, err := ScopeView.Load(v)
 			if err != nil {
 				return nil, err
 			}
@@ -143,7 +143,7 @@ var derivedViews = []derivedView{
 		full: func(t *testing.T, v *Vault) (any, error) {
 			// From every segment's lines: the per-segment facts are set
 			// aside for the fold and put back after.
-			facts := stateFilePath(v.Root, scopeFactsFile)
+			facts := StateFilePath(v.Root, ScopeFactsFile)
 			if kept, err := os.ReadFile(facts); err == nil {
 				os.Remove(facts)
 				defer os.WriteFile(facts, kept, 0o644)
@@ -163,7 +163,7 @@ var derivedViews = []derivedView{
 		// The protocol's state: what status reads (the summary, audit and
 		// head bookkeeping) and the whole fold, decoded when asked for.
 		name:      "continuity",
-		file:      func(v *Vault) string { return contView.path(v.Root) },
+		file:      func(v *Vault) string { return contView.Path(v.Root) },
 		continues: continues(contView),
 		cached: func(t *testing.T, v *Vault) (any, error) {
 			cfg, st, err := v.continuityConfigState()
@@ -186,7 +186,7 @@ var derivedViews = []derivedView{
 			if err != nil {
 				return nil, err
 			}
-			segs, _, err := listSegments(v.Root)
+			segs, _, err := ListSegments(v.Root)
 			if err != nil {
 				return nil, err
 			}
@@ -200,7 +200,7 @@ var derivedViews = []derivedView{
 	},
 	{
 		name:      "heads-view",
-		file:      func(v *Vault) string { return headViewFor(HeadsConfig{}).path(v.Root) },
+		file:      func(v *Vault) string { return headViewFor(HeadsConfig{}).Path(v.Root) },
 		continues: func(v *Vault) bool { cfg, _ := v.HeadsConfig(); return continues(headViewFor(cfg))(v) },
 		cached: func(t *testing.T, v *Vault) (any, error) {
 			cfg, err := v.HeadsConfig()
@@ -218,7 +218,7 @@ var derivedViews = []derivedView{
 			if err != nil {
 				return nil, err
 			}
-			segs, _, err := listSegments(v.Root)
+			segs, _, err := ListSegments(v.Root)
 			if err != nil {
 				return nil, err
 			}
@@ -231,24 +231,24 @@ var derivedViews = []derivedView{
 	},
 	{
 		name: "corrections",
-		file: func(v *Vault) string { return stateFilePath(v.Root, allCorrectionsFile) },
+		file: func(v *Vault) string { return StateFilePath(v.Root, AllCorrectionsFile) },
 		cached: func(t *testing.T, v *Vault) (any, error) {
-			all, err := v.correctionRows()
+			all, err := v.CorrectionRows()
 			if err != nil {
 				return nil, err
 			}
-			var rows []correction
+			var rows []Correction
 			for _, sr := range all {
 				rows = append(rows, sr.Rows...)
 			}
 			return rows, nil
 		},
 		full: func(t *testing.T, v *Vault) (any, error) {
-			segs, _, err := listSegments(v.Root)
+			segs, _, err := ListSegments(v.Root)
 			if err != nil {
 				return nil, err
 			}
-			var rows []correction
+			var rows []Correction
 			for _, s := range segs {
 				data, err := readComplete(v.Root, s.String())
 				if err != nil {
@@ -264,16 +264,16 @@ var derivedViews = []derivedView{
 		// A filtered load reads only the corrections its rows need,
 		// through the per-segment corrections file.
 		name: "filtered load",
-		file: func(v *Vault) string { return stateFilePath(v.Root, correctionFile) },
+		file: func(v *Vault) string { return StateFilePath(v.Root, CorrectionFile) },
 		cached: func(t *testing.T, v *Vault) (any, error) {
-			st, err := v.loadState([][]byte{[]byte(`"thread":"project:p1"`)})
+			st, err := v.LoadStateWith([][]byte{[]byte(`"thread":"project:p1"`)})
 			if err != nil {
 				return nil, err
 			}
 			return marksOf(st, "project:p1"), nil
 		},
 		full: func(t *testing.T, v *Vault) (any, error) {
-			segs, _, err := listSegments(v.Root)
+			segs, _, err := ListSegments(v.Root)
 			if err != nil {
 				return nil, err
 			}
@@ -325,7 +325,7 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 				}
 			}
 			lastSeg := func() string {
-				segs, _, _ := listSegments(v.Root)
+				segs, _, _ := ListSegments(v.Root)
 				return v.segPath(segs[len(segs)-1])
 			}
 			plain := false // the last step appended plain events only
@@ -486,7 +486,7 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 				}
 				check(name)
 			}
-			if segs, _, _ := listSegments(v.Root); len(segs) < 3 {
+			if segs, _, _ := ListSegments(v.Root); len(segs) < 3 {
 				t.Fatalf("want several segments, got %d", len(segs))
 			}
 		})
@@ -502,11 +502,11 @@ func TestDerivedRejectsAnotherViewsFile(t *testing.T) {
 	}
 	other := *headStateView
 	other.Name = "other-view"
-	data, err := os.ReadFile(headStateView.path(v.Root))
+	data, err := os.ReadFile(headStateView.Path(v.Root))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(other.path(v.Root), data, 0o644); err != nil {
+	if err := os.WriteFile(other.Path(v.Root), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	segs, stamps, _ := v.segmentStamps()

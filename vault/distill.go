@@ -43,7 +43,7 @@ func (v *Vault) digest(t TranscriptRef, from int) (*sessionDigest, error) {
 		case m.Kind != "":
 			// injected context and boundaries are not the conversation
 		case m.Role == transcript.RoleUser && len(d.prompts) < intentPrompts && strings.TrimSpace(m.Text) != "":
-			d.prompts = append(d.prompts, clip(oneLine(m.Text), intentRunes))
+			d.prompts = append(d.prompts, Clip(OneLine(m.Text), intentRunes))
 		case m.Role == transcript.RoleAssistant && strings.TrimSpace(m.Text) != "":
 			d.outcome = m.Text
 			d.controls = append(d.controls, scanControlLines(m)...)
@@ -121,12 +121,12 @@ func (tx *Tx) Summarize(t TranscriptRef, opts SummaryOptions) (*Node, bool, erro
 	if d.outcome == "" {
 		b.WriteString("(no assistant message in the transcript)\n")
 	} else {
-		fmt.Fprintf(&b, "%s\n", clip(strings.TrimSpace(d.outcome), outcomeRunes))
+		fmt.Fprintf(&b, "%s\n", Clip(strings.TrimSpace(d.outcome), outcomeRunes))
 	}
 	if len(rows) > 0 {
 		b.WriteString("\n## Events\n\n")
 		for _, r := range rows {
-			fmt.Fprintf(&b, "- %s `%s`%s: %s\n", r.Kind, r.ID, threadSuffix(r.Thread), clip(oneLine(r.Text), 200))
+			fmt.Fprintf(&b, "- %s `%s`%s: %s\n", r.Kind, r.ID, threadSuffix(r.Thread), Clip(OneLine(r.Text), 200))
 		}
 	}
 	if len(controls) > 0 {
@@ -136,7 +136,7 @@ func (tx *Tx) Summarize(t TranscriptRef, opts SummaryOptions) (*Node, bool, erro
 			if c.Event == "" {
 				result = c.Result
 			}
-			fmt.Fprintf(&b, "- message %d: %s: %s → %s\n", c.N, c.Verb, clip(c.Arg, 200), result)
+			fmt.Fprintf(&b, "- message %d: %s: %s → %s\n", c.N, c.Verb, Clip(c.Arg, 200), result)
 		}
 	}
 	created := d.lastTS
@@ -147,7 +147,7 @@ func (tx *Tx) Summarize(t TranscriptRef, opts SummaryOptions) (*Node, bool, erro
 		Threads: primaryFirst(thread, threads), Span: &Span{Path: t.Path(), From: 1, To: d.last},
 		Created: FormatTS(created), Title: "session " + t.Session + ": " + firstOr(d.prompts, "no prompt"),
 		Body: b.String()}
-	n.Title = clip(n.Title, 120)
+	n.Title = Clip(n.Title, 120)
 	return tx.CreateNode(n)
 }
 
@@ -169,7 +169,7 @@ func firstOr(list []string, def string) string {
 // own thread, when it has one) first: the node's node.created event carries
 // the first, so the node shows in that thread head's Lineage.
 func primaryFirst(primary string, m map[string]bool) []string {
-	out := sortedKeys(m)
+	out := SortedKeys(m)
 	for i, t := range out {
 		if t == primary && i > 0 {
 			copy(out[1:i+1], out[:i])
@@ -179,7 +179,7 @@ func primaryFirst(primary string, m map[string]bool) []string {
 	return out
 }
 
-func sortedKeys(m map[string]bool) []string {
+func SortedKeys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
@@ -257,7 +257,7 @@ func (tx *Tx) Compact(t TranscriptRef, opts CompactOptions) (*Node, bool, error)
 	}
 	n := &Node{Kind: NodeCompaction, Agent: t.Agent, Session: t.Session, Harness: tx.opts.Harness,
 		Threads: threads, Span: &Span{Path: t.Path(), From: from, To: d.last}, Created: FormatTS(created),
-		Title: clip("compaction of "+t.Session+": "+oneLine(summary), 120),
+		Title: Clip("compaction of "+t.Session+": "+OneLine(summary), 120),
 		Body:  fmt.Sprintf("# Compaction of session %s\n\n%s\n", t.Session, strings.TrimSpace(summary))}
 	return tx.CreateNode(n)
 }
@@ -292,7 +292,7 @@ func (tx *Tx) compactionThreads(t TranscriptRef, controls []ControlLine, thread 
 			seen[r.Thread] = true
 		}
 	}
-	return sortedKeys(seen), nil
+	return SortedKeys(seen), nil
 }
 
 // Nodes returns the node index, including nodes created in this transaction.
@@ -394,7 +394,7 @@ func (tx *Tx) Condense(opts CondenseOptions) ([]*Node, error) {
 		if len(sessions) == 1 {
 			session = children[0].Session
 		}
-		n := &Node{Kind: NodeCondensed, Agent: tx.opts.Agent, Session: session, Threads: sortedKeys(threads),
+		n := &Node{Kind: NodeCondensed, Agent: tx.opts.Agent, Session: session, Threads: SortedKeys(threads),
 			Children: ids, Created: children[len(children)-1].Created,
 			Title: fmt.Sprintf("%s: %d nodes", label, len(children)), Body: b.String()}
 		node, _, err := tx.CreateNode(n)

@@ -120,7 +120,7 @@ func (v *Vault) Expand(id string, opts ExpandOptions) (*Expansion, error) {
 	}
 	var siblings []*Node
 	for _, other := range ix.Nodes {
-		if other.ID == id || other.Agent != n.Agent || contains(parents, other.ID) || contains(n.Children, other.ID) {
+		if other.ID == id || other.Agent != n.Agent || Contains(parents, other.ID) || Contains(n.Children, other.ID) {
 			continue
 		}
 		if sib[other.ID] || n.Session != "" && other.Session == n.Session {
@@ -177,10 +177,10 @@ func (v *Vault) Expand(id string, opts ExpandOptions) (*Expansion, error) {
 		return nil, err
 	}
 	for _, r := range st.Rows {
-		if correctionKinds[r.Kind] && !contains(r.Links, id) && r.Session != n.Session {
+		if CorrectionKinds[r.Kind] && !Contains(r.Links, id) && r.Session != n.Session {
 			continue // kept only to mark the rows above
 		}
-		if contains(r.Links, id) && r.Kind != "node.created" {
+		if Contains(r.Links, id) && r.Kind != "node.created" {
 			ex.Rows = append(ex.Rows, r)
 			continue
 		}

@@ -61,8 +61,8 @@ func FuzzPathNames(f *testing.F) {
 		if strings.ContainsAny(name, "/\\.\x00") || name == "" && s != "" {
 			t.Fatalf("session %q encodes to %q", s, name)
 		}
-		if !strings.Contains(name, "~") && decodeSessionFileName(name) != s {
-			t.Fatalf("session %q does not round-trip: %q", s, decodeSessionFileName(name))
+		if !strings.Contains(name, "~") && DecodeSessionFileName(name) != s {
+			t.Fatalf("session %q does not round-trip: %q", s, DecodeSessionFileName(name))
 		}
 	})
 }

@@ -320,8 +320,8 @@ func (v *Vault) resolveTx(tx *Tx, todo []HeadState, take string, out *[]ResolveR
 			}
 		}
 		d, _ := json.Marshal(map[string]string{"head": h.Head, "take": take})
-		t, _ := targetOf(h.Head)
-		ev := tx.Append(&Event{Kind: KindHeadResolved, Thread: t.thread, Data: d, Links: res.Resolved, Source: "cli",
+		t, _ := TargetOf(h.Head)
+		ev := tx.Append(&Event{Kind: KindHeadResolved, Thread: t.Thread, Data: d, Links: res.Resolved, Source: "cli",
 			Text: fmt.Sprintf("%s: %d conflict(s) resolved, kept %s", h.Head, len(res.Resolved), map[string]string{"ours": "the file's text", "theirs": "the render's text"}[take])})
 		if w != nil {
 			w.Event = ev.ID

@@ -160,7 +160,7 @@ func (v *Vault) settleHeadWrites(segs []segment) {
 // undoHeadWrite puts back the bytes a killed transaction replaced, where
 // its own bytes are still there.
 func (v *Vault) undoHeadWrite(w *headWrite) error {
-	t, ok := targetOf(w.Head)
+	t, ok := TargetOf(w.Head)
 	if !ok {
 		return nil // not a head: nothing memvault would have written
 	}

@@ -403,15 +403,15 @@ func (v *Vault) commitHandEditsTx(tx *Tx, dirty []headTarget, via string, edited
 		}
 		if w := v.readHeadJournal(head); w != nil {
 			if segs == nil {
-				if segs, _, err = listSegments(v.Root); err != nil {
+				if segs, _, err = ListSegments(v.Root); err != nil {
 					return err
 				}
 			}
 			if seg, ok := v.segmentOf(segs, w.Event); ok {
 				// Sealed, not committed: the files are memvault's.
 				*settled = append(*settled, v.headJournalPath(head))
-				if lines, err := v.Files().ReadFile(v.Abs(seg.rel())); err == nil && bytes.HasSuffix(lines, []byte("\n")) {
-					tx.CommitFile(seg.rel()) // not a torn line, which the next writer repairs
+				if lines, err := v.Files().ReadFile(v.Abs(seg.Rel())); err == nil && bytes.HasSuffix(lines, []byte("\n")) {
+					tx.CommitFile(seg.Rel()) // not a torn line, which the next writer repairs
 				}
 				if w.Rendered != nil {
 					tx.CommitFile(MustRel(RenderedDir, head))
@@ -445,7 +445,7 @@ func (v *Vault) commitHandEditsTx(tx *Tx, dirty []headTarget, via string, edited
 		}
 		tx.WriteFileIfUnchanged(t.rel, []byte(clean), data, true)
 		d, _ := json.Marshal(fields)
-		tx.Append(&Event{Kind: KindHeadEdited, Thread: t.thread, Text: text, Data: d, Source: via})
+		tx.Append(&Event{Kind: KindHeadEdited, Thread: t.Thread, Text: text, Data: d, Source: via})
 		handPaths = append(handPaths, head)
 		edited[head] = true
 	}

@@ -55,14 +55,14 @@ const (
 // headTarget is one head a refresh works on.
 type headTarget struct {
 	rel    RelPath
-	thread string // "" for MEMORY.md
+	Thread string // "" for MEMORY.md
 }
 
 func memoryTarget() headTarget { return headTarget{rel: MustRel(MemoryHead)} }
 
-func threadTarget(t Thread) headTarget { return headTarget{rel: t.HeadPath(), thread: t.String()} }
+func threadTarget(t Thread) headTarget { return headTarget{rel: t.HeadPath(), Thread: t.String()} }
 
-func targetOf(head string) (headTarget, bool) {
+func TargetOf(head string) (headTarget, bool) {
 	switch head {
 	case MemoryHead:
 		return memoryTarget(), true
@@ -87,23 +87,23 @@ func targetOf(head string) (headTarget, bool) {
 }
 
 // renderHead renders one head from the view.
-func renderHead(vw *headView, t headTarget) (*render.Doc, error) {
+func renderHead(vw *HeadView, t headTarget) (*render.Doc, error) {
 	var doc *render.Doc
 	var err error
 	switch {
-	case vw.cache != nil && t.thread == "":
+	case vw.cache != nil && t.Thread == "":
 		doc, err = render.RenderMemory(vw.cache.mem, vw.input)
 	case vw.cache != nil:
-		doc, err = render.RenderThread(vw.cache.thread(t.thread), t.thread, vw.input)
-	case t.thread == "":
+		doc, err = render.RenderThread(vw.cache.thread(t.Thread), t.Thread, vw.input)
+	case t.Thread == "":
 		doc, err = render.Memory(vw.input)
 	default:
-		doc, err = render.Thread(vw.input, t.thread)
+		doc, err = render.Thread(vw.input, t.Thread)
 	}
 	var be *render.BudgetError
 	if errors.As(err, &be) {
 		key := "memory_tokens"
-		if t.thread != "" {
+		if t.Thread != "" {
 			key = "thread_tokens"
 		}
 		e := fault.New(ErrInvalid, "render: %v", err)
@@ -176,7 +176,7 @@ func (v *Vault) Refresh(opts RefreshOptions) (*RefreshReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	vw, err := v.headViewOf(cfg, opts.Explain)
+	vw, err := v.HeadViewOf(cfg, opts.Explain)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +281,7 @@ func (v *Vault) refreshTx(opts RefreshOptions, cfg HeadsConfig, targets []headTa
 	took map[string]*Takeover, handEdits map[string]bool, rep *RefreshReport) (*Result, error) {
 	return v.Update(opts.TxOptions, func(tx *Tx) error {
 		rep.Heads = rep.Heads[:0]
-		vw, err := v.headViewOf(cfg, opts.Explain)
+		vw, err := v.HeadViewOf(cfg, opts.Explain)
 		if err != nil {
 			return err
 		}
@@ -291,14 +291,14 @@ func (v *Vault) refreshTx(opts RefreshOptions, cfg HeadsConfig, targets []headTa
 			if holder := busy[head]; holder != nil {
 				out := HeadOutcome{Head: head, Status: "deferred", Holder: holder}
 				rep.Heads = append(rep.Heads, out)
-				if deferHead(tx, t.rel, t.thread, "refresh", opts.Trigger, holder, vw.heads[head].book()) {
+				if deferHead(tx, t.rel, t.Thread, "refresh", opts.Trigger, holder, vw.Heads[head].book()) {
 					subject = append(subject, head+" deferred")
 				}
 				continue
 			}
 			if tk := took[head]; tk != nil {
 				d, _ := json.Marshal(tk)
-				tx.Append(&Event{Kind: KindHeadTakeover, Thread: t.thread, Source: "refresh", Data: d,
+				tx.Append(&Event{Kind: KindHeadTakeover, Thread: t.Thread, Source: "refresh", Data: d,
 					Text: head + ": lease taken over: " + tk.Reason})
 			}
 			out, err := v.refreshOne(tx, vw, t, opts.Trigger)
@@ -327,7 +327,7 @@ func (v *Vault) RunDeferred(opts TxOptions) (*RefreshReport, error) {
 }
 
 // selectHeads turns the options into targets, pending retries included.
-func (v *Vault) selectHeads(vw *headView, opts RefreshOptions) ([]headTarget, error) {
+func (v *Vault) selectHeads(vw *HeadView, opts RefreshOptions) ([]headTarget, error) {
 	var out []headTarget
 	have := map[string]bool{}
 	add := func(t headTarget) {
@@ -362,13 +362,13 @@ func (v *Vault) selectHeads(vw *headView, opts RefreshOptions) ([]headTarget, er
 		case opts.Affected:
 			if opts.Session != "" && !vw.sessionWrote(opts.Session, k) {
 				// Not this session's thread, unless its file went missing.
-				if h := vw.heads[tt.rel.String()]; h != nil && h.LastRendered != nil && !v.exists(tt.rel) {
+				if h := vw.Heads[tt.rel.String()]; h != nil && h.LastRendered != nil && !v.exists(tt.rel) {
 					add(tt)
 				}
 				continue
 			}
-			h := vw.heads[tt.rel.String()]
-			if vw.stale(tt.rel.String(), k) || (h != nil && h.LastRendered != nil && !v.exists(tt.rel)) {
+			h := vw.Heads[tt.rel.String()]
+			if vw.Stale(tt.rel.String(), k) || (h != nil && h.LastRendered != nil && !v.exists(tt.rel)) {
 				add(tt)
 			}
 		}
@@ -377,14 +377,14 @@ func (v *Vault) selectHeads(vw *headView, opts RefreshOptions) ([]headTarget, er
 	// a killed process wrote without committing (headjournal.go): its
 	// commitHandEdits takes the files in.
 	pending := v.headJournals()
-	for head, h := range vw.heads {
+	for head, h := range vw.Heads {
 		if len(h.Deferred) > 0 {
 			pending = append(pending, head)
 		}
 	}
 	sort.Strings(pending)
 	for _, head := range pending {
-		if t, ok := targetOf(head); ok {
+		if t, ok := TargetOf(head); ok {
 			add(t)
 		}
 	}
@@ -398,7 +398,7 @@ func (v *Vault) exists(rel RelPath) bool {
 
 // refreshOne renders one head, merges it with the file, and queues the
 // write and the events.
-func (v *Vault) refreshOne(tx *Tx, vw *headView, t headTarget, trigger string) (*HeadOutcome, error) {
+func (v *Vault) refreshOne(tx *Tx, vw *HeadView, t headTarget, trigger string) (*HeadOutcome, error) {
 	head := t.rel.String()
 	if head == ContinuityHead {
 		return v.refreshContinuityHead(tx, trigger)
@@ -407,8 +407,8 @@ func (v *Vault) refreshOne(tx *Tx, vw *headView, t headTarget, trigger string) (
 	if err != nil {
 		return nil, err
 	}
-	m, err := v.mergeInto(tx, headMerge{rel: t.rel, thread: t.thread, source: "refresh", trigger: trigger,
-		theirs: doc.Bytes, size: map[string]any{"tokens": doc.Report.Tokens}, book: vw.heads[head].book()})
+	m, err := v.mergeInto(tx, headMerge{rel: t.rel, thread: t.Thread, source: "refresh", trigger: trigger,
+		theirs: doc.Bytes, size: map[string]any{"tokens": doc.Report.Tokens}, book: vw.Heads[head].book()})
 	if err != nil {
 		return nil, err
 	}

@@ -53,9 +53,9 @@ func (h *HeadState) blob() string {
 }
 
 // headView is the ledger as the heads see it.
-type headView struct {
+type HeadView struct {
 	input      render.Input
-	heads      map[string]*HeadState
+	Heads      map[string]*HeadState
 	threads    []string       // every thread key seen in the ledger, first appearance first
 	threadLast map[string]int // row index of each thread's newest content row
 	lastMemory int            // row index of the newest row MEMORY.md depends on
@@ -66,7 +66,7 @@ type headView struct {
 }
 
 // sessionWrote reports whether a session wrote content rows to a thread.
-func (vw *headView) sessionWrote(session, thread string) bool {
+func (vw *HeadView) sessionWrote(session, thread string) bool {
 	if vw.cache != nil {
 		return vw.cache.sessionWrote(session, thread)
 	}
@@ -81,8 +81,8 @@ func headOf(data json.RawMessage) string {
 	return d.Head
 }
 
-func buildView(st *State, cfg HeadsConfig) *headView {
-	vw := &headView{heads: map[string]*HeadState{}, threadLast: map[string]int{}, lastMemory: -1,
+func buildView(st *State, cfg HeadsConfig) *HeadView {
+	vw := &HeadView{Heads: map[string]*HeadState{}, threadLast: map[string]int{}, lastMemory: -1,
 		sessionOf: map[string]map[string]bool{}}
 	vw.input.Threads = cfg.Threads
 	vw.input.MemoryTokens = cfg.MemoryTokens
@@ -113,7 +113,7 @@ func buildView(st *State, cfg HeadsConfig) *headView {
 			}
 			vw.input.Items = append(vw.input.Items, render.Item{ID: r.ID, Kind: kind, Thread: r.Thread,
 				Text: r.Text, TS: r.TS, Agent: r.Agent, Session: r.Session})
-		case correctionKinds[canonicalKind(r.Kind)] && len(r.Links) > 0:
+		case CorrectionKinds[CanonicalKind(r.Kind)] && len(r.Links) > 0:
 			// A correction changes the heads of its thread and MEMORY.md.
 			if r.Thread != "" {
 				vw.threadLast[r.Thread] = i
@@ -135,7 +135,7 @@ func buildView(st *State, cfg HeadsConfig) *headView {
 			vw.input.Nodes = append(vw.input.Nodes, n)
 			vw.lastMemory = i
 		case strings.HasPrefix(r.Kind, "head."):
-			applyHeadEvent(vw.heads, r, i)
+			applyHeadEvent(vw.Heads, r, i)
 		}
 	}
 	return vw
@@ -181,8 +181,8 @@ func applyHeadEvent(heads map[string]*HeadState, r *Row, i int) {
 }
 
 // stale reports whether a head's rows changed since its last render.
-func (vw *headView) stale(head, thread string) bool {
-	h := vw.heads[head]
+func (vw *HeadView) Stale(head, thread string) bool {
+	h := vw.Heads[head]
 	last := -1
 	if h != nil && h.LastRendered != nil {
 		last = h.LastRendered.seq
@@ -196,7 +196,7 @@ func (vw *headView) stale(head, thread string) bool {
 
 // hasThread reports whether key is a thread of the vault: seen in the
 // ledger or declared in memvault.toml.
-func (vw *headView) hasThread(key string) bool {
+func (vw *HeadView) hasThread(key string) bool {
 	if _, ok := vw.threadLast[key]; ok {
 		return true
 	}
@@ -217,8 +217,8 @@ func (vw *headView) hasThread(key string) bool {
 // path: for status and `memvault threads`.
 func (st *State) HeadStates() []HeadState {
 	vw := buildView(st, HeadsConfig{})
-	out := make([]HeadState, 0, len(vw.heads))
-	for _, h := range vw.heads {
+	out := make([]HeadState, 0, len(vw.Heads))
+	for _, h := range vw.Heads {
 		out = append(out, *h)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Head < out[j].Head })

@@ -32,7 +32,7 @@ type RenderOptions struct {
 
 // RenderHeads renders the selected heads without writing anything.
 func (v *Vault) RenderHeads(opts RenderOptions) ([]*render.Doc, error) {
-	var vw *headView
+	var vw *HeadView
 	var cfg HeadsConfig
 	var err error
 	if opts.At != "" {
@@ -42,7 +42,7 @@ func (v *Vault) RenderHeads(opts RenderOptions) ([]*render.Doc, error) {
 			vw.input.Explain = opts.Explain
 		}
 	} else if cfg, err = v.HeadsConfig(); err == nil {
-		vw, err = v.headViewOf(cfg, opts.Explain)
+		vw, err = v.HeadViewOf(cfg, opts.Explain)
 	}
 	if err != nil {
 		return nil, err
@@ -99,7 +99,7 @@ func (v *Vault) CurrentHeads(heads ...string) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	vw, err := v.headViewOf(cfg, false)
+	vw, err := v.HeadViewOf(cfg, false)
 	if err != nil {
 		return nil, err
 	}
@@ -112,8 +112,8 @@ func (v *Vault) CurrentHeads(heads ...string) ([][]byte, error) {
 	return out, nil
 }
 
-func (v *Vault) currentHead(vw *headView, head string) ([]byte, error) {
-	t, ok := targetOf(head)
+func (v *Vault) currentHead(vw *HeadView, head string) ([]byte, error) {
+	t, ok := TargetOf(head)
 	if !ok || head == ContinuityHead {
 		return nil, fault.New(ErrInvalid, "head %q: want MEMORY.md or threads/<kind>/<slug>.md", head)
 	}
@@ -122,11 +122,11 @@ func (v *Vault) currentHead(vw *headView, head string) ([]byte, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fault.IO("read "+head, err)
 	}
-	book := vw.heads[head].book()
+	book := vw.Heads[head].book()
 	switch {
-	case exists && !vw.stale(head, t.thread) && len(book.deferred) == 0:
+	case exists && !vw.Stale(head, t.Thread) && len(book.deferred) == 0:
 		return ours, nil
-	case !exists && !book.rendered, t.thread != "" && !vw.hasThread(t.thread):
+	case !exists && !book.rendered, t.Thread != "" && !vw.hasThread(t.Thread):
 		return ours, nil
 	}
 	doc, err := renderHead(vw, t)
@@ -134,7 +134,7 @@ func (v *Vault) currentHead(vw *headView, head string) ([]byte, error) {
 		return nil, err
 	}
 	theirsBlob := gitrepo.BlobHash(doc.Bytes)
-	f, err := v.mergeFile(headMerge{rel: t.rel, thread: t.thread, theirs: doc.Bytes, book: book},
+	f, err := v.mergeFile(headMerge{rel: t.rel, thread: t.Thread, theirs: doc.Bytes, book: book},
 		MustRel(RenderedDir, head), theirsBlob)
 	if err != nil {
 		return nil, err
@@ -248,7 +248,7 @@ func (v *Vault) Heads() (*HeadsInfo, error) {
 				ti.Aliases = t.Aliases
 			}
 		}
-		h := vw.heads[ti.Head]
+		h := vw.Heads[ti.Head]
 		switch {
 		case h != nil && len(h.Conflicts) > 0:
 			ti.HeadState = "conflict"
@@ -258,7 +258,7 @@ func (v *Vault) Heads() (*HeadsInfo, error) {
 			ti.HeadState = "not rendered"
 		case !v.exists(th.HeadPath()):
 			ti.HeadState = "missing"
-		case vw.stale(ti.Head, k):
+		case vw.Stale(ti.Head, k):
 			ti.HeadState = "stale"
 		default:
 			ti.HeadState = "fresh"
@@ -298,8 +298,8 @@ func (v *Vault) ResolveHeadArg(arg string, allowContinuity bool) (RelPath, strin
 			return MustRel(ContinuityHead), "", nil
 		}
 	}
-	if t, ok := targetOf(arg); ok {
-		arg = t.thread
+	if t, ok := TargetOf(arg); ok {
+		arg = t.Thread
 	}
 	cfg, err := v.HeadsConfig()
 	if err != nil {

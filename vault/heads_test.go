@@ -137,7 +137,7 @@ func TestTwoRefreshesRace(t *testing.T) {
 		t.Fatalf("first %q, second %q", status(first, MemoryHead), status(second, MemoryHead))
 	}
 	st, _, _ := v.foldedState()
-	hs := buildView(st, HeadsConfig{}).heads[MemoryHead]
+	hs := buildView(st, HeadsConfig{}).Heads[MemoryHead]
 	if len(hs.Deferred) != 1 && !strings.Contains(readHead(t, v, MemoryHead), "second fact") {
 		t.Fatalf("the deferred refresh is neither pending nor covered")
 	}
@@ -153,7 +153,7 @@ func TestTwoRefreshesRace(t *testing.T) {
 		t.Fatalf("a fact is missing:\n%s", s)
 	}
 	st, _, _ = v.foldedState()
-	if n := len(buildView(st, HeadsConfig{}).heads[MemoryHead].Deferred); n != 0 {
+	if n := len(buildView(st, HeadsConfig{}).Heads[MemoryHead].Deferred); n != 0 {
 		t.Fatalf("%d deferred refreshes still pending", n)
 	}
 	// Nothing pending: RunDeferred does nothing at all.
@@ -202,8 +202,8 @@ func TestReplayEveryCommit(t *testing.T) {
 			if head == MemoryHead {
 				at.Memory = true
 			} else {
-				th, _ := targetOf(head)
-				tt, _ := ParseThread(th.thread)
+				th, _ := TargetOf(head)
+				tt, _ := ParseThread(th.Thread)
 				at.Threads = []Thread{tt}
 			}
 			docs, err := v.RenderHeads(at)
@@ -242,7 +242,7 @@ func TestHeadStateCacheMatchesFullFold(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		segs, _, _ := listSegments(v.Root)
+		segs, _, _ := ListSegments(v.Root)
 		full, fullTip, _, err := v.foldAll(segs)
 		if err != nil {
 			t.Fatal(err)
@@ -284,9 +284,9 @@ func TestHeadStateCacheMatchesFullFold(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after corrections")
-	os.Remove(headStateView.path(v.Root))
+	os.Remove(headStateView.Path(v.Root))
 	check("after deleting the cache")
-	os.WriteFile(headStateView.path(v.Root), []byte("garbage"), 0o600)
+	os.WriteFile(headStateView.Path(v.Root), []byte("garbage"), 0o600)
 	check("after garbage in the cache")
 }
 

@@ -37,7 +37,7 @@ func (v *Vault) foldedState() (*State, string, error) {
 // foldRow adds one appended event to decoded rows. The id index is built
 // only when a correction needs it: most reads fold a few plain rows.
 func foldRow(st *State, ev *Event) (*State, bool) {
-	if st.byID == nil && !correctionKinds[canonicalKind(ev.Kind)] {
+	if st.byID == nil && !CorrectionKinds[CanonicalKind(ev.Kind)] {
 		st.Rows = append(st.Rows, &Row{Event: ev})
 		return st, true
 	}
@@ -57,7 +57,7 @@ func foldRow(st *State, ev *Event) (*State, bool) {
 // head, and each row names them by their place in it: a quarter less
 // file, and the decoder makes one string per distinct value. The rest is
 // as the ledger has it.
-func encodeRows(e *encoder, st *State) {
+func encodeRows(e *Encoder, st *State) {
 	at := map[string]int{}
 	var table []string
 	for _, r := range st.Rows {

@@ -41,7 +41,7 @@ func headViewFor(cfg HeadsConfig) *Derived[*viewCache] {
 			return newViewCache(st, cfg), tip, torn, nil
 		},
 		Fold: func(vc *viewCache, ev *Event) (*viewCache, bool) {
-			if correctionKinds[canonicalKind(ev.Kind)] && len(ev.Links) > 0 {
+			if CorrectionKinds[CanonicalKind(ev.Kind)] && len(ev.Links) > 0 {
 				return vc, false // a correction can bring back rows below the cap: rebuild
 			}
 			vc.apply(ev)
@@ -84,7 +84,7 @@ type viewCache struct {
 // headViewOf returns the view heads are rendered from: the prepared view
 // through its cache, or with explain the full fold (Explain lists every
 // row left out, which the prepared view only counts).
-func (v *Vault) headViewOf(cfg HeadsConfig, explain bool) (*headView, error) {
+func (v *Vault) HeadViewOf(cfg HeadsConfig, explain bool) (*HeadView, error) {
 	if explain {
 		st, _, err := v.foldedState()
 		if err != nil {
@@ -101,8 +101,8 @@ func (v *Vault) headViewOf(cfg HeadsConfig, explain bool) (*headView, error) {
 	return vc.view(cfg), nil
 }
 
-func (vc *viewCache) view(cfg HeadsConfig) *headView {
-	vw := &headView{heads: vc.heads, threads: vc.threads, threadLast: vc.threadLast,
+func (vc *viewCache) view(cfg HeadsConfig) *HeadView {
+	vw := &HeadView{Heads: vc.heads, threads: vc.threads, threadLast: vc.threadLast,
 		lastMemory: vc.lastMemory, cache: vc}
 	vw.input.Threads = cfg.Threads
 	vw.input.MemoryTokens = cfg.MemoryTokens
@@ -133,7 +133,7 @@ func newViewCache(st *State, cfg HeadsConfig) *viewCache {
 	in := vw.input
 	in.Explain = false
 	vc := &viewCache{seq: len(st.Rows), memCap: render.RowCap(cfg.MemoryTokens), threadCap: render.RowCap(cfg.ThreadTokens),
-		lastMemory: vw.lastMemory, threads: vw.threads, threadLast: vw.threadLast, heads: vw.heads,
+		lastMemory: vw.lastMemory, threads: vw.threads, threadLast: vw.threadLast, heads: vw.Heads,
 		mem: render.PrepareMemory(in), parts: render.PrepareThreads(in), allSess: vw.sessionOf}
 	vc.index()
 	for k, p := range vc.parts {
@@ -202,7 +202,7 @@ func (vc *viewCache) block(ref tailRef) (*decoder, bool) {
 	if !ok {
 		return nil, false
 	}
-	return newDecoder(b), true
+	return NewDecoder(b), true
 }
 
 // sessionWrote reports whether a session wrote content rows to a thread.
@@ -247,7 +247,7 @@ func (vc *viewCache) sessionWrote(session, thread string) bool {
 }
 
 // sessionRecords encodes session records, sorted.
-func sessionRecords(e *encoder, m map[string]map[string]bool) {
+func sessionRecords(e *Encoder, m map[string]map[string]bool) {
 	names := make([]string, 0, len(m))
 	for s := range m {
 		names = append(names, s)
@@ -377,7 +377,7 @@ func decodeView(d *decoder, memCap, threadCap int) (*viewCache, bool) {
 	return vc, true
 }
 
-func (e *encoder) headEvent(h *HeadEvent) {
+func (e *Encoder) headEvent(h *HeadEvent) {
 	for _, s := range [...]string{h.ID, h.TS, h.Kind, h.Agent, h.Session, h.Head, h.Text} {
 		e.str(s)
 	}
@@ -396,7 +396,7 @@ func (d *decoder) headEvent() HeadEvent {
 // session records and every thread's block in the tail. Blocks never
 // decoded are copied from the old file; one that no longer reads makes the
 // encoding bad, and nothing is written.
-func encodeView(e *encoder, vc *viewCache) {
+func encodeView(e *Encoder, vc *viewCache) {
 	if vc.bad {
 		e.bad = true
 		return
@@ -439,7 +439,7 @@ func encodeView(e *encoder, vc *viewCache) {
 	}
 	putNodes(e, vc.mem.Nodes)
 
-	var blk encoder
+	var blk Encoder
 	if vc.allSess != nil {
 		sessionRecords(&blk, vc.allSess)
 	} else {
@@ -449,11 +449,11 @@ func encodeView(e *encoder, vc *viewCache) {
 				e.bad = true
 				return
 			}
-			blk.b = append(blk.b, b...)
+			blk.B = append(blk.B, b...)
 		}
 		sessionRecords(&blk, vc.sessAdded)
 	}
-	e.ref(e.tailBlock(blk.b))
+	e.ref(e.tailBlock(blk.B))
 	keys := make([]string, 0, len(vc.blocks)+len(vc.parts))
 	for k := range vc.blocks {
 		keys = append(keys, k)
@@ -468,12 +468,12 @@ func encodeView(e *encoder, vc *viewCache) {
 	for _, k := range keys {
 		e.str(k)
 		if p := vc.parts[k]; p != nil {
-			blk.b = blk.b[:0]
+			blk.B = blk.B[:0]
 			for j := range p.Sections {
 				putRanked(&blk, &p.Sections[j])
 			}
 			putNodes(&blk, p.Nodes)
-			e.ref(e.tailBlock(blk.b))
+			e.ref(e.tailBlock(blk.B))
 			continue
 		}
 		b, ok := vc.raw(vc.blocks[k])
@@ -490,7 +490,7 @@ func encodeView(e *encoder, vc *viewCache) {
 
 // Ranked lists keep what rendering reads of an item: id, kind, thread and
 // text.
-func putRanked(e *encoder, r *render.Ranked) {
+func putRanked(e *Encoder, r *render.Ranked) {
 	e.int(r.More)
 	e.int(len(r.Items))
 	for i := range r.Items {
@@ -502,7 +502,7 @@ func putRanked(e *encoder, r *render.Ranked) {
 	}
 }
 
-func putSummary(e *encoder, s *render.ThreadSummary) {
+func putSummary(e *Encoder, s *render.ThreadSummary) {
 	e.str(s.Key)
 	e.int(s.Last)
 	e.str(s.LastItem.TS)
@@ -520,7 +520,7 @@ func putSummary(e *encoder, s *render.ThreadSummary) {
 	e.str(s.Next.Text)
 }
 
-func putNodes(e *encoder, nodes []render.Node) {
+func putNodes(e *Encoder, nodes []render.Node) {
 	e.int(len(nodes))
 	for _, n := range nodes {
 		e.str(n.ID)

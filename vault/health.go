@@ -41,7 +41,7 @@ func (h Health) Summary() string {
 // costs one stat per segment.
 func (v *Vault) Health() (Health, error) {
 	h := Health{Config: v.configErr}
-	segs, _, err := listSegments(v.Root)
+	segs, _, err := ListSegments(v.Root)
 	if err != nil {
 		return h, err
 	}

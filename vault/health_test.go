@@ -28,8 +28,8 @@ func captureOne(v *Vault, text string) error {
 // path and the bytes it held.
 func tamperOne(t *testing.T, v *Vault) (string, []byte) {
 	t.Helper()
-	segs, _, _ := listSegments(v.Root)
-	p := v.Abs(segs[0].rel())
+	segs, _, _ := ListSegments(v.Root)
+	p := v.Abs(segs[0].Rel())
 	good, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

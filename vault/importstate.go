@@ -299,7 +299,7 @@ func (tx *Tx) queued(t TranscriptRef, tail transcriptTail) []StoredMessage {
 				continue
 			}
 			for _, line := range bytes.SplitAfter(a.data, []byte("\n")) {
-				if m, err := decodeTranscriptLine(line); err == nil {
+				if m, err := DecodeTranscriptLine(line); err == nil {
 					out = append(out, m)
 				}
 			}

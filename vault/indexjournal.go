@@ -61,7 +61,7 @@ import (
 //     for the next catch-up.
 const (
 	journalName  = "journal" // in .index/
-	journalMagic = "memvault transcript journal "
+	JournalMagic = "memvault transcript journal "
 	// legacyJournal is the journal of earlier memvaults, in the transcript
 	// index's folder: one part per line, emptied by each catch-up under the
 	// vault lock. It is still read, so that text written by an earlier
@@ -70,47 +70,47 @@ const (
 	// journalCompactBytes is the journal size at which a writer compacts
 	// it: about 200 lines, so a recall that reads it whole (after a
 	// compaction, or behind a line that waits) parses little.
-	journalCompactBytes = 16 << 10
+	JournalCompactBytes = 16 << 10
 )
 
-func (v *Vault) journalPath() string { return filepath.Join(v.Root, IndexDir, journalName) }
+func (v *Vault) JournalPath() string { return filepath.Join(v.Root, IndexDir, journalName) }
 
 // journalLine is one line of the journal: an append to a transcript part
 // from size before to size after. A line of the legacy journal has
 // before = after = -1 and off = -1: it is never waited for.
 type journalLine struct {
-	rel           string
-	before, after int64
+	Rel           string
+	Before, After int64
 	off           int64 // where the line starts in the journal
 }
 
 // journalRead is what a reader took from the journal.
-type journalRead struct {
-	gen   string
-	lines []journalLine
+type JournalRead struct {
+	Gen   string
+	Lines []journalLine
 	end   int64 // end of the last complete line read
 	seen  int64 // the mark's Seen if the mark is of this generation, else 0
 }
 
 // mark is the journal mark of an index that covers the lines before off.
-func (j journalRead) mark(off int64) index.JournalMark {
-	return index.JournalMark{Gen: j.gen, Off: off, Seen: j.end}
+func (j JournalRead) Mark(off int64) index.JournalMark {
+	return index.JournalMark{Gen: j.Gen, Off: off, Seen: j.end}
 }
 
 // readJournal reads the journal from mark on (from its start when the mark
 // is of another generation), and the legacy journal. A line that does not
 // parse is skipped: a torn one is followed by a newline the next writer
 // adds, and damage costs at most text a reindex finds.
-func (v *Vault) readJournal(mark index.JournalMark) journalRead {
-	var j journalRead
-	if data, err := v.Files().ReadFile(filepath.Join(v.partDir(transcriptPart), legacyJournal)); err == nil {
+func (v *Vault) ReadJournal(mark index.JournalMark) JournalRead {
+	var j JournalRead
+	if data, err := v.Files().ReadFile(filepath.Join(v.PartDir(TranscriptPart), legacyJournal)); err == nil {
 		for _, rel := range strings.Split(string(data), "\n") {
 			if isTranscriptPart(rel) {
-				j.lines = append(j.lines, journalLine{rel: rel, before: -1, after: -1, off: -1})
+				j.Lines = append(j.Lines, journalLine{Rel: rel, Before: -1, After: -1, off: -1})
 			}
 		}
 	}
-	f, err := v.Files().Open(v.journalPath())
+	f, err := v.Files().Open(v.JournalPath())
 	if err != nil {
 		return j
 	}
@@ -118,15 +118,15 @@ func (v *Vault) readJournal(mark index.JournalMark) journalRead {
 	head := make([]byte, 128)
 	n, _ := io.ReadFull(f, head)
 	nl := bytes.IndexByte(head[:n], '\n')
-	if nl < 0 || !bytes.HasPrefix(head, []byte(journalMagic)) {
+	if nl < 0 || !bytes.HasPrefix(head, []byte(JournalMagic)) {
 		return j
 	}
-	j.gen = string(head[len(journalMagic):nl])
+	j.Gen = string(head[len(JournalMagic):nl])
 	start := int64(nl + 1)
-	if j.gen == mark.Gen && mark.Off > start {
+	if j.Gen == mark.Gen && mark.Off > start {
 		start = mark.Off
 	}
-	if j.gen == mark.Gen {
+	if j.Gen == mark.Gen {
 		j.seen = mark.Seen
 	}
 	data, err := io.ReadAll(io.NewSectionReader(f, start, 1<<40))
@@ -139,7 +139,7 @@ func (v *Vault) readJournal(mark index.JournalMark) journalRead {
 		i := bytes.IndexByte(data[off:], '\n')
 		if l, ok := parseJournalLine(string(data[off : off+i])); ok {
 			l.off = start + int64(off)
-			j.lines = append(j.lines, l)
+			j.Lines = append(j.Lines, l)
 		}
 		off += i + 1
 	}
@@ -156,7 +156,7 @@ func parseJournalLine(s string) (journalLine, bool) {
 	if err1 != nil || err2 != nil || before < 0 || after < before {
 		return journalLine{}, false
 	}
-	return journalLine{rel: f[0], before: before, after: after}, true
+	return journalLine{Rel: f[0], Before: before, After: after}, true
 }
 
 // isTranscriptPart reports whether rel has the shape of a transcript part:
@@ -182,16 +182,16 @@ func (v *Vault) journalAppends(apps []journalAppend) error {
 	if len(apps) == 0 {
 		return nil
 	}
-	p := v.journalPath()
+	p := v.JournalPath()
 	info, err := v.Files().Stat(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := v.Files().WriteAtomic(p, []byte(journalMagic+newJournalGen()+"\n")); err != nil {
+		if err := v.Files().WriteAtomic(p, []byte(JournalMagic+newJournalGen()+"\n")); err != nil {
 			return err
 		}
 	case err != nil:
 		return fault.IO("stat "+journalName, err)
-	case info.Size() > journalCompactBytes:
+	case info.Size() > JournalCompactBytes:
 		if err := v.compactJournal(); err != nil {
 			return err
 		}
@@ -238,36 +238,36 @@ func endsLine(fsys fileio.Root, p string) bool {
 // this file for why that makes it safe without the index lock).
 func (v *Vault) compactJournal() error {
 	var b strings.Builder
-	b.WriteString(journalMagic + newJournalGen() + "\n")
-	if _, err := v.Files().Stat(v.partDir(transcriptPart)); errors.Is(err, fs.ErrNotExist) {
+	b.WriteString(JournalMagic + newJournalGen() + "\n")
+	if _, err := v.Files().Stat(v.PartDir(TranscriptPart)); errors.Is(err, fs.ErrNotExist) {
 		// No transcript index, and none being built: a build creates the
 		// folder before it lists the parts, and every append a line names
 		// is on disk now, so the build that comes will list it.
-		return v.Files().WriteAtomic(v.journalPath(), []byte(b.String()))
+		return v.Files().WriteAtomic(v.JournalPath(), []byte(b.String()))
 	}
-	meta, err := index.ReadMeta(v.partDir(transcriptPart))
+	meta, err := index.ReadMeta(v.PartDir(TranscriptPart))
 	if err != nil {
 		meta = index.Meta{} // an index being built, or damaged: keep every line
 	}
-	j := v.readJournal(meta.Journal)
-	for _, l := range j.lines {
+	j := v.ReadJournal(meta.Journal)
+	for _, l := range j.Lines {
 		if l.off < 0 {
 			continue // the legacy journal is left to a rebuild
 		}
-		info, err := v.Files().Stat(filepath.Join(v.Root, filepath.FromSlash(l.rel)))
+		info, err := v.Files().Stat(filepath.Join(v.Root, filepath.FromSlash(l.Rel)))
 		if err != nil {
 			continue // gone: nothing to index
 		}
-		after := min(l.after, info.Size())
+		after := min(l.After, info.Size())
 		// A line read before (short of Seen) and covered is done; one not
 		// read yet is kept even when covered, for its size before, which
 		// may say the part was cut back.
-		if l.off < j.seen && meta.Watermarks[l.rel] >= after {
+		if l.off < j.seen && meta.Watermarks[l.Rel] >= after {
 			continue
 		}
-		fmt.Fprintf(&b, "%s\t%d\t%d\n", l.rel, min(l.before, after), after)
+		fmt.Fprintf(&b, "%s\t%d\t%d\n", l.Rel, min(l.Before, after), after)
 	}
-	return v.Files().WriteAtomic(v.journalPath(), []byte(b.String()))
+	return v.Files().WriteAtomic(v.JournalPath(), []byte(b.String()))
 }
 
 func newJournalGen() string { return strconv.FormatInt(time.Now().UnixNano(), 36) }
@@ -278,22 +278,22 @@ func newJournalGen() string { return strconv.FormatInt(time.Now().UnixNano(), 36
 // its watermark, because the part was cut back and written again since. With
 // capped, a part is taken only up to the largest size after its lines name.
 // present says which parts exist.
-func (v *Vault) journalSources(j journalRead, marks map[string]int64, capped bool) (sources []indexSource, from map[string]int64, present map[string]bool) {
+func (v *Vault) JournalSources(j JournalRead, marks map[string]int64, capped bool) (sources []IndexSource, from map[string]int64, present map[string]bool) {
 	from = marks
 	lowered := false
 	limit := map[string]int64{} // -1: no limit (a legacy line)
 	var order []string
-	for _, l := range j.lines {
-		cur, known := limit[l.rel]
+	for _, l := range j.Lines {
+		cur, known := limit[l.Rel]
 		if !known {
-			order = append(order, l.rel)
+			order = append(order, l.Rel)
 		}
-		if l.after < 0 || known && cur < 0 {
-			limit[l.rel] = -1
+		if l.After < 0 || known && cur < 0 {
+			limit[l.Rel] = -1
 		} else {
-			limit[l.rel] = max(cur, l.after)
+			limit[l.Rel] = max(cur, l.After)
 		}
-		if l.off >= j.seen && l.before >= 0 && l.before < from[l.rel] {
+		if l.off >= j.seen && l.Before >= 0 && l.Before < from[l.Rel] {
 			if !lowered {
 				from = make(map[string]int64, len(marks))
 				for k, m := range marks {
@@ -301,7 +301,7 @@ func (v *Vault) journalSources(j journalRead, marks map[string]int64, capped boo
 				}
 				lowered = true
 			}
-			from[l.rel] = l.before
+			from[l.Rel] = l.Before
 		}
 	}
 	present = map[string]bool{}
@@ -315,16 +315,16 @@ func (v *Vault) journalSources(j journalRead, marks map[string]int64, capped boo
 		if capped && limit[rel] >= 0 {
 			size = min(size, limit[rel])
 		}
-		sources = append(sources, indexSource{rel: rel, kind: 'm', size: size})
+		sources = append(sources, IndexSource{Rel: rel, Kind: 'm', Size: size})
 	}
 	return sources, from, present
 }
 
 // journalCovered returns the offset of the first line of j the watermarks
 // marks do not cover (a part that is gone needs nothing), or j's end.
-func journalCovered(j journalRead, marks map[string]int64, present map[string]bool) int64 {
-	for _, l := range j.lines {
-		if l.off >= 0 && present[l.rel] && marks[l.rel] < l.after {
+func JournalCovered(j JournalRead, marks map[string]int64, present map[string]bool) int64 {
+	for _, l := range j.Lines {
+		if l.off >= 0 && present[l.Rel] && marks[l.Rel] < l.After {
 			return l.off
 		}
 	}
@@ -340,7 +340,7 @@ func journalCovered(j journalRead, marks map[string]int64, present map[string]bo
 const indexLockFile = ".locks/index.lock"
 
 // lockIndex takes the index lock, waiting at most wait.
-func (v *Vault) lockIndex(wait time.Duration) (release func(), err error) {
+func (v *Vault) LockIndex(wait time.Duration) (release func(), err error) {
 	release, ok, err := flockWait(v.Root, indexLockFile, procLock(v.Root+"\x00index"), wait)
 	if err != nil {
 		return nil, err

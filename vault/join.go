@@ -64,7 +64,7 @@ func joinOf(agent string, tips []string, latest time.Time) *Event {
 // hashes, reading segments from the last backwards until it found them all
 // (open tips are near the end).
 func (v *Vault) latestOf(hashes []string) (time.Time, error) {
-	segs, _, err := listSegments(v.Root)
+	segs, _, err := ListSegments(v.Root)
 	if err != nil {
 		return time.Time{}, err
 	}

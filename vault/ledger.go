@@ -36,7 +36,7 @@ func (s segment) String() string {
 	return fmt.Sprintf("ledger/%04d/%02d/%s.jsonl", s.Y, s.M, name)
 }
 
-func (s segment) rel() RelPath { return RelPath{s.String()} }
+func (s segment) Rel() RelPath { return RelPath{s.String()} }
 
 func (s segment) less(o segment) bool {
 	if s.Y != o.Y {
@@ -81,7 +81,7 @@ func ParseSegmentName(y, m int, name string) (segment, bool) {
 
 // listSegments returns every ledger segment in chain order, and the names of
 // files under ledger/ that are not segments (verify reports them).
-func listSegments(root string) (segs []segment, strays []string, err error) {
+func ListSegments(root string) (segs []segment, strays []string, err error) {
 	ledgerDir := filepath.Join(root, "ledger")
 	years, err := fileio.At(root).ReadDir(ledgerDir)
 	if errors.Is(err, fs.ErrNotExist) {

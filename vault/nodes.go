@@ -97,7 +97,7 @@ func nonNil(s []string) []string {
 }
 
 // parseNode reads a node file. With headerOnly, the body is not kept.
-func parseNode(data []byte, headerOnly bool) (*Node, error) {
+func ParseNode(data []byte, headerOnly bool) (*Node, error) {
 	if !bytes.HasPrefix(data, []byte("---\n")) {
 		return nil, fmt.Errorf("no front matter")
 	}
@@ -208,7 +208,7 @@ func (tx *Tx) nodeRecorded(id string) (bool, error) {
 			return true, nil
 		}
 	}
-	st, err := tx.v.loadState([][]byte{[]byte(`"` + id + `"`)})
+	st, err := tx.v.LoadStateWith([][]byte{[]byte(`"` + id + `"`)})
 	if err != nil {
 		return false, err
 	}
@@ -347,7 +347,7 @@ func (v *Vault) nodePicker() (func(needles []string) *NodeIndex, error) {
 		cachedDirs[dir] = m
 		rest = next
 	}
-	months, err := v.nodeMonthDirs()
+	months, err := v.NodeMonthDirs()
 	if err != nil {
 		return nil, err
 	}
@@ -401,7 +401,7 @@ func (v *Vault) nodePicker() (func(needles []string) *NodeIndex, error) {
 			if err != nil {
 				return nil, fault.IO("read "+rel, err)
 			}
-			n, err := parseNode(data, true)
+			n, err := ParseNode(data, true)
 			if err != nil || n.ID != strings.TrimSuffix(name, ".md") {
 				continue // not a node memvault can use; verify reports it
 			}
@@ -467,7 +467,7 @@ func cacheLinesWith(data []byte, needles []string) []string {
 }
 
 // nodeMonthDirs lists nodes/<agent>/<yyyy>/<mm> folders.
-func (v *Vault) nodeMonthDirs() ([]string, error) {
+func (v *Vault) NodeMonthDirs() ([]string, error) {
 	var out []string
 	list := func(rel string) ([]string, error) {
 		entries, err := v.Files().ReadDir(filepath.Join(v.Root, filepath.FromSlash(rel)))
@@ -525,7 +525,7 @@ func (v *Vault) ReadNode(n *Node) (*Node, error) {
 	if err != nil {
 		return nil, fault.IO("read "+n.Path, err)
 	}
-	full, err := parseNode(data, false)
+	full, err := ParseNode(data, false)
 	if err != nil {
 		return nil, &Error{Class: ErrCorrupt, Msg: n.Path + ": " + err.Error()}
 	}
@@ -549,7 +549,7 @@ func (ix *NodeIndex) Select(f NodeFilter) []*Node {
 		case f.Agent != "" && n.Agent != f.Agent,
 			f.Session != "" && n.Session != f.Session,
 			f.Kind != "" && n.Kind != f.Kind,
-			f.Thread != "" && !contains(n.Threads, f.Thread):
+			f.Thread != "" && !Contains(n.Threads, f.Thread):
 			continue
 		}
 		out = append(out, n)
@@ -570,7 +570,7 @@ func sortNodes(ns []*Node) {
 	})
 }
 
-func contains(list []string, s string) bool {
+func Contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
 			return true

@@ -265,7 +265,40 @@ func TestGCReportsProgress(t *testing.T) {
 	}
 }
 
-// TestLongWorkReportsProgress: reindex, verify and import each report
+// BenchmarkGCAdvice is the cost the gc hint adds to a write: "below" is a
+// vault under the threshold (26 objects in the sample folder), "above" one
+// of about 21,000 loose objects (3,500 remember commands; 82 in the
+// folder), where the line is printed and the disk estimate made.
+func BenchmarkGCAdvice(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"below", 26}, {"above", 82}} {
+		b.Run(c.name, func(b *testing.B) {
+			v := &Vault{Root: b.TempDir()}
+			off := false
+			v.Config.GC.Auto = &off // the hint is for a vault that does not pack itself
+			sample := filepath.Join(v.Root, ".git", "objects", gitrepo.LooseSample)
+			if err := os.MkdirAll(sample, 0o700); err != nil {
+				b.Fatal(err)
+			}
+			for i := range c.n {
+				if err := os.WriteFile(filepath.Join(sample, fmt.Sprintf("%038x", i)), make([]byte, 300), 0o400); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if got := v.GCAdvice(); (got != "") != (c.n*256 > GCAdviceLoose) {
+				b.Fatalf("%d in the sample: advice %q", c.n, got)
+			}
+			b.ResetTimer()
+			for range b.N {
+				v.GCAdvice()
+			}
+		})
+	}
+}
+
+// TestLongWorkReportsProgress: verify and import each report
 // counts that end at their totals; without a Progress nothing is called.
 func TestLongWorkReportsProgress(t *testing.T) {
 	t.Parallel()
@@ -276,17 +309,8 @@ func TestLongWorkReportsProgress(t *testing.T) {
 	var log stepLog
 	v.Progress = log.record
 
-	ir, err := v.Reindex(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, ok := log.last("reindex: indexing files")
-	if !ok || s.Done != s.Total || s.Total < int64(ir.Files) || s.Unit != "files" {
-		t.Errorf("reindex: last step %+v, report %+v", s, ir)
-	}
-
 	vr := mustVerify(t, v)
-	s, ok = log.last("verify: checking the ledger")
+	s, ok := log.last("verify: checking the ledger")
 	if !ok || s.Done != int64(vr.Segments) || s.Total != int64(vr.Segments) {
 		t.Errorf("verify: last step %+v, %d segments", s, vr.Segments)
 	}
@@ -322,44 +346,8 @@ func TestLongWorkReportsProgress(t *testing.T) {
 
 	v.Progress = nil
 	n := len(log.steps)
-	if _, err := v.Reindex(nil); err != nil {
-		t.Fatal(err)
-	}
 	mustVerify(t, v)
 	if len(log.steps) != n {
 		t.Errorf("without a Progress, %d steps were still reported", len(log.steps)-n)
-	}
-}
-
-// BenchmarkGCAdvice is the cost the gc hint adds to a write: "below" is a
-// vault under the threshold (26 objects in the sample folder), "above" one
-// of about 21,000 loose objects (3,500 remember commands; 82 in the
-// folder), where the line is printed and the disk estimate made.
-func BenchmarkGCAdvice(b *testing.B) {
-	for _, c := range []struct {
-		name string
-		n    int
-	}{{"below", 26}, {"above", 82}} {
-		b.Run(c.name, func(b *testing.B) {
-			v := &Vault{Root: b.TempDir()}
-			off := false
-			v.Config.GC.Auto = &off // the hint is for a vault that does not pack itself
-			sample := filepath.Join(v.Root, ".git", "objects", gitrepo.LooseSample)
-			if err := os.MkdirAll(sample, 0o700); err != nil {
-				b.Fatal(err)
-			}
-			for i := range c.n {
-				if err := os.WriteFile(filepath.Join(sample, fmt.Sprintf("%038x", i)), make([]byte, 300), 0o400); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if got := v.GCAdvice(); (got != "") != (c.n*256 > GCAdviceLoose) {
-				b.Fatalf("%d in the sample: advice %q", c.n, got)
-			}
-			b.ResetTimer()
-			for range b.N {
-				v.GCAdvice()
-			}
-		})
 	}
 }

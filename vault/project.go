@@ -148,16 +148,16 @@ func slugRuns(s string) string {
 // reports whether the vault has anything of the thread yet; a reader has
 // nothing to find in a thread it does not know.
 func (v *Vault) WorkThread(dir string) (thread string, known bool, err error) {
-	sc, err := v.loadScope()
+	sc, err := v.LoadScope()
 	if err != nil {
 		return "", false, err
 	}
-	thread, known = v.workThread(sc, dir)
+	thread, known = v.WorkThreadIn(sc, dir)
 	return thread, known, nil
 }
 
 // workThread is WorkThread against a scope already loaded.
-func (v *Vault) workThread(sc *Scope, dir string) (thread string, known bool) {
+func (v *Vault) WorkThreadIn(sc *Scope, dir string) (thread string, known bool) {
 	if dir == "" {
 		return "", false
 	}
@@ -188,7 +188,7 @@ func (v *Vault) threadOf(sc *Scope, dir string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	return th.String(), v.knowsThread(sc, th)
+	return th.String(), v.KnowsThread(sc, th)
 }
 
 // within reports whether path is dir or inside it, comparing the paths
@@ -209,4 +209,15 @@ func realPath(p string) string {
 		return r
 	}
 	return p
+}
+
+// knowsThread reports whether the vault has anything of a thread: a row of
+// it in the ledger, aliases in memvault.toml, or a head file.
+func (v *Vault) KnowsThread(sc *Scope, t Thread) bool {
+	return sc.Known(t.String()) || v.Config.Threads[t.String()].Aliases != nil || v.headExists(t)
+}
+
+func (v *Vault) headExists(t Thread) bool {
+	_, err := v.Files().Stat(v.Abs(t.HeadPath()))
+	return err == nil
 }

@@ -184,7 +184,7 @@ func isConflictMarker(line []byte) bool {
 // write to its new bytes, commitFiles lists them in chain order.
 func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []string, error) {
 	rep := &RepairReport{Kept: kept}
-	segs, _, err := listSegments(v.Root)
+	segs, _, err := ListSegments(v.Root)
 	if err != nil {
 		return nil, nil, nil, err
 	}

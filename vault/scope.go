@@ -34,9 +34,9 @@ type Scope struct {
 	// cache has them (searched, not turned into a map: a vault has tens of
 	// thousands of sessions and a recall asks about a few);
 	// sessionThreads holds what was folded on top of them.
-	folded         [][3]string
+	Folded         [][3]string
 	sessionThreads map[[2]string]map[string]bool // agent+session → threads
-	pairs          [][2]string                   // threads joined by a link event
+	Pairs          [][2]string                   // threads joined by a link event
 	known          map[string]bool
 }
 
@@ -66,7 +66,7 @@ func less3(a, b [3]string) bool {
 // them. The file is rewritten after 64 events folded on top (about 16 KiB
 // of ledger): below that, re-reading the lines costs less than writing the
 // whole scope on every prompt after a write.
-var scopeView = &Derived[*Scope]{
+var ScopeView = &Derived[*Scope]{
 	Name:    "scope",
 	Version: 2,
 	Every:   64,
@@ -74,13 +74,13 @@ var scopeView = &Derived[*Scope]{
 		return v.scopeFromFacts(segs, stamps)
 	},
 	Fold:   foldScope,
-	Encode: encodeScope,
-	Decode: decodeScope,
+	Encode: EncodeScope,
+	Decode: DecodeScope,
 }
 
 // loadScope returns the scope of the whole ledger, through its view.
-func (v *Vault) loadScope() (*Scope, error) {
-	sc, _, err := scopeView.Load(v)
+func (v *Vault) LoadScope() (*Scope, error) {
+	sc, _, err := ScopeView.Load(v)
 	return sc, err
 }
 
@@ -103,8 +103,8 @@ func foldScope(sc *Scope, ev *Event) (*Scope, bool) {
 }
 
 // sessions returns every agent, session, thread triple, sorted.
-func (sc *Scope) sessions() [][3]string {
-	out := append([][3]string(nil), sc.folded...)
+func (sc *Scope) Sessions() [][3]string {
+	out := append([][3]string(nil), sc.Folded...)
 	for k, ts := range sc.sessionThreads {
 		for t := range ts {
 			if k3 := [3]string{k[0], k[1], t}; !sc.inFolded(k3) {
@@ -116,60 +116,60 @@ func (sc *Scope) sessions() [][3]string {
 	return out
 }
 
-func encodeScope(e *encoder, sc *Scope) {
-	sess := sc.sessions()
+func EncodeScope(e *Encoder, sc *Scope) {
+	sess := sc.Sessions()
 	e.int(len(sess))
 	for _, t := range sess {
 		e.str(t[0])
 		e.str(t[1])
 		e.str(t[2])
 	}
-	e.int(len(sc.pairs))
-	for _, p := range sc.pairs {
+	e.int(len(sc.Pairs))
+	for _, p := range sc.Pairs {
 		e.str(p[0])
 		e.str(p[1])
 	}
-	e.strs(sortedKeys(sc.known))
+	e.strs(SortedKeys(sc.known))
 }
 
-func decodeScope(d *decoder) (*Scope, bool) {
+func DecodeScope(d *decoder) (*Scope, bool) {
 	sc := &Scope{sessionThreads: map[[2]string]map[string]bool{}, known: map[string]bool{}}
 	if n := d.count(); n > 0 {
-		sc.folded = make([][3]string, n)
-		for i := range sc.folded {
-			sc.folded[i] = [3]string{d.str(), d.str(), d.str()}
+		sc.Folded = make([][3]string, n)
+		for i := range sc.Folded {
+			sc.Folded[i] = [3]string{d.str(), d.str(), d.str()}
 		}
 	}
 	if n := d.count(); n > 0 {
-		sc.pairs = make([][2]string, n)
-		for i := range sc.pairs {
-			sc.pairs[i] = [2]string{d.str(), d.str()}
+		sc.Pairs = make([][2]string, n)
+		for i := range sc.Pairs {
+			sc.Pairs[i] = [2]string{d.str(), d.str()}
 		}
 	}
 	for _, t := range d.strs() {
 		sc.known[t] = true
 	}
 	// Searched by binary search: a file not sorted is not one we wrote.
-	if d.bad || !sort.SliceIsSorted(sc.folded, func(i, j int) bool { return less3(sc.folded[i], sc.folded[j]) }) {
+	if d.bad || !sort.SliceIsSorted(sc.Folded, func(i, j int) bool { return less3(sc.Folded[i], sc.Folded[j]) }) {
 		return nil, false
 	}
 	return sc, true
 }
 
 func (sc *Scope) inFolded(k [3]string) bool {
-	i := sort.Search(len(sc.folded), func(i int) bool { return !less3(sc.folded[i], k) })
-	return i < len(sc.folded) && sc.folded[i] == k
+	i := sort.Search(len(sc.Folded), func(i int) bool { return !less3(sc.Folded[i], k) })
+	return i < len(sc.Folded) && sc.Folded[i] == k
 }
 
 // The per-segment facts, .state/scope-facts.bin, in the same framing.
 const (
-	scopeFactsFile    = "scope-facts"
+	ScopeFactsFile    = "scope-facts"
 	scopeFactsVersion = 1
 )
 
 func loadScopeFacts(root string) map[string]segScope {
 	cache := map[string]segScope{}
-	d, ok := readStateFile(root, scopeFactsFile, scopeFactsVersion)
+	d, ok := readStateFile(root, ScopeFactsFile, scopeFactsVersion)
 	if !ok {
 		return cache
 	}
@@ -200,7 +200,7 @@ func loadScopeFacts(root string) map[string]segScope {
 		c.Facts.Events = pairs()
 		cache[c.Stamp.Path] = c
 	}
-	if !d.done() {
+	if !d.Done() {
 		return map[string]segScope{}
 	}
 	return cache
@@ -212,7 +212,7 @@ func saveScopeFacts(root string, cache map[string]segScope) {
 		files = append(files, f)
 	}
 	sort.Strings(files)
-	writeStateFile(root, scopeFactsFile, scopeFactsVersion, func(e *encoder) {
+	writeStateFile(root, ScopeFactsFile, scopeFactsVersion, func(e *Encoder) {
 		pairs := func(ps [][2]string) {
 			e.int(len(ps))
 			for _, p := range ps {
@@ -286,7 +286,7 @@ func (v *Vault) scopeFromFacts(segs []segment, stamps []segStamp) (*Scope, strin
 		pair := [2]string{l[0], target}
 		if !seen[pair] {
 			seen[pair] = true
-			sc.pairs = append(sc.pairs, pair)
+			sc.Pairs = append(sc.Pairs, pair)
 		}
 	}
 	for file := range cache {
@@ -300,7 +300,7 @@ func (v *Vault) scopeFromFacts(segs []segment, stamps []segStamp) (*Scope, strin
 	}
 	tip := ""
 	for i := len(segs) - 1; i >= 0 && tip == ""; i-- {
-		tip = lastHashOf(v.Files(), v.Abs(segs[i].rel()))
+		tip = lastHashOf(v.Files(), v.Abs(segs[i].Rel()))
 	}
 	torn := len(segs) > 0 && endsTorn(v.Files(), v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
 	return sc, tip, torn, nil
@@ -385,11 +385,11 @@ func (sc *Scope) SessionThreads(agent, session string) []string {
 		out[t] = true
 	}
 	lo := [3]string{agent, session, ""}
-	for i := sort.Search(len(sc.folded), func(i int) bool { return !less3(sc.folded[i], lo) }); i < len(sc.folded) &&
-		sc.folded[i][0] == agent && sc.folded[i][1] == session; i++ {
-		out[sc.folded[i][2]] = true
+	for i := sort.Search(len(sc.Folded), func(i int) bool { return !less3(sc.Folded[i], lo) }); i < len(sc.Folded) &&
+		sc.Folded[i][0] == agent && sc.Folded[i][1] == session; i++ {
+		out[sc.Folded[i][2]] = true
 	}
-	return sortedKeys(out)
+	return SortedKeys(out)
 }
 
 // Known reports whether a thread appears anywhere in the ledger.
@@ -399,7 +399,7 @@ func (sc *Scope) Known(thread string) bool { return sc.known[thread] }
 // one thread that links to an event in the other, either way.
 func (sc *Scope) Linked(thread string) []string {
 	out := map[string]bool{}
-	for _, p := range sc.pairs {
+	for _, p := range sc.Pairs {
 		switch thread {
 		case p[0]:
 			out[p[1]] = true
@@ -407,7 +407,7 @@ func (sc *Scope) Linked(thread string) []string {
 			out[p[0]] = true
 		}
 	}
-	return sortedKeys(out)
+	return SortedKeys(out)
 }
 
 // Threads lists every thread the ledger knows.
@@ -422,13 +422,13 @@ func (sc *Scope) Threads() []string {
 
 // mentionsAlias reports whether query names alias as a whole word or
 // phrase, ignoring case.
-func mentionsAlias(query, alias string) bool {
-	q := " " + strings.Join(strings.FieldsFunc(strings.ToLower(query), notWordRune), " ") + " "
-	a := " " + strings.Join(strings.FieldsFunc(strings.ToLower(alias), notWordRune), " ") + " "
+func MentionsAlias(query, alias string) bool {
+	q := " " + strings.Join(strings.FieldsFunc(strings.ToLower(query), NotWordRune), " ") + " "
+	a := " " + strings.Join(strings.FieldsFunc(strings.ToLower(alias), NotWordRune), " ") + " "
 	return strings.TrimSpace(a) != "" && strings.Contains(q, a)
 }
 
-func notWordRune(r rune) bool {
+func NotWordRune(r rune) bool {
 	return !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r > 127)
 }
 
@@ -440,11 +440,11 @@ func (tx *Tx) BindSession(t TranscriptRef, thread string) error {
 	if err != nil {
 		return err
 	}
-	sc, err := tx.v.loadScope()
+	sc, err := tx.v.LoadScope()
 	if err != nil {
 		return err
 	}
-	if contains(sc.SessionThreads(t.Agent, t.Session), th.String()) {
+	if Contains(sc.SessionThreads(t.Agent, t.Session), th.String()) {
 		return nil
 	}
 	for _, ev := range tx.events {

@@ -22,7 +22,7 @@ var RememberKinds = []string{"fact", "decision", "learning", "constraint", "bloc
 // (retract), replace it (supersede, decision.superseded), or close it
 // (commitment.close, done, learning.invalidated, learning.archived). A
 // `done` without a link is an accomplishment that closes nothing.
-var correctionKinds = map[string]bool{
+var CorrectionKinds = map[string]bool{
 	"retract":             true,
 	"supersede":           true,
 	"commitment.close":    true,
@@ -35,7 +35,7 @@ var correctionKinds = map[string]bool{
 // closerKinds are the corrections that close their target: it stays in
 // the ledger as history and no longer holds. The status each gives its
 // target is what recall and `ledger --json` report.
-var closerKinds = map[string]string{
+var CloserKinds = map[string]string{
 	"commitment.close":   StatusClosed,
 	KindDone:             StatusClosed,
 	KindLearningInvalid:  StatusInvalidated,
@@ -85,14 +85,14 @@ func (r *Row) EffectiveKind() string {
 			Replaces string `json:"replaces_kind"`
 		}
 		if json.Unmarshal(r.Data, &d) == nil && d.Replaces != "" {
-			return canonicalKind(d.Replaces)
+			return CanonicalKind(d.Replaces)
 		}
 	}
-	return canonicalKind(r.Kind)
+	return CanonicalKind(r.Kind)
 }
 
 // canonicalKind maps a legacy protocol kind to the vault kind it stands for.
-func canonicalKind(k string) string {
+func CanonicalKind(k string) string {
 	if c, ok := legacyKinds[k]; ok {
 		return c
 	}
@@ -109,7 +109,7 @@ func (st *State) Status(r *Row) string {
 		return StatusSuperseded
 	case r.ClosedBy != "":
 		if c := st.lookup(r.ClosedBy); c != nil {
-			if s, ok := closerKinds[canonicalKind(c.Kind)]; ok {
+			if s, ok := CloserKinds[CanonicalKind(c.Kind)]; ok {
 				return s
 			}
 		}
@@ -141,7 +141,7 @@ type State struct {
 // unreadable lines are skipped; Verify is the place that reports them, and
 // the place that checks hashes: readers trust what writers checked.
 func (v *Vault) LoadState() (*State, error) {
-	return v.loadState(nil)
+	return v.LoadStateWith(nil)
 }
 
 // loadState folds the events whose line contains one of needles (nil keeps
@@ -151,7 +151,7 @@ func (v *Vault) LoadState() (*State, error) {
 // a whole segment for a few byte strings costs a fraction of decoding every
 // line, which is what makes looking up one node's or one session's rows
 // cheap on a large ledger.
-func (v *Vault) loadState(needles [][]byte) (*State, error) {
+func (v *Vault) LoadStateWith(needles [][]byte) (*State, error) {
 	return v.loadStateOf(needles, nil)
 }
 
@@ -163,7 +163,7 @@ func (v *Vault) loadStateOf(needles [][]byte, keep func(segCorrections) bool) (*
 	if needles == nil {
 		return v.loadAll()
 	}
-	segs, _, err := listSegments(v.Root)
+	segs, _, err := ListSegments(v.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +265,7 @@ func (v *Vault) loadStateOf(needles [][]byte, keep func(segCorrections) bool) (*
 
 // loadAll folds every event of the ledger.
 func (v *Vault) loadAll() (*State, error) {
-	segs, _, err := listSegments(v.Root)
+	segs, _, err := ListSegments(v.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -373,8 +373,8 @@ func (st *State) add(r *Row) {
 	}
 	st.Rows = append(st.Rows, r)
 	st.byID[r.ID] = r
-	kind := canonicalKind(r.Kind)
-	if !correctionKinds[kind] || len(r.Links) == 0 {
+	kind := CanonicalKind(r.Kind)
+	if !CorrectionKinds[kind] || len(r.Links) == 0 {
 		return
 	}
 	target := st.byID[r.Links[0]]
@@ -397,7 +397,7 @@ func (st *State) add(r *Row) {
 		}
 	case kind == "supersede" || kind == KindDecisionSuperseed:
 		target.SupersededBy = r.ID
-	case closerKinds[kind] != "":
+	case CloserKinds[kind] != "":
 		target.ClosedBy = r.ID
 	}
 }
@@ -417,7 +417,7 @@ type Filter struct {
 
 // Match reports whether r passes f.
 func (f Filter) Match(r *Row) bool {
-	if f.Kind != "" && r.Kind != f.Kind && r.EffectiveKind() != canonicalKind(f.Kind) {
+	if f.Kind != "" && r.Kind != f.Kind && r.EffectiveKind() != CanonicalKind(f.Kind) {
 		return false
 	}
 	if f.Thread != "" && r.Thread != f.Thread {
@@ -432,7 +432,7 @@ func (f Filter) Match(r *Row) bool {
 	if !f.Since.IsZero() && r.Time().Before(f.Since) {
 		return false
 	}
-	if f.Current && (!r.Holds() || correctionKinds[r.EffectiveKind()]) {
+	if f.Current && (!r.Holds() || CorrectionKinds[r.EffectiveKind()]) {
 		return false
 	}
 	return true

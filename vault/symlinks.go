@@ -180,7 +180,7 @@ func (v *Vault) withLinks(verify func() (*VerifyReport, error)) (*VerifyReport, 
 // checkNoLinksBelow refuses a link at the vault folder dir (an absolute
 // path), above it, or anywhere in it: for folders handed whole to code
 // that opens what is in them itself, the search index's library.
-func (v *Vault) checkNoLinksBelow(dir string) error {
+func (v *Vault) CheckNoLinksBelow(dir string) error {
 	if err := v.Files().Check(dir); err != nil {
 		return err
 	}
@@ -197,8 +197,8 @@ func (v *Vault) checkNoLinksBelow(dir string) error {
 }
 
 // openIndex is index.Open of the index part in dir, which holds no link.
-func (v *Vault) openIndex(dir string, readOnly bool, wait time.Duration) (*index.Index, error) {
-	if err := v.checkNoLinksBelow(dir); err != nil {
+func (v *Vault) OpenIndex(dir string, readOnly bool, wait time.Duration) (*index.Index, error) {
+	if err := v.CheckNoLinksBelow(dir); err != nil {
 		return nil, err
 	}
 	return index.Open(dir, readOnly, wait)
@@ -206,8 +206,8 @@ func (v *Vault) openIndex(dir string, readOnly bool, wait time.Duration) (*index
 
 // createIndex is index.Create in dir, which holds no link: Create empties
 // the folder first, which through a link would empty another.
-func (v *Vault) createIndex(dir string) (*index.Index, error) {
-	if err := v.checkNoLinksBelow(dir); err != nil {
+func (v *Vault) CreateIndex(dir string) (*index.Index, error) {
+	if err := v.CheckNoLinksBelow(dir); err != nil {
 		return nil, err
 	}
 	return index.Create(dir)

@@ -6,40 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
-
-// outsideDir makes a folder beside the vault with one file in it, and
-// returns the folder and a check that the file is still there, unchanged,
-// and alone.
-func outsideDir(t *testing.T, v *Vault) (string, func()) {
-	t.Helper()
-	dir := filepath.Join(filepath.Dir(v.Root), "outside")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "keep"), []byte("outside\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dir, func() {
-		t.Helper()
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(entries) != 1 || entries[0].Name() != "keep" {
-			var names []string
-			for _, e := range entries {
-				names = append(names, e.Name())
-			}
-			t.Errorf("the outside folder now holds %v", names)
-		}
-		if data, err := os.ReadFile(filepath.Join(dir, "keep")); err != nil || string(data) != "outside\n" {
-			t.Errorf("the outside file: %q, %v", data, err)
-		}
-	}
-}
 
 func symlink(t *testing.T, target, link string) {
 	t.Helper()
@@ -60,7 +28,7 @@ func TestVerifyNamesEveryLink(t *testing.T) {
 	}
 	v := newVault(t)
 	remember(t, v, "a fact")
-	out, untouched := outsideDir(t, v)
+	out, untouched := vaulttest.OutsideDir(t, v.Root)
 	symlink(t, out, filepath.Join(v.Root, "threads", "project"))
 	symlink(t, filepath.Join(out, "keep"), filepath.Join(v.Root, ".state", "cache.bin"))
 	symlink(t, "ledger", filepath.Join(v.Root, "inside"))
@@ -87,48 +55,6 @@ func TestVerifyNamesEveryLink(t *testing.T) {
 	}
 	if rep.Events != 1 {
 		t.Errorf("verify checked %d events, want the ledger's 1", rep.Events)
-	}
-	untouched()
-}
-
-// TestSearchIndexNeverThroughALink: an .index folder that is a link to an
-// outside folder is neither emptied nor filled by a rebuild (the index's
-// library empties the folder it creates an index in), and recall still
-// answers from the files.
-func TestSearchIndexNeverThroughALink(t *testing.T) {
-	v := newVault(t)
-	remember(t, v, "the osprey migration")
-	out, untouched := outsideDir(t, v)
-	if err := os.RemoveAll(filepath.Join(v.Root, IndexDir)); err != nil {
-		t.Fatal(err)
-	}
-	symlink(t, out, filepath.Join(v.Root, IndexDir))
-	if _, err := v.Reindex(nil); !fileio.IsLink(err) {
-		t.Fatalf("reindex through a linked .index: %v", err)
-	}
-	res, err := v.Recall(RecallOptions{Query: "osprey"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Hits) == 0 {
-		t.Error("recall found nothing without its index")
-	}
-	untouched()
-
-	// A link inside the index's folder is refused too.
-	if err := os.Remove(filepath.Join(v.Root, IndexDir)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := v.Reindex(nil); err != nil {
-		t.Fatal(err)
-	}
-	part := v.partDir(indexParts[0])
-	symlink(t, filepath.Join(out, "keep"), filepath.Join(part, "planted"))
-	if err := v.checkNoLinksBelow(part); !fileio.IsLink(err) {
-		t.Fatalf("a link inside an index part: %v", err)
-	}
-	if _, err := v.Reindex(nil); !fileio.IsLink(err) {
-		t.Fatalf("reindex over a link inside a part: %v", err)
 	}
 	untouched()
 }

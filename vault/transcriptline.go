@@ -95,7 +95,7 @@ func encodeTranscriptLine(m StoredMessage) ([]byte, error) {
 
 // decodeTranscriptLine decodes one line of either shape, with or without
 // its newline.
-func decodeTranscriptLine(line []byte) (StoredMessage, error) {
+func DecodeTranscriptLine(line []byte) (StoredMessage, error) {
 	var l storedLine
 	if err := json.Unmarshal(line, &l); err != nil {
 		return StoredMessage{}, err

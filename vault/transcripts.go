@@ -76,7 +76,7 @@ func sessionFileName(key string) string {
 
 // decodeSessionFileName reverses sessionFileName for names that were not
 // cut; cut names decode to themselves (the key is in each message anyway).
-func decodeSessionFileName(name string) string {
+func DecodeSessionFileName(name string) string {
 	if strings.Contains(name, "~") {
 		return name
 	}
@@ -175,7 +175,7 @@ func (v *Vault) transcriptTail(t TranscriptRef) (transcriptTail, error) {
 		if k := bytes.LastIndexByte(body, '\n'); k >= 0 {
 			body = body[:k]
 			line := body[bytes.LastIndexByte(body, '\n')+1:]
-			if m, err := decodeTranscriptLine(line); err == nil {
+			if m, err := DecodeTranscriptLine(line); err == nil {
 				tt.last = m.N
 				return tt, nil
 			}
@@ -269,7 +269,7 @@ func (v *Vault) readPart(t TranscriptRef, part, from, to int, fn func(StoredMess
 		if err != nil {
 			return fault.IO("read "+t.part(part).String(), err)
 		}
-		m, err := decodeTranscriptLine(line)
+		m, err := DecodeTranscriptLine(line)
 		if err != nil {
 			continue
 		}
@@ -324,7 +324,7 @@ func (v *Vault) Sessions() ([]SessionInfo, error) {
 				continue
 			}
 			seen[base] = true
-			t := TranscriptRef{Agent: a.Name(), Session: decodeSessionFileName(base)}
+			t := TranscriptRef{Agent: a.Name(), Session: DecodeSessionFileName(base)}
 			info, err := v.sessionInfo(t)
 			if err != nil {
 				return nil, err
@@ -496,7 +496,7 @@ func (v *Vault) readFrom(t TranscriptRef, p partPos, fn func(m StoredMessage, en
 					return fault.IO("read "+t.part(part).String(), err)
 				}
 				off += int64(len(line))
-				m, err := decodeTranscriptLine(line)
+				m, err := DecodeTranscriptLine(line)
 				if err != nil {
 					continue
 				}
@@ -536,7 +536,7 @@ func (v *Vault) idEndingAt(t TranscriptRef, p partPos) string {
 		if i < 0 && start > 0 {
 			continue // the line is longer than the window
 		}
-		m, err := decodeTranscriptLine(body[i+1:])
+		m, err := DecodeTranscriptLine(body[i+1:])
 		if err != nil {
 			return ""
 		}

@@ -272,7 +272,7 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	defer release()
 	v.Repo.Refresh() // a gc may have packed objects since the repository was opened
 
-	segs, _, err := listSegments(v.Root)
+	segs, _, err := ListSegments(v.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -379,7 +379,7 @@ func (v *Vault) registerDriverOnce() {
 	if v.Binary == "" {
 		return
 	}
-	if _, err := v.Files().Stat(stateFilePath(v.Root, verifiedFile)); err == nil {
+	if _, err := v.Files().Stat(StateFilePath(v.Root, verifiedFile)); err == nil {
 		return
 	}
 	_, _ = RegisterMergeDrivers(v.Root, v.Binary)
@@ -480,7 +480,7 @@ func (tx *Tx) seal(tail *tailState, rollback *undo) ([]*gitrepo.Change, []verifi
 	var changes []*gitrepo.Change
 	var stamps []verifiedStamp
 	appendLines := func(seg segment, lines []byte, tip string) error {
-		c, err := tx.appendChange(seg.rel(), lines, rollback)
+		c, err := tx.appendChange(seg.Rel(), lines, rollback)
 		if err != nil {
 			return err
 		}
@@ -607,7 +607,7 @@ func (tx *Tx) prepareSegment(tail *tailState, rollback *undo) (segment, string, 
 func (tx *Tx) repairTorn(tail *tailState) error {
 	v := tx.v
 	if len(tail.torn) > 0 {
-		p := v.Abs(tail.seg.rel())
+		p := v.Abs(tail.seg.Rel())
 		if ev, ok, err := ParseLine(tail.torn); err == nil && ok && ev.Prev == tail.tip && len(tail.tips) < 2 {
 			// The crash came after the whole event was written but before its
 			// newline: the event is sound, so finish the line.

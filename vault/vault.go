@@ -130,7 +130,7 @@ type Vault struct {
 	Clock  func() time.Time // nil: time.Now; tests move time forward
 	// recallStep bounds what a recall indexes before it searches; 0 is
 	// recallCatchUpBytes (tests set less, to see the bound in fewer bytes).
-	recallStep int64
+	RecallStep int64
 	// jobStamps names the jobs this vault queues (jobs.go).
 	jobStamps jobStamps
 	// Binary is the memvault executable git's merge driver runs. When set

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault/gitrepo"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
@@ -184,7 +185,7 @@ func TestSegmentsRollBySizeAndDay(t *testing.T) {
 	for i := range 40 {
 		remember(t, v, fmt.Sprintf("event number %d with some padding text to fill segments", i))
 	}
-	segs, strays, err := listSegments(v.Root)
+	segs, strays, err := ListSegments(v.Root)
 	if err != nil || len(strays) > 0 {
 		t.Fatal(err, strays)
 	}
@@ -194,7 +195,7 @@ func TestSegmentsRollBySizeAndDay(t *testing.T) {
 	var days = map[int]bool{}
 	for i, s := range segs {
 		days[s.D] = true
-		info, err := os.Stat(v.Abs(s.rel()))
+		info, err := os.Stat(v.Abs(s.Rel()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +227,7 @@ func TestClockGoingBackwards(t *testing.T) {
 	remember(t, v, "today")
 	now = now.AddDate(0, 0, -3)
 	remember(t, v, "three days ago, says the clock")
-	segs, _, _ := listSegments(v.Root)
+	segs, _, _ := ListSegments(v.Root)
 	if len(segs) != 1 {
 		t.Fatalf("segments: %v", segs)
 	}
@@ -238,8 +239,8 @@ func TestClockGoingBackwards(t *testing.T) {
 func TestTornLineWithWholeEventIsCompleted(t *testing.T) {
 	v := newVault(t)
 	remember(t, v, "one")
-	segs, _, _ := listSegments(v.Root)
-	p := v.Abs(segs[0].rel())
+	segs, _, _ := ListSegments(v.Root)
+	p := v.Abs(segs[0].Rel())
 	before, _ := os.ReadFile(p)
 	ev2 := remember(t, v, "two")
 	after, _ := os.ReadFile(p)
@@ -266,8 +267,8 @@ func TestWritersRefuseTamperedLedger(t *testing.T) {
 	v := newVault(t)
 	remember(t, v, "one")
 	remember(t, v, "two")
-	segs, _, _ := listSegments(v.Root)
-	p := v.Abs(segs[0].rel())
+	segs, _, _ := ListSegments(v.Root)
+	p := v.Abs(segs[0].Rel())
 	data, _ := os.ReadFile(p)
 	tampered := bytes.Replace(data, []byte(`"text":"one"`), []byte(`"text":"One"`), 1)
 	time.Sleep(10 * time.Millisecond) // a new mtime
@@ -393,7 +394,7 @@ func TestVerifyReportsBadLinks(t *testing.T) {
 			t.Errorf("problem %d: %q, want %q…", i, got[i], want[i])
 		}
 	}
-	if segs, _, _ := listSegments(v.Root); rep.Problems[1].File == segs[0].String() {
+	if segs, _, _ := ListSegments(v.Root); rep.Problems[1].File == segs[0].String() {
 		t.Fatalf("the duplicate should be in a later segment than the first: %+v", rep.Problems[1])
 	}
 	if !strings.Contains(got[1], segmentsFirst(t, v)+":1") {
@@ -402,7 +403,7 @@ func TestVerifyReportsBadLinks(t *testing.T) {
 }
 
 func segmentsFirst(t *testing.T, v *Vault) string {
-	segs, _, err := listSegments(v.Root)
+	segs, _, err := ListSegments(v.Root)
 	if err != nil || len(segs) == 0 {
 		t.Fatal(segs, err)
 	}
@@ -454,4 +455,16 @@ func TestIndexCatchesUpAfterAKill(t *testing.T) {
 		t.Fatal("the record of pending paths should be gone once the index caught up")
 	}
 	git("fsck", "--strict")
+}
+
+func appendMessage(t *testing.T, v *Vault, session, text string) {
+	t.Helper()
+	_, err := v.Update(TxOptions{NoCommit: true}, func(tx *Tx) error {
+		_, _, err := tx.AppendText(TranscriptRef{Agent: v.Config.Agent, Session: session},
+			[]transcript.Message{{Role: transcript.RoleUser, Text: text}})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

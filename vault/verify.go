@@ -213,7 +213,7 @@ func (v *Vault) Verify() (*VerifyReport, error) { return v.withLinks(v.verifyDis
 
 // verifyDisk is Verify of the ledger in the work tree.
 func (v *Vault) verifyDisk() (*VerifyReport, error) {
-	segs, strays, err := listSegments(v.Root)
+	segs, strays, err := ListSegments(v.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -407,7 +407,7 @@ func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) (
 				_ = jsonUnmarshal(ev.Data, &d)
 				nodes.check(problemAt(here, ev.ID), ev.Links[0], d.Path)
 			}
-			if ck := canonicalKind(ev.Kind); correctionKinds[ck] {
+			if ck := CanonicalKind(ev.Kind); CorrectionKinds[ck] {
 				if len(ev.Links) == 0 && ck != KindDone { // a done that closes nothing is an accomplishment
 					p := problemAt(here, ev.ID)
 					p.Msg = ev.Kind + " names no event in links"

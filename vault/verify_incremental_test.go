@@ -20,7 +20,7 @@ func stampedVault(t *testing.T, n int) *Vault {
 	for i := range n {
 		remember(t, v, fmt.Sprintf("row %d", i))
 	}
-	if segs, _, _ := listSegments(v.Root); len(segs) < 3 {
+	if segs, _, _ := ListSegments(v.Root); len(segs) < 3 {
 		t.Fatalf("want several segments, have %d", len(segs))
 	}
 	mustVerify(t, v)
@@ -35,8 +35,8 @@ func stampedVault(t *testing.T, n int) *Vault {
 // inode (touch -d back).
 func flipBack(t *testing.T, v *Vault) string {
 	t.Helper()
-	segs, _, _ := listSegments(v.Root)
-	p := v.Abs(segs[0].rel())
+	segs, _, _ := ListSegments(v.Root)
+	p := v.Abs(segs[0].Rel())
 	info, err := os.Stat(p)
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func TestVerifyIncrementalFindsAnEditUnderTheSameStat(t *testing.T) {
 // with its bytes edited.
 func TestVerifyForgedStampsVouchForNothing(t *testing.T) {
 	v := stampedVault(t, 5)
-	stampPath := stateFilePath(v.Root, verifiedFile)
+	stampPath := StateFilePath(v.Root, verifiedFile)
 	before, err := os.ReadFile(stampPath)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestVerifyForgedStampsVouchForNothing(t *testing.T) {
 
 	// stamps that match the damaged files, signed with a key not the clone's
 	forged := verifiedCache{stamps: old.stamps}
-	segs, _, _ := listSegments(v.Root)
+	segs, _, _ := ListSegments(v.Root)
 	for i, s := range segs {
 		cur, err := v.verifiedStampOf(s)
 		if err != nil {
@@ -139,7 +139,7 @@ func TestVerifyForgedStampsVouchForNothing(t *testing.T) {
 		forged.stamps[i].segStamp, forged.stamps[i].Ctime = cur.segStamp, cur.Ctime
 		forged.stamps[i].Tip = old.stamps[i].Tip
 	}
-	writeStateFile(v.Root, verifiedFile, verifiedVersion, func(e *encoder) {
+	writeStateFile(v.Root, verifiedFile, verifiedVersion, func(e *Encoder) {
 		encodeVerified(e, forged)
 		e.str(signVerified(make([]byte, 32), forged))
 	})
@@ -149,7 +149,7 @@ func TestVerifyForgedStampsVouchForNothing(t *testing.T) {
 	// incremental check trusts (docs/specs/STORAGE.md); a byte of the file
 	// changed then, the signature fails again
 	key := v.stampKey(false)
-	writeStateFile(v.Root, verifiedFile, verifiedVersion, func(e *encoder) {
+	writeStateFile(v.Root, verifiedFile, verifiedVersion, func(e *Encoder) {
 		encodeVerified(e, forged)
 		e.str(signVerified(key, forged))
 	})
@@ -184,9 +184,9 @@ func TestVerifyIncrementalFollowsHEAD(t *testing.T) {
 	}
 	v := stampedVault(t, 4)
 	g := vaulttest.Git{Dir: v.Root, Env: vaulttest.Sandbox(t.TempDir())}
-	segs, _, _ := listSegments(v.Root)
+	segs, _, _ := ListSegments(v.Root)
 	first := segs[0].String()
-	data, _ := os.ReadFile(v.Abs(segs[0].rel()))
+	data, _ := os.ReadFile(v.Abs(segs[0].Rel()))
 	// the first event with another text, its hash recomputed: a sound line
 	firstLine, rest, _ := bytes.Cut(data, []byte("\n"))
 	ev, ok, err := ParseLine(firstLine)

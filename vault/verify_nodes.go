@@ -89,7 +89,7 @@ func (v *Vault) verifyNode(at Problem, id, rel string) []Problem {
 	if err != nil {
 		return fail("node " + id + ": " + rel + " is missing")
 	}
-	n, err := parseNode(data, true)
+	n, err := ParseNode(data, true)
 	switch {
 	case err != nil:
 		return fail("node " + rel + ": " + err.Error())

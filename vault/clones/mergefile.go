@@ -10,9 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/memvault/memvault/vault"
-
 	"github.com/memvault/memvault/merge"
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
 )

@@ -8,9 +8,8 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/vault"
-	"github.com/memvault/memvault/vault/vaulttest"
-
 	"github.com/memvault/memvault/vault/fileio"
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 // TestMergeDriverRefusesLinks: git's three copies are read without

@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault"
-
-	"github.com/go-git/go-git/v5/plumbing"
-
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/gitrepo"
+	"github.com/memvault/memvault/vault/recall"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // Sync engines: auto is the git binary where it is on the PATH, else
@@ -321,7 +321,7 @@ func syncReindex(v *vault.Vault, paths []string, rep *SyncReport) error {
 	}
 	for _, p := range paths {
 		if strings.HasPrefix(p, "ledger/") || strings.HasPrefix(p, "transcripts/") || strings.HasPrefix(p, "nodes/") {
-			if _, err := v.Reindex(nil); err != nil {
+			if _, err := recall.Reindex(v, nil); err != nil {
 				return err
 			}
 			rep.Reindexed = true

@@ -8,7 +8,6 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
-
 	"github.com/memvault/memvault/vault/vaulttest"
 )
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
 )
 
@@ -48,4 +49,18 @@ func MustVerify(t testing.TB, v *vault.Vault) *vault.VerifyReport {
 		t.Fatalf("verify failed: %v", rep.Problems)
 	}
 	return rep
+}
+
+// AppendMessage writes text as a user's message of session to the vault's
+// transcripts, durably and without a commit, as a prompt hook does.
+func AppendMessage(t testing.TB, v *vault.Vault, session, text string) {
+	t.Helper()
+	_, err := v.Update(vault.TxOptions{NoCommit: true}, func(tx *vault.Tx) error {
+		_, _, err := tx.AppendText(vault.TranscriptRef{Agent: v.Config.Agent, Session: session},
+			[]transcript.Message{{Role: transcript.RoleUser, Text: text}})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -138,3 +138,42 @@ func Symlink(t testing.TB, target, link string) {
 		t.Fatal(err)
 	}
 }
+
+// OutsideDir makes a folder beside the vault at root with one file in it, and
+// returns the folder and a check that the file is still there, unchanged,
+// and alone.
+func OutsideDir(t testing.TB, root string) (string, func()) {
+	t.Helper()
+	dir := filepath.Join(filepath.Dir(root), "outside")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "keep"), []byte("outside\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, func() {
+		t.Helper()
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 1 || entries[0].Name() != "keep" {
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			t.Errorf("the outside folder now holds %v", names)
+		}
+		if data, err := os.ReadFile(filepath.Join(dir, "keep")); err != nil || string(data) != "outside\n" {
+			t.Errorf("the outside file: %q, %v", data, err)
+		}
+	}
+}
+
+// OldTranscript is a transcript as memvault wrote it before the compact
+// shape: HTML characters escaped, the source an object, a tool result's
+// output stored twice. Its bytes must stay readable forever.
+const OldTranscript = `{"n":1,"id":"u1","ts":"2025-01-07T21:23:00Z","role":"user","speaker":"user","text":"why does a \u003c b \u0026\u0026 OLDZEBRA fail?","src":{"format":"claude-code","line":1,"offset":0}}
+{"n":2,"id":"a1","ts":"2025-01-07T21:23:05.5+01:00","role":"tool","speaker":"Bash","text":"go test ./...","tool":{"name":"Bash","call_id":"c1","input":{"command":"go test ./..."}},"src":{"format":"claude-code","line":2,"offset":310,"type":"assistant/tool_use"}}
+{"n":3,"id":"r1","role":"tool","text":"FAIL OLDQUOKKA","tool":{"call_id":"c1","output":"FAIL OLDQUOKKA","error":true},"src":{"format":"claude-code","line":3,"offset":702,"type":"user/tool_result"}}
+`

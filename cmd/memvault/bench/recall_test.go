@@ -40,6 +40,7 @@ import (
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/recall"
 )
 
 const (
@@ -903,7 +904,7 @@ func TestRecallScaleProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.Reindex(nil); err != nil {
+	if _, err := recall.Reindex(v, nil); err != nil {
 		t.Fatal(err)
 	}
 	if os.Getenv("MEMVAULT_BENCH_PROFILE_TAIL") != "" {
@@ -915,7 +916,7 @@ func TestRecallScaleProfile(t *testing.T) {
 	}
 	queries := scaleQueries()
 	recall := func(q string) {
-		if _, err := v.Recall(vault.RecallOptions{Query: q, Agent: v.Config.Agent, AllThreads: true, Limit: 10}); err != nil {
+		if _, err := recall.Recall(v, recall.RecallOptions{Query: q, Agent: v.Config.Agent, AllThreads: true, Limit: 10}); err != nil {
 			t.Fatalf("recall %q: %v", q, err)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/recall"
 )
 
 // suiteSpec is one size of vault.
@@ -178,7 +179,7 @@ func suiteGenerate(tb testing.TB, spec suiteSpec, root, corpus string) suiteVaul
 	cw.close(tb)
 	d.Spec, d.Threads = spec.Name, spec.Threads
 	// Derived state a vault in use has: the index, the heads, the caches.
-	if _, err := v.Reindex(nil); err != nil {
+	if _, err := recall.Reindex(v, nil); err != nil {
 		tb.Fatal(err)
 	}
 	if _, err := v.Refresh(vault.RefreshOptions{Trigger: "render", Memory: true, AllThreads: true}); err != nil {

@@ -8,13 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memvault/memvault/vault/clones"
-
-	ucli "github.com/urfave/cli/v2"
-
 	"github.com/memvault/memvault/hooks"
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/clones"
+	"github.com/memvault/memvault/vault/recall"
+
+	ucli "github.com/urfave/cli/v2"
 )
 
 // The help memvault prints itself: `memvault help [--all] [COMMAND…]`,
@@ -60,7 +60,7 @@ func closedValues() map[string][]string {
 	return map[string][]string{
 		"remember --kind":            vault.RememberKinds,
 		"nodes --kind":               vault.NodeKinds,
-		"recall --tier":              vault.Tiers,
+		"recall --tier":              recall.Tiers,
 		"goal --phase":               vault.Phases,
 		"condense --period":          vault.CondensePeriods,
 		"transcript append --role":   roles,

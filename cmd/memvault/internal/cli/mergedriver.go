@@ -8,10 +8,9 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/vault/clones"
+	"github.com/memvault/memvault/vault/fileio"
 
 	ucli "github.com/urfave/cli/v2"
-
-	"github.com/memvault/memvault/vault/fileio"
 )
 
 type mergeDriverOptions struct {

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"time"
 
-	ucli "github.com/urfave/cli/v2"
-
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/recall"
+
+	ucli "github.com/urfave/cli/v2"
 )
 
 type recallOptions struct {
-	lib  vault.RecallOptions
+	lib  recall.RecallOptions
 	json bool
 }
 
@@ -48,14 +49,14 @@ func newRecallOptions(c *ucli.Context, v *vault.Vault) (recallOptions, error) {
 	if c.Int("limit") < 1 {
 		return recallOptions{}, usagef("recall: --limit must be 1 or more: a search returns its best hits per tier")
 	}
-	if err := checkChoice("recall", "tier", c.String("tier"), vault.Tiers); err != nil {
+	if err := checkChoice("recall", "tier", c.String("tier"), recall.Tiers); err != nil {
 		return recallOptions{}, err
 	}
 	query, err := textArg(c, "recall")
 	if err != nil {
 		return recallOptions{}, err
 	}
-	opts := recallOptions{json: c.Bool("json"), lib: vault.RecallOptions{Query: query, Agent: agent,
+	opts := recallOptions{json: c.Bool("json"), lib: recall.RecallOptions{Query: query, Agent: agent,
 		Thread: c.String("thread"), Session: c.String("session"), AllThreads: c.Bool("all-threads"),
 		Tier: c.String("tier"), Limit: c.Int("limit"), History: c.Bool("history"), Explain: c.Bool("explain")}}
 	if c.Bool("all-threads") {
@@ -82,7 +83,7 @@ func runRecall(c *ucli.Context, v *vault.Vault) error {
 	if err != nil {
 		return err
 	}
-	res, err := v.Recall(opts.lib)
+	res, err := recall.Recall(v, opts.lib)
 	if err != nil {
 		return err
 	}
@@ -107,7 +108,7 @@ func runRecall(c *ucli.Context, v *vault.Vault) error {
 }
 
 // printHits writes the hits under a line per tier.
-func printHits(w io.Writer, hits []vault.Hit) {
+func printHits(w io.Writer, hits []recall.Hit) {
 	tier := ""
 	for _, h := range hits {
 		if h.Tier != tier {
@@ -134,7 +135,7 @@ func printHits(w io.Writer, hits []vault.Hit) {
 }
 
 // explainHit says in one line what a hit's score is made of.
-func explainHit(h vault.Hit) string {
+func explainHit(h recall.Hit) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "score %.3f = text %.3f", h.Score, h.Why.Text)
 	if len(h.Why.Terms) > 0 {

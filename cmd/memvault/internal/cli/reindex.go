@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/memvault/memvault/vault/recall"
+
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -29,7 +31,7 @@ func runReindex(c *ucli.Context) error {
 	opts := reindexOptions{json: c.Bool("json")}
 	stop := startProgress(c, v, opts.json)
 	defer stop()
-	rep, err := v.Reindex(nil)
+	rep, err := recall.Reindex(v, nil)
 	stop()
 	if err != nil {
 		return err

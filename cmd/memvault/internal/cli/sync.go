@@ -4,11 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/clones"
 
 	ucli "github.com/urfave/cli/v2"
-
-	"github.com/memvault/memvault/vault"
 )
 
 type syncOptions struct {

@@ -8,10 +8,11 @@ import (
 	"sort"
 	"strings"
 
-	ucli "github.com/urfave/cli/v2"
-
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/recall"
+
+	ucli "github.com/urfave/cli/v2"
 )
 
 var (
@@ -205,7 +206,7 @@ func runTranscriptImport(c *ucli.Context) error {
 	}
 	if rep.Added > 0 {
 		// Best effort: recall finds the text either way, from the files.
-		_, _ = v.CatchUpIndex(0)
+		_, _ = recall.CatchUpIndex(v, 0)
 	}
 	stop()
 	gcAdvice(c, v)

@@ -1,4 +1,4 @@
-package vault
+package recall
 
 // The files the index is built from (ledger segments, transcript parts,
 // nodes, heads), what changed in them past the index's watermarks, and the
@@ -12,41 +12,34 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/index"
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 )
 
 // indexSource is one file the index covers.
-type indexSource struct {
-	rel  string
-	kind byte // 'm' transcript part, 'r' ledger segment, 'n' node, 'd' node folder mark, 'h' head file
-	// size is the file's size; for a 'd' mark or an 'h' head, its mtime in
-	// nanoseconds, as the watermark to compare.
-	size int64
-}
-
 // indexSourcesOf lists every file of the given kinds ('r' ledger segments,
 // 'm' transcript parts, 'n' nodes), with its size.
-func (v *Vault) indexSourcesOf(kinds string) ([]indexSource, error) {
-	var out []indexSource
+func indexSourcesOf(v *vault.Vault, kinds string) ([]vault.IndexSource, error) {
+	var out []vault.IndexSource
 	for _, k := range kinds {
-		var got []indexSource
+		var got []vault.IndexSource
 		var err error
 		switch k {
 		case 'r':
-			got, err = v.segmentSources()
+			got, err = segmentSources(v)
 		case 'm':
-			got, err = v.transcriptSources()
+			got, err = transcriptSources(v)
 		case 'n':
-			got, err = v.nodeSources(nil)
+			got, err = nodeSources(v, nil)
 		case 'h':
-			got, err = v.headSources()
+			got, err = headSources(v)
 		}
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, got...)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
+	sort.Slice(out, func(i, j int) bool { return out[i].Rel < out[j].Rel })
 	return out, nil
 }
 
@@ -54,53 +47,53 @@ func (v *Vault) indexSourcesOf(kinds string) ([]indexSource, error) {
 // the journal names) that may hold text past the index's watermarks marks:
 // for the lineage every ledger segment (a few hundred at most) and the nodes
 // of the month folders that changed; for the heads, every head.
-func (v *Vault) changedSources(p indexPart, marks map[string]int64) ([]indexSource, error) {
-	if p == headsPart {
-		return v.headSources()
+func changedSources(v *vault.Vault, p vault.IndexPart, marks map[string]int64) ([]vault.IndexSource, error) {
+	if p == vault.HeadsPart {
+		return headSources(v)
 	}
-	segs, err := v.segmentSources()
+	segs, err := segmentSources(v)
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := v.nodeSources(marks)
+	nodes, err := nodeSources(v, marks)
 	return append(segs, nodes...), err
 }
 
 // pastWatermarks lists what of part p may be past the watermarks of meta,
 // and the watermarks to read it from (see journalSources).
-func (v *Vault) pastWatermarks(p indexPart, meta index.Meta) ([]indexSource, map[string]int64, error) {
-	if p == transcriptPart {
-		sources, from, _ := v.journalSources(v.readJournal(meta.Journal), meta.Watermarks, false)
+func pastWatermarks(v *vault.Vault, p vault.IndexPart, meta index.Meta) ([]vault.IndexSource, map[string]int64, error) {
+	if p == vault.TranscriptPart {
+		sources, from, _ := v.JournalSources(v.ReadJournal(meta.Journal), meta.Watermarks, false)
 		return sources, from, nil
 	}
-	sources, err := v.changedSources(p, meta.Watermarks)
+	sources, err := changedSources(v, p, meta.Watermarks)
 	return sources, meta.Watermarks, err
 }
 
-func (v *Vault) segmentSources() ([]indexSource, error) {
-	segs, _, err := listSegments(v.Root)
+func segmentSources(v *vault.Vault) ([]vault.IndexSource, error) {
+	segs, _, err := vault.ListSegments(v.Root)
 	if err != nil {
 		return nil, err
 	}
-	var out []indexSource
+	var out []vault.IndexSource
 	for _, s := range segs {
-		info, err := v.Files().Stat(v.Abs(s.rel()))
+		info, err := v.Files().Stat(v.Abs(s.Rel()))
 		if err != nil {
 			return nil, fault.IO("stat "+s.String(), err)
 		}
-		out = append(out, indexSource{rel: s.String(), kind: 'r', size: info.Size()})
+		out = append(out, vault.IndexSource{Rel: s.String(), Kind: 'r', Size: info.Size()})
 	}
 	return out, nil
 }
 
-func (v *Vault) transcriptSources() ([]indexSource, error) {
+func transcriptSources(v *vault.Vault) ([]vault.IndexSource, error) {
 	agents, err := v.Files().ReadDir(filepath.Join(v.Root, "transcripts"))
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fault.IO("read transcripts", err)
 	}
-	var out []indexSource
+	var out []vault.IndexSource
 	for _, a := range agents {
-		if !a.IsDir() || CheckName("agent", a.Name()) != nil {
+		if !a.IsDir() || vault.CheckName("agent", a.Name()) != nil {
 			continue
 		}
 		files, err := v.Files().ReadDir(filepath.Join(v.Root, "transcripts", a.Name()))
@@ -115,7 +108,7 @@ func (v *Vault) transcriptSources() ([]indexSource, error) {
 			if err != nil {
 				continue
 			}
-			out = append(out, indexSource{rel: "transcripts/" + a.Name() + "/" + f.Name(), kind: 'm', size: info.Size()})
+			out = append(out, vault.IndexSource{Rel: "transcripts/" + a.Name() + "/" + f.Name(), Kind: 'm', Size: info.Size()})
 		}
 	}
 	return out, nil
@@ -127,20 +120,20 @@ func (v *Vault) transcriptSources() ([]indexSource, error) {
 // with or after them). A node is written once and a new one changes its
 // folder's mtime, so with marks (a usable index's watermarks) a folder
 // whose mtime the index recorded is not listed at all.
-func (v *Vault) nodeSources(marks map[string]int64) ([]indexSource, error) {
-	months, err := v.nodeMonthDirs()
+func nodeSources(v *vault.Vault, marks map[string]int64) ([]vault.IndexSource, error) {
+	months, err := v.NodeMonthDirs()
 	if err != nil {
 		return nil, err
 	}
-	var out []indexSource
+	var out []vault.IndexSource
 	for _, dir := range months {
 		p := filepath.Join(v.Root, filepath.FromSlash(dir))
 		info, err := v.Files().Stat(p)
 		if err != nil {
 			return nil, fault.IO("read "+dir, err)
 		}
-		mark := indexSource{rel: dir + "/" + dirMarkName, kind: 'd', size: info.ModTime().UnixNano()}
-		if marks != nil && marks[mark.rel] == mark.size {
+		mark := vault.IndexSource{Rel: dir + "/" + dirMarkName, Kind: 'd', Size: info.ModTime().UnixNano()}
+		if marks != nil && marks[mark.Rel] == mark.Size {
 			continue
 		}
 		entries, err := v.Files().ReadDir(p)
@@ -149,7 +142,7 @@ func (v *Vault) nodeSources(marks map[string]int64) ([]indexSource, error) {
 		}
 		for _, e := range entries {
 			if !e.IsDir() && strings.HasSuffix(e.Name(), ".md") && !strings.HasPrefix(e.Name(), ".") {
-				out = append(out, indexSource{rel: dir + "/" + e.Name(), kind: 'n', size: 1})
+				out = append(out, vault.IndexSource{Rel: dir + "/" + e.Name(), Kind: 'n', Size: 1})
 			}
 		}
 		out = append(out, mark)
@@ -158,28 +151,28 @@ func (v *Vault) nodeSources(marks map[string]int64) ([]indexSource, error) {
 }
 
 // pending is how many bytes of sources the index has not covered.
-func pending(sources []indexSource, marks map[string]int64) int64 {
+func pending(sources []vault.IndexSource, marks map[string]int64) int64 {
 	var n int64
 	for _, s := range sources {
-		if s.kind == 'd' || s.kind == 'h' {
+		if s.Kind == 'd' || s.Kind == 'h' {
 			// A node folder that changed is listed by every search until
 			// the index records it, and a changed head makes its index
 			// stale: either is worth a catch-up at once.
-			if s.size != marks[s.rel] {
+			if s.Size != marks[s.Rel] {
 				n += catchUpBytes + 1
 			}
 			continue
 		}
-		if s.size > marks[s.rel] {
-			n += s.size - marks[s.rel]
+		if s.Size > marks[s.Rel] {
+			n += s.Size - marks[s.Rel]
 		}
 	}
 	return n
 }
 
 // headSources lists MEMORY.md and the thread heads, each with its mtime.
-func (v *Vault) headSources() ([]indexSource, error) {
-	files := []string{MemoryHead}
+func headSources(v *vault.Vault) ([]vault.IndexSource, error) {
+	files := []string{vault.MemoryHead}
 	kinds, _ := v.Files().ReadDir(filepath.Join(v.Root, "threads"))
 	for _, k := range kinds {
 		if !k.IsDir() {
@@ -192,20 +185,20 @@ func (v *Vault) headSources() ([]indexSource, error) {
 			}
 		}
 	}
-	var out []indexSource
+	var out []vault.IndexSource
 	for _, rel := range files {
 		info, err := v.Files().Stat(filepath.Join(v.Root, filepath.FromSlash(rel)))
 		if err != nil {
 			continue
 		}
-		out = append(out, indexSource{rel: rel, kind: 'h', size: info.ModTime().UnixNano()})
+		out = append(out, vault.IndexSource{Rel: rel, Kind: 'h', Size: info.ModTime().UnixNano()})
 	}
 	return out, nil
 }
 
 // headFileDocs splits a head file into sections, one document each, for
 // the heads tier. Heads belong to every agent (index.AnyAgent).
-func (v *Vault) headFileDocs(rel string) []index.Doc {
+func headFileDocs(v *vault.Vault, rel string) []index.Doc {
 	data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
 	if err != nil {
 		return nil
@@ -257,7 +250,7 @@ func headSections(s string) []headSectionText {
 }
 
 // headSection returns section idx of a head file, its thread and line.
-func (v *Vault) headSection(rel string, idx int) (string, string, int, error) {
+func headSection(v *vault.Vault, rel string, idx int) (string, string, int, error) {
 	data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(rel)))
 	if err != nil {
 		return "", "", 0, nil

@@ -1,4 +1,4 @@
-package vault
+package recall
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memvault/memvault/index"
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 )
 
@@ -28,9 +29,6 @@ var Tiers = []string{TierStructured, TierHeads, TierTranscripts}
 
 // MaxQueryBytes bounds a recall query: a question, not a document.
 const MaxQueryBytes = 4096
-
-// indexDir is where the derived full-text index lives.
-const IndexDir = ".index"
 
 // RecallOptions describe one recall.
 type RecallOptions struct {
@@ -107,32 +105,32 @@ type RecallResult struct {
 // then transcripts, each ranked by relevance, within the agent's scope. It
 // never misses text written before it started: whatever the index has not
 // caught up with is searched from the files directly.
-func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
+func Recall(v *vault.Vault, opts RecallOptions) (*RecallResult, error) {
 	q := strings.TrimSpace(opts.Query)
 	switch {
 	case q == "":
-		return nil, fault.New(ErrInvalid, "recall: empty query")
+		return nil, fault.New(vault.ErrInvalid, "recall: empty query")
 	case len(q) > MaxQueryBytes:
-		e := fault.New(ErrInvalid, "recall: query of %d bytes is over the limit of %d", len(q), MaxQueryBytes)
+		e := fault.New(vault.ErrInvalid, "recall: query of %d bytes is over the limit of %d", len(q), MaxQueryBytes)
 		return nil, e.WithHint("ask with a few words; recall is a search, not a comparison of documents")
 	case !utf8.ValidString(q):
-		return nil, fault.New(ErrInvalid, "recall: query is not valid utf-8")
+		return nil, fault.New(vault.ErrInvalid, "recall: query is not valid utf-8")
 	}
 	if len(index.Analyze(q)) == 0 {
-		e := fault.New(ErrInvalid, "recall: the query has no searchable words, only stop words")
+		e := fault.New(vault.ErrInvalid, "recall: the query has no searchable words, only stop words")
 		return nil, e.WithHint("name the thing you are looking for")
 	}
-	if opts.Tier != "" && !contains(Tiers, opts.Tier) {
-		return nil, fault.New(ErrInvalid, "recall: tier %q: want one of %s", opts.Tier, strings.Join(Tiers, ", "))
+	if opts.Tier != "" && !vault.Contains(Tiers, opts.Tier) {
+		return nil, fault.New(vault.ErrInvalid, "recall: tier %q: want one of %s", opts.Tier, strings.Join(Tiers, ", "))
 	}
 	if opts.Limit <= 0 {
 		opts.Limit = 5
 	}
-	sc, err := v.loadScope()
+	sc, err := v.LoadScope()
 	if err != nil {
 		return nil, err
 	}
-	allowed, scopeList, dirThread, err := v.recallScope(sc, q, &opts)
+	allowed, scopeList, dirThread, err := recallScope(v, sc, q, &opts)
 	if err != nil {
 		return nil, err
 	}
@@ -140,18 +138,18 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 
 	kinds := ""
 	for tier, k := range map[string]string{TierStructured: "r", TierHeads: "n", TierTranscripts: "m"} {
-		if (opts.Tier == "" || opts.Tier == tier) && (len(opts.Tiers) == 0 || contains(opts.Tiers, tier)) {
+		if (opts.Tier == "" || opts.Tier == tier) && (len(opts.Tiers) == 0 || vault.Contains(opts.Tiers, tier)) {
 			kinds += k
 		}
 	}
-	set, err := v.searchIndexes(kinds, !opts.NoHeadFiles && strings.Contains(kinds, "n"))
+	set, err := searchIndexes(v, kinds, !opts.NoHeadFiles && strings.Contains(kinds, "n"))
 	if err != nil {
 		return nil, err
 	}
 	defer set.close()
 	res.Notes = append(res.Notes, set.notes...)
 
-	gone, err := v.rowStatuses()
+	gone, err := rowStatuses(v)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +171,7 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 		}
 	}()
 	for _, tier := range Tiers {
-		if opts.Tier != "" && tier != opts.Tier || len(opts.Tiers) > 0 && !contains(opts.Tiers, tier) {
+		if opts.Tier != "" && tier != opts.Tier || len(opts.Tiers) > 0 && !vault.Contains(opts.Tiers, tier) {
 			continue
 		}
 		want := max(opts.Limit*20, 200)
@@ -187,7 +185,7 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 			// Rows, heads and nodes carry their thread in the index: the
 			// scope is applied in the search, so the top hits are in scope.
 			// Messages take their session's threads, known only here.
-			iq.Threads = sortedKeys(allowed)
+			iq.Threads = vault.SortedKeys(allowed)
 		}
 		found, err := index.Search(indexes, iq)
 		if err != nil {
@@ -199,7 +197,7 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 		}
 		var hits []rankedHit
 		if tier == TierTranscripts {
-			hits = v.liftTranscriptHits(found, msgIDs)
+			hits = liftTranscriptHits(v, found, msgIDs)
 		} else {
 			for _, h := range found {
 				hits = append(hits, rankedHit{Hit: h, text: h.Score})
@@ -210,11 +208,11 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 			if n == opts.Limit {
 				break
 			}
-			hit, ok, err := v.resolveHit(h.Hit, tier, gone)
+			hit, ok, err := resolveHit(v, h.Hit, tier, gone)
 			if err != nil {
 				return nil, err
 			}
-			if !ok || !inTime(hit.TS, opts.Since, opts.Until) || hit.Status != "" && hit.Status != StatusActive && !opts.History {
+			if !ok || !inTime(hit.TS, opts.Since, opts.Until) || hit.Status != "" && hit.Status != vault.StatusActive && !opts.History {
 				continue
 			}
 			if hit.Tier == TierTranscripts && hit.Thread == "" {
@@ -222,7 +220,7 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 					hit.Thread = ts[0]
 				}
 			}
-			if !v.inScope(sc, hit, allowed) {
+			if !inScope(v, sc, hit, allowed) {
 				res.Excluded++
 				continue
 			}
@@ -257,15 +255,15 @@ func (v *Vault) Recall(opts RecallOptions) (*RecallResult, error) {
 // all threads with AllThreads; else the current thread, the threads linked
 // to it by a link event, and any thread whose alias the query names. It
 // returns the current thread too when it came from the working directory.
-func (v *Vault) recallScope(sc *Scope, q string, opts *RecallOptions) (allowed map[string]bool, scope []string, dirThread string, err error) {
+func recallScope(v *vault.Vault, sc *vault.Scope, q string, opts *RecallOptions) (allowed map[string]bool, scope []string, dirThread string, err error) {
 	if opts.Thread != "" {
-		th, err := ParseThread(opts.Thread)
+		th, err := vault.ParseThread(opts.Thread)
 		if err != nil {
 			return nil, nil, "", err
 		}
 		opts.Thread = th.String()
-		if !v.knowsThread(sc, th) {
-			e := fault.New(ErrNotFound, "recall: thread %q: unknown", opts.Thread)
+		if !v.KnowsThread(sc, th) {
+			e := fault.New(vault.ErrNotFound, "recall: thread %q: unknown", opts.Thread)
 			return nil, nil, "", e.WithHint("threads the ledger knows: %s", strings.Join(sc.Threads(), ", "))
 		}
 	} else if opts.Session != "" && !opts.AllThreads {
@@ -277,7 +275,7 @@ func (v *Vault) recallScope(sc *Scope, q string, opts *RecallOptions) (allowed m
 		return nil, []string{"*"}, "", nil
 	}
 	if opts.Thread == "" && opts.Dir != "" {
-		if t, known := v.workThread(sc, opts.Dir); known {
+		if t, known := v.WorkThreadIn(sc, opts.Dir); known {
 			opts.Thread, dirThread = t, t
 		}
 	}
@@ -290,28 +288,17 @@ func (v *Vault) recallScope(sc *Scope, q string, opts *RecallOptions) (allowed m
 	}
 	for key, t := range v.Config.Threads {
 		for _, a := range t.Aliases {
-			if mentionsAlias(q, a) {
+			if vault.MentionsAlias(q, a) {
 				allowed[key] = true
 			}
 		}
 	}
-	return allowed, sortedKeys(allowed), dirThread, nil
-}
-
-// knowsThread reports whether the vault has anything of a thread: a row of
-// it in the ledger, aliases in memvault.toml, or a head file.
-func (v *Vault) knowsThread(sc *Scope, t Thread) bool {
-	return sc.Known(t.String()) || v.Config.Threads[t.String()].Aliases != nil || v.headExists(t)
-}
-
-func (v *Vault) headExists(t Thread) bool {
-	_, err := v.Files().Stat(v.Abs(t.HeadPath()))
-	return err == nil
+	return allowed, vault.SortedKeys(allowed), dirThread, nil
 }
 
 // inScope applies the thread scope to a hit. A transcript message takes the
 // threads of its session; a session without a thread is global.
-func (v *Vault) inScope(sc *Scope, h Hit, allowed map[string]bool) bool {
+func inScope(v *vault.Vault, sc *vault.Scope, h Hit, allowed map[string]bool) bool {
 	if allowed == nil {
 		return true
 	}
@@ -346,23 +333,23 @@ func inTime(ts string, since, until time.Time) bool {
 // show what no longer holds. Its hits are left out (the structured tier
 // has the rows themselves); the view is loaded only when a head matches.
 type staleHeads struct {
-	vw     *headView
+	vw     *vault.HeadView
 	failed bool
 	seen   map[string]bool
 	left   []string
 }
 
-func (s *staleHeads) behind(v *Vault, head string) bool {
+func (s *staleHeads) behind(v *vault.Vault, head string) bool {
 	if s.vw == nil && !s.failed {
 		cfg, err := v.HeadsConfig()
 		if err == nil {
-			s.vw, err = v.headViewOf(cfg, false)
+			s.vw, err = v.HeadViewOf(cfg, false)
 		}
 		s.failed = err != nil
 	}
-	t, ok := targetOf(head)
-	if s.vw == nil || !ok || head == ContinuityHead || s.vw.heads[head] == nil || s.vw.heads[head].LastRendered == nil ||
-		!s.vw.stale(head, t.thread) {
+	t, ok := vault.TargetOf(head)
+	if s.vw == nil || !ok || head == vault.ContinuityHead || s.vw.Heads[head] == nil || s.vw.Heads[head].LastRendered == nil ||
+		!s.vw.Stale(head, t.Thread) {
 		return false // a file never rendered is all hand-written: nothing in it lags
 	}
 	if s.seen == nil {
@@ -385,36 +372,36 @@ type rowStatus struct {
 // say: retracted, superseded, or closed by a done, a commitment's close,
 // an invalidation or an archiving. A retracted correction does not count.
 // Only correction events are read, from the derived list of corrections.
-func (v *Vault) rowStatuses() (map[string]rowStatus, error) {
-	segs, err := v.correctionRows()
+func rowStatuses(v *vault.Vault) (map[string]rowStatus, error) {
+	segs, err := v.CorrectionRows()
 	if err != nil {
 		return nil, err
 	}
-	var rows []correction
+	var rows []vault.Correction
 	for _, sr := range segs {
 		rows = append(rows, sr.Rows...)
 	}
 	retracted := map[string]string{}
 	for _, c := range rows {
-		if canonicalKind(c.Kind) == "retract" && c.Link != "" {
+		if vault.CanonicalKind(c.Kind) == "retract" && c.Link != "" {
 			retracted[c.Link] = c.ID
 		}
 	}
 	gone := map[string]rowStatus{}
 	for _, c := range rows { // in ledger order: a later correction wins, as in State.add
-		k := canonicalKind(c.Kind)
+		k := vault.CanonicalKind(c.Kind)
 		switch {
 		case c.Link == "" || k == "retract" || retracted[c.ID] != "":
-		case k == "supersede" || k == KindDecisionSuperseed:
-			gone[c.Link] = rowStatus{StatusSuperseded, c.ID}
-		case closerKinds[k] != "":
-			if s := gone[c.Link]; s.status != StatusSuperseded {
-				gone[c.Link] = rowStatus{closerKinds[k], c.ID}
+		case k == "supersede" || k == vault.KindDecisionSuperseed:
+			gone[c.Link] = rowStatus{vault.StatusSuperseded, c.ID}
+		case vault.CloserKinds[k] != "":
+			if s := gone[c.Link]; s.status != vault.StatusSuperseded {
+				gone[c.Link] = rowStatus{vault.CloserKinds[k], c.ID}
 			}
 		}
 	}
 	for id, by := range retracted {
-		gone[id] = rowStatus{StatusRetracted, by}
+		gone[id] = rowStatus{vault.StatusRetracted, by}
 	}
 	return gone, nil
 }
@@ -423,7 +410,7 @@ func (v *Vault) rowStatuses() (map[string]rowStatus, error) {
 // person or agent recorded, not the vault's own bookkeeping.
 func recallableKind(kind string) bool {
 	switch {
-	case kind == "retract", kind == "commitment.close", kind == KindDone, strings.HasPrefix(kind, "node."),
+	case kind == "retract", kind == "commitment.close", kind == vault.KindDone, strings.HasPrefix(kind, "node."),
 		strings.HasPrefix(kind, "learning."), strings.HasPrefix(kind, "decision."), strings.HasPrefix(kind, "continuity."),
 		strings.HasPrefix(kind, "transcript."), strings.HasPrefix(kind, "head."), strings.HasPrefix(kind, "session."):
 		return false
@@ -433,29 +420,29 @@ func recallableKind(kind string) bool {
 
 // resolveHit turns an index document id back into what it points at,
 // reading the one line or file it names.
-func (v *Vault) resolveHit(h index.Hit, tier string, gone map[string]rowStatus) (Hit, bool, error) {
+func resolveHit(v *vault.Vault, h index.Hit, tier string, gone map[string]rowStatus) (Hit, bool, error) {
 	kind, rest, _ := strings.Cut(h.ID, "|")
 	hit := Hit{Tier: tier, Score: h.Score}
 	switch kind {
 	case "r":
 		file, off := splitOffset(rest)
-		line, n, err := v.lineAt(file, off)
+		line, n, err := lineAt(v, file, off)
 		if err != nil || line == nil {
 			return hit, false, err
 		}
-		var ev Event
-		if json.Unmarshal(line, &ev) != nil || !recallableKind(canonicalKind(ev.Kind)) {
+		var ev vault.Event
+		if json.Unmarshal(line, &ev) != nil || !recallableKind(vault.CanonicalKind(ev.Kind)) {
 			return hit, false, nil
 		}
-		r := &Row{Event: &ev}
+		r := &vault.Row{Event: &ev}
 		hit.ID, hit.Kind, hit.Thread, hit.Agent, hit.Session, hit.TS = ev.ID, r.EffectiveKind(), ev.Thread, ev.Agent, ev.Session, ev.TS
-		hit.Status = StatusActive
+		hit.Status = vault.StatusActive
 		if g, ok := gone[ev.ID]; ok {
 			hit.Status = g.status
 			switch g.status {
-			case StatusRetracted:
+			case vault.StatusRetracted:
 				hit.RetractedBy = g.by
-			case StatusSuperseded:
+			case vault.StatusSuperseded:
 				hit.SupersededBy = g.by
 			default:
 				hit.ClosedBy = g.by
@@ -467,18 +454,18 @@ func (v *Vault) resolveHit(h index.Hit, tier string, gone map[string]rowStatus) 
 		if !ok {
 			return hit, false, nil
 		}
-		line, _, err := v.lineAt(file, off)
+		line, _, err := lineAt(v, file, off)
 		if err != nil || line == nil {
 			return hit, false, err
 		}
-		m, err := decodeTranscriptLine(line)
+		m, err := vault.DecodeTranscriptLine(line)
 		if err != nil {
 			return hit, false, nil
 		}
 		agent, session := transcriptOfPart(file)
 		hit.ID, hit.Kind, hit.Agent, hit.Session = m.ID, string(m.Role), agent, session
 		if !m.TS.IsZero() {
-			hit.TS = FormatTS(m.TS)
+			hit.TS = vault.FormatTS(m.TS)
 		}
 		hit.Source, hit.Text = HitSource{File: file, Line: m.N}, m.Text
 	case "n":
@@ -486,7 +473,7 @@ func (v *Vault) resolveHit(h index.Hit, tier string, gone map[string]rowStatus) 
 		if err != nil {
 			return hit, false, nil // gone since indexed
 		}
-		n, err := parseNode(data, false)
+		n, err := vault.ParseNode(data, false)
 		if err != nil {
 			return hit, false, nil
 		}
@@ -497,7 +484,7 @@ func (v *Vault) resolveHit(h index.Hit, tier string, gone map[string]rowStatus) 
 		hit.Source, hit.Text = HitSource{File: rest}, n.Body
 	case "h":
 		file, section := splitOffset(rest)
-		text, thread, line, err := v.headSection(file, int(section))
+		text, thread, line, err := headSection(v, file, int(section))
 		if err != nil || text == "" {
 			return hit, false, err
 		}
@@ -526,12 +513,12 @@ func transcriptOfPart(rel string) (agent, session string) {
 	}
 	name := strings.TrimSuffix(parts[2], ".jsonl")
 	base, _, _ := strings.Cut(name, ".")
-	return parts[1], decodeSessionFileName(base)
+	return parts[1], vault.DecodeSessionFileName(base)
 }
 
 // lineAt reads the complete line that starts at off in a vault file, and
 // its 1-based line number when cheap to know (ledger lines: counted).
-func (v *Vault) lineAt(rel string, off int64) ([]byte, int, error) {
+func lineAt(v *vault.Vault, rel string, off int64) ([]byte, int, error) {
 	f, err := v.Files().Open(filepath.Join(v.Root, filepath.FromSlash(rel)))
 	if err != nil {
 		return nil, 0, nil // gone since indexed; the index will catch up
@@ -554,13 +541,13 @@ func (v *Vault) lineAt(rel string, off int64) ([]byte, int, error) {
 // snippet cuts text around the first word of the query it contains, at most
 // about 240 characters, on one line.
 func snippet(text, q string) string {
-	text = oneLine(text)
+	text = vault.OneLine(text)
 	if utf8.RuneCountInString(text) <= 240 {
 		return text
 	}
 	lower := strings.ToLower(text)
 	at := -1
-	for _, w := range strings.FieldsFunc(strings.ToLower(q), notWordRune) {
+	for _, w := range strings.FieldsFunc(strings.ToLower(q), vault.NotWordRune) {
 		if len(w) < 3 {
 			continue
 		}
@@ -569,13 +556,13 @@ func snippet(text, q string) string {
 		}
 	}
 	if at < 0 {
-		return clip(text, 240)
+		return vault.Clip(text, 240)
 	}
 	start := max(0, at-80)
 	for start > 0 && !utf8.RuneStart(text[start]) {
 		start--
 	}
-	out := clip(text[start:], 240)
+	out := vault.Clip(text[start:], 240)
 	if start > 0 {
 		out = "…" + out
 	}

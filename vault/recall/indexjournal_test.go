@@ -1,4 +1,4 @@
-package vault
+package recall
 
 import (
 	"fmt"
@@ -11,12 +11,14 @@ import (
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/index"
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/testvault"
 )
 
 // indexedBytes is how many bytes of transcript the transcript index holds.
-func indexedBytes(t *testing.T, v *Vault) int64 {
+func indexedBytes(t *testing.T, v *vault.Vault) int64 {
 	t.Helper()
-	meta, err := index.ReadMeta(v.partDir(transcriptPart))
+	meta, err := index.ReadMeta(v.PartDir(vault.TranscriptPart))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,14 +30,14 @@ func indexedBytes(t *testing.T, v *Vault) int64 {
 }
 
 // appendMessages appends texts to a session in one transaction.
-func appendMessages(t testing.TB, v *Vault, session string, texts ...string) {
+func appendMessages(t testing.TB, v *vault.Vault, session string, texts ...string) {
 	t.Helper()
 	var msgs []transcript.Message
 	for _, s := range texts {
 		msgs = append(msgs, transcript.Message{Role: transcript.RoleUser, Text: s})
 	}
-	_, err := v.Update(TxOptions{NoCommit: true}, func(tx *Tx) error {
-		_, _, err := tx.AppendText(TranscriptRef{Agent: v.Config.Agent, Session: session}, msgs)
+	_, err := v.Update(vault.TxOptions{NoCommit: true}, func(tx *vault.Tx) error {
+		_, _, err := tx.AppendText(vault.TranscriptRef{Agent: v.Config.Agent, Session: session}, msgs)
 		return err
 	})
 	if err != nil {
@@ -47,23 +49,23 @@ func appendMessages(t testing.TB, v *Vault, session string, texts ...string) {
 // misses anything: it answers at once, with the text written just before,
 // and catches the index up under the index lock meanwhile.
 func TestRecallWhileVaultLocked(t *testing.T) {
-	v := newVault(t)
-	appendMessage(t, v, "s1", "the quokka gate opened early")
-	if _, err := v.Reindex(nil); err != nil {
+	v := testvault.New(t)
+	testvault.AppendMessage(t, v, "s1", "the quokka gate opened early")
+	if _, err := Reindex(v, nil); err != nil {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("filler words about nothing in particular ", 40)
 	n := 0
 	for ; int64(n*len(long)) <= 2*catchUpBytes; n++ {
-		appendMessage(t, v, fmt.Sprintf("bulk-%d", n%5), long+fmt.Sprintf("quokka %d", n))
+		testvault.AppendMessage(t, v, fmt.Sprintf("bulk-%d", n%5), long+fmt.Sprintf("quokka %d", n))
 	}
-	appendMessage(t, v, "s9", "one more quokka, written just before the lock was taken")
+	testvault.AppendMessage(t, v, "s9", "one more quokka, written just before the lock was taken")
 	before := indexedBytes(t, v)
 
 	held, free := make(chan struct{}), make(chan struct{})
 	done := make(chan error)
 	go func() {
-		_, err := v.Update(TxOptions{Command: "test holds the lock"}, func(*Tx) error {
+		_, err := v.Update(vault.TxOptions{Command: "test holds the lock"}, func(*vault.Tx) error {
 			close(held)
 			<-free
 			return nil
@@ -71,13 +73,13 @@ func TestRecallWhileVaultLocked(t *testing.T) {
 		done <- err
 	}()
 	<-held
-	if _, busy := ReadLease(v.Root); !busy {
+	if _, busy := vault.ReadLease(v.Root); !busy {
 		t.Fatal("the vault lock is not held")
 	}
 	start := time.Now()
 	got := recallIDs(t, v, "quokka")
 	took := time.Since(start)
-	if _, busy := ReadLease(v.Root); !busy {
+	if _, busy := vault.ReadLease(v.Root); !busy {
 		t.Fatal("the vault lock was released during the recall")
 	}
 	after := indexedBytes(t, v)
@@ -109,17 +111,17 @@ func TestRecallWhileVaultLocked(t *testing.T) {
 // time under -race; the code and the checks are those of the real bound.
 func TestRecallCatchUpIsBounded(t *testing.T) {
 	t.Parallel()
-	v := newVault(t)
-	if got := v.recallCatchUp(); got != recallCatchUpBytes {
+	v := testvault.New(t)
+	if got := recallCatchUp(v); got != recallCatchUpBytes {
 		t.Fatalf("a vault's recall catch-up bound is %d, want recallCatchUpBytes (%d)", got, recallCatchUpBytes)
 	}
 	const bound = recallCatchUpBytes / 4
 	if bound <= catchUpBytes {
 		t.Fatalf("the lowered bound %d must stay above catchUpBytes (%d)", bound, catchUpBytes)
 	}
-	v.recallStep = bound
-	appendMessage(t, v, "s0", "the numbat started here")
-	if _, err := v.Reindex(nil); err != nil {
+	v.RecallStep = bound
+	testvault.AppendMessage(t, v, "s0", "the numbat started here")
+	if _, err := Reindex(v, nil); err != nil {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("filler words about nothing in particular ", 100) // 4 KiB
@@ -155,15 +157,15 @@ func TestRecallCatchUpIsBounded(t *testing.T) {
 			break
 		}
 	}
-	if done, err := v.CatchUpIndex(0); !done || err != nil {
+	if done, err := CatchUpIndex(v, 0); !done || err != nil {
 		t.Fatalf("catch-up: %v %v", done, err)
 	}
-	ix, err := index.Open(v.partDir(transcriptPart), true, time.Second)
+	ix, err := index.Open(v.PartDir(vault.TranscriptPart), true, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ix.Close()
-	if sources, marks, err := v.pastWatermarks(transcriptPart, ix.Meta); err != nil || pending(sources, marks) != 0 {
+	if sources, marks, err := pastWatermarks(v, vault.TranscriptPart, ix.Meta); err != nil || pending(sources, marks) != 0 {
 		t.Fatalf("after CatchUpIndex, %d bytes pending (%v)", pending(sources, marks), err)
 	}
 }
@@ -173,9 +175,9 @@ func TestRecallCatchUpIsBounded(t *testing.T) {
 // alone once caught up.
 func TestJournalRacesCatchUp(t *testing.T) {
 	t.Parallel()
-	v := newVault(t)
-	appendMessage(t, v, "s0", "the index starts with one message")
-	if _, err := v.Reindex(nil); err != nil {
+	v := testvault.New(t)
+	testvault.AppendMessage(t, v, "s0", "the index starts with one message")
+	if _, err := Reindex(v, nil); err != nil {
 		t.Fatal(err)
 	}
 	const writes = 120
@@ -186,8 +188,8 @@ func TestJournalRacesCatchUp(t *testing.T) {
 		defer wg.Done()
 		defer close(stop)
 		for i := range writes {
-			_, err := v.Update(TxOptions{NoCommit: true}, func(tx *Tx) error {
-				_, _, err := tx.AppendText(TranscriptRef{Agent: v.Config.Agent, Session: fmt.Sprintf("race-%d", i%4)},
+			_, err := v.Update(vault.TxOptions{NoCommit: true}, func(tx *vault.Tx) error {
+				_, _, err := tx.AppendText(vault.TranscriptRef{Agent: v.Config.Agent, Session: fmt.Sprintf("race-%d", i%4)},
 					[]transcript.Message{{Role: transcript.RoleUser, Text: fmt.Sprintf("pangolin message %d", i)},
 						{Role: transcript.RoleAssistant, Text: fmt.Sprintf("pangolin reply %d", i)}})
 				return err
@@ -209,7 +211,7 @@ func TestJournalRacesCatchUp(t *testing.T) {
 			}
 			// A budget of one byte: a source at a time, so the mark
 			// often stops at a line whose text is not indexed yet.
-			if _, err := v.catchUpPart(transcriptPart, 1, false); err != nil && !IsBusy(err) {
+			if _, err := catchUpPart(v, vault.TranscriptPart, 1, false); err != nil && !vault.IsBusy(err) {
 				t.Error(err)
 				return
 			}
@@ -230,15 +232,15 @@ func TestJournalRacesCatchUp(t *testing.T) {
 	}
 	check("after the race")
 	for range 3 {
-		if _, err := v.catchUpPart(transcriptPart, 1, false); err != nil {
+		if _, err := catchUpPart(v, vault.TranscriptPart, 1, false); err != nil {
 			t.Fatal(err)
 		}
 	}
 	check("after more bounded catch-ups")
-	if done, err := v.CatchUpIndex(0); !done || err != nil {
+	if done, err := CatchUpIndex(v, 0); !done || err != nil {
 		t.Fatalf("catch-up: %v %v", done, err)
 	}
-	ix, err := index.Open(v.partDir(transcriptPart), true, time.Second)
+	ix, err := index.Open(v.PartDir(vault.TranscriptPart), true, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +252,7 @@ func TestJournalRacesCatchUp(t *testing.T) {
 	if len(hits) != want {
 		t.Fatalf("the caught-up index alone holds %d of %d messages", len(hits), want)
 	}
-	if info, _ := os.Stat(v.journalPath()); ix.Meta.Journal.Off != info.Size() {
+	if info, _ := os.Stat(v.JournalPath()); ix.Meta.Journal.Off != info.Size() {
 		t.Fatalf("caught up, the mark is %+v; the journal has %d bytes", ix.Meta.Journal, info.Size())
 	}
 }
@@ -259,31 +261,31 @@ func TestJournalRacesCatchUp(t *testing.T) {
 // generation, and a reader with the old mark reads the new journal whole.
 func TestJournalCompaction(t *testing.T) {
 	t.Parallel()
-	v := newVault(t)
-	appendMessage(t, v, "s0", "the okapi opens the index")
-	if _, err := v.Reindex(nil); err != nil {
+	v := testvault.New(t)
+	testvault.AppendMessage(t, v, "s0", "the okapi opens the index")
+	if _, err := Reindex(v, nil); err != nil {
 		t.Fatal(err)
 	}
 	i := 0
 	for ; ; i++ {
-		appendMessage(t, v, fmt.Sprintf("c-%d", i%3), fmt.Sprintf("okapi number %d", i))
+		testvault.AppendMessage(t, v, fmt.Sprintf("c-%d", i%3), fmt.Sprintf("okapi number %d", i))
 		if i%40 == 39 {
-			if _, err := v.catchUpPart(transcriptPart, 0, false); err != nil {
+			if _, err := catchUpPart(v, vault.TranscriptPart, 0, false); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if info, _ := os.Stat(v.journalPath()); info.Size() > journalCompactBytes {
+		if info, _ := os.Stat(v.JournalPath()); info.Size() > vault.JournalCompactBytes {
 			break
 		}
 	}
-	meta, _ := index.ReadMeta(v.partDir(transcriptPart))
-	old := v.readJournal(index.JournalMark{}).gen
-	appendMessage(t, v, "c-new", "okapi after the compaction")
-	j := v.readJournal(meta.Journal)
-	if j.gen == old {
+	meta, _ := index.ReadMeta(v.PartDir(vault.TranscriptPart))
+	old := v.ReadJournal(index.JournalMark{}).Gen
+	testvault.AppendMessage(t, v, "c-new", "okapi after the compaction")
+	j := v.ReadJournal(meta.Journal)
+	if j.Gen == old {
 		t.Fatal("the journal was not compacted")
 	}
-	if info, _ := os.Stat(v.journalPath()); info.Size() > journalCompactBytes/2 {
+	if info, _ := os.Stat(v.JournalPath()); info.Size() > vault.JournalCompactBytes/2 {
 		t.Fatalf("compacted journal of %d bytes", info.Size())
 	}
 	if got := recallIDs(t, v, "okapi"); len(got) != i+3 {
@@ -295,26 +297,26 @@ func TestJournalCompaction(t *testing.T) {
 // text, then written again, is indexed again from where it was cut: the new
 // line's size before is below the watermark.
 func TestJournalRewrittenPart(t *testing.T) {
-	v := newVault(t)
-	appendMessage(t, v, "s0", "first message of the part")
-	if _, err := v.Reindex(nil); err != nil {
+	v := testvault.New(t)
+	testvault.AppendMessage(t, v, "s0", "first message of the part")
+	if _, err := Reindex(v, nil); err != nil {
 		t.Fatal(err)
 	}
 	part := filepath.Join(v.Root, "transcripts", v.Config.Agent, "s0.jsonl")
 	info, _ := os.Stat(part)
 	cut := info.Size()
-	appendMessage(t, v, "s0", "the tapir text that a failed transaction takes back")
-	if _, err := v.catchUpPart(transcriptPart, 0, false); err != nil {
+	testvault.AppendMessage(t, v, "s0", "the tapir text that a failed transaction takes back")
+	if _, err := catchUpPart(v, vault.TranscriptPart, 0, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Truncate(part, cut); err != nil { // what the rollback does
 		t.Fatal(err)
 	}
-	appendMessage(t, v, "s0", "a kinkajou: the text written in its place")
+	testvault.AppendMessage(t, v, "s0", "a kinkajou: the text written in its place")
 	if got := recallIDs(t, v, "kinkajou"); len(got) != 1 {
 		t.Fatalf("before a catch-up, recall found %q", got)
 	}
-	if _, err := v.catchUpPart(transcriptPart, 0, false); err != nil {
+	if _, err := catchUpPart(v, vault.TranscriptPart, 0, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := recallIDs(t, v, "kinkajou"); len(got) != 1 {
@@ -328,12 +330,12 @@ func TestJournalRewrittenPart(t *testing.T) {
 // BenchmarkCatchUp measures how fast a catch-up indexes transcript text;
 // recallCatchUpBytes is chosen from it.
 func BenchmarkCatchUp(b *testing.B) {
-	v, _, err := Init(filepath.Join(b.TempDir(), DirName))
+	v, _, err := vault.Init(filepath.Join(b.TempDir(), vault.DirName))
 	if err != nil {
 		b.Fatal(err)
 	}
 	appendMessages(b, v, "s0", "a start")
-	if _, err := v.Reindex(nil); err != nil {
+	if _, err := Reindex(v, nil); err != nil {
 		b.Fatal(err)
 	}
 	words := strings.Fields("the build failed because the cache key ignored the go version so we pinned it and reran the job which passed")
@@ -354,7 +356,7 @@ func BenchmarkCatchUp(b *testing.B) {
 		appendMessages(b, v, fmt.Sprintf("s%d", i%8), texts...)
 		before := indexedBytesB(b, v)
 		b.StartTimer()
-		if _, err := v.catchUpPart(transcriptPart, 0, false); err != nil {
+		if _, err := catchUpPart(v, vault.TranscriptPart, 0, false); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
@@ -364,8 +366,8 @@ func BenchmarkCatchUp(b *testing.B) {
 	b.SetBytes(bytes / int64(b.N))
 }
 
-func indexedBytesB(b *testing.B, v *Vault) int64 {
-	meta, err := index.ReadMeta(v.partDir(transcriptPart))
+func indexedBytesB(b *testing.B, v *vault.Vault) int64 {
+	meta, err := index.ReadMeta(v.PartDir(vault.TranscriptPart))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -380,15 +382,15 @@ func indexedBytesB(b *testing.B, v *Vault) int64 {
 // keeps no line, since the build to come lists every part.
 func TestJournalCompactionWithoutIndex(t *testing.T) {
 	t.Parallel()
-	v := newVault(t)
+	v := testvault.New(t)
 	for i := 0; i < 400; i++ {
-		appendMessage(t, v, "s0", fmt.Sprintf("a message no index holds, number %d", i))
+		testvault.AppendMessage(t, v, "s0", fmt.Sprintf("a message no index holds, number %d", i))
 	}
-	info, err := os.Stat(v.journalPath())
+	info, err := os.Stat(v.JournalPath())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Size() > journalCompactBytes+1024 {
+	if info.Size() > vault.JournalCompactBytes+1024 {
 		t.Fatalf("journal of %d bytes without an index", info.Size())
 	}
 	if got := recallIDs(t, v, "index holds"); len(got) != 400 {

@@ -1,4 +1,4 @@
-package vault
+package recall
 
 import (
 	"math/rand"
@@ -9,12 +9,14 @@ import (
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/index"
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/testvault"
 )
 
-func appendTurns(t *testing.T, v *Vault, session string, msgs ...transcript.Message) {
+func appendTurns(t *testing.T, v *vault.Vault, session string, msgs ...transcript.Message) {
 	t.Helper()
-	_, err := v.Update(TxOptions{NoCommit: true}, func(tx *Tx) error {
-		_, _, err := tx.AppendText(TranscriptRef{Agent: v.Config.Agent, Session: session}, msgs)
+	_, err := v.Update(vault.TxOptions{NoCommit: true}, func(tx *vault.Tx) error {
+		_, _, err := tx.AppendText(vault.TranscriptRef{Agent: v.Config.Agent, Session: session}, msgs)
 		return err
 	})
 	if err != nil {
@@ -30,9 +32,9 @@ func agentSays(text string) transcript.Message {
 	return transcript.Message{Role: transcript.RoleAssistant, Speaker: "agent", Text: text}
 }
 
-func explainRecall(t *testing.T, v *Vault, q string) []Hit {
+func explainRecall(t *testing.T, v *vault.Vault, q string) []Hit {
 	t.Helper()
-	res, err := v.Recall(RecallOptions{Query: q, Agent: v.Config.Agent, AllThreads: true, Tier: TierTranscripts, Limit: 20, Explain: true})
+	res, err := Recall(v, RecallOptions{Query: q, Agent: v.Config.Agent, AllThreads: true, Tier: TierTranscripts, Limit: 20, Explain: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func explainRecall(t *testing.T, v *Vault, q string) []Hit {
 // lifted it; the turn after it is lifted by the hit and by its context.
 func TestNeighbourLift(t *testing.T) {
 	for _, reindex := range []bool{false, true} {
-		v := newVault(t)
+		v := testvault.New(t)
 		appendTurns(t, v, "s1",
 			user("dana", "Which payment provider do we keep?"),
 			agentSays("Stripe, the wombat provider, stays."),
@@ -52,7 +54,7 @@ func TestNeighbourLift(t *testing.T) {
 			user("dana", "Unrelated: lunch at noon."))
 		appendTurns(t, v, "s2", user("bob", "nothing here about it"))
 		if reindex {
-			if _, err := v.Reindex(nil); err != nil {
+			if _, err := Reindex(v, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -83,11 +85,11 @@ func TestNeighbourLift(t *testing.T) {
 // A session with several strong hits lifts its hits above an equal hit
 // alone in another session.
 func TestSessionLift(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	appendTurns(t, v, "a-lone", user("dana", "the restic prune ran long"), user("dana", "unrelated"), user("dana", "unrelated too"))
 	appendTurns(t, v, "b-many", user("dana", "the restic prune ran long"), user("dana", "unrelated"), user("dana", "restic prune again"),
 		user("dana", "unrelated"), user("dana", "prune of restic, once more"))
-	if _, err := v.Reindex(nil); err != nil {
+	if _, err := Reindex(v, nil); err != nil {
 		t.Fatal(err)
 	}
 	hits := explainRecall(t, v, "restic prune ran long")
@@ -108,7 +110,7 @@ func TestSessionLift(t *testing.T) {
 
 // Hits of equal score come out in id order whatever order they came in.
 func TestLiftOrderIgnoresInputOrder(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	var hits []index.Hit
 	for _, id := range []string{"m|x/none|1", "m|x/none|2", "m|x/other|1", "r|ledger|5", "m|x/none|a"} {
 		hits = append(hits, index.Hit{ID: id, Score: 1})
@@ -118,7 +120,7 @@ func TestLiftOrderIgnoresInputOrder(t *testing.T) {
 		in := slices.Clone(hits)
 		rand.New(rand.NewSource(int64(round))).Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
 		var got []string
-		for _, r := range v.liftTranscriptHits(in, map[string]string{}) {
+		for _, r := range liftTranscriptHits(v, in, map[string]string{}) {
 			got = append(got, r.ID)
 		}
 		if want == nil {
@@ -135,11 +137,11 @@ func TestLiftOrderIgnoresInputOrder(t *testing.T) {
 // A tool's output names a tool, not a person: its speaker is not indexed,
 // so naming the tool does not lift it over a person's turn.
 func TestToolSpeakerNotIndexed(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	appendTurns(t, v, "s1",
 		transcript.Message{Role: transcript.RoleTool, Speaker: "grep", Text: "grep found the zebra config"},
 		user("dana", "grep found the zebra config"))
-	if _, err := v.Reindex(nil); err != nil {
+	if _, err := Reindex(v, nil); err != nil {
 		t.Fatal(err)
 	}
 	hits := explainRecall(t, v, "grep zebra config")
@@ -207,11 +209,11 @@ func TestMessageDocID(t *testing.T) {
 // The turn after a hit holds the hit's words in its context and gets its
 // lift as well; together they must not put it above the hit.
 func TestLiftedTurnHeldBelowItsHit(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	appendTurns(t, v, "s1",
 		transcript.Message{Role: transcript.RoleTool, Speaker: "go", Text: "FAIL QUOKKA"},
 		user("dana", "and now something else entirely, a much longer turn of words"))
-	if _, err := v.Reindex(nil); err != nil {
+	if _, err := Reindex(v, nil); err != nil {
 		t.Fatal(err)
 	}
 	hits := explainRecall(t, v, "quokka")

@@ -1,4 +1,4 @@
-package vault
+package recall
 
 // Dates in a recall query: "on 15 March", "in April", "yesterday", "last
 // week", "on Tuesday". Each is resolved, against a reference time, to the
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/memvault/memvault/vault"
 )
 
 // maxQueryDays bounds the days a query lifts: a month at most.
@@ -116,7 +118,7 @@ func queryDays(q string, now time.Time) []string {
 	out := make([]string, 0, len(days))
 	for _, d := range days {
 		s := d.Format(time.DateOnly)
-		if !contains(out, s) {
+		if !vault.Contains(out, s) {
 			out = append(out, s)
 		}
 	}

@@ -1,4 +1,4 @@
-package vault
+package recall
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/index"
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 )
 
@@ -39,35 +40,12 @@ const (
 )
 
 // recallCatchUp is the most a recall indexes before it searches.
-func (v *Vault) recallCatchUp() int64 {
-	if v.recallStep > 0 {
-		return v.recallStep
+func recallCatchUp(v *vault.Vault) int64 {
+	if v.RecallStep > 0 {
+		return v.RecallStep
 	}
 	return recallCatchUpBytes
 }
-
-// The index is two Bleve indexes under .index/, each with its own
-// watermarks: lineage (ledger rows and nodes, small, searched on every
-// prompt) and transcripts (messages, the bulk). A search of one tier opens
-// only the index that holds it, and the transcript index needs no tier
-// filter.
-type indexPart struct {
-	name  string // folder under .index/
-	kinds string // source kinds: 'r' ledger segments, 'n' nodes, 'm' transcript parts
-}
-
-var (
-	lineagePart    = indexPart{name: "lineage", kinds: "rn"}
-	transcriptPart = indexPart{name: "transcripts", kinds: "m"}
-	// headsPart holds the sections of MEMORY.md and the thread heads. Heads
-	// are rewritten, not appended to, so this small index is rebuilt whole
-	// whenever one changed; a vault of 200 threads has thousands of
-	// sections, too many to index in memory on every recall.
-	headsPart  = indexPart{name: "heads", kinds: "h"}
-	indexParts = []indexPart{lineagePart, transcriptPart, headsPart}
-)
-
-func (v *Vault) partDir(p indexPart) string { return filepath.Join(v.Root, IndexDir, p.name) }
 
 // dirMarkName names a node folder's mtime mark among its files; "~" sorts
 // after every node file name.
@@ -75,14 +53,14 @@ const dirMarkName = "~mtime"
 
 // docsOf turns the part of a source past its watermark into documents, and
 // returns the new watermark (the end of the last complete line).
-func (v *Vault) docsOf(s indexSource, from int64) ([]index.Doc, int64, error) {
-	p := filepath.Join(v.Root, filepath.FromSlash(s.rel))
-	if s.kind == 'n' {
+func docsOf(v *vault.Vault, s vault.IndexSource, from int64) ([]index.Doc, int64, error) {
+	p := filepath.Join(v.Root, filepath.FromSlash(s.Rel))
+	if s.Kind == 'n' {
 		data, err := v.Files().ReadFile(p)
 		if err != nil {
 			return nil, from, nil // gone: nothing to index
 		}
-		n, err := parseNode(data, false)
+		n, err := vault.ParseNode(data, false)
 		if err != nil {
 			return nil, 1, nil
 		}
@@ -90,7 +68,7 @@ func (v *Vault) docsOf(s indexSource, from int64) ([]index.Doc, int64, error) {
 		if len(n.Threads) > 0 {
 			thread = n.Threads[0]
 		}
-		return []index.Doc{{ID: "n|" + s.rel, Text: n.Title + "\n" + n.Body, Tier: TierHeads,
+		return []index.Doc{{ID: "n|" + s.Rel, Text: n.Title + "\n" + n.Body, Tier: TierHeads,
 			Agent: n.Agent, Thread: thread, Session: n.Session}}, 1, nil
 	}
 	f, err := v.Files().Open(p)
@@ -98,9 +76,9 @@ func (v *Vault) docsOf(s indexSource, from int64) ([]index.Doc, int64, error) {
 		return nil, from, nil
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.NewSectionReader(f, from, s.size-from))
+	data, err := io.ReadAll(io.NewSectionReader(f, from, s.Size-from))
 	if err != nil {
-		return nil, from, fault.IO("read "+s.rel, err)
+		return nil, from, fault.IO("read "+s.Rel, err)
 	}
 	end := bytes.LastIndexByte(data, '\n')
 	if end < 0 {
@@ -109,28 +87,28 @@ func (v *Vault) docsOf(s indexSource, from int64) ([]index.Doc, int64, error) {
 	data = data[:end+1]
 	var docs []index.Doc
 	agent, session, prev := "", "", ""
-	if s.kind == 'm' {
-		agent, session = transcriptOfPart(s.rel)
+	if s.Kind == 'm' {
+		agent, session = transcriptOfPart(s.Rel)
 		prev = previousMessageText(f, from)
 	}
 	for off := 0; off < len(data); {
 		i := bytes.IndexByte(data[off:], '\n')
 		raw := data[off : off+i]
-		id := fmt.Sprintf("%c|%s|%d", s.kind, s.rel, from+int64(off))
-		if s.kind == 'm' {
-			id = messageDocID(s.rel, from+int64(off))
+		id := fmt.Sprintf("%c|%s|%d", s.Kind, s.Rel, from+int64(off))
+		if s.Kind == 'm' {
+			id = messageDocID(s.Rel, from+int64(off))
 		}
 		off += i + 1
-		switch s.kind {
+		switch s.Kind {
 		case 'r':
-			var ev Event
+			var ev vault.Event
 			if json.Unmarshal(raw, &ev) != nil || !recallableKind(ev.Kind) || strings.TrimSpace(ev.Text) == "" {
 				continue
 			}
 			docs = append(docs, index.Doc{ID: id, Text: ev.Text, Tier: TierStructured, Agent: ev.Agent,
 				Thread: ev.Thread, Session: ev.Session})
 		case 'm':
-			m, err := decodeTranscriptLine(raw)
+			m, err := vault.DecodeTranscriptLine(raw)
 			if err != nil || m.Kind == transcript.KindContext || m.Kind == transcript.KindBoundary ||
 				strings.TrimSpace(m.Text) == "" {
 				continue
@@ -164,7 +142,7 @@ func previousMessageText(f *os.File, from int64) string {
 	}
 	buf = bytes.TrimSuffix(buf, []byte("\n"))
 	line := buf[bytes.LastIndexByte(buf, '\n')+1:]
-	m, err := decodeTranscriptLine(line)
+	m, err := vault.DecodeTranscriptLine(line)
 	if err != nil || m.Kind == transcript.KindContext {
 		return ""
 	}
@@ -176,7 +154,7 @@ func previousMessageText(f *os.File, from int64) string {
 // With a budget above 0 it starts no new source once it has read that many
 // bytes (so it reads at most the budget and one file: transcript parts and
 // ledger segments are closed by size), and reports whether it got through.
-func (v *Vault) syncIndex(ix *index.Index, sources []indexSource, budget int64, progress func(done, total int64)) (bool, error) {
+func syncIndex(v *vault.Vault, ix *index.Index, sources []vault.IndexSource, budget int64, progress func(done, total int64)) (bool, error) {
 	var batch []index.Doc
 	marks := map[string]int64{}
 	flush := func() error {
@@ -197,26 +175,26 @@ func (v *Vault) syncIndex(ix *index.Index, sources []indexSource, budget int64, 
 		if budget > 0 && spent >= budget {
 			return false, flush()
 		}
-		from := ix.Meta.Watermarks[s.rel]
-		if s.kind == 'd' {
-			if s.size != from {
-				marks[s.rel] = s.size
+		from := ix.Meta.Watermarks[s.Rel]
+		if s.Kind == 'd' {
+			if s.Size != from {
+				marks[s.Rel] = s.Size
 			}
-		} else if s.kind == 'h' {
-			if s.size != from {
-				docs := v.headFileDocs(s.rel)
+		} else if s.Kind == 'h' {
+			if s.Size != from {
+				docs := headFileDocs(v, s.Rel)
 				for _, d := range docs {
 					spent += int64(len(d.Text))
 				}
 				batch = append(batch, docs...)
-				marks[s.rel] = s.size
+				marks[s.Rel] = s.Size
 			}
-		} else if s.size > from {
-			docs, mark, err := v.docsOf(s, from)
+		} else if s.Size > from {
+			docs, mark, err := docsOf(v, s, from)
 			if err != nil {
 				return false, err
 			}
-			if s.kind == 'n' {
+			if s.Kind == 'n' {
 				for _, d := range docs {
 					spent += int64(len(d.Text))
 				}
@@ -224,7 +202,7 @@ func (v *Vault) syncIndex(ix *index.Index, sources []indexSource, budget int64, 
 				spent += mark - from
 			}
 			batch = append(batch, docs...)
-			marks[s.rel] = mark
+			marks[s.Rel] = mark
 			if len(batch) >= indexBatchDocs {
 				if err := flush(); err != nil {
 					return false, err
@@ -251,12 +229,12 @@ type IndexReport struct {
 // every line the journal names, and the journal is removed (the next writer
 // starts a new one, whose generation no index mark names). It reports its
 // steps to progress, or to the vault's Progress when progress is nil.
-func (v *Vault) Reindex(progress Progress) (*IndexReport, error) {
+func Reindex(v *vault.Vault, progress vault.Progress) (*IndexReport, error) {
 	if progress == nil {
 		progress = v.Progress
 	}
 	start := time.Now()
-	release, err := v.Lock(Lease{Command: "reindex"}, 0)
+	release, err := v.Lock(vault.Lease{Command: "reindex"}, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -265,17 +243,17 @@ func (v *Vault) Reindex(progress Progress) (*IndexReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	releaseIndex, err := v.lockIndex(wait)
+	releaseIndex, err := v.LockIndex(wait)
 	if err != nil {
 		return nil, err
 	}
 	defer releaseIndex()
-	v.removeOldIndexLayout()
-	var all [][]indexSource
+	removeOldIndexLayout(v)
+	var all [][]vault.IndexSource
 	var total int64
 	progress.Step("reindex: listing files", "", 0, 0)
-	for _, p := range indexParts {
-		sources, err := v.indexSourcesOf(p.kinds)
+	for _, p := range vault.IndexParts {
+		sources, err := indexSourcesOf(v, p.Kinds)
 		if err != nil {
 			return nil, err
 		}
@@ -284,8 +262,8 @@ func (v *Vault) Reindex(progress Progress) (*IndexReport, error) {
 	}
 	rep := &IndexReport{}
 	var done int64
-	for i, p := range indexParts {
-		ix, err := v.createIndex(v.partDir(p))
+	for i, p := range vault.IndexParts {
+		ix, err := v.CreateIndex(v.PartDir(p))
 		if err != nil {
 			return nil, fault.IO("index: create", err)
 		}
@@ -293,9 +271,9 @@ func (v *Vault) Reindex(progress Progress) (*IndexReport, error) {
 		if progress != nil {
 			step = func(d, _ int64) { progress.Step("reindex: indexing files", "files", done+d, total) }
 		}
-		_, err = v.syncIndex(ix, all[i], 0, step)
+		_, err = syncIndex(v, ix, all[i], 0, step)
 		if err == nil {
-			progress.Step("reindex: merging the "+p.name+" index", "", 0, 0)
+			progress.Step("reindex: merging the "+p.Name+" index", "", 0, 0)
 			if err = ix.Compact(); err != nil {
 				err = fmt.Errorf("index: merge segments: %w", err)
 			}
@@ -309,17 +287,17 @@ func (v *Vault) Reindex(progress Progress) (*IndexReport, error) {
 		ix.Close()
 		done += int64(len(all[i]))
 		for _, s := range all[i] {
-			switch s.kind {
+			switch s.Kind {
 			case 'd':
 			case 'h':
 				rep.Files++ // its size is its mtime here
 			default:
 				rep.Files++
-				rep.Bytes += s.size
+				rep.Bytes += s.Size
 			}
 		}
 	}
-	if err := v.Files().Remove(v.journalPath()); err != nil && !os.IsNotExist(err) {
+	if err := v.Files().Remove(v.JournalPath()); err != nil && !os.IsNotExist(err) {
 		return nil, fault.IO("remove the index journal", err)
 	}
 	rep.Elapsed = time.Since(start)
@@ -328,9 +306,9 @@ func (v *Vault) Reindex(progress Progress) (*IndexReport, error) {
 
 // removeOldIndexLayout removes what an older memvault kept in .index/ (one
 // index for everything), so that it does not linger beside the new one.
-func (v *Vault) removeOldIndexLayout() {
-	v.Files().RemoveAll(filepath.Join(v.Root, IndexDir, "bleve"))
-	v.Files().Remove(filepath.Join(v.Root, IndexDir, "meta.gob"))
+func removeOldIndexLayout(v *vault.Vault) {
+	v.Files().RemoveAll(filepath.Join(v.Root, vault.IndexDir, "bleve"))
+	v.Files().Remove(filepath.Join(v.Root, vault.IndexDir, "meta.gob"))
 }
 
 // CatchUpIndex brings the existing index parts up to date with the files,
@@ -341,16 +319,16 @@ func (v *Vault) removeOldIndexLayout() {
 // the text indexed; recall catches up by itself, a bounded step at a time.
 // The heads index is left to recall, which rebuilds it whole when a head
 // changed: a rebuild here would cost more than it saves.
-func (v *Vault) CatchUpIndex(budget int64) (bool, error) {
+func CatchUpIndex(v *vault.Vault, budget int64) (bool, error) {
 	complete := true
-	for _, p := range indexParts {
-		if p == headsPart {
+	for _, p := range vault.IndexParts {
+		if p == vault.HeadsPart {
 			continue
 		}
-		if _, err := v.Files().Stat(v.partDir(p)); err != nil {
+		if _, err := v.Files().Stat(v.PartDir(p)); err != nil {
 			continue // no index yet: the first recall builds it
 		}
-		done, err := v.catchUpPart(p, budget, false)
+		done, err := catchUpPart(v, p, budget, false)
 		if err != nil {
 			return false, err
 		}
@@ -362,49 +340,49 @@ func (v *Vault) CatchUpIndex(budget int64) (bool, error) {
 // catchUpPart catches index part p up, by at most budget bytes (0: no
 // bound), or rebuilds it, under the index lock; it reports whether the part
 // is up to date. The heads part is always rebuilt whole.
-func (v *Vault) catchUpPart(p indexPart, budget int64, rebuild bool) (bool, error) {
-	release, err := v.lockIndex(indexLockWait)
+func catchUpPart(v *vault.Vault, p vault.IndexPart, budget int64, rebuild bool) (bool, error) {
+	release, err := v.LockIndex(indexLockWait)
 	if err != nil {
 		return false, err
 	}
 	defer release()
-	dir := v.partDir(p)
+	dir := v.PartDir(p)
 	var ix *index.Index
-	rebuild = rebuild || p == headsPart // rewritten files: rebuilt whole
+	rebuild = rebuild || p == vault.HeadsPart // rewritten files: rebuilt whole
 	if !rebuild {
-		ix, err = v.openIndex(dir, false, indexOpenWait)
+		ix, err = v.OpenIndex(dir, false, indexOpenWait)
 		if errors.Is(err, index.ErrBusy) {
 			return false, err
 		}
 	}
 	// The journal is read before the parts are listed: see indexjournal.go.
-	var j journalRead
-	if p == transcriptPart {
+	var j vault.JournalRead
+	if p == vault.TranscriptPart {
 		var mark index.JournalMark
 		if ix != nil {
 			mark = ix.Meta.Journal
 		}
-		j = v.readJournal(mark)
+		j = v.ReadJournal(mark)
 	}
-	var sources []indexSource
+	var sources []vault.IndexSource
 	var present map[string]bool
 	if rebuild || err != nil {
 		// A rebuild goes all the way: parts the journal does not name
 		// would not be looked at again.
 		rebuild, budget = true, 0
-		v.removeOldIndexLayout()
-		if ix, err = v.createIndex(dir); err != nil {
+		removeOldIndexLayout(v)
+		if ix, err = v.CreateIndex(dir); err != nil {
 			return false, fault.IO("index: create", err)
 		}
-		sources, err = v.indexSourcesOf(p.kinds)
+		sources, err = indexSourcesOf(v, p.Kinds)
 		present = map[string]bool{}
 		for _, s := range sources {
-			present[s.rel] = true
+			present[s.Rel] = true
 		}
-	} else if p == transcriptPart {
-		sources, ix.Meta.Watermarks, present = v.journalSources(j, ix.Meta.Watermarks, true)
+	} else if p == vault.TranscriptPart {
+		sources, ix.Meta.Watermarks, present = v.JournalSources(j, ix.Meta.Watermarks, true)
 	} else {
-		sources, err = v.changedSources(p, ix.Meta.Watermarks)
+		sources, err = changedSources(v, p, ix.Meta.Watermarks)
 	}
 	if err != nil {
 		ix.Close()
@@ -412,11 +390,11 @@ func (v *Vault) catchUpPart(p indexPart, budget int64, rebuild bool) (bool, erro
 	}
 	var step func(int64, int64)
 	if v.Progress != nil {
-		step = func(d, n int64) { v.Progress.Step("index: catching up "+p.name, "files", d, n) }
+		step = func(d, n int64) { v.Progress.Step("index: catching up "+p.Name, "files", d, n) }
 	}
-	done, err := v.syncIndex(ix, sources, budget, step)
-	if err == nil && p == transcriptPart {
-		ix.Meta.Journal = j.mark(journalCovered(j, ix.Meta.Watermarks, present))
+	done, err := syncIndex(v, ix, sources, budget, step)
+	if err == nil && p == vault.TranscriptPart {
+		ix.Meta.Journal = j.Mark(vault.JournalCovered(j, ix.Meta.Watermarks, present))
 		err = ix.SaveMeta()
 	}
 	if cerr := ix.Close(); err == nil {

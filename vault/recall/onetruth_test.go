@@ -1,4 +1,4 @@
-package vault
+package recall
 
 import (
 	"fmt"
@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/testvault"
 )
 
 // One memory, one truth: whatever way a row comes in (a CLI verb, a
@@ -30,7 +32,7 @@ func TestOneTruth(t *testing.T) {
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel()
-			w := &truthWorld{t: t, v: newVault(t), rng: rand.New(rand.NewSource(seed))}
+			w := &truthWorld{t: t, v: testvault.New(t), rng: rand.New(rand.NewSource(seed))}
 			for i := 0; i < steps; i++ {
 				what := w.step()
 				w.check(fmt.Sprintf("step %d (%s)", i+1, what))
@@ -47,7 +49,7 @@ var tokenRE = regexp.MustCompile(`\bt\d{3}x\b`)
 
 type truthWorld struct {
 	t     *testing.T
-	v     *Vault
+	v     *vault.Vault
 	rng   *rand.Rand
 	n     int
 	msgs  int
@@ -62,12 +64,12 @@ func (w *truthWorld) token() string {
 }
 
 // holding returns the rows of truthKinds that hold now, by kind.
-func (w *truthWorld) holding() (map[string][]*Row, *State) {
+func (w *truthWorld) holding() (map[string][]*vault.Row, *vault.State) {
 	st, err := w.v.LoadState()
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	out := map[string][]*Row{}
+	out := map[string][]*vault.Row{}
 	for _, r := range st.Rows {
 		if k := r.EffectiveKind(); truthKinds[k] && r.Holds() {
 			out[k] = append(out[k], r)
@@ -76,16 +78,16 @@ func (w *truthWorld) holding() (map[string][]*Row, *State) {
 	return out, st
 }
 
-func (w *truthWorld) update(fn func(tx *Tx) error) {
+func (w *truthWorld) update(fn func(tx *vault.Tx) error) {
 	w.t.Helper()
-	if _, err := w.v.Update(TxOptions{Session: "s1"}, fn); err != nil {
+	if _, err := w.v.Update(vault.TxOptions{Session: "s1"}, fn); err != nil {
 		w.t.Fatal(err)
 	}
 }
 
-func (w *truthWorld) cont(fn func(ct *ContinuityTx) error) {
+func (w *truthWorld) cont(fn func(ct *vault.ContinuityTx) error) {
 	w.t.Helper()
-	if _, err := w.v.UpdateContinuity(ContinuityOptions{TxOptions: TxOptions{Session: "s1"}}, fn); err != nil {
+	if _, err := w.v.UpdateContinuity(vault.ContinuityOptions{TxOptions: vault.TxOptions{Session: "s1"}}, fn); err != nil {
 		w.t.Fatal(err)
 	}
 }
@@ -104,49 +106,49 @@ func (w *truthWorld) step() string {
 	switch op := w.rng.Intn(12); {
 	case op == 0 && len(hold["decision"]) < 4 && len(hold["blocker"]) < 4:
 		kind := pick(w.rng, []string{"decision", "blocker"})
-		w.update(func(tx *Tx) error {
-			_, err := tx.Remember(Input{Kind: kind, Thread: thread, Text: tok + " remembered"})
+		w.update(func(tx *vault.Tx) error {
+			_, err := tx.Remember(vault.Input{Kind: kind, Thread: thread, Text: tok + " remembered"})
 			return err
 		})
 		return "remember " + kind
 	case op == 1 && len(hold["decision"]) < 4:
-		in := DecideInput{Decision: tok + " decided", Rationale: "it is simpler"}
+		in := vault.DecideInput{Decision: tok + " decided", Rationale: "it is simpler"}
 		if ds := hold["decision"]; len(ds) > 0 && w.rng.Intn(2) == 0 {
 			old := pick(w.rng, ds)
 			in.Supersedes = old.ID
 			w.moved = append(w.moved, tokenRE.FindString(old.Text))
 		}
-		w.cont(func(ct *ContinuityTx) error { _, err := ct.Decide(in); return err })
+		w.cont(func(ct *vault.ContinuityTx) error { _, err := ct.Decide(in); return err })
 		return "decide"
 	case op == 2 && len(hold["learning"]) < 6:
-		w.cont(func(ct *ContinuityTx) error {
-			_, err := ct.Learn(LearnInput{Error: tok + " failed", Prevention: "check first"})
+		w.cont(func(ct *vault.ContinuityTx) error {
+			_, err := ct.Learn(vault.LearnInput{Error: tok + " failed", Prevention: "check first"})
 			return err
 		})
 		return "learn"
 	case op == 3 && open < 7:
-		w.cont(func(ct *ContinuityTx) error { return ct.Next(tok+" to do", w.rng.Intn(3) == 0) })
+		w.cont(func(ct *vault.ContinuityTx) error { return ct.Next(tok+" to do", w.rng.Intn(3) == 0) })
 		return "next"
 	case op == 4 && open > 0:
-		items := append(append([]*Row(nil), hold["next"]...), hold["commitment.open"]...)
+		items := append(append([]*vault.Row(nil), hold["next"]...), hold["commitment.open"]...)
 		r := pick(w.rng, items)
 		w.moved = append(w.moved, tokenRE.FindString(r.Text))
 		arg := pick(w.rng, []string{r.ID, r.Text})
-		w.cont(func(ct *ContinuityTx) error { return ct.Done(arg) })
+		w.cont(func(ct *vault.ContinuityTx) error { return ct.Done(arg) })
 		return "done " + arg
 	case op == 5 && open < 7:
-		w.update(func(tx *Tx) error {
-			_, err := tx.OpenCommitment(Input{Thread: thread, Text: tok + " promised"})
+		w.update(func(tx *vault.Tx) error {
+			_, err := tx.OpenCommitment(vault.Input{Thread: thread, Text: tok + " promised"})
 			return err
 		})
 		return "commitment"
 	case op == 6 && len(hold["commitment.open"]) > 0:
 		r := pick(w.rng, hold["commitment.open"])
 		w.moved = append(w.moved, tokenRE.FindString(r.Text))
-		w.update(func(tx *Tx) error { _, err := tx.CloseCommitment(r.ID, ""); return err })
+		w.update(func(tx *vault.Tx) error { _, err := tx.CloseCommitment(r.ID, ""); return err })
 		return "close"
 	case op == 7 || op == 8:
-		var rows []*Row
+		var rows []*vault.Row
 		for _, k := range []string{"decision", "learning", "next", "blocker", "commitment.open"} {
 			rows = append(rows, hold[k]...)
 		}
@@ -156,10 +158,10 @@ func (w *truthWorld) step() string {
 		r := pick(w.rng, rows)
 		w.moved = append(w.moved, tokenRE.FindString(r.Text))
 		if op == 7 {
-			w.update(func(tx *Tx) error { _, err := tx.Retract(r.ID, "wrong"); return err })
+			w.update(func(tx *vault.Tx) error { _, err := tx.Retract(r.ID, "wrong"); return err })
 			return "retract " + r.Kind
 		}
-		w.update(func(tx *Tx) error { _, err := tx.Supersede(r.ID, tok+" replaced"); return err })
+		w.update(func(tx *vault.Tx) error { _, err := tx.Supersede(r.ID, tok+" replaced"); return err })
 		return "supersede " + r.Kind
 	case op == 9 && len(hold["learning"]) > 0:
 		r := pick(w.rng, hold["learning"])
@@ -169,7 +171,7 @@ func (w *truthWorld) step() string {
 			w.t.Fatal(err)
 		}
 		id := c.Learning(r.ID).ID
-		w.cont(func(ct *ContinuityTx) error { _, err := ct.Invalidate(id, "it misled us"); return err })
+		w.cont(func(ct *vault.ContinuityTx) error { _, err := ct.Invalidate(id, "it misled us"); return err })
 		return "invalidate"
 	default:
 		return w.controlLines(hold, tok, thread)
@@ -178,7 +180,7 @@ func (w *truthWorld) step() string {
 
 // controlLines writes an assistant message with control lines into the
 // session's transcript and extracts them, as the Stop hook does.
-func (w *truthWorld) controlLines(hold map[string][]*Row, tok, thread string) string {
+func (w *truthWorld) controlLines(hold map[string][]*vault.Row, tok, thread string) string {
 	var lines []string
 	if thread != "" {
 		lines = append(lines, "THREAD: "+thread)
@@ -213,13 +215,13 @@ func (w *truthWorld) controlLines(hold map[string][]*Row, tok, thread string) st
 		lines = append(lines, "CLOSE: "+r.ID)
 	}
 	w.msgs++
-	ref := TranscriptRef{Agent: w.v.Config.Agent, Session: "s1"}
+	ref := vault.TranscriptRef{Agent: w.v.Config.Agent, Session: "s1"}
 	text := "Here is where we are.\n" + strings.Join(lines, "\n")
-	w.update(func(tx *Tx) error {
+	w.update(func(tx *vault.Tx) error {
 		_, _, err := tx.AppendText(ref, []transcript.Message{{ID: fmt.Sprint("a", w.msgs), Role: transcript.RoleAssistant, Text: text}})
 		return err
 	})
-	w.update(func(tx *Tx) error { return tx.ExtractControls(ref, "") })
+	w.update(func(tx *vault.Tx) error { return tx.ExtractControls(ref, "") })
 	return "control lines " + strings.Join(lines, "; ")
 }
 
@@ -227,10 +229,10 @@ func (w *truthWorld) controlLines(hold map[string][]*Row, tok, thread string) st
 func (w *truthWorld) check(step string) {
 	t := w.t
 	t.Helper()
-	if _, err := w.v.Refresh(RefreshOptions{Memory: true, AllThreads: true}); err != nil {
+	if _, err := w.v.Refresh(vault.RefreshOptions{Memory: true, AllThreads: true}); err != nil {
 		t.Fatalf("%s: refresh: %v", step, err)
 	}
-	w.cont(func(*ContinuityTx) error { return nil })
+	w.cont(func(*vault.ContinuityTx) error { return nil })
 
 	hold, st := w.holding()
 	want := map[string]bool{} // every holding token
@@ -253,7 +255,7 @@ func (w *truthWorld) check(step string) {
 
 	// ledger --current
 	cur := map[string]bool{}
-	for _, r := range st.Select(Filter{Current: true}) {
+	for _, r := range st.Select(vault.Filter{Current: true}) {
 		if truthKinds[r.EffectiveKind()] {
 			cur[tokenRE.FindString(r.Text)] = true
 		}
@@ -261,8 +263,8 @@ func (w *truthWorld) check(step string) {
 	sameTokens(t, step, "ledger --current", cur, want)
 
 	// CONTINUITY.md: the live sections hold exactly what holds.
-	doc := w.read(ContinuityHead)
-	got := tokensIn(sections(doc, SecNext, SecBlockers, SecDecisions, SecLearnings))
+	doc := w.read(vault.ContinuityHead)
+	got := tokensIn(sections(doc, vault.SecNext, vault.SecBlockers, vault.SecDecisions, vault.SecLearnings))
 	sameTokens(t, step, "CONTINUITY.md", got, want)
 
 	// MEMORY.md: everything but the learnings of threads (those are in
@@ -275,14 +277,14 @@ func (w *truthWorld) check(step string) {
 			}
 		}
 	}
-	mem := w.read(MemoryHead)
+	mem := w.read(vault.MemoryHead)
 	sameTokens(t, step, "MEMORY.md", tokensIn(sections(mem, "Decisions", "Blockers", "Commitments", "Next actions", "Notes")), memWant)
 
 	// Thread heads: nothing that no longer holds, nothing of another
 	// thread, and every decision, blocker, commitment and learning of the
 	// thread (next actions: the head shows the first few).
 	for _, key := range truthThreads[1:] {
-		th, _ := ParseThread(key)
+		th, _ := vault.ParseThread(key)
 		body := w.read(th.HeadPath().String())
 		if body == "" {
 			continue
@@ -307,7 +309,7 @@ func (w *truthWorld) check(step string) {
 			continue
 		}
 		for _, history := range []bool{false, true} {
-			res, err := w.v.Recall(RecallOptions{Query: tok, Agent: w.v.Config.Agent, AllThreads: true,
+			res, err := Recall(w.v, RecallOptions{Query: tok, Agent: w.v.Config.Agent, AllThreads: true,
 				Tier: TierStructured, History: history})
 			if err != nil {
 				t.Fatalf("%s: recall %s: %v", step, tok, err)
@@ -319,11 +321,11 @@ func (w *truthWorld) check(step string) {
 				}
 			}
 			switch {
-			case want[tok] && (len(found) != 1 || found[0].Status != StatusActive):
+			case want[tok] && (len(found) != 1 || found[0].Status != vault.StatusActive):
 				t.Fatalf("%s: recall %s (history %v): %+v, want one active hit", step, tok, history, found)
 			case gone[tok] && !history && len(found) != 0:
 				t.Fatalf("%s: recall %s returns a row that no longer holds: %+v", step, tok, found)
-			case gone[tok] && history && (len(found) != 1 || found[0].Status == StatusActive):
+			case gone[tok] && history && (len(found) != 1 || found[0].Status == vault.StatusActive):
 				t.Fatalf("%s: recall --history %s: %+v, want one marked hit", step, tok, found)
 			}
 		}
@@ -385,10 +387,10 @@ func sameTokens(t *testing.T, step, view string, got, want map[string]bool) {
 // the first of its threads in alphabetical order, so the node shows in
 // that thread head's Lineage.
 func TestSummaryNodeTakesTheSessionThread(t *testing.T) {
-	v := newVault(t)
-	ref := TranscriptRef{Agent: v.Config.Agent, Session: "s1"}
-	if _, err := v.Update(TxOptions{Session: "s1"}, func(tx *Tx) error {
-		if _, err := tx.Remember(Input{Kind: "fact", Thread: "project:alpha", Text: "a side note"}); err != nil {
+	v := testvault.New(t)
+	ref := vault.TranscriptRef{Agent: v.Config.Agent, Session: "s1"}
+	if _, err := v.Update(vault.TxOptions{Session: "s1"}, func(tx *vault.Tx) error {
+		if _, err := tx.Remember(vault.Input{Kind: "fact", Thread: "project:alpha", Text: "a side note"}); err != nil {
 			return err
 		}
 		_, _, err := tx.AppendText(ref, []transcript.Message{{ID: "u1", Role: transcript.RoleUser, Text: "plan the zeta work"}})
@@ -396,8 +398,8 @@ func TestSummaryNodeTakesTheSessionThread(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.Update(TxOptions{Session: "s1"}, func(tx *Tx) error {
-		_, _, err := tx.Summarize(ref, SummaryOptions{Thread: "project:zeta"})
+	if _, err := v.Update(vault.TxOptions{Session: "s1"}, func(tx *vault.Tx) error {
+		_, _, err := tx.Summarize(ref, vault.SummaryOptions{Thread: "project:zeta"})
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package vault
+package recall
 
 // The indexes a search reads: each part's persistent index, opened
 // read-only and caught up within a bound, and an in-memory index of what
@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/index"
+	"github.com/memvault/memvault/vault"
 )
 
 // searchSet is what a recall searches: per index part, the persistent index
@@ -54,10 +55,10 @@ func (s *searchSet) forTier(tier string) ([]*index.Index, string) {
 // missing, damaged or of an older mapping, it is rebuilt first if the index
 // lock is free, and the files are searched directly if not; either way the
 // caller is told. It never takes the vault lock.
-func (v *Vault) searchIndexes(kinds string, headFiles bool) (*searchSet, error) {
+func searchIndexes(v *vault.Vault, kinds string, headFiles bool) (*searchSet, error) {
 	set := &searchSet{}
 	if strings.ContainsAny(kinds, "rn") {
-		ixs, notes, err := v.openPart(lineagePart)
+		ixs, notes, err := openPart(v, vault.LineagePart)
 		if err != nil {
 			return nil, err
 		}
@@ -65,7 +66,7 @@ func (v *Vault) searchIndexes(kinds string, headFiles bool) (*searchSet, error) 
 		set.note(notes)
 	}
 	if headFiles {
-		ixs, notes, err := v.openPart(headsPart)
+		ixs, notes, err := openPart(v, vault.HeadsPart)
 		if err != nil {
 			set.close()
 			return nil, err
@@ -74,7 +75,7 @@ func (v *Vault) searchIndexes(kinds string, headFiles bool) (*searchSet, error) 
 		set.note(notes)
 	}
 	if strings.Contains(kinds, "m") {
-		ixs, notes, err := v.openPart(transcriptPart)
+		ixs, notes, err := openPart(v, vault.TranscriptPart)
 		if err != nil {
 			set.close()
 			return nil, err
@@ -89,10 +90,10 @@ func (v *Vault) searchIndexes(kinds string, headFiles bool) (*searchSet, error) 
 // the persistent index, brought closer by at most recallCatchUpBytes under
 // the index lock when more than catchUpBytes are past its watermarks, and
 // an in-memory index of the rest.
-func (v *Vault) openPart(p indexPart) ([]*index.Index, []string, error) {
+func openPart(v *vault.Vault, p vault.IndexPart) ([]*index.Index, []string, error) {
 	var notes []string
-	dir := v.partDir(p)
-	ix, err := v.openIndex(dir, true, indexOpenWait)
+	dir := v.PartDir(p)
+	ix, err := v.OpenIndex(dir, true, indexOpenWait)
 	switch {
 	case errors.Is(err, index.ErrBusy):
 		notes = append(notes, "index busy: searching the files directly")
@@ -104,35 +105,35 @@ func (v *Vault) openPart(p indexPart) ([]*index.Index, []string, error) {
 		// A rebuild is not bounded: searching the whole vault in memory
 		// on every recall until a bounded catch-up got through would cost
 		// more, each time, than building the index once.
-		if _, err := v.catchUpPart(p, 0, true); err == nil {
+		if _, err := catchUpPart(v, p, 0, true); err == nil {
 			notes = append(notes, "index "+why+": rebuilt it")
-			ix, _ = v.openIndex(dir, true, indexOpenWait)
+			ix, _ = v.OpenIndex(dir, true, indexOpenWait)
 		}
 		if ix == nil {
 			notes = append(notes, "index "+why+": searching the files directly")
 		}
 	}
-	var sources []indexSource
+	var sources []vault.IndexSource
 	var marks map[string]int64
 	if ix != nil {
-		if sources, marks, err = v.pastWatermarks(p, ix.Meta); err != nil {
+		if sources, marks, err = pastWatermarks(v, p, ix.Meta); err != nil {
 			ix.Close()
 			return nil, nil, err
 		}
 		if pending(sources, marks) > catchUpBytes {
 			ix.Close()
 			ix = nil
-			if _, err := v.catchUpPart(p, v.recallCatchUp(), false); IsBusy(err) {
+			if _, err := catchUpPart(v, p, recallCatchUp(v), false); vault.IsBusy(err) {
 				notes = append(notes, "index behind and busy: searching the rest of the files directly")
 			}
-			if ix, _ = v.openIndex(dir, true, indexOpenWait); ix != nil {
-				if sources, marks, err = v.pastWatermarks(p, ix.Meta); err != nil {
+			if ix, _ = v.OpenIndex(dir, true, indexOpenWait); ix != nil {
+				if sources, marks, err = pastWatermarks(v, p, ix.Meta); err != nil {
 					ix.Close()
 					return nil, nil, err
 				}
 				// The heads index is rebuilt whole, never caught up: while
 				// it is stale the heads are all searched in memory.
-				if p == headsPart && pending(sources, marks) > 0 {
+				if p == vault.HeadsPart && pending(sources, marks) > 0 {
 					ix.Close()
 					ix = nil
 				}
@@ -141,7 +142,7 @@ func (v *Vault) openPart(p indexPart) ([]*index.Index, []string, error) {
 	}
 	if ix == nil {
 		marks = map[string]int64{}
-		if sources, err = v.indexSourcesOf(p.kinds); err != nil {
+		if sources, err = indexSourcesOf(v, p.Kinds); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -156,16 +157,16 @@ func (v *Vault) openPart(p indexPart) ([]*index.Index, []string, error) {
 	}
 	var docs []index.Doc
 	for _, s := range sources {
-		if s.kind == 'h' {
-			if s.size != marks[s.rel] {
-				docs = append(docs, v.headFileDocs(s.rel)...)
+		if s.Kind == 'h' {
+			if s.Size != marks[s.Rel] {
+				docs = append(docs, headFileDocs(v, s.Rel)...)
 			}
 			continue
 		}
-		if s.kind == 'd' || s.size <= marks[s.rel] {
+		if s.Kind == 'd' || s.Size <= marks[s.Rel] {
 			continue
 		}
-		d, _, err := v.docsOf(s, marks[s.rel])
+		d, _, err := docsOf(v, s, marks[s.Rel])
 		if err != nil {
 			closeAll()
 			return nil, nil, err

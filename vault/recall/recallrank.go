@@ -1,4 +1,4 @@
-package vault
+package recall
 
 // Ranking of transcript hits past the index's text score: the answer to a
 // question is often the turn next to the one that matches (the reply to
@@ -19,6 +19,7 @@ import (
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/index"
+	"github.com/memvault/memvault/vault"
 )
 
 const (
@@ -76,7 +77,7 @@ func (r rankedHit) score() float64 { return r.text + r.neighbour + r.session }
 // their session. Ties are broken by id, so the order depends only on the
 // scores. msgIDs, when not nil, receives the message id of every index id
 // read, for explanations.
-func (v *Vault) liftTranscriptHits(hits []index.Hit, msgIDs map[string]string) []rankedHit {
+func liftTranscriptHits(v *vault.Vault, hits []index.Hit, msgIDs map[string]string) []rankedHit {
 	byID := make(map[string]*rankedHit, len(hits))
 	out := make([]*rankedHit, 0, len(hits))
 	for _, h := range hits {
@@ -224,7 +225,7 @@ func neighbourOffsets(f *os.File, off int64, wantID bool) (prev, next int64, id 
 		return prev, next, ""
 	}
 	if wantID {
-		if m, err := decodeTranscriptLine(line); err == nil {
+		if m, err := vault.DecodeTranscriptLine(line); err == nil {
 			id = m.ID
 		}
 	}
@@ -284,7 +285,7 @@ func lineFrom(f *os.File, off int64) ([]byte, bool) {
 // isTurn reports whether a stored line is a message of a person or the
 // agent with text: what a question can be answered by.
 func isTurn(line []byte) bool {
-	m, err := decodeTranscriptLine(line)
+	m, err := vault.DecodeTranscriptLine(line)
 	if err != nil || strings.TrimSpace(m.Text) == "" {
 		return false
 	}

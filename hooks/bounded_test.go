@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memvault/memvault/vault/lineage"
+
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/vaulttest"
@@ -91,7 +93,7 @@ func TestSessionEndBacklogFinishedByJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := one.Import(vault.TxOptions{}, sess, transcript.ClaudeCode, src, ""); err != nil {
+	if _, err := lineage.Import(one, vault.TxOptions{}, sess, transcript.ClaudeCode, src, ""); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := os.ReadDir(filepath.Join(one.Root, "transcripts", "default"))

@@ -14,7 +14,7 @@ import (
 )
 
 // UsageNote is the first thing a session starts with: how to reach memory,
-// and the control lines distillation parses out of replies (vault/distill.go),
+// and the control lines distillation parses out of replies (vault/lineage/distill.go),
 // taught in exactly the forms it accepts. Session start and `memvault
 // context` inject it; `memvault context --help` shows it.
 const UsageNote = "memvault: this project has a memory (.memory/). Search it with `memvault recall QUERY`; " +

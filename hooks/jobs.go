@@ -7,6 +7,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/memvault/memvault/vault/lineage"
+
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/recall"
@@ -127,7 +129,7 @@ func (r *Runner) runJob(j vault.Job) error {
 	case "summarize":
 		_, err := r.V.Update(vault.TxOptions{Command: "hook job summarize", Agent: j.Agent, Session: j.Session,
 			Harness: j.Harness, LockTimeout: eventLockWait}, func(tx *vault.Tx) error {
-			if _, _, err := tx.Summarize(t, vault.SummaryOptions{Thread: j.Thread}); err != nil {
+			if _, _, err := lineage.Summarize(tx, t, lineage.SummaryOptions{Thread: j.Thread}); err != nil {
 				return err
 			}
 			// A lineage event: the summary commits what the session left
@@ -167,7 +169,7 @@ func (r *Runner) importJob(t vault.TranscriptRef, j vault.Job) error {
 	}
 	opts := vault.TxOptions{Command: "hook job import", Agent: j.Agent, Session: j.Session, Harness: j.Harness,
 		LockTimeout: eventLockWait}
-	rep, err := r.V.ImportUntil(opts, t, format, j.Source, r.Start.Add(jobBudget))
+	rep, err := lineage.ImportUntil(r.V, opts, t, format, j.Source, r.Start.Add(jobBudget))
 	if errors.Is(err, vault.ErrNotFound) {
 		return nil // the file is gone: nothing more to read
 	}
@@ -178,7 +180,7 @@ func (r *Runner) importJob(t vault.TranscriptRef, j vault.Job) error {
 		return errUnfinished
 	}
 	_, err = r.V.Update(opts, func(tx *vault.Tx) error {
-		if err := tx.RecordImport(t, format, j.Source); err != nil {
+		if err := lineage.RecordImport(tx, t, format, j.Source); err != nil {
 			return err
 		}
 		return tx.CommitTranscript(t)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memvault/memvault/vault/lineage"
+
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/recall"
@@ -198,7 +200,7 @@ func (r *Runner) capture(t vault.TranscriptRef, p Payload, thread string, mode c
 	}
 	_, err = r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
 		if mode&captureControls != 0 && r.behind == nil {
-			if err := tx.ExtractControls(t, thread); err != nil && !errors.Is(err, vault.ErrNotFound) {
+			if err := lineage.ExtractControls(tx, t, thread); err != nil && !errors.Is(err, vault.ErrNotFound) {
 				return err
 			}
 		}
@@ -206,7 +208,7 @@ func (r *Runner) capture(t vault.TranscriptRef, p Payload, thread string, mode c
 			return nil // nothing recorded: the lines wait on disk for a lineage event
 		}
 		if imported != nil {
-			if err := tx.RecordImport(t, imported.format, imported.source); err != nil {
+			if err := lineage.RecordImport(tx, t, imported.format, imported.source); err != nil {
 				return err
 			}
 		}
@@ -249,7 +251,7 @@ func (r *Runner) importTranscript(t vault.TranscriptRef, p Payload) (*importedFr
 	opts := r.txOptions(t, eventLockWait)
 	opts.NoCommit = true
 	if p.TranscriptPath != "" && r.Harness.Format != "" {
-		f, err := vault.OpenRegular(p.TranscriptPath)
+		f, err := lineage.OpenRegular(p.TranscriptPath)
 		switch {
 		case err == nil:
 			f.Close()
@@ -257,7 +259,7 @@ func (r *Runner) importTranscript(t vault.TranscriptRef, p Payload) (*importedFr
 			if err != nil {
 				return nil, err
 			}
-			rep, err := r.V.ImportUntil(opts, t, format, p.TranscriptPath, r.Start.Add(r.importBudget()))
+			rep, err := lineage.ImportUntil(r.V, opts, t, format, p.TranscriptPath, r.Start.Add(r.importBudget()))
 			if err != nil {
 				return nil, err
 			}
@@ -291,25 +293,25 @@ func (r *Runner) compactionComplete(t vault.TranscriptRef, p Payload, thread str
 		// The turn the compaction interrupted may have had no stop yet.
 		// (While the import is behind, its control lines wait for it.)
 		if r.behind == nil {
-			if err := tx.ExtractControls(t, thread); err != nil && !errors.Is(err, vault.ErrNotFound) {
+			if err := lineage.ExtractControls(tx, t, thread); err != nil && !errors.Is(err, vault.ErrNotFound) {
 				return err
 			}
 		}
 		if imported != nil {
-			if err := tx.RecordImport(t, imported.format, imported.source); err != nil {
+			if err := lineage.RecordImport(tx, t, imported.format, imported.source); err != nil {
 				return err
 			}
 		}
 		if err := tx.CommitTranscript(t); err != nil {
 			return err
 		}
-		opts := vault.CompactOptions{Summary: summaryBlock(p.CompactSummary), Thread: thread}
-		n, _, err := tx.Compact(t, opts)
+		opts := lineage.CompactOptions{Summary: summaryBlock(p.CompactSummary), Thread: thread}
+		n, _, err := lineage.Compact(tx, t, opts)
 		if errors.Is(err, vault.ErrNotFound) && opts.Summary == "" {
 			// The harness gave no summary and wrote none in its transcript:
 			// record the compaction anyway, so the lineage shows it.
 			opts.Summary = "(the harness reported a compaction without a summary)"
-			n, _, err = tx.Compact(t, opts)
+			n, _, err = lineage.Compact(tx, t, opts)
 		}
 		if err == nil && len(n.Threads) > 0 {
 			nodeThread = n.Threads[0]

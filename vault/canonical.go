@@ -72,7 +72,7 @@ func writeJSONString(buf *bytes.Buffer, s string) {
 }
 
 // decodeJSON decodes one JSON value keeping numbers as written.
-func decodeJSON(data []byte) (any, error) {
+func DecodeJSON(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
@@ -95,9 +95,19 @@ func hashCanonical(obj map[string]any) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-func jsonUnmarshal(data []byte, v any) error {
+func JSONUnmarshal(data []byte, v any) error {
 	if len(data) == 0 {
 		return fmt.Errorf("no data")
 	}
 	return json.Unmarshal(data, v)
+}
+
+// SortedKeys returns the members of a set in order.
+func SortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

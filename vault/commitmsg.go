@@ -167,7 +167,7 @@ func (tx *Tx) transcriptSubject() string {
 	n := 0
 	if tail, ok := tx.transcripts[t]; ok {
 		n = tail.last
-	} else if tail, err := tx.v.transcriptTail(t); err == nil {
+	} else if tail, err := tx.v.TranscriptTail(t); err == nil {
 		n = tail.last
 	}
 	s := "transcript: "
@@ -182,7 +182,7 @@ func (tx *Tx) transcriptSubject() string {
 }
 
 // carry notes that the commit carries transcript t, for its subject.
-func (tx *Tx) carry(t TranscriptRef) {
+func (tx *Tx) Carry(t TranscriptRef) {
 	for _, c := range tx.carried {
 		if c == t {
 			return

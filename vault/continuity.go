@@ -109,9 +109,9 @@ type Decision struct {
 // made once: a DECISION: line is compared with every active decision, and
 // normalising all of them for each line made a session's summary cost in
 // proportion to the decisions ever made.
-func (d *Decision) key() string {
+func (d *Decision) Key() string {
 	if d.norm == "" {
-		d.norm = normalizeText(d.Decision)
+		d.norm = NormalizeText(d.Decision)
 	}
 	return d.norm
 }
@@ -450,7 +450,7 @@ func (c *Continuity) retire(id, by string) {
 }
 
 // threadOf is the thread of the row id names, if the fold knows it.
-func (c *Continuity) threadOf(id string) string {
+func (c *Continuity) ThreadOf(id string) string {
 	if l := c.learnings[id]; l != nil {
 		return l.Thread
 	}

@@ -37,7 +37,7 @@ func ladderTTL(base, reinforced int) int {
 // case; every run of characters that are not letters or digits becomes one
 // space; leading and trailing space dropped. "Build FAILED: missing go.sum!"
 // and "build failed — missing go sum" compare equal.
-func normalizeText(s string) string {
+func NormalizeText(s string) string {
 	var b strings.Builder
 	space := false
 	for _, r := range strings.ToLower(s) {
@@ -58,7 +58,7 @@ func normalizeText(s string) string {
 // the same error after normalizeText. A match reinforces instead of adding
 // a duplicate.
 func learningKey(scope, errText string) string {
-	return scope + "\x00" + normalizeText(errText)
+	return scope + "\x00" + NormalizeText(errText)
 }
 
 // negations turn an instruction into its opposite.
@@ -81,7 +81,7 @@ var filler = map[string]bool{
 // content words.
 func instruction(s string) (negated bool, core map[string]bool) {
 	core = map[string]bool{}
-	for _, w := range strings.Fields(normalizeText(s)) {
+	for _, w := range strings.Fields(NormalizeText(s)) {
 		switch {
 		case negations[w]:
 			negated = !negated

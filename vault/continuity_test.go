@@ -24,7 +24,7 @@ func TestNormalizeText(t *testing.T) {
 		{"  build failed -- missing   go sum ", "build failed missing go sum"},
 		{"Ünïcode Straße", "ünïcode straße"},
 	} {
-		if got := normalizeText(c[0]); got != c[1] {
+		if got := NormalizeText(c[0]); got != c[1] {
 			t.Errorf("normalizeText(%q) = %q, want %q", c[0], got, c[1])
 		}
 	}

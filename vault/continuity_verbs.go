@@ -25,11 +25,11 @@ type LearnInput struct {
 // same error after normalizeText (docs/CONTINUITY.md, "Reinforcement").
 // A reinforcement brings a new cause or prevention when it gives one.
 func (ct *ContinuityTx) Learn(in LearnInput) (*Learning, error) {
-	if err := checkText("learn: prevention", in.Prevention, false); err != nil {
+	if err := CheckText("learn: prevention", in.Prevention, false); err != nil {
 		return nil, withHintIfNone(err, "say how to prevent it next time: --prevention P")
 	}
 	c := ct.state()
-	evs, repeats, invalid, err := learnEvent(c, in, ct.day)
+	evs, repeats, invalid, err := LearnEvent(c, in, ct.day)
 	if err != nil {
 		return nil, err
 	}
@@ -56,15 +56,15 @@ func (ct *ContinuityTx) Learn(in LearnInput) (*Learning, error) {
 // archived, so that every view has it back. invalid is an invalidated
 // learning it repeats. The prevention may be empty: a plain LEARNED: line
 // has none yet.
-func learnEvent(c *Continuity, in LearnInput, day string) (evs []*Event, repeats, invalid *Learning, err error) {
+func LearnEvent(c *Continuity, in LearnInput, day string) (evs []*Event, repeats, invalid *Learning, err error) {
 	in.Error, in.Cause, in.Prevention = strings.TrimSpace(in.Error), strings.TrimSpace(in.Cause), strings.TrimSpace(in.Prevention)
-	if err := checkText("learn: error", in.Error, false); err != nil {
+	if err := CheckText("learn: error", in.Error, false); err != nil {
 		return nil, nil, nil, withHintIfNone(err, "say what failed: memvault learn --error E --prevention P")
 	}
-	if err := checkText("learn: prevention", in.Prevention, true); err != nil {
+	if err := CheckText("learn: prevention", in.Prevention, true); err != nil {
 		return nil, nil, nil, err
 	}
-	if err := checkText("learn: cause", in.Cause, true); err != nil {
+	if err := CheckText("learn: cause", in.Cause, true); err != nil {
 		return nil, nil, nil, err
 	}
 	sc, err := ParseScope(in.Scope)
@@ -84,10 +84,10 @@ func learnEvent(c *Continuity, in LearnInput, day string) (evs []*Event, repeats
 			continue
 		}
 		d := contData{ID: l.ID, Date: day}
-		if in.Cause != "" && normalizeText(in.Cause) != normalizeText(l.Cause) {
+		if in.Cause != "" && NormalizeText(in.Cause) != NormalizeText(l.Cause) {
 			d.Cause = in.Cause
 		}
-		if in.Prevention != "" && normalizeText(in.Prevention) != normalizeText(l.Prevention) {
+		if in.Prevention != "" && NormalizeText(in.Prevention) != NormalizeText(l.Prevention) {
 			d.Prevention = in.Prevention
 		}
 		if l.Status == StatusArchived && l.StatusBy != "" {
@@ -153,7 +153,7 @@ func (ct *ContinuityTx) Invalidate(id, why string) (*Learning, error) {
 	if l.Status == StatusInvalidated {
 		return nil, fault.New(ErrConflict, "invalidate %s: already invalidated", l.ID)
 	}
-	if err := checkText("invalidate: why", why, false); err != nil {
+	if err := CheckText("invalidate: why", why, false); err != nil {
 		return nil, withHintIfNone(err, "say what went wrong: --why TEXT")
 	}
 	ct.append(KindLearningInvalid, why, contData{ID: l.ID, Date: ct.day, Reason: "caused a problem"}, l.Event)
@@ -180,7 +180,7 @@ func (ct *ContinuityTx) Correct(id, cause, prevention, why string) (*Learning, e
 	if strings.TrimSpace(cause) == "" && strings.TrimSpace(prevention) == "" {
 		return nil, fault.New(ErrInvalid, "correct %s: give the corrected --prevention or --cause", l.ID)
 	}
-	if err := checkText("correct: why", why, false); err != nil {
+	if err := CheckText("correct: why", why, false); err != nil {
 		return nil, withHintIfNone(err, "say what was wrong: --why TEXT")
 	}
 	ct.append(KindLearningCorrected, why, contData{ID: l.ID, Date: ct.day, Cause: cause, Prevention: prevention}, l.Event)
@@ -196,7 +196,7 @@ type DecideInput struct {
 
 // Decide records a decision; one that supersedes another marks it.
 func (ct *ContinuityTx) Decide(in DecideInput) (*Decision, error) {
-	ev, old, err := decideEvent(ct.state(), in, ct.day)
+	ev, old, err := DecideEvent(ct.state(), in, ct.day)
 	if err != nil {
 		return nil, err
 	}
@@ -214,12 +214,12 @@ func (ct *ContinuityTx) Decide(in DecideInput) (*Decision, error) {
 // `decision` row, or, when it supersedes one, a `supersede` of that row
 // that counts as a decision, so every view retires the old one alike.
 // The rationale is optional.
-func decideEvent(c *Continuity, in DecideInput, day string) (*Event, *Decision, error) {
+func DecideEvent(c *Continuity, in DecideInput, day string) (*Event, *Decision, error) {
 	in.Decision, in.Rationale = strings.TrimSpace(in.Decision), strings.TrimSpace(in.Rationale)
-	if err := checkText("decide: decision", in.Decision, false); err != nil {
+	if err := CheckText("decide: decision", in.Decision, false); err != nil {
 		return nil, nil, withHintIfNone(err, "say what was decided: memvault decide --decision D --rationale R")
 	}
-	if err := checkText("decide: rationale", in.Rationale, true); err != nil {
+	if err := CheckText("decide: rationale", in.Rationale, true); err != nil {
 		return nil, nil, err
 	}
 	var old *Decision
@@ -269,7 +269,7 @@ func (ct *ContinuityTx) Goal(text, phase string) error {
 		e := fault.New(ErrInvalid, "goal: phase %q: unknown", phase)
 		return e.WithHint("use one of: %s", strings.Join(Phases, ", "))
 	}
-	if err := checkText("goal", text, phase != ""); err != nil {
+	if err := CheckText("goal", text, phase != ""); err != nil {
 		return withHintIfNone(err, "say what the goal is: memvault goal \"…\"")
 	}
 	ct.append(KindContinuityGoal, text, contData{Date: ct.day, Phase: phase})
@@ -286,16 +286,16 @@ func (ct *ContinuityTx) Goal(text, phase string) error {
 
 // Next adds a next action, at the end of the queue or (first) on top.
 func (ct *ContinuityTx) Next(text string, first bool) error {
-	if err := checkText("next", text, false); err != nil {
+	if err := CheckText("next", text, false); err != nil {
 		return withHintIfNone(err, "say what comes next: memvault next \"…\"")
 	}
-	ev := ct.appendEvent(nextEvent(text, first, ct.day))
+	ev := ct.appendEvent(NextEvent(text, first, ct.day))
 	ct.say("next action added (%s)", ev.ID)
 	return nil
 }
 
 // nextEvent is the `next` row of a next action.
-func nextEvent(text string, first bool, day string) *Event {
+func NextEvent(text string, first bool, day string) *Event {
 	return protocolEvent("next", strings.TrimSpace(text), contData{Date: day, First: first})
 }
 
@@ -305,7 +305,7 @@ func nextEvent(text string, first bool, day string) *Event {
 // event id, or a next action or commitment by its text (compared after
 // normalizeText). Anything else is an accomplishment that closes nothing.
 func (ct *ContinuityTx) Done(arg string) error {
-	ev, closed, err := doneEvent(ct.state(), arg, ct.day)
+	ev, closed, err := DoneEvent(ct.state(), arg, ct.day)
 	if err != nil {
 		return err
 	}
@@ -324,9 +324,9 @@ func (ct *ContinuityTx) Done(arg string) error {
 
 // doneEvent builds the `done` row for arg (see Done); closed reports that
 // it closes an open item, named in its links.
-func doneEvent(c *Continuity, arg, day string) (ev *Event, closed bool, err error) {
+func DoneEvent(c *Continuity, arg, day string) (ev *Event, closed bool, err error) {
 	arg = strings.TrimSpace(arg)
-	if err := checkText("done", arg, false); err != nil {
+	if err := CheckText("done", arg, false); err != nil {
 		return nil, false, withHintIfNone(err, "say what was done, or give the number or id of a next action")
 	}
 	open := append(append([]Item(nil), c.Next...), c.Commitments...)
@@ -350,9 +350,9 @@ func doneEvent(c *Continuity, arg, day string) (ev *Event, closed bool, err erro
 			return nil, false, e.WithHint("see what is open with: memvault continuity status")
 		}
 	} else {
-		key := normalizeText(arg)
+		key := NormalizeText(arg)
 		for i := range open {
-			if normalizeText(open[i].Text) == key {
+			if NormalizeText(open[i].Text) == key {
 				it = &open[i]
 				break
 			}

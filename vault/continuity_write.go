@@ -130,7 +130,7 @@ func (ct *ContinuityTx) Day() string { return ct.day }
 // applied on top as they come. A state that cannot be read fails the
 // transaction (UpdateContinuity checks ct.err); meanwhile it reads empty.
 func (ct *ContinuityTx) state() *Continuity {
-	c, err := ct.Tx.continuity(ct.st)
+	c, err := ct.Tx.Continuity(ct.st)
 	if err != nil && ct.err == nil {
 		ct.err = err
 	}
@@ -150,7 +150,7 @@ type txContinuity struct {
 // applied; st, when not nil, is the derived state to start from. Control
 // lines read it as the CLI verbs do, so a LEARNED: line reinforces the
 // learning it repeats and a DONE: line finds the next action it closes.
-func (tx *Tx) continuity(st *contState) (*Continuity, error) {
+func (tx *Tx) Continuity(st *contState) (*Continuity, error) {
 	if tx.cont == nil {
 		tx.cont = &txContinuity{st: st}
 	}
@@ -194,7 +194,7 @@ func (ct *ContinuityTx) appendEvent(ev *Event) *Event {
 	ev.Source = "cli"
 	if ev.Thread == "" {
 		if len(ev.Links) > 0 {
-			ev.Thread = ct.state().threadOf(ev.Links[0])
+			ev.Thread = ct.state().ThreadOf(ev.Links[0])
 		} else {
 			ev.Thread = ct.thread
 		}

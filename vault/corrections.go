@@ -45,7 +45,7 @@ const (
 	correctionVersion = 2
 )
 
-type segCorrections struct {
+type SegCorrections struct {
 	Stamp segStamp
 	Lines []int      // line numbers of correction events
 	Offs  [][2]int64 // where each of those lines starts and ends
@@ -63,14 +63,14 @@ type Correction struct {
 	Line           int // the event's line number in its segment
 }
 
-func (v *Vault) loadCorrectionCache() map[string]segCorrections {
-	cache := map[string]segCorrections{}
+func (v *Vault) loadCorrectionCache() map[string]SegCorrections {
+	cache := map[string]SegCorrections{}
 	d, ok := readStateFile(v.Root, CorrectionFile, correctionVersion)
 	if !ok {
 		return cache
 	}
 	for n := d.count(); n > 0 && !d.bad; n-- {
-		var c segCorrections
+		var c SegCorrections
 		c.Stamp = decodeStamp(d)
 		if k := d.count(); k > 0 {
 			c.Lines = make([]int, k)
@@ -89,12 +89,12 @@ func (v *Vault) loadCorrectionCache() map[string]segCorrections {
 		cache[c.Stamp.Path] = c
 	}
 	if !d.Done() {
-		return map[string]segCorrections{}
+		return map[string]SegCorrections{}
 	}
 	return cache
 }
 
-func (v *Vault) saveCorrectionCache(cache map[string]segCorrections) {
+func (v *Vault) saveCorrectionCache(cache map[string]SegCorrections) {
 	paths := make([]string, 0, len(cache))
 	for p := range cache {
 		paths = append(paths, p)
@@ -124,7 +124,7 @@ func (v *Vault) saveCorrectionCache(cache map[string]segCorrections) {
 // reading the segment only when its stamp changed; changed reports that.
 // The stamp is taken before the read: a line appended in between is in the
 // data but not the stamp, so the next reader looks again.
-func (v *Vault) segmentCorrections(cache map[string]segCorrections, s segment) (c segCorrections, data []byte, changed bool, err error) {
+func (v *Vault) segmentCorrections(cache map[string]SegCorrections, s segment) (c SegCorrections, data []byte, changed bool, err error) {
 	stamp, err := stampOf(v.Root, s)
 	if err != nil {
 		return c, nil, false, err
@@ -143,7 +143,7 @@ func (v *Vault) segmentCorrections(cache map[string]segCorrections, s segment) (
 		data = nil
 	}
 	lines, offs, _ := correctionsIn(data)
-	c = segCorrections{Stamp: stamp, Lines: lines, Offs: offs,
+	c = SegCorrections{Stamp: stamp, Lines: lines, Offs: offs,
 		Sessions: StringsAfter(data, `"session":`), Linked: LinksIn(data)}
 	cache[s.String()] = c
 	return c, data, true, nil

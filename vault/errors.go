@@ -33,4 +33,4 @@ var (
 // HintOf returns the hint carried by err, or "".
 func HintOf(err error) string { return fault.HintOf(err) }
 
-func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -49,7 +49,7 @@ func (e *Event) object() (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := decodeJSON(raw)
+	v, err := DecodeJSON(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func ParseLine(line []byte) (ev *Event, hashOK bool, err error) {
 // parseLineGeneral is parseLine for any line: decoded into a map and
 // encoded again in canonical form to be hashed.
 func parseLineGeneral(line []byte) (ev *Event, hashOK bool, err error) {
-	v, err := decodeJSON(line)
+	v, err := DecodeJSON(line)
 	if err != nil {
 		return nil, false, fmt.Errorf("not valid json: %v", err)
 	}
@@ -121,7 +121,7 @@ func (v *Vault) redactData(data json.RawMessage) (json.RawMessage, map[string]in
 	if len(data) == 0 {
 		return data, nil
 	}
-	val, err := decodeJSON(data)
+	val, err := DecodeJSON(data)
 	if err != nil {
 		return data, nil
 	}
@@ -161,17 +161,17 @@ func (v *Vault) redactData(data json.RawMessage) (json.RawMessage, map[string]in
 }
 
 // withData returns the JSON object data with key set to value.
-func withData(data json.RawMessage, key string, value any) json.RawMessage {
+func WithData(data json.RawMessage, key string, value any) json.RawMessage {
 	obj := map[string]any{}
 	if len(data) > 0 {
-		if v, err := decodeJSON(data); err == nil {
+		if v, err := DecodeJSON(data); err == nil {
 			if m, ok := v.(map[string]any); ok {
 				obj = m
 			}
 		}
 	}
 	raw, _ := json.Marshal(value)
-	v, _ := decodeJSON(raw)
+	v, _ := DecodeJSON(raw)
 	obj[key] = v
 	var buf bytes.Buffer
 	if canonicalJSON(&buf, obj) != nil {

@@ -163,7 +163,7 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 	if bytes.Equal(edited, original) {
 		return res, nil
 	}
-	if err := checkText("edit", string(edited), true); err != nil {
+	if err := CheckText("edit", string(edited), true); err != nil {
 		return nil, err
 	}
 	// The file is written only if it still holds what the merge read: a

@@ -47,7 +47,7 @@ func foldRow(st *State, ev *Event) (*State, bool) {
 			st.byID[r.ID] = r
 		}
 	}
-	st.add(&Row{Event: ev})
+	st.Add(&Row{Event: ev})
 	return st, true
 }
 
@@ -165,7 +165,7 @@ func (v *Vault) foldAll(segs []segment) (st *State, tip string, torn bool, err e
 		tip = ev.Hash
 		ev.Prev, ev.Hash = "", ""
 		rows[i].Event = ev
-		st.add(&rows[i])
+		st.Add(&rows[i])
 	}
 	return st, tip, torn, nil
 }
@@ -186,7 +186,7 @@ func foldLines(st *State, data []byte, tip string) string {
 		}
 		tip = ev.Hash
 		ev.Prev, ev.Hash = "", ""
-		st.add(&Row{Event: ev})
+		st.Add(&Row{Event: ev})
 	}
 	return tip
 }

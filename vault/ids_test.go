@@ -14,7 +14,7 @@ import (
 func stateOf(ids ...string) *State {
 	st := &State{byID: map[string]*Row{}}
 	for _, id := range ids {
-		st.add(&Row{Event: &Event{ID: id, Kind: "fact", TS: "2026-11-22T10:00:00.000Z", Text: "text of " + id}})
+		st.Add(&Row{Event: &Event{ID: id, Kind: "fact", TS: "2026-11-22T10:00:00.000Z", Text: "text of " + id}})
 	}
 	return st
 }

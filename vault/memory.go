@@ -25,7 +25,7 @@ type Input struct {
 	Source string          // where the event came from: "cli", "hook", …
 }
 
-func checkText(what, s string, allowEmpty bool) error {
+func CheckText(what, s string, allowEmpty bool) error {
 	switch {
 	case !utf8.ValidString(s):
 		return fault.New(ErrInvalid, "%s: not valid utf-8", what)
@@ -68,7 +68,7 @@ func (in *Input) validate() error {
 		if !utf8.Valid(in.Data) {
 			return fault.New(ErrInvalid, "data: not valid utf-8")
 		}
-		v, err := decodeJSON(in.Data)
+		v, err := DecodeJSON(in.Data)
 		if err != nil {
 			return fault.New(ErrInvalid, "data: not valid json: %v", err)
 		}
@@ -159,7 +159,7 @@ func (tx *Tx) OpenCommitment(in Input) (*Event, error) {
 }
 
 func (tx *Tx) record(in Input, allowEmpty bool) (*Event, error) {
-	if err := checkText("text", in.Text, allowEmpty); err != nil {
+	if err := CheckText("text", in.Text, allowEmpty); err != nil {
 		return nil, err
 	}
 	if err := in.validate(); err != nil {
@@ -211,7 +211,7 @@ func (tx *Tx) CloseCommitment(id, note string) (*Event, error) {
 	if r.ClosedBy != "" {
 		return nil, fault.New(ErrConflict, "close %s: already closed by %s", id, r.ClosedBy)
 	}
-	if err := checkText("note", note, true); err != nil {
+	if err := CheckText("note", note, true); err != nil {
 		return nil, err
 	}
 	return tx.Append(&Event{Kind: "commitment.close", Thread: r.Thread, Text: note,
@@ -229,7 +229,7 @@ func (tx *Tx) Retract(id, why string) (*Event, error) {
 		e := fault.New(ErrConflict, "retract %s: is itself a retraction", id)
 		return nil, e.WithHint("record the fact again with memvault remember")
 	}
-	if err := checkText("why", why, false); err != nil {
+	if err := CheckText("why", why, false); err != nil {
 		return nil, err
 	}
 	return tx.Append(&Event{Kind: "retract", Thread: r.Thread, Text: why,
@@ -246,7 +246,7 @@ func (tx *Tx) Supersede(id, text string) (*Event, error) {
 	if r.Kind == "retract" || r.Kind == "commitment.close" {
 		return nil, fault.New(ErrConflict, "supersede %s: a %s cannot be superseded", id, r.Kind)
 	}
-	if err := checkText("text", text, false); err != nil {
+	if err := CheckText("text", text, false); err != nil {
 		return nil, err
 	}
 	data, _ := json.Marshal(map[string]string{"replaces_kind": r.EffectiveKind()})

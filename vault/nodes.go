@@ -72,7 +72,7 @@ func (n *Node) frontMatter() []struct {
 // encode renders the node file. Every front-matter value is written as JSON,
 // which is also valid YAML, so the file reads well, parses with any YAML
 // library, and round-trips exactly.
-func (n *Node) encode() []byte {
+func (n *Node) Encode() []byte {
 	n.Threads, n.Children = nonNil(n.Threads), nonNil(n.Children)
 	var b bytes.Buffer
 	b.WriteString("---\n")
@@ -152,7 +152,7 @@ func (tx *Tx) CreateNode(n *Node) (node *Node, created bool, err error) {
 	n.Created = FormatTS(t)
 	n.ID = ""
 	n.Path = ""
-	digest := sha256.Sum256(n.encode())
+	digest := sha256.Sum256(n.Encode())
 	n.ID = derivedID("n_", t, digest[:])
 	rel, err := nodePath(n.Agent, n.ID, t)
 	if err != nil {
@@ -169,7 +169,7 @@ func (tx *Tx) CreateNode(n *Node) (node *Node, created bool, err error) {
 		// with the file as it is.
 		tx.CommitFile(rel)
 	} else {
-		tx.WriteFile(rel, n.encode())
+		tx.WriteFile(rel, n.Encode())
 	}
 	data, _ := json.Marshal(map[string]any{"kind": n.Kind, "path": n.Path, "span": n.Span, "children": nonNil(n.Children)})
 	thread := ""
@@ -251,7 +251,7 @@ func appendUnique(list []string, s string) []string {
 const nodeCache = ".state/nodes.tsv"
 
 var (
-	tsvEscape   = strings.NewReplacer("\\", "\\\\", "\t", "\\t", "\n", "\\n")
+	TsvEscape   = strings.NewReplacer("\\", "\\\\", "\t", "\\t", "\n", "\\n")
 	tsvUnescape = strings.NewReplacer("\\\\", "\\", "\\t", "\t", "\\n", "\n")
 )
 
@@ -264,7 +264,7 @@ func (n *Node) cacheLine() string {
 		strings.Join(n.Children, ","), n.Created, span, n.Title}
 	for i, x := range f {
 		if i != 9 {
-			f[i] = tsvEscape.Replace(x)
+			f[i] = TsvEscape.Replace(x)
 		}
 	}
 	return strings.Join(f, "\t")
@@ -311,13 +311,13 @@ func (v *Vault) Nodes() (*NodeIndex, error) {
 // needles (nil keeps all). When the cache is fresh, the other lines are
 // never decoded: a lookup around one node costs a byte search of the cache.
 func (v *Vault) nodes(needles []string) (*NodeIndex, error) {
-	return v.nodesThen(needles, nil)
+	return v.NodesThen(needles, nil)
 }
 
 // nodesThen is nodes followed, when then is not nil, by a second search of
 // the same cache for needles and the needles then returns from the first
 // result: a node's neighbours for one read of the cache.
-func (v *Vault) nodesThen(needles []string, then func(*NodeIndex) []string) (*NodeIndex, error) {
+func (v *Vault) NodesThen(needles []string, then func(*NodeIndex) []string) (*NodeIndex, error) {
 	pick, err := v.nodePicker()
 	if err != nil {
 		return nil, err
@@ -554,11 +554,11 @@ func (ix *NodeIndex) Select(f NodeFilter) []*Node {
 		}
 		out = append(out, n)
 	}
-	sortNodes(out)
+	SortNodes(out)
 	return out
 }
 
-func sortNodes(ns []*Node) {
+func SortNodes(ns []*Node) {
 	sort.Slice(ns, func(i, j int) bool {
 		if ns[i].Created != ns[j].Created {
 			return ns[i].Created < ns[j].Created

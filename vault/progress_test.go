@@ -9,9 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
-	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault/gitrepo"
 )
 
@@ -298,7 +296,7 @@ func BenchmarkGCAdvice(b *testing.B) {
 	}
 }
 
-// TestLongWorkReportsProgress: verify and import each report
+// TestLongWorkReportsProgress: verify reports
 // counts that end at their totals; without a Progress nothing is called.
 func TestLongWorkReportsProgress(t *testing.T) {
 	t.Parallel()
@@ -315,33 +313,6 @@ func TestLongWorkReportsProgress(t *testing.T) {
 		t.Errorf("verify: last step %+v, %d segments", s, vr.Segments)
 	}
 
-	src := filepath.Join(t.TempDir(), "session.jsonl")
-	var lines []string
-	for i := range 2000 {
-		lines = append(lines, fmt.Sprintf(`{"role":"user","text":"message %d with some words in it to fill a window"}`, i))
-	}
-	if err := os.WriteFile(src, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	info, _ := os.Stat(src)
-	ref := TranscriptRef{Agent: "default", Session: "s1"}
-	rep, err := v.importSource(TxOptions{}, ref, transcript.Generic, src, "", time.Time{}, 16<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var imports []Step
-	for _, s := range log.steps {
-		if strings.HasPrefix(s.Phase, "import: ") {
-			imports = append(imports, s)
-		}
-	}
-	if len(imports) < 2 {
-		t.Fatalf("import of %d bytes in 16 KiB windows reported %d steps", info.Size(), len(imports))
-	}
-	if last := imports[len(imports)-1]; last.Done != info.Size() || last.Total != info.Size() || last.Unit != "bytes" ||
-		!strings.Contains(last.Phase, FormatCount(int64(rep.Added))+" messages") {
-		t.Errorf("import: last step %+v, file of %d bytes, %d messages", last, info.Size(), rep.Added)
-	}
 	log.checkCounts(t)
 
 	v.Progress = nil

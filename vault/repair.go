@@ -325,14 +325,14 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 			slices.Sort(ps)
 			if len(ps) >= 2 {
 				if !slices.Equal(ps, ts) {
-					ev.Data = withData(ev.Data, "tips", ps)
+					ev.Data = WithData(ev.Data, "tips", ps)
 					broken = true
 				}
 				prev, parents = ps[0], ps
 			} else {
 				// Nothing left to join: the line stays, as a note that
 				// follows the last event.
-				ev.Kind, ev.Data = "ledger.note", withData(ev.Data, "was", KindJoin)
+				ev.Kind, ev.Data = "ledger.note", WithData(ev.Data, "was", KindJoin)
 				prev, parents, broken = last, []string{last}, true
 				changed[ev.ID] = true
 			}

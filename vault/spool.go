@@ -88,7 +88,7 @@ var testHookSpoolFolded func()
 // anything is written; the markers in the text are the whole record of a
 // redaction, as in a transaction without a commit. It takes no vault lock.
 func (v *Vault) Spool(t TranscriptRef, msgs []transcript.Message) error {
-	if err := t.check(); err != nil {
+	if err := t.Check(); err != nil {
 		return err
 	}
 	if len(msgs) == 0 {
@@ -244,7 +244,7 @@ func readSpool(fsys fileio.Root, path string) (recs []spoolRecord, torn [][]byte
 			continue
 		}
 		var r spoolRecord
-		if i == last || json.Unmarshal(line, &r) != nil || r.Spool != spoolVersion || r.ref().check() != nil ||
+		if i == last || json.Unmarshal(line, &r) != nil || r.Spool != spoolVersion || r.ref().Check() != nil ||
 			r.Message.ID == "" || !r.Message.Role.Valid() {
 			torn = append(torn, line)
 			continue
@@ -405,7 +405,7 @@ func (tx *Tx) foldSession(f *spoolFold, files []spoolFile) {
 			if !known {
 				seen = map[string]bool{}
 				if dedupe {
-					if seen, err = tx.v.messageIDs(t); err != nil {
+					if seen, err = tx.v.MessageIDs(t); err != nil {
 						f.warn("spool: %s: %v", sf.path, err)
 						ok = false
 						break
@@ -475,7 +475,7 @@ func (f *spoolFold) done() {
 // record renamed in between is then read twice, and kept once), and a
 // caller that also reads the transcript reads it after this, where a
 // record folded meanwhile is by then.
-func (v *Vault) spooled(t TranscriptRef) []transcript.Message {
+func (v *Vault) Spooled(t TranscriptRef) []transcript.Message {
 	base := sessionFileName(t.Session)
 	files := []spoolFile{{path: v.spoolPath(t.Agent, base, 0)}}
 	if sessions, err := spoolSessions(v.Files(), filepath.Join(v.Root, SpoolDir, t.Agent)); err == nil {

@@ -152,14 +152,14 @@ func (v *Vault) LoadState() (*State, error) {
 // line, which is what makes looking up one node's or one session's rows
 // cheap on a large ledger.
 func (v *Vault) LoadStateWith(needles [][]byte) (*State, error) {
-	return v.loadStateOf(needles, nil)
+	return v.LoadStateOf(needles, nil)
 }
 
 // loadStateOf is loadState that, when keep is not nil, searches only the
 // segments keep accepts. The corrections come from the derived list of
 // every correction (correctionRows), so only the few that touch the rows
 // found are read from the ledger, wherever they are.
-func (v *Vault) loadStateOf(needles [][]byte, keep func(segCorrections) bool) (*State, error) {
+func (v *Vault) LoadStateOf(needles [][]byte, keep func(SegCorrections) bool) (*State, error) {
 	if needles == nil {
 		return v.loadAll()
 	}
@@ -171,7 +171,7 @@ func (v *Vault) loadStateOf(needles [][]byte, keep func(segCorrections) bool) (*
 	cacheChanged := false
 	var found []*Row // in ledger order: by segment, then line
 	segOf := make(map[string]int, len(segs))
-	corr := make([]segCorrections, len(segs)) // each segment's derived list
+	corr := make([]SegCorrections, len(segs)) // each segment's derived list
 	for i, s := range segs {
 		file := s.String()
 		segOf[file] = i
@@ -258,7 +258,7 @@ func (v *Vault) loadStateOf(needles [][]byte, keep func(segCorrections) bool) (*
 	}
 	st := &State{byID: make(map[string]*Row, len(found))}
 	for _, r := range found {
-		st.add(r)
+		st.Add(r)
 	}
 	return st, nil
 }
@@ -279,7 +279,7 @@ func (v *Vault) loadAll() (*State, error) {
 		for n, start := 1, 0; start < len(data); n++ {
 			i := bytes.IndexByte(data[start:], '\n')
 			if r := rowOf(data[start:start+i], file, n); r != nil {
-				st.add(r)
+				st.Add(r)
 			}
 			start += i + 1
 		}
@@ -310,7 +310,7 @@ func rowOf(raw []byte, file string, n int) *Row {
 // readLines decodes the correction lines ns of a segment. Where the
 // segment's cached corrections c know a line's offsets, only that line is
 // read; otherwise (a line appended since c was taken) the segment is read.
-func (v *Vault) readLines(file string, c segCorrections, ns []int) ([]*Row, error) {
+func (v *Vault) readLines(file string, c SegCorrections, ns []int) ([]*Row, error) {
 	f, err := v.Files().Open(filepath.Join(v.Root, filepath.FromSlash(file)))
 	if err != nil {
 		return nil, fault.IO("read "+file, err)
@@ -367,7 +367,7 @@ func findAll(data, needle []byte) []int {
 
 // add folds one event in. Corrections apply to their target; a retracted
 // correction is undone, so retracting a close reopens the commitment.
-func (st *State) add(r *Row) {
+func (st *State) Add(r *Row) {
 	if _, dup := st.byID[r.ID]; dup {
 		return
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/redact"
 )
 
 // DefaultPartBytes is the size past which a transcript part is closed and
@@ -101,7 +102,7 @@ type TranscriptRef struct {
 	Session string `json:"session"`
 }
 
-func (t TranscriptRef) check() error {
+func (t TranscriptRef) Check() error {
 	if err := CheckName("agent", t.Agent); err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ func (t TranscriptRef) check() error {
 func (t TranscriptRef) dir() RelPath { return RelPath{"transcripts/" + t.Agent} }
 
 // part is the path of part n (0 is the first, unnumbered file).
-func (t TranscriptRef) part(n int) RelPath {
+func (t TranscriptRef) Part(n int) RelPath {
 	name := sessionFileName(t.Session)
 	if n > 0 {
 		name += "." + strconv.Itoa(n)
@@ -121,7 +122,7 @@ func (t TranscriptRef) part(n int) RelPath {
 }
 
 // Path is the transcript's first part, the name nodes cite in their span.
-func (t TranscriptRef) Path() string { return t.part(0).String() }
+func (t TranscriptRef) Path() string { return t.Part(0).String() }
 
 // StoredMessage is one line of a vault transcript: the normalised message
 // and its sequence number N within the session (1-based, continuous across
@@ -138,12 +139,12 @@ type StoredMessage struct {
 func (v *Vault) parts(t TranscriptRef) ([]int, error) {
 	var parts []int
 	for n := 0; ; n++ {
-		_, err := v.Files().Stat(v.Abs(t.part(n)))
+		_, err := v.Files().Stat(v.Abs(t.Part(n)))
 		if errors.Is(err, fs.ErrNotExist) {
 			return parts, nil
 		}
 		if err != nil {
-			return nil, fault.IO("stat "+t.part(n).String(), err)
+			return nil, fault.IO("stat "+t.Part(n).String(), err)
 		}
 		parts = append(parts, n)
 	}
@@ -152,24 +153,24 @@ func (v *Vault) parts(t TranscriptRef) ([]int, error) {
 // transcriptTail is what an appender needs: the last part, its size, and the
 // last sequence number.
 type transcriptTail struct {
-	part int
-	size int64
+	Part int
+	Size int64
 	last int
 }
 
-func (v *Vault) transcriptTail(t TranscriptRef) (transcriptTail, error) {
+func (v *Vault) TranscriptTail(t TranscriptRef) (transcriptTail, error) {
 	parts, err := v.parts(t)
 	if err != nil || len(parts) == 0 {
 		return transcriptTail{}, err
 	}
-	tt := transcriptTail{part: parts[len(parts)-1]}
+	tt := transcriptTail{Part: parts[len(parts)-1]}
 	for i := len(parts) - 1; i >= 0; i-- {
-		end, err := readEnd(v.Files(), v.Abs(t.part(parts[i])))
+		end, err := readEnd(v.Files(), v.Abs(t.Part(parts[i])))
 		if err != nil {
 			return tt, err
 		}
 		if i == len(parts)-1 {
-			tt.size = end.size
+			tt.Size = end.size
 		}
 		body := end.tail
 		if k := bytes.LastIndexByte(body, '\n'); k >= 0 {
@@ -189,7 +190,7 @@ func (v *Vault) transcriptTail(t TranscriptRef) (transcriptTail, error) {
 // returns the first and last sequence numbers. Messages are redacted by the
 // caller (the importers do it; AppendText does it for typed text).
 func (tx *Tx) AppendMessages(t TranscriptRef, msgs []transcript.Message) (from, to int, err error) {
-	if err := t.check(); err != nil {
+	if err := t.Check(); err != nil {
 		return 0, 0, err
 	}
 	if len(msgs) == 0 {
@@ -200,7 +201,7 @@ func (tx *Tx) AppendMessages(t TranscriptRef, msgs []transcript.Message) (from, 
 	}
 	tail, ok := tx.transcripts[t]
 	if !ok {
-		tt, err := tx.v.transcriptTail(t)
+		tt, err := tx.v.TranscriptTail(t)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -215,14 +216,14 @@ func (tx *Tx) AppendMessages(t TranscriptRef, msgs []transcript.Message) (from, 
 		if err != nil {
 			return 0, 0, fmt.Errorf("transcript: encode message %s: %w", m.ID, err)
 		}
-		size := tail.size + int64(tx.pendingAppend(t.part(tail.part)))
+		size := tail.Size + int64(tx.pendingAppend(t.Part(tail.Part)))
 		if size > 0 && size+int64(len(line)) > limit {
-			tail.part++
-			tail.size = 0
+			tail.Part++
+			tail.Size = 0
 		}
-		tx.AppendFile(t.part(tail.part), line)
+		tx.AppendFile(t.Part(tail.Part), line)
 	}
-	tx.carry(t)
+	tx.Carry(t)
 	return from, tail.last, nil
 }
 
@@ -230,7 +231,7 @@ func (tx *Tx) AppendMessages(t TranscriptRef, msgs []transcript.Message) (from, 
 // (to ≤ 0: to the end), reading part by part so memory stays bounded. A torn
 // last line is skipped.
 func (v *Vault) ReadTranscript(t TranscriptRef, from, to int, fn func(StoredMessage) error) error {
-	if err := t.check(); err != nil {
+	if err := t.Check(); err != nil {
 		return err
 	}
 	parts, err := v.parts(t)
@@ -243,7 +244,7 @@ func (v *Vault) ReadTranscript(t TranscriptRef, from, to int, fn func(StoredMess
 	}
 	for _, p := range parts {
 		if err := v.readPart(t, p, from, to, fn); err != nil {
-			if errors.Is(err, errStop) {
+			if errors.Is(err, ErrStop) {
 				return nil
 			}
 			return err
@@ -252,12 +253,12 @@ func (v *Vault) ReadTranscript(t TranscriptRef, from, to int, fn func(StoredMess
 	return nil
 }
 
-var errStop = errors.New("stop")
+var ErrStop = errors.New("stop")
 
 func (v *Vault) readPart(t TranscriptRef, part, from, to int, fn func(StoredMessage) error) error {
-	f, err := v.Files().Open(v.Abs(t.part(part)))
+	f, err := v.Files().Open(v.Abs(t.Part(part)))
 	if err != nil {
-		return fault.IO("read "+t.part(part).String(), err)
+		return fault.IO("read "+t.Part(part).String(), err)
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 64<<10)
@@ -267,7 +268,7 @@ func (v *Vault) readPart(t TranscriptRef, part, from, to int, fn func(StoredMess
 			return nil // a torn last line, if any, is not a message yet
 		}
 		if err != nil {
-			return fault.IO("read "+t.part(part).String(), err)
+			return fault.IO("read "+t.Part(part).String(), err)
 		}
 		m, err := DecodeTranscriptLine(line)
 		if err != nil {
@@ -277,7 +278,7 @@ func (v *Vault) readPart(t TranscriptRef, part, from, to int, fn func(StoredMess
 			continue
 		}
 		if to > 0 && m.N > to {
-			return errStop
+			return ErrStop
 		}
 		if err := fn(m); err != nil {
 			return err
@@ -349,11 +350,11 @@ func (v *Vault) sessionInfo(t TranscriptRef) (SessionInfo, error) {
 	}
 	info.Parts = len(parts)
 	for _, p := range parts {
-		if st, err := v.Files().Stat(v.Abs(t.part(p))); err == nil {
+		if st, err := v.Files().Stat(v.Abs(t.Part(p))); err == nil {
 			info.Bytes += st.Size()
 		}
 	}
-	tail, err := v.transcriptTail(t)
+	tail, err := v.TranscriptTail(t)
 	info.Messages = tail.last
 	return info, err
 }
@@ -396,7 +397,7 @@ func (v *Vault) prepareText(now time.Time, msgs []transcript.Message) (map[strin
 			e := fault.New(ErrInvalid, "role %q: unknown", m.Role)
 			return nil, e.WithHint("use one of: user, assistant, tool, system")
 		}
-		if err := checkText("text", m.Text, false); err != nil {
+		if err := CheckText("text", m.Text, false); err != nil {
 			return nil, err
 		}
 		if m.ID == "" {
@@ -427,35 +428,35 @@ func (v *Vault) prepareText(now time.Time, msgs []transcript.Message) (map[strin
 // partPos is a place in a vault transcript: a byte offset into one part, at
 // the start of a line (or the part's end). An import keeps such places to
 // read only what was appended since, instead of the whole transcript.
-type partPos struct {
+type PartPos struct {
 	Part int   `json:"part"`
 	Off  int64 `json:"off"`
 }
 
 // before reports whether p comes before q.
-func (p partPos) before(q partPos) bool {
+func (p PartPos) Before(q PartPos) bool {
 	return p.Part < q.Part || p.Part == q.Part && p.Off < q.Off
 }
 
 // endPos is where t ends now: the end of its last part ({0 0} when it has
 // none), where the next append goes unless it opens a new part.
-func (v *Vault) endPos(t TranscriptRef) (partPos, error) {
-	tail, err := v.transcriptTail(t)
-	return partPos{Part: tail.part, Off: tail.size}, err
+func (v *Vault) endPos(t TranscriptRef) (PartPos, error) {
+	tail, err := v.TranscriptTail(t)
+	return PartPos{Part: tail.Part, Off: tail.Size}, err
 }
 
 // validPos reports whether p is still a line start within t: its part is at
 // least that long and the byte before p is a newline. A transcript changed
 // under a kept place (a repair, a hand edit) fails it, and the keeper reads
 // from the start instead.
-func (v *Vault) validPos(t TranscriptRef, p partPos) bool {
+func (v *Vault) ValidPos(t TranscriptRef, p PartPos) bool {
 	if p.Part < 0 || p.Off < 0 {
 		return false
 	}
 	if p.Part == 0 && p.Off == 0 {
 		return true
 	}
-	f, err := v.Files().Open(v.Abs(t.part(p.Part)))
+	f, err := v.Files().Open(v.Abs(t.Part(p.Part)))
 	if err != nil {
 		return false
 	}
@@ -475,14 +476,14 @@ func (v *Vault) validPos(t TranscriptRef, p partPos) bool {
 // readFrom calls fn for each stored message of t from p on, through the last
 // part, with the place just after it. A torn last line is skipped, as
 // ReadTranscript skips it.
-func (v *Vault) readFrom(t TranscriptRef, p partPos, fn func(m StoredMessage, end partPos) error) error {
+func (v *Vault) ReadFrom(t TranscriptRef, p PartPos, fn func(m StoredMessage, end PartPos) error) error {
 	for part, off := p.Part, p.Off; ; part, off = part+1, 0 {
-		f, err := v.Files().Open(v.Abs(t.part(part)))
+		f, err := v.Files().Open(v.Abs(t.Part(part)))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 		if err != nil {
-			return fault.IO("read "+t.part(part).String(), err)
+			return fault.IO("read "+t.Part(part).String(), err)
 		}
 		err = func() error {
 			defer f.Close()
@@ -493,14 +494,14 @@ func (v *Vault) readFrom(t TranscriptRef, p partPos, fn func(m StoredMessage, en
 					return nil
 				}
 				if err != nil {
-					return fault.IO("read "+t.part(part).String(), err)
+					return fault.IO("read "+t.Part(part).String(), err)
 				}
 				off += int64(len(line))
 				m, err := DecodeTranscriptLine(line)
 				if err != nil {
 					continue
 				}
-				if err := fn(m, partPos{Part: part, Off: off}); err != nil {
+				if err := fn(m, PartPos{Part: part, Off: off}); err != nil {
 					return err
 				}
 			}
@@ -513,11 +514,11 @@ func (v *Vault) readFrom(t TranscriptRef, p partPos, fn func(m StoredMessage, en
 
 // idEndingAt returns the id of the stored message whose line ends at p, or
 // "" when no message line ends there.
-func (v *Vault) idEndingAt(t TranscriptRef, p partPos) string {
+func (v *Vault) IdEndingAt(t TranscriptRef, p PartPos) string {
 	if p.Off <= 0 {
 		return ""
 	}
-	f, err := v.Files().Open(v.Abs(t.part(p.Part)))
+	f, err := v.Files().Open(v.Abs(t.Part(p.Part)))
 	if err != nil {
 		return ""
 	}
@@ -542,4 +543,55 @@ func (v *Vault) idEndingAt(t TranscriptRef, p partPos) string {
 		}
 		return m.ID
 	}
+}
+
+// HookFormat marks messages a hook stored from the harness's payload rather
+// than from its transcript file.
+const HookFormat = "hook"
+
+// messageIDs returns the ids of the messages stored for t.
+func (v *Vault) MessageIDs(t TranscriptRef) (map[string]bool, error) {
+	ids := map[string]bool{}
+	err := v.ReadTranscript(t, 1, 0, func(m StoredMessage) error {
+		ids[m.ID] = true
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) {
+		return ids, nil
+	}
+	return ids, err
+}
+
+// Redact applies the vault's redaction rules to text and returns the
+// redacted text and the count of secrets replaced per kind.
+func (v *Vault) Redact(text string) (string, map[string]int) {
+	if v.Rules == nil {
+		return text, nil
+	}
+	return redact.Text(text, v.Rules)
+}
+
+// queued returns the messages of t this transaction has queued so far (the
+// spool's fold, which runs before a transaction's own work), in order:
+// they follow the transcript's end on disk, tail.
+func (tx *Tx) Queued(t TranscriptRef, tail transcriptTail) []StoredMessage {
+	tt := tx.transcripts[t]
+	if tt == nil {
+		return nil
+	}
+	var out []StoredMessage
+	for n := tail.Part; n <= tt.Part; n++ {
+		rel := t.Part(n)
+		for _, a := range tx.appends {
+			if a.rel != rel {
+				continue
+			}
+			for _, line := range bytes.SplitAfter(a.data, []byte("\n")) {
+				if m, err := DecodeTranscriptLine(line); err == nil {
+					out = append(out, m)
+				}
+			}
+		}
+	}
+	return out
 }

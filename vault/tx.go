@@ -123,11 +123,11 @@ func (tx *Tx) Append(ev *Event) *Event {
 	}
 	if len(counts) > 0 {
 		ev.Text, ev.Data = text, data
-		ev.Data = withData(ev.Data, "redacted", counts)
+		ev.Data = WithData(ev.Data, "redacted", counts)
 	}
 	tx.events = append(tx.events, ev)
 	if tx.state != nil {
-		tx.state.add(&Row{Event: ev})
+		tx.state.Add(&Row{Event: ev})
 	}
 	return ev
 }
@@ -179,10 +179,10 @@ func (tx *Tx) CommitTranscript(t TranscriptRef) error {
 		return err
 	}
 	for _, p := range parts {
-		tx.commitPaths = append(tx.commitPaths, t.part(p))
+		tx.commitPaths = append(tx.commitPaths, t.Part(p))
 	}
 	if len(parts) > 0 {
-		tx.carry(t)
+		tx.Carry(t)
 	}
 	return nil
 }
@@ -214,7 +214,7 @@ func (tx *Tx) State() (*State, error) {
 			return nil, err
 		}
 		for _, ev := range tx.events {
-			st.add(&Row{Event: ev})
+			st.Add(&Row{Event: ev})
 		}
 		tx.state = st
 	}
@@ -226,7 +226,7 @@ func (tx *Tx) State() (*State, error) {
 // correction, and the events appended so far in this transaction. It reads
 // only the ledger lines that mention them, so a session's summary or its
 // control lines cost the size of the session, not of the ledger.
-func (tx *Tx) sessionState(t TranscriptRef, ids []string) (*State, error) {
+func (tx *Tx) SessionState(t TranscriptRef, ids []string) (*State, error) {
 	if tx.state != nil {
 		return tx.state, nil
 	}
@@ -237,16 +237,16 @@ func (tx *Tx) sessionState(t TranscriptRef, ids []string) (*State, error) {
 	}
 	// The rows CLOSE lines name may be anywhere; without any, only the
 	// segments that name the session are read.
-	var keep func(segCorrections) bool
+	var keep func(SegCorrections) bool
 	if len(ids) == 0 {
-		keep = func(c segCorrections) bool { return slices.Contains(c.Sessions, t.Session) }
+		keep = func(c SegCorrections) bool { return slices.Contains(c.Sessions, t.Session) }
 	}
-	st, err := tx.v.loadStateOf(needles, keep)
+	st, err := tx.v.LoadStateOf(needles, keep)
 	if err != nil {
 		return nil, err
 	}
 	for _, ev := range tx.events {
-		st.add(&Row{Event: ev})
+		st.Add(&Row{Event: ev})
 	}
 	return st, nil
 }
@@ -628,4 +628,38 @@ func (tx *Tx) repairTorn(tail *tailState) error {
 		tail.torn = nil
 	}
 	return nil
+}
+
+// Nodes returns the node index, including nodes created in this transaction.
+func (tx *Tx) Nodes() (*NodeIndex, error) {
+	if tx.nodeIndex == nil {
+		ix, err := tx.v.Nodes()
+		if err != nil {
+			return nil, err
+		}
+		tx.nodeIndex = ix
+	}
+	return tx.nodeIndex, nil
+}
+
+// Vault is the vault the transaction writes to.
+func (tx *Tx) Vault() *Vault { return tx.v }
+
+// Harness is the harness the transaction writes for ("" for a person).
+func (tx *Tx) Harness() string { return tx.opts.Harness }
+
+// OnCommitted runs fn once the transaction's commit has landed, still under
+// the lock: state kept beside the vault that must change only once the
+// commit holds what it describes.
+func (tx *Tx) OnCommitted(fn func()) { tx.committed = append(tx.committed, fn) }
+
+// transcriptEnd is where this transaction's appends to t end: the last part
+// it wrote and the size that part will have. ok is false when it appended
+// nothing to t.
+func (tx *Tx) TranscriptEnd(t TranscriptRef) (end PartPos, ok bool) {
+	tt := tx.transcripts[t]
+	if tt == nil {
+		return PartPos{}, false
+	}
+	return PartPos{Part: tt.Part, Off: tt.Size + int64(tx.pendingAppend(t.Part(tt.Part)))}, true
 }

@@ -125,7 +125,7 @@ const gitignoreText = `# Derived state: caches, locks and logs, all rebuildable 
 type Vault struct {
 	Root   string // absolute path of the .memory/ folder
 	Config Config
-	rules  *redact.Rules // nil when redaction is off
+	Rules  *redact.Rules // nil when redaction is off
 	Repo   *gitrepo.Repo
 	Clock  func() time.Time // nil: time.Now; tests move time forward
 	// recallStep bounds what a recall indexes before it searches; 0 is
@@ -353,7 +353,7 @@ func (v *Vault) applyConfig(text string) error {
 		if err != nil {
 			return &Error{Class: ErrInvalid, Msg: ConfigFile + ": " + err.Error(), Err: err}
 		}
-		v.rules = rules
+		v.Rules = rules
 	}
 	if c.Lock.Timeout != "" {
 		if _, err := time.ParseDuration(c.Lock.Timeout); err != nil {

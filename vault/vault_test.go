@@ -54,7 +54,7 @@ func mustVerify(t *testing.T, v *Vault) *VerifyReport {
 
 func TestCanonicalJSON(t *testing.T) {
 	in := `{"z":1,"a":{"y":[true,null,"<&>"],"b":1.50},"m":"é\n"}`
-	v, err := decodeJSON([]byte(in))
+	v, err := DecodeJSON([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}

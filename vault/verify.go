@@ -187,7 +187,7 @@ func JoinTips(ev *Event) ([]string, bool) {
 	var d struct {
 		Tips []string `json:"tips"`
 	}
-	if jsonUnmarshal(ev.Data, &d) != nil || len(d.Tips) < 2 {
+	if JSONUnmarshal(ev.Data, &d) != nil || len(d.Tips) < 2 {
 		return nil, false
 	}
 	return d.Tips, true
@@ -404,7 +404,7 @@ func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) (
 				var d struct {
 					Path string `json:"path"`
 				}
-				_ = jsonUnmarshal(ev.Data, &d)
+				_ = JSONUnmarshal(ev.Data, &d)
 				nodes.check(problemAt(here, ev.ID), ev.Links[0], d.Path)
 			}
 			if ck := CanonicalKind(ev.Kind); CorrectionKinds[ck] {

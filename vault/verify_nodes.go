@@ -100,7 +100,7 @@ func (v *Vault) verifyNode(at Problem, id, rel string) []Problem {
 		if t.Path() != n.Span.Path {
 			return fail("node " + id + " cites " + n.Span.Path + ", not its session's transcript " + t.Path())
 		}
-		tail, err := v.transcriptTail(t)
+		tail, err := v.TranscriptTail(t)
 		if err != nil || tail.last < n.Span.To {
 			return fail(fmt.Sprintf("node %s cites messages %d-%d of %s, which has %d", id, n.Span.From, n.Span.To, n.Span.Path, tail.last))
 		}

@@ -42,7 +42,7 @@ var outsideRoot = map[string]string{
 	"hooks/install.go planJSONHooks":                           "a harness's settings",
 	"hooks/install_openclaw.go planOpenClaw":                   "a harness's plugin folder",
 	"hooks/doctor.go sameFile":                                 "the memvault binary a harness config names",
-	"vault/importsource.go openRegular":                        "the transcript file being imported, or the one a harness names (refused unless regular, opened without blocking)",
+	"vault/lineage/importsource.go openRegular":                "the transcript file being imported, or the one a harness names (refused unless regular, opened without blocking)",
 	"vault/project.go findGit":                                 "the project's git repository",
 	"vault/project.go originName":                              "the project's git config",
 	"vault/mergedrivers.go MergeDriversStatus":                 "the memvault binary git runs, and .git/config",

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memvault/memvault/vault/lineage"
+
 	"github.com/memvault/memvault/index"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
@@ -112,7 +114,7 @@ func TestNodeFolderMarks(t *testing.T) {
 	}
 	testvault.AppendMessage(t, v, "s2", "the axolotl cache is warm now")
 	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-		_, _, err := tx.Summarize(vault.TranscriptRef{Agent: v.Config.Agent, Session: "s2"}, vault.SummaryOptions{})
+		_, _, err := lineage.Summarize(tx, vault.TranscriptRef{Agent: v.Config.Agent, Session: "s2"}, lineage.SummaryOptions{})
 		return err
 	})
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memvault/memvault/vault/lineage"
+
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
@@ -221,7 +223,7 @@ func (w *truthWorld) controlLines(hold map[string][]*vault.Row, tok, thread stri
 		_, _, err := tx.AppendText(ref, []transcript.Message{{ID: fmt.Sprint("a", w.msgs), Role: transcript.RoleAssistant, Text: text}})
 		return err
 	})
-	w.update(func(tx *vault.Tx) error { return tx.ExtractControls(ref, "") })
+	w.update(func(tx *vault.Tx) error { return lineage.ExtractControls(tx, ref, "") })
 	return "control lines " + strings.Join(lines, "; ")
 }
 
@@ -399,7 +401,7 @@ func TestSummaryNodeTakesTheSessionThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := v.Update(vault.TxOptions{Session: "s1"}, func(tx *vault.Tx) error {
-		_, _, err := tx.Summarize(ref, vault.SummaryOptions{Thread: "project:zeta"})
+		_, _, err := lineage.Summarize(tx, ref, lineage.SummaryOptions{Thread: "project:zeta"})
 		return err
 	}); err != nil {
 		t.Fatal(err)

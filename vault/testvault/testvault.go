@@ -10,6 +10,7 @@ import (
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/gitrepo"
 )
 
 // New makes a vault in a temporary folder that the test removes.
@@ -63,4 +64,12 @@ func AppendMessage(t testing.TB, v *vault.Vault, session, text string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// LastSubject is the subject of the vault's newest commit.
+func LastSubject(t testing.TB, v *vault.Vault) string {
+	t.Helper()
+	var s string
+	v.Log(func(c gitrepo.CommitInfo) bool { s = c.Subject; return false })
+	return s
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memvault/memvault/vault/lineage"
+
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
 )
@@ -51,14 +53,14 @@ func lineageVault(b testing.TB, sessions int) (root string, someNode string) {
 			for s := start; s < end; s++ {
 				t := vault.TranscriptRef{Agent: "default", Session: fmt.Sprintf("s%05d", s)}
 				thread := fmt.Sprintf("project:p%02d", s%50)
-				n, _, err := tx.Summarize(t, vault.SummaryOptions{Thread: thread})
+				n, _, err := lineage.Summarize(tx, t, lineage.SummaryOptions{Thread: thread})
 				if err != nil {
 					return err
 				}
 				if s == sessions/2 {
 					someNode = n.ID
 				}
-				if _, _, err := tx.Compact(t, vault.CompactOptions{Thread: thread}); err != nil {
+				if _, _, err := lineage.Compact(tx, t, lineage.CompactOptions{Thread: thread}); err != nil {
 					return err
 				}
 			}

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memvault/memvault/vault/lineage"
+
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/recall"
@@ -231,7 +233,7 @@ func suiteGenerateBatched(tb testing.TB, v *vault.Vault, spec suiteSpec, cw *cor
 		res, err = v.Update(vault.TxOptions{Command: "bench"}, func(tx *vault.Tx) error {
 			for s := s0; s < s1; s++ {
 				t := vault.TranscriptRef{Agent: v.Config.Agent, Session: fmt.Sprintf("s%06d", s)}
-				n, _, err := tx.Summarize(t, vault.SummaryOptions{Thread: suiteThread(s % spec.Threads)})
+				n, _, err := lineage.Summarize(tx, t, lineage.SummaryOptions{Thread: suiteThread(s % spec.Threads)})
 				if err != nil {
 					return err
 				}
@@ -344,7 +346,7 @@ func suiteGenerateWeek(tb testing.TB, v *vault.Vault, spec suiteSpec, cw *corpus
 							if err := tx.CommitTranscript(l.t); err != nil {
 								return err
 							}
-							n, _, err := tx.Summarize(l.t, vault.SummaryOptions{Thread: l.thread})
+							n, _, err := lineage.Summarize(tx, l.t, lineage.SummaryOptions{Thread: l.thread})
 							node = n
 							return err
 						})

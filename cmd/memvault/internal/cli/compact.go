@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/memvault/memvault/vault/lineage"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
@@ -38,7 +40,7 @@ func runCompact(c *ucli.Context, tx *vault.Tx) (nodesMade, error) {
 		return nodesMade{}, err
 	}
 	t := vault.TranscriptRef{Agent: tx.Agent(), Session: opts.session}
-	return one(tx.Compact(t, vault.CompactOptions{Summary: opts.summary, Thread: opts.thread}))
+	return one(lineage.Compact(tx, t, lineage.CompactOptions{Summary: opts.summary, Thread: opts.thread}))
 }
 
 // summaryInput reads --file, or stdin when it is not a terminal.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/memvault/memvault/vault/lineage"
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
@@ -22,8 +23,8 @@ func runCondense(c *ucli.Context, tx *vault.Tx) (nodesMade, error) {
 	if err := checkChoice("condense", "period", c.String("period"), vault.CondensePeriods); err != nil {
 		return nodesMade{}, err
 	}
-	opts := vault.CondenseOptions{Period: c.String("period"), Thread: c.String("thread"), Current: c.Bool("current")}
-	nodes, err := tx.Condense(opts)
+	opts := lineage.CondenseOptions{Period: c.String("period"), Thread: c.String("thread"), Current: c.Bool("current")}
+	nodes, err := lineage.Condense(tx, opts)
 	fresh := make([]bool, len(nodes))
 	for i := range fresh {
 		fresh[i] = true

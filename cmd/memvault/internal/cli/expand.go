@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/memvault/memvault/vault/lineage"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
@@ -12,7 +14,7 @@ import (
 
 type expandOptions struct {
 	id   string
-	lib  vault.ExpandOptions
+	lib  lineage.ExpandOptions
 	json bool
 }
 
@@ -39,11 +41,11 @@ func runExpand(c *ucli.Context, v *vault.Vault) error {
 		return err
 	}
 	opts := expandOptions{id: c.Args().First(), json: c.Bool("json"),
-		lib: vault.ExpandOptions{Agent: agent, Context: c.Int("context")}}
+		lib: lineage.ExpandOptions{Agent: agent, Context: c.Int("context")}}
 	if opts.id, err = v.ResolveNodeID("expand", opts.id); err != nil {
 		return err
 	}
-	ex, err := v.Expand(opts.id, opts.lib)
+	ex, err := lineage.Expand(v, opts.id, opts.lib)
 	if err != nil {
 		return err
 	}
@@ -54,7 +56,7 @@ func runExpand(c *ucli.Context, v *vault.Vault) error {
 	return nil
 }
 
-func printExpansion(w io.Writer, ex *vault.Expansion) {
+func printExpansion(w io.Writer, ex *lineage.Expansion) {
 	n := ex.Node
 	fmt.Fprintf(w, "node %s  %s  agent %s", n.ID, n.Kind, n.Agent)
 	if n.Session != "" {
@@ -65,7 +67,7 @@ func printExpansion(w io.Writer, ex *vault.Expansion) {
 		fmt.Fprintf(w, "  span %s messages %d-%d\n", n.Span.Path, n.Span.From, n.Span.To)
 	}
 	fmt.Fprintf(w, "\n%s\n", strings.TrimRight(n.Body, "\n"))
-	refs := func(title string, list []vault.NodeRef) {
+	refs := func(title string, list []lineage.NodeRef) {
 		if len(list) == 0 {
 			return
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/memvault/memvault/vault/lineage"
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
@@ -24,5 +25,5 @@ func runSummarize(c *ucli.Context, tx *vault.Tx) (nodesMade, error) {
 		return nodesMade{}, usagef("summarize: --session is required")
 	}
 	t := vault.TranscriptRef{Agent: tx.Agent(), Session: opts.session}
-	return one(tx.Summarize(t, vault.SummaryOptions{Thread: opts.thread}))
+	return one(lineage.Summarize(tx, t, lineage.SummaryOptions{Thread: opts.thread}))
 }

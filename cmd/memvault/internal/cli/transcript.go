@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/memvault/memvault/vault/lineage"
+
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/recall"
@@ -200,7 +202,7 @@ func runTranscriptImport(c *ucli.Context) error {
 	}
 	stop := startProgress(c, v, opts.json)
 	defer stop()
-	rep, err := v.Import(vault.TxOptions{Agent: opts.ref.Agent, Harness: opts.harness}, opts.ref, opts.format, opts.file, opts.thread)
+	rep, err := lineage.Import(v, vault.TxOptions{Agent: opts.ref.Agent, Harness: opts.harness}, opts.ref, opts.format, opts.file, opts.thread)
 	if err != nil {
 		return err
 	}
@@ -217,7 +219,7 @@ func runTranscriptImport(c *ucli.Context) error {
 	return nil
 }
 
-func printImport(w io.Writer, t vault.TranscriptRef, rep *vault.ImportReport) {
+func printImport(w io.Writer, t vault.TranscriptRef, rep *lineage.ImportReport) {
 	if rep.Added == 0 {
 		fmt.Fprintf(w, "nothing new in %s (%d lines read", rep.Source, rep.Stats.Lines)
 	} else {

@@ -1,4 +1,4 @@
-package vault
+package lineage
 
 // Control lines: the lines of an assistant's reply that ask memvault to
 // record something (docs/LINEAGE.md, "Control lines"). The Stop hook and
@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/memvault/memvault/vault"
 )
 
 // ControlLine is a line of an assistant message that asks memvault to record
@@ -41,7 +43,7 @@ var controlKinds = map[string]string{
 
 // scanControlLines finds the control lines of one assistant message. Lines
 // inside fenced code blocks are examples, not requests, and are skipped.
-func scanControlLines(m StoredMessage) []ControlLine {
+func scanControlLines(m vault.StoredMessage) []ControlLine {
 	var out []ControlLine
 	fenced := false
 	for i, line := range strings.Split(m.Text, "\n") {
@@ -63,7 +65,7 @@ func scanControlLines(m StoredMessage) []ControlLine {
 // already recorded (same session, message and line, found in data.control)
 // is reported with its event and not recorded again. THREAD lines set the
 // thread of the lines after them and of the node.
-func (tx *Tx) applyControls(st *State, t TranscriptRef, lines []ControlLine, thread string) ([]ControlLine, string, error) {
+func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines []ControlLine, thread string) ([]ControlLine, string, error) {
 	type key struct {
 		msg  string
 		line int
@@ -86,7 +88,7 @@ func (tx *Tx) applyControls(st *State, t TranscriptRef, lines []ControlLine, thr
 	out := make([]ControlLine, 0, len(lines))
 	for _, c := range lines {
 		if c.Verb == "THREAD" {
-			th, err := ParseThread(strings.Fields(c.Arg + " ")[0])
+			th, err := vault.ParseThread(strings.Fields(c.Arg + " ")[0])
 			if err != nil {
 				c.Result = "skipped: not a thread key"
 			} else {
@@ -101,7 +103,7 @@ func (tx *Tx) applyControls(st *State, t TranscriptRef, lines []ControlLine, thr
 			out = append(out, c)
 			continue
 		}
-		ev, why := tx.controlEvent(st, c, thread)
+		ev, why := controlEvent(tx, st, c, thread)
 		if ev == nil {
 			c.Result = "skipped: " + why
 			out = append(out, c)
@@ -109,7 +111,7 @@ func (tx *Tx) applyControls(st *State, t TranscriptRef, lines []ControlLine, thr
 		}
 		ev.Agent, ev.Session = t.Agent, t.Session
 		data, _ := json.Marshal(map[string]any{"msg": c.Msg, "n": c.N, "line": c.Line})
-		ev.Data = withData(ev.Data, "control", json.RawMessage(data))
+		ev.Data = vault.WithData(ev.Data, "control", json.RawMessage(data))
 		ev.Source = "control"
 		tx.Append(ev)
 		c.Event = ev.ID
@@ -132,7 +134,7 @@ func closeTargets(lines []ControlLine) []string {
 }
 
 // controlEvent builds the event a control line asks for, or says why not.
-func (tx *Tx) controlEvent(st *State, c ControlLine, thread string) (*Event, string) {
+func controlEvent(tx *vault.Tx, st *vault.State, c ControlLine, thread string) (*vault.Event, string) {
 	switch c.Verb {
 	case "CLOSE":
 		fields := strings.Fields(c.Arg)
@@ -147,46 +149,46 @@ func (tx *Tx) controlEvent(st *State, c ControlLine, thread string) (*Event, str
 		case r.ClosedBy != "" || !r.Current():
 			return nil, id + " is already closed, retracted or superseded"
 		}
-		return &Event{Kind: "commitment.close", Thread: r.Thread, Text: note, Links: []string{id}}, ""
+		return &vault.Event{Kind: "commitment.close", Thread: r.Thread, Text: note, Links: []string{id}}, ""
 	case "CLAIM":
 		typ, value, ok := strings.Cut(c.Arg, "=")
 		typ = strings.TrimSpace(typ)
 		if !ok || typ == "" {
 			return nil, "want CLAIM: <type>=<json>"
 		}
-		v, err := decodeJSON([]byte(strings.TrimSpace(value)))
+		v, err := vault.DecodeJSON([]byte(strings.TrimSpace(value)))
 		if err != nil {
 			return nil, "claim value is not json"
 		}
 		data, _ := json.Marshal(map[string]any{"type": typ, "value": v})
-		return &Event{Kind: "claim", Thread: thread, Text: c.Arg, Data: data}, ""
+		return &vault.Event{Kind: "claim", Thread: thread, Text: c.Arg, Data: data}, ""
 	}
-	if err := checkText("text", c.Arg, false); err != nil {
+	if err := vault.CheckText("text", c.Arg, false); err != nil {
 		return nil, err.Error()
 	}
 	if kind, ok := controlKinds[c.Verb]; ok {
-		return &Event{Kind: kind, Thread: thread, Text: c.Arg}, ""
+		return &vault.Event{Kind: kind, Thread: thread, Text: c.Arg}, ""
 	}
-	cont, err := tx.continuity(nil)
+	cont, err := tx.Continuity(nil)
 	if err != nil {
 		return nil, err.Error()
 	}
 	const day = "" // the event's own timestamp gives its day
-	var ev *Event
+	var ev *vault.Event
 	switch c.Verb {
 	case "DECISION":
 		scope, body := controlScope(c.Arg)
 		dec, why, _ := strings.Cut(body, "|")
-		key := normalizeText(dec)
+		key := vault.NormalizeText(dec)
 		for _, d := range cont.Decisions {
-			if d.Status == StatusActive && d.key() == key {
+			if d.Status == vault.StatusActive && d.Key() == key {
 				return nil, "repeats " + d.ID
 			}
 		}
-		ev, _, err = decideEvent(cont, DecideInput{Decision: dec, Rationale: why, Scope: scope}, day)
+		ev, _, err = vault.DecideEvent(cont, vault.DecideInput{Decision: dec, Rationale: why, Scope: scope}, day)
 	case "LEARNED":
 		scope, body := controlScope(c.Arg)
-		in := LearnInput{Scope: scope, Error: body}
+		in := vault.LearnInput{Scope: scope, Error: body}
 		switch parts := strings.Split(body, "|"); len(parts) {
 		case 1:
 		case 2:
@@ -194,18 +196,18 @@ func (tx *Tx) controlEvent(st *State, c ControlLine, thread string) (*Event, str
 		default:
 			in.Error, in.Cause, in.Prevention = parts[0], parts[1], strings.Join(parts[2:], "|")
 		}
-		var evs []*Event
-		if evs, _, _, err = learnEvent(cont, in, day); err == nil {
+		var evs []*vault.Event
+		if evs, _, _, err = vault.LearnEvent(cont, in, day); err == nil {
 			for _, pre := range evs[:len(evs)-1] { // the retraction of an archiving
-				pre.Thread, pre.Source = cont.threadOf(pre.Links[0]), "control"
+				pre.Thread, pre.Source = cont.ThreadOf(pre.Links[0]), "control"
 				tx.Append(pre)
 			}
 			ev = evs[len(evs)-1]
 		}
 	case "NEXT":
-		ev = nextEvent(c.Arg, false, day)
+		ev = vault.NextEvent(c.Arg, false, day)
 	case "DONE":
-		ev, _, err = doneEvent(cont, c.Arg, day)
+		ev, _, err = vault.DoneEvent(cont, c.Arg, day)
 	default:
 		return nil, "unknown control verb"
 	}
@@ -217,7 +219,7 @@ func (tx *Tx) controlEvent(st *State, c ControlLine, thread string) (*Event, str
 	case len(ev.Links) > 0:
 		// About an earlier row (a done, a supersede, a reinforcement): that
 		// row's thread, global when it is global, as `memvault done` does.
-		ev.Thread = cont.threadOf(ev.Links[0])
+		ev.Thread = cont.ThreadOf(ev.Links[0])
 	default:
 		ev.Thread = thread
 	}
@@ -229,7 +231,7 @@ func (tx *Tx) controlEvent(st *State, c ControlLine, thread string) (*Event, str
 func controlScope(arg string) (scope, body string) {
 	if strings.HasPrefix(arg, "[") {
 		if i := strings.Index(arg, "]"); i > 0 {
-			if sc, err := ParseScope(arg[1:i]); err == nil {
+			if sc, err := vault.ParseScope(arg[1:i]); err == nil {
 				return sc.String(), strings.TrimSpace(arg[i+1:])
 			}
 		}
@@ -240,15 +242,15 @@ func controlScope(arg string) (scope, body string) {
 // ExtractControls turns the control lines of t's assistant messages into
 // ledger events, once each, without writing a node: what a hook runs after
 // every turn, so a DECISION: is in the ledger before the session ends.
-func (tx *Tx) ExtractControls(t TranscriptRef, thread string) error {
-	d, err := tx.v.digest(t, 1)
+func ExtractControls(tx *vault.Tx, t vault.TranscriptRef, thread string) error {
+	d, err := digest(tx.Vault(), t, 1)
 	if err != nil || len(d.controls) == 0 {
 		return err
 	}
-	st, err := tx.sessionState(t, closeTargets(d.controls))
+	st, err := tx.SessionState(t, closeTargets(d.controls))
 	if err != nil {
 		return err
 	}
-	_, _, err = tx.applyControls(st, t, d.controls, thread)
+	_, _, err = applyControls(tx, st, t, d.controls, thread)
 	return err
 }

@@ -1,4 +1,4 @@
-package vault
+package lineage
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault/fault"
@@ -26,12 +28,12 @@ type sessionDigest struct {
 	outcome  string
 	lastTS   time.Time
 	controls []ControlLine
-	compact  *StoredMessage // the last compaction summary the harness wrote
+	compact  *vault.StoredMessage // the last compaction summary the harness wrote
 }
 
-func (v *Vault) digest(t TranscriptRef, from int) (*sessionDigest, error) {
+func digest(v *vault.Vault, t vault.TranscriptRef, from int) (*sessionDigest, error) {
 	d := &sessionDigest{}
-	err := v.ReadTranscript(t, from, 0, func(m StoredMessage) error {
+	err := v.ReadTranscript(t, from, 0, func(m vault.StoredMessage) error {
 		d.last = m.N
 		if !m.TS.IsZero() {
 			d.lastTS = m.TS
@@ -43,7 +45,7 @@ func (v *Vault) digest(t TranscriptRef, from int) (*sessionDigest, error) {
 		case m.Kind != "":
 			// injected context and boundaries are not the conversation
 		case m.Role == transcript.RoleUser && len(d.prompts) < intentPrompts && strings.TrimSpace(m.Text) != "":
-			d.prompts = append(d.prompts, Clip(OneLine(m.Text), intentRunes))
+			d.prompts = append(d.prompts, vault.Clip(vault.OneLine(m.Text), intentRunes))
 		case m.Role == transcript.RoleAssistant && strings.TrimSpace(m.Text) != "":
 			d.outcome = m.Text
 			d.controls = append(d.controls, scanControlLines(m)...)
@@ -63,39 +65,39 @@ type SummaryOptions struct {
 // the session, and the control lines of assistant messages, each turned into
 // its ledger event once. Summarizing again without new messages returns the
 // existing node and writes nothing.
-func (tx *Tx) Summarize(t TranscriptRef, opts SummaryOptions) (*Node, bool, error) {
-	v := tx.v
-	if err := t.check(); err != nil {
+func Summarize(tx *vault.Tx, t vault.TranscriptRef, opts SummaryOptions) (*vault.Node, bool, error) {
+	v := tx.Vault()
+	if err := t.Check(); err != nil {
 		return nil, false, err
 	}
-	d, err := v.digest(t, 1)
+	d, err := digest(v, t, 1)
 	if err != nil {
 		return nil, false, err
 	}
 	if d.last == 0 {
-		return nil, false, fault.New(ErrNotFound, "summarize: session %q of agent %s has no messages", t.Session, t.Agent)
+		return nil, false, fault.New(vault.ErrNotFound, "summarize: session %q of agent %s has no messages", t.Session, t.Agent)
 	}
-	st, err := tx.sessionState(t, closeTargets(d.controls))
+	st, err := tx.SessionState(t, closeTargets(d.controls))
 	if err != nil {
 		return nil, false, err
 	}
 	thread := opts.Thread
 	if thread != "" {
-		th, err := ParseThread(thread)
+		th, err := vault.ParseThread(thread)
 		if err != nil {
 			return nil, false, err
 		}
 		thread = th.String()
 	}
-	controls, thread, err := tx.applyControls(st, t, d.controls, thread)
+	controls, thread, err := applyControls(tx, st, t, d.controls, thread)
 	if err != nil {
 		return nil, false, err
 	}
-	for _, ev := range tx.events { // the control lines' events are the session's too
-		st.add(&Row{Event: ev})
+	for _, ev := range tx.Events() { // the control lines' events are the session's too
+		st.Add(&vault.Row{Event: ev})
 	}
 
-	var rows []*Row
+	var rows []*vault.Row
 	threads := map[string]bool{}
 	if thread != "" {
 		threads[thread] = true
@@ -121,12 +123,12 @@ func (tx *Tx) Summarize(t TranscriptRef, opts SummaryOptions) (*Node, bool, erro
 	if d.outcome == "" {
 		b.WriteString("(no assistant message in the transcript)\n")
 	} else {
-		fmt.Fprintf(&b, "%s\n", Clip(strings.TrimSpace(d.outcome), outcomeRunes))
+		fmt.Fprintf(&b, "%s\n", vault.Clip(strings.TrimSpace(d.outcome), outcomeRunes))
 	}
 	if len(rows) > 0 {
 		b.WriteString("\n## Events\n\n")
 		for _, r := range rows {
-			fmt.Fprintf(&b, "- %s `%s`%s: %s\n", r.Kind, r.ID, threadSuffix(r.Thread), Clip(OneLine(r.Text), 200))
+			fmt.Fprintf(&b, "- %s `%s`%s: %s\n", r.Kind, r.ID, threadSuffix(r.Thread), vault.Clip(vault.OneLine(r.Text), 200))
 		}
 	}
 	if len(controls) > 0 {
@@ -136,18 +138,18 @@ func (tx *Tx) Summarize(t TranscriptRef, opts SummaryOptions) (*Node, bool, erro
 			if c.Event == "" {
 				result = c.Result
 			}
-			fmt.Fprintf(&b, "- message %d: %s: %s → %s\n", c.N, c.Verb, Clip(c.Arg, 200), result)
+			fmt.Fprintf(&b, "- message %d: %s: %s → %s\n", c.N, c.Verb, vault.Clip(c.Arg, 200), result)
 		}
 	}
 	created := d.lastTS
 	if created.IsZero() {
-		created = tx.now
+		created = tx.Now()
 	}
-	n := &Node{Kind: NodeSessionSummary, Agent: t.Agent, Session: t.Session, Harness: tx.opts.Harness,
-		Threads: primaryFirst(thread, threads), Span: &Span{Path: t.Path(), From: 1, To: d.last},
-		Created: FormatTS(created), Title: "session " + t.Session + ": " + firstOr(d.prompts, "no prompt"),
+	n := &vault.Node{Kind: vault.NodeSessionSummary, Agent: t.Agent, Session: t.Session, Harness: tx.Harness(),
+		Threads: primaryFirst(thread, threads), Span: &vault.Span{Path: t.Path(), From: 1, To: d.last},
+		Created: vault.FormatTS(created), Title: "session " + t.Session + ": " + firstOr(d.prompts, "no prompt"),
 		Body: b.String()}
-	n.Title = Clip(n.Title, 120)
+	n.Title = vault.Clip(n.Title, 120)
 	return tx.CreateNode(n)
 }
 
@@ -169,22 +171,13 @@ func firstOr(list []string, def string) string {
 // own thread, when it has one) first: the node's node.created event carries
 // the first, so the node shows in that thread head's Lineage.
 func primaryFirst(primary string, m map[string]bool) []string {
-	out := SortedKeys(m)
+	out := vault.SortedKeys(m)
 	for i, t := range out {
 		if t == primary && i > 0 {
 			copy(out[1:i+1], out[:i])
 			out[0] = primary
 		}
 	}
-	return out
-}
-
-func SortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 
@@ -206,27 +199,27 @@ type CompactOptions struct {
 // thread head's Lineage and recall scoped to another thread leaves it out:
 // the thread the session's last THREAD: line names, else opts.Thread, else
 // the threads the session's rows were recorded in.
-func (tx *Tx) Compact(t TranscriptRef, opts CompactOptions) (*Node, bool, error) {
-	v := tx.v
-	if err := t.check(); err != nil {
+func Compact(tx *vault.Tx, t vault.TranscriptRef, opts CompactOptions) (*vault.Node, bool, error) {
+	v := tx.Vault()
+	if err := t.Check(); err != nil {
 		return nil, false, err
 	}
 	ix, err := tx.Nodes()
 	if err != nil {
 		return nil, false, err
 	}
-	var prev *Node
-	for _, n := range ix.Select(NodeFilter{Agent: t.Agent, Session: t.Session, Kind: NodeCompaction}) {
+	var prev *vault.Node
+	for _, n := range ix.Select(vault.NodeFilter{Agent: t.Agent, Session: t.Session, Kind: vault.NodeCompaction}) {
 		if n.Span != nil && (prev == nil || n.Span.To > prev.Span.To) {
 			prev = n
 		}
 	}
-	d, err := v.digest(t, 1)
+	d, err := digest(v, t, 1)
 	if err != nil {
 		return nil, false, err
 	}
 	if d.last == 0 {
-		return nil, false, fault.New(ErrNotFound, "compact: session %q of agent %s has no messages", t.Session, t.Agent)
+		return nil, false, fault.New(vault.ErrNotFound, "compact: session %q of agent %s has no messages", t.Session, t.Agent)
 	}
 	from := 1
 	if prev != nil {
@@ -238,26 +231,26 @@ func (tx *Tx) Compact(t TranscriptRef, opts CompactOptions) (*Node, bool, error)
 	summary := opts.Summary
 	if strings.TrimSpace(summary) == "" {
 		if d.compact == nil {
-			e := fault.New(ErrNotFound, "compact: no summary given and the transcript of session %q has no compaction summary", t.Session)
+			e := fault.New(vault.ErrNotFound, "compact: no summary given and the transcript of session %q has no compaction summary", t.Session)
 			return nil, false, e.WithHint("pass the summary with --file F or on stdin")
 		}
 		summary = d.compact.Text
 	}
-	if err := checkText("summary", summary, false); err != nil {
+	if err := vault.CheckText("summary", summary, false); err != nil {
 		return nil, false, err
 	}
-	threads, err := tx.compactionThreads(t, d.controls, opts.Thread)
+	threads, err := compactionThreads(tx, t, d.controls, opts.Thread)
 	if err != nil {
 		return nil, false, err
 	}
 	summary, _ = v.Redact(summary)
 	created := d.lastTS
 	if created.IsZero() {
-		created = tx.now
+		created = tx.Now()
 	}
-	n := &Node{Kind: NodeCompaction, Agent: t.Agent, Session: t.Session, Harness: tx.opts.Harness,
-		Threads: threads, Span: &Span{Path: t.Path(), From: from, To: d.last}, Created: FormatTS(created),
-		Title: Clip("compaction of "+t.Session+": "+OneLine(summary), 120),
+	n := &vault.Node{Kind: vault.NodeCompaction, Agent: t.Agent, Session: t.Session, Harness: tx.Harness(),
+		Threads: threads, Span: &vault.Span{Path: t.Path(), From: from, To: d.last}, Created: vault.FormatTS(created),
+		Title: vault.Clip("compaction of "+t.Session+": "+vault.OneLine(summary), 120),
 		Body:  fmt.Sprintf("# Compaction of session %s\n\n%s\n", t.Session, strings.TrimSpace(summary))}
 	return tx.CreateNode(n)
 }
@@ -267,22 +260,22 @@ func (tx *Tx) Compact(t TranscriptRef, opts CompactOptions) (*Node, bool, error)
 // lines after it, as Summarize reads it), else thread, else the threads
 // the session's rows were recorded in (its session.started event binds a
 // hook's session to one). A session with none of these is global.
-func (tx *Tx) compactionThreads(t TranscriptRef, controls []ControlLine, thread string) ([]string, error) {
+func compactionThreads(tx *vault.Tx, t vault.TranscriptRef, controls []ControlLine, thread string) ([]string, error) {
 	for i := len(controls) - 1; i >= 0; i-- {
 		if c := controls[i]; c.Verb == "THREAD" {
-			if th, err := ParseThread(strings.Fields(c.Arg + " ")[0]); err == nil {
+			if th, err := vault.ParseThread(strings.Fields(c.Arg + " ")[0]); err == nil {
 				return []string{th.String()}, nil
 			}
 		}
 	}
 	if thread != "" {
-		th, err := ParseThread(thread)
+		th, err := vault.ParseThread(thread)
 		if err != nil {
 			return nil, err
 		}
 		return []string{th.String()}, nil
 	}
-	st, err := tx.sessionState(t, nil)
+	st, err := tx.SessionState(t, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -292,19 +285,7 @@ func (tx *Tx) compactionThreads(t TranscriptRef, controls []ControlLine, thread 
 			seen[r.Thread] = true
 		}
 	}
-	return SortedKeys(seen), nil
-}
-
-// Nodes returns the node index, including nodes created in this transaction.
-func (tx *Tx) Nodes() (*NodeIndex, error) {
-	if tx.nodeIndex == nil {
-		ix, err := tx.v.Nodes()
-		if err != nil {
-			return nil, err
-		}
-		tx.nodeIndex = ix
-	}
-	return tx.nodeIndex, nil
+	return vault.SortedKeys(seen), nil
 }
 
 // CondenseOptions tune Condense.
@@ -331,15 +312,15 @@ func periodOf(t time.Time, period string) (string, time.Time) {
 // nodes of the agent that no condensed node consumes yet, one per period
 // (and per thread with Thread). Periods still under way are left alone
 // unless Current is set, so a day is condensed once it is over.
-func (tx *Tx) Condense(opts CondenseOptions) ([]*Node, error) {
+func Condense(tx *vault.Tx, opts CondenseOptions) ([]*vault.Node, error) {
 	if opts.Period == "" {
-		opts.Period = CondensePeriods[0]
+		opts.Period = vault.CondensePeriods[0]
 	}
-	if !slices.Contains(CondensePeriods, opts.Period) {
-		return nil, fault.New(ErrInvalid, "condense: period %q: want %s", opts.Period, strings.Join(CondensePeriods, " or "))
+	if !slices.Contains(vault.CondensePeriods, opts.Period) {
+		return nil, fault.New(vault.ErrInvalid, "condense: period %q: want %s", opts.Period, strings.Join(vault.CondensePeriods, " or "))
 	}
 	if opts.Thread != "" {
-		th, err := ParseThread(opts.Thread)
+		th, err := vault.ParseThread(opts.Thread)
 		if err != nil {
 			return nil, err
 		}
@@ -349,10 +330,10 @@ func (tx *Tx) Condense(opts CondenseOptions) ([]*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	nowLabel, _ := periodOf(tx.now, opts.Period)
-	groups := map[string][]*Node{}
-	for _, n := range ix.Select(NodeFilter{Agent: tx.opts.Agent, Thread: opts.Thread}) {
-		if n.Kind == NodeCondensed || len(ix.Parents[n.ID]) > 0 {
+	nowLabel, _ := periodOf(tx.Now(), opts.Period)
+	groups := map[string][]*vault.Node{}
+	for _, n := range ix.Select(vault.NodeFilter{Agent: tx.Agent(), Thread: opts.Thread}) {
+		if n.Kind == vault.NodeCondensed || len(ix.Parents[n.ID]) > 0 {
 			continue
 		}
 		t, err := time.Parse(time.RFC3339Nano, n.Created)
@@ -370,10 +351,10 @@ func (tx *Tx) Condense(opts CondenseOptions) ([]*Node, error) {
 		labels = append(labels, l)
 	}
 	sort.Strings(labels)
-	var out []*Node
+	var out []*vault.Node
 	for _, label := range labels {
 		children := groups[label]
-		sortNodes(children)
+		vault.SortNodes(children)
 		var b strings.Builder
 		fmt.Fprintf(&b, "# %s (%s)\n\n", label, opts.Period)
 		ids := make([]string, len(children))
@@ -394,7 +375,7 @@ func (tx *Tx) Condense(opts CondenseOptions) ([]*Node, error) {
 		if len(sessions) == 1 {
 			session = children[0].Session
 		}
-		n := &Node{Kind: NodeCondensed, Agent: tx.opts.Agent, Session: session, Threads: SortedKeys(threads),
+		n := &vault.Node{Kind: vault.NodeCondensed, Agent: tx.Agent(), Session: session, Threads: vault.SortedKeys(threads),
 			Children: ids, Created: children[len(children)-1].Created,
 			Title: fmt.Sprintf("%s: %d nodes", label, len(children)), Body: b.String()}
 		node, _, err := tx.CreateNode(n)

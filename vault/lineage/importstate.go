@@ -1,7 +1,6 @@
-package vault
+package lineage
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +8,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/hooks/transcript"
 )
@@ -62,21 +63,21 @@ type importState struct {
 // before it and after it, its last message, and the progress once it has
 // landed.
 type importBatch struct {
-	Before partPos        `json:"before"`
-	End    partPos        `json:"end"`
+	Before vault.PartPos  `json:"before"`
+	End    vault.PartPos  `json:"end"`
 	Last   string         `json:"last"`
 	After  importProgress `json:"after"`
 }
 
 type importResume struct {
-	From  partPos `json:"from"`
-	Until int64   `json:"until"`
+	From  vault.PartPos `json:"from"`
+	Until int64         `json:"until"`
 }
 
 // promptMatch counts, by a hash of their text, the hook prompts of a
 // transcript no imported message has matched, up to At.
 type promptMatch struct {
-	At     partPos        `json:"at"`
+	At     vault.PartPos  `json:"at"`
 	Counts map[string]int `json:"counts,omitempty"`
 	// Taken are the ids of prompts matched while they still waited in the
 	// spool (spool.go): when they reach the transcript they are not
@@ -85,8 +86,8 @@ type promptMatch struct {
 }
 
 // see counts a stored message after At, if it is a hook's prompt.
-func (pm *promptMatch) see(m StoredMessage) {
-	if m.Role != transcript.RoleUser || m.Source.Format != HookFormat {
+func (pm *promptMatch) see(m vault.StoredMessage) {
+	if m.Role != transcript.RoleUser || m.Source.Format != vault.HookFormat {
 		return
 	}
 	if pm.Taken[m.ID] {
@@ -124,7 +125,7 @@ func (pm *promptMatch) clone() *promptMatch {
 	return c
 }
 
-func (v *Vault) importStatePath(t TranscriptRef, format transcript.Format, source string) string {
+func importStatePath(v *vault.Vault, t vault.TranscriptRef, format transcript.Format, source string) string {
 	sum := sha256.Sum256([]byte(t.Agent + "\x00" + t.Session + "\x00" + string(format) + "\x00" + source))
 	return filepath.Join(v.Root, ".state", "imports", hex.EncodeToString(sum[:12])+".json")
 }
@@ -133,13 +134,13 @@ func (v *Vault) importStatePath(t TranscriptRef, format transcript.Format, sourc
 // the batch this process appended last, known to have landed, which spares
 // reading the transcript to find out. A file that does not parse counts as
 // none: the import starts over, skipping what is stored.
-func (v *Vault) loadImport(t TranscriptRef, path string, mine *importBatch) importState {
+func loadImport(v *vault.Vault, t vault.TranscriptRef, path string, mine *importBatch) importState {
 	var st importState
 	data, err := v.Files().ReadFile(path)
 	if err != nil || json.Unmarshal(data, &st) != nil {
 		return importState{fresh: true}
 	}
-	v.settleImport(t, &st, mine)
+	settleImport(v, t, &st, mine)
 	return st
 }
 
@@ -147,7 +148,7 @@ func (v *Vault) loadImport(t TranscriptRef, path string, mine *importBatch) impo
 // at the batch's end is its last message, else (killed before or while it
 // was appended) the import goes on from before the batch, and the batch's
 // messages already stored are recognised by their ids (Resume).
-func (v *Vault) settleImport(t TranscriptRef, st *importState, mine *importBatch) {
+func settleImport(v *vault.Vault, t vault.TranscriptRef, st *importState, mine *importBatch) {
 	p := st.Pending
 	if p == nil {
 		return
@@ -155,7 +156,7 @@ func (v *Vault) settleImport(t TranscriptRef, st *importState, mine *importBatch
 	st.Pending = nil
 	landed := mine != nil && mine.Before == p.Before && mine.End == p.End && mine.Last == p.Last
 	if !landed {
-		landed = v.idEndingAt(t, p.End) == p.Last
+		landed = v.IdEndingAt(t, p.End) == p.Last
 	}
 	if landed {
 		st.importProgress = p.After
@@ -163,7 +164,7 @@ func (v *Vault) settleImport(t TranscriptRef, st *importState, mine *importBatch
 	}
 	r := &importResume{From: p.Before, Until: p.After.Offset}
 	if old := st.Resume; old != nil {
-		if old.From.before(r.From) {
+		if old.From.Before(r.From) {
 			r.From = old.From
 		}
 		r.Until = max(r.Until, old.Until)
@@ -172,7 +173,7 @@ func (v *Vault) settleImport(t TranscriptRef, st *importState, mine *importBatch
 }
 
 // saveImport writes the state; callers hold the vault lock.
-func (v *Vault) saveImport(path string, st importState) error {
+func saveImport(v *vault.Vault, path string, st importState) error {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("import state: %w", err)
@@ -185,8 +186,8 @@ func knownPath(statePath string) string { return strings.TrimSuffix(statePath, "
 
 // startDedupe lists the ids stored in t for an import that reads its source
 // again from the start, and reports whether there are any.
-func (v *Vault) startDedupe(t TranscriptRef, statePath string) (bool, error) {
-	ids, err := v.messageIDs(t)
+func startDedupe(v *vault.Vault, t vault.TranscriptRef, statePath string) (bool, error) {
+	ids, err := v.MessageIDs(t)
 	if err != nil || len(ids) == 0 {
 		return false, err
 	}
@@ -203,11 +204,11 @@ func (v *Vault) startDedupe(t TranscriptRef, statePath string) (bool, error) {
 
 // knownIDs reads the list startDedupe wrote, or the transcript's ids when it
 // is gone.
-func (v *Vault) knownIDs(t TranscriptRef, statePath string) (map[string]bool, error) {
+func knownIDs(v *vault.Vault, t vault.TranscriptRef, statePath string) (map[string]bool, error) {
 	data, err := v.Files().ReadFile(knownPath(statePath))
 	var list []string
 	if err != nil || json.Unmarshal(data, &list) != nil {
-		return v.messageIDs(t)
+		return v.MessageIDs(t)
 	}
 	ids := make(map[string]bool, len(list))
 	for _, id := range list {
@@ -219,46 +220,46 @@ func (v *Vault) knownIDs(t TranscriptRef, statePath string) (map[string]bool, er
 // dropKnown removes the list once the import has read its source to the
 // end. A list left behind (the removal failed) is harmless: only a
 // deduplicating import reads it, and startDedupe writes it anew first.
-func (v *Vault) dropKnown(statePath string) { _ = v.Files().Remove(knownPath(statePath)) }
+func dropKnown(v *vault.Vault, statePath string) { _ = v.Files().Remove(knownPath(statePath)) }
 
 // foldPrompts brings pm up to the transcript's end `to`: every prompt a hook
 // stored after pm.At counts as unmatched. With no pm (an import kept from
 // before, a fresh clone) or one whose place no longer fits the transcript, it
 // reads the whole transcript, matching each hook prompt with an imported
 // user message of the same text stored after it.
-func (v *Vault) foldPrompts(t TranscriptRef, pm *promptMatch, to partPos) (*promptMatch, error) {
-	if pm != nil && !to.before(pm.At) && v.validPos(t, pm.At) {
+func foldPrompts(v *vault.Vault, t vault.TranscriptRef, pm *promptMatch, to vault.PartPos) (*promptMatch, error) {
+	if pm != nil && !to.Before(pm.At) && v.ValidPos(t, pm.At) {
 		pm = pm.clone()
-		err := v.readFrom(t, pm.At, func(m StoredMessage, end partPos) error {
-			if to.before(end) {
-				return errStop
+		err := v.ReadFrom(t, pm.At, func(m vault.StoredMessage, end vault.PartPos) error {
+			if to.Before(end) {
+				return vault.ErrStop
 			}
 			pm.see(m)
 			return nil
 		})
-		if err != nil && !errors.Is(err, errStop) {
+		if err != nil && !errors.Is(err, vault.ErrStop) {
 			return nil, err
 		}
 		pm.At = to
 		return pm, nil
 	}
 	pm = &promptMatch{At: to, Counts: map[string]int{}, Taken: map[string]bool{}}
-	err := v.readFrom(t, partPos{}, func(m StoredMessage, end partPos) error {
-		if to.before(end) {
-			return errStop
+	err := v.ReadFrom(t, vault.PartPos{}, func(m vault.StoredMessage, end vault.PartPos) error {
+		if to.Before(end) {
+			return vault.ErrStop
 		}
 		if m.Role != transcript.RoleUser {
 			return nil
 		}
 		k := promptKey(m.Text)
-		if m.Source.Format == HookFormat {
+		if m.Source.Format == vault.HookFormat {
 			pm.Counts[k]++
 		} else if pm.Counts[k] > 0 {
 			pm.Counts[k]-- // already matched by an earlier import
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, errStop) {
+	if err != nil && !errors.Is(err, vault.ErrStop) {
 		return nil, err
 	}
 	for k, n := range pm.Counts {
@@ -270,55 +271,30 @@ func (v *Vault) foldPrompts(t TranscriptRef, pm *promptMatch, to partPos) (*prom
 }
 
 // resumedIDs returns the ids and numbers of the messages stored after r.From.
-func (v *Vault) resumedIDs(t TranscriptRef, r *importResume) (map[string]int, error) {
+func resumedIDs(v *vault.Vault, t vault.TranscriptRef, r *importResume) (map[string]int, error) {
 	ids := map[string]int{}
 	from := r.From
-	if !v.validPos(t, from) {
-		from = partPos{} // the transcript changed under it: every stored id counts
+	if !v.ValidPos(t, from) {
+		from = vault.PartPos{} // the transcript changed under it: every stored id counts
 	}
-	err := v.readFrom(t, from, func(m StoredMessage, _ partPos) error {
+	err := v.ReadFrom(t, from, func(m vault.StoredMessage, _ vault.PartPos) error {
 		ids[m.ID] = m.N
 		return nil
 	})
 	return ids, err
 }
 
-// queued returns the messages of t this transaction has queued so far (the
-// spool's fold, which runs before a transaction's own work), in order:
-// they follow the transcript's end on disk, tail.
-func (tx *Tx) queued(t TranscriptRef, tail transcriptTail) []StoredMessage {
-	tt := tx.transcripts[t]
-	if tt == nil {
-		return nil
-	}
-	var out []StoredMessage
-	for n := tail.part; n <= tt.part; n++ {
-		rel := t.part(n)
-		for _, a := range tx.appends {
-			if a.rel != rel {
-				continue
-			}
-			for _, line := range bytes.SplitAfter(a.data, []byte("\n")) {
-				if m, err := DecodeTranscriptLine(line); err == nil {
-					out = append(out, m)
-				}
-			}
-		}
-	}
-	return out
-}
-
 // waitingPrompts returns, by a hash of their text, the ids of t's prompts
 // still in the spool: not folded by this transaction (queued), not matched
 // already (pm.Taken). An import matches them as it matches stored ones.
-func (v *Vault) waitingPrompts(t TranscriptRef, pm *promptMatch, queued []StoredMessage) map[string][]string {
+func waitingPrompts(v *vault.Vault, t vault.TranscriptRef, pm *promptMatch, queued []vault.StoredMessage) map[string][]string {
 	in := map[string]bool{}
 	for _, m := range queued {
 		in[m.ID] = true
 	}
 	var out map[string][]string
-	for _, m := range v.spooled(t) {
-		if m.Role != transcript.RoleUser || m.Source.Format != HookFormat || in[m.ID] || pm.Taken[m.ID] {
+	for _, m := range v.Spooled(t) {
+		if m.Role != transcript.RoleUser || m.Source.Format != vault.HookFormat || in[m.ID] || pm.Taken[m.ID] {
 			continue
 		}
 		if out == nil {

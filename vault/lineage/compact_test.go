@@ -1,4 +1,4 @@
-package vault
+package lineage
 
 import (
 	"errors"
@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/testvault"
+
 	"github.com/memvault/memvault/hooks/transcript"
 )
 
@@ -14,11 +17,11 @@ import (
 // that transaction), with a compaction summary last, then records the
 // compaction with opts.
 // It returns the node and the thread of its node.created event.
-func compactSession(t *testing.T, v *Vault, s string, opts CompactOptions, before func(tx *Tx), msgs ...transcript.Message) (*Node, string, error) {
+func compactSession(t *testing.T, v *vault.Vault, s string, opts CompactOptions, before func(tx *vault.Tx), msgs ...transcript.Message) (*vault.Node, string, error) {
 	t.Helper()
-	ref := TranscriptRef{Agent: v.Config.Agent, Session: s}
+	ref := vault.TranscriptRef{Agent: v.Config.Agent, Session: s}
 	msgs = append(msgs, transcript.Message{Role: transcript.RoleSystem, Kind: transcript.KindCompaction, Text: "the summary of " + s})
-	_, err := v.Update(TxOptions{Session: s}, func(tx *Tx) error {
+	_, err := v.Update(vault.TxOptions{Session: s}, func(tx *vault.Tx) error {
 		if before != nil {
 			before(tx)
 		}
@@ -28,9 +31,9 @@ func compactSession(t *testing.T, v *Vault, s string, opts CompactOptions, befor
 	if err != nil {
 		t.Fatal(err)
 	}
-	var node *Node
-	_, err = v.Update(TxOptions{Session: s}, func(tx *Tx) error {
-		n, _, err := tx.Compact(ref, opts)
+	var node *vault.Node
+	_, err = v.Update(vault.TxOptions{Session: s}, func(tx *vault.Tx) error {
+		n, _, err := Compact(tx, ref, opts)
 		node = n
 		return err
 	})
@@ -60,11 +63,11 @@ func assistant(text string) transcript.Message {
 // puts the node in that thread head's Lineage and keeps it out of other
 // threads' recall.
 func TestCompactThread(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	cases := []struct {
 		name   string
 		opts   CompactOptions
-		before func(tx *Tx)
+		before func(tx *vault.Tx)
 		msgs   []transcript.Message
 		want   []string
 	}{
@@ -74,8 +77,8 @@ func TestCompactThread(t *testing.T) {
 		{name: "thread line wins", opts: CompactOptions{Thread: "project:shop"},
 			msgs: []transcript.Message{assistant("THREAD: topic:billing\nDECISION: x"), assistant("THREAD: not a key\nok")},
 			want: []string{"topic:billing"}},
-		{name: "session rows", before: func(tx *Tx) {
-			tx.Append(&Event{Kind: "session.started", Thread: "person:alice", Text: "started"})
+		{name: "session rows", before: func(tx *vault.Tx) {
+			tx.Append(&vault.Event{Kind: "session.started", Thread: "person:alice", Text: "started"})
 		}, msgs: []transcript.Message{assistant("hello")}, want: []string{"person:alice"}},
 		{name: "none", msgs: []transcript.Message{assistant("hello")}, want: []string{}},
 	}
@@ -95,7 +98,7 @@ func TestCompactThread(t *testing.T) {
 			if evThread != wantEv {
 				t.Errorf("node.created thread = %q, want %q", evThread, wantEv)
 			}
-			data, err := os.ReadFile(v.Abs(MustRel(n.Path)))
+			data, err := os.ReadFile(v.Abs(vault.MustRel(n.Path)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +107,7 @@ func TestCompactThread(t *testing.T) {
 			}
 		})
 	}
-	mustVerify(t, v)
+	testvault.MustVerify(t, v)
 }
 
 func quoteAll(keys []string) string {
@@ -116,9 +119,9 @@ func quoteAll(keys []string) string {
 }
 
 func TestCompactBadThread(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	_, _, err := compactSession(t, v, "s1", CompactOptions{Thread: "no colon"}, nil, assistant("hello"))
-	if !errors.Is(err, ErrInvalid) {
+	if !errors.Is(err, vault.ErrInvalid) {
 		t.Fatalf("err = %v, want ErrInvalid", err)
 	}
 }

@@ -1,4 +1,4 @@
-package vault
+package lineage
 
 import (
 	"encoding/json"
@@ -7,9 +7,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/memvault/memvault/vault"
+
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault/fault"
-	"github.com/memvault/memvault/vault/redact"
 )
 
 // importWindow is how much of a source file one parse reads and one
@@ -56,13 +57,13 @@ func (r *importRecord) add(from, to, messages int) {
 }
 
 // importEvent is the transcript.imported event of rec.
-func importEvent(format transcript.Format, source string, rec importRecord) *Event {
+func importEvent(format transcript.Format, source string, rec importRecord) *vault.Event {
 	data, _ := json.Marshal(map[string]any{
 		"via": "import", "format": format, "source": source, "from": rec.From, "to": rec.To,
 		"messages": rec.Messages, "skipped": rec.Stats.Skipped, "unknown": rec.Stats.Unknown,
 		"invalid": rec.Stats.Invalid, "redacted": rec.Stats.Redacted,
 	})
-	return &Event{Kind: "transcript.imported", Text: fmt.Sprintf("imported %d messages from %s", rec.Messages, filepath.Base(source)),
+	return &vault.Event{Kind: "transcript.imported", Text: fmt.Sprintf("imported %d messages from %s", rec.Messages, filepath.Base(source)),
 		Data: data, Source: "import"}
 }
 
@@ -98,8 +99,8 @@ type ImportReport struct {
 // their transcript.imported event. With opts.NoCommit (a hook's turn,
 // DESIGN §3) nothing is committed: the event waits for the next import of
 // the source that commits or for Tx.RecordImport, and thread must be empty.
-func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format, source, thread string) (*ImportReport, error) {
-	return v.importSource(opts, t, format, source, thread, time.Time{}, 0)
+func Import(v *vault.Vault, opts vault.TxOptions, t vault.TranscriptRef, format transcript.Format, source, thread string) (*ImportReport, error) {
+	return importSource(v, opts, t, format, source, thread, time.Time{}, 0)
 }
 
 // ImportUntil is Import without a commit that starts no window after
@@ -107,9 +108,9 @@ func (v *Vault) Import(opts TxOptions, t TranscriptRef, format transcript.Format
 // Report.More says that the source has more: the next call goes on where
 // this one stopped. The hooks import through it within the time their
 // harness gives them (docs/HOOKS.md, "Time").
-func (v *Vault) ImportUntil(opts TxOptions, t TranscriptRef, format transcript.Format, source string, deadline time.Time) (*ImportReport, error) {
+func ImportUntil(v *vault.Vault, opts vault.TxOptions, t vault.TranscriptRef, format transcript.Format, source string, deadline time.Time) (*ImportReport, error) {
 	opts.NoCommit = true
-	return v.importSource(opts, t, format, source, "", deadline, 0)
+	return importSource(v, opts, t, format, source, "", deadline, 0)
 }
 
 // errStaleImport: another process imported from the source since this one
@@ -126,16 +127,16 @@ type importBatchIn struct {
 
 // importSource is Import and ImportUntil; window, when not 0, replaces the
 // first window's size (tests read small files in many windows with it).
-func (v *Vault) importSource(opts TxOptions, t TranscriptRef, format transcript.Format, source, thread string,
+func importSource(v *vault.Vault, opts vault.TxOptions, t vault.TranscriptRef, format transcript.Format, source, thread string,
 	deadline time.Time, window int64) (*ImportReport, error) {
-	if err := t.check(); err != nil {
+	if err := t.Check(); err != nil {
 		return nil, err
 	}
 	if thread != "" {
 		if opts.NoCommit {
-			return nil, fault.New(ErrInvalid, "import: a thread is bound by a commit")
+			return nil, fault.New(vault.ErrInvalid, "import: a thread is bound by a commit")
 		}
-		if _, err := ParseThread(thread); err != nil {
+		if _, err := vault.ParseThread(thread); err != nil {
 			return nil, err
 		}
 	}
@@ -155,7 +156,7 @@ func (v *Vault) importSource(opts TxOptions, t TranscriptRef, format transcript.
 	size := info.Size()
 
 	rep := &ImportReport{Agent: t.Agent, Session: t.Session, Source: source, Format: string(format)}
-	path := v.importStatePath(t, format, abs)
+	path := importStatePath(v, t, format, abs)
 	if opts.Agent == "" {
 		opts.Agent = t.Agent
 	}
@@ -165,7 +166,7 @@ func (v *Vault) importSource(opts TxOptions, t TranscriptRef, format transcript.
 	opts.Session = t.Session
 	batchOpts := opts
 	batchOpts.NoCommit = true
-	popts := transcript.Options{Rules: v.rules, NoRedact: v.rules == nil, Session: &transcript.Session{}}
+	popts := transcript.Options{Rules: v.Rules, NoRedact: v.Rules == nil, Session: &transcript.Session{}}
 	id := &importID{t: t, format: format, source: abs, path: path}
 	var mine *importBatch
 	sniffed, windows := false, 0
@@ -179,9 +180,9 @@ func (v *Vault) importSource(opts TxOptions, t TranscriptRef, format transcript.
 		window = minWindow
 	}
 	for {
-		st := v.loadImport(t, path, mine)
+		st := loadImport(v, t, path, mine)
 		if st.fresh {
-			if err := v.restartImport(batchOpts, id, &st); err != nil {
+			if err := restartImport(v, batchOpts, id, &st); err != nil {
 				return nil, err
 			}
 			continue
@@ -204,7 +205,7 @@ func (v *Vault) importSource(opts TxOptions, t TranscriptRef, format transcript.
 		if errors.Is(err, transcript.ErrMidLine) || errors.Is(err, transcript.ErrShrunk) || errors.Is(err, transcript.ErrRewritten) {
 			// The file was replaced, cut or rewritten: read it again from
 			// the start, skipping what is stored.
-			if err := v.restartImport(batchOpts, id, &st); err != nil {
+			if err := restartImport(v, batchOpts, id, &st); err != nil {
 				return nil, err
 			}
 			continue
@@ -219,9 +220,9 @@ func (v *Vault) importSource(opts TxOptions, t TranscriptRef, format transcript.
 			batchOpts.LockTimeout = lockWaitUntil(deadline, opts.LockTimeout)
 		}
 		var done *importBatch
-		_, err = v.Update(batchOpts, func(tx *Tx) error {
+		_, err = v.Update(batchOpts, func(tx *vault.Tx) error {
 			var err error
-			done, err = tx.appendBatch(id, b, size, rep)
+			done, err = appendBatch(tx, id, b, size, rep)
 			return err
 		})
 		if errors.Is(err, errStaleImport) {
@@ -230,7 +231,7 @@ func (v *Vault) importSource(opts TxOptions, t TranscriptRef, format transcript.
 			continue
 		}
 		if err != nil {
-			if windows > 0 && IsBusy(err) {
+			if windows > 0 && vault.IsBusy(err) {
 				rep.More = true // what was appended stays; the next import goes on
 				break
 			}
@@ -239,11 +240,11 @@ func (v *Vault) importSource(opts TxOptions, t TranscriptRef, format transcript.
 		mergeStats(&rep.Stats, b.stats)
 		mine = done
 		windows++
-		v.Progress.Step(fmt.Sprintf("import: %s messages from %s", FormatCount(int64(rep.Added)), filepath.Base(source)), "bytes", b.next.Offset, size)
+		v.Progress.Step(fmt.Sprintf("import: %s messages from %s", vault.FormatCount(int64(rep.Added)), filepath.Base(source)), "bytes", b.next.Offset, size)
 		if !opts.NoCommit {
 			chunk.add(done, b.next.Offset-b.from.Offset, rep.Added)
 			if chunk.read >= commitBytes {
-				if err := v.commitChunk(opts, id, thread, &chunk, rep); err != nil {
+				if err := commitChunk(v, opts, id, thread, &chunk, rep); err != nil {
 					return nil, err
 				}
 			}
@@ -253,7 +254,7 @@ func (v *Vault) importSource(opts TxOptions, t TranscriptRef, format transcript.
 		}
 	}
 	if !opts.NoCommit {
-		if err := v.commitChunk(opts, id, thread, &chunk, rep); err != nil {
+		if err := commitChunk(v, opts, id, thread, &chunk, rep); err != nil {
 			return nil, err
 		}
 	}
@@ -287,26 +288,26 @@ func (c *importChunk) add(b *importBatch, read int64, added int) {
 // last commit, with the transcript.imported event of what it added (and of
 // what hooks imported before without a commit), binding the session to
 // thread the first time; nothing when it added no message.
-func (v *Vault) commitChunk(opts TxOptions, id *importID, thread string, c *importChunk, rep *ImportReport) error {
+func commitChunk(v *vault.Vault, opts vault.TxOptions, id *importID, thread string, c *importChunk, rep *ImportReport) error {
 	added := c.to - c.from
 	if added == 0 || !c.touched {
 		*c = importChunk{from: c.to, to: c.to}
 		return nil
 	}
-	res, err := v.Update(opts, func(tx *Tx) error {
+	res, err := v.Update(opts, func(tx *vault.Tx) error {
 		if thread != "" && len(rep.Commits) == 0 {
 			if err := tx.BindSession(id.t, thread); err != nil {
 				return err
 			}
 		}
-		if err := tx.RecordImport(id.t, id.format, rep.Source); err != nil {
+		if err := RecordImport(tx, id.t, id.format, rep.Source); err != nil {
 			return err
 		}
 		tx.Subject(fmt.Sprintf("transcript: import of %d messages (%s)", added, id.format))
 		for n := c.lo; n <= c.hi; n++ {
-			tx.CommitFile(id.t.part(n))
+			tx.CommitFile(id.t.Part(n))
 		}
-		tx.carry(id.t)
+		tx.Carry(id.t)
 		return nil
 	})
 	if err != nil {
@@ -343,7 +344,7 @@ func nextWindow(read int64, spent, left time.Duration) int64 {
 // importID names one import: the transcript, the source and its state
 // file, with the ids a deduplicating import skips once read.
 type importID struct {
-	t      TranscriptRef
+	t      vault.TranscriptRef
 	format transcript.Format
 	source string
 	path   string
@@ -354,10 +355,10 @@ type importID struct {
 // against what t holds, under the vault lock; st becomes the state it wrote,
 // or the one it found when another process got there first (st was no
 // longer what the restart was decided on).
-func (v *Vault) restartImport(opts TxOptions, id *importID, st *importState) error {
+func restartImport(v *vault.Vault, opts vault.TxOptions, id *importID, st *importState) error {
 	id.known = nil
-	_, err := v.Update(opts, func(tx *Tx) error {
-		cur := v.loadImport(id.t, id.path, nil)
+	_, err := v.Update(opts, func(tx *vault.Tx) error {
+		cur := loadImport(v, id.t, id.path, nil)
 		if cur.fresh != st.fresh || !cur.fresh && cur.Cursor != st.Cursor {
 			*st = cur
 			return nil
@@ -365,10 +366,10 @@ func (v *Vault) restartImport(opts TxOptions, id *importID, st *importState) err
 		next := importState{Source: id.source, Format: id.format, Agent: id.t.Agent, Sess: id.t.Session}
 		next.Unrecorded, next.Prompts = cur.Unrecorded, cur.Prompts
 		var err error
-		if next.Dedupe, err = v.startDedupe(id.t, id.path); err != nil {
+		if next.Dedupe, err = startDedupe(v, id.t, id.path); err != nil {
 			return err
 		}
-		if err := v.saveImport(id.path, next); err != nil {
+		if err := saveImport(v, id.path, next); err != nil {
 			return err
 		}
 		*st = next
@@ -383,41 +384,41 @@ func (v *Vault) restartImport(opts TxOptions, id *importID, st *importState) err
 // deduplicating import, prompts a hook stored), queues the rest and writes
 // the state with the batch pending. It returns the batch it wrote, nil when
 // it had nothing to append and wrote the state as it is after the batch.
-func (tx *Tx) appendBatch(id *importID, b *importBatchIn, size int64, rep *ImportReport) (*importBatch, error) {
-	v, t := tx.v, id.t
-	st := v.loadImport(t, id.path, nil)
+func appendBatch(tx *vault.Tx, id *importID, b *importBatchIn, size int64, rep *ImportReport) (*importBatch, error) {
+	v, t := tx.Vault(), id.t
+	st := loadImport(v, t, id.path, nil)
 	if st.fresh || st.Cursor != b.from {
 		return nil, errStaleImport
 	}
 	// The transcript as it is on disk, then what this transaction queued
 	// (the spool's fold) after it: this batch goes after both.
-	tail, err := v.transcriptTail(t)
+	tail, err := v.TranscriptTail(t)
 	if err != nil {
 		return nil, err
 	}
-	before := partPos{Part: tail.part, Off: tail.size}
-	prompts, err := v.foldPrompts(t, st.Prompts, before)
+	before := vault.PartPos{Part: tail.Part, Off: tail.Size}
+	prompts, err := foldPrompts(v, t, st.Prompts, before)
 	if err != nil {
 		return nil, err
 	}
-	queued := tx.queued(t, tail)
+	queued := tx.Queued(t, tail)
 	for _, m := range queued {
 		prompts.see(m)
 	}
-	if tt := tx.transcripts[t]; tt != nil {
-		before = partPos{Part: tt.part, Off: tt.size + int64(tx.pendingAppend(t.part(tt.part)))}
+	if end, ok := tx.TranscriptEnd(t); ok {
+		before = end
 	}
-	waiting := v.waitingPrompts(t, prompts, queued)
+	waiting := waitingPrompts(v, t, prompts, queued)
 	var resumed map[string]int
 	if st.Resume != nil {
-		if resumed, err = v.resumedIDs(t, st.Resume); err != nil {
+		if resumed, err = resumedIDs(v, t, st.Resume); err != nil {
 			return nil, err
 		}
 	}
 	var known map[string]bool
 	if st.Dedupe {
 		if id.known == nil {
-			if id.known, err = v.knownIDs(t, id.path); err != nil {
+			if id.known, err = knownIDs(v, t, id.path); err != nil {
 				return nil, err
 			}
 		}
@@ -467,11 +468,11 @@ func (tx *Tx) appendBatch(id *importID, b *importBatchIn, size int64, rep *Impor
 	}
 	if st.Dedupe && b.eof {
 		after.Dedupe = false
-		v.dropKnown(id.path)
+		dropKnown(v, id.path)
 	}
 	if len(msgs) == 0 {
 		st.importProgress = after
-		return nil, v.saveImport(id.path, st)
+		return nil, saveImport(v, id.path, st)
 	}
 	from, to, err := tx.AppendMessages(t, msgs)
 	if err != nil {
@@ -479,12 +480,11 @@ func (tx *Tx) appendBatch(id *importID, b *importBatchIn, size int64, rep *Impor
 	}
 	rec.add(from, to, len(msgs))
 	rep.addSpan(from, to, len(msgs))
-	tt := tx.transcripts[t]
-	end := partPos{Part: tt.part, Off: tt.size + int64(tx.pendingAppend(t.part(tt.part)))}
+	end, _ := tx.TranscriptEnd(t)
 	after.Prompts.At = end
 	batch := &importBatch{Before: before, End: end, Last: msgs[len(msgs)-1].ID, After: after}
 	st.Pending = batch
-	return batch, v.saveImport(id.path, st)
+	return batch, saveImport(v, id.path, st)
 }
 
 func (rep *ImportReport) addSpan(from, to, n int) {
@@ -502,24 +502,24 @@ func (rep *ImportReport) addSpan(from, to, n int) {
 // The record is cleared once the commit has landed; a crash in between
 // records the span again with the next commit, the messages stay stored
 // once.
-func (tx *Tx) RecordImport(t TranscriptRef, format transcript.Format, source string) error {
+func RecordImport(tx *vault.Tx, t vault.TranscriptRef, format transcript.Format, source string) error {
 	abs, err := filepath.Abs(source)
 	if err != nil {
 		return fault.IO("import "+source, err)
 	}
-	path := tx.v.importStatePath(t, format, abs)
-	st := tx.v.loadImport(t, path, nil)
+	path := importStatePath(tx.Vault(), t, format, abs)
+	st := loadImport(tx.Vault(), t, path, nil)
 	if st.fresh || st.Unrecorded == nil || st.Unrecorded.Messages == 0 {
 		return nil
 	}
 	tx.Append(importEvent(format, source, *st.Unrecorded))
-	tx.committed = append(tx.committed, func() {
-		st := tx.v.loadImport(t, path, nil)
+	tx.OnCommitted(func() {
+		st := loadImport(tx.Vault(), t, path, nil)
 		if st.fresh {
 			return
 		}
 		st.Unrecorded = nil
-		_ = tx.v.saveImport(path, st) // not cleared: the next commit records the span again
+		_ = saveImport(tx.Vault(), path, st) // not cleared: the next commit records the span again
 	})
 	return nil
 }
@@ -541,30 +541,4 @@ func mergeStats(dst *transcript.Stats, s transcript.Stats) {
 			(*pair.d)[k] += n
 		}
 	}
-}
-
-// HookFormat marks messages a hook stored from the harness's payload rather
-// than from its transcript file.
-const HookFormat = "hook"
-
-// messageIDs returns the ids of the messages stored for t.
-func (v *Vault) messageIDs(t TranscriptRef) (map[string]bool, error) {
-	ids := map[string]bool{}
-	err := v.ReadTranscript(t, 1, 0, func(m StoredMessage) error {
-		ids[m.ID] = true
-		return nil
-	})
-	if errors.Is(err, ErrNotFound) {
-		return ids, nil
-	}
-	return ids, err
-}
-
-// Redact applies the vault's redaction rules to text and returns the
-// redacted text and the count of secrets replaced per kind.
-func (v *Vault) Redact(text string) (string, map[string]int) {
-	if v.rules == nil {
-		return text, nil
-	}
-	return redact.Text(text, v.rules)
 }

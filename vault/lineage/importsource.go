@@ -1,4 +1,4 @@
-package vault
+package lineage
 
 import (
 	"bufio"
@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault/fault"
@@ -39,13 +41,13 @@ func openRegular(path, subject string) (*os.File, error) {
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			e := fault.IO(subject, err).(*Error)
-			e.Class = ErrNotFound
+			e := fault.IO(subject, err).(*vault.Error)
+			e.Class = vault.ErrNotFound
 			return nil, e
 		case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.EMLINK): // EMLINK: FreeBSD's answer to O_NOFOLLOW
-			return nil, fault.New(ErrInvalid, "%s: not a regular file (a symbolic link)", subject)
+			return nil, fault.New(vault.ErrInvalid, "%s: not a regular file (a symbolic link)", subject)
 		case errors.Is(err, syscall.ENXIO), errors.Is(err, syscall.EOPNOTSUPP): // a socket
-			return nil, fault.New(ErrInvalid, "%s: not a regular file (a socket)", subject)
+			return nil, fault.New(vault.ErrInvalid, "%s: not a regular file (a socket)", subject)
 		}
 		return nil, fault.IO(subject, err)
 	}
@@ -56,7 +58,7 @@ func openRegular(path, subject string) (*os.File, error) {
 	}
 	if !info.Mode().IsRegular() {
 		f.Close()
-		return nil, fault.New(ErrInvalid, "%s: not a regular file (%s)", subject, fileKind(info.Mode()))
+		return nil, fault.New(vault.ErrInvalid, "%s: not a regular file (%s)", subject, fileKind(info.Mode()))
 	}
 	return f, nil
 }
@@ -136,11 +138,11 @@ func wrongFormat(f *os.File, source string, format transcript.Format) error {
 			if json.Unmarshal([]byte(trimmed), &obj) != nil {
 				why = "not a json object"
 			}
-			e := fault.New(ErrInvalid, "import %s:%d: not a %s transcript: %s", source, n, format, why)
+			e := fault.New(vault.ErrInvalid, "import %s:%d: not a %s transcript: %s", source, n, format, why)
 			return e.WithHint("check --format (one of %s)", formatList())
 		}
 		if err != nil {
-			return fault.New(ErrInvalid, "import %s: not a %s transcript", source, format)
+			return fault.New(vault.ErrInvalid, "import %s: not a %s transcript", source, format)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package vault
+package lineage
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/vault/fault"
 )
@@ -23,7 +25,7 @@ type NodeRef struct {
 	Title   string `json:"title"`
 }
 
-func refOf(n *Node) NodeRef {
+func refOf(n *vault.Node) NodeRef {
 	return NodeRef{ID: n.ID, Kind: n.Kind, Agent: n.Agent, Session: n.Session, Created: n.Created, Title: n.Title}
 }
 
@@ -36,13 +38,13 @@ type HeadRef struct {
 // Expansion is what `memvault expand` returns: the node and everything
 // around it in the lineage (DESIGN §5).
 type Expansion struct {
-	Node       *Node           `json:"node"`
-	Parents    []NodeRef       `json:"parents"`
-	Children   []NodeRef       `json:"children"`
-	Siblings   []NodeRef       `json:"siblings"`
-	Threads    []HeadRef       `json:"threads"`
-	Rows       []*Row          `json:"rows"`
-	Transcript []StoredMessage `json:"transcript"`
+	Node       *vault.Node           `json:"node"`
+	Parents    []NodeRef             `json:"parents"`
+	Children   []NodeRef             `json:"children"`
+	Siblings   []NodeRef             `json:"siblings"`
+	Threads    []HeadRef             `json:"threads"`
+	Rows       []*vault.Row          `json:"rows"`
+	Transcript []vault.StoredMessage `json:"transcript"`
 }
 
 // ExpandOptions tune Expand.
@@ -56,23 +58,23 @@ type ExpandOptions struct {
 // that cite it, the ledger rows linked to it or written during its span, and
 // the transcript messages of its span. Nodes are scoped by agent: expanding
 // another agent's node needs that agent named explicitly.
-func (v *Vault) Expand(id string, opts ExpandOptions) (*Expansion, error) {
-	if err := CheckName("node id", id); err != nil {
+func Expand(v *vault.Vault, id string, opts ExpandOptions) (*Expansion, error) {
+	if err := vault.CheckName("node id", id); err != nil {
 		return nil, err
 	}
 	if opts.Context < 0 {
-		return nil, fault.New(ErrInvalid, "expand: --context must be 0 or more")
+		return nil, fault.New(vault.ErrInvalid, "expand: --context must be 0 or more")
 	}
 	// The node, the condensed nodes that list it, and its session's nodes;
 	// then the other children of its parents, for siblings by parent.
-	ix, err := v.nodesThen([]string{id}, func(ix *NodeIndex) []string {
+	ix, err := v.NodesThen([]string{id}, func(ix *vault.NodeIndex) []string {
 		n := ix.Nodes[id]
 		if n == nil {
 			return nil
 		}
 		var more []string
 		if n.Session != "" {
-			more = append(more, "\t"+tsvEscape.Replace(n.Session)+"\t")
+			more = append(more, "\t"+vault.TsvEscape.Replace(n.Session)+"\t")
 		}
 		more = append(more, n.Children...)
 		for _, p := range ix.Parents[id] {
@@ -85,11 +87,11 @@ func (v *Vault) Expand(id string, opts ExpandOptions) (*Expansion, error) {
 	}
 	n := ix.Nodes[id]
 	if n == nil {
-		e := fault.New(ErrNotFound, "expand %s: no such node", id)
+		e := fault.New(vault.ErrNotFound, "expand %s: no such node", id)
 		return nil, e.WithHint("list nodes with: memvault nodes")
 	}
 	if n.Agent != opts.Agent {
-		e := fault.New(ErrConflict, "expand %s: belongs to agent %s, not %s", id, n.Agent, opts.Agent)
+		e := fault.New(vault.ErrConflict, "expand %s: belongs to agent %s, not %s", id, n.Agent, opts.Agent)
 		return nil, e.WithHint("to read another agent's node, name it: memvault expand %s --agent %s", id, n.Agent)
 	}
 	full, err := v.ReadNode(n)
@@ -97,7 +99,7 @@ func (v *Vault) Expand(id string, opts ExpandOptions) (*Expansion, error) {
 		return nil, err
 	}
 	ex := &Expansion{Node: full, Parents: []NodeRef{}, Children: []NodeRef{}, Siblings: []NodeRef{},
-		Threads: []HeadRef{}, Rows: []*Row{}, Transcript: []StoredMessage{}}
+		Threads: []HeadRef{}, Rows: []*vault.Row{}, Transcript: []vault.StoredMessage{}}
 
 	parents := ix.Parents[id]
 	for _, p := range parents {
@@ -118,21 +120,21 @@ func (v *Vault) Expand(id string, opts ExpandOptions) (*Expansion, error) {
 			}
 		}
 	}
-	var siblings []*Node
+	var siblings []*vault.Node
 	for _, other := range ix.Nodes {
-		if other.ID == id || other.Agent != n.Agent || Contains(parents, other.ID) || Contains(n.Children, other.ID) {
+		if other.ID == id || other.Agent != n.Agent || vault.Contains(parents, other.ID) || vault.Contains(n.Children, other.ID) {
 			continue
 		}
 		if sib[other.ID] || n.Session != "" && other.Session == n.Session {
 			siblings = append(siblings, other)
 		}
 	}
-	sortNodes(siblings)
+	vault.SortNodes(siblings)
 	for _, s := range siblings {
 		ex.Siblings = append(ex.Siblings, refOf(s))
 	}
 
-	heads, err := v.headsCiting(id)
+	heads, err := headsCiting(v, id)
 	if err != nil {
 		return nil, err
 	}
@@ -142,12 +144,12 @@ func (v *Vault) Expand(id string, opts ExpandOptions) (*Expansion, error) {
 	// of the span's first and last message bound the rows written during it.
 	var spanStart, spanEnd string
 	if n.Span != nil {
-		t := TranscriptRef{Agent: n.Agent, Session: n.Session}
+		t := vault.TranscriptRef{Agent: n.Agent, Session: n.Session}
 		from := max(1, n.Span.From-opts.Context)
-		err := v.ReadTranscript(t, from, n.Span.To+opts.Context, func(m StoredMessage) error {
+		err := v.ReadTranscript(t, from, n.Span.To+opts.Context, func(m vault.StoredMessage) error {
 			ex.Transcript = append(ex.Transcript, m)
 			if m.N >= n.Span.From && m.N <= n.Span.To && !m.TS.IsZero() {
-				ts := FormatTS(m.TS)
+				ts := vault.FormatTS(m.TS)
 				if spanStart == "" || ts < spanStart {
 					spanStart = ts
 				}
@@ -157,7 +159,7 @@ func (v *Vault) Expand(id string, opts ExpandOptions) (*Expansion, error) {
 			}
 			return nil
 		})
-		if err != nil && !isNotFound(err) {
+		if err != nil && !vault.IsNotFound(err) {
 			return nil, err
 		}
 	}
@@ -170,17 +172,17 @@ func (v *Vault) Expand(id string, opts ExpandOptions) (*Expansion, error) {
 		field, _ := json.Marshal(n.Session)
 		rowNeedles = append(rowNeedles, append([]byte(`"session":`), field...))
 	}
-	st, err := v.loadStateOf(rowNeedles, func(c segCorrections) bool {
+	st, err := v.LoadStateOf(rowNeedles, func(c vault.SegCorrections) bool {
 		return slices.Contains(c.Linked, id) || n.Session != "" && slices.Contains(c.Sessions, n.Session)
 	})
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range st.Rows {
-		if CorrectionKinds[r.Kind] && !Contains(r.Links, id) && r.Session != n.Session {
+		if vault.CorrectionKinds[r.Kind] && !vault.Contains(r.Links, id) && r.Session != n.Session {
 			continue // kept only to mark the rows above
 		}
-		if Contains(r.Links, id) && r.Kind != "node.created" {
+		if vault.Contains(r.Links, id) && r.Kind != "node.created" {
 			ex.Rows = append(ex.Rows, r)
 			continue
 		}
@@ -196,7 +198,7 @@ func (v *Vault) Expand(id string, opts ExpandOptions) (*Expansion, error) {
 		}
 		// A session summary covers the whole session; a row without span
 		// times to compare with belongs to the session too.
-		if n.Kind == NodeSessionSummary || spanStart == "" || r.TS >= spanStart[:19] && r.TS[:19] <= spanEnd[:19] {
+		if n.Kind == vault.NodeSessionSummary || spanStart == "" || r.TS >= spanStart[:19] && r.TS[:19] <= spanEnd[:19] {
 			ex.Rows = append(ex.Rows, r)
 		}
 	}
@@ -205,7 +207,7 @@ func (v *Vault) Expand(id string, opts ExpandOptions) (*Expansion, error) {
 
 // controlN is the message number a control-line event came from, 0 if the
 // event did not come from a control line.
-func controlN(r *Row) int {
+func controlN(r *vault.Row) int {
 	if r.Source != "control" {
 		return 0
 	}
@@ -214,7 +216,7 @@ func controlN(r *Row) int {
 			N int `json:"n"`
 		} `json:"control"`
 	}
-	if err := jsonUnmarshal(r.Data, &d); err != nil {
+	if err := vault.JSONUnmarshal(r.Data, &d); err != nil {
 		return 0
 	}
 	return d.Control.N
@@ -223,7 +225,7 @@ func controlN(r *Row) int {
 // headsCiting finds the thread heads whose text mentions the node id.
 // The heads are read by a few goroutines: on a vault with hundreds of
 // threads the reads are most of an expand.
-func (v *Vault) headsCiting(id string) ([]HeadRef, error) {
+func headsCiting(v *vault.Vault, id string) ([]HeadRef, error) {
 	root := filepath.Join(v.Root, "threads")
 	kinds, err := v.Files().ReadDir(root)
 	if err != nil {

@@ -1,4 +1,4 @@
-package vault
+package lineage
 
 import (
 	"bytes"
@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/testvault"
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault/vaulttest"
@@ -37,7 +40,7 @@ var importFixtures = []struct {
 
 func fixtureSource(t *testing.T, name string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "fixtures", "transcripts", name))
+	data, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "transcripts", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,15 +52,15 @@ func fixtureSource(t *testing.T, name string) string {
 }
 
 // hookPrompt stores a prompt as the prompt-submit hook does.
-func hookPrompt(t *testing.T, v *Vault, ref TranscriptRef, text string) {
+func hookPrompt(t *testing.T, v *vault.Vault, ref vault.TranscriptRef, text string) {
 	t.Helper()
 	// A fixed id and time, so that two vaults given the same prompts hold
 	// the same bytes.
 	id := fmt.Sprintf("m_prompt%x", sha256.Sum256([]byte(text)))[:24]
 	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	_, err := v.Update(TxOptions{Session: ref.Session, NoCommit: true}, func(tx *Tx) error {
+	_, err := v.Update(vault.TxOptions{Session: ref.Session, NoCommit: true}, func(tx *vault.Tx) error {
 		_, _, err := tx.AppendText(ref, []transcript.Message{{ID: id, TS: ts, Role: transcript.RoleUser, Speaker: "user", Text: text,
-			Source: transcript.Source{Format: HookFormat}}})
+			Source: transcript.Source{Format: vault.HookFormat}}})
 		return err
 	})
 	if err != nil {
@@ -67,10 +70,10 @@ func hookPrompt(t *testing.T, v *Vault, ref TranscriptRef, text string) {
 
 // commitImport records what the imports added and commits, as a hook's
 // lineage event does, and returns the transcript.imported events.
-func commitImport(t *testing.T, v *Vault, ref TranscriptRef, format transcript.Format, src string) []*Event {
+func commitImport(t *testing.T, v *vault.Vault, ref vault.TranscriptRef, format transcript.Format, src string) []*vault.Event {
 	t.Helper()
-	res, err := v.Update(TxOptions{Session: ref.Session}, func(tx *Tx) error {
-		if err := tx.RecordImport(ref, format, src); err != nil {
+	res, err := v.Update(vault.TxOptions{Session: ref.Session}, func(tx *vault.Tx) error {
+		if err := RecordImport(tx, ref, format, src); err != nil {
 			return err
 		}
 		return tx.CommitTranscript(ref)
@@ -81,7 +84,7 @@ func commitImport(t *testing.T, v *Vault, ref TranscriptRef, format transcript.F
 	return res.Events
 }
 
-func transcriptFiles(t *testing.T, v *Vault) map[string][]byte {
+func transcriptFiles(t *testing.T, v *vault.Vault) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	for k, data := range vaulttest.Files(t, v.Root) {
@@ -106,14 +109,14 @@ func sameTranscripts(t *testing.T, what string, got, want map[string][]byte) {
 
 // oneShot imports src in one call into a new vault that holds the given
 // hook prompts first, and commits.
-func oneShot(t *testing.T, format transcript.Format, src string, prompts []string) (map[string][]byte, []*Event) {
+func oneShot(t *testing.T, format transcript.Format, src string, prompts []string) (map[string][]byte, []*vault.Event) {
 	t.Helper()
-	v := newVault(t)
-	ref := TranscriptRef{Agent: "default", Session: "s"}
+	v := testvault.New(t)
+	ref := vault.TranscriptRef{Agent: "default", Session: "s"}
 	for _, p := range prompts {
 		hookPrompt(t, v, ref, p)
 	}
-	if _, err := v.ImportUntil(TxOptions{}, ref, format, src, time.Time{}); err != nil {
+	if _, err := ImportUntil(v, vault.TxOptions{}, ref, format, src, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	evs := commitImport(t, v, ref, format, src)
@@ -153,14 +156,14 @@ func TestBudgetedImportEqualsOneShot(t *testing.T) {
 			}
 			wantFiles, wantEvs := oneShot(t, fx.format, src, prompts)
 
-			v := newVault(t)
-			ref := TranscriptRef{Agent: "default", Session: "s"}
+			v := testvault.New(t)
+			ref := vault.TranscriptRef{Agent: "default", Session: "s"}
 			for _, p := range prompts {
 				hookPrompt(t, v, ref, p)
 			}
 			calls := 0
 			for more := true; more; calls++ {
-				rep, err := v.importSource(TxOptions{NoCommit: true}, ref, fx.format, src, "", time.Now().Add(-time.Hour), 2<<10)
+				rep, err := importSource(v, vault.TxOptions{NoCommit: true}, ref, fx.format, src, "", time.Now().Add(-time.Hour), 2<<10)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -180,21 +183,21 @@ func TestBudgetedImportEqualsOneShot(t *testing.T) {
 			if evs[0].Text != wantEvs[0].Text || !bytes.Equal(evs[0].Data, wantEvs[0].Data) {
 				t.Fatalf("event %s %s, want %s %s", evs[0].Text, evs[0].Data, wantEvs[0].Text, wantEvs[0].Data)
 			}
-			mustVerify(t, v)
+			testvault.MustVerify(t, v)
 		})
 	}
 }
 
 // cutTranscript makes the transcript end at p, as a process killed before
 // or in the middle of appending a batch leaves it.
-func cutTranscript(t *testing.T, v *Vault, ref TranscriptRef, p partPos) {
+func cutTranscript(t *testing.T, v *vault.Vault, ref vault.TranscriptRef, p vault.PartPos) {
 	t.Helper()
 	for n := p.Part + 1; ; n++ {
-		if err := os.Remove(v.Abs(ref.part(n))); err != nil {
+		if err := os.Remove(v.Abs(ref.Part(n))); err != nil {
 			break
 		}
 	}
-	if err := os.Truncate(v.Abs(ref.part(p.Part)), p.Off); err != nil {
+	if err := os.Truncate(v.Abs(ref.Part(p.Part)), p.Off); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -208,12 +211,12 @@ func TestImportResumesAfterAKill(t *testing.T) {
 	t.Parallel()
 	src := fixtureSource(t, "claude-code/session.jsonl")
 	wantFiles, wantEvs := oneShot(t, transcript.ClaudeCode, src, nil)
-	ref := TranscriptRef{Agent: "default", Session: "s"}
+	ref := vault.TranscriptRef{Agent: "default", Session: "s"}
 	for _, calls := range []int{1, 3, 6} {
 		// Where the batch of the calls-th call starts and ends.
-		probe := newVault(t)
+		probe := testvault.New(t)
 		for range calls {
-			if _, err := probe.importSource(TxOptions{NoCommit: true}, ref, transcript.ClaudeCode, src, "", time.Now().Add(-time.Hour), 8<<10); err != nil {
+			if _, err := importSource(probe, vault.TxOptions{NoCommit: true}, ref, transcript.ClaudeCode, src, "", time.Now().Add(-time.Hour), 8<<10); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -221,22 +224,22 @@ func TestImportResumesAfterAKill(t *testing.T) {
 		if st.Pending == nil {
 			t.Fatalf("after %d calls no batch is pending", calls)
 		}
-		var cuts []partPos
+		var cuts []vault.PartPos
 		cuts = append(cuts, st.Pending.Before)
-		_ = probe.readFrom(ref, st.Pending.Before, func(_ StoredMessage, end partPos) error {
+		_ = probe.ReadFrom(ref, st.Pending.Before, func(_ vault.StoredMessage, end vault.PartPos) error {
 			cuts = append(cuts, end)
 			return nil
 		})
 		for i, cut := range cuts {
-			v := newVault(t)
+			v := testvault.New(t)
 			for range calls {
-				if _, err := v.importSource(TxOptions{NoCommit: true}, ref, transcript.ClaudeCode, src, "", time.Now().Add(-time.Hour), 8<<10); err != nil {
+				if _, err := importSource(v, vault.TxOptions{NoCommit: true}, ref, transcript.ClaudeCode, src, "", time.Now().Add(-time.Hour), 8<<10); err != nil {
 					t.Fatal(err)
 				}
 			}
 			cutTranscript(t, v, ref, cut)
 			for more := true; more; {
-				rep, err := v.importSource(TxOptions{NoCommit: true}, ref, transcript.ClaudeCode, src, "", time.Now().Add(-time.Hour), 8<<10)
+				rep, err := importSource(v, vault.TxOptions{NoCommit: true}, ref, transcript.ClaudeCode, src, "", time.Now().Add(-time.Hour), 8<<10)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -256,10 +259,10 @@ func TestImportResumesAfterAKill(t *testing.T) {
 	}
 }
 
-func importStateOf(t *testing.T, v *Vault, ref TranscriptRef, src string) importState {
+func importStateOf(t *testing.T, v *vault.Vault, ref vault.TranscriptRef, src string) importState {
 	t.Helper()
 	abs, _ := filepath.Abs(src)
-	data, err := os.ReadFile(v.importStatePath(ref, transcript.ClaudeCode, abs))
+	data, err := os.ReadFile(importStatePath(v, ref, transcript.ClaudeCode, abs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,12 +279,12 @@ func importStateOf(t *testing.T, v *Vault, ref TranscriptRef, src string) import
 func TestConcurrentImportsOfOneSource(t *testing.T) {
 	src := fixtureSource(t, "claude-code/session.jsonl")
 	wantFiles, _ := oneShot(t, transcript.ClaudeCode, src, nil)
-	v := newVault(t)
-	ref := TranscriptRef{Agent: "default", Session: "s"}
+	v := testvault.New(t)
+	ref := vault.TranscriptRef{Agent: "default", Session: "s"}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	for range 2 {
-		w, err := Open(v.Root)
+		w, err := vault.Open(v.Root)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,7 +292,7 @@ func TestConcurrentImportsOfOneSource(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for more := true; more; {
-				rep, err := w.importSource(TxOptions{NoCommit: true, LockTimeout: time.Minute}, ref, transcript.ClaudeCode, src, "",
+				rep, err := importSource(w, vault.TxOptions{NoCommit: true, LockTimeout: time.Minute}, ref, transcript.ClaudeCode, src, "",
 					time.Now().Add(-time.Hour), 3<<10)
 				if err != nil {
 					errs <- err
@@ -312,18 +315,18 @@ func TestConcurrentImportsOfOneSource(t *testing.T) {
 // that only the line the cursor names can tell. The import reads it again
 // from the start, stores what is new once, and nothing twice.
 func TestImportRewrittenSource(t *testing.T) {
-	v := newVault(t)
-	ref := TranscriptRef{Agent: "default", Session: "s"}
+	v := testvault.New(t)
+	ref := vault.TranscriptRef{Agent: "default", Session: "s"}
 	src := filepath.Join(t.TempDir(), "g.jsonl")
 	line := func(id, text string) string {
 		return `{"id":"` + id + `","role":"user","text":"` + text + `"}` + "\n"
 	}
 	os.WriteFile(src, []byte(line("a", "one")+line("b", "two")), 0o600)
-	if _, err := v.Import(TxOptions{}, ref, transcript.Generic, src, ""); err != nil {
+	if _, err := Import(v, vault.TxOptions{}, ref, transcript.Generic, src, ""); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(src, []byte(line("a", "one")+line("c", "TWO")+line("d", "three")), 0o600)
-	rep, err := v.Import(TxOptions{}, ref, transcript.Generic, src, "")
+	rep, err := Import(v, vault.TxOptions{}, ref, transcript.Generic, src, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +334,7 @@ func TestImportRewrittenSource(t *testing.T) {
 		t.Fatalf("added %d, %d already stored; want 2 and 1", rep.Added, rep.Duplicates)
 	}
 	var ids []string
-	v.ReadTranscript(ref, 1, 0, func(m StoredMessage) error {
+	v.ReadTranscript(ref, 1, 0, func(m vault.StoredMessage) error {
 		ids = append(ids, m.ID)
 		return nil
 	})
@@ -339,14 +342,14 @@ func TestImportRewrittenSource(t *testing.T) {
 		t.Fatalf("stored %v", ids)
 	}
 	// Nothing new: nothing stored, no dedupe list left behind.
-	if rep, err := v.Import(TxOptions{}, ref, transcript.Generic, src, ""); err != nil || rep.Added != 0 {
+	if rep, err := Import(v, vault.TxOptions{}, ref, transcript.Generic, src, ""); err != nil || rep.Added != 0 {
 		t.Fatalf("again: %+v %v", rep, err)
 	}
 	matches, _ := filepath.Glob(filepath.Join(v.Root, ".state", "imports", "*.known"))
 	if len(matches) != 0 {
 		t.Fatalf("left behind: %v", matches)
 	}
-	mustVerify(t, v)
+	testvault.MustVerify(t, v)
 }
 
 // TestHookPromptMatchedOnce: the same prompt typed twice, the second time
@@ -354,25 +357,25 @@ func TestImportRewrittenSource(t *testing.T) {
 // second copy is the only one and must be imported, in a later call than
 // the first, which matched the hook's copy.
 func TestHookPromptMatchedOnce(t *testing.T) {
-	v := newVault(t)
-	ref := TranscriptRef{Agent: "default", Session: "s"}
+	v := testvault.New(t)
+	ref := vault.TranscriptRef{Agent: "default", Session: "s"}
 	src := filepath.Join(t.TempDir(), "g.jsonl")
 	line := func(id, role, text string) string {
 		return `{"id":"` + id + `","role":"` + role + `","text":"` + text + `"}` + "\n"
 	}
 	hookPrompt(t, v, ref, "yes")
 	os.WriteFile(src, []byte(line("u1", "user", "yes")+line("a1", "assistant", "done one")), 0o600)
-	if _, err := v.ImportUntil(TxOptions{}, ref, transcript.Generic, src, time.Time{}); err != nil {
+	if _, err := ImportUntil(v, vault.TxOptions{}, ref, transcript.Generic, src, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	f, _ := os.OpenFile(src, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(line("u2", "user", "yes") + line("a2", "assistant", "done two"))
 	f.Close()
-	if _, err := v.ImportUntil(TxOptions{}, ref, transcript.Generic, src, time.Time{}); err != nil {
+	if _, err := ImportUntil(v, vault.TxOptions{}, ref, transcript.Generic, src, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	v.ReadTranscript(ref, 1, 0, func(m StoredMessage) error {
+	v.ReadTranscript(ref, 1, 0, func(m vault.StoredMessage) error {
 		got = append(got, string(m.Role)+":"+m.Text)
 		return nil
 	})
@@ -414,11 +417,11 @@ func TestOpenRegularRefuses(t *testing.T) {
 			t.Errorf("%s: opened", path)
 			continue
 		}
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "not a regular file ("+want+")") {
+		if !errors.Is(err, vault.ErrInvalid) || !strings.Contains(err.Error(), "not a regular file ("+want+")") {
 			t.Errorf("%s: %v, want ErrInvalid naming %s", path, err, want)
 		}
 	}
-	if _, err := OpenRegular(filepath.Join(dir, "missing")); !errors.Is(err, ErrNotFound) {
+	if _, err := OpenRegular(filepath.Join(dir, "missing")); !errors.Is(err, vault.ErrNotFound) {
 		t.Errorf("missing: %v", err)
 	}
 	f, err := OpenRegular(regular)
@@ -427,12 +430,53 @@ func TestOpenRegularRefuses(t *testing.T) {
 	}
 	f.Close()
 	// The importer refuses them the same way, and stores nothing.
-	v := newVault(t)
-	ref := TranscriptRef{Agent: "default", Session: "s"}
-	if _, err := v.Import(TxOptions{}, ref, transcript.Generic, fifo, ""); !errors.Is(err, ErrInvalid) {
+	v := testvault.New(t)
+	ref := vault.TranscriptRef{Agent: "default", Session: "s"}
+	if _, err := Import(v, vault.TxOptions{}, ref, transcript.Generic, fifo, ""); !errors.Is(err, vault.ErrInvalid) {
 		t.Fatalf("import of a fifo: %v", err)
 	}
 	if files := transcriptFiles(t, v); len(files) != 0 {
 		t.Fatalf("stored %d files", len(files))
+	}
+}
+
+// TestImportReportsProgress: an import in windows reports the bytes it
+// read, ending at the file's size, with the messages added so far.
+func TestImportReportsProgress(t *testing.T) {
+	t.Parallel()
+	v := testvault.New(t)
+	var log []vault.Step
+	v.Progress = func(s vault.Step) { log = append(log, s) }
+	src := filepath.Join(t.TempDir(), "session.jsonl")
+	var lines []string
+	for i := range 2000 {
+		lines = append(lines, fmt.Sprintf(`{"role":"user","text":"message %d with some words in it to fill a window"}`, i))
+	}
+	if err := os.WriteFile(src, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := os.Stat(src)
+	ref := vault.TranscriptRef{Agent: "default", Session: "s1"}
+	rep, err := importSource(v, vault.TxOptions{}, ref, transcript.Generic, src, "", time.Time{}, 16<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var imports []vault.Step
+	for _, s := range log {
+		if strings.HasPrefix(s.Phase, "import: ") {
+			imports = append(imports, s)
+		}
+	}
+	if len(imports) < 2 {
+		t.Fatalf("import of %d bytes in 16 KiB windows reported %d steps", info.Size(), len(imports))
+	}
+	if last := imports[len(imports)-1]; last.Done != info.Size() || last.Total != info.Size() || last.Unit != "bytes" ||
+		!strings.Contains(last.Phase, vault.FormatCount(int64(rep.Added))+" messages") {
+		t.Errorf("import: last step %+v, file of %d bytes, %d messages", last, info.Size(), rep.Added)
+	}
+	for _, s := range imports {
+		if s.Total > 0 && s.Done > s.Total {
+			t.Errorf("import step %+v: done past its total", s)
+		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/memvault/memvault/vault/heads"
+
 	"github.com/memvault/memvault/vault"
 )
 
@@ -79,12 +81,12 @@ func (r *Runner) refreshNow(t vault.TranscriptRef, nodeThread string) {
 // refresh runs a refresh job: MEMORY.md, the heads of the threads the
 // job's session wrote to, and the head of the job's thread, if it has one.
 func (r *Runner) refresh(j vault.Job, command string, wait time.Duration) error {
-	opts := vault.RefreshOptions{TxOptions: vault.TxOptions{Command: command, Agent: j.Agent, Session: j.Session,
+	opts := heads.RefreshOptions{TxOptions: vault.TxOptions{Command: command, Agent: j.Agent, Session: j.Session,
 		Harness: j.Harness, LockTimeout: wait}, Trigger: j.On, Memory: true, Affected: true}
 	if th, err := vault.ParseThread(j.Thread); err == nil {
 		opts.Threads = []vault.Thread{th}
 	}
-	_, err := r.V.Refresh(opts)
+	_, err := heads.Refresh(r.V, opts)
 	return err
 }
 
@@ -95,13 +97,13 @@ func (r *Runner) refresh(j vault.Job, command string, wait time.Duration) error 
 // that may not see some rows of the ledger, the render of the rows it may
 // see. A head never rendered gives "". Should that fail, the files are
 // read as they are.
-func (r *Runner) currentHeads(heads ...string) []string {
-	out := make([]string, len(heads))
-	texts, err := r.V.AgentHeads(r.Agent, heads...)
+func (r *Runner) currentHeads(names ...string) []string {
+	out := make([]string, len(names))
+	texts, err := heads.AgentHeads(r.V, r.Agent, names...)
 	if err != nil && !errors.Is(err, vault.ErrNotFound) && !r.refused(err) {
 		logf(r.V, "%s session-start: render heads: %v", r.Harness.Name, err)
 	}
-	for i, h := range heads {
+	for i, h := range names {
 		if err != nil {
 			out[i] = readFile(r.V, h)
 		} else {

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/memvault/memvault/vault/heads"
+
 	"github.com/memvault/memvault/vault"
 )
 
@@ -140,9 +142,9 @@ func (r *Runner) continuityInScope(cwd string) block {
 	b := block{title: "# In scope here"}
 	dir := ""
 	if cwd != "" {
-		dir = r.V.ProjectDir(cwd)
+		dir = heads.ProjectDir(r.V, cwd)
 	}
-	inj, err := r.V.ContinuityAtSessionStartFor(dir, r.Agent)
+	inj, err := heads.ContinuityAtSessionStartFor(r.V, dir, r.Agent)
 	if err != nil {
 		if !r.refused(err) { // a memvault.toml that does not parse: said once
 			logf(r.V, "%s session-start: learnings in scope: %v", r.Harness.Name, err)

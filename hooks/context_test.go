@@ -11,12 +11,13 @@ import (
 
 	"github.com/memvault/memvault/render"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/heads"
 )
 
-// heads renders MEMORY.md and the head of project:shop the way the vault
+// renderedHeads renders MEMORY.md and the head of project:shop the way the vault
 // does, from the same rows: a blocker, a next action and a decision of the
 // thread, and a global constraint.
-func heads(t *testing.T) (memory, thread string) {
+func renderedHeads(t *testing.T) (memory, thread string) {
 	t.Helper()
 	in := render.Input{MemoryTokens: 1000, ThreadTokens: 2000, Items: []render.Item{
 		{ID: "e_01m0000000000000000000blk1", Kind: "blocker", Thread: "project:shop", Text: "staging database is down", TS: "2026-11-23T10:00:00Z"},
@@ -35,7 +36,7 @@ func heads(t *testing.T) (memory, thread string) {
 	return string(m.Bytes), string(th.Bytes)
 }
 
-// continuityDoc is CONTINUITY.md as vault/continuity_render.go writes it
+// continuityDoc is CONTINUITY.md as vault/heads/continuity_render.go writes it
 // for the same next action and blocker, with a goal, a hand-written line
 // and a person's comment over two lines.
 const continuityDoc = `# CONTINUITY
@@ -75,7 +76,7 @@ over two lines -->
 `
 
 func assemble(t *testing.T, limit int) string {
-	memory, thread := heads(t)
+	memory, thread := renderedHeads(t)
 	th := parseHead(thread)
 	th.ids = []string{threadRowID("project:shop")}
 	blocks := []block{noteBlock(UsageNote), th, liveContinuity(parseHead(continuityDoc)), parseHead(memory)}
@@ -132,7 +133,7 @@ func TestFreshHeadsHaveNoRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs := map[string]string{"render.Memory": string(m.Bytes), "render.Thread": string(th.Bytes)}
-	c, err := v.RenderContinuity()
+	c, err := heads.RenderContinuity(v)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,11 @@ import (
 	"errors"
 	"time"
 
-	"github.com/memvault/memvault/vault/lineage"
+	"github.com/memvault/memvault/vault/heads"
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/lineage"
 	"github.com/memvault/memvault/vault/recall"
 )
 
@@ -23,7 +24,7 @@ func (r *Runner) queue(j vault.Job) {
 // runDeferred retries the head refreshes that were deferred because
 // someone held a head's lease.
 func (r *Runner) runDeferred() {
-	if _, err := r.V.RunDeferred(vault.TxOptions{Command: "hook deferred refresh", Agent: r.Agent,
+	if _, err := heads.RunDeferred(r.V, vault.TxOptions{Command: "hook deferred refresh", Agent: r.Agent,
 		Harness: r.Harness.Name, LockTimeout: eventLockWait}); err != nil && !vault.IsBusy(err) && !r.refused(err) {
 		logf(r.V, "deferred head refresh: %v", err)
 	}
@@ -145,8 +146,8 @@ func (r *Runner) runJob(j vault.Job) error {
 		}
 		// CONTINUITY.md: the summary recorded the session's control lines
 		// (DONE:, NEXT:, DECISION:, …); count the session, audit, refresh.
-		_, err = r.V.UpdateContinuityAtSessionEnd(vault.TxOptions{Command: "hook job continuity", Agent: j.Agent,
-			Session: j.Session, Harness: j.Harness, LockTimeout: eventLockWait}, vault.SessionEndInput{})
+		_, err = heads.UpdateContinuityAtSessionEnd(r.V, vault.TxOptions{Command: "hook job continuity", Agent: j.Agent,
+			Session: j.Session, Harness: j.Harness, LockTimeout: eventLockWait}, heads.SessionEndInput{})
 		return err
 	case "refresh":
 		// Tier 1 and the Tier 2 heads this session wrote to (and the job's

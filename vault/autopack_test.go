@@ -79,7 +79,7 @@ func TestAutoPackUnderConcurrentWriters(t *testing.T) {
 	}
 	vaulttest.Fsck(t, v.Root)
 	mustVerify(t, v)
-	st, _, err := v.foldedState()
+	st, _, err := v.FoldedState()
 	if err != nil {
 		t.Fatal(err)
 	}

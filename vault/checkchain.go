@@ -24,7 +24,7 @@ import (
 // and checked line by line with hashes, not folded from appended events,
 // but it is written in the same codec and framing (derived.go).
 
-type segStamp struct {
+type SegStamp struct {
 	Path  string `json:"path"`
 	Size  int64  `json:"size"`
 	Mtime int64  `json:"mtime_ns"`
@@ -36,7 +36,7 @@ type segStamp struct {
 // the inode's change time, the blob HEAD committed for it when it was last
 // held against HEAD, and the ledger's open tips at the end of it.
 type verifiedStamp struct {
-	segStamp
+	SegStamp
 	// Ctime is the inode's change time, which the kernel sets on every
 	// change of content or stat, and no call of a person's sets back (touch
 	// -d sets the mtime, not the ctime); 0 when not known yet.
@@ -60,7 +60,7 @@ const (
 
 // verifiedStampOf is the stamp of segment s as it is now, its ctime
 // included.
-func (v *Vault) verifiedStampOf(s segment) (verifiedStamp, error) {
+func (v *Vault) verifiedStampOf(s Segment) (verifiedStamp, error) {
 	info, err := v.Files().Stat(filepath.Join(v.Root, filepath.FromSlash(s.String())))
 	if err != nil {
 		return verifiedStamp{}, fault.IO("stat "+s.String(), err)
@@ -69,7 +69,7 @@ func (v *Vault) verifiedStampOf(s segment) (verifiedStamp, error) {
 }
 
 func statStamp(path string, info fs.FileInfo) verifiedStamp {
-	st := verifiedStamp{segStamp: segStamp{Path: path, Size: info.Size(), Mtime: info.ModTime().UnixNano()}}
+	st := verifiedStamp{SegStamp: SegStamp{Path: path, Size: info.Size(), Mtime: info.ModTime().UnixNano()}}
 	if sys, ok := info.Sys().(*syscall.Stat_t); ok {
 		st.Ino = sys.Ino
 		st.Ctime = ctimeOf(sys)
@@ -77,12 +77,12 @@ func statStamp(path string, info fs.FileInfo) verifiedStamp {
 	return st
 }
 
-func stampOf(root string, s segment) (segStamp, error) {
+func stampOf(root string, s Segment) (SegStamp, error) {
 	info, err := fileio.At(root).Stat(filepath.Join(root, filepath.FromSlash(s.String())))
 	if err != nil {
-		return segStamp{}, fault.IO("stat "+s.String(), err)
+		return SegStamp{}, fault.IO("stat "+s.String(), err)
 	}
-	st := segStamp{Path: s.String(), Size: info.Size(), Mtime: info.ModTime().UnixNano()}
+	st := SegStamp{Path: s.String(), Size: info.Size(), Mtime: info.ModTime().UnixNano()}
 	if sys, ok := info.Sys().(*syscall.Stat_t); ok {
 		st.Ino = sys.Ino
 	}
@@ -136,24 +136,24 @@ func (v *Vault) stampKey(create bool) []byte {
 
 // encodeVerified writes the cache's content, what its signature covers.
 func encodeVerified(e *Encoder, c verifiedCache) {
-	e.int(len(c.stamps))
+	e.Int(len(c.stamps))
 	for _, s := range c.stamps {
-		encodeStamp(e, s.segStamp)
-		e.i64(s.Ctime)
-		e.str(s.Head)
-		e.int(len(s.Tips))
+		encodeStamp(e, s.SegStamp)
+		e.Int64(s.Ctime)
+		e.Str(s.Head)
+		e.Int(len(s.Tips))
 		for _, t := range s.Tips {
-			e.str(t)
+			e.Str(t)
 		}
 	}
-	e.int(len(c.problems))
+	e.Int(len(c.problems))
 	for _, p := range c.problems {
-		e.str(p.File)
-		e.int(p.Line)
-		e.str(p.ID)
-		e.str(p.Msg)
+		e.Str(p.File)
+		e.Int(p.Line)
+		e.Str(p.ID)
+		e.Str(p.Msg)
 	}
-	e.str(c.tree)
+	e.Str(c.tree)
 }
 
 // signVerified is the cache's signature under key.
@@ -174,27 +174,27 @@ func (v *Vault) loadStamps() verifiedCache {
 	if !ok {
 		return verifiedCache{}
 	}
-	n := d.count()
-	if d.bad || n == 0 {
+	n := d.Count()
+	if d.Bad || n == 0 {
 		return verifiedCache{}
 	}
 	var c verifiedCache
 	c.stamps = make([]verifiedStamp, n)
 	for i := range c.stamps {
-		c.stamps[i].segStamp = decodeStamp(d)
-		c.stamps[i].Ctime = d.i64()
-		c.stamps[i].Head = d.str()
-		c.stamps[i].Tips = make([]string, d.count())
+		c.stamps[i].SegStamp = decodeStamp(d)
+		c.stamps[i].Ctime = d.Int64()
+		c.stamps[i].Head = d.Str()
+		c.stamps[i].Tips = make([]string, d.Count())
 		for j := range c.stamps[i].Tips {
-			c.stamps[i].Tips[j] = d.str()
+			c.stamps[i].Tips[j] = d.Str()
 		}
 	}
-	c.problems = make([]Problem, d.count())
+	c.problems = make([]Problem, d.Count())
 	for i := range c.problems {
-		c.problems[i] = Problem{File: d.str(), Line: d.uv(), ID: d.str(), Msg: d.str()}
+		c.problems[i] = Problem{File: d.Str(), Line: d.Uvarint(), ID: d.Str(), Msg: d.Str()}
 	}
-	c.tree = d.str()
-	sig := d.str()
+	c.tree = d.Str()
+	sig := d.Str()
 	if !d.Done() || !hmac.Equal([]byte(sig), []byte(signVerified(key, c))) {
 		return verifiedCache{}
 	}
@@ -211,7 +211,7 @@ func (v *Vault) saveStamps(c verifiedCache) {
 		if s.Ctime != 0 {
 			continue
 		}
-		if seg, ok := segmentFromPath(s.Path); ok {
+		if seg, ok := SegmentFromPath(s.Path); ok {
 			if cur, err := v.verifiedStampOf(seg); err == nil && cur.Size == s.Size && cur.Mtime == s.Mtime && cur.Ino == s.Ino {
 				c.stamps[i].Ctime = cur.Ctime
 			}
@@ -223,7 +223,7 @@ func (v *Vault) saveStamps(c verifiedCache) {
 	}
 	writeStateFile(v.Root, verifiedFile, verifiedVersion, func(e *Encoder) {
 		encodeVerified(e, c)
-		e.str(signVerified(key, c))
+		e.Str(signVerified(key, c))
 	})
 }
 
@@ -256,7 +256,7 @@ func (v *Vault) ledgerTree() string {
 // the writer repairs it. Segments that changed are also held against what
 // HEAD commits (heldAgainst): a writer never commits a ledger that
 // lost or changed a committed line.
-func (v *Vault) checkChain(segs []segment) (stamps []verifiedStamp, problems []Problem, reread bool, err error) {
+func (v *Vault) checkChain(segs []Segment) (stamps []verifiedStamp, problems []Problem, reread bool, err error) {
 	cache := v.loadStamps()
 	old := cache.stamps
 	// A merge in progress is asked every time (one stat): it is over as
@@ -279,7 +279,7 @@ func (v *Vault) checkChain(segs []segment) (stamps []verifiedStamp, problems []P
 	stamps = make([]verifiedStamp, 0, len(segs))
 	cc := newChainChecker()
 	trusted := true
-	var changed []segment
+	var changed []Segment
 	for i, s := range segs {
 		st, err := v.verifiedStampOf(s)
 		if err != nil {
@@ -325,7 +325,7 @@ func (v *Vault) checkChain(segs []segment) (stamps []verifiedStamp, problems []P
 
 // sameStamps reports whether every segment is as old recorded it, and
 // returns the stamps.
-func (v *Vault) sameStamps(segs []segment, old []verifiedStamp) ([]verifiedStamp, bool) {
+func (v *Vault) sameStamps(segs []Segment, old []verifiedStamp) ([]verifiedStamp, bool) {
 	if len(old) != len(segs) {
 		return nil, false
 	}
@@ -343,7 +343,7 @@ func (v *Vault) sameStamps(segs []segment, old []verifiedStamp) ([]verifiedStamp
 // newest first: a prev that names an event before the first changed
 // segment (a merged clone's line of history) is found in the segments
 // just before it.
-func (v *Vault) hashesBefore(segs []segment) func(string) bool {
+func (v *Vault) hashesBefore(segs []Segment) func(string) bool {
 	known := make(map[string]struct{})
 	next := len(segs) - 1
 	return func(h string) bool {
@@ -422,7 +422,7 @@ func (v *Vault) verifyIncremental() (*VerifyReport, error) {
 			return nil, err
 		}
 		onDisk := make(map[string]bool, len(segs))
-		var again []segment
+		var again []Segment
 		for i, s := range segs {
 			onDisk[s.String()] = true
 			if i >= len(segs)-rep.Rechecked {

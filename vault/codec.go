@@ -20,26 +20,26 @@ import (
 type Encoder struct {
 	B    []byte
 	tail []byte
-	bad  bool // a view could not encode itself: write nothing
+	Bad  bool // a view could not encode itself: write nothing
 }
 
 // tailRef locates a block of the tail.
-type tailRef struct {
+type TailRef struct {
 	Off, Len int
 	Sum      uint32
 }
 
 // tailBlock puts p in the tail and returns where it is, for the view to
 // encode with its index.
-func (e *Encoder) tailBlock(p []byte) tailRef {
-	ref := tailRef{Off: len(e.tail), Len: len(p), Sum: crc32.ChecksumIEEE(p)}
+func (e *Encoder) TailBlock(p []byte) TailRef {
+	ref := TailRef{Off: len(e.tail), Len: len(p), Sum: crc32.ChecksumIEEE(p)}
 	e.tail = append(e.tail, p...)
 	return ref
 }
 
-func (e *Encoder) ref(r tailRef) {
-	e.int(r.Off)
-	e.int(r.Len)
+func (e *Encoder) Ref(r TailRef) {
+	e.Int(r.Off)
+	e.Int(r.Len)
 	e.uv(uint64(r.Sum))
 }
 
@@ -47,11 +47,11 @@ func (e *Encoder) uv(x uint64) { e.B = binary.AppendUvarint(e.B, x) }
 
 // int writes a count or length; negative values never occur in what is
 // cached, and would decode as a bad file.
-func (e *Encoder) int(n int) { e.uv(uint64(n)) }
+func (e *Encoder) Int(n int) { e.uv(uint64(n)) }
 
-func (e *Encoder) i64(n int64) { e.uv(uint64(n)) }
+func (e *Encoder) Int64(n int64) { e.uv(uint64(n)) }
 
-func (e *Encoder) bool(x bool) {
+func (e *Encoder) Bool(x bool) {
 	if x {
 		e.B = append(e.B, 1)
 	} else {
@@ -59,35 +59,35 @@ func (e *Encoder) bool(x bool) {
 	}
 }
 
-func (e *Encoder) str(s string) {
+func (e *Encoder) Str(s string) {
 	e.uv(uint64(len(s)))
 	e.B = append(e.B, s...)
 }
 
-func (e *Encoder) bytes(p []byte) {
+func (e *Encoder) Bytes(p []byte) {
 	e.uv(uint64(len(p)))
 	e.B = append(e.B, p...)
 }
 
-func (e *Encoder) strs(ss []string) {
-	e.int(len(ss))
+func (e *Encoder) Strs(ss []string) {
+	e.Int(len(ss))
 	for _, s := range ss {
-		e.str(s)
+		e.Str(s)
 	}
 }
 
 // intMap writes m as a count and its pairs, keys sorted so that equal maps
 // encode to equal bytes.
-func (e *Encoder) intMap(m map[string]int) {
+func (e *Encoder) IntMap(m map[string]int) {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	e.int(len(keys))
+	e.Int(len(keys))
 	for _, k := range keys {
-		e.str(k)
-		e.int(m[k])
+		e.Str(k)
+		e.Int(m[k])
 	}
 }
 
@@ -106,22 +106,22 @@ func (e *Encoder) block(p []byte) {
 // must not be written once a decoder holds them. Any malformed input sets
 // bad, after which every read returns zero values: callers check bad once
 // at the end.
-type decoder struct {
-	s   string
+type Decoder struct {
+	Src string
 	b   []byte
-	pos int
-	bad bool
+	Pos int
+	Bad bool
 	// The file's tail, read a block at a time; nil when it has none.
 	tail             *os.File
 	tailOff, tailLen int64
 }
 
-func (d *decoder) ref() tailRef {
-	return tailRef{Off: int(d.i64()), Len: int(d.i64()), Sum: uint32(d.u64())}
+func (d *Decoder) Ref() TailRef {
+	return TailRef{Off: int(d.Int64()), Len: int(d.Int64()), Sum: uint32(d.Uint64())}
 }
 
 // tailBlock reads a block of the tail and checks its sum.
-func (d *decoder) tailBlock(r tailRef) ([]byte, bool) {
+func (d *Decoder) TailBlock(r TailRef) ([]byte, bool) {
 	if r.Len == 0 {
 		return nil, r.Sum == 0 // an empty block leaves no tail to read
 	}
@@ -136,122 +136,122 @@ func (d *decoder) tailBlock(r tailRef) ([]byte, bool) {
 }
 
 // newDecoder reads b, which the caller gives up: it is aliased, not copied.
-func NewDecoder(b []byte) *decoder {
-	return &decoder{s: unsafe.String(unsafe.SliceData(b), len(b)), b: b}
+func NewDecoder(b []byte) *Decoder {
+	return &Decoder{Src: unsafe.String(unsafe.SliceData(b), len(b)), b: b}
 }
 
-func (d *decoder) u64() uint64 {
-	if d.bad {
+func (d *Decoder) Uint64() uint64 {
+	if d.Bad {
 		return 0
 	}
-	x, n := binary.Uvarint(d.b[d.pos:])
+	x, n := binary.Uvarint(d.b[d.Pos:])
 	if n <= 0 {
-		d.bad = true
+		d.Bad = true
 		return 0
 	}
-	d.pos += n
+	d.Pos += n
 	return x
 }
 
 // uv reads a non-negative int. Callers that allocate by it use count.
-func (d *decoder) uv() int {
-	x := d.u64()
+func (d *Decoder) Uvarint() int {
+	x := d.Uint64()
 	if x > 1<<40 {
-		d.bad = true
+		d.Bad = true
 		return 0
 	}
 	return int(x)
 }
 
-func (d *decoder) i64() int64 { return int64(d.u64()) }
+func (d *Decoder) Int64() int64 { return int64(d.Uint64()) }
 
-func (d *decoder) bool() bool {
-	if d.bad || d.pos >= len(d.b) || d.b[d.pos] > 1 {
-		d.bad = true
+func (d *Decoder) Bool() bool {
+	if d.Bad || d.Pos >= len(d.b) || d.b[d.Pos] > 1 {
+		d.Bad = true
 		return false
 	}
-	d.pos++
-	return d.b[d.pos-1] == 1
+	d.Pos++
+	return d.b[d.Pos-1] == 1
 }
 
 // count reads a number of items that each take at least one byte, so a
 // bad count is caught before the caller allocates for it.
-func (d *decoder) count() int {
-	n := d.uv()
-	if n > len(d.b)-d.pos {
-		d.bad = true
+func (d *Decoder) Count() int {
+	n := d.Uvarint()
+	if n > len(d.b)-d.Pos {
+		d.Bad = true
 		return 0
 	}
 	return n
 }
 
-func (d *decoder) str() string {
-	n := d.uv()
-	if d.bad || n > len(d.s)-d.pos {
-		d.bad = true
+func (d *Decoder) Str() string {
+	n := d.Uvarint()
+	if d.Bad || n > len(d.Src)-d.Pos {
+		d.Bad = true
 		return ""
 	}
-	out := d.s[d.pos : d.pos+n]
-	d.pos += n
+	out := d.Src[d.Pos : d.Pos+n]
+	d.Pos += n
 	return out
 }
 
 // bytes reads a byte run; nil when it is empty. The result's capacity ends
 // with it, so appending to it cannot reach the bytes after.
-func (d *decoder) bytes() []byte {
-	n := d.uv()
-	if d.bad || n > len(d.b)-d.pos {
-		d.bad = true
+func (d *Decoder) Bytes() []byte {
+	n := d.Uvarint()
+	if d.Bad || n > len(d.b)-d.Pos {
+		d.Bad = true
 		return nil
 	}
 	if n == 0 {
 		return nil
 	}
-	out := d.b[d.pos : d.pos+n : d.pos+n]
-	d.pos += n
+	out := d.b[d.Pos : d.Pos+n : d.Pos+n]
+	d.Pos += n
 	return out
 }
 
-func (d *decoder) strs() []string {
-	n := d.count()
-	if d.bad || n == 0 {
+func (d *Decoder) Strs() []string {
+	n := d.Count()
+	if d.Bad || n == 0 {
 		return nil
 	}
 	out := make([]string, n)
 	for i := range out {
-		out[i] = d.str()
+		out[i] = d.Str()
 	}
 	return out
 }
 
 // intMap reads what encoder.intMap wrote; never nil.
-func (d *decoder) intMap() map[string]int {
-	n := d.count()
+func (d *Decoder) IntMap() map[string]int {
+	n := d.Count()
 	m := make(map[string]int, n)
-	for ; n > 0 && !d.bad; n-- {
-		k := d.str()
-		m[k] = d.uv()
+	for ; n > 0 && !d.Bad; n-- {
+		k := d.Str()
+		m[k] = d.Uvarint()
 	}
 	return m
 }
 
 // block reads what encoder.block wrote and checks its sum.
-func (d *decoder) block() []byte {
-	n := d.uv()
-	if d.bad || len(d.b)-d.pos < 4 || n > len(d.b)-d.pos-4 {
-		d.bad = true
+func (d *Decoder) block() []byte {
+	n := d.Uvarint()
+	if d.Bad || len(d.b)-d.Pos < 4 || n > len(d.b)-d.Pos-4 {
+		d.Bad = true
 		return nil
 	}
-	sum := binary.LittleEndian.Uint32(d.b[d.pos:])
-	d.pos += 4
-	out := d.b[d.pos : d.pos+n : d.pos+n]
-	d.pos += n
+	sum := binary.LittleEndian.Uint32(d.b[d.Pos:])
+	d.Pos += 4
+	out := d.b[d.Pos : d.Pos+n : d.Pos+n]
+	d.Pos += n
 	if crc32.ChecksumIEEE(out) != sum {
-		d.bad = true
+		d.Bad = true
 		return nil
 	}
 	return out
 }
 
 // done reports whether the input decoded cleanly and was read to its end.
-func (d *decoder) Done() bool { return !d.bad && d.pos == len(d.b) }
+func (d *Decoder) Done() bool { return !d.Bad && d.Pos == len(d.b) }

@@ -96,7 +96,7 @@ func (v *Vault) ledgerBlobs(rev string) (map[string]string, error) {
 // interleaves two histories. blobs, when not nil, has the git blob hash of
 // segments as read already (Verify's walk hashed them), so that a segment
 // equal to its committed blob is not read again.
-func (v *Vault) heldAgainst(rev string, segs, changed []segment, all, anyOrder bool, read func(segment) ([]byte, error), blobs map[string]string) ([]Problem, error) {
+func (v *Vault) heldAgainst(rev string, segs, changed []Segment, all, anyOrder bool, read func(Segment) ([]byte, error), blobs map[string]string) ([]Problem, error) {
 	var want []committedSegment
 	if all {
 		var err error
@@ -115,7 +115,7 @@ func (v *Vault) heldAgainst(rev string, segs, changed []segment, all, anyOrder b
 			}
 		}
 	}
-	onDisk := make(map[string]segment, len(segs))
+	onDisk := make(map[string]Segment, len(segs))
 	for _, s := range segs {
 		onDisk[s.String()] = s
 	}
@@ -158,7 +158,7 @@ func missingSegment(path string) Problem {
 // line that fails its own hash (committed with --force or --no-verify)
 // protects nothing: a line for the same event whose hash checks may take
 // its place, which is how a forced damage is repaired.
-func compareCommitted(s segment, head, data []byte, anyOrder bool) []Problem {
+func compareCommitted(s Segment, head, data []byte, anyOrder bool) []Problem {
 	if bytes.HasPrefix(data, head) {
 		return nil
 	}
@@ -229,11 +229,11 @@ func (v *Vault) verifyStaged() (*VerifyReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	var segs []segment
+	var segs []Segment
 	var strays []string
 	var conflicted []Problem
 	for p, blob := range staged {
-		s, ok := segmentFromPath(p)
+		s, ok := SegmentFromPath(p)
 		switch {
 		case !ok:
 			strays = append(strays, p)
@@ -243,8 +243,8 @@ func (v *Vault) verifyStaged() (*VerifyReport, error) {
 			segs = append(segs, s)
 		}
 	}
-	sort.Slice(segs, func(i, j int) bool { return segs[i].less(segs[j]) })
-	read := func(s segment) ([]byte, error) {
+	sort.Slice(segs, func(i, j int) bool { return segs[i].Less(segs[j]) })
+	read := func(s Segment) ([]byte, error) {
 		data, ok := v.Repo.Blob(staged[s.String()])
 		if !ok {
 			return nil, fault.New(ErrCorrupt, "%s: the staged blob cannot be read", s)

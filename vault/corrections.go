@@ -46,7 +46,7 @@ const (
 )
 
 type SegCorrections struct {
-	Stamp segStamp
+	Stamp SegStamp
 	Lines []int      // line numbers of correction events
 	Offs  [][2]int64 // where each of those lines starts and ends
 	// Sessions and Linked are the sessions the segment's events name and
@@ -69,23 +69,23 @@ func (v *Vault) loadCorrectionCache() map[string]SegCorrections {
 	if !ok {
 		return cache
 	}
-	for n := d.count(); n > 0 && !d.bad; n-- {
+	for n := d.Count(); n > 0 && !d.Bad; n-- {
 		var c SegCorrections
 		c.Stamp = decodeStamp(d)
-		if k := d.count(); k > 0 {
+		if k := d.Count(); k > 0 {
 			c.Lines = make([]int, k)
 			for i := range c.Lines {
-				c.Lines[i] = d.uv()
+				c.Lines[i] = d.Uvarint()
 			}
 		}
-		if k := d.count(); k > 0 {
+		if k := d.Count(); k > 0 {
 			c.Offs = make([][2]int64, k)
 			for i := range c.Offs {
-				c.Offs[i] = [2]int64{d.i64(), d.i64()}
+				c.Offs[i] = [2]int64{d.Int64(), d.Int64()}
 			}
 		}
-		c.Sessions = d.strs()
-		c.Linked = d.strs()
+		c.Sessions = d.Strs()
+		c.Linked = d.Strs()
 		cache[c.Stamp.Path] = c
 	}
 	if !d.Done() {
@@ -101,21 +101,21 @@ func (v *Vault) saveCorrectionCache(cache map[string]SegCorrections) {
 	}
 	sort.Strings(paths)
 	writeStateFile(v.Root, CorrectionFile, correctionVersion, func(e *Encoder) {
-		e.int(len(paths))
+		e.Int(len(paths))
 		for _, p := range paths {
 			c := cache[p]
 			encodeStamp(e, c.Stamp)
-			e.int(len(c.Lines))
+			e.Int(len(c.Lines))
 			for _, l := range c.Lines {
-				e.int(l)
+				e.Int(l)
 			}
-			e.int(len(c.Offs))
+			e.Int(len(c.Offs))
 			for _, o := range c.Offs {
-				e.i64(o[0])
-				e.i64(o[1])
+				e.Int64(o[0])
+				e.Int64(o[1])
 			}
-			e.strs(c.Sessions)
-			e.strs(c.Linked)
+			e.Strs(c.Sessions)
+			e.Strs(c.Linked)
 		}
 	})
 }
@@ -124,7 +124,7 @@ func (v *Vault) saveCorrectionCache(cache map[string]SegCorrections) {
 // reading the segment only when its stamp changed; changed reports that.
 // The stamp is taken before the read: a line appended in between is in the
 // data but not the stamp, so the next reader looks again.
-func (v *Vault) segmentCorrections(cache map[string]SegCorrections, s segment) (c SegCorrections, data []byte, changed bool, err error) {
+func (v *Vault) segmentCorrections(cache map[string]SegCorrections, s Segment) (c SegCorrections, data []byte, changed bool, err error) {
 	stamp, err := stampOf(v.Root, s)
 	if err != nil {
 		return c, nil, false, err
@@ -142,7 +142,7 @@ func (v *Vault) segmentCorrections(cache map[string]SegCorrections, s segment) (
 	} else {
 		data = nil
 	}
-	lines, offs, _ := correctionsIn(data)
+	lines, offs, _ := CorrectionsIn(data)
 	c = SegCorrections{Stamp: stamp, Lines: lines, Offs: offs,
 		Sessions: StringsAfter(data, `"session":`), Linked: LinksIn(data)}
 	cache[s.String()] = c
@@ -151,7 +151,7 @@ func (v *Vault) segmentCorrections(cache map[string]SegCorrections, s segment) (
 
 // correctionsIn finds the correction events of a segment's complete lines:
 // their line numbers, where each line starts and ends, and what each says.
-func correctionsIn(data []byte) (lines []int, offs [][2]int64, rows []Correction) {
+func CorrectionsIn(data []byte) (lines []int, offs [][2]int64, rows []Correction) {
 	lines = correctionLines(data)
 	for n, start, i := 1, 0, 0; start < len(data) && i < len(lines); n++ {
 		end := start + bytes.IndexByte(data[start:], '\n')
@@ -246,7 +246,7 @@ type allCorrections struct {
 }
 
 type segRows struct {
-	Stamp segStamp
+	Stamp SegStamp
 	Rows  []Correction
 }
 
@@ -263,12 +263,12 @@ func loadAllCorrections(root string) map[string]segRows {
 	if !ok {
 		return old
 	}
-	for n := d.count(); n > 0 && !d.bad; n-- {
+	for n := d.Count(); n > 0 && !d.Bad; n-- {
 		sr := segRows{Stamp: decodeStamp(d)}
-		if k := d.count(); k > 0 {
+		if k := d.Count(); k > 0 {
 			sr.Rows = make([]Correction, k)
 			for i := range sr.Rows {
-				sr.Rows[i] = Correction{ID: d.str(), Kind: d.str(), Link: d.str(), Line: d.uv()}
+				sr.Rows[i] = Correction{ID: d.Str(), Kind: d.Str(), Link: d.Str(), Line: d.Uvarint()}
 			}
 		}
 		old[sr.Stamp.Path] = sr
@@ -281,15 +281,15 @@ func loadAllCorrections(root string) map[string]segRows {
 
 func saveAllCorrections(root string, all allCorrections) {
 	writeStateFile(root, AllCorrectionsFile, allCorrectionsVersion, func(e *Encoder) {
-		e.int(len(all.Segs))
+		e.Int(len(all.Segs))
 		for _, sr := range all.Segs {
 			encodeStamp(e, sr.Stamp)
-			e.int(len(sr.Rows))
+			e.Int(len(sr.Rows))
 			for _, c := range sr.Rows {
-				e.str(c.ID)
-				e.str(c.Kind)
-				e.str(c.Link)
-				e.int(c.Line)
+				e.Str(c.ID)
+				e.Str(c.Kind)
+				e.Str(c.Link)
+				e.Int(c.Line)
 			}
 		}
 	})
@@ -308,14 +308,14 @@ func (v *Vault) CorrectionRows() ([]segRows, error) {
 
 // correctionRowsOf is correctionRows for the segments segs, whose stamps
 // the caller may have taken already (nil: take them here).
-func (v *Vault) correctionRowsOf(segs []segment, stamps []segStamp) ([]segRows, error) {
+func (v *Vault) correctionRowsOf(segs []Segment, stamps []SegStamp) ([]segRows, error) {
 	old := loadAllCorrections(v.Root)
 	var all allCorrections
 	changed := len(old) != len(segs)
 	for i, s := range segs {
 		// The stamp before the read: a line appended in between is read but
 		// not in the stamp, so the next reader scans the segment again.
-		var stamp segStamp
+		var stamp SegStamp
 		if stamps != nil {
 			stamp = stamps[i]
 		} else {
@@ -326,11 +326,11 @@ func (v *Vault) correctionRowsOf(segs []segment, stamps []segStamp) ([]segRows, 
 		}
 		sr, ok := old[stamp.Path]
 		if !ok || sr.Stamp != stamp {
-			data, err := readComplete(v.Root, s.String())
+			data, err := ReadComplete(v.Root, s.String())
 			if err != nil {
 				return nil, err
 			}
-			_, _, rows := correctionsIn(data)
+			_, _, rows := CorrectionsIn(data)
 			sr = segRows{Stamp: stamp, Rows: rows}
 			changed = true
 		}

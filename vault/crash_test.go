@@ -139,7 +139,7 @@ func TestGuardedWriteKeepsANewerSave(t *testing.T) {
 		// The person saves between the merge and the write.
 		return os.WriteFile(v.Abs(rel), []byte("# saved by a person\n"), 0o600)
 	})
-	if !errors.Is(err, errChangedUnderfoot) {
+	if !errors.Is(err, ErrChangedUnderfoot) {
 		t.Fatalf("err = %v, want errChangedUnderfoot", err)
 	}
 	if got, _ := os.ReadFile(v.Abs(rel)); string(got) != "# saved by a person\n" {

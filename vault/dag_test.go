@@ -94,10 +94,10 @@ func data2(t *testing.T, p string) []byte {
 	return d
 }
 
-func mustSegment(t *testing.T, p string) segment {
+func mustSegment(t *testing.T, p string) Segment {
 	t.Helper()
 	i := strings.Index(p, "ledger/")
-	s, ok := segmentFromPath(p[i:])
+	s, ok := SegmentFromPath(p[i:])
 	if !ok {
 		t.Fatalf("not a segment: %s", p)
 	}

@@ -42,7 +42,7 @@ import (
 // stamps, a CRC-32 of the last segment's folded bytes), then the view's
 // own encoding.
 
-const derivedMagic = "memvault derived\n"
+const DerivedMagic = "memvault derived\n"
 
 // snapshotEvery is how many events folded on top make a derived file
 // worth rewriting.
@@ -61,7 +61,7 @@ type Derived[T any] struct {
 	// Rebuild folds the whole ledger, segs at stamps, and returns the tip
 	// it folded up to; torn says the last segment ends in a line that is
 	// not an event yet, which the fold left out.
-	Rebuild func(v *Vault, segs []segment, stamps []segStamp) (t T, tip string, torn bool, err error)
+	Rebuild func(v *Vault, segs []Segment, stamps []SegStamp) (t T, tip string, torn bool, err error)
 	// Fold applies one appended event, stripped of prev and hash. It
 	// returns false when the view cannot follow the event without a
 	// rebuild (a correction, say); t may then be left half updated.
@@ -71,7 +71,7 @@ type Derived[T any] struct {
 	// decode. Decode may keep slices of the bytes, and the decoder itself
 	// for the blocks of the file's tail.
 	Encode func(e *Encoder, t T)
-	Decode func(d *decoder) (T, bool)
+	Decode func(d *Decoder) (T, bool)
 }
 
 func (d *Derived[T]) Path(root string) string { return StateFilePath(root, d.Name) }
@@ -79,7 +79,7 @@ func (d *Derived[T]) Path(root string) string { return StateFilePath(root, d.Nam
 // Key is what a view was folded from.
 type Key struct {
 	Tip    string     // the hash of the last event folded
-	Stamps []segStamp // the segments, as stat'ed before they were read
+	Stamps []SegStamp // the segments, as stat'ed before they were read
 	// Exact is false when the last segment ends in a torn line: its bytes
 	// are in the stamps but it was not folded, so the view must not be
 	// saved under this key.
@@ -99,11 +99,11 @@ func (d *Derived[T]) Load(v *Vault) (T, Key, error) {
 // Open is Load without the write, for a view that has more to add before
 // it is saved: dirty says the file is worth rewriting.
 func (d *Derived[T]) Open(v *Vault) (t T, key Key, dirty bool, err error) {
-	segs, stamps, err := v.segmentStamps()
+	segs, stamps, err := v.SegmentStamps()
 	if err != nil {
 		return t, key, false, err
 	}
-	if t, key, dirty, ok := d.load(v, segs, stamps); ok {
+	if t, key, dirty, ok := d.LoadStamped(v, segs, stamps); ok {
 		return t, key, dirty, nil
 	}
 	t, tip, torn, err := d.Rebuild(v, segs, stamps)
@@ -121,7 +121,7 @@ func (d *Derived[T]) Open(v *Vault) (t T, key Key, dirty bool, err error) {
 // appended to it (its size and mtime change either way), so the file also
 // holds a CRC-32 of the bytes of that segment that were folded: when it
 // changed, those bytes are checked before the rest is read as appended.
-func (d *Derived[T]) load(v *Vault, segs []segment, stamps []segStamp) (t T, key Key, dirty, ok bool) {
+func (d *Derived[T]) LoadStamped(v *Vault, segs []Segment, stamps []SegStamp) (t T, key Key, dirty, ok bool) {
 	dec, ok := readStateFile(v.Root, d.Name, d.Version)
 	if !ok {
 		return t, key, false, false
@@ -131,15 +131,15 @@ func (d *Derived[T]) load(v *Vault, segs []segment, stamps []segStamp) (t T, key
 			dec.tail.Close()
 		}
 	}()
-	tip := dec.str()
+	tip := dec.Str()
 	old := decodeStamps(dec)
-	lastSum := uint32(dec.u64())
-	if dec.bad || len(old) == 0 || !stampsContinue(old, stamps) {
+	lastSum := uint32(dec.Uint64())
+	if dec.Bad || len(old) == 0 || !StampsContinue(old, stamps) {
 		return t, key, false, false
 	}
 	last := len(old) - 1
 	if o := old[last]; stamps[last].Size != o.Size || stamps[last].Mtime != o.Mtime {
-		if sum, ok := prefixSum(v.Files(), v.segPath(segs[last]), o.Size); !ok || sum != lastSum {
+		if sum, ok := prefixSum(v.Files(), v.SegPath(segs[last]), o.Size); !ok || sum != lastSum {
 			return t, key, false, false
 		}
 	}
@@ -147,7 +147,7 @@ func (d *Derived[T]) load(v *Vault, segs []segment, stamps []segStamp) (t T, key
 		return t, key, false, false
 	}
 	folded := 0
-	tip, torn, ok := v.appendedSince(segs, stamps, old, tip, func(ev *Event) bool {
+	tip, torn, ok := v.AppendedSince(segs, stamps, old, tip, func(ev *Event) bool {
 		t, ok = d.Fold(t, ev)
 		folded++
 		return ok
@@ -184,7 +184,7 @@ func (d *Derived[T]) Save(v *Vault, t T, key Key) bool {
 		return false
 	}
 	return writeStateFile(v.Root, d.Name, d.Version, func(e *Encoder) {
-		e.str(key.Tip)
+		e.Str(key.Tip)
 		encodeStamps(e, key.Stamps)
 		e.uv(uint64(lastSum))
 		d.Encode(e, t)
@@ -203,16 +203,16 @@ func StateFilePath(root, name string) string {
 // cache: written without fsync; nothing is written when body marked the
 // encoding bad. It reports whether the file was written.
 func writeStateFile(root, name string, version uint64, body func(e *Encoder)) bool {
-	head := len(derivedMagic) + 8
+	head := len(DerivedMagic) + 8
 	e := &Encoder{B: make([]byte, head, 4096)}
-	copy(e.B, derivedMagic)
-	e.str(name)
+	copy(e.B, DerivedMagic)
+	e.Str(name)
 	e.uv(version)
 	body(e)
-	if e.bad {
+	if e.Bad {
 		return false
 	}
-	binary.LittleEndian.PutUint64(e.B[len(derivedMagic):], uint64(len(e.B)-head))
+	binary.LittleEndian.PutUint64(e.B[len(DerivedMagic):], uint64(len(e.B)-head))
 	e.B = binary.LittleEndian.AppendUint32(e.B, crc32.ChecksumIEEE(e.B[head:]))
 	e.B = append(e.B, e.tail...)
 	return fileio.At(root).WriteCache(StateFilePath(root, name), e.B) == nil
@@ -223,7 +223,7 @@ func writeStateFile(root, name string, version uint64, body func(e *Encoder)) bo
 // of another name or version. The tail is not read: when there is one, the
 // decoder holds the open file for it (the file is replaced by rename, never
 // rewritten in place, so it stays the file that was checked).
-func readStateFile(root, name string, version uint64) (*decoder, bool) {
+func readStateFile(root, name string, version uint64) (*Decoder, bool) {
 	f, err := fileio.At(root).Open(StateFilePath(root, name))
 	if err != nil {
 		return nil, false
@@ -238,11 +238,11 @@ func readStateFile(root, name string, version uint64) (*decoder, bool) {
 	if err != nil {
 		return nil, false
 	}
-	head := make([]byte, len(derivedMagic)+8)
-	if _, err := io.ReadFull(f, head); err != nil || !bytes.HasPrefix(head, []byte(derivedMagic)) {
+	head := make([]byte, len(DerivedMagic)+8)
+	if _, err := io.ReadFull(f, head); err != nil || !bytes.HasPrefix(head, []byte(DerivedMagic)) {
 		return nil, false
 	}
-	n := binary.LittleEndian.Uint64(head[len(derivedMagic):])
+	n := binary.LittleEndian.Uint64(head[len(DerivedMagic):])
 	if n > uint64(info.Size()) || int64(len(head))+int64(n)+4 > info.Size() {
 		return nil, false
 	}
@@ -255,7 +255,7 @@ func readStateFile(root, name string, version uint64) (*decoder, bool) {
 		return nil, false
 	}
 	dec := NewDecoder(body)
-	if dec.str() != name || dec.u64() != version || dec.bad {
+	if dec.Str() != name || dec.Uint64() != version || dec.Bad {
 		return nil, false
 	}
 	if tail := int64(len(head)) + int64(len(buf)); tail < info.Size() {
@@ -265,31 +265,31 @@ func readStateFile(root, name string, version uint64) (*decoder, bool) {
 	return dec, true
 }
 
-func encodeStamps(e *Encoder, stamps []segStamp) {
-	e.int(len(stamps))
+func encodeStamps(e *Encoder, stamps []SegStamp) {
+	e.Int(len(stamps))
 	for _, s := range stamps {
 		encodeStamp(e, s)
 	}
 }
 
-func encodeStamp(e *Encoder, s segStamp) {
-	e.str(s.Path)
-	e.i64(s.Size)
-	e.i64(s.Mtime)
+func encodeStamp(e *Encoder, s SegStamp) {
+	e.Str(s.Path)
+	e.Int64(s.Size)
+	e.Int64(s.Mtime)
 	e.uv(s.Ino)
-	e.str(s.Tip)
+	e.Str(s.Tip)
 }
 
-func decodeStamp(d *decoder) segStamp {
-	return segStamp{Path: d.str(), Size: d.i64(), Mtime: d.i64(), Ino: d.u64(), Tip: d.str()}
+func decodeStamp(d *Decoder) SegStamp {
+	return SegStamp{Path: d.Str(), Size: d.Int64(), Mtime: d.Int64(), Ino: d.Uint64(), Tip: d.Str()}
 }
 
-func decodeStamps(d *decoder) []segStamp {
-	n := d.count()
-	if d.bad || n == 0 {
+func decodeStamps(d *Decoder) []SegStamp {
+	n := d.Count()
+	if d.Bad || n == 0 {
 		return nil
 	}
-	out := make([]segStamp, n)
+	out := make([]SegStamp, n)
 	for i := range out {
 		out[i] = decodeStamp(d)
 	}
@@ -302,7 +302,7 @@ func decodeStamps(d *decoder) []segStamp {
 // hash. It returns the new tip and whether the last segment ends torn; ok
 // is false when the chain does not continue, a file cannot be read, or fn
 // refuses an event.
-func (v *Vault) appendedSince(segs []segment, stamps, old []segStamp, tip string, fn func(*Event) bool) (newTip string, torn, ok bool) {
+func (v *Vault) AppendedSince(segs []Segment, stamps, old []SegStamp, tip string, fn func(*Event) bool) (newTip string, torn, ok bool) {
 	last := len(old) - 1
 	for i := last; i < len(segs); i++ {
 		var from int64
@@ -344,7 +344,7 @@ func (v *Vault) appendedSince(segs []segment, stamps, old []segStamp, tip string
 // stampsContinue reports whether the segments recorded in old are the
 // first segments of cur, unchanged but for the last one, which may only
 // have grown.
-func stampsContinue(old, cur []segStamp) bool {
+func StampsContinue(old, cur []SegStamp) bool {
 	if len(old) > len(cur) {
 		return false
 	}
@@ -371,4 +371,52 @@ func readFrom(fsys fileio.Root, path string, off int64) ([]byte, error) {
 		return nil, err
 	}
 	return io.ReadAll(f)
+}
+
+func (v *Vault) SegmentStamps() ([]Segment, []SegStamp, error) {
+	segs, _, err := ListSegments(v.Root)
+	if err != nil {
+		return nil, nil, err
+	}
+	stamps := make([]SegStamp, len(segs))
+	for i, s := range segs {
+		if stamps[i], err = stampOf(v.Root, s); err != nil {
+			return nil, nil, err
+		}
+	}
+	return segs, stamps, nil
+}
+
+func (v *Vault) SegPath(s Segment) string {
+	return filepath.Join(v.Root, filepath.FromSlash(s.String()))
+}
+
+// prefixSum is the CRC-32 of the first n bytes of a file.
+func prefixSum(fsys fileio.Root, path string, n int64) (uint32, bool) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	h := crc32.NewIEEE()
+	if k, err := io.Copy(h, io.LimitReader(f, n)); err != nil || k != n {
+		return 0, false
+	}
+	return h.Sum32(), true
+}
+
+func EndsTorn(fsys fileio.Root, path string, size int64) bool {
+	if size == 0 {
+		return false
+	}
+	f, err := fsys.Open(path)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], size-1); err != nil {
+		return true
+	}
+	return b[0] != '\n'
 }

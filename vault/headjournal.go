@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/memvault/memvault/vault/fileio"
 )
@@ -50,36 +53,36 @@ import (
 const headJournalDir = ".locks/head-writes"
 
 // headWrite is one journal record.
-type headWrite struct {
+type HeadWrite struct {
 	Head     string         `json:"head"`
 	Event    string         `json:"event"`
 	Existed  bool           `json:"existed"`
 	Before   []byte         `json:"before,omitempty"`
 	After    []byte         `json:"after,omitempty"`
 	Wrote    bool           `json:"wrote_head"` // false: only the .rendered/ copy is written
-	Rendered *renderedWrite `json:"rendered,omitempty"`
+	Rendered *RenderedWrite `json:"rendered,omitempty"`
 }
 
 // renderedWrite is the .rendered/ copy's part of a record.
-type renderedWrite struct {
+type RenderedWrite struct {
 	Existed bool   `json:"existed"`
 	Before  []byte `json:"before,omitempty"`
 	After   []byte `json:"after"`
 }
 
-func (v *Vault) headJournalPath(head string) string {
+func (v *Vault) HeadJournalPath(head string) string {
 	return filepath.Join(v.Root, filepath.FromSlash(headJournalDir), filepath.FromSlash(head)+".json")
 }
 
 // journalHeadWrite records w before the transaction writes it (durably:
 // the record must be on disk before the head is), and removes the record
 // once the transaction's commit has landed.
-func (v *Vault) journalHeadWrite(tx *Tx, w headWrite) error {
+func (v *Vault) JournalHeadWrite(tx *Tx, w HeadWrite) error {
 	data, err := json.Marshal(w)
 	if err != nil {
 		return err
 	}
-	p := v.headJournalPath(w.Head)
+	p := v.HeadJournalPath(w.Head)
 	if err := v.Files().WriteAtomic(p, data); err != nil {
 		return err
 	}
@@ -90,13 +93,13 @@ func (v *Vault) journalHeadWrite(tx *Tx, w headWrite) error {
 // readHeadJournal returns head's record, nil when there is none. A record
 // that does not parse is removed: it was torn by a crash of the machine
 // before the head was written (WriteAtomic syncs it first).
-func (v *Vault) readHeadJournal(head string) *headWrite {
-	p := v.headJournalPath(head)
+func (v *Vault) ReadHeadJournal(head string) *HeadWrite {
+	p := v.HeadJournalPath(head)
 	data, err := v.Files().ReadFile(p)
 	if err != nil {
 		return nil
 	}
-	w := new(headWrite)
+	w := new(HeadWrite)
 	if json.Unmarshal(data, w) != nil || w.Head != head || w.Event == "" {
 		v.Files().Remove(p)
 		return nil
@@ -105,10 +108,10 @@ func (v *Vault) readHeadJournal(head string) *headWrite {
 }
 
 // headJournals lists the heads that have a record.
-func (v *Vault) headJournals() []string {
+func (v *Vault) HeadJournals() []string {
 	root := filepath.Join(v.Root, filepath.FromSlash(headJournalDir))
 	var heads []string
-	_ = v.walkFiles(headJournalDir, func(p string, d fs.DirEntry) error {
+	_ = v.WalkFiles(headJournalDir, func(p string, d fs.DirEntry) error {
 		if d.IsDir() || !strings.HasSuffix(p, ".json") {
 			return nil
 		}
@@ -124,7 +127,7 @@ func (v *Vault) headJournals() []string {
 // segmentOf returns the segment that holds the event with id, committed
 // or not: the newest segments are read first, where an event a killed
 // writer sealed is.
-func (v *Vault) segmentOf(segs []segment, id string) (segment, bool) {
+func (v *Vault) SegmentOf(segs []Segment, id string) (Segment, bool) {
 	needle := []byte(`"id":"` + id + `"`)
 	for i := len(segs) - 1; i >= 0; i-- {
 		data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(segs[i].String())))
@@ -132,7 +135,7 @@ func (v *Vault) segmentOf(segs []segment, id string) (segment, bool) {
 			return segs[i], true
 		}
 	}
-	return segment{}, false
+	return Segment{}, false
 }
 
 // settleHeadWrites undoes the head writes of transactions that were killed
@@ -140,38 +143,38 @@ func (v *Vault) segmentOf(segs []segment, id string) (segment, bool) {
 // every transaction, under the vault lock; with no record it costs one
 // directory read. Failures are logged, not returned: the next transaction
 // tries again, and capture must not stop for a head.
-func (v *Vault) settleHeadWrites(segs []segment) {
-	for _, head := range v.headJournals() {
-		w := v.readHeadJournal(head)
+func (v *Vault) settleHeadWrites(segs []Segment) {
+	for _, head := range v.HeadJournals() {
+		w := v.ReadHeadJournal(head)
 		if w == nil {
 			continue
 		}
-		if _, sealed := v.segmentOf(segs, w.Event); sealed {
+		if _, sealed := v.SegmentOf(segs, w.Event); sealed {
 			continue // sealed: commitHandEdits commits its files
 		}
 		if err := v.undoHeadWrite(w); err != nil {
-			v.logHeads("undo of the write of %s by a killed transaction (event %s): %v", head, w.Event, err)
+			v.LogHeads("undo of the write of %s by a killed transaction (event %s): %v", head, w.Event, err)
 			continue
 		}
-		v.Files().Remove(v.headJournalPath(head))
+		v.Files().Remove(v.HeadJournalPath(head))
 	}
 }
 
 // undoHeadWrite puts back the bytes a killed transaction replaced, where
 // its own bytes are still there.
-func (v *Vault) undoHeadWrite(w *headWrite) error {
-	t, ok := TargetOf(w.Head)
+func (v *Vault) undoHeadWrite(w *HeadWrite) error {
+	rel, ok := HeadRel(w.Head)
 	if !ok {
 		return nil // not a head: nothing memvault would have written
 	}
-	p := v.Abs(t.rel)
+	p := v.Abs(rel)
 	cur, err := v.Files().ReadFile(p)
 	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	untouched := exists == w.Existed && bytes.Equal(cur, w.Before)
-	if w.Wrote && exists && !untouched && (bytes.Equal(cur, w.After) || tornWrite(cur, w.Before, w.After)) {
+	if w.Wrote && exists && !untouched && (bytes.Equal(cur, w.After) || TornWrite(cur, w.Before, w.After)) {
 		if w.Existed {
 			err = v.Files().ReplaceIfSame(p, w.Before, cur, true)
 		} else {
@@ -181,7 +184,7 @@ func (v *Vault) undoHeadWrite(w *headWrite) error {
 			return err
 		}
 		untouched = err == nil
-		v.logHeads("%s: a transaction killed before recording its write (event %s) left its bytes; put back what was there", w.Head, w.Event)
+		v.LogHeads("%s: a transaction killed before recording its write (event %s) left its bytes; put back what was there", w.Head, w.Event)
 	}
 	if w.Rendered == nil || !untouched {
 		// A head someone changed since keeps the .rendered/ copy that
@@ -204,7 +207,7 @@ func (v *Vault) undoHeadWrite(w *headWrite) error {
 // over before from the start, then cuts the length, so the file holds the
 // first k bytes of after followed by before from k on (nothing, once k
 // passes its end) for some k: never shorter than before.
-func tornWrite(cur, before, after []byte) bool {
+func TornWrite(cur, before, after []byte) bool {
 	k := 0
 	for k < len(cur) && k < len(after) && cur[k] == after[k] {
 		k++
@@ -213,4 +216,20 @@ func tornWrite(cur, before, after []byte) bool {
 		return true
 	}
 	return k <= len(before) && bytes.Equal(cur[k:], before[k:])
+}
+
+// logHeads appends a line to .logs/heads.log. Best effort: the ledger
+// events are the record; the log is for people debugging a vault.
+func (v *Vault) LogHeads(format string, args ...any) {
+	dir := filepath.Join(v.Root, ".logs")
+	if v.Files().MkdirAll(dir) != nil {
+		return
+	}
+	// A log line, appended without fsync: not worth fileio.Append's sync.
+	f, err := v.Files().OpenFile(filepath.Join(dir, "heads.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileio.FilePerm)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s %s\n", v.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
 }

@@ -17,10 +17,10 @@ import (
 // rows; a correction builds the id index first, so it can mark the rows it
 // corrects, as the full fold does.
 
-var headStateView = &Derived[*State]{
+var HeadStateView = &Derived[*State]{
 	Name:    "heads-state",
 	Version: 4, // 4: agent, session, kind and thread in a table (issue 22)
-	Rebuild: func(v *Vault, segs []segment, _ []segStamp) (*State, string, bool, error) { return v.foldAll(segs) },
+	Rebuild: func(v *Vault, segs []Segment, _ []SegStamp) (*State, string, bool, error) { return v.FoldAll(segs) },
 	Fold:    foldRow,
 	Encode:  encodeRows,
 	Decode:  decodeRows,
@@ -29,22 +29,22 @@ var headStateView = &Derived[*State]{
 // foldedState returns the ledger folded into rows, through the cache, and
 // the tip it was folded up to. The State it returns has no id index unless
 // corrections had to be applied; callers only walk its rows.
-func (v *Vault) foldedState() (*State, string, error) {
-	st, key, err := headStateView.Load(v)
+func (v *Vault) FoldedState() (*State, string, error) {
+	st, key, err := HeadStateView.Load(v)
 	return st, key.Tip, err
 }
 
 // foldRow adds one appended event to decoded rows. The id index is built
 // only when a correction needs it: most reads fold a few plain rows.
 func foldRow(st *State, ev *Event) (*State, bool) {
-	if st.byID == nil && !CorrectionKinds[CanonicalKind(ev.Kind)] {
+	if st.ByID == nil && !CorrectionKinds[CanonicalKind(ev.Kind)] {
 		st.Rows = append(st.Rows, &Row{Event: ev})
 		return st, true
 	}
-	if st.byID == nil {
-		st.byID = make(map[string]*Row, len(st.Rows)+1)
+	if st.ByID == nil {
+		st.ByID = make(map[string]*Row, len(st.Rows)+1)
 		for _, r := range st.Rows {
-			st.byID[r.ID] = r
+			st.ByID[r.ID] = r
 		}
 	}
 	st.Add(&Row{Event: ev})
@@ -68,34 +68,34 @@ func encodeRows(e *Encoder, st *State) {
 			}
 		}
 	}
-	e.strs(table)
-	e.int(len(st.Rows))
+	e.Strs(table)
+	e.Int(len(st.Rows))
 	for _, r := range st.Rows {
-		e.str(r.ID)
-		e.str(r.TS)
+		e.Str(r.ID)
+		e.Str(r.TS)
 		for _, s := range [...]string{r.Agent, r.Session, r.Kind, r.Thread} {
-			e.int(at[s])
+			e.Int(at[s])
 		}
 		for _, s := range [...]string{r.Text, r.RetractedBy, r.SupersededBy, r.ClosedBy} {
-			e.str(s)
+			e.Str(s)
 		}
-		e.bytes(r.Data)
-		e.strs(r.Links)
+		e.Bytes(r.Data)
+		e.Strs(r.Links)
 	}
 }
 
 // decodeRows decodes the rows with one allocation per slab: every string
 // is a slice of the file, or of the table's.
-func decodeRows(d *decoder) (*State, bool) {
-	table := d.strs()
-	n := d.count()
+func decodeRows(d *Decoder) (*State, bool) {
+	table := d.Strs()
+	n := d.Count()
 	events := make([]Event, n)
 	rowSlab := make([]Row, n)
 	rows := make([]*Row, n)
 	ref := func() string {
-		i := d.uv()
+		i := d.Uvarint()
 		if i >= len(table) {
-			d.bad = true
+			d.Bad = true
 			return ""
 		}
 		return table[i]
@@ -103,13 +103,13 @@ func decodeRows(d *decoder) (*State, bool) {
 	for i := range events {
 		ev := &events[i]
 		r := &rowSlab[i]
-		ev.ID, ev.TS = d.str(), d.str()
+		ev.ID, ev.TS = d.Str(), d.Str()
 		ev.Agent, ev.Session, ev.Kind, ev.Thread = ref(), ref(), ref(), ref()
-		ev.Text = d.str()
-		r.RetractedBy, r.SupersededBy, r.ClosedBy = d.str(), d.str(), d.str()
-		ev.Data = d.bytes()
-		ev.Links = d.strs()
-		if d.bad {
+		ev.Text = d.Str()
+		r.RetractedBy, r.SupersededBy, r.ClosedBy = d.Str(), d.Str(), d.Str()
+		ev.Data = d.Bytes()
+		ev.Links = d.Strs()
+		if d.Bad {
 			return nil, false
 		}
 		r.Event = ev
@@ -122,7 +122,7 @@ func decodeRows(d *decoder) (*State, bool) {
 // verify's job, and the writer's chain check guards writes. Decoding the
 // JSON lines is what a rebuild costs, so it is spread over the CPUs; the
 // fold itself runs in ledger order.
-func (v *Vault) foldAll(segs []segment) (st *State, tip string, torn bool, err error) {
+func (v *Vault) FoldAll(segs []Segment) (st *State, tip string, torn bool, err error) {
 	var lines [][]byte
 	for _, s := range segs {
 		data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
@@ -156,7 +156,7 @@ func (v *Vault) foldAll(segs []segment) (st *State, tip string, torn bool, err e
 		}(len(lines)*w/workers, len(lines)*(w+1)/workers)
 	}
 	wg.Wait()
-	st = &State{byID: make(map[string]*Row, len(evs)), Rows: make([]*Row, 0, len(evs))}
+	st = &State{ByID: make(map[string]*Row, len(evs)), Rows: make([]*Row, 0, len(evs))}
 	rows := make([]Row, len(evs))
 	for i, ev := range evs {
 		if ev == nil {
@@ -172,7 +172,7 @@ func (v *Vault) foldAll(segs []segment) (st *State, tip string, torn bool, err e
 
 // foldLines folds the complete lines of data into st and returns the new
 // tip. An unterminated last line is not an event yet.
-func foldLines(st *State, data []byte, tip string) string {
+func FoldLines(st *State, data []byte, tip string) string {
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
@@ -189,11 +189,4 @@ func foldLines(st *State, data []byte, tip string) string {
 		st.Add(&Row{Event: ev})
 	}
 	return tip
-}
-
-// seg turns a segment's RelPath back into a segment; only used on paths
-// listSegments produced.
-func (r RelPath) seg() segment {
-	s, _ := segmentFromPath(r.String())
-	return s
 }

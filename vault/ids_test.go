@@ -12,7 +12,7 @@ import (
 
 // stateOf folds events with the given ids, in order, into a State.
 func stateOf(ids ...string) *State {
-	st := &State{byID: map[string]*Row{}}
+	st := &State{ByID: map[string]*Row{}}
 	for _, id := range ids {
 		st.Add(&Row{Event: &Event{ID: id, Kind: "fact", TS: "2026-11-22T10:00:00.000Z", Text: "text of " + id}})
 	}

@@ -3,10 +3,12 @@ package vault
 import (
 	"maps"
 	"slices"
+
+	"github.com/memvault/memvault/render"
 )
 
 // Kinds of ledger events that memvault itself writes outside the protocol
-// and the heads (which name theirs in continuity.go and heads.go).
+// and the heads (whose kinds follow).
 const (
 	KindCommitmentOpen     = "commitment.open"
 	KindCommitmentClose    = "commitment.close"
@@ -60,3 +62,53 @@ var CondensePeriods = []string{"day", "week"}
 // RefreshEvents are the harness events a head refresh runs on (`memvault
 // refresh --on`).
 var RefreshEvents = []string{"session-end", "compaction"}
+
+// Event kinds of the continuity protocol. Each is documented in docs/API.md.
+const (
+	KindContinuityGoal    = "continuity.goal"    // text: the active goal; data.phase
+	KindContinuityNext    = "continuity.next"    // text: a next action; data.first puts it on top
+	KindContinuityDone    = "continuity.done"    // text: an accomplishment; links: the next action it completes
+	KindContinuitySession = "continuity.session" // a session ended; data.context, data.files; counts iterations
+	KindContinuityAudited = "continuity.audited" // an audit's outcome: data.now and the flags it raised
+	KindContinuityRotated = "continuity.rotated" // hand-written lines moved out of CONTINUITY.md to keep its cap
+	KindLearningRecorded  = "learning.recorded"
+	KindLearningReinforce = "learning.reinforced"
+	KindLearningArchived  = "learning.archived"
+	KindLearningInvalid   = "learning.invalidated"
+	KindLearningCorrected = "learning.corrected"
+	KindLearningMeta      = "learning.meta"
+	KindDecisionRecorded  = "decision.recorded"
+	KindDecisionSuperseed = "decision.superseded"
+)
+
+// KindDone records something done; links[0], when present, is the next
+// action or commitment it closes.
+const KindDone = "done"
+
+// Statuses of rows, learnings and decisions (Row status: State.Status).
+const (
+	StatusActive      = "active"
+	StatusArchived    = "archived"
+	StatusInvalidated = "invalidated"
+	StatusCorrected   = "corrected"
+	StatusSuperseded  = "superseded"
+	StatusRetracted   = "retracted"
+	StatusClosed      = "closed"
+)
+
+// Head paths that are not threads.
+const (
+	MemoryHead     = render.MemoryPath
+	ContinuityHead = "CONTINUITY.md"
+	RenderedDir    = ".rendered"
+)
+
+// Head kinds of ledger events.
+const (
+	KindHeadRendered = "head.rendered"
+	KindHeadDeferred = "head.deferred"
+	KindHeadConflict = "head.conflict"
+	KindHeadResolved = "head.resolved"
+	KindHeadEdited   = "head.edited"
+	KindHeadTakeover = "head.takeover"
+)

@@ -24,11 +24,11 @@ const DefaultSegmentBytes = 64 << 10
 // segment names one ledger file: ledger/<yyyy>/<mm>/<dd>[-<n>].jsonl.
 // Segments are ordered by date, then by n; the chain runs through them in
 // that order.
-type segment struct {
+type Segment struct {
 	Y, M, D, N int
 }
 
-func (s segment) String() string {
+func (s Segment) String() string {
 	name := fmt.Sprintf("%02d", s.D)
 	if s.N > 0 {
 		name += "-" + strconv.Itoa(s.N)
@@ -36,9 +36,9 @@ func (s segment) String() string {
 	return fmt.Sprintf("ledger/%04d/%02d/%s.jsonl", s.Y, s.M, name)
 }
 
-func (s segment) Rel() RelPath { return RelPath{s.String()} }
+func (s Segment) Rel() RelPath { return RelPath{s.String()} }
 
-func (s segment) less(o segment) bool {
+func (s Segment) Less(o Segment) bool {
 	if s.Y != o.Y {
 		return s.Y < o.Y
 	}
@@ -51,37 +51,37 @@ func (s segment) less(o segment) bool {
 	return s.N < o.N
 }
 
-func (s segment) sameDay(o segment) bool { return s.Y == o.Y && s.M == o.M && s.D == o.D }
+func (s Segment) sameDay(o Segment) bool { return s.Y == o.Y && s.M == o.M && s.D == o.D }
 
-func segmentFor(t time.Time) segment {
+func segmentFor(t time.Time) Segment {
 	t = t.UTC()
-	return segment{Y: t.Year(), M: int(t.Month()), D: t.Day()}
+	return Segment{Y: t.Year(), M: int(t.Month()), D: t.Day()}
 }
 
 // parseSegmentName parses "<dd>[-<n>].jsonl" inside year and month folders.
-func ParseSegmentName(y, m int, name string) (segment, bool) {
+func ParseSegmentName(y, m int, name string) (Segment, bool) {
 	base, ok := strings.CutSuffix(name, ".jsonl")
 	if !ok {
-		return segment{}, false
+		return Segment{}, false
 	}
 	dd, nn, hasN := strings.Cut(base, "-")
 	d, err := strconv.Atoi(dd)
 	if err != nil || len(dd) != 2 || d < 1 || d > 31 {
-		return segment{}, false
+		return Segment{}, false
 	}
 	n := 0
 	if hasN {
 		n, err = strconv.Atoi(nn)
 		if err != nil || n < 1 || strconv.Itoa(n) != nn {
-			return segment{}, false
+			return Segment{}, false
 		}
 	}
-	return segment{Y: y, M: m, D: d, N: n}, true
+	return Segment{Y: y, M: m, D: d, N: n}, true
 }
 
 // listSegments returns every ledger segment in chain order, and the names of
 // files under ledger/ that are not segments (verify reports them).
-func ListSegments(root string) (segs []segment, strays []string, err error) {
+func ListSegments(root string) (segs []Segment, strays []string, err error) {
 	ledgerDir := filepath.Join(root, "ledger")
 	years, err := fileio.At(root).ReadDir(ledgerDir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -123,13 +123,13 @@ func ListSegments(root string) (segs []segment, strays []string, err error) {
 			}
 		}
 	}
-	sort.Slice(segs, func(i, j int) bool { return segs[i].less(segs[j]) })
+	sort.Slice(segs, func(i, j int) bool { return segs[i].Less(segs[j]) })
 	return segs, strays, nil
 }
 
 // ledgerLine is one line of a segment as read from disk.
 type ledgerLine struct {
-	Seg    segment
+	Seg    Segment
 	Line   int    // 1-based
 	Raw    []byte // without the newline
 	Event  *Event // nil if the line does not parse
@@ -140,7 +140,7 @@ type ledgerLine struct {
 // readSegment returns the complete lines of one segment. An unterminated last
 // line is what a crash mid-append leaves; it is returned separately as torn
 // and never treated as an event.
-func readSegment(root string, s segment) (lines []ledgerLine, torn []byte, err error) {
+func readSegment(root string, s Segment) (lines []ledgerLine, torn []byte, err error) {
 	data, err := fileio.At(root).ReadFile(filepath.Join(root, filepath.FromSlash(s.String())))
 	if err != nil {
 		return nil, nil, fault.IO("read "+s.String(), err)
@@ -148,12 +148,12 @@ func readSegment(root string, s segment) (lines []ledgerLine, torn []byte, err e
 	return splitSegment(s, data)
 }
 
-func splitSegment(s segment, data []byte) (lines []ledgerLine, torn []byte, err error) {
+func splitSegment(s Segment, data []byte) (lines []ledgerLine, torn []byte, err error) {
 	return splitSegmentWith(s, data, ParseLine)
 }
 
 // splitSegmentWith is splitSegment with the lines parsed by parse.
-func splitSegmentWith(s segment, data []byte, parse func([]byte) (*Event, bool, error)) (lines []ledgerLine, torn []byte, err error) {
+func splitSegmentWith(s Segment, data []byte, parse func([]byte) (*Event, bool, error)) (lines []ledgerLine, torn []byte, err error) {
 	n := 0
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
@@ -177,7 +177,7 @@ func splitSegmentWith(s segment, data []byte, parse func([]byte) (*Event, bool, 
 
 // tailState is what an appender needs to know about the end of the ledger.
 type tailState struct {
-	seg      segment // the last segment; zero when the ledger is empty
+	seg      Segment // the last segment; zero when the ledger is empty
 	exists   bool
 	size     int64  // bytes of complete lines in seg
 	torn     []byte // an unterminated tail after size, if any
@@ -191,7 +191,7 @@ type tailState struct {
 
 // readTail finds the last segment and its last complete event, reading only
 // the end of the file.
-func readTail(root string, segs []segment) (tailState, error) {
+func readTail(root string, segs []Segment) (tailState, error) {
 	for i := len(segs) - 1; i >= 0; i-- {
 		s := segs[i]
 		data, err := readEnd(fileio.At(root), filepath.Join(root, filepath.FromSlash(s.String())))

@@ -148,3 +148,42 @@ func (t Thread) String() string {
 func (t Thread) HeadPath() RelPath {
 	return RelPath{path.Join("threads", t.Kind, t.Slug+".md")}
 }
+
+// seg turns a segment's RelPath back into a segment; only used on paths
+// listSegments produced.
+func (r RelPath) seg() Segment {
+	s, _ := SegmentFromPath(r.String())
+	return s
+}
+
+// HeadThread is the thread whose head is at head ("threads/<kind>/<slug>.md");
+// ok is false for any other path.
+func HeadThread(head string) (t Thread, ok bool) {
+	rest, ok := strings.CutPrefix(head, "threads/")
+	if !ok {
+		return Thread{}, false
+	}
+	kind, slug, ok := strings.Cut(strings.TrimSuffix(rest, ".md"), "/")
+	if !ok || !strings.HasSuffix(rest, ".md") {
+		return Thread{}, false
+	}
+	t, err := ParseThread(kind + ":" + slug)
+	if err != nil {
+		return Thread{}, false
+	}
+	return t, true
+}
+
+// HeadRel is where the head named head lives: MEMORY.md, CONTINUITY.md or
+// a thread's head; ok is false for a path that is none of them.
+func HeadRel(head string) (rel RelPath, ok bool) {
+	switch head {
+	case MemoryHead, ContinuityHead:
+		return MustRel(head), true
+	}
+	t, ok := HeadThread(head)
+	if !ok {
+		return RelPath{}, false
+	}
+	return t.HeadPath(), true
+}

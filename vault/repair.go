@@ -46,7 +46,7 @@ type repairLine struct {
 	ev     *Event
 	raw    []byte
 	hashOK bool
-	seg    segment
+	seg    Segment
 }
 
 // Repair rebuilds a ledger that fails verification without dropping or
@@ -194,15 +194,15 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 	}
 	all := slices.Clone(segs)
 	for p := range head {
-		if s, ok := segmentFromPath(p); ok && !slices.Contains(all, s) {
+		if s, ok := SegmentFromPath(p); ok && !slices.Contains(all, s) {
 			all = append(all, s)
 		}
 	}
-	slices.SortFunc(all, func(a, b segment) int {
-		if a.less(b) {
+	slices.SortFunc(all, func(a, b Segment) int {
+		if a.Less(b) {
 			return -1
 		}
-		if b.less(a) {
+		if b.Less(a) {
 			return 1
 		}
 		return 0
@@ -211,10 +211,10 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 	// In the middle of a git merge, HEAD is one side: the other side's
 	// lines are not "uncommitted".
 	merging := v.mergeInProgress() != nil
-	uncommitted := make(map[segment][]string)
+	uncommitted := make(map[Segment][]string)
 	seen := make(map[string]bool) // event ids placed so far
 	var order []*repairLine       // every event, in chain order
-	perSeg := make(map[segment][]*repairLine)
+	perSeg := make(map[Segment][]*repairLine)
 	for _, s := range all {
 		data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
 		if err != nil && !os.IsNotExist(err) {
@@ -366,7 +366,7 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 	}
 
 	files := make(map[string][]byte)
-	var lastSeg segment
+	var lastSeg Segment
 	for _, s := range all {
 		var buf bytes.Buffer
 		for _, l := range perSeg[s] {
@@ -435,12 +435,12 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 	files[lastSeg.String()] = append(tail, line...)
 	rep.Event = ev.ID
 	slices.SortFunc(rep.Segments, func(a, b string) int {
-		sa, _ := segmentFromPath(a)
-		sb, _ := segmentFromPath(b)
-		if sa.less(sb) {
+		sa, _ := SegmentFromPath(a)
+		sb, _ := SegmentFromPath(b)
+		if sa.Less(sb) {
 			return -1
 		}
-		if sb.less(sa) {
+		if sb.Less(sa) {
 			return 1
 		}
 		return 0

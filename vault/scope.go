@@ -24,7 +24,7 @@ type scopeFacts struct {
 }
 
 type segScope struct {
-	Stamp segStamp
+	Stamp SegStamp
 	Facts scopeFacts
 }
 
@@ -70,8 +70,8 @@ var ScopeView = &Derived[*Scope]{
 	Name:    "scope",
 	Version: 2,
 	Every:   64,
-	Rebuild: func(v *Vault, segs []segment, stamps []segStamp) (*Scope, string, bool, error) {
-		return v.scopeFromFacts(segs, stamps)
+	Rebuild: func(v *Vault, segs []Segment, stamps []SegStamp) (*Scope, string, bool, error) {
+		return v.ScopeFromFacts(segs, stamps)
 	},
 	Fold:   foldScope,
 	Encode: EncodeScope,
@@ -118,39 +118,39 @@ func (sc *Scope) Sessions() [][3]string {
 
 func EncodeScope(e *Encoder, sc *Scope) {
 	sess := sc.Sessions()
-	e.int(len(sess))
+	e.Int(len(sess))
 	for _, t := range sess {
-		e.str(t[0])
-		e.str(t[1])
-		e.str(t[2])
+		e.Str(t[0])
+		e.Str(t[1])
+		e.Str(t[2])
 	}
-	e.int(len(sc.Pairs))
+	e.Int(len(sc.Pairs))
 	for _, p := range sc.Pairs {
-		e.str(p[0])
-		e.str(p[1])
+		e.Str(p[0])
+		e.Str(p[1])
 	}
-	e.strs(SortedKeys(sc.known))
+	e.Strs(SortedKeys(sc.known))
 }
 
-func DecodeScope(d *decoder) (*Scope, bool) {
+func DecodeScope(d *Decoder) (*Scope, bool) {
 	sc := &Scope{sessionThreads: map[[2]string]map[string]bool{}, known: map[string]bool{}}
-	if n := d.count(); n > 0 {
+	if n := d.Count(); n > 0 {
 		sc.Folded = make([][3]string, n)
 		for i := range sc.Folded {
-			sc.Folded[i] = [3]string{d.str(), d.str(), d.str()}
+			sc.Folded[i] = [3]string{d.Str(), d.Str(), d.Str()}
 		}
 	}
-	if n := d.count(); n > 0 {
+	if n := d.Count(); n > 0 {
 		sc.Pairs = make([][2]string, n)
 		for i := range sc.Pairs {
-			sc.Pairs[i] = [2]string{d.str(), d.str()}
+			sc.Pairs[i] = [2]string{d.Str(), d.Str()}
 		}
 	}
-	for _, t := range d.strs() {
+	for _, t := range d.Strs() {
 		sc.known[t] = true
 	}
 	// Searched by binary search: a file not sorted is not one we wrote.
-	if d.bad || !sort.SliceIsSorted(sc.Folded, func(i, j int) bool { return less3(sc.Folded[i], sc.Folded[j]) }) {
+	if d.Bad || !sort.SliceIsSorted(sc.Folded, func(i, j int) bool { return less3(sc.Folded[i], sc.Folded[j]) }) {
 		return nil, false
 	}
 	return sc, true
@@ -174,29 +174,29 @@ func loadScopeFacts(root string) map[string]segScope {
 		return cache
 	}
 	pairs := func() [][2]string {
-		n := d.count()
+		n := d.Count()
 		if n == 0 {
 			return nil
 		}
 		out := make([][2]string, n)
 		for i := range out {
-			out[i] = [2]string{d.str(), d.str()}
+			out[i] = [2]string{d.Str(), d.Str()}
 		}
 		return out
 	}
-	for n := d.count(); n > 0 && !d.bad; n-- {
+	for n := d.Count(); n > 0 && !d.Bad; n-- {
 		var c segScope
 		if st := decodeStamps(d); len(st) == 1 {
 			c.Stamp = st[0]
 		}
-		if k := d.count(); k > 0 {
+		if k := d.Count(); k > 0 {
 			c.Facts.Sessions = make([][3]string, k)
 			for i := range c.Facts.Sessions {
-				c.Facts.Sessions[i] = [3]string{d.str(), d.str(), d.str()}
+				c.Facts.Sessions[i] = [3]string{d.Str(), d.Str(), d.Str()}
 			}
 		}
 		c.Facts.Links = pairs()
-		c.Facts.Threads = d.strs()
+		c.Facts.Threads = d.Strs()
 		c.Facts.Events = pairs()
 		cache[c.Stamp.Path] = c
 	}
@@ -214,24 +214,24 @@ func saveScopeFacts(root string, cache map[string]segScope) {
 	sort.Strings(files)
 	writeStateFile(root, ScopeFactsFile, scopeFactsVersion, func(e *Encoder) {
 		pairs := func(ps [][2]string) {
-			e.int(len(ps))
+			e.Int(len(ps))
 			for _, p := range ps {
-				e.str(p[0])
-				e.str(p[1])
+				e.Str(p[0])
+				e.Str(p[1])
 			}
 		}
-		e.int(len(files))
+		e.Int(len(files))
 		for _, f := range files {
 			c := cache[f]
-			encodeStamps(e, []segStamp{c.Stamp})
-			e.int(len(c.Facts.Sessions))
+			encodeStamps(e, []SegStamp{c.Stamp})
+			e.Int(len(c.Facts.Sessions))
 			for _, t := range c.Facts.Sessions {
-				e.str(t[0])
-				e.str(t[1])
-				e.str(t[2])
+				e.Str(t[0])
+				e.Str(t[1])
+				e.Str(t[2])
 			}
 			pairs(c.Facts.Links)
-			e.strs(c.Facts.Threads)
+			e.Strs(c.Facts.Threads)
 			pairs(c.Facts.Events)
 		}
 	})
@@ -239,7 +239,7 @@ func saveScopeFacts(root string, cache map[string]segScope) {
 
 // scopeFromFacts folds the scope facts of every segment, reading only the
 // segments whose stamp changed since their facts were kept.
-func (v *Vault) scopeFromFacts(segs []segment, stamps []segStamp) (*Scope, string, bool, error) {
+func (v *Vault) ScopeFromFacts(segs []Segment, stamps []SegStamp) (*Scope, string, bool, error) {
 	cache := loadScopeFacts(v.Root)
 	changed := false
 	sc := &Scope{sessionThreads: map[[2]string]map[string]bool{}, known: map[string]bool{}}
@@ -302,7 +302,7 @@ func (v *Vault) scopeFromFacts(segs []segment, stamps []segStamp) (*Scope, strin
 	for i := len(segs) - 1; i >= 0 && tip == ""; i-- {
 		tip = lastHashOf(v.Files(), v.Abs(segs[i].Rel()))
 	}
-	torn := len(segs) > 0 && endsTorn(v.Files(), v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
+	torn := len(segs) > 0 && EndsTorn(v.Files(), v.SegPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
 	return sc, tip, torn, nil
 }
 

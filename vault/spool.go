@@ -94,7 +94,7 @@ func (v *Vault) Spool(t TranscriptRef, msgs []transcript.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	if _, err := v.prepareText(v.now(), msgs); err != nil {
+	if _, err := v.prepareText(v.Now(), msgs); err != nil {
 		return err
 	}
 	var buf bytes.Buffer

@@ -121,20 +121,20 @@ func (st *State) Status(r *Row) string {
 // lookup is Get for a State that may have been decoded without its id
 // index (the heads' cache): the index is built on first use.
 func (st *State) lookup(id string) *Row {
-	if st.byID == nil {
-		st.byID = make(map[string]*Row, len(st.Rows))
+	if st.ByID == nil {
+		st.ByID = make(map[string]*Row, len(st.Rows))
 		for _, r := range st.Rows {
-			st.byID[r.ID] = r
+			st.ByID[r.ID] = r
 		}
 	}
-	return st.byID[id]
+	return st.ByID[id]
 }
 
 // State is the ledger folded into rows: the structured memory as it stands.
 // It is rebuilt from the ledger alone, so it needs no storage of its own.
 type State struct {
 	Rows []*Row
-	byID map[string]*Row
+	ByID map[string]*Row
 }
 
 // LoadState reads every segment and folds the events. Torn last lines and
@@ -185,7 +185,7 @@ func (v *Vault) LoadStateOf(needles [][]byte, keep func(SegCorrections) bool) (*
 			continue
 		}
 		if data == nil {
-			if data, err = readComplete(v.Root, file); err != nil {
+			if data, err = ReadComplete(v.Root, file); err != nil {
 				return nil, err
 			}
 		}
@@ -215,7 +215,7 @@ func (v *Vault) LoadStateOf(needles [][]byte, keep func(SegCorrections) bool) (*
 	}
 
 	// The corrections of the rows found, then theirs, until none is new.
-	stamps := make([]segStamp, len(segs))
+	stamps := make([]SegStamp, len(segs))
 	for i, c := range corr {
 		stamps[i] = c.Stamp
 	}
@@ -256,7 +256,7 @@ func (v *Vault) LoadStateOf(needles [][]byte, keep func(SegCorrections) bool) (*
 			return cmp.Or(cmp.Compare(segOf[a.File], segOf[b.File]), cmp.Compare(a.Line, b.Line))
 		})
 	}
-	st := &State{byID: make(map[string]*Row, len(found))}
+	st := &State{ByID: make(map[string]*Row, len(found))}
 	for _, r := range found {
 		st.Add(r)
 	}
@@ -269,10 +269,10 @@ func (v *Vault) loadAll() (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &State{byID: make(map[string]*Row)}
+	st := &State{ByID: make(map[string]*Row)}
 	for _, s := range segs {
 		file := s.String()
-		data, err := readComplete(v.Root, file)
+		data, err := ReadComplete(v.Root, file)
 		if err != nil {
 			return nil, err
 		}
@@ -289,7 +289,7 @@ func (v *Vault) loadAll() (*State, error) {
 
 // readComplete reads a segment up to its last newline: a torn last line is
 // not an event yet.
-func readComplete(root, file string) ([]byte, error) {
+func ReadComplete(root, file string) ([]byte, error) {
 	data, err := fileio.At(root).ReadFile(filepath.Join(root, filepath.FromSlash(file)))
 	if err != nil {
 		return nil, fault.IO("read "+file, err)
@@ -336,7 +336,7 @@ func (v *Vault) readLines(file string, c SegCorrections, ns []int) ([]*Row, erro
 	if len(rest) == 0 {
 		return out, nil
 	}
-	data, err := readComplete(v.Root, file)
+	data, err := ReadComplete(v.Root, file)
 	if err != nil {
 		return nil, err
 	}
@@ -368,16 +368,16 @@ func findAll(data, needle []byte) []int {
 // add folds one event in. Corrections apply to their target; a retracted
 // correction is undone, so retracting a close reopens the commitment.
 func (st *State) Add(r *Row) {
-	if _, dup := st.byID[r.ID]; dup {
+	if _, dup := st.ByID[r.ID]; dup {
 		return
 	}
 	st.Rows = append(st.Rows, r)
-	st.byID[r.ID] = r
+	st.ByID[r.ID] = r
 	kind := CanonicalKind(r.Kind)
 	if !CorrectionKinds[kind] || len(r.Links) == 0 {
 		return
 	}
-	target := st.byID[r.Links[0]]
+	target := st.ByID[r.Links[0]]
 	if target == nil {
 		return
 	}
@@ -386,7 +386,7 @@ func (st *State) Add(r *Row) {
 		target.RetractedBy = r.ID
 		// Retracting a correction undoes it: a retracted close reopens.
 		if len(target.Links) > 0 {
-			if t2 := st.byID[target.Links[0]]; t2 != nil {
+			if t2 := st.ByID[target.Links[0]]; t2 != nil {
 				if t2.SupersededBy == target.ID {
 					t2.SupersededBy = ""
 				}
@@ -403,7 +403,7 @@ func (st *State) Add(r *Row) {
 }
 
 // Get returns the row with id, or nil.
-func (st *State) Get(id string) *Row { return st.byID[id] }
+func (st *State) Get(id string) *Row { return st.ByID[id] }
 
 // Filter selects rows for `memvault ledger`.
 type Filter struct {

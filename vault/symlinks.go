@@ -33,7 +33,7 @@ const linkMsg = "is a symbolic link; memvault never follows links inside the vau
 // descends into a link: fn sees the link itself (d.Type() says so). A
 // folder that does not exist has nothing to walk.
 // fn may return fs.SkipDir to leave a folder out.
-func (v *Vault) walkFiles(rel string, fn func(p string, d fs.DirEntry) error) error {
+func (v *Vault) WalkFiles(rel string, fn func(p string, d fs.DirEntry) error) error {
 	entries, err := v.Files().ReadDir(v.slashAbs(rel))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -51,7 +51,7 @@ func (v *Vault) walkFiles(rel string, fn func(p string, d fs.DirEntry) error) er
 			return err
 		}
 		if e.IsDir() {
-			if err := v.walkFiles(sub, fn); err != nil {
+			if err := v.WalkFiles(sub, fn); err != nil {
 				return err
 			}
 		}
@@ -69,7 +69,7 @@ func (v *Vault) slashAbs(rel string) string {
 // into it.
 func (v *Vault) LinksOnDisk() ([]string, error) {
 	var out []string
-	err := v.walkFiles("", func(p string, d fs.DirEntry) error {
+	err := v.WalkFiles("", func(p string, d fs.DirEntry) error {
 		rel, err := filepath.Rel(v.Root, p)
 		if err != nil {
 			return err
@@ -188,7 +188,7 @@ func (v *Vault) CheckNoLinksBelow(dir string) error {
 	if err != nil {
 		return fault.IO("index "+dir, err)
 	}
-	return v.walkFiles(filepath.ToSlash(rel), func(p string, d fs.DirEntry) error {
+	return v.WalkFiles(filepath.ToSlash(rel), func(p string, d fs.DirEntry) error {
 		if d.Type()&fs.ModeSymlink != 0 {
 			return v.Files().Check(p)
 		}

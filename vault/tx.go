@@ -47,10 +47,13 @@ type Tx struct {
 	// transcripts tracks the tail of each transcript appended to in this
 	// transaction, so consecutive appends number and split parts correctly.
 	transcripts map[TranscriptRef]*transcriptTail
-	nodes       []string      // node ids created, for the Memvault-Node trailers
-	commitPaths []RelPath     // files written earlier without a commit, committed now
-	nodeIndex   *NodeIndex    // loaded on first use by distillation
-	cont        *txContinuity // the protocol's fold, on first use (continuity, control lines)
+	nodes       []string   // node ids created, for the Memvault-Node trailers
+	commitPaths []RelPath  // files written earlier without a commit, committed now
+	nodeIndex   *NodeIndex // loaded on first use by distillation
+	// slots keep the state a feature built on the transaction needs for
+	// its length (the protocol's fold, …), each under a key of the
+	// feature's own type (Slot).
+	slots map[any]any
 
 	carried []TranscriptRef // transcripts the commit carries, for its subject
 	// committed runs after the commit landed, still under the lock: state
@@ -73,7 +76,7 @@ type pendingFile struct {
 // errChangedUnderfoot means a file written with WriteFileIfUnchanged was
 // changed by someone else (a person's editor) after it was read; the
 // transaction is rolled back and its caller may read and merge again.
-var errChangedUnderfoot = errors.New("changed while being merged")
+var ErrChangedUnderfoot = errors.New("changed while being merged")
 
 // Result is what a committed transaction produced.
 type Result struct {
@@ -415,7 +418,7 @@ func (u undo) run() {
 
 // testHookApply is called between apply's steps ("staged", "sealed"); a
 // test panics in it to stop a transaction the way a kill does.
-var testHookApply func(step string)
+var TestHookApply func(step string)
 
 // apply writes the queued events and files and commits them, in the
 // order that keeps a crash at any point safe:
@@ -438,15 +441,15 @@ func (tx *Tx) apply(tail tailState) (*Result, []verifiedStamp, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if testHookApply != nil {
-		testHookApply("staged")
+	if TestHookApply != nil {
+		TestHookApply("staged")
 	}
 	cs, stamps, err := tx.seal(&tail, &rollback)
 	if err != nil {
 		return fail(err)
 	}
-	if testHookApply != nil {
-		testHookApply("sealed")
+	if TestHookApply != nil {
+		TestHookApply("sealed")
 	}
 	changes = append(changes, cs...)
 	if tx.opts.NoCommit {
@@ -479,7 +482,7 @@ func (tx *Tx) seal(tail *tailState, rollback *undo) ([]*gitrepo.Change, []verifi
 	}
 	var changes []*gitrepo.Change
 	var stamps []verifiedStamp
-	appendLines := func(seg segment, lines []byte, tip string) error {
+	appendLines := func(seg Segment, lines []byte, tip string) error {
 		c, err := tx.appendChange(seg.Rel(), lines, rollback)
 		if err != nil {
 			return err
@@ -490,7 +493,7 @@ func (tx *Tx) seal(tail *tailState, rollback *undo) ([]*gitrepo.Change, []verifi
 		}
 		st.Tip = tip
 		changes = append(changes, c)
-		stamps = append(stamps, verifiedStamp{segStamp: st, Tips: []string{tip}})
+		stamps = append(stamps, verifiedStamp{SegStamp: st, Tips: []string{tip}})
 		return nil
 	}
 	if len(tail.tips) > 1 {
@@ -580,16 +583,16 @@ func (tx *Tx) commit(changes []*gitrepo.Change) (*Result, error) {
 
 // prepareSegment repairs a torn last line and picks the segment the events go
 // to: the last one, unless it is full or a day old.
-func (tx *Tx) prepareSegment(tail *tailState, rollback *undo) (segment, string, error) {
+func (tx *Tx) prepareSegment(tail *tailState, rollback *undo) (Segment, string, error) {
 	v := tx.v
 	if err := tx.repairTorn(tail); err != nil {
-		return segment{}, "", err
+		return Segment{}, "", err
 	}
 	want := segmentFor(tx.now)
 	switch {
 	case !tail.exists:
 		return want, tail.tip, nil
-	case tail.seg.less(want) && !tail.seg.sameDay(want):
+	case tail.seg.Less(want) && !tail.seg.sameDay(want):
 		return want, tail.tip, nil // a new day opens a new segment
 	case tail.size > 0 && tail.size >= v.Config.Ledger.SegmentBytes:
 		next := tail.seg
@@ -663,3 +666,22 @@ func (tx *Tx) TranscriptEnd(t TranscriptRef) (end PartPos, ok bool) {
 	}
 	return PartPos{Part: tt.Part, Off: tt.Size + int64(tx.pendingAppend(t.Part(tt.Part)))}, true
 }
+
+// Slot returns what this transaction keeps under key, made by init on the
+// first call: a feature built on the engine keeps its per-transaction state
+// here (a fold it brings up to date with Events as they come) under a key
+// of an unexported type of its own, which no other package can name.
+func (tx *Tx) Slot(key any, init func() any) any {
+	if v, ok := tx.slots[key]; ok {
+		return v
+	}
+	if tx.slots == nil {
+		tx.slots = map[any]any{}
+	}
+	v := init()
+	tx.slots[key] = v
+	return v
+}
+
+// Command is what the transaction's holder said it is doing (TxOptions).
+func (tx *Tx) Command() string { return tx.opts.Command }

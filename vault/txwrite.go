@@ -27,7 +27,7 @@ func (tx *Tx) stage(rollback *undo) ([]*gitrepo.Change, error) {
 		}
 		old, err := v.Files().ReadFile(v.Abs(f.rel))
 		if existed := err == nil; existed != f.existed || !bytes.Equal(old, f.was) {
-			return nil, fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
+			return nil, fmt.Errorf("%s: %w", f.rel, ErrChangedUnderfoot)
 		}
 	}
 	var parts []journalAppend
@@ -65,7 +65,7 @@ func (tx *Tx) writeFile(f pendingFile, rollback *undo) (*gitrepo.Change, error) 
 	old, readErr := tx.v.Files().ReadFile(p)
 	existed := readErr == nil
 	if f.guarded && (existed != f.existed || !bytes.Equal(old, f.was)) {
-		return nil, fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
+		return nil, fmt.Errorf("%s: %w", f.rel, ErrChangedUnderfoot)
 	}
 	written := f.data
 	*rollback = append(*rollback, func() {
@@ -82,7 +82,7 @@ func (tx *Tx) writeFile(f pendingFile, rollback *undo) (*gitrepo.Change, error) 
 	if f.guarded {
 		err = tx.v.Files().ReplaceIfSame(p, f.data, f.was, f.existed)
 		if errors.Is(err, fileio.ErrChanged) {
-			err = fmt.Errorf("%s: %w", f.rel, errChangedUnderfoot)
+			err = fmt.Errorf("%s: %w", f.rel, ErrChangedUnderfoot)
 		}
 	} else {
 		err = tx.v.Files().WriteAtomic(p, f.data)

@@ -279,7 +279,7 @@ func OpenForCapture(root string) (*Vault, error) {
 // vault opened for capture on a file that does not parse, the configuration
 // it fell back to, so that every reader of the settings (the heads', the
 // protocol's) agrees with v.Config.
-func (v *Vault) configData() ([]byte, error) {
+func (v *Vault) ConfigData() ([]byte, error) {
 	if v.fallbackConfig != nil {
 		return v.fallbackConfig, nil
 	}
@@ -512,4 +512,11 @@ func ShortHash(h string) string {
 		return h[:7]
 	}
 	return h
+}
+
+func (v *Vault) Now() time.Time {
+	if v.Clock != nil {
+		return v.Clock()
+	}
+	return time.Now()
 }

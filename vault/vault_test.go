@@ -153,7 +153,7 @@ func TestCheckName(t *testing.T) {
 
 func TestSegmentOrderAndNames(t *testing.T) {
 	names := []string{"22.jsonl", "22-1.jsonl", "22-2.jsonl", "22-10.jsonl", "23.jsonl"}
-	var segs []segment
+	var segs []Segment
 	for _, n := range names {
 		s, ok := ParseSegmentName(2026, 11, n)
 		if !ok {
@@ -165,7 +165,7 @@ func TestSegmentOrderAndNames(t *testing.T) {
 		segs = append(segs, s)
 	}
 	for i := 1; i < len(segs); i++ {
-		if !segs[i-1].less(segs[i]) {
+		if !segs[i-1].Less(segs[i]) {
 			t.Fatalf("%v should sort before %v", segs[i-1], segs[i])
 		}
 	}
@@ -465,6 +465,28 @@ func appendMessage(t *testing.T, v *Vault, session, text string) {
 		return err
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// commitAsIs commits the file at path as it is on disk, bypassing every
+// check, as `git commit --no-verify` would.
+func commitAsIs(t *testing.T, v *Vault, path string) {
+	t.Helper()
+	rel, err := filepath.Rel(v.Root, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &gitrepo.Change{Path: filepath.ToSlash(rel), Content: data, Stat: info}
+	if _, err := v.Repo.Commit([]*gitrepo.Change{c}, "cut by hand", gitrepo.Signature{Name: "p", Email: "p@x"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -254,8 +254,8 @@ func (v *Vault) verifyDisk() (*VerifyReport, error) {
 }
 
 // diskSegment reads a segment from the work tree.
-func diskSegment(root string) func(segment) ([]byte, error) {
-	return func(s segment) ([]byte, error) {
+func diskSegment(root string) func(Segment) ([]byte, error) {
+	return func(s Segment) ([]byte, error) {
 		data, err := fileio.At(root).ReadFile(filepath.Join(root, filepath.FromSlash(s.String())))
 		if err != nil {
 			return nil, fault.IO("read "+s.String(), err)
@@ -273,7 +273,7 @@ type parsedSegment struct {
 	err   error
 }
 
-func parseSegment(s segment, read func(segment) ([]byte, error)) parsedSegment {
+func parseSegment(s Segment, read func(Segment) ([]byte, error)) parsedSegment {
 	data, err := read(s)
 	if err != nil {
 		return parsedSegment{err: err}
@@ -290,7 +290,7 @@ func verifyWorkers() int { return max(2, min(runtime.GOMAXPROCS(0), 8)) }
 // workers goroutines, at most window of them read and not yet taken. next
 // returns them in order; stop ends the reading early. Memory is bounded by
 // the window, not the ledger.
-func prefetchSegments(segs []segment, read func(segment) ([]byte, error), workers, window int) (next func() parsedSegment, stop func()) {
+func prefetchSegments(segs []Segment, read func(Segment) ([]byte, error), workers, window int) (next func() parsedSegment, stop func()) {
 	results := make([]chan parsedSegment, len(segs))
 	for i := range results {
 		results[i] = make(chan parsedSegment, 1)
@@ -339,7 +339,7 @@ func prefetchSegments(segs []segment, read func(segment) ([]byte, error), worker
 // ahead of the walk on several cores; read must then be safe to call from
 // several goroutines. When stamps is not nil, it is given the open tips
 // after each segment.
-func (v *Vault) verifyWith(segs []segment, strays []string, read func(segment) ([]byte, error), concurrent bool,
+func (v *Vault) verifyWith(segs []Segment, strays []string, read func(Segment) ([]byte, error), concurrent bool,
 	committed func(blobs map[string]string) ([]Problem, error), stamps []verifiedStamp) (*VerifyReport, error) {
 	rep := &VerifyReport{Segments: len(segs)}
 	for _, s := range strays {
@@ -492,27 +492,27 @@ func posBefore(a, b Problem) bool {
 	if a.File == b.File {
 		return a.Line < b.Line
 	}
-	sa, oka := segmentFromPath(a.File)
-	sb, okb := segmentFromPath(b.File)
-	return oka && okb && sa.less(sb)
+	sa, oka := SegmentFromPath(a.File)
+	sb, okb := SegmentFromPath(b.File)
+	return oka && okb && sa.Less(sb)
 }
 
-func segmentFromPath(p string) (segment, bool) {
+func SegmentFromPath(p string) (Segment, bool) {
 	var y, m int
 	parts := strings.Split(p, "/")
 	if len(parts) != 4 || parts[0] != "ledger" {
-		return segment{}, false
+		return Segment{}, false
 	}
 	if _, err := fmt.Sscanf(parts[1]+" "+parts[2], "%d %d", &y, &m); err != nil {
-		return segment{}, false
+		return Segment{}, false
 	}
 	return ParseSegmentName(y, m, parts[3])
 }
 
 func sortProblems(ps []Problem) {
 	less := func(a, b Problem) bool {
-		_, oka := segmentFromPath(a.File)
-		_, okb := segmentFromPath(b.File)
+		_, oka := SegmentFromPath(a.File)
+		_, okb := SegmentFromPath(b.File)
 		if a.File != b.File && !(oka && okb) {
 			return a.File < b.File
 		}

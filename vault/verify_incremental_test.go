@@ -136,12 +136,12 @@ func TestVerifyForgedStampsVouchForNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		forged.stamps[i].segStamp, forged.stamps[i].Ctime = cur.segStamp, cur.Ctime
+		forged.stamps[i].SegStamp, forged.stamps[i].Ctime = cur.SegStamp, cur.Ctime
 		forged.stamps[i].Tip = old.stamps[i].Tip
 	}
 	writeStateFile(v.Root, verifiedFile, verifiedVersion, func(e *Encoder) {
 		encodeVerified(e, forged)
-		e.str(signVerified(make([]byte, 32), forged))
+		e.Str(signVerified(make([]byte, 32), forged))
 	})
 	check("stamps signed with another key")
 
@@ -151,7 +151,7 @@ func TestVerifyForgedStampsVouchForNothing(t *testing.T) {
 	key := v.stampKey(false)
 	writeStateFile(v.Root, verifiedFile, verifiedVersion, func(e *Encoder) {
 		encodeVerified(e, forged)
-		e.str(signVerified(key, forged))
+		e.Str(signVerified(key, forged))
 	})
 	if c := v.loadStamps(); len(c.stamps) != len(segs) {
 		t.Fatal("stamps signed with the clone's key were not read")

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memvault/memvault/vault/heads"
+
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/gitrepo"
@@ -396,7 +398,7 @@ func syncVerify(v *vault.Vault) error {
 // changed, so that the heads describe the merged ledger.
 func syncRender(v *vault.Vault, opts SyncOptions, rep *SyncReport) error {
 	v.Progress.Step("sync: rendering the heads", "", 0, 0)
-	rr, err := v.Refresh(vault.RefreshOptions{TxOptions: vault.TxOptions{Command: "sync", Agent: opts.Agent},
+	rr, err := heads.Refresh(v, heads.RefreshOptions{TxOptions: vault.TxOptions{Command: "sync", Agent: opts.Agent},
 		Trigger: "sync", Memory: true, Affected: true})
 	if err != nil {
 		return err
@@ -415,8 +417,8 @@ func syncRender(v *vault.Vault, opts SyncOptions, rep *SyncReport) error {
 	// CONTINUITY.md is refreshed by its own pipeline: a change with no
 	// event renders it from the merged ledger, with what people wrote
 	// merged in.
-	cr, err := v.UpdateContinuity(vault.ContinuityOptions{TxOptions: vault.TxOptions{Command: "sync", Agent: opts.Agent}, Trigger: "sync"},
-		func(*vault.ContinuityTx) error { return nil })
+	cr, err := heads.UpdateContinuity(v, heads.ContinuityOptions{TxOptions: vault.TxOptions{Command: "sync", Agent: opts.Agent}, Trigger: "sync"},
+		func(*heads.ContinuityTx) error { return nil })
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memvault/memvault/vault/heads"
+
 	"github.com/memvault/memvault/index"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
@@ -156,7 +158,7 @@ func Recall(v *vault.Vault, opts RecallOptions) (*RecallResult, error) {
 	// The head files are the vault's own agent's view, every agent's rows
 	// in them: an agent that may not see some of those rows does not
 	// search them (docs/HOOKS.md, "Identity").
-	visible := v.VisibleAgents(opts.Agent)
+	visible := heads.VisibleAgents(v, opts.Agent)
 	othersRows := visible != nil && !index.HoldOnly(set.lineage, visible)
 	skipped := 0
 	defer func() {
@@ -176,7 +178,7 @@ func Recall(v *vault.Vault, opts RecallOptions) (*RecallResult, error) {
 		}
 		want := max(opts.Limit*20, 200)
 		indexes, filter := set.forTier(tier)
-		iq := index.Query{Text: q, Tier: filter, Agents: v.VisibleAgents(opts.Agent), Limit: want, Enough: opts.Limit * 2,
+		iq := index.Query{Text: q, Tier: filter, Agents: heads.VisibleAgents(v, opts.Agent), Limit: want, Enough: opts.Limit * 2,
 			Explain: opts.Explain}
 		if tier == TierTranscripts {
 			iq.Days = queryDays(q, opts.Now)
@@ -333,7 +335,7 @@ func inTime(ts string, since, until time.Time) bool {
 // show what no longer holds. Its hits are left out (the structured tier
 // has the rows themselves); the view is loaded only when a head matches.
 type staleHeads struct {
-	vw     *vault.HeadView
+	vw     *heads.HeadView
 	failed bool
 	seen   map[string]bool
 	left   []string
@@ -341,13 +343,13 @@ type staleHeads struct {
 
 func (s *staleHeads) behind(v *vault.Vault, head string) bool {
 	if s.vw == nil && !s.failed {
-		cfg, err := v.HeadsConfig()
+		cfg, err := heads.LoadHeadsConfig(v)
 		if err == nil {
-			s.vw, err = v.HeadViewOf(cfg, false)
+			s.vw, err = heads.HeadViewOf(v, cfg, false)
 		}
 		s.failed = err != nil
 	}
-	t, ok := vault.TargetOf(head)
+	t, ok := heads.TargetOf(head)
 	if s.vw == nil || !ok || head == vault.ContinuityHead || s.vw.Heads[head] == nil || s.vw.Heads[head].LastRendered == nil ||
 		!s.vw.Stale(head, t.Thread) {
 		return false // a file never rendered is all hand-written: nothing in it lags

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memvault/memvault/vault/heads"
+
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fileio"
@@ -32,7 +34,7 @@ func TestAgentScope(t *testing.T) {
 	write(v.Config.Agent, "sharedzebra constraint")
 	write("alpha", "alphazebra constraint")
 	write("beta", "betazebra constraint")
-	if _, err := v.Refresh(vault.RefreshOptions{Memory: true, AllThreads: true}); err != nil {
+	if _, err := heads.Refresh(v, heads.RefreshOptions{Memory: true, AllThreads: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -44,7 +46,7 @@ func TestAgentScope(t *testing.T) {
 		{"beta", []string{"sharedzebra", "betazebra"}, []string{"alphazebra"}},
 		{"gamma", []string{"sharedzebra"}, []string{"alphazebra", "betazebra"}},
 	} {
-		heads, err := v.AgentHeads(c.agent, vault.MemoryHead, "threads/project/shop.md", vault.ContinuityHead)
+		heads, err := heads.AgentHeads(v, c.agent, vault.MemoryHead, "threads/project/shop.md", vault.ContinuityHead)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,8 +5,10 @@
 package testvault
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
@@ -72,4 +74,26 @@ func LastSubject(t testing.TB, v *vault.Vault) string {
 	var s string
 	v.Log(func(c gitrepo.CommitInfo) bool { s = c.Subject; return false })
 	return s
+}
+
+// CommitAsIs commits the file at path, below the vault's root, as it is on
+// disk, the way a person's `git commit` would: no event, no check.
+func CommitAsIs(t testing.TB, v *vault.Vault, path string) {
+	t.Helper()
+	rel, err := filepath.Rel(v.Root, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &gitrepo.Change{Path: filepath.ToSlash(rel), Content: data, Stat: info}
+	if _, err := v.Repo.Commit([]*gitrepo.Change{c}, "cut by hand", gitrepo.Signature{Name: "p", Email: "p@x"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -20,10 +20,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memvault/memvault/vault/lineage"
+	"github.com/memvault/memvault/vault/heads"
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/lineage"
 	"github.com/memvault/memvault/vault/recall"
 )
 
@@ -184,7 +185,7 @@ func suiteGenerate(tb testing.TB, spec suiteSpec, root, corpus string) suiteVaul
 	if _, err := recall.Reindex(v, nil); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := v.Refresh(vault.RefreshOptions{Trigger: "render", Memory: true, AllThreads: true}); err != nil {
+	if _, err := heads.Refresh(v, heads.RefreshOptions{Trigger: "render", Memory: true, AllThreads: true}); err != nil {
 		tb.Fatal(err)
 	}
 	// A write past gc.auto's loose objects started a pack that may still
@@ -354,7 +355,7 @@ func suiteGenerateWeek(tb testing.TB, v *vault.Vault, spec suiteSpec, cw *corpus
 						if day == 3 && d.Node == "" {
 							d.Node = node.ID
 						}
-						if _, err := v.Refresh(vault.RefreshOptions{TxOptions: vault.TxOptions{Session: l.t.Session},
+						if _, err := heads.Refresh(v, heads.RefreshOptions{TxOptions: vault.TxOptions{Session: l.t.Session},
 							Trigger: "session-end", Memory: true, Affected: true}); err != nil {
 							tb.Fatal(err)
 						}
@@ -363,14 +364,14 @@ func suiteGenerateWeek(tb testing.TB, v *vault.Vault, spec suiteSpec, cw *corpus
 			}
 		}
 		// The day's learnings and decisions.
-		_, err := v.UpdateContinuity(vault.ContinuityOptions{}, func(ct *vault.ContinuityTx) error {
+		_, err := heads.UpdateContinuity(v, heads.ContinuityOptions{}, func(ct *heads.ContinuityTx) error {
 			for i := 0; i < 6; i++ {
-				if _, err := ct.Learn(vault.LearnInput{Error: g.message(true, ""), Cause: g.message(true, ""),
+				if _, err := ct.Learn(heads.LearnInput{Error: g.message(true, ""), Cause: g.message(true, ""),
 					Prevention: g.message(true, ""), Scope: fmt.Sprintf("module:m%02d", r.IntN(12))}); err != nil {
 					return err
 				}
 			}
-			_, err := ct.Decide(vault.DecideInput{Decision: g.message(true, ""), Rationale: g.message(true, ""), Scope: fmt.Sprintf("module:m%02d", r.IntN(12))})
+			_, err := ct.Decide(heads.DecideInput{Decision: g.message(true, ""), Rationale: g.message(true, ""), Scope: fmt.Sprintf("module:m%02d", r.IntN(12))})
 			return err
 		})
 		if err != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memvault/memvault/vault/heads"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
@@ -245,7 +247,7 @@ func threadArgs(v *vault.Vault, args []string) ([]vault.Thread, error) {
 	if len(args) == 0 {
 		return nil, nil
 	}
-	cfg, err := v.HeadsConfig()
+	cfg, err := heads.LoadHeadsConfig(v)
 	if err != nil {
 		return nil, err
 	}

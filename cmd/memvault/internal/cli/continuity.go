@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memvault/memvault/vault/heads"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
@@ -22,7 +24,7 @@ var (
 
 func parseNow(c *ucli.Context) (time.Time, error) {
 	if s := c.String("now"); s != "" {
-		return vault.ParseDate(s)
+		return heads.ParseDate(s)
 	}
 	return time.Time{}, nil
 }
@@ -30,7 +32,7 @@ func parseNow(c *ucli.Context) (time.Time, error) {
 // continuityWrite wraps a command that changes the protocol's state: one
 // transaction, CONTINUITY.md refreshed in the same commit, the messages of
 // what was done printed (or the whole result with --json).
-func continuityWrite(fn func(c *ucli.Context, ct *vault.ContinuityTx) error) func(c *ucli.Context) error {
+func continuityWrite(fn func(c *ucli.Context, ct *heads.ContinuityTx) error) func(c *ucli.Context) error {
 	return func(c *ucli.Context) error {
 		res, err := runContinuityWrite(c, fn)
 		if err != nil {
@@ -49,7 +51,7 @@ func continuityWrite(fn func(c *ucli.Context, ct *vault.ContinuityTx) error) fun
 
 // runContinuityWrite runs fn in one protocol transaction and prints its
 // warnings; the caller prints the rest.
-func runContinuityWrite(c *ucli.Context, fn func(c *ucli.Context, ct *vault.ContinuityTx) error) (*vault.ContinuityResult, error) {
+func runContinuityWrite(c *ucli.Context, fn func(c *ucli.Context, ct *heads.ContinuityTx) error) (*heads.ContinuityResult, error) {
 	now, err := parseNow(c)
 	if err != nil {
 		return nil, err
@@ -62,7 +64,7 @@ func runContinuityWrite(c *ucli.Context, fn func(c *ucli.Context, ct *vault.Cont
 	if err != nil {
 		return nil, err
 	}
-	opts := vault.ContinuityOptions{Now: now, Trigger: c.Command.FullName(), TxOptions: vault.TxOptions{
+	opts := heads.ContinuityOptions{Now: now, Trigger: c.Command.FullName(), TxOptions: vault.TxOptions{
 		Command: c.Command.FullName(), Agent: agent, Session: c.String("session"),
 		Harness: c.String("harness"), Force: c.Bool("force")}}
 	fromDir := false
@@ -71,7 +73,7 @@ func runContinuityWrite(c *ucli.Context, fn func(c *ucli.Context, ct *vault.Cont
 			return nil, err
 		}
 	}
-	res, err := v.UpdateContinuity(opts, func(ct *vault.ContinuityTx) error { return fn(c, ct) })
+	res, err := heads.UpdateContinuity(v, opts, func(ct *heads.ContinuityTx) error { return fn(c, ct) })
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +95,7 @@ func filesRows(c *ucli.Context) bool {
 	return slices.ContainsFunc(c.Command.Flags, func(f ucli.Flag) bool { return f == globalFlag })
 }
 
-func printHeadOutcome(c *ucli.Context, res *vault.ContinuityResult) {
+func printHeadOutcome(c *ucli.Context, res *heads.ContinuityResult) {
 	switch res.Head {
 	case "", "unchanged":
 	case "deferred":
@@ -153,24 +155,24 @@ func newContinuityCommand() *ucli.Command {
 }
 
 // runContinuityInit refreshes CONTINUITY.md, which every protocol write does.
-func runContinuityInit(c *ucli.Context, _ *vault.ContinuityTx) error {
+func runContinuityInit(c *ucli.Context, _ *heads.ContinuityTx) error {
 	return nil
 }
 
 func runContinuityLearnings(c *ucli.Context, v *vault.Vault) error {
 	return listAction("continuity learnings", "no learnings", "%-11s %s\n",
-		(*vault.Continuity).ActiveLearnings, func(l *vault.Learning) (string, string) { return l.Status, l.Line() })(c, v)
+		(*heads.Continuity).ActiveLearnings, func(l *heads.Learning) (string, string) { return l.Status, l.Line() })(c, v)
 }
 
 func runContinuityDecisions(c *ucli.Context, v *vault.Vault) error {
 	return listAction("continuity decisions", "no decisions", "%-10s %s\n",
-		(*vault.Continuity).ActiveDecisions, func(d *vault.Decision) (string, string) { return d.Status, d.Line() })(c, v)
+		(*heads.Continuity).ActiveDecisions, func(d *heads.Decision) (string, string) { return d.Status, d.Line() })(c, v)
 }
 
 // runContinuityIndex writes learnings-index.md in a protocol transaction,
 // then prints the file it wrote.
 func runContinuityIndex(c *ucli.Context) error {
-	_, err := runContinuityWrite(c, func(c *ucli.Context, ct *vault.ContinuityTx) error {
+	_, err := runContinuityWrite(c, func(c *ucli.Context, ct *heads.ContinuityTx) error {
 		ct.WriteIndex()
 		return nil
 	})
@@ -181,19 +183,19 @@ func runContinuityIndex(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := v.ReadFile(vault.LearningsIndexFile)
+	out, err := v.ReadFile(heads.LearningsIndexFile)
 	if err != nil {
 		return err
 	}
 	if c.Bool("json") {
-		return printJSON(c.App.Writer, map[string]any{"file": vault.LearningsIndexFile, "text": string(out)})
+		return printJSON(c.App.Writer, map[string]any{"file": heads.LearningsIndexFile, "text": string(out)})
 	}
 	_, err = c.App.Writer.Write(out)
 	return err
 }
 
 func runContinuityBudget(c *ucli.Context, v *vault.Vault) error {
-	b, err := v.ContinuityBudget()
+	b, err := heads.ContinuityBudget(v)
 	if err != nil {
 		return err
 	}
@@ -204,7 +206,7 @@ func runContinuityBudget(c *ucli.Context, v *vault.Vault) error {
 	return nil
 }
 
-func printBudget(c *ucli.Context, b []vault.BudgetLine) {
+func printBudget(c *ucli.Context, b []heads.BudgetLine) {
 	for _, l := range b {
 		mark := ""
 		if l.Over {
@@ -216,7 +218,7 @@ func printBudget(c *ucli.Context, b []vault.BudgetLine) {
 
 // listAction prints the learnings or decisions in scope: one line each, or
 // JSON.
-func listAction[T any](cmd, none, format string, list func(*vault.Continuity, vault.ScopeFilter, bool) []T,
+func listAction[T any](cmd, none, format string, list func(*heads.Continuity, heads.ScopeFilter, bool) []T,
 	show func(T) (status, line string)) func(c *ucli.Context, v *vault.Vault) error {
 	return func(c *ucli.Context, v *vault.Vault) error {
 		limit, err := listLimit(c)
@@ -227,7 +229,7 @@ func listAction[T any](cmd, none, format string, list func(*vault.Continuity, va
 		if err != nil {
 			return err
 		}
-		st, err := v.LoadContinuity()
+		st, err := heads.LoadContinuity(v)
 		if err != nil {
 			return err
 		}
@@ -251,23 +253,23 @@ func listAction[T any](cmd, none, format string, list func(*vault.Continuity, va
 	}
 }
 
-func scopeFilter(c *ucli.Context, v *vault.Vault) (vault.ScopeFilter, error) {
+func scopeFilter(c *ucli.Context, v *vault.Vault) (heads.ScopeFilter, error) {
 	if s := c.String("scope"); s != "" {
-		sc, err := vault.ParseScope(s)
+		sc, err := heads.ParseScope(s)
 		if err != nil {
-			return vault.ScopeFilter{}, err
+			return heads.ScopeFilter{}, err
 		}
-		return vault.FilterFor(sc), nil
+		return heads.FilterFor(sc), nil
 	}
 	wd, err := os.Getwd()
 	if err != nil {
-		return vault.ScopeFilter{}, err
+		return heads.ScopeFilter{}, err
 	}
-	return vault.FilterForDir(v.ProjectDir(wd)), nil
+	return heads.FilterForDir(heads.ProjectDir(v, wd)), nil
 }
 
 func runContinuityStatus(c *ucli.Context, v *vault.Vault) error {
-	s, err := v.ContinuityStatus()
+	s, err := heads.LoadContinuityStatus(v)
 	if err != nil {
 		return err
 	}
@@ -327,7 +329,7 @@ func runContinuityAudit(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
-		st, err := v.LoadContinuity()
+		st, err := heads.LoadContinuity(v)
 		if err != nil {
 			return err
 		}
@@ -338,8 +340,8 @@ func runContinuityAudit(c *ucli.Context) error {
 		rep.DryRun = true
 		return printAudit(c, rep)
 	}
-	var rep *vault.AuditReport
-	res, err := runContinuityWrite(c, func(c *ucli.Context, ct *vault.ContinuityTx) error {
+	var rep *heads.AuditReport
+	res, err := runContinuityWrite(c, func(c *ucli.Context, ct *heads.ContinuityTx) error {
 		rep = ct.Audit(false)
 		return nil
 	})
@@ -350,7 +352,7 @@ func runContinuityAudit(c *ucli.Context) error {
 	return printAudit(c, rep)
 }
 
-func printAudit(c *ucli.Context, rep *vault.AuditReport) error {
+func printAudit(c *ucli.Context, rep *heads.AuditReport) error {
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, rep)
 	}

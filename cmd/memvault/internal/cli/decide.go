@@ -1,9 +1,8 @@
 package cli
 
 import (
+	"github.com/memvault/memvault/vault/heads"
 	ucli "github.com/urfave/cli/v2"
-
-	"github.com/memvault/memvault/vault"
 )
 
 func newDecideCommand() *ucli.Command {
@@ -21,8 +20,8 @@ func newDecideCommand() *ucli.Command {
 	}
 }
 
-func runDecide(c *ucli.Context, ct *vault.ContinuityTx) error {
-	_, err := ct.Decide(vault.DecideInput{Decision: c.String("decision"), Rationale: c.String("rationale"),
+func runDecide(c *ucli.Context, ct *heads.ContinuityTx) error {
+	_, err := ct.Decide(heads.DecideInput{Decision: c.String("decision"), Rationale: c.String("rationale"),
 		Scope: c.String("scope"), Supersedes: c.String("supersedes")})
 	return err
 }

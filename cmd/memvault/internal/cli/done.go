@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 
+	"github.com/memvault/memvault/vault/heads"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
@@ -17,7 +19,7 @@ func newDoneCommand() *ucli.Command {
 	}
 }
 
-func runDone(c *ucli.Context, ct *vault.ContinuityTx) error {
+func runDone(c *ucli.Context, ct *heads.ContinuityTx) error {
 	text, err := textArg(c, "done")
 	if err != nil {
 		return err

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memvault/memvault/vault/heads"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
@@ -60,7 +62,7 @@ func runEdit(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := v.EditHead(vault.EditOptions{TxOptions: txOpts, Head: opts.head, Editor: runEditor(opts.editor)})
+	res, err := heads.EditHead(v, heads.EditOptions{TxOptions: txOpts, Head: opts.head, Editor: runEditor(opts.editor)})
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,8 @@
 package cli
 
 import (
+	"github.com/memvault/memvault/vault/heads"
 	ucli "github.com/urfave/cli/v2"
-
-	"github.com/memvault/memvault/vault"
 )
 
 func newGoalCommand() *ucli.Command {
@@ -15,12 +14,12 @@ func newGoalCommand() *ucli.Command {
 	}
 }
 
-func runGoal(c *ucli.Context, ct *vault.ContinuityTx) error {
+func runGoal(c *ucli.Context, ct *heads.ContinuityTx) error {
 	text, err := textArg(c, "goal")
 	if err != nil {
 		return err
 	}
-	if err := checkChoice("goal", "phase", c.String("phase"), vault.Phases); err != nil {
+	if err := checkChoice("goal", "phase", c.String("phase"), heads.Phases); err != nil {
 		return err
 	}
 	return ct.Goal(text, c.String("phase"))

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memvault/memvault/vault/heads"
+
 	"github.com/memvault/memvault/hooks"
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
@@ -61,7 +63,7 @@ func closedValues() map[string][]string {
 		"remember --kind":            vault.RememberKinds,
 		"nodes --kind":               vault.NodeKinds,
 		"recall --tier":              recall.Tiers,
-		"goal --phase":               vault.Phases,
+		"goal --phase":               heads.Phases,
 		"condense --period":          vault.CondensePeriods,
 		"transcript append --role":   roles,
 		"transcript import --format": formats,

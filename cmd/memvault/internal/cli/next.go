@@ -1,9 +1,8 @@
 package cli
 
 import (
+	"github.com/memvault/memvault/vault/heads"
 	ucli "github.com/urfave/cli/v2"
-
-	"github.com/memvault/memvault/vault"
 )
 
 func newNextCommand() *ucli.Command {
@@ -15,7 +14,7 @@ func newNextCommand() *ucli.Command {
 	}
 }
 
-func runNext(c *ucli.Context, ct *vault.ContinuityTx) error {
+func runNext(c *ucli.Context, ct *heads.ContinuityTx) error {
 	text, err := textArg(c, "next")
 	if err != nil {
 		return err

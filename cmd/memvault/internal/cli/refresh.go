@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/memvault/memvault/vault/heads"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
@@ -45,7 +47,7 @@ func runRefresh(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, err := v.Refresh(vault.RefreshOptions{TxOptions: txOpts, Trigger: opts.on, Memory: true, Affected: true})
+	rep, err := heads.Refresh(v, heads.RefreshOptions{TxOptions: txOpts, Trigger: opts.on, Memory: true, Affected: true})
 	if err != nil {
 		return err
 	}
@@ -53,7 +55,7 @@ func runRefresh(c *ucli.Context) error {
 }
 
 // printRefresh reports a refresh, head by head (refresh, render).
-func printRefresh(c *ucli.Context, rep *vault.RefreshReport, explain bool) error {
+func printRefresh(c *ucli.Context, rep *heads.RefreshReport, explain bool) error {
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(c.App.ErrWriter, "memvault: warning: %s\n", w)
 	}

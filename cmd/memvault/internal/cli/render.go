@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/memvault/memvault/vault/heads"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/render"
@@ -72,7 +74,7 @@ func runRender(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, err := v.Refresh(vault.RefreshOptions{TxOptions: txOpts, Trigger: "render", Memory: opts.memory,
+	rep, err := heads.Refresh(v, heads.RefreshOptions{TxOptions: txOpts, Trigger: "render", Memory: opts.memory,
 		Threads: opts.threads, AllThreads: opts.allThreads, Explain: opts.explain})
 	if err != nil {
 		return err
@@ -83,7 +85,7 @@ func runRender(c *ucli.Context) error {
 // renderDry prints the render without writing it: as JSON, as the budget
 // report, or as the files themselves.
 func renderDry(w io.Writer, v *vault.Vault, opts renderOptions) error {
-	docs, err := v.RenderHeads(vault.RenderOptions{Memory: opts.memory, Threads: opts.threads,
+	docs, err := heads.RenderHeads(v, heads.RenderOptions{Memory: opts.memory, Threads: opts.threads,
 		AllThreads: opts.allThreads, At: opts.at, Explain: opts.explain || opts.json})
 	if err != nil {
 		return err

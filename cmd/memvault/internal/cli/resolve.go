@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 
+	"github.com/memvault/memvault/vault/heads"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
@@ -56,7 +58,7 @@ func runResolve(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := v.ResolveHeads(opts.head, opts.take, txOpts)
+	res, err := heads.ResolveHeads(v, opts.head, opts.take, txOpts)
 	if err != nil {
 		return err
 	}

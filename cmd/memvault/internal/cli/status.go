@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/memvault/memvault/vault/heads"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
@@ -40,9 +42,9 @@ type statusReport struct {
 // headStatus is the heads' part of `memvault status`: refreshes waiting
 // for a retry, conflicts waiting for a person, and leases held now.
 type headStatus struct {
-	Deferred  []vault.HeadEvent `json:"deferred_refreshes"`
-	Conflicts []vault.HeadEvent `json:"head_conflicts"`
-	Leases    []vault.HeadLease `json:"head_leases"`
+	Deferred  []heads.HeadEvent `json:"deferred_refreshes"`
+	Conflicts []heads.HeadEvent `json:"head_conflicts"`
+	Leases    []heads.HeadLease `json:"head_leases"`
 }
 
 func newStatusCommand() *ucli.Command {
@@ -149,11 +151,11 @@ func (rep *statusReport) print(w io.Writer) {
 }
 
 func newHeadStatus(v *vault.Vault, st *vault.State) headStatus {
-	hs := headStatus{Deferred: []vault.HeadEvent{}, Conflicts: []vault.HeadEvent{}, Leases: v.HeadLeases()}
+	hs := headStatus{Deferred: []heads.HeadEvent{}, Conflicts: []heads.HeadEvent{}, Leases: heads.HeadLeases(v)}
 	if hs.Leases == nil {
-		hs.Leases = []vault.HeadLease{}
+		hs.Leases = []heads.HeadLease{}
 	}
-	for _, h := range st.HeadStates() {
+	for _, h := range heads.HeadStates(st) {
 		hs.Deferred = append(hs.Deferred, h.Deferred...)
 		hs.Conflicts = append(hs.Conflicts, h.Conflicts...)
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/memvault/memvault/vault/heads"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
@@ -45,13 +47,13 @@ func runThreads(c *ucli.Context, v *vault.Vault) error {
 		return err
 	}
 	opts := threadsOptions{limit: limit, json: c.Bool("json")}
-	info, err := v.Heads()
+	info, err := heads.Heads(v)
 	if err != nil {
 		return err
 	}
 	threads := first(info.Threads, opts.limit)
 	if threads == nil {
-		threads = []vault.ThreadInfo{}
+		threads = []heads.ThreadInfo{}
 	}
 	limitNote(c, len(threads), len(info.Threads), "threads", "first")
 	if opts.json {
@@ -63,7 +65,7 @@ func runThreads(c *ucli.Context, v *vault.Vault) error {
 	return nil
 }
 
-func printThread(w io.Writer, t vault.ThreadInfo) {
+func printThread(w io.Writer, t heads.ThreadInfo) {
 	var parts []string
 	parts = append(parts, fmt.Sprintf("%d rows", t.Rows))
 	if t.Open > 0 {
@@ -84,7 +86,7 @@ func runThreadsShow(c *ucli.Context, v *vault.Vault) error {
 		return usagef("threads show: want exactly one thread key or alias")
 	}
 	opts := threadsShowOptions{arg: c.Args().First(), json: c.Bool("json")}
-	rel, thread, err := v.ResolveHeadArg(opts.arg, false)
+	rel, thread, err := heads.ResolveHeadArg(v, opts.arg, false)
 	if err != nil {
 		return err
 	}
@@ -95,7 +97,7 @@ func runThreadsShow(c *ucli.Context, v *vault.Vault) error {
 	written := err == nil
 	if errors.Is(err, os.ErrNotExist) {
 		th, _ := vault.ParseThread(thread)
-		docs, rerr := v.RenderHeads(vault.RenderOptions{Threads: []vault.Thread{th}})
+		docs, rerr := heads.RenderHeads(v, heads.RenderOptions{Threads: []vault.Thread{th}})
 		if rerr != nil {
 			return rerr
 		}

@@ -1,9 +1,11 @@
-package vault
+package heads
 
 import (
 	"encoding/json"
 	"sort"
 	"strings"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/render"
 )
@@ -26,29 +28,29 @@ import (
 
 // headViewFor returns the Derived view for the row caps of cfg: a file
 // cut for other caps does not decode, and is rebuilt.
-func headViewFor(cfg HeadsConfig) *Derived[*viewCache] {
+func headViewFor(cfg HeadsConfig) *vault.Derived[*viewCache] {
 	memCap, threadCap := render.RowCap(cfg.MemoryTokens), render.RowCap(cfg.ThreadTokens)
-	return &Derived[*viewCache]{
+	return &vault.Derived[*viewCache]{
 		Name:    "heads-view",
 		Version: 4,
-		Rebuild: func(v *Vault, segs []segment, stamps []segStamp) (*viewCache, string, bool, error) {
-			st, tip, err := v.foldedState()
+		Rebuild: func(v *vault.Vault, segs []vault.Segment, stamps []vault.SegStamp) (*viewCache, string, bool, error) {
+			st, tip, err := v.FoldedState()
 			if err != nil {
 				return nil, "", false, err
 			}
 			// A torn last line is not folded, but the stamps count its bytes.
-			torn := len(segs) > 0 && endsTorn(v.Files(), v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
+			torn := len(segs) > 0 && vault.EndsTorn(v.Files(), v.SegPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
 			return newViewCache(st, cfg), tip, torn, nil
 		},
-		Fold: func(vc *viewCache, ev *Event) (*viewCache, bool) {
-			if CorrectionKinds[CanonicalKind(ev.Kind)] && len(ev.Links) > 0 {
+		Fold: func(vc *viewCache, ev *vault.Event) (*viewCache, bool) {
+			if vault.CorrectionKinds[vault.CanonicalKind(ev.Kind)] && len(ev.Links) > 0 {
 				return vc, false // a correction can bring back rows below the cap: rebuild
 			}
 			vc.apply(ev)
 			return vc, !vc.bad
 		},
 		Encode: encodeView,
-		Decode: func(d *decoder) (*viewCache, bool) { return decodeView(d, memCap, threadCap) },
+		Decode: func(d *vault.Decoder) (*viewCache, bool) { return decodeView(d, memCap, threadCap) },
 	}
 }
 
@@ -66,9 +68,9 @@ type viewCache struct {
 	sums       map[string]*render.ThreadSummary
 	parts      map[string]*render.ThreadParts // decoded thread blocks
 	// src reads the blocks not decoded yet from the file's tail.
-	src       *decoder
-	blocks    map[string]tailRef
-	sessBlock tailRef
+	src       *vault.Decoder
+	blocks    map[string]vault.TailRef
+	sessBlock vault.TailRef
 	// sessions are the session records (one session, the threads it wrote
 	// content rows to), those of the file's block and those applied on
 	// top; sessAdded are the latter. A session may have several records.
@@ -84,9 +86,9 @@ type viewCache struct {
 // headViewOf returns the view heads are rendered from: the prepared view
 // through its cache, or with explain the full fold (Explain lists every
 // row left out, which the prepared view only counts).
-func (v *Vault) HeadViewOf(cfg HeadsConfig, explain bool) (*HeadView, error) {
+func HeadViewOf(v *vault.Vault, cfg HeadsConfig, explain bool) (*HeadView, error) {
 	if explain {
-		st, _, err := v.foldedState()
+		st, _, err := v.FoldedState()
 		if err != nil {
 			return nil, err
 		}
@@ -94,7 +96,7 @@ func (v *Vault) HeadViewOf(cfg HeadsConfig, explain bool) (*HeadView, error) {
 		vw.input.Explain = true
 		return vw, nil
 	}
-	vc, err := v.preparedView(cfg)
+	vc, err := preparedView(v, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -112,13 +114,13 @@ func (vc *viewCache) view(cfg HeadsConfig) *HeadView {
 
 // preparedView loads the prepared view and applies what the ledger gained
 // since; anything it cannot apply rebuilds it from the folded rows.
-func (v *Vault) preparedView(cfg HeadsConfig) (*viewCache, error) {
+func preparedView(v *vault.Vault, cfg HeadsConfig) (*viewCache, error) {
 	vc, _, err := headViewFor(cfg).Load(v)
 	if err != nil {
 		return nil, err
 	}
 	vc.fallback = func(key string) *render.ThreadParts {
-		st, _, err := v.foldedState()
+		st, _, err := v.FoldedState()
 		if err != nil {
 			return &render.ThreadParts{}
 		}
@@ -128,7 +130,7 @@ func (v *Vault) preparedView(cfg HeadsConfig) (*viewCache, error) {
 }
 
 // newViewCache prepares the full fold.
-func newViewCache(st *State, cfg HeadsConfig) *viewCache {
+func newViewCache(st *vault.State, cfg HeadsConfig) *viewCache {
 	vw := buildView(st, cfg)
 	in := vw.input
 	in.Explain = false
@@ -167,11 +169,11 @@ func (vc *viewCache) thread(key string) *render.ThreadParts {
 		d, ok := vc.block(ref)
 		if ok {
 			for k := range p.Sections {
-				p.Sections[k] = d.ranked()
+				p.Sections[k] = ranked(d)
 			}
-			p.Nodes = d.nodes()
+			p.Nodes = nodes(d)
 		}
-		if !ok || d.bad || d.pos != len(d.s) {
+		if !ok || d.Bad || d.Pos != len(d.Src) {
 			// The file went bad under us (it is checked when opened): fold
 			// the ledger rather than render from nothing. While the view is
 			// still being loaded there is no fallback yet; the load sees
@@ -190,19 +192,19 @@ func (vc *viewCache) thread(key string) *render.ThreadParts {
 }
 
 // raw reads a block of the file's tail and checks its sum.
-func (vc *viewCache) raw(ref tailRef) ([]byte, bool) {
+func (vc *viewCache) raw(ref vault.TailRef) ([]byte, bool) {
 	if vc.src == nil {
 		return nil, false
 	}
-	return vc.src.tailBlock(ref)
+	return vc.src.TailBlock(ref)
 }
 
-func (vc *viewCache) block(ref tailRef) (*decoder, bool) {
+func (vc *viewCache) block(ref vault.TailRef) (*vault.Decoder, bool) {
 	b, ok := vc.raw(ref)
 	if !ok {
 		return nil, false
 	}
-	return NewDecoder(b), true
+	return vault.NewDecoder(b), true
 }
 
 // sessionWrote reports whether a session wrote content rows to a thread.
@@ -228,16 +230,16 @@ func (vc *viewCache) sessionWrote(session, thread string) bool {
 				vc.bad, vc.sessBad = true, true
 				return true
 			}
-			for ok && !d.bad && d.pos < len(d.s) {
-				name := d.str()
-				n := d.uv()
-				for j := 0; j < n && !d.bad; j++ {
-					if t := d.str(); name == session {
+			for ok && !d.Bad && d.Pos < len(d.Src) {
+				name := d.Str()
+				n := d.Uvarint()
+				for j := 0; j < n && !d.Bad; j++ {
+					if t := d.Str(); name == session {
 						m[t] = true
 					}
 				}
 			}
-			if d.bad {
+			if d.Bad {
 				vc.bad, vc.sessBad = true, true
 				return true
 			}
@@ -247,7 +249,7 @@ func (vc *viewCache) sessionWrote(session, thread string) bool {
 }
 
 // sessionRecords encodes session records, sorted.
-func sessionRecords(e *Encoder, m map[string]map[string]bool) {
+func sessionRecords(e *vault.Encoder, m map[string]map[string]bool) {
 	names := make([]string, 0, len(m))
 	for s := range m {
 		names = append(names, s)
@@ -259,14 +261,14 @@ func sessionRecords(e *Encoder, m map[string]map[string]bool) {
 			ts = append(ts, t)
 		}
 		sort.Strings(ts)
-		e.str(s)
-		e.strs(ts)
+		e.Str(s)
+		e.Strs(ts)
 	}
 }
 
 // apply adds one row that corrects nothing, as buildView would have.
-func (vc *viewCache) apply(ev *Event) {
-	r := &Row{Event: ev}
+func (vc *viewCache) apply(ev *vault.Event) {
+	r := &vault.Row{Event: ev}
 	i := vc.seq
 	vc.seq++
 	if r.Thread != "" && !vc.seen[r.Thread] {
@@ -333,62 +335,62 @@ func (vc *viewCache) apply(ev *Event) {
 
 // decodeView reads the view's index; the blocks stay in the tail. ok is
 // false when the view was cut for other row caps.
-func decodeView(d *decoder, memCap, threadCap int) (*viewCache, bool) {
-	vc := &viewCache{seq: d.uv(), memCap: d.uv(), threadCap: d.uv(), lastMemory: int(d.i64()),
-		threads: d.strs(), heads: map[string]*HeadState{}, src: d}
-	if d.bad || vc.memCap != memCap || vc.threadCap != threadCap {
+func decodeView(d *vault.Decoder, memCap, threadCap int) (*viewCache, bool) {
+	vc := &viewCache{seq: d.Uvarint(), memCap: d.Uvarint(), threadCap: d.Uvarint(), lastMemory: int(d.Int64()),
+		threads: d.Strs(), heads: map[string]*HeadState{}, src: d}
+	if d.Bad || vc.memCap != memCap || vc.threadCap != threadCap {
 		return nil, false
 	}
-	vc.threadLast = d.intMap()
-	for n := d.count(); n > 0 && !d.bad; n-- {
-		h := &HeadState{Head: d.str(), Thread: d.str(), Deferred: []HeadEvent{}, Conflicts: []HeadEvent{}}
-		if d.bool() {
-			e := d.headEvent()
+	vc.threadLast = d.IntMap()
+	for n := d.Count(); n > 0 && !d.Bad; n-- {
+		h := &HeadState{Head: d.Str(), Thread: d.Str(), Deferred: []HeadEvent{}, Conflicts: []HeadEvent{}}
+		if d.Bool() {
+			e := headEvent(d)
 			h.LastRendered = &e
 		}
-		for k := d.count(); k > 0 && !d.bad; k-- {
-			h.Deferred = append(h.Deferred, d.headEvent())
+		for k := d.Count(); k > 0 && !d.Bad; k-- {
+			h.Deferred = append(h.Deferred, headEvent(d))
 		}
-		for k := d.count(); k > 0 && !d.bad; k-- {
-			h.Conflicts = append(h.Conflicts, d.headEvent())
+		for k := d.Count(); k > 0 && !d.Bad; k-- {
+			h.Conflicts = append(h.Conflicts, headEvent(d))
 		}
 		vc.heads[h.Head] = h
 	}
 	vc.mem = &render.MemoryParts{}
 	for k := range vc.mem.Sections {
-		vc.mem.Sections[k] = d.ranked()
+		vc.mem.Sections[k] = ranked(d)
 	}
-	for n := d.count(); n > 0 && !d.bad; n-- {
-		vc.mem.Threads = append(vc.mem.Threads, d.summary())
+	for n := d.Count(); n > 0 && !d.Bad; n-- {
+		vc.mem.Threads = append(vc.mem.Threads, summary(d))
 	}
-	vc.mem.Nodes = d.nodes()
-	vc.sessBlock = d.ref()
-	if n := d.count(); n > 0 {
-		vc.blocks = make(map[string]tailRef, n)
-		for ; n > 0 && !d.bad; n-- {
-			k := d.str()
-			vc.blocks[k] = d.ref()
+	vc.mem.Nodes = nodes(d)
+	vc.sessBlock = d.Ref()
+	if n := d.Count(); n > 0 {
+		vc.blocks = make(map[string]vault.TailRef, n)
+		for ; n > 0 && !d.Bad; n-- {
+			k := d.Str()
+			vc.blocks[k] = d.Ref()
 		}
 	}
-	if d.bad {
+	if d.Bad {
 		return nil, false
 	}
 	vc.index()
 	return vc, true
 }
 
-func (e *Encoder) headEvent(h *HeadEvent) {
+func encodeHeadEvent(e *vault.Encoder, h *HeadEvent) {
 	for _, s := range [...]string{h.ID, h.TS, h.Kind, h.Agent, h.Session, h.Head, h.Text} {
-		e.str(s)
+		e.Str(s)
 	}
-	e.bytes(h.Data)
-	e.i64(int64(h.seq))
+	e.Bytes(h.Data)
+	e.Int64(int64(h.seq))
 }
 
-func (d *decoder) headEvent() HeadEvent {
-	h := HeadEvent{ID: d.str(), TS: d.str(), Kind: d.str(), Agent: d.str(), Session: d.str(), Head: d.str(), Text: d.str()}
-	h.Data = d.bytes()
-	h.seq = int(d.i64())
+func headEvent(d *vault.Decoder) HeadEvent {
+	h := HeadEvent{ID: d.Str(), TS: d.Str(), Kind: d.Str(), Agent: d.Str(), Session: d.Str(), Head: d.Str(), Text: d.Str()}
+	h.Data = d.Bytes()
+	h.seq = int(d.Int64())
 	return h
 }
 
@@ -396,64 +398,64 @@ func (d *decoder) headEvent() HeadEvent {
 // session records and every thread's block in the tail. Blocks never
 // decoded are copied from the old file; one that no longer reads makes the
 // encoding bad, and nothing is written.
-func encodeView(e *Encoder, vc *viewCache) {
+func encodeView(e *vault.Encoder, vc *viewCache) {
 	if vc.bad {
-		e.bad = true
+		e.Bad = true
 		return
 	}
-	e.int(vc.seq)
-	e.int(vc.memCap)
-	e.int(vc.threadCap)
-	e.i64(int64(vc.lastMemory))
-	e.strs(vc.threads)
-	e.intMap(vc.threadLast)
+	e.Int(vc.seq)
+	e.Int(vc.memCap)
+	e.Int(vc.threadCap)
+	e.Int64(int64(vc.lastMemory))
+	e.Strs(vc.threads)
+	e.IntMap(vc.threadLast)
 	heads := make([]string, 0, len(vc.heads))
 	for h := range vc.heads {
 		heads = append(heads, h)
 	}
 	sort.Strings(heads)
-	e.int(len(heads))
+	e.Int(len(heads))
 	for _, name := range heads {
 		h := vc.heads[name]
-		e.str(h.Head)
-		e.str(h.Thread)
-		e.bool(h.LastRendered != nil)
+		e.Str(h.Head)
+		e.Str(h.Thread)
+		e.Bool(h.LastRendered != nil)
 		if h.LastRendered != nil {
-			e.headEvent(h.LastRendered)
+			encodeHeadEvent(e, h.LastRendered)
 		}
-		e.int(len(h.Deferred))
+		e.Int(len(h.Deferred))
 		for i := range h.Deferred {
-			e.headEvent(&h.Deferred[i])
+			encodeHeadEvent(e, &h.Deferred[i])
 		}
-		e.int(len(h.Conflicts))
+		e.Int(len(h.Conflicts))
 		for i := range h.Conflicts {
-			e.headEvent(&h.Conflicts[i])
+			encodeHeadEvent(e, &h.Conflicts[i])
 		}
 	}
 	for k := range vc.mem.Sections {
 		putRanked(e, &vc.mem.Sections[k])
 	}
-	e.int(len(vc.mem.Threads))
+	e.Int(len(vc.mem.Threads))
 	for _, s := range vc.mem.Threads {
 		putSummary(e, s)
 	}
 	putNodes(e, vc.mem.Nodes)
 
-	var blk Encoder
+	var blk vault.Encoder
 	if vc.allSess != nil {
 		sessionRecords(&blk, vc.allSess)
 	} else {
 		if vc.sessBlock.Len > 0 {
 			b, ok := vc.raw(vc.sessBlock)
 			if !ok {
-				e.bad = true
+				e.Bad = true
 				return
 			}
 			blk.B = append(blk.B, b...)
 		}
 		sessionRecords(&blk, vc.sessAdded)
 	}
-	e.ref(e.tailBlock(blk.B))
+	e.Ref(e.TailBlock(blk.B))
 	keys := make([]string, 0, len(vc.blocks)+len(vc.parts))
 	for k := range vc.blocks {
 		keys = append(keys, k)
@@ -464,118 +466,118 @@ func encodeView(e *Encoder, vc *viewCache) {
 		}
 	}
 	sort.Strings(keys)
-	e.int(len(keys))
+	e.Int(len(keys))
 	for _, k := range keys {
-		e.str(k)
+		e.Str(k)
 		if p := vc.parts[k]; p != nil {
 			blk.B = blk.B[:0]
 			for j := range p.Sections {
 				putRanked(&blk, &p.Sections[j])
 			}
 			putNodes(&blk, p.Nodes)
-			e.ref(e.tailBlock(blk.B))
+			e.Ref(e.TailBlock(blk.B))
 			continue
 		}
 		b, ok := vc.raw(vc.blocks[k])
 		if !ok {
-			e.bad = true
+			e.Bad = true
 			return
 		}
-		e.ref(e.tailBlock(b))
+		e.Ref(e.TailBlock(b))
 	}
 	if vc.bad {
-		e.bad = true
+		e.Bad = true
 	}
 }
 
 // Ranked lists keep what rendering reads of an item: id, kind, thread and
 // text.
-func putRanked(e *Encoder, r *render.Ranked) {
-	e.int(r.More)
-	e.int(len(r.Items))
+func putRanked(e *vault.Encoder, r *render.Ranked) {
+	e.Int(r.More)
+	e.Int(len(r.Items))
 	for i := range r.Items {
 		it := &r.Items[i]
-		e.str(it.ID)
-		e.str(it.Kind)
-		e.str(it.Thread)
-		e.str(it.Text)
+		e.Str(it.ID)
+		e.Str(it.Kind)
+		e.Str(it.Thread)
+		e.Str(it.Text)
 	}
 }
 
-func putSummary(e *Encoder, s *render.ThreadSummary) {
-	e.str(s.Key)
-	e.int(s.Last)
-	e.str(s.LastItem.TS)
-	e.str(s.LastItem.Agent)
-	e.str(s.LastItem.Session)
-	e.intMap(s.Counts)
-	e.int(s.Blockers)
-	e.int(s.Open)
+func putSummary(e *vault.Encoder, s *render.ThreadSummary) {
+	e.Str(s.Key)
+	e.Int(s.Last)
+	e.Str(s.LastItem.TS)
+	e.Str(s.LastItem.Agent)
+	e.Str(s.LastItem.Session)
+	e.IntMap(s.Counts)
+	e.Int(s.Blockers)
+	e.Int(s.Open)
 	if s.Next == nil {
-		e.bool(false)
+		e.Bool(false)
 		return
 	}
-	e.bool(true)
-	e.str(s.Next.ID)
-	e.str(s.Next.Text)
+	e.Bool(true)
+	e.Str(s.Next.ID)
+	e.Str(s.Next.Text)
 }
 
-func putNodes(e *Encoder, nodes []render.Node) {
-	e.int(len(nodes))
+func putNodes(e *vault.Encoder, nodes []render.Node) {
+	e.Int(len(nodes))
 	for _, n := range nodes {
-		e.str(n.ID)
-		e.str(n.Kind)
-		e.str(n.Session)
-		e.str(n.TS)
-		e.str(n.Text)
-		e.int(len(n.Threads))
+		e.Str(n.ID)
+		e.Str(n.Kind)
+		e.Str(n.Session)
+		e.Str(n.TS)
+		e.Str(n.Text)
+		e.Int(len(n.Threads))
 		for _, t := range n.Threads {
-			e.str(t)
+			e.Str(t)
 		}
 	}
 }
 
-func (d *decoder) ranked() render.Ranked {
-	r := render.Ranked{More: d.uv()}
-	n := d.uv()
-	if d.bad || n > len(d.s)-d.pos {
-		d.bad = true
+func ranked(d *vault.Decoder) render.Ranked {
+	r := render.Ranked{More: d.Uvarint()}
+	n := d.Uvarint()
+	if d.Bad || n > len(d.Src)-d.Pos {
+		d.Bad = true
 		return r
 	}
 	r.Items = make([]render.Item, n)
 	for i := range r.Items {
 		it := &r.Items[i]
-		it.ID, it.Kind, it.Thread, it.Text = d.str(), d.str(), d.str(), d.str()
+		it.ID, it.Kind, it.Thread, it.Text = d.Str(), d.Str(), d.Str(), d.Str()
 	}
 	return r
 }
 
-func (d *decoder) summary() *render.ThreadSummary {
-	s := &render.ThreadSummary{Key: d.str(), Last: d.uv()}
+func summary(d *vault.Decoder) *render.ThreadSummary {
+	s := &render.ThreadSummary{Key: d.Str(), Last: d.Uvarint()}
 	s.LastItem.Thread = s.Key
-	s.LastItem.TS, s.LastItem.Agent, s.LastItem.Session = d.str(), d.str(), d.str()
-	s.Counts = d.intMap()
-	if d.bad {
+	s.LastItem.TS, s.LastItem.Agent, s.LastItem.Session = d.Str(), d.Str(), d.Str()
+	s.Counts = d.IntMap()
+	if d.Bad {
 		return s
 	}
-	s.Blockers, s.Open = d.uv(), d.uv()
-	if d.bad || d.pos >= len(d.s) {
-		d.bad = true
+	s.Blockers, s.Open = d.Uvarint(), d.Uvarint()
+	if d.Bad || d.Pos >= len(d.Src) {
+		d.Bad = true
 		return s
 	}
-	has := d.s[d.pos]
-	d.pos++
+	has := d.Src[d.Pos]
+	d.Pos++
 	if has == 1 {
 		s.Next = &render.Item{Kind: render.KindNext, Thread: s.Key}
-		s.Next.ID, s.Next.Text = d.str(), d.str()
+		s.Next.ID, s.Next.Text = d.Str(), d.Str()
 	}
 	return s
 }
 
-func (d *decoder) nodes() []render.Node {
-	n := d.uv()
-	if d.bad || n > len(d.s)-d.pos {
-		d.bad = true
+func nodes(d *vault.Decoder) []render.Node {
+	n := d.Uvarint()
+	if d.Bad || n > len(d.Src)-d.Pos {
+		d.Bad = true
 		return nil
 	}
 	if n == 0 {
@@ -584,16 +586,16 @@ func (d *decoder) nodes() []render.Node {
 	out := make([]render.Node, n)
 	for i := range out {
 		nd := &out[i]
-		nd.ID, nd.Kind, nd.Session, nd.TS, nd.Text = d.str(), d.str(), d.str(), d.str(), d.str()
-		k := d.uv()
-		if d.bad || k > len(d.s)-d.pos {
-			d.bad = true
+		nd.ID, nd.Kind, nd.Session, nd.TS, nd.Text = d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
+		k := d.Uvarint()
+		if d.Bad || k > len(d.Src)-d.Pos {
+			d.Bad = true
 			return nil
 		}
 		if k > 0 {
 			nd.Threads = make([]string, k)
 			for j := range nd.Threads {
-				nd.Threads[j] = d.str()
+				nd.Threads[j] = d.Str()
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package vault
+package heads
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault/fault"
@@ -49,7 +51,7 @@ const legacyContinuityTemplate = `# CONTINUITY
 
 // EditOptions describe a hand edit through `memvault edit`.
 type EditOptions struct {
-	TxOptions
+	vault.TxOptions
 	// Head is MEMORY.md (the default), CONTINUITY.md, a thread key or
 	// alias, or a head's path.
 	Head string
@@ -73,28 +75,28 @@ type EditResult struct {
 // being written. The person edits a copy under .state/edit/; on save the
 // copy is committed as the head, merged with any change someone made to the
 // file on disk meanwhile. An editor that fails leaves the vault as it was.
-func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
+func EditHead(v *vault.Vault, opts EditOptions) (*EditResult, error) {
 	if opts.Agent == "" {
 		opts.Agent = v.Config.Agent
 	}
-	rel, thread, err := v.ResolveHeadArg(opts.Head, true)
+	rel, thread, err := ResolveHeadArg(v, opts.Head, true)
 	if err != nil {
 		return nil, err
 	}
 	head := rel.String()
-	cfg, err := v.HeadsConfig()
+	cfg, err := LoadHeadsConfig(v)
 	if err != nil {
 		return nil, err
 	}
-	lease, holder, took, err := v.AcquireHeadLease(rel, LeaseOwner{Agent: opts.Agent, Session: opts.Session, Command: "edit"}, cfg.Lease)
+	lease, holder, took, err := AcquireHeadLease(v, rel, LeaseOwner{Agent: opts.Agent, Session: opts.Session, Command: "edit"}, cfg.Lease)
 	if err != nil {
 		return nil, err
 	}
 	if holder != nil {
-		e := fault.New(ErrBusy, "edit: %s: lease held by %s", head, holder)
+		e := fault.New(vault.ErrBusy, "edit: %s: lease held by %s", head, holder)
 		return nil, e.WithHint("wait for it to be released; a lease that expires is taken over")
 	}
-	defer v.ReleaseHeadLease(lease)
+	defer ReleaseHeadLease(v, lease)
 	// Keep the lease alive while the editor is open.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -108,18 +110,18 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 			case <-stop:
 				return
 			case <-t.C:
-				_ = v.RenewHeadLease(lease, cfg.Lease)
+				_ = RenewHeadLease(v, lease, cfg.Lease)
 			}
 		}
 	}()
 	defer func() { close(stop); wg.Wait() }()
 	if took != nil {
-		v.logHeads("edit of %s took over a lease: %s", head, took.Reason)
+		v.LogHeads("edit of %s took over a lease: %s", head, took.Reason)
 	}
 
 	original, err := v.Files().ReadFile(v.Abs(rel))
 	switch {
-	case errors.Is(err, fs.ErrNotExist) && head == ContinuityHead:
+	case errors.Is(err, fs.ErrNotExist) && head == vault.ContinuityHead:
 		original = continuityTemplate()
 	case errors.Is(err, fs.ErrNotExist):
 		// Render the head first, under this lease, so there is something
@@ -128,10 +130,10 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 		if thread == "" {
 			ro.Memory = true
 		} else {
-			th, _ := ParseThread(thread)
-			ro.Threads = []Thread{th}
+			th, _ := vault.ParseThread(thread)
+			ro.Threads = []vault.Thread{th}
 		}
-		if _, err := v.Refresh(ro); err != nil {
+		if _, err := Refresh(v, ro); err != nil {
 			return nil, err
 		}
 		if original, err = v.Files().ReadFile(v.Abs(rel)); err != nil {
@@ -163,15 +165,15 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 	if bytes.Equal(edited, original) {
 		return res, nil
 	}
-	if err := CheckText("edit", string(edited), true); err != nil {
+	if err := vault.CheckText("edit", string(edited), true); err != nil {
 		return nil, err
 	}
 	// The file is written only if it still holds what the merge read: a
 	// save in between (by hand: memvault itself defers to the lease) makes
 	// the transaction read and merge again.
-	var r *Result
+	var r *vault.Result
 	err = retrySaves(func() (err error) {
-		r, err = v.Update(opts.TxOptions, func(tx *Tx) error {
+		r, err = v.Update(opts.TxOptions, func(tx *vault.Tx) error {
 			now, err := v.Files().ReadFile(v.Abs(rel))
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fault.IO("read "+head, err)
@@ -187,7 +189,7 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 				}
 				if !m.Clean() {
 					keep = true
-					e := fault.New(ErrConflict, "edit: %s changed on disk while you edited it, in the same sections", head)
+					e := fault.New(vault.ErrConflict, "edit: %s changed on disk while you edited it, in the same sections", head)
 					return e.WithHint("your version is kept in %s; merge it by hand", work)
 				}
 				result = m.Merged
@@ -201,7 +203,7 @@ func (v *Vault) EditHead(opts EditOptions) (*EditResult, error) {
 				fields["redacted"] = counts
 			}
 			d, _ := json.Marshal(fields)
-			ev := tx.Append(&Event{Kind: KindHeadEdited, Thread: thread, Text: "hand edit of " + head, Data: d, Source: "edit"})
+			ev := tx.Append(&vault.Event{Kind: vault.KindHeadEdited, Thread: thread, Text: "hand edit of " + head, Data: d, Source: "edit"})
 			res.Event = ev.ID
 			tx.Subject("head.edited: hand edit of " + head)
 			return nil
@@ -227,24 +229,24 @@ type ResolveResult struct {
 // head, when head is ""). take "ours" keeps the file as it is; "theirs"
 // puts the render's version of each conflicted section in place of the
 // person's. Either way a head.resolved event names the conflicts.
-func (v *Vault) ResolveHeads(headArg, take string, opts TxOptions) ([]ResolveResult, error) {
+func ResolveHeads(v *vault.Vault, headArg, take string, opts vault.TxOptions) ([]ResolveResult, error) {
 	if take != "ours" && take != "theirs" {
-		return nil, fault.New(ErrInvalid, "resolve: take %q: want ours or theirs", take)
+		return nil, fault.New(vault.ErrInvalid, "resolve: take %q: want ours or theirs", take)
 	}
 	want := ""
 	if headArg != "" {
-		rel, _, err := v.ResolveHeadArg(headArg, true)
+		rel, _, err := ResolveHeadArg(v, headArg, true)
 		if err != nil {
 			return nil, err
 		}
 		want = rel.String()
 	}
-	st, _, err := v.foldedState()
+	st, _, err := v.FoldedState()
 	if err != nil {
 		return nil, err
 	}
 	var todo []HeadState
-	for _, h := range st.HeadStates() {
+	for _, h := range HeadStates(st) {
 		if len(h.Conflicts) > 0 && (want == "" || h.Head == want) {
 			todo = append(todo, h)
 		}
@@ -254,9 +256,9 @@ func (v *Vault) ResolveHeads(headArg, take string, opts TxOptions) ([]ResolveRes
 		if want != "" {
 			what = want
 		}
-		return nil, fault.New(ErrNotFound, "resolve: no unresolved conflict in %s", what)
+		return nil, fault.New(vault.ErrNotFound, "resolve: no unresolved conflict in %s", what)
 	}
-	cfg, err := v.HeadsConfig()
+	cfg, err := LoadHeadsConfig(v)
 	if err != nil {
 		return nil, err
 	}
@@ -264,24 +266,24 @@ func (v *Vault) ResolveHeads(headArg, take string, opts TxOptions) ([]ResolveRes
 	var leases []*HeadLease
 	defer func() {
 		for _, l := range leases {
-			_ = v.ReleaseHeadLease(l)
+			_ = ReleaseHeadLease(v, l)
 		}
 	}()
 	for _, h := range todo {
-		l, holder, _, err := v.AcquireHeadLease(MustRel(h.Head), owner, cfg.Lease)
+		l, holder, _, err := AcquireHeadLease(v, vault.MustRel(h.Head), owner, cfg.Lease)
 		if err != nil {
 			return nil, err
 		}
 		if holder != nil {
-			e := fault.New(ErrBusy, "resolve: %s: lease held by %s", h.Head, holder)
+			e := fault.New(vault.ErrBusy, "resolve: %s: lease held by %s", h.Head, holder)
 			return nil, e.WithHint("retry once it is released")
 		}
 		leases = append(leases, l)
 	}
 	var out []ResolveResult
-	var r *Result
+	var r *vault.Result
 	err = retrySaves(func() (err error) {
-		r, err = v.Update(opts, func(tx *Tx) error { return v.resolveTx(tx, todo, take, &out) })
+		r, err = v.Update(opts, func(tx *vault.Tx) error { return resolveTx(v, tx, todo, take, &out) })
 		return err
 	})
 	if err != nil {
@@ -296,15 +298,15 @@ func (v *Vault) ResolveHeads(headArg, take string, opts TxOptions) ([]ResolveRes
 // resolveTx is ResolveHeads' transaction. Taking the render's text writes
 // the head only if it still holds what was read, journalled like a
 // refresh's write (headjournal.go).
-func (v *Vault) resolveTx(tx *Tx, todo []HeadState, take string, out *[]ResolveResult) error {
+func resolveTx(v *vault.Vault, tx *vault.Tx, todo []HeadState, take string, out *[]ResolveResult) error {
 	*out = (*out)[:0]
 	for _, h := range todo {
-		rel := MustRel(h.Head)
+		rel := vault.MustRel(h.Head)
 		res := ResolveResult{Head: h.Head, Take: take}
 		for _, c := range h.Conflicts {
 			res.Resolved = append(res.Resolved, c.ID)
 		}
-		var w *headWrite
+		var w *vault.HeadWrite
 		if take == "theirs" {
 			cur, err := v.Files().ReadFile(v.Abs(rel))
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -316,16 +318,16 @@ func (v *Vault) resolveTx(tx *Tx, todo []HeadState, take string, out *[]ResolveR
 			}
 			if !bytes.Equal(next, cur) {
 				tx.WriteFileIfUnchanged(rel, next, cur, err == nil)
-				w = &headWrite{Head: h.Head, Existed: err == nil, Before: cur, After: next, Wrote: true}
+				w = &vault.HeadWrite{Head: h.Head, Existed: err == nil, Before: cur, After: next, Wrote: true}
 			}
 		}
 		d, _ := json.Marshal(map[string]string{"head": h.Head, "take": take})
 		t, _ := TargetOf(h.Head)
-		ev := tx.Append(&Event{Kind: KindHeadResolved, Thread: t.Thread, Data: d, Links: res.Resolved, Source: "cli",
+		ev := tx.Append(&vault.Event{Kind: vault.KindHeadResolved, Thread: t.Thread, Data: d, Links: res.Resolved, Source: "cli",
 			Text: fmt.Sprintf("%s: %d conflict(s) resolved, kept %s", h.Head, len(res.Resolved), map[string]string{"ours": "the file's text", "theirs": "the render's text"}[take])})
 		if w != nil {
 			w.Event = ev.ID
-			if err := v.journalHeadWrite(tx, *w); err != nil {
+			if err := v.JournalHeadWrite(tx, *w); err != nil {
 				return err
 			}
 		}

@@ -1,4 +1,4 @@
-package vault
+package heads
 
 import (
 	"bytes"
@@ -7,19 +7,22 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/testvault"
 )
 
 // CurrentHeads gives what a refresh would leave in a head, without writing
 // it: the file itself when it is current, else the render of the ledger
 // merged with the person's edits.
 func TestCurrentHeads(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	rememberIn(t, v, "decision", "project:shop", "s1", "use WAL")
 	refresh(t, v, "s1")
-	shop := MustRel("threads/project/shop.md").String()
-	files := func() []string { return []string{readHead(t, v, MemoryHead), readHead(t, v, shop)} }
+	shop := vault.MustRel("threads/project/shop.md").String()
+	files := func() []string { return []string{readHead(t, v, vault.MemoryHead), readHead(t, v, shop)} }
 
-	got, err := v.CurrentHeads(MemoryHead, shop)
+	got, err := CurrentHeads(v, vault.MemoryHead, shop)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +34,7 @@ func TestCurrentHeads(t *testing.T) {
 
 	// A row the heads have not taken in yet, and a person's edit.
 	rememberIn(t, v, "blocker", "project:shop", "s2", "the orders table is locked")
-	p := v.Abs(MustRel(MemoryHead))
+	p := v.Abs(vault.MustRel(vault.MemoryHead))
 	data, _ := os.ReadFile(p)
 	data = bytes.Replace(data, []byte("## Constraints\n\n- none\n"), []byte("## Constraints\n\n- none\n- a line a person wrote\n"), 1)
 	if err := os.WriteFile(p, data, 0o600); err != nil {
@@ -39,7 +42,7 @@ func TestCurrentHeads(t *testing.T) {
 	}
 	before := files()
 	tip := ledgerTip(t, v)
-	got, err = v.CurrentHeads(MemoryHead, shop)
+	got, err = CurrentHeads(v, vault.MemoryHead, shop)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,15 +58,15 @@ func TestCurrentHeads(t *testing.T) {
 		t.Error("CurrentHeads wrote a head or the ledger")
 	}
 
-	if got, err := v.CurrentHeads("threads/topic/none.md"); err != nil || got[0] != nil {
+	if got, err := CurrentHeads(v, "threads/topic/none.md"); err != nil || got[0] != nil {
 		t.Errorf("a head never rendered: %q, %v; want nil, nil", got, err)
 	}
-	if _, err := v.CurrentHeads(ContinuityHead); !errors.Is(err, ErrInvalid) {
+	if _, err := CurrentHeads(v, vault.ContinuityHead); !errors.Is(err, vault.ErrInvalid) {
 		t.Errorf("CONTINUITY.md: err = %v, want ErrInvalid", err)
 	}
 }
 
-func ledgerTip(t *testing.T, v *Vault) string {
+func ledgerTip(t *testing.T, v *vault.Vault) string {
 	t.Helper()
 	st, err := v.LoadState()
 	if err != nil {

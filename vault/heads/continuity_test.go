@@ -1,10 +1,12 @@
-package vault
+package heads
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/memvault/memvault/vault"
 )
 
 func TestLadderTTL(t *testing.T) {
@@ -93,20 +95,20 @@ func TestScopeFilter(t *testing.T) {
 }
 
 // ev builds a protocol event for the fold.
-func ev(kind, id, text string, d contData, links ...string) *Event {
+func ev(kind, id, text string, d contData, links ...string) *vault.Event {
 	raw, _ := json.Marshal(d)
-	return &Event{ID: id, TS: d.Date + "T00:00:00.000Z", Kind: kind, Text: text, Data: raw, Links: links}
+	return &vault.Event{ID: id, TS: d.Date + "T00:00:00.000Z", Kind: kind, Text: text, Data: raw, Links: links}
 }
 
 func TestAuditDecayAndConflict(t *testing.T) {
-	evs := []*Event{
-		ev(KindLearningRecorded, "e1", "", contData{ID: "L1", Date: "2026-01-01", Error: "a", Prevention: "always run tidy before commit", Scope: "global", TTL: 30}),
-		ev(KindLearningRecorded, "e2", "", contData{ID: "L2", Date: "2026-01-20", Error: "b", Prevention: "never run tidy before commit", Scope: "global", TTL: 30}),
-		ev(KindLearningRecorded, "e3", "", contData{ID: "L3", Date: "2026-01-01", Error: "c", Prevention: "p", Scope: "module:x", TTL: 90}),
-		ev(KindLearningRecorded, "e4", "", contData{ID: "L4", Date: "2026-01-01", Error: "d", Prevention: "q", Scope: "module:x", TTL: 30}),
+	evs := []*vault.Event{
+		ev(vault.KindLearningRecorded, "e1", "", contData{ID: "L1", Date: "2026-01-01", Error: "a", Prevention: "always run tidy before commit", Scope: "global", TTL: 30}),
+		ev(vault.KindLearningRecorded, "e2", "", contData{ID: "L2", Date: "2026-01-20", Error: "b", Prevention: "never run tidy before commit", Scope: "global", TTL: 30}),
+		ev(vault.KindLearningRecorded, "e3", "", contData{ID: "L3", Date: "2026-01-01", Error: "c", Prevention: "p", Scope: "module:x", TTL: 90}),
+		ev(vault.KindLearningRecorded, "e4", "", contData{ID: "L4", Date: "2026-01-01", Error: "d", Prevention: "q", Scope: "module:x", TTL: 30}),
 	}
 	for i, day := range []string{"2026-01-05", "2026-01-10", "2026-01-15"} {
-		evs = append(evs, ev(KindLearningReinforce, fmt.Sprint("r", i), "", contData{ID: "L4", Date: day}, "e4"))
+		evs = append(evs, ev(vault.KindLearningReinforce, fmt.Sprint("r", i), "", contData{ID: "L4", Date: day}, "e4"))
 	}
 	c := foldContinuity(nil, evs)
 	if l := c.Learning("L4"); l.ReinforceCount != 3 || l.TTL != 90 || l.LastRelevant != "2026-01-15" {
@@ -147,10 +149,10 @@ func actions(rep *AuditReport) string {
 }
 
 func TestRenderWithinCap(t *testing.T) {
-	var evs []*Event
+	var evs []*vault.Event
 	for i := 0; i < 40; i++ {
-		evs = append(evs, ev(KindContinuityNext, fmt.Sprint("n", i), fmt.Sprintf("step %d with several words of text", i), contData{Date: "2026-01-01"}))
-		evs = append(evs, ev(KindLearningRecorded, fmt.Sprint("l", i), "", contData{ID: fmt.Sprint("L", i+1), Date: "2026-01-01",
+		evs = append(evs, ev(vault.KindContinuityNext, fmt.Sprint("n", i), fmt.Sprintf("step %d with several words of text", i), contData{Date: "2026-01-01"}))
+		evs = append(evs, ev(vault.KindLearningRecorded, fmt.Sprint("l", i), "", contData{ID: fmt.Sprint("L", i+1), Date: "2026-01-01",
 			Error: "error number " + fmt.Sprint(i), Prevention: "do the thing properly", Scope: "global", TTL: 30}))
 	}
 	c := foldContinuity(nil, evs)

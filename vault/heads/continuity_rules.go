@@ -1,9 +1,11 @@
-package vault
+package heads
 
 import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/memvault/memvault/vault"
 )
 
 // The rules of the protocol that change learnings and decisions over time.
@@ -163,7 +165,7 @@ func audit(c *Continuity, now string) *AuditReport {
 	// Step 1: decay. A learning not relevant for longer than its ttl is
 	// archived; it stays retrievable with --all.
 	for _, l := range c.Learnings {
-		if l.Status != StatusActive && l.Status != StatusCorrected {
+		if l.Status != vault.StatusActive && l.Status != vault.StatusCorrected {
 			continue
 		}
 		if l.TTL > l.BaseTTL {
@@ -179,7 +181,7 @@ func audit(c *Continuity, now string) *AuditReport {
 	// Step 2: conflicts between learnings of the same scope: the newer
 	// wins, the older is invalidated.
 	live := func(l *Learning) bool {
-		return !gone[l.ID] && (l.Status == StatusActive || l.Status == StatusCorrected)
+		return !gone[l.ID] && (l.Status == vault.StatusActive || l.Status == vault.StatusCorrected)
 	}
 	// Only learnings of one scope can conflict: compare within each scope,
 	// in ledger order, each prevention split once.
@@ -235,11 +237,11 @@ func audit(c *Continuity, now string) *AuditReport {
 	// to hold, so a person decides (an Active Blocker).
 	rep.Blockers = decisionBlockers(c)
 	for i, older := range c.Decisions {
-		if older.Status != StatusActive {
+		if older.Status != vault.StatusActive {
 			continue
 		}
 		for _, newer := range c.Decisions[i+1:] {
-			if newer.Status != StatusActive || newer.Scope != older.Scope || !Contradicts(older.Decision, newer.Decision) {
+			if newer.Status != vault.StatusActive || newer.Scope != older.Scope || !Contradicts(older.Decision, newer.Decision) {
 				continue
 			}
 			if newer.Date > older.Date {
@@ -262,7 +264,7 @@ func decisionBlockers(c *Continuity) []string {
 	key := func(d *Decision) string { return d.Scope + "\x00" + d.Date }
 	groups := map[string][]*Decision{}
 	for _, d := range c.Decisions {
-		if d.Status == StatusActive {
+		if d.Status == vault.StatusActive {
 			groups[key(d)] = append(groups[key(d)], d)
 		}
 	}

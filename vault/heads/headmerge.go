@@ -1,4 +1,4 @@
-package vault
+package heads
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault/fault"
@@ -54,9 +56,9 @@ type headBook struct {
 // add folds one head event of this head into the book. It is the fold
 // applyHeadEvent makes of every head; TestHeadBookFoldsLikeHeadState holds
 // the two to the same answer.
-func (h *headBook) add(ev *Event) {
+func (h *headBook) add(ev *vault.Event) {
 	switch ev.Kind {
-	case KindHeadRendered:
+	case vault.KindHeadRendered:
 		var d struct {
 			Blob      string `json:"blob"`
 			Conflicts int    `json:"conflicts"`
@@ -67,15 +69,15 @@ func (h *headBook) add(ev *Event) {
 		if d.Conflicts == 0 {
 			h.conflicts = nil
 		}
-	case KindHeadDeferred:
+	case vault.KindHeadDeferred:
 		h.deferred = append(h.deferred, ev.ID)
 		if h.tokens == nil {
 			h.tokens = map[string]bool{}
 		}
 		h.tokens[holderToken(ev.Data)] = true
-	case KindHeadConflict:
+	case vault.KindHeadConflict:
 		h.conflicts = append(h.conflicts, ev.ID)
-	case KindHeadResolved:
+	case vault.KindHeadResolved:
 		h.conflicts = nil
 	}
 }
@@ -111,7 +113,7 @@ func holderToken(data json.RawMessage) string {
 
 // headMerge describes the refresh of one head file.
 type headMerge struct {
-	rel     RelPath
+	rel     vault.RelPath
 	thread  string // the thread a thread head belongs to, for the events
 	source  string // the events' source: "refresh" or "continuity"
 	trigger string // what asked for the refresh, recorded in head.rendered
@@ -142,11 +144,11 @@ var testHookMerged func(head string)
 
 // mergeInto merges the new render of m.rel with the file and queues, in tx,
 // the write and the events that record it.
-func (v *Vault) mergeInto(tx *Tx, m headMerge) (mergeOutcome, error) {
+func mergeInto(v *vault.Vault, tx *vault.Tx, m headMerge) (mergeOutcome, error) {
 	head := m.rel.String()
-	renderedRel := MustRel(RenderedDir, head)
+	renderedRel := vault.MustRel(vault.RenderedDir, head)
 	theirsBlob := gitrepo.BlobHash(m.theirs)
-	f, err := v.mergeFile(m, renderedRel, theirsBlob)
+	f, err := mergeFile(v, m, renderedRel, theirsBlob)
 	if err != nil || f.status == "unchanged" || f.status == "empty" {
 		return mergeOutcome{status: f.status}, err
 	}
@@ -169,7 +171,7 @@ func (v *Vault) mergeInto(tx *Tx, m headMerge) (mergeOutcome, error) {
 		}
 	}
 	writeHead := !f.exists || !bytes.Equal(f.result, f.ours)
-	writeRendered := theirsBlob != m.book.blob || !v.renderedIs(renderedRel, theirsBlob)
+	writeRendered := theirsBlob != m.book.blob || !renderedIs(v, renderedRel, theirsBlob)
 	if writeHead {
 		tx.WriteFileIfUnchanged(m.rel, f.result, f.ours, f.exists)
 	}
@@ -180,12 +182,12 @@ func (v *Vault) mergeInto(tx *Tx, m headMerge) (mergeOutcome, error) {
 	if writeHead || writeRendered {
 		// On record before anything is written: a process killed before
 		// its commit leaves bytes the next transaction knows for its own.
-		w := headWrite{Head: head, Event: ev.ID, Existed: f.exists, Before: f.ours, After: f.result, Wrote: writeHead}
+		w := vault.HeadWrite{Head: head, Event: ev.ID, Existed: f.exists, Before: f.ours, After: f.result, Wrote: writeHead}
 		if writeRendered {
 			was, err := v.Files().ReadFile(v.Abs(renderedRel))
-			w.Rendered = &renderedWrite{Existed: err == nil, Before: was, After: m.theirs}
+			w.Rendered = &vault.RenderedWrite{Existed: err == nil, Before: was, After: m.theirs}
 		}
-		if err := v.journalHeadWrite(tx, w); err != nil {
+		if err := v.JournalHeadWrite(tx, w); err != nil {
 			return mergeOutcome{}, err
 		}
 	}
@@ -205,11 +207,11 @@ type mergedFile struct {
 // mergeFile reads m's file and merges it with the render. A person may save
 // the file while it is merged: when it changed meanwhile, it merges again
 // with what they saved (up to five times).
-func (v *Vault) mergeFile(m headMerge, renderedRel RelPath, theirsBlob string) (mergedFile, error) {
+func mergeFile(v *vault.Vault, m headMerge, renderedRel vault.RelPath, theirsBlob string) (mergedFile, error) {
 	head := m.rel.String()
 	for attempt := 0; ; attempt++ {
 		var f mergedFile
-		data, err := v.readHead(m.rel)
+		data, err := readHeadFile(v, m.rel)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
@@ -217,7 +219,7 @@ func (v *Vault) mergeFile(m headMerge, renderedRel RelPath, theirsBlob string) (
 		default:
 			f.exists, f.ours = true, data
 		}
-		if len(f.ours) > 0 && theirsBlob == m.book.blob && len(m.book.deferred) == 0 && v.renderedIs(renderedRel, m.book.blob) {
+		if len(f.ours) > 0 && theirsBlob == m.book.blob && len(m.book.deferred) == 0 && renderedIs(v, renderedRel, m.book.blob) {
 			f.status = "unchanged"
 			return f, nil
 		}
@@ -238,7 +240,7 @@ func (v *Vault) mergeFile(m headMerge, renderedRel RelPath, theirsBlob string) (
 		case hasConflictMarkers(f.ours):
 			f.result, f.whole = f.ours, "the file holds conflict markers; it was left as it is"
 		default:
-			base := v.baseOf(m.book.blob, renderedRel)
+			base := baseOf(v, m.book.blob, renderedRel)
 			if base == nil && !m.book.rendered && m.template != nil {
 				base = m.template(f.ours)
 			}
@@ -262,7 +264,7 @@ func (v *Vault) mergeFile(m headMerge, renderedRel RelPath, theirsBlob string) (
 // readHead reads a head that a person may be saving at this moment. An
 // empty file is read again a few times, two milliseconds apart: it is
 // most likely one an editor has just truncated and is about to write.
-func (v *Vault) readHead(rel RelPath) ([]byte, error) {
+func readHeadFile(v *vault.Vault, rel vault.RelPath) ([]byte, error) {
 	data, err := v.Files().ReadFile(v.Abs(rel))
 	for wait := 0; err == nil && len(data) == 0 && wait < 3; wait++ {
 		time.Sleep(2 * time.Millisecond)
@@ -275,7 +277,7 @@ func (v *Vault) readHead(rel RelPath) ([]byte, error) {
 // is the render head.rendered names: after a merge of two clones it is the
 // merge of both sides' renders, and the head must be merged again even if
 // the new render is the one recorded last.
-func (v *Vault) renderedIs(rel RelPath, blob string) bool {
+func renderedIs(v *vault.Vault, rel vault.RelPath, blob string) bool {
 	data, err := v.Files().ReadFile(v.Abs(rel))
 	return err == nil && gitrepo.BlobHash(data) == blob
 }
@@ -283,7 +285,7 @@ func (v *Vault) renderedIs(rel RelPath, blob string) bool {
 // recordMerge appends head.rendered and, when sections could not be
 // merged, head.conflict with the render's version of each. It returns the
 // head.rendered event too.
-func recordMerge(tx *Tx, m headMerge, f mergedFile, theirsBlob string) (mergeOutcome, *Event) {
+func recordMerge(tx *vault.Tx, m headMerge, f mergedFile, theirsBlob string) (mergeOutcome, *vault.Event) {
 	head := m.rel.String()
 	out := mergeOutcome{status: f.status}
 	n := len(f.conflicts)
@@ -304,7 +306,7 @@ func recordMerge(tx *Tx, m headMerge, f mergedFile, theirsBlob string) (mergeOut
 	if n == 0 {
 		links = append(links, m.book.conflicts...)
 	}
-	rendered := tx.Append(&Event{Kind: KindHeadRendered, Thread: m.thread, Text: text, Data: d, Links: links, Source: m.source})
+	rendered := tx.Append(&vault.Event{Kind: vault.KindHeadRendered, Thread: m.thread, Text: text, Data: d, Links: links, Source: m.source})
 	if n == 0 {
 		return out, rendered
 	}
@@ -324,7 +326,7 @@ func recordMerge(tx *Tx, m headMerge, f mergedFile, theirsBlob string) (mergeOut
 		out.sections = append(out.sections, c.Heading)
 	}
 	cd, _ := json.Marshal(map[string]any{"head": head, "rendered": theirsBlob, "base": m.book.blob, "sections": secs})
-	tx.Append(&Event{Kind: KindHeadConflict, Thread: m.thread, Source: m.source, Data: cd,
+	tx.Append(&vault.Event{Kind: vault.KindHeadConflict, Thread: m.thread, Source: m.source, Data: cd,
 		Text: fmt.Sprintf("%s: your text kept in %s; the render's version is in this event", head, strings.Join(out.sections, "; "))})
 	return out, rendered
 }
@@ -332,13 +334,13 @@ func recordMerge(tx *Tx, m headMerge, f mergedFile, theirsBlob string) (mergeOut
 // deferHead records that a head's refresh met a lease held by someone
 // else. One head.deferred per holder is enough: it reports false when the
 // holder's deferral is already on record.
-func deferHead(tx *Tx, rel RelPath, thread, source, trigger string, holder *HeadLease, book headBook) bool {
+func deferHead(tx *vault.Tx, rel vault.RelPath, thread, source, trigger string, holder *HeadLease, book headBook) bool {
 	if book.tokens[holder.Token] {
 		return false
 	}
 	head := rel.String()
 	d, _ := json.Marshal(map[string]any{"head": head, "trigger": trigger, "holder": holder})
-	tx.Append(&Event{Kind: KindHeadDeferred, Thread: thread, Source: source, Data: d,
+	tx.Append(&vault.Event{Kind: vault.KindHeadDeferred, Thread: thread, Source: source, Data: d,
 		Text: head + ": lease held by " + holder.String()})
 	return true
 }
@@ -353,12 +355,12 @@ func deferHead(tx *Tx, rel RelPath, thread, source, trigger string, holder *Head
 // committed as memvault's, with no head.edited. A credential in a hand
 // edit is redacted before the commit, in the file too. It returns the
 // heads it committed as hand edits, and a line for each it redacted.
-func (v *Vault) commitHandEdits(opts TxOptions, targets []headTarget, via string) (map[string]bool, []string, error) {
+func commitHandEdits(v *vault.Vault, opts vault.TxOptions, targets []headTarget, via string) (map[string]bool, []string, error) {
 	var dirty []headTarget
 	for _, t := range targets {
-		if changed, err := v.uncommitted(t.rel); err != nil {
+		if changed, err := uncommitted(v, t.rel); err != nil {
 			return nil, nil, err
-		} else if changed || v.readHeadJournal(t.rel.String()) != nil {
+		} else if changed || v.ReadHeadJournal(t.rel.String()) != nil {
 			dirty = append(dirty, t)
 		}
 	}
@@ -370,7 +372,7 @@ func (v *Vault) commitHandEdits(opts TxOptions, targets []headTarget, via string
 	err := retrySaves(func() error {
 		clear(edited)
 		settled, redacted = settled[:0], redacted[:0]
-		_, err := v.Update(opts, func(tx *Tx) error { return v.commitHandEditsTx(tx, dirty, via, edited, &settled, &redacted) })
+		_, err := v.Update(opts, func(tx *vault.Tx) error { return commitHandEditsTx(v, tx, dirty, via, edited, &settled, &redacted) })
 		return err
 	})
 	if err != nil {
@@ -388,33 +390,33 @@ func (v *Vault) commitHandEdits(opts TxOptions, targets []headTarget, via string
 // commitHandEditsTx is commitHandEdits' transaction. The file is read
 // again here, under the vault lock: a transaction killed before its seal
 // has been undone by now (Update settles the journal first).
-func (v *Vault) commitHandEditsTx(tx *Tx, dirty []headTarget, via string, edited map[string]bool, settled, redacted *[]string) error {
-	var segs []segment
+func commitHandEditsTx(v *vault.Vault, tx *vault.Tx, dirty []headTarget, via string, edited map[string]bool, settled, redacted *[]string) error {
+	var segs []vault.Segment
 	var handPaths, ownPaths []string
 	for _, t := range dirty {
 		head := t.rel.String()
 		// The one place where a hand edit's bytes are read before they
 		// are committed: what is committed, and what head.edited names,
 		// is exactly data.
-		data, err := v.readHead(t.rel)
+		data, err := readHeadFile(v, t.rel)
 		exists := err == nil
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fault.IO("read "+head, err)
 		}
-		if w := v.readHeadJournal(head); w != nil {
+		if w := v.ReadHeadJournal(head); w != nil {
 			if segs == nil {
-				if segs, _, err = ListSegments(v.Root); err != nil {
+				if segs, _, err = vault.ListSegments(v.Root); err != nil {
 					return err
 				}
 			}
-			if seg, ok := v.segmentOf(segs, w.Event); ok {
+			if seg, ok := v.SegmentOf(segs, w.Event); ok {
 				// Sealed, not committed: the files are memvault's.
-				*settled = append(*settled, v.headJournalPath(head))
+				*settled = append(*settled, v.HeadJournalPath(head))
 				if lines, err := v.Files().ReadFile(v.Abs(seg.Rel())); err == nil && bytes.HasSuffix(lines, []byte("\n")) {
 					tx.CommitFile(seg.Rel()) // not a torn line, which the next writer repairs
 				}
 				if w.Rendered != nil {
-					tx.CommitFile(MustRel(RenderedDir, head))
+					tx.CommitFile(vault.MustRel(vault.RenderedDir, head))
 				}
 				if exists && w.Wrote && bytes.Equal(data, w.After) {
 					tx.WriteFileIfUnchanged(t.rel, data, data, true)
@@ -445,7 +447,7 @@ func (v *Vault) commitHandEditsTx(tx *Tx, dirty []headTarget, via string, edited
 		}
 		tx.WriteFileIfUnchanged(t.rel, []byte(clean), data, true)
 		d, _ := json.Marshal(fields)
-		tx.Append(&Event{Kind: KindHeadEdited, Thread: t.Thread, Text: text, Data: d, Source: via})
+		tx.Append(&vault.Event{Kind: vault.KindHeadEdited, Thread: t.Thread, Text: text, Data: d, Source: via})
 		handPaths = append(handPaths, head)
 		edited[head] = true
 	}
@@ -470,14 +472,14 @@ const headRetries = 5
 func retrySaves(try func() error) error {
 	var err error
 	for attempt := range headRetries {
-		if err = try(); !errors.Is(err, errChangedUnderfoot) {
+		if err = try(); !errors.Is(err, vault.ErrChangedUnderfoot) {
 			return err
 		}
 		if attempt < headRetries-1 {
 			time.Sleep(time.Duration(1+rand.IntN(3)) * time.Millisecond << attempt)
 		}
 	}
-	return &fault.Error{Class: ErrBusy, Err: err,
+	return &fault.Error{Class: vault.ErrBusy, Err: err,
 		Msg:  fmt.Sprintf("%v, %d times in a row; nothing was written", err, headRetries),
 		Hint: "run it again once the file is not being saved any more"}
 }

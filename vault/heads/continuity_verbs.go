@@ -1,4 +1,4 @@
-package vault
+package heads
 
 // The protocol's verbs, each a change inside one ContinuityTx: learn,
 // invalidate, correct, decide, goal, next, done, audit and the session end.
@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/vault/fault"
 )
@@ -25,7 +27,7 @@ type LearnInput struct {
 // same error after normalizeText (docs/CONTINUITY.md, "Reinforcement").
 // A reinforcement brings a new cause or prevention when it gives one.
 func (ct *ContinuityTx) Learn(in LearnInput) (*Learning, error) {
-	if err := CheckText("learn: prevention", in.Prevention, false); err != nil {
+	if err := vault.CheckText("learn: prevention", in.Prevention, false); err != nil {
 		return nil, withHintIfNone(err, "say how to prevent it next time: --prevention P")
 	}
 	c := ct.state()
@@ -56,15 +58,15 @@ func (ct *ContinuityTx) Learn(in LearnInput) (*Learning, error) {
 // archived, so that every view has it back. invalid is an invalidated
 // learning it repeats. The prevention may be empty: a plain LEARNED: line
 // has none yet.
-func LearnEvent(c *Continuity, in LearnInput, day string) (evs []*Event, repeats, invalid *Learning, err error) {
+func LearnEvent(c *Continuity, in LearnInput, day string) (evs []*vault.Event, repeats, invalid *Learning, err error) {
 	in.Error, in.Cause, in.Prevention = strings.TrimSpace(in.Error), strings.TrimSpace(in.Cause), strings.TrimSpace(in.Prevention)
-	if err := CheckText("learn: error", in.Error, false); err != nil {
+	if err := vault.CheckText("learn: error", in.Error, false); err != nil {
 		return nil, nil, nil, withHintIfNone(err, "say what failed: memvault learn --error E --prevention P")
 	}
-	if err := CheckText("learn: prevention", in.Prevention, true); err != nil {
+	if err := vault.CheckText("learn: prevention", in.Prevention, true); err != nil {
 		return nil, nil, nil, err
 	}
-	if err := CheckText("learn: cause", in.Cause, true); err != nil {
+	if err := vault.CheckText("learn: cause", in.Cause, true); err != nil {
 		return nil, nil, nil, err
 	}
 	sc, err := ParseScope(in.Scope)
@@ -72,14 +74,14 @@ func LearnEvent(c *Continuity, in LearnInput, day string) (evs []*Event, repeats
 		return nil, nil, nil, err
 	}
 	if in.TTL < 0 || in.TTL > 3650 {
-		return nil, nil, nil, fault.New(ErrInvalid, "learn: ttl %d: want 1 to 3650 days", in.TTL)
+		return nil, nil, nil, fault.New(vault.ErrInvalid, "learn: ttl %d: want 1 to 3650 days", in.TTL)
 	}
 	key := learningKey(sc.String(), in.Error)
 	for _, l := range c.Learnings {
-		if learningKey(l.Scope, l.Error) != key || l.Status == StatusSuperseded {
+		if learningKey(l.Scope, l.Error) != key || l.Status == vault.StatusSuperseded {
 			continue
 		}
-		if l.Status == StatusInvalidated {
+		if l.Status == vault.StatusInvalidated {
 			invalid = l
 			continue
 		}
@@ -90,10 +92,10 @@ func LearnEvent(c *Continuity, in LearnInput, day string) (evs []*Event, repeats
 		if in.Prevention != "" && NormalizeText(in.Prevention) != NormalizeText(l.Prevention) {
 			d.Prevention = in.Prevention
 		}
-		if l.Status == StatusArchived && l.StatusBy != "" {
-			evs = append(evs, &Event{Kind: "retract", Text: l.ID + " is relevant again", Links: []string{l.StatusBy}})
+		if l.Status == vault.StatusArchived && l.StatusBy != "" {
+			evs = append(evs, &vault.Event{Kind: "retract", Text: l.ID + " is relevant again", Links: []string{l.StatusBy}})
 		}
-		evs = append(evs, protocolEvent(KindLearningReinforce, l.ID+" reinforced: "+in.Error, d, l.Event))
+		evs = append(evs, protocolEvent(vault.KindLearningReinforce, l.ID+" reinforced: "+in.Error, d, l.Event))
 		return evs, l, nil, nil
 	}
 	ttl := in.TTL
@@ -109,13 +111,13 @@ func LearnEvent(c *Continuity, in LearnInput, day string) (evs []*Event, repeats
 	if text == in.Error {
 		d.Error = "" // a plain learning: its text is the error
 	}
-	return []*Event{protocolEvent("learning", text, d)}, nil, invalid, nil
+	return []*vault.Event{protocolEvent("learning", text, d)}, nil, invalid, nil
 }
 
 // protocolEvent is an event of the protocol with its data.
-func protocolEvent(kind, text string, d any, links ...string) *Event {
+func protocolEvent(kind, text string, d any, links ...string) *vault.Event {
 	raw, _ := json.Marshal(d)
-	return &Event{Kind: kind, Text: text, Data: raw, Links: links}
+	return &vault.Event{Kind: kind, Text: text, Data: raw, Links: links}
 }
 
 func orGlobal(scope string) string {
@@ -126,7 +128,7 @@ func orGlobal(scope string) string {
 }
 
 func withHintIfNone(err error, hint string) error {
-	var e *Error
+	var e *vault.Error
 	if errors.As(err, &e) && e.Hint == "" {
 		e.Hint = hint
 	}
@@ -137,7 +139,7 @@ func withHintIfNone(err error, hint string) error {
 func (ct *ContinuityTx) findLearning(verb, id string) (*Learning, error) {
 	l := ct.state().Learning(strings.TrimSpace(id))
 	if l == nil {
-		e := fault.New(ErrNotFound, "%s %s: no such learning", verb, id)
+		e := fault.New(vault.ErrNotFound, "%s %s: no such learning", verb, id)
 		return nil, e.WithHint("list learnings with: memvault continuity learnings --all")
 	}
 	return l, nil
@@ -150,19 +152,19 @@ func (ct *ContinuityTx) Invalidate(id, why string) (*Learning, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l.Status == StatusInvalidated {
-		return nil, fault.New(ErrConflict, "invalidate %s: already invalidated", l.ID)
+	if l.Status == vault.StatusInvalidated {
+		return nil, fault.New(vault.ErrConflict, "invalidate %s: already invalidated", l.ID)
 	}
-	if err := CheckText("invalidate: why", why, false); err != nil {
+	if err := vault.CheckText("invalidate: why", why, false); err != nil {
 		return nil, withHintIfNone(err, "say what went wrong: --why TEXT")
 	}
-	ct.append(KindLearningInvalid, why, contData{ID: l.ID, Date: ct.day, Reason: "caused a problem"}, l.Event)
+	ct.append(vault.KindLearningInvalid, why, contData{ID: l.ID, Date: ct.day, Reason: "caused a problem"}, l.Event)
 	var ids []string
 	for _, m := range ct.state().Meta {
 		ids = append(ids, m.ID)
 	}
 	mid := nextID("M", ids)
-	ct.append(KindLearningMeta, why, contData{ID: mid, Date: ct.day, Affected: l.ID, Action: "invalidated"}, l.Event)
+	ct.append(vault.KindLearningMeta, why, contData{ID: mid, Date: ct.day, Affected: l.ID, Action: "invalidated"}, l.Event)
 	ct.say("%s invalidated; meta-learning %s recorded", l.ID, mid)
 	return ct.state().Learning(l.ID), nil
 }
@@ -174,16 +176,16 @@ func (ct *ContinuityTx) Correct(id, cause, prevention, why string) (*Learning, e
 	if err != nil {
 		return nil, err
 	}
-	if l.Status == StatusInvalidated {
-		return nil, fault.New(ErrConflict, "correct %s: invalidated learnings are not read again; record a new one", l.ID)
+	if l.Status == vault.StatusInvalidated {
+		return nil, fault.New(vault.ErrConflict, "correct %s: invalidated learnings are not read again; record a new one", l.ID)
 	}
 	if strings.TrimSpace(cause) == "" && strings.TrimSpace(prevention) == "" {
-		return nil, fault.New(ErrInvalid, "correct %s: give the corrected --prevention or --cause", l.ID)
+		return nil, fault.New(vault.ErrInvalid, "correct %s: give the corrected --prevention or --cause", l.ID)
 	}
-	if err := CheckText("correct: why", why, false); err != nil {
+	if err := vault.CheckText("correct: why", why, false); err != nil {
 		return nil, withHintIfNone(err, "say what was wrong: --why TEXT")
 	}
-	ct.append(KindLearningCorrected, why, contData{ID: l.ID, Date: ct.day, Cause: cause, Prevention: prevention}, l.Event)
+	ct.append(vault.KindLearningCorrected, why, contData{ID: l.ID, Date: ct.day, Cause: cause, Prevention: prevention}, l.Event)
 	ct.say("%s corrected", l.ID)
 	return ct.state().Learning(l.ID), nil
 }
@@ -214,12 +216,12 @@ func (ct *ContinuityTx) Decide(in DecideInput) (*Decision, error) {
 // `decision` row, or, when it supersedes one, a `supersede` of that row
 // that counts as a decision, so every view retires the old one alike.
 // The rationale is optional.
-func DecideEvent(c *Continuity, in DecideInput, day string) (*Event, *Decision, error) {
+func DecideEvent(c *Continuity, in DecideInput, day string) (*vault.Event, *Decision, error) {
 	in.Decision, in.Rationale = strings.TrimSpace(in.Decision), strings.TrimSpace(in.Rationale)
-	if err := CheckText("decide: decision", in.Decision, false); err != nil {
+	if err := vault.CheckText("decide: decision", in.Decision, false); err != nil {
 		return nil, nil, withHintIfNone(err, "say what was decided: memvault decide --decision D --rationale R")
 	}
-	if err := CheckText("decide: rationale", in.Rationale, true); err != nil {
+	if err := vault.CheckText("decide: rationale", in.Rationale, true); err != nil {
 		return nil, nil, err
 	}
 	var old *Decision
@@ -228,13 +230,13 @@ func DecideEvent(c *Continuity, in DecideInput, day string) (*Event, *Decision, 
 		old = c.Decision(id)
 		if old == nil {
 			if c.Learning(id) != nil {
-				return nil, nil, fault.New(ErrInvalid, "decide: supersede %s: is a learning, not a decision", id)
+				return nil, nil, fault.New(vault.ErrInvalid, "decide: supersede %s: is a learning, not a decision", id)
 			}
-			e := fault.New(ErrNotFound, "decide: supersede %s: no such decision", id)
+			e := fault.New(vault.ErrNotFound, "decide: supersede %s: no such decision", id)
 			return nil, nil, e.WithHint("list decisions with: memvault continuity decisions --all")
 		}
-		if old.Status == StatusSuperseded {
-			e := fault.New(ErrConflict, "decide: supersede %s: already superseded by %s", old.ID, old.SupersededBy)
+		if old.Status == vault.StatusSuperseded {
+			e := fault.New(vault.ErrConflict, "decide: supersede %s: already superseded by %s", old.ID, old.SupersededBy)
 			return nil, nil, e.WithHint("supersede the newer decision instead: --supersedes %s", old.SupersededBy)
 		}
 		if in.Scope == "" {
@@ -260,19 +262,19 @@ func DecideEvent(c *Continuity, in DecideInput, day string) (*Event, *Decision, 
 		contData
 		Replaces string `json:"replaces_kind"`
 	}{d, "decision"})
-	return &Event{Kind: "supersede", Thread: old.Thread, Text: text, Data: raw, Links: []string{old.Event}}, old, nil
+	return &vault.Event{Kind: "supersede", Thread: old.Thread, Text: text, Data: raw, Links: []string{old.Event}}, old, nil
 }
 
 // Goal sets the active goal, the phase, or both.
 func (ct *ContinuityTx) Goal(text, phase string) error {
 	if phase != "" && !slices.Contains(Phases, phase) {
-		e := fault.New(ErrInvalid, "goal: phase %q: unknown", phase)
+		e := fault.New(vault.ErrInvalid, "goal: phase %q: unknown", phase)
 		return e.WithHint("use one of: %s", strings.Join(Phases, ", "))
 	}
-	if err := CheckText("goal", text, phase != ""); err != nil {
+	if err := vault.CheckText("goal", text, phase != ""); err != nil {
 		return withHintIfNone(err, "say what the goal is: memvault goal \"…\"")
 	}
-	ct.append(KindContinuityGoal, text, contData{Date: ct.day, Phase: phase})
+	ct.append(vault.KindContinuityGoal, text, contData{Date: ct.day, Phase: phase})
 	switch {
 	case text != "" && phase != "":
 		ct.say("goal set; phase %s", phase)
@@ -286,7 +288,7 @@ func (ct *ContinuityTx) Goal(text, phase string) error {
 
 // Next adds a next action, at the end of the queue or (first) on top.
 func (ct *ContinuityTx) Next(text string, first bool) error {
-	if err := CheckText("next", text, false); err != nil {
+	if err := vault.CheckText("next", text, false); err != nil {
 		return withHintIfNone(err, "say what comes next: memvault next \"…\"")
 	}
 	ev := ct.appendEvent(NextEvent(text, first, ct.day))
@@ -295,7 +297,7 @@ func (ct *ContinuityTx) Next(text string, first bool) error {
 }
 
 // nextEvent is the `next` row of a next action.
-func NextEvent(text string, first bool, day string) *Event {
+func NextEvent(text string, first bool, day string) *vault.Event {
 	return protocolEvent("next", strings.TrimSpace(text), contData{Date: day, First: first})
 }
 
@@ -324,16 +326,16 @@ func (ct *ContinuityTx) Done(arg string) error {
 
 // doneEvent builds the `done` row for arg (see Done); closed reports that
 // it closes an open item, named in its links.
-func DoneEvent(c *Continuity, arg, day string) (ev *Event, closed bool, err error) {
+func DoneEvent(c *Continuity, arg, day string) (ev *vault.Event, closed bool, err error) {
 	arg = strings.TrimSpace(arg)
-	if err := CheckText("done", arg, false); err != nil {
+	if err := vault.CheckText("done", arg, false); err != nil {
 		return nil, false, withHintIfNone(err, "say what was done, or give the number or id of a next action")
 	}
 	open := append(append([]Item(nil), c.Next...), c.Commitments...)
 	var it *Item
 	if n, err := strconv.Atoi(arg); err == nil {
 		if n < 1 || n > len(open) {
-			e := fault.New(ErrNotFound, "done: no next action number %d (there are %d)", n, len(open))
+			e := fault.New(vault.ErrNotFound, "done: no next action number %d (there are %d)", n, len(open))
 			return nil, false, e.WithHint("see them with: memvault continuity status")
 		}
 		it = &open[n-1]
@@ -346,7 +348,7 @@ func DoneEvent(c *Continuity, arg, day string) (ev *Event, closed bool, err erro
 			}
 		}
 		if it == nil {
-			e := fault.New(ErrNotFound, "done: %s: no open next action, blocker or commitment has this id", arg)
+			e := fault.New(vault.ErrNotFound, "done: %s: no open next action, blocker or commitment has this id", arg)
 			return nil, false, e.WithHint("see what is open with: memvault continuity status")
 		}
 	} else {
@@ -359,9 +361,9 @@ func DoneEvent(c *Continuity, arg, day string) (ev *Event, closed bool, err erro
 		}
 	}
 	if it == nil {
-		return protocolEvent(KindDone, arg, contData{Date: day}), false, nil
+		return protocolEvent(vault.KindDone, arg, contData{Date: day}), false, nil
 	}
-	ev = protocolEvent(KindDone, it.Text, contData{Date: day}, it.ID)
+	ev = protocolEvent(vault.KindDone, it.Text, contData{Date: day}, it.ID)
 	ev.Thread = it.Thread
 	return ev, true, nil
 }
@@ -387,16 +389,16 @@ func (ct *ContinuityTx) Audit(dryRun bool) *AuditReport {
 		switch a.Action {
 		case "archive":
 			l := c.Learning(a.ID)
-			ct.append(KindLearningArchived, a.Reason, contData{ID: a.ID, Date: ct.day, Reason: "ttl"}, l.Event)
+			ct.append(vault.KindLearningArchived, a.Reason, contData{ID: a.ID, Date: ct.day, Reason: "ttl"}, l.Event)
 		case "invalidate":
 			l := c.Learning(a.ID)
-			ct.append(KindLearningInvalid, a.Reason, contData{ID: a.ID, Date: ct.day, Reason: "conflict", By: a.By}, l.Event)
+			ct.append(vault.KindLearningInvalid, a.Reason, contData{ID: a.ID, Date: ct.day, Reason: "conflict", By: a.By}, l.Event)
 		case "supersede":
 			d := c.Decision(a.ID)
-			ct.append(KindDecisionSuperseed, a.Reason, contData{ID: a.ID, Date: ct.day, By: a.By}, d.Event)
+			ct.append(vault.KindDecisionSuperseed, a.Reason, contData{ID: a.ID, Date: ct.day, By: a.By}, d.Event)
 		}
 	}
-	ct.append(KindContinuityAudited, fmt.Sprintf("audit as of %s: %d change(s), %d flag(s)", ct.day, len(rep.Actions), len(rep.Flags)),
+	ct.append(vault.KindContinuityAudited, fmt.Sprintf("audit as of %s: %d change(s), %d flag(s)", ct.day, len(rep.Actions), len(rep.Flags)),
 		contData{Now: ct.day, Flags: rep.flagStrings()})
 	rep.Written = true
 	return rep
@@ -413,7 +415,7 @@ type SessionEndInput struct {
 // SessionEnd counts the session (Iteration), keeps its working context,
 // and runs the audit, which writes only when something changed.
 func (ct *ContinuityTx) SessionEnd(in SessionEndInput) error {
-	ct.append(KindContinuitySession, "session end", contData{Date: ct.day, Context: in.Context, Files: in.Files})
+	ct.append(vault.KindContinuitySession, "session end", contData{Date: ct.day, Context: in.Context, Files: in.Files})
 	ct.Audit(false)
 	return nil
 }
@@ -421,11 +423,11 @@ func (ct *ContinuityTx) SessionEnd(in SessionEndInput) error {
 // UpdateContinuityAtSessionEnd is what the hooks call when a session ends:
 // it counts the session, audits, and refreshes CONTINUITY.md (a deferred
 // refresh of CONTINUITY.md is retried here too).
-func (v *Vault) UpdateContinuityAtSessionEnd(opts TxOptions, in SessionEndInput) (*ContinuityResult, error) {
+func UpdateContinuityAtSessionEnd(v *vault.Vault, opts vault.TxOptions, in SessionEndInput) (*ContinuityResult, error) {
 	if opts.Command == "" {
 		opts.Command = "session-end"
 	}
-	return v.UpdateContinuity(ContinuityOptions{TxOptions: opts, Trigger: "session-end"}, func(ct *ContinuityTx) error {
+	return UpdateContinuity(v, ContinuityOptions{TxOptions: opts, Trigger: "session-end"}, func(ct *ContinuityTx) error {
 		return ct.SessionEnd(in)
 	})
 }

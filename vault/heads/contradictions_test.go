@@ -1,4 +1,4 @@
-package vault
+package heads
 
 import (
 	"math/rand"

@@ -1,4 +1,4 @@
-package vault
+package heads
 
 import (
 	"crypto/rand"
@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/gofrs/flock"
 	"github.com/memvault/memvault/vault/fault"
@@ -72,19 +74,12 @@ const (
 	headLeaseLock = ".locks/heads.lock"
 )
 
-func (v *Vault) leasePath(head RelPath) string {
+func leasePath(v *vault.Vault, head vault.RelPath) string {
 	return filepath.Join(v.Root, filepath.FromSlash(headLeaseDir), filepath.FromSlash(head.String())+".lease")
 }
 
-func (v *Vault) now() time.Time {
-	if v.Clock != nil {
-		return v.Clock()
-	}
-	return time.Now()
-}
-
 // withLeaseTable runs fn holding the flock that serialises lease changes.
-func (v *Vault) withLeaseTable(fn func() error) error {
+func withLeaseTable(v *vault.Vault, fn func() error) error {
 	if err := v.Files().MkdirAll(filepath.Join(v.Root, filepath.FromSlash(headLeaseDir))); err != nil {
 		return fault.IO("create "+headLeaseDir, err)
 	}
@@ -101,8 +96,8 @@ func (v *Vault) withLeaseTable(fn func() error) error {
 
 // readLease returns the lease on head: nil when there is none; raw holds
 // the file's bytes when they do not parse as a lease.
-func (v *Vault) readLease(head RelPath) (l *HeadLease, raw []byte, err error) {
-	data, err := v.Files().ReadFile(v.leasePath(head))
+func readLease(v *vault.Vault, head vault.RelPath) (l *HeadLease, raw []byte, err error) {
+	data, err := v.Files().ReadFile(leasePath(v, head))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
@@ -131,13 +126,13 @@ func processGone(l *HeadLease) bool {
 // holds a live lease it returns (nil, holder, nil, nil). An expired or
 // unreadable lease, or one whose process is gone, is broken and reported
 // as a Takeover for the caller to record.
-func (v *Vault) AcquireHeadLease(head RelPath, owner LeaseOwner, ttl time.Duration) (mine, holder *HeadLease, took *Takeover, err error) {
-	err = v.withLeaseTable(func() error {
-		cur, raw, err := v.readLease(head)
+func AcquireHeadLease(v *vault.Vault, head vault.RelPath, owner LeaseOwner, ttl time.Duration) (mine, holder *HeadLease, took *Takeover, err error) {
+	err = withLeaseTable(v, func() error {
+		cur, raw, err := readLease(v, head)
 		if err != nil {
 			return err
 		}
-		now := v.now()
+		now := v.Now()
 		switch {
 		case cur == nil && raw != nil:
 			took = &Takeover{Head: head.String(), Reason: "the lease file was unreadable", Previous: rawJSON(raw)}
@@ -158,7 +153,7 @@ func (v *Vault) AcquireHeadLease(head RelPath, owner LeaseOwner, ttl time.Durati
 		l := &HeadLease{Head: head.String(), Agent: owner.Agent, Session: owner.Session, Command: owner.Command,
 			PID: os.Getpid(), Host: host, Token: hex.EncodeToString(tok[:]),
 			Acquired: now.UTC().Truncate(time.Millisecond), Expires: now.Add(ttl).UTC().Truncate(time.Millisecond)}
-		if err := v.writeLease(l); err != nil {
+		if err := writeLease(v, l); err != nil {
 			return err
 		}
 		mine = l
@@ -168,7 +163,7 @@ func (v *Vault) AcquireHeadLease(head RelPath, owner LeaseOwner, ttl time.Durati
 		return nil, nil, nil, err
 	}
 	if took != nil {
-		v.logHeads("lease of %s taken over by agent %s session %s: %s; previous: %s",
+		v.LogHeads("lease of %s taken over by agent %s session %s: %s; previous: %s",
 			took.Head, owner.Agent, owner.Session, took.Reason, strings.TrimSpace(string(took.Previous)))
 	}
 	return mine, holder, took, nil
@@ -190,42 +185,42 @@ func rawJSON(raw []byte) json.RawMessage {
 	return b
 }
 
-func (v *Vault) writeLease(l *HeadLease) error {
+func writeLease(v *vault.Vault, l *HeadLease) error {
 	data, err := json.Marshal(l)
 	if err != nil {
 		return err
 	}
-	return v.Files().WriteAtomic(v.leasePath(MustRel(l.Head)), append(data, '\n'))
+	return v.Files().WriteAtomic(leasePath(v, vault.MustRel(l.Head)), append(data, '\n'))
 }
 
 // RenewHeadLease extends a lease the caller holds. It fails with ErrConflict
 // when the lease was taken over in the meantime.
-func (v *Vault) RenewHeadLease(l *HeadLease, ttl time.Duration) error {
-	return v.withLeaseTable(func() error {
-		cur, _, err := v.readLease(MustRel(l.Head))
+func RenewHeadLease(v *vault.Vault, l *HeadLease, ttl time.Duration) error {
+	return withLeaseTable(v, func() error {
+		cur, _, err := readLease(v, vault.MustRel(l.Head))
 		if err != nil {
 			return err
 		}
 		if cur == nil || cur.Token != l.Token {
-			return fault.New(ErrConflict, "lease of %s: taken over by someone else", l.Head)
+			return fault.New(vault.ErrConflict, "lease of %s: taken over by someone else", l.Head)
 		}
-		l.Expires = v.now().Add(ttl).UTC().Truncate(time.Millisecond)
-		return v.writeLease(l)
+		l.Expires = v.Now().Add(ttl).UTC().Truncate(time.Millisecond)
+		return writeLease(v, l)
 	})
 }
 
 // ReleaseHeadLease gives a lease back. A lease that was taken over is left
 // to its new holder.
-func (v *Vault) ReleaseHeadLease(l *HeadLease) error {
+func ReleaseHeadLease(v *vault.Vault, l *HeadLease) error {
 	if l == nil {
 		return nil
 	}
-	return v.withLeaseTable(func() error {
-		cur, _, err := v.readLease(MustRel(l.Head))
+	return withLeaseTable(v, func() error {
+		cur, _, err := readLease(v, vault.MustRel(l.Head))
 		if err != nil || cur == nil || cur.Token != l.Token {
 			return err
 		}
-		if err := v.Files().Remove(v.leasePath(MustRel(l.Head))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := v.Files().Remove(leasePath(v, vault.MustRel(l.Head))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fault.IO("release lease of "+l.Head, err)
 		}
 		return nil
@@ -233,10 +228,10 @@ func (v *Vault) ReleaseHeadLease(l *HeadLease) error {
 }
 
 // HeadLeases lists the live leases, for status.
-func (v *Vault) HeadLeases() []HeadLease {
+func HeadLeases(v *vault.Vault) []HeadLease {
 	var out []HeadLease
-	now := v.now()
-	_ = v.walkFiles(headLeaseDir, func(p string, d fs.DirEntry) error {
+	now := v.Now()
+	_ = v.WalkFiles(headLeaseDir, func(p string, d fs.DirEntry) error {
 		if d.IsDir() || !strings.HasSuffix(p, ".lease") {
 			return nil
 		}
@@ -252,20 +247,4 @@ func (v *Vault) HeadLeases() []HeadLease {
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Head < out[j].Head })
 	return out
-}
-
-// logHeads appends a line to .logs/heads.log. Best effort: the ledger
-// events are the record; the log is for people debugging a vault.
-func (v *Vault) logHeads(format string, args ...any) {
-	dir := filepath.Join(v.Root, ".logs")
-	if v.Files().MkdirAll(dir) != nil {
-		return
-	}
-	// A log line, appended without fsync: not worth fileio.Append's sync.
-	f, err := v.Files().OpenFile(filepath.Join(dir, "heads.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileio.FilePerm)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	fmt.Fprintf(f, "%s %s\n", v.now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
 }

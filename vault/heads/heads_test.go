@@ -1,4 +1,4 @@
-package vault
+package heads
 
 import (
 	"bytes"
@@ -11,13 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/testvault"
+
 	"github.com/memvault/memvault/vault/gitrepo"
 )
 
-func rememberIn(t *testing.T, v *Vault, kind, thread, session, text string) {
+func rememberIn(t *testing.T, v *vault.Vault, kind, thread, session, text string) {
 	t.Helper()
-	_, err := v.Update(TxOptions{Session: session}, func(tx *Tx) error {
-		_, err := tx.Remember(Input{Kind: kind, Thread: thread, Text: text})
+	_, err := v.Update(vault.TxOptions{Session: session}, func(tx *vault.Tx) error {
+		_, err := tx.Remember(vault.Input{Kind: kind, Thread: thread, Text: text})
 		return err
 	})
 	if err != nil {
@@ -25,9 +28,9 @@ func rememberIn(t *testing.T, v *Vault, kind, thread, session, text string) {
 	}
 }
 
-func refresh(t *testing.T, v *Vault, session string) *RefreshReport {
+func refresh(t *testing.T, v *vault.Vault, session string) *RefreshReport {
 	t.Helper()
-	rep, err := v.Refresh(RefreshOptions{TxOptions: TxOptions{Session: session}, Trigger: "session-end", Memory: true, Affected: true})
+	rep, err := Refresh(v, RefreshOptions{TxOptions: vault.TxOptions{Session: session}, Trigger: "session-end", Memory: true, Affected: true})
 	if err != nil {
 		t.Fatalf("refresh: %v", err)
 	}
@@ -43,9 +46,9 @@ func status(rep *RefreshReport, head string) string {
 	return ""
 }
 
-func readHead(t *testing.T, v *Vault, head string) string {
+func readHead(t *testing.T, v *vault.Vault, head string) string {
 	t.Helper()
-	data, err := os.ReadFile(v.Abs(MustRel(head)))
+	data, err := os.ReadFile(v.Abs(vault.MustRel(head)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,17 +58,17 @@ func readHead(t *testing.T, v *Vault, head string) string {
 // A person saves MEMORY.md while a refresh is merging: the refresh merges
 // again with what they saved, so their edit survives and the refresh lands.
 func TestEditDuringRefreshSurvives(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	rememberIn(t, v, "decision", "project:shop", "s1", "use WAL")
 	refresh(t, v, "s1")
 	rememberIn(t, v, "next", "project:shop", "s2", "write the tests")
 
 	testHookMerged = func(head string) {
-		if head != MemoryHead {
+		if head != vault.MemoryHead {
 			return
 		}
 		testHookMerged = nil
-		p := v.Abs(MustRel(MemoryHead))
+		p := v.Abs(vault.MustRel(vault.MemoryHead))
 		data, _ := os.ReadFile(p)
 		data = bytes.Replace(data, []byte("## Blockers\n\n- none\n"), []byte("## Blockers\n\n- none\n- saved by a person mid-refresh\n"), 1)
 		if err := os.WriteFile(p, data, 0o600); err != nil {
@@ -74,10 +77,10 @@ func TestEditDuringRefreshSurvives(t *testing.T) {
 	}
 	defer func() { testHookMerged = nil }()
 	rep := refresh(t, v, "s2")
-	if got := status(rep, MemoryHead); got != "merged" {
+	if got := status(rep, vault.MemoryHead); got != "merged" {
 		t.Fatalf("status %q, want merged", got)
 	}
-	s := readHead(t, v, MemoryHead)
+	s := readHead(t, v, vault.MemoryHead)
 	if !strings.Contains(s, "saved by a person mid-refresh") || !strings.Contains(s, "write the tests") {
 		t.Fatalf("lost the edit or the refresh:\n%s", s)
 	}
@@ -86,7 +89,7 @@ func TestEditDuringRefreshSurvives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := tree.File(MemoryHead)
+	f, err := tree.File(vault.MemoryHead)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +102,7 @@ func TestEditDuringRefreshSurvives(t *testing.T) {
 // Two refreshes race for MEMORY.md: one renders, the other is deferred;
 // the next refresh retries it, and nothing is lost.
 func TestTwoRefreshesRace(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	rememberIn(t, v, "fact", "", "a", "first fact")
 
 	entered := make(chan struct{})
@@ -119,12 +122,12 @@ func TestTwoRefreshesRace(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		first, firstErr = v.Refresh(RefreshOptions{TxOptions: TxOptions{Session: "a"}, Trigger: "session-end", Memory: true})
+		first, firstErr = Refresh(v, RefreshOptions{TxOptions: vault.TxOptions{Session: "a"}, Trigger: "session-end", Memory: true})
 	}()
 	<-entered
 	// A holds the lease; B, another session, writes and refreshes.
 	rememberIn(t, v, "fact", "", "b", "second fact")
-	second, err := v.Refresh(RefreshOptions{TxOptions: TxOptions{Session: "b"}, Trigger: "session-end", Memory: true})
+	second, err := Refresh(v, RefreshOptions{TxOptions: vault.TxOptions{Session: "b"}, Trigger: "session-end", Memory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,41 +136,41 @@ func TestTwoRefreshesRace(t *testing.T) {
 	if firstErr != nil {
 		t.Fatal(firstErr)
 	}
-	if status(second, MemoryHead) != "deferred" || status(first, MemoryHead) != "rendered" {
-		t.Fatalf("first %q, second %q", status(first, MemoryHead), status(second, MemoryHead))
+	if status(second, vault.MemoryHead) != "deferred" || status(first, vault.MemoryHead) != "rendered" {
+		t.Fatalf("first %q, second %q", status(first, vault.MemoryHead), status(second, vault.MemoryHead))
 	}
-	st, _, _ := v.foldedState()
-	hs := buildView(st, HeadsConfig{}).Heads[MemoryHead]
-	if len(hs.Deferred) != 1 && !strings.Contains(readHead(t, v, MemoryHead), "second fact") {
+	st, _, _ := v.FoldedState()
+	hs := buildView(st, HeadsConfig{}).Heads[vault.MemoryHead]
+	if len(hs.Deferred) != 1 && !strings.Contains(readHead(t, v, vault.MemoryHead), "second fact") {
 		t.Fatalf("the deferred refresh is neither pending nor covered")
 	}
 	// The next event, of any session, retries it.
-	rep, err := v.RunDeferred(TxOptions{Session: "c"})
+	rep, err := RunDeferred(v, vault.TxOptions{Session: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(hs.Deferred) == 1 && status(rep, MemoryHead) == "" {
+	if len(hs.Deferred) == 1 && status(rep, vault.MemoryHead) == "" {
 		t.Fatal("RunDeferred did not retry MEMORY.md")
 	}
-	if s := readHead(t, v, MemoryHead); !strings.Contains(s, "first fact") || !strings.Contains(s, "second fact") {
+	if s := readHead(t, v, vault.MemoryHead); !strings.Contains(s, "first fact") || !strings.Contains(s, "second fact") {
 		t.Fatalf("a fact is missing:\n%s", s)
 	}
-	st, _, _ = v.foldedState()
-	if n := len(buildView(st, HeadsConfig{}).Heads[MemoryHead].Deferred); n != 0 {
+	st, _, _ = v.FoldedState()
+	if n := len(buildView(st, HeadsConfig{}).Heads[vault.MemoryHead].Deferred); n != 0 {
 		t.Fatalf("%d deferred refreshes still pending", n)
 	}
 	// Nothing pending: RunDeferred does nothing at all.
-	rep, err = v.RunDeferred(TxOptions{})
+	rep, err = RunDeferred(v, vault.TxOptions{})
 	if err != nil || len(rep.Heads) != 0 || rep.Commit != "" {
 		t.Fatalf("idle RunDeferred: %+v, %v", rep, err)
 	}
-	mustVerify(t, v)
+	testvault.MustVerify(t, v)
 }
 
 // Replay: at every commit that rendered a head, rendering the ledger of
 // that commit reproduces the committed head byte for byte.
 func TestReplayEveryCommit(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	steps := []func(){
 		func() { rememberIn(t, v, "constraint", "", "s1", "never force-push") },
 		func() { rememberIn(t, v, "decision", "project:shop", "s1", "use WAL") },
@@ -187,7 +190,7 @@ func TestReplayEveryCommit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, head := range []string{MemoryHead, "threads/project/shop.md", "threads/person/alice.md"} {
+		for _, head := range []string{vault.MemoryHead, "threads/project/shop.md", "threads/person/alice.md"} {
 			// Only the commits that rendered this head: later commits add
 			// rows the committed head does not show yet.
 			if !strings.HasPrefix(ci.Subject, "refresh: ") || !strings.Contains(ci.Subject, head+" rendered") {
@@ -195,29 +198,29 @@ func TestReplayEveryCommit(t *testing.T) {
 			}
 			f, err := tree.File(".rendered/" + head)
 			if err != nil {
-				t.Fatalf("%s rendered at %s but no .rendered copy", head, ShortHash(ci.Hash))
+				t.Fatalf("%s rendered at %s but no .rendered copy", head, vault.ShortHash(ci.Hash))
 			}
 			want, _ := f.Contents()
 			at := RenderOptions{At: ci.Hash}
-			if head == MemoryHead {
+			if head == vault.MemoryHead {
 				at.Memory = true
 			} else {
 				th, _ := TargetOf(head)
-				tt, _ := ParseThread(th.Thread)
-				at.Threads = []Thread{tt}
+				tt, _ := vault.ParseThread(th.Thread)
+				at.Threads = []vault.Thread{tt}
 			}
-			docs, err := v.RenderHeads(at)
+			docs, err := RenderHeads(v, at)
 			if err != nil {
-				t.Fatalf("render at %s: %v", ShortHash(ci.Hash), err)
+				t.Fatalf("render at %s: %v", vault.ShortHash(ci.Hash), err)
 			}
 			if string(docs[0].Bytes) != want {
-				t.Errorf("%s at %s: the replay differs from the committed render", head, ShortHash(ci.Hash))
+				t.Errorf("%s at %s: the replay differs from the committed render", head, vault.ShortHash(ci.Hash))
 			}
 			// No hand edits: the head file is the render.
 			if hf, err := tree.File(head); err == nil {
 				got, _ := hf.Contents()
 				if got != want {
-					t.Errorf("%s at %s: the head differs from the render without hand edits", head, ShortHash(ci.Hash))
+					t.Errorf("%s at %s: the head differs from the render without hand edits", head, vault.ShortHash(ci.Hash))
 				}
 			}
 			checked++
@@ -235,15 +238,15 @@ func TestReplayEveryCommit(t *testing.T) {
 // The derived state gives the same rows as a fold of the whole ledger,
 // cold, warm, after appends, and after corrections.
 func TestHeadStateCacheMatchesFullFold(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	check := func(when string) {
 		t.Helper()
-		st, tip, err := v.foldedState()
+		st, tip, err := v.FoldedState()
 		if err != nil {
 			t.Fatal(err)
 		}
-		segs, _, _ := ListSegments(v.Root)
-		full, fullTip, _, err := v.foldAll(segs)
+		segs, _, _ := vault.ListSegments(v.Root)
+		full, fullTip, _, err := v.FoldAll(segs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,8 +262,8 @@ func TestHeadStateCacheMatchesFullFold(t *testing.T) {
 	check("empty")
 	var ids []string
 	for i := 0; i < 20; i++ {
-		_, err := v.Update(TxOptions{}, func(tx *Tx) error {
-			ev, err := tx.Remember(Input{Kind: "fact", Thread: "project:x", Text: fmt.Sprintf("fact %d", i)})
+		_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
+			ev, err := tx.Remember(vault.Input{Kind: "fact", Thread: "project:x", Text: fmt.Sprintf("fact %d", i)})
 			ids = append(ids, ev.ID)
 			return err
 		})
@@ -273,7 +276,7 @@ func TestHeadStateCacheMatchesFullFold(t *testing.T) {
 	}
 	check("warm")
 	check("warm again")
-	_, err := v.Update(TxOptions{}, func(tx *Tx) error {
+	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
 		if _, err := tx.Retract(ids[3], "wrong"); err != nil {
 			return err
 		}
@@ -284,40 +287,40 @@ func TestHeadStateCacheMatchesFullFold(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after corrections")
-	os.Remove(headStateView.Path(v.Root))
+	os.Remove(vault.HeadStateView.Path(v.Root))
 	check("after deleting the cache")
-	os.WriteFile(headStateView.Path(v.Root), []byte("garbage"), 0o600)
+	os.WriteFile(vault.HeadStateView.Path(v.Root), []byte("garbage"), 0o600)
 	check("after garbage in the cache")
 }
 
 func TestLeaseTakeoverAndRelease(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	v.Clock = func() time.Time { return now }
-	head := MustRel(MemoryHead)
-	a, holder, took, err := v.AcquireHeadLease(head, LeaseOwner{Agent: "x", Session: "a"}, time.Minute)
+	head := vault.MustRel(vault.MemoryHead)
+	a, holder, took, err := AcquireHeadLease(v, head, LeaseOwner{Agent: "x", Session: "a"}, time.Minute)
 	if err != nil || holder != nil || took != nil || a == nil {
 		t.Fatalf("first acquire: %v %v %v %v", a, holder, took, err)
 	}
-	_, holder, _, _ = v.AcquireHeadLease(head, LeaseOwner{Agent: "x", Session: "b"}, time.Minute)
+	_, holder, _, _ = AcquireHeadLease(v, head, LeaseOwner{Agent: "x", Session: "b"}, time.Minute)
 	if holder == nil || holder.Token != a.Token {
 		t.Fatal("a live lease was not refused")
 	}
 	now = now.Add(2 * time.Minute)
-	b, holder, took, _ := v.AcquireHeadLease(head, LeaseOwner{Agent: "x", Session: "b"}, time.Minute)
+	b, holder, took, _ := AcquireHeadLease(v, head, LeaseOwner{Agent: "x", Session: "b"}, time.Minute)
 	if b == nil || holder != nil || took == nil || !strings.Contains(took.Reason, "expired") {
 		t.Fatalf("expired lease not taken over: %v %v %v", b, holder, took)
 	}
 	// A cannot renew or release what B took.
-	if err := v.RenewHeadLease(a, time.Minute); err == nil {
+	if err := RenewHeadLease(v, a, time.Minute); err == nil {
 		t.Fatal("renewed a lease taken over")
 	}
-	_ = v.ReleaseHeadLease(a)
-	if _, holder, _, _ := v.AcquireHeadLease(head, LeaseOwner{Agent: "x", Session: "c"}, time.Minute); holder == nil {
+	_ = ReleaseHeadLease(v, a)
+	if _, holder, _, _ := AcquireHeadLease(v, head, LeaseOwner{Agent: "x", Session: "c"}, time.Minute); holder == nil {
 		t.Fatal("releasing a stale lease freed the new holder's")
 	}
-	_ = v.ReleaseHeadLease(b)
-	if c, _, _, _ := v.AcquireHeadLease(head, LeaseOwner{Agent: "x", Session: "c"}, time.Minute); c == nil {
+	_ = ReleaseHeadLease(v, b)
+	if c, _, _, _ := AcquireHeadLease(v, head, LeaseOwner{Agent: "x", Session: "c"}, time.Minute); c == nil {
 		t.Fatal("released lease not free")
 	}
 }

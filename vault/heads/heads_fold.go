@@ -1,4 +1,4 @@
-package vault
+package heads
 
 // The heads' bookkeeping, folded from the ledger: each head's last render,
 // its deferred refreshes and open conflicts, and the view a refresh renders
@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/render"
 )
@@ -81,7 +83,7 @@ func headOf(data json.RawMessage) string {
 	return d.Head
 }
 
-func buildView(st *State, cfg HeadsConfig) *HeadView {
+func buildView(st *vault.State, cfg HeadsConfig) *HeadView {
 	vw := &HeadView{Heads: map[string]*HeadState{}, threadLast: map[string]int{}, lastMemory: -1,
 		sessionOf: map[string]map[string]bool{}}
 	vw.input.Threads = cfg.Threads
@@ -113,7 +115,7 @@ func buildView(st *State, cfg HeadsConfig) *HeadView {
 			}
 			vw.input.Items = append(vw.input.Items, render.Item{ID: r.ID, Kind: kind, Thread: r.Thread,
 				Text: r.Text, TS: r.TS, Agent: r.Agent, Session: r.Session})
-		case CorrectionKinds[CanonicalKind(r.Kind)] && len(r.Links) > 0:
+		case vault.CorrectionKinds[vault.CanonicalKind(r.Kind)] && len(r.Links) > 0:
 			// A correction changes the heads of its thread and MEMORY.md.
 			if r.Thread != "" {
 				vw.threadLast[r.Thread] = i
@@ -143,7 +145,7 @@ func buildView(st *State, cfg HeadsConfig) *HeadView {
 
 // applyHeadEvent folds a head.* row, at row index i, into the heads'
 // bookkeeping.
-func applyHeadEvent(heads map[string]*HeadState, r *Row, i int) {
+func applyHeadEvent(heads map[string]*HeadState, r *vault.Row, i int) {
 	head := headOf(r.Data)
 	if head == "" {
 		return
@@ -161,7 +163,7 @@ func applyHeadEvent(heads map[string]*HeadState, r *Row, i int) {
 	he := HeadEvent{ID: r.ID, TS: r.TS, Kind: r.Kind, Agent: r.Agent, Session: r.Session,
 		Head: head, Text: r.Text, Data: r.Data, seq: i}
 	switch r.Kind {
-	case KindHeadRendered:
+	case vault.KindHeadRendered:
 		h.LastRendered = &he
 		h.Deferred = h.Deferred[:0]
 		var d struct {
@@ -171,11 +173,11 @@ func applyHeadEvent(heads map[string]*HeadState, r *Row, i int) {
 		if d.Conflicts == 0 {
 			h.Conflicts = h.Conflicts[:0]
 		}
-	case KindHeadDeferred:
+	case vault.KindHeadDeferred:
 		h.Deferred = append(h.Deferred, he)
-	case KindHeadConflict:
+	case vault.KindHeadConflict:
 		h.Conflicts = append(h.Conflicts, he)
-	case KindHeadResolved:
+	case vault.KindHeadResolved:
 		h.Conflicts = h.Conflicts[:0]
 	}
 }
@@ -215,7 +217,7 @@ func (vw *HeadView) hasThread(key string) bool {
 
 // HeadStates lists the bookkeeping of every head that has any, sorted by
 // path: for status and `memvault threads`.
-func (st *State) HeadStates() []HeadState {
+func HeadStates(st *vault.State) []HeadState {
 	vw := buildView(st, HeadsConfig{})
 	out := make([]HeadState, 0, len(vw.Heads))
 	for _, h := range vw.Heads {

@@ -1,4 +1,4 @@
-package vault
+package heads
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/memvault/memvault/vault"
 )
 
 // TestHeadBookFoldsLikeHeadState holds the two folds of head events to one
@@ -15,7 +17,7 @@ import (
 // a difference would make one file's refresh settle what the other's
 // leaves pending.
 func TestHeadBookFoldsLikeHeadState(t *testing.T) {
-	kinds := []string{KindHeadRendered, KindHeadDeferred, KindHeadConflict, KindHeadResolved, KindHeadEdited, KindHeadTakeover}
+	kinds := []string{vault.KindHeadRendered, vault.KindHeadDeferred, vault.KindHeadConflict, vault.KindHeadResolved, vault.KindHeadEdited, vault.KindHeadTakeover}
 	for seed := uint64(0); seed < 500; seed++ {
 		r := rand.New(rand.NewPCG(seed, 7))
 		heads := map[string]*HeadState{}
@@ -24,20 +26,20 @@ func TestHeadBookFoldsLikeHeadState(t *testing.T) {
 		var trail []string
 		for i := 0; i < n; i++ {
 			kind := kinds[r.IntN(len(kinds))]
-			data := map[string]any{"head": ContinuityHead}
+			data := map[string]any{"head": vault.ContinuityHead}
 			switch kind {
-			case KindHeadRendered:
+			case vault.KindHeadRendered:
 				data["blob"] = fmt.Sprintf("%040d", r.IntN(3))
 				data["conflicts"] = r.IntN(2)
-			case KindHeadDeferred:
+			case vault.KindHeadDeferred:
 				data["holder"] = map[string]string{"token": fmt.Sprintf("t%d", r.IntN(3))}
 			}
 			raw, _ := json.Marshal(data)
-			ev := &Event{ID: fmt.Sprintf("e_%d", i), Kind: kind, Data: raw}
+			ev := &vault.Event{ID: fmt.Sprintf("e_%d", i), Kind: kind, Data: raw}
 			trail = append(trail, kind)
-			applyHeadEvent(heads, &Row{Event: ev}, i)
+			applyHeadEvent(heads, &vault.Row{Event: ev}, i)
 			book.add(ev)
-			want := heads[ContinuityHead].book()
+			want := heads[vault.ContinuityHead].book()
 			if !sameBook(book, want) {
 				t.Fatalf("seed %d after %v:\n book      %+v\n HeadState %+v", seed, trail, book, want)
 			}

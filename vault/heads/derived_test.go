@@ -1,4 +1,4 @@
-package vault
+package heads
 
 import (
 	"bytes"
@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
-	"time"
 
-	"github.com/memvault/memvault/vault/gitrepo"
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/testvault"
 )
 
 // derivedView is one derived file under the contract: what a reader gets
@@ -20,21 +20,21 @@ import (
 // Derived views, so they say nothing about continuing.
 type derivedView struct {
 	name   string
-	file   func(v *Vault) string
-	cached func(t *testing.T, v *Vault) (any, error)
-	full   func(t *testing.T, v *Vault) (any, error)
+	file   func(v *vault.Vault) string
+	cached func(t *testing.T, v *vault.Vault) (any, error)
+	full   func(t *testing.T, v *vault.Vault) (any, error)
 	// continues reports whether the file can be brought up to date
 	// without a rebuild; nil for files kept per segment.
-	continues func(v *Vault) bool
+	continues func(v *vault.Vault) bool
 }
 
-func continues[T any](d *Derived[T]) func(v *Vault) bool {
-	return func(v *Vault) bool {
-		segs, stamps, err := v.segmentStamps()
+func continues[T any](d *vault.Derived[T]) func(v *vault.Vault) bool {
+	return func(v *vault.Vault) bool {
+		segs, stamps, err := v.SegmentStamps()
 		if err != nil {
 			return false
 		}
-		_, _, _, ok := d.load(v, segs, stamps)
+		_, _, _, ok := d.LoadStamped(v, segs, stamps)
 		return ok
 	}
 }
@@ -43,11 +43,11 @@ func continues[T any](d *Derived[T]) func(v *Vault) bool {
 // the source and harness, which the heads never read and the cached rows
 // leave out.
 type foldedRow struct {
-	Event
+	vault.Event
 	RetractedBy, SupersededBy, ClosedBy string
 }
 
-func rowsOf(st *State) []foldedRow {
+func rowsOf(st *vault.State) []foldedRow {
 	out := make([]foldedRow, 0, len(st.Rows))
 	for _, r := range st.Rows {
 		ev := *r.Event
@@ -62,16 +62,16 @@ func rowsOf(st *State) []foldedRow {
 
 // scopeOf is what a scope says: the sessions' threads, the linked pairs
 // (a set) and the known threads.
-func scopeOf(sc *Scope, tip string) any {
+func scopeOf(sc *vault.Scope, tip string) any {
 	pairs := map[string]bool{}
 	for _, p := range sc.Pairs {
 		pairs[p[0]+" "+p[1]] = true
 	}
-	return []any{sc.Sessions(), SortedKeys(pairs), SortedKeys(sc.known), tip}
+	return []any{sc.Sessions(), vault.SortedKeys(pairs), sc.Threads(), tip}
 }
 
 // marksOf is the marks of the rows of one thread, by id.
-func marksOf(st *State, thread string) map[string][3]string {
+func marksOf(st *vault.State, thread string) map[string][3]string {
 	out := map[string][3]string{}
 	for _, r := range st.Rows {
 		if r.Thread == thread {
@@ -108,21 +108,21 @@ func viewOf(t *testing.T, vw *HeadView) any {
 var derivedViews = []derivedView{
 	{
 		name:      "heads-state",
-		file:      func(v *Vault) string { return headStateView.Path(v.Root) },
-		continues: continues(headStateView),
-		cached: func(t *testing.T, v *Vault) (any, error) {
-			st, tip, err := v.foldedState()
+		file:      func(v *vault.Vault) string { return vault.HeadStateView.Path(v.Root) },
+		continues: continues(vault.HeadStateView),
+		cached: func(t *testing.T, v *vault.Vault) (any, error) {
+			st, tip, err := v.FoldedState()
 			if err != nil {
 				return nil, err
 			}
 			return []any{rowsOf(st), tip}, nil
 		},
-		full: func(t *testing.T, v *Vault) (any, error) {
-			segs, _, err := ListSegments(v.Root)
+		full: func(t *testing.T, v *vault.Vault) (any, error) {
+			segs, _, err := vault.ListSegments(v.Root)
 			if err != nil {
 				return nil, err
 			}
-			st, tip, _, err := v.foldAll(segs)
+			st, tip, _, err := v.FoldAll(segs)
 			if err != nil {
 				return nil, err
 			}
@@ -131,28 +131,28 @@ var derivedViews = []derivedView{
 	},
 	{
 		name:      "scope",
-		file:      func(v *Vault) string { return ScopeView.Path(v.Root) },
-		continues: continues(ScopeView),
-		cached: func(t *testing.T, v *Vault) (any, error) {
-			sc, key, err := ScopeView.Load(v)
+		file:      func(v *vault.Vault) string { return vault.ScopeView.Path(v.Root) },
+		continues: continues(vault.ScopeView),
+		cached: func(t *testing.T, v *vault.Vault) (any, error) {
+			sc, key, err := vault.ScopeView.Load(v)
 			if err != nil {
 				return nil, err
 			}
 			return scopeOf(sc, key.Tip), nil
 		},
-		full: func(t *testing.T, v *Vault) (any, error) {
+		full: func(t *testing.T, v *vault.Vault) (any, error) {
 			// From every segment's lines: the per-segment facts are set
 			// aside for the fold and put back after.
-			facts := StateFilePath(v.Root, ScopeFactsFile)
+			facts := vault.StateFilePath(v.Root, vault.ScopeFactsFile)
 			if kept, err := os.ReadFile(facts); err == nil {
 				os.Remove(facts)
 				defer os.WriteFile(facts, kept, 0o644)
 			}
-			segs, stamps, err := v.segmentStamps()
+			segs, stamps, err := v.SegmentStamps()
 			if err != nil {
 				return nil, err
 			}
-			sc, tip, _, err := v.scopeFromFacts(segs, stamps)
+			sc, tip, _, err := v.ScopeFromFacts(segs, stamps)
 			if err != nil {
 				return nil, err
 			}
@@ -163,10 +163,10 @@ var derivedViews = []derivedView{
 		// The protocol's state: what status reads (the summary, audit and
 		// head bookkeeping) and the whole fold, decoded when asked for.
 		name:      "continuity",
-		file:      func(v *Vault) string { return contView.Path(v.Root) },
+		file:      func(v *vault.Vault) string { return contView.Path(v.Root) },
 		continues: continues(contView),
-		cached: func(t *testing.T, v *Vault) (any, error) {
-			cfg, st, err := v.continuityConfigState()
+		cached: func(t *testing.T, v *vault.Vault) (any, error) {
+			cfg, st, err := continuityConfigState(v)
 			if err != nil {
 				return nil, err
 			}
@@ -181,16 +181,16 @@ var derivedViews = []derivedView{
 			st.saveIfDirty(cfg)
 			return []any{sum, st.lastAudit, st.head.json(), contFingerprint(t, c), st.key.Tip}, nil
 		},
-		full: func(t *testing.T, v *Vault) (any, error) {
-			cfg, err := v.ContinuityConfig()
+		full: func(t *testing.T, v *vault.Vault) (any, error) {
+			cfg, err := LoadContinuityConfig(v)
 			if err != nil {
 				return nil, err
 			}
-			segs, _, err := ListSegments(v.Root)
+			segs, _, err := vault.ListSegments(v.Root)
 			if err != nil {
 				return nil, err
 			}
-			st, tip, _, err := v.foldAll(segs)
+			st, tip, _, err := v.FoldAll(segs)
 			if err != nil {
 				return nil, err
 			}
@@ -200,29 +200,29 @@ var derivedViews = []derivedView{
 	},
 	{
 		name:      "heads-view",
-		file:      func(v *Vault) string { return headViewFor(HeadsConfig{}).Path(v.Root) },
-		continues: func(v *Vault) bool { cfg, _ := v.HeadsConfig(); return continues(headViewFor(cfg))(v) },
-		cached: func(t *testing.T, v *Vault) (any, error) {
-			cfg, err := v.HeadsConfig()
+		file:      func(v *vault.Vault) string { return headViewFor(HeadsConfig{}).Path(v.Root) },
+		continues: func(v *vault.Vault) bool { cfg, _ := LoadHeadsConfig(v); return continues(headViewFor(cfg))(v) },
+		cached: func(t *testing.T, v *vault.Vault) (any, error) {
+			cfg, err := LoadHeadsConfig(v)
 			if err != nil {
 				return nil, err
 			}
-			vc, err := v.preparedView(cfg)
+			vc, err := preparedView(v, cfg)
 			if err != nil {
 				return nil, err
 			}
 			return viewOf(t, vc.view(cfg)), nil
 		},
-		full: func(t *testing.T, v *Vault) (any, error) {
-			cfg, err := v.HeadsConfig()
+		full: func(t *testing.T, v *vault.Vault) (any, error) {
+			cfg, err := LoadHeadsConfig(v)
 			if err != nil {
 				return nil, err
 			}
-			segs, _, err := ListSegments(v.Root)
+			segs, _, err := vault.ListSegments(v.Root)
 			if err != nil {
 				return nil, err
 			}
-			st, _, _, err := v.foldAll(segs)
+			st, _, _, err := v.FoldAll(segs)
 			if err != nil {
 				return nil, err
 			}
@@ -231,30 +231,30 @@ var derivedViews = []derivedView{
 	},
 	{
 		name: "corrections",
-		file: func(v *Vault) string { return StateFilePath(v.Root, AllCorrectionsFile) },
-		cached: func(t *testing.T, v *Vault) (any, error) {
+		file: func(v *vault.Vault) string { return vault.StateFilePath(v.Root, vault.AllCorrectionsFile) },
+		cached: func(t *testing.T, v *vault.Vault) (any, error) {
 			all, err := v.CorrectionRows()
 			if err != nil {
 				return nil, err
 			}
-			var rows []Correction
+			var rows []vault.Correction
 			for _, sr := range all {
 				rows = append(rows, sr.Rows...)
 			}
 			return rows, nil
 		},
-		full: func(t *testing.T, v *Vault) (any, error) {
-			segs, _, err := ListSegments(v.Root)
+		full: func(t *testing.T, v *vault.Vault) (any, error) {
+			segs, _, err := vault.ListSegments(v.Root)
 			if err != nil {
 				return nil, err
 			}
-			var rows []Correction
+			var rows []vault.Correction
 			for _, s := range segs {
-				data, err := readComplete(v.Root, s.String())
+				data, err := vault.ReadComplete(v.Root, s.String())
 				if err != nil {
 					return nil, err
 				}
-				_, _, r := correctionsIn(data)
+				_, _, r := vault.CorrectionsIn(data)
 				rows = append(rows, r...)
 			}
 			return rows, nil
@@ -264,20 +264,20 @@ var derivedViews = []derivedView{
 		// A filtered load reads only the corrections its rows need,
 		// through the per-segment corrections file.
 		name: "filtered load",
-		file: func(v *Vault) string { return StateFilePath(v.Root, CorrectionFile) },
-		cached: func(t *testing.T, v *Vault) (any, error) {
+		file: func(v *vault.Vault) string { return vault.StateFilePath(v.Root, vault.CorrectionFile) },
+		cached: func(t *testing.T, v *vault.Vault) (any, error) {
 			st, err := v.LoadStateWith([][]byte{[]byte(`"thread":"project:p1"`)})
 			if err != nil {
 				return nil, err
 			}
 			return marksOf(st, "project:p1"), nil
 		},
-		full: func(t *testing.T, v *Vault) (any, error) {
-			segs, _, err := ListSegments(v.Root)
+		full: func(t *testing.T, v *vault.Vault) (any, error) {
+			segs, _, err := vault.ListSegments(v.Root)
 			if err != nil {
 				return nil, err
 			}
-			st, _, _, err := v.foldAll(segs)
+			st, _, _, err := v.FoldAll(segs)
 			if err != nil {
 				return nil, err
 			}
@@ -297,7 +297,7 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewSource(seed))
-			v := newVault(t)
+			v := testvault.New(t)
 			v.Config.Ledger.SegmentBytes = 1500
 			var ids []string
 			check := func(step string) {
@@ -318,15 +318,15 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 					}
 				}
 			}
-			write := func(opts TxOptions, fn func(tx *Tx) error) {
+			write := func(opts vault.TxOptions, fn func(tx *vault.Tx) error) {
 				t.Helper()
 				if _, err := v.Update(opts, fn); err != nil {
 					t.Fatal(err)
 				}
 			}
 			lastSeg := func() string {
-				segs, _, _ := ListSegments(v.Root)
-				return v.segPath(segs[len(segs)-1])
+				segs, _, _ := vault.ListSegments(v.Root)
+				return v.SegPath(segs[len(segs)-1])
 			}
 			plain := false // the last step appended plain events only
 			for step := 0; step < 60; step++ {
@@ -338,7 +338,7 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 				case op < 1 && len(ids) >= 3:
 					name = fmt.Sprintf("%d: continuity", step)
 					plain = true
-					if _, err := v.UpdateContinuity(ContinuityOptions{}, func(ct *ContinuityTx) error {
+					if _, err := UpdateContinuity(v, ContinuityOptions{}, func(ct *ContinuityTx) error {
 						if rng.Intn(2) == 0 {
 							return ct.Next(fmt.Sprintf("next step %d", step), false)
 						}
@@ -351,10 +351,10 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 					plain = true
 					n := 1 + rng.Intn(4)
 					name = fmt.Sprintf("%d: remember %d", step, n)
-					opts := TxOptions{Agent: fmt.Sprintf("a%d", rng.Intn(2)), Session: fmt.Sprintf("s%d", rng.Intn(5))}
-					write(opts, func(tx *Tx) error {
+					opts := vault.TxOptions{Agent: fmt.Sprintf("a%d", rng.Intn(2)), Session: fmt.Sprintf("s%d", rng.Intn(5))}
+					write(opts, func(tx *vault.Tx) error {
 						for range n {
-							in := Input{Text: fmt.Sprintf("fact %d at step %d", rng.Int(), step)}
+							in := vault.Input{Text: fmt.Sprintf("fact %d at step %d", rng.Int(), step)}
 							if rng.Intn(6) == 0 {
 								in.Kind = "blocker" // folded by the protocol too
 							}
@@ -376,14 +376,14 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 				case op == 5:
 					target := ids[rng.Intn(len(ids))]
 					name = fmt.Sprintf("%d: retract %s", step, target)
-					if _, err := v.Update(TxOptions{}, func(tx *Tx) error { _, err := tx.Retract(target, "wrong"); return err }); err != nil {
+					if _, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error { _, err := tx.Retract(target, "wrong"); return err }); err != nil {
 						continue // already corrected, or itself a correction
 					}
 				case op == 6:
 					target := ids[rng.Intn(len(ids))]
 					name = fmt.Sprintf("%d: supersede %s", step, target)
-					var sup *Event
-					if _, err := v.Update(TxOptions{}, func(tx *Tx) error {
+					var sup *vault.Event
+					if _, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
 						var err error
 						sup, err = tx.Supersede(target, fmt.Sprintf("corrected at step %d", step))
 						return err
@@ -426,9 +426,9 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 					// Committed as it now is, as a person overriding
 					// the pre-commit hook would: a writer refuses a
 					// segment that lost committed lines.
-					commitAsIs(t, v, path)
+					testvault.CommitAsIs(t, v, path)
 					if len(ids) == 0 {
-						ids = append(ids, remember(t, v, "after the cut").ID)
+						ids = append(ids, testvault.Remember(t, v, "after the cut").ID)
 					}
 				case op == 9:
 					// A line rewritten in place: the stamps show only a new
@@ -486,7 +486,7 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 				}
 				check(name)
 			}
-			if segs, _, _ := ListSegments(v.Root); len(segs) < 3 {
+			if segs, _, _ := vault.ListSegments(v.Root); len(segs) < 3 {
 				t.Fatalf("want several segments, got %d", len(segs))
 			}
 		})
@@ -495,47 +495,25 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 
 // A file written by another view, valid in every other way, is rebuilt.
 func TestDerivedRejectsAnotherViewsFile(t *testing.T) {
-	v := newVault(t)
-	remember(t, v, "one fact")
-	if _, _, err := v.foldedState(); err != nil {
+	v := testvault.New(t)
+	testvault.Remember(t, v, "one fact")
+	if _, _, err := v.FoldedState(); err != nil {
 		t.Fatal(err)
 	}
-	other := *headStateView
+	other := *vault.HeadStateView
 	other.Name = "other-view"
-	data, err := os.ReadFile(headStateView.Path(v.Root))
+	data, err := os.ReadFile(vault.HeadStateView.Path(v.Root))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(other.Path(v.Root), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	segs, stamps, _ := v.segmentStamps()
-	if _, _, _, ok := other.load(v, segs, stamps); ok {
+	segs, stamps, _ := v.SegmentStamps()
+	if _, _, _, ok := other.LoadStamped(v, segs, stamps); ok {
 		t.Fatal("another view's file was accepted")
 	}
-	if _, _, _, ok := headStateView.load(v, segs, stamps); !ok {
+	if _, _, _, ok := vault.HeadStateView.LoadStamped(v, segs, stamps); !ok {
 		t.Fatal("the view's own file was refused")
-	}
-}
-
-// commitAsIs commits the file at path as it is on disk, bypassing every
-// check, as `git commit --no-verify` would.
-func commitAsIs(t *testing.T, v *Vault, path string) {
-	t.Helper()
-	rel, err := filepath.Rel(v.Root, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &gitrepo.Change{Path: filepath.ToSlash(rel), Content: data, Stat: info}
-	if _, err := v.Repo.Commit([]*gitrepo.Change{c}, "cut by hand", gitrepo.Signature{Name: "p", Email: "p@x"}, time.Now()); err != nil {
-		t.Fatal(err)
 	}
 }

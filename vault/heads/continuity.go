@@ -1,4 +1,4 @@
-package vault
+package heads
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/vault/fault"
 )
@@ -18,39 +20,6 @@ import (
 // over time (reinforcement, the ttl ladder, decay, conflicts) live in
 // continuity_rules.go, the writers in continuity_write.go, the views in
 // continuity_render.go.
-
-// Event kinds of the continuity protocol. Each is documented in docs/API.md.
-const (
-	KindContinuityGoal    = "continuity.goal"    // text: the active goal; data.phase
-	KindContinuityNext    = "continuity.next"    // text: a next action; data.first puts it on top
-	KindContinuityDone    = "continuity.done"    // text: an accomplishment; links: the next action it completes
-	KindContinuitySession = "continuity.session" // a session ended; data.context, data.files; counts iterations
-	KindContinuityAudited = "continuity.audited" // an audit's outcome: data.now and the flags it raised
-	KindContinuityRotated = "continuity.rotated" // hand-written lines moved out of CONTINUITY.md to keep its cap
-	KindLearningRecorded  = "learning.recorded"
-	KindLearningReinforce = "learning.reinforced"
-	KindLearningArchived  = "learning.archived"
-	KindLearningInvalid   = "learning.invalidated"
-	KindLearningCorrected = "learning.corrected"
-	KindLearningMeta      = "learning.meta"
-	KindDecisionRecorded  = "decision.recorded"
-	KindDecisionSuperseed = "decision.superseded"
-)
-
-// KindDone records something done; links[0], when present, is the next
-// action or commitment it closes.
-const KindDone = "done"
-
-// Statuses of rows, learnings and decisions (Row status: State.Status).
-const (
-	StatusActive      = "active"
-	StatusArchived    = "archived"
-	StatusInvalidated = "invalidated"
-	StatusCorrected   = "corrected"
-	StatusSuperseded  = "superseded"
-	StatusRetracted   = "retracted"
-	StatusClosed      = "closed"
-)
 
 // Audit flags.
 const (
@@ -193,7 +162,7 @@ type contData struct {
 // blockers, commitments and what closes them) and its own bookkeeping.
 func isContinuityKind(k string) bool {
 	switch k {
-	case "decision", "learning", "next", "blocker", KindDone, "commitment.open", "commitment.close", "supersede":
+	case "decision", "learning", "next", "blocker", vault.KindDone, "commitment.open", "commitment.close", "supersede":
 		return true
 	}
 	return strings.HasPrefix(k, "continuity.") || strings.HasPrefix(k, "learning.") || strings.HasPrefix(k, "decision.")
@@ -208,7 +177,7 @@ func (c *Continuity) Decision(id string) *Decision { return c.decisions[id] }
 // foldContinuity builds the protocol's state from rows (corrections already
 // applied: a retracted row does not count) and then events not yet in the
 // ledger (those of the running transaction).
-func foldContinuity(rows []*Row, extra []*Event) *Continuity {
+func foldContinuity(rows []*vault.Row, extra []*vault.Event) *Continuity {
 	c := newContinuity()
 	for _, r := range rows {
 		c.addRow(r)
@@ -230,7 +199,7 @@ func newContinuity() *Continuity {
 // retracted row still counts for the order of what follows, a replaced
 // decision or learning stays as history, and CONTINUITY.md's head
 // bookkeeping reads every row.
-func (c *Continuity) addRow(r *Row) {
+func (c *Continuity) addRow(r *vault.Row) {
 	c.addHeadEvent(r.Event)
 	c.apply(r.Event, r.EffectiveKind(), r.RetractedBy == "", r.SupersededBy)
 }
@@ -238,32 +207,32 @@ func (c *Continuity) addRow(r *Row) {
 // addEvent folds an event that nothing corrects: one of the running
 // transaction, or one appended to the ledger since the derived state was
 // written (a retraction there rebuilds the state instead).
-func (c *Continuity) addEvent(ev *Event) {
+func (c *Continuity) addEvent(ev *vault.Event) {
 	c.addHeadEvent(ev)
-	c.apply(ev, (&Row{Event: ev}).EffectiveKind(), true, "")
+	c.apply(ev, (&vault.Row{Event: ev}).EffectiveKind(), true, "")
 }
 
 // addHeadEvent keeps CONTINUITY.md's head bookkeeping.
-func (c *Continuity) addHeadEvent(ev *Event) {
-	if strings.HasPrefix(ev.Kind, "head.") && headOf(ev.Data) == ContinuityHead {
+func (c *Continuity) addHeadEvent(ev *vault.Event) {
+	if strings.HasPrefix(ev.Kind, "head.") && headOf(ev.Data) == vault.ContinuityHead {
 		c.head.add(ev)
 	}
 }
 
 // touchesContinuity reports whether folding ev can change the protocol's
 // state; the rest of the ledger passes the fold by.
-func touchesContinuity(ev *Event) bool {
-	if isContinuityKind(CanonicalKind(ev.Kind)) {
+func touchesContinuity(ev *vault.Event) bool {
+	if isContinuityKind(vault.CanonicalKind(ev.Kind)) {
 		return true
 	}
-	return strings.HasPrefix(ev.Kind, "head.") && headOf(ev.Data) == ContinuityHead
+	return strings.HasPrefix(ev.Kind, "head.") && headOf(ev.Data) == vault.ContinuityHead
 }
 
 // apply folds one event counted as kind. live is false for a retracted
 // row, which only takes its place in the order; replacedBy names the row
 // that superseded this one, if any: a replaced decision or learning is
 // kept as history, a replaced next action or blocker is gone.
-func (c *Continuity) apply(ev *Event, kind string, live bool, replacedBy string) {
+func (c *Continuity) apply(ev *vault.Event, kind string, live bool, replacedBy string) {
 	if !isContinuityKind(kind) {
 		return
 	}
@@ -279,14 +248,14 @@ func (c *Continuity) apply(ev *Event, kind string, live bool, replacedBy string)
 	if d.Date == "" {
 		d.Date = dayOf(ev.TS)
 	}
-	if kind != KindContinuityAudited && kind != KindContinuityRotated {
+	if kind != vault.KindContinuityAudited && kind != vault.KindContinuityRotated {
 		c.Updated = ev.TS
 	}
 	if ev.Kind == "supersede" && replacedBy == "" && len(ev.Links) > 0 {
 		c.retire(ev.Links[0], ev.ID) // what the new version replaces, when folded on top
 	}
 	switch kind {
-	case KindContinuityGoal:
+	case vault.KindContinuityGoal:
 		if strings.TrimSpace(ev.Text) != "" {
 			c.Goal = ev.Text
 		}
@@ -308,7 +277,7 @@ func (c *Continuity) apply(ev *Event, kind string, live bool, replacedBy string)
 		default:
 			c.Next = append(c.Next, it)
 		}
-	case KindDone, "commitment.close":
+	case vault.KindDone, "commitment.close":
 		var closed Item
 		if len(ev.Links) > 0 {
 			closed, _ = c.close(ev.Links[0])
@@ -320,7 +289,7 @@ func (c *Continuity) apply(ev *Event, kind string, live bool, replacedBy string)
 		if text != "" {
 			c.Done = append(c.Done, Item{ID: ev.ID, Text: text, Date: d.Date, Thread: ev.Thread})
 		}
-	case KindContinuitySession:
+	case vault.KindContinuitySession:
 		c.Iteration++
 		if d.Context != nil {
 			c.Context = d.Context
@@ -328,7 +297,7 @@ func (c *Continuity) apply(ev *Event, kind string, live bool, replacedBy string)
 		if d.Files != nil {
 			c.Files = d.Files
 		}
-	case KindContinuityAudited:
+	case vault.KindContinuityAudited:
 		c.LastAudit = d.Now
 		c.auditKey = strings.Join(d.Flags, ",")
 		flags := map[string][]string{}
@@ -342,28 +311,28 @@ func (c *Continuity) apply(ev *Event, kind string, live bool, replacedBy string)
 		}
 	case "learning":
 		c.addLearning(ev, d, seq, replacedBy)
-	case KindLearningReinforce, KindLearningArchived, KindLearningInvalid, KindLearningCorrected:
+	case vault.KindLearningReinforce, vault.KindLearningArchived, vault.KindLearningInvalid, vault.KindLearningCorrected:
 		c.learningLife(ev, kind, d)
-	case KindLearningMeta:
+	case vault.KindLearningMeta:
 		c.Meta = append(c.Meta, &MetaLearning{ID: d.ID, Event: ev.ID, Date: d.Date, Affected: d.Affected, Action: d.Action, Reason: ev.Text})
 	case "decision":
 		c.addDecision(ev, d, seq, replacedBy)
-	case KindDecisionSuperseed:
+	case vault.KindDecisionSuperseed:
 		old := c.decisions[d.ID]
 		if old == nil && len(ev.Links) > 0 {
 			old = c.decisions[ev.Links[0]]
 		}
-		if old != nil && old.Status == StatusActive {
-			old.Status, old.SupersededBy = StatusSuperseded, d.By
+		if old != nil && old.Status == vault.StatusActive {
+			old.Status, old.SupersededBy = vault.StatusSuperseded, d.By
 		}
 	}
 }
 
 // addLearning folds a learning row. A plain one (LEARNED: text, remember
 // --kind learning) has its text as the error and no prevention yet.
-func (c *Continuity) addLearning(ev *Event, d contData, seq int, replacedBy string) {
+func (c *Continuity) addLearning(ev *vault.Event, d contData, seq int, replacedBy string) {
 	l := &Learning{ID: d.ID, Event: ev.ID, Date: d.Date, Error: d.Error, Cause: d.Cause, Prevention: d.Prevention,
-		Scope: d.Scope, BaseTTL: d.TTL, LastRelevant: d.Date, Status: StatusActive, Thread: ev.Thread, Agent: ev.Agent, seq: seq, rank: scopeRank(d.Scope)}
+		Scope: d.Scope, BaseTTL: d.TTL, LastRelevant: d.Date, Status: vault.StatusActive, Thread: ev.Thread, Agent: ev.Agent, seq: seq, rank: scopeRank(d.Scope)}
 	if l.Error == "" {
 		l.Error = strings.TrimSpace(ev.Text)
 	}
@@ -384,7 +353,7 @@ func (c *Continuity) addLearning(ev *Event, d contData, seq int, replacedBy stri
 		}
 	}
 	if replacedBy != "" {
-		l.Status, l.StatusBy = StatusSuperseded, replacedBy
+		l.Status, l.StatusBy = vault.StatusSuperseded, replacedBy
 	}
 	c.Learnings = append(c.Learnings, l)
 	c.learnings[l.ID] = l
@@ -393,9 +362,9 @@ func (c *Continuity) addLearning(ev *Event, d contData, seq int, replacedBy stri
 
 // addDecision folds a decision row: `memvault decide`, a DECISION: line,
 // `remember --kind decision`, or a supersede of one (the new version).
-func (c *Continuity) addDecision(ev *Event, d contData, seq int, replacedBy string) {
+func (c *Continuity) addDecision(ev *vault.Event, d contData, seq int, replacedBy string) {
 	dc := &Decision{ID: d.ID, Event: ev.ID, Date: d.Date, Decision: d.Decision, Rationale: d.Rationale,
-		Scope: d.Scope, Status: StatusActive, Supersedes: d.Supersedes, Thread: ev.Thread, Agent: ev.Agent, seq: seq, rank: scopeRank(d.Scope)}
+		Scope: d.Scope, Status: vault.StatusActive, Supersedes: d.Supersedes, Thread: ev.Thread, Agent: ev.Agent, seq: seq, rank: scopeRank(d.Scope)}
 	if dc.Decision == "" {
 		dc.Decision = strings.TrimSpace(ev.Text)
 	}
@@ -418,12 +387,12 @@ func (c *Continuity) addDecision(ev *Event, d contData, seq int, replacedBy stri
 	if old != nil {
 		dc.Supersedes = old.ID
 		// In a full fold the old row is marked already, by this event's id.
-		if old.Status == StatusActive || old.SupersededBy == ev.ID {
-			old.Status, old.SupersededBy = StatusSuperseded, dc.ID
+		if old.Status == vault.StatusActive || old.SupersededBy == ev.ID {
+			old.Status, old.SupersededBy = vault.StatusSuperseded, dc.ID
 		}
 	}
 	if replacedBy != "" {
-		dc.Status = StatusSuperseded
+		dc.Status = vault.StatusSuperseded
 		if by := c.decisions[replacedBy]; by != nil {
 			dc.SupersededBy = by.ID
 		} else {
@@ -441,11 +410,11 @@ func (c *Continuity) retire(id, by string) {
 	if _, ok := c.close(id); ok {
 		return
 	}
-	if dc := c.decisions[id]; dc != nil && dc.Status == StatusActive {
-		dc.Status, dc.SupersededBy = StatusSuperseded, by
+	if dc := c.decisions[id]; dc != nil && dc.Status == vault.StatusActive {
+		dc.Status, dc.SupersededBy = vault.StatusSuperseded, by
 	}
-	if l := c.learnings[id]; l != nil && l.Status != StatusSuperseded {
-		l.Status, l.StatusBy = StatusSuperseded, by
+	if l := c.learnings[id]; l != nil && l.Status != vault.StatusSuperseded {
+		l.Status, l.StatusBy = vault.StatusSuperseded, by
 	}
 }
 
@@ -482,14 +451,14 @@ func (c *Continuity) close(id string) (Item, bool) {
 
 // learningLife folds an event of a learning's life: reinforced, archived,
 // invalidated, corrected.
-func (c *Continuity) learningLife(ev *Event, kind string, d contData) {
+func (c *Continuity) learningLife(ev *vault.Event, kind string, d contData) {
 	l := c.learningOf(ev, d)
 	if l == nil {
 		return
 	}
 	l.tokOK = false
 	switch kind {
-	case KindLearningReinforce:
+	case vault.KindLearningReinforce:
 		l.ReinforceCount++
 		if d.Date > l.LastRelevant {
 			l.LastRelevant = d.Date
@@ -501,21 +470,21 @@ func (c *Continuity) learningLife(ev *Event, kind string, d contData) {
 			l.Prevention = d.Prevention
 		}
 		l.TTL = ladderTTL(l.BaseTTL, l.ReinforceCount)
-		if l.Status == StatusArchived {
-			l.Status, l.StatusBy, l.Reason = StatusActive, "", ""
+		if l.Status == vault.StatusArchived {
+			l.Status, l.StatusBy, l.Reason = vault.StatusActive, "", ""
 		}
-	case KindLearningArchived:
-		l.Status, l.StatusBy, l.Reason = StatusArchived, ev.ID, ev.Text
-	case KindLearningInvalid:
-		l.Status, l.StatusBy, l.Reason = StatusInvalidated, ev.ID, ev.Text
-	case KindLearningCorrected:
+	case vault.KindLearningArchived:
+		l.Status, l.StatusBy, l.Reason = vault.StatusArchived, ev.ID, ev.Text
+	case vault.KindLearningInvalid:
+		l.Status, l.StatusBy, l.Reason = vault.StatusInvalidated, ev.ID, ev.Text
+	case vault.KindLearningCorrected:
 		if d.Cause != "" {
 			l.Cause = d.Cause
 		}
 		if d.Prevention != "" {
 			l.Prevention = d.Prevention
 		}
-		l.Status, l.StatusBy, l.Reason = StatusCorrected, ev.ID, ev.Text
+		l.Status, l.StatusBy, l.Reason = vault.StatusCorrected, ev.ID, ev.Text
 		if d.Date > l.LastRelevant {
 			l.LastRelevant = d.Date
 		}
@@ -536,7 +505,7 @@ func noteShortID(id, prefix string, last *int) {
 	}
 }
 
-func (c *Continuity) learningOf(ev *Event, d contData) *Learning {
+func (c *Continuity) learningOf(ev *vault.Event, d contData) *Learning {
 	if l := c.learnings[d.ID]; l != nil && d.ID != "" {
 		return l
 	}
@@ -590,7 +559,7 @@ func ParseDate(s string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t.UTC(), nil
 	}
-	e := fault.New(ErrInvalid, "now %q: not a date", s)
+	e := fault.New(vault.ErrInvalid, "now %q: not a date", s)
 	return time.Time{}, e.WithHint("give a day as YYYY-MM-DD, e.g. --now 2026-03-21")
 }
 

@@ -1,4 +1,4 @@
-package vault
+package heads
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/BurntSushi/toml"
 
@@ -41,8 +43,8 @@ type ContinuityConfig struct {
 var BudgetCategories = []string{"memory", "continuity", "learnings", "decisions", "index"}
 
 // ContinuityConfig reads the protocol's settings.
-func (v *Vault) ContinuityConfig() (ContinuityConfig, error) {
-	data, err := v.configData()
+func LoadContinuityConfig(v *vault.Vault) (ContinuityConfig, error) {
+	data, err := v.ConfigData()
 	if err != nil {
 		return ContinuityConfig{}, err
 	}
@@ -58,7 +60,7 @@ func (v *Vault) ContinuityConfig() (ContinuityConfig, error) {
 		} `toml:"budgets"`
 	}
 	if _, err := toml.Decode(string(data), &f); err != nil {
-		return ContinuityConfig{}, &Error{Class: ErrInvalid, Msg: ConfigFile + ": " + strings.ReplaceAll(err.Error(), "\n", " "), Err: err}
+		return ContinuityConfig{}, &vault.Error{Class: vault.ErrInvalid, Msg: vault.ConfigFile + ": " + strings.ReplaceAll(err.Error(), "\n", " "), Err: err}
 	}
 	b := f.Budgets
 	def := func(n, d int) int {
@@ -67,7 +69,7 @@ func (v *Vault) ContinuityConfig() (ContinuityConfig, error) {
 		}
 		return n
 	}
-	hc, err := v.HeadsConfig()
+	hc, err := LoadHeadsConfig(v)
 	if err != nil {
 		return ContinuityConfig{}, err
 	}
@@ -82,7 +84,7 @@ func (v *Vault) ContinuityConfig() (ContinuityConfig, error) {
 
 // ContinuityOptions describe a change to the protocol's state.
 type ContinuityOptions struct {
-	TxOptions
+	vault.TxOptions
 	// Now is the day the change counts as made (--now): learnings and
 	// decisions carry it as their date. Zero means the transaction's clock.
 	Now time.Time
@@ -97,7 +99,7 @@ type ContinuityOptions struct {
 // ContinuityResult is what a change did.
 type ContinuityResult struct {
 	Commit    string         `json:"commit,omitempty"`
-	Events    []*Event       `json:"events"`
+	Events    []*vault.Event `json:"events"`
 	Head      string         `json:"head_status"` // rendered, merged, unchanged, conflict, deferred, recreated, empty
 	Holder    *HeadLease     `json:"holder,omitempty"`
 	Conflicts []string       `json:"conflict_sections,omitempty"`
@@ -109,7 +111,7 @@ type ContinuityResult struct {
 
 // ContinuityTx is a transaction of the protocol.
 type ContinuityTx struct {
-	*Tx
+	*vault.Tx
 	day    string
 	st     *contState // the state before the transaction, through its cache
 	err    error      // the state could not be read: the transaction fails
@@ -130,7 +132,7 @@ func (ct *ContinuityTx) Day() string { return ct.day }
 // applied on top as they come. A state that cannot be read fails the
 // transaction (UpdateContinuity checks ct.err); meanwhile it reads empty.
 func (ct *ContinuityTx) state() *Continuity {
-	c, err := ct.Tx.Continuity(ct.st)
+	c, err := TxContinuity(ct.Tx, ct.st)
 	if err != nil && ct.err == nil {
 		ct.err = err
 	}
@@ -138,7 +140,8 @@ func (ct *ContinuityTx) state() *Continuity {
 }
 
 // txContinuity is the protocol's fold as a transaction sees it: the
-// ledger's, with the transaction's own events applied as they come.
+// ledger's, with the transaction's own events applied as they come. A
+// transaction keeps it in its slot under contSlot.
 type txContinuity struct {
 	st      *contState
 	cur     *Continuity
@@ -146,21 +149,21 @@ type txContinuity struct {
 	err     error
 }
 
-// continuity returns the protocol's fold with the transaction's events
+// contSlot is the key of a transaction's txContinuity.
+type contSlot struct{}
+
+// Continuity returns the protocol's fold with the transaction's events
 // applied; st, when not nil, is the derived state to start from. Control
 // lines read it as the CLI verbs do, so a LEARNED: line reinforces the
 // learning it repeats and a DONE: line finds the next action it closes.
-func (tx *Tx) Continuity(st *contState) (*Continuity, error) {
-	if tx.cont == nil {
-		tx.cont = &txContinuity{st: st}
-	}
-	tc := tx.cont
+func TxContinuity(tx *vault.Tx, st *contState) (*Continuity, error) {
+	tc := tx.Slot(contSlot{}, func() any { return &txContinuity{st: st} }).(*txContinuity)
 	if tc.err != nil {
 		return newContinuity(), tc.err
 	}
 	if tc.cur == nil {
 		if tc.st == nil {
-			if tc.st, tc.err = tx.v.continuityState(); tc.err != nil {
+			if tc.st, tc.err = continuityState(tx.Vault()); tc.err != nil {
 				return newContinuity(), tc.err
 			}
 		}
@@ -168,8 +171,8 @@ func (tx *Tx) Continuity(st *contState) (*Continuity, error) {
 			return newContinuity(), tc.err
 		}
 	}
-	for ; tc.applied < len(tx.events); tc.applied++ {
-		tc.cur.addEvent(tx.events[tc.applied])
+	for evs := tx.Events(); tc.applied < len(evs); tc.applied++ {
+		tc.cur.addEvent(evs[tc.applied])
 	}
 	return tc.cur, nil
 }
@@ -182,7 +185,7 @@ func (ct *ContinuityTx) warn(format string, args ...any) {
 	ct.res.Warnings = append(ct.res.Warnings, fmt.Sprintf(format, args...))
 }
 
-func (ct *ContinuityTx) append(kind, text string, d any, links ...string) *Event {
+func (ct *ContinuityTx) append(kind, text string, d any, links ...string) *vault.Event {
 	return ct.appendEvent(protocolEvent(kind, text, d, links...))
 }
 
@@ -190,7 +193,7 @@ func (ct *ContinuityTx) append(kind, text string, d any, links ...string) *Event
 // An event about an earlier row takes that row's thread, so the thread
 // head that shows the row is refreshed (a global row's stays global); a
 // new row takes the transaction's thread.
-func (ct *ContinuityTx) appendEvent(ev *Event) *Event {
+func (ct *ContinuityTx) appendEvent(ev *vault.Event) *vault.Event {
 	ev.Source = "cli"
 	if ev.Thread == "" {
 		if len(ev.Links) > 0 {
@@ -204,8 +207,8 @@ func (ct *ContinuityTx) appendEvent(ev *Event) *Event {
 
 // LoadContinuity returns the protocol's state folded from the ledger,
 // through its derived cache (continuity_state.go).
-func (v *Vault) LoadContinuity() (*Continuity, error) {
-	cfg, s, err := v.continuityConfigState()
+func LoadContinuity(v *vault.Vault) (*Continuity, error) {
+	cfg, s, err := continuityConfigState(v)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +225,7 @@ func (v *Vault) LoadContinuity() (*Continuity, error) {
 // taken first: when someone else holds it (memvault edit), the events are
 // still recorded and the file's refresh is deferred (head.deferred); the
 // next change or session end retries it. If fn fails nothing is written.
-func (v *Vault) UpdateContinuity(opts ContinuityOptions, fn func(*ContinuityTx) error) (*ContinuityResult, error) {
+func UpdateContinuity(v *vault.Vault, opts ContinuityOptions, fn func(*ContinuityTx) error) (*ContinuityResult, error) {
 	if opts.Agent == "" {
 		opts.Agent = v.Config.Agent
 	}
@@ -230,33 +233,33 @@ func (v *Vault) UpdateContinuity(opts ContinuityOptions, fn func(*ContinuityTx) 
 		opts.Command = "continuity"
 	}
 	if opts.Thread != "" {
-		th, err := ParseThread(opts.Thread)
+		th, err := vault.ParseThread(opts.Thread)
 		if err != nil {
 			return nil, err
 		}
 		opts.Thread = th.String()
 	}
-	cfg, err := v.ContinuityConfig()
+	cfg, err := LoadContinuityConfig(v)
 	if err != nil {
 		return nil, err
 	}
-	rel := MustRel(ContinuityHead)
-	lease, holder, took, err := v.AcquireHeadLease(rel, LeaseOwner{Agent: opts.Agent, Session: opts.Session, Command: opts.Command}, cfg.Lease)
+	rel := vault.MustRel(vault.ContinuityHead)
+	lease, holder, took, err := AcquireHeadLease(v, rel, LeaseOwner{Agent: opts.Agent, Session: opts.Session, Command: opts.Command}, cfg.Lease)
 	if err != nil {
 		return nil, err
 	}
 	var res *ContinuityResult
 	var ct *ContinuityTx
-	var r *Result
+	var r *vault.Result
 	var edited map[string]bool
 	var redacted []string // hand edits whose credentials were redacted
 	if lease != nil {
-		defer v.ReleaseHeadLease(lease)
+		defer ReleaseHeadLease(v, lease)
 		// A hand edit nobody committed is committed first, on its own, as
 		// a head refresh does; but a command that is refused must leave
 		// the vault as it was, so the command runs once without writing
 		// before that commit is made.
-		dirty, err := v.uncommitted(rel)
+		dirty, err := uncommitted(v, rel)
 		if err != nil {
 			return nil, err
 		}
@@ -270,10 +273,10 @@ func (v *Vault) UpdateContinuity(opts ContinuityOptions, fn func(*ContinuityTx) 
 				}
 				return errDryRun
 			}
-			if _, err := v.continuityTx(opts, &res, &ct, cfg, took, holder, probe); !errors.Is(err, errDryRun) {
+			if _, err := continuityTx(v, opts, &res, &ct, cfg, took, holder, probe); !errors.Is(err, errDryRun) {
 				return nil, err
 			}
-			if edited, redacted, err = v.commitHandEdits(opts.TxOptions, []headTarget{{rel: rel}}, "continuity"); err != nil {
+			if edited, redacted, err = commitHandEdits(v, opts.TxOptions, []headTarget{{rel: rel}}, "continuity"); err != nil {
 				return nil, err
 			}
 		}
@@ -282,7 +285,7 @@ func (v *Vault) UpdateContinuity(opts ContinuityOptions, fn func(*ContinuityTx) 
 	// write fail rather than be overwritten: run the transaction again,
 	// merging with what they saved.
 	err = retrySaves(func() (err error) {
-		r, err = v.continuityTx(opts, &res, &ct, cfg, took, holder, fn)
+		r, err = continuityTx(v, opts, &res, &ct, cfg, took, holder, fn)
 		return err
 	})
 	if err != nil {
@@ -293,14 +296,14 @@ func (v *Vault) UpdateContinuity(opts ContinuityOptions, fn func(*ContinuityTx) 
 	if len(r.Events) > 0 {
 		final = ct.state()
 	}
-	v.saveAfterWrite(ct.st, final, r.Events, cfg)
-	if edited[ContinuityHead] {
-		res.Messages = append([]string{"your uncommitted edit of " + ContinuityHead + " was committed first"}, res.Messages...)
+	saveAfterWrite(v, ct.st, final, r.Events, cfg)
+	if edited[vault.ContinuityHead] {
+		res.Messages = append([]string{"your uncommitted edit of " + vault.ContinuityHead + " was committed first"}, res.Messages...)
 	}
 	res.Commit = r.Commit
 	res.Events = r.Events
 	if res.Events == nil {
-		res.Events = []*Event{}
+		res.Events = []*vault.Event{}
 	}
 	res.Warnings = append(append(res.Warnings, redacted...), r.Warnings...)
 	return res, nil
@@ -313,10 +316,10 @@ var errDryRun = errors.New("dry run")
 // continuityTx is UpdateContinuity's transaction: fn's events, then the
 // refresh of CONTINUITY.md and learnings-index.md. It leaves the result and
 // the transaction in *resp and *ctp.
-func (v *Vault) continuityTx(opts ContinuityOptions, resp **ContinuityResult, ctp **ContinuityTx, cfg ContinuityConfig,
-	took *Takeover, holder *HeadLease, fn func(*ContinuityTx) error) (*Result, error) {
-	return v.Update(opts.TxOptions, func(tx *Tx) error {
-		st, err := v.continuityState()
+func continuityTx(v *vault.Vault, opts ContinuityOptions, resp **ContinuityResult, ctp **ContinuityTx, cfg ContinuityConfig,
+	took *Takeover, holder *HeadLease, fn func(*ContinuityTx) error) (*vault.Result, error) {
+	return v.Update(opts.TxOptions, func(tx *vault.Tx) error {
+		st, err := continuityState(v)
 		if err != nil {
 			return err
 		}
@@ -324,7 +327,7 @@ func (v *Vault) continuityTx(opts ContinuityOptions, resp **ContinuityResult, ct
 		if day.IsZero() {
 			day = tx.Now()
 		}
-		*resp = &ContinuityResult{Events: []*Event{}, Messages: []string{}}
+		*resp = &ContinuityResult{Events: []*vault.Event{}, Messages: []string{}}
 		*ctp = &ContinuityTx{Tx: tx, day: day.UTC().Format(dateLayout), st: st, res: *resp, thread: opts.Thread}
 		ct := *ctp
 		if err := fn(ct); err != nil {
@@ -335,7 +338,7 @@ func (v *Vault) continuityTx(opts ContinuityOptions, resp **ContinuityResult, ct
 		}
 		if took != nil {
 			d, _ := json.Marshal(took)
-			tx.Append(&Event{Kind: KindHeadTakeover, Source: "continuity", Data: d, Text: ContinuityHead + ": lease taken over: " + took.Reason})
+			tx.Append(&vault.Event{Kind: vault.KindHeadTakeover, Source: "continuity", Data: d, Text: vault.ContinuityHead + ": lease taken over: " + took.Reason})
 		}
 		if err := ct.refresh(cfg, opts.Trigger, holder); err != nil {
 			return err
@@ -347,9 +350,9 @@ func (v *Vault) continuityTx(opts ContinuityOptions, resp **ContinuityResult, ct
 // refresh renders CONTINUITY.md and merges it into the file; it also
 // rewrites learnings-index.md when its content changed.
 func (ct *ContinuityTx) refresh(cfg ContinuityConfig, trigger string, holder *HeadLease) error {
-	v := ct.v
+	v := ct.Vault()
 	if trigger == "" {
-		trigger = ct.opts.Command
+		trigger = ct.Command()
 	}
 	// Nothing appended yet: the cached summary has both views. Otherwise
 	// they are rendered from the state with this transaction's events.
@@ -357,7 +360,7 @@ func (ct *ContinuityTx) refresh(cfg ContinuityConfig, trigger string, holder *He
 	var doc *ContinuityDoc
 	var hs headBook
 	learnings := 0
-	if len(ct.events) == 0 {
+	if len(ct.Events()) == 0 {
 		sum, err := ct.st.summary(cfg)
 		if err != nil {
 			return err
@@ -367,20 +370,20 @@ func (ct *ContinuityTx) refresh(cfg ContinuityConfig, trigger string, holder *He
 		c := ct.state()
 		index, doc, hs, learnings = renderLearningsIndex(c, cfg.Budgets["index"]), renderContinuity(c, cfg.Words), c.head, len(c.Learnings)
 	}
-	idxRel := MustRel(LearningsIndexFile)
+	idxRel := vault.MustRel(LearningsIndexFile)
 	if old, err := v.Files().ReadFile(v.Abs(idxRel)); err != nil || !bytes.Equal(old, index) {
 		if learnings > 0 || err == nil || ct.index {
 			ct.WriteFile(idxRel, index)
 		}
 	}
-	rel := MustRel(ContinuityHead)
+	rel := vault.MustRel(vault.ContinuityHead)
 	if holder != nil {
 		ct.res.Head, ct.res.Holder = "deferred", holder
 		deferHead(ct.Tx, rel, "", "continuity", trigger, holder, hs)
 		return nil
 	}
 	ct.res.Omitted = doc.Omitted
-	m, err := v.mergeInto(ct.Tx, headMerge{rel: rel, source: "continuity", trigger: trigger, theirs: doc.Bytes,
+	m, err := mergeInto(v, ct.Tx, headMerge{rel: rel, source: "continuity", trigger: trigger, theirs: doc.Bytes,
 		size: map[string]any{"words": doc.Words}, book: hs, appendOnly: []string{SecCompleted},
 		template: templateBase, fit: func(result []byte) []byte { return ct.fitCap(result, doc.Bytes, cfg.Words) }})
 	if err != nil {
@@ -404,12 +407,12 @@ func (ct *ContinuityTx) fitCap(result, rendered []byte, capWords int) []byte {
 		for _, m := range moved {
 			texts = append(texts, m["text"])
 		}
-		ct.append(KindContinuityRotated, strings.Join(texts, "\n"), map[string]any{"head": ContinuityHead, "lines": moved})
+		ct.append(vault.KindContinuityRotated, strings.Join(texts, "\n"), map[string]any{"head": vault.ContinuityHead, "lines": moved})
 		ct.say("%d hand-written line(s) moved from %s to the ledger to keep it under %d words (memvault ledger --kind %s)",
-			len(moved), ContinuityHead, capWords, KindContinuityRotated)
+			len(moved), vault.ContinuityHead, capWords, vault.KindContinuityRotated)
 	}
 	if n := countWords(string(result)); n > capWords {
-		ct.warn("%s: %d words, over its cap of %d: the excess is in sections you marked memvault:keep", ContinuityHead, n, capWords)
+		ct.warn("%s: %d words, over its cap of %d: the excess is in sections you marked memvault:keep", vault.ContinuityHead, n, capWords)
 	}
 	return result
 }
@@ -437,21 +440,21 @@ func templateBase(ours []byte) []byte {
 // transaction (a retry of a deferred refresh, from RunDeferred or memvault
 // refresh), whose caller holds the file's lease and has committed any
 // uncommitted hand edit already.
-func (v *Vault) refreshContinuityHead(tx *Tx, trigger string) (*HeadOutcome, error) {
-	cfg, st, err := v.continuityConfigState()
+func refreshContinuityHead(v *vault.Vault, tx *vault.Tx, trigger string) (*HeadOutcome, error) {
+	cfg, st, err := continuityConfigState(v)
 	if err != nil {
 		return nil, err
 	}
 	pending := append([]string(nil), st.head.deferred...)
 	ct := &ContinuityTx{Tx: tx, day: tx.Now().UTC().Format(dateLayout), st: st,
-		res: &ContinuityResult{Events: []*Event{}, Messages: []string{}}}
+		res: &ContinuityResult{Events: []*vault.Event{}, Messages: []string{}}}
 	if err := ct.refresh(cfg, trigger, nil); err != nil {
 		return nil, err
 	}
 	if ct.err != nil {
 		return nil, ct.err
 	}
-	out := &HeadOutcome{Head: ContinuityHead, Status: ct.res.Head, Sections: ct.res.Conflicts}
+	out := &HeadOutcome{Head: vault.ContinuityHead, Status: ct.res.Head, Sections: ct.res.Conflicts}
 	if out.Status != "unchanged" {
 		out.Retried = pending
 	}

@@ -1,8 +1,10 @@
-package vault
+package heads
 
 import (
 	"errors"
 	"io/fs"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/vault/fault"
 )
@@ -19,13 +21,13 @@ import (
 
 // SeesAgent reports whether a reader acting as agent may see a row written
 // by owner.
-func (v *Vault) SeesAgent(agent, owner string) bool {
+func SeesAgent(v *vault.Vault, agent, owner string) bool {
 	return agent == "" || agent == v.Config.Agent || owner == agent || owner == v.Config.Agent || owner == ""
 }
 
 // VisibleAgents is the agent filter of a search on behalf of agent: nil for
 // the vault's own agent (every row), else the agent and the vault's own.
-func (v *Vault) VisibleAgents(agent string) []string {
+func VisibleAgents(v *vault.Vault, agent string) []string {
 	if agent == "" || agent == v.Config.Agent {
 		return nil
 	}
@@ -39,17 +41,17 @@ func (v *Vault) VisibleAgents(agent string) []string {
 // the rows the agent may see. Hand edits of the files are the owner's and
 // are not part of another agent's render. A head with nothing to show is
 // nil.
-func (v *Vault) AgentHeads(agent string, heads ...string) ([][]byte, error) {
-	var st *State
+func AgentHeads(v *vault.Vault, agent string, heads ...string) ([][]byte, error) {
+	var st *vault.State
 	if agent != "" && agent != v.Config.Agent {
-		full, _, err := v.foldedState()
+		full, _, err := v.FoldedState()
 		if err != nil {
 			return nil, err
 		}
-		st = &State{}
+		st = &vault.State{}
 		hidden := false
 		for _, r := range full.Rows {
-			if v.SeesAgent(agent, r.Agent) {
+			if SeesAgent(v, agent, r.Agent) {
 				st.Rows = append(st.Rows, r)
 			} else if contentKinds[r.EffectiveKind()] || r.Kind == "node.created" {
 				hidden = true
@@ -64,8 +66,8 @@ func (v *Vault) AgentHeads(agent string, heads ...string) ([][]byte, error) {
 		var files []string
 		var at []int
 		for i, h := range heads {
-			if h == ContinuityHead {
-				data, err := v.Files().ReadFile(v.Abs(MustRel(h)))
+			if h == vault.ContinuityHead {
+				data, err := v.Files().ReadFile(v.Abs(vault.MustRel(h)))
 				if err != nil && !errors.Is(err, fs.ErrNotExist) {
 					return nil, fault.IO("read "+h, err)
 				}
@@ -74,7 +76,7 @@ func (v *Vault) AgentHeads(agent string, heads ...string) ([][]byte, error) {
 			}
 			files, at = append(files, h), append(at, i)
 		}
-		cur, err := v.CurrentHeads(files...)
+		cur, err := CurrentHeads(v, files...)
 		if err != nil {
 			return nil, err
 		}
@@ -83,14 +85,14 @@ func (v *Vault) AgentHeads(agent string, heads ...string) ([][]byte, error) {
 		}
 		return out, nil
 	}
-	cfg, err := v.HeadsConfig()
+	cfg, err := LoadHeadsConfig(v)
 	if err != nil {
 		return nil, err
 	}
 	vw := buildView(st, cfg)
 	for i, h := range heads {
-		if h == ContinuityHead {
-			ccfg, err := v.ContinuityConfig()
+		if h == vault.ContinuityHead {
+			ccfg, err := LoadContinuityConfig(v)
 			if err != nil {
 				return nil, err
 			}
@@ -99,7 +101,7 @@ func (v *Vault) AgentHeads(agent string, heads ...string) ([][]byte, error) {
 		}
 		t, ok := TargetOf(h)
 		if !ok {
-			return nil, &Error{Class: ErrInvalid, Msg: "head " + h + ": want MEMORY.md, CONTINUITY.md or threads/<kind>/<slug>.md"}
+			return nil, &vault.Error{Class: vault.ErrInvalid, Msg: "head " + h + ": want MEMORY.md, CONTINUITY.md or threads/<kind>/<slug>.md"}
 		}
 		if t.Thread != "" && !vw.hasThread(t.Thread) {
 			continue

@@ -1,4 +1,4 @@
-package vault
+package heads
 
 import (
 	"bytes"
@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/testvault"
 )
 
 // contFingerprint is everything the fold holds, unexported fields included
@@ -48,13 +51,13 @@ func contFingerprint(t *testing.T, c *Continuity) string {
 
 // checkContCache asserts that the state read through the cache equals a
 // fresh fold of the whole ledger, summary included, and returns it.
-func checkContCache(t *testing.T, v *Vault, when string) *contState {
+func checkContCache(t *testing.T, v *vault.Vault, when string) *contState {
 	t.Helper()
-	st, err := v.continuityState()
+	st, err := continuityState(v)
 	if err != nil {
 		t.Fatalf("%s: %v", when, err)
 	}
-	cfg, err := v.ContinuityConfig()
+	cfg, err := LoadContinuityConfig(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,13 +88,13 @@ func checkContCache(t *testing.T, v *Vault, when string) *contState {
 	return st
 }
 
-func contUpdate(t *testing.T, v *Vault, day string, fn func(ct *ContinuityTx) error) *ContinuityResult {
+func contUpdate(t *testing.T, v *vault.Vault, day string, fn func(ct *ContinuityTx) error) *ContinuityResult {
 	t.Helper()
 	now, err := ParseDate(day)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := v.UpdateContinuity(ContinuityOptions{Now: now}, fn)
+	res, err := UpdateContinuity(v, ContinuityOptions{Now: now}, fn)
 	if err != nil {
 		t.Fatalf("update on %s: %v", day, err)
 	}
@@ -104,7 +107,7 @@ func contUpdate(t *testing.T, v *Vault, day string, fn func(ct *ContinuityTx) er
 // rewritten by hand, what the commands read equals a fresh fold of the
 // ledger.
 func TestContinuityCacheMatchesFold(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	checkContCache(t, v, "empty")
 	var learnEv, decEv string
 	contUpdate(t, v, "2026-03-01", func(ct *ContinuityTx) error {
@@ -144,13 +147,13 @@ func TestContinuityCacheMatchesFold(t *testing.T) {
 	checkContCache(t, v, "after a reinforcement, decisions and a done")
 	// Rows the protocol reads that are not its own, and rows it ignores.
 	var blocker string
-	_, err := v.Update(TxOptions{}, func(tx *Tx) error {
-		ev, err := tx.Remember(Input{Kind: "blocker", Text: "waiting for review"})
+	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
+		ev, err := tx.Remember(vault.Input{Kind: "blocker", Text: "waiting for review"})
 		if err != nil {
 			return err
 		}
 		blocker = ev.ID
-		_, err = tx.Remember(Input{Kind: "fact", Text: "the sky is blue"})
+		_, err = tx.Remember(vault.Input{Kind: "fact", Text: "the sky is blue"})
 		return err
 	})
 	if err != nil {
@@ -173,7 +176,7 @@ func TestContinuityCacheMatchesFold(t *testing.T) {
 		if _, err := ct.Learn(LearnInput{Scope: "global", Error: "tests flaked", Prevention: "pin the seed"}); err != nil {
 			return err
 		}
-		return ct.SessionEnd(SessionEndInput{Context: []string{"bench at 10k"}, Files: []string{"vault/continuity_state.go"}})
+		return ct.SessionEnd(SessionEndInput{Context: []string{"bench at 10k"}, Files: []string{"vault/heads/continuity_state.go"}})
 	})
 	checkContCache(t, v, "after invalidate, correct and a session end")
 	contUpdate(t, v, "2026-05-20", func(ct *ContinuityTx) error {
@@ -183,7 +186,7 @@ func TestContinuityCacheMatchesFold(t *testing.T) {
 	checkContCache(t, v, "after an audit")
 
 	// Corrections withdraw earlier events: the cache must not keep them.
-	_, err = v.Update(TxOptions{}, func(tx *Tx) error {
+	_, err = v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
 		if _, err := tx.Retract(learnEv, "recorded by mistake"); err != nil {
 			return err
 		}
@@ -207,7 +210,7 @@ func TestContinuityCacheMatchesFold(t *testing.T) {
 
 	// The writer saved what it committed: the next reader reads it whole.
 	contUpdate(t, v, "2026-05-21", func(ct *ContinuityTx) error { return ct.Next("one more", false) })
-	if st, err := v.continuityState(); err != nil || st.dirty || st.c != nil {
+	if st, err := continuityState(v); err != nil || st.dirty || st.c != nil {
 		t.Fatalf("after a protocol write the cache was not up to date: dirty=%v decoded=%v err=%v", st.dirty, st.c != nil, err)
 	}
 
@@ -223,7 +226,7 @@ func TestContinuityCacheMatchesFold(t *testing.T) {
 		"garbage":       []byte("garbage"),
 		"truncated":     good[:len(good)-7],
 		"a flipped bit": append(append([]byte(nil), good[:len(good)-40]...), append([]byte{good[len(good)-40] ^ 1}, good[len(good)-39:]...)...),
-		"no header":     []byte(derivedMagic),
+		"no header":     []byte(vault.DerivedMagic),
 	} {
 		if err := os.WriteFile(path, bad, 0o600); err != nil {
 			t.Fatal(err)
@@ -245,7 +248,7 @@ func TestContinuityCacheMatchesFold(t *testing.T) {
 
 	// A segment replaced by a copy of itself (a new inode), and a ledger
 	// rewritten by hand: both are read again from the ledger.
-	segs, _, err := ListSegments(v.Root)
+	segs, _, err := vault.ListSegments(v.Root)
 	if err != nil || len(segs) == 0 {
 		t.Fatal(segs, err)
 	}
@@ -272,28 +275,28 @@ func TestContinuityCacheMatchesFold(t *testing.T) {
 // A new learning, many rows the protocol ignores, then a status: only the
 // relevant rows are folded and the cache is written again.
 func TestContinuityCacheFoldsOnlyNewRows(t *testing.T) {
-	v := newVault(t)
-	remember(t, v, "a first row, so that the ledger has a segment to key the state by")
+	v := testvault.New(t)
+	testvault.Remember(t, v, "a first row, so that the ledger has a segment to key the state by")
 	contUpdate(t, v, "2026-03-01", func(ct *ContinuityTx) error {
 		_, err := ct.Learn(LearnInput{Error: "e", Prevention: "p"})
 		return err
 	})
 	for i := 0; i < 3; i++ {
-		remember(t, v, fmt.Sprintf("fact %d", i))
+		testvault.Remember(t, v, fmt.Sprintf("fact %d", i))
 	}
-	if st, err := v.continuityState(); err != nil || st.c != nil || st.sum == nil {
+	if st, err := continuityState(v); err != nil || st.c != nil || st.sum == nil {
 		t.Fatalf("rows the protocol ignores decoded the whole state (%v)", err)
 	}
 	checkContCache(t, v, "after facts")
-	_, err := v.Update(TxOptions{}, func(tx *Tx) error {
-		_, err := tx.Remember(Input{Kind: "blocker", Text: "blocked"})
+	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
+		_, err := tx.Remember(vault.Input{Kind: "blocker", Text: "blocked"})
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkContCache(t, v, "after a blocker")
-	s, err := v.ContinuityStatus()
+	s, err := LoadContinuityStatus(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,10 +336,10 @@ func sortBy(ls []*Learning, less func(a, b *Learning) bool) {
 // A refresh of CONTINUITY.md deferred by a held lease is retried by the
 // next hook event of any session (RunDeferred), like any head's.
 func TestContinuityDeferredRefreshIsRetried(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	contUpdate(t, v, "2026-03-01", func(ct *ContinuityTx) error { return ct.Goal("first goal", "") })
-	cfg, _ := v.ContinuityConfig()
-	lease, holder, _, err := v.AcquireHeadLease(MustRel(ContinuityHead), LeaseOwner{Agent: "editor", Session: "s-edit", Command: "edit"}, cfg.Lease)
+	cfg, _ := LoadContinuityConfig(v)
+	lease, holder, _, err := AcquireHeadLease(v, vault.MustRel(vault.ContinuityHead), LeaseOwner{Agent: "editor", Session: "s-edit", Command: "edit"}, cfg.Lease)
 	if err != nil || holder != nil {
 		t.Fatal(holder, err)
 	}
@@ -344,49 +347,49 @@ func TestContinuityDeferredRefreshIsRetried(t *testing.T) {
 	if res.Head != "deferred" {
 		t.Fatalf("head status with the lease held: %q", res.Head)
 	}
-	if strings.Contains(readHead(t, v, ContinuityHead), "second goal") {
+	if strings.Contains(readHead(t, v, vault.ContinuityHead), "second goal") {
 		t.Fatal("CONTINUITY.md was written under someone else's lease")
 	}
-	if s, _ := v.ContinuityStatus(); s.Deferred != 1 {
+	if s, _ := LoadContinuityStatus(v); s.Deferred != 1 {
 		t.Fatalf("deferred refreshes pending: %d, want 1", s.Deferred)
 	}
 	// Still held: the retry defers again, without a second event.
-	rep, err := v.RunDeferred(TxOptions{Command: "hook"})
+	rep, err := RunDeferred(v, vault.TxOptions{Command: "hook"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if status(rep, ContinuityHead) != "deferred" {
+	if status(rep, vault.ContinuityHead) != "deferred" {
 		t.Fatalf("retry under a held lease: %+v", rep.Heads)
 	}
-	if s, _ := v.ContinuityStatus(); s.Deferred != 1 {
+	if s, _ := LoadContinuityStatus(v); s.Deferred != 1 {
 		t.Fatalf("deferred refreshes pending after a refused retry: %d, want 1", s.Deferred)
 	}
-	if err := v.ReleaseHeadLease(lease); err != nil {
+	if err := ReleaseHeadLease(v, lease); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = v.RunDeferred(TxOptions{Command: "hook"})
+	rep, err = RunDeferred(v, vault.TxOptions{Command: "hook"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := status(rep, ContinuityHead); got != "rendered" && got != "merged" {
+	if got := status(rep, vault.ContinuityHead); got != "rendered" && got != "merged" {
 		t.Fatalf("retry after release: %+v", rep.Heads)
 	}
-	if !strings.Contains(readHead(t, v, ContinuityHead), "second goal") {
-		t.Fatalf("the retry did not render CONTINUITY.md:\n%s", readHead(t, v, ContinuityHead))
+	if !strings.Contains(readHead(t, v, vault.ContinuityHead), "second goal") {
+		t.Fatalf("the retry did not render CONTINUITY.md:\n%s", readHead(t, v, vault.ContinuityHead))
 	}
-	if strings.Contains(readHead(t, v, ContinuityHead), "# MEMORY") {
+	if strings.Contains(readHead(t, v, vault.ContinuityHead), "# MEMORY") {
 		t.Fatal("CONTINUITY.md was rendered as another head")
 	}
 	checkContCache(t, v, "after the retry")
-	if s, _ := v.ContinuityStatus(); s.Deferred != 0 {
+	if s, _ := LoadContinuityStatus(v); s.Deferred != 0 {
 		t.Fatalf("deferred refreshes pending after the retry: %d", s.Deferred)
 	}
 	// Nothing pending: the next hook event does nothing.
-	rep, err = v.RunDeferred(TxOptions{Command: "hook"})
+	rep, err = RunDeferred(v, vault.TxOptions{Command: "hook"})
 	if err != nil || len(rep.Heads) != 0 || rep.Commit != "" {
 		t.Fatalf("retry with nothing pending: %+v %v", rep, err)
 	}
-	mustVerify(t, v)
+	testvault.MustVerify(t, v)
 }
 
 // `memvault edit CONTINUITY.md` starts from a template with the protocol's
@@ -412,16 +415,16 @@ func TestContinuityTemplateMatchesProtocol(t *testing.T) {
 		{"legacy", legacyContinuityTemplate, "## Blockers\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := newVault(t)
+			v := testvault.New(t)
 			mine := strings.Replace(tc.template, tc.heading, strings.SplitN(tc.heading, "\n", 2)[0]+"\n\n- the CI runner is down\n", 1)
 			if mine == tc.template {
 				t.Fatal("no blockers section in the template")
 			}
-			if err := os.WriteFile(v.Abs(MustRel(ContinuityHead)), []byte(mine), 0o600); err != nil {
+			if err := os.WriteFile(v.Abs(vault.MustRel(vault.ContinuityHead)), []byte(mine), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			res := contUpdate(t, v, "2026-03-01", func(ct *ContinuityTx) error { return ct.Goal("ship it", "") })
-			got := readHead(t, v, ContinuityHead)
+			got := readHead(t, v, vault.ContinuityHead)
 			if !strings.Contains(got, "- the CI runner is down") || !strings.Contains(got, "ship it") {
 				t.Fatalf("merge lost text (%s):\n%s", res.Head, got)
 			}

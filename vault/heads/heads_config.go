@@ -1,4 +1,4 @@
-package vault
+package heads
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/BurntSushi/toml"
 
@@ -58,8 +60,8 @@ type headsConfigFile struct {
 }
 
 // HeadsConfig reads the heads configuration from memvault.toml.
-func (v *Vault) HeadsConfig() (HeadsConfig, error) {
-	data, err := v.configData()
+func LoadHeadsConfig(v *vault.Vault) (HeadsConfig, error) {
+	data, err := v.ConfigData()
 	if err != nil {
 		return HeadsConfig{}, err
 	}
@@ -69,7 +71,7 @@ func (v *Vault) HeadsConfig() (HeadsConfig, error) {
 func parseHeadsConfig(data []byte) (HeadsConfig, error) {
 	var f headsConfigFile
 	if _, err := toml.Decode(string(data), &f); err != nil {
-		return HeadsConfig{}, &Error{Class: ErrInvalid, Msg: ConfigFile + ": " + strings.ReplaceAll(err.Error(), "\n", " "), Err: err,
+		return HeadsConfig{}, &vault.Error{Class: vault.ErrInvalid, Msg: vault.ConfigFile + ": " + strings.ReplaceAll(err.Error(), "\n", " "), Err: err,
 			Hint: "fix the file by hand; memvault init writes a fresh one if you delete it"}
 	}
 	c := HeadsConfig{MemoryTokens: f.Budgets.MemoryTokens, ThreadTokens: f.Budgets.ThreadTokens, Lease: DefaultHeadLease}
@@ -82,29 +84,29 @@ func parseHeadsConfig(data []byte) (HeadsConfig, error) {
 	if f.Heads.Lease != "" {
 		d, err := time.ParseDuration(f.Heads.Lease)
 		if err != nil || d <= 0 {
-			return HeadsConfig{}, fault.New(ErrInvalid, "%s: heads.lease %q: not a positive duration like 2m", ConfigFile, f.Heads.Lease)
+			return HeadsConfig{}, fault.New(vault.ErrInvalid, "%s: heads.lease %q: not a positive duration like 2m", vault.ConfigFile, f.Heads.Lease)
 		}
 		c.Lease = d
 	}
 	owner := map[string]string{} // alias → thread
 	for key, t := range f.Threads {
-		th, err := ParseThread(key)
+		th, err := vault.ParseThread(key)
 		if err != nil {
-			e := fault.New(ErrInvalid, "%s: [threads.%q]: not a thread key, want kind:slug", ConfigFile, key)
+			e := fault.New(vault.ErrInvalid, "%s: [threads.%q]: not a thread key, want kind:slug", vault.ConfigFile, key)
 			return HeadsConfig{}, e.WithHint("write the key quoted and lower case: [threads.\"project:shop\"]")
 		}
 		meta := render.ThreadMeta{Key: th.String()}
 		for _, a := range t.Aliases {
 			a = strings.ToLower(strings.Join(strings.Fields(a), " "))
 			if err := checkAlias(a); err != nil {
-				return HeadsConfig{}, fault.New(ErrInvalid, "%s: [threads.%q] alias %q: %v", ConfigFile, key, a, err)
+				return HeadsConfig{}, fault.New(vault.ErrInvalid, "%s: [threads.%q] alias %q: %v", vault.ConfigFile, key, a, err)
 			}
 			if other, dup := owner[a]; dup && other != meta.Key {
-				e := fault.New(ErrInvalid, "%s: alias %q is declared by both %s and %s", ConfigFile, a, other, meta.Key)
+				e := fault.New(vault.ErrInvalid, "%s: alias %q is declared by both %s and %s", vault.ConfigFile, a, other, meta.Key)
 				return HeadsConfig{}, e.WithHint("an alias must name one thread; remove it from one of them")
 			}
-			if _, err := ParseThread(a); err == nil && a != meta.Key {
-				return HeadsConfig{}, fault.New(ErrInvalid, "%s: [threads.%q] alias %q: looks like another thread's key", ConfigFile, key, a)
+			if _, err := vault.ParseThread(a); err == nil && a != meta.Key {
+				return HeadsConfig{}, fault.New(vault.ErrInvalid, "%s: [threads.%q] alias %q: looks like another thread's key", vault.ConfigFile, key, a)
 			}
 			if owner[a] == "" {
 				owner[a] = meta.Key
@@ -136,21 +138,21 @@ func checkAlias(a string) error {
 
 // ResolveThread turns what a person typed into a thread key: a key itself,
 // or an alias declared in memvault.toml (compared without case).
-func (c HeadsConfig) ResolveThread(s string) (Thread, error) {
-	if th, err := ParseThread(s); err == nil {
+func (c HeadsConfig) ResolveThread(s string) (vault.Thread, error) {
+	if th, err := vault.ParseThread(s); err == nil {
 		return th, nil
 	}
 	want := strings.ToLower(strings.Join(strings.Fields(s), " "))
 	for _, t := range c.Threads {
 		for _, a := range t.Aliases {
 			if a == want {
-				return ParseThread(t.Key)
+				return vault.ParseThread(t.Key)
 			}
 		}
 	}
-	_, err := ParseThread(s)
-	if e := (*Error)(nil); errors.As(err, &e) {
+	_, err := vault.ParseThread(s)
+	if e := (*vault.Error)(nil); errors.As(err, &e) {
 		e.Hint = "a thread key is lower case, like project:shop, or an alias declared in memvault.toml; list them with memvault threads"
 	}
-	return Thread{}, err
+	return vault.Thread{}, err
 }

@@ -1,4 +1,4 @@
-package vault
+package heads
 
 // Reading the heads without writing them: a dry render (of the ledger as
 // it is or at a past commit), the list of threads and heads, and the
@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/memvault/memvault/vault"
+
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/memvault/memvault/render"
@@ -21,7 +23,7 @@ import (
 // RenderOptions select heads for a dry render.
 type RenderOptions struct {
 	Memory     bool
-	Threads    []Thread
+	Threads    []vault.Thread
 	AllThreads bool
 	// At renders the vault as it was at this commit: its ledger and its
 	// memvault.toml, read from git.
@@ -31,18 +33,18 @@ type RenderOptions struct {
 }
 
 // RenderHeads renders the selected heads without writing anything.
-func (v *Vault) RenderHeads(opts RenderOptions) ([]*render.Doc, error) {
+func RenderHeads(v *vault.Vault, opts RenderOptions) ([]*render.Doc, error) {
 	var vw *HeadView
 	var cfg HeadsConfig
 	var err error
 	if opts.At != "" {
-		var st *State
-		if st, cfg, err = v.stateAt(opts.At); err == nil {
+		var st *vault.State
+		if st, cfg, err = stateAt(v, opts.At); err == nil {
 			vw = buildView(st, cfg)
 			vw.input.Explain = opts.Explain
 		}
-	} else if cfg, err = v.HeadsConfig(); err == nil {
-		vw, err = v.HeadViewOf(cfg, opts.Explain)
+	} else if cfg, err = LoadHeadsConfig(v); err == nil {
+		vw, err = HeadViewOf(v, cfg, opts.Explain)
 	}
 	if err != nil {
 		return nil, err
@@ -53,7 +55,7 @@ func (v *Vault) RenderHeads(opts RenderOptions) ([]*render.Doc, error) {
 	}
 	for _, t := range opts.Threads {
 		if !vw.hasThread(t.String()) {
-			e := fault.New(ErrNotFound, "thread %s: no such thread", t)
+			e := fault.New(vault.ErrNotFound, "thread %s: no such thread", t)
 			if opts.At != "" {
 				e.Msg += " at " + opts.At
 			}
@@ -68,7 +70,7 @@ func (v *Vault) RenderHeads(opts RenderOptions) ([]*render.Doc, error) {
 		}
 		seen := map[string]bool{}
 		for _, k := range keys {
-			if t, err := ParseThread(k); err == nil && !seen[k] {
+			if t, err := vault.ParseThread(k); err == nil && !seen[k] {
 				seen[k] = true
 				targets = append(targets, threadTarget(t))
 			}
@@ -94,28 +96,28 @@ func (v *Vault) RenderHeads(opts RenderOptions) ([]*render.Doc, error) {
 // file gives nil. It is what a hook injects when the refresh itself must
 // wait for a busy vault, a head someone else holds, or a spent budget; a
 // current head costs a look at the derived view and a read of the file.
-func (v *Vault) CurrentHeads(heads ...string) ([][]byte, error) {
-	cfg, err := v.HeadsConfig()
+func CurrentHeads(v *vault.Vault, heads ...string) ([][]byte, error) {
+	cfg, err := LoadHeadsConfig(v)
 	if err != nil {
 		return nil, err
 	}
-	vw, err := v.HeadViewOf(cfg, false)
+	vw, err := HeadViewOf(v, cfg, false)
 	if err != nil {
 		return nil, err
 	}
 	out := make([][]byte, len(heads))
 	for i, head := range heads {
-		if out[i], err = v.currentHead(vw, head); err != nil {
+		if out[i], err = currentHead(v, vw, head); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-func (v *Vault) currentHead(vw *HeadView, head string) ([]byte, error) {
+func currentHead(v *vault.Vault, vw *HeadView, head string) ([]byte, error) {
 	t, ok := TargetOf(head)
-	if !ok || head == ContinuityHead {
-		return nil, fault.New(ErrInvalid, "head %q: want MEMORY.md or threads/<kind>/<slug>.md", head)
+	if !ok || head == vault.ContinuityHead {
+		return nil, fault.New(vault.ErrInvalid, "head %q: want MEMORY.md or threads/<kind>/<slug>.md", head)
 	}
 	ours, err := v.Files().ReadFile(v.Abs(t.rel))
 	exists := err == nil
@@ -134,8 +136,8 @@ func (v *Vault) currentHead(vw *HeadView, head string) ([]byte, error) {
 		return nil, err
 	}
 	theirsBlob := gitrepo.BlobHash(doc.Bytes)
-	f, err := v.mergeFile(headMerge{rel: t.rel, thread: t.Thread, theirs: doc.Bytes, book: book},
-		MustRel(RenderedDir, head), theirsBlob)
+	f, err := mergeFile(v, headMerge{rel: t.rel, thread: t.Thread, theirs: doc.Bytes, book: book},
+		vault.MustRel(vault.RenderedDir, head), theirsBlob)
 	if err != nil {
 		return nil, err
 	}
@@ -146,19 +148,19 @@ func (v *Vault) currentHead(vw *HeadView, head string) ([]byte, error) {
 }
 
 // stateAt folds the ledger and reads memvault.toml as they were at rev.
-func (v *Vault) stateAt(rev string) (*State, HeadsConfig, error) {
+func stateAt(v *vault.Vault, rev string) (*vault.State, HeadsConfig, error) {
 	tree, err := v.Repo.TreeAt(rev)
 	if err != nil {
 		return nil, HeadsConfig{}, err
 	}
 	if tree == nil {
-		return nil, HeadsConfig{}, fault.New(ErrNotFound, "commit %q: the vault has no commits", rev)
+		return nil, HeadsConfig{}, fault.New(vault.ErrNotFound, "commit %q: the vault has no commits", rev)
 	}
 	var cfgData []byte
-	if f, err := tree.File(ConfigFile); err == nil {
+	if f, err := tree.File(vault.ConfigFile); err == nil {
 		s, err := f.Contents()
 		if err != nil {
-			return nil, HeadsConfig{}, &Error{Class: ErrCorrupt, Msg: "git: read " + ConfigFile + " at " + rev + ": " + err.Error(), Err: err}
+			return nil, HeadsConfig{}, &vault.Error{Class: vault.ErrCorrupt, Msg: "git: read " + vault.ConfigFile + " at " + rev + ": " + err.Error(), Err: err}
 		}
 		cfgData = []byte(s)
 	}
@@ -167,7 +169,7 @@ func (v *Vault) stateAt(rev string) (*State, HeadsConfig, error) {
 		return nil, HeadsConfig{}, err
 	}
 	type segData struct {
-		seg  segment
+		seg  vault.Segment
 		data []byte
 	}
 	var segs []segData
@@ -177,7 +179,7 @@ func (v *Vault) stateAt(rev string) (*State, HeadsConfig, error) {
 			if len(parts) != 3 {
 				return nil
 			}
-			s, ok := segmentFromPath(path.Join("ledger", f.Name))
+			s, ok := vault.SegmentFromPath(path.Join("ledger", f.Name))
 			if !ok {
 				return nil
 			}
@@ -189,26 +191,26 @@ func (v *Vault) stateAt(rev string) (*State, HeadsConfig, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, HeadsConfig{}, &Error{Class: ErrCorrupt, Msg: "git: read ledger at " + rev + ": " + err.Error(), Err: err}
+			return nil, HeadsConfig{}, &vault.Error{Class: vault.ErrCorrupt, Msg: "git: read ledger at " + rev + ": " + err.Error(), Err: err}
 		}
 	}
-	sort.Slice(segs, func(i, j int) bool { return segs[i].seg.less(segs[j].seg) })
-	st := &State{byID: map[string]*Row{}}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].seg.Less(segs[j].seg) })
+	st := &vault.State{ByID: map[string]*vault.Row{}}
 	tip := ""
 	for _, s := range segs {
-		tip = foldLines(st, s.data, tip)
+		tip = vault.FoldLines(st, s.data, tip)
 	}
 	return st, cfg, nil
 }
 
 // Heads returns the view the commands print: the configuration, the
 // bookkeeping of every head, and the rows of every thread.
-func (v *Vault) Heads() (*HeadsInfo, error) {
-	cfg, err := v.HeadsConfig()
+func Heads(v *vault.Vault) (*HeadsInfo, error) {
+	cfg, err := LoadHeadsConfig(v)
 	if err != nil {
 		return nil, err
 	}
-	st, _, err := v.foldedState()
+	st, _, err := v.FoldedState()
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +240,7 @@ func (v *Vault) Heads() (*HeadsInfo, error) {
 			continue
 		}
 		seen[k] = true
-		th, err := ParseThread(k)
+		th, err := vault.ParseThread(k)
 		if err != nil {
 			continue
 		}
@@ -256,7 +258,7 @@ func (v *Vault) Heads() (*HeadsInfo, error) {
 			ti.HeadState = "deferred"
 		case h == nil || h.LastRendered == nil:
 			ti.HeadState = "not rendered"
-		case !v.exists(th.HeadPath()):
+		case !exists(v, th.HeadPath()):
 			ti.HeadState = "missing"
 		case vw.Stale(ti.Head, k):
 			ti.HeadState = "stale"
@@ -289,33 +291,33 @@ type ThreadInfo struct {
 
 // ResolveHeadArg turns a command argument into a head path: MEMORY.md,
 // CONTINUITY.md, a thread key or alias, or a head's path.
-func (v *Vault) ResolveHeadArg(arg string, allowContinuity bool) (RelPath, string, error) {
+func ResolveHeadArg(v *vault.Vault, arg string, allowContinuity bool) (vault.RelPath, string, error) {
 	switch arg {
-	case "", MemoryHead:
-		return MustRel(MemoryHead), "", nil
-	case ContinuityHead:
+	case "", vault.MemoryHead:
+		return vault.MustRel(vault.MemoryHead), "", nil
+	case vault.ContinuityHead:
 		if allowContinuity {
-			return MustRel(ContinuityHead), "", nil
+			return vault.MustRel(vault.ContinuityHead), "", nil
 		}
 	}
 	if t, ok := TargetOf(arg); ok {
 		arg = t.Thread
 	}
-	cfg, err := v.HeadsConfig()
+	cfg, err := LoadHeadsConfig(v)
 	if err != nil {
-		return RelPath{}, "", err
+		return vault.RelPath{}, "", err
 	}
 	th, err := cfg.ResolveThread(arg)
 	if err != nil {
-		return RelPath{}, "", err
+		return vault.RelPath{}, "", err
 	}
-	st, _, err := v.foldedState()
+	st, _, err := v.FoldedState()
 	if err != nil {
-		return RelPath{}, "", err
+		return vault.RelPath{}, "", err
 	}
 	if !buildView(st, cfg).hasThread(th.String()) {
-		e := fault.New(ErrNotFound, "thread %s: no such thread", th)
-		return RelPath{}, "", e.WithHint("list threads with: memvault threads")
+		e := fault.New(vault.ErrNotFound, "thread %s: no such thread", th)
+		return vault.RelPath{}, "", e.WithHint("list threads with: memvault threads")
 	}
 	return th.HeadPath(), th.String(), nil
 }

@@ -1,9 +1,11 @@
-package vault
+package heads
 
 import (
 	"path"
 	"strings"
 	"unicode"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/vault/fault"
 )
@@ -37,7 +39,7 @@ func ParseScope(s string) (LearningScope, error) {
 		return LearningScope{Kind: "global"}, nil
 	}
 	bad := func(problem string) (LearningScope, error) {
-		e := fault.New(ErrInvalid, "scope %q: %s", s, problem)
+		e := fault.New(vault.ErrInvalid, "scope %q: %s", s, problem)
 		return LearningScope{}, e.WithHint("use global, module:NAME or file:PATH (a path relative to the project root)")
 	}
 	kind, name, ok := strings.Cut(s, ":")

@@ -1,10 +1,12 @@
-package vault
+package heads
 
 import (
 	"errors"
 	"io/fs"
 	"path/filepath"
 	"strings"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/render"
 	"github.com/memvault/memvault/vault/fault"
@@ -47,12 +49,12 @@ type ContinuityStatus struct {
 // ContinuityStatus reads CONTINUITY.md as it is (hand edits included) and
 // the protocol's state. A file in a shape the parser does not know is read
 // as far as it goes, with warnings; nothing is changed.
-func (v *Vault) ContinuityStatus() (*ContinuityStatus, error) {
-	cfg, st, err := v.continuityConfigState()
+func LoadContinuityStatus(v *vault.Vault) (*ContinuityStatus, error) {
+	cfg, st, err := continuityConfigState(v)
 	if err != nil {
 		return nil, err
 	}
-	s, err := v.continuityStatus(cfg, st)
+	s, err := continuityStatus(v, cfg, st)
 	if err != nil {
 		return nil, err
 	}
@@ -62,18 +64,18 @@ func (v *Vault) ContinuityStatus() (*ContinuityStatus, error) {
 
 // continuityStatus reads the status from the state's summary: at 10k
 // learnings nothing here looks at a learning.
-func (v *Vault) continuityStatus(cfg ContinuityConfig, st *contState) (*ContinuityStatus, error) {
+func continuityStatus(v *vault.Vault, cfg ContinuityConfig, st *contState) (*ContinuityStatus, error) {
 	sum, err := st.summary(cfg)
 	if err != nil {
 		return nil, err
 	}
-	data, err := v.Files().ReadFile(filepath.Join(v.Root, ContinuityHead))
+	data, err := v.Files().ReadFile(filepath.Join(v.Root, vault.ContinuityHead))
 	src := "file"
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		data, src = []byte(sum.Render), "render"
 	case err != nil:
-		return nil, fault.IO("read "+ContinuityHead, err)
+		return nil, fault.IO("read "+vault.ContinuityHead, err)
 	}
 	p := ParseContinuity(data)
 	s := &ContinuityStatus{Source: src, Phase: p.Phase, Iteration: p.Iteration, Updated: p.Updated,
@@ -88,15 +90,15 @@ func (v *Vault) continuityStatus(cfg ContinuityConfig, st *contState) (*Continui
 	if s.Words > s.Cap {
 		s.Warnings = append(s.Warnings, "CONTINUITY.md: "+itoa(s.Words)+" words, over its cap of "+itoa(s.Cap)+"; the next update moves hand-written lines to the ledger")
 	}
-	s.Budget = v.budget(cfg, sum, data)
+	s.Budget = budget(v, cfg, sum, data)
 	return s, nil
 }
 
 // budget measures the tokens each category costs against its budget. The
 // learnings and decisions count as listed for the whole project, one line
 // each (the summary's sums).
-func (v *Vault) budget(cfg ContinuityConfig, sum *contSummary, continuityMD []byte) []BudgetLine {
-	memory, _ := v.Files().ReadFile(filepath.Join(v.Root, MemoryHead))
+func budget(v *vault.Vault, cfg ContinuityConfig, sum *contSummary, continuityMD []byte) []BudgetLine {
+	memory, _ := v.Files().ReadFile(filepath.Join(v.Root, vault.MemoryHead))
 	used := map[string]int{
 		"memory":     render.Tokens(string(memory)),
 		"continuity": render.Tokens(string(continuityMD)),
@@ -115,8 +117,8 @@ func (v *Vault) budget(cfg ContinuityConfig, sum *contSummary, continuityMD []by
 }
 
 // ContinuityBudget is `memvault continuity budget`: tokens per category.
-func (v *Vault) ContinuityBudget() ([]BudgetLine, error) {
-	s, err := v.ContinuityStatus()
+func ContinuityBudget(v *vault.Vault) ([]BudgetLine, error) {
+	s, err := LoadContinuityStatus(v)
 	if err != nil {
 		return nil, err
 	}
@@ -144,20 +146,20 @@ type InjectedRow struct {
 // and the learnings and decisions whose scope is in play for work in dir
 // (relative to the project root; "" or "." for the whole project),
 // smallest scope first, within the learnings and decisions budgets.
-func (v *Vault) ContinuityAtSessionStart(dir string) (*Injection, error) {
-	return v.ContinuityAtSessionStartFor(dir, v.Config.Agent)
+func ContinuityAtSessionStart(v *vault.Vault, dir string) (*Injection, error) {
+	return ContinuityAtSessionStartFor(v, dir, v.Config.Agent)
 }
 
 // ContinuityAtSessionStartFor is ContinuityAtSessionStart for a session of
 // agent: the learnings and decisions it may see (SeesAgent). A session of
 // the vault's own agent at the project's root reads them from the derived
 // state's summary, without decoding the fold.
-func (v *Vault) ContinuityAtSessionStartFor(dir, agent string) (*Injection, error) {
-	cfg, st, err := v.continuityConfigState()
+func ContinuityAtSessionStartFor(v *vault.Vault, dir, agent string) (*Injection, error) {
+	cfg, st, err := continuityConfigState(v)
 	if err != nil {
 		return nil, err
 	}
-	s, err := v.continuityStatus(cfg, st)
+	s, err := continuityStatus(v, cfg, st)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +172,7 @@ func (v *Vault) ContinuityAtSessionStartFor(dir, agent string) (*Injection, erro
 		if err != nil {
 			return nil, err
 		}
-		rows = inScope(c, f, cfg, func(owner string) bool { return v.SeesAgent(agent, owner) })
+		rows = inScope(c, f, cfg, func(owner string) bool { return SeesAgent(v, agent, owner) })
 	}
 	st.saveIfDirty(cfg)
 	var b strings.Builder
@@ -241,7 +243,7 @@ func inScope(c *Continuity, f ScopeFilter, cfg ContinuityConfig, sees func(agent
 // ProjectDir turns a working directory into the directory in play,
 // relative to the project root (the folder holding the vault): "" at the
 // root, inside the vault itself, or outside the project.
-func (v *Vault) ProjectDir(wd string) string {
+func ProjectDir(v *vault.Vault, wd string) string {
 	if in, err := filepath.Rel(v.Root, wd); err == nil && !strings.HasPrefix(in, "..") {
 		return "" // the vault's own folder is the project's, not a module of it
 	}
@@ -255,8 +257,8 @@ func (v *Vault) ProjectDir(wd string) string {
 
 // RenderContinuity renders CONTINUITY.md from the ledger without writing:
 // what the next update would merge in.
-func (v *Vault) RenderContinuity() (*ContinuityDoc, error) {
-	cfg, st, err := v.continuityConfigState()
+func RenderContinuity(v *vault.Vault) (*ContinuityDoc, error) {
+	cfg, st, err := continuityConfigState(v)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package vault
+package heads
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/render"
 	"github.com/memvault/memvault/vault/fault"
@@ -35,52 +37,29 @@ import (
 // the base blob named by head.rendered is reachable from the branch and
 // survives a fresh clone even when hand edits made the head differ from it.
 
-// Head paths that are not threads.
-const (
-	MemoryHead     = render.MemoryPath
-	ContinuityHead = "CONTINUITY.md"
-	RenderedDir    = ".rendered"
-)
-
-// Head kinds of ledger events.
-const (
-	KindHeadRendered = "head.rendered"
-	KindHeadDeferred = "head.deferred"
-	KindHeadConflict = "head.conflict"
-	KindHeadResolved = "head.resolved"
-	KindHeadEdited   = "head.edited"
-	KindHeadTakeover = "head.takeover"
-)
-
 // headTarget is one head a refresh works on.
 type headTarget struct {
-	rel    RelPath
+	rel    vault.RelPath
 	Thread string // "" for MEMORY.md
 }
 
-func memoryTarget() headTarget { return headTarget{rel: MustRel(MemoryHead)} }
+func memoryTarget() headTarget { return headTarget{rel: vault.MustRel(vault.MemoryHead)} }
 
-func threadTarget(t Thread) headTarget { return headTarget{rel: t.HeadPath(), Thread: t.String()} }
+func threadTarget(t vault.Thread) headTarget {
+	return headTarget{rel: t.HeadPath(), Thread: t.String()}
+}
 
 func TargetOf(head string) (headTarget, bool) {
 	switch head {
-	case MemoryHead:
+	case vault.MemoryHead:
 		return memoryTarget(), true
-	case ContinuityHead:
+	case vault.ContinuityHead:
 		// The protocol renders it (refreshOne hands it over); known here so
 		// that a deferred refresh of it is retried like any head's.
-		return headTarget{rel: MustRel(ContinuityHead)}, true
+		return headTarget{rel: vault.MustRel(vault.ContinuityHead)}, true
 	}
-	rest, ok := strings.CutPrefix(head, "threads/")
+	t, ok := vault.HeadThread(head)
 	if !ok {
-		return headTarget{}, false
-	}
-	kind, slug, ok := strings.Cut(strings.TrimSuffix(rest, ".md"), "/")
-	if !ok || !strings.HasSuffix(rest, ".md") {
-		return headTarget{}, false
-	}
-	t, err := ParseThread(kind + ":" + slug)
-	if err != nil {
 		return headTarget{}, false
 	}
 	return threadTarget(t), true
@@ -106,7 +85,7 @@ func renderHead(vw *HeadView, t headTarget) (*render.Doc, error) {
 		if t.Thread != "" {
 			key = "thread_tokens"
 		}
-		e := fault.New(ErrInvalid, "render: %v", err)
+		e := fault.New(vault.ErrInvalid, "render: %v", err)
 		return nil, e.WithHint("raise [budgets] %s in memvault.toml to at least %d", key, be.Need)
 	}
 	return doc, err
@@ -114,14 +93,14 @@ func renderHead(vw *HeadView, t headTarget) (*render.Doc, error) {
 
 // RefreshOptions say which heads a refresh renders and on whose behalf.
 type RefreshOptions struct {
-	TxOptions
+	vault.TxOptions
 	// Trigger is recorded in head.rendered: session-end, compaction,
 	// render, edit, retry.
 	Trigger string
 	// Memory selects MEMORY.md.
 	Memory bool
 	// Threads selects thread heads by key.
-	Threads []Thread
+	Threads []vault.Thread
 	// AllThreads selects every thread head.
 	AllThreads bool
 	// Affected selects the thread heads whose rows changed since their last
@@ -165,22 +144,22 @@ var testHookLeased func(heads []string)
 // commits the result. Heads with a pending deferred refresh are always
 // included: that is how a busy head gets its retry. A head whose lease is
 // held by someone else is not touched; a head.deferred event records it.
-func (v *Vault) Refresh(opts RefreshOptions) (*RefreshReport, error) {
+func Refresh(v *vault.Vault, opts RefreshOptions) (*RefreshReport, error) {
 	if opts.Agent == "" {
 		opts.Agent = v.Config.Agent
 	}
 	if opts.Command == "" {
 		opts.Command = "refresh"
 	}
-	cfg, err := v.HeadsConfig()
+	cfg, err := LoadHeadsConfig(v)
 	if err != nil {
 		return nil, err
 	}
-	vw, err := v.HeadViewOf(cfg, opts.Explain)
+	vw, err := HeadViewOf(v, cfg, opts.Explain)
 	if err != nil {
 		return nil, err
 	}
-	targets, err := v.selectHeads(vw, opts)
+	targets, err := selectHeads(v, vw, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +168,7 @@ func (v *Vault) Refresh(opts RefreshOptions) (*RefreshReport, error) {
 		return rep, nil
 	}
 
-	hl, err := v.leaseHeads(opts, cfg, targets)
+	hl, err := leaseHeads(v, opts, cfg, targets)
 	defer hl.release(v, opts.Held)
 	if err != nil {
 		return nil, err
@@ -205,7 +184,7 @@ func (v *Vault) Refresh(opts RefreshOptions) (*RefreshReport, error) {
 			mine = append(mine, t)
 		}
 	}
-	handEdits, redacted, err := v.commitHandEdits(opts.TxOptions, mine, "refresh")
+	handEdits, redacted, err := commitHandEdits(v, opts.TxOptions, mine, "refresh")
 	if err != nil {
 		return nil, err
 	}
@@ -213,9 +192,9 @@ func (v *Vault) Refresh(opts RefreshOptions) (*RefreshReport, error) {
 	// A person who saves a head while it is being merged makes the write
 	// fail (errChangedUnderfoot) rather than be overwritten: merge again
 	// with what they saved.
-	var res *Result
+	var res *vault.Result
 	err = retrySaves(func() (err error) {
-		res, err = v.refreshTx(opts, cfg, targets, busy, took, handEdits, rep)
+		res, err = refreshTx(v, opts, cfg, targets, busy, took, handEdits, rep)
 		return err
 	})
 	if err != nil {
@@ -236,7 +215,7 @@ type headLeases struct {
 
 // leaseHeads takes the lease of every target, or uses the one the caller
 // already holds (opts.Held).
-func (v *Vault) leaseHeads(opts RefreshOptions, cfg HeadsConfig, targets []headTarget) (*headLeases, error) {
+func leaseHeads(v *vault.Vault, opts RefreshOptions, cfg HeadsConfig, targets []headTarget) (*headLeases, error) {
 	hl := &headLeases{mine: map[string]*HeadLease{}, busy: map[string]*HeadLease{}, took: map[string]*Takeover{}}
 	owner := LeaseOwner{Agent: opts.Agent, Session: opts.Session, Command: opts.Command}
 	var names []string
@@ -247,7 +226,7 @@ func (v *Vault) leaseHeads(opts RefreshOptions, cfg HeadsConfig, targets []headT
 			hl.mine[head] = l
 			continue
 		}
-		mine, holder, tk, err := v.AcquireHeadLease(t.rel, owner, cfg.Lease)
+		mine, holder, tk, err := AcquireHeadLease(v, t.rel, owner, cfg.Lease)
 		if err != nil {
 			return hl, err
 		}
@@ -267,21 +246,21 @@ func (v *Vault) leaseHeads(opts RefreshOptions, cfg HeadsConfig, targets []headT
 }
 
 // release gives back the leases taken, not those the caller held before.
-func (hl *headLeases) release(v *Vault, held map[string]*HeadLease) {
+func (hl *headLeases) release(v *vault.Vault, held map[string]*HeadLease) {
 	for head, l := range hl.mine {
 		if held[head] == nil {
-			_ = v.ReleaseHeadLease(l)
+			_ = ReleaseHeadLease(v, l)
 		}
 	}
 }
 
 // refreshTx is the transaction of a refresh: each head rendered, merged
 // with its file and queued, or deferred.
-func (v *Vault) refreshTx(opts RefreshOptions, cfg HeadsConfig, targets []headTarget, busy map[string]*HeadLease,
-	took map[string]*Takeover, handEdits map[string]bool, rep *RefreshReport) (*Result, error) {
-	return v.Update(opts.TxOptions, func(tx *Tx) error {
+func refreshTx(v *vault.Vault, opts RefreshOptions, cfg HeadsConfig, targets []headTarget, busy map[string]*HeadLease,
+	took map[string]*Takeover, handEdits map[string]bool, rep *RefreshReport) (*vault.Result, error) {
+	return v.Update(opts.TxOptions, func(tx *vault.Tx) error {
 		rep.Heads = rep.Heads[:0]
-		vw, err := v.HeadViewOf(cfg, opts.Explain)
+		vw, err := HeadViewOf(v, cfg, opts.Explain)
 		if err != nil {
 			return err
 		}
@@ -298,10 +277,10 @@ func (v *Vault) refreshTx(opts RefreshOptions, cfg HeadsConfig, targets []headTa
 			}
 			if tk := took[head]; tk != nil {
 				d, _ := json.Marshal(tk)
-				tx.Append(&Event{Kind: KindHeadTakeover, Thread: t.Thread, Source: "refresh", Data: d,
+				tx.Append(&vault.Event{Kind: vault.KindHeadTakeover, Thread: t.Thread, Source: "refresh", Data: d,
 					Text: head + ": lease taken over: " + tk.Reason})
 			}
-			out, err := v.refreshOne(tx, vw, t, opts.Trigger)
+			out, err := refreshOne(v, tx, vw, t, opts.Trigger)
 			if err != nil {
 				return err
 			}
@@ -322,12 +301,12 @@ func (v *Vault) refreshTx(opts RefreshOptions, cfg HeadsConfig, targets []headTa
 // RunDeferred retries every head whose refresh was deferred. It is what a
 // hook event of any session calls; when nothing is pending it returns at
 // once, without taking the vault lock.
-func (v *Vault) RunDeferred(opts TxOptions) (*RefreshReport, error) {
-	return v.Refresh(RefreshOptions{TxOptions: opts, Trigger: "retry"})
+func RunDeferred(v *vault.Vault, opts vault.TxOptions) (*RefreshReport, error) {
+	return Refresh(v, RefreshOptions{TxOptions: opts, Trigger: "retry"})
 }
 
 // selectHeads turns the options into targets, pending retries included.
-func (v *Vault) selectHeads(vw *HeadView, opts RefreshOptions) ([]headTarget, error) {
+func selectHeads(v *vault.Vault, vw *HeadView, opts RefreshOptions) ([]headTarget, error) {
 	var out []headTarget
 	have := map[string]bool{}
 	add := func(t headTarget) {
@@ -341,7 +320,7 @@ func (v *Vault) selectHeads(vw *HeadView, opts RefreshOptions) ([]headTarget, er
 	}
 	for _, t := range opts.Threads {
 		if !vw.hasThread(t.String()) {
-			e := fault.New(ErrNotFound, "thread %s: no such thread", t)
+			e := fault.New(vault.ErrNotFound, "thread %s: no such thread", t)
 			return nil, e.WithHint("list threads with: memvault threads")
 		}
 		add(threadTarget(t))
@@ -351,7 +330,7 @@ func (v *Vault) selectHeads(vw *HeadView, opts RefreshOptions) ([]headTarget, er
 		keys = append(keys, t.Key)
 	}
 	for _, k := range keys {
-		t, err := ParseThread(k)
+		t, err := vault.ParseThread(k)
 		if err != nil {
 			continue
 		}
@@ -362,13 +341,13 @@ func (v *Vault) selectHeads(vw *HeadView, opts RefreshOptions) ([]headTarget, er
 		case opts.Affected:
 			if opts.Session != "" && !vw.sessionWrote(opts.Session, k) {
 				// Not this session's thread, unless its file went missing.
-				if h := vw.Heads[tt.rel.String()]; h != nil && h.LastRendered != nil && !v.exists(tt.rel) {
+				if h := vw.Heads[tt.rel.String()]; h != nil && h.LastRendered != nil && !exists(v, tt.rel) {
 					add(tt)
 				}
 				continue
 			}
 			h := vw.Heads[tt.rel.String()]
-			if vw.Stale(tt.rel.String(), k) || (h != nil && h.LastRendered != nil && !v.exists(tt.rel)) {
+			if vw.Stale(tt.rel.String(), k) || (h != nil && h.LastRendered != nil && !exists(v, tt.rel)) {
 				add(tt)
 			}
 		}
@@ -376,7 +355,7 @@ func (v *Vault) selectHeads(vw *HeadView, opts RefreshOptions) ([]headTarget, er
 	// Retries: every head with a deferred refresh pending, and every head
 	// a killed process wrote without committing (headjournal.go): its
 	// commitHandEdits takes the files in.
-	pending := v.headJournals()
+	pending := v.HeadJournals()
 	for head, h := range vw.Heads {
 		if len(h.Deferred) > 0 {
 			pending = append(pending, head)
@@ -391,23 +370,23 @@ func (v *Vault) selectHeads(vw *HeadView, opts RefreshOptions) ([]headTarget, er
 	return out, nil
 }
 
-func (v *Vault) exists(rel RelPath) bool {
+func exists(v *vault.Vault, rel vault.RelPath) bool {
 	_, err := v.Files().Stat(v.Abs(rel))
 	return err == nil
 }
 
 // refreshOne renders one head, merges it with the file, and queues the
 // write and the events.
-func (v *Vault) refreshOne(tx *Tx, vw *HeadView, t headTarget, trigger string) (*HeadOutcome, error) {
+func refreshOne(v *vault.Vault, tx *vault.Tx, vw *HeadView, t headTarget, trigger string) (*HeadOutcome, error) {
 	head := t.rel.String()
-	if head == ContinuityHead {
-		return v.refreshContinuityHead(tx, trigger)
+	if head == vault.ContinuityHead {
+		return refreshContinuityHead(v, tx, trigger)
 	}
 	doc, err := renderHead(vw, t)
 	if err != nil {
 		return nil, err
 	}
-	m, err := v.mergeInto(tx, headMerge{rel: t.rel, thread: t.Thread, source: "refresh", trigger: trigger,
+	m, err := mergeInto(v, tx, headMerge{rel: t.rel, thread: t.Thread, source: "refresh", trigger: trigger,
 		theirs: doc.Bytes, size: map[string]any{"tokens": doc.Report.Tokens}, book: vw.Heads[head].book()})
 	if err != nil {
 		return nil, err
@@ -421,7 +400,7 @@ func (v *Vault) refreshOne(tx *Tx, vw *HeadView, t headTarget, trigger string) (
 // people wrote), else from git's object store by the hash head.rendered
 // recorded. nil means no base: every hand-made section then counts as an
 // edit.
-func (v *Vault) baseOf(blob string, rendered RelPath) []byte {
+func baseOf(v *vault.Vault, blob string, rendered vault.RelPath) []byte {
 	if blob == "" {
 		return nil
 	}
@@ -437,7 +416,7 @@ func (v *Vault) baseOf(blob string, rendered RelPath) []byte {
 // uncommitted reports whether the file on disk differs from the version at
 // the branch's head commit: a hand edit nobody committed. A missing file is
 // not an edit (the refresh renders it again).
-func (v *Vault) uncommitted(rel RelPath) (bool, error) {
+func uncommitted(v *vault.Vault, rel vault.RelPath) (bool, error) {
 	data, err := v.Files().ReadFile(v.Abs(rel))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil

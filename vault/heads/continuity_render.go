@@ -1,10 +1,12 @@
-package vault
+package heads
 
 import (
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/render"
 )
@@ -67,7 +69,7 @@ type ContinuityDoc struct {
 // change the document's structure (a heading, a quote, a comment that
 // could forge the keep marker).
 func safeLine(s string, n int) string {
-	s = Clip(OneLine(s), n)
+	s = vault.Clip(vault.OneLine(s), n)
 	s = strings.ReplaceAll(s, "<!--", "&lt;!--")
 	s = strings.ReplaceAll(s, "-->", "--&gt;")
 	if strings.HasPrefix(s, "#") || strings.HasPrefix(s, ">") {
@@ -93,7 +95,7 @@ func (l *Learning) Line() string {
 		fmt.Fprintf(&b, "reinforced %d×, ", l.ReinforceCount)
 	}
 	fmt.Fprintf(&b, "ttl %d, last %s)", l.TTL, l.LastRelevant)
-	if l.Status == StatusCorrected {
+	if l.Status == vault.StatusCorrected {
 		b.WriteString(" corrected")
 	}
 	for _, f := range l.Flags {
@@ -120,7 +122,7 @@ func (d *Decision) Line() string {
 func (c *Continuity) ActiveLearnings(f ScopeFilter, all bool) []*Learning {
 	var out []*Learning
 	for _, l := range c.Learnings {
-		if (all || l.Status == StatusActive || l.Status == StatusCorrected) && f.Match(l.Scope) {
+		if (all || l.Status == vault.StatusActive || l.Status == vault.StatusCorrected) && f.Match(l.Scope) {
 			out = append(out, l)
 		}
 	}
@@ -174,7 +176,7 @@ func (c *Continuity) ActiveDecisions(f ScopeFilter, all bool) []*Decision {
 	var out []*Decision
 	for i := len(c.Decisions) - 1; i >= 0; i-- {
 		d := c.Decisions[i]
-		if (all || d.Status == StatusActive) && f.Match(d.Scope) {
+		if (all || d.Status == vault.StatusActive) && f.Match(d.Scope) {
 			out = append(out, d)
 		}
 	}
@@ -234,7 +236,7 @@ func renderContinuity(c *Continuity, capWords int) *ContinuityDoc {
 	}
 	var decs []*Decision
 	for _, d := range c.Decisions {
-		if d.Status == StatusActive {
+		if d.Status == vault.StatusActive {
 			decs = append(decs, d)
 		}
 	}
@@ -244,7 +246,7 @@ func renderContinuity(c *Continuity, capWords int) *ContinuityDoc {
 	total[SecDecisions] = len(decs)
 	var live []*Learning
 	for _, l := range c.Learnings {
-		if l.Status == StatusActive || l.Status == StatusCorrected {
+		if l.Status == vault.StatusActive || l.Status == vault.StatusCorrected {
 			live = append(live, l)
 		}
 	}
@@ -349,7 +351,7 @@ func renderLearningsIndex(c *Continuity, budget int) []byte {
 	var act []*Learning
 	for _, l := range c.Learnings {
 		counts[l.Status]++
-		if l.Status == StatusActive || l.Status == StatusCorrected {
+		if l.Status == vault.StatusActive || l.Status == vault.StatusCorrected {
 			act = append(act, l)
 			scopes[min(max(l.rank, 0), 3)]++
 		}
@@ -357,7 +359,7 @@ func renderLearningsIndex(c *Continuity, budget int) []byte {
 	var b strings.Builder
 	b.WriteString("# Learnings index\n\n")
 	fmt.Fprintf(&b, "%d active (%d global, %d module, %d file), %d archived, %d invalidated. Full list: memvault continuity learnings\n\n",
-		len(act), scopes[2], scopes[1], scopes[0], counts[StatusArchived], counts[StatusInvalidated])
+		len(act), scopes[2], scopes[1], scopes[0], counts[vault.StatusArchived], counts[vault.StatusInvalidated])
 	used := render.Tokens(b.String())
 	shown := 0
 	// Strongest first. Every line costs a token at least, so no more than

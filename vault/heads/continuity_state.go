@@ -1,13 +1,11 @@
-package vault
+package heads
 
 import (
-	"hash/crc32"
-	"io"
-	"path/filepath"
 	"sort"
 
+	"github.com/memvault/memvault/vault"
+
 	"github.com/memvault/memvault/render"
-	"github.com/memvault/memvault/vault/fileio"
 )
 
 // The protocol's derived state. Folding every protocol event of the ledger
@@ -33,16 +31,16 @@ import (
 // them (saveIfDirty). A writer saves the state it committed, once it has
 // checked that the lines appended since the key are exactly its own.
 
-var contView = &Derived[*contState]{
+var contView = &vault.Derived[*contState]{
 	Name:    "continuity-state",
 	Version: 5,
-	Rebuild: func(v *Vault, segs []segment, stamps []segStamp) (*contState, string, bool, error) {
-		s, tip, err := v.foldContState()
+	Rebuild: func(v *vault.Vault, segs []vault.Segment, stamps []vault.SegStamp) (*contState, string, bool, error) {
+		s, tip, err := foldContState(v)
 		if err != nil {
 			return nil, "", false, err
 		}
 		// A torn last line is not folded, but the stamps count its bytes.
-		torn := len(segs) > 0 && endsTorn(v.Files(), v.segPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
+		torn := len(segs) > 0 && vault.EndsTorn(v.Files(), v.SegPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
 		return s, tip, torn, nil
 	},
 	Fold:   foldContEvent,
@@ -91,8 +89,8 @@ type contHeadJSON struct {
 // contState is the protocol's state as a command gets it: the summary at
 // once, the fold decoded when asked for.
 type contState struct {
-	v         *Vault
-	key       Key // what was folded; saved under it, if exact
+	v         *vault.Vault
+	key       vault.Key // what was folded; saved under it, if exact
 	lastAudit string
 	head      headBook
 	sum       *contSummary // for the state as it is, or nil
@@ -103,17 +101,17 @@ type contState struct {
 
 // continuityConfigState is the protocol's settings and its derived state,
 // what every continuity command starts from.
-func (v *Vault) continuityConfigState() (ContinuityConfig, *contState, error) {
-	cfg, err := v.ContinuityConfig()
+func continuityConfigState(v *vault.Vault) (ContinuityConfig, *contState, error) {
+	cfg, err := LoadContinuityConfig(v)
 	if err != nil {
 		return cfg, nil, err
 	}
-	st, err := v.continuityState()
+	st, err := continuityState(v)
 	return cfg, st, err
 }
 
 // continuityState returns the protocol's state through its view.
-func (v *Vault) continuityState() (*contState, error) {
+func continuityState(v *vault.Vault) (*contState, error) {
 	s, key, dirty, err := contView.Open(v)
 	if err != nil {
 		return nil, err
@@ -122,26 +120,12 @@ func (v *Vault) continuityState() (*contState, error) {
 	return s, nil
 }
 
-func (v *Vault) segmentStamps() ([]segment, []segStamp, error) {
-	segs, _, err := ListSegments(v.Root)
-	if err != nil {
-		return nil, nil, err
-	}
-	stamps := make([]segStamp, len(segs))
-	for i, s := range segs {
-		if stamps[i], err = stampOf(v.Root, s); err != nil {
-			return nil, nil, err
-		}
-	}
-	return segs, stamps, nil
-}
-
 // foldContState folds the protocol from the heads' folded rows. The
 // stamps of its key were taken before the fold: if the ledger grew
 // meanwhile, saving notices (Derived.Save stats the segments again) and
 // leaves the file.
-func (v *Vault) foldContState() (*contState, string, error) {
-	st, tip, err := v.foldedState()
+func foldContState(v *vault.Vault) (*contState, string, error) {
+	st, tip, err := v.FoldedState()
 	if err != nil {
 		return nil, "", err
 	}
@@ -150,7 +134,7 @@ func (v *Vault) foldContState() (*contState, string, error) {
 }
 
 // foldContEvent folds one appended event on top of the state.
-func foldContEvent(s *contState, ev *Event) (*contState, bool) {
+func foldContEvent(s *contState, ev *vault.Event) (*contState, bool) {
 	if ev.Kind == "retract" {
 		return s, false // it may withdraw any earlier event: rebuild
 	}
@@ -168,40 +152,6 @@ func foldContEvent(s *contState, ev *Event) (*contState, bool) {
 	s.setFold(c)
 	s.dirty = true
 	return s, true
-}
-
-func (v *Vault) segPath(s segment) string {
-	return filepath.Join(v.Root, filepath.FromSlash(s.String()))
-}
-
-// prefixSum is the CRC-32 of the first n bytes of a file.
-func prefixSum(fsys fileio.Root, path string, n int64) (uint32, bool) {
-	f, err := fsys.Open(path)
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	h := crc32.NewIEEE()
-	if k, err := io.Copy(h, io.LimitReader(f, n)); err != nil || k != n {
-		return 0, false
-	}
-	return h.Sum32(), true
-}
-
-func endsTorn(fsys fileio.Root, path string, size int64) bool {
-	if size == 0 {
-		return false
-	}
-	f, err := fsys.Open(path)
-	if err != nil {
-		return true
-	}
-	defer f.Close()
-	var b [1]byte
-	if _, err := f.ReadAt(b[:], size-1); err != nil {
-		return true
-	}
-	return b[0] != '\n'
 }
 
 // setFold makes c the state: what was derived from the old one goes.
@@ -222,7 +172,7 @@ func (s *contState) full() (*Continuity, error) {
 		return c, nil
 	}
 	v := s.v
-	segs, stamps, err := v.segmentStamps()
+	segs, stamps, err := v.SegmentStamps()
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +181,7 @@ func (s *contState) full() (*Continuity, error) {
 		return nil, err
 	}
 	*s = *r
-	s.key = Key{Tip: tip, Stamps: stamps, Exact: !torn}
+	s.key = vault.Key{Tip: tip, Stamps: stamps, Exact: !torn}
 	return s.c, nil
 }
 
@@ -258,7 +208,7 @@ func summarize(c *Continuity, cfg ContinuityConfig) *contSummary {
 	indexBudget, words := cfg.Budgets["index"], cfg.Words
 	s := &contSummary{Key: keyOf(cfg), Learnings: len(c.Learnings), IndexBudget: indexBudget, Words: words}
 	for _, l := range c.Learnings {
-		if l.Status != StatusActive && l.Status != StatusCorrected {
+		if l.Status != vault.StatusActive && l.Status != vault.StatusCorrected {
 			continue
 		}
 		s.Active++
@@ -268,7 +218,7 @@ func summarize(c *Continuity, cfg ContinuityConfig) *contSummary {
 		s.LearnTokens += l.tok
 	}
 	for _, d := range c.Decisions {
-		if d.Status == StatusActive {
+		if d.Status == vault.StatusActive {
 			s.Decisions++
 			s.DecTokens += render.Tokens("- " + d.Line() + "\n")
 		}
@@ -302,11 +252,11 @@ func (s *contState) saveIfDirty(cfg ContinuityConfig) {
 	if _, err := s.summary(cfg); err != nil {
 		return
 	}
-	s.v.saveContState(s)
+	saveContState(s.v, s)
 }
 
 // saveContState writes the state under its key, once it has a summary.
-func (v *Vault) saveContState(s *contState) {
+func saveContState(v *vault.Vault, s *contState) {
 	if s.sum == nil {
 		return
 	}
@@ -318,79 +268,79 @@ func (v *Vault) saveContState(s *contState) {
 	}
 }
 
-func encodeContState(e *Encoder, s *contState) {
-	e.str(s.lastAudit)
+func encodeContState(e *vault.Encoder, s *contState) {
+	e.Str(s.lastAudit)
 	h := s.head.json()
-	e.str(h.Blob)
-	e.bool(h.Rendered)
-	e.strs(h.Deferred)
-	e.strs(h.Tokens)
-	e.strs(h.Conflicts)
+	e.Str(h.Blob)
+	e.Bool(h.Rendered)
+	e.Strs(h.Deferred)
+	e.Strs(h.Tokens)
+	e.Strs(h.Conflicts)
 	m := s.sum
 	for _, n := range [...]int{m.Learnings, m.Active, m.Decisions, m.LearnTokens, m.DecTokens, m.IndexBudget, m.Words, m.RenderWords,
 		m.Key.Index, m.Key.Words, m.Key.Learnings, m.Key.Decisions} {
-		e.i64(int64(n))
+		e.Int64(int64(n))
 	}
-	e.str(m.Index)
-	e.str(m.Render)
-	e.intMap(m.Omitted)
+	e.Str(m.Index)
+	e.Str(m.Render)
+	e.IntMap(m.Omitted)
 	encodeInjection(e, m.Root)
-	e.bytes(s.body)
+	e.Bytes(s.body)
 }
 
 // encodeInjection writes an injection: its rows, text and token count.
-func encodeInjection(e *Encoder, inj *Injection) {
+func encodeInjection(e *vault.Encoder, inj *Injection) {
 	for _, rows := range [][]InjectedRow{inj.Learnings, inj.Decisions} {
-		e.int(len(rows))
+		e.Int(len(rows))
 		for _, r := range rows {
-			e.str(r.Line)
-			e.str(r.Event)
-			e.str(r.Text)
+			e.Str(r.Line)
+			e.Str(r.Event)
+			e.Str(r.Text)
 		}
 	}
-	e.str(inj.Text)
-	e.int(inj.Tokens)
+	e.Str(inj.Text)
+	e.Int(inj.Tokens)
 }
 
-func decodeInjection(d *decoder) *Injection {
+func decodeInjection(d *vault.Decoder) *Injection {
 	inj := &Injection{}
 	for _, rows := range []*[]InjectedRow{&inj.Learnings, &inj.Decisions} {
-		*rows = make([]InjectedRow, d.count())
+		*rows = make([]InjectedRow, d.Count())
 		for i := range *rows {
-			(*rows)[i] = InjectedRow{Line: d.str(), Event: d.str(), Text: d.str()}
+			(*rows)[i] = InjectedRow{Line: d.Str(), Event: d.Str(), Text: d.Str()}
 		}
 	}
-	inj.Text, inj.Tokens = d.str(), d.uv()
+	inj.Text, inj.Tokens = d.Str(), d.Uvarint()
 	return inj
 }
 
 // decodeContState reads the summary and keeps the fold's bytes, a slice
 // of the file, for decodeContinuity when a command needs them.
-func decodeContState(d *decoder) (*contState, bool) {
-	s := &contState{lastAudit: d.str()}
+func decodeContState(d *vault.Decoder) (*contState, bool) {
+	s := &contState{lastAudit: d.Str()}
 	var h contHeadJSON
-	h.Blob, h.Rendered = d.str(), d.bool()
-	h.Deferred, h.Tokens, h.Conflicts = d.strs(), d.strs(), d.strs()
+	h.Blob, h.Rendered = d.Str(), d.Bool()
+	h.Deferred, h.Tokens, h.Conflicts = d.Strs(), d.Strs(), d.Strs()
 	s.head = h.state()
 	m := &contSummary{}
 	for _, n := range [...]*int{&m.Learnings, &m.Active, &m.Decisions, &m.LearnTokens, &m.DecTokens, &m.IndexBudget, &m.Words, &m.RenderWords,
 		&m.Key.Index, &m.Key.Words, &m.Key.Learnings, &m.Key.Decisions} {
-		*n = int(d.i64())
+		*n = int(d.Int64())
 	}
-	m.Index, m.Render = d.str(), d.str()
-	if om := d.intMap(); len(om) > 0 {
+	m.Index, m.Render = d.Str(), d.Str()
+	if om := d.IntMap(); len(om) > 0 {
 		m.Omitted = om
 	}
 	m.Root = decodeInjection(d)
-	s.sum, s.body = m, d.bytes()
-	return s, !d.bad && s.body != nil
+	s.sum, s.body = m, d.Bytes()
+	return s, !d.Bad && s.body != nil
 }
 
 // saveAfterWrite saves the state a protocol transaction committed. The
 // lines appended since the state's key must be exactly the transaction's
 // events; otherwise someone else wrote too, and the next reader folds it
 // all from the cache as it was.
-func (v *Vault) saveAfterWrite(s *contState, c *Continuity, events []*Event, cfg ContinuityConfig) {
+func saveAfterWrite(v *vault.Vault, s *contState, c *Continuity, events []*vault.Event, cfg ContinuityConfig) {
 	if len(events) == 0 {
 		s.saveIfDirty(cfg)
 		return
@@ -398,12 +348,12 @@ func (v *Vault) saveAfterWrite(s *contState, c *Continuity, events []*Event, cfg
 	if !s.key.Exact || len(s.key.Stamps) == 0 {
 		return
 	}
-	segs, stamps, err := v.segmentStamps()
-	if err != nil || !stampsContinue(s.key.Stamps, stamps) {
+	segs, stamps, err := v.SegmentStamps()
+	if err != nil || !vault.StampsContinue(s.key.Stamps, stamps) {
 		return
 	}
 	i := 0
-	tip, torn, ok := v.appendedSince(segs, stamps, s.key.Stamps, s.key.Tip, func(ev *Event) bool {
+	tip, torn, ok := v.AppendedSince(segs, stamps, s.key.Stamps, s.key.Tip, func(ev *vault.Event) bool {
 		if i >= len(events) || ev.ID != events[i].ID {
 			return false
 		}
@@ -414,7 +364,7 @@ func (v *Vault) saveAfterWrite(s *contState, c *Continuity, events []*Event, cfg
 		return
 	}
 	s.setFold(c)
-	s.key, s.dirty = Key{Tip: tip, Stamps: stamps, Exact: true}, true
+	s.key, s.dirty = vault.Key{Tip: tip, Stamps: stamps, Exact: true}, true
 	s.saveIfDirty(cfg)
 }
 
@@ -438,15 +388,15 @@ func (j contHeadJSON) state() headBook {
 // encodeContinuity writes the whole fold: strings as length and bytes,
 // numbers as uvarints (none is negative).
 func encodeContinuity(c *Continuity) []byte {
-	b := Encoder{B: make([]byte, 0, 256+300*len(c.Learnings))}
+	b := vault.Encoder{B: make([]byte, 0, 256+300*len(c.Learnings))}
 	str := func(ss ...string) {
 		for _, s := range ss {
-			b.str(s)
+			b.Str(s)
 		}
 	}
 	num := func(ns ...int) {
 		for _, n := range ns {
-			b.int(max(n, 0))
+			b.Int(max(n, 0))
 		}
 	}
 	list := func(ss []string) {
@@ -496,13 +446,13 @@ func encodeContinuity(c *Continuity) []byte {
 }
 
 // num reads a number (decoder.uv reads lengths, bounded by the block).
-func (d *decoder) num() int {
-	if d.bad {
+func num(d *vault.Decoder) int {
+	if d.Bad {
 		return 0
 	}
-	x := d.u64()
+	x := d.Uint64()
 	if x > 1<<40 {
-		d.bad = true
+		d.Bad = true
 		return 0
 	}
 	return int(x)
@@ -515,8 +465,8 @@ func decodeContinuity(body []byte) (*Continuity, bool) {
 	if body == nil {
 		return nil, false
 	}
-	d := NewDecoder(body)
-	count := d.count
+	d := vault.NewDecoder(body)
+	count := d.Count
 	list := func(keepNil bool) []string {
 		n := count()
 		if n == 0 && keepNil {
@@ -524,20 +474,20 @@ func decodeContinuity(body []byte) (*Continuity, bool) {
 		}
 		out := make([]string, n)
 		for i := range out {
-			out[i] = d.str()
+			out[i] = d.Str()
 		}
 		return out
 	}
 	items := func() []Item {
 		out := make([]Item, count())
 		for i := range out {
-			out[i] = Item{ID: d.str(), Text: d.str(), Date: d.str(), Thread: d.str()}
+			out[i] = Item{ID: d.Str(), Text: d.Str(), Date: d.Str(), Thread: d.Str()}
 		}
 		return out
 	}
 	c := newContinuity()
-	c.Goal, c.Phase, c.Updated, c.LastAudit, c.auditKey = d.str(), d.str(), d.str(), d.str(), d.str()
-	c.Iteration, c.seq = d.num(), d.num()
+	c.Goal, c.Phase, c.Updated, c.LastAudit, c.auditKey = d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
+	c.Iteration, c.seq = num(d), num(d)
 	c.Next, c.Done, c.Blockers, c.Commitments = items(), items(), items(), items()
 	c.Context, c.Files = list(false), list(false)
 	ls := make([]Learning, count())
@@ -545,10 +495,10 @@ func decodeContinuity(body []byte) (*Continuity, bool) {
 	c.learnings = make(map[string]*Learning, 2*len(ls))
 	for i := range ls {
 		l := &ls[i]
-		l.ID, l.Event, l.Date, l.Error, l.Cause, l.Prevention = d.str(), d.str(), d.str(), d.str(), d.str(), d.str()
-		l.Scope, l.LastRelevant, l.Status, l.StatusBy, l.Reason, l.Thread, l.Agent = d.str(), d.str(), d.str(), d.str(), d.str(), d.str(), d.str()
-		l.TTL, l.BaseTTL, l.ReinforceCount, l.seq, l.rank = d.num(), d.num(), d.num(), d.num(), d.num()
-		if tok := d.num(); tok > 0 {
+		l.ID, l.Event, l.Date, l.Error, l.Cause, l.Prevention = d.Str(), d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
+		l.Scope, l.LastRelevant, l.Status, l.StatusBy, l.Reason, l.Thread, l.Agent = d.Str(), d.Str(), d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
+		l.TTL, l.BaseTTL, l.ReinforceCount, l.seq, l.rank = num(d), num(d), num(d), num(d), num(d)
+		if tok := num(d); tok > 0 {
 			l.tok, l.tokOK = tok-1, true
 		}
 		l.Flags = list(true)
@@ -564,9 +514,9 @@ func decodeContinuity(body []byte) (*Continuity, bool) {
 	c.decisions = make(map[string]*Decision, 2*len(ds))
 	for i := range ds {
 		dc := &ds[i]
-		dc.ID, dc.Event, dc.Date, dc.Decision, dc.Rationale = d.str(), d.str(), d.str(), d.str(), d.str()
-		dc.Scope, dc.Status, dc.Supersedes, dc.SupersededBy, dc.Thread, dc.Agent = d.str(), d.str(), d.str(), d.str(), d.str(), d.str()
-		dc.seq, dc.rank = d.num(), d.num()
+		dc.ID, dc.Event, dc.Date, dc.Decision, dc.Rationale = d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
+		dc.Scope, dc.Status, dc.Supersedes, dc.SupersededBy, dc.Thread, dc.Agent = d.Str(), d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
+		dc.seq, dc.rank = num(d), num(d)
 		c.Decisions[i] = dc
 		c.decisions[dc.ID] = dc
 		c.decisions[dc.Event] = dc
@@ -574,14 +524,14 @@ func decodeContinuity(body []byte) (*Continuity, bool) {
 	}
 	c.Meta = make([]*MetaLearning, count())
 	for i := range c.Meta {
-		c.Meta[i] = &MetaLearning{ID: d.str(), Event: d.str(), Date: d.str(), Affected: d.str(), Action: d.str(), Reason: d.str()}
+		c.Meta[i] = &MetaLearning{ID: d.Str(), Event: d.Str(), Date: d.Str(), Affected: d.Str(), Action: d.Str(), Reason: d.Str()}
 	}
 	var h contHeadJSON
-	h.Blob = d.str()
-	h.Rendered = d.num() == 1
+	h.Blob = d.Str()
+	h.Rendered = num(d) == 1
 	h.Deferred, h.Tokens, h.Conflicts = list(true), list(true), list(true)
 	c.head = h.state()
-	if d.bad || d.pos != len(d.s) {
+	if d.Bad || d.Pos != len(d.Src) {
 		return nil, false
 	}
 	return c, true

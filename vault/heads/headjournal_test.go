@@ -1,10 +1,13 @@
-package vault
+package heads
 
 import (
 	"bytes"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/testvault"
 
 	"github.com/memvault/memvault/vault/vaulttest"
 )
@@ -17,14 +20,14 @@ type killed struct{ step string }
 // a SIGKILL does: no rollback runs. It fails the test if fn got past it.
 func killAt(t *testing.T, step string, fn func()) {
 	t.Helper()
-	testHookApply = func(s string) {
+	vault.TestHookApply = func(s string) {
 		if s == step {
-			testHookApply = nil
+			vault.TestHookApply = nil
 			panic(killed{step})
 		}
 	}
 	defer func() {
-		testHookApply = nil
+		vault.TestHookApply = nil
 		if r := recover(); r == nil {
 			t.Fatalf("the transaction got past %q", step)
 		} else if _, ok := r.(killed); !ok {
@@ -35,7 +38,7 @@ func killAt(t *testing.T, step string, fn func()) {
 }
 
 // kinds counts the ledger's events of each kind.
-func kinds(t *testing.T, v *Vault) map[string]int {
+func kinds(t *testing.T, v *vault.Vault) map[string]int {
 	t.Helper()
 	st, err := v.LoadState()
 	if err != nil {
@@ -49,9 +52,9 @@ func kinds(t *testing.T, v *Vault) map[string]int {
 }
 
 // addUnder adds a line at the end of a section of a head, as a person does.
-func addUnder(t *testing.T, v *Vault, head, section, line string) {
+func addUnder(t *testing.T, v *vault.Vault, head, section, line string) {
 	t.Helper()
-	p := v.Abs(MustRel(head))
+	p := v.Abs(vault.MustRel(head))
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -68,10 +71,10 @@ func addUnder(t *testing.T, v *Vault, head, section, line string) {
 }
 
 // clean fails unless each path is what HEAD holds.
-func clean(t *testing.T, v *Vault, paths ...string) {
+func clean(t *testing.T, v *vault.Vault, paths ...string) {
 	t.Helper()
 	for _, p := range paths {
-		if dirty, err := v.uncommitted(MustRel(p)); err != nil || dirty {
+		if dirty, err := uncommitted(v, vault.MustRel(p)); err != nil || dirty {
 			t.Errorf("%s differs from HEAD (%v)", p, err)
 		}
 	}
@@ -81,23 +84,23 @@ func clean(t *testing.T, v *Vault, paths ...string) {
 // a new row, then a refresh killed at step: the state a killed `memvault
 // render` leaves. It returns the vault, reopened as the next process would,
 // and MEMORY.md as it was before the killed refresh.
-func headWithKilledRender(t *testing.T, step string) (*Vault, string) {
+func headWithKilledRender(t *testing.T, step string) (*vault.Vault, string) {
 	t.Helper()
-	v := newVault(t)
+	v := testvault.New(t)
 	rememberIn(t, v, "decision", "", "s1", "use WAL")
 	refresh(t, v, "s1")
-	addUnder(t, v, MemoryHead, "## Constraints", "- a constraint by hand")
+	addUnder(t, v, vault.MemoryHead, "## Constraints", "- a constraint by hand")
 	refresh(t, v, "s1")
-	before := readHead(t, v, MemoryHead)
+	before := readHead(t, v, vault.MemoryHead)
 	rememberIn(t, v, "decision", "", "s1", "use a queue")
 	killAt(t, step, func() { refresh(t, v, "s1") })
-	if dirty, _ := v.uncommitted(MustRel(MemoryHead)); !dirty {
+	if dirty, _ := uncommitted(v, vault.MustRel(vault.MemoryHead)); !dirty {
 		t.Fatal("the killed refresh left MEMORY.md as HEAD has it: nothing to test")
 	}
-	if v.readHeadJournal(MemoryHead) == nil {
+	if v.ReadHeadJournal(vault.MemoryHead) == nil {
 		t.Fatal("the killed refresh left no journal record")
 	}
-	next, err := Open(v.Root)
+	next, err := vault.Open(v.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,23 +114,23 @@ func headWithKilledRender(t *testing.T, step string) (*Vault, string) {
 func TestKilledRenderIsUndone(t *testing.T) {
 	v, before := headWithKilledRender(t, "staged")
 	rememberIn(t, v, "fact", "", "s2", "any transaction settles the journal")
-	if got := readHead(t, v, MemoryHead); got != before {
+	if got := readHead(t, v, vault.MemoryHead); got != before {
 		t.Fatalf("MEMORY.md was not put back:\n%s", got)
 	}
-	if v.readHeadJournal(MemoryHead) != nil {
+	if v.ReadHeadJournal(vault.MemoryHead) != nil {
 		t.Fatal("the journal record is still there")
 	}
 	refresh(t, v, "s2")
 	n := kinds(t, v)
-	if n[KindHeadEdited] != 1 || n[KindHeadConflict] != 0 {
-		t.Fatalf("head.edited %d (want 1, the person's), head.conflict %d (want 0)", n[KindHeadEdited], n[KindHeadConflict])
+	if n[vault.KindHeadEdited] != 1 || n[vault.KindHeadConflict] != 0 {
+		t.Fatalf("head.edited %d (want 1, the person's), head.conflict %d (want 0)", n[vault.KindHeadEdited], n[vault.KindHeadConflict])
 	}
-	s := readHead(t, v, MemoryHead)
+	s := readHead(t, v, vault.MemoryHead)
 	if !strings.Contains(s, "use a queue") || !strings.Contains(s, "- a constraint by hand") {
 		t.Fatalf("lost the render or the hand edit:\n%s", s)
 	}
-	clean(t, v, MemoryHead, ".rendered/MEMORY.md")
-	mustVerify(t, v)
+	clean(t, v, vault.MemoryHead, ".rendered/MEMORY.md")
+	testvault.MustVerify(t, v)
 }
 
 // A refresh killed after recording the write, before its commit: the files
@@ -135,9 +138,9 @@ func TestKilledRenderIsUndone(t *testing.T) {
 // the next refresh commits them as memvault's, not as a person's edit.
 func TestKilledRenderAfterSealIsCommitted(t *testing.T) {
 	v, _ := headWithKilledRender(t, "sealed")
-	after := readHead(t, v, MemoryHead)
+	after := readHead(t, v, vault.MemoryHead)
 	rememberIn(t, v, "fact", "", "s2", "a transaction that is not a refresh")
-	if got := readHead(t, v, MemoryHead); got != after {
+	if got := readHead(t, v, vault.MemoryHead); got != after {
 		t.Fatal("a recorded write was undone")
 	}
 	rep := refresh(t, v, "s2")
@@ -145,23 +148,23 @@ func TestKilledRenderAfterSealIsCommitted(t *testing.T) {
 		t.Fatal("memvault's own write was reported as a hand edit")
 	}
 	n := kinds(t, v)
-	if n[KindHeadEdited] != 1 || n[KindHeadConflict] != 0 {
-		t.Fatalf("head.edited %d (want 1, the person's), head.conflict %d (want 0)", n[KindHeadEdited], n[KindHeadConflict])
+	if n[vault.KindHeadEdited] != 1 || n[vault.KindHeadConflict] != 0 {
+		t.Fatalf("head.edited %d (want 1, the person's), head.conflict %d (want 0)", n[vault.KindHeadEdited], n[vault.KindHeadConflict])
 	}
-	if got := readHead(t, v, MemoryHead); !strings.Contains(got, "use a queue") || !strings.Contains(got, "- a constraint by hand") {
+	if got := readHead(t, v, vault.MemoryHead); !strings.Contains(got, "use a queue") || !strings.Contains(got, "- a constraint by hand") {
 		t.Fatalf("MEMORY.md:\n%s", got)
 	}
-	clean(t, v, MemoryHead, ".rendered/MEMORY.md")
-	if v.readHeadJournal(MemoryHead) != nil {
+	clean(t, v, vault.MemoryHead, ".rendered/MEMORY.md")
+	if v.ReadHeadJournal(vault.MemoryHead) != nil {
 		t.Fatal("the journal record is still there")
 	}
-	mustVerify(t, v)
+	testvault.MustVerify(t, v)
 }
 
 // A head torn by a kill inside its in-place rewrite is put back whole.
 func TestTornHeadIsPutBack(t *testing.T) {
 	v, before := headWithKilledRender(t, "staged")
-	w := v.readHeadJournal(MemoryHead)
+	w := v.ReadHeadJournal(vault.MemoryHead)
 	// The first bytes of the new text over the old: the state a kill
 	// between two pages of the write leaves.
 	k := 0
@@ -173,18 +176,18 @@ func TestTornHeadIsPutBack(t *testing.T) {
 	if bytes.Equal(torn, w.Before) || bytes.Equal(torn, w.After) {
 		t.Fatal("the torn state is one of the whole ones")
 	}
-	if err := os.WriteFile(v.Abs(MustRel(MemoryHead)), torn, 0o600); err != nil {
+	if err := os.WriteFile(v.Abs(vault.MustRel(vault.MemoryHead)), torn, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	rememberIn(t, v, "fact", "", "s2", "settle")
-	if got := readHead(t, v, MemoryHead); got != before {
+	if got := readHead(t, v, vault.MemoryHead); got != before {
 		t.Fatalf("the torn head was not put back:\n%s", got)
 	}
 	refresh(t, v, "s2")
-	if n := kinds(t, v); n[KindHeadEdited] != 1 || n[KindHeadConflict] != 0 {
-		t.Fatalf("head.edited %d, head.conflict %d", n[KindHeadEdited], n[KindHeadConflict])
+	if n := kinds(t, v); n[vault.KindHeadEdited] != 1 || n[vault.KindHeadConflict] != 0 {
+		t.Fatalf("head.edited %d, head.conflict %d", n[vault.KindHeadEdited], n[vault.KindHeadConflict])
 	}
-	clean(t, v, MemoryHead, ".rendered/MEMORY.md")
+	clean(t, v, vault.MemoryHead, ".rendered/MEMORY.md")
 }
 
 // A person who edits the head a killed refresh left, before memvault runs
@@ -193,19 +196,19 @@ func TestTornHeadIsPutBack(t *testing.T) {
 // descends from.
 func TestEditAfterAKilledRenderIsKept(t *testing.T) {
 	v, _ := headWithKilledRender(t, "staged")
-	addUnder(t, v, MemoryHead, "## Blockers", "- a blocker by hand, after the kill")
+	addUnder(t, v, vault.MemoryHead, "## Blockers", "- a blocker by hand, after the kill")
 	refresh(t, v, "s2")
 	n := kinds(t, v)
-	if n[KindHeadEdited] != 2 || n[KindHeadConflict] != 0 {
-		t.Fatalf("head.edited %d (want 2, both the person's), head.conflict %d (want 0)", n[KindHeadEdited], n[KindHeadConflict])
+	if n[vault.KindHeadEdited] != 2 || n[vault.KindHeadConflict] != 0 {
+		t.Fatalf("head.edited %d (want 2, both the person's), head.conflict %d (want 0)", n[vault.KindHeadEdited], n[vault.KindHeadConflict])
 	}
-	s := readHead(t, v, MemoryHead)
+	s := readHead(t, v, vault.MemoryHead)
 	for _, want := range []string{"use a queue", "- a constraint by hand", "- a blocker by hand, after the kill"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("MEMORY.md lacks %q:\n%s", want, s)
 		}
 	}
-	clean(t, v, MemoryHead, ".rendered/MEMORY.md")
+	clean(t, v, vault.MemoryHead, ".rendered/MEMORY.md")
 }
 
 // A CONTINUITY.md command killed after writing the file: the next command
@@ -213,10 +216,10 @@ func TestEditAfterAKilledRenderIsKept(t *testing.T) {
 func TestKilledContinuityWriteIsUndone(t *testing.T) {
 	for _, step := range []string{"staged", "sealed"} {
 		t.Run(step, func(t *testing.T) {
-			v := newVault(t)
-			next := func(v *Vault, text string) {
+			v := testvault.New(t)
+			next := func(v *vault.Vault, text string) {
 				t.Helper()
-				if _, err := v.UpdateContinuity(ContinuityOptions{}, func(ct *ContinuityTx) error {
+				if _, err := UpdateContinuity(v, ContinuityOptions{}, func(ct *ContinuityTx) error {
 					return ct.Next(text, false)
 				}); err != nil {
 					t.Fatal(err)
@@ -224,15 +227,15 @@ func TestKilledContinuityWriteIsUndone(t *testing.T) {
 			}
 			next(v, "the first step")
 			killAt(t, step, func() { next(v, "a step the kill interrupts") })
-			v2, err := Open(v.Root)
+			v2, err := vault.Open(v.Root)
 			if err != nil {
 				t.Fatal(err)
 			}
 			next(v2, "a step after the kill")
-			if n := kinds(t, v2); n[KindHeadEdited] != 0 || n[KindHeadConflict] != 0 {
-				t.Fatalf("head.edited %d, head.conflict %d: both spurious", n[KindHeadEdited], n[KindHeadConflict])
+			if n := kinds(t, v2); n[vault.KindHeadEdited] != 0 || n[vault.KindHeadConflict] != 0 {
+				t.Fatalf("head.edited %d, head.conflict %d: both spurious", n[vault.KindHeadEdited], n[vault.KindHeadConflict])
 			}
-			clean(t, v2, ContinuityHead, ".rendered/CONTINUITY.md")
+			clean(t, v2, vault.ContinuityHead, ".rendered/CONTINUITY.md")
 		})
 	}
 }
@@ -250,7 +253,7 @@ func TestTornWrite(t *testing.T) {
 		{"NEW xx", "old", "NEW TEXT", false},                 // someone else's bytes
 		{"old", "old", "NEW TEXT", true},                     // nothing written yet
 	} {
-		if got := tornWrite([]byte(c.cur), []byte(c.before), []byte(c.after)); got != c.want {
+		if got := vault.TornWrite([]byte(c.cur), []byte(c.before), []byte(c.after)); got != c.want {
 			t.Errorf("tornWrite(%q, %q, %q) = %v, want %v", c.cur, c.before, c.after, got, c.want)
 		}
 	}
@@ -268,13 +271,13 @@ func TestSealedRecordGoesWhenHEADHasTheFiles(t *testing.T) {
 	g.Run(t, "add", "-A", "--", "MEMORY.md", ".rendered", "ledger")
 	g.Run(t, "commit", "-q", "-m", "a person commits what the kill left")
 	refresh(t, v, "s2")
-	if v.readHeadJournal(MemoryHead) != nil {
+	if v.ReadHeadJournal(vault.MemoryHead) != nil {
 		t.Fatal("the journal record is still there")
 	}
-	if n := kinds(t, v); n[KindHeadEdited] != 1 || n[KindHeadConflict] != 0 {
-		t.Fatalf("head.edited %d (want 1, the person's), head.conflict %d", n[KindHeadEdited], n[KindHeadConflict])
+	if n := kinds(t, v); n[vault.KindHeadEdited] != 1 || n[vault.KindHeadConflict] != 0 {
+		t.Fatalf("head.edited %d (want 1, the person's), head.conflict %d", n[vault.KindHeadEdited], n[vault.KindHeadConflict])
 	}
-	clean(t, v, MemoryHead, ".rendered/MEMORY.md")
+	clean(t, v, vault.MemoryHead, ".rendered/MEMORY.md")
 }
 
 // A head left empty (by an editor that truncated it and has not written
@@ -282,31 +285,31 @@ func TestSealedRecordGoesWhenHEADHasTheFiles(t *testing.T) {
 // deleting every section, and written over, the editor's bytes could go
 // nowhere. Deleted, it is rendered again.
 func TestEmptyHeadIsLeftAlone(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	rememberIn(t, v, "decision", "", "s1", "use WAL")
 	refresh(t, v, "s1")
-	p := v.Abs(MustRel(MemoryHead))
+	p := v.Abs(vault.MustRel(vault.MemoryHead))
 	if err := os.WriteFile(p, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	rememberIn(t, v, "decision", "", "s1", "use a queue")
 	rep := refresh(t, v, "s1")
-	if got := status(rep, MemoryHead); got != "empty" {
+	if got := status(rep, vault.MemoryHead); got != "empty" {
 		t.Fatalf("status %q, want empty", got)
 	}
-	if s := readHead(t, v, MemoryHead); s != "" {
+	if s := readHead(t, v, vault.MemoryHead); s != "" {
 		t.Fatalf("MEMORY.md was written:\n%s", s)
 	}
-	if n := kinds(t, v); n[KindHeadEdited] != 0 || n[KindHeadConflict] != 0 {
-		t.Fatalf("head.edited %d, head.conflict %d", n[KindHeadEdited], n[KindHeadConflict])
+	if n := kinds(t, v); n[vault.KindHeadEdited] != 0 || n[vault.KindHeadConflict] != 0 {
+		t.Fatalf("head.edited %d, head.conflict %d", n[vault.KindHeadEdited], n[vault.KindHeadConflict])
 	}
 	os.Remove(p)
 	rep = refresh(t, v, "s1")
-	if got := status(rep, MemoryHead); got != "recreated" {
+	if got := status(rep, vault.MemoryHead); got != "recreated" {
 		t.Fatalf("status %q, want recreated", got)
 	}
-	if s := readHead(t, v, MemoryHead); !strings.Contains(s, "use a queue") {
+	if s := readHead(t, v, vault.MemoryHead); !strings.Contains(s, "use a queue") {
 		t.Fatalf("MEMORY.md:\n%s", s)
 	}
-	clean(t, v, MemoryHead)
+	clean(t, v, vault.MemoryHead)
 }

@@ -10,9 +10,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/continuity"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/heads"
 )
 
 const (
@@ -82,7 +83,7 @@ func (r *Runner) refreshNow(t vault.TranscriptRef, nodeThread string) {
 // job's session wrote to, and the head of the job's thread, if it has one.
 func (r *Runner) refresh(j vault.Job, command string, wait time.Duration) error {
 	opts := heads.RefreshOptions{TxOptions: vault.TxOptions{Command: command, Agent: j.Agent, Session: j.Session,
-		Harness: j.Harness, LockTimeout: wait}, Trigger: j.On, Memory: true, Affected: true}
+		Harness: j.Harness, LockTimeout: wait}, Trigger: j.On, Memory: true, Affected: true, Protocol: continuity.RefreshHead}
 	if th, err := vault.ParseThread(j.Thread); err == nil {
 		opts.Threads = []vault.Thread{th}
 	}
@@ -99,7 +100,7 @@ func (r *Runner) refresh(j vault.Job, command string, wait time.Duration) error 
 // read as they are.
 func (r *Runner) currentHeads(names ...string) []string {
 	out := make([]string, len(names))
-	texts, err := heads.AgentHeads(r.V, r.Agent, names...)
+	texts, err := continuity.AgentHeads(r.V, r.Agent, names...)
 	if err != nil && !errors.Is(err, vault.ErrNotFound) && !r.refused(err) {
 		logf(r.V, "%s session-start: render heads: %v", r.Harness.Name, err)
 	}

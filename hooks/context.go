@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/continuity"
 
 	"github.com/memvault/memvault/vault"
 )
@@ -142,9 +142,9 @@ func (r *Runner) continuityInScope(cwd string) block {
 	b := block{title: "# In scope here"}
 	dir := ""
 	if cwd != "" {
-		dir = heads.ProjectDir(r.V, cwd)
+		dir = continuity.ProjectDir(r.V, cwd)
 	}
-	inj, err := heads.ContinuityAtSessionStartFor(r.V, dir, r.Agent)
+	inj, err := continuity.ContinuityAtSessionStartFor(r.V, dir, r.Agent)
 	if err != nil {
 		if !r.refused(err) { // a memvault.toml that does not parse: said once
 			logf(r.V, "%s session-start: learnings in scope: %v", r.Harness.Name, err)

@@ -170,7 +170,7 @@ func stripComments(line string, inComment bool) (string, bool) {
 }
 
 // placeholders are what the renderers (render/layout.go's "- none",
-// render/thread.go's "- no rows yet", vault/heads/continuity_render.go's "- none"
+// render/thread.go's "- no rows yet", vault/continuity/continuity_render.go's "- none"
 // and "- none: set one with memvault goal") and people write into a
 // section that holds nothing, lower-cased.
 var placeholders = map[string]bool{

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memvault/memvault/vault/continuity"
+
 	"github.com/memvault/memvault/render"
 	"github.com/memvault/memvault/vault"
-	"github.com/memvault/memvault/vault/heads"
 )
 
 // renderedHeads renders MEMORY.md and the head of project:shop the way the vault
@@ -36,7 +37,7 @@ func renderedHeads(t *testing.T) (memory, thread string) {
 	return string(m.Bytes), string(th.Bytes)
 }
 
-// continuityDoc is CONTINUITY.md as vault/heads/continuity_render.go writes it
+// continuityDoc is CONTINUITY.md as vault/continuity/continuity_render.go writes it
 // for the same next action and blocker, with a goal, a hand-written line
 // and a person's comment over two lines.
 const continuityDoc = `# CONTINUITY
@@ -133,7 +134,7 @@ func TestFreshHeadsHaveNoRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs := map[string]string{"render.Memory": string(m.Bytes), "render.Thread": string(th.Bytes)}
-	c, err := heads.RenderContinuity(v)
+	c, err := continuity.RenderContinuity(v)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,11 @@ import (
 	"errors"
 	"time"
 
-	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/continuity"
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/heads"
 	"github.com/memvault/memvault/vault/lineage"
 	"github.com/memvault/memvault/vault/recall"
 )
@@ -25,7 +26,7 @@ func (r *Runner) queue(j vault.Job) {
 // someone held a head's lease.
 func (r *Runner) runDeferred() {
 	if _, err := heads.RunDeferred(r.V, vault.TxOptions{Command: "hook deferred refresh", Agent: r.Agent,
-		Harness: r.Harness.Name, LockTimeout: eventLockWait}); err != nil && !vault.IsBusy(err) && !r.refused(err) {
+		Harness: r.Harness.Name, LockTimeout: eventLockWait}, continuity.RefreshHead); err != nil && !vault.IsBusy(err) && !r.refused(err) {
 		logf(r.V, "deferred head refresh: %v", err)
 	}
 }
@@ -146,8 +147,8 @@ func (r *Runner) runJob(j vault.Job) error {
 		}
 		// CONTINUITY.md: the summary recorded the session's control lines
 		// (DONE:, NEXT:, DECISION:, …); count the session, audit, refresh.
-		_, err = heads.UpdateContinuityAtSessionEnd(r.V, vault.TxOptions{Command: "hook job continuity", Agent: j.Agent,
-			Session: j.Session, Harness: j.Harness, LockTimeout: eventLockWait}, heads.SessionEndInput{})
+		_, err = continuity.UpdateContinuityAtSessionEnd(r.V, vault.TxOptions{Command: "hook job continuity", Agent: j.Agent,
+			Session: j.Session, Harness: j.Harness, LockTimeout: eventLockWait}, continuity.SessionEndInput{})
 		return err
 	case "refresh":
 		// Tier 1 and the Tier 2 heads this session wrote to (and the job's

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/continuity"
 
 	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault"
@@ -113,7 +113,7 @@ func MergeAs(kind MergeKind, p string, base, ours, theirs []byte) (merged []byte
 		// with the render of the merged ledger.
 		var appendOnly []string
 		if h := strings.TrimPrefix(path.Clean(p), vault.RenderedDir+"/"); h == vault.ContinuityHead {
-			appendOnly = []string{heads.SecCompleted}
+			appendOnly = []string{continuity.SecCompleted}
 		}
 		res, err := merge.Markdown(base, ours, theirs, merge.MarkdownOptions{Peers: true, UnionOnConflict: true, AppendOnly: appendOnly})
 		return res.Merged, !res.Clean(), err

@@ -13,11 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/continuity"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/gitrepo"
+	"github.com/memvault/memvault/vault/heads"
 	"github.com/memvault/memvault/vault/recall"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -399,7 +400,7 @@ func syncVerify(v *vault.Vault) error {
 func syncRender(v *vault.Vault, opts SyncOptions, rep *SyncReport) error {
 	v.Progress.Step("sync: rendering the heads", "", 0, 0)
 	rr, err := heads.Refresh(v, heads.RefreshOptions{TxOptions: vault.TxOptions{Command: "sync", Agent: opts.Agent},
-		Trigger: "sync", Memory: true, Affected: true})
+		Trigger: "sync", Memory: true, Affected: true, Protocol: continuity.RefreshHead})
 	if err != nil {
 		return err
 	}
@@ -417,8 +418,8 @@ func syncRender(v *vault.Vault, opts SyncOptions, rep *SyncReport) error {
 	// CONTINUITY.md is refreshed by its own pipeline: a change with no
 	// event renders it from the merged ledger, with what people wrote
 	// merged in.
-	cr, err := heads.UpdateContinuity(v, heads.ContinuityOptions{TxOptions: vault.TxOptions{Command: "sync", Agent: opts.Agent}, Trigger: "sync"},
-		func(*heads.ContinuityTx) error { return nil })
+	cr, err := continuity.UpdateContinuity(v, continuity.ContinuityOptions{TxOptions: vault.TxOptions{Command: "sync", Agent: opts.Agent}, Trigger: "sync"},
+		func(*continuity.ContinuityTx) error { return nil })
 	if err != nil {
 		return err
 	}

@@ -11,43 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/memvault/memvault/vault"
-
 	"github.com/memvault/memvault/merge"
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/gitrepo"
 )
-
-// continuityTemplate is what `memvault edit CONTINUITY.md` starts from when
-// the file does not exist, and the base of the first merge when such a file
-// was never rendered (continuity_write.go). It is the render of a protocol
-// with nothing in it: the same title, header and sections, in the same
-// order, each saying "- none". A section the person leaves alone is then
-// exactly what the render had, and one they fill in merges as their edit of
-// it, without a conflict.
-func continuityTemplate() []byte { return renderContinuity(newContinuity(), 500).Bytes }
-
-// legacyContinuityTemplate is the template of earlier versions (`##
-// Blockers`, no Files Being Modified). A file made from it and never
-// rendered merges against it, so its sections are not taken for deletions.
-const legacyContinuityTemplate = `# CONTINUITY
-
-## Active Goal
-
-## Current Task
-
-## Just Completed
-
-## Next Actions
-
-## Blockers
-
-## Key Decisions
-
-## Mistakes & Learnings
-
-## Working Context
-`
 
 // EditOptions describe a hand edit through `memvault edit`.
 type EditOptions struct {
@@ -58,6 +26,10 @@ type EditOptions struct {
 	// Editor edits the file at path in place and returns when the person
 	// is done; an error abandons the edit.
 	Editor func(path string) error
+	// Template is what a missing CONTINUITY.md starts from: its protocol's
+	// empty render (continuity.Template). Heads this package renders start
+	// from their render instead.
+	Template []byte
 }
 
 // EditResult is the outcome of an edit.
@@ -122,7 +94,7 @@ func EditHead(v *vault.Vault, opts EditOptions) (*EditResult, error) {
 	original, err := v.Files().ReadFile(v.Abs(rel))
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && head == vault.ContinuityHead:
-		original = continuityTemplate()
+		original = opts.Template
 	case errors.Is(err, fs.ErrNotExist):
 		// Render the head first, under this lease, so there is something
 		// to edit and a base for the next merge.
@@ -172,7 +144,7 @@ func EditHead(v *vault.Vault, opts EditOptions) (*EditResult, error) {
 	// save in between (by hand: memvault itself defers to the lease) makes
 	// the transaction read and merge again.
 	var r *vault.Result
-	err = retrySaves(func() (err error) {
+	err = RetrySaves(func() (err error) {
 		r, err = v.Update(opts.TxOptions, func(tx *vault.Tx) error {
 			now, err := v.Files().ReadFile(v.Abs(rel))
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -282,7 +254,7 @@ func ResolveHeads(v *vault.Vault, headArg, take string, opts vault.TxOptions) ([
 	}
 	var out []ResolveResult
 	var r *vault.Result
-	err = retrySaves(func() (err error) {
+	err = RetrySaves(func() (err error) {
 		r, err = v.Update(opts, func(tx *vault.Tx) error { return resolveTx(v, tx, todo, take, &out) })
 		return err
 	})

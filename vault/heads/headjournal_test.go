@@ -8,48 +8,8 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
-
 	"github.com/memvault/memvault/vault/vaulttest"
 )
-
-// killed is what killAt panics with.
-type killed struct{ step string }
-
-// killAt runs fn and stops its transaction at step ("staged": the files
-// written, no event yet; "sealed": the events appended, no commit) the way
-// a SIGKILL does: no rollback runs. It fails the test if fn got past it.
-func killAt(t *testing.T, step string, fn func()) {
-	t.Helper()
-	vault.TestHookApply = func(s string) {
-		if s == step {
-			vault.TestHookApply = nil
-			panic(killed{step})
-		}
-	}
-	defer func() {
-		vault.TestHookApply = nil
-		if r := recover(); r == nil {
-			t.Fatalf("the transaction got past %q", step)
-		} else if _, ok := r.(killed); !ok {
-			panic(r)
-		}
-	}()
-	fn()
-}
-
-// kinds counts the ledger's events of each kind.
-func kinds(t *testing.T, v *vault.Vault) map[string]int {
-	t.Helper()
-	st, err := v.LoadState()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := map[string]int{}
-	for _, r := range st.Rows {
-		n[r.Kind]++
-	}
-	return n
-}
 
 // addUnder adds a line at the end of a section of a head, as a person does.
 func addUnder(t *testing.T, v *vault.Vault, head, section, line string) {
@@ -74,7 +34,7 @@ func addUnder(t *testing.T, v *vault.Vault, head, section, line string) {
 func clean(t *testing.T, v *vault.Vault, paths ...string) {
 	t.Helper()
 	for _, p := range paths {
-		if dirty, err := uncommitted(v, vault.MustRel(p)); err != nil || dirty {
+		if dirty, err := Uncommitted(v, vault.MustRel(p)); err != nil || dirty {
 			t.Errorf("%s differs from HEAD (%v)", p, err)
 		}
 	}
@@ -93,8 +53,8 @@ func headWithKilledRender(t *testing.T, step string) (*vault.Vault, string) {
 	refresh(t, v, "s1")
 	before := readHead(t, v, vault.MemoryHead)
 	rememberIn(t, v, "decision", "", "s1", "use a queue")
-	killAt(t, step, func() { refresh(t, v, "s1") })
-	if dirty, _ := uncommitted(v, vault.MustRel(vault.MemoryHead)); !dirty {
+	testvault.KillAt(t, step, func() { refresh(t, v, "s1") })
+	if dirty, _ := Uncommitted(v, vault.MustRel(vault.MemoryHead)); !dirty {
 		t.Fatal("the killed refresh left MEMORY.md as HEAD has it: nothing to test")
 	}
 	if v.ReadHeadJournal(vault.MemoryHead) == nil {
@@ -121,7 +81,7 @@ func TestKilledRenderIsUndone(t *testing.T) {
 		t.Fatal("the journal record is still there")
 	}
 	refresh(t, v, "s2")
-	n := kinds(t, v)
+	n := testvault.Kinds(t, v)
 	if n[vault.KindHeadEdited] != 1 || n[vault.KindHeadConflict] != 0 {
 		t.Fatalf("head.edited %d (want 1, the person's), head.conflict %d (want 0)", n[vault.KindHeadEdited], n[vault.KindHeadConflict])
 	}
@@ -147,7 +107,7 @@ func TestKilledRenderAfterSealIsCommitted(t *testing.T) {
 	if rep.Heads[0].HandEdits {
 		t.Fatal("memvault's own write was reported as a hand edit")
 	}
-	n := kinds(t, v)
+	n := testvault.Kinds(t, v)
 	if n[vault.KindHeadEdited] != 1 || n[vault.KindHeadConflict] != 0 {
 		t.Fatalf("head.edited %d (want 1, the person's), head.conflict %d (want 0)", n[vault.KindHeadEdited], n[vault.KindHeadConflict])
 	}
@@ -184,7 +144,7 @@ func TestTornHeadIsPutBack(t *testing.T) {
 		t.Fatalf("the torn head was not put back:\n%s", got)
 	}
 	refresh(t, v, "s2")
-	if n := kinds(t, v); n[vault.KindHeadEdited] != 1 || n[vault.KindHeadConflict] != 0 {
+	if n := testvault.Kinds(t, v); n[vault.KindHeadEdited] != 1 || n[vault.KindHeadConflict] != 0 {
 		t.Fatalf("head.edited %d, head.conflict %d", n[vault.KindHeadEdited], n[vault.KindHeadConflict])
 	}
 	clean(t, v, vault.MemoryHead, ".rendered/MEMORY.md")
@@ -198,7 +158,7 @@ func TestEditAfterAKilledRenderIsKept(t *testing.T) {
 	v, _ := headWithKilledRender(t, "staged")
 	addUnder(t, v, vault.MemoryHead, "## Blockers", "- a blocker by hand, after the kill")
 	refresh(t, v, "s2")
-	n := kinds(t, v)
+	n := testvault.Kinds(t, v)
 	if n[vault.KindHeadEdited] != 2 || n[vault.KindHeadConflict] != 0 {
 		t.Fatalf("head.edited %d (want 2, both the person's), head.conflict %d (want 0)", n[vault.KindHeadEdited], n[vault.KindHeadConflict])
 	}
@@ -209,35 +169,6 @@ func TestEditAfterAKilledRenderIsKept(t *testing.T) {
 		}
 	}
 	clean(t, v, vault.MemoryHead, ".rendered/MEMORY.md")
-}
-
-// A CONTINUITY.md command killed after writing the file: the next command
-// finds no hand edit to commit and renders cleanly.
-func TestKilledContinuityWriteIsUndone(t *testing.T) {
-	for _, step := range []string{"staged", "sealed"} {
-		t.Run(step, func(t *testing.T) {
-			v := testvault.New(t)
-			next := func(v *vault.Vault, text string) {
-				t.Helper()
-				if _, err := UpdateContinuity(v, ContinuityOptions{}, func(ct *ContinuityTx) error {
-					return ct.Next(text, false)
-				}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			next(v, "the first step")
-			killAt(t, step, func() { next(v, "a step the kill interrupts") })
-			v2, err := vault.Open(v.Root)
-			if err != nil {
-				t.Fatal(err)
-			}
-			next(v2, "a step after the kill")
-			if n := kinds(t, v2); n[vault.KindHeadEdited] != 0 || n[vault.KindHeadConflict] != 0 {
-				t.Fatalf("head.edited %d, head.conflict %d: both spurious", n[vault.KindHeadEdited], n[vault.KindHeadConflict])
-			}
-			clean(t, v2, vault.ContinuityHead, ".rendered/CONTINUITY.md")
-		})
-	}
 }
 
 func TestTornWrite(t *testing.T) {
@@ -274,7 +205,7 @@ func TestSealedRecordGoesWhenHEADHasTheFiles(t *testing.T) {
 	if v.ReadHeadJournal(vault.MemoryHead) != nil {
 		t.Fatal("the journal record is still there")
 	}
-	if n := kinds(t, v); n[vault.KindHeadEdited] != 1 || n[vault.KindHeadConflict] != 0 {
+	if n := testvault.Kinds(t, v); n[vault.KindHeadEdited] != 1 || n[vault.KindHeadConflict] != 0 {
 		t.Fatalf("head.edited %d (want 1, the person's), head.conflict %d", n[vault.KindHeadEdited], n[vault.KindHeadConflict])
 	}
 	clean(t, v, vault.MemoryHead, ".rendered/MEMORY.md")
@@ -300,7 +231,7 @@ func TestEmptyHeadIsLeftAlone(t *testing.T) {
 	if s := readHead(t, v, vault.MemoryHead); s != "" {
 		t.Fatalf("MEMORY.md was written:\n%s", s)
 	}
-	if n := kinds(t, v); n[vault.KindHeadEdited] != 0 || n[vault.KindHeadConflict] != 0 {
+	if n := testvault.Kinds(t, v); n[vault.KindHeadEdited] != 0 || n[vault.KindHeadConflict] != 0 {
 		t.Fatalf("head.edited %d, head.conflict %d", n[vault.KindHeadEdited], n[vault.KindHeadConflict])
 	}
 	os.Remove(p)

@@ -12,9 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memvault/memvault/vault"
-
 	"github.com/memvault/memvault/merge"
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/gitrepo"
 )
@@ -45,18 +44,18 @@ import (
 
 // headBook is what the pipeline needs to know of a head's history: its last
 // render and what is still pending for it.
-type headBook struct {
-	blob      string          // the git blob of the last render ("" when none)
-	rendered  bool            // a head.rendered exists
-	deferred  []string        // ids of the head.deferred events since then
-	tokens    map[string]bool // the lease tokens of their holders
-	conflicts []string        // ids of head.conflict events not resolved
+type HeadBook struct {
+	Blob      string          // the git blob of the last render ("" when none)
+	Rendered  bool            // a head.rendered exists
+	Deferred  []string        // ids of the head.deferred events since then
+	Tokens    map[string]bool // the lease tokens of their holders
+	Conflicts []string        // ids of head.conflict events not resolved
 }
 
 // add folds one head event of this head into the book. It is the fold
 // applyHeadEvent makes of every head; TestHeadBookFoldsLikeHeadState holds
 // the two to the same answer.
-func (h *headBook) add(ev *vault.Event) {
+func (h *HeadBook) Add(ev *vault.Event) {
 	switch ev.Kind {
 	case vault.KindHeadRendered:
 		var d struct {
@@ -64,39 +63,39 @@ func (h *headBook) add(ev *vault.Event) {
 			Conflicts int    `json:"conflicts"`
 		}
 		_ = json.Unmarshal(ev.Data, &d)
-		h.blob, h.rendered = d.Blob, true
-		h.deferred, h.tokens = nil, map[string]bool{}
+		h.Blob, h.Rendered = d.Blob, true
+		h.Deferred, h.Tokens = nil, map[string]bool{}
 		if d.Conflicts == 0 {
-			h.conflicts = nil
+			h.Conflicts = nil
 		}
 	case vault.KindHeadDeferred:
-		h.deferred = append(h.deferred, ev.ID)
-		if h.tokens == nil {
-			h.tokens = map[string]bool{}
+		h.Deferred = append(h.Deferred, ev.ID)
+		if h.Tokens == nil {
+			h.Tokens = map[string]bool{}
 		}
-		h.tokens[holderToken(ev.Data)] = true
+		h.Tokens[holderToken(ev.Data)] = true
 	case vault.KindHeadConflict:
-		h.conflicts = append(h.conflicts, ev.ID)
+		h.Conflicts = append(h.Conflicts, ev.ID)
 	case vault.KindHeadResolved:
-		h.conflicts = nil
+		h.Conflicts = nil
 	}
 }
 
 // book is the pipeline's view of a head's bookkeeping.
-func (h *HeadState) book() headBook {
-	b := headBook{tokens: map[string]bool{}}
+func (h *HeadState) book() HeadBook {
+	b := HeadBook{Tokens: map[string]bool{}}
 	if h == nil {
 		return b
 	}
 	if h.LastRendered != nil {
-		b.blob, b.rendered = h.blob(), true
+		b.Blob, b.Rendered = h.blob(), true
 	}
 	for _, d := range h.Deferred {
-		b.deferred = append(b.deferred, d.ID)
-		b.tokens[holderToken(d.Data)] = true
+		b.Deferred = append(b.Deferred, d.ID)
+		b.Tokens[holderToken(d.Data)] = true
 	}
 	for _, c := range h.Conflicts {
-		b.conflicts = append(b.conflicts, c.ID)
+		b.Conflicts = append(b.Conflicts, c.ID)
 	}
 	return b
 }
@@ -112,29 +111,29 @@ func holderToken(data json.RawMessage) string {
 }
 
 // headMerge describes the refresh of one head file.
-type headMerge struct {
-	rel     vault.RelPath
+type HeadMerge struct {
+	Rel     vault.RelPath
 	thread  string // the thread a thread head belongs to, for the events
-	source  string // the events' source: "refresh" or "continuity"
-	trigger string // what asked for the refresh, recorded in head.rendered
-	theirs  []byte // the new render
+	Source  string // the events' source: "refresh" or "continuity"
+	Trigger string // what asked for the refresh, recorded in head.rendered
+	Theirs  []byte // the new render
 	// size is recorded in head.rendered's data beside the blobs: the
 	// render's tokens for a head, its words for CONTINUITY.md.
-	size       map[string]any
-	book       headBook
-	appendOnly []string // sections merged as a union of lines
+	Size       map[string]any
+	Book       HeadBook
+	AppendOnly []string // sections merged as a union of lines
 	// template, when set, is the base of a file that was never rendered:
 	// the text a person started from.
-	template func(ours []byte) []byte
+	Template func(ours []byte) []byte
 	// fit, when set, may shorten the result before it is written; a file
 	// left as it is (it holds conflict markers) is never passed to it.
-	fit func(result []byte) []byte
+	Fit func(result []byte) []byte
 }
 
 // mergeOutcome is what mergeInto did to a head.
 type mergeOutcome struct {
-	status   string   // rendered, recreated, merged, conflict, unchanged
-	sections []string // the sections left in conflict; "(whole file)" when the file was left as it is
+	Status   string   // rendered, recreated, merged, conflict, unchanged
+	Sections []string // the sections left in conflict; "(whole file)" when the file was left as it is
 	retried  []string // the head.deferred events this refresh settled
 }
 
@@ -144,16 +143,16 @@ var testHookMerged func(head string)
 
 // mergeInto merges the new render of m.rel with the file and queues, in tx,
 // the write and the events that record it.
-func mergeInto(v *vault.Vault, tx *vault.Tx, m headMerge) (mergeOutcome, error) {
-	head := m.rel.String()
+func MergeInto(v *vault.Vault, tx *vault.Tx, m HeadMerge) (mergeOutcome, error) {
+	head := m.Rel.String()
 	renderedRel := vault.MustRel(vault.RenderedDir, head)
-	theirsBlob := gitrepo.BlobHash(m.theirs)
+	theirsBlob := gitrepo.BlobHash(m.Theirs)
 	f, err := mergeFile(v, m, renderedRel, theirsBlob)
 	if err != nil || f.status == "unchanged" || f.status == "empty" {
-		return mergeOutcome{status: f.status}, err
+		return mergeOutcome{Status: f.status}, err
 	}
-	if m.fit != nil && f.whole == "" {
-		f.result = m.fit(f.result)
+	if m.Fit != nil && f.whole == "" {
+		f.result = m.Fit(f.result)
 	}
 	// The render is redacted already; a person's edit saved after
 	// commitHandEdits ran is not, and the refresh commits it.
@@ -164,19 +163,19 @@ func mergeInto(v *vault.Vault, tx *vault.Tx, m headMerge) (mergeOutcome, error) 
 		switch {
 		case f.whole != "" || len(f.conflicts) > 0:
 			f.status = "conflict"
-		case bytes.Equal(f.result, m.theirs):
+		case bytes.Equal(f.result, m.Theirs):
 			f.status = "rendered"
 		default:
 			f.status = "merged"
 		}
 	}
 	writeHead := !f.exists || !bytes.Equal(f.result, f.ours)
-	writeRendered := theirsBlob != m.book.blob || !renderedIs(v, renderedRel, theirsBlob)
+	writeRendered := theirsBlob != m.Book.Blob || !renderedIs(v, renderedRel, theirsBlob)
 	if writeHead {
-		tx.WriteFileIfUnchanged(m.rel, f.result, f.ours, f.exists)
+		tx.WriteFileIfUnchanged(m.Rel, f.result, f.ours, f.exists)
 	}
 	if writeRendered {
-		tx.WriteFile(renderedRel, m.theirs)
+		tx.WriteFile(renderedRel, m.Theirs)
 	}
 	out, ev := recordMerge(tx, m, f, theirsBlob)
 	if writeHead || writeRendered {
@@ -185,7 +184,7 @@ func mergeInto(v *vault.Vault, tx *vault.Tx, m headMerge) (mergeOutcome, error) 
 		w := vault.HeadWrite{Head: head, Event: ev.ID, Existed: f.exists, Before: f.ours, After: f.result, Wrote: writeHead}
 		if writeRendered {
 			was, err := v.Files().ReadFile(v.Abs(renderedRel))
-			w.Rendered = &vault.RenderedWrite{Existed: err == nil, Before: was, After: m.theirs}
+			w.Rendered = &vault.RenderedWrite{Existed: err == nil, Before: was, After: m.Theirs}
 		}
 		if err := v.JournalHeadWrite(tx, w); err != nil {
 			return mergeOutcome{}, err
@@ -207,11 +206,11 @@ type mergedFile struct {
 // mergeFile reads m's file and merges it with the render. A person may save
 // the file while it is merged: when it changed meanwhile, it merges again
 // with what they saved (up to five times).
-func mergeFile(v *vault.Vault, m headMerge, renderedRel vault.RelPath, theirsBlob string) (mergedFile, error) {
-	head := m.rel.String()
+func mergeFile(v *vault.Vault, m HeadMerge, renderedRel vault.RelPath, theirsBlob string) (mergedFile, error) {
+	head := m.Rel.String()
 	for attempt := 0; ; attempt++ {
 		var f mergedFile
-		data, err := readHeadFile(v, m.rel)
+		data, err := readHeadFile(v, m.Rel)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
@@ -219,7 +218,7 @@ func mergeFile(v *vault.Vault, m headMerge, renderedRel vault.RelPath, theirsBlo
 		default:
 			f.exists, f.ours = true, data
 		}
-		if len(f.ours) > 0 && theirsBlob == m.book.blob && len(m.book.deferred) == 0 && renderedIs(v, renderedRel, m.book.blob) {
+		if len(f.ours) > 0 && theirsBlob == m.Book.Blob && len(m.Book.Deferred) == 0 && renderedIs(v, renderedRel, m.Book.Blob) {
 			f.status = "unchanged"
 			return f, nil
 		}
@@ -233,18 +232,18 @@ func mergeFile(v *vault.Vault, m headMerge, renderedRel vault.RelPath, theirsBlo
 			f.status = "empty"
 			return f, nil
 		case !f.exists:
-			f.result, f.status = m.theirs, "rendered"
-			if m.book.rendered {
+			f.result, f.status = m.Theirs, "rendered"
+			if m.Book.Rendered {
 				f.status = "recreated"
 			}
 		case hasConflictMarkers(f.ours):
 			f.result, f.whole = f.ours, "the file holds conflict markers; it was left as it is"
 		default:
-			base := baseOf(v, m.book.blob, renderedRel)
-			if base == nil && !m.book.rendered && m.template != nil {
-				base = m.template(f.ours)
+			base := baseOf(v, m.Book.Blob, renderedRel)
+			if base == nil && !m.Book.Rendered && m.Template != nil {
+				base = m.Template(f.ours)
 			}
-			res, err := merge.Markdown(base, f.ours, m.theirs, merge.MarkdownOptions{AppendOnly: m.appendOnly,
+			res, err := merge.Markdown(base, f.ours, m.Theirs, merge.MarkdownOptions{AppendOnly: m.AppendOnly,
 				Options: merge.Options{OursLabel: "your edit", BaseLabel: "last render", TheirsLabel: "new render"}})
 			if err != nil {
 				return f, fmt.Errorf("merge %s: %w", head, err)
@@ -254,7 +253,7 @@ func mergeFile(v *vault.Vault, m headMerge, renderedRel vault.RelPath, theirsBlo
 		if testHookMerged != nil {
 			testHookMerged(head)
 		}
-		again, _ := v.Files().ReadFile(v.Abs(m.rel))
+		again, _ := v.Files().ReadFile(v.Abs(m.Rel))
 		if !f.exists || bytes.Equal(again, f.ours) || attempt >= 5 {
 			return f, nil
 		}
@@ -285,28 +284,28 @@ func renderedIs(v *vault.Vault, rel vault.RelPath, blob string) bool {
 // recordMerge appends head.rendered and, when sections could not be
 // merged, head.conflict with the render's version of each. It returns the
 // head.rendered event too.
-func recordMerge(tx *vault.Tx, m headMerge, f mergedFile, theirsBlob string) (mergeOutcome, *vault.Event) {
-	head := m.rel.String()
-	out := mergeOutcome{status: f.status}
+func recordMerge(tx *vault.Tx, m HeadMerge, f mergedFile, theirsBlob string) (mergeOutcome, *vault.Event) {
+	head := m.Rel.String()
+	out := mergeOutcome{Status: f.status}
 	n := len(f.conflicts)
 	if f.whole != "" {
 		n = 1
 	}
-	data := map[string]any{"head": head, "blob": theirsBlob, "file": gitrepo.BlobHash(f.result), "trigger": m.trigger, "conflicts": n}
-	for k, x := range m.size {
+	data := map[string]any{"head": head, "blob": theirsBlob, "file": gitrepo.BlobHash(f.result), "trigger": m.Trigger, "conflicts": n}
+	for k, x := range m.Size {
 		data[k] = x
 	}
 	d, _ := json.Marshal(data)
-	text := head + ": " + out.status
-	if len(m.book.deferred) > 0 {
-		text += fmt.Sprintf(" (retry of %d deferred)", len(m.book.deferred))
-		out.retried = append([]string(nil), m.book.deferred...)
+	text := head + ": " + out.Status
+	if len(m.Book.Deferred) > 0 {
+		text += fmt.Sprintf(" (retry of %d deferred)", len(m.Book.Deferred))
+		out.retried = append([]string(nil), m.Book.Deferred...)
 	}
-	links := append([]string(nil), m.book.deferred...)
+	links := append([]string(nil), m.Book.Deferred...)
 	if n == 0 {
-		links = append(links, m.book.conflicts...)
+		links = append(links, m.Book.Conflicts...)
 	}
-	rendered := tx.Append(&vault.Event{Kind: vault.KindHeadRendered, Thread: m.thread, Text: text, Data: d, Links: links, Source: m.source})
+	rendered := tx.Append(&vault.Event{Kind: vault.KindHeadRendered, Thread: m.thread, Text: text, Data: d, Links: links, Source: m.Source})
 	if n == 0 {
 		return out, rendered
 	}
@@ -318,24 +317,24 @@ func recordMerge(tx *vault.Tx, m headMerge, f mergedFile, theirsBlob string) (me
 	}
 	var secs []sec
 	if f.whole != "" {
-		secs = append(secs, sec{Kind: f.whole, Whole: true, Theirs: string(m.theirs)})
-		out.sections = append(out.sections, "(whole file)")
+		secs = append(secs, sec{Kind: f.whole, Whole: true, Theirs: string(m.Theirs)})
+		out.Sections = append(out.Sections, "(whole file)")
 	}
 	for _, c := range f.conflicts {
 		secs = append(secs, sec{Heading: c.Heading, Kind: c.Kind.String(), Theirs: string(c.Theirs)})
-		out.sections = append(out.sections, c.Heading)
+		out.Sections = append(out.Sections, c.Heading)
 	}
-	cd, _ := json.Marshal(map[string]any{"head": head, "rendered": theirsBlob, "base": m.book.blob, "sections": secs})
-	tx.Append(&vault.Event{Kind: vault.KindHeadConflict, Thread: m.thread, Source: m.source, Data: cd,
-		Text: fmt.Sprintf("%s: your text kept in %s; the render's version is in this event", head, strings.Join(out.sections, "; "))})
+	cd, _ := json.Marshal(map[string]any{"head": head, "rendered": theirsBlob, "base": m.Book.Blob, "sections": secs})
+	tx.Append(&vault.Event{Kind: vault.KindHeadConflict, Thread: m.thread, Source: m.Source, Data: cd,
+		Text: fmt.Sprintf("%s: your text kept in %s; the render's version is in this event", head, strings.Join(out.Sections, "; "))})
 	return out, rendered
 }
 
 // deferHead records that a head's refresh met a lease held by someone
 // else. One head.deferred per holder is enough: it reports false when the
 // holder's deferral is already on record.
-func deferHead(tx *vault.Tx, rel vault.RelPath, thread, source, trigger string, holder *HeadLease, book headBook) bool {
-	if book.tokens[holder.Token] {
+func DeferHead(tx *vault.Tx, rel vault.RelPath, thread, source, trigger string, holder *HeadLease, book HeadBook) bool {
+	if book.Tokens[holder.Token] {
 		return false
 	}
 	head := rel.String()
@@ -355,12 +354,12 @@ func deferHead(tx *vault.Tx, rel vault.RelPath, thread, source, trigger string, 
 // committed as memvault's, with no head.edited. A credential in a hand
 // edit is redacted before the commit, in the file too. It returns the
 // heads it committed as hand edits, and a line for each it redacted.
-func commitHandEdits(v *vault.Vault, opts vault.TxOptions, targets []headTarget, via string) (map[string]bool, []string, error) {
-	var dirty []headTarget
+func CommitHandEdits(v *vault.Vault, opts vault.TxOptions, targets []HeadTarget, via string) (map[string]bool, []string, error) {
+	var dirty []HeadTarget
 	for _, t := range targets {
-		if changed, err := uncommitted(v, t.rel); err != nil {
+		if changed, err := Uncommitted(v, t.Rel); err != nil {
 			return nil, nil, err
-		} else if changed || v.ReadHeadJournal(t.rel.String()) != nil {
+		} else if changed || v.ReadHeadJournal(t.Rel.String()) != nil {
 			dirty = append(dirty, t)
 		}
 	}
@@ -369,7 +368,7 @@ func commitHandEdits(v *vault.Vault, opts vault.TxOptions, targets []headTarget,
 		return edited, nil, nil
 	}
 	var settled, redacted []string
-	err := retrySaves(func() error {
+	err := RetrySaves(func() error {
 		clear(edited)
 		settled, redacted = settled[:0], redacted[:0]
 		_, err := v.Update(opts, func(tx *vault.Tx) error { return commitHandEditsTx(v, tx, dirty, via, edited, &settled, &redacted) })
@@ -390,15 +389,15 @@ func commitHandEdits(v *vault.Vault, opts vault.TxOptions, targets []headTarget,
 // commitHandEditsTx is commitHandEdits' transaction. The file is read
 // again here, under the vault lock: a transaction killed before its seal
 // has been undone by now (Update settles the journal first).
-func commitHandEditsTx(v *vault.Vault, tx *vault.Tx, dirty []headTarget, via string, edited map[string]bool, settled, redacted *[]string) error {
+func commitHandEditsTx(v *vault.Vault, tx *vault.Tx, dirty []HeadTarget, via string, edited map[string]bool, settled, redacted *[]string) error {
 	var segs []vault.Segment
 	var handPaths, ownPaths []string
 	for _, t := range dirty {
-		head := t.rel.String()
+		head := t.Rel.String()
 		// The one place where a hand edit's bytes are read before they
 		// are committed: what is committed, and what head.edited names,
 		// is exactly data.
-		data, err := readHeadFile(v, t.rel)
+		data, err := readHeadFile(v, t.Rel)
 		exists := err == nil
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fault.IO("read "+head, err)
@@ -419,7 +418,7 @@ func commitHandEditsTx(v *vault.Vault, tx *vault.Tx, dirty []headTarget, via str
 					tx.CommitFile(vault.MustRel(vault.RenderedDir, head))
 				}
 				if exists && w.Wrote && bytes.Equal(data, w.After) {
-					tx.WriteFileIfUnchanged(t.rel, data, data, true)
+					tx.WriteFileIfUnchanged(t.Rel, data, data, true)
 					ownPaths = append(ownPaths, head)
 					continue
 				}
@@ -445,7 +444,7 @@ func commitHandEditsTx(v *vault.Vault, tx *vault.Tx, dirty []headTarget, via str
 			text += " (credentials redacted: " + strings.Join(kinds, ", ") + ")"
 			*redacted = append(*redacted, fmt.Sprintf("%s: your edit held a credential (%s); it was replaced by [REDACTED:…] in the file and never committed", head, strings.Join(kinds, ", ")))
 		}
-		tx.WriteFileIfUnchanged(t.rel, []byte(clean), data, true)
+		tx.WriteFileIfUnchanged(t.Rel, []byte(clean), data, true)
 		d, _ := json.Marshal(fields)
 		tx.Append(&vault.Event{Kind: vault.KindHeadEdited, Thread: t.Thread, Text: text, Data: d, Source: via})
 		handPaths = append(handPaths, head)
@@ -469,7 +468,7 @@ const headRetries = 5
 // most headRetries times, pausing a little longer each time (a few
 // milliseconds, with jitter) so that a burst of saves can end. A file saved
 // again every time is reported as busy; nothing was written.
-func retrySaves(try func() error) error {
+func RetrySaves(try func() error) error {
 	var err error
 	for attempt := range headRetries {
 		if err = try(); !errors.Is(err, vault.ErrChangedUnderfoot) {

@@ -21,7 +21,7 @@ func TestHeadBookFoldsLikeHeadState(t *testing.T) {
 	for seed := uint64(0); seed < 500; seed++ {
 		r := rand.New(rand.NewPCG(seed, 7))
 		heads := map[string]*HeadState{}
-		book := headBook{tokens: map[string]bool{}}
+		book := HeadBook{Tokens: map[string]bool{}}
 		n := r.IntN(12)
 		var trail []string
 		for i := 0; i < n; i++ {
@@ -38,7 +38,7 @@ func TestHeadBookFoldsLikeHeadState(t *testing.T) {
 			ev := &vault.Event{ID: fmt.Sprintf("e_%d", i), Kind: kind, Data: raw}
 			trail = append(trail, kind)
 			applyHeadEvent(heads, &vault.Row{Event: ev}, i)
-			book.add(ev)
+			book.Add(ev)
 			want := heads[vault.ContinuityHead].book()
 			if !sameBook(book, want) {
 				t.Fatalf("seed %d after %v:\n book      %+v\n HeadState %+v", seed, trail, book, want)
@@ -48,16 +48,16 @@ func TestHeadBookFoldsLikeHeadState(t *testing.T) {
 }
 
 // sameBook compares two books, an empty list and none alike.
-func sameBook(a, b headBook) bool {
-	norm := func(h headBook) headBook {
-		if len(h.deferred) == 0 {
-			h.deferred = nil
+func sameBook(a, b HeadBook) bool {
+	norm := func(h HeadBook) HeadBook {
+		if len(h.Deferred) == 0 {
+			h.Deferred = nil
 		}
-		if len(h.conflicts) == 0 {
-			h.conflicts = nil
+		if len(h.Conflicts) == 0 {
+			h.Conflicts = nil
 		}
-		if len(h.tokens) == 0 {
-			h.tokens = nil
+		if len(h.Tokens) == 0 {
+			h.Tokens = nil
 		}
 		return h
 	}

@@ -3,13 +3,13 @@ package heads
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"sort"
 	"strings"
 
-	"github.com/memvault/memvault/vault"
-
 	"github.com/memvault/memvault/render"
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/gitrepo"
 )
@@ -38,35 +38,35 @@ import (
 // survives a fresh clone even when hand edits made the head differ from it.
 
 // headTarget is one head a refresh works on.
-type headTarget struct {
-	rel    vault.RelPath
+type HeadTarget struct {
+	Rel    vault.RelPath
 	Thread string // "" for MEMORY.md
 }
 
-func memoryTarget() headTarget { return headTarget{rel: vault.MustRel(vault.MemoryHead)} }
+func MemoryTarget() HeadTarget { return HeadTarget{Rel: vault.MustRel(vault.MemoryHead)} }
 
-func threadTarget(t vault.Thread) headTarget {
-	return headTarget{rel: t.HeadPath(), Thread: t.String()}
+func threadTarget(t vault.Thread) HeadTarget {
+	return HeadTarget{Rel: t.HeadPath(), Thread: t.String()}
 }
 
-func TargetOf(head string) (headTarget, bool) {
+func TargetOf(head string) (HeadTarget, bool) {
 	switch head {
 	case vault.MemoryHead:
-		return memoryTarget(), true
+		return MemoryTarget(), true
 	case vault.ContinuityHead:
 		// The protocol renders it (refreshOne hands it over); known here so
 		// that a deferred refresh of it is retried like any head's.
-		return headTarget{rel: vault.MustRel(vault.ContinuityHead)}, true
+		return HeadTarget{Rel: vault.MustRel(vault.ContinuityHead)}, true
 	}
 	t, ok := vault.HeadThread(head)
 	if !ok {
-		return headTarget{}, false
+		return HeadTarget{}, false
 	}
 	return threadTarget(t), true
 }
 
 // renderHead renders one head from the view.
-func renderHead(vw *HeadView, t headTarget) (*render.Doc, error) {
+func RenderHead(vw *HeadView, t HeadTarget) (*render.Doc, error) {
 	var doc *render.Doc
 	var err error
 	switch {
@@ -111,7 +111,19 @@ type RefreshOptions struct {
 	Held map[string]*HeadLease
 	// Explain lists every row the budget left out in the reports.
 	Explain bool
+	// Protocol refreshes CONTINUITY.md when the refresh reaches it (a
+	// retry of a deferred refresh, or a caller that names it): the file is
+	// rendered by its protocol, whose package (vault/continuity) sits above
+	// this one and passes continuity.RefreshHead. A refresh that reaches
+	// CONTINUITY.md without it fails rather than skip the file.
+	Protocol HeadRefresher
 }
+
+// A HeadRefresher renders a head this package does not render itself and
+// merges it into the file, through MergeInto, inside a head refresh's
+// transaction, whose caller holds the file's lease and has committed any
+// uncommitted hand edit already.
+type HeadRefresher func(v *vault.Vault, tx *vault.Tx, trigger string) (*HeadOutcome, error)
 
 // HeadOutcome is what a refresh did to one head.
 type HeadOutcome struct {
@@ -178,13 +190,13 @@ func Refresh(v *vault.Vault, opts RefreshOptions) (*RefreshReport, error) {
 	// Hand edits that nobody committed are committed first, on their own,
 	// so that history shows the person's edit and the refresh separately.
 	// A head someone else holds is theirs to commit.
-	var mine []headTarget
+	var mine []HeadTarget
 	for _, t := range targets {
-		if leases[t.rel.String()] != nil {
+		if leases[t.Rel.String()] != nil {
 			mine = append(mine, t)
 		}
 	}
-	handEdits, redacted, err := commitHandEdits(v, opts.TxOptions, mine, "refresh")
+	handEdits, redacted, err := CommitHandEdits(v, opts.TxOptions, mine, "refresh")
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +205,7 @@ func Refresh(v *vault.Vault, opts RefreshOptions) (*RefreshReport, error) {
 	// fail (errChangedUnderfoot) rather than be overwritten: merge again
 	// with what they saved.
 	var res *vault.Result
-	err = retrySaves(func() (err error) {
+	err = RetrySaves(func() (err error) {
 		res, err = refreshTx(v, opts, cfg, targets, busy, took, handEdits, rep)
 		return err
 	})
@@ -215,18 +227,18 @@ type headLeases struct {
 
 // leaseHeads takes the lease of every target, or uses the one the caller
 // already holds (opts.Held).
-func leaseHeads(v *vault.Vault, opts RefreshOptions, cfg HeadsConfig, targets []headTarget) (*headLeases, error) {
+func leaseHeads(v *vault.Vault, opts RefreshOptions, cfg HeadsConfig, targets []HeadTarget) (*headLeases, error) {
 	hl := &headLeases{mine: map[string]*HeadLease{}, busy: map[string]*HeadLease{}, took: map[string]*Takeover{}}
 	owner := LeaseOwner{Agent: opts.Agent, Session: opts.Session, Command: opts.Command}
 	var names []string
 	for _, t := range targets {
-		head := t.rel.String()
+		head := t.Rel.String()
 		names = append(names, head)
 		if l := opts.Held[head]; l != nil {
 			hl.mine[head] = l
 			continue
 		}
-		mine, holder, tk, err := AcquireHeadLease(v, t.rel, owner, cfg.Lease)
+		mine, holder, tk, err := AcquireHeadLease(v, t.Rel, owner, cfg.Lease)
 		if err != nil {
 			return hl, err
 		}
@@ -256,7 +268,7 @@ func (hl *headLeases) release(v *vault.Vault, held map[string]*HeadLease) {
 
 // refreshTx is the transaction of a refresh: each head rendered, merged
 // with its file and queued, or deferred.
-func refreshTx(v *vault.Vault, opts RefreshOptions, cfg HeadsConfig, targets []headTarget, busy map[string]*HeadLease,
+func refreshTx(v *vault.Vault, opts RefreshOptions, cfg HeadsConfig, targets []HeadTarget, busy map[string]*HeadLease,
 	took map[string]*Takeover, handEdits map[string]bool, rep *RefreshReport) (*vault.Result, error) {
 	return v.Update(opts.TxOptions, func(tx *vault.Tx) error {
 		rep.Heads = rep.Heads[:0]
@@ -266,11 +278,11 @@ func refreshTx(v *vault.Vault, opts RefreshOptions, cfg HeadsConfig, targets []h
 		}
 		var subject []string
 		for _, t := range targets {
-			head := t.rel.String()
+			head := t.Rel.String()
 			if holder := busy[head]; holder != nil {
 				out := HeadOutcome{Head: head, Status: "deferred", Holder: holder}
 				rep.Heads = append(rep.Heads, out)
-				if deferHead(tx, t.rel, t.Thread, "refresh", opts.Trigger, holder, vw.Heads[head].book()) {
+				if DeferHead(tx, t.Rel, t.Thread, "refresh", opts.Trigger, holder, vw.Heads[head].book()) {
 					subject = append(subject, head+" deferred")
 				}
 				continue
@@ -280,7 +292,7 @@ func refreshTx(v *vault.Vault, opts RefreshOptions, cfg HeadsConfig, targets []h
 				tx.Append(&vault.Event{Kind: vault.KindHeadTakeover, Thread: t.Thread, Source: "refresh", Data: d,
 					Text: head + ": lease taken over: " + tk.Reason})
 			}
-			out, err := refreshOne(v, tx, vw, t, opts.Trigger)
+			out, err := refreshOne(v, tx, vw, t, opts)
 			if err != nil {
 				return err
 			}
@@ -301,31 +313,31 @@ func refreshTx(v *vault.Vault, opts RefreshOptions, cfg HeadsConfig, targets []h
 // RunDeferred retries every head whose refresh was deferred. It is what a
 // hook event of any session calls; when nothing is pending it returns at
 // once, without taking the vault lock.
-func RunDeferred(v *vault.Vault, opts vault.TxOptions) (*RefreshReport, error) {
-	return Refresh(v, RefreshOptions{TxOptions: opts, Trigger: "retry"})
+func RunDeferred(v *vault.Vault, opts vault.TxOptions, protocol HeadRefresher) (*RefreshReport, error) {
+	return Refresh(v, RefreshOptions{TxOptions: opts, Trigger: "retry", Protocol: protocol})
 }
 
 // selectHeads turns the options into targets, pending retries included.
-func selectHeads(v *vault.Vault, vw *HeadView, opts RefreshOptions) ([]headTarget, error) {
-	var out []headTarget
+func selectHeads(v *vault.Vault, vw *HeadView, opts RefreshOptions) ([]HeadTarget, error) {
+	var out []HeadTarget
 	have := map[string]bool{}
-	add := func(t headTarget) {
-		if !have[t.rel.String()] {
-			have[t.rel.String()] = true
+	add := func(t HeadTarget) {
+		if !have[t.Rel.String()] {
+			have[t.Rel.String()] = true
 			out = append(out, t)
 		}
 	}
 	if opts.Memory {
-		add(memoryTarget())
+		add(MemoryTarget())
 	}
 	for _, t := range opts.Threads {
-		if !vw.hasThread(t.String()) {
+		if !vw.HasThread(t.String()) {
 			e := fault.New(vault.ErrNotFound, "thread %s: no such thread", t)
 			return nil, e.WithHint("list threads with: memvault threads")
 		}
 		add(threadTarget(t))
 	}
-	keys := append([]string(nil), vw.threads...)
+	keys := append([]string(nil), vw.Threads...)
 	for _, t := range vw.input.Threads {
 		keys = append(keys, t.Key)
 	}
@@ -339,15 +351,15 @@ func selectHeads(v *vault.Vault, vw *HeadView, opts RefreshOptions) ([]headTarge
 		case opts.AllThreads:
 			add(tt)
 		case opts.Affected:
-			if opts.Session != "" && !vw.sessionWrote(opts.Session, k) {
+			if opts.Session != "" && !vw.SessionWrote(opts.Session, k) {
 				// Not this session's thread, unless its file went missing.
-				if h := vw.Heads[tt.rel.String()]; h != nil && h.LastRendered != nil && !exists(v, tt.rel) {
+				if h := vw.Heads[tt.Rel.String()]; h != nil && h.LastRendered != nil && !exists(v, tt.Rel) {
 					add(tt)
 				}
 				continue
 			}
-			h := vw.Heads[tt.rel.String()]
-			if vw.Stale(tt.rel.String(), k) || (h != nil && h.LastRendered != nil && !exists(v, tt.rel)) {
+			h := vw.Heads[tt.Rel.String()]
+			if vw.Stale(tt.Rel.String(), k) || (h != nil && h.LastRendered != nil && !exists(v, tt.Rel)) {
 				add(tt)
 			}
 		}
@@ -377,21 +389,24 @@ func exists(v *vault.Vault, rel vault.RelPath) bool {
 
 // refreshOne renders one head, merges it with the file, and queues the
 // write and the events.
-func refreshOne(v *vault.Vault, tx *vault.Tx, vw *HeadView, t headTarget, trigger string) (*HeadOutcome, error) {
-	head := t.rel.String()
+func refreshOne(v *vault.Vault, tx *vault.Tx, vw *HeadView, t HeadTarget, opts RefreshOptions) (*HeadOutcome, error) {
+	head, trigger := t.Rel.String(), opts.Trigger
 	if head == vault.ContinuityHead {
-		return refreshContinuityHead(v, tx, trigger)
+		if opts.Protocol == nil {
+			return nil, fmt.Errorf("heads: %s is refreshed by its protocol, and this refresh was given none (RefreshOptions.Protocol)", head)
+		}
+		return opts.Protocol(v, tx, trigger)
 	}
-	doc, err := renderHead(vw, t)
+	doc, err := RenderHead(vw, t)
 	if err != nil {
 		return nil, err
 	}
-	m, err := mergeInto(v, tx, headMerge{rel: t.rel, thread: t.Thread, source: "refresh", trigger: trigger,
-		theirs: doc.Bytes, size: map[string]any{"tokens": doc.Report.Tokens}, book: vw.Heads[head].book()})
+	m, err := MergeInto(v, tx, HeadMerge{Rel: t.Rel, thread: t.Thread, Source: "refresh", Trigger: trigger,
+		Theirs: doc.Bytes, Size: map[string]any{"tokens": doc.Report.Tokens}, Book: vw.Heads[head].book()})
 	if err != nil {
 		return nil, err
 	}
-	return &HeadOutcome{Head: head, Report: &doc.Report, Status: m.status, Sections: m.sections, Retried: m.retried}, nil
+	return &HeadOutcome{Head: head, Report: &doc.Report, Status: m.Status, Sections: m.Sections, Retried: m.retried}, nil
 }
 
 // baseOf reads the last render back: the copy under .rendered/, written
@@ -416,7 +431,7 @@ func baseOf(v *vault.Vault, blob string, rendered vault.RelPath) []byte {
 // uncommitted reports whether the file on disk differs from the version at
 // the branch's head commit: a hand edit nobody committed. A missing file is
 // not an edit (the refresh renders it again).
-func uncommitted(v *vault.Vault, rel vault.RelPath) (bool, error) {
+func Uncommitted(v *vault.Vault, rel vault.RelPath) (bool, error) {
 	data, err := v.Files().ReadFile(v.Abs(rel))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil

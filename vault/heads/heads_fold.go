@@ -9,13 +9,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/memvault/memvault/vault"
-
 	"github.com/memvault/memvault/render"
+	"github.com/memvault/memvault/vault"
 )
 
 // contentKinds are the kinds a head shows.
-var contentKinds = map[string]bool{
+var ContentKinds = map[string]bool{
 	"fact": true, "decision": true, "learning": true, "constraint": true, "blocker": true,
 	"next": true, "claim": true, "reflection": true, "commitment.open": true,
 }
@@ -58,9 +57,9 @@ func (h *HeadState) blob() string {
 type HeadView struct {
 	input      render.Input
 	Heads      map[string]*HeadState
-	threads    []string       // every thread key seen in the ledger, first appearance first
-	threadLast map[string]int // row index of each thread's newest content row
-	lastMemory int            // row index of the newest row MEMORY.md depends on
+	Threads    []string       // every thread key seen in the ledger, first appearance first
+	ThreadLast map[string]int // row index of each thread's newest content row
+	LastMemory int            // row index of the newest row MEMORY.md depends on
 	sessionOf  map[string]map[string]bool
 	// cache, when set, is the prepared view the heads are rendered from;
 	// input then has no Items or Nodes.
@@ -68,14 +67,14 @@ type HeadView struct {
 }
 
 // sessionWrote reports whether a session wrote content rows to a thread.
-func (vw *HeadView) sessionWrote(session, thread string) bool {
+func (vw *HeadView) SessionWrote(session, thread string) bool {
 	if vw.cache != nil {
 		return vw.cache.sessionWrote(session, thread)
 	}
 	return vw.sessionOf[session][thread]
 }
 
-func headOf(data json.RawMessage) string {
+func HeadOf(data json.RawMessage) string {
 	var d struct {
 		Head string `json:"head"`
 	}
@@ -83,8 +82,8 @@ func headOf(data json.RawMessage) string {
 	return d.Head
 }
 
-func buildView(st *vault.State, cfg HeadsConfig) *HeadView {
-	vw := &HeadView{Heads: map[string]*HeadState{}, threadLast: map[string]int{}, lastMemory: -1,
+func BuildView(st *vault.State, cfg HeadsConfig) *HeadView {
+	vw := &HeadView{Heads: map[string]*HeadState{}, ThreadLast: map[string]int{}, LastMemory: -1,
 		sessionOf: map[string]map[string]bool{}}
 	vw.input.Threads = cfg.Threads
 	vw.input.MemoryTokens = cfg.MemoryTokens
@@ -93,11 +92,11 @@ func buildView(st *vault.State, cfg HeadsConfig) *HeadView {
 	for i, r := range st.Rows {
 		if r.Thread != "" && !seen[r.Thread] {
 			seen[r.Thread] = true
-			vw.threads = append(vw.threads, r.Thread)
+			vw.Threads = append(vw.Threads, r.Thread)
 		}
 		kind := r.EffectiveKind()
 		switch {
-		case contentKinds[kind]:
+		case ContentKinds[kind]:
 			if r.Thread != "" {
 				if vw.sessionOf[r.Session] == nil {
 					vw.sessionOf[r.Session] = map[string]bool{}
@@ -107,9 +106,9 @@ func buildView(st *vault.State, cfg HeadsConfig) *HeadView {
 			// Any content row, current or not, changes what heads show
 			// once corrections are applied; the row's index is enough.
 			if r.Thread != "" {
-				vw.threadLast[r.Thread] = i
+				vw.ThreadLast[r.Thread] = i
 			}
-			vw.lastMemory = i
+			vw.LastMemory = i
 			if !r.Holds() {
 				continue
 			}
@@ -118,9 +117,9 @@ func buildView(st *vault.State, cfg HeadsConfig) *HeadView {
 		case vault.CorrectionKinds[vault.CanonicalKind(r.Kind)] && len(r.Links) > 0:
 			// A correction changes the heads of its thread and MEMORY.md.
 			if r.Thread != "" {
-				vw.threadLast[r.Thread] = i
+				vw.ThreadLast[r.Thread] = i
 			}
-			vw.lastMemory = i
+			vw.LastMemory = i
 		case r.Kind == "node.created":
 			if !r.Current() || len(r.Links) == 0 {
 				continue
@@ -132,10 +131,10 @@ func buildView(st *vault.State, cfg HeadsConfig) *HeadView {
 			n := render.Node{ID: r.Links[0], Kind: d.Kind, Session: r.Session, TS: r.TS, Text: r.Text}
 			if r.Thread != "" {
 				n.Threads = []string{r.Thread}
-				vw.threadLast[r.Thread] = i
+				vw.ThreadLast[r.Thread] = i
 			}
 			vw.input.Nodes = append(vw.input.Nodes, n)
-			vw.lastMemory = i
+			vw.LastMemory = i
 		case strings.HasPrefix(r.Kind, "head."):
 			applyHeadEvent(vw.Heads, r, i)
 		}
@@ -146,7 +145,7 @@ func buildView(st *vault.State, cfg HeadsConfig) *HeadView {
 // applyHeadEvent folds a head.* row, at row index i, into the heads'
 // bookkeeping.
 func applyHeadEvent(heads map[string]*HeadState, r *vault.Row, i int) {
-	head := headOf(r.Data)
+	head := HeadOf(r.Data)
 	if head == "" {
 		return
 	}
@@ -190,19 +189,19 @@ func (vw *HeadView) Stale(head, thread string) bool {
 		last = h.LastRendered.seq
 	}
 	if thread == "" {
-		return vw.lastMemory > last
+		return vw.LastMemory > last
 	}
-	i, ok := vw.threadLast[thread]
+	i, ok := vw.ThreadLast[thread]
 	return ok && i > last
 }
 
 // hasThread reports whether key is a thread of the vault: seen in the
 // ledger or declared in memvault.toml.
-func (vw *HeadView) hasThread(key string) bool {
-	if _, ok := vw.threadLast[key]; ok {
+func (vw *HeadView) HasThread(key string) bool {
+	if _, ok := vw.ThreadLast[key]; ok {
 		return true
 	}
-	for _, t := range vw.threads {
+	for _, t := range vw.Threads {
 		if t == key {
 			return true
 		}
@@ -218,7 +217,7 @@ func (vw *HeadView) hasThread(key string) bool {
 // HeadStates lists the bookkeeping of every head that has any, sorted by
 // path: for status and `memvault threads`.
 func HeadStates(st *vault.State) []HeadState {
-	vw := buildView(st, HeadsConfig{})
+	vw := BuildView(st, HeadsConfig{})
 	out := make([]HeadState, 0, len(vw.Heads))
 	for _, h := range vw.Heads {
 		out = append(out, *h)

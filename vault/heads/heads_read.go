@@ -11,13 +11,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/memvault/memvault/vault"
-
-	"github.com/go-git/go-git/v5/plumbing/object"
-
 	"github.com/memvault/memvault/render"
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/gitrepo"
+
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // RenderOptions select heads for a dry render.
@@ -40,7 +39,7 @@ func RenderHeads(v *vault.Vault, opts RenderOptions) ([]*render.Doc, error) {
 	if opts.At != "" {
 		var st *vault.State
 		if st, cfg, err = stateAt(v, opts.At); err == nil {
-			vw = buildView(st, cfg)
+			vw = BuildView(st, cfg)
 			vw.input.Explain = opts.Explain
 		}
 	} else if cfg, err = LoadHeadsConfig(v); err == nil {
@@ -49,12 +48,12 @@ func RenderHeads(v *vault.Vault, opts RenderOptions) ([]*render.Doc, error) {
 	if err != nil {
 		return nil, err
 	}
-	var targets []headTarget
+	var targets []HeadTarget
 	if opts.Memory {
-		targets = append(targets, memoryTarget())
+		targets = append(targets, MemoryTarget())
 	}
 	for _, t := range opts.Threads {
-		if !vw.hasThread(t.String()) {
+		if !vw.HasThread(t.String()) {
 			e := fault.New(vault.ErrNotFound, "thread %s: no such thread", t)
 			if opts.At != "" {
 				e.Msg += " at " + opts.At
@@ -64,7 +63,7 @@ func RenderHeads(v *vault.Vault, opts RenderOptions) ([]*render.Doc, error) {
 		targets = append(targets, threadTarget(t))
 	}
 	if opts.AllThreads {
-		keys := append([]string(nil), vw.threads...)
+		keys := append([]string(nil), vw.Threads...)
 		for _, t := range cfg.Threads {
 			keys = append(keys, t.Key)
 		}
@@ -78,7 +77,7 @@ func RenderHeads(v *vault.Vault, opts RenderOptions) ([]*render.Doc, error) {
 	}
 	var docs []*render.Doc
 	for _, t := range targets {
-		d, err := renderHead(vw, t)
+		d, err := RenderHead(vw, t)
 		if err != nil {
 			return nil, err
 		}
@@ -119,24 +118,24 @@ func currentHead(v *vault.Vault, vw *HeadView, head string) ([]byte, error) {
 	if !ok || head == vault.ContinuityHead {
 		return nil, fault.New(vault.ErrInvalid, "head %q: want MEMORY.md or threads/<kind>/<slug>.md", head)
 	}
-	ours, err := v.Files().ReadFile(v.Abs(t.rel))
+	ours, err := v.Files().ReadFile(v.Abs(t.Rel))
 	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fault.IO("read "+head, err)
 	}
 	book := vw.Heads[head].book()
 	switch {
-	case exists && !vw.Stale(head, t.Thread) && len(book.deferred) == 0:
+	case exists && !vw.Stale(head, t.Thread) && len(book.Deferred) == 0:
 		return ours, nil
-	case !exists && !book.rendered, t.Thread != "" && !vw.hasThread(t.Thread):
+	case !exists && !book.Rendered, t.Thread != "" && !vw.HasThread(t.Thread):
 		return ours, nil
 	}
-	doc, err := renderHead(vw, t)
+	doc, err := RenderHead(vw, t)
 	if err != nil {
 		return nil, err
 	}
 	theirsBlob := gitrepo.BlobHash(doc.Bytes)
-	f, err := mergeFile(v, headMerge{rel: t.rel, thread: t.Thread, theirs: doc.Bytes, book: book},
+	f, err := mergeFile(v, HeadMerge{Rel: t.Rel, thread: t.Thread, Theirs: doc.Bytes, Book: book},
 		vault.MustRel(vault.RenderedDir, head), theirsBlob)
 	if err != nil {
 		return nil, err
@@ -214,9 +213,9 @@ func Heads(v *vault.Vault) (*HeadsInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	vw := buildView(st, cfg)
+	vw := BuildView(st, cfg)
 	info := &HeadsInfo{Config: cfg, Threads: []ThreadInfo{}}
-	keys := append([]string(nil), vw.threads...)
+	keys := append([]string(nil), vw.Threads...)
 	for _, t := range cfg.Threads {
 		keys = append(keys, t.Key)
 	}
@@ -315,7 +314,7 @@ func ResolveHeadArg(v *vault.Vault, arg string, allowContinuity bool) (vault.Rel
 	if err != nil {
 		return vault.RelPath{}, "", err
 	}
-	if !buildView(st, cfg).hasThread(th.String()) {
+	if !BuildView(st, cfg).HasThread(th.String()) {
 		e := fault.New(vault.ErrNotFound, "thread %s: no such thread", th)
 		return vault.RelPath{}, "", e.WithHint("list threads with: memvault threads")
 	}

@@ -12,9 +12,8 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault"
-	"github.com/memvault/memvault/vault/testvault"
-
 	"github.com/memvault/memvault/vault/gitrepo"
+	"github.com/memvault/memvault/vault/testvault"
 )
 
 func rememberIn(t *testing.T, v *vault.Vault, kind, thread, session, text string) {
@@ -140,12 +139,12 @@ func TestTwoRefreshesRace(t *testing.T) {
 		t.Fatalf("first %q, second %q", status(first, vault.MemoryHead), status(second, vault.MemoryHead))
 	}
 	st, _, _ := v.FoldedState()
-	hs := buildView(st, HeadsConfig{}).Heads[vault.MemoryHead]
+	hs := BuildView(st, HeadsConfig{}).Heads[vault.MemoryHead]
 	if len(hs.Deferred) != 1 && !strings.Contains(readHead(t, v, vault.MemoryHead), "second fact") {
 		t.Fatalf("the deferred refresh is neither pending nor covered")
 	}
 	// The next event, of any session, retries it.
-	rep, err := RunDeferred(v, vault.TxOptions{Session: "c"})
+	rep, err := RunDeferred(v, vault.TxOptions{Session: "c"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,11 +155,11 @@ func TestTwoRefreshesRace(t *testing.T) {
 		t.Fatalf("a fact is missing:\n%s", s)
 	}
 	st, _, _ = v.FoldedState()
-	if n := len(buildView(st, HeadsConfig{}).Heads[vault.MemoryHead].Deferred); n != 0 {
+	if n := len(BuildView(st, HeadsConfig{}).Heads[vault.MemoryHead].Deferred); n != 0 {
 		t.Fatalf("%d deferred refreshes still pending", n)
 	}
 	// Nothing pending: RunDeferred does nothing at all.
-	rep, err = RunDeferred(v, vault.TxOptions{})
+	rep, err = RunDeferred(v, vault.TxOptions{}, nil)
 	if err != nil || len(rep.Heads) != 0 || rep.Commit != "" {
 		t.Fatalf("idle RunDeferred: %+v, %v", rep, err)
 	}
@@ -254,7 +253,7 @@ func TestHeadStateCacheMatchesFullFold(t *testing.T) {
 			t.Fatalf("%s: tip %s, want %s", when, tip, fullTip)
 		}
 		cfg := HeadsConfig{MemoryTokens: 1000, ThreadTokens: 2000}
-		a, b := buildView(st, cfg).input, buildView(full, cfg).input
+		a, b := BuildView(st, cfg).input, BuildView(full, cfg).input
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("%s: cached view differs from the full fold", when)
 		}

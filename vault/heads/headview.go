@@ -5,9 +5,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/memvault/memvault/vault"
-
 	"github.com/memvault/memvault/render"
+	"github.com/memvault/memvault/vault"
 )
 
 // The prepared view. Decoding 100k folded rows costs more than a render
@@ -28,7 +27,7 @@ import (
 
 // headViewFor returns the Derived view for the row caps of cfg: a file
 // cut for other caps does not decode, and is rebuilt.
-func headViewFor(cfg HeadsConfig) *vault.Derived[*viewCache] {
+func HeadViewFor(cfg HeadsConfig) *vault.Derived[*viewCache] {
 	memCap, threadCap := render.RowCap(cfg.MemoryTokens), render.RowCap(cfg.ThreadTokens)
 	return &vault.Derived[*viewCache]{
 		Name:    "heads-view",
@@ -92,20 +91,20 @@ func HeadViewOf(v *vault.Vault, cfg HeadsConfig, explain bool) (*HeadView, error
 		if err != nil {
 			return nil, err
 		}
-		vw := buildView(st, cfg)
+		vw := BuildView(st, cfg)
 		vw.input.Explain = true
 		return vw, nil
 	}
-	vc, err := preparedView(v, cfg)
+	vc, err := PreparedView(v, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return vc.view(cfg), nil
+	return vc.View(cfg), nil
 }
 
-func (vc *viewCache) view(cfg HeadsConfig) *HeadView {
-	vw := &HeadView{Heads: vc.heads, threads: vc.threads, threadLast: vc.threadLast,
-		lastMemory: vc.lastMemory, cache: vc}
+func (vc *viewCache) View(cfg HeadsConfig) *HeadView {
+	vw := &HeadView{Heads: vc.heads, Threads: vc.threads, ThreadLast: vc.threadLast,
+		LastMemory: vc.lastMemory, cache: vc}
 	vw.input.Threads = cfg.Threads
 	vw.input.MemoryTokens = cfg.MemoryTokens
 	vw.input.ThreadTokens = cfg.ThreadTokens
@@ -114,8 +113,8 @@ func (vc *viewCache) view(cfg HeadsConfig) *HeadView {
 
 // preparedView loads the prepared view and applies what the ledger gained
 // since; anything it cannot apply rebuilds it from the folded rows.
-func preparedView(v *vault.Vault, cfg HeadsConfig) (*viewCache, error) {
-	vc, _, err := headViewFor(cfg).Load(v)
+func PreparedView(v *vault.Vault, cfg HeadsConfig) (*viewCache, error) {
+	vc, _, err := HeadViewFor(cfg).Load(v)
 	if err != nil {
 		return nil, err
 	}
@@ -124,18 +123,18 @@ func preparedView(v *vault.Vault, cfg HeadsConfig) (*viewCache, error) {
 		if err != nil {
 			return &render.ThreadParts{}
 		}
-		return render.PrepareThread(buildView(st, cfg).input, key)
+		return render.PrepareThread(BuildView(st, cfg).input, key)
 	}
 	return vc, nil
 }
 
 // newViewCache prepares the full fold.
 func newViewCache(st *vault.State, cfg HeadsConfig) *viewCache {
-	vw := buildView(st, cfg)
+	vw := BuildView(st, cfg)
 	in := vw.input
 	in.Explain = false
 	vc := &viewCache{seq: len(st.Rows), memCap: render.RowCap(cfg.MemoryTokens), threadCap: render.RowCap(cfg.ThreadTokens),
-		lastMemory: vw.lastMemory, threads: vw.threads, threadLast: vw.threadLast, heads: vw.Heads,
+		lastMemory: vw.LastMemory, threads: vw.Threads, threadLast: vw.ThreadLast, heads: vw.Heads,
 		mem: render.PrepareMemory(in), parts: render.PrepareThreads(in), allSess: vw.sessionOf}
 	vc.index()
 	for k, p := range vc.parts {
@@ -277,7 +276,7 @@ func (vc *viewCache) apply(ev *vault.Event) {
 	}
 	kind := r.EffectiveKind()
 	switch {
-	case contentKinds[kind]:
+	case ContentKinds[kind]:
 		if r.Thread != "" {
 			m := vc.sessAdded
 			if vc.allSess != nil {

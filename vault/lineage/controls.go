@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/continuity"
 
 	"github.com/memvault/memvault/vault"
 )
@@ -171,7 +171,7 @@ func controlEvent(tx *vault.Tx, st *vault.State, c ControlLine, thread string) (
 	if kind, ok := controlKinds[c.Verb]; ok {
 		return &vault.Event{Kind: kind, Thread: thread, Text: c.Arg}, ""
 	}
-	cont, err := heads.TxContinuity(tx, nil)
+	cont, err := continuity.TxContinuity(tx, nil)
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -181,16 +181,16 @@ func controlEvent(tx *vault.Tx, st *vault.State, c ControlLine, thread string) (
 	case "DECISION":
 		scope, body := controlScope(c.Arg)
 		dec, why, _ := strings.Cut(body, "|")
-		key := heads.NormalizeText(dec)
+		key := continuity.NormalizeText(dec)
 		for _, d := range cont.Decisions {
 			if d.Status == vault.StatusActive && d.Key() == key {
 				return nil, "repeats " + d.ID
 			}
 		}
-		ev, _, err = heads.DecideEvent(cont, heads.DecideInput{Decision: dec, Rationale: why, Scope: scope}, day)
+		ev, _, err = continuity.DecideEvent(cont, continuity.DecideInput{Decision: dec, Rationale: why, Scope: scope}, day)
 	case "LEARNED":
 		scope, body := controlScope(c.Arg)
-		in := heads.LearnInput{Scope: scope, Error: body}
+		in := continuity.LearnInput{Scope: scope, Error: body}
 		switch parts := strings.Split(body, "|"); len(parts) {
 		case 1:
 		case 2:
@@ -199,7 +199,7 @@ func controlEvent(tx *vault.Tx, st *vault.State, c ControlLine, thread string) (
 			in.Error, in.Cause, in.Prevention = parts[0], parts[1], strings.Join(parts[2:], "|")
 		}
 		var evs []*vault.Event
-		if evs, _, _, err = heads.LearnEvent(cont, in, day); err == nil {
+		if evs, _, _, err = continuity.LearnEvent(cont, in, day); err == nil {
 			for _, pre := range evs[:len(evs)-1] { // the retraction of an archiving
 				pre.Thread, pre.Source = cont.ThreadOf(pre.Links[0]), "control"
 				tx.Append(pre)
@@ -207,9 +207,9 @@ func controlEvent(tx *vault.Tx, st *vault.State, c ControlLine, thread string) (
 			ev = evs[len(evs)-1]
 		}
 	case "NEXT":
-		ev = heads.NextEvent(c.Arg, false, day)
+		ev = continuity.NextEvent(c.Arg, false, day)
 	case "DONE":
-		ev, _, err = heads.DoneEvent(cont, c.Arg, day)
+		ev, _, err = continuity.DoneEvent(cont, c.Arg, day)
 	default:
 		return nil, "unknown control verb"
 	}
@@ -233,7 +233,7 @@ func controlEvent(tx *vault.Tx, st *vault.State, c ControlLine, thread string) (
 func controlScope(arg string) (scope, body string) {
 	if strings.HasPrefix(arg, "[") {
 		if i := strings.Index(arg, "]"); i > 0 {
-			if sc, err := heads.ParseScope(arg[1:i]); err == nil {
+			if sc, err := continuity.ParseScope(arg[1:i]); err == nil {
 				return sc.String(), strings.TrimSpace(arg[i+1:])
 			}
 		}

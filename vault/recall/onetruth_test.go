@@ -10,10 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/continuity"
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/heads"
 	"github.com/memvault/memvault/vault/lineage"
 	"github.com/memvault/memvault/vault/testvault"
 )
@@ -88,9 +89,9 @@ func (w *truthWorld) update(fn func(tx *vault.Tx) error) {
 	}
 }
 
-func (w *truthWorld) cont(fn func(ct *heads.ContinuityTx) error) {
+func (w *truthWorld) cont(fn func(ct *continuity.ContinuityTx) error) {
 	w.t.Helper()
-	if _, err := heads.UpdateContinuity(w.v, heads.ContinuityOptions{TxOptions: vault.TxOptions{Session: "s1"}}, fn); err != nil {
+	if _, err := continuity.UpdateContinuity(w.v, continuity.ContinuityOptions{TxOptions: vault.TxOptions{Session: "s1"}}, fn); err != nil {
 		w.t.Fatal(err)
 	}
 }
@@ -115,29 +116,29 @@ func (w *truthWorld) step() string {
 		})
 		return "remember " + kind
 	case op == 1 && len(hold["decision"]) < 4:
-		in := heads.DecideInput{Decision: tok + " decided", Rationale: "it is simpler"}
+		in := continuity.DecideInput{Decision: tok + " decided", Rationale: "it is simpler"}
 		if ds := hold["decision"]; len(ds) > 0 && w.rng.Intn(2) == 0 {
 			old := pick(w.rng, ds)
 			in.Supersedes = old.ID
 			w.moved = append(w.moved, tokenRE.FindString(old.Text))
 		}
-		w.cont(func(ct *heads.ContinuityTx) error { _, err := ct.Decide(in); return err })
+		w.cont(func(ct *continuity.ContinuityTx) error { _, err := ct.Decide(in); return err })
 		return "decide"
 	case op == 2 && len(hold["learning"]) < 6:
-		w.cont(func(ct *heads.ContinuityTx) error {
-			_, err := ct.Learn(heads.LearnInput{Error: tok + " failed", Prevention: "check first"})
+		w.cont(func(ct *continuity.ContinuityTx) error {
+			_, err := ct.Learn(continuity.LearnInput{Error: tok + " failed", Prevention: "check first"})
 			return err
 		})
 		return "learn"
 	case op == 3 && open < 7:
-		w.cont(func(ct *heads.ContinuityTx) error { return ct.Next(tok+" to do", w.rng.Intn(3) == 0) })
+		w.cont(func(ct *continuity.ContinuityTx) error { return ct.Next(tok+" to do", w.rng.Intn(3) == 0) })
 		return "next"
 	case op == 4 && open > 0:
 		items := append(append([]*vault.Row(nil), hold["next"]...), hold["commitment.open"]...)
 		r := pick(w.rng, items)
 		w.moved = append(w.moved, tokenRE.FindString(r.Text))
 		arg := pick(w.rng, []string{r.ID, r.Text})
-		w.cont(func(ct *heads.ContinuityTx) error { return ct.Done(arg) })
+		w.cont(func(ct *continuity.ContinuityTx) error { return ct.Done(arg) })
 		return "done " + arg
 	case op == 5 && open < 7:
 		w.update(func(tx *vault.Tx) error {
@@ -169,12 +170,12 @@ func (w *truthWorld) step() string {
 	case op == 9 && len(hold["learning"]) > 0:
 		r := pick(w.rng, hold["learning"])
 		w.moved = append(w.moved, tokenRE.FindString(r.Text))
-		c, err := heads.LoadContinuity(w.v)
+		c, err := continuity.LoadContinuity(w.v)
 		if err != nil {
 			w.t.Fatal(err)
 		}
 		id := c.Learning(r.ID).ID
-		w.cont(func(ct *heads.ContinuityTx) error { _, err := ct.Invalidate(id, "it misled us"); return err })
+		w.cont(func(ct *continuity.ContinuityTx) error { _, err := ct.Invalidate(id, "it misled us"); return err })
 		return "invalidate"
 	default:
 		return w.controlLines(hold, tok, thread)
@@ -235,7 +236,7 @@ func (w *truthWorld) check(step string) {
 	if _, err := heads.Refresh(w.v, heads.RefreshOptions{Memory: true, AllThreads: true}); err != nil {
 		t.Fatalf("%s: refresh: %v", step, err)
 	}
-	w.cont(func(*heads.ContinuityTx) error { return nil })
+	w.cont(func(*continuity.ContinuityTx) error { return nil })
 
 	hold, st := w.holding()
 	want := map[string]bool{} // every holding token
@@ -267,7 +268,7 @@ func (w *truthWorld) check(step string) {
 
 	// CONTINUITY.md: the live sections hold exactly what holds.
 	doc := w.read(vault.ContinuityHead)
-	got := tokensIn(sections(doc, heads.SecNext, heads.SecBlockers, heads.SecDecisions, heads.SecLearnings))
+	got := tokensIn(sections(doc, continuity.SecNext, continuity.SecBlockers, continuity.SecDecisions, continuity.SecLearnings))
 	sameTokens(t, step, "CONTINUITY.md", got, want)
 
 	// MEMORY.md: everything but the learnings of threads (those are in

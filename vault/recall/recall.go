@@ -12,11 +12,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/continuity"
 
 	"github.com/memvault/memvault/index"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/heads"
 )
 
 // Retrieval tiers, always in this order (DESIGN §7).
@@ -158,7 +159,7 @@ func Recall(v *vault.Vault, opts RecallOptions) (*RecallResult, error) {
 	// The head files are the vault's own agent's view, every agent's rows
 	// in them: an agent that may not see some of those rows does not
 	// search them (docs/HOOKS.md, "Identity").
-	visible := heads.VisibleAgents(v, opts.Agent)
+	visible := continuity.VisibleAgents(v, opts.Agent)
 	othersRows := visible != nil && !index.HoldOnly(set.lineage, visible)
 	skipped := 0
 	defer func() {
@@ -178,7 +179,7 @@ func Recall(v *vault.Vault, opts RecallOptions) (*RecallResult, error) {
 		}
 		want := max(opts.Limit*20, 200)
 		indexes, filter := set.forTier(tier)
-		iq := index.Query{Text: q, Tier: filter, Agents: heads.VisibleAgents(v, opts.Agent), Limit: want, Enough: opts.Limit * 2,
+		iq := index.Query{Text: q, Tier: filter, Agents: continuity.VisibleAgents(v, opts.Agent), Limit: want, Enough: opts.Limit * 2,
 			Explain: opts.Explain}
 		if tier == TierTranscripts {
 			iq.Days = queryDays(q, opts.Now)

@@ -8,11 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/continuity"
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fileio"
+	"github.com/memvault/memvault/vault/heads"
 	"github.com/memvault/memvault/vault/testvault"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
@@ -46,7 +47,7 @@ func TestAgentScope(t *testing.T) {
 		{"beta", []string{"sharedzebra", "betazebra"}, []string{"alphazebra"}},
 		{"gamma", []string{"sharedzebra"}, []string{"alphazebra", "betazebra"}},
 	} {
-		heads, err := heads.AgentHeads(v, c.agent, vault.MemoryHead, "threads/project/shop.md", vault.ContinuityHead)
+		heads, err := continuity.AgentHeads(v, c.agent, vault.MemoryHead, "threads/project/shop.md", vault.ContinuityHead)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -97,3 +97,53 @@ func CommitAsIs(t testing.TB, v *vault.Vault, path string) {
 		t.Fatal(err)
 	}
 }
+
+// ReadHead is the text of the head at rel (MEMORY.md, CONTINUITY.md, a
+// thread head's path) as it is on disk.
+func ReadHead(t testing.TB, v *vault.Vault, rel string) string {
+	t.Helper()
+	data, err := os.ReadFile(v.Abs(vault.MustRel(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// killed is what KillAt panics with.
+type killed struct{ step string }
+
+// KillAt runs fn and stops its transaction at step ("staged": the files
+// written, no event yet; "sealed": the events appended, no commit) the way
+// a SIGKILL does: no rollback runs. It fails the test if fn got past it.
+func KillAt(t testing.TB, step string, fn func()) {
+	t.Helper()
+	vault.TestHookApply = func(s string) {
+		if s == step {
+			vault.TestHookApply = nil
+			panic(killed{step})
+		}
+	}
+	defer func() {
+		vault.TestHookApply = nil
+		if r := recover(); r == nil {
+			t.Fatalf("the transaction got past %q", step)
+		} else if _, ok := r.(killed); !ok {
+			panic(r)
+		}
+	}()
+	fn()
+}
+
+// Kinds counts the ledger's events of each kind.
+func Kinds(t testing.TB, v *vault.Vault) map[string]int {
+	t.Helper()
+	st, err := v.LoadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, r := range st.Rows {
+		n[r.Kind]++
+	}
+	return n
+}

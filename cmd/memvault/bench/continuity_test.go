@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/continuity"
 
 	"github.com/memvault/memvault/vault"
 )
@@ -31,9 +31,9 @@ func BenchmarkContinuity(b *testing.B) {
 	}
 	const batch = 500
 	for start := 0; start < n; start += batch {
-		_, err := heads.UpdateContinuity(v, heads.ContinuityOptions{}, func(ct *heads.ContinuityTx) error {
+		_, err := continuity.UpdateContinuity(v, continuity.ContinuityOptions{}, func(ct *continuity.ContinuityTx) error {
 			for i := start; i < min(n, start+batch); i++ {
-				_, err := ct.Learn(heads.LearnInput{Error: fmt.Sprintf("step %d of the deploy failed on host %d", i, i%37),
+				_, err := ct.Learn(continuity.LearnInput{Error: fmt.Sprintf("step %d of the deploy failed on host %d", i, i%37),
 					Cause: "a stale cache", Prevention: fmt.Sprintf("clear the cache before step %d", i),
 					Scope: fmt.Sprintf("module:m%02d", i%40)})
 				if err != nil {

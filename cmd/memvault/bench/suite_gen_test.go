@@ -20,10 +20,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/continuity"
 
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/heads"
 	"github.com/memvault/memvault/vault/lineage"
 	"github.com/memvault/memvault/vault/recall"
 )
@@ -364,14 +365,14 @@ func suiteGenerateWeek(tb testing.TB, v *vault.Vault, spec suiteSpec, cw *corpus
 			}
 		}
 		// The day's learnings and decisions.
-		_, err := heads.UpdateContinuity(v, heads.ContinuityOptions{}, func(ct *heads.ContinuityTx) error {
+		_, err := continuity.UpdateContinuity(v, continuity.ContinuityOptions{}, func(ct *continuity.ContinuityTx) error {
 			for i := 0; i < 6; i++ {
-				if _, err := ct.Learn(heads.LearnInput{Error: g.message(true, ""), Cause: g.message(true, ""),
+				if _, err := ct.Learn(continuity.LearnInput{Error: g.message(true, ""), Cause: g.message(true, ""),
 					Prevention: g.message(true, ""), Scope: fmt.Sprintf("module:m%02d", r.IntN(12))}); err != nil {
 					return err
 				}
 			}
-			_, err := ct.Decide(heads.DecideInput{Decision: g.message(true, ""), Rationale: g.message(true, ""), Scope: fmt.Sprintf("module:m%02d", r.IntN(12))})
+			_, err := ct.Decide(continuity.DecideInput{Decision: g.message(true, ""), Rationale: g.message(true, ""), Scope: fmt.Sprintf("module:m%02d", r.IntN(12))})
 			return err
 		})
 		if err != nil {

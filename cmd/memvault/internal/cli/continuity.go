@@ -7,11 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memvault/memvault/vault/heads"
-
-	ucli "github.com/urfave/cli/v2"
+	"github.com/memvault/memvault/vault/continuity"
 
 	"github.com/memvault/memvault/vault"
+
+	ucli "github.com/urfave/cli/v2"
 )
 
 // The working-memory protocol (docs/CONTINUITY.md): continuity, learn,
@@ -24,7 +24,7 @@ var (
 
 func parseNow(c *ucli.Context) (time.Time, error) {
 	if s := c.String("now"); s != "" {
-		return heads.ParseDate(s)
+		return continuity.ParseDate(s)
 	}
 	return time.Time{}, nil
 }
@@ -32,7 +32,7 @@ func parseNow(c *ucli.Context) (time.Time, error) {
 // continuityWrite wraps a command that changes the protocol's state: one
 // transaction, CONTINUITY.md refreshed in the same commit, the messages of
 // what was done printed (or the whole result with --json).
-func continuityWrite(fn func(c *ucli.Context, ct *heads.ContinuityTx) error) func(c *ucli.Context) error {
+func continuityWrite(fn func(c *ucli.Context, ct *continuity.ContinuityTx) error) func(c *ucli.Context) error {
 	return func(c *ucli.Context) error {
 		res, err := runContinuityWrite(c, fn)
 		if err != nil {
@@ -51,7 +51,7 @@ func continuityWrite(fn func(c *ucli.Context, ct *heads.ContinuityTx) error) fun
 
 // runContinuityWrite runs fn in one protocol transaction and prints its
 // warnings; the caller prints the rest.
-func runContinuityWrite(c *ucli.Context, fn func(c *ucli.Context, ct *heads.ContinuityTx) error) (*heads.ContinuityResult, error) {
+func runContinuityWrite(c *ucli.Context, fn func(c *ucli.Context, ct *continuity.ContinuityTx) error) (*continuity.ContinuityResult, error) {
 	now, err := parseNow(c)
 	if err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func runContinuityWrite(c *ucli.Context, fn func(c *ucli.Context, ct *heads.Cont
 	if err != nil {
 		return nil, err
 	}
-	opts := heads.ContinuityOptions{Now: now, Trigger: c.Command.FullName(), TxOptions: vault.TxOptions{
+	opts := continuity.ContinuityOptions{Now: now, Trigger: c.Command.FullName(), TxOptions: vault.TxOptions{
 		Command: c.Command.FullName(), Agent: agent, Session: c.String("session"),
 		Harness: c.String("harness"), Force: c.Bool("force")}}
 	fromDir := false
@@ -73,7 +73,7 @@ func runContinuityWrite(c *ucli.Context, fn func(c *ucli.Context, ct *heads.Cont
 			return nil, err
 		}
 	}
-	res, err := heads.UpdateContinuity(v, opts, func(ct *heads.ContinuityTx) error { return fn(c, ct) })
+	res, err := continuity.UpdateContinuity(v, opts, func(ct *continuity.ContinuityTx) error { return fn(c, ct) })
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func filesRows(c *ucli.Context) bool {
 	return slices.ContainsFunc(c.Command.Flags, func(f ucli.Flag) bool { return f == globalFlag })
 }
 
-func printHeadOutcome(c *ucli.Context, res *heads.ContinuityResult) {
+func printHeadOutcome(c *ucli.Context, res *continuity.ContinuityResult) {
 	switch res.Head {
 	case "", "unchanged":
 	case "deferred":
@@ -155,24 +155,24 @@ func newContinuityCommand() *ucli.Command {
 }
 
 // runContinuityInit refreshes CONTINUITY.md, which every protocol write does.
-func runContinuityInit(c *ucli.Context, _ *heads.ContinuityTx) error {
+func runContinuityInit(c *ucli.Context, _ *continuity.ContinuityTx) error {
 	return nil
 }
 
 func runContinuityLearnings(c *ucli.Context, v *vault.Vault) error {
 	return listAction("continuity learnings", "no learnings", "%-11s %s\n",
-		(*heads.Continuity).ActiveLearnings, func(l *heads.Learning) (string, string) { return l.Status, l.Line() })(c, v)
+		(*continuity.Continuity).ActiveLearnings, func(l *continuity.Learning) (string, string) { return l.Status, l.Line() })(c, v)
 }
 
 func runContinuityDecisions(c *ucli.Context, v *vault.Vault) error {
 	return listAction("continuity decisions", "no decisions", "%-10s %s\n",
-		(*heads.Continuity).ActiveDecisions, func(d *heads.Decision) (string, string) { return d.Status, d.Line() })(c, v)
+		(*continuity.Continuity).ActiveDecisions, func(d *continuity.Decision) (string, string) { return d.Status, d.Line() })(c, v)
 }
 
 // runContinuityIndex writes learnings-index.md in a protocol transaction,
 // then prints the file it wrote.
 func runContinuityIndex(c *ucli.Context) error {
-	_, err := runContinuityWrite(c, func(c *ucli.Context, ct *heads.ContinuityTx) error {
+	_, err := runContinuityWrite(c, func(c *ucli.Context, ct *continuity.ContinuityTx) error {
 		ct.WriteIndex()
 		return nil
 	})
@@ -183,19 +183,19 @@ func runContinuityIndex(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := v.ReadFile(heads.LearningsIndexFile)
+	out, err := v.ReadFile(continuity.LearningsIndexFile)
 	if err != nil {
 		return err
 	}
 	if c.Bool("json") {
-		return printJSON(c.App.Writer, map[string]any{"file": heads.LearningsIndexFile, "text": string(out)})
+		return printJSON(c.App.Writer, map[string]any{"file": continuity.LearningsIndexFile, "text": string(out)})
 	}
 	_, err = c.App.Writer.Write(out)
 	return err
 }
 
 func runContinuityBudget(c *ucli.Context, v *vault.Vault) error {
-	b, err := heads.ContinuityBudget(v)
+	b, err := continuity.ContinuityBudget(v)
 	if err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func runContinuityBudget(c *ucli.Context, v *vault.Vault) error {
 	return nil
 }
 
-func printBudget(c *ucli.Context, b []heads.BudgetLine) {
+func printBudget(c *ucli.Context, b []continuity.BudgetLine) {
 	for _, l := range b {
 		mark := ""
 		if l.Over {
@@ -218,7 +218,7 @@ func printBudget(c *ucli.Context, b []heads.BudgetLine) {
 
 // listAction prints the learnings or decisions in scope: one line each, or
 // JSON.
-func listAction[T any](cmd, none, format string, list func(*heads.Continuity, heads.ScopeFilter, bool) []T,
+func listAction[T any](cmd, none, format string, list func(*continuity.Continuity, continuity.ScopeFilter, bool) []T,
 	show func(T) (status, line string)) func(c *ucli.Context, v *vault.Vault) error {
 	return func(c *ucli.Context, v *vault.Vault) error {
 		limit, err := listLimit(c)
@@ -229,7 +229,7 @@ func listAction[T any](cmd, none, format string, list func(*heads.Continuity, he
 		if err != nil {
 			return err
 		}
-		st, err := heads.LoadContinuity(v)
+		st, err := continuity.LoadContinuity(v)
 		if err != nil {
 			return err
 		}
@@ -253,23 +253,23 @@ func listAction[T any](cmd, none, format string, list func(*heads.Continuity, he
 	}
 }
 
-func scopeFilter(c *ucli.Context, v *vault.Vault) (heads.ScopeFilter, error) {
+func scopeFilter(c *ucli.Context, v *vault.Vault) (continuity.ScopeFilter, error) {
 	if s := c.String("scope"); s != "" {
-		sc, err := heads.ParseScope(s)
+		sc, err := continuity.ParseScope(s)
 		if err != nil {
-			return heads.ScopeFilter{}, err
+			return continuity.ScopeFilter{}, err
 		}
-		return heads.FilterFor(sc), nil
+		return continuity.FilterFor(sc), nil
 	}
 	wd, err := os.Getwd()
 	if err != nil {
-		return heads.ScopeFilter{}, err
+		return continuity.ScopeFilter{}, err
 	}
-	return heads.FilterForDir(heads.ProjectDir(v, wd)), nil
+	return continuity.FilterForDir(continuity.ProjectDir(v, wd)), nil
 }
 
 func runContinuityStatus(c *ucli.Context, v *vault.Vault) error {
-	s, err := heads.LoadContinuityStatus(v)
+	s, err := continuity.LoadContinuityStatus(v)
 	if err != nil {
 		return err
 	}
@@ -329,7 +329,7 @@ func runContinuityAudit(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
-		st, err := heads.LoadContinuity(v)
+		st, err := continuity.LoadContinuity(v)
 		if err != nil {
 			return err
 		}
@@ -340,8 +340,8 @@ func runContinuityAudit(c *ucli.Context) error {
 		rep.DryRun = true
 		return printAudit(c, rep)
 	}
-	var rep *heads.AuditReport
-	res, err := runContinuityWrite(c, func(c *ucli.Context, ct *heads.ContinuityTx) error {
+	var rep *continuity.AuditReport
+	res, err := runContinuityWrite(c, func(c *ucli.Context, ct *continuity.ContinuityTx) error {
 		rep = ct.Audit(false)
 		return nil
 	})
@@ -352,7 +352,7 @@ func runContinuityAudit(c *ucli.Context) error {
 	return printAudit(c, rep)
 }
 
-func printAudit(c *ucli.Context, rep *heads.AuditReport) error {
+func printAudit(c *ucli.Context, rep *continuity.AuditReport) error {
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, rep)
 	}

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/continuity"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -20,8 +20,8 @@ func newDecideCommand() *ucli.Command {
 	}
 }
 
-func runDecide(c *ucli.Context, ct *heads.ContinuityTx) error {
-	_, err := ct.Decide(heads.DecideInput{Decision: c.String("decision"), Rationale: c.String("rationale"),
+func runDecide(c *ucli.Context, ct *continuity.ContinuityTx) error {
+	_, err := ct.Decide(continuity.DecideInput{Decision: c.String("decision"), Rationale: c.String("rationale"),
 		Scope: c.String("scope"), Supersedes: c.String("supersedes")})
 	return err
 }

@@ -3,11 +3,11 @@ package cli
 import (
 	"strings"
 
-	"github.com/memvault/memvault/vault/heads"
-
-	ucli "github.com/urfave/cli/v2"
+	"github.com/memvault/memvault/vault/continuity"
 
 	"github.com/memvault/memvault/vault"
+
+	ucli "github.com/urfave/cli/v2"
 )
 
 func newDoneCommand() *ucli.Command {
@@ -19,7 +19,7 @@ func newDoneCommand() *ucli.Command {
 	}
 }
 
-func runDone(c *ucli.Context, ct *heads.ContinuityTx) error {
+func runDone(c *ucli.Context, ct *continuity.ContinuityTx) error {
 	text, err := textArg(c, "done")
 	if err != nil {
 		return err

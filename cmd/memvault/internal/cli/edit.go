@@ -8,11 +8,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memvault/memvault/vault/continuity"
+
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/heads"
 
 	ucli "github.com/urfave/cli/v2"
-
-	"github.com/memvault/memvault/vault"
 )
 
 type editOptions struct {
@@ -62,7 +63,8 @@ func runEdit(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := heads.EditHead(v, heads.EditOptions{TxOptions: txOpts, Head: opts.head, Editor: runEditor(opts.editor)})
+	res, err := heads.EditHead(v, heads.EditOptions{TxOptions: txOpts, Head: opts.head, Editor: runEditor(opts.editor),
+		Template: continuity.Template()})
 	if err != nil {
 		return err
 	}

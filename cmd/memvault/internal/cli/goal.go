@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/continuity"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -14,12 +14,12 @@ func newGoalCommand() *ucli.Command {
 	}
 }
 
-func runGoal(c *ucli.Context, ct *heads.ContinuityTx) error {
+func runGoal(c *ucli.Context, ct *continuity.ContinuityTx) error {
 	text, err := textArg(c, "goal")
 	if err != nil {
 		return err
 	}
-	if err := checkChoice("goal", "phase", c.String("phase"), heads.Phases); err != nil {
+	if err := checkChoice("goal", "phase", c.String("phase"), continuity.Phases); err != nil {
 		return err
 	}
 	return ct.Goal(text, c.String("phase"))

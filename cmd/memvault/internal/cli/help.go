@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/continuity"
 
 	"github.com/memvault/memvault/hooks"
 	"github.com/memvault/memvault/hooks/transcript"
@@ -63,7 +63,7 @@ func closedValues() map[string][]string {
 		"remember --kind":            vault.RememberKinds,
 		"nodes --kind":               vault.NodeKinds,
 		"recall --tier":              recall.Tiers,
-		"goal --phase":               heads.Phases,
+		"goal --phase":               continuity.Phases,
 		"condense --period":          vault.CondensePeriods,
 		"transcript append --role":   roles,
 		"transcript import --format": formats,

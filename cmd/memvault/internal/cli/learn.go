@@ -3,7 +3,7 @@ package cli
 import (
 	"strconv"
 
-	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/continuity"
 
 	ucli "github.com/urfave/cli/v2"
 )
@@ -18,7 +18,7 @@ func newLearnCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "cause", Aliases: []string{"c"}, Usage: "why it failed"},
 			&ucli.StringFlag{Name: "prevention", Aliases: []string{"p"}, Usage: "how to prevent it (required)"},
 			learnScopeFlag,
-			&ucli.IntFlag{Name: "ttl", Usage: "days it lives unless reinforced", DefaultText: strconv.Itoa(heads.DefaultLearningTTL)},
+			&ucli.IntFlag{Name: "ttl", Usage: "days it lives unless reinforced", DefaultText: strconv.Itoa(continuity.DefaultLearningTTL)},
 			&ucli.StringFlag{Name: "invalidate", Usage: "mark learning ID as wrong because it caused a problem (with --why)"},
 			&ucli.StringFlag{Name: "correct", Usage: "fix learning ID (with --prevention or --cause, and --why)"},
 			&ucli.StringFlag{Name: "why", Usage: "what went wrong, for --invalidate and --correct"},
@@ -27,7 +27,7 @@ func newLearnCommand() *ucli.Command {
 	}
 }
 
-func runLearn(c *ucli.Context, ct *heads.ContinuityTx) error {
+func runLearn(c *ucli.Context, ct *continuity.ContinuityTx) error {
 	inv, cor := c.String("invalidate"), c.String("correct")
 	switch {
 	case inv != "" && cor != "":
@@ -45,7 +45,7 @@ func runLearn(c *ucli.Context, ct *heads.ContinuityTx) error {
 		_, err := ct.Correct(cor, c.String("cause"), c.String("prevention"), c.String("why"))
 		return err
 	}
-	_, err := ct.Learn(heads.LearnInput{Error: c.String("error"), Cause: c.String("cause"),
+	_, err := ct.Learn(continuity.LearnInput{Error: c.String("error"), Cause: c.String("cause"),
 		Prevention: c.String("prevention"), Scope: c.String("scope"), TTL: c.Int("ttl")})
 	return err
 }

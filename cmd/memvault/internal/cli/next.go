@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/continuity"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -14,7 +14,7 @@ func newNextCommand() *ucli.Command {
 	}
 }
 
-func runNext(c *ucli.Context, ct *heads.ContinuityTx) error {
+func runNext(c *ucli.Context, ct *continuity.ContinuityTx) error {
 	text, err := textArg(c, "next")
 	if err != nil {
 		return err

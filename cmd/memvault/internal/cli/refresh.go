@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/memvault/memvault/vault/continuity"
+
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/heads"
 
 	ucli "github.com/urfave/cli/v2"
-
-	"github.com/memvault/memvault/vault"
 )
 
 type refreshOptions struct {
@@ -47,7 +48,7 @@ func runRefresh(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, err := heads.Refresh(v, heads.RefreshOptions{TxOptions: txOpts, Trigger: opts.on, Memory: true, Affected: true})
+	rep, err := heads.Refresh(v, heads.RefreshOptions{TxOptions: txOpts, Trigger: opts.on, Memory: true, Affected: true, Protocol: continuity.RefreshHead})
 	if err != nil {
 		return err
 	}

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/memvault/memvault/vault/heads"
-
-	ucli "github.com/urfave/cli/v2"
+	"github.com/memvault/memvault/vault/continuity"
 
 	"github.com/memvault/memvault/render"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/heads"
+
+	ucli "github.com/urfave/cli/v2"
 )
 
 type renderOptions struct {
@@ -75,7 +76,7 @@ func runRender(c *ucli.Context) error {
 		return err
 	}
 	rep, err := heads.Refresh(v, heads.RefreshOptions{TxOptions: txOpts, Trigger: "render", Memory: opts.memory,
-		Threads: opts.threads, AllThreads: opts.allThreads, Explain: opts.explain})
+		Threads: opts.threads, AllThreads: opts.allThreads, Explain: opts.explain, Protocol: continuity.RefreshHead})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package heads
+package continuity
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memvault/memvault/vault/heads"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
@@ -26,7 +28,7 @@ func contFingerprint(t *testing.T, c *Continuity) string {
 	}
 	var b strings.Builder
 	b.Write(pub)
-	fmt.Fprintf(&b, "\nseq=%d audit=%q head=%+v", c.seq, c.auditKey, c.head.json())
+	fmt.Fprintf(&b, "\nseq=%d audit=%q head=%+v", c.seq, c.auditKey, bookJSON(c.head))
 	for _, l := range c.Learnings {
 		fmt.Fprintf(&b, "\n%s seq=%d rank=%d", l.ID, l.seq, l.rank)
 	}
@@ -74,8 +76,8 @@ func checkContCache(t *testing.T, v *vault.Vault, when string) *contState {
 	if !reflect.DeepEqual(sum, want) {
 		t.Fatalf("%s: cached summary differs from a fresh fold:\n got %+v\nwant %+v", when, sum, want)
 	}
-	if st.lastAudit != fresh.LastAudit || !reflect.DeepEqual(st.head.json(), fresh.head.json()) {
-		t.Fatalf("%s: cached audit or head state differs: %q %+v, want %q %+v", when, st.lastAudit, st.head.json(), fresh.LastAudit, fresh.head.json())
+	if st.lastAudit != fresh.LastAudit || !reflect.DeepEqual(bookJSON(st.head), bookJSON(fresh.head)) {
+		t.Fatalf("%s: cached audit or head state differs: %q %+v, want %q %+v", when, st.lastAudit, bookJSON(st.head), fresh.LastAudit, bookJSON(fresh.head))
 	}
 	c, err := st.full()
 	if err != nil {
@@ -176,7 +178,7 @@ func TestContinuityCacheMatchesFold(t *testing.T) {
 		if _, err := ct.Learn(LearnInput{Scope: "global", Error: "tests flaked", Prevention: "pin the seed"}); err != nil {
 			return err
 		}
-		return ct.SessionEnd(SessionEndInput{Context: []string{"bench at 10k"}, Files: []string{"vault/heads/continuity_state.go"}})
+		return ct.SessionEnd(SessionEndInput{Context: []string{"bench at 10k"}, Files: []string{"vault/continuity/continuity_state.go"}})
 	})
 	checkContCache(t, v, "after invalidate, correct and a session end")
 	contUpdate(t, v, "2026-05-20", func(ct *ContinuityTx) error {
@@ -339,7 +341,7 @@ func TestContinuityDeferredRefreshIsRetried(t *testing.T) {
 	v := testvault.New(t)
 	contUpdate(t, v, "2026-03-01", func(ct *ContinuityTx) error { return ct.Goal("first goal", "") })
 	cfg, _ := LoadContinuityConfig(v)
-	lease, holder, _, err := AcquireHeadLease(v, vault.MustRel(vault.ContinuityHead), LeaseOwner{Agent: "editor", Session: "s-edit", Command: "edit"}, cfg.Lease)
+	lease, holder, _, err := heads.AcquireHeadLease(v, vault.MustRel(vault.ContinuityHead), heads.LeaseOwner{Agent: "editor", Session: "s-edit", Command: "edit"}, cfg.Lease)
 	if err != nil || holder != nil {
 		t.Fatal(holder, err)
 	}
@@ -347,37 +349,37 @@ func TestContinuityDeferredRefreshIsRetried(t *testing.T) {
 	if res.Head != "deferred" {
 		t.Fatalf("head status with the lease held: %q", res.Head)
 	}
-	if strings.Contains(readHead(t, v, vault.ContinuityHead), "second goal") {
+	if strings.Contains(testvault.ReadHead(t, v, vault.ContinuityHead), "second goal") {
 		t.Fatal("CONTINUITY.md was written under someone else's lease")
 	}
 	if s, _ := LoadContinuityStatus(v); s.Deferred != 1 {
 		t.Fatalf("deferred refreshes pending: %d, want 1", s.Deferred)
 	}
 	// Still held: the retry defers again, without a second event.
-	rep, err := RunDeferred(v, vault.TxOptions{Command: "hook"})
+	rep, err := heads.RunDeferred(v, vault.TxOptions{Command: "hook"}, RefreshHead)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if status(rep, vault.ContinuityHead) != "deferred" {
+	if headStatus(rep, vault.ContinuityHead) != "deferred" {
 		t.Fatalf("retry under a held lease: %+v", rep.Heads)
 	}
 	if s, _ := LoadContinuityStatus(v); s.Deferred != 1 {
 		t.Fatalf("deferred refreshes pending after a refused retry: %d, want 1", s.Deferred)
 	}
-	if err := ReleaseHeadLease(v, lease); err != nil {
+	if err := heads.ReleaseHeadLease(v, lease); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = RunDeferred(v, vault.TxOptions{Command: "hook"})
+	rep, err = heads.RunDeferred(v, vault.TxOptions{Command: "hook"}, RefreshHead)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := status(rep, vault.ContinuityHead); got != "rendered" && got != "merged" {
+	if got := headStatus(rep, vault.ContinuityHead); got != "rendered" && got != "merged" {
 		t.Fatalf("retry after release: %+v", rep.Heads)
 	}
-	if !strings.Contains(readHead(t, v, vault.ContinuityHead), "second goal") {
-		t.Fatalf("the retry did not render CONTINUITY.md:\n%s", readHead(t, v, vault.ContinuityHead))
+	if !strings.Contains(testvault.ReadHead(t, v, vault.ContinuityHead), "second goal") {
+		t.Fatalf("the retry did not render CONTINUITY.md:\n%s", testvault.ReadHead(t, v, vault.ContinuityHead))
 	}
-	if strings.Contains(readHead(t, v, vault.ContinuityHead), "# MEMORY") {
+	if strings.Contains(testvault.ReadHead(t, v, vault.ContinuityHead), "# MEMORY") {
 		t.Fatal("CONTINUITY.md was rendered as another head")
 	}
 	checkContCache(t, v, "after the retry")
@@ -385,7 +387,7 @@ func TestContinuityDeferredRefreshIsRetried(t *testing.T) {
 		t.Fatalf("deferred refreshes pending after the retry: %d", s.Deferred)
 	}
 	// Nothing pending: the next hook event does nothing.
-	rep, err = RunDeferred(v, vault.TxOptions{Command: "hook"})
+	rep, err = heads.RunDeferred(v, vault.TxOptions{Command: "hook"}, RefreshHead)
 	if err != nil || len(rep.Heads) != 0 || rep.Commit != "" {
 		t.Fatalf("retry with nothing pending: %+v %v", rep, err)
 	}
@@ -396,12 +398,12 @@ func TestContinuityDeferredRefreshIsRetried(t *testing.T) {
 // sections; the next update merges into it without a conflict and keeps
 // what the person wrote, under the section they wrote it in.
 func TestContinuityTemplateMatchesProtocol(t *testing.T) {
-	p := ParseContinuity(continuityTemplate())
+	p := ParseContinuity(Template())
 	if len(p.Warnings) != 0 || len(p.Unknown) != 0 {
 		t.Fatalf("the template does not parse as the protocol: %v %v", p.Warnings, p.Unknown)
 	}
 	var titles []string
-	for _, l := range strings.Split(string(continuityTemplate()), "\n") {
+	for _, l := range strings.Split(string(Template()), "\n") {
 		if t, ok := strings.CutPrefix(l, "## "); ok {
 			titles = append(titles, t)
 		}
@@ -411,7 +413,7 @@ func TestContinuityTemplateMatchesProtocol(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ name, template, heading string }{
-		{"current", string(continuityTemplate()), "## " + SecBlockers + "\n\n- none\n"},
+		{"current", string(Template()), "## " + SecBlockers + "\n\n- none\n"},
 		{"legacy", legacyContinuityTemplate, "## Blockers\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -424,7 +426,7 @@ func TestContinuityTemplateMatchesProtocol(t *testing.T) {
 				t.Fatal(err)
 			}
 			res := contUpdate(t, v, "2026-03-01", func(ct *ContinuityTx) error { return ct.Goal("ship it", "") })
-			got := readHead(t, v, vault.ContinuityHead)
+			got := testvault.ReadHead(t, v, vault.ContinuityHead)
 			if !strings.Contains(got, "- the CI runner is down") || !strings.Contains(got, "ship it") {
 				t.Fatalf("merge lost text (%s):\n%s", res.Head, got)
 			}
@@ -439,4 +441,15 @@ func TestContinuityTemplateMatchesProtocol(t *testing.T) {
 			}
 		})
 	}
+}
+
+// headStatus is the status a refresh report gives head ("" when the
+// refresh did not reach it).
+func headStatus(rep *heads.RefreshReport, head string) string {
+	for _, h := range rep.Heads {
+		if h.Head == head {
+			return h.Status
+		}
+	}
+	return ""
 }

@@ -1,4 +1,4 @@
-package heads
+package continuity
 
 import (
 	"encoding/json"
@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/heads"
 
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 )
 
@@ -126,10 +127,10 @@ type Continuity struct {
 	auditKey    string          // the flags of the last audit, to skip writing an identical one
 	learnings   map[string]*Learning
 	decisions   map[string]*Decision
-	seq         int      // protocol events folded so far (orders learnings and decisions)
-	head        headBook // CONTINUITY.md's head bookkeeping
-	lastL       int      // the highest learning number given (L7: 7)
-	lastD       int      // the highest decision number given
+	seq         int            // protocol events folded so far (orders learnings and decisions)
+	head        heads.HeadBook // CONTINUITY.md's head bookkeeping
+	lastL       int            // the highest learning number given (L7: 7)
+	lastD       int            // the highest decision number given
 }
 
 // protocol data carried by the events; one struct for all kinds keeps the
@@ -192,7 +193,7 @@ func newContinuity() *Continuity {
 	return &Continuity{Next: []Item{}, Done: []Item{}, Blockers: []Item{}, Commitments: []Item{}, Context: []string{}, Files: []string{},
 		Learnings: []*Learning{}, Decisions: []*Decision{}, Meta: []*MetaLearning{},
 		learnings: map[string]*Learning{}, decisions: map[string]*Decision{},
-		head: headBook{tokens: map[string]bool{}}}
+		head: heads.HeadBook{Tokens: map[string]bool{}}}
 }
 
 // addRow folds one ledger row, corrections already applied to it: a
@@ -214,8 +215,8 @@ func (c *Continuity) addEvent(ev *vault.Event) {
 
 // addHeadEvent keeps CONTINUITY.md's head bookkeeping.
 func (c *Continuity) addHeadEvent(ev *vault.Event) {
-	if strings.HasPrefix(ev.Kind, "head.") && headOf(ev.Data) == vault.ContinuityHead {
-		c.head.add(ev)
+	if strings.HasPrefix(ev.Kind, "head.") && heads.HeadOf(ev.Data) == vault.ContinuityHead {
+		c.head.Add(ev)
 	}
 }
 
@@ -225,7 +226,7 @@ func touchesContinuity(ev *vault.Event) bool {
 	if isContinuityKind(vault.CanonicalKind(ev.Kind)) {
 		return true
 	}
-	return strings.HasPrefix(ev.Kind, "head.") && headOf(ev.Data) == vault.ContinuityHead
+	return strings.HasPrefix(ev.Kind, "head.") && heads.HeadOf(ev.Data) == vault.ContinuityHead
 }
 
 // apply folds one event counted as kind. live is false for a retracted

@@ -1,4 +1,4 @@
-package heads
+package continuity
 
 import (
 	"sort"

@@ -1,4 +1,4 @@
-package heads
+package continuity
 
 import (
 	"errors"
@@ -6,9 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/memvault/memvault/vault"
-
 	"github.com/memvault/memvault/render"
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 )
 
@@ -86,7 +85,7 @@ func continuityStatus(v *vault.Vault, cfg ContinuityConfig, st *contState) (*Con
 	if t := items(p.Sections[SecTask]); len(t) > 0 {
 		s.CurrentTask = t[0]
 	}
-	s.Deferred, s.Conflicts = len(st.head.deferred), len(st.head.conflicts)
+	s.Deferred, s.Conflicts = len(st.head.Deferred), len(st.head.Conflicts)
 	if s.Words > s.Cap {
 		s.Warnings = append(s.Warnings, "CONTINUITY.md: "+itoa(s.Words)+" words, over its cap of "+itoa(s.Cap)+"; the next update moves hand-written lines to the ledger")
 	}

@@ -1,4 +1,4 @@
-package heads
+package continuity
 
 // The protocol's verbs, each a change inside one ContinuityTx: learn,
 // invalidate, correct, decide, goal, next, done, audit and the session end.
@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/vault"
-
 	"github.com/memvault/memvault/vault/fault"
 )
 

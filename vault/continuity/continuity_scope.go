@@ -1,4 +1,4 @@
-package heads
+package continuity
 
 import (
 	"path"
@@ -6,7 +6,6 @@ import (
 	"unicode"
 
 	"github.com/memvault/memvault/vault"
-
 	"github.com/memvault/memvault/vault/fault"
 )
 

@@ -1,4 +1,4 @@
-package heads
+package continuity
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/memvault/memvault/vault/heads"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
@@ -84,25 +86,25 @@ func marksOf(st *vault.State, thread string) map[string][3]string {
 // viewOf is what heads are rendered from: MEMORY.md and every thread head
 // as rendered, the heads' bookkeeping, which threads each session wrote to,
 // and when each thread last changed.
-func viewOf(t *testing.T, vw *HeadView) any {
+func viewOf(t *testing.T, vw *heads.HeadView) any {
 	var out []string
-	for _, tg := range append([]headTarget{memoryTarget()}, func() (ts []headTarget) {
-		for _, k := range vw.threads {
-			ts = append(ts, headTarget{Thread: k})
+	for _, tg := range append([]heads.HeadTarget{heads.MemoryTarget()}, func() (ts []heads.HeadTarget) {
+		for _, k := range vw.Threads {
+			ts = append(ts, heads.HeadTarget{Thread: k})
 		}
 		return ts
 	}()...) {
-		doc, err := renderHead(vw, tg)
+		doc, err := heads.RenderHead(vw, tg)
 		if err != nil {
 			t.Fatalf("render %q: %v", tg.Thread, err)
 		}
 		out = append(out, tg.Thread+"\n"+string(doc.Bytes))
 		for s := range 5 {
-			out = append(out, fmt.Sprint(tg.Thread, " s", s, " ", vw.sessionWrote(fmt.Sprint("s", s), tg.Thread)))
+			out = append(out, fmt.Sprint(tg.Thread, " s", s, " ", vw.SessionWrote(fmt.Sprint("s", s), tg.Thread)))
 		}
 	}
 	heads, _ := json.Marshal(vw.Heads)
-	return []any{out, string(heads), vw.threads, vw.threadLast, vw.lastMemory}
+	return []any{out, string(heads), vw.Threads, vw.ThreadLast, vw.LastMemory}
 }
 
 var derivedViews = []derivedView{
@@ -179,7 +181,7 @@ var derivedViews = []derivedView{
 				return nil, err
 			}
 			st.saveIfDirty(cfg)
-			return []any{sum, st.lastAudit, st.head.json(), contFingerprint(t, c), st.key.Tip}, nil
+			return []any{sum, st.lastAudit, bookJSON(st.head), contFingerprint(t, c), st.key.Tip}, nil
 		},
 		full: func(t *testing.T, v *vault.Vault) (any, error) {
 			cfg, err := LoadContinuityConfig(v)
@@ -195,26 +197,29 @@ var derivedViews = []derivedView{
 				return nil, err
 			}
 			c := foldContinuity(st.Rows, nil)
-			return []any{summarize(c, cfg), c.LastAudit, c.head.json(), contFingerprint(t, c), tip}, nil
+			return []any{summarize(c, cfg), c.LastAudit, bookJSON(c.head), contFingerprint(t, c), tip}, nil
 		},
 	},
 	{
-		name:      "heads-view",
-		file:      func(v *vault.Vault) string { return headViewFor(HeadsConfig{}).Path(v.Root) },
-		continues: func(v *vault.Vault) bool { cfg, _ := LoadHeadsConfig(v); return continues(headViewFor(cfg))(v) },
+		name: "heads-view",
+		file: func(v *vault.Vault) string { return heads.HeadViewFor(heads.HeadsConfig{}).Path(v.Root) },
+		continues: func(v *vault.Vault) bool {
+			cfg, _ := heads.LoadHeadsConfig(v)
+			return continues(heads.HeadViewFor(cfg))(v)
+		},
 		cached: func(t *testing.T, v *vault.Vault) (any, error) {
-			cfg, err := LoadHeadsConfig(v)
+			cfg, err := heads.LoadHeadsConfig(v)
 			if err != nil {
 				return nil, err
 			}
-			vc, err := preparedView(v, cfg)
+			vc, err := heads.PreparedView(v, cfg)
 			if err != nil {
 				return nil, err
 			}
-			return viewOf(t, vc.view(cfg)), nil
+			return viewOf(t, vc.View(cfg)), nil
 		},
 		full: func(t *testing.T, v *vault.Vault) (any, error) {
-			cfg, err := LoadHeadsConfig(v)
+			cfg, err := heads.LoadHeadsConfig(v)
 			if err != nil {
 				return nil, err
 			}
@@ -226,7 +231,7 @@ var derivedViews = []derivedView{
 			if err != nil {
 				return nil, err
 			}
-			return viewOf(t, buildView(st, cfg)), nil
+			return viewOf(t, heads.BuildView(st, cfg)), nil
 		},
 	},
 	{

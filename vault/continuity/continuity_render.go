@@ -1,4 +1,4 @@
-package heads
+package continuity
 
 import (
 	"fmt"
@@ -6,9 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/memvault/memvault/vault"
-
 	"github.com/memvault/memvault/render"
+	"github.com/memvault/memvault/vault"
 )
 
 // The views of the protocol: CONTINUITY.md (rendered, then merged with hand
@@ -500,3 +499,34 @@ func items(lines []string) []string {
 	}
 	return out
 }
+
+// Template is what `memvault edit CONTINUITY.md` starts from when
+// the file does not exist, and the base of the first merge when such a file
+// was never rendered (continuity_write.go). It is the render of a protocol
+// with nothing in it: the same title, header and sections, in the same
+// order, each saying "- none". A section the person leaves alone is then
+// exactly what the render had, and one they fill in merges as their edit of
+// it, without a conflict.
+func Template() []byte { return renderContinuity(newContinuity(), 500).Bytes }
+
+// legacyContinuityTemplate is the template of earlier versions (`##
+// Blockers`, no Files Being Modified). A file made from it and never
+// rendered merges against it, so its sections are not taken for deletions.
+const legacyContinuityTemplate = `# CONTINUITY
+
+## Active Goal
+
+## Current Task
+
+## Just Completed
+
+## Next Actions
+
+## Blockers
+
+## Key Decisions
+
+## Mistakes & Learnings
+
+## Working Context
+`

@@ -1,11 +1,12 @@
-package heads
+package continuity
 
 import (
 	"sort"
 
-	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/heads"
 
 	"github.com/memvault/memvault/render"
+	"github.com/memvault/memvault/vault"
 )
 
 // The protocol's derived state. Folding every protocol event of the ledger
@@ -92,7 +93,7 @@ type contState struct {
 	v         *vault.Vault
 	key       vault.Key // what was folded; saved under it, if exact
 	lastAudit string
-	head      headBook
+	head      heads.HeadBook
 	sum       *contSummary // for the state as it is, or nil
 	body      []byte       // the encoded fold, until c is decoded
 	c         *Continuity
@@ -270,7 +271,7 @@ func saveContState(v *vault.Vault, s *contState) {
 
 func encodeContState(e *vault.Encoder, s *contState) {
 	e.Str(s.lastAudit)
-	h := s.head.json()
+	h := bookJSON(s.head)
 	e.Str(h.Blob)
 	e.Bool(h.Rendered)
 	e.Strs(h.Deferred)
@@ -368,19 +369,19 @@ func saveAfterWrite(v *vault.Vault, s *contState, c *Continuity, events []*vault
 	s.saveIfDirty(cfg)
 }
 
-func (h headBook) json() contHeadJSON {
-	j := contHeadJSON{Blob: h.blob, Rendered: h.rendered, Deferred: h.deferred, Conflicts: h.conflicts, Tokens: []string{}}
-	for t := range h.tokens {
+func bookJSON(h heads.HeadBook) contHeadJSON {
+	j := contHeadJSON{Blob: h.Blob, Rendered: h.Rendered, Deferred: h.Deferred, Conflicts: h.Conflicts, Tokens: []string{}}
+	for t := range h.Tokens {
 		j.Tokens = append(j.Tokens, t)
 	}
 	sort.Strings(j.Tokens)
 	return j
 }
 
-func (j contHeadJSON) state() headBook {
-	h := headBook{blob: j.Blob, rendered: j.Rendered, deferred: j.Deferred, conflicts: j.Conflicts, tokens: map[string]bool{}}
+func (j contHeadJSON) state() heads.HeadBook {
+	h := heads.HeadBook{Blob: j.Blob, Rendered: j.Rendered, Deferred: j.Deferred, Conflicts: j.Conflicts, Tokens: map[string]bool{}}
 	for _, t := range j.Tokens {
-		h.tokens[t] = true
+		h.Tokens[t] = true
 	}
 	return h
 }
@@ -436,7 +437,7 @@ func encodeContinuity(c *Continuity) []byte {
 	for _, m := range c.Meta {
 		str(m.ID, m.Event, m.Date, m.Affected, m.Action, m.Reason)
 	}
-	h := c.head.json()
+	h := bookJSON(c.head)
 	str(h.Blob)
 	num(map[bool]int{false: 0, true: 1}[h.Rendered])
 	list(h.Deferred)

@@ -1,4 +1,4 @@
-package heads
+package continuity
 
 import (
 	"bytes"
@@ -9,11 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memvault/memvault/vault/heads"
+
+	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault"
 
 	"github.com/BurntSushi/toml"
-
-	"github.com/memvault/memvault/merge"
 )
 
 // The writers of the protocol. Every change goes through UpdateContinuity:
@@ -69,13 +70,13 @@ func LoadContinuityConfig(v *vault.Vault) (ContinuityConfig, error) {
 		}
 		return n
 	}
-	hc, err := LoadHeadsConfig(v)
+	hc, err := heads.LoadHeadsConfig(v)
 	if err != nil {
 		return ContinuityConfig{}, err
 	}
 	return ContinuityConfig{
 		Words: def(b.ContinuityWords, 500),
-		Budgets: map[string]int{"memory": def(b.MemoryTokens, DefaultMemoryTokens), "continuity": def(b.ContinuityTokens, 700),
+		Budgets: map[string]int{"memory": def(b.MemoryTokens, heads.DefaultMemoryTokens), "continuity": def(b.ContinuityTokens, 700),
 			"learnings": def(b.LearningsTokens, 1500), "decisions": def(b.DecisionsTokens, 500), "index": def(b.IndexTokens, 100)},
 		ContextWindow: def(b.ContextWindow, 200000),
 		Lease:         hc.Lease,
@@ -98,15 +99,15 @@ type ContinuityOptions struct {
 
 // ContinuityResult is what a change did.
 type ContinuityResult struct {
-	Commit    string         `json:"commit,omitempty"`
-	Events    []*vault.Event `json:"events"`
-	Head      string         `json:"head_status"` // rendered, merged, unchanged, conflict, deferred, recreated, empty
-	Holder    *HeadLease     `json:"holder,omitempty"`
-	Conflicts []string       `json:"conflict_sections,omitempty"`
-	Rotated   int            `json:"rotated_lines,omitempty"`
-	Omitted   map[string]int `json:"omitted,omitempty"`
-	Messages  []string       `json:"messages"` // one line per thing done, for people
-	Warnings  []string       `json:"warnings,omitempty"`
+	Commit    string           `json:"commit,omitempty"`
+	Events    []*vault.Event   `json:"events"`
+	Head      string           `json:"head_status"` // rendered, merged, unchanged, conflict, deferred, recreated, empty
+	Holder    *heads.HeadLease `json:"holder,omitempty"`
+	Conflicts []string         `json:"conflict_sections,omitempty"`
+	Rotated   int              `json:"rotated_lines,omitempty"`
+	Omitted   map[string]int   `json:"omitted,omitempty"`
+	Messages  []string         `json:"messages"` // one line per thing done, for people
+	Warnings  []string         `json:"warnings,omitempty"`
 }
 
 // ContinuityTx is a transaction of the protocol.
@@ -244,7 +245,7 @@ func UpdateContinuity(v *vault.Vault, opts ContinuityOptions, fn func(*Continuit
 		return nil, err
 	}
 	rel := vault.MustRel(vault.ContinuityHead)
-	lease, holder, took, err := AcquireHeadLease(v, rel, LeaseOwner{Agent: opts.Agent, Session: opts.Session, Command: opts.Command}, cfg.Lease)
+	lease, holder, took, err := heads.AcquireHeadLease(v, rel, heads.LeaseOwner{Agent: opts.Agent, Session: opts.Session, Command: opts.Command}, cfg.Lease)
 	if err != nil {
 		return nil, err
 	}
@@ -254,12 +255,12 @@ func UpdateContinuity(v *vault.Vault, opts ContinuityOptions, fn func(*Continuit
 	var edited map[string]bool
 	var redacted []string // hand edits whose credentials were redacted
 	if lease != nil {
-		defer ReleaseHeadLease(v, lease)
+		defer heads.ReleaseHeadLease(v, lease)
 		// A hand edit nobody committed is committed first, on its own, as
 		// a head refresh does; but a command that is refused must leave
 		// the vault as it was, so the command runs once without writing
 		// before that commit is made.
-		dirty, err := uncommitted(v, rel)
+		dirty, err := heads.Uncommitted(v, rel)
 		if err != nil {
 			return nil, err
 		}
@@ -276,7 +277,7 @@ func UpdateContinuity(v *vault.Vault, opts ContinuityOptions, fn func(*Continuit
 			if _, err := continuityTx(v, opts, &res, &ct, cfg, took, holder, probe); !errors.Is(err, errDryRun) {
 				return nil, err
 			}
-			if edited, redacted, err = commitHandEdits(v, opts.TxOptions, []headTarget{{rel: rel}}, "continuity"); err != nil {
+			if edited, redacted, err = heads.CommitHandEdits(v, opts.TxOptions, []heads.HeadTarget{{Rel: rel}}, "continuity"); err != nil {
 				return nil, err
 			}
 		}
@@ -284,7 +285,7 @@ func UpdateContinuity(v *vault.Vault, opts ContinuityOptions, fn func(*Continuit
 	// A person who saves CONTINUITY.md while it is being merged makes the
 	// write fail rather than be overwritten: run the transaction again,
 	// merging with what they saved.
-	err = retrySaves(func() (err error) {
+	err = heads.RetrySaves(func() (err error) {
 		r, err = continuityTx(v, opts, &res, &ct, cfg, took, holder, fn)
 		return err
 	})
@@ -317,7 +318,7 @@ var errDryRun = errors.New("dry run")
 // refresh of CONTINUITY.md and learnings-index.md. It leaves the result and
 // the transaction in *resp and *ctp.
 func continuityTx(v *vault.Vault, opts ContinuityOptions, resp **ContinuityResult, ctp **ContinuityTx, cfg ContinuityConfig,
-	took *Takeover, holder *HeadLease, fn func(*ContinuityTx) error) (*vault.Result, error) {
+	took *heads.Takeover, holder *heads.HeadLease, fn func(*ContinuityTx) error) (*vault.Result, error) {
 	return v.Update(opts.TxOptions, func(tx *vault.Tx) error {
 		st, err := continuityState(v)
 		if err != nil {
@@ -349,7 +350,7 @@ func continuityTx(v *vault.Vault, opts ContinuityOptions, resp **ContinuityResul
 
 // refresh renders CONTINUITY.md and merges it into the file; it also
 // rewrites learnings-index.md when its content changed.
-func (ct *ContinuityTx) refresh(cfg ContinuityConfig, trigger string, holder *HeadLease) error {
+func (ct *ContinuityTx) refresh(cfg ContinuityConfig, trigger string, holder *heads.HeadLease) error {
 	v := ct.Vault()
 	if trigger == "" {
 		trigger = ct.Command()
@@ -358,7 +359,7 @@ func (ct *ContinuityTx) refresh(cfg ContinuityConfig, trigger string, holder *He
 	// they are rendered from the state with this transaction's events.
 	var index []byte
 	var doc *ContinuityDoc
-	var hs headBook
+	var hs heads.HeadBook
 	learnings := 0
 	if len(ct.Events()) == 0 {
 		sum, err := ct.st.summary(cfg)
@@ -379,17 +380,17 @@ func (ct *ContinuityTx) refresh(cfg ContinuityConfig, trigger string, holder *He
 	rel := vault.MustRel(vault.ContinuityHead)
 	if holder != nil {
 		ct.res.Head, ct.res.Holder = "deferred", holder
-		deferHead(ct.Tx, rel, "", "continuity", trigger, holder, hs)
+		heads.DeferHead(ct.Tx, rel, "", "continuity", trigger, holder, hs)
 		return nil
 	}
 	ct.res.Omitted = doc.Omitted
-	m, err := mergeInto(v, ct.Tx, headMerge{rel: rel, source: "continuity", trigger: trigger, theirs: doc.Bytes,
-		size: map[string]any{"words": doc.Words}, book: hs, appendOnly: []string{SecCompleted},
-		template: templateBase, fit: func(result []byte) []byte { return ct.fitCap(result, doc.Bytes, cfg.Words) }})
+	m, err := heads.MergeInto(v, ct.Tx, heads.HeadMerge{Rel: rel, Source: "continuity", Trigger: trigger, Theirs: doc.Bytes,
+		Size: map[string]any{"words": doc.Words}, Book: hs, AppendOnly: []string{SecCompleted},
+		Template: templateBase, Fit: func(result []byte) []byte { return ct.fitCap(result, doc.Bytes, cfg.Words) }})
 	if err != nil {
 		return err
 	}
-	ct.res.Head, ct.res.Conflicts = m.status, m.sections
+	ct.res.Head, ct.res.Conflicts = m.Status, m.Sections
 	return nil
 }
 
@@ -433,19 +434,19 @@ func templateBase(ours []byte) []byte {
 	if legacy && !current {
 		return []byte(legacyContinuityTemplate)
 	}
-	return continuityTemplate()
+	return Template()
 }
 
-// refreshContinuityHead refreshes CONTINUITY.md inside a head refresh's
+// RefreshHead refreshes CONTINUITY.md inside a head refresh's
 // transaction (a retry of a deferred refresh, from RunDeferred or memvault
 // refresh), whose caller holds the file's lease and has committed any
 // uncommitted hand edit already.
-func refreshContinuityHead(v *vault.Vault, tx *vault.Tx, trigger string) (*HeadOutcome, error) {
+func RefreshHead(v *vault.Vault, tx *vault.Tx, trigger string) (*heads.HeadOutcome, error) {
 	cfg, st, err := continuityConfigState(v)
 	if err != nil {
 		return nil, err
 	}
-	pending := append([]string(nil), st.head.deferred...)
+	pending := append([]string(nil), st.head.Deferred...)
 	ct := &ContinuityTx{Tx: tx, day: tx.Now().UTC().Format(dateLayout), st: st,
 		res: &ContinuityResult{Events: []*vault.Event{}, Messages: []string{}}}
 	if err := ct.refresh(cfg, trigger, nil); err != nil {
@@ -454,7 +455,7 @@ func refreshContinuityHead(v *vault.Vault, tx *vault.Tx, trigger string) (*HeadO
 	if ct.err != nil {
 		return nil, ct.err
 	}
-	out := &HeadOutcome{Head: vault.ContinuityHead, Status: ct.res.Head, Sections: ct.res.Conflicts}
+	out := &heads.HeadOutcome{Head: vault.ContinuityHead, Status: ct.res.Head, Sections: ct.res.Conflicts}
 	if out.Status != "unchanged" {
 		out.Retried = pending
 	}

@@ -1,12 +1,12 @@
-package heads
+package continuity
 
 import (
 	"errors"
 	"io/fs"
 
 	"github.com/memvault/memvault/vault"
-
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/heads"
 )
 
 // Agent scope (docs/HOOKS.md, "Identity"). Every row carries its agent.
@@ -41,7 +41,7 @@ func VisibleAgents(v *vault.Vault, agent string) []string {
 // the rows the agent may see. Hand edits of the files are the owner's and
 // are not part of another agent's render. A head with nothing to show is
 // nil.
-func AgentHeads(v *vault.Vault, agent string, heads ...string) ([][]byte, error) {
+func AgentHeads(v *vault.Vault, agent string, names ...string) ([][]byte, error) {
 	var st *vault.State
 	if agent != "" && agent != v.Config.Agent {
 		full, _, err := v.FoldedState()
@@ -53,7 +53,7 @@ func AgentHeads(v *vault.Vault, agent string, heads ...string) ([][]byte, error)
 		for _, r := range full.Rows {
 			if SeesAgent(v, agent, r.Agent) {
 				st.Rows = append(st.Rows, r)
-			} else if contentKinds[r.EffectiveKind()] || r.Kind == "node.created" {
+			} else if heads.ContentKinds[r.EffectiveKind()] || r.Kind == "node.created" {
 				hidden = true
 			}
 		}
@@ -61,11 +61,11 @@ func AgentHeads(v *vault.Vault, agent string, heads ...string) ([][]byte, error)
 			st = nil // nothing to hide: the files are the agent's view too
 		}
 	}
-	out := make([][]byte, len(heads))
+	out := make([][]byte, len(names))
 	if st == nil {
 		var files []string
 		var at []int
-		for i, h := range heads {
+		for i, h := range names {
 			if h == vault.ContinuityHead {
 				data, err := v.Files().ReadFile(v.Abs(vault.MustRel(h)))
 				if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -76,7 +76,7 @@ func AgentHeads(v *vault.Vault, agent string, heads ...string) ([][]byte, error)
 			}
 			files, at = append(files, h), append(at, i)
 		}
-		cur, err := CurrentHeads(v, files...)
+		cur, err := heads.CurrentHeads(v, files...)
 		if err != nil {
 			return nil, err
 		}
@@ -85,12 +85,12 @@ func AgentHeads(v *vault.Vault, agent string, heads ...string) ([][]byte, error)
 		}
 		return out, nil
 	}
-	cfg, err := LoadHeadsConfig(v)
+	cfg, err := heads.LoadHeadsConfig(v)
 	if err != nil {
 		return nil, err
 	}
-	vw := buildView(st, cfg)
-	for i, h := range heads {
+	vw := heads.BuildView(st, cfg)
+	for i, h := range names {
 		if h == vault.ContinuityHead {
 			ccfg, err := LoadContinuityConfig(v)
 			if err != nil {
@@ -99,14 +99,14 @@ func AgentHeads(v *vault.Vault, agent string, heads ...string) ([][]byte, error)
 			out[i] = renderContinuity(foldContinuity(st.Rows, nil), ccfg.Words).Bytes
 			continue
 		}
-		t, ok := TargetOf(h)
+		t, ok := heads.TargetOf(h)
 		if !ok {
 			return nil, &vault.Error{Class: vault.ErrInvalid, Msg: "head " + h + ": want MEMORY.md, CONTINUITY.md or threads/<kind>/<slug>.md"}
 		}
-		if t.Thread != "" && !vw.hasThread(t.Thread) {
+		if t.Thread != "" && !vw.HasThread(t.Thread) {
 			continue
 		}
-		doc, err := renderHead(vw, t)
+		doc, err := heads.RenderHead(vw, t)
 		if err != nil {
 			return nil, err
 		}

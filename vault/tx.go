@@ -2,7 +2,6 @@ package vault
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -84,12 +83,6 @@ type Result struct {
 	Events   []*Event // the events appended, sealed, in order
 	Warnings []string // problems after the commit landed, for stderr
 }
-
-// Now is the transaction's clock: every event in it carries this time.
-func (tx *Tx) Now() time.Time { return tx.now }
-
-// Agent is the agent the transaction writes as.
-func (tx *Tx) Agent() string { return tx.opts.Agent }
 
 // Append queues ev for the ledger. Id, timestamp, agent, session and harness
 // are filled in when empty; prev and hash are set at commit time, when the
@@ -197,63 +190,6 @@ func (tx *Tx) CommitFile(rel RelPath) {
 	tx.commitPaths = append(tx.commitPaths, rel)
 }
 
-// Subject sets the commit subject for a transaction that records no content
-// event: a decision, a learning or any other content the transaction
-// records names the commit instead ("decision: use WAL for the index (+2
-// more)"), so that a caller's generic subject never hides it (commitmsg.go).
-func (tx *Tx) Subject(s string) { tx.subject = s }
-
-// Events returns the events queued so far in this transaction, in order:
-// a caller that commits only when something was recorded asks it.
-func (tx *Tx) Events() []*Event { return tx.events }
-
-// State returns the folded ledger, including events appended so far in this
-// transaction. It is loaded on first use, so transactions that need no
-// lookups never read the history.
-func (tx *Tx) State() (*State, error) {
-	if tx.state == nil {
-		st, err := tx.v.LoadState()
-		if err != nil {
-			return nil, err
-		}
-		for _, ev := range tx.events {
-			st.Add(&Row{Event: ev})
-		}
-		tx.state = st
-	}
-	return tx.state, nil
-}
-
-// sessionState returns the rows of session t (and, whatever their session,
-// the rows named in ids, the targets of CLOSE lines), with every
-// correction, and the events appended so far in this transaction. It reads
-// only the ledger lines that mention them, so a session's summary or its
-// control lines cost the size of the session, not of the ledger.
-func (tx *Tx) SessionState(t TranscriptRef, ids []string) (*State, error) {
-	if tx.state != nil {
-		return tx.state, nil
-	}
-	field, _ := json.Marshal(t.Session)
-	needles := [][]byte{append([]byte(`"session":`), field...)}
-	for _, id := range ids {
-		needles = append(needles, []byte(`"`+id+`"`))
-	}
-	// The rows CLOSE lines name may be anywhere; without any, only the
-	// segments that name the session are read.
-	var keep func(SegCorrections) bool
-	if len(ids) == 0 {
-		keep = func(c SegCorrections) bool { return slices.Contains(c.Sessions, t.Session) }
-	}
-	st, err := tx.v.LoadStateOf(needles, keep)
-	if err != nil {
-		return nil, err
-	}
-	for _, ev := range tx.events {
-		st.Add(&Row{Event: ev})
-	}
-	return st, nil
-}
-
 // Update runs fn inside a transaction: it takes the vault lock, checks that
 // the ledger is intact, runs fn, then writes what fn queued, commits exactly
 // those paths, and releases the lock. If fn or any write fails, files are
@@ -275,14 +211,45 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	defer release()
 	v.Repo.Refresh() // a gc may have packed objects since the repository was opened
 
-	segs, _, err := ListSegments(v.Root)
+	start, err := v.startTx(opts)
 	if err != nil {
 		return nil, err
+	}
+	tx := &Tx{v: v, opts: opts, now: time.Now()}
+	if v.Clock != nil {
+		tx.now = v.Clock()
+	}
+	// What hooks spooled while the lock was held goes first, so that a
+	// session's messages keep their order (spool.go).
+	spool := tx.foldSpool()
+	if err := fn(tx); err != nil {
+		return nil, err
+	}
+	return tx.finish(start, spool)
+}
+
+// txStart is what a transaction found under the lock before its function
+// ran: the ledger's verified stamps and problems, the refusal of structured
+// writes they call for, and the ledger's tail.
+type txStart struct {
+	stamps   []verifiedStamp
+	problems []Problem
+	refuse   error
+	tail     tailState
+}
+
+// startTx checks the ledger under the lock, saves what the check read,
+// decides whether structured writes are refused, and settles what a killed
+// transaction left.
+func (v *Vault) startTx(opts TxOptions) (txStart, error) {
+	segs, _, err := ListSegments(v.Root)
+	if err != nil {
+		return txStart{}, err
 	}
 	v.registerDriverOnce()
 	stamps, problems, reread, err := v.checkChain(segs)
 	if err != nil {
-		return nil, err
+		return txStart{}, err
 	}
 	if reread {
 		// What was checked stays checked, whether or not this transaction
@@ -300,68 +267,63 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	// capture: a transaction that only appends to transcripts (or commits
 	// them) goes ahead, since transcript lines are not chained. The refusal
 	// is decided once fn has queued its writes.
-	var refuse error
+	start := txStart{stamps: stamps, problems: problems}
 	if len(problems) > 0 && !opts.Force {
 		e := fault.New(ErrCorrupt, "ledger: %s", problems[0])
 		if len(problems) > 1 {
 			e.Msg += fmt.Sprintf(" (and %d more)", len(problems)-1)
 		}
-		refuse = e.WithHint("run memvault repair (memvault verify names every problem), or pass --force to write anyway")
+		start.refuse = e.WithHint("run memvault repair (memvault verify names every problem), or pass --force to write anyway")
 	}
 	if v.configErr != nil {
-		refuse = v.configErr
+		start.refuse = v.configErr
 	}
-	tail, err := readTail(v.Root, segs)
+	start.tail, err = readTail(v.Root, segs)
 	if err != nil && !opts.Force {
-		if refuse == nil {
-			return nil, err
+		if start.refuse == nil {
+			return txStart{}, err
 		}
-		tail = tailState{}
+		start.tail = tailState{}
 	}
 	if len(problems) == 0 && len(stamps) > 0 {
-		tail.tips = stamps[len(stamps)-1].Tips
+		start.tail.tips = stamps[len(stamps)-1].Tips
 	}
 	// Fail before writing anything if there is no branch to commit to.
 	if _, err := v.Repo.Branch(); err != nil {
-		return nil, err
+		return txStart{}, err
 	}
 	// Head writes of a transaction killed before its seal are undone
 	// (headjournal.go).
 	v.settleHeadWrites(segs)
+	return start, nil
+}
 
-	tx := &Tx{v: v, opts: opts, now: time.Now()}
-	if v.Clock != nil {
-		tx.now = v.Clock()
-	}
-	// What hooks spooled while the lock was held goes first, so that a
-	// session's messages keep their order (spool.go).
-	spool := tx.foldSpool()
-	if err := fn(tx); err != nil {
-		return nil, err
-	}
+// finish checks what the function queued against what the start allows,
+// applies it, and keeps the stamps of what it appended as verified.
+func (tx *Tx) finish(start txStart, spool *spoolFold) (*Result, error) {
 	if err := tx.checkEvents(); err != nil {
 		return nil, err
 	}
-	if refuse != nil && !tx.captureOnly() {
-		return nil, refuse
+	if start.refuse != nil && !tx.captureOnly() {
+		return nil, start.refuse
 	}
-	if opts.NoCommit && (len(tx.events) > 0 || len(tx.files) > 0) {
+	if tx.opts.NoCommit && (len(tx.events) > 0 || len(tx.files) > 0) {
 		return nil, fmt.Errorf("vault: a transaction without a commit may only append to transcripts")
 	}
-	if tx.join && len(tail.tips) < 2 {
+	if tx.join && len(start.tail.tips) < 2 {
 		tx.join = false // nothing to join
 	}
 	if len(tx.events) == 0 && len(tx.files) == 0 && len(tx.appends) == 0 && len(tx.commitPaths) == 0 && !tx.join {
 		spool.done()
 		return &Result{Warnings: spool.warnings}, nil
 	}
-	res, newStamps, err := tx.apply(tail)
+	res, newStamps, err := tx.apply(start.tail)
 	if err != nil {
 		return nil, err
 	}
 	spool.done()
 	res.Warnings = append(res.Warnings, spool.warnings...)
-	if len(problems) == 0 && len(newStamps) > 0 {
+	if stamps := start.stamps; len(start.problems) == 0 && len(newStamps) > 0 {
 		for _, ns := range newStamps {
 			if n := len(stamps); n > 0 && stamps[n-1].Path == ns.Path {
 				stamps[n-1] = ns
@@ -369,7 +331,7 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 				stamps = append(stamps, ns)
 			}
 		}
-		v.saveStamps(verifiedCache{stamps: stamps})
+		tx.v.saveStamps(verifiedCache{stamps: stamps})
 	}
 	return res, nil
 }
@@ -632,56 +594,3 @@ func (tx *Tx) repairTorn(tail *tailState) error {
 	}
 	return nil
 }
-
-// Nodes returns the node index, including nodes created in this transaction.
-func (tx *Tx) Nodes() (*NodeIndex, error) {
-	if tx.nodeIndex == nil {
-		ix, err := tx.v.Nodes()
-		if err != nil {
-			return nil, err
-		}
-		tx.nodeIndex = ix
-	}
-	return tx.nodeIndex, nil
-}
-
-// Vault is the vault the transaction writes to.
-func (tx *Tx) Vault() *Vault { return tx.v }
-
-// Harness is the harness the transaction writes for ("" for a person).
-func (tx *Tx) Harness() string { return tx.opts.Harness }
-
-// OnCommitted runs fn once the transaction's commit has landed, still under
-// the lock: state kept beside the vault that must change only once the
-// commit holds what it describes.
-func (tx *Tx) OnCommitted(fn func()) { tx.committed = append(tx.committed, fn) }
-
-// transcriptEnd is where this transaction's appends to t end: the last part
-// it wrote and the size that part will have. ok is false when it appended
-// nothing to t.
-func (tx *Tx) TranscriptEnd(t TranscriptRef) (end PartPos, ok bool) {
-	tt := tx.transcripts[t]
-	if tt == nil {
-		return PartPos{}, false
-	}
-	return PartPos{Part: tt.Part, Off: tt.Size + int64(tx.pendingAppend(t.Part(tt.Part)))}, true
-}
-
-// Slot returns what this transaction keeps under key, made by init on the
-// first call: a feature built on the engine keeps its per-transaction state
-// here (a fold it brings up to date with Events as they come) under a key
-// of an unexported type of its own, which no other package can name.
-func (tx *Tx) Slot(key any, init func() any) any {
-	if v, ok := tx.slots[key]; ok {
-		return v
-	}
-	if tx.slots == nil {
-		tx.slots = map[any]any{}
-	}
-	v := init()
-	tx.slots[key] = v
-	return v
-}
-
-// Command is what the transaction's holder said it is doing (TxOptions).
-func (tx *Tx) Command() string { return tx.opts.Command }

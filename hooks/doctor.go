@@ -62,25 +62,29 @@ func (in *Installer) installCommand() string {
 	return "memvault install " + in.Harness
 }
 
-// Degraded is what each harness cannot give memvault, and what memvault
-// does instead (docs/HARNESSES.md says the same).
-var Degraded = map[string]map[string]string{
-	"claude-code": {},
-	"codex":       {"compaction-complete": "PostCompact carries no summary: the compaction node takes the summary Codex writes into its rollout file (the compacted record)"},
-	"gemini": {
-		"compaction-complete": "no post-compression event: no compaction node is made at compression; the history is imported at the next event and summarised at session end",
-		"pre-compaction":      "PreCompress fires before every model call, not only before a compression: each is an incremental import",
-	},
-	"opencode": {
-		"session-end":    "no session-end event: session.idle (after every turn) imports and commits; the summary node is made at the next session's first turn end",
-		"pre-compaction": "experimental.session.compacting adds memory to the compaction prompt; there is no transcript file to import first",
-		"stop":           "no transcript file: the plugin sends each prompt and the last assistant message",
-	},
-	"openclaw": {
-		"session-start": "session_start fires only with a running Gateway: the plugin starts the session at the first prompt instead",
-		"session-end":   "session_end fires only with a running Gateway: without it the summary node is made at the next session's first turn end",
-		"stop":          "no transcript file memvault reads (OpenClaw keeps SQLite): the plugin sends the last assistant message",
-	},
+// degradedFor is what harness cannot give memvault, and what memvault
+// does instead (docs/HARNESSES.md says the same): runtime event → what
+// happens instead. The table is built on each call, so no caller can change
+// what the next one reads.
+func degradedFor(harness string) map[string]string {
+	return map[string]map[string]string{
+		"claude-code": {},
+		"codex":       {"compaction-complete": "PostCompact carries no summary: the compaction node takes the summary Codex writes into its rollout file (the compacted record)"},
+		"gemini": {
+			"compaction-complete": "no post-compression event: no compaction node is made at compression; the history is imported at the next event and summarised at session end",
+			"pre-compaction":      "PreCompress fires before every model call, not only before a compression: each is an incremental import",
+		},
+		"opencode": {
+			"session-end":    "no session-end event: session.idle (after every turn) imports and commits; the summary node is made at the next session's first turn end",
+			"pre-compaction": "experimental.session.compacting adds memory to the compaction prompt; there is no transcript file to import first",
+			"stop":           "no transcript file: the plugin sends each prompt and the last assistant message",
+		},
+		"openclaw": {
+			"session-start": "session_start fires only with a running Gateway: the plugin starts the session at the first prompt instead",
+			"session-end":   "session_end fires only with a running Gateway: without it the summary node is made at the next session's first turn end",
+			"stop":          "no transcript file memvault reads (OpenClaw keeps SQLite): the plugin sends the last assistant message",
+		},
+	}[harness]
 }
 
 // Doctor inspects a harness's installed configuration: the events wired,
@@ -89,7 +93,7 @@ var Degraded = map[string]map[string]string{
 // that is not installed has no problem: it is not used with memvault.
 func (in *Installer) Doctor() Wiring {
 	path := in.configPath()
-	w := Wiring{Harness: in.Harness, Degraded: Degraded[in.Harness], Wired: []string{}, LookedAt: path, Problems: []Problem{}}
+	w := Wiring{Harness: in.Harness, Degraded: degradedFor(in.Harness), Wired: []string{}, LookedAt: path, Problems: []Problem{}}
 	data, err := os.ReadFile(path)
 	if in.Harness == "openclaw" {
 		data, err = os.ReadFile(filepath.Join(path, "index.js"))

@@ -1368,11 +1368,11 @@ func TestE2EOpenCode(t *testing.T) {
 	if m := sidRE.FindStringSubmatch(r.stdout); m == nil || m[1] == sid {
 		t.Fatalf("expected a new session: %v", m)
 	}
-	// hooks.Degraded["opencode"]["session-end"] promises the summary at
+	// hooks.degradedFor("opencode")["session-end"] promises the summary at
 	// the end of the next session's first turn. Checked with Errorf so that the fail-open
 	// check below still runs.
 	if len(e.nodes("session-summary", sid)) == 0 {
-		t.Errorf("no session-summary node for OpenCode session %s after the next session's first turn (hooks.Degraded says it makes it); jobs queued: %v",
+		t.Errorf("no session-summary node for OpenCode session %s after the next session's first turn (hooks' degradedFor says it makes it); jobs queued: %v",
 			sid, e.jobs())
 	} else {
 		e.requireHeadLists(sid)

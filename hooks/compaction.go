@@ -93,7 +93,7 @@ func (r *Runner) refresh(j vault.Job, command string, wait time.Duration) error 
 
 // currentHeads returns the text of each head (MEMORY.md, CONTINUITY.md, a
 // thread head's path) as a refresh would leave it and as the session's
-// agent may see it (vault.AgentHeads): the file when it is current, else
+// agent may see it (continuity.AgentHeads): the file when it is current, else
 // the render of the ledger merged with the file's hand edits; for an agent
 // that may not see some rows of the ledger, the render of the rows it may
 // see. A head never rendered gives "". Should that fail, the files are

@@ -98,7 +98,7 @@ type ImportReport struct {
 // messages are then committed, commitBytes of the file at a time, with
 // their transcript.imported event. With opts.NoCommit (a hook's turn,
 // DESIGN §3) nothing is committed: the event waits for the next import of
-// the source that commits or for Tx.RecordImport, and thread must be empty.
+// the source that commits or for lineage.RecordImport, and thread must be empty.
 func Import(v *vault.Vault, opts vault.TxOptions, t vault.TranscriptRef, format transcript.Format, source, thread string) (*ImportReport, error) {
 	return importSource(v, opts, t, format, source, thread, time.Time{}, 0)
 }

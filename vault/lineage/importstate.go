@@ -29,7 +29,7 @@ type importProgress struct {
 	transcript.Cursor
 	// Unrecorded is what imports without a commit (a hook's turn) added
 	// since the last transcript.imported event of this source: the next
-	// commit of the session records it (Tx.RecordImport).
+	// commit of the session records it (lineage.RecordImport).
 	Unrecorded *importRecord `json:"unrecorded,omitempty"`
 	// Dedupe: the source is being read again from its start (a fresh
 	// clone, a deleted .state/, a rewritten file) into a transcript that

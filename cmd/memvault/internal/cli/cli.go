@@ -313,7 +313,7 @@ func commandActions() map[string]action {
 		"status": reportsHealth(runStatus),
 
 		"transcript append": inTxPrepared(runTranscriptAppend),
-		// vault.Import takes the lock itself and commits what is new, then
+		// lineage.Import takes the lock itself and commits what is new, then
 		// brings the index up to date.
 		"transcript import": ownWrites(runTranscriptImport),
 		"transcript show":   reads(runTranscriptShow),
@@ -325,7 +325,7 @@ func commandActions() map[string]action {
 		"expand":            reads(runExpand),
 
 		"recall": reads(runRecall),
-		// vault.Reindex takes the vault lock itself while it rebuilds the
+		// recall.Reindex takes the vault lock itself while it rebuilds the
 		// index; it commits nothing.
 		"reindex": ownWrites(runReindex),
 
@@ -352,7 +352,7 @@ func commandActions() map[string]action {
 		// the render of the heads commit on their own.
 		"sync": ownWrites(runSync),
 
-		// The heads: vault.Refresh, EditHead and ResolveHeads take the heads'
+		// The heads: heads.Refresh, EditHead and ResolveHeads take the heads'
 		// leases before the vault lock, so they manage their own writes
 		// (edit may commit twice: a first render, then the saved file).
 		"render":       ownWrites(runRender),
@@ -362,7 +362,7 @@ func commandActions() map[string]action {
 		"edit":         ownWrites(runEdit),
 		"resolve":      ownWrites(runResolve),
 
-		// The protocol: vault.UpdateContinuity takes CONTINUITY.md's lease
+		// The protocol: continuity.UpdateContinuity takes CONTINUITY.md's lease
 		// and the vault lock itself, and refreshes the file in the same
 		// commit as the change.
 		"continuity init":      ownWrites(continuityWrite(runContinuityInit)),

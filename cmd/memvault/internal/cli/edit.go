@@ -46,7 +46,7 @@ func newEditOptions(c *ucli.Context) (editOptions, error) {
 	return opts, nil
 }
 
-// runEdit manages its own writes: vault.EditHead holds the head's lease
+// runEdit manages its own writes: heads.EditHead holds the head's lease
 // while the editor runs (never the vault lock for that long), may first
 // render and commit the head so there is something to edit, then commits
 // the saved file in a transaction of its own.

@@ -30,7 +30,7 @@ func newRefreshCommand() *ucli.Command {
 	}
 }
 
-// runRefresh manages its own writes: vault.Refresh takes each head's lease
+// runRefresh manages its own writes: heads.Refresh takes each head's lease
 // and the vault lock itself, and records deferred heads for a later retry.
 func runRefresh(c *ucli.Context) error {
 	v, err := openVault(c)

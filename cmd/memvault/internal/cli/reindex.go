@@ -21,7 +21,7 @@ func newReindexCommand() *ucli.Command {
 	}
 }
 
-// runReindex manages its own writes: vault.Reindex takes the vault lock
+// runReindex manages its own writes: recall.Reindex takes the vault lock
 // while it rebuilds the index, and commits nothing.
 func runReindex(c *ucli.Context) error {
 	v, err := openVault(c)

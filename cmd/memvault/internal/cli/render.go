@@ -56,7 +56,7 @@ func newRenderOptions(c *ucli.Context, v *vault.Vault) (renderOptions, error) {
 	return opts, nil
 }
 
-// runRender manages its own writes: vault.Refresh takes each head's lease
+// runRender manages its own writes: heads.Refresh takes each head's lease
 // and the vault lock itself and commits the heads it wrote. A dry run
 // writes nothing.
 func runRender(c *ucli.Context) error {

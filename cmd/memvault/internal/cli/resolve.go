@@ -42,7 +42,7 @@ func newResolveOptions(c *ucli.Context) (resolveOptions, error) {
 	return opts, nil
 }
 
-// runResolve manages its own writes: vault.ResolveHeads takes the leases of
+// runResolve manages its own writes: heads.ResolveHeads takes the leases of
 // the heads it settles before its own transaction, so the lease comes
 // before the vault lock as everywhere in the heads.
 func runResolve(c *ucli.Context) error {

@@ -36,7 +36,7 @@ func threadOnCommandLine(c *ucli.Context) bool {
 // thread when vault.WorkThread gives one. fromDir reports the last case,
 // which the command says on stderr (dirThreadNote). recall has its own
 // order (the session's thread comes before the working directory's) and
-// leaves it to vault.Recall.
+// leaves it to recall.Recall.
 func currentThread(c *ucli.Context, v *vault.Vault) (thread string, fromDir bool, err error) {
 	name := c.Command.FullName()
 	if c.Bool("global") {

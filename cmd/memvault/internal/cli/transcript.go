@@ -189,7 +189,7 @@ func newTranscriptImportOptions(c *ucli.Context, v *vault.Vault) (transcriptImpo
 		thread: c.String("thread"), json: c.Bool("json")}, nil
 }
 
-// runTranscriptImport manages its own writes: vault.Import takes the lock
+// runTranscriptImport manages its own writes: lineage.Import takes the lock
 // and commits what is new, then the index catches up.
 func runTranscriptImport(c *ucli.Context) error {
 	v, err := openVault(c)

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/memvault/memvault/vault/heads"
 
@@ -221,25 +220,6 @@ func oneID(c *ucli.Context, cmd string) (string, error) {
 		return "", usagef("%s: want exactly one event id", cmd)
 	}
 	return c.Args().First(), nil
-}
-
-// parseSince accepts a date, an RFC 3339 time, or an age such as 7d or 12h.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
-		return t, nil
-	}
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		if days, err := strconv.Atoi(n); err == nil && days >= 0 {
-			return now.AddDate(0, 0, -days), nil
-		}
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	return time.Time{}, usagef("since %q: want a date (2026-11-22), an RFC 3339 time, or an age (7d, 12h)", s)
 }
 
 // threadArgs resolves thread keys or aliases.

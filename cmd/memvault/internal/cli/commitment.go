@@ -3,6 +3,7 @@ package cli
 import (
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/vault"
 )
 
@@ -50,11 +51,7 @@ func prepareCommitmentOpen(c *ucli.Context, v *vault.Vault) (txWork, error) {
 	}
 	opts := commitmentOpenOptions{thread: thread, text: text, links: c.StringSlice("link")}
 	return txWork{apply: func(tx *vault.Tx) error {
-		links, err := linkIDs(tx, opts.links)
-		if err != nil {
-			return err
-		}
-		_, err = tx.OpenCommitment(vault.Input{Thread: opts.thread, Text: opts.text, Links: links})
+		_, err := ops.OpenCommitment(tx, vault.Input{Thread: opts.thread, Text: opts.text, Links: opts.links})
 		return err
 	}, thread: derived(thread, fromDir)}, nil
 }
@@ -65,9 +62,6 @@ func runCommitmentClose(c *ucli.Context, tx *vault.Tx) error {
 		return err
 	}
 	opts := commitmentCloseOptions{id: id, note: c.String("note")}
-	if opts.id, err = eventID(tx, "close", opts.id); err != nil {
-		return err
-	}
-	_, err = tx.CloseCommitment(opts.id, opts.note)
+	_, err = ops.CloseCommitment(tx, opts.id, opts.note)
 	return err
 }

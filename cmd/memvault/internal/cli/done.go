@@ -1,13 +1,10 @@
 package cli
 
 import (
-	"strings"
-
-	"github.com/memvault/memvault/vault/continuity"
-
-	"github.com/memvault/memvault/vault"
-
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/cmd/memvault/internal/ops"
+	"github.com/memvault/memvault/vault/continuity"
 )
 
 func newDoneCommand() *ucli.Command {
@@ -24,13 +21,5 @@ func runDone(c *ucli.Context, ct *continuity.ContinuityTx) error {
 	if err != nil {
 		return err
 	}
-	// One word that is an event id, or a prefix of one, names the next
-	// action, blocker or commitment it closes; other text is the
-	// accomplishment itself.
-	if !strings.ContainsAny(strings.TrimSpace(text), " \t\n") && strings.HasPrefix(strings.TrimSpace(text), vault.EventIDMarker) {
-		if text, err = eventID(ct.Tx, "done", strings.TrimSpace(text)); err != nil {
-			return err
-		}
-	}
-	return ct.Done(text)
+	return ops.Done(ct, text)
 }

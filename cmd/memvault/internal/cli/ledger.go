@@ -8,6 +8,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/vault"
 )
 
@@ -54,7 +55,7 @@ func newLedgerOptions(c *ucli.Context) (ledgerOptions, error) {
 		opts.filter.Thread = th.String()
 	}
 	if s := c.String("since"); s != "" {
-		t, err := parseSince(s, time.Now())
+		t, err := ops.ParseSince(s, time.Now())
 		if err != nil {
 			return opts, err
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/recall"
 
@@ -66,12 +67,12 @@ func newRecallOptions(c *ucli.Context, v *vault.Vault) (recallOptions, error) {
 	}
 	now := time.Now()
 	if s := c.String("since"); s != "" {
-		if opts.lib.Since, err = parseSince(s, now); err != nil {
+		if opts.lib.Since, err = ops.ParseSince(s, now); err != nil {
 			return opts, err
 		}
 	}
 	if s := c.String("until"); s != "" {
-		if opts.lib.Until, err = parseSince(s, now); err != nil {
+		if opts.lib.Until, err = ops.ParseSince(s, now); err != nil {
 			return opts, err
 		}
 	}

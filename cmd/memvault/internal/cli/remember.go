@@ -3,6 +3,7 @@ package cli
 import (
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/vault"
 )
 
@@ -43,15 +44,11 @@ func prepareRemember(c *ucli.Context, v *vault.Vault) (txWork, error) {
 	opts := rememberOptions{kind: c.String("kind"), thread: thread, text: text,
 		links: c.StringSlice("link"), data: c.String("data")}
 	return txWork{apply: func(tx *vault.Tx) error {
-		links, err := linkIDs(tx, opts.links)
-		if err != nil {
-			return err
-		}
-		in := vault.Input{Kind: opts.kind, Thread: opts.thread, Text: opts.text, Links: links}
+		in := vault.Input{Kind: opts.kind, Thread: opts.thread, Text: opts.text, Links: opts.links}
 		if opts.data != "" {
 			in.Data = []byte(opts.data)
 		}
-		_, err = tx.Remember(in)
+		_, err := ops.Remember(tx, in)
 		return err
 	}, thread: derived(thread, fromDir)}, nil
 }

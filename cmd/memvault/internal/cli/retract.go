@@ -3,6 +3,7 @@ package cli
 import (
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/vault"
 )
 
@@ -29,7 +30,7 @@ func runRetract(c *ucli.Context, tx *vault.Tx) error {
 	if opts.why == "" {
 		return usagef("retract: --why is required: say why the event no longer holds")
 	}
-	if opts.id, err = eventID(tx, "retract", opts.id); err != nil {
+	if opts.id, err = ops.EventID(tx, "retract", opts.id); err != nil {
 		return err
 	}
 	_, err = tx.Retract(opts.id, opts.why)

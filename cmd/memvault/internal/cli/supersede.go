@@ -5,6 +5,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/vault"
 )
 
@@ -27,7 +28,7 @@ func runSupersede(c *ucli.Context, tx *vault.Tx) error {
 		return usagef("supersede: want an event id and the new text")
 	}
 	opts := supersedeOptions{id: c.Args().First(), text: strings.Join(c.Args().Tail(), " ")}
-	id, err := eventID(tx, "supersede", opts.id)
+	id, err := ops.EventID(tx, "supersede", opts.id)
 	if err != nil {
 		return err
 	}

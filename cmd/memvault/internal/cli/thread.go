@@ -6,6 +6,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/vault"
 )
 
@@ -45,19 +46,8 @@ func currentThread(c *ucli.Context, v *vault.Vault) (thread string, fromDir bool
 		}
 		return "", false, nil
 	}
-	if t := c.String("thread"); t != "" {
-		th, err := vault.ParseThread(t)
-		if err != nil {
-			return "", false, err
-		}
-		return th.String(), false, nil
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", false, nil // no working directory, no thread of it
-	}
-	t, _, err := v.WorkThread(wd)
-	return t, t != "", err
+	wd, _ := os.Getwd() // no working directory, no thread of it
+	return ops.CurrentThread(v, c.String("thread"), wd)
 }
 
 // derived is thread when it came from the working directory, else "".

@@ -1,0 +1,31 @@
+package ops
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/fault"
+)
+
+// ParseSince reads a point in time as the filters take it: a date
+// (2026-11-22, local midnight), an RFC 3339 time, or an age before now
+// (7d, 12h).
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
+		return t, nil
+	}
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		if days, err := strconv.Atoi(n); err == nil && days >= 0 {
+			return now.AddDate(0, 0, -days), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fault.New(vault.ErrInvalid, "since %q: want a date (2026-11-22), an RFC 3339 time, or an age (7d, 12h)", s)
+}

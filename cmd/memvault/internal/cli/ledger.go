@@ -78,17 +78,6 @@ func runLedger(c *ucli.Context, v *vault.Vault) error {
 	if err := checkChoice("ledger", "kind", opts.filter.Kind, st.KnownKinds()); err != nil {
 		return err
 	}
-	var only map[string]bool
-	for _, arg := range opts.ids {
-		id, err := st.ResolveEventID("ledger", arg)
-		if err != nil {
-			return err
-		}
-		if only == nil {
-			only = map[string]bool{}
-		}
-		only[id] = true
-	}
 	if t := opts.filter.Thread; t != "" {
 		// A thread is data, not a fixed set: an unknown one is an empty
 		// answer (exit 0), with a note in case it was a typo.
@@ -100,19 +89,12 @@ func runLedger(c *ucli.Context, v *vault.Vault) error {
 			fmt.Fprintln(c.App.ErrWriter, note)
 		}
 	}
-	rows := st.Select(opts.filter)
-	if only != nil {
-		rows = slices.DeleteFunc(rows, func(r *vault.Row) bool { return !only[r.ID] })
+	shown, matched, err := ops.Ledger(st, ops.LedgerQuery{Filter: opts.filter, IDs: opts.ids, Limit: opts.limit})
+	if err != nil {
+		return err
 	}
-	shown := newest(rows, opts.limit)
-	limitNote(c, len(shown), len(rows), "events", "newest")
-	for _, r := range shown {
-		r.Status = st.Status(r)
-	}
+	limitNote(c, len(shown), matched, "events", "newest")
 	if opts.json {
-		if shown == nil {
-			shown = []*vault.Row{}
-		}
 		return printJSON(c.App.Writer, shown)
 	}
 	for _, r := range shown {

@@ -1,0 +1,47 @@
+package ops
+
+import (
+	"slices"
+
+	"github.com/memvault/memvault/vault"
+)
+
+// LedgerQuery selects ledger events: those that pass Filter and, when IDs
+// are given (any unique prefix of each), only those events; the newest
+// Limit of them (0: all).
+type LedgerQuery struct {
+	Filter vault.Filter
+	IDs    []string
+	Limit  int
+}
+
+// Ledger returns the events q selects, oldest first, each with its
+// status, and how many matched before the limit.
+func Ledger(st *vault.State, q LedgerQuery) (rows []*vault.Row, matched int, err error) {
+	var only map[string]bool
+	for _, arg := range q.IDs {
+		id, err := st.ResolveEventID("ledger", arg)
+		if err != nil {
+			return nil, 0, err
+		}
+		if only == nil {
+			only = map[string]bool{}
+		}
+		only[id] = true
+	}
+	rows = st.Select(q.Filter)
+	if only != nil {
+		rows = slices.DeleteFunc(rows, func(r *vault.Row) bool { return !only[r.ID] })
+	}
+	matched = len(rows)
+	if q.Limit > 0 && len(rows) > q.Limit {
+		rows = rows[len(rows)-q.Limit:]
+	}
+	for _, r := range rows {
+		r.Status = st.Status(r)
+	}
+	if rows == nil {
+		rows = []*vault.Row{}
+	}
+	return rows, matched, nil
+}

@@ -1,0 +1,93 @@
+package mcp
+
+import (
+	"errors"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/memvault/memvault/vault"
+)
+
+// The error model (docs/MCP.md, "Errors"): a tool that fails answers with a
+// result marked isError whose text is the command line's message and what
+// to do next, and whose _meta says the class, the command line's exit code
+// for it, and whether the same call may succeed if made again. It carries
+// no structuredContent, which clients check against the tool's output
+// schema. Resources and prompts fail with JSON-RPC errors, as the protocol
+// has them do.
+
+// ErrorMetaKey names the error's details in a failed result's _meta.
+const ErrorMetaKey = "memvault/error"
+
+// ToolError is the _meta of a failed tool call.
+type ToolError struct {
+	Class     string `json:"class"`     // invalid, not_found, conflict, busy, corrupt, io, remote, internal
+	Code      int    `json:"code"`      // the command line's exit code for the class
+	Retryable bool   `json:"retryable"` // the same call may succeed later, unchanged (busy)
+	Hint      string `json:"hint,omitempty"`
+}
+
+// classes pairs each error class with its name and exit code, as
+// `memvault … --json` reports them (docs/API.md, "Errors in JSON mode").
+var classes = []struct {
+	err  error
+	name string
+	code int
+}{
+	{vault.ErrInvalid, "invalid", 2},
+	{vault.ErrNotFound, "not_found", 3},
+	{vault.ErrConflict, "conflict", 4},
+	{vault.ErrBusy, "busy", 5},
+	{vault.ErrCorrupt, "corrupt", 6},
+	{vault.ErrIO, "io", 7},
+	{vault.ErrRemote, "remote", 8},
+}
+
+// classify names err's class and says what a model can do about it.
+func classify(err error) ToolError {
+	te := ToolError{Class: "internal", Code: 1}
+	for _, c := range classes {
+		if errors.Is(err, c.err) {
+			te.Class, te.Code = c.name, c.code
+			break
+		}
+	}
+	te.Hint = vault.HintOf(err)
+	switch te.Class {
+	case "invalid":
+		if te.Hint == "" {
+			te.Hint = "the tool's input schema lists its arguments, their types and values; correct them and call again"
+		}
+	case "busy":
+		// The library's hint is for a person at a shell.
+		te.Retryable = true
+		te.Hint = "another memvault process holds the vault for a moment; nothing was written: call the tool again"
+	case "corrupt":
+		te.Hint = joinHints(te.Hint, "tell the user the vault needs `memvault repair`; reading tools (recall, expand, ledger, status) still work")
+	case "internal":
+		te.Hint = joinHints(te.Hint, "a bug in memvault; the user may report it with this message")
+	}
+	return te
+}
+
+func joinHints(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// errorResult is the result of a failed tool call.
+func errorResult(err error) *sdk.CallToolResult {
+	te := classify(err)
+	text := "memvault: " + err.Error()
+	if te.Hint != "" {
+		text += "\nhint: " + te.Hint
+	}
+	if te.Retryable {
+		text += "\nretryable: yes"
+	}
+	res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}, IsError: true}
+	res.Meta = sdk.Meta{ErrorMetaKey: te}
+	return res
+}

@@ -332,6 +332,14 @@ func TestModesAfterEveryCommand(t *testing.T) {
 	r.hook("PostCompact", map[string]any{"trigger": "manual", "compact_summary": "fixed the parser"})
 	r.hook("SessionEnd", map[string]any{"reason": "other"})
 	r.run("context", "context")
+	// an agent's MCP session: its writes go through the same transactions
+	out := r.runIn("mcp", mcpSession(
+		`{"name":"remember","arguments":{"text":"a fact through MCP","kind":"decision"}}`,
+		`{"name":"next","arguments":{"text":"answer through MCP"}}`,
+		`{"name":"recall","arguments":{"query":"parser"}}`), "mcp")
+	if strings.Count(out, `"result"`) != 4 || strings.Contains(out, `"isError":true`) {
+		t.Errorf("memvault mcp answered:\n%s", out)
+	}
 
 	// heads: render, refresh, a hand edit through the editor, a conflict
 	// and its resolution
@@ -424,6 +432,18 @@ func TestModesAfterEveryCommand(t *testing.T) {
 			t.Errorf("memvault %s is not run by this test: add it, or say in notRun why not", c)
 		}
 	}
+}
+
+// mcpSession is what a client writes to memvault mcp: the handshake, then
+// one tools/call per argument, each the call's params.
+func mcpSession(calls ...string) string {
+	lines := []string{`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",` +
+		`"capabilities":{},"clientInfo":{"name":"modes","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`}
+	for i, c := range calls {
+		lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i+1, c))
+	}
+	return strings.Join(lines, "\n") + "\n"
 }
 
 // ledgerSegment returns the vault's newest ledger segment, relative to root.

@@ -32,6 +32,12 @@ const (
 	// itself and may commit more than once; commandActions says why per
 	// command.
 	accessOwn
+	// accessServe: the command is a server that answers requests for as
+	// long as its client stays (mcp). The root opens nothing: the server
+	// finds and opens the vault afresh for each request, reads without the
+	// lock, and makes each write one transaction of its own, so no lock and
+	// no open vault outlive a request.
+	accessServe
 )
 
 // An action is a command's work with its declared access. Exactly one of
@@ -42,7 +48,7 @@ type action struct {
 	// vault whose memvault.toml does not parse (vault.OpenForCapture);
 	// optional: it runs without a vault too, and gets nil.
 	health, optional bool
-	plain            func(c *ucli.Context) error                           // accessNone, accessOwn
+	plain            func(c *ucli.Context) error                           // accessNone, accessOwn, accessServe
 	read             func(c *ucli.Context, v *vault.Vault) error           // accessRead
 	tx               func(c *ucli.Context, v *vault.Vault) (txWork, error) // accessTx
 }
@@ -98,6 +104,10 @@ func inTxPrepared(fn func(c *ucli.Context, v *vault.Vault) (txWork, error)) acti
 // ownWrites declares a command whose library call takes the vault lock
 // itself, perhaps more than once; the command opens the vault.
 func ownWrites(fn func(c *ucli.Context) error) action { return action{access: accessOwn, plain: fn} }
+
+// serves declares a server: its requests open the vault and take the lock
+// each for itself.
+func serves(fn func(c *ucli.Context) error) action { return action{access: accessServe, plain: fn} }
 
 // actionFunc is the root applying an action's access.
 func (a action) actionFunc() ucli.ActionFunc {

@@ -238,6 +238,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			newReindexCommand(),
 			newHookCommand(),
 			newContextCommand(),
+			newMCPCommand(),
 			newInstallCommand(),
 			newUninstallCommand(),
 			newDoctorCommand(),
@@ -332,6 +333,9 @@ func commandActions() map[string]action {
 		// Hooks fail open: hook finds the vault itself and logs, never fails.
 		"hook":    noVault(runHook),
 		"context": reportsHealth(runContext),
+		// The MCP server opens the vault afresh for each request and holds
+		// the lock only inside a request's write (cmd/memvault/internal/mcp).
+		"mcp": serves(runMCP),
 		// The installers change the harness's config and git's hooks, not
 		// the vault; install git also registers the merge driver and, when
 		// .gitattributes lacks it, commits it through the library

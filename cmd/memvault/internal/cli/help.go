@@ -45,7 +45,7 @@ func commandGroups() []commandGroup {
 		{title: "Lineage and nodes", commands: []string{"transcript", "summarize", "compact", "condense", "nodes", "expand"}},
 		{title: "Maintenance", commands: []string{"verify", "repair", "gc", "reindex", "sync"}},
 		{title: "Help", commands: []string{"help", "version"}},
-		{title: "Plumbing (run by harnesses and git)", commands: []string{"hook", "context", "refresh", "merge-driver"}, plumbing: true},
+		{title: "Plumbing (run by harnesses and git)", commands: []string{"hook", "context", "mcp", "refresh", "merge-driver"}, plumbing: true},
 	}
 }
 

@@ -144,6 +144,7 @@ func TestEveryCommandTakesJSON(t *testing.T) {
 		"hook":         "prints what the harness reads, in the harness's format",
 		"merge-driver": "git reads its exit code and the file it wrote",
 		"help":         "text for people; the command reference in docs/API.md is generated from the same tree",
+		"mcp":          "speaks JSON-RPC on stdin and stdout; its results are JSON already",
 	}
 	jsonPending := map[string]string{}
 	cmds := everyCommand()

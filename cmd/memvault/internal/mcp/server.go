@@ -14,6 +14,9 @@ package mcp
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net/url"
 	"path/filepath"
 	"sync"
@@ -72,8 +75,8 @@ type Server struct {
 	sdk  *sdk.Server
 
 	mu      sync.Mutex
-	roots   map[*sdk.ServerSession]string // the folder of each session's first file root; "" for none
-	watched map[string]string             // subscribed head URI → fingerprint of its text when last told
+	roots   map[*sdk.ServerSession]*rootsAnswer
+	watched map[string]string // subscribed head URI → fingerprint of its text when last told
 }
 
 // New builds the server with every tool, resource and prompt.
@@ -81,7 +84,7 @@ func New(opts Options) *Server {
 	if opts.LockWait <= 0 {
 		opts.LockWait = DefaultLockWait
 	}
-	s := &Server{opts: opts, roots: map[*sdk.ServerSession]string{}, watched: map[string]string{}}
+	s := &Server{opts: opts, roots: map[*sdk.ServerSession]*rootsAnswer{}, watched: map[string]string{}}
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "memvault", Title: "memvault", Version: opts.Version},
 		&sdk.ServerOptions{
 			Instructions: instructions,
@@ -104,8 +107,18 @@ const instructions = "memvault is this project's memory: decisions, facts, commi
 	"or re-investigating; record decisions, learnings, commitments and next actions as you make them. " +
 	"Ids are e_… (events) and n_… (nodes, which expand drills into); any unique prefix of one will do."
 
-// Run serves one client over t until it disconnects or ctx ends.
-func (s *Server) Run(ctx context.Context, t sdk.Transport) error { return s.sdk.Run(ctx, t) }
+// Serve serves one client that writes its requests to in and reads the
+// answers from out, one JSON-RPC message a line (the stdio transport), until
+// it closes in and every request it sent is answered (stdio.go), or ctx
+// ends. A client that goes away is the end of the session, not an error.
+func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	p := newPending()
+	err := s.sdk.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(newDrainingReader(in, p)), Writer: newCountingWriter(out, p)})
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, sdk.ErrConnectionClosed) {
+		return nil
+	}
+	return fmt.Errorf("mcp: %w", err)
+}
 
 // Connect serves one client over t and returns at once (tests).
 func (s *Server) Connect(ctx context.Context, t sdk.Transport) (*sdk.ServerSession, error) {
@@ -167,38 +180,47 @@ func (s *Server) txOptions(c *call, tool string) vault.TxOptions {
 		Harness: s.opts.Harness, LockTimeout: s.opts.LockWait}
 }
 
+// rootsAnswer is what a session's client said of its roots: the folder of
+// its first file root, "" for none. Asked once, by the first call that
+// needs it; calls meanwhile wait for the same answer.
+type rootsAnswer struct {
+	once sync.Once
+	dir  string
+}
+
 // workDir is the folder a session works in: the client's first file root
-// when it declares roots, else the process's working folder. The roots are
-// asked once per session and again after the client says they changed.
+// when it has roots, else the process's working folder. The roots are asked
+// once per session and again after the client says they changed.
 func (s *Server) workDir(ctx context.Context, ss *sdk.ServerSession) string {
 	if ss == nil {
 		return s.opts.Dir
 	}
 	s.mu.Lock()
-	dir, known := s.roots[ss]
-	s.mu.Unlock()
-	if !known {
-		dir = askRoots(ctx, ss)
-		s.mu.Lock()
-		s.roots[ss] = dir
-		s.mu.Unlock()
+	ans := s.roots[ss]
+	if ans == nil {
+		ans = &rootsAnswer{}
+		s.roots[ss] = ans
 	}
-	if dir == "" {
+	s.mu.Unlock()
+	ans.once.Do(func() { ans.dir = askRoots(ctx, ss) })
+	if ans.dir == "" {
 		return s.opts.Dir
 	}
-	return dir
+	return ans.dir
 }
 
 // askRoots returns the folder of the client's first file:// root, or ""
-// when it has none, cannot be asked (a client without roots, or a session
-// on a protocol without server requests: the SDK refuses at once), or does
-// not answer in time. The client is asked whatever its capabilities say:
-// the SDK does not keep whether a client declared roots without
-// listChanged, and one that has no roots answers with an error.
+// when it declared no roots, cannot be asked (a session on a protocol
+// without server requests: the SDK refuses at once), or does not answer in
+// time.
 func askRoots(ctx context.Context, ss *sdk.ServerSession) string {
+	p := ss.InitializeParams()
+	if p == nil || p.Capabilities == nil || p.Capabilities.RootsV2 == nil { //nolint:staticcheck // roots: how clients before 2026-07-28 name their folder
+		return ""
+	}
 	ctx, cancel := context.WithTimeout(ctx, rootsWait)
 	defer cancel()
-	res, err := ss.ListRoots(ctx, nil) //nolint:staticcheck // deprecated in 2026-07-28, the way older clients name their folder
+	res, err := ss.ListRoots(ctx, nil) //nolint:staticcheck // as above
 	if err != nil {
 		return ""
 	}

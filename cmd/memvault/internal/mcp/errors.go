@@ -63,7 +63,14 @@ func classify(err error) ToolError {
 		te.Retryable = true
 		te.Hint = "another memvault process holds the vault for a moment; nothing was written: call the tool again"
 	case "corrupt":
-		te.Hint = joinHints(te.Hint, "tell the user the vault needs `memvault repair`; reading tools (recall, expand, ledger, status) still work")
+		// The library's hint offers --force, which no tool takes: a
+		// damaged ledger is for a person to repair.
+		te.Hint = "nothing was written: tell the user the vault needs `memvault repair` (`memvault verify` names every problem); " +
+			"the reading tools (recall, expand, ledger, status) still work"
+	case "not_found":
+		if !errors.Is(err, errNoVault) {
+			te.Hint = joinHints(te.Hint, "recall, ledger and status find the ids and threads that exist")
+		}
 	case "internal":
 		te.Hint = joinHints(te.Hint, "a bug in memvault; the user may report it with this message")
 	}

@@ -84,6 +84,9 @@ func New(opts Options) *Server {
 	if opts.LockWait <= 0 {
 		opts.LockWait = DefaultLockWait
 	}
+	if opts.Version == "" {
+		opts.Version = "devel"
+	}
 	s := &Server{opts: opts, roots: map[*sdk.ServerSession]*rootsAnswer{}, watched: map[string]string{}}
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "memvault", Title: "memvault", Version: opts.Version},
 		&sdk.ServerOptions{
@@ -139,7 +142,7 @@ func (s *Server) open(ctx context.Context, ss *sdk.ServerSession, capture bool) 
 	dir := s.workDir(ctx, ss)
 	root, err := vault.Find(s.opts.Vault, dir)
 	if err != nil {
-		return nil, err
+		return nil, noVault{err}
 	}
 	open := vault.Open
 	if capture {
@@ -158,6 +161,14 @@ func (s *Server) open(ctx context.Context, ss *sdk.ServerSession, capture bool) 
 	}
 	return &call{v: v, agent: agent, dir: dir}, nil
 }
+
+// errNoVault marks a request that found no vault to open.
+var errNoVault = errors.New("no vault")
+
+// noVault is vault.Find's error, marked as errNoVault.
+type noVault struct{ error }
+
+func (e noVault) Unwrap() []error { return []error{e.error, errNoVault} }
 
 // thread is the thread a request works in (docs/MCP.md, "Scope"): none
 // when global; the thread it names; else the session's (Options.Thread);

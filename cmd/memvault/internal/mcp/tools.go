@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -106,7 +107,7 @@ func decodeArgs[In any](tool string, raw json.RawMessage, schema *jsonschema.Res
 		return in, badArgs(tool, err.Error())
 	}
 	if err := schema.Validate(args); err != nil {
-		return in, badArgs(tool, err.Error())
+		return in, badArgs(tool, schemaProblem(err))
 	}
 	data, err := json.Marshal(args)
 	if err == nil {
@@ -116,6 +117,32 @@ func decodeArgs[In any](tool string, raw json.RawMessage, schema *jsonschema.Res
 		return in, badArgs(tool, err.Error())
 	}
 	return in, nil
+}
+
+// schemaProblem words a validation error for a model: the argument it is
+// about, then the problem ("tiers[]: enum: nodes does not equal any of: …"),
+// without the validator's chain of schema locations.
+func schemaProblem(err error) string {
+	msg := err.Error()
+	loc := ""
+	for {
+		rest, ok := strings.CutPrefix(msg, "validating ")
+		if !ok {
+			break
+		}
+		where, after, ok := strings.Cut(rest, ": ")
+		if !ok {
+			break
+		}
+		loc, msg = where, after
+	}
+	loc = strings.TrimPrefix(loc, "root")
+	loc = strings.ReplaceAll(strings.TrimPrefix(loc, "/properties/"), "/properties/", ".")
+	loc = strings.ReplaceAll(loc, "/items", "[]")
+	if loc == "" {
+		return msg
+	}
+	return loc + ": " + msg
 }
 
 func badArgs(tool, why string) error {

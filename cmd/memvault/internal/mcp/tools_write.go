@@ -15,7 +15,7 @@ import (
 
 // The tools that write. Each is one transaction through the library call
 // the matching command makes: vault.Update for rows and commitments,
-// vault.UpdateContinuity for the protocol's verbs (which refresh
+// continuity.UpdateContinuity for the protocol's verbs (which refresh
 // CONTINUITY.md in the same commit). The lock is waited for
 // Options.LockWait at most.
 

@@ -24,6 +24,7 @@ type fixture struct {
 	t      *testing.T
 	v      *vault.Vault
 	cs     *sdk.ClientSession
+	client *sdk.Client
 	server *Server
 	// updated receives the URI of every resource-updated notification.
 	updated chan string
@@ -63,6 +64,7 @@ func connect(t *testing.T, v *vault.Vault, opts Options, protocol string, roots 
 		},
 	})
 	client.AddRoots(roots...)
+	f.client = client
 	f.cs, err = client.Connect(ctx, ct, &sdk.ClientSessionOptions{ProtocolVersion: protocol})
 	if err != nil {
 		t.Fatal(err)

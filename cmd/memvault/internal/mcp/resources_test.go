@@ -260,6 +260,14 @@ func TestScopeFromRoots(t *testing.T) {
 	if w.Event.Thread != "project:shop" {
 		t.Errorf("with the client's root: thread %q", w.Event.Thread)
 	}
+	// The client's roots change: the server asks again, and looks for the
+	// vault from the new root, which has none.
+	f.client.RemoveRoots(root[0].URI)
+	f.client.AddRoots(&sdk.Root{URI: "file://" + elsewhere})
+	te, msg := f.fails("remember", map[string]any{"text": "after the roots changed"})
+	if te.Class != "not_found" || !strings.Contains(msg, elsewhere) {
+		t.Errorf("after the roots changed: %+v %q", te, msg)
+	}
 	// The working folder without roots: the same rule.
 	f = connect(t, v, Options{Dir: filepath.Join(project, "api")}, "", nil)
 	f.ok("remember", map[string]any{"text": "from the folder"}, &w)

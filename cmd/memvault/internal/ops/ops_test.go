@@ -1,0 +1,67 @@
+package ops
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/testvault"
+)
+
+func TestParseSince(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"2026-11-20T08:00:00Z": time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC),
+		"2026-11-20":           time.Date(2026, 11, 20, 0, 0, 0, 0, time.Local),
+		"7d":                   now.AddDate(0, 0, -7),
+		"0d":                   now,
+		"12h":                  now.Add(-12 * time.Hour),
+	} {
+		got, err := ParseSince(in, now)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("ParseSince(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "-7d", "-1h", "yesterday", "7 d", "2026-13-01"} {
+		if _, err := ParseSince(in, now); !errors.Is(err, vault.ErrInvalid) {
+			t.Errorf("ParseSince(%q): %v, want an invalid-input error", in, err)
+		}
+	}
+}
+
+func TestLedgerSelects(t *testing.T) {
+	t.Parallel()
+	v := testvault.New(t)
+	var ids []string
+	for _, text := range []string{"one", "two", "three", "four"} {
+		ids = append(ids, testvault.Remember(t, v, text).ID)
+	}
+	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
+		_, err := tx.Retract(ids[1], "wrong")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := v.LoadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, matched, err := Ledger(st, LedgerQuery{Filter: vault.Filter{Kind: "fact"}, Limit: 2})
+	if err != nil || matched != 4 || len(rows) != 2 || rows[0].Text != "three" || rows[1].Text != "four" {
+		t.Fatalf("the newest 2 facts: %v %d %v", rows, matched, err)
+	}
+	rows, _, err = Ledger(st, LedgerQuery{IDs: []string{ids[1][:20]}})
+	if err != nil || len(rows) != 1 || rows[0].ID != ids[1] || rows[0].Status != vault.StatusRetracted {
+		t.Fatalf("by id prefix: %v %v", rows, err)
+	}
+	rows, matched, err = Ledger(st, LedgerQuery{Filter: vault.Filter{Thread: "project:none"}})
+	if err != nil || rows == nil || len(rows) != 0 || matched != 0 {
+		t.Errorf("nothing matches: %#v %d %v; want an empty, non-nil list", rows, matched, err)
+	}
+	if _, _, err := Ledger(st, LedgerQuery{IDs: []string{"e_01zzzzzzzz"}}); !errors.Is(err, vault.ErrNotFound) {
+		t.Errorf("unknown id: %v", err)
+	}
+}

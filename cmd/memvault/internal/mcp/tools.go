@@ -190,6 +190,14 @@ func setDefault(s *jsonschema.Schema, prop string, value any) {
 	s.Properties[prop].Default = data
 }
 
+// limitArg gives the argument "limit" its default and its least value.
+func limitArg(def int, min float64) func(in *jsonschema.Schema) {
+	return func(in *jsonschema.Schema) {
+		setDefault(in, "limit", def)
+		setMinimum(in, "limit", min)
+	}
+}
+
 // setMinimum bounds an integer property from below.
 func setMinimum(s *jsonschema.Schema, prop string, min float64) {
 	s.Properties[prop].Minimum = &min

@@ -116,8 +116,7 @@ func (s *Server) addReadTools() {
 			"then transcripts) and get ranked hits with their ids; call it before re-deciding or re-investigating anything.",
 		tune: func(in *jsonschema.Schema) {
 			setEnum(in, "tiers", recall.Tiers)
-			setDefault(in, "limit", defaultRecallLimit)
-			setMinimum(in, "limit", 1)
+			limitArg(defaultRecallLimit, 1)(in)
 		}}, s.recall)
 	addTool(s, toolSpec{name: "expand", title: "Drill into a node", idempotent: true,
 		description: "Drill into a node id (n_…) from recall, MEMORY.md or a thread head: its text, parents, children, " +
@@ -126,27 +125,18 @@ func (s *Server) addReadTools() {
 	addTool(s, toolSpec{name: "context", title: "Session context", idempotent: true,
 		description: "What a session starting here is shown: how to use memory, the thread's head, CONTINUITY.md's live " +
 			"sections, MEMORY.md, and the learnings and decisions in scope.",
-		tune: func(in *jsonschema.Schema) {
-			setDefault(in, "limit", hooks.DefaultContextLimit)
-			setMinimum(in, "limit", minContextLimit)
-		}}, s.context)
+		tune: limitArg(hooks.DefaultContextLimit, minContextLimit)}, s.context)
 	addTool(s, toolSpec{name: "status", title: "Vault status", idempotent: true,
 		description: "The vault's state: its health (whether writes are refused, and the fix), head commit, events by kind, " +
 			"threads, open commitments, who holds the lock, and head refreshes or conflicts pending."}, s.status)
 	addTool(s, toolSpec{name: "ledger", title: "List ledger events", idempotent: true,
 		description: "List ledger events oldest first, filtered by ids, kind, thread, session, date, or only what holds now; " +
 			"the newest `limit` of those that match.",
-		tune: func(in *jsonschema.Schema) {
-			setDefault(in, "limit", defaultLedgerLimit)
-			setMinimum(in, "limit", 0)
-		}}, s.ledger)
+		tune: limitArg(defaultLedgerLimit, 0)}, s.ledger)
 	addTool(s, toolSpec{name: "timeline", title: "Timeline", idempotent: true,
 		description: "A session's or a thread's events in the order they happened (decisions, commitments, nodes, " +
 			"session starts, corrections), to see what happened when.",
-		tune: func(in *jsonschema.Schema) {
-			setDefault(in, "limit", defaultTimelineLimit)
-			setMinimum(in, "limit", 0)
-		}}, s.timeline)
+		tune: limitArg(defaultTimelineLimit, 0)}, s.timeline)
 }
 
 func (s *Server) recall(ctx context.Context, req *sdk.CallToolRequest, in recallIn) (recallOut, error) {

@@ -37,22 +37,22 @@ func ResolveLinks(tx *vault.Tx, links []string) ([]string, error) {
 // Remember records a memory row (in.Kind one of vault.RememberKinds) whose
 // links may be prefixes; in.Source "" is the library's default.
 func Remember(tx *vault.Tx, in vault.Input) (*vault.Event, error) {
-	links, err := ResolveLinks(tx, in.Links)
-	if err != nil {
-		return nil, err
-	}
-	in.Links = links
-	return tx.Remember(in)
+	return withLinks(tx, in, tx.Remember)
 }
 
 // OpenCommitment records a commitment whose links may be prefixes.
 func OpenCommitment(tx *vault.Tx, in vault.Input) (*vault.Event, error) {
+	return withLinks(tx, in, tx.OpenCommitment)
+}
+
+// withLinks resolves in's links, then records it with record.
+func withLinks(tx *vault.Tx, in vault.Input, record func(vault.Input) (*vault.Event, error)) (*vault.Event, error) {
 	links, err := ResolveLinks(tx, in.Links)
 	if err != nil {
 		return nil, err
 	}
 	in.Links = links
-	return tx.OpenCommitment(in)
+	return record(in)
 }
 
 // CloseCommitment closes the open commitment id (or a unique prefix of it).

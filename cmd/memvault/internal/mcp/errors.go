@@ -27,26 +27,31 @@ type ToolError struct {
 	Hint      string `json:"hint,omitempty"`
 }
 
-// classes pairs each error class with its name and exit code, as
+// errorClass is an error class with its name and exit code, as
 // `memvault … --json` reports them (docs/API.md, "Errors in JSON mode").
-var classes = []struct {
+type errorClass struct {
 	err  error
 	name string
 	code int
-}{
-	{vault.ErrInvalid, "invalid", 2},
-	{vault.ErrNotFound, "not_found", 3},
-	{vault.ErrConflict, "conflict", 4},
-	{vault.ErrBusy, "busy", 5},
-	{vault.ErrCorrupt, "corrupt", 6},
-	{vault.ErrIO, "io", 7},
-	{vault.ErrRemote, "remote", 8},
 }
 
-// classify names err's class and says what a model can do about it.
-func classify(err error) ToolError {
+func errorClasses() []errorClass {
+	return []errorClass{
+		{vault.ErrInvalid, "invalid", 2},
+		{vault.ErrNotFound, "not_found", 3},
+		{vault.ErrConflict, "conflict", 4},
+		{vault.ErrBusy, "busy", 5},
+		{vault.ErrCorrupt, "corrupt", 6},
+		{vault.ErrIO, "io", 7},
+		{vault.ErrRemote, "remote", 8},
+	}
+}
+
+// Classify names err's class, as the command line's exit code and its
+// name, and says what a model can do about it.
+func Classify(err error) ToolError {
 	te := ToolError{Class: "internal", Code: 1}
-	for _, c := range classes {
+	for _, c := range errorClasses() {
 		if errors.Is(err, c.err) {
 			te.Class, te.Code = c.name, c.code
 			break
@@ -86,7 +91,7 @@ func joinHints(a, b string) string {
 
 // errorResult is the result of a failed tool call.
 func errorResult(err error) *sdk.CallToolResult {
-	te := classify(err)
+	te := Classify(err)
 	text := "memvault: " + err.Error()
 	if te.Hint != "" {
 		text += "\nhint: " + te.Hint

@@ -199,7 +199,7 @@ func (s *Server) readNode(ctx context.Context, req *sdk.ReadResourceRequest) (*s
 // else an internal error; its data carries the class and the hint as a
 // failed tool's _meta does.
 func resourceError(err error) error {
-	te := classify(err)
+	te := Classify(err)
 	code := int64(jsonrpc.CodeInternalError)
 	switch te.Class {
 	case "not_found":

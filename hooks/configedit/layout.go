@@ -156,7 +156,12 @@ func (e *Editor) remove(n *Node, i int) []splice {
 		return sp
 	}
 	if i > 0 {
+		// From the comma that ends the child before: what lies between that
+		// child and its comma (a comment) is the child's, and stays.
 		from := n.childEnd(i - 1)
+		if c := n.Comma[i-1]; c >= 0 {
+			from = c
+		}
 		return []splice{{at: from, del: n.childEnd(i) - from}}
 	}
 	if count > 1 {

@@ -22,6 +22,8 @@ type Wiring struct {
 	Degraded map[string]string `json:"degraded,omitempty"` // runtime event → what happens instead
 	Binary   string            `json:"binary,omitempty"`   // the binary the hooks run
 	SameBin  bool              `json:"same_binary"`
+	// MCP is memvault's MCP server in the harness's configuration.
+	MCP *MCPStatus `json:"mcp"`
 	// Problems is what stops memvault's hooks from running as installed
 	// (severity error) or may (warning), each with its fix.
 	Problems []Problem `json:"problems"`
@@ -88,10 +90,17 @@ func degradedFor(harness string) map[string]string {
 }
 
 // Doctor inspects a harness's installed configuration: the events wired,
-// the binary the hooks run, and what the harness itself needs before it
-// runs them (Codex's trust, OpenClaw's registration and Gateway). A harness
-// that is not installed has no problem: it is not used with memvault.
+// the binary the hooks run, what the harness itself needs before it runs
+// them (Codex's trust, OpenClaw's registration and Gateway), and
+// memvault's MCP server there. A harness that is not installed has no
+// problem: it is not used with memvault.
 func (in *Installer) Doctor() Wiring {
+	w := in.doctorHooks()
+	in.doctorMCP(&w)
+	return w
+}
+
+func (in *Installer) doctorHooks() Wiring {
 	path := in.configPath()
 	w := Wiring{Harness: in.Harness, Degraded: degradedFor(in.Harness), Wired: []string{}, LookedAt: path, Problems: []Problem{}}
 	data, err := os.ReadFile(path)

@@ -204,7 +204,8 @@ func TestDoctorCodexTrust(t *testing.T) {
 	bin := r.in.Bin
 	r.in.Bin = other
 	r.install(t)
-	wantProblems(t, r.problems(t), "the hooks run "+bin+", not this memvault ("+other+")")
+	wantProblems(t, r.problems(t), "the hooks run "+bin+", not this memvault ("+other+")",
+		"the MCP server runs "+bin+", not this memvault ("+other+")")
 	r.in.Bin = bin
 
 	// hooks an older memvault installed with its absolute path, trusted;

@@ -38,6 +38,9 @@ type Installer struct {
 	Home    string // the user's home
 	Bin     string // the memvault binary the hooks run
 	Env     func(string) string
+	// NoMCP leaves the harness's MCP servers alone: memvault's is neither
+	// registered nor removed (--no-mcp).
+	NoMCP bool
 }
 
 // Change is one file an install or uninstall writes or removes.
@@ -47,6 +50,9 @@ type Change struct {
 	Content []byte `json:"-"`      // what a write writes
 	Old     []byte `json:"-"`      // what the file holds now (nil: no file)
 	Note    string `json:"note,omitempty"`
+	// Warning is what was left undone, and why: a user's own MCP server
+	// under memvault's name.
+	Warning string `json:"warning,omitempty"`
 	// Prune lists folders a remove takes away too when it leaves them
 	// empty, deepest first: the ones install made for the file.
 	Prune []string `json:"-"`
@@ -242,13 +248,24 @@ func (in *Installer) Plan(remove bool) ([]Change, error) {
 	if _, ok := Lookup(in.Harness); !ok {
 		return nil, fmt.Errorf("install: unknown harness %q (want one of %s)", in.Harness, strings.Join(Names(), ", "))
 	}
+	var changes []Change
+	var err error
 	switch in.Harness {
 	case "opencode":
-		return in.planFile(remove, "plugins/opencode/memvault.js", in.configPath())
+		changes, err = in.planFile(remove, "plugins/opencode/memvault.js", in.configPath())
 	case "openclaw":
-		return in.planOpenClaw(remove)
+		changes, err = in.planOpenClaw(remove)
+	default:
+		changes, err = in.planJSONHooks(remove)
 	}
-	return in.planJSONHooks(remove)
+	if err != nil || in.NoMCP || in.mcpTarget().Shared {
+		return changes, err
+	}
+	c, err := in.planMCP(remove)
+	if err != nil {
+		return nil, err
+	}
+	return append(changes, c), nil
 }
 
 func verb(remove bool) string {
@@ -330,10 +347,17 @@ func (in *Installer) planJSONHooks(remove bool) ([]Change, error) {
 			return nil, configError(remove, path, err)
 		}
 	}
+	warning := ""
+	if t := in.mcpTarget(); t.Shared && !in.NoMCP {
+		if warning, err = in.editMCPJSON(e, t, remove); err != nil {
+			return nil, configError(remove, path, err)
+		}
+	}
 	c, err := finish(e, path, old, exists, remove)
 	if err != nil {
 		return nil, err
 	}
+	c.Warning = warning
 	if c.Action == "remove" && path != link {
 		// a link's target stays, emptied, so the link does not dangle
 		data, _ := e.Bytes()

@@ -58,10 +58,17 @@ func (in *Installer) planOpenClaw(remove bool) ([]Change, error) {
 	if err != nil {
 		return nil, configError(remove, cfgPath, err)
 	}
+	warning := ""
+	if !in.NoMCP {
+		if warning, err = in.editMCPJSON(e, in.mcpTarget(), remove); err != nil {
+			return nil, configError(remove, cfgPath, err)
+		}
+	}
 	c, err := finish(e, cfgPath, old, exists, remove)
 	if err != nil {
 		return nil, err
 	}
+	c.Warning = warning
 	c.Prune = []string{filepath.Dir(cfgPath)} // ~/.openclaw, when install made it for the config
 	return append(out, c), nil
 }

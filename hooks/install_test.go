@@ -337,6 +337,7 @@ func TestOpenClawJSON5RoundTrip(t *testing.T) {
 // A reinstall turns memvault's entry back on and keeps the user's fields.
 func TestOpenClawEntryUpdatedInPlace(t *testing.T) {
 	in := newTestInstaller(t, "openclaw", ScopeUser)
+	in.NoMCP = true // the plugin's entry only: the MCP server's is install_mcp_test.go's
 	cfg := in.Env("OPENCLAW_CONFIG_PATH")
 	os.MkdirAll(filepath.Dir(cfg), 0o755)
 	dir := in.configPath()
@@ -394,6 +395,7 @@ func TestHandSnippetsMatchInstall(t *testing.T) {
 		block := doc[i+len(marker):]
 		block = block[:bytes.Index(block, []byte("```"))]
 		in := newTestInstaller(t, harness, ScopeProject)
+		in.NoMCP = true // the hooks' snippet; the MCP server's is in docs/MCP.md (TestMCPSnippetsMatchInstall)
 		var want, got any
 		if err := json.Unmarshal(block, &got); err != nil {
 			t.Fatalf("%s: snippet: %v", harness, err)

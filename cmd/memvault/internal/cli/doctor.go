@@ -288,6 +288,15 @@ func printWiring(w io.Writer, d hooks.Wiring) {
 	for _, ev := range events {
 		fmt.Fprintf(w, "  degraded: %s: %s\n", ev, d.Degraded[ev])
 	}
+	switch m := d.MCP; {
+	case m == nil:
+	case !m.Registered:
+		fmt.Fprintf(w, "  mcp:      not registered in %s (memvault install %s registers it)\n", m.Config, d.Harness)
+	case !m.Ours:
+		fmt.Fprintf(w, "  mcp:      %s names another server %q: %s\n", m.Config, "memvault", strings.Join(m.Command, " "))
+	default:
+		fmt.Fprintf(w, "  mcp:      %s in %s\n", strings.Join(m.Command, " "), m.Config)
+	}
 	for _, p := range d.Problems {
 		printProblem(w, p)
 	}

@@ -51,6 +51,10 @@ func newInstaller(c *ucli.Context, name string) (*hooks.Installer, error) {
 	return &hooks.Installer{Harness: name, Scope: scope, Project: vault.ProjectRoot(wd), Home: home, Bin: bin, Env: os.Getenv}, nil
 }
 
+// noMCPFlag leaves the harness's MCP servers alone (docs/MCP.md,
+// "Harnesses").
+var noMCPFlag = &ucli.BoolFlag{Name: "no-mcp", Usage: "leave the harness's MCP servers alone: do not register (uninstall: do not remove) memvault's MCP server"}
+
 var gitFlags = []ucli.Flag{
 	&ucli.BoolFlag{Name: "vault", Usage: "with git: the vault repository's hooks (default when --project is not given)"},
 	&ucli.BoolFlag{Name: "project", Usage: "with git: the project repository's post-commit hook"},
@@ -169,7 +173,7 @@ func installFlags(extra ...ucli.Flag) []ucli.Flag {
 	flags := []ucli.Flag{scopeFlag,
 		&ucli.BoolFlag{Name: "dry-run", Usage: "print a unified diff of each file that would change, and change nothing"},
 		&ucli.BoolFlag{Name: "json", Usage: "print the changes (with their diffs) as JSON"}}
-	return append(append(flags, extra...), gitFlags...)
+	return append(append(append(flags, extra...), noMCPFlag), gitFlags...)
 }
 
 func newInstallCommand() *ucli.Command {
@@ -226,6 +230,7 @@ func install(c *ucli.Context, remove bool) error {
 		changes, inVault, err = gitHookChanges(c, verb, opts.remove)
 		apply = hooks.ApplyGitHooks
 	} else if in, err = installer(c, verb); err == nil {
+		in.NoMCP = c.Bool("no-mcp")
 		changes, err = in.Plan(opts.remove)
 	}
 	if err != nil {
@@ -294,6 +299,9 @@ func printChanges(w io.Writer, changes []hooks.Change, opts installOptions, harn
 		}
 		if ch.Note != "" && ch.Action != "unchanged" {
 			fmt.Fprintf(w, "note: %s\n", ch.Note)
+		}
+		if ch.Warning != "" {
+			fmt.Fprintf(w, "warning: %s\n", ch.Warning)
 		}
 	}
 }

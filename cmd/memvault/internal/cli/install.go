@@ -52,8 +52,10 @@ func newInstaller(c *ucli.Context, name string) (*hooks.Installer, error) {
 }
 
 // noMCPFlag leaves the harness's MCP servers alone (docs/MCP.md,
-// "Harnesses").
-var noMCPFlag = &ucli.BoolFlag{Name: "no-mcp", Usage: "leave the harness's MCP servers alone: do not register (uninstall: do not remove) memvault's MCP server"}
+// "Harnesses"): install registers nothing, uninstall removes nothing.
+func noMCPFlag(what string) ucli.Flag {
+	return &ucli.BoolFlag{Name: "no-mcp", Usage: "leave the harness's MCP servers alone: do not " + what + " memvault's MCP server (memvault mcp)"}
+}
 
 var gitFlags = []ucli.Flag{
 	&ucli.BoolFlag{Name: "vault", Usage: "with git: the vault repository's hooks (default when --project is not given)"},
@@ -173,15 +175,16 @@ func installFlags(extra ...ucli.Flag) []ucli.Flag {
 	flags := []ucli.Flag{scopeFlag,
 		&ucli.BoolFlag{Name: "dry-run", Usage: "print a unified diff of each file that would change, and change nothing"},
 		&ucli.BoolFlag{Name: "json", Usage: "print the changes (with their diffs) as JSON"}}
-	return append(append(append(flags, extra...), noMCPFlag), gitFlags...)
+	return append(append(flags, extra...), gitFlags...)
 }
 
 func newInstallCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "install",
-		Usage:     "wire memvault into a harness's hooks, or git's (edits in place, keeps the rest of the file byte for byte; safe to repeat)",
+		Usage:     "wire memvault into a harness's hooks and register its MCP server there, or wire git's hooks (edits in place, keeps the rest of the file byte for byte; safe to repeat)",
 		ArgsUsage: "HARNESS | git",
-		Flags:     installFlags(&ucli.BoolFlag{Name: "yes", Usage: "create the project's vault without asking when there is none"}),
+		Flags: installFlags(&ucli.BoolFlag{Name: "yes", Usage: "create the project's vault without asking when there is none"},
+			noMCPFlag("register")),
 	}
 }
 

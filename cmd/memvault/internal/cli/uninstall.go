@@ -5,9 +5,9 @@ import ucli "github.com/urfave/cli/v2"
 func newUninstallCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "uninstall",
-		Usage:     "remove memvault's hooks from a harness, or git's (the rest of the file is kept byte for byte)",
+		Usage:     "remove memvault's hooks and MCP server from a harness, or git's hooks (the rest of the file is kept byte for byte)",
 		ArgsUsage: "HARNESS | git",
-		Flags:     installFlags(),
+		Flags:     installFlags(noMCPFlag("remove")),
 	}
 }
 

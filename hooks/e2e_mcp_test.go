@@ -1,0 +1,205 @@
+// End-to-end tests of memvault's MCP server (memvault mcp) through real
+// clients, registered the way `memvault install` registers it
+// (docs/MCP.md, "Harnesses"): the MCP inspector's command line, and real
+// harnesses offline against the fake model server of e2e_test.go, whose
+// scripted reply calls memvault's recall tool.
+//
+//	MEMVAULT_E2E_INSPECTOR  path of `mcp-inspector-cli` (@modelcontextprotocol/inspector-cli, pinned in .ci/e2e-harnesses.sh)
+//
+// and the harness variables of e2e_test.go. Each test skips, saying why,
+// when its client is not there, or when the memvault under test has no
+// mcp command.
+package hooks_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// requireMCPCommand skips a test when the memvault binary serves no MCP.
+func requireMCPCommand(t *testing.T, bin string) {
+	t.Helper()
+	if out, err := exec.Command(bin, "mcp", "--help").CombinedOutput(); err != nil {
+		t.Skipf("this memvault has no mcp command (%v): %s", err, clipHead(string(out)))
+	}
+}
+
+// mcpStarts wraps memvault on the harness's PATH in a script that logs
+// each run's arguments, so a test can tell that the harness started
+// `memvault mcp` (project-scope entries run memvault from PATH); it
+// returns the log's path.
+func (e *e2e) mcpStarts() string {
+	e.t.Helper()
+	dir := filepath.Join(e.dir, "wrapped")
+	log := filepath.Join(e.dir, "memvault-runs.log")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	script := fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n' \"$*\" >> %q\nexec %q \"$@\"\n", log, e.bin)
+	if err := os.WriteFile(filepath.Join(dir, "memvault"), []byte(script), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	for i, kv := range e.env {
+		if strings.HasPrefix(kv, "PATH=") {
+			e.env[i] = "PATH=" + dir + string(os.PathListSeparator) + strings.TrimPrefix(kv, "PATH=")
+		}
+	}
+	return log
+}
+
+// requireMCPStarted fails unless the log of mcpStarts shows a run of
+// `memvault mcp`.
+func (e *e2e) requireMCPStarted(log string) {
+	e.t.Helper()
+	data, _ := os.ReadFile(log)
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == "mcp" || strings.HasPrefix(line, "mcp ") {
+			return
+		}
+	}
+	e.t.Fatalf("the harness never started memvault mcp; memvault ran with:\n%s", data)
+}
+
+// fixtureNode makes a session-summary node in the vault (a prompt stored
+// by the hook, then summarize) and returns its id and a word only it holds.
+func (e *e2e) fixtureNode() (id, word string) {
+	e.t.Helper()
+	word = randWord("nodeword")
+	e.hook("claude-code", "prompt-submit", map[string]any{"session_id": "e2e-fixture", "cwd": e.proj,
+		"hook_event_name": "UserPromptSubmit", "prompt": "the fixture session mentions " + word})
+	var nodes []struct {
+		ID string `json:"id"`
+	}
+	out := e.memvault("summarize", "--session", "e2e-fixture", "--json")
+	if err := json.Unmarshal([]byte(out), &nodes); err != nil || len(nodes) == 0 {
+		e.t.Fatalf("summarize --json: %v\n%s", err, out)
+	}
+	return nodes[0].ID, word
+}
+
+// inspector runs the MCP inspector's command line against the server the
+// project's .mcp.json registers (as `memvault install claude-code` wrote
+// it), and returns what it printed (JSON).
+func (e *e2e) inspector(bin string, args ...string) map[string]any {
+	e.t.Helper()
+	// inspector-cli 1.0.3 finds its own package.json by whether
+	// ../package.json exists from the working folder; without one there it
+	// imports a path that does not exist and stops. One above the project
+	// (in the test's folder, outside the project) sends it to its own.
+	if err := os.WriteFile(filepath.Join(e.dir, "package.json"), []byte(`{"name":"not-the-inspector"}`), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	full := append([]string{"--config", filepath.Join(e.proj, ".mcp.json"), "--server", "memvault", "--cli"}, args...)
+	cmd := exec.CommandContext(ctx, bin, full...)
+	cmd.Dir = e.proj
+	cmd.Env = e.env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	e.t.Logf("mcp-inspector-cli %s: %v", strings.Join(args, " "), err)
+	if err != nil {
+		e.t.Fatalf("mcp-inspector-cli %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, clipHead(stdout.String()), clipHead(stderr.String()))
+	}
+	var out map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		e.t.Fatalf("mcp-inspector-cli %s printed no JSON: %v\n%s", strings.Join(args, " "), err, clipHead(stdout.String()))
+	}
+	return out
+}
+
+// toolText is the text of a tools/call result and its structured content,
+// as one string to search.
+func toolText(t *testing.T, res map[string]any) string {
+	t.Helper()
+	if res["isError"] == true {
+		t.Fatalf("the tool answered an error: %v", res)
+	}
+	b, _ := json.Marshal(res["structuredContent"])
+	return textOf(res["content"]) + "\n" + string(b)
+}
+
+// TestE2EMCPInspector: the MCP inspector's command line, a real client on
+// the official TypeScript SDK, starts the server from the .mcp.json that
+// `memvault install claude-code` wrote, lists its tools (each with a
+// schema the SDK accepts), and calls remember, recall and expand against
+// a vault with a fact and a node in it.
+func TestE2EMCPInspector(t *testing.T) {
+	bin := os.Getenv("MEMVAULT_E2E_INSPECTOR")
+	if bin == "" {
+		t.Skip("e2e mcp inspector: MEMVAULT_E2E_INSPECTOR is not set (run .ci/e2e-harnesses.sh to install @modelcontextprotocol/inspector-cli)")
+	}
+	e := newE2E(t)
+	requireMCPCommand(t, e.bin)
+	e.install("claude-code")
+	node, nodeWord := e.fixtureNode()
+
+	list := e.inspector(bin, "--method", "tools/list")
+	tools := map[string]bool{}
+	for _, x := range list["tools"].([]any) {
+		tool := mapOf(x)
+		name, _ := tool["name"].(string)
+		if mapOf(tool["inputSchema"])["type"] != "object" {
+			t.Errorf("tool %s: input schema %v", name, tool["inputSchema"])
+		}
+		if d, _ := tool["description"].(string); d == "" {
+			t.Errorf("tool %s has no description", name)
+		}
+		tools[name] = true
+	}
+	for _, want := range []string{"recall", "expand", "remember"} {
+		if !tools[want] {
+			t.Fatalf("tools/list has no %s: %v", want, tools)
+		}
+	}
+
+	// remember: recorded in the vault, as the command line would
+	decision := "ship the inspector build " + randWord("mcpword")
+	res := e.inspector(bin, "--method", "tools/call", "--tool-name", "remember", "--tool-arg", "text="+decision, "kind=decision")
+	if got := toolText(t, res); !strings.Contains(got, "e_") {
+		t.Errorf("remember answered no event id: %s", got)
+	}
+	found := false
+	for _, r := range e.ledger("decision") {
+		found = found || r["text"] == decision
+	}
+	if !found {
+		t.Fatalf("remember through MCP recorded no decision %q in the ledger", decision)
+	}
+
+	// recall: the fact remembered at setup, by its word
+	got := toolText(t, e.inspector(bin, "--method", "tools/call", "--tool-name", "recall", "--tool-arg", "query="+e.mark))
+	if !strings.Contains(got, e.mark) || !strings.Contains(got, e.factID) {
+		t.Errorf("recall %s did not find the fact %s: %s", e.mark, e.factID, clipHead(got))
+	}
+	// and the decision just recorded, in the same vault
+	got = toolText(t, e.inspector(bin, "--method", "tools/call", "--tool-name", "recall", "--tool-arg", "query="+decision))
+	if !strings.Contains(got, decision) {
+		t.Errorf("recall did not find the decision remembered through MCP: %s", clipHead(got))
+	}
+
+	// expand: the node and the session's words
+	got = toolText(t, e.inspector(bin, "--method", "tools/call", "--tool-name", "expand", "--tool-arg", "id="+node))
+	if !strings.Contains(got, node) || !strings.Contains(got, nodeWord) {
+		t.Errorf("expand %s: %s", node, clipHead(got))
+	}
+
+	// a bad call is an error the client sees, not a crash
+	cmd := exec.Command(bin, "--config", filepath.Join(e.proj, ".mcp.json"), "--server", "memvault", "--cli",
+		"--method", "tools/call", "--tool-name", "expand", "--tool-arg", "id=n_nosuchnode")
+	cmd.Dir, cmd.Env = e.proj, e.env
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "n_nosuchnode") {
+		t.Errorf("expand of an unknown node: %s", clipHead(string(out)))
+	}
+	e.requireFsck()
+}

@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -202,4 +203,152 @@ func TestE2EMCPInspector(t *testing.T) {
 		t.Errorf("expand of an unknown node: %s", clipHead(string(out)))
 	}
 	e.requireFsck()
+}
+
+// ---------------------------------------------------------------------------
+// The fake model's scripted tool call
+
+// mcpCallMarker, at the start of a line of the prompt, makes the fake model
+// answer with a call of one of memvault's tools: "MCPCALL recall QUERY".
+// It calls once: a conversation that holds a tool result already gets a
+// text answer.
+const mcpCallMarker = "MCPCALL "
+
+// wantsToolCall finds the tool call a conversation's prompt asks for, when
+// no tool result is in it yet.
+func wantsToolCall(msgs []any) (tool, query string, ok bool) {
+	for _, m := range msgs {
+		for _, block := range list(mapOf(m)["content"]) {
+			switch mapOf(block)["type"] {
+			case "tool_result", "function_call_output":
+				return "", "", false
+			}
+		}
+		if mapOf(m)["type"] == "function_call_output" {
+			return "", "", false
+		}
+	}
+	for _, m := range msgs {
+		mm := mapOf(m)
+		if mm["role"] != "user" {
+			continue
+		}
+		for _, line := range strings.Split(textOf(mm["content"]), "\n") {
+			if rest, found := strings.CutPrefix(strings.TrimSpace(line), mcpCallMarker); found {
+				tool, query, _ = strings.Cut(rest, " ")
+				return tool, query, tool != ""
+			}
+		}
+	}
+	return "", "", false
+}
+
+// mcpToolUseID is the id of the fake model's tool call, which the harness
+// must send back with the tool's result.
+const mcpToolUseID = "toolu_memvault_e2e_1"
+
+// anthropicToolUse answers with a tool_use block calling name with
+// {"query": query}, streamed or not as the request asks.
+func anthropicToolUse(w http.ResponseWriter, body map[string]any, n int, name, query string) {
+	model, _ := body["model"].(string)
+	input := map[string]any{"query": query}
+	id := fmt.Sprintf("msg_fake%d", n)
+	usage := map[string]any{"input_tokens": 100, "output_tokens": 20, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+	if stream, _ := body["stream"].(bool); !stream {
+		writeJSON(w, map[string]any{"id": id, "type": "message", "role": "assistant", "model": model,
+			"content":     []any{map[string]any{"type": "tool_use", "id": mcpToolUseID, "name": name, "input": input}},
+			"stop_reason": "tool_use", "stop_sequence": nil, "usage": usage})
+		return
+	}
+	s := newSSE(w)
+	ev := func(typ string, data map[string]any) {
+		data["type"] = typ
+		s.event(typ, data)
+	}
+	args, _ := json.Marshal(input)
+	ev("message_start", map[string]any{"message": map[string]any{"id": id, "type": "message", "role": "assistant", "model": model,
+		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": usage}})
+	ev("content_block_start", map[string]any{"index": 0, "content_block": map[string]any{"type": "tool_use", "id": mcpToolUseID, "name": name, "input": map[string]any{}}})
+	ev("content_block_delta", map[string]any{"index": 0, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(args)}})
+	ev("content_block_stop", map[string]any{"index": 0})
+	ev("message_delta", map[string]any{"delta": map[string]any{"stop_reason": "tool_use", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 20}})
+	ev("message_stop", map[string]any{})
+}
+
+// toolResultIn returns the text of the tool result for mcpToolUseID in a
+// logged Anthropic request, and whether there is one.
+func toolResultIn(body string) (string, bool) {
+	var req map[string]any
+	if json.Unmarshal([]byte(body), &req) != nil {
+		return "", false
+	}
+	for _, m := range list(req["messages"]) {
+		for _, block := range list(mapOf(m)["content"]) {
+			b := mapOf(block)
+			if b["type"] == "tool_result" && b["tool_use_id"] == mcpToolUseID {
+				return textOf(b["content"]), true
+			}
+		}
+	}
+	return "", false
+}
+
+// TestE2EMCPClaudeCode: a real Claude Code, installed at project scope
+// (.mcp.json), offline against the fake model, whose reply calls
+// memvault's recall tool (mcp__memvault__recall): Claude Code starts
+// memvault mcp, calls the tool, and sends its result — the fact
+// remembered at setup — back in its next model request.
+func TestE2EMCPClaudeCode(t *testing.T) {
+	claude := harnessBin(t, "MEMVAULT_E2E_CLAUDE", "claude-code")
+	if inNetns(t) {
+		return
+	}
+	e := newE2E(t)
+	requireMCPCommand(t, e.bin)
+	e.setenv("ANTHROPIC_BASE_URL="+e.model.URL(), "ANTHROPIC_API_KEY=sk-fake",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
+	runs := e.mcpStarts()
+	e.install("claude-code")
+
+	// The tool runs without a question only where the person allowed it:
+	// here on the command line, as a settings rule would.
+	r := e.mustRun(120*time.Second, claude, "-p", "look it up\n"+mcpCallMarker+"recall "+e.mark,
+		"--output-format", "json", "--allowedTools", "mcp__memvault__recall")
+	e.requireMCPStarted(runs)
+	reqs := e.model.requests("/v1/messages")
+	var called, answered *loggedRequest
+	for i := range reqs {
+		var req map[string]any
+		json.Unmarshal([]byte(reqs[i].Body), &req)
+		if _, _, ok := wantsToolCall(list(req["messages"])); ok && called == nil {
+			called = &reqs[i]
+			// Claude Code offers the tools of MCP servers by name behind
+			// its tool search (deferred), or whole: either way the name
+			// comes from the server's tools/list.
+			if !strings.Contains(reqs[i].Body, "mcp__memvault__recall") {
+				t.Errorf("request #%d, answered with the tool call, names no tool mcp__memvault__recall", reqs[i].N)
+			}
+		}
+		if _, ok := toolResultIn(reqs[i].Body); ok && answered == nil {
+			answered = &reqs[i]
+		}
+	}
+	if called == nil {
+		t.Fatalf("no request was answered with the tool call (log: %s)\nstdout: %s", filepath.Join(e.dir, "requests.jsonl"), clipHead(r.stdout))
+	}
+	if answered == nil {
+		t.Fatalf("Claude Code sent no result of the recall call back (log: %s)\nstdout: %s\nstderr: %s",
+			filepath.Join(e.dir, "requests.jsonl"), clipHead(r.stdout), clipHead(r.stderr))
+	}
+	result, _ := toolResultIn(answered.Body)
+	if !strings.Contains(result, e.factID) || !strings.Contains(result, e.mark) {
+		t.Fatalf("the tool result sent back in request #%d is not recall's answer (want the fact %s, %s):\n%s",
+			answered.N, e.factID, e.mark, clipHead(result))
+	}
+	if answered.N <= called.N {
+		t.Errorf("the tool result (request #%d) came before the call (request #%d)", answered.N, called.N)
+	}
+	if !strings.Contains(r.stdout, "Fake answer") {
+		t.Errorf("the turn did not end with the model's answer after the tool:\n%s", clipHead(r.stdout))
+	}
 }

@@ -263,6 +263,10 @@ func (e *e2e) requireClosedNext(text string) {
 // Anthropic messages (Claude Code).
 func (f *fakeModel) anthropic(w http.ResponseWriter, body map[string]any, n int) {
 	msgs := list(body["messages"])
+	if tool, query, ok := wantsToolCall(msgs); ok {
+		anthropicToolUse(w, body, n, "mcp__memvault__"+tool, query) // e2e_mcp_test.go
+		return
+	}
 	lastUser := ""
 	for i := len(msgs) - 1; i >= 0; i-- {
 		// Hook output arrives as trailing role:"system" messages.

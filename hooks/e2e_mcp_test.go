@@ -275,6 +275,27 @@ func anthropicToolUse(w http.ResponseWriter, body map[string]any, n int, name, q
 	ev("message_stop", map[string]any{})
 }
 
+// responsesFunctionCall answers a Responses API request with a call of
+// tool in namespace (Codex offers an MCP server's tools as the namespace
+// mcp__SERVER), arguments {"query": query}.
+func responsesFunctionCall(w http.ResponseWriter, n int, namespace, tool, query string) {
+	args, _ := json.Marshal(map[string]any{"query": query})
+	rid := fmt.Sprintf("resp_fake%d", n)
+	item := map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_fake%d", n), "call_id": mcpToolUseID,
+		"namespace": namespace, "name": tool, "arguments": string(args), "status": "completed"}
+	s := newSSE(w)
+	ev := func(typ string, data map[string]any) {
+		data["type"] = typ
+		s.event(typ, data)
+	}
+	ev("response.created", map[string]any{"response": map[string]any{"id": rid, "object": "response", "status": "in_progress", "output": []any{}}})
+	ev("response.output_item.added", map[string]any{"output_index": 0, "item": item})
+	ev("response.output_item.done", map[string]any{"output_index": 0, "item": item})
+	ev("response.completed", map[string]any{"response": map[string]any{"id": rid, "object": "response", "status": "completed",
+		"output": []any{item}, "usage": map[string]any{"input_tokens": 100, "input_tokens_details": map[string]any{"cached_tokens": 0},
+			"output_tokens": 20, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 120}}})
+}
+
 // toolResultIn returns the text of the tool result for mcpToolUseID in a
 // logged Anthropic request, and whether there is one.
 func toolResultIn(body string) (string, bool) {
@@ -347,6 +368,85 @@ func TestE2EMCPClaudeCode(t *testing.T) {
 	}
 	if answered.N <= called.N {
 		t.Errorf("the tool result (request #%d) came before the call (request #%d)", answered.N, called.N)
+	}
+	if !strings.Contains(r.stdout, "Fake answer") {
+		t.Errorf("the turn did not end with the model's answer after the tool:\n%s", clipHead(r.stdout))
+	}
+}
+
+// TestE2EMCPCodex: a real Codex, installed at project scope (the MCP
+// server in the project's .codex/config.toml, which Codex reads in a
+// trusted project), offline against the fake model, whose reply calls
+// recall in the namespace mcp__memvault: Codex starts memvault mcp, calls
+// the tool, and sends recall's answer back in its next request.
+func TestE2EMCPCodex(t *testing.T) {
+	codex := harnessBin(t, "MEMVAULT_E2E_CODEX", "codex")
+	if inNetns(t) {
+		return
+	}
+	e := newE2E(t)
+	requireMCPCommand(t, e.bin)
+	codexHome := filepath.Join(e.home, ".codex")
+	os.MkdirAll(codexHome, 0o755)
+	config := filepath.Join(codexHome, "config.toml")
+	os.WriteFile(config, []byte(fmt.Sprintf(`model = "fake-model"
+model_provider = "fake"
+check_for_update_on_startup = false
+
+[model_providers.fake]
+name = "fake"
+base_url = "%s/v1"
+wire_api = "responses"
+env_key = "FAKE_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+[features]
+plugins = false
+
+[analytics]
+enabled = false
+
+[projects.%q]
+trust_level = "trusted"
+`, e.model.URL(), e.proj)), 0o644)
+	e.setenv("CODEX_HOME="+codexHome, "FAKE_API_KEY=x")
+	runs := e.mcpStarts()
+	e.install("codex")
+	codexTrust(t, config, filepath.Join(e.proj, ".codex", "hooks.json"))
+	if data, _ := os.ReadFile(filepath.Join(e.proj, ".codex", "config.toml")); !strings.Contains(string(data), "[mcp_servers.memvault]") {
+		t.Fatalf("install registered no MCP server in .codex/config.toml:\n%s", data)
+	}
+
+	r := e.mustRun(120*time.Second, codex, "exec", "--skip-git-repo-check", "look it up\n"+mcpCallMarker+"recall "+e.mark)
+	e.requireMCPStarted(runs)
+	var called, answered *loggedRequest
+	reqs := e.model.requests("/v1/responses")
+	for i := range reqs {
+		var req map[string]any
+		json.Unmarshal([]byte(reqs[i].Body), &req)
+		if _, _, ok := wantsToolCall(list(req["input"])); ok && called == nil {
+			called = &reqs[i]
+			if !strings.Contains(reqs[i].Body, `"mcp__memvault"`) || !strings.Contains(reqs[i].Body, `"recall"`) {
+				t.Errorf("request #%d, answered with the tool call, offers no mcp__memvault namespace with recall", reqs[i].N)
+			}
+		}
+		for _, it := range list(req["input"]) {
+			if m := mapOf(it); m["type"] == "function_call_output" && m["call_id"] == mcpToolUseID && answered == nil {
+				answered = &reqs[i]
+				out, _ := json.Marshal(m["output"])
+				if !strings.Contains(string(out), e.factID) || !strings.Contains(string(out), e.mark) {
+					t.Fatalf("the tool output sent back in request #%d is not recall's answer (want the fact %s):\n%s", reqs[i].N, e.factID, clipHead(string(out)))
+				}
+			}
+		}
+	}
+	if called == nil {
+		t.Fatalf("no request was answered with the tool call (log: %s)\nstdout: %s", filepath.Join(e.dir, "requests.jsonl"), clipHead(r.stdout))
+	}
+	if answered == nil || answered.N <= called.N {
+		t.Fatalf("Codex sent no result of the recall call back after request #%d (log: %s)\nstdout: %s\nstderr: %s",
+			called.N, filepath.Join(e.dir, "requests.jsonl"), clipHead(r.stdout), clipHead(r.stderr))
 	}
 	if !strings.Contains(r.stdout, "Fake answer") {
 		t.Errorf("the turn did not end with the model's answer after the tool:\n%s", clipHead(r.stdout))

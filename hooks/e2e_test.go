@@ -306,6 +306,10 @@ func (f *fakeModel) anthropic(w http.ResponseWriter, body map[string]any, n int)
 
 // OpenAI responses (Codex).
 func (f *fakeModel) responses(w http.ResponseWriter, body map[string]any, n int) {
+	if tool, query, ok := wantsToolCall(list(body["input"])); ok {
+		responsesFunctionCall(w, n, "mcp__memvault", tool, query) // e2e_mcp_test.go
+		return
+	}
 	lastUser := ""
 	for _, it := range list(body["input"]) {
 		if m := mapOf(it); m["role"] == "user" {

@@ -218,9 +218,16 @@ const mcpCallMarker = "MCPCALL "
 // no tool result is in it yet.
 func wantsToolCall(msgs []any) (tool, query string, ok bool) {
 	for _, m := range msgs {
+		// a result in any of the three APIs' shapes: Anthropic's
+		// tool_result block, the Responses API's function_call_output
+		// item, Gemini's functionResponse part
 		for _, block := range list(mapOf(m)["content"]) {
-			switch mapOf(block)["type"] {
-			case "tool_result", "function_call_output":
+			if mapOf(block)["type"] == "tool_result" {
+				return "", "", false
+			}
+		}
+		for _, part := range list(mapOf(m)["parts"]) {
+			if mapOf(part)["functionResponse"] != nil {
 				return "", "", false
 			}
 		}
@@ -233,7 +240,11 @@ func wantsToolCall(msgs []any) (tool, query string, ok bool) {
 		if mm["role"] != "user" {
 			continue
 		}
-		for _, line := range strings.Split(textOf(mm["content"]), "\n") {
+		text := textOf(mm["content"])
+		if text == "" {
+			text = textOf(mm["parts"])
+		}
+		for _, line := range strings.Split(text, "\n") {
 			if rest, found := strings.CutPrefix(strings.TrimSpace(line), mcpCallMarker); found {
 				tool, query, _ = strings.Cut(rest, " ")
 				return tool, query, tool != ""
@@ -294,6 +305,17 @@ func responsesFunctionCall(w http.ResponseWriter, n int, namespace, tool, query 
 	ev("response.completed", map[string]any{"response": map[string]any{"id": rid, "object": "response", "status": "completed",
 		"output": []any{item}, "usage": map[string]any{"input_tokens": 100, "input_tokens_details": map[string]any{"cached_tokens": 0},
 			"output_tokens": 20, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 120}}})
+}
+
+// geminiFunctionCall answers a streamGenerateContent request with a call
+// of name (Gemini CLI offers an MCP server's tools as mcp_SERVER_TOOL),
+// arguments {"query": query}.
+func geminiFunctionCall(w http.ResponseWriter, name, query string) {
+	s := newSSE(w)
+	s.event("", map[string]any{"candidates": []any{map[string]any{"content": map[string]any{"role": "model",
+		"parts": []any{map[string]any{"functionCall": map[string]any{"name": name, "args": map[string]any{"query": query}}}}},
+		"finishReason": "STOP", "index": 0}},
+		"usageMetadata": map[string]any{"promptTokenCount": 100, "candidatesTokenCount": 20, "totalTokenCount": 120}, "modelVersion": "gemini-fake"})
 }
 
 // toolResultIn returns the text of the tool result for mcpToolUseID in a
@@ -450,5 +472,65 @@ trust_level = "trusted"
 	}
 	if !strings.Contains(r.stdout, "Fake answer") {
 		t.Errorf("the turn did not end with the model's answer after the tool:\n%s", clipHead(r.stdout))
+	}
+}
+
+// TestE2EMCPGemini: a real Gemini CLI, installed at project scope (the
+// server in .gemini/settings.json beside the hooks), offline against the
+// fake model, whose reply calls mcp_memvault_recall: Gemini CLI starts
+// memvault mcp, calls the tool (allowed on the command line: in -p mode
+// it offers only the tools that need no question), and sends recall's
+// answer back in its next request.
+func TestE2EMCPGemini(t *testing.T) {
+	gemini := harnessBin(t, "MEMVAULT_E2E_GEMINI", "gemini")
+	if inNetns(t) {
+		return
+	}
+	e := newE2E(t)
+	requireMCPCommand(t, e.bin)
+	settings := filepath.Join(e.proj, ".gemini", "settings.json")
+	os.MkdirAll(filepath.Dir(settings), 0o755)
+	os.WriteFile(settings, []byte(`{"security": {"auth": {"selectedType": "gemini-api-key"}}, "privacy": {"usageStatisticsEnabled": false}, "general": {"disableAutoUpdate": true}}`), 0o644)
+	e.setenv("GEMINI_API_KEY=fake", "GOOGLE_GEMINI_BASE_URL="+e.model.URL(), "GEMINI_CLI_TRUST_WORKSPACE=true")
+	runs := e.mcpStarts()
+	e.install("gemini")
+	r := e.mustRun(120*time.Second, gemini, "-p", "look it up\n"+mcpCallMarker+"recall "+e.mark, "-o", "json",
+		"--allowed-tools", "mcp_memvault_recall")
+	e.requireMCPStarted(runs)
+	var called, answered *loggedRequest
+	reqs := e.model.requests("/v1beta/models/")
+	for i := range reqs {
+		if !strings.Contains(reqs[i].Path, "streamGenerateContent") {
+			continue // the CLI's own side requests (routing, next speaker)
+		}
+		var req map[string]any
+		json.Unmarshal([]byte(reqs[i].Body), &req)
+		contents := list(req["contents"])
+		if _, _, ok := wantsToolCall(contents); ok && called == nil {
+			called = &reqs[i]
+			if !strings.Contains(reqs[i].Body, `"mcp_memvault_recall"`) {
+				t.Errorf("request #%d, answered with the tool call, offers no mcp_memvault_recall", reqs[i].N)
+			}
+		}
+		for _, c := range contents {
+			for _, p := range list(mapOf(c)["parts"]) {
+				fr := mapOf(mapOf(p)["functionResponse"])
+				if fr == nil || answered != nil {
+					continue
+				}
+				answered = &reqs[i]
+				out, _ := json.Marshal(fr["response"])
+				if fr["name"] != "mcp_memvault_recall" || !strings.Contains(string(out), e.factID) || !strings.Contains(string(out), e.mark) {
+					t.Fatalf("the function response sent back in request #%d is not recall's answer (want the fact %s):\n%s %s", reqs[i].N, e.factID, fr["name"], clipHead(string(out)))
+				}
+			}
+		}
+	}
+	if called == nil {
+		t.Fatalf("no request was answered with the tool call (log: %s)\nstdout: %s", filepath.Join(e.dir, "requests.jsonl"), clipHead(r.stdout))
+	}
+	if answered == nil || answered.N <= called.N {
+		t.Fatalf("Gemini CLI sent no result of the recall call back after request #%d (log: %s)\nstdout: %s\nstderr: %s",
+			called.N, filepath.Join(e.dir, "requests.jsonl"), clipHead(r.stdout), clipHead(r.stderr))
 	}
 }

@@ -405,6 +405,10 @@ func (f *fakeModel) gemini(w http.ResponseWriter, req *http.Request, body map[st
 			"parts": []any{map[string]any{"text": text}}}, "finishReason": "STOP", "index": 0}}, "usageMetadata": usage})
 		return
 	}
+	if tool, query, ok := wantsToolCall(contents); ok {
+		geminiFunctionCall(w, "mcp_memvault_"+tool, query) // e2e_mcp_test.go
+		return
+	}
 	text := fmt.Sprintf("Fake answer %d to: %s", n, clip(lastText, 60))
 	s := newSSE(w)
 	s.event("", map[string]any{"candidates": []any{map[string]any{"content": map[string]any{"role": "model",

@@ -231,8 +231,8 @@ func wantsToolCall(msgs []any) (tool, query string, ok bool) {
 				return "", "", false
 			}
 		}
-		if mapOf(m)["type"] == "function_call_output" {
-			return "", "", false
+		if mapOf(m)["type"] == "function_call_output" || mapOf(m)["role"] == "tool" {
+			return "", "", false // the Responses API's result item, chat completions' tool message
 		}
 	}
 	for _, m := range msgs {
@@ -316,6 +316,36 @@ func geminiFunctionCall(w http.ResponseWriter, name, query string) {
 		"parts": []any{map[string]any{"functionCall": map[string]any{"name": name, "args": map[string]any{"query": query}}}}},
 		"finishReason": "STOP", "index": 0}},
 		"usageMetadata": map[string]any{"promptTokenCount": 100, "candidatesTokenCount": 20, "totalTokenCount": 120}, "modelVersion": "gemini-fake"})
+}
+
+// chatToolCall answers a chat completions request with a call of name
+// (OpenCode offers an MCP server's tools as SERVER_TOOL), arguments
+// {"query": query}, streamed or not as the request asks.
+func chatToolCall(w http.ResponseWriter, body map[string]any, n int, name, query string) {
+	args, _ := json.Marshal(map[string]any{"query": query})
+	call := map[string]any{"id": mcpToolUseID, "type": "function", "function": map[string]any{"name": name, "arguments": string(args)}}
+	id := fmt.Sprintf("chatcmpl-fake%d", n)
+	model, _ := body["model"].(string)
+	usage := map[string]any{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+	if stream, _ := body["stream"].(bool); !stream {
+		writeJSON(w, map[string]any{"id": id, "object": "chat.completion", "created": 1, "model": model,
+			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": nil,
+				"tool_calls": []any{call}}, "finish_reason": "tool_calls"}}, "usage": usage})
+		return
+	}
+	s := newSSE(w)
+	chunk := func(choices []any, usage any) {
+		c := map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1, "model": model, "choices": choices}
+		if usage != nil {
+			c["usage"] = usage
+		}
+		s.event("", c)
+	}
+	streamed := map[string]any{"index": 0, "id": mcpToolUseID, "type": "function", "function": map[string]any{"name": name, "arguments": string(args)}}
+	chunk([]any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "tool_calls": []any{streamed}}, "finish_reason": nil}}, nil)
+	chunk([]any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "tool_calls"}}, nil)
+	chunk([]any{}, usage)
+	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
 // toolResultIn returns the text of the tool result for mcpToolUseID in a
@@ -531,6 +561,65 @@ func TestE2EMCPGemini(t *testing.T) {
 	}
 	if answered == nil || answered.N <= called.N {
 		t.Fatalf("Gemini CLI sent no result of the recall call back after request #%d (log: %s)\nstdout: %s\nstderr: %s",
+			called.N, filepath.Join(e.dir, "requests.jsonl"), clipHead(r.stdout), clipHead(r.stderr))
+	}
+}
+
+// TestE2EMCPOpenCode: a real OpenCode, installed at project scope (the
+// server in the project's opencode.json, beside the user's provider
+// settings), offline against the fake model, whose reply calls
+// memvault_recall: OpenCode starts memvault mcp, calls the tool, and
+// sends recall's answer back as a tool message.
+func TestE2EMCPOpenCode(t *testing.T) {
+	opencode := harnessBin(t, "MEMVAULT_E2E_OPENCODE", "opencode")
+	if inNetns(t) {
+		return
+	}
+	e := newE2E(t)
+	requireMCPCommand(t, e.bin)
+	cfg := map[string]any{
+		"$schema": "https://opencode.ai/config.json", "autoupdate": false, "share": "disabled",
+		"provider": map[string]any{"fake": map[string]any{"npm": "@ai-sdk/openai-compatible", "name": "fake",
+			"options": map[string]any{"baseURL": e.model.URL() + "/v1", "apiKey": "x"},
+			"models":  map[string]any{"fake-model": map[string]any{"name": "fake-model", "limit": map[string]any{"context": 100000, "output": 4096}}}}},
+		"model": "fake/fake-model", "small_model": "fake/fake-model",
+	}
+	data, _ := json.MarshalIndent(cfg, "", "  ")
+	os.WriteFile(filepath.Join(e.proj, "opencode.json"), data, 0o644)
+	e.setenv("OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
+		"OPENCODE_DISABLE_SHARE=1", "npm_config_offline=true")
+	runs := e.mcpStarts()
+	e.install("opencode")
+	if data, _ := os.ReadFile(filepath.Join(e.proj, "opencode.json")); !strings.Contains(string(data), `"memvault": {`) || !strings.Contains(string(data), `"fake-model"`) {
+		t.Fatalf("install did not add memvault's server to the project's opencode.json beside its settings:\n%s", data)
+	}
+	r := e.mustRun(150*time.Second, opencode, "run", "--format", "json", "look it up\n"+mcpCallMarker+"recall "+e.mark)
+	e.requireMCPStarted(runs)
+	var called, answered *loggedRequest
+	reqs := e.model.requests("/v1/chat/completions")
+	for i := range reqs {
+		var req map[string]any
+		json.Unmarshal([]byte(reqs[i].Body), &req)
+		msgs := list(req["messages"])
+		if _, _, ok := wantsToolCall(msgs); ok && called == nil && strings.Contains(reqs[i].Body, `"memvault_recall"`) {
+			called = &reqs[i]
+		}
+		for _, m := range msgs {
+			mm := mapOf(m)
+			if mm["role"] != "tool" || mm["tool_call_id"] != mcpToolUseID || answered != nil {
+				continue
+			}
+			answered = &reqs[i]
+			if out := textOf(mm["content"]); !strings.Contains(out, e.factID) || !strings.Contains(out, e.mark) {
+				t.Fatalf("the tool message sent back in request #%d is not recall's answer (want the fact %s):\n%s", reqs[i].N, e.factID, clipHead(out))
+			}
+		}
+	}
+	if called == nil {
+		t.Fatalf("no request offering memvault_recall was answered with the tool call (log: %s)\nstdout: %s", filepath.Join(e.dir, "requests.jsonl"), clipHead(r.stdout))
+	}
+	if answered == nil || answered.N <= called.N {
+		t.Fatalf("OpenCode sent no result of the recall call back after request #%d (log: %s)\nstdout: %s\nstderr: %s",
 			called.N, filepath.Join(e.dir, "requests.jsonl"), clipHead(r.stdout), clipHead(r.stderr))
 	}
 }

@@ -340,6 +340,10 @@ func (f *fakeModel) responses(w http.ResponseWriter, body map[string]any, n int)
 
 // OpenAI chat completions (OpenCode, OpenClaw).
 func (f *fakeModel) chat(w http.ResponseWriter, body map[string]any, n int) {
+	if tool, query, ok := wantsToolCall(list(body["messages"])); ok {
+		chatToolCall(w, body, n, "memvault_"+tool, query) // e2e_mcp_test.go
+		return
+	}
 	// lastUser is the last user message; turn, every user message since
 	// the last assistant or tool message: OpenClaw sends the prompt (with
 	// its prepended context) and then a user message of its own.

@@ -318,11 +318,31 @@ func geminiFunctionCall(w http.ResponseWriter, name, query string) {
 		"usageMetadata": map[string]any{"promptTokenCount": 100, "candidatesTokenCount": 20, "totalTokenCount": 120}, "modelVersion": "gemini-fake"})
 }
 
+// offeredTool is how a chat completions request lets the model call
+// memvault's tool with {"query": query}: a function whose name holds
+// "memvault" and ends with the tool's (OpenCode: memvault_recall), or,
+// behind OpenClaw's tool search, its tool_call with the catalog's name of
+// the tool (memvault__recall).
+func offeredTool(body map[string]any, tool, query string) (string, map[string]any) {
+	args := map[string]any{"query": query}
+	search := false
+	for _, t := range list(body["tools"]) {
+		name, _ := mapOf(mapOf(t)["function"])["name"].(string)
+		if strings.Contains(name, "memvault") && strings.HasSuffix(name, tool) {
+			return name, args
+		}
+		search = search || name == "tool_call"
+	}
+	if search {
+		return "tool_call", map[string]any{"id": "memvault__" + tool, "args": args}
+	}
+	return "memvault_" + tool, args
+}
+
 // chatToolCall answers a chat completions request with a call of name
-// (OpenCode offers an MCP server's tools as SERVER_TOOL), arguments
-// {"query": query}, streamed or not as the request asks.
-func chatToolCall(w http.ResponseWriter, body map[string]any, n int, name, query string) {
-	args, _ := json.Marshal(map[string]any{"query": query})
+// with input, streamed or not as the request asks.
+func chatToolCall(w http.ResponseWriter, body map[string]any, n int, name string, input map[string]any) {
+	args, _ := json.Marshal(input)
 	call := map[string]any{"id": mcpToolUseID, "type": "function", "function": map[string]any{"name": name, "arguments": string(args)}}
 	id := fmt.Sprintf("chatcmpl-fake%d", n)
 	model, _ := body["model"].(string)
@@ -622,4 +642,81 @@ func TestE2EMCPOpenCode(t *testing.T) {
 		t.Fatalf("OpenCode sent no result of the recall call back after request #%d (log: %s)\nstdout: %s\nstderr: %s",
 			called.N, filepath.Join(e.dir, "requests.jsonl"), clipHead(r.stdout), clipHead(r.stderr))
 	}
+}
+
+// TestE2EMCPOpenClaw: a real OpenClaw (openclaw agent --local), installed
+// at project scope (the server in mcp.servers of its config, run in the
+// project's folder), offline against the fake model, whose reply calls
+// memvault's recall: OpenClaw starts memvault mcp, calls the tool, and
+// sends recall's answer back as a tool message.
+func TestE2EMCPOpenClaw(t *testing.T) {
+	openclaw := harnessBin(t, "MEMVAULT_E2E_OPENCLAW", "openclaw")
+	if inNetns(t) {
+		return
+	}
+	e := newE2E(t)
+	requireMCPCommand(t, e.bin)
+	if node24 := os.Getenv("NODE24"); node24 != "" {
+		if info, err := os.Stat(node24); err == nil && !info.IsDir() {
+			node24 = filepath.Dir(node24)
+		}
+		for i, kv := range e.env {
+			if strings.HasPrefix(kv, "PATH=") {
+				e.env[i] = "PATH=" + node24 + string(os.PathListSeparator) + strings.TrimPrefix(kv, "PATH=")
+			}
+		}
+	}
+	config := filepath.Join(e.dir, "openclaw.json")
+	state := filepath.Join(e.dir, "openclaw-state")
+	os.MkdirAll(state, 0o755)
+	models, _ := json.Marshal(map[string]any{"providers": map[string]any{"fake": map[string]any{"baseUrl": e.model.URL() + "/v1", "apiKey": "x",
+		"api": "openai-completions", "models": []any{map[string]any{"id": "fake-model", "name": "fake-model",
+			"contextWindow": 200000, "maxTokens": 4096}}}}})
+	os.WriteFile(config, []byte("{\n  models: "+string(models)+",\n  agents: {defaults: {model: {primary: 'fake/fake-model'}}},\n}\n"), 0o644)
+	e.setenv("OPENCLAW_CONFIG_PATH="+config, "OPENCLAW_STATE_DIR="+state, "OPENCLAW_OFFLINE=1", "OPENCLAW_NO_AUTO_UPDATE=1")
+	runs := e.mcpStarts()
+	e.install("openclaw")
+
+	r := e.mustRun(150*time.Second, openclaw, "agent", "--local", "--session-id", "mcp", "--message", "look it up\n"+mcpCallMarker+"recall "+e.mark, "--json")
+	e.requireMCPStarted(runs)
+	var called, answered *loggedRequest
+	reqs := e.model.requests("/v1/chat/completions")
+	for i := range reqs {
+		var req map[string]any
+		json.Unmarshal([]byte(reqs[i].Body), &req)
+		msgs := list(req["messages"])
+		if _, _, ok := wantsToolCall(msgs); ok && called == nil {
+			called = &reqs[i]
+			if name, _ := offeredTool(req, "recall", ""); !strings.Contains(reqs[i].Body, `"`+name+`"`) {
+				t.Errorf("request #%d, answered with the tool call, offers no way to call memvault's recall", reqs[i].N)
+			}
+		}
+		for _, m := range msgs {
+			mm := mapOf(m)
+			// OpenClaw keeps only the letters and digits of a call's id
+			if id, _ := mm["tool_call_id"].(string); mm["role"] != "tool" || alnum(id) != alnum(mcpToolUseID) || answered != nil {
+				continue
+			}
+			answered = &reqs[i]
+			if out := textOf(mm["content"]); !strings.Contains(out, e.factID) || !strings.Contains(out, e.mark) {
+				t.Fatalf("the tool message sent back in request #%d is not recall's answer (want the fact %s):\n%s", reqs[i].N, e.factID, clipHead(out))
+			}
+		}
+	}
+	if called == nil {
+		t.Fatalf("no request was answered with the tool call (log: %s)\nstdout: %s", filepath.Join(e.dir, "requests.jsonl"), clipHead(r.stdout))
+	}
+	if answered == nil || answered.N <= called.N {
+		t.Fatalf("OpenClaw sent no result of the recall call back after request #%d (log: %s)\nstdout: %s\nstderr: %s",
+			called.N, filepath.Join(e.dir, "requests.jsonl"), clipHead(r.stdout), clipHead(r.stderr))
+	}
+}
+
+func alnum(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, s)
 }

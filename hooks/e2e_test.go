@@ -341,7 +341,8 @@ func (f *fakeModel) responses(w http.ResponseWriter, body map[string]any, n int)
 // OpenAI chat completions (OpenCode, OpenClaw).
 func (f *fakeModel) chat(w http.ResponseWriter, body map[string]any, n int) {
 	if tool, query, ok := wantsToolCall(list(body["messages"])); ok {
-		chatToolCall(w, body, n, "memvault_"+tool, query) // e2e_mcp_test.go
+		name, args := offeredTool(body, tool, query)
+		chatToolCall(w, body, n, name, args) // e2e_mcp_test.go
 		return
 	}
 	// lastUser is the last user message; turn, every user message since

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -59,6 +60,13 @@ func addTool[In, Out any](s *Server, spec toolSpec, h func(ctx context.Context, 
 	outSchema, err := jsonschema.For[Out](opts)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: output schema: %v", spec.name, err))
+	}
+	// A pointer result is inferred as ["null", "object"]; the protocol
+	// wants "object", and clients on the TypeScript SDK reject the whole
+	// tool list otherwise (TestOutputSchemasAreObjects). A result is never
+	// null: structured checks it against this schema.
+	if len(outSchema.Types) == 2 && slices.Contains(outSchema.Types, "null") && slices.Contains(outSchema.Types, "object") {
+		outSchema.Type, outSchema.Types = "object", nil
 	}
 	inResolved, err := inSchema.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
 	if err != nil {

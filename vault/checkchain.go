@@ -175,7 +175,7 @@ func (v *Vault) loadStamps() verifiedCache {
 		return verifiedCache{}
 	}
 	n := d.Count()
-	if d.Bad || n == 0 {
+	if d.bad || n == 0 {
 		return verifiedCache{}
 	}
 	var c verifiedCache

@@ -107,10 +107,10 @@ func (e *Encoder) block(p []byte) {
 // bad, after which every read returns zero values: callers check bad once
 // at the end.
 type Decoder struct {
-	Src string
+	s   string
 	b   []byte
-	Pos int
-	Bad bool
+	pos int
+	bad bool
 	// The file's tail, read a block at a time; nil when it has none.
 	tail             *os.File
 	tailOff, tailLen int64
@@ -137,19 +137,19 @@ func (d *Decoder) TailBlock(r TailRef) ([]byte, bool) {
 
 // newDecoder reads b, which the caller gives up: it is aliased, not copied.
 func NewDecoder(b []byte) *Decoder {
-	return &Decoder{Src: unsafe.String(unsafe.SliceData(b), len(b)), b: b}
+	return &Decoder{s: unsafe.String(unsafe.SliceData(b), len(b)), b: b}
 }
 
 func (d *Decoder) Uint64() uint64 {
-	if d.Bad {
+	if d.bad {
 		return 0
 	}
-	x, n := binary.Uvarint(d.b[d.Pos:])
+	x, n := binary.Uvarint(d.b[d.pos:])
 	if n <= 0 {
-		d.Bad = true
+		d.bad = true
 		return 0
 	}
-	d.Pos += n
+	d.pos += n
 	return x
 }
 
@@ -157,7 +157,7 @@ func (d *Decoder) Uint64() uint64 {
 func (d *Decoder) Uvarint() int {
 	x := d.Uint64()
 	if x > 1<<40 {
-		d.Bad = true
+		d.bad = true
 		return 0
 	}
 	return int(x)
@@ -166,20 +166,20 @@ func (d *Decoder) Uvarint() int {
 func (d *Decoder) Int64() int64 { return int64(d.Uint64()) }
 
 func (d *Decoder) Bool() bool {
-	if d.Bad || d.Pos >= len(d.b) || d.b[d.Pos] > 1 {
-		d.Bad = true
+	if d.bad || d.pos >= len(d.b) || d.b[d.pos] > 1 {
+		d.bad = true
 		return false
 	}
-	d.Pos++
-	return d.b[d.Pos-1] == 1
+	d.pos++
+	return d.b[d.pos-1] == 1
 }
 
 // count reads a number of items that each take at least one byte, so a
 // bad count is caught before the caller allocates for it.
 func (d *Decoder) Count() int {
 	n := d.Uvarint()
-	if n > len(d.b)-d.Pos {
-		d.Bad = true
+	if n > len(d.b)-d.pos {
+		d.bad = true
 		return 0
 	}
 	return n
@@ -187,12 +187,12 @@ func (d *Decoder) Count() int {
 
 func (d *Decoder) Str() string {
 	n := d.Uvarint()
-	if d.Bad || n > len(d.Src)-d.Pos {
-		d.Bad = true
+	if d.bad || n > len(d.s)-d.pos {
+		d.bad = true
 		return ""
 	}
-	out := d.Src[d.Pos : d.Pos+n]
-	d.Pos += n
+	out := d.s[d.pos : d.pos+n]
+	d.pos += n
 	return out
 }
 
@@ -200,21 +200,21 @@ func (d *Decoder) Str() string {
 // with it, so appending to it cannot reach the bytes after.
 func (d *Decoder) Bytes() []byte {
 	n := d.Uvarint()
-	if d.Bad || n > len(d.b)-d.Pos {
-		d.Bad = true
+	if d.bad || n > len(d.b)-d.pos {
+		d.bad = true
 		return nil
 	}
 	if n == 0 {
 		return nil
 	}
-	out := d.b[d.Pos : d.Pos+n : d.Pos+n]
-	d.Pos += n
+	out := d.b[d.pos : d.pos+n : d.pos+n]
+	d.pos += n
 	return out
 }
 
 func (d *Decoder) Strs() []string {
 	n := d.Count()
-	if d.Bad || n == 0 {
+	if d.bad || n == 0 {
 		return nil
 	}
 	out := make([]string, n)
@@ -228,7 +228,7 @@ func (d *Decoder) Strs() []string {
 func (d *Decoder) IntMap() map[string]int {
 	n := d.Count()
 	m := make(map[string]int, n)
-	for ; n > 0 && !d.Bad; n-- {
+	for ; n > 0 && !d.bad; n-- {
 		k := d.Str()
 		m[k] = d.Uvarint()
 	}
@@ -238,20 +238,37 @@ func (d *Decoder) IntMap() map[string]int {
 // block reads what encoder.block wrote and checks its sum.
 func (d *Decoder) block() []byte {
 	n := d.Uvarint()
-	if d.Bad || len(d.b)-d.Pos < 4 || n > len(d.b)-d.Pos-4 {
-		d.Bad = true
+	if d.bad || len(d.b)-d.pos < 4 || n > len(d.b)-d.pos-4 {
+		d.bad = true
 		return nil
 	}
-	sum := binary.LittleEndian.Uint32(d.b[d.Pos:])
-	d.Pos += 4
-	out := d.b[d.Pos : d.Pos+n : d.Pos+n]
-	d.Pos += n
+	sum := binary.LittleEndian.Uint32(d.b[d.pos:])
+	d.pos += 4
+	out := d.b[d.pos : d.pos+n : d.pos+n]
+	d.pos += n
 	if crc32.ChecksumIEEE(out) != sum {
-		d.Bad = true
+		d.bad = true
 		return nil
 	}
 	return out
 }
 
 // done reports whether the input decoded cleanly and was read to its end.
-func (d *Decoder) Done() bool { return !d.Bad && d.Pos == len(d.b) }
+func (d *Decoder) Done() bool { return !d.bad && d.pos == len(d.b) }
+
+// Failed reports whether the input was malformed: every read since
+// returned zero values.
+func (d *Decoder) Failed() bool { return d.bad }
+
+// Fail marks the input malformed, for a caller that finds a value out of
+// its range.
+func (d *Decoder) Fail() { d.bad = true }
+
+// More reports whether a block decoder has more to read.
+func (d *Decoder) More() bool { return !d.bad && d.pos < len(d.s) }
+
+// AtEnd reports whether a block decoder read its whole block cleanly.
+func (d *Decoder) AtEnd() bool { return !d.bad && d.pos == len(d.s) }
+
+// Left is how many bytes a block decoder has not read yet.
+func (d *Decoder) Left() int { return len(d.s) - d.pos }

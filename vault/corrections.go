@@ -69,7 +69,7 @@ func (v *Vault) loadCorrectionCache() map[string]SegCorrections {
 	if !ok {
 		return cache
 	}
-	for n := d.Count(); n > 0 && !d.Bad; n-- {
+	for n := d.Count(); n > 0 && !d.Failed(); n-- {
 		var c SegCorrections
 		c.Stamp = decodeStamp(d)
 		if k := d.Count(); k > 0 {
@@ -263,7 +263,7 @@ func loadAllCorrections(root string) map[string]segRows {
 	if !ok {
 		return old
 	}
-	for n := d.Count(); n > 0 && !d.Bad; n-- {
+	for n := d.Count(); n > 0 && !d.Failed(); n-- {
 		sr := segRows{Stamp: decodeStamp(d)}
 		if k := d.Count(); k > 0 {
 			sr.Rows = make([]Correction, k)

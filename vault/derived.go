@@ -134,7 +134,7 @@ func (d *Derived[T]) LoadStamped(v *Vault, segs []Segment, stamps []SegStamp) (t
 	tip := dec.Str()
 	old := decodeStamps(dec)
 	lastSum := uint32(dec.Uint64())
-	if dec.Bad || len(old) == 0 || !StampsContinue(old, stamps) {
+	if dec.bad || len(old) == 0 || !StampsContinue(old, stamps) {
 		return t, key, false, false
 	}
 	last := len(old) - 1
@@ -255,7 +255,7 @@ func readStateFile(root, name string, version uint64) (*Decoder, bool) {
 		return nil, false
 	}
 	dec := NewDecoder(body)
-	if dec.Str() != name || dec.Uint64() != version || dec.Bad {
+	if dec.Str() != name || dec.Uint64() != version || dec.bad {
 		return nil, false
 	}
 	if tail := int64(len(head)) + int64(len(buf)); tail < info.Size() {
@@ -286,7 +286,7 @@ func decodeStamp(d *Decoder) SegStamp {
 
 func decodeStamps(d *Decoder) []SegStamp {
 	n := d.Count()
-	if d.Bad || n == 0 {
+	if d.Failed() || n == 0 {
 		return nil
 	}
 	out := make([]SegStamp, n)

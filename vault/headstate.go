@@ -95,7 +95,7 @@ func decodeRows(d *Decoder) (*State, bool) {
 	ref := func() string {
 		i := d.Uvarint()
 		if i >= len(table) {
-			d.Bad = true
+			d.bad = true
 			return ""
 		}
 		return table[i]
@@ -109,7 +109,7 @@ func decodeRows(d *Decoder) (*State, bool) {
 		r.RetractedBy, r.SupersededBy, r.ClosedBy = d.Str(), d.Str(), d.Str()
 		ev.Data = d.Bytes()
 		ev.Links = d.Strs()
-		if d.Bad {
+		if d.bad {
 			return nil, false
 		}
 		r.Event = ev

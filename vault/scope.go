@@ -150,7 +150,7 @@ func DecodeScope(d *Decoder) (*Scope, bool) {
 		sc.known[t] = true
 	}
 	// Searched by binary search: a file not sorted is not one we wrote.
-	if d.Bad || !sort.SliceIsSorted(sc.Folded, func(i, j int) bool { return less3(sc.Folded[i], sc.Folded[j]) }) {
+	if d.bad || !sort.SliceIsSorted(sc.Folded, func(i, j int) bool { return less3(sc.Folded[i], sc.Folded[j]) }) {
 		return nil, false
 	}
 	return sc, true
@@ -184,7 +184,7 @@ func loadScopeFacts(root string) map[string]segScope {
 		}
 		return out
 	}
-	for n := d.Count(); n > 0 && !d.Bad; n-- {
+	for n := d.Count(); n > 0 && !d.bad; n-- {
 		var c segScope
 		if st := decodeStamps(d); len(st) == 1 {
 			c.Stamp = st[0]

@@ -334,7 +334,7 @@ func decodeContState(d *vault.Decoder) (*contState, bool) {
 	}
 	m.Root = decodeInjection(d)
 	s.sum, s.body = m, d.Bytes()
-	return s, !d.Bad && s.body != nil
+	return s, !d.Failed() && s.body != nil
 }
 
 // saveAfterWrite saves the state a protocol transaction committed. The
@@ -448,12 +448,12 @@ func encodeContinuity(c *Continuity) []byte {
 
 // num reads a number (decoder.uv reads lengths, bounded by the block).
 func num(d *vault.Decoder) int {
-	if d.Bad {
+	if d.Failed() {
 		return 0
 	}
 	x := d.Uint64()
 	if x > 1<<40 {
-		d.Bad = true
+		d.Fail()
 		return 0
 	}
 	return int(x)
@@ -532,7 +532,7 @@ func decodeContinuity(body []byte) (*Continuity, bool) {
 	h.Rendered = num(d) == 1
 	h.Deferred, h.Tokens, h.Conflicts = list(true), list(true), list(true)
 	c.head = h.state()
-	if d.Bad || d.Pos != len(d.Src) {
+	if !d.AtEnd() {
 		return nil, false
 	}
 	return c, true

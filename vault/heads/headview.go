@@ -172,7 +172,7 @@ func (vc *viewCache) thread(key string) *render.ThreadParts {
 			}
 			p.Nodes = nodes(d)
 		}
-		if !ok || d.Bad || d.Pos != len(d.Src) {
+		if !ok || !d.AtEnd() {
 			// The file went bad under us (it is checked when opened): fold
 			// the ledger rather than render from nothing. While the view is
 			// still being loaded there is no fallback yet; the load sees
@@ -229,16 +229,16 @@ func (vc *viewCache) sessionWrote(session, thread string) bool {
 				vc.bad, vc.sessBad = true, true
 				return true
 			}
-			for ok && !d.Bad && d.Pos < len(d.Src) {
+			for ok && d.More() {
 				name := d.Str()
 				n := d.Uvarint()
-				for j := 0; j < n && !d.Bad; j++ {
+				for j := 0; j < n && !d.Failed(); j++ {
 					if t := d.Str(); name == session {
 						m[t] = true
 					}
 				}
 			}
-			if d.Bad {
+			if d.Failed() {
 				vc.bad, vc.sessBad = true, true
 				return true
 			}
@@ -337,20 +337,20 @@ func (vc *viewCache) apply(ev *vault.Event) {
 func decodeView(d *vault.Decoder, memCap, threadCap int) (*viewCache, bool) {
 	vc := &viewCache{seq: d.Uvarint(), memCap: d.Uvarint(), threadCap: d.Uvarint(), lastMemory: int(d.Int64()),
 		threads: d.Strs(), heads: map[string]*HeadState{}, src: d}
-	if d.Bad || vc.memCap != memCap || vc.threadCap != threadCap {
+	if d.Failed() || vc.memCap != memCap || vc.threadCap != threadCap {
 		return nil, false
 	}
 	vc.threadLast = d.IntMap()
-	for n := d.Count(); n > 0 && !d.Bad; n-- {
+	for n := d.Count(); n > 0 && !d.Failed(); n-- {
 		h := &HeadState{Head: d.Str(), Thread: d.Str(), Deferred: []HeadEvent{}, Conflicts: []HeadEvent{}}
 		if d.Bool() {
 			e := headEvent(d)
 			h.LastRendered = &e
 		}
-		for k := d.Count(); k > 0 && !d.Bad; k-- {
+		for k := d.Count(); k > 0 && !d.Failed(); k-- {
 			h.Deferred = append(h.Deferred, headEvent(d))
 		}
-		for k := d.Count(); k > 0 && !d.Bad; k-- {
+		for k := d.Count(); k > 0 && !d.Failed(); k-- {
 			h.Conflicts = append(h.Conflicts, headEvent(d))
 		}
 		vc.heads[h.Head] = h
@@ -359,19 +359,19 @@ func decodeView(d *vault.Decoder, memCap, threadCap int) (*viewCache, bool) {
 	for k := range vc.mem.Sections {
 		vc.mem.Sections[k] = ranked(d)
 	}
-	for n := d.Count(); n > 0 && !d.Bad; n-- {
+	for n := d.Count(); n > 0 && !d.Failed(); n-- {
 		vc.mem.Threads = append(vc.mem.Threads, summary(d))
 	}
 	vc.mem.Nodes = nodes(d)
 	vc.sessBlock = d.Ref()
 	if n := d.Count(); n > 0 {
 		vc.blocks = make(map[string]vault.TailRef, n)
-		for ; n > 0 && !d.Bad; n-- {
+		for ; n > 0 && !d.Failed(); n-- {
 			k := d.Str()
 			vc.blocks[k] = d.Ref()
 		}
 	}
-	if d.Bad {
+	if d.Failed() {
 		return nil, false
 	}
 	vc.index()
@@ -539,8 +539,8 @@ func putNodes(e *vault.Encoder, nodes []render.Node) {
 func ranked(d *vault.Decoder) render.Ranked {
 	r := render.Ranked{More: d.Uvarint()}
 	n := d.Uvarint()
-	if d.Bad || n > len(d.Src)-d.Pos {
-		d.Bad = true
+	if d.Failed() || n > d.Left() {
+		d.Fail()
 		return r
 	}
 	r.Items = make([]render.Item, n)
@@ -556,17 +556,11 @@ func summary(d *vault.Decoder) *render.ThreadSummary {
 	s.LastItem.Thread = s.Key
 	s.LastItem.TS, s.LastItem.Agent, s.LastItem.Session = d.Str(), d.Str(), d.Str()
 	s.Counts = d.IntMap()
-	if d.Bad {
+	if d.Failed() {
 		return s
 	}
 	s.Blockers, s.Open = d.Uvarint(), d.Uvarint()
-	if d.Bad || d.Pos >= len(d.Src) {
-		d.Bad = true
-		return s
-	}
-	has := d.Src[d.Pos]
-	d.Pos++
-	if has == 1 {
+	if d.Bool() {
 		s.Next = &render.Item{Kind: render.KindNext, Thread: s.Key}
 		s.Next.ID, s.Next.Text = d.Str(), d.Str()
 	}
@@ -575,8 +569,8 @@ func summary(d *vault.Decoder) *render.ThreadSummary {
 
 func nodes(d *vault.Decoder) []render.Node {
 	n := d.Uvarint()
-	if d.Bad || n > len(d.Src)-d.Pos {
-		d.Bad = true
+	if d.Failed() || n > d.Left() {
+		d.Fail()
 		return nil
 	}
 	if n == 0 {
@@ -587,8 +581,8 @@ func nodes(d *vault.Decoder) []render.Node {
 		nd := &out[i]
 		nd.ID, nd.Kind, nd.Session, nd.TS, nd.Text = d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
 		k := d.Uvarint()
-		if d.Bad || k > len(d.Src)-d.Pos {
-			d.Bad = true
+		if d.Failed() || k > d.Left() {
+			d.Fail()
 			return nil
 		}
 		if k > 0 {

@@ -514,7 +514,7 @@ func (v *Vault) ReadFrom(t TranscriptRef, p PartPos, fn func(m StoredMessage, en
 
 // idEndingAt returns the id of the stored message whose line ends at p, or
 // "" when no message line ends there.
-func (v *Vault) IdEndingAt(t TranscriptRef, p PartPos) string {
+func (v *Vault) IDEndingAt(t TranscriptRef, p PartPos) string {
 	if p.Off <= 0 {
 		return ""
 	}

@@ -156,7 +156,7 @@ func settleImport(v *vault.Vault, t vault.TranscriptRef, st *importState, mine *
 	st.Pending = nil
 	landed := mine != nil && mine.Before == p.Before && mine.End == p.End && mine.Last == p.Last
 	if !landed {
-		landed = v.IdEndingAt(t, p.End) == p.Last
+		landed = v.IDEndingAt(t, p.End) == p.Last
 	}
 	if landed {
 		st.importProgress = p.After

@@ -169,7 +169,7 @@ func (tx *Tx) record(in Input, allowEmpty bool) (*Event, error) {
 		return nil, err
 	}
 	if in.Source == "" {
-		in.Source = "cli"
+		in.Source = tx.Source()
 	}
 	return tx.Append(&Event{Kind: in.Kind, Thread: in.Thread, Text: in.Text,
 		Links: in.Links, Data: in.Data, Source: in.Source}), nil
@@ -215,7 +215,7 @@ func (tx *Tx) CloseCommitment(id, note string) (*Event, error) {
 		return nil, err
 	}
 	return tx.Append(&Event{Kind: "commitment.close", Thread: r.Thread, Text: note,
-		Links: []string{id}, Source: "cli"}), nil
+		Links: []string{id}, Source: tx.Source()}), nil
 }
 
 // Retract withdraws an event. Nothing is deleted: the retraction is a new
@@ -233,7 +233,7 @@ func (tx *Tx) Retract(id, why string) (*Event, error) {
 		return nil, err
 	}
 	return tx.Append(&Event{Kind: "retract", Thread: r.Thread, Text: why,
-		Links: []string{id}, Source: "cli"}), nil
+		Links: []string{id}, Source: tx.Source()}), nil
 }
 
 // Supersede replaces an event's text with a new version. The new event
@@ -251,5 +251,5 @@ func (tx *Tx) Supersede(id, text string) (*Event, error) {
 	}
 	data, _ := json.Marshal(map[string]string{"replaces_kind": r.EffectiveKind()})
 	return tx.Append(&Event{Kind: "supersede", Thread: r.Thread, Text: text,
-		Links: []string{id}, Data: data, Source: "cli"}), nil
+		Links: []string{id}, Data: data, Source: tx.Source()}), nil
 }

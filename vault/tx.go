@@ -30,6 +30,10 @@ type TxOptions struct {
 	// LockTimeout overrides how long to wait for the vault lock (hooks wait
 	// less than people).
 	LockTimeout time.Duration
+	// Source is the front end that writes ("mcp"), recorded as the source
+	// of the events a verb makes without naming one; "" is the command
+	// line's, "cli".
+	Source string
 }
 
 // Tx is one transaction: everything it records is written, committed and

@@ -127,3 +127,12 @@ func (tx *Tx) Slot(key any, init func() any) any {
 
 // Command is what the transaction's holder said it is doing (TxOptions).
 func (tx *Tx) Command() string { return tx.opts.Command }
+
+// Source is the front end the transaction writes for: the source of the
+// events a verb makes without naming one ("cli" unless TxOptions say).
+func (tx *Tx) Source() string {
+	if tx.opts.Source == "" {
+		return "cli"
+	}
+	return tx.opts.Source
+}

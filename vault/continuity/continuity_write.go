@@ -190,12 +190,13 @@ func (ct *ContinuityTx) append(kind, text string, d any, links ...string) *vault
 	return ct.appendEvent(protocolEvent(kind, text, d, links...))
 }
 
-// appendEvent appends an event of a protocol verb, from the command line.
+// appendEvent appends an event of a protocol verb, with the transaction's
+// source (the command line's, or the MCP server's).
 // An event about an earlier row takes that row's thread, so the thread
 // head that shows the row is refreshed (a global row's stays global); a
 // new row takes the transaction's thread.
 func (ct *ContinuityTx) appendEvent(ev *vault.Event) *vault.Event {
-	ev.Source = "cli"
+	ev.Source = ct.Source()
 	if ev.Thread == "" {
 		if len(ev.Links) > 0 {
 			ev.Thread = ct.state().ThreadOf(ev.Links[0])

@@ -188,7 +188,7 @@ func (s *Server) thread(c *call, named string, global bool) (string, error) {
 // txOptions are the options of a write made for a tool.
 func (s *Server) txOptions(c *call, tool string) vault.TxOptions {
 	return vault.TxOptions{Command: "mcp " + tool, Agent: c.agent, Session: s.opts.Session,
-		Harness: s.opts.Harness, LockTimeout: s.opts.LockWait}
+		Harness: s.opts.Harness, LockTimeout: s.opts.LockWait, Source: "mcp"}
 }
 
 // rootsAnswer is what a session's client said of its roots: the folder of

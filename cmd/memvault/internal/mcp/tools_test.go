@@ -185,6 +185,9 @@ func TestCommitments(t *testing.T) {
 	if closed.Event.Kind != "commitment.close" || closed.Event.Links[0] != opened.Event.ID || closed.Event.Text != "shipped" {
 		t.Fatalf("closed %+v", closed.Event)
 	}
+	if opened.Event.Source != "mcp" || closed.Event.Source != "mcp" {
+		t.Errorf("sources %q, %q: the server's writes are the MCP server's", opened.Event.Source, closed.Event.Source)
+	}
 	te, msg := f.fails("commitment_close", map[string]any{"id": opened.Event.ID})
 	if te.Class != "conflict" || te.Code != 4 || !strings.Contains(msg, "already closed") {
 		t.Errorf("second close: %+v %q", te, msg)
@@ -212,6 +215,8 @@ func TestContinuityVerbs(t *testing.T) {
 	if d := kindOf(res.Events, "decision"); d == nil || d.Thread != "project:shop" || res.Commit == "" ||
 		!slices.Contains([]string{"rendered", "recreated", "merged"}, res.Head) {
 		t.Fatalf("decide %+v", res)
+	} else if d.Source != "mcp" {
+		t.Errorf("decide's event has source %q: the server's writes are the MCP server's", d.Source)
 	}
 	f.ok("learn", map[string]any{"error": "tests hit the real HOME", "cause": "no sandbox",
 		"prevention": "set HOME in every test", "global": true}, &res)

@@ -71,7 +71,7 @@ func writeJSONString(buf *bytes.Buffer, s string) {
 	buf.Truncate(buf.Len() - 1) // drop the newline Encode appends
 }
 
-// decodeJSON decodes one JSON value keeping numbers as written.
+// DecodeJSON decodes one JSON value keeping numbers as written.
 func DecodeJSON(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()

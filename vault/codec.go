@@ -15,7 +15,7 @@ import (
 // costs more than the whole budget; reading back a string costs a slice of
 // the file, not an allocation.
 
-// encoder appends to one growing buffer, which becomes the file, and to
+// Encoder appends to one growing buffer, which becomes the file, and to
 // a tail of blocks read one by one later (tailBlock).
 type Encoder struct {
 	B    []byte
@@ -23,13 +23,13 @@ type Encoder struct {
 	Bad  bool // a view could not encode itself: write nothing
 }
 
-// tailRef locates a block of the tail.
+// TailRef locates a block of the tail.
 type TailRef struct {
 	Off, Len int
 	Sum      uint32
 }
 
-// tailBlock puts p in the tail and returns where it is, for the view to
+// TailBlock puts p in the tail and returns where it is, for the view to
 // encode with its index.
 func (e *Encoder) TailBlock(p []byte) TailRef {
 	ref := TailRef{Off: len(e.tail), Len: len(p), Sum: crc32.ChecksumIEEE(p)}
@@ -45,7 +45,7 @@ func (e *Encoder) Ref(r TailRef) {
 
 func (e *Encoder) uv(x uint64) { e.B = binary.AppendUvarint(e.B, x) }
 
-// int writes a count or length; negative values never occur in what is
+// Int writes a count or length; negative values never occur in what is
 // cached, and would decode as a bad file.
 func (e *Encoder) Int(n int) { e.uv(uint64(n)) }
 
@@ -76,7 +76,7 @@ func (e *Encoder) Strs(ss []string) {
 	}
 }
 
-// intMap writes m as a count and its pairs, keys sorted so that equal maps
+// IntMap writes m as a count and its pairs, keys sorted so that equal maps
 // encode to equal bytes.
 func (e *Encoder) IntMap(m map[string]int) {
 	keys := make([]string, 0, len(m))
@@ -99,7 +99,7 @@ func (e *Encoder) block(p []byte) {
 	e.B = append(e.B, p...)
 }
 
-// decoder reads what an encoder wrote. s and b are the same bytes, seen
+// Decoder reads what an encoder wrote. s and b are the same bytes, seen
 // as a string and as a slice: strings read are substrings of s and byte
 // runs are sub-slices of b, so a decoded file costs one allocation for the
 // file and one per slab the caller makes, never one per field. The bytes
@@ -120,7 +120,7 @@ func (d *Decoder) Ref() TailRef {
 	return TailRef{Off: int(d.Int64()), Len: int(d.Int64()), Sum: uint32(d.Uint64())}
 }
 
-// tailBlock reads a block of the tail and checks its sum.
+// TailBlock reads a block of the tail and checks its sum.
 func (d *Decoder) TailBlock(r TailRef) ([]byte, bool) {
 	if r.Len == 0 {
 		return nil, r.Sum == 0 // an empty block leaves no tail to read
@@ -135,7 +135,7 @@ func (d *Decoder) TailBlock(r TailRef) ([]byte, bool) {
 	return b, true
 }
 
-// newDecoder reads b, which the caller gives up: it is aliased, not copied.
+// NewDecoder reads b, which the caller gives up: it is aliased, not copied.
 func NewDecoder(b []byte) *Decoder {
 	return &Decoder{s: unsafe.String(unsafe.SliceData(b), len(b)), b: b}
 }
@@ -174,7 +174,7 @@ func (d *Decoder) Bool() bool {
 	return d.b[d.pos-1] == 1
 }
 
-// count reads a number of items that each take at least one byte, so a
+// Count reads a number of items that each take at least one byte, so a
 // bad count is caught before the caller allocates for it.
 func (d *Decoder) Count() int {
 	n := d.Uvarint()
@@ -196,7 +196,7 @@ func (d *Decoder) Str() string {
 	return out
 }
 
-// bytes reads a byte run; nil when it is empty. The result's capacity ends
+// Bytes reads a byte run; nil when it is empty. The result's capacity ends
 // with it, so appending to it cannot reach the bytes after.
 func (d *Decoder) Bytes() []byte {
 	n := d.Uvarint()
@@ -224,7 +224,7 @@ func (d *Decoder) Strs() []string {
 	return out
 }
 
-// intMap reads what encoder.intMap wrote; never nil.
+// IntMap reads what encoder.intMap wrote; never nil.
 func (d *Decoder) IntMap() map[string]int {
 	n := d.Count()
 	m := make(map[string]int, n)
@@ -253,7 +253,7 @@ func (d *Decoder) block() []byte {
 	return out
 }
 
-// done reports whether the input decoded cleanly and was read to its end.
+// Done reports whether the input decoded cleanly and was read to its end.
 func (d *Decoder) Done() bool { return !d.bad && d.pos == len(d.b) }
 
 // Failed reports whether the input was malformed: every read since

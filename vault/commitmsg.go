@@ -181,7 +181,7 @@ func (tx *Tx) transcriptSubject() string {
 	return Clip(s, maxSubject)
 }
 
-// carry notes that the commit carries transcript t, for its subject.
+// Carry notes that the commit carries transcript t, for its subject.
 func (tx *Tx) Carry(t TranscriptRef) {
 	for _, c := range tx.carried {
 		if c == t {
@@ -206,12 +206,12 @@ func withoutWord(s, w string) string {
 	return strings.Join(out, " ")
 }
 
-// oneLine folds a multi-line text for a one-line display.
+// OneLine folds a multi-line text for a one-line display.
 func OneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// clip shortens s to at most n runes, marking the cut with an ellipsis.
+// Clip shortens s to at most n runes, marking the cut with an ellipsis.
 func Clip(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s

@@ -56,7 +56,7 @@ type SegCorrections struct {
 	Linked   []string
 }
 
-// correction is what recall needs of a correction event: which row it
+// Correction is what recall needs of a correction event: which row it
 // corrects and how.
 type Correction struct {
 	ID, Kind, Link string
@@ -149,7 +149,7 @@ func (v *Vault) segmentCorrections(cache map[string]SegCorrections, s Segment) (
 	return c, data, true, nil
 }
 
-// correctionsIn finds the correction events of a segment's complete lines:
+// CorrectionsIn finds the correction events of a segment's complete lines:
 // their line numbers, where each line starts and ends, and what each says.
 func CorrectionsIn(data []byte) (lines []int, offs [][2]int64, rows []Correction) {
 	lines = correctionLines(data)
@@ -176,7 +176,7 @@ func CorrectionsIn(data []byte) (lines []int, offs [][2]int64, rows []Correction
 	return lines, offs, rows
 }
 
-// stringsAfter returns, once each and sorted, the JSON strings that follow
+// StringsAfter returns, once each and sorted, the JSON strings that follow
 // key in data (canonical lines: no space after the colon).
 func StringsAfter(data []byte, key string) []string {
 	seen := map[string]bool{}
@@ -188,7 +188,7 @@ func StringsAfter(data []byte, key string) []string {
 	return SortedKeys(seen)
 }
 
-// linksIn returns, once each and sorted, the ids the events of data link
+// LinksIn returns, once each and sorted, the ids the events of data link
 // to.
 func LinksIn(data []byte) []string {
 	seen := map[string]bool{}
@@ -295,7 +295,7 @@ func saveAllCorrections(root string, all allCorrections) {
 	})
 }
 
-// correctionRows returns every correction event of the ledger, by
+// CorrectionRows returns every correction event of the ledger, by
 // segment, reading only the segments whose stamp changed since
 // the file was saved.
 func (v *Vault) CorrectionRows() ([]segRows, error) {

@@ -296,7 +296,7 @@ func decodeStamps(d *Decoder) []SegStamp {
 	return out
 }
 
-// appendedSince reads the events appended since a cache was written (the
+// AppendedSince reads the events appended since a cache was written (the
 // rest of its last segment, then every newer segment), checks that they
 // continue its chain from tip, and hands each to fn, stripped of prev and
 // hash. It returns the new tip and whether the last segment ends torn; ok
@@ -341,7 +341,7 @@ func (v *Vault) AppendedSince(segs []Segment, stamps, old []SegStamp, tip string
 	return tip, torn, true
 }
 
-// stampsContinue reports whether the segments recorded in old are the
+// StampsContinue reports whether the segments recorded in old are the
 // first segments of cur, unchanged but for the last one, which may only
 // have grown.
 func StampsContinue(old, cur []SegStamp) bool {

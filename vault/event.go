@@ -56,7 +56,7 @@ func (e *Event) object() (map[string]any, error) {
 	return v.(map[string]any), nil
 }
 
-// seal sets e.Prev to prev and computes e.Hash, returning the canonical line
+// Seal sets e.Prev to prev and computes e.Hash, returning the canonical line
 // (with its newline) that goes into the ledger.
 func (e *Event) Seal(prev string) ([]byte, error) {
 	e.Prev = prev
@@ -80,7 +80,7 @@ func (e *Event) Seal(prev string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// parseLine decodes one ledger line and checks its hash. It returns the event
+// ParseLine decodes one ledger line and checks its hash. It returns the event
 // even when the hash is wrong, so that verification can report both the
 // problem and what the line claims to be.
 func ParseLine(line []byte) (ev *Event, hashOK bool, err error) {
@@ -160,7 +160,7 @@ func (v *Vault) redactData(data json.RawMessage) (json.RawMessage, map[string]in
 	return buf.Bytes(), total
 }
 
-// withData returns the JSON object data with key set to value.
+// WithData returns the JSON object data with key set to value.
 func WithData(data json.RawMessage, key string, value any) json.RawMessage {
 	obj := map[string]any{}
 	if len(data) > 0 {

@@ -52,7 +52,7 @@ import (
 
 const headJournalDir = ".locks/head-writes"
 
-// headWrite is one journal record.
+// HeadWrite is one journal record.
 type HeadWrite struct {
 	Head     string         `json:"head"`
 	Event    string         `json:"event"`
@@ -63,7 +63,7 @@ type HeadWrite struct {
 	Rendered *RenderedWrite `json:"rendered,omitempty"`
 }
 
-// renderedWrite is the .rendered/ copy's part of a record.
+// RenderedWrite is the .rendered/ copy's part of a record.
 type RenderedWrite struct {
 	Existed bool   `json:"existed"`
 	Before  []byte `json:"before,omitempty"`
@@ -74,7 +74,7 @@ func (v *Vault) HeadJournalPath(head string) string {
 	return filepath.Join(v.Root, filepath.FromSlash(headJournalDir), filepath.FromSlash(head)+".json")
 }
 
-// journalHeadWrite records w before the transaction writes it (durably:
+// JournalHeadWrite records w before the transaction writes it (durably:
 // the record must be on disk before the head is), and removes the record
 // once the transaction's commit has landed.
 func (v *Vault) JournalHeadWrite(tx *Tx, w HeadWrite) error {
@@ -90,7 +90,7 @@ func (v *Vault) JournalHeadWrite(tx *Tx, w HeadWrite) error {
 	return nil
 }
 
-// readHeadJournal returns head's record, nil when there is none. A record
+// ReadHeadJournal returns head's record, nil when there is none. A record
 // that does not parse is removed: it was torn by a crash of the machine
 // before the head was written (WriteAtomic syncs it first).
 func (v *Vault) ReadHeadJournal(head string) *HeadWrite {
@@ -107,7 +107,7 @@ func (v *Vault) ReadHeadJournal(head string) *HeadWrite {
 	return w
 }
 
-// headJournals lists the heads that have a record.
+// HeadJournals lists the heads that have a record.
 func (v *Vault) HeadJournals() []string {
 	root := filepath.Join(v.Root, filepath.FromSlash(headJournalDir))
 	var heads []string
@@ -124,7 +124,7 @@ func (v *Vault) HeadJournals() []string {
 	return heads
 }
 
-// segmentOf returns the segment that holds the event with id, committed
+// SegmentOf returns the segment that holds the event with id, committed
 // or not: the newest segments are read first, where an event a killed
 // writer sealed is.
 func (v *Vault) SegmentOf(segs []Segment, id string) (Segment, bool) {
@@ -202,7 +202,7 @@ func (v *Vault) undoHeadWrite(w *HeadWrite) error {
 	return v.Files().Remove(rp)
 }
 
-// tornWrite reports whether cur is what an in-place rewrite of before with
+// TornWrite reports whether cur is what an in-place rewrite of before with
 // after leaves when it stops part way. fileio.ReplaceIfSame writes after
 // over before from the start, then cuts the length, so the file holds the
 // first k bytes of after followed by before from k on (nothing, once k
@@ -218,7 +218,7 @@ func TornWrite(cur, before, after []byte) bool {
 	return k <= len(before) && bytes.Equal(cur[k:], before[k:])
 }
 
-// logHeads appends a line to .logs/heads.log. Best effort: the ledger
+// LogHeads appends a line to .logs/heads.log. Best effort: the ledger
 // events are the record; the log is for people debugging a vault.
 func (v *Vault) LogHeads(format string, args ...any) {
 	dir := filepath.Join(v.Root, ".logs")

@@ -26,7 +26,7 @@ var HeadStateView = &Derived[*State]{
 	Decode:  decodeRows,
 }
 
-// foldedState returns the ledger folded into rows, through the cache, and
+// FoldedState returns the ledger folded into rows, through the cache, and
 // the tip it was folded up to. The State it returns has no id index unless
 // corrections had to be applied; callers only walk its rows.
 func (v *Vault) FoldedState() (*State, string, error) {
@@ -118,7 +118,7 @@ func decodeRows(d *Decoder) (*State, bool) {
 	return &State{Rows: rows}, true
 }
 
-// foldAll folds every segment without checking hashes: verification is
+// FoldAll folds every segment without checking hashes: verification is
 // verify's job, and the writer's chain check guards writes. Decoding the
 // JSON lines is what a rebuild costs, so it is spread over the CPUs; the
 // fold itself runs in ledger order.
@@ -170,7 +170,7 @@ func (v *Vault) FoldAll(segs []Segment) (st *State, tip string, torn bool, err e
 	return st, tip, torn, nil
 }
 
-// foldLines folds the complete lines of data into st and returns the new
+// FoldLines folds the complete lines of data into st and returns the new
 // tip. An unterminated last line is not an event yet.
 func FoldLines(st *State, data []byte, tip string) string {
 	for len(data) > 0 {

@@ -67,7 +67,7 @@ const (
 	// vault lock. It is still read, so that text written by an earlier
 	// memvault just before an upgrade is found; a rebuild removes it.
 	legacyJournal = "pending"
-	// journalCompactBytes is the journal size at which a writer compacts
+	// JournalCompactBytes is the journal size at which a writer compacts
 	// it: about 200 lines, so a recall that reads it whole (after a
 	// compaction, or behind a line that waits) parses little.
 	JournalCompactBytes = 16 << 10
@@ -84,7 +84,7 @@ type journalLine struct {
 	off           int64 // where the line starts in the journal
 }
 
-// journalRead is what a reader took from the journal.
+// JournalRead is what a reader took from the journal.
 type JournalRead struct {
 	Gen   string
 	Lines []journalLine
@@ -92,12 +92,12 @@ type JournalRead struct {
 	seen  int64 // the mark's Seen if the mark is of this generation, else 0
 }
 
-// mark is the journal mark of an index that covers the lines before off.
+// Mark is the journal mark of an index that covers the lines before off.
 func (j JournalRead) Mark(off int64) index.JournalMark {
 	return index.JournalMark{Gen: j.Gen, Off: off, Seen: j.end}
 }
 
-// readJournal reads the journal from mark on (from its start when the mark
+// ReadJournal reads the journal from mark on (from its start when the mark
 // is of another generation), and the legacy journal. A line that does not
 // parse is skipped: a torn one is followed by a newline the next writer
 // adds, and damage costs at most text a reindex finds.
@@ -272,7 +272,7 @@ func (v *Vault) compactJournal() error {
 
 func newJournalGen() string { return strconv.FormatInt(time.Now().UnixNano(), 36) }
 
-// journalSources turns journal lines into the transcript parts to search or
+// JournalSources turns journal lines into the transcript parts to search or
 // index past the watermarks, and the watermarks to start from: marks, with
 // a part lowered to a size before that a new line (past j.seen) names below
 // its watermark, because the part was cut back and written again since. With
@@ -320,7 +320,7 @@ func (v *Vault) JournalSources(j JournalRead, marks map[string]int64, capped boo
 	return sources, from, present
 }
 
-// journalCovered returns the offset of the first line of j the watermarks
+// JournalCovered returns the offset of the first line of j the watermarks
 // marks do not cover (a part that is gone needs nothing), or j's end.
 func JournalCovered(j JournalRead, marks map[string]int64, present map[string]bool) int64 {
 	for _, l := range j.Lines {
@@ -339,7 +339,7 @@ func JournalCovered(j JournalRead, marks map[string]int64, present map[string]bo
 // read-write and never deleted.
 const indexLockFile = ".locks/index.lock"
 
-// lockIndex takes the index lock, waiting at most wait.
+// LockIndex takes the index lock, waiting at most wait.
 func (v *Vault) LockIndex(wait time.Duration) (release func(), err error) {
 	release, ok, err := flockWait(v.Root, indexLockFile, procLock(v.Root+"\x00index"), wait)
 	if err != nil {

@@ -24,7 +24,7 @@ type IndexPart struct {
 var (
 	LineagePart    = IndexPart{Name: "lineage", Kinds: "rn"}
 	TranscriptPart = IndexPart{Name: "transcripts", Kinds: "m"}
-	// headsPart holds the sections of MEMORY.md and the thread heads. Heads
+	// HeadsPart holds the sections of MEMORY.md and the thread heads. Heads
 	// are rewritten, not appended to, so this small index is rebuilt whole
 	// whenever one changed; a vault of 200 threads has thousands of
 	// sections, too many to index in memory on every recall.
@@ -34,11 +34,11 @@ var (
 
 func (v *Vault) PartDir(p IndexPart) string { return filepath.Join(v.Root, IndexDir, p.Name) }
 
-// indexSource is one file the index reads: its path, kind and size.
+// IndexSource is one file the index reads: its path, kind and size.
 type IndexSource struct {
 	Rel  string
 	Kind byte // 'm' transcript part, 'r' ledger segment, 'n' node, 'd' node folder mark, 'h' head file
-	// size is the file's size; for a 'd' mark or an 'h' head, its mtime in
+	// Size is the file's size; for a 'd' mark or an 'h' head, its mtime in
 	// nanoseconds, as the watermark to compare.
 	Size int64
 }

@@ -21,7 +21,7 @@ import (
 // segment as a new git blob, so small segments keep history compact.
 const DefaultSegmentBytes = 64 << 10
 
-// segment names one ledger file: ledger/<yyyy>/<mm>/<dd>[-<n>].jsonl.
+// Segment names one ledger file: ledger/<yyyy>/<mm>/<dd>[-<n>].jsonl.
 // Segments are ordered by date, then by n; the chain runs through them in
 // that order.
 type Segment struct {
@@ -58,7 +58,7 @@ func segmentFor(t time.Time) Segment {
 	return Segment{Y: t.Year(), M: int(t.Month()), D: t.Day()}
 }
 
-// parseSegmentName parses "<dd>[-<n>].jsonl" inside year and month folders.
+// ParseSegmentName parses "<dd>[-<n>].jsonl" inside year and month folders.
 func ParseSegmentName(y, m int, name string) (Segment, bool) {
 	base, ok := strings.CutSuffix(name, ".jsonl")
 	if !ok {
@@ -79,7 +79,7 @@ func ParseSegmentName(y, m int, name string) (Segment, bool) {
 	return Segment{Y: y, M: m, D: d, N: n}, true
 }
 
-// listSegments returns every ledger segment in chain order, and the names of
+// ListSegments returns every ledger segment in chain order, and the names of
 // files under ledger/ that are not segments (verify reports them).
 func ListSegments(root string) (segs []Segment, strays []string, err error) {
 	ledgerDir := filepath.Join(root, "ledger")

@@ -98,7 +98,7 @@ func procLock(root string) *sync.Mutex {
 	return m
 }
 
-// lock takes the vault's write lock for the holder the lease names (this
+// Lock takes the vault's write lock for the holder the lease names (this
 // process and host are filled in), waiting wait, or memvault.toml's lock
 // timeout when wait is 0.
 func (v *Vault) Lock(lease Lease, wait time.Duration) (release func(), err error) {

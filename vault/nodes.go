@@ -69,7 +69,7 @@ func (n *Node) frontMatter() []struct {
 	}
 }
 
-// encode renders the node file. Every front-matter value is written as JSON,
+// Encode renders the node file. Every front-matter value is written as JSON,
 // which is also valid YAML, so the file reads well, parses with any YAML
 // library, and round-trips exactly.
 func (n *Node) Encode() []byte {
@@ -96,7 +96,7 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// parseNode reads a node file. With headerOnly, the body is not kept.
+// ParseNode reads a node file. With headerOnly, the body is not kept.
 func ParseNode(data []byte, headerOnly bool) (*Node, error) {
 	if !bytes.HasPrefix(data, []byte("---\n")) {
 		return nil, fmt.Errorf("no front matter")
@@ -314,7 +314,7 @@ func (v *Vault) nodes(needles []string) (*NodeIndex, error) {
 	return v.NodesThen(needles, nil)
 }
 
-// nodesThen is nodes followed, when then is not nil, by a second search of
+// NodesThen is nodes followed, when then is not nil, by a second search of
 // the same cache for needles and the needles then returns from the first
 // result: a node's neighbours for one read of the cache.
 func (v *Vault) NodesThen(needles []string, then func(*NodeIndex) []string) (*NodeIndex, error) {
@@ -466,7 +466,7 @@ func cacheLinesWith(data []byte, needles []string) []string {
 	return out
 }
 
-// nodeMonthDirs lists nodes/<agent>/<yyyy>/<mm> folders.
+// NodeMonthDirs lists nodes/<agent>/<yyyy>/<mm> folders.
 func (v *Vault) NodeMonthDirs() ([]string, error) {
 	var out []string
 	list := func(rel string) ([]string, error) {

@@ -28,7 +28,7 @@ func (r RelPath) String() string { return r.p }
 // IsZero reports whether r was never set.
 func (r RelPath) IsZero() bool { return r.p == "" }
 
-// files is the vault's folder as memvault reads and writes it: every file
+// Files is the vault's folder as memvault reads and writes it: every file
 // below the root is opened, read, listed, created, appended to, replaced
 // and removed through it, and none through a symbolic link (a clone can
 // hold links git checked out; following one would read or write outside
@@ -78,7 +78,7 @@ func relPath(what string, elems ...string) (RelPath, error) {
 	return RelPath{path.Join(elems...)}, nil
 }
 
-// mustRel builds a RelPath from constants known at compile time, such as
+// MustRel builds a RelPath from constants known at compile time, such as
 // ".gitignore", which outside names may not imitate.
 func MustRel(elems ...string) RelPath {
 	p := path.Join(elems...)

@@ -24,7 +24,7 @@ type Step struct {
 	Unit string
 }
 
-// step reports a step when p is set. It is called often (once per object
+// Step reports a step when p is set. It is called often (once per object
 // in gc's walk); the renderer throttles what it draws.
 func (p Progress) Step(phase, unit string, done, total int64) {
 	if p != nil {

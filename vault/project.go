@@ -156,7 +156,7 @@ func (v *Vault) WorkThread(dir string) (thread string, known bool, err error) {
 	return thread, known, nil
 }
 
-// workThread is WorkThread against a scope already loaded.
+// WorkThreadIn is WorkThread against a scope already loaded.
 func (v *Vault) WorkThreadIn(sc *Scope, dir string) (thread string, known bool) {
 	if dir == "" {
 		return "", false
@@ -211,7 +211,7 @@ func realPath(p string) string {
 	return p
 }
 
-// knowsThread reports whether the vault has anything of a thread: a row of
+// KnowsThread reports whether the vault has anything of a thread: a row of
 // it in the ledger, aliases in memvault.toml, or a head file.
 func (v *Vault) KnowsThread(sc *Scope, t Thread) bool {
 	return sc.Known(t.String()) || v.Config.Threads[t.String()].Aliases != nil || v.headExists(t)

@@ -30,7 +30,7 @@ type segScope struct {
 
 // Scope is the thread structure of the vault as retrieval sees it.
 type Scope struct {
-	// folded holds agent, session, thread triples sorted, as the folded
+	// Folded holds agent, session, thread triples sorted, as the folded
 	// cache has them (searched, not turned into a map: a vault has tens of
 	// thousands of sessions and a recall asks about a few);
 	// sessionThreads holds what was folded on top of them.
@@ -78,7 +78,7 @@ var ScopeView = &Derived[*Scope]{
 	Decode: DecodeScope,
 }
 
-// loadScope returns the scope of the whole ledger, through its view.
+// LoadScope returns the scope of the whole ledger, through its view.
 func (v *Vault) LoadScope() (*Scope, error) {
 	sc, _, err := ScopeView.Load(v)
 	return sc, err
@@ -102,7 +102,7 @@ func foldScope(sc *Scope, ev *Event) (*Scope, bool) {
 	return sc, true
 }
 
-// sessions returns every agent, session, thread triple, sorted.
+// Sessions returns every agent, session, thread triple, sorted.
 func (sc *Scope) Sessions() [][3]string {
 	out := append([][3]string(nil), sc.Folded...)
 	for k, ts := range sc.sessionThreads {
@@ -237,7 +237,7 @@ func saveScopeFacts(root string, cache map[string]segScope) {
 	})
 }
 
-// scopeFromFacts folds the scope facts of every segment, reading only the
+// ScopeFromFacts folds the scope facts of every segment, reading only the
 // segments whose stamp changed since their facts were kept.
 func (v *Vault) ScopeFromFacts(segs []Segment, stamps []SegStamp) (*Scope, string, bool, error) {
 	cache := loadScopeFacts(v.Root)
@@ -420,7 +420,7 @@ func (sc *Scope) Threads() []string {
 	return out
 }
 
-// mentionsAlias reports whether query names alias as a whole word or
+// MentionsAlias reports whether query names alias as a whole word or
 // phrase, ignoring case.
 func MentionsAlias(query, alias string) bool {
 	q := " " + strings.Join(strings.FieldsFunc(strings.ToLower(query), NotWordRune), " ") + " "

@@ -469,7 +469,7 @@ func (f *spoolFold) done() {
 	}
 }
 
-// spooled returns the messages of t waiting in the spool, once each. It
+// Spooled returns the messages of t waiting in the spool, once each. It
 // takes no lock, so a fold may claim the live file meanwhile, or fold and
 // remove a claim: the live file is read before the claims are listed (a
 // record renamed in between is then read twice, and kept once), and a

@@ -32,7 +32,7 @@ var CorrectionKinds = map[string]bool{
 	KindLearningArchived:  true,
 }
 
-// closerKinds are the corrections that close their target: it stays in
+// CloserKinds are the corrections that close their target: it stays in
 // the ledger as history and no longer holds. The status each gives its
 // target is what recall and `ledger --json` report.
 var CloserKinds = map[string]string{
@@ -91,7 +91,7 @@ func (r *Row) EffectiveKind() string {
 	return CanonicalKind(r.Kind)
 }
 
-// canonicalKind maps a legacy protocol kind to the vault kind it stands for.
+// CanonicalKind maps a legacy protocol kind to the vault kind it stands for.
 func CanonicalKind(k string) string {
 	if c, ok := legacyKinds[k]; ok {
 		return c
@@ -144,7 +144,7 @@ func (v *Vault) LoadState() (*State, error) {
 	return v.LoadStateWith(nil)
 }
 
-// loadState folds the events whose line contains one of needles (nil keeps
+// LoadStateWith folds the events whose line contains one of needles (nil keeps
 // every line). The corrections of the rows kept, and the corrections of
 // those corrections, are added too, so that the rows kept are marked
 // retracted, superseded or closed exactly as in the full state. Searching
@@ -155,7 +155,7 @@ func (v *Vault) LoadStateWith(needles [][]byte) (*State, error) {
 	return v.LoadStateOf(needles, nil)
 }
 
-// loadStateOf is loadState that, when keep is not nil, searches only the
+// LoadStateOf is loadState that, when keep is not nil, searches only the
 // segments keep accepts. The corrections come from the derived list of
 // every correction (correctionRows), so only the few that touch the rows
 // found are read from the ledger, wherever they are.
@@ -287,7 +287,7 @@ func (v *Vault) loadAll() (*State, error) {
 	return st, nil
 }
 
-// readComplete reads a segment up to its last newline: a torn last line is
+// ReadComplete reads a segment up to its last newline: a torn last line is
 // not an event yet.
 func ReadComplete(root, file string) ([]byte, error) {
 	data, err := fileio.At(root).ReadFile(filepath.Join(root, filepath.FromSlash(file)))
@@ -365,7 +365,7 @@ func findAll(data, needle []byte) []int {
 	}
 }
 
-// add folds one event in. Corrections apply to their target; a retracted
+// Add folds one event in. Corrections apply to their target; a retracted
 // correction is undone, so retracting a close reopens the commitment.
 func (st *State) Add(r *Row) {
 	if _, dup := st.ByID[r.ID]; dup {

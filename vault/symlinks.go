@@ -27,7 +27,7 @@ import (
 // linkMsg is what verify says about a link.
 const linkMsg = "is a symbolic link; memvault never follows links inside the vault (replace it with what it points to, or git rm it)"
 
-// walkFiles calls fn for everything below the vault folder rel (slash
+// WalkFiles calls fn for everything below the vault folder rel (slash
 // separated, "" for the root), parents before children, with p the
 // absolute path. It lists folders through the vault's Root and never
 // descends into a link: fn sees the link itself (d.Type() says so). A
@@ -177,7 +177,7 @@ func (v *Vault) withLinks(verify func() (*VerifyReport, error)) (*VerifyReport, 
 	return rep, nil
 }
 
-// checkNoLinksBelow refuses a link at the vault folder dir (an absolute
+// CheckNoLinksBelow refuses a link at the vault folder dir (an absolute
 // path), above it, or anywhere in it: for folders handed whole to code
 // that opens what is in them itself, the search index's library.
 func (v *Vault) CheckNoLinksBelow(dir string) error {
@@ -196,7 +196,7 @@ func (v *Vault) CheckNoLinksBelow(dir string) error {
 	})
 }
 
-// openIndex is index.Open of the index part in dir, which holds no link.
+// OpenIndex is index.Open of the index part in dir, which holds no link.
 func (v *Vault) OpenIndex(dir string, readOnly bool, wait time.Duration) (*index.Index, error) {
 	if err := v.CheckNoLinksBelow(dir); err != nil {
 		return nil, err
@@ -204,7 +204,7 @@ func (v *Vault) OpenIndex(dir string, readOnly bool, wait time.Duration) (*index
 	return index.Open(dir, readOnly, wait)
 }
 
-// createIndex is index.Create in dir, which holds no link: Create empties
+// CreateIndex is index.Create in dir, which holds no link: Create empties
 // the folder first, which through a link would empty another.
 func (v *Vault) CreateIndex(dir string) (*index.Index, error) {
 	if err := v.CheckNoLinksBelow(dir); err != nil {
@@ -213,7 +213,7 @@ func (v *Vault) CreateIndex(dir string) (*index.Index, error) {
 	return index.Create(dir)
 }
 
-// refuseTreeLinks refuses a tree that holds symbolic links: what sync would
+// RefuseTreeLinks refuses a tree that holds symbolic links: what sync would
 // bring into the vault from a remote. what names the tree in the error.
 func RefuseTreeLinks(tree *object.Tree, what string) error {
 	links, err := treeLinks(tree)

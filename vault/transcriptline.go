@@ -93,7 +93,7 @@ func encodeTranscriptLine(m StoredMessage) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// decodeTranscriptLine decodes one line of either shape, with or without
+// DecodeTranscriptLine decodes one line of either shape, with or without
 // its newline.
 func DecodeTranscriptLine(line []byte) (StoredMessage, error) {
 	var l storedLine

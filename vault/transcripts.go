@@ -75,7 +75,7 @@ func sessionFileName(key string) string {
 	return name
 }
 
-// decodeSessionFileName reverses sessionFileName for names that were not
+// DecodeSessionFileName reverses sessionFileName for names that were not
 // cut; cut names decode to themselves (the key is in each message anyway).
 func DecodeSessionFileName(name string) string {
 	if strings.Contains(name, "~") {
@@ -112,7 +112,7 @@ func (t TranscriptRef) Check() error {
 // dir is the agent's transcript folder.
 func (t TranscriptRef) dir() RelPath { return RelPath{"transcripts/" + t.Agent} }
 
-// part is the path of part n (0 is the first, unnumbered file).
+// Part is the path of part n (0 is the first, unnumbered file).
 func (t TranscriptRef) Part(n int) RelPath {
 	name := sessionFileName(t.Session)
 	if n > 0 {
@@ -425,7 +425,7 @@ func (v *Vault) prepareText(now time.Time, msgs []transcript.Message) (map[strin
 	return total, nil
 }
 
-// partPos is a place in a vault transcript: a byte offset into one part, at
+// PartPos is a place in a vault transcript: a byte offset into one part, at
 // the start of a line (or the part's end). An import keeps such places to
 // read only what was appended since, instead of the whole transcript.
 type PartPos struct {
@@ -433,7 +433,7 @@ type PartPos struct {
 	Off  int64 `json:"off"`
 }
 
-// before reports whether p comes before q.
+// Before reports whether p comes before q.
 func (p PartPos) Before(q PartPos) bool {
 	return p.Part < q.Part || p.Part == q.Part && p.Off < q.Off
 }
@@ -445,7 +445,7 @@ func (v *Vault) endPos(t TranscriptRef) (PartPos, error) {
 	return PartPos{Part: tail.Part, Off: tail.Size}, err
 }
 
-// validPos reports whether p is still a line start within t: its part is at
+// ValidPos reports whether p is still a line start within t: its part is at
 // least that long and the byte before p is a newline. A transcript changed
 // under a kept place (a repair, a hand edit) fails it, and the keeper reads
 // from the start instead.
@@ -473,7 +473,7 @@ func (v *Vault) ValidPos(t TranscriptRef, p PartPos) bool {
 	return err == nil && b[0] == '\n'
 }
 
-// readFrom calls fn for each stored message of t from p on, through the last
+// ReadFrom calls fn for each stored message of t from p on, through the last
 // part, with the place just after it. A torn last line is skipped, as
 // ReadTranscript skips it.
 func (v *Vault) ReadFrom(t TranscriptRef, p PartPos, fn func(m StoredMessage, end PartPos) error) error {
@@ -512,7 +512,7 @@ func (v *Vault) ReadFrom(t TranscriptRef, p PartPos, fn func(m StoredMessage, en
 	}
 }
 
-// idEndingAt returns the id of the stored message whose line ends at p, or
+// IDEndingAt returns the id of the stored message whose line ends at p, or
 // "" when no message line ends there.
 func (v *Vault) IDEndingAt(t TranscriptRef, p PartPos) string {
 	if p.Off <= 0 {
@@ -549,7 +549,7 @@ func (v *Vault) IDEndingAt(t TranscriptRef, p PartPos) string {
 // than from its transcript file.
 const HookFormat = "hook"
 
-// messageIDs returns the ids of the messages stored for t.
+// MessageIDs returns the ids of the messages stored for t.
 func (v *Vault) MessageIDs(t TranscriptRef) (map[string]bool, error) {
 	ids := map[string]bool{}
 	err := v.ReadTranscript(t, 1, 0, func(m StoredMessage) error {
@@ -571,7 +571,7 @@ func (v *Vault) Redact(text string) (string, map[string]int) {
 	return redact.Text(text, v.Rules)
 }
 
-// queued returns the messages of t this transaction has queued so far (the
+// Queued returns the messages of t this transaction has queued so far (the
 // spool's fold, which runs before a transaction's own work), in order:
 // they follow the transcript's end on disk, tail.
 func (tx *Tx) Queued(t TranscriptRef, tail transcriptTail) []StoredMessage {

@@ -76,7 +76,7 @@ type pendingFile struct {
 	existed bool
 }
 
-// errChangedUnderfoot means a file written with WriteFileIfUnchanged was
+// ErrChangedUnderfoot means a file written with WriteFileIfUnchanged was
 // changed by someone else (a person's editor) after it was read; the
 // transaction is rolled back and its caller may read and merge again.
 var ErrChangedUnderfoot = errors.New("changed while being merged")
@@ -382,7 +382,7 @@ func (u undo) run() {
 	}
 }
 
-// testHookApply is called between apply's steps ("staged", "sealed"); a
+// TestHookApply is called between apply's steps ("staged", "sealed"); a
 // test panics in it to stop a transaction the way a kill does.
 var TestHookApply func(step string)
 

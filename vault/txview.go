@@ -45,7 +45,7 @@ func (tx *Tx) State() (*State, error) {
 	return tx.state, nil
 }
 
-// sessionState returns the rows of session t (and, whatever their session,
+// SessionState returns the rows of session t (and, whatever their session,
 // the rows named in ids, the targets of CLOSE lines), with every
 // correction, and the events appended so far in this transaction. It reads
 // only the ledger lines that mention them, so a session's summary or its
@@ -98,7 +98,7 @@ func (tx *Tx) Harness() string { return tx.opts.Harness }
 // commit holds what it describes.
 func (tx *Tx) OnCommitted(fn func()) { tx.committed = append(tx.committed, fn) }
 
-// transcriptEnd is where this transaction's appends to t end: the last part
+// TranscriptEnd is where this transaction's appends to t end: the last part
 // it wrote and the size that part will have. ok is false when it appended
 // nothing to t.
 func (tx *Tx) TranscriptEnd(t TranscriptRef) (end PartPos, ok bool) {

@@ -128,7 +128,7 @@ type Vault struct {
 	Rules  *redact.Rules // nil when redaction is off
 	Repo   *gitrepo.Repo
 	Clock  func() time.Time // nil: time.Now; tests move time forward
-	// recallStep bounds what a recall indexes before it searches; 0 is
+	// RecallStep bounds what a recall indexes before it searches; 0 is
 	// recallCatchUpBytes (tests set less, to see the bound in fewer bytes).
 	RecallStep int64
 	// jobStamps names the jobs this vault queues (jobs.go).
@@ -275,7 +275,7 @@ func OpenForCapture(root string) (*Vault, error) {
 	return v, nil
 }
 
-// configData is memvault.toml as the vault runs on it: the file, or, for a
+// ConfigData is memvault.toml as the vault runs on it: the file, or, for a
 // vault opened for capture on a file that does not parse, the configuration
 // it fell back to, so that every reader of the settings (the heads', the
 // protocol's) agrees with v.Config.
@@ -380,7 +380,7 @@ func (v *Vault) LockTimeout() (time.Duration, error) {
 	return 10 * time.Second, nil
 }
 
-// abs turns a vault path into a file-system path.
+// Abs turns a vault path into a file-system path.
 func (v *Vault) Abs(r RelPath) string { return filepath.Join(v.Root, filepath.FromSlash(r.String())) }
 
 // Init creates a vault at root (a path ending in .memory, normally) or

@@ -182,7 +182,7 @@ func (c *chainChecker) line(ll ledgerLine) {
 	c.events++
 }
 
-// joinTips returns the tips a join event names.
+// JoinTips returns the tips a join event names.
 func JoinTips(ev *Event) ([]string, bool) {
 	var d struct {
 		Tips []string `json:"tips"`

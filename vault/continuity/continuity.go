@@ -75,7 +75,7 @@ type Decision struct {
 	norm         string // normalizeText(Decision), made by key
 }
 
-// key is the decision's text as a repeat is recognised (normalizeText),
+// Key is the decision's text as a repeat is recognised (normalizeText),
 // made once: a DECISION: line is compared with every active decision, and
 // normalising all of them for each line made a session's summary cost in
 // proportion to the decisions ever made.
@@ -419,7 +419,7 @@ func (c *Continuity) retire(id, by string) {
 	}
 }
 
-// threadOf is the thread of the row id names, if the fold knows it.
+// ThreadOf is the thread of the row id names, if the fold knows it.
 func (c *Continuity) ThreadOf(id string) string {
 	if l := c.learnings[id]; l != nil {
 		return l.Thread

@@ -35,7 +35,7 @@ func ladderTTL(base, reinforced int) int {
 	return max(base, ttl)
 }
 
-// normalizeText is the comparison form of an error or prevention: lower
+// NormalizeText is the comparison form of an error or prevention: lower
 // case; every run of characters that are not letters or digits becomes one
 // space; leading and trailing space dropped. "Build FAILED: missing go.sum!"
 // and "build failed — missing go sum" compare equal.

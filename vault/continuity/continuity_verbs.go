@@ -51,7 +51,7 @@ func (ct *ContinuityTx) Learn(in LearnInput) (*Learning, error) {
 	return l, nil
 }
 
-// learnEvent builds the events that record in against the fold c: a
+// LearnEvent builds the events that record in against the fold c: a
 // `learning` row, or a `learning.reinforced` of the learning it repeats
 // (returned as repeats), after the retraction of its archiving when it was
 // archived, so that every view has it back. invalid is an invalidated
@@ -211,7 +211,7 @@ func (ct *ContinuityTx) Decide(in DecideInput) (*Decision, error) {
 	return dc, nil
 }
 
-// decideEvent builds the event that records in against the fold c: a
+// DecideEvent builds the event that records in against the fold c: a
 // `decision` row, or, when it supersedes one, a `supersede` of that row
 // that counts as a decision, so every view retires the old one alike.
 // The rationale is optional.
@@ -295,7 +295,7 @@ func (ct *ContinuityTx) Next(text string, first bool) error {
 	return nil
 }
 
-// nextEvent is the `next` row of a next action.
+// NextEvent is the `next` row of a next action.
 func NextEvent(text string, first bool, day string) *vault.Event {
 	return protocolEvent("next", strings.TrimSpace(text), contData{Date: day, First: first})
 }
@@ -323,7 +323,7 @@ func (ct *ContinuityTx) Done(arg string) error {
 	return nil
 }
 
-// doneEvent builds the `done` row for arg (see Done); closed reports that
+// DoneEvent builds the `done` row for arg (see Done); closed reports that
 // it closes an open item, named in its links.
 func DoneEvent(c *Continuity, arg, day string) (ev *vault.Event, closed bool, err error) {
 	arg = strings.TrimSpace(arg)

@@ -42,7 +42,7 @@ import (
 // (CONTINUITY.md made from `memvault edit`'s template), and a last step that
 // fits the merged file under a cap (CONTINUITY.md's word cap).
 
-// headBook is what the pipeline needs to know of a head's history: its last
+// HeadBook is what the pipeline needs to know of a head's history: its last
 // render and what is still pending for it.
 type HeadBook struct {
 	Blob      string          // the git blob of the last render ("" when none)
@@ -52,7 +52,7 @@ type HeadBook struct {
 	Conflicts []string        // ids of head.conflict events not resolved
 }
 
-// add folds one head event of this head into the book. It is the fold
+// Add folds one head event of this head into the book. It is the fold
 // applyHeadEvent makes of every head; TestHeadBookFoldsLikeHeadState holds
 // the two to the same answer.
 func (h *HeadBook) Add(ev *vault.Event) {
@@ -110,22 +110,22 @@ func holderToken(data json.RawMessage) string {
 	return d.Holder.Token
 }
 
-// headMerge describes the refresh of one head file.
+// HeadMerge describes the refresh of one head file.
 type HeadMerge struct {
 	Rel     vault.RelPath
 	thread  string // the thread a thread head belongs to, for the events
 	Source  string // the events' source: "refresh" or "continuity"
 	Trigger string // what asked for the refresh, recorded in head.rendered
 	Theirs  []byte // the new render
-	// size is recorded in head.rendered's data beside the blobs: the
+	// Size is recorded in head.rendered's data beside the blobs: the
 	// render's tokens for a head, its words for CONTINUITY.md.
 	Size       map[string]any
 	Book       HeadBook
 	AppendOnly []string // sections merged as a union of lines
-	// template, when set, is the base of a file that was never rendered:
+	// Template, when set, is the base of a file that was never rendered:
 	// the text a person started from.
 	Template func(ours []byte) []byte
-	// fit, when set, may shorten the result before it is written; a file
+	// Fit, when set, may shorten the result before it is written; a file
 	// left as it is (it holds conflict markers) is never passed to it.
 	Fit func(result []byte) []byte
 }
@@ -141,7 +141,7 @@ type mergeOutcome struct {
 // for a save made while merging.
 var testHookMerged func(head string)
 
-// mergeInto merges the new render of m.rel with the file and queues, in tx,
+// MergeInto merges the new render of m.rel with the file and queues, in tx,
 // the write and the events that record it.
 func MergeInto(v *vault.Vault, tx *vault.Tx, m HeadMerge) (mergeOutcome, error) {
 	head := m.Rel.String()
@@ -330,7 +330,7 @@ func recordMerge(tx *vault.Tx, m HeadMerge, f mergedFile, theirsBlob string) (me
 	return out, rendered
 }
 
-// deferHead records that a head's refresh met a lease held by someone
+// DeferHead records that a head's refresh met a lease held by someone
 // else. One head.deferred per holder is enough: it reports false when the
 // holder's deferral is already on record.
 func DeferHead(tx *vault.Tx, rel vault.RelPath, thread, source, trigger string, holder *HeadLease, book HeadBook) bool {
@@ -344,7 +344,7 @@ func DeferHead(tx *vault.Tx, rel vault.RelPath, thread, source, trigger string, 
 	return true
 }
 
-// commitHandEdits commits, on its own, each of targets whose file differs
+// CommitHandEdits commits, on its own, each of targets whose file differs
 // from what the branch holds: a person's edit nobody committed, recorded
 // as head.edited (via names the step that found them). It commits the
 // bytes it read and recorded, and only if the file still holds them when
@@ -464,7 +464,7 @@ func commitHandEditsTx(v *vault.Vault, tx *vault.Tx, dirty []HeadTarget, via str
 // merges with what was saved.
 const headRetries = 5
 
-// retrySaves runs try until it does not fail with errChangedUnderfoot, at
+// RetrySaves runs try until it does not fail with errChangedUnderfoot, at
 // most headRetries times, pausing a little longer each time (a few
 // milliseconds, with jitter) so that a burst of saves can end. A file saved
 // again every time is reported as busy; nothing was written.

@@ -37,7 +37,7 @@ import (
 // the base blob named by head.rendered is reachable from the branch and
 // survives a fresh clone even when hand edits made the head differ from it.
 
-// headTarget is one head a refresh works on.
+// HeadTarget is one head a refresh works on.
 type HeadTarget struct {
 	Rel    vault.RelPath
 	Thread string // "" for MEMORY.md
@@ -65,7 +65,7 @@ func TargetOf(head string) (HeadTarget, bool) {
 	return threadTarget(t), true
 }
 
-// renderHead renders one head from the view.
+// RenderHead renders one head from the view.
 func RenderHead(vw *HeadView, t HeadTarget) (*render.Doc, error) {
 	var doc *render.Doc
 	var err error
@@ -428,7 +428,7 @@ func baseOf(v *vault.Vault, blob string, rendered vault.RelPath) []byte {
 	return nil
 }
 
-// uncommitted reports whether the file on disk differs from the version at
+// Uncommitted reports whether the file on disk differs from the version at
 // the branch's head commit: a hand edit nobody committed. A missing file is
 // not an edit (the refresh renders it again).
 func Uncommitted(v *vault.Vault, rel vault.RelPath) (bool, error) {

@@ -13,7 +13,7 @@ import (
 	"github.com/memvault/memvault/vault"
 )
 
-// contentKinds are the kinds a head shows.
+// ContentKinds are the kinds a head shows.
 var ContentKinds = map[string]bool{
 	"fact": true, "decision": true, "learning": true, "constraint": true, "blocker": true,
 	"next": true, "claim": true, "reflection": true, "commitment.open": true,
@@ -53,7 +53,7 @@ func (h *HeadState) blob() string {
 	return d.Blob
 }
 
-// headView is the ledger as the heads see it.
+// HeadView is the ledger as the heads see it.
 type HeadView struct {
 	input      render.Input
 	Heads      map[string]*HeadState
@@ -66,7 +66,7 @@ type HeadView struct {
 	cache *viewCache
 }
 
-// sessionWrote reports whether a session wrote content rows to a thread.
+// SessionWrote reports whether a session wrote content rows to a thread.
 func (vw *HeadView) SessionWrote(session, thread string) bool {
 	if vw.cache != nil {
 		return vw.cache.sessionWrote(session, thread)
@@ -181,7 +181,7 @@ func applyHeadEvent(heads map[string]*HeadState, r *vault.Row, i int) {
 	}
 }
 
-// stale reports whether a head's rows changed since its last render.
+// Stale reports whether a head's rows changed since its last render.
 func (vw *HeadView) Stale(head, thread string) bool {
 	h := vw.Heads[head]
 	last := -1
@@ -195,7 +195,7 @@ func (vw *HeadView) Stale(head, thread string) bool {
 	return ok && i > last
 }
 
-// hasThread reports whether key is a thread of the vault: seen in the
+// HasThread reports whether key is a thread of the vault: seen in the
 // ledger or declared in memvault.toml.
 func (vw *HeadView) HasThread(key string) bool {
 	if _, ok := vw.ThreadLast[key]; ok {

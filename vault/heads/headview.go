@@ -25,7 +25,7 @@ import (
 // below the cap, so it rebuilds the view from the folded rows; so do other
 // budgets than the view was cut for.
 
-// headViewFor returns the Derived view for the row caps of cfg: a file
+// HeadViewFor returns the Derived view for the row caps of cfg: a file
 // cut for other caps does not decode, and is rebuilt.
 func HeadViewFor(cfg HeadsConfig) *vault.Derived[*viewCache] {
 	memCap, threadCap := render.RowCap(cfg.MemoryTokens), render.RowCap(cfg.ThreadTokens)
@@ -82,7 +82,7 @@ type viewCache struct {
 	fallback func(key string) *render.ThreadParts
 }
 
-// headViewOf returns the view heads are rendered from: the prepared view
+// HeadViewOf returns the view heads are rendered from: the prepared view
 // through its cache, or with explain the full fold (Explain lists every
 // row left out, which the prepared view only counts).
 func HeadViewOf(v *vault.Vault, cfg HeadsConfig, explain bool) (*HeadView, error) {
@@ -111,7 +111,7 @@ func (vc *viewCache) View(cfg HeadsConfig) *HeadView {
 	return vw
 }
 
-// preparedView loads the prepared view and applies what the ledger gained
+// PreparedView loads the prepared view and applies what the ledger gained
 // since; anything it cannot apply rebuilds it from the folded rows.
 func PreparedView(v *vault.Vault, cfg HeadsConfig) (*viewCache, error) {
 	vc, _, err := HeadViewFor(cfg).Load(v)

@@ -104,13 +104,15 @@ func (in *Installer) mcpCommand() string {
 // in, where the hooks find the vault from the payload's cwd; OpenClaw's
 // runs wherever OpenClaw does, so at project scope the entry names the
 // project's folder (as the plugin finds the project from where it lies).
+// The server is told its harness, which the rows it records carry, as a
+// hook's do.
 func (in *Installer) mcpEntry() configedit.Obj {
-	cmd, args := in.mcpCommand(), []any{"mcp"}
+	cmd, args := in.mcpCommand(), []any{"mcp", "--harness", in.Harness}
 	switch in.Harness {
 	case "claude-code":
 		return configedit.Obj{{Key: "type", Value: "stdio"}, {Key: "command", Value: cmd}, {Key: "args", Value: args}}
 	case "opencode":
-		return configedit.Obj{{Key: "type", Value: "local"}, {Key: "command", Value: []any{cmd, "mcp"}}}
+		return configedit.Obj{{Key: "type", Value: "local"}, {Key: "command", Value: append([]any{cmd}, args...)}}
 	case "openclaw":
 		e := configedit.Obj{{Key: "command", Value: cmd}, {Key: "args", Value: args}}
 		if in.Scope == ScopeProject {
@@ -144,12 +146,17 @@ func (in *Installer) mcpArgv(v any) []string {
 }
 
 // mcpOurs reports whether an entry named memvault is memvault's own: it
-// runs a memvault binary (one of that name, or this one) with the single
-// argument mcp. Anything else under the name is the user's: install and
-// uninstall leave it as it is, and say so.
+// runs a memvault binary (one of that name, or this one) with the argument
+// mcp, and at most this harness's name after --harness (what install
+// writes; an entry of an earlier install has mcp alone). Anything else
+// under the name is the user's: install and uninstall leave it as it is,
+// and say so.
 func (in *Installer) mcpOurs(v any) bool {
 	argv := in.mcpArgv(v)
-	if len(argv) != 2 || argv[1] != "mcp" {
+	switch {
+	case len(argv) == 2 && argv[1] == "mcp":
+	case len(argv) == 4 && argv[1] == "mcp" && argv[2] == "--harness" && argv[3] == in.Harness:
+	default:
 		return false
 	}
 	bin := argv[0]

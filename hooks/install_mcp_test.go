@@ -3,6 +3,8 @@ package hooks
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -114,8 +116,8 @@ func TestMCPRoundTripEveryHarness(t *testing.T) {
 					if !in.mcpOurs(entry) {
 						t.Fatalf("no memvault server in %s:\n%s", path, data)
 					}
-					if argv := in.mcpArgv(entry); !reflect.DeepEqual(argv, []string{in.mcpCommand(), "mcp"}) {
-						t.Errorf("the server runs %q, want %q mcp", argv, in.mcpCommand())
+					if argv := in.mcpArgv(entry); !reflect.DeepEqual(argv, []string{in.mcpCommand(), "mcp", "--harness", in.Harness}) {
+						t.Errorf("the server runs %q, want %q mcp --harness %s", argv, in.mcpCommand(), in.Harness)
 					}
 					if strings.Contains(original, "\r\n") && bytes.Count(data, []byte("\n")) != bytes.Count(data, []byte("\r\n")) {
 						t.Errorf("mixed line endings:\n%q", data)
@@ -375,7 +377,7 @@ func TestDoctorMCP(t *testing.T) {
 	apply(t, cx, false)
 	cfg := cx.mcpTarget().Path
 	data, _ := os.ReadFile(cfg)
-	os.WriteFile(cfg, bytes.Replace(data, []byte("args = [\"mcp\"]"), []byte("args = [\"mcp\"]\nenabled = false"), 1), 0o644)
+	os.WriteFile(cfg, bytes.Replace(data, []byte("args = [\"mcp\", \"--harness\", \"codex\"]"), []byte("args = [\"mcp\", \"--harness\", \"codex\"]\nenabled = false"), 1), 0o644)
 	if got := problems(cx.Doctor()); !strings.Contains(got, "error: memvault's MCP server is switched off in "+cfg) {
 		t.Errorf("switched off: %s", got)
 	}
@@ -386,7 +388,7 @@ func TestDoctorMCP(t *testing.T) {
 	path := gm.configPath()
 	data, _ = os.ReadFile(path)
 	os.WriteFile(path, bytes.Replace(data, []byte(`"command": "`+bin+`"`), []byte(`"command": "docker"`), 1), 0o644)
-	if got := problems(gm.Doctor()); !strings.Contains(got, "warning: the MCP server named memvault in "+path+" is not memvault's (it runs docker mcp)") {
+	if got := problems(gm.Doctor()); !strings.Contains(got, "warning: the MCP server named memvault in "+path+" is not memvault's (it runs docker mcp --harness gemini)") {
 		t.Errorf("foreign: %s", got)
 	}
 
@@ -454,4 +456,41 @@ func at(doc map[string]any, path []any) any {
 		v = m[k.(string)]
 	}
 	return v
+}
+
+// TestMCPEntryNamesItsHarness: install tells the server its harness; an
+// entry an earlier install wrote (mcp alone) is still memvault's, so
+// uninstall takes it out, while one that names another harness is not.
+func TestMCPEntryNamesItsHarness(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ours bool
+	}{
+		{[]string{"mcp"}, true},
+		{[]string{"mcp", "--harness", "claude-code"}, true},
+		{[]string{"mcp", "--harness", "codex"}, false},
+		{[]string{"mcp", "--harness"}, false},
+		{[]string{"mcp", "--agent", "alice"}, false},
+	} {
+		in := newTestInstaller(t, "claude-code", ScopeProject)
+		entry := map[string]any{"type": "stdio", "command": "memvault", "args": []any{}}
+		for _, a := range tc.args {
+			entry["args"] = append(entry["args"].([]any), a)
+		}
+		if got := in.mcpOurs(entry); got != tc.ours {
+			t.Errorf("%q: ours %v, want %v", tc.args, got, tc.ours)
+		}
+		if !tc.ours {
+			continue
+		}
+		data, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"memvault": entry}})
+		path := in.mcpTarget().Path
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		apply(t, in, true)
+		if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%q: uninstall left %s", tc.args, path)
+		}
+	}
 }

@@ -183,225 +183,275 @@ func isConflictMarker(line []byte) bool {
 // planRepair computes the repaired segments: files maps each segment to
 // write to its new bytes, commitFiles lists them in chain order.
 func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []string, error) {
-	rep := &RepairReport{Kept: kept}
+	p := &repairPlan{v: v, rep: &RepairReport{Kept: kept}, original: map[string][]byte{},
+		uncommitted: map[Segment][]string{}, perSeg: map[Segment][]*repairLine{}}
+	if err := p.read(); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := p.rechain(); err != nil {
+		return nil, nil, nil, err
+	}
+	files, lastSeg := p.layout()
+	if len(files) == 0 && len(p.tips) <= 1 {
+		p.rep.Nothing = true
+		return p.rep, nil, nil, nil
+	}
+	if err := p.record(files, lastSeg); err != nil {
+		return nil, nil, nil, err
+	}
+	return p.rep, files, p.rep.Segments, nil
+}
+
+// repairPlan is a repair worked out in memory, step by step: the lines of
+// every segment read (read), the chain mended (rechain), the segments
+// written out again (layout), and the repair recorded (record).
+type repairPlan struct {
+	v           *Vault
+	rep         *RepairReport
+	all         []Segment                 // every segment, on disk or in HEAD, in order
+	original    map[string][]byte         // each segment's bytes on disk
+	uncommitted map[Segment][]string      // ids of lines on disk only, per segment
+	order       []*repairLine             // every event, in chain order
+	perSeg      map[Segment][]*repairLine // the events each segment keeps
+	tips        []string                  // the open tips after the re-chain
+	last        string                    // the hash the next line chains onto
+}
+
+// read reads every segment on disk and in HEAD, in order, keeping each
+// event once.
+func (p *repairPlan) read() error {
+	v := p.v
 	segs, _, err := ListSegments(v.Root)
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	head, err := v.committedSegments()
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
-	all := slices.Clone(segs)
-	for p := range head {
-		if s, ok := SegmentFromPath(p); ok && !slices.Contains(all, s) {
-			all = append(all, s)
+	p.all = slices.Clone(segs)
+	for path := range head {
+		if s, ok := SegmentFromPath(path); ok && !slices.Contains(p.all, s) {
+			p.all = append(p.all, s)
 		}
 	}
-	slices.SortFunc(all, func(a, b Segment) int {
-		if a.Less(b) {
-			return -1
-		}
-		if b.Less(a) {
-			return 1
-		}
-		return 0
-	})
-	original := make(map[string][]byte)
+	slices.SortFunc(p.all, compareSegments)
 	// In the middle of a git merge, HEAD is one side: the other side's
 	// lines are not "uncommitted".
 	merging := v.mergeInProgress() != nil
-	uncommitted := make(map[Segment][]string)
 	seen := make(map[string]bool) // event ids placed so far
-	var order []*repairLine       // every event, in chain order
-	perSeg := make(map[Segment][]*repairLine)
-	for _, s := range all {
+	for _, s := range p.all {
 		data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
 		if err != nil && !os.IsNotExist(err) {
-			return nil, nil, nil, fault.IO("read "+s.String(), err)
+			return fault.IO("read "+s.String(), err)
 		}
-		original[s.String()] = data
-		var disk []*repairLine
-		for _, raw := range bytes.Split(data, []byte("\n")) {
-			switch {
-			case len(bytes.TrimSpace(raw)) == 0:
-				continue
-			case isConflictMarker(raw):
-				rep.Markers++
-				continue
-			}
-			ev, ok, perr := ParseLine(raw)
-			if perr != nil || ev == nil || ev.ID == "" {
-				rep.Unreadable++
-				continue
-			}
-			disk = append(disk, &repairLine{ev: ev, raw: raw, hashOK: ok, seg: s})
-		}
-		// HEAD's lines first, in HEAD's order, then the work tree's others:
-		// a committed event is never lost, and HEAD's line wins over a
-		// changed one.
-		var lines []*repairLine
+		p.original[s.String()] = data
 		committed := head[s.String()]
-		diskByID := make(map[string]*repairLine, len(disk))
-		for _, l := range disk {
-			if _, dup := diskByID[l.ev.ID]; !dup {
-				diskByID[l.ev.ID] = l
-			}
-		}
-		for _, raw := range bytes.Split(committed, []byte("\n")) {
-			ev, ok, perr := ParseLine(raw)
-			if len(bytes.TrimSpace(raw)) == 0 || perr != nil || ev == nil {
-				continue
-			}
-			switch d := diskByID[ev.ID]; {
-			case d == nil:
-				rep.Restored = append(rep.Restored, ev.ID)
-			case bytes.Equal(d.raw, raw):
-			case !ok && d.hashOK:
-				// A committed line that fails its own hash (a forced
-				// commit) gives way to one that checks.
-				lines = append(lines, d)
-				continue
-			default:
-				rep.Replaced = append(rep.Replaced, ev.ID)
-			}
-			lines = append(lines, &repairLine{ev: ev, raw: raw, hashOK: ok, seg: s})
-		}
-		inHead := make(map[string]bool, len(lines))
-		for _, l := range lines {
-			inHead[l.ev.ID] = true
-		}
-		for _, l := range disk {
-			if !inHead[l.ev.ID] {
-				lines = append(lines, l)
-				if committed != nil && !merging {
-					uncommitted[s] = append(uncommitted[s], l.ev.ID)
-				}
-			}
-		}
+		lines := p.mergeLines(s, p.diskLines(s, data), committed, merging)
 		var kept []*repairLine
 		for _, l := range lines {
 			if seen[l.ev.ID] {
-				rep.Duplicates++
+				p.rep.Duplicates++
 				continue
 			}
 			seen[l.ev.ID] = true
 			kept = append(kept, l)
 		}
-		moved := afterPrevs(kept)
-		rep.Moved += moved
-		perSeg[s] = kept
-		order = append(order, kept...)
+		p.rep.Moved += afterPrevs(kept)
+		p.perSeg[s] = kept
+		p.order = append(p.order, kept...)
 	}
+	return nil
+}
 
-	// Re-chain: walk in chain order, re-sealing each event whose line does
-	// not hash, whose prev names no earlier event, or whose prev was
-	// itself re-sealed.
+// diskLines parses the lines of a segment as it is on disk, counting the
+// conflict markers and unreadable lines it skips.
+func (p *repairPlan) diskLines(s Segment, data []byte) []*repairLine {
+	var disk []*repairLine
+	for _, raw := range bytes.Split(data, []byte("\n")) {
+		switch {
+		case len(bytes.TrimSpace(raw)) == 0:
+			continue
+		case isConflictMarker(raw):
+			p.rep.Markers++
+			continue
+		}
+		ev, ok, perr := ParseLine(raw)
+		if perr != nil || ev == nil || ev.ID == "" {
+			p.rep.Unreadable++
+			continue
+		}
+		disk = append(disk, &repairLine{ev: ev, raw: raw, hashOK: ok, seg: s})
+	}
+	return disk
+}
+
+// mergeLines puts HEAD's lines of a segment first, in HEAD's order, then
+// the work tree's others: a committed event is never lost, and HEAD's line
+// wins over a changed one, unless it fails its own hash (a forced commit)
+// and the work tree's checks. A line on disk only is uncommitted, unless a
+// git merge is in progress (merging: HEAD is then one side only).
+func (p *repairPlan) mergeLines(s Segment, disk []*repairLine, committed []byte, merging bool) []*repairLine {
+	var lines []*repairLine
+	diskByID := make(map[string]*repairLine, len(disk))
+	for _, l := range disk {
+		if _, dup := diskByID[l.ev.ID]; !dup {
+			diskByID[l.ev.ID] = l
+		}
+	}
+	for _, raw := range bytes.Split(committed, []byte("\n")) {
+		ev, ok, perr := ParseLine(raw)
+		if len(bytes.TrimSpace(raw)) == 0 || perr != nil || ev == nil {
+			continue
+		}
+		switch d := diskByID[ev.ID]; {
+		case d == nil:
+			p.rep.Restored = append(p.rep.Restored, ev.ID)
+		case bytes.Equal(d.raw, raw):
+		case !ok && d.hashOK:
+			lines = append(lines, d)
+			continue
+		default:
+			p.rep.Replaced = append(p.rep.Replaced, ev.ID)
+		}
+		lines = append(lines, &repairLine{ev: ev, raw: raw, hashOK: ok, seg: s})
+	}
+	inHead := make(map[string]bool, len(lines))
+	for _, l := range lines {
+		inHead[l.ev.ID] = true
+	}
+	for _, l := range disk {
+		if !inHead[l.ev.ID] {
+			lines = append(lines, l)
+			if committed != nil && !merging {
+				p.uncommitted[s] = append(p.uncommitted[s], l.ev.ID)
+			}
+		}
+	}
+	return lines
+}
+
+// rechain walks the events in chain order, re-sealing each whose line does
+// not hash, whose prev names no earlier event, or whose prev was itself
+// re-sealed, and finds the tips left open.
+func (p *repairPlan) rechain() error {
 	renamed := make(map[string]string) // old hash -> new hash
 	known := make(map[string]bool)
-	var tips []string
-	last := ""
 	changed := make(map[string]bool)
-	for _, l := range order {
+	mapped := func(h string) string {
+		if n, ok := renamed[h]; ok {
+			return n
+		}
+		return h
+	}
+	for _, l := range p.order {
 		ev := l.ev
 		oldHash := ev.Hash
-		mapped := func(h string) string {
-			if n, ok := renamed[h]; ok {
-				return n
-			}
-			return h
-		}
-		prev := mapped(ev.Prev)
-		broken := !l.hashOK || (prev != "" && !known[prev])
-		var parents []string
-		if ev.Kind == KindJoin {
-			ts, _ := JoinTips(ev)
-			var ps []string
-			for _, t := range ts {
-				if t = mapped(t); known[t] && !slices.Contains(ps, t) {
-					ps = append(ps, t)
-				}
-			}
-			slices.Sort(ps)
-			if len(ps) >= 2 {
-				if !slices.Equal(ps, ts) {
-					ev.Data = WithData(ev.Data, "tips", ps)
-					broken = true
-				}
-				prev, parents = ps[0], ps
-			} else {
-				// Nothing left to join: the line stays, as a note that
-				// follows the last event.
-				ev.Kind, ev.Data = "ledger.note", WithData(ev.Data, "was", KindJoin)
-				prev, parents, broken = last, []string{last}, true
-				changed[ev.ID] = true
-			}
-		} else {
-			if broken {
-				if prev != "" && !known[prev] {
-					prev = last
-				}
-				changed[ev.ID] = true
-			}
-			parents = []string{prev}
-		}
+		prev, parents, broken := p.parentsOf(l, mapped, known, changed)
 		if prev != ev.Prev || broken {
 			line, err := ev.Seal(prev)
 			if err != nil {
-				return nil, nil, nil, err
+				return err
 			}
 			l.raw = bytes.TrimSuffix(line, []byte("\n"))
 			renamed[oldHash] = ev.Hash
-			rep.Rechained++
+			p.rep.Rechained++
 		}
 		known[ev.Hash] = true
-		tips = slices.DeleteFunc(tips, func(t string) bool { return slices.Contains(parents, t) })
-		tips = append(tips, ev.Hash)
-		last = ev.Hash
+		p.tips = slices.DeleteFunc(p.tips, func(t string) bool { return slices.Contains(parents, t) })
+		p.tips = append(p.tips, ev.Hash)
+		p.last = ev.Hash
 	}
-	for _, l := range order {
+	for _, l := range p.order {
 		if changed[l.ev.ID] {
-			rep.Changed = append(rep.Changed, l.ev.ID)
+			p.rep.Changed = append(p.rep.Changed, l.ev.ID)
 		}
 	}
+	return nil
+}
 
+// parentsOf decides what l's event chains onto: its prev (renamed when
+// that was re-sealed), the last event when its prev names none placed
+// before it, or, for a join, the tips it still has. broken says the line
+// must be sealed again.
+func (p *repairPlan) parentsOf(l *repairLine, mapped func(string) string, known, changed map[string]bool) (prev string, parents []string, broken bool) {
+	ev := l.ev
+	prev = mapped(ev.Prev)
+	broken = !l.hashOK || (prev != "" && !known[prev])
+	if ev.Kind != KindJoin {
+		if broken {
+			if prev != "" && !known[prev] {
+				prev = p.last
+			}
+			changed[ev.ID] = true
+		}
+		return prev, []string{prev}, broken
+	}
+	ts, _ := JoinTips(ev)
+	var ps []string
+	for _, t := range ts {
+		if t = mapped(t); known[t] && !slices.Contains(ps, t) {
+			ps = append(ps, t)
+		}
+	}
+	slices.Sort(ps)
+	if len(ps) >= 2 {
+		if !slices.Equal(ps, ts) {
+			ev.Data = WithData(ev.Data, "tips", ps)
+			broken = true
+		}
+		return ps[0], ps, broken
+	}
+	// Nothing left to join: the line stays, as a note that follows the
+	// last event.
+	ev.Kind, ev.Data = "ledger.note", WithData(ev.Data, "was", KindJoin)
+	changed[ev.ID] = true
+	return p.last, []string{p.last}, true
+}
+
+// layout writes every segment out again, and returns those that changed
+// and the last segment that holds an event.
+func (p *repairPlan) layout() (map[string][]byte, Segment) {
 	files := make(map[string][]byte)
 	var lastSeg Segment
-	for _, s := range all {
+	for _, s := range p.all {
 		var buf bytes.Buffer
-		for _, l := range perSeg[s] {
+		for _, l := range p.perSeg[s] {
 			buf.Write(l.raw)
 			buf.WriteByte('\n')
 		}
-		if len(perSeg[s]) > 0 {
+		if len(p.perSeg[s]) > 0 {
 			lastSeg = s
 		}
-		if !bytes.Equal(buf.Bytes(), original[s.String()]) {
+		if !bytes.Equal(buf.Bytes(), p.original[s.String()]) {
 			files[s.String()] = buf.Bytes()
-			rep.Uncommitted = append(rep.Uncommitted, uncommitted[s]...)
+			p.rep.Uncommitted = append(p.rep.Uncommitted, p.uncommitted[s]...)
 		}
 	}
-	if len(files) == 0 && len(tips) <= 1 {
-		rep.Nothing = true
-		return rep, nil, nil, nil
-	}
-	// The record of the repair, and a join when lines of history remain
-	// apart, go at the end of the last segment.
+	return files, lastSeg
+}
+
+// record appends, at the end of the last segment, a join when lines of
+// history remain apart and the ledger.repaired event that records the
+// repair.
+func (p *repairPlan) record(files map[string][]byte, lastSeg Segment) error {
+	v, rep := p.v, p.rep
 	tail := files[lastSeg.String()]
 	if tail == nil {
-		tail = slices.Clone(original[lastSeg.String()])
+		tail = slices.Clone(p.original[lastSeg.String()])
 	}
-	if len(tips) > 1 {
+	last := p.last
+	if len(p.tips) > 1 {
 		latest := time.Time{}
-		for _, l := range order {
-			if slices.Contains(tips, l.ev.Hash) && l.ev.Time().After(latest) {
+		for _, l := range p.order {
+			if slices.Contains(p.tips, l.ev.Hash) && l.ev.Time().After(latest) {
 				latest = l.ev.Time()
 			}
 		}
-		join := joinOf(v.Config.Agent, tips, latest)
+		join := joinOf(v.Config.Agent, p.tips, latest)
 		line, err := join.Seal(join.Prev)
 		if err != nil {
-			return nil, nil, nil, err
+			return err
 		}
 		tail = append(tail, line...)
 		last = join.Hash
@@ -430,22 +480,27 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 		Text: "repaired the ledger: " + rep.Summary(), Data: dj, Source: "cli"}
 	line, err := ev.Seal(last)
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	files[lastSeg.String()] = append(tail, line...)
 	rep.Event = ev.ID
 	slices.SortFunc(rep.Segments, func(a, b string) int {
 		sa, _ := SegmentFromPath(a)
 		sb, _ := SegmentFromPath(b)
-		if sa.Less(sb) {
-			return -1
-		}
-		if sb.Less(sa) {
-			return 1
-		}
-		return 0
+		return compareSegments(sa, sb)
 	})
-	return rep, files, rep.Segments, nil
+	return nil
+}
+
+// compareSegments orders segments as the chain runs.
+func compareSegments(a, b Segment) int {
+	if a.Less(b) {
+		return -1
+	}
+	if b.Less(a) {
+		return 1
+	}
+	return 0
 }
 
 // afterPrevs reorders lines, stably, so that an event whose prev is in the

@@ -341,35 +341,20 @@ func prefetchSegments(segs []Segment, read func(Segment) ([]byte, error), worker
 // after each segment.
 func (v *Vault) verifyWith(segs []Segment, strays []string, read func(Segment) ([]byte, error), concurrent bool,
 	committed func(blobs map[string]string) ([]Problem, error), stamps []verifiedStamp) (*VerifyReport, error) {
-	rep := &VerifyReport{Segments: len(segs)}
+	w := &ledgerWalk{segs: segs, rep: &VerifyReport{Segments: len(segs)}, seen: make(map[string]walkPos)}
 	for _, s := range strays {
-		rep.Problems = append(rep.Problems, Problem{File: s, Msg: "not a ledger segment name (want <dd>[-<n>].jsonl)"})
+		w.rep.Problems = append(w.rep.Problems, Problem{File: s, Msg: "not a ledger segment name (want <dd>[-<n>].jsonl)"})
 	}
 	cc := newChainChecker()
-	// What is kept per event is its id and position: the duplicate and link
-	// checks need them for every event, the rest of an event is dropped
-	// with its segment.
-	type pos struct{ seg, line int32 }
-	problemAt := func(p pos, id string) Problem {
-		return Problem{File: segs[p.seg].String(), Line: int(p.line), ID: id}
-	}
-	seen := make(map[string]pos)
-	type ref struct {
-		at     pos
-		id     string
-		target string
-		before bool // the target must come earlier in the chain
-	}
-	var refs []ref
 	// Nodes are checked by workers while the ledger is walked: each check
 	// reads a node file and the end of a transcript, independent of the
 	// chain.
-	nodes := newNodeChecks(v, verifyWorkers())
-	defer nodes.stop()
+	w.nodes = newNodeChecks(v, verifyWorkers())
+	defer w.nodes.stop()
 	next := func(i int) parsedSegment { return parseSegment(segs[i], read) }
 	if concurrent && len(segs) > 1 {
-		w := verifyWorkers()
-		fetch, stop := prefetchSegments(segs, read, w, w+2)
+		n := verifyWorkers()
+		fetch, stop := prefetchSegments(segs, read, n, n+2)
 		defer stop()
 		next = func(int) parsedSegment { return fetch() }
 	}
@@ -381,50 +366,14 @@ func (v *Vault) verifyWith(segs []Segment, strays []string, read func(Segment) (
 		}
 		blobs[s.String()] = ps.blob
 		v.Progress.Step("verify: checking the ledger", "segments", int64(i+1), int64(len(segs)))
-		lines, torn := ps.lines, ps.torn
-		for _, ll := range lines {
+		for _, ll := range ps.lines {
 			cc.line(ll)
-			ev := ll.Event
-			if ev == nil {
-				continue
-			}
-			here := pos{int32(i), int32(ll.Line)}
-			if first, dup := seen[ev.ID]; dup && ev.ID != "" {
-				p := problemAt(here, ev.ID)
-				f := problemAt(first, ev.ID)
-				p.Msg = fmt.Sprintf("duplicate id, first at %s:%d", f.File, f.Line)
-				rep.Problems = append(rep.Problems, p)
-			} else {
-				seen[ev.ID] = here
-			}
-			for _, l := range ev.Links {
-				refs = append(refs, ref{at: here, id: ev.ID, target: l})
-			}
-			if ev.Kind == "node.created" && len(ev.Links) > 0 {
-				var d struct {
-					Path string `json:"path"`
-				}
-				_ = JSONUnmarshal(ev.Data, &d)
-				nodes.check(problemAt(here, ev.ID), ev.Links[0], d.Path)
-			}
-			if ck := CanonicalKind(ev.Kind); CorrectionKinds[ck] {
-				if len(ev.Links) == 0 && ck != KindDone { // a done that closes nothing is an accomplishment
-					p := problemAt(here, ev.ID)
-					p.Msg = ev.Kind + " names no event in links"
-					rep.Problems = append(rep.Problems, p)
-				} else if len(ev.Links) > 0 {
-					refs = append(refs, ref{at: here, id: ev.ID, target: ev.Links[0], before: true})
-				}
+			if ll.Event != nil {
+				w.event(walkPos{int32(i), int32(ll.Line)}, ll.Event)
 			}
 		}
-		if len(torn) > 0 {
-			p := Problem{File: s.String(), Line: len(lines) + 1, Msg: "torn last line (a crash mid-append); the next write removes it"}
-			if i == len(segs)-1 {
-				rep.Torn = append(rep.Torn, p)
-			} else {
-				p.Msg = "unterminated line in a closed segment"
-				rep.Problems = append(rep.Problems, p)
-			}
+		if len(ps.torn) > 0 {
+			w.torn(i, len(ps.lines))
 		}
 		if stamps != nil {
 			stamps[i].Tip, stamps[i].Tips = cc.last, slices.Clone(cc.tips)
@@ -435,47 +384,16 @@ func (v *Vault) verifyWith(segs []Segment, strays []string, read func(Segment) (
 	if err != nil {
 		return nil, err
 	}
-	rep.Problems = append(rep.Problems, nodes.wait()...)
-	for _, r := range refs {
-		p := problemAt(r.at, r.id)
-		if strings.HasPrefix(r.target, "n_") {
-			if !nodeIDs[r.target] {
-				p.Msg = "links to node " + r.target + ", which does not exist"
-				rep.Problems = append(rep.Problems, p)
-			}
-			continue
-		}
-		target, ok := seen[r.target]
-		switch {
-		case !ok:
-			p.Msg = "links to " + r.target + ", which is not in the ledger"
-			rep.Problems = append(rep.Problems, p)
-		case r.before && (target.seg > r.at.seg || target.seg == r.at.seg && target.line >= r.at.line):
-			p.Msg = "corrects " + r.target + ", which comes after it"
-			rep.Problems = append(rep.Problems, p)
-		}
-	}
-	rep.Problems = append(rep.Problems, cc.problems...)
+	w.rep.Problems = append(w.rep.Problems, w.nodes.wait()...)
+	w.checkRefs(nodeIDs)
+	w.rep.Problems = append(w.rep.Problems, cc.problems...)
 	v.Progress.Step("verify: holding the ledger against HEAD", "", 0, 0)
 	held, err := committed(blobs)
 	if err != nil {
 		return nil, err
 	}
-	// A line changed after its commit fails its hash too: one problem,
-	// saying that HEAD still has the line.
-	for _, h := range held {
-		merged := false
-		for i, p := range rep.Problems {
-			if p.File == h.File && p.Line == h.Line && p.ID == h.ID && h.Line > 0 {
-				rep.Problems[i].Msg += "; HEAD holds the line as committed (memvault repair restores it)"
-				merged = true
-				break
-			}
-		}
-		if !merged {
-			rep.Problems = append(rep.Problems, h)
-		}
-	}
+	w.hold(held)
+	rep := w.rep
 	sortProblems(rep.Problems)
 	rep.Events = cc.events
 	rep.Tip = cc.last
@@ -484,6 +402,120 @@ func (v *Vault) verifyWith(segs []Segment, strays []string, read func(Segment) (
 	}
 	rep.OK = len(rep.Problems) == 0
 	return rep, nil
+}
+
+// walkPos is where an event is: its segment's index and its line. What
+// verify keeps per event is its id and position: the duplicate and link
+// checks need them for every event, the rest of an event is dropped with
+// its segment.
+type walkPos struct{ seg, line int32 }
+
+// walkRef is a link of an event, checked once every event is known.
+type walkRef struct {
+	at     walkPos
+	id     string
+	target string
+	before bool // the target must come earlier in the chain
+}
+
+// ledgerWalk is what verify gathers while it walks the ledger.
+type ledgerWalk struct {
+	segs  []Segment
+	rep   *VerifyReport
+	seen  map[string]walkPos
+	refs  []walkRef
+	nodes *nodeChecks
+}
+
+func (w *ledgerWalk) problemAt(p walkPos, id string) Problem {
+	return Problem{File: w.segs[p.seg].String(), Line: int(p.line), ID: id}
+}
+
+// event checks one event: its id is new, its node's file is queued for a
+// check, and its links and correction targets are kept for checkRefs.
+func (w *ledgerWalk) event(here walkPos, ev *Event) {
+	if first, dup := w.seen[ev.ID]; dup && ev.ID != "" {
+		p := w.problemAt(here, ev.ID)
+		f := w.problemAt(first, ev.ID)
+		p.Msg = fmt.Sprintf("duplicate id, first at %s:%d", f.File, f.Line)
+		w.rep.Problems = append(w.rep.Problems, p)
+	} else {
+		w.seen[ev.ID] = here
+	}
+	for _, l := range ev.Links {
+		w.refs = append(w.refs, walkRef{at: here, id: ev.ID, target: l})
+	}
+	if ev.Kind == "node.created" && len(ev.Links) > 0 {
+		var d struct {
+			Path string `json:"path"`
+		}
+		_ = JSONUnmarshal(ev.Data, &d)
+		w.nodes.check(w.problemAt(here, ev.ID), ev.Links[0], d.Path)
+	}
+	if ck := CanonicalKind(ev.Kind); CorrectionKinds[ck] {
+		if len(ev.Links) == 0 && ck != KindDone { // a done that closes nothing is an accomplishment
+			p := w.problemAt(here, ev.ID)
+			p.Msg = ev.Kind + " names no event in links"
+			w.rep.Problems = append(w.rep.Problems, p)
+		} else if len(ev.Links) > 0 {
+			w.refs = append(w.refs, walkRef{at: here, id: ev.ID, target: ev.Links[0], before: true})
+		}
+	}
+}
+
+// torn reports segment i's torn last line: the next write removes it from
+// the last segment; in a closed one it is damage.
+func (w *ledgerWalk) torn(i, lines int) {
+	p := Problem{File: w.segs[i].String(), Line: lines + 1, Msg: "torn last line (a crash mid-append); the next write removes it"}
+	if i == len(w.segs)-1 {
+		w.rep.Torn = append(w.rep.Torn, p)
+		return
+	}
+	p.Msg = "unterminated line in a closed segment"
+	w.rep.Problems = append(w.rep.Problems, p)
+}
+
+// checkRefs checks every link: a node that exists, an event in the ledger,
+// and a correction's target earlier in the chain.
+func (w *ledgerWalk) checkRefs(nodeIDs map[string]bool) {
+	for _, r := range w.refs {
+		p := w.problemAt(r.at, r.id)
+		if strings.HasPrefix(r.target, "n_") {
+			if !nodeIDs[r.target] {
+				p.Msg = "links to node " + r.target + ", which does not exist"
+				w.rep.Problems = append(w.rep.Problems, p)
+			}
+			continue
+		}
+		target, ok := w.seen[r.target]
+		switch {
+		case !ok:
+			p.Msg = "links to " + r.target + ", which is not in the ledger"
+			w.rep.Problems = append(w.rep.Problems, p)
+		case r.before && (target.seg > r.at.seg || target.seg == r.at.seg && target.line >= r.at.line):
+			p.Msg = "corrects " + r.target + ", which comes after it"
+			w.rep.Problems = append(w.rep.Problems, p)
+		}
+	}
+}
+
+// hold adds what holding the ledger against HEAD found. A line changed
+// after its commit fails its hash too: one problem, saying that HEAD still
+// has the line.
+func (w *ledgerWalk) hold(held []Problem) {
+	for _, h := range held {
+		merged := false
+		for i, p := range w.rep.Problems {
+			if p.File == h.File && p.Line == h.Line && p.ID == h.ID && h.Line > 0 {
+				w.rep.Problems[i].Msg += "; HEAD holds the line as committed (memvault repair restores it)"
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			w.rep.Problems = append(w.rep.Problems, h)
+		}
+	}
 }
 
 // posBefore reports whether ledger position a comes before b in chain order,

@@ -66,6 +66,7 @@ var outsideRoot = map[string]string{
 	"vault/gitrepo/gc.go writePack":                      ".git/objects",
 	"vault/gitrepo/gc.go packCovered":                    ".git/objects/pack",
 	"vault/gitrepo/gc.go packsChanged":                   ".git/objects/pack's modification time",
+	"vault/gitrepo/repo.go packNames":                    ".git/objects/pack listed",
 	"vault/gitrepo/gc.go reachable":                      ".git's refs",
 	"vault/gitrepo/gc.go removeEmptyFanout":              ".git/objects",
 	"vault/gitrepo/size.go Measure":                      ".git's size; WalkDir follows no link",

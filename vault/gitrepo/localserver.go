@@ -25,7 +25,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/memvault/memvault/vault/fileio"
 )
@@ -85,7 +84,7 @@ func (localLoader) Load(ep *transport.Endpoint) (storer.Storer, error) {
 	p := ep.Path
 	if info, err := os.Stat(filepath.Join(p, ".git")); err == nil && info.IsDir() {
 		gitDir := filepath.Join(p, ".git")
-		return &lockedRefs{Storage: newStorage(gitDir), gitDir: gitDir, workTree: true}, nil
+		return &lockedRefs{objectStore: newStorage(gitDir), gitDir: gitDir, workTree: true}, nil
 	}
 	if _, err := os.Stat(filepath.Join(p, "HEAD")); err != nil {
 		return nil, transport.ErrRepositoryNotFound
@@ -93,13 +92,13 @@ func (localLoader) Load(ep *transport.Endpoint) (storer.Storer, error) {
 	if _, err := os.Stat(filepath.Join(p, "objects")); err != nil {
 		return nil, transport.ErrRepositoryNotFound
 	}
-	return &lockedRefs{Storage: newStorage(p), gitDir: p}, nil
+	return &lockedRefs{objectStore: newStorage(p), gitDir: p}, nil
 }
 
 // lockedRefs is a repository's storage whose branch updates take git's ref
 // lock and refuse anything but a fast-forward.
 type lockedRefs struct {
-	*filesystem.Storage
+	*objectStore
 	gitDir   string
 	workTree bool // a non-bare repository: its checked-out branch is not updated
 }
@@ -138,7 +137,7 @@ func (s *lockedRefs) SetReference(ref *plumbing.Reference) error {
 	case err != nil:
 		return err
 	case old.Hash() != ref.Hash():
-		ok, err := isAncestor(s.Storage, old.Hash(), ref.Hash())
+		ok, err := isAncestor(s.objectStore, old.Hash(), ref.Hash())
 		if err != nil {
 			return err
 		}

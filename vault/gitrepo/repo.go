@@ -33,6 +33,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
@@ -47,7 +48,7 @@ import (
 type Repo struct {
 	root   string // the work tree: the vault root
 	gitDir string
-	st     *filesystem.Storage
+	st     *objectStore
 	// packs is when objects/pack last changed as st saw it (Refresh).
 	packs time.Time
 	// created lists the loose objects this process wrote in the current
@@ -85,9 +86,88 @@ func Open(root string) (*Repo, error) {
 
 // newStorage opens go-git's object storage on gitDir, not exclusive: git
 // and other memvault processes write there too.
-func newStorage(gitDir string) *filesystem.Storage {
-	return filesystem.NewStorageWithOptions(gitFS(gitDir), cache.NewObjectLRU(4<<20),
+func newStorage(gitDir string) *objectStore {
+	st := filesystem.NewStorageWithOptions(gitFS(gitDir), cache.NewObjectLRU(4<<20),
 		filesystem.Options{ExclusiveAccess: false})
+	return &objectStore{Storage: st, gitDir: gitDir, packs: packNames(gitDir)}
+}
+
+// objectStore is go-git's storage with one correction. go-git reads the
+// list of packs once, at its first read from a pack, and keeps it; a gc
+// run meanwhile by git (a person's, or the detached automatic one, which
+// may run beside a sync's fetch, outside the vault lock) moves loose
+// objects into a new pack and deletes them, or replaces the packs, and the
+// storage would no longer find objects that are there. So a read that
+// misses looks at the pack folder, and when its packs are not the ones it
+// last saw, reads their list again and tries once more: one directory
+// read per miss, and the packs' indexes again only when they changed.
+type objectStore struct {
+	*filesystem.Storage
+	gitDir string
+	packs  string // the pack folder's .idx names when the list was last read
+}
+
+// EncodedObject reads object h of type t.
+func (s *objectStore) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	o, err := s.Storage.EncodedObject(t, h)
+	if err != nil && s.repacked(err) {
+		o, err = s.Storage.EncodedObject(t, h)
+	}
+	return o, err
+}
+
+// HasEncodedObject says whether object h is there: nil when it is.
+func (s *objectStore) HasEncodedObject(h plumbing.Hash) error {
+	err := s.Storage.HasEncodedObject(h)
+	if err != nil && s.repacked(err) {
+		err = s.Storage.HasEncodedObject(h)
+	}
+	return err
+}
+
+// EncodedObjectSize is the size of object h.
+func (s *objectStore) EncodedObjectSize(h plumbing.Hash) (int64, error) {
+	n, err := s.Storage.EncodedObjectSize(h)
+	if err != nil && s.repacked(err) {
+		n, err = s.Storage.EncodedObjectSize(h)
+	}
+	return n, err
+}
+
+// repacked says whether a read that failed with err is worth trying again
+// because the packs changed since the storage listed them, and if so makes
+// the storage list them again.
+func (s *objectStore) repacked(err error) bool {
+	if !errors.Is(err, plumbing.ErrObjectNotFound) && !errors.Is(err, dotgit.ErrPackfileNotFound) && !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	now := packNames(s.gitDir)
+	if now == s.packs {
+		return false
+	}
+	s.packs = now
+	s.Storage.Reindex()
+	return true
+}
+
+// packNames lists the packs' indexes in gitDir: a key that changes when a
+// pack comes or goes.
+func packNames(gitDir string) string {
+	d, err := os.Open(filepath.Join(gitDir, "objects", "pack"))
+	if err != nil {
+		return ""
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		if strings.HasSuffix(n, ".idx") {
+			b.WriteString(n)
+			b.WriteByte(' ')
+		}
+	}
+	return b.String()
 }
 
 // gitFS is a git folder as go-git's storage sees it. go-git makes the

@@ -33,7 +33,7 @@ const (
 	// command.
 	accessOwn
 	// accessServe: the command is a server that answers requests for as
-	// long as its client stays (mcp). The root opens nothing: the server
+	// long as its client stays (mcp, serve). The root opens nothing: the server
 	// finds and opens the vault afresh for each request, reads without the
 	// lock, and makes each write one transaction of its own, so no lock and
 	// no open vault outlive a request.

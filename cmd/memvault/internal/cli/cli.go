@@ -239,6 +239,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			newHookCommand(),
 			newContextCommand(),
 			newMCPCommand(),
+			newServeCommand(),
 			newInstallCommand(),
 			newUninstallCommand(),
 			newDoctorCommand(),
@@ -336,6 +337,10 @@ func commandActions() map[string]action {
 		// The MCP server opens the vault afresh for each request and holds
 		// the lock only inside a request's write (cmd/memvault/internal/mcp).
 		"mcp": serves(runMCP),
+		// The web view, the same: every page opens the vault for its
+		// request and reads without the lock; each --write route is one
+		// transaction (cmd/memvault/internal/web).
+		"serve": serves(runServe),
 		// The installers change the harness's config and git's hooks, not
 		// the vault; install git also registers the merge driver and, when
 		// .gitattributes lacks it, commits it through the library

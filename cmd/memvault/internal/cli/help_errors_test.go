@@ -145,6 +145,7 @@ func TestEveryCommandTakesJSON(t *testing.T) {
 		"merge-driver": "git reads its exit code and the file it wrote",
 		"help":         "text for people; the command reference in docs/API.md is generated from the same tree",
 		"mcp":          "speaks JSON-RPC on stdin and stdout; its results are JSON already",
+		"serve":        "prints the one address line a browser opens, then serves HTML pages",
 	}
 	jsonPending := map[string]string{}
 	cmds := everyCommand()

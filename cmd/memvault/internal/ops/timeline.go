@@ -1,0 +1,75 @@
+package ops
+
+import (
+	"time"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/fault"
+)
+
+// TimelineQuery selects one page of events, newest first: those that pass
+// Filter and were written before Until (zero: no bound), starting after
+// the event Before (an id or a unique prefix; "": the newest) or at the
+// event At (the page a link to one event opens on), Limit of them.
+type TimelineQuery struct {
+	Filter vault.Filter
+	Until  time.Time
+	Before string
+	At     string
+	Limit  int
+}
+
+// TimelinePage is one page of a timeline: its events, newest first, each
+// with its status, and Next, the id the next page starts before ("" when
+// this is the last page).
+type TimelinePage struct {
+	Rows []*vault.Row
+	Next string
+}
+
+// Timeline returns the page q selects from st. It walks the rows backwards
+// from the starting point and stops once the page is full, so a page costs
+// the rows it skips, not the whole ledger.
+func Timeline(st *vault.State, q TimelineQuery) (TimelinePage, error) {
+	if q.Limit <= 0 {
+		q.Limit = 100
+	}
+	end := len(st.Rows) // the index below which the page starts
+	if q.Before != "" || q.At != "" {
+		arg, verb := q.Before, "before"
+		if q.At != "" {
+			arg, verb = q.At, "at"
+		}
+		id, err := st.ResolveEventID(verb, arg)
+		if err != nil {
+			return TimelinePage{}, err
+		}
+		end = -1
+		for i := len(st.Rows) - 1; i >= 0; i-- {
+			if st.Rows[i].ID == id {
+				end = i
+				break
+			}
+		}
+		if end < 0 {
+			return TimelinePage{}, fault.New(vault.ErrNotFound, "%s %s: no such event", verb, arg)
+		}
+		if q.At != "" {
+			end++
+		}
+	}
+	page := TimelinePage{Rows: []*vault.Row{}}
+	for i := end - 1; i >= 0; i-- {
+		r := st.Rows[i]
+		if !q.Filter.Match(r) || (!q.Until.IsZero() && !r.Time().Before(q.Until)) {
+			continue
+		}
+		if len(page.Rows) == q.Limit {
+			page.Next = page.Rows[len(page.Rows)-1].ID
+			break
+		}
+		r.Status = st.Status(r)
+		page.Rows = append(page.Rows, r)
+	}
+	return page, nil
+}

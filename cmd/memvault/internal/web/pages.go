@@ -1,0 +1,127 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/memvault/memvault/cmd/memvault/internal/ops"
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/continuity"
+	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/heads"
+)
+
+// The read pages. Each opens the vault for the request and reads without
+// the lock, through the calls its command makes: the overview is
+// `memvault status`, `memvault continuity status` and `memvault threads`;
+// the timeline is `memvault ledger`; and so on (docs/WEB.md).
+
+// overviewData is the overview: what `memvault status` reports, the live
+// sections of the working memory, and the threads with their heads'
+// state. A part that cannot be read is named in Problems and the rest
+// still shows.
+type overviewData struct {
+	Root       string
+	Status     *ops.Status
+	Health     ops.Health
+	Continuity *continuity.Continuity
+	Threads    []heads.ThreadInfo
+	Problems   []string
+}
+
+func (s *Server) overview(*http.Request) (*view, error) {
+	v, agent, err := s.open(true)
+	if err != nil {
+		return nil, err
+	}
+	d := &overviewData{Root: v.Root}
+	if d.Status, err = ops.NewStatus(v, agent); err != nil {
+		d.Problems = append(d.Problems, "status: "+err.Error())
+		d.Health = ops.NewHealth(v)
+	} else {
+		d.Health = d.Status.Health
+	}
+	if d.Continuity, err = continuity.LoadContinuity(v); err != nil {
+		d.Problems = append(d.Problems, "working memory: "+err.Error())
+	}
+	if info, err := heads.Heads(v); err != nil {
+		d.Problems = append(d.Problems, "threads: "+err.Error())
+	} else {
+		d.Threads = info.Threads
+	}
+	return &view{Page: "overview", Title: "Overview", Data: d}, nil
+}
+
+// timelineData is one page of the timeline and the filters that made it.
+type timelineData struct {
+	Thread, Agent, Kind, Since, Until string
+	Rows                              []*vault.Row
+	Next                              string // the next page's URL, "" on the last
+}
+
+func (s *Server) timeline(r *http.Request) (*view, error) {
+	q := r.URL.Query()
+	d := &timelineData{Thread: q.Get("thread"), Agent: q.Get("agent"), Kind: q.Get("kind"),
+		Since: q.Get("since"), Until: q.Get("until")}
+	tq := ops.TimelineQuery{Filter: vault.Filter{Agent: d.Agent, Kind: d.Kind}, Before: q.Get("before"), At: q.Get("at"), Limit: 100}
+	if d.Thread != "" {
+		th, err := vault.ParseThread(d.Thread)
+		if err != nil {
+			return nil, err
+		}
+		tq.Filter.Thread = th.String()
+	}
+	now := time.Now()
+	var err error
+	if d.Since != "" {
+		if tq.Filter.Since, err = ops.ParseSince(d.Since, now); err != nil {
+			return nil, err
+		}
+	}
+	if d.Until != "" {
+		if tq.Until, err = ops.ParseSince(d.Until, now); err != nil {
+			return nil, err
+		}
+	}
+	v, _, err := s.open(true)
+	if err != nil {
+		return nil, err
+	}
+	// The folded rows every head renders from: a cached view of the
+	// ledger, brought up to date by replaying what was appended since,
+	// not a fold of every segment.
+	st, _, err := v.FoldedState()
+	if err != nil {
+		return nil, err
+	}
+	page, err := ops.Timeline(st, tq)
+	if err != nil {
+		return nil, err
+	}
+	d.Rows = page.Rows
+	if page.Next != "" {
+		next := q
+		next.Del("at")
+		next.Del("token")
+		next.Set("before", page.Next)
+		d.Next = "/timeline?" + next.Encode()
+	}
+	title := "Timeline"
+	if d.Thread != "" {
+		title += " of " + d.Thread
+	}
+	return &view{Page: "timeline", Title: title, Data: d}, nil
+}
+
+// pathArg reads a path element of the route, checked as a name.
+func pathArg(r *http.Request, what, name string) (string, error) {
+	s := r.PathValue(name)
+	if err := vault.CheckName(what, s); err != nil {
+		return "", fault.New(vault.ErrNotFound, "%s %q: no such %s", what, s, what)
+	}
+	return s, nil
+}
+
+// trimmed is s without the spaces around it.
+func trimmed(s string) string { return strings.TrimSpace(s) }

@@ -1,0 +1,150 @@
+package web
+
+import (
+	"bytes"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/recall"
+)
+
+// pageNames are the pages, each a template under templates/ and the id of
+// its <main> (page-<name>).
+func pageNames() []string {
+	return []string{"overview", "timeline", "session", "node", "head", "continuity", "recall", "error"}
+}
+
+// view is what a handler gives the layout: the page, its title, and the
+// data its template reads.
+type view struct {
+	Page   string
+	Title  string
+	Status int // 0: 200
+	Data   any
+	// Write and CSRF are the server's, for the forms of --write.
+	Write bool
+	CSRF  string
+}
+
+// parsePages parses every page with the layout around it.
+func parsePages() (map[string]*template.Template, error) {
+	pages := map[string]*template.Template{}
+	for _, name := range pageNames() {
+		t, err := template.New("layout.html").Funcs(funcs()).ParseFS(templateFS,
+			"templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, err
+		}
+		pages[name] = t
+	}
+	return pages, nil
+}
+
+// page turns a handler into a route: it renders the view the handler
+// returns, or the error page with the status the error's class calls for.
+func (s *Server) page(fn func(r *http.Request) (*view, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		vw, err := fn(r)
+		if err != nil {
+			vw = errorView(err)
+		}
+		s.render(w, vw)
+	}
+}
+
+// render writes a view, whole: into a buffer first, so that a template
+// that fails halfway answers 500 and not half a page.
+func (s *Server) render(w http.ResponseWriter, vw *view) {
+	vw.Write, vw.CSRF = s.opts.Write, s.csrf
+	var buf bytes.Buffer
+	if err := s.pages[vw.Page].Execute(&buf, vw); err != nil {
+		http.Error(w, "memvault: render "+vw.Page+": "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if vw.Status != 0 {
+		w.WriteHeader(vw.Status)
+	}
+	_, _ = w.Write(buf.Bytes())
+}
+
+// errorView is the error page for err: 404 for what does not exist, 400
+// for a malformed request, 503 for a busy vault, else 500.
+func errorView(err error) *view {
+	status := http.StatusInternalServerError
+	title := "Error"
+	switch {
+	case errors.Is(err, vault.ErrNotFound):
+		status, title = http.StatusNotFound, "Not found"
+	case errors.Is(err, vault.ErrInvalid):
+		status, title = http.StatusBadRequest, "Bad request"
+	case errors.Is(err, vault.ErrBusy):
+		status, title = http.StatusServiceUnavailable, "Busy"
+	}
+	data := struct{ Message, Hint string }{Message: err.Error()}
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		data.Hint = fe.Hint
+	}
+	return &view{Page: "error", Title: title, Status: status, Data: data}
+}
+
+// idRE finds the event and node ids in a line of text.
+var idRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b[en]_[0-9a-z]{26}\b`) })
+
+func funcs() template.FuncMap {
+	return template.FuncMap{
+		"short": func(id string) string {
+			if len(id) > 12 {
+				return id[:12]
+			}
+			return id
+		},
+		"eventURL": func(id string) string { return "/timeline?at=" + url.QueryEscape(id) },
+		"nodeURL":  func(id string) string { return "/nodes/" + url.PathEscape(id) },
+		"sessionURL": func(agent, session string) string {
+			return "/sessions/" + url.PathEscape(agent) + "/" + url.PathEscape(session)
+		},
+		"threadURL": func(thread string) string { return "/timeline?thread=" + url.QueryEscape(thread) },
+		"headURL":   headURL,
+		"idURL":     idURL,
+		"firstLine": func(s string) string {
+			s, _, _ = strings.Cut(s, "\n")
+			return s
+		},
+		"add":    func(a, b int) int { return a + b },
+		"hitURL": hitURL,
+	}
+}
+
+// idURL is the page of an event or node id.
+func idURL(id string) string {
+	if strings.HasPrefix(id, vault.NodeIDMarker) {
+		return "/nodes/" + url.PathEscape(id)
+	}
+	return "/timeline?at=" + url.QueryEscape(id)
+}
+
+// headURL is the page of a head by its path in the vault.
+func headURL(path string) string { return "/heads/" + path }
+
+// hitURL is the page of a recall hit: its event or node, else the session
+// whose transcript it is in, else the head it is in.
+func hitURL(h recall.Hit) string {
+	switch {
+	case strings.HasPrefix(h.ID, vault.EventIDMarker), strings.HasPrefix(h.ID, vault.NodeIDMarker):
+		return idURL(h.ID)
+	case h.Session != "" && h.Agent != "":
+		return "/sessions/" + url.PathEscape(h.Agent) + "/" + url.PathEscape(h.Session)
+	case h.Source.File != "":
+		return headURL(h.Source.File)
+	}
+	return "/timeline"
+}

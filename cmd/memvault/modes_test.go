@@ -268,6 +268,10 @@ var notRun = map[string]string{
 	// they print what the binary holds and open no file
 	"help":    "prints the help; opens nothing",
 	"version": "prints the build; opens nothing",
+	// it serves until interrupted; its pages only read, and its two
+	// writes (--write) are the transactions of commitment close and
+	// resolve, which this test runs
+	"serve": "serves until interrupted; its writes are commitment close's and resolve's",
 }
 
 // TestModesAfterEveryCommand runs every command memvault has, each as a

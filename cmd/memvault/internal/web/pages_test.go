@@ -184,7 +184,7 @@ func TestHeadHistoryAndDiff(t *testing.T) {
 	if !strings.Contains(body, `id="diff"`) || !strings.Contains(body, `class="add"`) {
 		t.Errorf("the diff:\n%s", body)
 	}
-	if !regexp.MustCompile(`<div class="add"><a href="(/timeline\?at=e_[0-9a-z]{26}|/nodes/n_[0-9a-z]{26}|\?rev=`+newest+`)">`).MatchString(body) {
+	if !regexp.MustCompile(`<div class="add"><a href="(/timeline\?at=e_[0-9a-z]{26}|/nodes/n_[0-9a-z]{26}|\?rev=` + newest + `)">`).MatchString(body) {
 		t.Errorf("no added line links to its event or its commit:\n%s", body)
 	}
 	if strings.Contains(body, "<fact>") {

@@ -28,7 +28,18 @@ type overviewData struct {
 	Continuity *continuity.Continuity
 	Threads    []heads.ThreadInfo
 	Problems   []string
+	// The lists, each the first overviewList of its items, and how many
+	// more there are: a large vault holds thousands, which the timeline
+	// pages through.
+	Commitments, Blockers, Next []listItem
+	MoreCommitments, MoreBlockers, MoreNext int
 }
+
+// overviewList is how many items of each list the overview shows.
+const overviewList = 50
+
+// listItem is an entry of one of the overview's lists.
+type listItem struct{ ID, Text, Thread string }
 
 func (s *Server) overview(*http.Request) (*view, error) {
 	v, agent, err := s.open(true)
@@ -36,14 +47,32 @@ func (s *Server) overview(*http.Request) (*view, error) {
 		return nil, err
 	}
 	d := &overviewData{Root: v.Root}
-	if d.Status, err = ops.NewStatus(v, agent); err != nil {
+	// The status from the cached fold, not a fold of every segment.
+	st, _, err := v.FoldedState()
+	if err == nil {
+		d.Status, err = ops.StatusOf(v, agent, st)
+	}
+	if err != nil {
 		d.Problems = append(d.Problems, "status: "+err.Error())
 		d.Health = ops.NewHealth(v)
 	} else {
 		d.Health = d.Status.Health
+		for _, r := range d.Status.Commitments {
+			d.Commitments = append(d.Commitments, listItem{r.ID, r.Text, r.Thread})
+		}
+		d.Commitments, d.MoreCommitments = capList(d.Commitments)
 	}
 	if d.Continuity, err = continuity.LoadContinuity(v); err != nil {
 		d.Problems = append(d.Problems, "working memory: "+err.Error())
+	} else {
+		for _, it := range d.Continuity.Blockers {
+			d.Blockers = append(d.Blockers, listItem{it.ID, it.Text, it.Thread})
+		}
+		for _, it := range d.Continuity.Next {
+			d.Next = append(d.Next, listItem{it.ID, it.Text, it.Thread})
+		}
+		d.Blockers, d.MoreBlockers = capList(d.Blockers)
+		d.Next, d.MoreNext = capList(d.Next)
 	}
 	if info, err := heads.Heads(v); err != nil {
 		d.Problems = append(d.Problems, "threads: "+err.Error())
@@ -51,6 +80,14 @@ func (s *Server) overview(*http.Request) (*view, error) {
 		d.Threads = info.Threads
 	}
 	return &view{Page: "overview", Title: "Overview", Data: d}, nil
+}
+
+// capList keeps the first overviewList items and counts the rest.
+func capList(items []listItem) ([]listItem, int) {
+	if len(items) <= overviewList {
+		return items, 0
+	}
+	return items[:overviewList], len(items) - overviewList
 }
 
 // timelineData is one page of the timeline and the filters that made it.

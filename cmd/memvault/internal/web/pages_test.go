@@ -278,3 +278,27 @@ func testvaultRows(t *testing.T, v *vault.Vault) []*vault.Row {
 	}
 	return st.Rows
 }
+
+// TestOverviewCapsLists: a vault with more open commitments than the
+// overview lists shows the first of them and links to the rest.
+func TestOverviewCapsLists(t *testing.T) {
+	t.Parallel()
+	v := testvault.New(t)
+	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
+		for i := range overviewList + 7 {
+			if _, err := tx.OpenCommitment(vault.Input{Text: fmt.Sprintf("promise %d", i)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := serve(t, v, false).page("/", "overview")
+	list := body[strings.Index(body, `<ul id="commitments">`):]
+	list = list[:strings.Index(list, "</ul>")]
+	if n := strings.Count(list, "<li>"); n != overviewList || !strings.Contains(body, `<a href="/timeline?kind=commitment.open">7 more</a>`) {
+		t.Errorf("%d commitments listed, and the rest:\n%s", n, body)
+	}
+}

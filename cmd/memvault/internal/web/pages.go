@@ -31,7 +31,7 @@ type overviewData struct {
 	// The lists, each the first overviewList of its items, and how many
 	// more there are: a large vault holds thousands, which the timeline
 	// pages through.
-	Commitments, Blockers, Next []listItem
+	Commitments, Blockers, Next             []listItem
 	MoreCommitments, MoreBlockers, MoreNext int
 }
 

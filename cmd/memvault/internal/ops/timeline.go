@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"time"
 
 	"github.com/memvault/memvault/vault"
@@ -72,4 +73,50 @@ func Timeline(st *vault.State, q TimelineQuery) (TimelinePage, error) {
 		page.Rows = append(page.Rows, r)
 	}
 	return page, nil
+}
+
+// eventLine is in every event's line of the ledger: a byte search for it
+// keeps every event of the segments searched.
+const eventLine = `"id":"` + vault.EventIDMarker
+
+// TimelineOf is Timeline read from v's ledger, newest segments first: the
+// last segment, then the last 4, 16, … until the page is full (a page
+// ends before the oldest segment read when it has a next page) or the id
+// it starts from is found; each read adds the corrections of the rows it
+// keeps, wherever they are, so every status is the full fold's. Once the
+// segments to read would be more than a quarter of the ledger, the cached
+// fold of every row (vault.FoldedState) is cheaper, and is read instead.
+// A recent page of a large ledger costs a segment or a few, not the
+// ledger.
+func TimelineOf(v *vault.Vault, q TimelineQuery) (TimelinePage, error) {
+	segs, _, err := vault.ListSegments(v.Root)
+	if err != nil {
+		return TimelinePage{}, err
+	}
+	n := len(segs)
+	for k := 1; 4*k <= n; k *= 4 {
+		window := make(map[string]bool, k)
+		for _, s := range segs[n-k:] {
+			window[s.String()] = true
+		}
+		st, err := v.LoadStateOf([][]byte{[]byte(eventLine)}, func(c vault.SegCorrections) bool {
+			return window[c.Stamp.Path]
+		})
+		if err != nil {
+			return TimelinePage{}, err
+		}
+		page, err := Timeline(st, q)
+		switch {
+		case err == nil && page.Next != "":
+			return page, nil
+		case err != nil && !errors.Is(err, vault.ErrNotFound):
+			return TimelinePage{}, err
+		}
+		// Too few rows, or the starting id is older: read more.
+	}
+	st, _, err := v.FoldedState()
+	if err != nil {
+		return TimelinePage{}, err
+	}
+	return Timeline(st, q)
 }

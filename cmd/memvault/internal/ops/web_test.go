@@ -93,3 +93,77 @@ func TestHeadHistory(t *testing.T) {
 		t.Errorf("a file never committed: %+v", h)
 	}
 }
+
+// TestTimelineOfMatchesTheFold: on a ledger of many segments, every page
+// read from the newest segments (TimelineOf) is the page of the full
+// fold, statuses included: a retraction and a close in the newest
+// segment of rows in the oldest, filters that match rarely, and paging
+// from an id in the oldest segment.
+func TestTimelineOfMatchesTheFold(t *testing.T) {
+	t.Parallel()
+	v := testvault.New(t)
+	v.Config.Ledger.SegmentBytes = 1500
+	var ids []string
+	for i := range 120 {
+		in := vault.Input{Text: fmt.Sprintf("fact %d", i)}
+		if i%40 == 0 {
+			in.Thread = "project:rare"
+		}
+		var ev *vault.Event
+		_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
+			var err error
+			if i == 1 {
+				ev, err = tx.OpenCommitment(in)
+			} else {
+				ev, err = tx.Remember(in)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ev.ID)
+	}
+	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
+		if _, err := tx.Retract(ids[0], "wrong"); err != nil {
+			return err
+		}
+		_, err := tx.CloseCommitment(ids[1], "done")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs, _, _ := vault.ListSegments(v.Root)
+	if len(segs) < 20 {
+		t.Fatalf("only %d segments", len(segs))
+	}
+	st, _, err := v.FoldedState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []TimelineQuery{
+		{Limit: 10},
+		{Limit: 10, Before: ids[100]},
+		{Limit: 10, Before: ids[5]},
+		{Limit: 10, At: ids[1]},
+		{Limit: 200},
+		{Limit: 2, Filter: vault.Filter{Thread: "project:rare"}},
+		{Limit: 3, Filter: vault.Filter{Kind: "commitment.open"}},
+		{Limit: 5, Filter: vault.Filter{Kind: "retract"}},
+	} {
+		want, werr := Timeline(st, q)
+		got, gerr := TimelineOf(v, q)
+		if (werr == nil) != (gerr == nil) || len(got.Rows) != len(want.Rows) || got.Next != want.Next {
+			t.Fatalf("%+v: %d rows next %q %v; the fold: %d rows next %q %v", q, len(got.Rows), got.Next, gerr, len(want.Rows), want.Next, werr)
+		}
+		for i := range got.Rows {
+			if got.Rows[i].ID != want.Rows[i].ID || got.Rows[i].Status != want.Rows[i].Status {
+				t.Errorf("%+v: row %d is %s %s, the fold's %s %s", q, i, got.Rows[i].ID, got.Rows[i].Status, want.Rows[i].ID, want.Rows[i].Status)
+			}
+		}
+	}
+	if _, err := TimelineOf(v, TimelineQuery{Before: "e_01zzzzzzzzzzzzzzzzzzzzzzzz"}); !errors.Is(err, vault.ErrNotFound) {
+		t.Errorf("unknown before: %v", err)
+	}
+}

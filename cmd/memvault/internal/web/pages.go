@@ -125,14 +125,8 @@ func (s *Server) timeline(r *http.Request) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The folded rows every head renders from: a cached view of the
-	// ledger, brought up to date by replaying what was appended since,
-	// not a fold of every segment.
-	st, _, err := v.FoldedState()
-	if err != nil {
-		return nil, err
-	}
-	page, err := ops.Timeline(st, tq)
+	// The newest segments first, as far as the page needs (ops.TimelineOf).
+	page, err := ops.TimelineOf(v, tq)
 	if err != nil {
 		return nil, err
 	}

@@ -2,10 +2,25 @@ package web
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/memvault/memvault/vault/continuity"
 	"github.com/memvault/memvault/vault/recall"
 )
+
+// continuityList is how many decisions and learnings the page shows, the
+// newest: a vault in use for months holds thousands, which `memvault
+// continuity decisions` and `learnings` list whole.
+const continuityList = 200
+
+// continuityData is the working memory's decisions and learnings, the
+// newest continuityList of each, newest first, and how many are left out.
+type continuityData struct {
+	Goal, Phase                 string
+	Decisions                   []*continuity.Decision
+	Learnings                   []*continuity.Learning
+	MoreDecisions, MoreLearning int
+}
 
 func (s *Server) continuity(*http.Request) (*view, error) {
 	v, _, err := s.open(true)
@@ -16,7 +31,19 @@ func (s *Server) continuity(*http.Request) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &view{Page: "continuity", Title: "Continuity: learnings and decisions", Data: c}, nil
+	d := &continuityData{Goal: c.Goal, Phase: c.Phase}
+	d.Decisions, d.MoreDecisions = newest(c.Decisions)
+	d.Learnings, d.MoreLearning = newest(c.Learnings)
+	return &view{Page: "continuity", Title: "Continuity: learnings and decisions", Data: d}, nil
+}
+
+// newest is the last continuityList items of list, newest first, and how
+// many it leaves out.
+func newest[T any](list []T) ([]T, int) {
+	from := max(0, len(list)-continuityList)
+	out := slices.Clone(list[from:])
+	slices.Reverse(out)
+	return out, from
 }
 
 // recallData is a query and its hits, tier by tier, as `memvault recall

@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
@@ -42,40 +43,74 @@ const overviewList = 50
 type listItem struct{ ID, Text, Thread string }
 
 func (s *Server) overview(*http.Request) (*view, error) {
+	// The three parts read apart, each with the vault opened for it as
+	// three requests would, at the same time: on a large vault each costs
+	// a fold of its own (the status's heads, the working memory's, the
+	// threads'), and the page waits for the slowest, not their sum.
+	var (
+		wg   sync.WaitGroup
+		st   *ops.Status
+		cont *continuity.Continuity
+		info *heads.HeadsInfo
+		errs [3]error
+		root string
+	)
 	v, agent, err := s.open(true)
 	if err != nil {
 		return nil, err
 	}
-	d := &overviewData{Root: v.Root}
+	root = v.Root
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		v, _, err := s.open(true)
+		if err == nil {
+			cont, err = continuity.LoadContinuity(v)
+		}
+		errs[1] = err
+	}()
+	go func() {
+		defer wg.Done()
+		v, _, err := s.open(true)
+		if err == nil {
+			info, err = heads.Heads(v)
+		}
+		errs[2] = err
+	}()
 	// The status from the cached fold, not a fold of every segment.
-	st, _, err := v.FoldedState()
+	folded, _, err := v.FoldedState()
 	if err == nil {
-		d.Status, err = ops.StatusOf(v, agent, st)
+		st, err = ops.StatusOf(v, agent, folded)
 	}
-	if err != nil {
-		d.Problems = append(d.Problems, "status: "+err.Error())
+	errs[0] = err
+	wg.Wait()
+
+	d := &overviewData{Root: root, Status: st, Continuity: cont}
+	if errs[0] != nil {
+		d.Problems = append(d.Problems, "status: "+errs[0].Error())
 		d.Health = ops.NewHealth(v)
 	} else {
-		d.Health = d.Status.Health
-		for _, r := range d.Status.Commitments {
+		d.Health = st.Health
+		for _, r := range st.Commitments {
 			d.Commitments = append(d.Commitments, listItem{r.ID, r.Text, r.Thread})
 		}
 		d.Commitments, d.MoreCommitments = capList(d.Commitments)
 	}
-	if d.Continuity, err = continuity.LoadContinuity(v); err != nil {
-		d.Problems = append(d.Problems, "working memory: "+err.Error())
+	if errs[1] != nil {
+		d.Problems = append(d.Problems, "working memory: "+errs[1].Error())
+		d.Continuity = nil
 	} else {
-		for _, it := range d.Continuity.Blockers {
+		for _, it := range cont.Blockers {
 			d.Blockers = append(d.Blockers, listItem{it.ID, it.Text, it.Thread})
 		}
-		for _, it := range d.Continuity.Next {
+		for _, it := range cont.Next {
 			d.Next = append(d.Next, listItem{it.ID, it.Text, it.Thread})
 		}
 		d.Blockers, d.MoreBlockers = capList(d.Blockers)
 		d.Next, d.MoreNext = capList(d.Next)
 	}
-	if info, err := heads.Heads(v); err != nil {
-		d.Problems = append(d.Problems, "threads: "+err.Error())
+	if errs[2] != nil {
+		d.Problems = append(d.Problems, "threads: "+errs[2].Error())
 	} else {
 		d.Threads = info.Threads
 	}

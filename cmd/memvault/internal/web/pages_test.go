@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/continuity"
 	"github.com/memvault/memvault/vault/gitrepo"
 	"github.com/memvault/memvault/vault/heads"
 	"github.com/memvault/memvault/vault/lineage"
@@ -300,5 +301,30 @@ func TestOverviewCapsLists(t *testing.T) {
 	list = list[:strings.Index(list, "</ul>")]
 	if n := strings.Count(list, "<li>"); n != overviewList || !strings.Contains(body, `<a href="/timeline?kind=commitment.open">7 more</a>`) {
 		t.Errorf("%d commitments listed, and the rest:\n%s", n, body)
+	}
+}
+
+// TestContinuityPage lists decisions newest first, with their status and
+// escaped, the superseded one marked.
+func TestContinuityPage(t *testing.T) {
+	t.Parallel()
+	v := testvault.New(t)
+	_, err := continuity.UpdateContinuity(v, continuity.ContinuityOptions{Trigger: "test"}, func(ct *continuity.ContinuityTx) error {
+		if _, err := ct.Decide(continuity.DecideInput{Decision: "use <b>WAL</b>", Rationale: "fast"}); err != nil {
+			return err
+		}
+		if _, err := ct.Decide(continuity.DecideInput{Decision: "use a journal", Rationale: "simpler", Supersedes: "D1"}); err != nil {
+			return err
+		}
+		_, err := ct.Learn(continuity.LearnInput{Error: `quotes " broke it`, Prevention: "escape"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := serve(t, v, false).page("/continuity", "continuity")
+	j, w := strings.Index(body, "use a journal"), strings.Index(body, "use &lt;b&gt;WAL&lt;/b&gt;")
+	if j < 0 || w < 0 || j > w || !strings.Contains(body, `<tr class="status-superseded">`) || !strings.Contains(body, "quotes &#34; broke it") {
+		t.Errorf("the continuity page:\n%s", body)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -327,4 +329,74 @@ func TestContinuityPage(t *testing.T) {
 	if j < 0 || w < 0 || j > w || !strings.Contains(body, `<tr class="status-superseded">`) || !strings.Contains(body, "quotes &#34; broke it") {
 		t.Errorf("the continuity page:\n%s", body)
 	}
+}
+
+// TestResolveHeadConflict makes a conflict as heads_merge.txtar does (the
+// person and the render both add at the top of MEMORY.md's next actions):
+// the head page with --write offers to resolve it, a POST taking the
+// render's text resolves it through memvault resolve's call, and the page
+// then offers nothing.
+func TestResolveHeadConflict(t *testing.T) {
+	t.Parallel()
+	v := testvault.New(t)
+	remember := func(text string) {
+		_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
+			_, err := tx.Remember(vault.Input{Kind: "next", Text: text})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := heads.Refresh(v, heads.RefreshOptions{Trigger: "session-end", Memory: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	remember("the first next")
+	path := filepath.Join(v.Root, vault.MemoryHead)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(data), "## Next actions\n", "## Next actions\n\n- person: first the <demo>\n", 1)
+	if edited == string(data) {
+		t.Fatalf("no next actions section:\n%s", data)
+	}
+	if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	remember("the second next")
+	conflicts := func() int {
+		st, _, err := v.FoldedState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, h := range heads.HeadStates(st) {
+			n += len(h.Conflicts)
+		}
+		return n
+	}
+	if conflicts() != 1 {
+		t.Fatalf("%d conflicts, want the one the test makes", conflicts())
+	}
+	f := serve(t, v, true)
+	body := f.page("/heads/MEMORY.md", "head")
+	if !strings.Contains(body, `action="/heads/resolve"`) || strings.Contains(body, "<demo>") {
+		t.Fatalf("the head page offers no resolve, or shows markup raw:\n%s", body)
+	}
+	form := url.Values{"csrf": {csrfToken(f.token)}, "head": {vault.MemoryHead}, "take": {"theirs"}}
+	req, _ := http.NewRequest("POST", f.srv.URL+"/heads/resolve?token="+f.token, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://127.0.0.1:"+f.port)
+	resp, body := f.do(req)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/heads/MEMORY.md" {
+		t.Fatalf("resolve: %d %q\n%s", resp.StatusCode, resp.Header.Get("Location"), body)
+	}
+	if n := conflicts(); n != 0 {
+		t.Errorf("%d conflicts after the resolve", n)
+	}
+	if body := f.page("/heads/MEMORY.md", "head"); strings.Contains(body, `action="/heads/resolve"`) {
+		t.Errorf("the page still offers a resolve")
+	}
+	testvault.MustVerify(t, v)
 }

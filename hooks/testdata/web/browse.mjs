@@ -1,0 +1,157 @@
+// Drives headless Chromium through playwright-core for TestE2EWebBrowser
+// (hooks/e2e_web_test.go): loads each page of `memvault serve`, takes a
+// full-page screenshot, and prints what it saw as JSON on stdout. It
+// asserts nothing itself: the Go test decides.
+//
+//   node browse.mjs SPEC.json
+//
+// SPEC: {playwright, chromium, origin, tokenPath, artifacts, hostile,
+//        noToken: [path…], pages: [{name, path}…]}
+// - playwright: the playwright-core package folder (the only npm package);
+// - noToken: paths loaded in a fresh context with no token and no cookie;
+// - tokenPath: the URL memvault printed (with ?token=), loaded first in a
+//   second context, whose cookie then carries the later pages;
+// - hostile: a word only the hostile memory text holds.
+//
+// Chromium runs with a new empty profile (playwright makes one) and the flags that keep it off
+// the network (no background networking, component updates, sync, QUIC);
+// any request to a host other than 127.0.0.1 is recorded and aborted.
+import { createRequire } from 'node:module';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const spec = JSON.parse(readFileSync(process.argv[2], 'utf8'));
+const require = createRequire(import.meta.url);
+const { chromium } = require(spec.playwright);
+
+mkdirSync(spec.artifacts, { recursive: true });
+
+const browser = await chromium.launch({
+  executablePath: spec.chromium,
+  headless: true,
+  args: [
+    '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update',
+    '--disable-sync', '--disable-default-apps', '--disable-extensions',
+  ],
+  timeout: 60000,
+});
+
+const out = { browser: browser.version(), forbidden: [], pages: [] };
+
+// watch records everything a page did that the test judges: every request
+// (with its URL), websockets, dialogs (dismissed), uncaught errors and
+// console errors (a CSP violation is one).
+function watch(context) {
+  const seen = { requests: [], dialogs: [], errors: [], console: [] };
+  context.on('request', (r) => seen.requests.push(r.url()));
+  context.on('page', (p) => {
+    p.on('websocket', (ws) => seen.requests.push(ws.url()));
+    p.on('dialog', (d) => { seen.dialogs.push(`${d.type()}: ${d.message()}`); d.dismiss().catch(() => {}); });
+    p.on('pageerror', (e) => seen.errors.push(String(e)));
+    p.on('console', (m) => { if (m.type() === 'error') seen.console.push(m.text()); });
+  });
+  return seen;
+}
+
+async function newContext() {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const seen = watch(context);
+  await context.route('**/*', (route) => {
+    const u = new URL(route.request().url());
+    if (u.hostname !== '127.0.0.1') return route.abort('blockedbyclient');
+    return route.continue();
+  });
+  return { context, seen };
+}
+
+// facts reads what the loaded page shows.
+async function facts(page, hostile) {
+  return page.evaluate((hostile) => {
+    const main = document.querySelector('main');
+    const h1 = document.querySelector('h1');
+    const svgs = Array.from(document.querySelectorAll('svg')).map((s) => ({
+      html: s.outerHTML.slice(0, 200000),
+      text: s.textContent,
+      shapes: s.querySelectorAll('rect, circle, ellipse, polygon, path').length,
+      width: s.getBoundingClientRect().width,
+      height: s.getBoundingClientRect().height,
+    }));
+    // The hostile text must be text: no script element and no event
+    // handler attribute may carry it.
+    let live = 0;
+    for (const s of document.scripts) if (s.textContent.includes(hostile)) live++;
+    for (const el of document.querySelectorAll('*')) {
+      for (const a of el.attributes) {
+        if (a.name.startsWith('on') && a.value.includes(hostile)) live++;
+      }
+    }
+    const links = Array.from(document.querySelectorAll('a[href]')).map((a) => a.href);
+    return {
+      title: document.title,
+      mainId: main ? main.id : '',
+      h1: h1 ? h1.innerText : '',
+      text: document.body ? document.body.innerText : '',
+      svgs,
+      liveHostile: live,
+      pwned: Boolean(window.__memvaultPwned),
+      links,
+    };
+  }, hostile);
+}
+
+async function load(context, seen, name, path, { links = false } = {}) {
+  const page = await context.newPage();
+  const before = { r: seen.requests.length, d: seen.dialogs.length, e: seen.errors.length, c: seen.console.length };
+  const r = { name, path, status: 0, gotoError: '' };
+  try {
+    const resp = await page.goto(spec.origin + path, { waitUntil: 'load', timeout: 30000 });
+    r.status = resp ? resp.status() : 0;
+    r.csp = resp ? (resp.headers()['content-security-policy'] || '') : '';
+    await page.waitForTimeout(300); // let any script that would run, run
+    Object.assign(r, await facts(page, spec.hostile));
+    r.screenshot = join(spec.artifacts, `${name}.png`);
+    await page.screenshot({ path: r.screenshot, fullPage: true });
+  } catch (e) {
+    r.gotoError = String(e);
+  }
+  r.requests = seen.requests.slice(before.r);
+  r.dialogs = seen.dialogs.slice(before.d);
+  r.errors = seen.errors.slice(before.e);
+  r.console = seen.console.slice(before.c);
+  // Every link on the page to the server answers (through the context's
+  // cookie, as a click would).
+  if (links && r.links) {
+    r.linkStatus = {};
+    const same = [...new Set(r.links.filter((h) => h.startsWith(spec.origin + '/')))].slice(0, 40);
+    for (const h of same) {
+      try {
+        const resp = await context.request.get(h, { maxRedirects: 5, timeout: 15000 });
+        r.linkStatus[h] = resp.status();
+      } catch (e) {
+        r.linkStatus[h] = String(e);
+      }
+    }
+  }
+  await page.close();
+  return r;
+}
+
+try {
+  {
+    const { context, seen } = await newContext();
+    for (const p of spec.noToken) {
+      out.forbidden.push(await load(context, seen, `forbidden${out.forbidden.length}`, p));
+    }
+    await context.close();
+  }
+  {
+    const { context, seen } = await newContext();
+    out.entry = await load(context, seen, 'entry', spec.tokenPath);
+    for (const p of spec.pages) out.pages.push(await load(context, seen, p.name, p.path, { links: true }));
+    await context.close();
+  }
+} finally {
+  await browser.close();
+}
+process.stdout.write(JSON.stringify(out) + '\n');

@@ -1,0 +1,485 @@
+// The web view (`memvault serve`, docs/WEB.md) in a real browser: headless
+// Chromium (Debian's package) driven by playwright-core through
+// testdata/web/browse.mjs, against the real binary serving a fixture vault.
+//
+//	MEMVAULT_E2E_CHROMIUM    the chromium binary (.ci/e2e-browser.sh installs Debian's)
+//	MEMVAULT_E2E_PLAYWRIGHT  the playwright-core package folder (pinned in .ci/e2e-browser.sh)
+//	MEMVAULT_ARTIFACTS       optional: where the screenshots go (default <repo>/.artifacts/web/)
+//
+// The test skips, saying why, when either is missing, when node is not on
+// PATH, when the memvault under test has no serve command, or when it
+// serves some of the pages not yet (404): then it still checks the pages
+// that are there and names the missing ones.
+package hooks_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// webPage is what browse.mjs reports of one loaded page.
+type webPage struct {
+	Name        string   `json:"name"`
+	Path        string   `json:"path"`
+	Status      int      `json:"status"`
+	GotoError   string   `json:"gotoError"`
+	CSP         string   `json:"csp"`
+	MainID      string   `json:"mainId"`
+	H1          string   `json:"h1"`
+	Text        string   `json:"text"`
+	LiveHostile int      `json:"liveHostile"`
+	Pwned       bool     `json:"pwned"`
+	Screenshot  string   `json:"screenshot"`
+	Requests    []string `json:"requests"`
+	Dialogs     []string `json:"dialogs"`
+	Errors      []string `json:"errors"`
+	Console     []string `json:"console"`
+	LinkStatus  map[string]any
+	SVGs        []struct {
+		HTML   string  `json:"html"`
+		Text   string  `json:"text"`
+		Shapes int     `json:"shapes"`
+		Width  float64 `json:"width"`
+		Height float64 `json:"height"`
+	} `json:"svgs"`
+}
+
+type webRun struct {
+	Browser   string    `json:"browser"`
+	Forbidden []webPage `json:"forbidden"`
+	Entry     webPage   `json:"entry"`
+	Pages     []webPage `json:"pages"`
+}
+
+// webCheck is one page the test loads and what it must show.
+type webCheck struct {
+	name    string   // screenshot name; also the page's key in the report
+	main    string   // want <main id="page-MAIN">
+	path    string   // path and query, without the token (the cookie carries it)
+	want    []string // visible text the page must show
+	notWant []string // text it must not show
+	svgIDs  []string // an <svg> must hold each of these ids (the node's box, its parent's)
+}
+
+// requireServeCommand skips a test when the memvault binary has no serve
+// command.
+func requireServeCommand(t *testing.T, bin string) {
+	t.Helper()
+	if out, err := exec.Command(bin, "serve", "--help").CombinedOutput(); err != nil {
+		t.Skipf("e2e web browser: this memvault has no serve command yet (memvault serve --help: %v): %s", err, clipHead(string(out)))
+	}
+}
+
+// artifactsDir is where the screenshots go.
+func artifactsDir(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("MEMVAULT_ARTIFACTS"); d != "" {
+		return d
+	}
+	d, err := filepath.Abs(filepath.Join("..", ".artifacts", "web"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+var serveLine = regexp.MustCompile(`^memvault: serving (.+) at (http://127\.0\.0\.1:([0-9]+)/\?token=([^&\s]+))$`)
+
+// serve starts `memvault serve` in the project, reads its first line and
+// returns the URL it printed; the server is stopped with SIGINT at cleanup
+// and must exit.
+func (e *e2e) serve() (origin, entry, token string) {
+	e.t.Helper()
+	cmd := exec.Command(e.bin, "serve")
+	cmd.Dir, cmd.Env = e.proj, e.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		for sc.Scan() { // drain
+		}
+		done <- cmd.Wait()
+	}()
+	e.t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case err := <-done:
+			e.t.Logf("memvault serve stopped on SIGINT: %v; stderr: %s", err, clipHead(stderr.String()))
+		case <-time.After(15 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			e.t.Errorf("memvault serve did not exit within 15s of SIGINT")
+		}
+	})
+	var first string
+	select {
+	case l, ok := <-lines:
+		if !ok {
+			e.t.Fatalf("memvault serve printed no line and closed stdout; stderr: %s", clipHead(stderr.String()))
+		}
+		first = l
+	case <-time.After(30 * time.Second):
+		e.t.Fatalf("memvault serve printed no line in 30s; stderr: %s", clipHead(stderr.String()))
+	}
+	m := serveLine.FindStringSubmatch(first)
+	if m == nil {
+		e.t.Fatalf("memvault serve's first line is not `memvault: serving <root> at http://127.0.0.1:<port>/?token=<token>`: %q", first)
+	}
+	e.t.Logf("memvault serve: %s", first)
+	if root, _ := filepath.EvalSymlinks(e.proj); !strings.Contains(m[1], e.proj) && !strings.Contains(m[1], root) {
+		e.t.Errorf("memvault serve names the vault root %q, want the project's (%s)", m[1], e.proj)
+	}
+	u, err := url.Parse(m[2])
+	if err != nil {
+		e.t.Fatalf("the printed URL %q: %v", m[2], err)
+	}
+	return "http://" + u.Host, u.RequestURI(), m[4]
+}
+
+// vaultCommits lists the vault's commits that changed path, newest first.
+func (e *e2e) vaultCommits(path string) []string {
+	e.t.Helper()
+	cmd := exec.Command("git", "-C", filepath.Join(e.proj, ".memory"), "log", "--format=%H", "--", path)
+	cmd.Env = e.env
+	out, err := cmd.Output()
+	if err != nil {
+		e.t.Fatalf("git log %s: %v", path, err)
+	}
+	return strings.Fields(string(out))
+}
+
+// TestE2EWebBrowser: `memvault serve` on a fixture vault, loaded in
+// headless Chromium: the overview, the timeline, two sessions, a node's
+// lineage DAG, a head diff, CONTINUITY.md and a recall. Each page must show
+// its content, render the hostile memory text as text (no dialog, no
+// script run, no script element or handler carrying it), request nothing
+// but the server on 127.0.0.1, raise no script error or CSP violation,
+// and link only to pages that answer; without the token every page is 403
+// and leaks nothing. A full-page screenshot of each goes to the artifacts
+// folder.
+func TestE2EWebBrowser(t *testing.T) {
+	chromium, pw := os.Getenv("MEMVAULT_E2E_CHROMIUM"), os.Getenv("MEMVAULT_E2E_PLAYWRIGHT")
+	if chromium == "" || pw == "" {
+		t.Skip("e2e web browser: MEMVAULT_E2E_CHROMIUM or MEMVAULT_E2E_PLAYWRIGHT is not set (run .ci/e2e-browser.sh to install Debian's chromium and playwright-core)")
+	}
+	for _, p := range []string{chromium, filepath.Join(pw, "package.json")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("e2e web browser: %v", err)
+		}
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("e2e web browser: node is not on PATH (playwright-core runs on it)")
+	}
+	script, err := filepath.Abs(filepath.Join("testdata", "web", "browse.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inNetns(t) { // only loopback: the browser provably reaches nothing else
+		return
+	}
+	e := newE2E(t)
+
+	// The fixture vault. Each kind of content carries a word only it holds.
+	hostileWord := randWord("zqhostile")
+	hostile := `<script>window.__memvaultPwned=1;alert("` + hostileWord + `")</script><img src=x onerror="window.__memvaultPwned=1;alert('` + hostileWord + `')">`
+	decideWord := randWord("zqdecide")
+	commitWord := randWord("zqcommit")
+	diffWord := randWord("zqdiff")
+	promptWord := randWord("zqprompt")
+	e.memvault("decide", "--global", "-d", "serve the web view on loopback only "+decideWord, "-r", "a page off 127.0.0.1 would leak memory")
+	e.memvault("commitment", "open", "--global", "review the web view "+commitWord)
+	e.memvault("commitment", "open", "--global", "hostile commitment "+hostile)
+	e.memvault("remember", "--global", "hostile fact "+hostile)
+	e.memvault("render")
+	e.memvault("remember", "--global", "the second render adds "+diffWord)
+	e.memvault("render")
+	heads := e.vaultCommits("MEMORY.md")
+	if len(heads) < 2 {
+		t.Fatalf("MEMORY.md has %d commits after two renders, want 2 or more", len(heads))
+	}
+	from, to := heads[1], heads[0]
+
+	// A session imported from a real Claude Code transcript (its AWS key is
+	// redacted at import and must not come back on the page).
+	fixture, err := filepath.Abs(filepath.Join("..", "fixtures", "transcripts", "claude-code", "session.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.memvault("transcript", "import", "--format", "claude-code", "--session", "webcc", fixture)
+	e.memvault("summarize", "--session", "webcc")
+	// Two sessions of today through the hook, one with the hostile text in
+	// its prompt, summarised and condensed: the first one's node then has a
+	// parent (the condensed node) and a sibling.
+	for _, s := range []string{"web-a", "web-b"} {
+		prompt := "the " + s + " session asks about " + promptWord
+		if s == "web-a" {
+			prompt += " and pastes " + hostile
+		}
+		e.hook("claude-code", "prompt-submit", map[string]any{"session_id": s, "cwd": e.proj,
+			"hook_event_name": "UserPromptSubmit", "prompt": prompt})
+	}
+	var nodeA, nodeB string
+	for _, s := range []string{"web-a", "web-b"} {
+		var nodes []struct {
+			ID string `json:"id"`
+		}
+		out := e.memvault("summarize", "--session", s, "--json")
+		if err := json.Unmarshal([]byte(out), &nodes); err != nil || len(nodes) == 0 {
+			t.Fatalf("summarize --session %s --json: %v\n%s", s, err, out)
+		}
+		if s == "web-a" {
+			nodeA = nodes[0].ID
+		} else {
+			nodeB = nodes[0].ID
+		}
+	}
+	e.memvault("condense", "--period", "day", "--current")
+	var parent string
+	for _, n := range e.nodes("condensed", "") {
+		kids, _ := json.Marshal(n["children"])
+		if strings.Contains(string(kids), nodeA) {
+			parent, _ = n["id"].(string)
+		}
+	}
+	if parent == "" {
+		t.Fatalf("condense made no node over %s: %v", nodeA, e.nodes("", ""))
+	}
+	agentOf := func(session string) string {
+		for _, s := range e.sessions() {
+			if s["session"] == session {
+				a, _ := s["agent"].(string)
+				return a
+			}
+		}
+		t.Fatalf("memvault sessions lists no %s: %v", session, e.sessions())
+		return ""
+	}
+
+	checks := []webCheck{
+		{name: "overview", main: "overview", path: "/", want: []string{commitWord, hostileWord}},
+		{name: "timeline", main: "timeline", path: "/timeline", want: []string{decideWord, commitWord, hostileWord}},
+		{name: "session", main: "session", path: "/sessions/" + agentOf("webcc") + "/webcc",
+			want: []string{"please use a tool to echo something", "memvault-tool-ok"}, notWant: []string{"AKIAIOSFODNN7EXAMPLE"}},
+		{name: "session-hostile", main: "session", path: "/sessions/" + agentOf("web-a") + "/web-a", want: []string{promptWord, hostileWord}},
+		{name: "node", main: "node", path: "/nodes/" + nodeA, want: []string{nodeA}, svgIDs: []string{nodeA, parent, nodeB}},
+		{name: "head-diff", main: "head", path: "/heads/MEMORY.md?from=" + from + "&to=" + to, want: []string{diffWord}},
+		{name: "continuity", main: "continuity", path: "/continuity", want: []string{decideWord}},
+		{name: "recall", main: "recall", path: "/recall?q=" + decideWord, want: []string{decideWord}},
+	}
+
+	// The fixture is made first, so that it is checked even while the
+	// command is missing.
+	requireServeCommand(t, e.bin)
+	origin, entry, token := e.serve()
+	arts := artifactsDir(t)
+	if err := os.MkdirAll(arts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := map[string]any{
+		"playwright": pw, "chromium": chromium, "origin": origin, "tokenPath": entry,
+		"artifacts": arts, "hostile": hostileWord,
+		"noToken": []string{"/", "/timeline", "/nodes/" + nodeA, "/heads/MEMORY.md", "/?token=" + token + "x", "/?token="},
+	}
+	var pages []map[string]string
+	for _, c := range checks {
+		os.Remove(filepath.Join(arts, c.name+".png")) // no stale screenshot passes for this run's
+		pages = append(pages, map[string]string{"name": c.name, "path": c.path})
+	}
+	spec["pages"] = pages
+	specFile := filepath.Join(e.dir, "browse-spec.json")
+	data, _ := json.Marshal(spec)
+	if err := os.WriteFile(specFile, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script, specFile)
+	cmd.Dir, cmd.Env = filepath.Dir(script), e.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("browse.mjs: %v\nstderr: %s\nstdout: %s", err, clipHead(stderr.String()), clipHead(stdout.String()))
+	}
+	var run webRun
+	if err := json.Unmarshal(stdout.Bytes(), &run); err != nil {
+		t.Fatalf("browse.mjs printed no report: %v\n%s", err, clipHead(stdout.String()))
+	}
+	t.Logf("chromium %s loaded %d pages in %.1fs; screenshots in %s", run.Browser, len(run.Forbidden)+1+len(run.Pages), time.Since(start).Seconds(), arts)
+
+	secrets := []string{decideWord, commitWord, diffWord, promptWord, hostileWord}
+	for _, p := range run.Forbidden {
+		e.requireOnlyLoopback(origin, p)
+		if p.GotoError != "" || p.Status != 403 {
+			t.Errorf("without a valid token, %s answered %d (%s), want 403", p.Path, p.Status, p.GotoError)
+		}
+		for _, w := range secrets {
+			if strings.Contains(p.Text, w) {
+				t.Errorf("the 403 page of %s shows the vault's content (%s)", p.Path, w)
+			}
+		}
+	}
+	if run.Entry.Status != 200 {
+		t.Fatalf("the printed URL %s answered %d (%s), want 200", entry, run.Entry.Status, run.Entry.GotoError)
+	}
+
+	var missing []string
+	for i, c := range checks {
+		if i >= len(run.Pages) || run.Pages[i].Name != c.name {
+			t.Fatalf("browse.mjs reported no page %s", c.name)
+		}
+		p := run.Pages[i]
+		if p.Status == 404 {
+			missing = append(missing, c.path)
+			continue
+		}
+		e.requireWebPage(origin, c, p, hostileWord)
+	}
+	if len(missing) > 0 && !t.Failed() {
+		t.Skipf("e2e web browser: the pages that memvault serve serves passed; these are not served yet (404): %s", strings.Join(missing, ", "))
+	}
+}
+
+// requireOnlyLoopback fails the test for any request of the page that went
+// anywhere but the server.
+func (e *e2e) requireOnlyLoopback(origin string, p webPage) {
+	e.t.Helper()
+	for _, r := range p.Requests {
+		u, err := url.Parse(r)
+		if err == nil && u.Scheme == "data" {
+			continue
+		}
+		if err != nil || u.Scheme+"://"+u.Host != origin {
+			e.t.Errorf("%s: the page requested %s, off the server %s", p.Path, r, origin)
+		}
+	}
+}
+
+// requireWebPage judges one page the browser loaded.
+func (e *e2e) requireWebPage(origin string, c webCheck, p webPage, hostileWord string) {
+	t := e.t
+	t.Helper()
+	if p.GotoError != "" || p.Status != 200 {
+		t.Errorf("%s (%s): answered %d, %s", c.name, c.path, p.Status, p.GotoError)
+		return
+	}
+	if p.MainID != "page-"+c.main {
+		t.Errorf("%s: <main id=%q>, want page-%s", c.name, p.MainID, c.main)
+	}
+	if strings.TrimSpace(p.H1) == "" {
+		t.Errorf("%s: no <h1> with text", c.name)
+	}
+	for _, w := range c.want {
+		if !strings.Contains(p.Text, w) {
+			t.Errorf("%s: the page does not show %q; it shows:\n%s", c.name, w, clipHead(p.Text))
+		}
+	}
+	for _, w := range c.notWant {
+		if strings.Contains(p.Text, w) {
+			t.Errorf("%s: the page shows %q, which it must not", c.name, w)
+		}
+	}
+	// The hostile text: shown as text where it is shown, never run.
+	if len(p.Dialogs) > 0 || p.Pwned || p.LiveHostile > 0 {
+		t.Errorf("%s: the hostile memory text became markup: dialogs %v, script ran %v, %d script elements or handlers carry it", c.name, p.Dialogs, p.Pwned, p.LiveHostile)
+	}
+	if strings.Contains(p.Text, hostileWord) && !strings.Contains(p.Text, `<script>window.__memvaultPwned=1;alert("`+hostileWord) {
+		t.Errorf("%s: the hostile text is not shown as the text it is", c.name)
+	}
+	e.requireOnlyLoopback(origin, p)
+	for _, x := range p.Errors {
+		t.Errorf("%s: uncaught script error: %s", c.name, x)
+	}
+	for _, x := range p.Console {
+		if strings.Contains(x, "Content Security Policy") {
+			t.Errorf("%s: CSP violation: %s", c.name, x)
+		} else {
+			t.Logf("%s: console error: %s", c.name, x)
+		}
+	}
+	e.requireStrictCSP(c.name, p.CSP)
+	for link, st := range p.LinkStatus {
+		if n, ok := st.(float64); !ok || n != 200 {
+			t.Errorf("%s: its link %s answered %v, want 200", c.name, link, st)
+		}
+	}
+	if len(c.svgIDs) > 0 {
+		found := false
+		for _, s := range p.SVGs {
+			all := true
+			for _, id := range c.svgIDs {
+				all = all && strings.Contains(s.HTML, id)
+			}
+			if all && s.Shapes > 0 && s.Width > 0 && s.Height > 0 {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no visible <svg> with shapes holds the boxes of %v (%d svg elements)", c.name, c.svgIDs, len(p.SVGs))
+		}
+	}
+	if fi, err := os.Stat(p.Screenshot); err != nil || fi.Size() == 0 {
+		t.Errorf("%s: no screenshot at %s: %v", c.name, p.Screenshot, err)
+	}
+}
+
+// requireStrictCSP fails unless the page came with a Content-Security-Policy
+// that lets no inline or evaluated script and no other host run.
+func (e *e2e) requireStrictCSP(name, csp string) {
+	e.t.Helper()
+	if csp == "" {
+		e.t.Errorf("%s: no Content-Security-Policy header", name)
+		return
+	}
+	dirs := map[string]string{}
+	for _, d := range strings.Split(csp, ";") {
+		f := strings.Fields(d)
+		if len(f) > 0 {
+			dirs[strings.ToLower(f[0])] = strings.Join(f[1:], " ")
+		}
+	}
+	scripts, ok := dirs["script-src"]
+	if !ok {
+		scripts, ok = dirs["default-src"]
+	}
+	if !ok {
+		e.t.Errorf("%s: the CSP %q sets neither script-src nor default-src", name, csp)
+		return
+	}
+	for _, bad := range []string{"'unsafe-inline'", "'unsafe-eval'", "*", "http:", "https:", "data:"} {
+		for _, v := range strings.Fields(scripts) {
+			if v == bad {
+				e.t.Errorf("%s: the CSP lets scripts from %s: %q", name, bad, csp)
+			}
+		}
+	}
+}

@@ -506,11 +506,25 @@ func inNetns(t *testing.T) bool {
 	case err != nil:
 		t.Fatalf("inner run in a network namespace failed: %v", err)
 	case strings.Contains(out.String(), "--- SKIP: "+t.Name()):
-		t.Skip("inner run skipped (see its output above)")
+		t.Skipf("inner run skipped: %s", innerSkipReason(out.String(), t.Name()))
 	case !strings.Contains(out.String(), "--- PASS: "+t.Name()):
 		t.Fatalf("inner run did not report PASS")
 	}
 	return true
+}
+
+// innerSkipReason is the last line the inner run logged before it
+// skipped (the t.Skip message, whose own line .ci/run's summary leaves out
+// with the rest of the inner output).
+func innerSkipReason(out, name string) string {
+	before, _, _ := strings.Cut(out, "--- SKIP: "+name)
+	reason := "see its output above"
+	for _, l := range strings.Split(before, "\n") {
+		if m := regexp.MustCompile(`^\s*\S+_test\.go:[0-9]+: (.*)$`).FindStringSubmatch(l); m != nil {
+			reason = m[1]
+		}
+	}
+	return reason
 }
 
 type lineWriter struct {

@@ -59,7 +59,14 @@ type webRun struct {
 	Browser   string    `json:"browser"`
 	Forbidden []webPage `json:"forbidden"`
 	Entry     webPage   `json:"entry"`
-	Pages     []webPage `json:"pages"`
+	Cookies   []struct {
+		Name     string `json:"name"`
+		Value    string `json:"value"`
+		Domain   string `json:"domain"`
+		HTTPOnly bool   `json:"httpOnly"`
+		SameSite string `json:"sameSite"`
+	} `json:"cookies"`
+	Pages []webPage `json:"pages"`
 }
 
 // webCheck is one page the test loads and what it must show.
@@ -170,6 +177,24 @@ func (e *e2e) vaultCommits(path string) []string {
 		e.t.Fatalf("git log %s: %v", path, err)
 	}
 	return strings.Fields(string(out))
+}
+
+// vaultState is the vault's HEAD and its git status, to tell that nothing
+// was written.
+func (e *e2e) vaultState() string {
+	e.t.Helper()
+	var b strings.Builder
+	for _, args := range [][]string{{"rev-parse", "HEAD"}, {"status", "--porcelain"}} {
+		cmd := exec.Command("git", append([]string{"-C", filepath.Join(e.proj, ".memory")}, args...)...)
+		cmd.Env = e.env
+		out, err := cmd.Output()
+		if err != nil {
+			e.t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+		}
+		b.Write(bytes.TrimSpace(out))
+		b.WriteString(" ")
+	}
+	return b.String()
 }
 
 // TestE2EWebBrowser: `memvault serve` on a fixture vault, loaded in
@@ -283,6 +308,7 @@ func TestE2EWebBrowser(t *testing.T) {
 	checks := []webCheck{
 		{name: "overview", main: "overview", path: "/", want: []string{commitWord, hostileWord}},
 		{name: "timeline", main: "timeline", path: "/timeline", want: []string{decideWord, commitWord, hostileWord}},
+		{name: "timeline-decisions", main: "timeline", path: "/timeline?kind=decision", want: []string{decideWord}, notWant: []string{commitWord, diffWord}},
 		{name: "session", main: "session", path: "/sessions/" + agentOf("webcc") + "/webcc",
 			want: []string{"please use a tool to echo something", "memvault-tool-ok"}, notWant: []string{"AKIAIOSFODNN7EXAMPLE"}},
 		{name: "session-hostile", main: "session", path: "/sessions/" + agentOf("web-a") + "/web-a", want: []string{promptWord, hostileWord}},
@@ -295,6 +321,7 @@ func TestE2EWebBrowser(t *testing.T) {
 	// The fixture is made first, so that it is checked even while the
 	// command is missing.
 	requireServeCommand(t, e.bin)
+	headBefore := e.vaultState()
 	origin, entry, token := e.serve()
 	arts := artifactsDir(t)
 	if err := os.MkdirAll(arts, 0o755); err != nil {
@@ -350,6 +377,25 @@ func TestE2EWebBrowser(t *testing.T) {
 	}
 	if run.Entry.Status != 200 {
 		t.Fatalf("the printed URL %s answered %d (%s), want 200", entry, run.Entry.Status, run.Entry.GotoError)
+	}
+	// The token's cookie: set by the printed URL, out of reach of scripts
+	// and not sent along by other sites' requests.
+	cookie := false
+	for _, c := range run.Cookies {
+		if c.Name != "memvault_token" {
+			continue
+		}
+		cookie = true
+		if !c.HTTPOnly || c.SameSite == "None" || c.Domain != "127.0.0.1" {
+			t.Errorf("the memvault_token cookie is HttpOnly=%v SameSite=%s Domain=%s, want HttpOnly, SameSite Strict or Lax, on 127.0.0.1", c.HTTPOnly, c.SameSite, c.Domain)
+		}
+	}
+	if !cookie {
+		t.Errorf("the printed URL set no memvault_token cookie (cookies: %+v)", run.Cookies)
+	}
+	// Read-only by default: browsing wrote nothing.
+	if after := e.vaultState(); after != headBefore {
+		t.Errorf("browsing changed the vault (read-only without --write):\nbefore: %s\nafter:  %s", headBefore, after)
 	}
 
 	var missing []string

@@ -148,6 +148,7 @@ try {
   {
     const { context, seen } = await newContext();
     out.entry = await load(context, seen, 'entry', spec.tokenPath);
+    out.cookies = await context.cookies();
     for (const p of spec.pages) out.pages.push(await load(context, seen, p.name, p.path, { links: true }));
     await context.close();
   }

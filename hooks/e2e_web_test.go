@@ -66,7 +66,8 @@ type webRun struct {
 		HTTPOnly bool   `json:"httpOnly"`
 		SameSite string `json:"sameSite"`
 	} `json:"cookies"`
-	Pages []webPage `json:"pages"`
+	Pages      []webPage `json:"pages"`
+	ErrorPages []webPage `json:"errorPages"`
 }
 
 // webCheck is one page the test loads and what it must show.
@@ -241,7 +242,7 @@ func TestE2EWebBrowser(t *testing.T) {
 	e.memvault("commitment", "open", "--global", "hostile commitment "+hostile)
 	e.memvault("remember", "--global", "hostile fact "+hostile)
 	e.memvault("render")
-	e.memvault("remember", "--global", "the second render adds "+diffWord)
+	diffID := strings.TrimSpace(e.memvault("remember", "--global", "the second render adds "+diffWord))
 	e.memvault("render")
 	heads := e.vaultCommits("MEMORY.md")
 	if len(heads) < 2 {
@@ -315,7 +316,10 @@ func TestE2EWebBrowser(t *testing.T) {
 		{name: "node", main: "node", path: "/nodes/" + nodeA, want: []string{nodeA}, svgIDs: []string{nodeA, parent, nodeB}},
 		{name: "head-diff", main: "head", path: "/heads/MEMORY.md?from=" + from + "&to=" + to, want: []string{diffWord}},
 		{name: "continuity", main: "continuity", path: "/continuity", want: []string{decideWord}},
+		{name: "timeline-before", main: "timeline", path: "/timeline?before=" + diffID, want: []string{decideWord}, notWant: []string{diffWord}},
 		{name: "recall", main: "recall", path: "/recall?q=" + decideWord, want: []string{decideWord}},
+		// The query is echoed on the page: a reflected hostile text.
+		{name: "recall-hostile", main: "recall", path: "/recall?q=" + url.QueryEscape(hostile), want: []string{hostileWord}},
 	}
 
 	// The fixture is made first, so that it is checked even while the
@@ -338,6 +342,14 @@ func TestE2EWebBrowser(t *testing.T) {
 		pages = append(pages, map[string]string{"name": c.name, "path": c.path})
 	}
 	spec["pages"] = pages
+	// Pages that do not exist, named by hostile text: an error, never a
+	// 200 or a 500, and the text in the message stays text.
+	spec["errorPages"] = []map[string]string{
+		{"name": "error-node", "path": "/nodes/" + url.PathEscape(hostile)},
+		{"name": "error-session", "path": "/sessions/default/" + url.PathEscape(hostile)},
+		{"name": "error-head", "path": "/heads/MEMORY.md?from=" + url.QueryEscape(hostile) + "&to=HEAD"},
+		{"name": "error-route", "path": "/" + url.PathEscape(hostile)},
+	}
 	specFile := filepath.Join(e.dir, "browse-spec.json")
 	data, _ := json.Marshal(spec)
 	if err := os.WriteFile(specFile, data, 0o644); err != nil {
@@ -396,6 +408,16 @@ func TestE2EWebBrowser(t *testing.T) {
 	// Read-only by default: browsing wrote nothing.
 	if after := e.vaultState(); after != headBefore {
 		t.Errorf("browsing changed the vault (read-only without --write):\nbefore: %s\nafter:  %s", headBefore, after)
+	}
+
+	for _, p := range run.ErrorPages {
+		e.requireOnlyLoopback(origin, p)
+		if p.GotoError != "" || p.Status < 400 || p.Status >= 500 {
+			t.Errorf("%s (a hostile name where an id goes): answered %d %s, want a 4xx error", p.Name, p.Status, p.GotoError)
+		}
+		if len(p.Dialogs) > 0 || p.Pwned || p.LiveHostile > 0 {
+			t.Errorf("%s: the hostile text in the URL became markup: dialogs %v, script ran %v, %d script elements or handlers carry it", p.Name, p.Dialogs, p.Pwned, p.LiveHostile)
+		}
 	}
 
 	var missing []string

@@ -6,9 +6,10 @@
 //   node browse.mjs SPEC.json
 //
 // SPEC: {playwright, chromium, origin, tokenPath, artifacts, hostile,
-//        noToken: [path…], pages: [{name, path}…]}
+//        noToken: [path…], pages: [{name, path}…], errorPages: […]}
 // - playwright: the playwright-core package folder (the only npm package);
 // - noToken: paths loaded in a fresh context with no token and no cookie;
+// - errorPages: [{name, path}…] loaded with the cookie, expected to fail;
 // - tokenPath: the URL memvault printed (with ?token=), loaded first in a
 //   second context, whose cookie then carries the later pages;
 // - hostile: a word only the hostile memory text holds.
@@ -150,6 +151,8 @@ try {
     out.entry = await load(context, seen, 'entry', spec.tokenPath);
     out.cookies = await context.cookies();
     for (const p of spec.pages) out.pages.push(await load(context, seen, p.name, p.path, { links: true }));
+    out.errorPages = [];
+    for (const p of spec.errorPages || []) out.errorPages.push(await load(context, seen, p.name, p.path));
     await context.close();
   }
 } finally {

@@ -314,6 +314,8 @@ func TestE2EWebBrowser(t *testing.T) {
 			want: []string{"please use a tool to echo something", "memvault-tool-ok"}, notWant: []string{"AKIAIOSFODNN7EXAMPLE"}},
 		{name: "session-hostile", main: "session", path: "/sessions/" + agentOf("web-a") + "/web-a", want: []string{promptWord, hostileWord}},
 		{name: "node", main: "node", path: "/nodes/" + nodeA, want: []string{nodeA}, svgIDs: []string{nodeA, parent, nodeB}},
+		{name: "head", main: "head", path: "/heads/MEMORY.md", want: []string{diffWord, hostileWord}},
+		{name: "head-continuity", main: "head", path: "/heads/CONTINUITY.md", want: []string{decideWord}},
 		{name: "head-diff", main: "head", path: "/heads/MEMORY.md?from=" + from + "&to=" + to, want: []string{diffWord}},
 		{name: "continuity", main: "continuity", path: "/continuity", want: []string{decideWord}},
 		{name: "timeline-before", main: "timeline", path: "/timeline?before=" + diffID, want: []string{decideWord}, notWant: []string{diffWord}},

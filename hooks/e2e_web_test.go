@@ -17,11 +17,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -107,9 +109,9 @@ var serveLine = regexp.MustCompile(`^memvault: serving (.+) at (http://127\.0\.0
 // serve starts `memvault serve` in the project, reads its first line and
 // returns the URL it printed; the server is stopped with SIGINT at cleanup
 // and must exit.
-func (e *e2e) serve() (origin, entry, token string) {
+func (e *e2e) serve(args ...string) (origin, entry, token string) {
 	e.t.Helper()
-	cmd := exec.Command(e.bin, "serve")
+	cmd := exec.Command(e.bin, append([]string{"serve"}, args...)...)
 	cmd.Dir, cmd.Env = e.proj, e.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := cmd.StdoutPipe()
@@ -178,6 +180,20 @@ func (e *e2e) vaultCommits(path string) []string {
 		e.t.Fatalf("git log %s: %v", path, err)
 	}
 	return strings.Fields(string(out))
+}
+
+// requireLoopbackOnly fails the test when the server at origin also
+// answers on another address than 127.0.0.1: on 127.0.0.2 (it listens on
+// every address of the machine) or on [::1] (on every IPv6 one).
+func (e *e2e) requireLoopbackOnly(origin string) {
+	e.t.Helper()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(origin, "http://"))
+	for _, host := range []string{"127.0.0.2", "::1"} {
+		if c, err := net.DialTimeout("tcp", net.JoinHostPort(host, port), 2*time.Second); err == nil {
+			c.Close()
+			e.t.Errorf("memvault serve answers on %s port %s too: it must listen on 127.0.0.1 only", host, port)
+		}
+	}
 }
 
 // vaultState is the vault's HEAD and its git status, to tell that nothing
@@ -329,6 +345,20 @@ func TestE2EWebBrowser(t *testing.T) {
 	requireServeCommand(t, e.bin)
 	headBefore := e.vaultState()
 	origin, entry, token := e.serve()
+	e.requireLoopbackOnly(origin)
+	// --port: a second server beside the first, on the port asked for,
+	// with a token of its own.
+	if l, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		origin2, _, token2 := e.serve("--port", strconv.Itoa(port))
+		if want := "http://127.0.0.1:" + strconv.Itoa(port); origin2 != want {
+			t.Errorf("memvault serve --port %d serves at %s, want %s", port, origin2, want)
+		}
+		if token2 == token || len(token) < 16 {
+			t.Errorf("two servers' tokens: %q and %q, want different random tokens of 16 characters or more", token, token2)
+		}
+	}
 	arts := artifactsDir(t)
 	if err := os.MkdirAll(arts, 0o755); err != nil {
 		t.Fatal(err)

@@ -87,7 +87,10 @@ async function facts(page, hostile) {
         if (a.name.startsWith('on') && a.value.includes(hostile)) live++;
       }
     }
-    const links = Array.from(document.querySelectorAll('a[href]')).map((a) => a.href);
+    // An <a> inside an <svg> has an SVGAnimatedString href: resolve the
+    // attribute (href or xlink:href) against the page instead.
+    const links = Array.from(document.querySelectorAll('a')).map((a) =>
+      a.getAttribute('href') || a.getAttribute('xlink:href')).filter(Boolean).map((h) => new URL(h, location.href).href);
     return {
       title: document.title,
       mainId: main ? main.id : '',

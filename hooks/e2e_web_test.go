@@ -49,12 +49,14 @@ type webPage struct {
 	Console     []string `json:"console"`
 	LinkStatus  map[string]any
 	SVGs        []struct {
-		HTML   string  `json:"html"`
-		Text   string  `json:"text"`
-		Shapes int     `json:"shapes"`
-		Width  float64 `json:"width"`
-		Height float64 `json:"height"`
+		HTML     string   `json:"html"`
+		Text     string   `json:"text"`
+		Shapes   int      `json:"shapes"`
+		Width    float64  `json:"width"`
+		Height   float64  `json:"height"`
+		Overflow []string `json:"overflow"`
 	} `json:"svgs"`
+	Wide bool `json:"wide"`
 }
 
 type webRun struct {
@@ -531,6 +533,14 @@ func (e *e2e) requireWebPage(origin string, c webCheck, p webPage, hostileWord s
 		if n, ok := st.(float64); !ok || n != 200 {
 			t.Errorf("%s: its link %s answered %v, want 200", c.name, link, st)
 		}
+	}
+	for _, s := range p.SVGs {
+		for _, o := range s.Overflow {
+			t.Errorf("%s: an SVG box's text runs past its box: %s", c.name, o)
+		}
+	}
+	if p.Wide {
+		t.Logf("%s: the page is wider than the 1280-pixel window (it scrolls sideways)", c.name)
 	}
 	if len(c.svgIDs) > 0 {
 		found := false

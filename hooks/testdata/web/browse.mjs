@@ -77,7 +77,17 @@ async function facts(page, hostile) {
       shapes: s.querySelectorAll('rect, circle, ellipse, polygon, path').length,
       width: s.getBoundingClientRect().width,
       height: s.getBoundingClientRect().height,
+      // Text drawn past the edges of its box: a <text> whose group (its
+      // parent) holds a <rect>, measured as laid out.
+      overflow: Array.from(s.querySelectorAll('text')).flatMap((t) => {
+        const box = t.parentElement && t.parentElement.querySelector(':scope > rect');
+        if (!box) return [];
+        const a = t.getBoundingClientRect(), b = box.getBoundingClientRect();
+        return (a.left < b.left - 1 || a.right > b.right + 1 || a.top < b.top - 1 || a.bottom > b.bottom + 1)
+          ? [`${t.textContent} (text ${Math.round(a.left)}..${Math.round(a.right)}, box ${Math.round(b.left)}..${Math.round(b.right)})`] : [];
+      }),
     }));
+    const wide = document.documentElement.scrollWidth > window.innerWidth + 1;
     // The hostile text must be text: no script element and no event
     // handler attribute may carry it.
     let live = 0;
@@ -97,6 +107,7 @@ async function facts(page, hostile) {
       h1: h1 ? h1.innerText : '',
       text: document.body ? document.body.innerText : '',
       svgs,
+      wide,
       liveHostile: live,
       pwned: Boolean(window.__memvaultPwned),
       links,

@@ -557,6 +557,7 @@ func (e *e2e) requireWebPage(origin string, c webCheck, p webPage, hostileWord s
 			t.Errorf("%s: no visible <svg> with shapes holds the boxes of %v (%d svg elements)", c.name, c.svgIDs, len(p.SVGs))
 		}
 	}
+	t.Logf("%s: %d, %d requests, %d links followed, %d svg", c.name, p.Status, len(p.Requests), len(p.LinkStatus), len(p.SVGs))
 	if fi, err := os.Stat(p.Screenshot); err != nil || fi.Size() == 0 {
 		t.Errorf("%s: no screenshot at %s: %v", c.name, p.Screenshot, err)
 	}

@@ -33,6 +33,7 @@ import (
 // webPage is what browse.mjs reports of one loaded page.
 type webPage struct {
 	Name        string   `json:"name"`
+	URL         string   `json:"url"`
 	Path        string   `json:"path"`
 	Status      int      `json:"status"`
 	GotoError   string   `json:"gotoError"`
@@ -72,6 +73,7 @@ type webRun struct {
 	} `json:"cookies"`
 	Pages      []webPage `json:"pages"`
 	ErrorPages []webPage `json:"errorPages"`
+	RecallForm *webPage  `json:"recallForm"`
 }
 
 // webCheck is one page the test loads and what it must show.
@@ -378,6 +380,7 @@ func TestE2EWebBrowser(t *testing.T) {
 	spec["pages"] = pages
 	// Pages that do not exist, named by hostile text: an error, never a
 	// 200 or a 500, and the text in the message stays text.
+	spec["recallForm"] = map[string]string{"from": "/", "query": decideWord}
 	spec["errorPages"] = []map[string]string{
 		{"name": "error-node", "path": "/nodes/" + url.PathEscape(hostile)},
 		{"name": "error-session", "path": "/sessions/default/" + url.PathEscape(hostile)},
@@ -444,6 +447,16 @@ func TestE2EWebBrowser(t *testing.T) {
 		t.Errorf("browsing changed the vault (read-only without --write):\nbefore: %s\nafter:  %s", headBefore, after)
 	}
 
+	// The recall box of the overview, typed into and submitted: the form
+	// works under the CSP and leads to the recall page with the answer.
+	if f := run.RecallForm; f == nil {
+		t.Errorf("browse.mjs reported no recall-form step")
+	} else if f.Status != 404 || f.GotoError != "" {
+		e.requireWebPage(origin, webCheck{name: "recall-form", main: "recall", path: f.URL, want: []string{decideWord}}, *f, hostileWord)
+		if u, err := url.Parse(f.URL); err != nil || u.Path != "/recall" || u.Query().Get("q") != decideWord {
+			t.Errorf("recall-form: the recall box led to %s, want /recall?q=%s", f.URL, decideWord)
+		}
+	}
 	for _, p := range run.ErrorPages {
 		e.requireOnlyLoopback(origin, p)
 		if p.GotoError != "" || p.Status < 400 || p.Status >= 500 {

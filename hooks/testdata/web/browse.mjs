@@ -10,6 +10,7 @@
 // - playwright: the playwright-core package folder (the only npm package);
 // - noToken: paths loaded in a fresh context with no token and no cookie;
 // - errorPages: [{name, path}…] loaded with the cookie, expected to fail;
+// - recallForm: {from, query}: the recall box of page `from`, typed into;
 // - tokenPath: the URL memvault printed (with ?token=), loaded first in a
 //   second context, whose cookie then carries the later pages;
 // - hostile: a word only the hostile memory text holds.
@@ -152,6 +153,37 @@ async function load(context, seen, name, path, { links = false } = {}) {
   return r;
 }
 
+// recallForm types a query into the recall box of a page and submits it
+// with Enter, as a person would, and reports the page it leads to.
+async function recallForm(context, seen, { from, query }) {
+  const page = await context.newPage();
+  const before = { r: seen.requests.length, d: seen.dialogs.length, e: seen.errors.length, c: seen.console.length };
+  const r = { name: 'recall-form', path: from, status: 0, gotoError: '' };
+  try {
+    await page.goto(spec.origin + from, { waitUntil: 'load', timeout: 30000 });
+    const box = page.locator('input[name="q"]').first();
+    await box.fill(query, { timeout: 10000 });
+    const [resp] = await Promise.all([
+      page.waitForNavigation({ waitUntil: 'load', timeout: 30000 }),
+      box.press('Enter'),
+    ]);
+    r.status = resp ? resp.status() : 0;
+    r.csp = resp ? (resp.headers()['content-security-policy'] || '') : '';
+    r.url = page.url();
+    Object.assign(r, await facts(page, spec.hostile));
+    r.screenshot = join(spec.artifacts, 'recall-form.png');
+    await page.screenshot({ path: r.screenshot, fullPage: true });
+  } catch (e) {
+    r.gotoError = String(e);
+  }
+  r.requests = seen.requests.slice(before.r);
+  r.dialogs = seen.dialogs.slice(before.d);
+  r.errors = seen.errors.slice(before.e);
+  r.console = seen.console.slice(before.c);
+  await page.close();
+  return r;
+}
+
 try {
   {
     const { context, seen } = await newContext();
@@ -165,6 +197,7 @@ try {
     out.entry = await load(context, seen, 'entry', spec.tokenPath);
     out.cookies = await context.cookies();
     for (const p of spec.pages) out.pages.push(await load(context, seen, p.name, p.path, { links: true }));
+    if (spec.recallForm) out.recallForm = await recallForm(context, seen, spec.recallForm);
     out.errorPages = [];
     for (const p of spec.errorPages || []) out.errorPages.push(await load(context, seen, p.name, p.path));
     await context.close();

@@ -74,6 +74,23 @@ type webRun struct {
 	Pages      []webPage `json:"pages"`
 	ErrorPages []webPage `json:"errorPages"`
 	RecallForm *webPage  `json:"recallForm"`
+	Write      *struct {
+		Entry  webPage `json:"entry"`
+		NoForm bool    `json:"noForm"`
+		Action string  `json:"action"`
+		Forged []struct {
+			WithCSRF bool   `json:"withCSRF"`
+			Status   int    `json:"status"`
+			Error    string `json:"error"`
+		} `json:"forged"`
+		Click struct {
+			webPage
+			PostStatus int    `json:"postStatus"`
+			Error      string `json:"error"`
+		} `json:"click"`
+		Dialogs []string `json:"dialogs"`
+		Errors  []string `json:"errors"`
+	} `json:"write"`
 }
 
 // webCheck is one page the test loads and what it must show.
@@ -258,7 +275,7 @@ func TestE2EWebBrowser(t *testing.T) {
 	diffWord := randWord("zqdiff")
 	promptWord := randWord("zqprompt")
 	e.memvault("decide", "--global", "-d", "serve the web view on loopback only "+decideWord, "-r", "a page off 127.0.0.1 would leak memory")
-	e.memvault("commitment", "open", "--global", "review the web view "+commitWord)
+	commitID := strings.TrimSpace(e.memvault("commitment", "open", "--global", "review the web view "+commitWord))
 	e.memvault("commitment", "open", "--global", "hostile commitment "+hostile)
 	e.memvault("remember", "--global", "hostile fact "+hostile)
 	e.memvault("render")
@@ -378,38 +395,17 @@ func TestE2EWebBrowser(t *testing.T) {
 		pages = append(pages, map[string]string{"name": c.name, "path": c.path})
 	}
 	spec["pages"] = pages
+	spec["recallForm"] = map[string]string{"from": "/", "query": decideWord}
 	// Pages that do not exist, named by hostile text: an error, never a
 	// 200 or a 500, and the text in the message stays text.
-	spec["recallForm"] = map[string]string{"from": "/", "query": decideWord}
 	spec["errorPages"] = []map[string]string{
 		{"name": "error-node", "path": "/nodes/" + url.PathEscape(hostile)},
 		{"name": "error-session", "path": "/sessions/default/" + url.PathEscape(hostile)},
 		{"name": "error-head", "path": "/heads/MEMORY.md?from=" + url.QueryEscape(hostile) + "&to=HEAD"},
 		{"name": "error-route", "path": "/" + url.PathEscape(hostile)},
 	}
-	specFile := filepath.Join(e.dir, "browse-spec.json")
-	data, _ := json.Marshal(spec)
-	if err := os.WriteFile(specFile, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script, specFile)
-	cmd.Dir, cmd.Env = filepath.Dir(script), e.env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("browse.mjs: %v\nstderr: %s\nstdout: %s", err, clipHead(stderr.String()), clipHead(stdout.String()))
-	}
-	var run webRun
-	if err := json.Unmarshal(stdout.Bytes(), &run); err != nil {
-		t.Fatalf("browse.mjs printed no report: %v\n%s", err, clipHead(stdout.String()))
-	}
+	run := e.browse(node, script, spec)
 	t.Logf("chromium %s loaded %d pages in %.1fs; screenshots in %s", run.Browser, len(run.Forbidden)+1+len(run.Pages), time.Since(start).Seconds(), arts)
 
 	secrets := []string{decideWord, commitWord, diffWord, promptWord, hostileWord}
@@ -479,9 +475,89 @@ func TestE2EWebBrowser(t *testing.T) {
 		}
 		e.requireWebPage(origin, c, p, hostileWord)
 	}
+
+	// --write: a third server that may close the commitment. A form posted
+	// to it from another origin (127.0.0.1 on another port, same site for
+	// the cookie) is refused, with or without the CSRF field copied; the
+	// person's click on the form's button closes it.
+	if l, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		other := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		closes := func() int {
+			n := 0
+			for _, r := range e.ledger("commitment.close") {
+				b, _ := json.Marshal(r)
+				if strings.Contains(string(b), commitID) {
+					n++
+				}
+			}
+			return n
+		}
+		wOrigin, wEntry, _ := e.serve("--write")
+		w := e.browse(node, script, map[string]any{
+			"playwright": pw, "chromium": chromium, "origin": wOrigin, "artifacts": arts, "hostile": hostileWord,
+			"write": map[string]any{"tokenPath": wEntry, "id": commitID, "otherPort": other},
+		}).Write
+		switch {
+		case w == nil:
+			t.Errorf("browse.mjs reported no write flow")
+		case w.Entry.Status != 200:
+			t.Errorf("memvault serve --write: its printed URL answered %d %s", w.Entry.Status, w.Entry.GotoError)
+		case w.NoForm:
+			missing = append(missing, "a form closing commitment "+commitID+" on the overview of serve --write")
+		default:
+			for _, f := range w.Forged {
+				if f.Error != "" || f.Status < 400 || f.Status >= 500 {
+					t.Errorf("a form posted to %s from another origin (CSRF field copied: %v) answered %d %s, want 403", w.Action, f.WithCSRF, f.Status, f.Error)
+				}
+			}
+			if n := closes(); n != 0 {
+				t.Fatalf("a form posted from another origin closed the commitment (%d commitment.close)", n)
+			}
+			c := w.Click
+			if c.Error != "" || c.PostStatus >= 400 {
+				t.Errorf("clicking the close button: POST answered %d, %s", c.PostStatus, c.Error)
+			} else if n := closes(); n != 1 {
+				t.Errorf("clicking the close button on the overview left %d commitment.close events for %s, want 1", n, commitID)
+			}
+			if len(w.Dialogs) > 0 || len(w.Errors) > 0 || c.Pwned || c.LiveHostile > 0 {
+				t.Errorf("the --write pages: dialogs %v, script errors %v, hostile text ran %v/%d", w.Dialogs, w.Errors, c.Pwned, c.LiveHostile)
+			}
+			t.Logf("--write: forged posts answered %v; the click's POST %d, then %s", w.Forged, c.PostStatus, c.URL)
+		}
+	}
+
 	if len(missing) > 0 && !t.Failed() {
 		t.Skipf("e2e web browser: the pages that memvault serve serves passed; these are not served yet (404): %s", strings.Join(missing, ", "))
 	}
+}
+
+// browse runs browse.mjs with spec and returns its report.
+func (e *e2e) browse(node, script string, spec map[string]any) webRun {
+	e.t.Helper()
+	f, err := os.CreateTemp(e.dir, "browse-spec-*.json")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	json.NewEncoder(f).Encode(spec)
+	f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script, f.Name())
+	cmd.Dir, cmd.Env = filepath.Dir(script), e.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		e.t.Fatalf("browse.mjs: %v\nstderr: %s\nstdout: %s", err, clipHead(stderr.String()), clipHead(stdout.String()))
+	}
+	var run webRun
+	if err := json.Unmarshal(stdout.Bytes(), &run); err != nil {
+		e.t.Fatalf("browse.mjs printed no report: %v\n%s", err, clipHead(stdout.String()))
+	}
+	return run
 }
 
 // requireOnlyLoopback fails the test for any request of the page that went

@@ -11,6 +11,8 @@
 // - noToken: paths loaded in a fresh context with no token and no cookie;
 // - errorPages: [{name, path}…] loaded with the cookie, expected to fail;
 // - recallForm: {from, query}: the recall box of page `from`, typed into;
+// - write: {tokenPath, id, otherPort}: instead of all the above, the
+//   --write flow on commitment `id` (see writeFlow).
 // - tokenPath: the URL memvault printed (with ?token=), loaded first in a
 //   second context, whose cookie then carries the later pages;
 // - hostile: a word only the hostile memory text holds.
@@ -184,15 +186,92 @@ async function recallForm(context, seen, { from, query }) {
   return r;
 }
 
+// writeFlow, for a server started with --write: first a page of another
+// origin posts the commitment's close form to it (once without the CSRF
+// field, once with it copied), then the person clicks the form's button on
+// the overview. The test reads the ledger after each.
+async function writeFlow(context, seen, w) {
+  const r = { forged: [] };
+  r.entry = await load(context, seen, 'write-entry', w.tokenPath);
+  const page = await context.newPage();
+  await page.goto(spec.origin + '/', { waitUntil: 'load', timeout: 30000 });
+  const form = page.locator(`form[method="post" i][action*="${w.id}"]`).first();
+  if (await form.count() === 0) {
+    r.noForm = true;
+    r.text = await page.evaluate(() => document.body.innerText);
+    await page.close();
+    return r;
+  }
+  r.action = new URL(await form.getAttribute('action'), page.url()).href;
+  const fields = await form.locator('input[type="hidden"]').evaluateAll((els) => els.map((e) => [e.name, e.value]));
+  await page.close();
+  // The other origin: 127.0.0.1 on another port, answered by the browser
+  // itself (no server there), whose page submits a form to the server.
+  for (const withCSRF of [false, true]) {
+    const kept = fields.filter(([n]) => withCSRF || !/csrf/i.test(n));
+    const inputs = kept.map(([n, v]) => `<input type="hidden" name="${n.replace(/"/g, '&quot;')}" value="${v.replace(/"/g, '&quot;')}">`).join('');
+    const evil = `http://127.0.0.1:${w.otherPort}/forge`;
+    const body = `<!doctype html><form id="f" method="post" action="${r.action}">${inputs}</form><script>document.getElementById('f').submit()</script>`;
+    await context.route(evil, (route) => route.fulfill({ status: 200, contentType: 'text/html', body }));
+    const p = await context.newPage();
+    const f = { withCSRF, status: 0, error: '' };
+    try {
+      const [resp] = await Promise.all([
+        p.waitForResponse((x) => x.url().startsWith(r.action) && x.request().method() === 'POST', { timeout: 30000 }),
+        p.goto(evil, { waitUntil: 'load', timeout: 30000 }),
+      ]);
+      f.status = resp.status();
+      await p.waitForLoadState('load');
+      f.screenshot = join(spec.artifacts, `write-forged${withCSRF ? '-csrf' : ''}.png`);
+      await p.screenshot({ path: f.screenshot, fullPage: true });
+    } catch (e) {
+      f.error = String(e);
+    }
+    await context.unroute(evil);
+    await p.close();
+    r.forged.push(f);
+  }
+  // The person: the button of the form on the overview.
+  r.click = await (async () => {
+    const p = await context.newPage();
+    const c = { status: 0, error: '' };
+    try {
+      await p.goto(spec.origin + '/', { waitUntil: 'load', timeout: 30000 });
+      const f = p.locator(`form[method="post" i][action*="${w.id}"]`).first();
+      const [resp] = await Promise.all([
+        p.waitForResponse((x) => x.url().startsWith(r.action) && x.request().method() === 'POST', { timeout: 30000 }),
+        f.locator('button, input[type="submit"]').first().click({ timeout: 10000 }),
+      ]);
+      c.postStatus = resp.status();
+      await p.waitForLoadState('load');
+      c.url = p.url();
+      Object.assign(c, await facts(p, spec.hostile));
+      c.screenshot = join(spec.artifacts, 'write-closed.png');
+      await p.screenshot({ path: c.screenshot, fullPage: true });
+    } catch (e) {
+      c.error = String(e);
+    }
+    await p.close();
+    return c;
+  })();
+  return r;
+}
+
 try {
-  {
+  if (spec.write) {
+    const { context, seen } = await newContext();
+    out.write = await writeFlow(context, seen, spec.write);
+    out.write.dialogs = seen.dialogs;
+    out.write.errors = seen.errors;
+    await context.close();
+  } else {
     const { context, seen } = await newContext();
     for (const p of spec.noToken) {
       out.forbidden.push(await load(context, seen, `forbidden${out.forbidden.length}`, p));
     }
     await context.close();
   }
-  {
+  if (!spec.write) {
     const { context, seen } = await newContext();
     out.entry = await load(context, seen, 'entry', spec.tokenPath);
     out.cookies = await context.cookies();

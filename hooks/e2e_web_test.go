@@ -74,23 +74,28 @@ type webRun struct {
 	Pages      []webPage `json:"pages"`
 	ErrorPages []webPage `json:"errorPages"`
 	RecallForm *webPage  `json:"recallForm"`
-	Write      *struct {
-		Entry  webPage `json:"entry"`
-		NoForm bool    `json:"noForm"`
-		Action string  `json:"action"`
-		Forged []struct {
-			WithCSRF bool   `json:"withCSRF"`
-			Status   int    `json:"status"`
-			Error    string `json:"error"`
-		} `json:"forged"`
-		Click struct {
-			webPage
-			PostStatus int    `json:"postStatus"`
-			Error      string `json:"error"`
-		} `json:"click"`
-		Dialogs []string `json:"dialogs"`
-		Errors  []string `json:"errors"`
-	} `json:"write"`
+	Write      *webWrite `json:"write"`
+}
+
+// webWrite is what browse.mjs reports of the --write flow.
+type webWrite struct {
+	Entry  webPage `json:"entry"`
+	NoForm bool    `json:"noForm"`
+	Action string  `json:"action"`
+	Forged []struct {
+		WithCSRF bool   `json:"withCSRF"`
+		Origin   string `json:"origin"`
+		Status   int    `json:"status"`
+		Error    string `json:"error"`
+	} `json:"forged"`
+	Click *struct {
+		webPage
+		PostStatus int    `json:"postStatus"`
+		Origin     string `json:"origin"`
+		Error      string `json:"error"`
+	} `json:"click"`
+	Dialogs []string `json:"dialogs"`
+	Errors  []string `json:"errors"`
 }
 
 // webCheck is one page the test loads and what it must show.
@@ -494,10 +499,13 @@ func TestE2EWebBrowser(t *testing.T) {
 			return n
 		}
 		wOrigin, wEntry, _ := e.serve("--write")
-		w := e.browse(node, script, map[string]any{
-			"playwright": pw, "chromium": chromium, "origin": wOrigin, "artifacts": arts, "hostile": hostileWord,
-			"write": map[string]any{"tokenPath": wEntry, "id": commitID, "otherPort": other},
-		}).Write
+		phase := func(name string) *webWrite {
+			return e.browse(node, script, map[string]any{
+				"playwright": pw, "chromium": chromium, "origin": wOrigin, "artifacts": arts, "hostile": hostileWord,
+				"write": map[string]any{"tokenPath": wEntry, "id": commitID, "otherPort": other, "phase": name},
+			}).Write
+		}
+		w := phase("forge")
 		switch {
 		case w == nil:
 			t.Errorf("browse.mjs reported no write flow")
@@ -508,22 +516,27 @@ func TestE2EWebBrowser(t *testing.T) {
 		default:
 			for _, f := range w.Forged {
 				if f.Error != "" || f.Status < 400 || f.Status >= 500 {
-					t.Errorf("a form posted to %s from another origin (CSRF field copied: %v) answered %d %s, want 403", w.Action, f.WithCSRF, f.Status, f.Error)
+					t.Errorf("a form posted to %s from another origin (Origin: %s, CSRF field copied: %v) answered %d %s, want 403", w.Action, f.Origin, f.WithCSRF, f.Status, f.Error)
 				}
 			}
+			t.Logf("--write: the forged posts answered %+v", w.Forged)
 			if n := closes(); n != 0 {
-				t.Fatalf("a form posted from another origin closed the commitment (%d commitment.close)", n)
+				t.Fatalf("a form posted from another origin closed the commitment (%d commitment.close); the posts: %+v", n, w.Forged)
+			}
+			w = phase("click")
+			if w == nil || w.Click == nil {
+				t.Fatalf("browse.mjs reported no click")
 			}
 			c := w.Click
 			if c.Error != "" || c.PostStatus >= 400 {
-				t.Errorf("clicking the close button: POST answered %d, %s", c.PostStatus, c.Error)
+				t.Errorf("clicking the close button: POST (Origin: %s) answered %d, %s", c.Origin, c.PostStatus, c.Error)
 			} else if n := closes(); n != 1 {
 				t.Errorf("clicking the close button on the overview left %d commitment.close events for %s, want 1", n, commitID)
 			}
 			if len(w.Dialogs) > 0 || len(w.Errors) > 0 || c.Pwned || c.LiveHostile > 0 {
 				t.Errorf("the --write pages: dialogs %v, script errors %v, hostile text ran %v/%d", w.Dialogs, w.Errors, c.Pwned, c.LiveHostile)
 			}
-			t.Logf("--write: forged posts answered %v; the click's POST %d, then %s", w.Forged, c.PostStatus, c.URL)
+			t.Logf("--write: the click's POST (Origin: %s) answered %d, then %s", c.Origin, c.PostStatus, c.URL)
 		}
 	}
 

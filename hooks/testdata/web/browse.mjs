@@ -11,7 +11,7 @@
 // - noToken: paths loaded in a fresh context with no token and no cookie;
 // - errorPages: [{name, path}…] loaded with the cookie, expected to fail;
 // - recallForm: {from, query}: the recall box of page `from`, typed into;
-// - write: {tokenPath, id, otherPort}: instead of all the above, the
+// - write: {tokenPath, id, otherPort, phase}: instead of all the above, the
 //   --write flow on commitment `id` (see writeFlow).
 // - tokenPath: the URL memvault printed (with ?token=), loaded first in a
 //   second context, whose cookie then carries the later pages;
@@ -186,10 +186,11 @@ async function recallForm(context, seen, { from, query }) {
   return r;
 }
 
-// writeFlow, for a server started with --write: first a page of another
-// origin posts the commitment's close form to it (once without the CSRF
-// field, once with it copied), then the person clicks the form's button on
-// the overview. The test reads the ledger after each.
+// writeFlow, for a server started with --write: in phase 'forge', a page
+// of another origin posts the commitment's close form to it (once without
+// the CSRF field, once with it copied); in phase 'click', the person
+// clicks the form's button on the overview. The test reads the ledger
+// after each phase.
 async function writeFlow(context, seen, w) {
   const r = { forged: [] };
   r.entry = await load(context, seen, 'write-entry', w.tokenPath);
@@ -205,6 +206,10 @@ async function writeFlow(context, seen, w) {
   r.action = new URL(await form.getAttribute('action'), page.url()).href;
   const fields = await form.locator('input[type="hidden"]').evaluateAll((els) => els.map((e) => [e.name, e.value]));
   await page.close();
+  if (w.phase === 'click') {
+    r.click = await click(context, w, r.action);
+    return r;
+  }
   // The other origin: 127.0.0.1 on another port, answered by the browser
   // itself (no server there), whose page submits a form to the server.
   for (const withCSRF of [false, true]) {
@@ -221,6 +226,7 @@ async function writeFlow(context, seen, w) {
         p.goto(evil, { waitUntil: 'load', timeout: 30000 }),
       ]);
       f.status = resp.status();
+      f.origin = (await resp.request().allHeaders()).origin || '(none)';
       await p.waitForLoadState('load');
       f.screenshot = join(spec.artifacts, `write-forged${withCSRF ? '-csrf' : ''}.png`);
       await p.screenshot({ path: f.screenshot, fullPage: true });
@@ -231,18 +237,23 @@ async function writeFlow(context, seen, w) {
     await p.close();
     r.forged.push(f);
   }
-  // The person: the button of the form on the overview.
-  r.click = await (async () => {
+  return r;
+}
+
+// click: the person presses the button of the form on the overview.
+async function click(context, w, action) {
+  {
     const p = await context.newPage();
     const c = { status: 0, error: '' };
     try {
       await p.goto(spec.origin + '/', { waitUntil: 'load', timeout: 30000 });
       const f = p.locator(`form[method="post" i][action*="${w.id}"]`).first();
       const [resp] = await Promise.all([
-        p.waitForResponse((x) => x.url().startsWith(r.action) && x.request().method() === 'POST', { timeout: 30000 }),
+        p.waitForResponse((x) => x.url().startsWith(action) && x.request().method() === 'POST', { timeout: 30000 }),
         f.locator('button, input[type="submit"]').first().click({ timeout: 10000 }),
       ]);
       c.postStatus = resp.status();
+      c.origin = (await resp.request().allHeaders()).origin || '(none)';
       await p.waitForLoadState('load');
       c.url = p.url();
       Object.assign(c, await facts(p, spec.hostile));
@@ -253,8 +264,7 @@ async function writeFlow(context, seen, w) {
     }
     await p.close();
     return c;
-  })();
-  return r;
+  }
 }
 
 try {

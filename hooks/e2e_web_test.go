@@ -394,10 +394,19 @@ func TestE2EWebBrowser(t *testing.T) {
 		"artifacts": arts, "hostile": hostileWord,
 		"noToken": []string{"/", "/timeline", "/nodes/" + nodeA, "/heads/MEMORY.md", "/?token=" + token + "x", "/?token="},
 	}
+	// No screenshot of an earlier run passes for this run's: the names this
+	// test writes go first (the folder may hold other files).
+	old := []string{"entry.png", "recall-form.png", "forbidden*.png", "error-*.png", "write-*.png"}
 	var pages []map[string]string
 	for _, c := range checks {
-		os.Remove(filepath.Join(arts, c.name+".png")) // no stale screenshot passes for this run's
+		old = append(old, c.name+".png")
 		pages = append(pages, map[string]string{"name": c.name, "path": c.path})
+	}
+	for _, pat := range old {
+		names, _ := filepath.Glob(filepath.Join(arts, pat))
+		for _, n := range names {
+			os.Remove(n)
+		}
 	}
 	spec["pages"] = pages
 	spec["recallForm"] = map[string]string{"from": "/", "query": decideWord}

@@ -49,6 +49,7 @@ type webPage struct {
 	Errors      []string `json:"errors"`
 	Console     []string `json:"console"`
 	LinkStatus  map[string]any
+	Links       []string `json:"links"`
 	SVGs        []struct {
 		HTML     string   `json:"html"`
 		Text     string   `json:"text"`
@@ -106,6 +107,7 @@ type webCheck struct {
 	want    []string // visible text the page must show
 	notWant []string // text it must not show
 	svgIDs  []string // an <svg> must hold each of these ids (the node's box, its parent's)
+	linkTo  []string // some link on the page must lead to each of these ids
 }
 
 // requireServeCommand skips a test when the memvault binary has no serve
@@ -358,7 +360,8 @@ func TestE2EWebBrowser(t *testing.T) {
 		{name: "node", main: "node", path: "/nodes/" + nodeA, want: []string{nodeA}, svgIDs: []string{nodeA, parent, nodeB}},
 		{name: "head", main: "head", path: "/heads/MEMORY.md", want: []string{diffWord, hostileWord}},
 		{name: "head-continuity", main: "head", path: "/heads/CONTINUITY.md", want: []string{decideWord}},
-		{name: "head-diff", main: "head", path: "/heads/MEMORY.md?from=" + from + "&to=" + to, want: []string{diffWord}},
+		{name: "head-diff", main: "head", path: "/heads/MEMORY.md?from=" + from + "&to=" + to, want: []string{diffWord},
+			linkTo: []string{diffID}}, // a line of the diff links to the event it came from
 		{name: "continuity", main: "continuity", path: "/continuity", want: []string{decideWord}},
 		{name: "timeline-before", main: "timeline", path: "/timeline?before=" + diffID, want: []string{decideWord}, notWant: []string{diffWord}},
 		{name: "recall", main: "recall", path: "/recall?q=" + decideWord, want: []string{decideWord}},
@@ -652,6 +655,15 @@ func (e *e2e) requireWebPage(origin string, c webCheck, p webPage, hostileWord s
 	}
 	if p.Wide {
 		t.Logf("%s: the page is wider than the 1280-pixel window (it scrolls sideways)", c.name)
+	}
+	for _, id := range c.linkTo {
+		linked := false
+		for _, l := range p.Links {
+			linked = linked || strings.Contains(l, id)
+		}
+		if !linked {
+			t.Errorf("%s: no link on the page leads to %s", c.name, id)
+		}
 	}
 	if len(c.svgIDs) > 0 {
 		found := false

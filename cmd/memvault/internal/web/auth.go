@@ -56,7 +56,11 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer a browser sends
+	// "Origin: null" with a form's POST, and the write check refuses it
+	// (TestE2EWebBrowser found it); a Referer, which carries the token
+	// of the first address, still never leaves for another origin.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 	if r.Host != "127.0.0.1:"+g.port && r.Host != "localhost:"+g.port {
 		forbid(w, "this server answers to 127.0.0.1:"+g.port+" only")

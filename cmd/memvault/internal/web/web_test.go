@@ -87,7 +87,7 @@ func checkHeaders(t *testing.T, what string, resp *http.Response) {
 	for k, want := range map[string]string{
 		"Content-Security-Policy": "default-src 'none'; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
 		"X-Content-Type-Options":  "nosniff",
-		"Referrer-Policy":         "no-referrer",
+		"Referrer-Policy":         "same-origin",
 	} {
 		if got := resp.Header.Get(k); got != want {
 			t.Errorf("%s: %s = %q, want %q", what, k, got, want)

@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/memvault/memvault/vault"
@@ -50,24 +51,36 @@ func (s *Server) node(r *http.Request) (*view, error) {
 // The drawing: parents in the top row, the node among its siblings in the
 // middle, children below; a line from each parent to the node and from
 // the node to each child. Every box is a link to its node's page.
+//
+// The boxes' text is set in a monospace font (the stylesheet's svg.dag
+// text), 12px, whose advance is 0.6em in the common monospace faces
+// (DejaVu Sans Mono, Liberation Mono, Menlo, Consolas): 7.2px a column.
+// Each line is clipped to the columns a box holds, a wide (East Asian or
+// emoji) rune counting two, so that no text runs past its box, whatever
+// the kind, the id or the title (TestE2EWebBrowser measures it in
+// Chromium).
 const (
-	boxW, boxH = 190, 44
+	boxW, boxH = 240, 44
 	gapX, rowY = 16, 90
 	margin     = 12
-	titleRunes = 26
+	padX       = 8
+	boxCols    = (boxW - 2*padX) * 10 / 75 // 7.5px a column, a little over the font's 7.2
 )
 
 // dag is the lineage laid out for the SVG.
 type dag struct {
 	Width, Height int
+	BoxW, BoxH    int
 	Boxes         []box
 	Lines         []edge
 }
 
 type box struct {
 	X, Y       int
-	ID, Kind   string
-	Title      string
+	ID         string
+	Label      string // the kind and the short id, clipped
+	Title      string // clipped
+	Tip        string // the id and the whole title, shown on hover
 	Self       bool
 	TextX, TxY int
 }
@@ -82,13 +95,14 @@ func layoutDAG(ex *lineage.Expansion) dag {
 	for _, row := range rows {
 		widest = max(widest, len(row))
 	}
-	d := dag{Width: 2*margin + widest*(boxW+gapX) - gapX, Height: 2*margin + 2*rowY + boxH}
+	d := dag{Width: 2*margin + widest*(boxW+gapX) - gapX, Height: 2*margin + 2*rowY + boxH, BoxW: boxW, BoxH: boxH}
 	var selfBox box
 	for y, row := range rows {
 		for i, ref := range row {
-			b := box{X: margin + i*(boxW+gapX), Y: margin + y*rowY, ID: ref.ID, Kind: ref.Kind,
-				Title: clip(ref.Title, titleRunes), Self: y == 1 && i == 0}
-			b.TextX, b.TxY = b.X+8, b.Y+18
+			b := box{X: margin + i*(boxW+gapX), Y: margin + y*rowY, ID: ref.ID,
+				Label: clip(ref.Kind+" "+short(ref.ID), boxCols), Title: clip(ref.Title, boxCols),
+				Tip: ref.ID + " " + ref.Title, Self: y == 1 && i == 0}
+			b.TextX, b.TxY = b.X+padX, b.Y+18
 			if b.Self {
 				selfBox = b
 			}
@@ -106,10 +120,38 @@ func layoutDAG(ex *lineage.Expansion) dag {
 	return d
 }
 
-// clip shortens s to n runes, marking the cut.
+// clip shortens s to n columns of a monospace font, marking the cut.
 func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
+	cols := 0
+	for i, r := range s {
+		cols += columns(r)
+		if cols > n {
+			// Cut before the rune that does not fit, and before the one
+			// the ellipsis takes the place of when that does not fit
+			// either.
+			cut := s[:i]
+			for w := cols - columns(r); w+1 > n && cut != ""; {
+				last, size := utf8.DecodeLastRuneInString(cut)
+				cut = cut[:len(cut)-size]
+				w -= columns(last)
+			}
+			return cut + "…"
+		}
 	}
-	return string([]rune(s)[:n-1]) + "…"
+	return s
+}
+
+// columns is how many columns r takes in a monospace font: two for the
+// wide runes (CJK, Hangul, full-width forms, emoji), none for combining
+// marks, else one.
+func columns(r rune) int {
+	switch {
+	case unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r):
+		return 0
+	case r >= 0x1100 && r <= 0x115F, r >= 0x2E80 && r <= 0xA4CF, r >= 0xAC00 && r <= 0xD7A3,
+		r >= 0xF900 && r <= 0xFAFF, r >= 0xFE30 && r <= 0xFE4F, r >= 0xFF00 && r <= 0xFF60,
+		r >= 0xFFE0 && r <= 0xFFE6, r >= 0x1F300 && r <= 0x1FAFF, r >= 0x20000 && r <= 0x3FFFD:
+		return 2
+	}
+	return 1
 }

@@ -99,14 +99,17 @@ func errorView(err error) *view {
 // idRE finds the event and node ids in a line of text.
 var idRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b[en]_[0-9a-z]{26}\b`) })
 
+// short is an id cut to its first 12 characters, as the pages show it.
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
 func funcs() template.FuncMap {
 	return template.FuncMap{
-		"short": func(id string) string {
-			if len(id) > 12 {
-				return id[:12]
-			}
-			return id
-		},
+		"short":    short,
 		"eventURL": func(id string) string { return "/timeline?at=" + url.QueryEscape(id) },
 		"nodeURL":  func(id string) string { return "/nodes/" + url.PathEscape(id) },
 		"sessionURL": func(agent, session string) string {

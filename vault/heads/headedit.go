@@ -218,7 +218,7 @@ func ResolveHeads(v *vault.Vault, headArg, take string, opts vault.TxOptions) ([
 		return nil, err
 	}
 	var todo []HeadState
-	for _, h := range HeadStates(st) {
+	for _, h := range HeadStatesOf(v, st) {
 		if len(h.Conflicts) > 0 && (want == "" || h.Head == want) {
 			todo = append(todo, h)
 		}

@@ -215,11 +215,29 @@ func (vw *HeadView) HasThread(key string) bool {
 }
 
 // HeadStates lists the bookkeeping of every head that has any, sorted by
-// path: for status and `memvault threads`.
+// path, from st's rows.
 func HeadStates(st *vault.State) []HeadState {
-	vw := BuildView(st, HeadsConfig{})
-	out := make([]HeadState, 0, len(vw.Heads))
-	for _, h := range vw.Heads {
+	return sortedStates(BuildView(st, HeadsConfig{}).Heads)
+}
+
+// HeadStatesOf is HeadStates read through the prepared view, the cache
+// the heads are rendered from (held to the full fold by
+// TestDerivedMatchesFullFold): for status, `memvault resolve` and the web
+// view, which would otherwise pass over every row and decode every node
+// and head event. st, v's folded state, answers when the configuration
+// does not parse or the view cannot be read.
+func HeadStatesOf(v *vault.Vault, st *vault.State) []HeadState {
+	if cfg, err := LoadHeadsConfig(v); err == nil {
+		if vc, err := PreparedView(v, cfg); err == nil {
+			return sortedStates(vc.heads)
+		}
+	}
+	return HeadStates(st)
+}
+
+func sortedStates(heads map[string]*HeadState) []HeadState {
+	out := make([]HeadState, 0, len(heads))
+	for _, h := range heads {
 		out = append(out, *h)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Head < out[j].Head })

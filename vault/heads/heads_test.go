@@ -140,6 +140,11 @@ func TestTwoRefreshesRace(t *testing.T) {
 	}
 	st, _, _ := v.FoldedState()
 	hs := BuildView(st, HeadsConfig{}).Heads[vault.MemoryHead]
+	// What status and resolve read through the prepared view is the
+	// full fold's bookkeeping, the deferred refresh included.
+	if got, want := HeadStatesOf(v, st), HeadStates(st); !reflect.DeepEqual(got, want) {
+		t.Fatalf("HeadStatesOf = %+v\nthe full fold's = %+v", got, want)
+	}
 	if len(hs.Deferred) != 1 && !strings.Contains(readHead(t, v, vault.MemoryHead), "second fact") {
 		t.Fatalf("the deferred refresh is neither pending nor covered")
 	}

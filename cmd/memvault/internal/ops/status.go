@@ -83,7 +83,7 @@ func newHeadStatus(v *vault.Vault, st *vault.State) HeadStatus {
 	if hs.Leases == nil {
 		hs.Leases = []heads.HeadLease{}
 	}
-	for _, h := range heads.HeadStates(st) {
+	for _, h := range heads.HeadStatesOf(v, st) {
 		hs.Deferred = append(hs.Deferred, h.Deferred...)
 		hs.Conflicts = append(hs.Conflicts, h.Conflicts...)
 	}

@@ -112,7 +112,7 @@ func (s *Server) head(r *http.Request) (*view, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, h := range heads.HeadStates(st) {
+		for _, h := range heads.HeadStatesOf(v, st) {
 			if h.Head == path {
 				d.Conflicts = h.Conflicts
 			}

@@ -43,10 +43,11 @@ const overviewList = 50
 type listItem struct{ ID, Text, Thread string }
 
 func (s *Server) overview(*http.Request) (*view, error) {
-	// The three parts read apart, each with the vault opened for it as
-	// three requests would, at the same time: on a large vault each costs
-	// a fold of its own (the status's heads, the working memory's, the
-	// threads'), and the page waits for the slowest, not their sum.
+	// The three parts read at once, each with a vault handle of its own
+	// (a handle is not shared between goroutines): the working memory
+	// from its own cache; the status and the threads from one fold of the
+	// ledger, which both only read. On a large vault the fold and the
+	// threads' counts are what the page waits for, not their sum.
 	var (
 		wg   sync.WaitGroup
 		st   *ops.Status
@@ -60,7 +61,7 @@ func (s *Server) overview(*http.Request) (*view, error) {
 		return nil, err
 	}
 	root = v.Root
-	wg.Add(2)
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		v, _, err := s.open(true)
@@ -69,20 +70,22 @@ func (s *Server) overview(*http.Request) (*view, error) {
 		}
 		errs[1] = err
 	}()
-	go func() {
-		defer wg.Done()
-		v, _, err := s.open(true)
-		if err == nil {
-			info, err = heads.Heads(v)
-		}
-		errs[2] = err
-	}()
 	// The status from the cached fold, not a fold of every segment.
 	folded, _, err := v.FoldedState()
-	if err == nil {
-		st, err = ops.StatusOf(v, agent, folded)
+	if err != nil {
+		errs[0], errs[2] = err, err
+	} else {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, _, err := s.open(true)
+			if err == nil {
+				info, err = heads.HeadsOf(v, folded)
+			}
+			errs[2] = err
+		}()
+		st, errs[0] = ops.StatusOf(v, agent, folded)
 	}
-	errs[0] = err
 	wg.Wait()
 
 	d := &overviewData{Root: root, Status: st, Continuity: cont}

@@ -298,6 +298,8 @@ func TestModesAfterEveryCommand(t *testing.T) {
 	gone := first(r.run("remember", "remember", "a fact to withdraw"))
 	r.run("retract", "retract", gone, "--why", "it was wrong")
 	r.run("ledger", "ledger")
+	r.run("replay", "replay")
+	r.run("metrics", "metrics")
 	r.run("verify", "verify")
 	r.run("log", "log")
 	r.run("status", "status")

@@ -223,6 +223,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			newRetractCommand(),
 			newSupersedeCommand(),
 			newLedgerCommand(),
+			newReplayCommand(),
+			newMetricsCommand(),
 			newVerifyCommand(),
 			newRepairCommand(),
 			newLogCommand(),
@@ -306,8 +308,10 @@ func commandActions() map[string]action {
 		"retract":          inTx(runRetract),
 		"supersede":        inTx(runSupersede),
 
-		"ledger": reads(runLedger),
-		"verify": reads(runVerify),
+		"ledger":  reads(runLedger),
+		"replay":  reads(runReplay),
+		"metrics": reads(runMetrics),
+		"verify":  reads(runVerify),
 		// vault.Repair takes the lock, plans under it and commits through
 		// a transaction of its own.
 		"repair": ownWrites(runRepair),

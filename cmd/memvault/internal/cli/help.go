@@ -40,7 +40,7 @@ func commandGroups() []commandGroup {
 	return []commandGroup{
 		{title: "Getting started", commands: []string{"init", "install", "uninstall", "doctor"}},
 		{title: "Remembering", commands: []string{"remember", "commitment", "retract", "supersede"}},
-		{title: "Reading", commands: []string{"recall", "status", "ledger", "log", "threads", "sessions", "serve"}},
+		{title: "Reading", commands: []string{"recall", "status", "ledger", "replay", "metrics", "log", "threads", "sessions", "serve"}},
 		{title: "Heads and continuity", commands: []string{"render", "edit", "resolve", "continuity", "goal", "next", "done", "learn", "decide"}},
 		{title: "Lineage and nodes", commands: []string{"transcript", "summarize", "compact", "condense", "nodes", "expand"}},
 		{title: "Maintenance", commands: []string{"verify", "repair", "gc", "reindex", "sync"}},

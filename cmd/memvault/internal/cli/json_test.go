@@ -78,6 +78,8 @@ func TestEveryCommandPrintsJSON(t *testing.T) {
 	step("recall", "index")
 	step("status")
 	step("ledger")
+	step("replay", "--last", "5")
+	step("metrics")
 	step("log")
 	step("threads")
 	step("threads show", "project:shop")

@@ -225,6 +225,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			newLedgerCommand(),
 			newReplayCommand(),
 			newMetricsCommand(),
+			newExportCommand(),
+			newImportCommand(),
 			newVerifyCommand(),
 			newRepairCommand(),
 			newLogCommand(),
@@ -311,7 +313,12 @@ func commandActions() map[string]action {
 		"ledger":  reads(runLedger),
 		"replay":  reads(runReplay),
 		"metrics": reads(runMetrics),
-		"verify":  reads(runVerify),
+		// export reads the vault and writes a file outside it (fileio);
+		// import checks the export's hashes before the lock, then writes
+		// in one transaction.
+		"export": reads(runExport),
+		"import": inTxPrepared(prepareImport),
+		"verify": reads(runVerify),
 		// vault.Repair takes the lock, plans under it and commits through
 		// a transaction of its own.
 		"repair": ownWrites(runRepair),

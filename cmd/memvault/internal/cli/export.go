@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/cmd/memvault/internal/ops"
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
+)
+
+// exportFormats are the forms memvault export writes.
+var exportFormats = []string{"md", "json"}
+
+func newExportCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "export",
+		Usage: "write a self-contained export of a thread or a session: heads, events, nodes, messages, with a manifest of SHA-256 hashes",
+		Description: "md is for a person to read; json is for a tool, and is what memvault import reads into\n" +
+			"another vault after checking every hash. Without -o the export goes to stdout; with -o the\n" +
+			"file is written (mode 0600) and stdout says what it holds. docs/EXPORT.md has the format.",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "format", Value: "md", Usage: "md (for a person) or json (for a tool, importable)"},
+			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Usage: "export this thread"},
+			&ucli.StringFlag{Name: "session", Usage: "export this session"},
+			&ucli.StringFlag{Name: "since", Usage: "only events at or after DATE (2026-11-22, RFC 3339, or 7d / 12h ago); the events they need come too"},
+			&ucli.IntFlag{Name: "messages", Value: ops.DefaultExportMessages, Usage: "at most the last N messages of each session (0: all; json imports only whole transcripts)"},
+			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the export to FILE instead of stdout"},
+			&ucli.BoolFlag{Name: "json", Usage: "print JSON: the export itself without -o (as --format json), the report with -o"},
+		},
+	}
+}
+
+func runExport(c *ucli.Context, v *vault.Vault) error {
+	format := c.String("format")
+	if err := checkChoice("export", "format", format, exportFormats); err != nil {
+		return err
+	}
+	out := c.String("output")
+	if c.Bool("json") && out == "" {
+		if c.IsSet("format") && format != "json" {
+			return usagef("export: --json without -o prints the export as JSON; it cannot be --format %s", format)
+		}
+		format = "json"
+	}
+	q := ops.ExportQuery{Session: c.String("session"), Messages: c.Int("messages")}
+	if t := c.String("thread"); t != "" {
+		th, err := vault.ParseThread(t)
+		if err != nil {
+			return err
+		}
+		q.Thread = th.String()
+	}
+	if s := c.String("since"); s != "" {
+		t, err := ops.ParseSince(s, time.Now())
+		if err != nil {
+			return err
+		}
+		q.Since = t
+	}
+	ex, err := ops.BuildExport(v, q)
+	if err != nil {
+		return err
+	}
+	var data []byte
+	if format == "json" {
+		if data, err = json.MarshalIndent(ex, "", "  "); err != nil {
+			return err
+		}
+		data = append(data, '\n')
+	} else {
+		data = ops.ExportMarkdown(ex)
+	}
+	if out == "" {
+		_, err := c.App.Writer.Write(data)
+		return err
+	}
+	if err := fileio.WriteKeepMode(out, data, 0o600); err != nil {
+		return fault.IO("export: write "+out, err)
+	}
+	rep := exportReport{File: out, Format: format, Bytes: len(data), Events: len(ex.Events), Nodes: len(ex.Nodes),
+		Transcripts: len(ex.Transcripts), Heads: len(ex.Heads), Manifest: ex.ManifestSHA256}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, rep)
+	}
+	fmt.Fprintf(c.App.Writer, "%s: %s export, %d events, %d nodes, %d transcripts, %d heads (manifest sha256 %s)\n",
+		out, format, rep.Events, rep.Nodes, rep.Transcripts, rep.Heads, rep.Manifest)
+	return nil
+}
+
+// exportReport is what export -o prints about the file it wrote.
+type exportReport struct {
+	File        string `json:"file"`
+	Format      string `json:"format"`
+	Bytes       int    `json:"bytes"`
+	Events      int    `json:"events"`
+	Nodes       int    `json:"nodes"`
+	Transcripts int    `json:"transcripts"`
+	Heads       int    `json:"heads"`
+	Manifest    string `json:"manifest_sha256"`
+}
+
+// maxExportBytes is the largest export import reads.
+const maxExportBytes = 1 << 30
+
+func newImportCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "import",
+		Usage:     "import an export (memvault export --format json) into this vault, after checking every hash",
+		ArgsUsage: "FILE | -",
+		Description: "Every hash is checked before the lock is taken: a changed export is refused (exit 6)\n" +
+			"and nothing is written. The events keep their ids and times and are sealed onto this\n" +
+			"vault's chain in one transaction; what the vault holds already is skipped. A harness's\n" +
+			"transcript is imported with memvault transcript import. docs/EXPORT.md has the details.",
+		Flags: []ucli.Flag{jsonFlag},
+	}
+}
+
+func prepareImport(c *ucli.Context, _ *vault.Vault) (txWork, error) {
+	if c.NArg() != 1 {
+		return txWork{}, usagef("import: want exactly one FILE (or - for stdin)")
+	}
+	name := c.Args().First()
+	var r io.Reader = c.App.Reader
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return txWork{}, fault.IO("import: "+name, err)
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxExportBytes+1))
+	if err != nil {
+		return txWork{}, fault.IO("import: read "+name, err)
+	}
+	if len(data) > maxExportBytes {
+		return txWork{}, usagef("import: %s: over %d bytes", name, maxExportBytes)
+	}
+	ex, err := ops.ParseExport(name, data)
+	if err != nil {
+		return txWork{}, err
+	}
+	var res *ops.ImportResult
+	return txWork{
+		apply: func(tx *vault.Tx) (err error) {
+			res, err = ops.Import(tx, ex)
+			return err
+		},
+		report: func(r *vault.Result) error {
+			if c.Bool("json") {
+				return printJSON(c.App.Writer, res)
+			}
+			if res.Events+res.Nodes+res.Transcripts == 0 {
+				fmt.Fprintf(c.App.Writer, "%s: nothing new: the vault holds all %d items already\n", name, res.Skipped)
+				return nil
+			}
+			fmt.Fprintf(c.App.Writer, "%s: imported %d events, %d nodes, %d transcript parts; %s already here (commit %s)\n",
+				name, res.Events, res.Nodes, res.Transcripts, strconv.Itoa(res.Skipped), vault.ShortHash(r.Commit))
+			return nil
+		},
+	}, nil
+}

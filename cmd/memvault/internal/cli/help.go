@@ -363,5 +363,6 @@ func shortFlags() map[string]string {
 		"e": "error",
 		"c": "cause",
 		"p": "prevention",
+		"o": "output",
 	}
 }

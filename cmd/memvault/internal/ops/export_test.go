@@ -1,0 +1,119 @@
+package ops
+
+import (
+	"encoding/json"
+	"errors"
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/testvault"
+	"github.com/memvault/memvault/vault/vaulttest"
+)
+
+// exportOf records a small thread in a new vault and exports it.
+func exportOf(t *testing.T) (*vault.Vault, *Export) {
+	t.Helper()
+	v := testvault.New(t)
+	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
+		d, err := tx.Remember(vault.Input{Kind: "decision", Thread: "project:shop", Text: "use WAL"})
+		if err != nil {
+			return err
+		}
+		_, err = tx.Remember(vault.Input{Kind: "fact", Thread: "project:shop", Text: "WAL needs fsync", Links: []string{d.ID}})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := BuildExport(v, ExportQuery{Thread: "project:shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ex.Events) != 2 {
+		t.Fatalf("exported %d events, want 2", len(ex.Events))
+	}
+	return v, ex
+}
+
+// TestImportRefusesAResealedForgery: an event's text changed and the
+// manifest computed again over the change, so every SHA-256 of the
+// export agrees; the ledger's own hash of the line still refuses it.
+func TestImportRefusesAResealedForgery(t *testing.T) {
+	t.Parallel()
+	_, ex := exportOf(t)
+	forged := strings.Replace(ex.Events[0], `"use WAL"`, `"use MMAP"`, 1)
+	if forged == ex.Events[0] {
+		t.Fatal("the forgery changed nothing")
+	}
+	ex.Events[0] = forged
+	ex.Seal()
+	data, _ := json.Marshal(ex)
+	_, err := ParseExport("forged.json", data)
+	if !errors.Is(err, vault.ErrCorrupt) || !strings.Contains(err.Error(), "events/1") || !strings.Contains(err.Error(), "hash mismatch") {
+		t.Fatalf("a resealed forgery: %v; want a corrupt-export error naming events/1's hash", err)
+	}
+	// Untouched, the same export parses.
+	_, clean := exportOf(t)
+	data, _ = json.Marshal(clean)
+	if _, err := ParseExport("clean.json", data); err != nil {
+		t.Fatalf("a clean export: %v", err)
+	}
+}
+
+// TestImportConflictWritesNothing: the target holds an event with the id
+// of the export's last event and other content. The import's earlier
+// events were queued by then; the conflict must undo them: the files and
+// HEAD as they were.
+func TestImportConflictWritesNothing(t *testing.T) {
+	t.Parallel()
+	_, ex := exportOf(t)
+	last, _, err := vault.ParseLine([]byte(ex.Events[len(ex.Events)-1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := testvault.New(t)
+	if _, err := target.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
+		tx.Append(&vault.Event{ID: last.ID, Kind: "fact", Text: "something else", Source: "cli"})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := vaulttest.Files(t, target.Root)
+	data, _ := json.Marshal(ex)
+	parsed, err := ParseExport("shop.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = target.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
+		_, err := Import(tx, parsed)
+		return err
+	})
+	if !errors.Is(err, vault.ErrConflict) {
+		t.Fatalf("import over a different event of the same id: %v; want a conflict", err)
+	}
+	if after := vaulttest.Files(t, target.Root); !maps.EqualFunc(before, after, func(a, b []byte) bool { return string(a) == string(b) }) {
+		t.Error("a refused import changed the vault's files")
+	}
+	testvault.MustVerify(t, target)
+
+	// The same export into an empty vault: both events, their ids kept,
+	// a link between them intact, and the chain verifies.
+	empty := testvault.New(t)
+	var res *ImportResult
+	if _, err := empty.Update(vault.TxOptions{}, func(tx *vault.Tx) (err error) {
+		res, err = Import(tx, parsed)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	testvault.MustVerify(t, empty)
+	st, err := empty.LoadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Events != 2 || st.Get(last.ID) == nil || st.Get(last.ID).Text != "WAL needs fsync" {
+		t.Errorf("imported %+v; the last event is %+v", res, st.Get(last.ID))
+	}
+}

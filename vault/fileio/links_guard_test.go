@@ -24,6 +24,8 @@ var outsideRoot = map[string]string{
 	// Not the vault's files.
 	"cmd/memvault/internal/cli/cli.go Main":                    "a CPU profile where the person asked for it",
 	"cmd/memvault/internal/cli/compact.go summaryInput":        "the --file a person names",
+	"cmd/memvault/internal/cli/export.go runExport":            "the -o FILE a person names, outside the vault",
+	"cmd/memvault/internal/cli/export.go prepareImport":        "the export FILE a person names, read and checked before the vault is touched",
 	"cmd/memvault/internal/cli/gitignore.go ignoreVault":       "the project's own .gitignore, outside the vault",
 	"cmd/memvault/internal/cli/gitignore.go workTree":          "the project's .git, found upwards from the working folder",
 	"cmd/memvault/internal/cli/gitignore.go ignoredByPatterns": "the project's .gitignore files and info/exclude",

@@ -32,7 +32,7 @@ type ControlLine struct {
 // controlRE matches a control line; compiled on first use, so a command
 // that never distils a session does not pay for it at start.
 var controlRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^\s*(?:[-*]\s+)?(COMMIT|CLOSE|DECISION|LEARNED|BLOCKER|NEXT|DONE|CLAIM|THREAD):\s*(.*?)\s*$`)
+	return regexp.MustCompile(`^\s*(?:[-*]\s+)?(COMMIT|CLOSE|DECISION|LEARNED|BLOCKER|NEXT|DONE|CLAIM|REFLECT|THREAD):\s*(.*?)\s*$`)
 })
 
 // controlKinds maps the control verbs that record their text as it is to
@@ -101,7 +101,7 @@ func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines [
 			continue
 		}
 		if id, ok := done[key{c.Msg, c.Line}]; ok {
-			c.Event = id
+			c.Event, c.Result = id, ClaimNote(st.Get(id))
 			out = append(out, c)
 			continue
 		}
@@ -116,21 +116,24 @@ func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines [
 		ev.Data = vault.WithData(ev.Data, "control", json.RawMessage(data))
 		ev.Source = "control"
 		tx.Append(ev)
-		c.Event = ev.ID
+		st.Add(&vault.Row{Event: ev}) // a later line of the reply sees it (a CLAIM about a CLOSE before it)
+		c.Event, c.Result = ev.ID, ClaimNote(st.Get(ev.ID))
 		done[key{c.Msg, c.Line}] = ev.ID
 		out = append(out, c)
 	}
 	return out, thread, nil
 }
 
-// closeTargets lists the ids CLOSE lines name: the rows a session's
-// control lines need beyond its own.
+// closeTargets lists the ids CLOSE lines name, and those CLAIM and REFLECT
+// lines name (mentionedIDs): the rows a session's control lines need
+// beyond its own.
 func closeTargets(lines []ControlLine) []string {
 	var ids []string
 	for _, c := range lines {
 		if f := strings.Fields(c.Arg); c.Verb == "CLOSE" && len(f) > 0 {
 			ids = append(ids, f[0])
 		}
+		ids = append(ids, mentionedIDs(c)...)
 	}
 	return ids
 }
@@ -153,17 +156,25 @@ func controlEvent(tx *vault.Tx, st *vault.State, c ControlLine, thread string) (
 		}
 		return &vault.Event{Kind: "commitment.close", Thread: r.Thread, Text: note, Links: []string{id}}, ""
 	case "CLAIM":
+		// Checked against the state (claims.go): a claim the state
+		// contradicts is recorded as rejected, with the reason.
 		typ, value, ok := strings.Cut(c.Arg, "=")
-		typ = strings.TrimSpace(typ)
-		if !ok || typ == "" {
+		if !ok || strings.TrimSpace(typ) == "" {
 			return nil, "want CLAIM: <type>=<json>"
 		}
-		v, err := vault.DecodeJSON([]byte(strings.TrimSpace(value)))
+		ev, err := ClaimEvent(st, typ, value)
 		if err != nil {
-			return nil, "claim value is not json"
+			return nil, err.Error()
 		}
-		data, _ := json.Marshal(map[string]any{"type": typ, "value": v})
-		return &vault.Event{Kind: "claim", Thread: thread, Text: c.Arg, Data: data}, ""
+		ev.Thread = thread
+		return ev, ""
+	case "REFLECT":
+		ev, err := ReflectionEvent(st, c.Arg)
+		if err != nil {
+			return nil, err.Error()
+		}
+		ev.Thread = thread
+		return ev, ""
 	}
 	if err := vault.CheckText("text", c.Arg, false); err != nil {
 		return nil, err.Error()

@@ -19,6 +19,8 @@ const (
 	intentPrompts = 3
 	intentRunes   = 300
 	outcomeRunes  = 600
+	// reflectionRunes bounds one reflection in the node's Reflections.
+	reflectionRunes = 600
 )
 
 // sessionDigest is what distillation reads from a transcript, in one pass.
@@ -131,12 +133,16 @@ func Summarize(tx *vault.Tx, t vault.TranscriptRef, opts SummaryOptions) (*vault
 			fmt.Fprintf(&b, "- %s `%s`%s: %s\n", r.Kind, r.ID, threadSuffix(r.Thread), vault.Clip(vault.OneLine(r.Text), 200))
 		}
 	}
+	writeReflections(&b, rows)
 	if len(controls) > 0 {
 		b.WriteString("\n## Control lines\n\n")
 		for _, c := range controls {
 			result := "`" + c.Event + "`"
-			if c.Event == "" {
+			switch {
+			case c.Event == "":
 				result = c.Result
+			case c.Result != "": // a claim rejected or unchecked
+				result += " (" + c.Result + ")"
 			}
 			fmt.Fprintf(&b, "- message %d: %s: %s → %s\n", c.N, c.Verb, vault.Clip(c.Arg, 200), result)
 		}
@@ -151,6 +157,26 @@ func Summarize(tx *vault.Tx, t vault.TranscriptRef, opts SummaryOptions) (*vault
 		Body: b.String()}
 	n.Title = vault.Clip(n.Title, 120)
 	return tx.CreateNode(n)
+}
+
+// writeReflections lists the session's reflections that hold in full (up
+// to reflectionRunes each): what the agent noted about how the work went.
+func writeReflections(b *strings.Builder, rows []*vault.Row) {
+	first := true
+	for _, r := range rows {
+		if r.Kind != "reflection" || !r.Current() {
+			continue
+		}
+		if first {
+			b.WriteString("\n## Reflections\n\n")
+			first = false
+		}
+		links := ""
+		if len(r.Links) > 0 {
+			links = " (about `" + strings.Join(r.Links, "`, `") + "`)"
+		}
+		fmt.Fprintf(b, "- `%s`%s: %s\n", r.ID, links, vault.Clip(vault.OneLine(r.Text), reflectionRunes))
+	}
 }
 
 func threadSuffix(t string) string {

@@ -220,6 +220,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			newInitCommand(),
 			newRememberCommand(),
 			newCommitmentCommand(),
+			newClaimCommand(),
+			newReflectCommand(),
 			newRetractCommand(),
 			newSupersedeCommand(),
 			newLedgerCommand(),
@@ -307,6 +309,9 @@ func commandActions() map[string]action {
 		"remember":         inTxPrepared(prepareRemember),
 		"commitment open":  inTxPrepared(prepareCommitmentOpen),
 		"commitment close": inTx(runCommitmentClose),
+		"commitment show":  reads(runCommitmentShow),
+		"claim":            inTxPrepared(prepareClaim),
+		"reflect":          inTxPrepared(prepareReflect),
 		"retract":          inTx(runRetract),
 		"supersede":        inTx(runSupersede),
 

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
@@ -34,6 +36,13 @@ func newCommitmentCommand() *ucli.Command {
 				Description: idHelp,
 				Flags:       writeFlags(&ucli.StringFlag{Name: "note", Usage: "how it was closed"}),
 			},
+			{
+				Name:        "show",
+				Usage:       "list everything linked to a commitment, in order: its opening, claims, reflections, decisions, its closing",
+				ArgsUsage:   "ID",
+				Description: idHelp,
+				Flags:       []ucli.Flag{jsonFlag},
+			},
 		},
 	}
 }
@@ -64,4 +73,28 @@ func runCommitmentClose(c *ucli.Context, tx *vault.Tx) error {
 	opts := commitmentCloseOptions{id: id, note: c.String("note")}
 	_, err = ops.CloseCommitment(tx, opts.id, opts.note)
 	return err
+}
+
+func runCommitmentShow(c *ucli.Context, v *vault.Vault) error {
+	id, err := oneID(c, "commitment show")
+	if err != nil {
+		return err
+	}
+	st, err := v.LoadState()
+	if err != nil {
+		return err
+	}
+	story, err := ops.CommitmentShow(st, id)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, story)
+	}
+	fmt.Fprintf(c.App.Writer, "commitment %s: %s\n", story.ID, story.Status)
+	for _, e := range story.Events {
+		fmt.Fprintf(c.App.Writer, "%-11s ", e.Role)
+		printRow(c.App.Writer, e.Row)
+	}
+	return nil
 }

@@ -39,7 +39,7 @@ type commandGroup struct {
 func commandGroups() []commandGroup {
 	return []commandGroup{
 		{title: "Getting started", commands: []string{"init", "install", "uninstall", "doctor"}},
-		{title: "Remembering", commands: []string{"remember", "commitment", "retract", "supersede"}},
+		{title: "Remembering", commands: []string{"remember", "commitment", "claim", "reflect", "retract", "supersede"}},
 		{title: "Reading", commands: []string{"recall", "status", "ledger", "replay", "metrics", "export", "log", "threads", "sessions", "serve"}},
 		{title: "Heads and continuity", commands: []string{"render", "edit", "resolve", "continuity", "goal", "next", "done", "learn", "decide"}},
 		{title: "Lineage and nodes", commands: []string{"transcript", "summarize", "compact", "condense", "nodes", "expand"}},

@@ -64,6 +64,11 @@ func TestEveryCommandPrintsJSON(t *testing.T) {
 	step("retract", "$fact", "--why", "it rotates on Mondays")
 	step("commitment open", "--thread", "project:shop", "ship the installer")
 	step("commitment close", "$commitment open", "--note", "shipped")
+	ids["about"] = `{"id":"` + ids["commitment open"] + `"}`
+	ids["reflection"] = `{"text":"the installer took two tries","links":["` + ids["commitment open"] + `"]}`
+	step("claim", "--thread", "project:shop", "commitment.closed", "$about")
+	step("reflect", "--thread", "project:shop", "$reflection")
+	step("commitment show", "$commitment open")
 	step("transcript append", "--session", "s1", "--role", "user", "what index do we use?")
 	step("transcript append", "--session", "s1", "--role", "assistant", "Bleve, with no cgo")
 	step("transcript import", "--session", "s2", "--format", "generic", messages)

@@ -132,7 +132,7 @@ func checkClaim(st *vault.State, typ, id string) string {
 	switch typ {
 	case "commitment.open":
 		if r.ClosedBy != "" {
-			return fmt.Sprintf("%s is closed (by %s)", id, r.ClosedBy)
+			return fmt.Sprintf("%s is closed by %s", id, r.ClosedBy)
 		}
 	case "commitment.closed":
 		if r.ClosedBy == "" {

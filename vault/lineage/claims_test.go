@@ -92,7 +92,7 @@ func TestClaimsAgainstState(t *testing.T) {
 		{"commitment.open", w.open, ClaimAccepted, ""},
 		{"commitment.closed", w.open, ClaimRejected, w.open + " is open"},
 		{"commitment.closed", w.closed, ClaimAccepted, ""},
-		{"commitment.open", w.closed, ClaimRejected, "is closed (by e_"},
+		{"commitment.open", w.closed, ClaimRejected, "is closed by e_"},
 		{"commitment.open", w.retracted, ClaimRejected, "was retracted by e_"},
 		{"commitment.closed", w.retracted, ClaimRejected, "was retracted by e_"},
 		{"commitment.open", w.superseded, ClaimRejected, "was superseded by " + w.newer},

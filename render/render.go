@@ -75,10 +75,11 @@ const (
 	KindCommitment = "commitment.open" // only open commitments are passed in
 	KindNext       = "next"
 	KindDecision   = "decision"
+	KindReflection = "reflection"
 )
 
 // noteKinds are shown as notes: global ones in MEMORY.md, threaded ones in
-// their thread head.
+// their thread head (reflections there in its Lineage).
 var noteKinds = map[string]bool{"fact": true, "learning": true, "reflection": true, "claim": true}
 
 // Clipping: a head line shows at most this many characters of a row's
@@ -197,7 +198,7 @@ const (
 	ThreadNext
 	ThreadDecisions
 	ThreadConstraints
-	ThreadNotes
+	ThreadNotes // reflections rank here too, and are shown in the Lineage
 	ThreadSections
 )
 

@@ -4,6 +4,7 @@ package render
 // topic, and the prepared parts a render is made from.
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -231,19 +232,56 @@ func RenderThread(p *ThreadParts, key string, in Input) (*Doc, error) {
 	}, 10)
 	next := kindSection("Next action", &p.Sections[ThreadNext], none, 3)
 
+	// Reflections rank with the notes (within the notes' row cap, and the
+	// rows below it are counted there) but are shown in the Lineage.
+	notes := Ranked{More: p.Sections[ThreadNotes].More, below: p.Sections[ThreadNotes].below}
+	var reflections []Item
+	for _, it := range p.Sections[ThreadNotes].Items {
+		if it.Kind == KindReflection {
+			reflections = append(reflections, it)
+		} else {
+			notes.Items = append(notes.Items, it)
+		}
+	}
+	lineage := lineageSection(p, key, reflections, in)
+
+	secs := []section{
+		status,
+		loops,
+		next,
+		kindSection("Decisions", &p.Sections[ThreadDecisions], none, 10),
+		kindSection("Constraints", &p.Sections[ThreadConstraints], none, 5),
+		kindSection("Notes", &notes, func(it *Item) string {
+			if it.Kind == "fact" {
+				return ""
+			}
+			return it.Kind + ": "
+		}, 5),
+		lineage,
+	}
+	preamble := []string{
+		"<!-- memvault: the head of thread " + key + ", rendered from the ledger. Hand edits are merged into the next refresh; a section holding the memvault:keep marker is never rewritten. See docs/HEADS.md. -->",
+	}
+	if len(aliases) > 0 {
+		preamble = append(preamble, "", "Aliases: "+strings.Join(aliases, ", "))
+	}
+	return layout(ThreadPath(key), key, preamble, secs, in.ThreadTokens, in.Explain)
+}
+
+// lineageSection lists the thread's reflections (newest first, as they
+// ranked), then its nodes, newest first. The order needs no timestamps,
+// which the prepared view does not keep for ranked rows.
+func lineageSection(p *ThreadParts, key string, reflections []Item, in Input) section {
 	summarised := map[string]bool{}
 	lineage := section{title: "Lineage", quota: 5,
 		fixed: []string{"- every row of this thread: `memvault ledger --thread " + key + "`; what the budget left out: `memvault render --thread " + key + " --explain`"}}
+	for i := range reflections {
+		it := &reflections[i]
+		lineage.entries = append(lineage.entries, mkEntry(it, "- reflection: "+clean(it.Text, threadTextRunes)+" (`"+it.ID+"`)"))
+	}
 	for i := len(p.Nodes) - 1; i >= 0; i-- {
 		n := &p.Nodes[i]
-		if supersededSummary(n, summarised) {
-			continue
-		}
-		mine := false
-		for _, t := range n.Threads {
-			mine = mine || t == key
-		}
-		if !mine {
+		if supersededSummary(n, summarised) || !slices.Contains(n.Threads, key) {
 			continue
 		}
 		if len(lineage.entries) == rowCap(in.ThreadTokens) {
@@ -260,28 +298,7 @@ func RenderThread(p *ThreadParts, key string, in Input) (*Doc, error) {
 		lineage.entries = append(lineage.entries, entry{id: n.ID, kind: "node", thread: key,
 			text: clean(n.Text, 120), line: line, tokens: Tokens(line)})
 	}
-
-	secs := []section{
-		status,
-		loops,
-		next,
-		kindSection("Decisions", &p.Sections[ThreadDecisions], none, 10),
-		kindSection("Constraints", &p.Sections[ThreadConstraints], none, 5),
-		kindSection("Notes", &p.Sections[ThreadNotes], func(it *Item) string {
-			if it.Kind == "fact" {
-				return ""
-			}
-			return it.Kind + ": "
-		}, 5),
-		lineage,
-	}
-	preamble := []string{
-		"<!-- memvault: the head of thread " + key + ", rendered from the ledger. Hand edits are merged into the next refresh; a section holding the memvault:keep marker is never rewritten. See docs/HEADS.md. -->",
-	}
-	if len(aliases) > 0 {
-		preamble = append(preamble, "", "Aliases: "+strings.Join(aliases, ", "))
-	}
-	return layout(ThreadPath(key), key, preamble, secs, in.ThreadTokens, in.Explain)
+	return lineage
 }
 
 // supersededSummary reports whether n is a session summary of a session

@@ -28,6 +28,8 @@ var (
 	ErrIO = fault.ErrIO
 	// ErrRemote marks a sync remote that cannot be used.
 	ErrRemote = fault.ErrRemote
+	// ErrForbidden marks a write the vault's policy refuses.
+	ErrForbidden = fault.ErrForbidden
 )
 
 // HintOf returns the hint carried by err, or "".

@@ -20,6 +20,11 @@ const (
 	KindSessionThread      = "session.thread"
 	KindSessionStarted     = "session.started"
 	KindCodeCommit         = "code.commit"
+	// KindPolicy states, per event kind, which sources may write it
+	// (`memvault policy set`; docs/POLICY.md); KindViolation records a
+	// write the policy refused. Only the policy check writes a violation.
+	KindPolicy    = "policy"
+	KindViolation = "violation"
 )
 
 // LedgerKinds lists, sorted, every kind of event memvault writes or reads
@@ -33,7 +38,7 @@ func LedgerKinds() []string {
 	kinds = append(kinds,
 		KindCommitmentOpen, KindCommitmentClose, KindRetract, KindSupersede,
 		KindTranscriptImported, KindTranscriptRedacted, KindNodeCreated,
-		KindSessionThread, KindSessionStarted, KindCodeCommit,
+		KindSessionThread, KindSessionStarted, KindCodeCommit, KindPolicy, KindViolation,
 		KindJoin, KindRepaired, KindDone,
 		KindHeadRendered, KindHeadDeferred, KindHeadConflict, KindHeadResolved, KindHeadEdited, KindHeadTakeover,
 		KindContinuityGoal, KindContinuitySession, KindContinuityAudited, KindContinuityRotated,

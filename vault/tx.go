@@ -314,6 +314,15 @@ func (tx *Tx) finish(start txStart, spool *spoolFold) (*Result, error) {
 	if tx.opts.NoCommit && (len(tx.events) > 0 || len(tx.files) > 0) {
 		return nil, fmt.Errorf("vault: a transaction without a commit may only append to transcripts")
 	}
+	// The policy, for every event whatever wrote it, --force included
+	// (policytx.go): a refused transaction commits only its violations.
+	refused := tx.checkPolicy()
+	if refused != nil {
+		if !errors.Is(refused, ErrForbidden) {
+			return nil, refused
+		}
+		tx.keepViolations()
+	}
 	if tx.join && len(start.tail.tips) < 2 {
 		tx.join = false // nothing to join
 	}
@@ -325,8 +334,12 @@ func (tx *Tx) finish(start txStart, spool *spoolFold) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	spool.done()
-	res.Warnings = append(res.Warnings, spool.warnings...)
+	if refused == nil {
+		// A refused transaction's spooled messages stay spooled: the
+		// next transaction folds them in again.
+		spool.done()
+		res.Warnings = append(res.Warnings, spool.warnings...)
+	}
 	if stamps := start.stamps; len(start.problems) == 0 && len(newStamps) > 0 {
 		for _, ns := range newStamps {
 			if n := len(stamps); n > 0 && stamps[n-1].Path == ns.Path {
@@ -336,6 +349,9 @@ func (tx *Tx) finish(start txStart, spool *spoolFold) (*Result, error) {
 			}
 		}
 		tx.v.saveStamps(verifiedCache{stamps: stamps})
+	}
+	if refused != nil {
+		return nil, refused
 	}
 	return res, nil
 }

@@ -42,6 +42,11 @@ var (
 	// remote that diverged beyond what the merge drivers resolve is a
 	// conflict, not a remote problem.
 	ErrRemote = errors.New("remote problem")
+	// ErrForbidden marks a write the vault's policy refuses: an event of a
+	// kind its source may not write (a constraint from an agent's control
+	// line, a policy from MCP). The refusal itself is recorded as a
+	// violation event (exit 10; docs/POLICY.md).
+	ErrForbidden = errors.New("forbidden by policy")
 )
 
 // Error is a classified error with an optional hint the user can act on.

@@ -32,7 +32,7 @@ type ControlLine struct {
 // controlRE matches a control line; compiled on first use, so a command
 // that never distils a session does not pay for it at start.
 var controlRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^\s*(?:[-*]\s+)?(COMMIT|CLOSE|DECISION|LEARNED|BLOCKER|NEXT|DONE|CLAIM|REFLECT|THREAD):\s*(.*?)\s*$`)
+	return regexp.MustCompile(`^\s*(?:[-*]\s+)?(COMMIT|CLOSE|DECISION|LEARNED|BLOCKER|NEXT|DONE|CLAIM|REFLECT|THREAD|CONSTRAINT):\s*(.*?)\s*$`)
 })
 
 // controlKinds maps the control verbs that record their text as it is to
@@ -41,6 +41,9 @@ var controlRE = sync.OnceValue(func() *regexp.Regexp {
 var controlKinds = map[string]string{
 	"COMMIT":  "commitment.open",
 	"BLOCKER": "blocker",
+	// A constraint is a person's under the default policy: the line is
+	// refused, and the refusal recorded as a violation (docs/POLICY.md).
+	"CONSTRAINT": "constraint",
 }
 
 // scanControlLines finds the control lines of one assistant message. Lines
@@ -73,6 +76,7 @@ func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines [
 		line int
 	}
 	done := map[key]string{}
+	refused := map[key]string{} // lines the policy refused: their violation's words
 	for _, r := range st.Rows {
 		if r.Agent != t.Agent || r.Session != t.Session || len(r.Data) == 0 {
 			continue
@@ -85,6 +89,9 @@ func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines [
 		}
 		if json.Unmarshal(r.Data, &d) == nil && d.Control != nil {
 			done[key{d.Control.Msg, d.Control.Line}] = r.ID
+			if r.Kind == vault.KindViolation {
+				refused[key{d.Control.Msg, d.Control.Line}] = r.Text
+			}
 		}
 	}
 	out := make([]ControlLine, 0, len(lines))
@@ -102,12 +109,18 @@ func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines [
 		}
 		if id, ok := done[key{c.Msg, c.Line}]; ok {
 			c.Event, c.Result = id, ClaimNote(st.Get(id))
+			if why, ok := refused[key{c.Msg, c.Line}]; ok {
+				c.Result = vault.RefusedByPolicy + why
+			}
 			out = append(out, c)
 			continue
 		}
 		ev, why := controlEvent(tx, st, c, thread)
 		if ev == nil {
 			c.Result = "skipped: " + why
+			if strings.HasPrefix(why, vault.RefusedByPolicy) {
+				c.Result = why
+			}
 			out = append(out, c)
 			continue
 		}
@@ -115,6 +128,17 @@ func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines [
 		data, _ := json.Marshal(map[string]any{"msg": c.Msg, "n": c.N, "line": c.Line})
 		ev.Data = vault.WithData(ev.Data, "control", json.RawMessage(data))
 		ev.Source = "control"
+		if err := tx.Permit(ev); err != nil {
+			if !vault.IsForbidden(err) {
+				return nil, "", err
+			}
+			// Fail open: the line is refused and its violation recorded
+			// (with data.control, so a later pass finds it); the other
+			// lines go on.
+			c.Result = vault.RefusedByPolicy + vault.Refusal(err)
+			out = append(out, c)
+			continue
+		}
 		tx.Append(ev)
 		st.Add(&vault.Row{Event: ev}) // a later line of the reply sees it (a CLAIM about a CLOSE before it)
 		c.Event, c.Result = ev.ID, ClaimNote(st.Get(ev.ID))
@@ -213,6 +237,9 @@ func controlEvent(tx *vault.Tx, st *vault.State, c ControlLine, thread string) (
 		if evs, _, _, err = continuity.LearnEvent(cont, in, day); err == nil {
 			for _, pre := range evs[:len(evs)-1] { // the retraction of an archiving
 				pre.Thread, pre.Source = cont.ThreadOf(pre.Links[0]), "control"
+				if err := tx.Permit(pre); err != nil {
+					return nil, vault.RefusedByPolicy + vault.Refusal(err)
+				}
 				tx.Append(pre)
 			}
 			ev = evs[len(evs)-1]

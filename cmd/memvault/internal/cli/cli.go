@@ -32,6 +32,8 @@ const (
 	ExitCorrupt  = 6 // verification failed
 	ExitIO       = 7 // full or read-only disk, permissions
 	ExitRemote   = 8 // sync: no remote, unreachable, not a vault
+	// 9 is doctor's setup problem (exitSetup, doctor.go).
+	ExitForbidden = 10 // the vault's policy refuses the write (docs/POLICY.md)
 )
 
 // Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
@@ -187,6 +189,8 @@ func exitCode(err error) int {
 		return ExitIO
 	case errors.Is(err, vault.ErrRemote):
 		return ExitRemote
+	case errors.Is(err, vault.ErrForbidden):
+		return ExitForbidden
 	}
 	return ExitInternal
 }

@@ -14,7 +14,7 @@ import (
 func TestMCPErrorsMatchExitCodes(t *testing.T) {
 	errs := []error{errors.New("a bug")}
 	for _, class := range []error{vault.ErrInvalid, vault.ErrNotFound, vault.ErrConflict, vault.ErrBusy,
-		vault.ErrCorrupt, vault.ErrIO, vault.ErrRemote} {
+		vault.ErrCorrupt, vault.ErrIO, vault.ErrRemote, vault.ErrForbidden} {
 		errs = append(errs, fault.New(class, "subject: problem"))
 	}
 	names := errorClasses()

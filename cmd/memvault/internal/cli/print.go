@@ -37,7 +37,7 @@ func errorClasses() map[int]string {
 	return map[int]string{
 		ExitInternal: "internal", ExitUsage: "invalid", ExitNotFound: "not_found",
 		ExitConflict: "conflict", ExitBusy: "busy", ExitCorrupt: "corrupt",
-		ExitIO: "io", ExitRemote: "remote",
+		ExitIO: "io", ExitRemote: "remote", ExitForbidden: "forbidden",
 	}
 }
 

@@ -21,7 +21,7 @@ const ErrorMetaKey = "memvault/error"
 
 // ToolError is the _meta of a failed tool call.
 type ToolError struct {
-	Class     string `json:"class"`     // invalid, not_found, conflict, busy, corrupt, io, remote, internal
+	Class     string `json:"class"`     // invalid, not_found, conflict, busy, corrupt, io, remote, forbidden, internal
 	Code      int    `json:"code"`      // the command line's exit code for the class
 	Retryable bool   `json:"retryable"` // the same call may succeed later, unchanged (busy)
 	Hint      string `json:"hint,omitempty"`
@@ -44,6 +44,7 @@ func errorClasses() []errorClass {
 		{vault.ErrCorrupt, "corrupt", 6},
 		{vault.ErrIO, "io", 7},
 		{vault.ErrRemote, "remote", 8},
+		{vault.ErrForbidden, "forbidden", 10},
 	}
 }
 
@@ -72,6 +73,11 @@ func Classify(err error) ToolError {
 		// damaged ledger is for a person to repair.
 		te.Hint = "nothing was written: tell the user the vault needs `memvault repair` (`memvault verify` names every problem); " +
 			"the reading tools (recall, expand, ledger, status) still work"
+	case "forbidden":
+		// The library's hint names a command for a person; a model
+		// cannot change the policy (no tool writes one).
+		te.Hint = "the vault's policy forbids this write from MCP; nothing of it was written and the refusal was " +
+			"recorded as a violation: tell the user, who may write it with the command line or change the rule (memvault policy set)"
 	case "not_found":
 		if !errors.Is(err, errNoVault) {
 			te.Hint = joinHints(te.Hint, "recall, ledger and status find the ids and threads that exist")

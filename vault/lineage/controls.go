@@ -110,7 +110,7 @@ func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines [
 		if id, ok := done[key{c.Msg, c.Line}]; ok {
 			c.Event, c.Result = id, ClaimNote(st.Get(id))
 			if why, ok := refused[key{c.Msg, c.Line}]; ok {
-				c.Result = vault.RefusedByPolicy + why
+				c.Event, c.Result = "", vault.RefusedByPolicy+why // its violation is no event of the line's
 			}
 			out = append(out, c)
 			continue

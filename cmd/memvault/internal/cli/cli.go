@@ -262,6 +262,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			newGCCommand(),
 			newMergeDriverCommand(),
 			newSyncCommand(),
+			newPolicyCommand(),
 			newHelpCommand(),
 			newVersionCommand(),
 		},
@@ -380,6 +381,11 @@ func commandActions() map[string]action {
 		// clones.Sync takes the vault lock itself for the merge; the join and
 		// the render of the heads commit on their own.
 		"sync": ownWrites(runSync),
+
+		// The policy (docs/POLICY.md): set records one policy event, which
+		// the transaction checks like any other; show only reads.
+		"policy set":  inTxPrepared(preparePolicySet),
+		"policy show": reads(runPolicyShow),
 
 		// The heads: heads.Refresh, EditHead and ResolveHeads take the heads'
 		// leases before the vault lock, so they manage their own writes

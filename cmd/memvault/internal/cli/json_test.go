@@ -118,6 +118,8 @@ func TestEveryCommandPrintsJSON(t *testing.T) {
 	step("verify")
 	step("repair")
 	step("reindex")
+	step("policy set", "decision", "cli,mcp")
+	step("policy show")
 	step("gc")
 	step("doctor")
 	step("install", "claude-code", "--dry-run")

@@ -453,17 +453,6 @@ func InitWith(root string, o InitOptions) (v *Vault, created bool, err error) {
 		for _, f := range files {
 			tx.WriteFile(f.rel, []byte(f.text))
 		}
-		// The default policy, on record from the start (docs/POLICY.md);
-		// a vault that has one keeps it.
-		pol, err := tx.Policy()
-		if err != nil {
-			return err
-		}
-		if pol.Events == 0 {
-			ev := PolicyEvent(DefaultRules())
-			ev.Source = SourceCLI
-			tx.Append(ev)
-		}
 		tx.Subject("init: memvault vault")
 		return nil
 	})

@@ -333,7 +333,7 @@ func docExamples(t *testing.T) string {
 	ex.add("`remember`", "A decision, filed under the working folder's thread.", log.take())
 	decision := id(out, "event", "id")
 	call("remember", map[string]any{"text": "webhook handlers must be idempotent: Stripe delivers at least once",
-		"kind": "constraint", "links": []string{decision[:20]}})
+		"kind": "learning", "links": []string{decision[:20]}})
 	ex.add("`remember` with a link", "The link is a unique prefix of an id; the event stores the whole id.", log.take())
 	out = call("commitment_open", map[string]any{"text": "ship the webhook fix by Friday"})
 	ex.add("`commitment_open`", "", log.take())

@@ -75,10 +75,10 @@ func TestRememberWritesLikeTheCommandLine(t *testing.T) {
 	f := setup(t, Options{Session: "s1", Harness: "claude-code"}, "")
 	var out writeOut
 	secret := "ghp_0123456789abcdefghijABCDEFGHIJ012345"
-	f.ok("remember", map[string]any{"text": "the deploy token is " + secret, "kind": "constraint",
+	f.ok("remember", map[string]any{"text": "the deploy token is " + secret, "kind": "decision",
 		"thread": "project:shop", "data": map[string]any{"b": 1, "a": "x"}}, &out)
 	ev := out.Event
-	if ev == nil || !strings.HasPrefix(ev.ID, "e_") || ev.Kind != "constraint" || ev.Thread != "project:shop" ||
+	if ev == nil || !strings.HasPrefix(ev.ID, "e_") || ev.Kind != "decision" || ev.Thread != "project:shop" ||
 		ev.Session != "s1" || ev.Harness != "claude-code" || ev.Source != "mcp" || out.Commit == "" {
 		t.Fatalf("event %+v commit %q", ev, out.Commit)
 	}
@@ -323,7 +323,7 @@ func TestContextIsSessionStart(t *testing.T) {
 	t.Parallel()
 	f := setup(t, Options{}, "")
 	var w writeOut
-	f.ok("remember", map[string]any{"text": "never deploy on fridays", "kind": "constraint", "thread": "project:shop"}, &w)
+	f.ok("remember", map[string]any{"text": "never deploy on fridays", "kind": "decision", "thread": "project:shop"}, &w)
 	var out contextOut
 	f.ok("context", map[string]any{"thread": "project:shop", "limit": 4000}, &out)
 	if out.Thread != "project:shop" || out.Limit != 4000 || !strings.Contains(out.Context, "never deploy on fridays") ||

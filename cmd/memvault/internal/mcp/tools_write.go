@@ -82,7 +82,8 @@ type doneIn struct {
 func (s *Server) addWriteTools() {
 	addTool(s, toolSpec{name: "remember", title: "Remember", writes: true,
 		description: "Record one durable memory row — a fact, decision, learning, constraint, blocker, next step, claim " +
-			"or reflection — in the current thread; returns the event with its id.",
+			"or reflection — in the current thread; returns the event with its id. The vault's policy decides which kinds " +
+			"MCP may write: by default a constraint is the user's to record, and is refused here.",
 		tune: func(in *jsonschema.Schema) {
 			setEnum(in, "kind", vault.RememberKinds)
 			setDefault(in, "kind", "fact")

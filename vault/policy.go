@@ -359,6 +359,20 @@ func (v *Vault) policyFromLedger(segs []Segment, stamps []SegStamp) (*Policy, st
 	if err != nil {
 		return nil, "", false, err
 	}
+	p := FoldPolicy(evs)
+	tip := ""
+	for i := len(segs) - 1; i >= 0 && tip == ""; i-- {
+		tip = lastHashOf(v.Files(), v.Abs(segs[i].Rel()))
+	}
+	torn := len(segs) > 0 && EndsTorn(v.Files(), v.SegPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
+	return p, tip, torn, nil
+}
+
+// FoldPolicy is the policy the events hold (those of other kinds are
+// skipped), folded in (ts, id) order on top of the default: the full
+// fold the view is held to.
+func FoldPolicy(evs []*Event) *Policy {
+	evs = slices.DeleteFunc(slices.Clone(evs), func(ev *Event) bool { return ev.Kind != KindPolicy })
 	slices.SortStableFunc(evs, func(a, b *Event) int {
 		switch {
 		case before(a.TS, a.ID, b.TS, b.ID):
@@ -372,12 +386,7 @@ func (v *Vault) policyFromLedger(segs []Segment, stamps []SegStamp) (*Policy, st
 	for _, ev := range evs {
 		p.fold(ev)
 	}
-	tip := ""
-	for i := len(segs) - 1; i >= 0 && tip == ""; i-- {
-		tip = lastHashOf(v.Files(), v.Abs(segs[i].Rel()))
-	}
-	torn := len(segs) > 0 && EndsTorn(v.Files(), v.SegPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
-	return p, tip, torn, nil
+	return p
 }
 
 // eventsWith decodes the complete lines of segs that hold needle and are

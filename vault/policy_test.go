@@ -301,13 +301,7 @@ func TestPolicyFoldIsAdversarial(t *testing.T) {
 // without a write.
 func TestVaultWithoutPolicyHasTheDefault(t *testing.T) {
 	v := newVault(t)
-	segs, _, err := ListSegments(v.Root)
-	if err != nil || len(segs) != 1 {
-		t.Fatalf("segments %v %v", segs, err)
-	}
-	if err := os.WriteFile(v.SegPath(segs[0]), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	remember(t, v, "a fact before any policy")
 	pol, err := v.LoadPolicy()
 	if err != nil {
 		t.Fatal(err)

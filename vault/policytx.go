@@ -26,10 +26,45 @@ type policySlot struct{}
 type txPolicy struct {
 	policy *Policy
 	own    map[*Event]bool // the violations this transaction's check wrote
+	// checked is the ledger's segments as the transaction's check under
+	// the lock stat'ed them, when it found the ledger sound: the policy's
+	// view is loaded against them instead of a stat of every segment again.
+	checked []verifiedStamp
 }
 
 func (tx *Tx) policyState() *txPolicy {
 	return tx.Slot(policySlot{}, func() any { return &txPolicy{own: map[*Event]bool{}} }).(*txPolicy)
+}
+
+// notePolicyStamps keeps the segments the transaction's start stat'ed,
+// when its check found the ledger sound (the stamps are then the files as
+// they are).
+func (tx *Tx) notePolicyStamps(start txStart) {
+	if len(start.problems) == 0 && len(start.stamps) > 0 {
+		tx.policyState().checked = start.stamps
+	}
+}
+
+// policyFromChecked loads the policy's view against the stamps the
+// transaction's check took; false when there are none or the view must
+// be rebuilt.
+func (tx *Tx) policyFromChecked() (*Policy, bool) {
+	checked := tx.policyState().checked
+	if len(checked) == 0 {
+		return nil, false
+	}
+	segs := make([]Segment, len(checked))
+	stamps := make([]SegStamp, len(checked))
+	for i, st := range checked {
+		stamps[i] = st.SegStamp
+		stamps[i].Tip = "" // the view's stamps are stats alone (stampOf)
+		segs[i] = MustRel(st.Path).seg()
+	}
+	p, key, dirty, ok := PolicyView.LoadStamped(tx.v, segs, stamps)
+	if ok && dirty {
+		PolicyView.Save(tx.v, p, key)
+	}
+	return p, ok
 }
 
 // Policy returns the policy in effect for this transaction: the ledger's
@@ -37,6 +72,11 @@ func (tx *Tx) policyState() *txPolicy {
 // once it has committed).
 func (tx *Tx) Policy() (*Policy, error) {
 	ps := tx.policyState()
+	if ps.policy == nil {
+		if p, ok := tx.policyFromChecked(); ok {
+			ps.policy = p
+		}
+	}
 	if ps.policy == nil {
 		p, err := tx.v.LoadPolicy()
 		if err != nil {

@@ -223,6 +223,7 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	if v.Clock != nil {
 		tx.now = v.Clock()
 	}
+	tx.notePolicyStamps(start) // policytx.go: the policy's view loads against them
 	// What hooks spooled while the lock was held goes first, so that a
 	// session's messages keep their order (spool.go).
 	spool := tx.foldSpool()

@@ -162,6 +162,36 @@ var derivedViews = []derivedView{
 		},
 	},
 	{
+		// The policy (docs/POLICY.md): its rules, where each came from,
+		// the events it ignored.
+		name:      "policy",
+		file:      func(v *vault.Vault) string { return vault.PolicyView.Path(v.Root) },
+		continues: continues(vault.PolicyView),
+		cached: func(t *testing.T, v *vault.Vault) (any, error) {
+			p, key, err := vault.PolicyView.Load(v)
+			if err != nil {
+				return nil, err
+			}
+			return []any{p.RulesSorted(), p.Ignored, p.Events, key.Tip}, nil
+		},
+		full: func(t *testing.T, v *vault.Vault) (any, error) {
+			segs, _, err := vault.ListSegments(v.Root)
+			if err != nil {
+				return nil, err
+			}
+			st, tip, _, err := v.FoldAll(segs)
+			if err != nil {
+				return nil, err
+			}
+			var evs []*vault.Event
+			for _, r := range st.Rows {
+				evs = append(evs, r.Event)
+			}
+			p := vault.FoldPolicy(evs)
+			return []any{p.RulesSorted(), p.Ignored, p.Events, tip}, nil
+		},
+	},
+	{
 		// The protocol's state: what status reads (the summary, audit and
 		// head bookkeeping) and the whole fold, decoded when asked for.
 		name:      "continuity",
@@ -375,6 +405,10 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 								return err
 							}
 							ids = append(ids, ev.ID)
+						}
+						if rng.Intn(8) == 0 { // a rule of the policy's view, for a kind nothing here writes
+							_, err := tx.SetPolicy(map[string][]string{fmt.Sprintf("kind%d", rng.Intn(3)): {"cli"}})
+							return err
 						}
 						return nil
 					})

@@ -28,6 +28,8 @@ const UsageNote = "memvault: this project has a memory (.memory/). Search it wit
 	"DONE: text, id or number of a next action or commitment (closes it)\n" +
 	"BLOCKER: what blocks progress\n" +
 	"COMMIT: a promise you make; CLOSE: <id> closes one\n" +
+	"CLAIM: commitment.closed={\"id\":\"e_…\"} (memvault checks it)\n" +
+	"REFLECT: {\"text\":\"what you noticed\"}\n" +
 	"THREAD: kind:slug (sets the thread for the lines after it)"
 
 // DefaultContextLimit is the budget, in characters, of a harness that

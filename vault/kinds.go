@@ -25,6 +25,10 @@ const (
 	// write the policy refused. Only the policy check writes a violation.
 	KindPolicy    = "policy"
 	KindViolation = "violation"
+	// KindExportImported records an import of another vault's export
+	// (`memvault import`; docs/EXPORT.md): its manifest hash and the
+	// source's tip.
+	KindExportImported = "export.imported"
 )
 
 // LedgerKinds lists, sorted, every kind of event memvault writes or reads
@@ -38,7 +42,7 @@ func LedgerKinds() []string {
 	kinds = append(kinds,
 		KindCommitmentOpen, KindCommitmentClose, KindRetract, KindSupersede,
 		KindTranscriptImported, KindTranscriptRedacted, KindNodeCreated,
-		KindSessionThread, KindSessionStarted, KindCodeCommit, KindPolicy, KindViolation,
+		KindSessionThread, KindSessionStarted, KindCodeCommit, KindPolicy, KindViolation, KindExportImported,
 		KindJoin, KindRepaired, KindDone,
 		KindHeadRendered, KindHeadDeferred, KindHeadConflict, KindHeadResolved, KindHeadEdited, KindHeadTakeover,
 		KindContinuityGoal, KindContinuitySession, KindContinuityAudited, KindContinuityRotated,

@@ -1,7 +1,7 @@
 package lineage
 
 // Claims and reflections: what an agent says about the vault's state, and
-// what it notes about how its work went (docs/POLICY-claims.md). A claim is
+// what it notes about how its work went (docs/POLICY.md). A claim is
 // checked against the folded state before it is recorded; one that the
 // state contradicts, or that names an unknown id, is recorded as a rejected
 // claim with the reason, never dropped. The `CLAIM:`/`REFLECT:` control

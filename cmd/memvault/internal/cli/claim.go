@@ -17,7 +17,7 @@ func newClaimCommand() *ucli.Command {
 		Usage:     "record a claim about the vault's state, checked against it; a claim the state contradicts is recorded as rejected",
 		ArgsUsage: "TYPE JSON | TYPE -",
 		Description: "Checked types (JSON {\"id\": EVENT_ID}): " + strings.Join(lineage.ClaimTypes(), ", ") +
-			". Another type is recorded unchecked. See docs/POLICY-claims.md.",
+			". Another type is recorded unchecked. See docs/POLICY.md.",
 		Flags: writeFlags(rowThreadFlag, globalFlag),
 	}
 }

@@ -11,11 +11,6 @@ import (
 	"github.com/memvault/memvault/vault/fault"
 )
 
-// KindExportImported is the event an import appends after the events it
-// brought: what it read (the export's manifest hash and the source's tip)
-// and how much it wrote.
-const KindExportImported = "export.imported"
-
 // ImportResult says what an import wrote and what it found already there.
 type ImportResult struct {
 	Events      int    `json:"events"`      // events appended
@@ -116,7 +111,7 @@ func short(h string) string {
 // event the vault does not hold is appended with its id, time, agent,
 // session, kind, thread, text, data, links and source as they were, and
 // sealed onto this vault's chain (a new prev and hash: the source's hash
-// stays in the export and in the KindExportImported event's manifest
+// stays in the export and in the vault.KindExportImported event's manifest
 // hash); node files and whole transcripts the vault does not hold are
 // written. An item the vault holds already, the same, is skipped; one it
 // holds different is ErrConflict, and nothing is written. A link no event
@@ -184,7 +179,7 @@ func Import(tx *vault.Tx, ex *Export) (*ImportResult, error) {
 		data, _ := json.Marshal(map[string]any{"manifest_sha256": ex.ManifestSHA256, "tip": ex.Tip,
 			"events": res.Events, "nodes": res.Nodes, "transcripts": res.Transcripts, "skipped": res.Skipped,
 			"thread": ex.Scope.Thread, "session": ex.Scope.Session})
-		tx.Append(&vault.Event{Kind: KindExportImported, Source: "import", Data: data,
+		tx.Append(&vault.Event{Kind: vault.KindExportImported, Source: "import", Data: data,
 			Text: fmt.Sprintf("imported %d events, %d nodes, %d transcript parts from export %s", res.Events, res.Nodes, res.Transcripts, short(ex.ManifestSHA256))})
 		tx.Subject(fmt.Sprintf("import: %d events from export %s", res.Events, short(ex.ManifestSHA256)))
 	}

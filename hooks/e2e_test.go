@@ -30,6 +30,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -223,11 +224,20 @@ func clip(s string, n int) string {
 // "NEXT:" or "DONE:" and name a test's word (so the grammar the injected
 // context teaches is not echoed), each on a line of its own, so that a test
 // can have the model decide, plan or finish something (control lines
-// memvault records from the reply).
+// memvault records from the reply). A prompt line "MIND64:<base64>" is
+// replied as the lines it encodes: lines holding JSON (CLAIM:, REFLECT:)
+// reach the model intact whatever a harness's command line does to
+// quotes (OpenCode's `run` escapes them).
 func echoControls(prompt string) string {
 	var b strings.Builder
 	for _, line := range strings.Split(prompt, "\n") {
 		l := strings.TrimSpace(line)
+		if enc, ok := strings.CutPrefix(l, "MIND64:"); ok {
+			if dec, err := base64.StdEncoding.DecodeString(strings.Trim(enc, `"\`)); err == nil {
+				b.WriteString("\n" + string(dec))
+			}
+			continue
+		}
 		if !strings.Contains(l, "word") {
 			continue
 		}
@@ -236,6 +246,64 @@ func echoControls(prompt string) string {
 		}
 	}
 	return b.String()
+}
+
+// mindLines returns the line of a prompt that the fake model answers with a
+// reply's control lines of the event-sourced mind (issue 21): a
+// commitment, a claim the state contradicts (the setup's fact is no
+// commitment), a reflection, and a constraint, which the default policy
+// refuses from a reply. check, once the harness's hooks have read the
+// reply, requires exactly their events: one commitment, one rejected claim
+// with its reason, one reflection, no constraint, and one violation that
+// names the refused line; the harness's turn itself went on.
+func (e *e2e) mindLines() (lines string, check func()) {
+	commit := "publish the changelog " + randWord("commitword")
+	claimWord := randWord("claimword")
+	reflect := "the fixture made the failure easy to see " + randWord("reflectword")
+	constraint := "never deploy on a friday " + randWord("constraintword")
+	reply := "COMMIT: " + commit +
+		"\nCLAIM: commitment.open={\"id\":\"" + e.factID + "\",\"note\":\"" + claimWord + "\"}" +
+		"\nREFLECT: {\"text\":\"" + reflect + "\"}" +
+		"\nCONSTRAINT: " + constraint
+	lines = "\nMIND64:" + base64.StdEncoding.EncodeToString([]byte(reply))
+	with := func(kind, word string) []map[string]any {
+		var out []map[string]any
+		for _, r := range e.ledger(kind) {
+			if text, _ := r["text"].(string); strings.Contains(text, word) {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	check = func() {
+		e.t.Helper()
+		if n := len(with("commitment.open", commit)); n != 1 {
+			e.t.Errorf("the reply's COMMIT: line made %d commitments, want 1\nhooks.log:\n%s", n, e.hooksLog())
+		}
+		claims := with("claim", claimWord)
+		if len(claims) != 1 {
+			e.t.Errorf("the reply's CLAIM: line made %d claims, want 1\nhooks.log:\n%s", len(claims), e.hooksLog())
+		} else if d, _ := claims[0]["data"].(map[string]any); d["status"] != "rejected" || !strings.Contains(fmt.Sprint(d["reason"]), "not a commitment") {
+			e.t.Errorf("the claim that a fact is an open commitment was not rejected with its reason: %v", d)
+		}
+		if n := len(with("reflection", reflect)); n != 1 {
+			e.t.Errorf("the reply's REFLECT: line made %d reflections, want 1\nhooks.log:\n%s", n, e.hooksLog())
+		}
+		if n := len(with("constraint", constraint)); n != 0 {
+			e.t.Errorf("the reply's CONSTRAINT: line was recorded (%d constraints): the default policy forbids it from a control line", n)
+		}
+		var refused int
+		for _, r := range e.ledger("violation") {
+			d, _ := r["data"].(map[string]any)
+			if d["kind"] == "constraint" && d["source"] == "control" && d["control"] != nil && r["session"] != "" {
+				refused++
+			}
+		}
+		if refused != 1 {
+			e.t.Errorf("%d violations name the reply's refused CONSTRAINT: line, want 1\nhooks.log:\n%s", refused, e.hooksLog())
+		}
+	}
+	return lines, check
 }
 
 // requireClosedNext fails unless the next action with text is in the
@@ -414,7 +482,7 @@ func (f *fakeModel) gemini(w http.ResponseWriter, req *http.Request, body map[st
 		geminiFunctionCall(w, "mcp_memvault_"+tool, query) // e2e_mcp_test.go
 		return
 	}
-	text := fmt.Sprintf("Fake answer %d to: %s", n, clip(lastText, 60))
+	text := fmt.Sprintf("Fake answer %d to: %s", n, clip(lastText, 60)) + echoControls(lastText)
 	s := newSSE(w)
 	s.event("", map[string]any{"candidates": []any{map[string]any{"content": map[string]any{"role": "model",
 		"parts": []any{map[string]any{"text": text}}}, "finishReason": "STOP", "index": 0}}, "usageMetadata": usage, "modelVersion": "gemini-fake"})
@@ -991,7 +1059,8 @@ func TestE2EClaudeCode(t *testing.T) {
 	word1 := randWord("promptword")
 	decision := "keep the release branch frozen " + randWord("decisionword")
 	next := "write the release notes " + randWord("nextword")
-	r := e.mustRun(90*time.Second, claude, "-p", "hello, first turn "+word1+"\nDECISION: "+decision+"\nNEXT: "+next, "--output-format", "json")
+	mind, checkMind := e.mindLines()
+	r := e.mustRun(90*time.Second, claude, "-p", "hello, first turn "+word1+"\nDECISION: "+decision+"\nNEXT: "+next+mind, "--output-format", "json")
 	sid := parse(r).SessionID
 	if sid == "" {
 		t.Fatalf("no session_id in %s", r.stdout)
@@ -1044,6 +1113,7 @@ func TestE2EClaudeCode(t *testing.T) {
 		e.hook("claude-code", "session-start", map[string]any{"session_id": "e2e-trigger", "cwd": e.proj,
 			"hook_event_name": "SessionStart", "source": "startup"})
 	})
+	checkMind()
 	e.requireFsck()
 
 	// Fail-open: with the vault lock held by someone else, a whole turn
@@ -1279,7 +1349,8 @@ enabled = false
 	word1 := randWord("promptword")
 	decision := "keep the release branch frozen " + randWord("decisionword")
 	next := "write the release notes " + randWord("nextword")
-	e.mustRun(90*time.Second, codex, "exec", "--skip-git-repo-check", "hello, first turn "+word1+"\nDECISION: "+decision+"\nNEXT: "+next)
+	mind, checkMind := e.mindLines()
+	e.mustRun(90*time.Second, codex, "exec", "--skip-git-repo-check", "hello, first turn "+word1+"\nDECISION: "+decision+"\nNEXT: "+next+mind)
 	sid := sessionID()
 	e.requireMarkIn("startup", e.model.requests("/v1/responses"))
 	e.requirePromptInTranscript(sid, word1)
@@ -1312,6 +1383,7 @@ enabled = false
 	}
 	e.requirePromptInTranscript(sid, word2)
 	e.requireClosedNext(next)
+	checkMind()
 
 	e.requireSummary(sid, func() {
 		e.hook("codex", "session-start", map[string]any{"session_id": "e2e-trigger", "cwd": e.proj,
@@ -1357,7 +1429,8 @@ func TestE2EOpenCode(t *testing.T) {
 	word1 := randWord("promptword")
 	decision := "keep the release branch frozen " + randWord("decisionword")
 	next := "write the release notes " + randWord("nextword")
-	r := e.mustRun(120*time.Second, opencode, "run", "--format", "json", "hello, first turn "+word1+"\nDECISION: "+decision+"\nNEXT: "+next+"\nthat is all")
+	mind, checkMind := e.mindLines()
+	r := e.mustRun(120*time.Second, opencode, "run", "--format", "json", "hello, first turn "+word1+"\nDECISION: "+decision+"\nNEXT: "+next+mind+"\nthat is all")
 	m := sidRE.FindStringSubmatch(r.stdout)
 	if m == nil {
 		t.Fatalf("no sessionID in opencode output:\n%s\nstderr: %s", clipHead(r.stdout), clipHead(r.stderr))
@@ -1409,6 +1482,7 @@ func TestE2EOpenCode(t *testing.T) {
 		e.requireHeadLists(sid)
 	}
 	e.requireClosedNext(next)
+	checkMind()
 	e.requireFsck()
 
 	release := e.holdLock()
@@ -1469,7 +1543,8 @@ func TestE2EGemini(t *testing.T) {
 	// Turn 2: resumed. Gemini has no post-compression event (documented as
 	// degraded): no compaction node is expected, so none is checked.
 	word2 := randWord("promptword")
-	o2 := parse(e.mustRun(90*time.Second, gemini, "-p", "second turn "+word2, "--resume", "latest", "-o", "json"))
+	mind, checkMind := e.mindLines()
+	o2 := parse(e.mustRun(90*time.Second, gemini, "-p", "second turn "+word2+mind, "--resume", "latest", "-o", "json"))
 	if o2.SessionID != sid {
 		t.Fatalf("--resume latest started session %s, not %s", o2.SessionID, sid)
 	}
@@ -1479,6 +1554,7 @@ func TestE2EGemini(t *testing.T) {
 		e.hook("gemini", "session-start", map[string]any{"session_id": "e2e-trigger", "cwd": e.proj,
 			"hook_event_name": "SessionStart", "source": "startup"})
 	})
+	checkMind()
 	e.requireFsck()
 
 	release := e.holdLock()
@@ -1540,7 +1616,8 @@ func TestE2EOpenClaw(t *testing.T) {
 	word1 := randWord("promptword")
 	decision := "keep the release branch frozen " + randWord("decisionword")
 	next := "write the release notes " + randWord("nextword")
-	agent("hello, first turn " + word1 + "\nDECISION: " + decision + "\nNEXT: " + next + "\nthat is all")
+	mind, checkMind := e.mindLines()
+	agent("hello, first turn " + word1 + "\nDECISION: " + decision + "\nNEXT: " + next + mind + "\nthat is all")
 	e.requireMarkIn("first prompt", e.model.requests("/v1/chat/completions"))
 	e.requirePromptInTranscript(sid, word1)
 
@@ -1572,6 +1649,7 @@ func TestE2EOpenClaw(t *testing.T) {
 	}
 	e.requirePromptInTranscript(sid, word3)
 	e.requireClosedNext(next)
+	checkMind()
 	// session_end fires only with a running Gateway (documented as
 	// degraded): no summary node is expected from `openclaw agent --local`.
 	if n := len(e.nodes("session-summary", sid)); n > 0 {

@@ -72,7 +72,7 @@ func (in *Input) validate() error {
 		if err != nil {
 			return fault.New(ErrInvalid, "data: not valid json: %v", err)
 		}
-		if holdsNUL(v) {
+		if HoldsNUL(v) {
 			return fault.New(ErrInvalid, "data: a string holds a NUL character (\\u0000)")
 		}
 		if _, ok := v.(map[string]any); !ok {
@@ -92,17 +92,17 @@ func (in *Input) validate() error {
 	return nil
 }
 
-// holdsNUL reports whether a decoded JSON value has a NUL in a string or a
-// key.
-func holdsNUL(v any) bool {
+// HoldsNUL reports whether a decoded JSON value has a NUL in a string or a
+// key: git refuses NUL in what it stores as text.
+func HoldsNUL(v any) bool {
 	switch t := v.(type) {
 	case string:
 		return strings.IndexByte(t, 0) >= 0
 	case []any:
-		return slices.ContainsFunc(t, holdsNUL)
+		return slices.ContainsFunc(t, HoldsNUL)
 	case map[string]any:
 		for k, x := range t {
-			if strings.IndexByte(k, 0) >= 0 || holdsNUL(x) {
+			if strings.IndexByte(k, 0) >= 0 || HoldsNUL(x) {
 				return true
 			}
 		}

@@ -368,20 +368,24 @@ func (v *Vault) policyFromLedger(segs []Segment, stamps []SegStamp) (*Policy, st
 	return p, tip, torn, nil
 }
 
+// byTime orders events by (ts, id), the order the policy's events take
+// effect in on every clone.
+func byTime(a, b *Event) int {
+	switch {
+	case before(a.TS, a.ID, b.TS, b.ID):
+		return -1
+	case before(b.TS, b.ID, a.TS, a.ID):
+		return 1
+	}
+	return 0
+}
+
 // FoldPolicy is the policy the events hold (those of other kinds are
 // skipped), folded in (ts, id) order on top of the default: the full
 // fold the view is held to.
 func FoldPolicy(evs []*Event) *Policy {
 	evs = slices.DeleteFunc(slices.Clone(evs), func(ev *Event) bool { return ev.Kind != KindPolicy })
-	slices.SortStableFunc(evs, func(a, b *Event) int {
-		switch {
-		case before(a.TS, a.ID, b.TS, b.ID):
-			return -1
-		case before(b.TS, b.ID, a.TS, a.ID):
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(evs, byTime)
 	p := DefaultPolicy()
 	for _, ev := range evs {
 		p.fold(ev)

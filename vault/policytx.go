@@ -260,15 +260,7 @@ func (v *Vault) Violations(limit int) ([]*Event, error) {
 			break
 		}
 	}
-	slices.SortStableFunc(out, func(a, b *Event) int {
-		switch {
-		case before(b.TS, b.ID, a.TS, a.ID):
-			return -1
-		case before(a.TS, a.ID, b.TS, b.ID):
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(a, b *Event) int { return byTime(b, a) }) // newest first
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}

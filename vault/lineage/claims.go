@@ -53,7 +53,7 @@ func ClaimEvent(st *vault.State, typ, raw string) (*vault.Event, error) {
 	if err != nil {
 		return nil, fault.New(vault.ErrInvalid, "claim %s: value is not json: %v", typ, err)
 	}
-	if holdsNUL(v) {
+	if vault.HoldsNUL(v) {
 		return nil, fault.New(vault.ErrInvalid, "claim %s: a string holds a NUL character (\\u0000)", typ)
 	}
 	data := map[string]any{"type": typ, "value": v, "status": ClaimUnchecked}
@@ -186,7 +186,7 @@ func ReflectionEvent(st *vault.State, raw string) (*vault.Event, error) {
 	if !ok {
 		return nil, fault.New(vault.ErrInvalid, "reflection: want a json object with a \"text\"")
 	}
-	if holdsNUL(obj) {
+	if vault.HoldsNUL(obj) {
 		return nil, fault.New(vault.ErrInvalid, "reflection: a string holds a NUL character (\\u0000)")
 	}
 	text, ok := obj["text"].(string)
@@ -265,24 +265,6 @@ func mentionedIDs(c ControlLine) []string {
 		}
 	}
 	return ids
-}
-
-// holdsNUL reports whether a decoded JSON value has a NUL in a string or a
-// key: git refuses NUL in what it stores as text.
-func holdsNUL(v any) bool {
-	switch t := v.(type) {
-	case string:
-		return strings.IndexByte(t, 0) >= 0
-	case []any:
-		return slices.ContainsFunc(t, holdsNUL)
-	case map[string]any:
-		for k, x := range t {
-			if strings.IndexByte(k, 0) >= 0 || holdsNUL(x) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // RecordClaim checks and records a claim in tx, in thread ("" for none):

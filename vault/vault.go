@@ -400,6 +400,12 @@ type InitOptions struct {
 	// (the history is kept). Without it such a repository is refused: it
 	// is more often a project's own repository named by mistake.
 	Adopt bool
+	// Policy records the default policy (DefaultRules) as the new vault's
+	// first event, so that its ledger alone says who may write what
+	// (`memvault init` sets it; docs/POLICY.md). A vault that has a
+	// commit already gets nothing: without a policy event it is held to
+	// the same default, built in.
+	Policy bool
 }
 
 // InitWith is Init with options.
@@ -452,6 +458,11 @@ func InitWith(root string, o InitOptions) (v *Vault, created bool, err error) {
 	_, err = v.Update(TxOptions{Command: "init", Force: true}, func(tx *Tx) error {
 		for _, f := range files {
 			tx.WriteFile(f.rel, []byte(f.text))
+		}
+		if o.Policy && head.IsZero() {
+			ev := PolicyEvent(DefaultRules())
+			ev.Source = SourceCLI
+			tx.Append(ev)
 		}
 		tx.Subject("init: memvault vault")
 		return nil

@@ -88,7 +88,7 @@ type initReport struct {
 // inside the git work tree of the project it is made in is then ignored
 // by that project's repository (ignoreVault).
 func initVault(opts initOptions) (v *vault.Vault, created, registered bool, err error) {
-	v, created, err = vault.InitWith(opts.dir, vault.InitOptions{Adopt: opts.adopt})
+	v, created, err = vault.InitWith(opts.dir, vault.InitOptions{Adopt: opts.adopt, Policy: true})
 	if err != nil {
 		return nil, false, false, err
 	}

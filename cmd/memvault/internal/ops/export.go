@@ -99,7 +99,14 @@ type ManifestEntry struct {
 // the source vault (a blob it rendered, a conflict in its work tree), and
 // a join names the source's tips, which no other chain has.
 func exportable(kind string) bool {
-	return !strings.HasPrefix(kind, "head.") && kind != vault.KindJoin
+	switch kind {
+	case vault.KindJoin, vault.KindPolicy, vault.KindViolation:
+		// A vault's policy and the refusals it made are its own: an
+		// import must not change who may write the target, nor charge it
+		// with another vault's violations.
+		return false
+	}
+	return !strings.HasPrefix(kind, "head.")
 }
 
 // BuildExport reads what q selects from v: the matching events and every

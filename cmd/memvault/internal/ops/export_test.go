@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"os"
 	"strings"
 	"testing"
 
@@ -59,6 +60,54 @@ func TestImportRefusesAResealedForgery(t *testing.T) {
 	data, _ = json.Marshal(clean)
 	if _, err := ParseExport("clean.json", data); err != nil {
 		t.Fatalf("a clean export: %v", err)
+	}
+}
+
+// TestImportRefusesAPolicy: an export whose events hold a policy event,
+// sealed as the source's ledger sealed it and the manifest computed again,
+// is refused before anything is written: importing someone's export must
+// not change who may write this vault.
+func TestImportRefusesAPolicy(t *testing.T) {
+	t.Parallel()
+	src, ex := exportOf(t)
+	if _, err := src.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
+		_, err := tx.SetPolicy(map[string][]string{"constraint": {"control", "mcp"}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	segs, _, err := vault.ListSegments(src.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(src.SegPath(segs[len(segs)-1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policyLine string
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if strings.Contains(l, `"kind":"policy"`) {
+			policyLine = l
+		}
+	}
+	if policyLine == "" {
+		t.Fatal("no policy line in the source's ledger")
+	}
+	ex.Events = append(ex.Events, policyLine)
+	ex.Seal()
+	raw, _ := json.Marshal(ex)
+	_, err = ParseExport("policy.json", raw)
+	if !errors.Is(err, vault.ErrInvalid) || !strings.Contains(err.Error(), "kind policy is not imported") {
+		t.Fatalf("an export carrying a policy event: %v; want it refused", err)
+	}
+	if again, err := BuildExport(src, ExportQuery{Thread: "project:shop"}); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, l := range again.Events {
+			if strings.Contains(l, `"kind":"policy"`) {
+				t.Fatalf("an export carries the vault's policy: %s", l)
+			}
+		}
 	}
 }
 

@@ -111,3 +111,18 @@ func SortedKeys(m map[string]bool) []string {
 	sort.Strings(out)
 	return out
 }
+
+// CanonicalJSON re-encodes one JSON value in the ledger's canonical form,
+// the bytes an event's hash covers; an executor's checksum is the SHA-256
+// of its result in this form (docs/EXECUTORS.md).
+func CanonicalJSON(data []byte) ([]byte, error) {
+	v, err := DecodeJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := canonicalJSON(&buf, v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

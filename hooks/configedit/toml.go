@@ -347,11 +347,15 @@ func isBareTOMLKey(k string) bool {
 	return k != ""
 }
 
-// tomlValue writes a string or a list of strings.
+// tomlValue writes a string, an integer or a list of strings.
 func tomlValue(v any) (string, error) {
 	switch x := v.(type) {
 	case string:
 		return tomlString(x), nil
+	case int:
+		return strconv.Itoa(x), nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
 	case []any:
 		parts := make([]string, len(x))
 		for i, e := range x {

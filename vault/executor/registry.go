@@ -1,0 +1,280 @@
+package executor
+
+import (
+	"errors"
+	"io/fs"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/memvault/memvault/hooks/configedit"
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/fault"
+)
+
+// Entry is one registered executor: a [executors.NAME] table of
+// memvault.toml.
+type Entry struct {
+	Name    string        `toml:"-" json:"name"`
+	Command string        `toml:"command" json:"command"`
+	Args    []string      `toml:"args" json:"args"`
+	Timeout time.Duration `toml:"-" json:"-"`
+	Weight  int           `toml:"weight" json:"weight"`
+	Env     []string      `toml:"env" json:"env"`
+	Mode    string        `toml:"mode" json:"mode"`
+	Status  string        `toml:"status" json:"status"`
+	Reason  string        `toml:"reason" json:"reason,omitempty"`
+
+	TimeoutText string `toml:"timeout" json:"timeout"` // as written; Timeout is what it means
+}
+
+// CheckName validates an executor's name: 1–32 of a-z, 0-9, - and _,
+// starting with a letter or a digit.
+func CheckName(name string) error {
+	ok := name != "" && len(name) <= 32
+	for i, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+		case (r == '-' || r == '_') && i > 0:
+		default:
+			ok = false
+		}
+	}
+	if !ok {
+		return fault.New(fault.ErrInvalid, "executor: name %q: want 1–32 of a-z, 0-9, - and _, starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// check validates e and fills in its defaults.
+func (e *Entry) check() error {
+	if err := CheckName(e.Name); err != nil {
+		return err
+	}
+	where := vault.ConfigFile + ": [executors." + e.Name + "]"
+	if strings.TrimSpace(e.Command) == "" {
+		return fault.New(fault.ErrInvalid, "%s: no command", where)
+	}
+	e.Timeout = DefaultTimeout
+	if e.TimeoutText != "" {
+		d, err := time.ParseDuration(e.TimeoutText)
+		if err != nil || d <= 0 {
+			return fault.New(fault.ErrInvalid, "%s: timeout %q: not a positive duration like 5s", where, e.TimeoutText)
+		}
+		e.Timeout = d
+	}
+	e.TimeoutText = e.Timeout.String()
+	if e.Weight == 0 {
+		e.Weight = 1
+	}
+	if e.Weight < 1 || e.Weight > MaxWeight {
+		return fault.New(fault.ErrInvalid, "%s: weight %d: want 1–%d", where, e.Weight, MaxWeight)
+	}
+	switch e.Mode {
+	case "":
+		e.Mode = ModeEnvelope
+	case ModeEnvelope, ModePlain:
+	default:
+		return fault.New(fault.ErrInvalid, "%s: mode %q: want envelope or plain", where, e.Mode)
+	}
+	switch e.Status {
+	case "":
+		e.Status = StatusActive
+	case StatusActive, StatusInactive:
+	default:
+		return fault.New(fault.ErrInvalid, "%s: status %q: want active or inactive", where, e.Status)
+	}
+	for _, n := range e.Env {
+		if !validEnvName(n) {
+			return fault.New(fault.ErrInvalid, "%s: env %q: not a variable name", where, n)
+		}
+	}
+	return nil
+}
+
+func validEnvName(n string) bool {
+	if n == "" {
+		return false
+	}
+	for i, r := range n {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// Parse reads the executors of a memvault.toml text, sorted by name.
+func Parse(data []byte) ([]Entry, error) {
+	var f struct {
+		Executors map[string]Entry `toml:"executors"`
+	}
+	if _, err := toml.Decode(string(data), &f); err != nil {
+		s, _, _ := strings.Cut(err.Error(), "\n")
+		return nil, fault.New(fault.ErrInvalid, "%s: %s", vault.ConfigFile, s)
+	}
+	out := make([]Entry, 0, len(f.Executors))
+	for name, e := range f.Executors {
+		e.Name = name
+		if err := e.check(); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// List returns the vault's executors, sorted by name.
+func List(v *vault.Vault) ([]Entry, error) {
+	data, err := v.ConfigData()
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data)
+}
+
+// Lookup returns the executor name of the vault.
+func Lookup(v *vault.Vault, name string) (Entry, error) {
+	es, err := List(v)
+	if err != nil {
+		return Entry{}, err
+	}
+	for _, e := range es {
+		if e.Name == name {
+			return e, nil
+		}
+	}
+	return Entry{}, fault.New(fault.ErrNotFound, "executor %s: not registered", name).
+		WithHint("memvault executor list shows the registered ones; memvault executor add registers one")
+}
+
+// Pick chooses the executor of a delegation: name when given, else the
+// only active one, else the first active one by name.
+func Pick(v *vault.Vault, name string) (Entry, error) {
+	if name != "" {
+		e, err := Lookup(v, name)
+		if err == nil && e.Status != StatusActive {
+			err = fault.New(fault.ErrConflict, "executor %s: inactive: %s", name, e.Reason).
+				WithHint("memvault executor ping %s checks it again", name)
+		}
+		return e, err
+	}
+	es, err := List(v)
+	if err != nil {
+		return Entry{}, err
+	}
+	for _, e := range es {
+		if e.Status == StatusActive {
+			return e, nil
+		}
+	}
+	return Entry{}, fault.New(fault.ErrNotFound, "executor: none active").
+		WithHint("memvault executor add NAME -- COMMAND registers one")
+}
+
+// AddTo returns data (memvault.toml) with the table of e appended.
+func AddTo(data []byte, e Entry) ([]byte, error) {
+	if err := e.check(); err != nil {
+		return nil, err
+	}
+	for _, n := range e.Env {
+		if LooksSecret(n) {
+			return nil, fault.New(fault.ErrInvalid, "executor %s: env %s: its name suggests a credential, which is never passed to an executor", e.Name, n)
+		}
+	}
+	t, err := configedit.NewTOML(data)
+	if err != nil {
+		return nil, fault.New(fault.ErrInvalid, "%s: %v", vault.ConfigFile, err)
+	}
+	if t.Value("executors", e.Name) != nil {
+		return nil, fault.New(fault.ErrConflict, "executor %s: already registered", e.Name).
+			WithHint("memvault executor remove %s first", e.Name)
+	}
+	args, env := e.Args, e.Env
+	if args == nil {
+		args = []string{}
+	}
+	if env == nil {
+		env = []string{}
+	}
+	fields := configedit.Obj{
+		{Key: "command", Value: e.Command},
+		{Key: "args", Value: args},
+		{Key: "timeout", Value: e.TimeoutText},
+		{Key: "weight", Value: e.Weight},
+		{Key: "env", Value: env},
+		{Key: "mode", Value: e.Mode},
+		{Key: "status", Value: e.Status},
+		{Key: "reason", Value: e.Reason},
+	}
+	if err := t.AppendTable([]string{"executors", e.Name}, fields); err != nil {
+		return nil, fault.New(fault.ErrInvalid, "%s: %v", vault.ConfigFile, err)
+	}
+	return finish(t)
+}
+
+// RemoveFrom returns data with the table of the executor name taken out.
+func RemoveFrom(data []byte, name string) ([]byte, error) {
+	t, err := configedit.NewTOML(data)
+	if err != nil {
+		return nil, fault.New(fault.ErrInvalid, "%s: %v", vault.ConfigFile, err)
+	}
+	if t.Value("executors", name) == nil {
+		return nil, fault.New(fault.ErrNotFound, "executor %s: not registered", name)
+	}
+	if err := t.DeleteTable([]string{"executors", name}); err != nil {
+		return nil, fault.New(fault.ErrInvalid, "%s: %v", vault.ConfigFile, err)
+	}
+	return finish(t)
+}
+
+// SetStatus returns data with the status and reason of the executor name
+// replaced in place.
+func SetStatus(data []byte, name, status, reason string) ([]byte, error) {
+	t, err := configedit.NewTOML(data)
+	if err != nil {
+		return nil, fault.New(fault.ErrInvalid, "%s: %v", vault.ConfigFile, err)
+	}
+	if t.Value("executors", name) == nil {
+		return nil, fault.New(fault.ErrNotFound, "executor %s: not registered", name)
+	}
+	for _, kv := range [][2]string{{"status", status}, {"reason", reason}} {
+		if err := t.SetString([]string{"executors", name, kv[0]}, kv[1]); err != nil {
+			return nil, fault.New(fault.ErrInvalid, "%s: [executors.%s]: %v (write %s = \"\" on a line of its own)", vault.ConfigFile, name, err, kv[0])
+		}
+	}
+	return finish(t)
+}
+
+func finish(t *configedit.TOML) ([]byte, error) {
+	out, err := t.Bytes()
+	if err != nil {
+		return nil, fault.New(fault.ErrInvalid, "%s: %v", vault.ConfigFile, err)
+	}
+	return out, nil
+}
+
+// Edit changes memvault.toml in tx: edit gets the file as it is under the
+// lock and returns what to write; the write is made only if the file
+// still holds what was read.
+func Edit(tx *vault.Tx, edit func(data []byte) ([]byte, error)) error {
+	v := tx.Vault()
+	rel := vault.MustRel(vault.ConfigFile)
+	old, err := v.Files().ReadFile(v.Abs(rel))
+	existed := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fault.IO("read "+vault.ConfigFile, err)
+	}
+	data, err := edit(old)
+	if err != nil {
+		return err
+	}
+	if string(data) != string(old) {
+		tx.WriteFileIfUnchanged(rel, data, old, existed)
+		tx.Subject("executors: " + vault.ConfigFile)
+	}
+	return nil
+}

@@ -1,0 +1,116 @@
+package executor
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memvault/memvault/vault/fault"
+)
+
+// A registry edit changes only the executor's table: the comments and
+// every other byte of memvault.toml stay, and removal gives the file back
+// byte for byte.
+func TestRegistryEditsAreByteStable(t *testing.T) {
+	const orig = "# my settings\nversion = 1\nagent = \"a\" # trailing comment\n\n[lock]\ntimeout = \"10s\"\n"
+	e := Entry{Name: "reader", Command: "/bin/my reader", Args: []string{"-p", "{prompt}"}, TimeoutText: "7s", Weight: 2,
+		Env: []string{"OLLAMA_HOST"}, Mode: ModePlain}
+	added, err := AddTo([]byte(orig), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(added), orig) {
+		t.Fatalf("the add changed what was there:\n%s", added)
+	}
+	es, err := Parse(added)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 {
+		t.Fatalf("want one executor, got %+v", es)
+	}
+	got := es[0]
+	if got.Name != "reader" || got.Command != e.Command || !slices.Equal(got.Args, e.Args) || got.Timeout != 7*time.Second ||
+		got.Weight != 2 || !slices.Equal(got.Env, e.Env) || got.Mode != ModePlain || got.Status != StatusActive {
+		t.Fatalf("read back %+v", got)
+	}
+	if _, err := AddTo(added, e); !errors.Is(err, fault.ErrConflict) {
+		t.Fatalf("a second add of the same name: %v, want a conflict", err)
+	}
+	off, err := SetStatus(added, "reader", StatusInactive, "ping: timed out \"after\" 2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(off), orig) || len(strings.Split(string(off), "\n")) != len(strings.Split(string(added), "\n")) {
+		t.Fatalf("the status edit moved lines:\n%s", off)
+	}
+	es, _ = Parse(off)
+	if es[0].Status != StatusInactive || es[0].Reason != "ping: timed out \"after\" 2s" {
+		t.Fatalf("status not set: %+v", es[0])
+	}
+	back, err := RemoveFrom(off, "reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(back) != orig {
+		t.Fatalf("remove did not give the file back:\nwant %q\ngot  %q", orig, back)
+	}
+	if _, err := RemoveFrom(back, "reader"); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("removing a missing executor: %v", err)
+	}
+}
+
+func TestRegistryRefuses(t *testing.T) {
+	ok := Entry{Name: "x", Command: "c"}
+	for name, e := range map[string]Entry{
+		"bad name":     {Name: "Bad", Command: "c"},
+		"dot name":     {Name: "-x", Command: "c"},
+		"no command":   {Name: "x", Command: " "},
+		"bad timeout":  {Name: "x", Command: "c", TimeoutText: "soon"},
+		"zero timeout": {Name: "x", Command: "c", TimeoutText: "0s"},
+		"weight":       {Name: "x", Command: "c", Weight: 13},
+		"mode":         {Name: "x", Command: "c", Mode: "json"},
+		"env name":     {Name: "x", Command: "c", Env: []string{"A=B"}},
+		"secret env":   {Name: "x", Command: "c", Env: []string{"GITHUB_TOKEN"}},
+		"secret lower": {Name: "x", Command: "c", Env: []string{"my_api_key"}},
+		"password env": {Name: "x", Command: "c", Env: []string{"DB_PASSWORD"}},
+		"credential":   {Name: "x", Command: "c", Env: []string{"GOOGLE_APPLICATION_CREDENTIALS"}},
+	} {
+		if _, err := AddTo(nil, e); !errors.Is(err, fault.ErrInvalid) {
+			t.Errorf("%s: %v, want invalid", name, err)
+		}
+	}
+	if _, err := AddTo(nil, ok); err != nil {
+		t.Fatalf("a minimal entry: %v", err)
+	}
+	if _, err := Parse([]byte("[executors.x]\ncommand = \"c\"\nmode = \"odd\"\n")); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("a hand-written bad mode: %v", err)
+	}
+}
+
+// The environment holds the base set, the locale, the allow-list and PWD,
+// and never a name that looks like a credential, allow-listed or not.
+func TestEnvironIsSanitised(t *testing.T) {
+	parent := []string{"PATH=/bin", "HOME=/h", "PWD=/elsewhere", "LC_ALL=C", "LANG=en", "MEMVAULT_DIR=/v", "GIT_DIR=/g",
+		"OPENAI_API_KEY=sk", "GITHUB_TOKEN=t", "MY_SECRET=s", "OLLAMA_HOST=h:1", "AWS_SECRET_ACCESS_KEY=x",
+		"PATH=/usr/bin", "NOT_LISTED=1", "SSH_AUTH_SOCK=/s", "Db_Password=p"}
+	got := Environ(parent, []string{"OLLAMA_HOST", "GITHUB_TOKEN", "Db_Password"}, "/work")
+	want := []string{"HOME=/h", "LANG=en", "LC_ALL=C", "OLLAMA_HOST=h:1", "PATH=/usr/bin", "PWD=/work"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Environ:\ngot  %q\nwant %q", got, want)
+	}
+}
+
+func TestBackoffAndRetries(t *testing.T) {
+	if Backoff(1, nil) != 100*time.Millisecond || Backoff(2, nil) != 200*time.Millisecond || Backoff(9, nil) != 2*time.Second {
+		t.Fatalf("backoff: %v %v %v", Backoff(1, nil), Backoff(2, nil), Backoff(9, nil))
+	}
+	for code, n := range map[string]int{CodeCrash: 3, CodeTimeout: 3, CodeMalformed: 3, CodeChecksum: 3,
+		CodeLockTimeout: 5, CodeAuditWrite: 3, CodeSpawn: 1, CodeTooLarge: 1, CodeExecutor: 1} {
+		if Retried(code) != n {
+			t.Errorf("Retried(%s) = %d, want %d", code, Retried(code), n)
+		}
+	}
+}

@@ -111,7 +111,7 @@ func run(ctx context.Context, opts Options, i int, task string) Outcome {
 		a := Attempt{N: n, MS: time.Since(start).Milliseconds()}
 		if err == nil {
 			o.Attempts = append(o.Attempts, a)
-			o.Response = resp
+			o.Response, o.Err = resp, nil
 			return o
 		}
 		a.Code, a.Message = CodeOf(err), err.Error()

@@ -29,6 +29,11 @@ const (
 	// (`memvault import`; docs/EXPORT.md): its manifest hash and the
 	// source's tip.
 	KindExportImported = "export.imported"
+	// KindDelegation records an executor's verified result, and
+	// KindDelegationFailed a task every try of which failed (`memvault
+	// delegate`, vault/executor; docs/EXECUTORS.md).
+	KindDelegation       = "delegation"
+	KindDelegationFailed = "delegation.failed"
 )
 
 // LedgerKinds lists, sorted, every kind of event memvault writes or reads
@@ -42,7 +47,7 @@ func LedgerKinds() []string {
 	kinds = append(kinds,
 		KindCommitmentOpen, KindCommitmentClose, KindRetract, KindSupersede,
 		KindTranscriptImported, KindTranscriptRedacted, KindNodeCreated,
-		KindSessionThread, KindSessionStarted, KindCodeCommit, KindPolicy, KindViolation, KindExportImported,
+		KindSessionThread, KindSessionStarted, KindCodeCommit, KindPolicy, KindViolation, KindExportImported, KindDelegation, KindDelegationFailed,
 		KindJoin, KindRepaired, KindDone,
 		KindHeadRendered, KindHeadDeferred, KindHeadConflict, KindHeadResolved, KindHeadEdited, KindHeadTakeover,
 		KindContinuityGoal, KindContinuitySession, KindContinuityAudited, KindContinuityRotated,

@@ -13,10 +13,10 @@ import (
 	"github.com/memvault/memvault/vault/fault"
 )
 
-// Kinds of the events a delegation records.
+// Kinds of the events a delegation records (the engine's vocabulary).
 const (
-	KindDelegation       = "delegation"
-	KindDelegationFailed = "delegation.failed"
+	KindDelegation       = vault.KindDelegation
+	KindDelegationFailed = vault.KindDelegationFailed
 )
 
 // textChars bounds an event's text: the summary's start (the whole result

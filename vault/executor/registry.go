@@ -86,6 +86,12 @@ func (e *Entry) check() error {
 	default:
 		return fault.New(fault.ErrInvalid, "%s: status %q: want active or inactive", where, e.Status)
 	}
+	if e.Args == nil {
+		e.Args = []string{}
+	}
+	if e.Env == nil {
+		e.Env = []string{}
+	}
 	for _, n := range e.Env {
 		if !validEnvName(n) {
 			return fault.New(fault.ErrInvalid, "%s: env %q: not a variable name", where, n)
@@ -257,10 +263,10 @@ func finish(t *configedit.TOML) ([]byte, error) {
 	return out, nil
 }
 
-// Edit changes memvault.toml in tx: edit gets the file as it is under the
-// lock and returns what to write; the write is made only if the file
-// still holds what was read.
-func Edit(tx *vault.Tx, edit func(data []byte) ([]byte, error)) error {
+// Edit changes memvault.toml in tx, with subject as the commit's: edit
+// gets the file as it is under the lock and returns what to write; the
+// write is made only if the file still holds what was read.
+func Edit(tx *vault.Tx, subject string, edit func(data []byte) ([]byte, error)) error {
 	v := tx.Vault()
 	rel := vault.MustRel(vault.ConfigFile)
 	old, err := v.Files().ReadFile(v.Abs(rel))
@@ -274,7 +280,7 @@ func Edit(tx *vault.Tx, edit func(data []byte) ([]byte, error)) error {
 	}
 	if string(data) != string(old) {
 		tx.WriteFileIfUnchanged(rel, data, old, existed)
-		tx.Subject("executors: " + vault.ConfigFile)
+		tx.Subject(subject)
 	}
 	return nil
 }

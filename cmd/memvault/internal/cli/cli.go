@@ -263,6 +263,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			newMergeDriverCommand(),
 			newSyncCommand(),
 			newPolicyCommand(),
+			newExecutorCommand(),
+			newDelegateCommand(),
 			newHelpCommand(),
 			newVersionCommand(),
 		},
@@ -386,6 +388,18 @@ func commandActions() map[string]action {
 		// the transaction checks like any other; show only reads.
 		"policy set":  inTxPrepared(preparePolicySet),
 		"policy show": reads(runPolicyShow),
+
+		// Executors (docs/EXECUTORS.md): add and ping run the executor's
+		// ping before the lock, then change memvault.toml in one
+		// transaction; delegate runs the executors without the lock and
+		// records each result in a transaction of its own
+		// (executor.Delegate).
+		"executor add":    inTxPrepared(prepareExecutorAdd),
+		"executor ping":   inTxPrepared(prepareExecutorPing),
+		"executor remove": inTxPrepared(prepareExecutorRemove),
+		"executor list":   reads(runExecutorList),
+		"executor show":   reads(runExecutorShow),
+		"delegate":        ownWrites(runDelegate),
 
 		// The heads: heads.Refresh, EditHead and ResolveHeads take the heads'
 		// leases before the vault lock, so they manage their own writes

@@ -120,6 +120,13 @@ func TestEveryCommandPrintsJSON(t *testing.T) {
 	step("reindex")
 	step("policy set", "decision", "cli,mcp")
 	step("policy show")
+	// cat, in plain mode, answers with the prompt it is given
+	step("executor add", "echo", "--plain", "cat")
+	step("executor list")
+	step("executor show", "echo")
+	step("executor ping", "echo")
+	step("delegate", "--executor", "echo", "--global", "read the parser")
+	step("executor remove", "echo")
 	step("gc")
 	step("doctor")
 	step("install", "claude-code", "--dry-run")

@@ -1,0 +1,237 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/executor"
+)
+
+// memvault executor add|list|show|ping|remove: the registry of executors
+// in memvault.toml (docs/EXECUTORS.md). add and ping run the executor's
+// ping before the vault lock is taken, then record what it found in one
+// transaction that changes memvault.toml alone.
+
+type executorAddOptions struct {
+	entry executor.Entry
+}
+
+func newExecutorCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "executor",
+		Usage: "the executors delegate runs: other agents' CLIs, local models, scripts (docs/EXECUTORS.md)",
+		Subcommands: []*ucli.Command{
+			{
+				Name:      "add",
+				Usage:     "register an executor and ping it; one that fails its ping is added inactive, with the reason",
+				ArgsUsage: "NAME -- COMMAND [ARGS…]",
+				Description: "The prompt reaches the command on stdin (the request envelope; the prompt's text with --plain),\n" +
+					"or in an argument holding {prompt}.",
+				Flags: writeFlags(
+					&ucli.DurationFlag{Name: "timeout", Value: executor.DefaultTimeout, Usage: "how long one try may run"},
+					&ucli.BoolFlag{Name: "plain", Usage: "the command prints text: memvault wraps it and computes the checksum"},
+					&ucli.StringSliceFlag{Name: "env", Usage: "an environment variable passed through (repeatable); never a credential's"},
+					&ucli.IntFlag{Name: "weight", Value: 1, Usage: "slots of delegate's concurrency bound one run takes"},
+				),
+			},
+			{Name: "list", Usage: "list the registered executors", Flags: []ucli.Flag{jsonFlag}},
+			{Name: "show", Usage: "print one executor's registration", ArgsUsage: "NAME", Flags: []ucli.Flag{jsonFlag}},
+			{Name: "ping", Usage: "ping an executor and record whether it answered (active or inactive)", ArgsUsage: "NAME", Flags: writeFlags()},
+			{Name: "remove", Usage: "take an executor out of memvault.toml", ArgsUsage: "NAME", Flags: writeFlags()},
+		},
+	}
+}
+
+// pingReport is what add and ping print.
+type pingReport struct {
+	Executor executor.Entry `json:"executor"`
+	OK       bool           `json:"ok"`
+	Error    string         `json:"error,omitempty"`
+	Code     string         `json:"code,omitempty"`
+	MS       int64          `json:"ms"`
+}
+
+func ping(e executor.Entry) pingReport {
+	wd, _ := os.Getwd()
+	start := time.Now()
+	err := executor.Runner{}.Ping(context.Background(), e, wd)
+	rep := pingReport{OK: err == nil, MS: time.Since(start).Milliseconds()}
+	if err != nil {
+		rep.Error, rep.Code = err.Error(), executor.CodeOf(err)
+	}
+	return rep
+}
+
+func prepareExecutorAdd(c *ucli.Context, v *vault.Vault) (txWork, error) {
+	args := c.Args().Slice()
+	if len(args) < 2 {
+		return txWork{}, &usageError{msg: "executor add: want NAME -- COMMAND [ARGS…]", hint: "e.g. memvault executor add reader --plain -- ollama run llama3 {prompt}"}
+	}
+	mode := executor.ModeEnvelope
+	if c.Bool("plain") {
+		mode = executor.ModePlain
+	}
+	opts := executorAddOptions{entry: executor.Entry{Name: args[0], Command: args[1], Args: args[2:],
+		TimeoutText: c.Duration("timeout").String(), Weight: c.Int("weight"), Env: c.StringSlice("env"), Mode: mode,
+		Status: executor.StatusActive}}
+	if opts.entry.Weight == 0 {
+		return txWork{}, usagef("executor add: --weight 0: want 1–%d", executor.MaxWeight)
+	}
+	data, err := v.ConfigData()
+	if err != nil {
+		return txWork{}, err
+	}
+	// Refuse a bad entry, or a name taken, before running anything.
+	if _, err := executor.AddTo(data, opts.entry); err != nil {
+		return txWork{}, err
+	}
+	es, err := executor.Parse(mustAdd(data, opts.entry))
+	if err != nil {
+		return txWork{}, err
+	}
+	for _, e := range es {
+		if e.Name == opts.entry.Name {
+			opts.entry = e
+		}
+	}
+	rep := ping(opts.entry)
+	if !rep.OK {
+		opts.entry.Status, opts.entry.Reason = executor.StatusInactive, "ping: "+rep.Error
+	}
+	rep.Executor = opts.entry
+	return txWork{
+		apply: func(tx *vault.Tx) error {
+			return executor.Edit(tx, "executor add "+opts.entry.Name+": "+opts.entry.Status, func(data []byte) ([]byte, error) { return executor.AddTo(data, opts.entry) })
+		},
+		report: func(*vault.Result) error { return printPing(c, "added", rep) },
+	}, nil
+}
+
+// mustAdd is data with e added, for reading e back with its defaults; AddTo
+// was checked to succeed just before.
+func mustAdd(data []byte, e executor.Entry) []byte {
+	out, _ := executor.AddTo(data, e)
+	return out
+}
+
+func printPing(c *ucli.Context, verb string, rep pingReport) error {
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, rep)
+	}
+	if rep.OK {
+		fmt.Fprintf(c.App.Writer, "executor %s %s: active (ping answered in %d ms)\n", rep.Executor.Name, verb, rep.MS)
+		return nil
+	}
+	fmt.Fprintf(c.App.Writer, "executor %s %s: inactive: %s\n", rep.Executor.Name, verb, rep.Executor.Reason)
+	return nil
+}
+
+func executorName(c *ucli.Context) (string, error) {
+	if c.NArg() != 1 {
+		return "", usagef("%s: want one NAME", c.Command.FullName())
+	}
+	name := c.Args().First()
+	return name, executor.CheckName(name)
+}
+
+func prepareExecutorPing(c *ucli.Context, v *vault.Vault) (txWork, error) {
+	name, err := executorName(c)
+	if err != nil {
+		return txWork{}, err
+	}
+	e, err := executor.Lookup(v, name)
+	if err != nil {
+		return txWork{}, err
+	}
+	rep := ping(e)
+	status, reason := executor.StatusActive, ""
+	if !rep.OK {
+		status, reason = executor.StatusInactive, "ping: "+rep.Error
+	}
+	e.Status, e.Reason = status, reason
+	rep.Executor = e
+	return txWork{
+		apply: func(tx *vault.Tx) error {
+			return executor.Edit(tx, "executor ping "+name+": "+status, func(data []byte) ([]byte, error) { return executor.SetStatus(data, name, status, reason) })
+		},
+		report: func(*vault.Result) error { return printPing(c, "pinged", rep) },
+	}, nil
+}
+
+func prepareExecutorRemove(c *ucli.Context, v *vault.Vault) (txWork, error) {
+	name, err := executorName(c)
+	if err != nil {
+		return txWork{}, err
+	}
+	if _, err := executor.Lookup(v, name); err != nil {
+		return txWork{}, err
+	}
+	return txWork{
+		apply: func(tx *vault.Tx) error {
+			return executor.Edit(tx, "executor remove "+name, func(data []byte) ([]byte, error) { return executor.RemoveFrom(data, name) })
+		},
+		report: func(*vault.Result) error {
+			if c.Bool("json") {
+				return printJSON(c.App.Writer, map[string]any{"removed": name})
+			}
+			fmt.Fprintf(c.App.Writer, "executor %s removed\n", name)
+			return nil
+		},
+	}, nil
+}
+
+func runExecutorList(c *ucli.Context, v *vault.Vault) error {
+	if c.NArg() > 0 {
+		return usagef("executor list: takes no arguments (got %q)", c.Args().First())
+	}
+	es, err := executor.List(v)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, es)
+	}
+	if len(es) == 0 {
+		fmt.Fprintln(c.App.Writer, "no executors: memvault executor add NAME -- COMMAND registers one")
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATUS\tMODE\tTIMEOUT\tCOMMAND")
+	for _, e := range es {
+		status := e.Status
+		if e.Reason != "" {
+			status += " (" + e.Reason + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Name, status, e.Mode, e.TimeoutText, strings.Join(append([]string{e.Command}, e.Args...), " "))
+	}
+	return tw.Flush()
+}
+
+func runExecutorShow(c *ucli.Context, v *vault.Vault) error {
+	name, err := executorName(c)
+	if err != nil {
+		return err
+	}
+	e, err := executor.Lookup(v, name)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, e)
+	}
+	w := c.App.Writer
+	fmt.Fprintf(w, "name:    %s\nstatus:  %s\n", e.Name, e.Status)
+	if e.Reason != "" {
+		fmt.Fprintf(w, "reason:  %s\n", e.Reason)
+	}
+	fmt.Fprintf(w, "command: %s\nargs:    %q\nmode:    %s\ntimeout: %s\nweight:  %d\nenv:     %s\n",
+		e.Command, e.Args, e.Mode, e.TimeoutText, e.Weight, strings.Join(e.Env, ", "))
+	return nil
+}

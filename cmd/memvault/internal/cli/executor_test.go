@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The executor commands and delegate on a real vault, with sh as the
+// executor: a refused registration leaves memvault.toml as it was, add
+// and remove give the file back byte for byte, a failing ping is recorded
+// as the reason, and a delegation's failure is recorded with its tries and
+// its exit code.
+func TestExecutorCommands(t *testing.T) {
+	isolate(t)
+	dir := t.TempDir()
+	vaultDir := filepath.Join(dir, ".memory")
+	mv := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errOut := runCLI(t, append([]string{"--vault", vaultDir}, args...)...)
+		if code != want {
+			t.Fatalf("memvault %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
+		}
+		return out + errOut
+	}
+	mv(0, "init")
+	toml := filepath.Join(vaultDir, "memvault.toml")
+	orig, err := os.ReadFile(toml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(what string) {
+		t.Helper()
+		now, _ := os.ReadFile(toml)
+		if !bytes.Equal(now, orig) {
+			t.Fatalf("%s changed memvault.toml:\n%s", what, now)
+		}
+	}
+
+	mv(2, "executor", "add", "leaky", "--env", "GITHUB_TOKEN", "--", "sh", "-c", "cat")
+	same("a refused --env")
+	mv(2, "executor", "add", "Bad/Name", "--", "sh")
+	mv(2, "executor", "add", "lonely")
+	mv(2, "delegate", "--concurrency", "13", "x")
+	mv(3, "delegate", "no executor yet")
+	same("the refusals")
+
+	out := mv(0, "executor", "add", "echo", "--plain", "--", "sh", "-c", "cat; echo")
+	if !strings.Contains(out, "echo added: active") {
+		t.Fatalf("add: %s", out)
+	}
+	mv(4, "executor", "add", "echo", "--", "sh")
+	out = mv(0, "executor", "add", "mute", "--timeout", "1s", "--", "sh", "-c", "exit 7")
+	if !strings.Contains(out, "inactive: ping: executor mute: exit status 7") {
+		t.Fatalf("a failing ping: %s", out)
+	}
+	mv(4, "delegate", "--executor", "mute", "x") // inactive
+	out = mv(0, "executor", "list")
+	if !strings.Contains(out, "echo") || !strings.Contains(out, "inactive (ping: executor mute") {
+		t.Fatalf("list: %s", out)
+	}
+
+	out = mv(0, "delegate", "--executor", "echo", "--global", "--json", "summarise <the> parser & lexer")
+	var rep delegateReport
+	if err := json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !rep.OK || rep.Kind != "delegation" || rep.Summary != "summarise <the> parser & lexer" || len(rep.Attempts) != 1 {
+		t.Fatalf("delegate: %+v", rep)
+	}
+	out = mv(0, "ledger", rep.ID, "--json")
+	for _, want := range []string{`"source": "executor"`, `"checksum_by": "memvault"`, `"kind": "delegation"`} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("the event lacks %s:\n%s", want, out)
+		}
+	}
+
+	// an executor that answers its ping and crashes on a task: three
+	// tries, recorded as failed, exit 1
+	mv(0, "executor", "ping", "mute") // still inactive: recorded, exit 0
+	mv(0, "executor", "remove", "mute")
+	mv(0, "executor", "add", "crashy", "--plain", "--", "sh", "-c", `p=$(cat); [ "$p" = ping ] && echo pong || { echo boom >&2; exit 3; }`)
+	out = mv(1, "delegate", "--executor", "crashy", "--global", "read it")
+	if !strings.Contains(out, "failed after 3 tries") || !strings.Contains(out, "boom") {
+		t.Fatalf("a crashing executor: %s", out)
+	}
+	out = mv(0, "ledger", "--kind", "delegation.failed", "--json")
+	if strings.Count(out, `"code": "crash"`) != 4 { // three tries and the last error
+		t.Fatalf("the failed delegation's tries:\n%s", out)
+	}
+
+	mv(0, "executor", "remove", "crashy")
+	mv(0, "executor", "remove", "echo")
+	same("adding and removing the executors")
+	mv(3, "executor", "remove", "echo")
+	mv(3, "executor", "show", "echo")
+	mv(0, "verify")
+}

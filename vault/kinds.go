@@ -32,8 +32,8 @@ const (
 	// KindDelegation records an executor's verified result, and
 	// KindDelegationFailed a task every try of which failed (`memvault
 	// delegate`, vault/executor; docs/EXECUTORS.md).
-	KindDelegation       = "delegation"
-	KindDelegationFailed = "delegation.failed"
+	KindDelegation       = "executor.delegated"
+	KindDelegationFailed = "executor.failed"
 )
 
 // LedgerKinds lists, sorted, every kind of event memvault writes or reads

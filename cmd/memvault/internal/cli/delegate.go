@@ -27,7 +27,7 @@ type delegateOptions struct {
 func newDelegateCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "delegate",
-		Usage:     "run tasks on an executor and record each verified summary as a delegation event",
+		Usage:     "run tasks on an executor and record each verified summary as an executor.delegated event",
 		ArgsUsage: "TASK…",
 		Flags: writeFlags(
 			&ucli.StringFlag{Name: "executor", Aliases: []string{"e"}, Usage: "the executor's name (default: the first active one)"},

@@ -68,11 +68,11 @@ func TestExecutorCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if !rep.OK || rep.Kind != "delegation" || rep.Summary != "summarise <the> parser & lexer" || len(rep.Attempts) != 1 {
+	if !rep.OK || rep.Kind != "executor.delegated" || rep.Summary != "summarise <the> parser & lexer" || len(rep.Attempts) != 1 {
 		t.Fatalf("delegate: %+v", rep)
 	}
 	out = mv(0, "ledger", rep.ID, "--json")
-	for _, want := range []string{`"source": "executor"`, `"checksum_by": "memvault"`, `"kind": "delegation"`} {
+	for _, want := range []string{`"source": "executor"`, `"checksum_by": "memvault"`, `"kind": "executor.delegated"`} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("the event lacks %s:\n%s", want, out)
 		}
@@ -87,7 +87,7 @@ func TestExecutorCommands(t *testing.T) {
 	if !strings.Contains(out, "failed after 3 tries") || !strings.Contains(out, "boom") {
 		t.Fatalf("a crashing executor: %s", out)
 	}
-	out = mv(0, "ledger", "--kind", "delegation.failed", "--json")
+	out = mv(0, "ledger", "--kind", "executor.failed", "--json")
 	if strings.Count(out, `"code": "crash"`) != 4 { // three tries and the last error
 		t.Fatalf("the failed delegation's tries:\n%s", out)
 	}

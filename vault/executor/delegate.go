@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -31,6 +32,9 @@ type Options struct {
 	Dir         string // the tasks' working directory; the current one when ""
 	Runner      Runner
 	Tx          vault.TxOptions // who records; Source is set to executor
+	// Mode is the run mode (RunModes); auto or "": Arbitrate chooses it,
+	// and Why says why (recorded as data.arbitration_reason).
+	Mode, Why string
 	// Sleep waits between tries (time.Sleep when nil; tests pass a no-op).
 	Sleep func(time.Duration)
 	// OnRecorded is called once per task, as its outcome is recorded (or
@@ -49,6 +53,8 @@ type Attempt struct {
 // Outcome is what became of one task.
 type Outcome struct {
 	Index    int
+	ID       string   // the task's id (t1, t2, … when it had none)
+	After    []string // the ids of the tasks it waited for
 	Task     string
 	Response *Response    // nil when every try failed
 	Attempts []Attempt    // every try of the executor
@@ -64,11 +70,21 @@ func CheckConcurrency(n int) error {
 	return nil
 }
 
-// Delegate runs every task on opts.Executor, at most opts.Concurrency
-// slots at a time, retrying as the taxonomy says, and records each
-// outcome as one event through v.Update as soon as it is known. The
-// outcomes come back in the tasks' order.
+// Delegate runs tasks, each a prompt without dependencies: DelegateTasks.
 func Delegate(ctx context.Context, v *vault.Vault, tasks []string, opts Options) []Outcome {
+	ts := make([]Task, len(tasks))
+	for i, t := range tasks {
+		ts[i] = Task{Prompt: t}
+	}
+	return DelegateTasks(ctx, v, ts, opts)
+}
+
+// DelegateTasks runs every task on opts.Executor in opts.Mode (ModeAuto or
+// "": Arbitrate chooses), retrying as the taxonomy says, and records each
+// outcome as one event through v.Update: as soon as it is known, or, queued,
+// all together at the end. The outcomes come back in the order the tasks
+// ran in (Order's, for dependencies).
+func DelegateTasks(ctx context.Context, v *vault.Vault, tasks []Task, opts Options) []Outcome {
 	if opts.Concurrency == 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
@@ -76,18 +92,39 @@ func Delegate(ctx context.Context, v *vault.Vault, tasks []string, opts Options)
 		opts.Sleep = time.Sleep
 	}
 	opts.Tx.Source = vault.SourceExecutor
+	tasks, err := Order(tasks)
+	if err != nil {
+		return []Outcome{{Err: err}}
+	}
+	if mode, why := Arbitrate(tasks, Signals{}); mode == ModeSequential {
+		// tasks that wait for others run in order, whatever was asked
+		opts.Mode, opts.Why = mode, why
+	}
+	if opts.Mode == "" || opts.Mode == ModeAuto {
+		opts.Mode, opts.Why = Arbitrate(tasks, CurrentSignals(vaultBusy(v)))
+	}
+	if opts.Mode == ModeSequential {
+		return sequential(ctx, v, tasks, opts)
+	}
 	sem := newSlots(opts.Concurrency)
 	weight := min(max(opts.Executor.Weight, 1), opts.Concurrency)
 	out := make([]Outcome, len(tasks))
 	var rec sync.Mutex // one write at a time from this process
 	var wg sync.WaitGroup
 	for i, task := range tasks {
+		if opts.Mode == ModeStaggered && i > 0 {
+			opts.Sleep(StaggerDelay)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem.acquire(weight)
 			o := run(ctx, opts, i, task)
 			sem.release(weight)
+			if opts.Mode == ModeQueued {
+				out[i] = o
+				return
+			}
 			rec.Lock()
 			defer rec.Unlock()
 			o.Event, o.Err = record(v, opts, o)
@@ -98,13 +135,70 @@ func Delegate(ctx context.Context, v *vault.Vault, tasks []string, opts Options)
 		}()
 	}
 	wg.Wait()
+	if opts.Mode == ModeQueued {
+		recordAll(v, opts, out)
+	}
+	return out
+}
+
+// StaggerDelay spaces the starts of a staggered delegation.
+const StaggerDelay = 500 * time.Millisecond
+
+// vaultBusy reports whether another writer holds the vault lock now (a
+// try of a millisecond, released at once).
+func vaultBusy(v *vault.Vault) bool {
+	release, err := v.Lock(vault.Lease{Command: "delegate: arbitration"}, time.Millisecond)
+	if err != nil {
+		return true
+	}
+	release()
+	return false
+}
+
+// sequential runs the tasks one after the other, in order; a task is
+// given the summaries of those it waits for after its prompt, and is not
+// run when one of them failed.
+func sequential(ctx context.Context, v *vault.Vault, tasks []Task, opts Options) []Outcome {
+	out := make([]Outcome, len(tasks))
+	summaries := map[string]string{}
+	for i, t := range tasks {
+		var o Outcome
+		var failed []string
+		for _, d := range t.After {
+			if _, ok := summaries[d]; !ok {
+				failed = append(failed, d)
+			}
+		}
+		if len(failed) > 0 {
+			o = Outcome{Index: i, Task: t.Prompt, ID: t.ID, After: t.After, Attempts: []Attempt{},
+				Err: errorf(CodeDependency, nil, "task %s: not run: it waits for %s, which failed", t.ID, strings.Join(failed, ", "))}
+		} else {
+			prompt := t.Prompt
+			if len(t.After) > 0 {
+				prompt += "\n\nWhat the tasks it follows found:"
+				for _, d := range t.After {
+					prompt += "\n- " + d + ": " + summaries[d]
+				}
+			}
+			o = run(ctx, opts, i, Task{ID: t.ID, Prompt: prompt})
+			o.Task, o.After = t.Prompt, t.After
+		}
+		o.Event, o.Err = record(v, opts, o)
+		if o.Err == nil && o.Response != nil {
+			summaries[t.ID] = o.Response.Summary
+		}
+		out[i] = o
+		if opts.OnRecorded != nil {
+			opts.OnRecorded(o)
+		}
+	}
 	return out
 }
 
 // run tries the task until it succeeds or its failure's tries are spent.
-func run(ctx context.Context, opts Options, i int, task string) Outcome {
-	o := Outcome{Index: i, Task: task}
-	req := Request{Type: TypeTask, Prompt: task, Cwd: opts.Dir}
+func run(ctx context.Context, opts Options, i int, task Task) Outcome {
+	o := Outcome{Index: i, Task: task.Prompt, ID: task.ID, After: task.After}
+	req := Request{Type: TypeTask, ID: task.ID, Prompt: task.Prompt, Cwd: opts.Dir}
 	for n := 1; ; n++ {
 		start := time.Now()
 		resp, err := opts.Runner.Run(ctx, opts.Executor, req, 0)
@@ -136,7 +230,10 @@ type delegationData struct {
 	Task        string          `json:"task"`
 	Executor    string          `json:"executor"`
 	Mode        string          `json:"mode"`
+	ID          string          `json:"task_id"`
+	After       []string        `json:"after,omitempty"`
 	Arbitration string          `json:"arbitration"`
+	Why         string          `json:"arbitration_reason,omitempty"`
 	Attempts    []Attempt       `json:"attempts"`
 	DurationMS  int64           `json:"duration_ms,omitempty"`
 	Tokens      *int64          `json:"tokens,omitempty"`
@@ -149,8 +246,12 @@ type delegationData struct {
 
 // Event builds the event an outcome is recorded as.
 func Event(opts Options, o Outcome) (*vault.Event, error) {
-	d := delegationData{Task: o.Task, Executor: opts.Executor.Name, Mode: opts.Executor.Mode,
-		Arbitration: "concurrent", Attempts: o.Attempts}
+	mode := opts.Mode
+	if mode == "" || mode == ModeAuto {
+		mode = ModeConcurrent
+	}
+	d := delegationData{Task: o.Task, ID: o.ID, After: o.After, Executor: opts.Executor.Name, Mode: opts.Executor.Mode,
+		Arbitration: mode, Why: opts.Why, Attempts: o.Attempts}
 	ev := &vault.Event{Kind: KindDelegation, Source: vault.SourceExecutor, Thread: opts.Thread}
 	if o.Response != nil {
 		r := o.Response
@@ -170,34 +271,74 @@ func Event(opts Options, o Outcome) (*vault.Event, error) {
 	return ev, nil
 }
 
-// record writes the outcome's event in a transaction of its own, retrying
-// a busy vault (up to 5 tries) and a failed write (up to 3); a refusal by
-// the policy is final.
+// record writes the outcome's event in a transaction of its own
+// (writeEvents), and returns it with the outcome's error, or the write's.
 func record(v *vault.Vault, opts Options, o Outcome) (*vault.Event, error) {
+	ev, err := Event(opts, o)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := writeEvents(v, opts, []*vault.Event{ev})
+	if err != nil {
+		return nil, err
+	}
+	return evs[0], o.Err
+}
+
+// recordAll writes every outcome's event in one transaction: a queued
+// delegation's, whose vault was busy when it began.
+func recordAll(v *vault.Vault, opts Options, out []Outcome) {
+	var evs []*vault.Event
+	var idx []int // the outcome of each event
+	for i := range out {
+		ev, err := Event(opts, out[i])
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		evs, idx = append(evs, ev), append(idx, i)
+	}
+	written, werr := writeEvents(v, opts, evs)
+	for j, i := range idx {
+		if werr != nil {
+			out[i].Err = werr
+		} else {
+			out[i].Event = written[j]
+		}
+	}
+	if opts.OnRecorded != nil {
+		for _, o := range out {
+			opts.OnRecorded(o)
+		}
+	}
+}
+
+// writeEvents appends evs in one transaction, retrying a busy vault (up to
+// 5 tries) and a failed write (up to 3); a refusal by the policy is final.
+// It returns the events as sealed.
+func writeEvents(v *vault.Vault, opts Options, evs []*vault.Event) ([]*vault.Event, error) {
 	if opts.Thread != "" {
 		if _, err := vault.ParseThread(opts.Thread); err != nil {
 			return nil, err
 		}
 	}
-	ev, err := Event(opts, o)
-	if err != nil {
-		return nil, err
-	}
 	for n := 1; ; n++ {
-		var queued *vault.Event
-		res, err := v.Update(opts.Tx, func(tx *vault.Tx) error {
-			e := *ev
-			queued = tx.Append(&e)
-			tx.Subject(ev.Kind + ": " + clip(ev.Text, 60))
+		var queued []*vault.Event
+		_, err := v.Update(opts.Tx, func(tx *vault.Tx) error {
+			queued = queued[:0]
+			for _, ev := range evs {
+				e := *ev
+				queued = append(queued, tx.Append(&e))
+			}
+			if len(evs) == 1 {
+				tx.Subject(evs[0].Kind + ": " + clip(evs[0].Text, 60))
+			} else {
+				tx.Subject(fmt.Sprintf("executor: %d delegations", len(evs)))
+			}
 			return nil
 		})
 		if err == nil {
-			for _, e := range res.Events {
-				if e.ID == queued.ID {
-					return e, o.Err
-				}
-			}
-			return queued, o.Err
+			return queued, nil
 		}
 		code := ""
 		switch {

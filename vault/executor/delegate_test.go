@@ -19,7 +19,8 @@ import (
 func noSleep(time.Duration) {}
 
 func delegateOpts(e Entry) Options {
-	return Options{Executor: e, Sleep: noSleep, Tx: vault.TxOptions{Command: "delegate"}}
+	// concurrent, not auto: what auto chooses depends on the machine's load
+	return Options{Executor: e, Mode: ModeConcurrent, Sleep: noSleep, Tx: vault.TxOptions{Command: "delegate"}}
 }
 
 // ledgerBytes is every ledger segment's bytes, joined.

@@ -50,6 +50,7 @@ const (
 	CodeExecutor    = "executor"
 	CodeLockTimeout = "lock_timeout"
 	CodeAuditWrite  = "audit_write"
+	CodeDependency  = "dependency" // not run: a task it waits for failed
 )
 
 // Error is one failure of a run or of its recording, with its code.
@@ -76,6 +77,8 @@ func (e *Error) Unwrap() []error {
 		class = fault.ErrInvalid
 	case CodeAuditWrite:
 		class = fault.ErrIO
+	case CodeDependency:
+		class = fault.ErrConflict
 	}
 	out := []error{}
 	if class != nil {

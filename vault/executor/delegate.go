@@ -35,6 +35,9 @@ type Options struct {
 	// Mode is the run mode (RunModes); auto or "": Arbitrate chooses it,
 	// and Why says why (recorded as data.arbitration_reason).
 	Mode, Why string
+	// OnMode is told the mode the delegation runs in, and why, before
+	// any task starts.
+	OnMode func(mode, why string)
 	// Sleep waits between tries (time.Sleep when nil; tests pass a no-op).
 	Sleep func(time.Duration)
 	// OnRecorded is called once per task, as its outcome is recorded (or
@@ -100,8 +103,14 @@ func DelegateTasks(ctx context.Context, v *vault.Vault, tasks []Task, opts Optio
 		// tasks that wait for others run in order, whatever was asked
 		opts.Mode, opts.Why = mode, why
 	}
-	if opts.Mode == "" || opts.Mode == ModeAuto {
+	switch {
+	case opts.Mode == "" || opts.Mode == ModeAuto:
 		opts.Mode, opts.Why = Arbitrate(tasks, CurrentSignals(vaultBusy(v)))
+	case opts.Why == "":
+		opts.Why = "asked for"
+	}
+	if opts.OnMode != nil {
+		opts.OnMode(opts.Mode, opts.Why)
 	}
 	if opts.Mode == ModeSequential {
 		return sequential(ctx, v, tasks, opts)

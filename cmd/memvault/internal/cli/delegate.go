@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -20,18 +22,22 @@ import (
 type delegateOptions struct {
 	executor    string
 	concurrency int
+	mode        string
 	json        bool
-	tasks       []string
+	tasks       []executor.Task
 }
 
 func newDelegateCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "delegate",
 		Usage:     "run tasks on an executor and record each verified summary as an executor.delegated event",
-		ArgsUsage: "TASK…",
+		ArgsUsage: "TASK… | -",
+		Description: "- reads the tasks as JSON lines from stdin, one object a line: {\"id\": \"b\", \"task\": \"…\", \"after\": [\"a\"]};\n" +
+			"a task with \"after\" runs once those it names have, and is given what they found.",
 		Flags: writeFlags(
 			&ucli.StringFlag{Name: "executor", Aliases: []string{"e"}, Usage: "the executor's name (default: the first active one)"},
 			rowThreadFlag, globalFlag,
+			&ucli.StringFlag{Name: "mode", Value: executor.ModeAuto, Usage: "how the tasks run; auto chooses from the tasks, the vault and the machine"},
 			&ucli.IntFlag{Name: "concurrency", Value: executor.DefaultConcurrency,
 				Usage: fmt.Sprintf("how many run at a time (%d–%d)", executor.MinConcurrency, executor.MaxConcurrency)},
 		),
@@ -52,15 +58,18 @@ type delegateReport struct {
 }
 
 func runDelegate(c *ucli.Context) error {
-	opts := delegateOptions{executor: c.String("executor"), concurrency: c.Int("concurrency"), json: c.Bool("json"), tasks: c.Args().Slice()}
-	for _, t := range opts.tasks {
-		if strings.TrimSpace(t) == "" {
-			return usagef("delegate: an empty task")
-		}
+	opts := delegateOptions{executor: c.String("executor"), concurrency: c.Int("concurrency"), mode: c.String("mode"), json: c.Bool("json")}
+	if !slices.Contains(executor.RunModes, opts.mode) {
+		return usagef("delegate: --mode %q: want one of %s", opts.mode, strings.Join(executor.RunModes, ", "))
 	}
-	if len(opts.tasks) == 0 {
-		return &usageError{msg: "delegate: no task", hint: "e.g. memvault delegate \"summarise the parser in src/parse\""}
+	tasks, err := delegateTasks(c)
+	if err != nil {
+		return err
 	}
+	if _, err := executor.Order(tasks); err != nil {
+		return err // ids and dependencies, checked before anything runs
+	}
+	opts.tasks = tasks
 	if err := executor.CheckConcurrency(opts.concurrency); err != nil {
 		return err
 	}
@@ -82,8 +91,13 @@ func runDelegate(c *ucli.Context) error {
 	}
 	wd, _ := os.Getwd()
 	var last error
-	out := executor.Delegate(context.Background(), v, opts.tasks, executor.Options{
-		Executor: e, Thread: thread, Concurrency: opts.concurrency, Dir: wd, Tx: txo,
+	out := executor.DelegateTasks(context.Background(), v, opts.tasks, executor.Options{
+		Executor: e, Thread: thread, Concurrency: opts.concurrency, Dir: wd, Tx: txo, Mode: opts.mode,
+		OnMode: func(mode, why string) {
+			if !opts.json {
+				fmt.Fprintf(c.App.ErrWriter, "memvault: delegate: %d tasks on %s, %s (%s)\n", len(opts.tasks), e.Name, mode, why)
+			}
+		},
 		OnRecorded: func(o executor.Outcome) {
 			if o.Err != nil {
 				last = o.Err
@@ -91,7 +105,9 @@ func runDelegate(c *ucli.Context) error {
 			printOutcome(c, opts, o)
 		},
 	})
-	_ = out // printed as each was recorded
+	if len(out) == 1 && out[0].Task == "" && out[0].Err != nil {
+		return out[0].Err // the tasks were refused before any ran
+	}
 	if fromDir {
 		dirThreadNote(c, thread, optOutWrite)
 	}
@@ -130,3 +146,52 @@ func printOutcome(c *ucli.Context, opts delegateOptions, o executor.Outcome) {
 		fmt.Fprintf(c.App.ErrWriter, "memvault: delegate: %q: %v\n", o.Task, o.Err)
 	}
 }
+
+// delegateTasks reads the tasks: the arguments, one task each, or "-":
+// JSON lines from stdin.
+func delegateTasks(c *ucli.Context) ([]executor.Task, error) {
+	args := c.Args().Slice()
+	if len(args) == 0 {
+		return nil, &usageError{msg: "delegate: no task", hint: "e.g. memvault delegate \"summarise the parser in src/parse\""}
+	}
+	if len(args) > 1 || args[0] != "-" {
+		tasks := make([]executor.Task, len(args))
+		for i, a := range args {
+			if strings.TrimSpace(a) == "" {
+				return nil, usagef("delegate: task %d is empty", i+1)
+			}
+			tasks[i] = executor.Task{Prompt: a}
+		}
+		return tasks, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(c.App.Reader, maxTaskInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("delegate: read stdin: %w", err)
+	}
+	if len(data) > maxTaskInput {
+		return nil, usagef("delegate: stdin: over %d bytes of tasks", maxTaskInput)
+	}
+	var tasks []executor.Task
+	for n, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.DisallowUnknownFields()
+		var t executor.Task
+		if err := dec.Decode(&t); err != nil || dec.More() {
+			if err == nil {
+				err = fmt.Errorf("data after the object")
+			}
+			return nil, usagef("delegate: stdin line %d: want {\"id\", \"task\", \"after\"}: %v", n+1, err)
+		}
+		tasks = append(tasks, t)
+	}
+	if len(tasks) == 0 {
+		return nil, usagef("delegate: stdin holds no task")
+	}
+	return tasks, nil
+}
+
+// maxTaskInput bounds the tasks read from stdin.
+const maxTaskInput = 8 << 20

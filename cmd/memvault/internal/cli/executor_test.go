@@ -99,3 +99,47 @@ func TestExecutorCommands(t *testing.T) {
 	mv(3, "executor", "show", "echo")
 	mv(0, "verify")
 }
+
+// Tasks as JSON lines on stdin: dependencies run in order and say so; a
+// bad line, an unknown id or a cycle is refused before anything runs.
+func TestDelegateTasksFromStdin(t *testing.T) {
+	isolate(t)
+	vaultDir := filepath.Join(t.TempDir(), ".memory")
+	mv := func(want int, stdin string, args ...string) (string, string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		code := Run(append([]string{"--vault", vaultDir}, args...), strings.NewReader(stdin), &out, &errOut)
+		if code != want {
+			t.Fatalf("memvault %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out.String(), errOut.String())
+		}
+		return out.String(), errOut.String()
+	}
+	mv(0, "", "init")
+	mv(0, "", "executor", "add", "echo", "--plain", "--", "cat")
+	before, _ := mv(0, "", "ledger", "--json")
+	for name, in := range map[string]string{
+		"not json":      "read the parser\n",
+		"unknown field": `{"task":"x","deps":["a"]}` + "\n",
+		"unknown id":    `{"id":"b","task":"x","after":["a"]}` + "\n",
+		"cycle":         `{"id":"a","task":"x","after":["b"]}` + "\n" + `{"id":"b","task":"y","after":["a"]}` + "\n",
+		"empty":         "\n\n",
+		"blank task":    `{"id":"a","task":"  "}` + "\n",
+	} {
+		_, errOut := mv(2, in, "delegate", "--global", "-")
+		if !strings.Contains(errOut, "delegate") {
+			t.Errorf("%s: %s", name, errOut)
+		}
+	}
+	mv(2, "", "delegate", "--mode", "eager", "x")
+	if after, _ := mv(0, "", "ledger", "--json"); after != before {
+		t.Fatal("a refused delegation changed the ledger")
+	}
+	out, errOut := mv(0, `{"id":"b","task":"compare","after":["a"]}`+"\n"+`{"id":"a","task":"read"}`+"\n", "delegate", "--global", "--mode", "concurrent", "-")
+	if !strings.Contains(errOut, "sequential (task b waits for a)") {
+		t.Fatalf("the mode is not said: %s", errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[0], "  read") || !strings.HasSuffix(lines[1], "  compare") {
+		t.Fatalf("not in dependency order: %q", lines)
+	}
+}

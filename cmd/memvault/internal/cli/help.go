@@ -14,6 +14,7 @@ import (
 	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/clones"
+	"github.com/memvault/memvault/vault/executor"
 	"github.com/memvault/memvault/vault/recall"
 
 	ucli "github.com/urfave/cli/v2"
@@ -74,6 +75,7 @@ func closedValues() map[string][]string {
 		"gc --engine":                {vault.GCEngineAuto, vault.GCEngineGit, vault.GCEngineGoGit},
 		"sync --engine":              {clones.SyncEngineAuto, clones.SyncEngineGit, clones.SyncEngineGoGit},
 		"refresh --on":               vault.RefreshEvents,
+		"delegate --mode":            executor.RunModes,
 		"hook HARNESS":               hooks.Names(),
 		"install HARNESS":            append(hooks.Names(), "git"),
 		"uninstall HARNESS":          append(hooks.Names(), "git"),

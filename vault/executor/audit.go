@@ -1,0 +1,240 @@
+package executor
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/memvault/memvault/vault"
+)
+
+// AuditQuery selects the delegations `memvault audit` lists.
+type AuditQuery struct {
+	Executor string    // "" all
+	Since    time.Time // zero: from the start
+	Limit    int       // 0: all; else the newest Limit
+}
+
+// AuditRow is one delegation as the audit lists it.
+type AuditRow struct {
+	TS          string    `json:"ts"`
+	ID          string    `json:"id"`
+	Kind        string    `json:"kind"`
+	Executor    string    `json:"executor"`
+	Task        string    `json:"task"`
+	Arbitration string    `json:"arbitration"`
+	Attempts    []Attempt `json:"attempts"`
+	Checksum    string    `json:"checksum,omitempty"`
+	ChecksumBy  string    `json:"checksum_by,omitempty"`
+	Code        string    `json:"code,omitempty"`
+	Text        string    `json:"text"`
+}
+
+// Audit lists the vault's delegations, oldest first, as q selects them.
+func Audit(v *vault.Vault, q AuditQuery) ([]AuditRow, error) {
+	st, err := v.LoadStateWith([][]byte{[]byte(`"executor.`)})
+	if err != nil {
+		return nil, err
+	}
+	var out []AuditRow
+	for _, r := range st.Rows {
+		if r.Kind != KindDelegation && r.Kind != KindDelegationFailed {
+			continue
+		}
+		if !q.Since.IsZero() && r.Time().Before(q.Since) {
+			continue
+		}
+		var d delegationData
+		_ = json.Unmarshal(r.Data, &d)
+		if q.Executor != "" && d.Executor != q.Executor {
+			continue
+		}
+		if d.Attempts == nil {
+			d.Attempts = []Attempt{}
+		}
+		out = append(out, AuditRow{TS: r.TS, ID: r.ID, Kind: r.Kind, Executor: d.Executor, Task: d.Task,
+			Arbitration: d.Arbitration, Attempts: d.Attempts, Checksum: d.Checksum, ChecksumBy: d.ChecksumBy,
+			Code: d.Code, Text: r.Text})
+	}
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[len(out)-q.Limit:]
+	}
+	return out, nil
+}
+
+// ReplayReport is what `memvault audit replay` found.
+type ReplayReport struct {
+	OK bool `json:"ok"`
+	// Ledger: the chain's verification (every hash, every prev).
+	Events   int             `json:"events"`
+	Problems []vault.Problem `json:"problems"`
+	// Delegations: every recorded result hashed again.
+	Delegations int           `json:"delegations"`
+	Verified    int           `json:"verified"`
+	Redacted    []string      `json:"redacted"`   // ids whose result was redacted: its checksum is of what the executor sent
+	Mismatches  []ReplayIssue `json:"mismatches"` // results that do not hash to their checksum
+	// State: the ledger folded again, twice, against the vault's cached
+	// fold: the digests must agree.
+	StateDigest  string        `json:"state_digest"`
+	CachedDigest string        `json:"cached_digest"`
+	Differences  []ReplayIssue `json:"differences"`
+}
+
+// ReplayIssue is one thing replay found wrong.
+type ReplayIssue struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// Replay re-verifies the ledger's chain and every delegation's checksum,
+// and folds the state again from the ledger alone, twice, comparing the
+// folds with each other and with the vault's cached fold. It changes
+// nothing.
+func Replay(v *vault.Vault) (*ReplayReport, error) {
+	rep := &ReplayReport{Problems: []vault.Problem{}, Redacted: []string{}, Mismatches: []ReplayIssue{}, Differences: []ReplayIssue{}}
+	vr, err := v.Verify()
+	if err != nil {
+		return nil, err
+	}
+	rep.Events, rep.Problems = vr.Events, append(rep.Problems, vr.Problems...)
+	segs, _, err := vault.ListSegments(v.Root)
+	if err != nil {
+		return nil, err
+	}
+	st, _, _, err := v.FoldAll(segs)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range st.Rows {
+		if r.Kind != KindDelegation {
+			continue
+		}
+		rep.Delegations++
+		if issue := checkResult(r.Event); issue != "" {
+			var d struct {
+				Redacted map[string]int `json:"redacted"`
+			}
+			if json.Unmarshal(r.Data, &d) == nil && len(d.Redacted) > 0 {
+				rep.Redacted = append(rep.Redacted, r.ID)
+				continue
+			}
+			rep.Mismatches = append(rep.Mismatches, ReplayIssue{ID: r.ID, Reason: issue})
+			continue
+		}
+		rep.Verified++
+	}
+	again, _, _, err := v.FoldAll(segs)
+	if err != nil {
+		return nil, err
+	}
+	rep.StateDigest = digest(st.Rows)
+	if d := digest(again.Rows); d != rep.StateDigest {
+		rep.Differences = append(rep.Differences, ReplayIssue{Reason: "two folds of the same ledger differ: " + d[:12] + " and " + rep.StateDigest[:12]})
+	}
+	cached, _, err := v.FoldedState()
+	if err != nil {
+		return nil, err
+	}
+	rep.CachedDigest = digest(cached.Rows)
+	if rep.CachedDigest != rep.StateDigest {
+		rep.Differences = append(rep.Differences, diffRows(st.Rows, cached.Rows)...)
+	}
+	rep.OK = len(rep.Problems) == 0 && len(rep.Mismatches) == 0 && len(rep.Differences) == 0
+	return rep, nil
+}
+
+// checkResult says what is wrong with a delegation's recorded result: ""
+// when data.result hashes to data.checksum.
+func checkResult(ev *vault.Event) string {
+	var d delegationData
+	if err := json.Unmarshal(ev.Data, &d); err != nil {
+		return "data is not a delegation's: " + err.Error()
+	}
+	if len(d.Result) == 0 || d.Checksum == "" {
+		return "no result or no checksum"
+	}
+	_, sum, err := Checksum(d.Result)
+	if err != nil {
+		return "the result is not JSON: " + err.Error()
+	}
+	if sum != d.Checksum {
+		return fmt.Sprintf("the result hashes to %s, the event says %s", sum[:12], clip(d.Checksum, 12))
+	}
+	return ""
+}
+
+// foldedRow is what a row's digest covers: the event as folded, and what
+// the fold made of it.
+type foldedRow struct {
+	ID, TS, Kind, Thread, Text, Source, Agent, Session string
+	Data                                               json.RawMessage
+	Links                                              []string
+	RetractedBy, SupersededBy, ClosedBy                string
+}
+
+func rowOf(r *vault.Row) foldedRow {
+	return foldedRow{ID: r.ID, TS: r.TS, Kind: r.Kind, Thread: r.Thread, Text: r.Text, Source: r.Source, Agent: r.Agent,
+		Session: r.Session, Data: compact(r.Data), Links: r.Links, RetractedBy: r.RetractedBy, SupersededBy: r.SupersededBy, ClosedBy: r.ClosedBy}
+}
+
+func compact(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
+}
+
+// digest is the SHA-256 of the rows, in ledger order.
+func digest(rows []*vault.Row) string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	for _, r := range rows {
+		_ = enc.Encode(rowOf(r))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// diffRows names the rows where two folds disagree (at most 20).
+func diffRows(want, got []*vault.Row) []ReplayIssue {
+	var out []ReplayIssue
+	byID := map[string]*vault.Row{}
+	for _, r := range got {
+		byID[r.ID] = r
+	}
+	for _, r := range want {
+		g, ok := byID[r.ID]
+		switch {
+		case !ok:
+			out = append(out, ReplayIssue{ID: r.ID, Reason: "in the ledger, not in the cached fold"})
+		default:
+			a, _ := json.Marshal(rowOf(r))
+			b, _ := json.Marshal(rowOf(g))
+			if !bytes.Equal(a, b) {
+				out = append(out, ReplayIssue{ID: r.ID, Reason: "the cached fold holds another version of it"})
+			}
+		}
+		delete(byID, r.ID)
+	}
+	rest := slices.Sorted(func(yield func(string) bool) {
+		for id := range byID {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	for _, id := range rest {
+		out = append(out, ReplayIssue{ID: id, Reason: "in the cached fold, not in the ledger"})
+	}
+	if len(out) == 0 {
+		out = append(out, ReplayIssue{Reason: "the cached fold orders the rows differently"})
+	}
+	return out[:min(len(out), 20)]
+}

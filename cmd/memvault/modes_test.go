@@ -304,6 +304,8 @@ func TestModesAfterEveryCommand(t *testing.T) {
 	r.run("executor show", "executor", "show", "echo")
 	r.run("executor ping", "executor", "ping", "echo")
 	r.run("delegate", "delegate", "--executor", "echo", "read the parser")
+	r.run("audit", "audit")
+	r.run("audit replay", "audit", "replay")
 	r.run("executor remove", "executor", "remove", "echo")
 	r.run("supersede", "supersede", id, "the first fact about the parser, corrected")
 	gone := first(r.run("remember", "remember", "a fact to withdraw"))

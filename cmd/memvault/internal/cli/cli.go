@@ -265,6 +265,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			newPolicyCommand(),
 			newExecutorCommand(),
 			newDelegateCommand(),
+			newAuditCommand(),
 			newHelpCommand(),
 			newVersionCommand(),
 		},
@@ -400,6 +401,8 @@ func commandActions() map[string]action {
 		"executor list":   reads(runExecutorList),
 		"executor show":   reads(runExecutorShow),
 		"delegate":        ownWrites(runDelegate),
+		"audit":           reads(runAudit),
+		"audit replay":    reads(runAuditReplay),
 
 		// The heads: heads.Refresh, EditHead and ResolveHeads take the heads'
 		// leases before the vault lock, so they manage their own writes

@@ -44,7 +44,7 @@ func commandGroups() []commandGroup {
 		{title: "Reading", commands: []string{"recall", "status", "ledger", "replay", "metrics", "export", "log", "threads", "sessions", "serve"}},
 		{title: "Heads and continuity", commands: []string{"render", "edit", "resolve", "continuity", "goal", "next", "done", "learn", "decide"}},
 		{title: "Lineage and nodes", commands: []string{"transcript", "summarize", "compact", "condense", "nodes", "expand"}},
-		{title: "Delegation", commands: []string{"delegate", "executor"}},
+		{title: "Delegation", commands: []string{"delegate", "executor", "audit"}},
 		{title: "Maintenance", commands: []string{"verify", "repair", "gc", "reindex", "sync", "import", "policy"}},
 		{title: "Help", commands: []string{"help", "version"}},
 		{title: "Plumbing (run by harnesses and git)", commands: []string{"hook", "context", "mcp", "refresh", "merge-driver"}, plumbing: true},

@@ -126,6 +126,8 @@ func TestEveryCommandPrintsJSON(t *testing.T) {
 	step("executor show", "echo")
 	step("executor ping", "echo")
 	step("delegate", "--executor", "echo", "--global", "read the parser")
+	step("audit")
+	step("audit replay")
 	step("executor remove", "echo")
 	step("gc")
 	step("doctor")

@@ -30,9 +30,10 @@ const (
 const (
 	DefaultTimeout     = 5 * time.Second
 	PingTimeout        = 2 * time.Second
-	MaxOutput          = 1 << 20  // bytes of stdout read; one more is too_large
-	MaxSummary         = 64 << 10 // bytes of result.summary
-	stderrKeep         = 4 << 10  // the tail of stderr kept for messages
+	MaxOutput          = 1 << 20   // bytes of stdout read; one more is too_large
+	MaxSummary         = 64 << 10  // bytes of result.summary
+	MaxResult          = 128 << 10 // bytes of the result object, canonical: what the ledger keeps
+	stderrKeep         = 4 << 10   // the tail of stderr kept for messages
 	DefaultConcurrency = 5
 	MinConcurrency     = 3
 	MaxConcurrency     = 12

@@ -305,6 +305,9 @@ func parseEnvelope(name string, out []byte) (*Response, error) {
 	if err != nil {
 		return nil, bad("%v", err)
 	}
+	if len(canon) > MaxResult {
+		return nil, errorf(CodeTooLarge, nil, "executor %s: result too large: %d bytes, at most %d", name, len(canon), MaxResult)
+	}
 	if sum != env.Checksum {
 		return nil, errorf(CodeChecksum, nil, "executor %s: checksum mismatch: the result hashes to %s, the executor says %s", name, sum[:12], env.Checksum[:12])
 	}

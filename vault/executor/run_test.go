@@ -162,6 +162,10 @@ func TestEnvelopeShapes(t *testing.T) {
 	if _, err := parseEnvelope("x", []byte(big)); CodeOf(err) != CodeTooLarge {
 		t.Errorf("a summary over the bound: %v", err)
 	}
+	bulky := good(`{"summary":"s","extra":"` + strings.Repeat("b", MaxResult) + `"}`)
+	if _, err := parseEnvelope("x", []byte(bulky)); CodeOf(err) != CodeTooLarge {
+		t.Errorf("a result over the bound: %v", err)
+	}
 	// one changed byte of the result, the checksum kept
 	tampered := strings.Replace(good(`{"summary":"the parser is fine"}`), "fine", "find", 1)
 	if _, err := parseEnvelope("x", []byte(tampered)); CodeOf(err) != CodeChecksum {

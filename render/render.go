@@ -80,7 +80,7 @@ const (
 
 // noteKinds are shown as notes: global ones in MEMORY.md, threaded ones in
 // their thread head (reflections there in its Lineage).
-var noteKinds = map[string]bool{"fact": true, "learning": true, "reflection": true, "claim": true}
+var noteKinds = map[string]bool{"fact": true, "learning": true, "reflection": true, "claim": true, "executor.delegated": true}
 
 // Clipping: a head line shows at most this many characters of a row's
 // text; the full text stays in the ledger under the id the line shows.

@@ -17,6 +17,7 @@ import (
 var ContentKinds = map[string]bool{
 	"fact": true, "decision": true, "learning": true, "constraint": true, "blocker": true,
 	"next": true, "claim": true, "reflection": true, "commitment.open": true,
+	"executor.delegated": true, // an executor's verified summary (docs/EXECUTORS.md): a note
 }
 
 // HeadEvent is a head.* event as status and the refresh read it.

@@ -31,7 +31,7 @@ func HeadViewFor(cfg HeadsConfig) *vault.Derived[*viewCache] {
 	memCap, threadCap := render.RowCap(cfg.MemoryTokens), render.RowCap(cfg.ThreadTokens)
 	return &vault.Derived[*viewCache]{
 		Name:    "heads-view",
-		Version: 4,
+		Version: 5, // 5: executor.delegated rows are content (notes)
 		Rebuild: func(v *vault.Vault, segs []vault.Segment, stamps []vault.SegStamp) (*viewCache, string, bool, error) {
 			st, tip, err := v.FoldedState()
 			if err != nil {

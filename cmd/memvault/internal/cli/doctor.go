@@ -10,6 +10,7 @@ import (
 
 	"github.com/memvault/memvault/hooks"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/executor"
 )
 
 // exitSetup is doctor's exit code when the vault is sound but a harness is
@@ -99,6 +100,9 @@ func runDoctor(c *ucli.Context, v *vault.Vault) error {
 		}
 		if !d.MergeDriverOK {
 			rep.add("vault", hooks.Problem{Problem: d.MergeDriver, Fix: "memvault install git", Severity: hooks.SeverityWarning})
+		}
+		for _, p := range executorProblems(v) {
+			rep.add("executors", p)
 		}
 	} else if p, ok := noVaultProblem(c.String("scope"), rep.Harnesses); ok {
 		rep.add("vault", p)
@@ -212,6 +216,11 @@ func noVaultProblem(scope string, ws []hooks.Wiring) (hooks.Problem, bool) {
 // own problem keeps its `problem:`, `link:` and `fix:` lines.
 func printDoctor(w io.Writer, rep doctorReport) {
 	printVaultCheck(w, rep.Vault)
+	for _, p := range rep.Problems {
+		if p.Harness == "executors" {
+			printProblem(w, p.Problem)
+		}
+	}
 	if rep.Vault == nil {
 		for _, p := range rep.Problems {
 			if p.Harness == "vault" {
@@ -300,4 +309,23 @@ func printWiring(w io.Writer, d hooks.Wiring) {
 	for _, p := range d.Problems {
 		printProblem(w, p)
 	}
+}
+
+// executorProblems are the warnings of the executor registry
+// (docs/EXECUTORS.md): each inactive executor with its reason, or a
+// registry that does not read. delegate does not use them; nothing else
+// fails.
+func executorProblems(v *vault.Vault) []hooks.Problem {
+	es, err := executor.List(v)
+	if err != nil {
+		return []hooks.Problem{{Problem: "executors: " + err.Error(), Fix: "fix the [executors.NAME] tables of memvault.toml", Severity: hooks.SeverityWarning}}
+	}
+	var out []hooks.Problem
+	for _, e := range es {
+		if e.Status == executor.StatusInactive {
+			out = append(out, hooks.Problem{Problem: "executor " + e.Name + " is inactive: " + e.Reason,
+				Fix: "memvault executor ping " + e.Name + " once it answers, or memvault executor remove " + e.Name, Severity: hooks.SeverityWarning})
+		}
+	}
+	return out
 }

@@ -25,7 +25,11 @@ type Entry struct {
 	Env     []string      `toml:"env" json:"env"`
 	Mode    string        `toml:"mode" json:"mode"`
 	Status  string        `toml:"status" json:"status"`
-	Reason  string        `toml:"reason" json:"reason,omitempty"`
+	// Ping, when set, are the arguments a ping runs the command with
+	// instead of sending it a ping (a harness CLI's --version): it passes
+	// when the command exits 0 and prints something.
+	Ping   []string `toml:"ping" json:"ping,omitempty"`
+	Reason string   `toml:"reason" json:"reason,omitempty"`
 
 	TimeoutText string `toml:"timeout" json:"timeout"` // as written; Timeout is what it means
 }
@@ -206,12 +210,17 @@ func AddTo(data []byte, e Entry) ([]byte, error) {
 	if env == nil {
 		env = []string{}
 	}
+	ping := e.Ping
+	if ping == nil {
+		ping = []string{}
+	}
 	fields := configedit.Obj{
 		{Key: "command", Value: e.Command},
 		{Key: "args", Value: args},
 		{Key: "timeout", Value: e.TimeoutText},
 		{Key: "weight", Value: e.Weight},
 		{Key: "env", Value: env},
+		{Key: "ping", Value: ping},
 		{Key: "mode", Value: e.Mode},
 		{Key: "status", Value: e.Status},
 		{Key: "reason", Value: e.Reason},

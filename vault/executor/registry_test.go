@@ -114,3 +114,46 @@ func TestBackoffAndRetries(t *testing.T) {
 		}
 	}
 }
+
+func TestPresets(t *testing.T) {
+	for _, name := range Presets() {
+		var args []string
+		switch name {
+		case "ollama":
+			args = []string{"llama3.2"}
+		case "generic":
+			args = []string{"my-cli", "--quiet"}
+		}
+		e, err := Preset(name, args)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		e.Name = "x"
+		data, err := AddTo(nil, e)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		es, err := Parse(data)
+		if err != nil || len(es) != 1 {
+			t.Fatalf("%s: %v %v", name, es, err)
+		}
+		got := es[0]
+		if got.Mode != ModePlain || !slices.ContainsFunc(got.Args, func(a string) bool { return strings.Contains(a, "{prompt}") }) {
+			t.Errorf("%s: %+v", name, got)
+		}
+		if name != "generic" && (got.Timeout != 5*time.Minute || !slices.Equal(got.Ping, []string{"--version"})) {
+			t.Errorf("%s: timeout %v, ping %q", name, got.Timeout, got.Ping)
+		}
+	}
+	if e, _ := Preset("ollama", []string{"llama3.2"}); !slices.Equal(e.Args, []string{"run", "llama3.2", "{prompt}"}) {
+		t.Errorf("ollama: %q", e.Args)
+	}
+	if e, _ := Preset("generic", []string{"cli", "--in={prompt}"}); !slices.Equal(e.Args, []string{"--in={prompt}"}) {
+		t.Errorf("generic with {prompt} given: %q", e.Args)
+	}
+	for name, args := range map[string][]string{"nope": nil, "ollama": nil, "generic": nil, "claude-code": {"extra"}} {
+		if _, err := Preset(name, args); !errors.Is(err, fault.ErrInvalid) {
+			t.Errorf("%s %q: %v", name, args, err)
+		}
+	}
+}

@@ -315,8 +315,12 @@ func parseEnvelope(name string, out []byte) (*Response, error) {
 }
 
 // Ping checks that e answers a ping within PingTimeout with a valid
-// response (docs/EXECUTORS.md, "The protocol").
+// response (docs/EXECUTORS.md, "The protocol"); an entry with Ping
+// arguments is run with them instead, in plain mode.
 func (r Runner) Ping(ctx context.Context, e Entry, dir string) error {
+	if len(e.Ping) > 0 {
+		e.Args, e.Mode = e.Ping, ModePlain
+	}
 	_, err := r.Run(ctx, e, Request{Type: TypePing, Prompt: TypePing, Cwd: dir}, PingTimeout)
 	return err
 }

@@ -31,7 +31,7 @@ func newExecutorCommand() *ucli.Command {
 			{
 				Name:      "add",
 				Usage:     "register an executor and ping it; one that fails its ping is added inactive, with the reason",
-				ArgsUsage: "NAME -- COMMAND [ARGS…]",
+				ArgsUsage: "NAME [--preset P] -- COMMAND [ARGS…]",
 				Description: "The prompt reaches the command on stdin (the request envelope; the prompt's text with --plain),\n" +
 					"or in an argument holding {prompt}.",
 				Flags: writeFlags(
@@ -39,6 +39,7 @@ func newExecutorCommand() *ucli.Command {
 					&ucli.BoolFlag{Name: "plain", Usage: "the command prints text: memvault wraps it and computes the checksum"},
 					&ucli.StringSliceFlag{Name: "env", Usage: "an environment variable passed through (repeatable); never a credential's"},
 					&ucli.IntFlag{Name: "weight", Value: 1, Usage: "slots of delegate's concurrency bound one run takes"},
+					&ucli.StringFlag{Name: "preset", Usage: "a harness CLI's command, arguments, mode, timeout and ping (after --: ollama's model, generic's command)"},
 				),
 			},
 			{Name: "list", Usage: "list the registered executors", Flags: []ucli.Flag{jsonFlag}},
@@ -71,16 +72,28 @@ func ping(e executor.Entry) pingReport {
 
 func prepareExecutorAdd(c *ucli.Context, v *vault.Vault) (txWork, error) {
 	args := c.Args().Slice()
-	if len(args) < 2 {
-		return txWork{}, &usageError{msg: "executor add: want NAME -- COMMAND [ARGS…]", hint: "e.g. memvault executor add reader --plain -- ollama run llama3 {prompt}"}
+	preset := c.String("preset")
+	if len(args) < 2 && !(preset != "" && len(args) == 1) {
+		return txWork{}, &usageError{msg: "executor add: want NAME -- COMMAND [ARGS…], or NAME --preset P", hint: "e.g. memvault executor add reader --plain -- ollama run llama3 {prompt}"}
 	}
 	mode := executor.ModeEnvelope
 	if c.Bool("plain") {
 		mode = executor.ModePlain
 	}
-	opts := executorAddOptions{entry: executor.Entry{Name: args[0], Command: args[1], Args: args[2:],
-		TimeoutText: c.Duration("timeout").String(), Weight: c.Int("weight"), Env: c.StringSlice("env"), Mode: mode,
-		Status: executor.StatusActive}}
+	opts := executorAddOptions{entry: executor.Entry{Name: args[0], Weight: c.Int("weight"), Env: c.StringSlice("env"), Mode: mode,
+		Status: executor.StatusActive, TimeoutText: c.Duration("timeout").String()}}
+	if preset != "" {
+		p, err := executor.Preset(preset, args[1:])
+		if err != nil {
+			return txWork{}, err
+		}
+		opts.entry.Command, opts.entry.Args, opts.entry.Mode, opts.entry.Ping = p.Command, p.Args, p.Mode, p.Ping
+		if !c.IsSet("timeout") {
+			opts.entry.TimeoutText = p.TimeoutText
+		}
+	} else {
+		opts.entry.Command, opts.entry.Args = args[1], args[2:]
+	}
 	if opts.entry.Weight == 0 {
 		return txWork{}, usagef("executor add: --weight 0: want 1–%d", executor.MaxWeight)
 	}

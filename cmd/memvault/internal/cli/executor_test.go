@@ -143,3 +143,40 @@ func TestDelegateTasksFromStdin(t *testing.T) {
 		t.Fatalf("not in dependency order: %q", lines)
 	}
 }
+
+// A preset: a stand-in `claude` on the PATH answers its ping by
+// --version and a task by -p PROMPT.
+func TestExecutorPreset(t *testing.T) {
+	isolate(t)
+	bin := t.TempDir()
+	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'claude 9.9 (stand-in)'; exit 0; fi\n[ \"$1\" = -p ] || exit 5\necho \"answered: $2\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	vaultDir := filepath.Join(t.TempDir(), ".memory")
+	mv := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errOut := runCLI(t, append([]string{"--vault", vaultDir}, args...)...)
+		if code != want {
+			t.Fatalf("memvault %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
+		}
+		return out + errOut
+	}
+	mv(0, "init")
+	mv(2, "executor", "add", "c", "--preset", "claude-code", "--", "extra")
+	mv(2, "executor", "add", "c", "--preset", "nope")
+	mv(2, "executor", "add", "o", "--preset", "ollama")
+	if out := mv(0, "executor", "add", "c", "--preset", "claude-code"); !strings.Contains(out, "c added: active") {
+		t.Fatal(out)
+	}
+	out := mv(0, "executor", "show", "c", "--json")
+	for _, want := range []string{`"command": "claude"`, `"-p"`, `"{prompt}"`, `"mode": "plain"`, `"timeout": "5m0s"`, `"--version"`} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("the preset's entry lacks %s:\n%s", want, out)
+		}
+	}
+	if out := mv(0, "delegate", "--global", "--executor", "c", "summarise the parser"); !strings.Contains(out, "answered: summarise the parser") {
+		t.Fatal(out)
+	}
+}

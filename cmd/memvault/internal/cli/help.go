@@ -76,6 +76,7 @@ func closedValues() map[string][]string {
 		"sync --engine":              {clones.SyncEngineAuto, clones.SyncEngineGit, clones.SyncEngineGoGit},
 		"refresh --on":               vault.RefreshEvents,
 		"delegate --mode":            executor.RunModes,
+		"executor add --preset":      executor.Presets(),
 		"hook HARNESS":               hooks.Names(),
 		"install HARNESS":            append(hooks.Names(), "git"),
 		"uninstall HARNESS":          append(hooks.Names(), "git"),

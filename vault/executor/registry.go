@@ -116,11 +116,38 @@ func validEnvName(n string) bool {
 	return true
 }
 
+// registryFile is what memvault.toml says of executors.
+type registryFile struct {
+	Executors map[string]Entry `toml:"executors"`
+	Delegate  struct {
+		Concurrency int `toml:"concurrency"`
+	} `toml:"delegate"`
+}
+
+// Concurrency is memvault.toml's [delegate] concurrency, checked;
+// DefaultConcurrency when it is not set.
+func Concurrency(v *vault.Vault) (int, error) {
+	data, err := v.ConfigData()
+	if err != nil {
+		return 0, err
+	}
+	var f registryFile
+	if _, err := toml.Decode(string(data), &f); err != nil {
+		s, _, _ := strings.Cut(err.Error(), "\n")
+		return 0, fault.New(fault.ErrInvalid, "%s: %s", vault.ConfigFile, s)
+	}
+	if f.Delegate.Concurrency == 0 {
+		return DefaultConcurrency, nil
+	}
+	if err := CheckConcurrency(f.Delegate.Concurrency); err != nil {
+		return 0, fault.New(fault.ErrInvalid, "%s: [delegate] concurrency %d: want %d–%d", vault.ConfigFile, f.Delegate.Concurrency, MinConcurrency, MaxConcurrency)
+	}
+	return f.Delegate.Concurrency, nil
+}
+
 // Parse reads the executors of a memvault.toml text, sorted by name.
 func Parse(data []byte) ([]Entry, error) {
-	var f struct {
-		Executors map[string]Entry `toml:"executors"`
-	}
+	var f registryFile
 	if _, err := toml.Decode(string(data), &f); err != nil {
 		s, _, _ := strings.Cut(err.Error(), "\n")
 		return nil, fault.New(fault.ErrInvalid, "%s: %s", vault.ConfigFile, s)

@@ -2,12 +2,16 @@ package executor
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/testvault"
 )
 
 // A registry edit changes only the executor's table: the comments and
@@ -154,6 +158,28 @@ func TestPresets(t *testing.T) {
 	for name, args := range map[string][]string{"nope": nil, "ollama": nil, "generic": nil, "claude-code": {"extra"}} {
 		if _, err := Preset(name, args); !errors.Is(err, fault.ErrInvalid) {
 			t.Errorf("%s %q: %v", name, args, err)
+		}
+	}
+}
+
+func TestConcurrencySetting(t *testing.T) {
+	v := testvault.New(t)
+	if n, err := Concurrency(v); err != nil || n != DefaultConcurrency {
+		t.Fatalf("unset: %d %v", n, err)
+	}
+	toml := filepath.Join(v.Root, "memvault.toml")
+	orig, _ := os.ReadFile(toml)
+	for text, want := range map[string]int{"[delegate]\nconcurrency = 8\n": 8, "[delegate]\nconcurrency = 2\n": -1, "[delegate]\nconcurrency = 13\n": -1} {
+		if err := os.WriteFile(toml, append(append([]byte(nil), orig...), text...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		v2, err := vault.Open(v.Root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := Concurrency(v2)
+		if want < 0 && !errors.Is(err, fault.ErrInvalid) || want > 0 && n != want {
+			t.Errorf("%q: %d %v", text, n, err)
 		}
 	}
 }

@@ -39,7 +39,7 @@ func newDelegateCommand() *ucli.Command {
 			rowThreadFlag, globalFlag,
 			&ucli.StringFlag{Name: "mode", Value: executor.ModeAuto, Usage: "how the tasks run; auto chooses from the tasks, the vault and the machine"},
 			&ucli.IntFlag{Name: "concurrency", Value: executor.DefaultConcurrency,
-				Usage: fmt.Sprintf("how many run at a time (%d–%d)", executor.MinConcurrency, executor.MaxConcurrency)},
+				Usage: fmt.Sprintf("how many run at a time (%d–%d; default: memvault.toml's [delegate] concurrency, else %d)", executor.MinConcurrency, executor.MaxConcurrency, executor.DefaultConcurrency)},
 		),
 	}
 }
@@ -76,6 +76,11 @@ func runDelegate(c *ucli.Context) error {
 	v, err := openVault(c)
 	if err != nil {
 		return err
+	}
+	if !c.IsSet("concurrency") {
+		if opts.concurrency, err = executor.Concurrency(v); err != nil {
+			return err
+		}
 	}
 	e, err := executor.Pick(v, opts.executor)
 	if err != nil {

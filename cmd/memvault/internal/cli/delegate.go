@@ -39,7 +39,8 @@ func newDelegateCommand() *ucli.Command {
 			rowThreadFlag, globalFlag,
 			&ucli.StringFlag{Name: "mode", Value: executor.ModeAuto, Usage: "how the tasks run; auto chooses from the tasks, the vault and the machine"},
 			&ucli.IntFlag{Name: "concurrency", Value: executor.DefaultConcurrency,
-				Usage: fmt.Sprintf("how many run at a time (%d–%d; default: memvault.toml's [delegate] concurrency, else %d)", executor.MinConcurrency, executor.MaxConcurrency, executor.DefaultConcurrency)},
+				DefaultText: fmt.Sprintf("memvault.toml's [delegate] concurrency, else %d", executor.DefaultConcurrency),
+				Usage:       fmt.Sprintf("how many run at a time (%d–%d)", executor.MinConcurrency, executor.MaxConcurrency)},
 		),
 	}
 }

@@ -26,7 +26,11 @@ const textChars = 600
 
 // Options of a delegation.
 type Options struct {
-	Executor    Entry
+	Executor Entry
+	// Executors, when set, share the tasks round robin (`delegate
+	// --any`): the task at place i of the run's order goes to
+	// Executors[i % len]; Executor is then unused.
+	Executors   []Entry
 	Thread      string // "" is global
 	Concurrency int    // slots at a time; DefaultConcurrency when 0
 	Dir         string // the tasks' working directory; the current one when ""
@@ -56,6 +60,7 @@ type Attempt struct {
 // Outcome is what became of one task.
 type Outcome struct {
 	Index    int
+	Executor Entry    // the executor it was given to
 	ID       string   // the task's id (t1, t2, … when it had none)
 	After    []string // the ids of the tasks it waited for
 	Task     string
@@ -116,7 +121,11 @@ func DelegateTasks(ctx context.Context, v *vault.Vault, tasks []Task, opts Optio
 		return sequential(ctx, v, tasks, opts)
 	}
 	sem := newSlots(opts.Concurrency)
-	weight := min(max(opts.Executor.Weight, 1), opts.Concurrency)
+	weight := 1
+	for _, e := range append([]Entry{opts.Executor}, opts.Executors...) {
+		weight = max(weight, e.Weight)
+	}
+	weight = min(weight, opts.Concurrency)
 	out := make([]Outcome, len(tasks))
 	var rec sync.Mutex // one write at a time from this process
 	var wg sync.WaitGroup
@@ -179,7 +188,7 @@ func sequential(ctx context.Context, v *vault.Vault, tasks []Task, opts Options)
 			}
 		}
 		if len(failed) > 0 {
-			o = Outcome{Index: i, Task: t.Prompt, ID: t.ID, After: t.After, Attempts: []Attempt{},
+			o = Outcome{Index: i, Executor: opts.executorFor(i), Task: t.Prompt, ID: t.ID, After: t.After, Attempts: []Attempt{},
 				Err: errorf(CodeDependency, nil, "task %s: not run: it waits for %s, which failed", t.ID, strings.Join(failed, ", "))}
 		} else {
 			prompt := t.Prompt
@@ -206,11 +215,11 @@ func sequential(ctx context.Context, v *vault.Vault, tasks []Task, opts Options)
 
 // run tries the task until it succeeds or its failure's tries are spent.
 func run(ctx context.Context, opts Options, i int, task Task) Outcome {
-	o := Outcome{Index: i, Task: task.Prompt, ID: task.ID, After: task.After}
+	o := Outcome{Index: i, Executor: opts.executorFor(i), Task: task.Prompt, ID: task.ID, After: task.After}
 	req := Request{Type: TypeTask, ID: task.ID, Prompt: task.Prompt, Cwd: opts.Dir}
 	for n := 1; ; n++ {
 		start := time.Now()
-		resp, err := opts.Runner.Run(ctx, opts.Executor, req, 0)
+		resp, err := opts.Runner.Run(ctx, o.Executor, req, 0)
 		a := Attempt{N: n, MS: time.Since(start).Milliseconds()}
 		if err == nil {
 			o.Attempts = append(o.Attempts, a)
@@ -225,6 +234,14 @@ func run(ctx context.Context, opts Options, i int, task Task) Outcome {
 		}
 		opts.Sleep(Backoff(n, jitter))
 	}
+}
+
+// executorFor is the executor of the task at place i.
+func (opts Options) executorFor(i int) Entry {
+	if len(opts.Executors) > 0 {
+		return opts.Executors[i%len(opts.Executors)]
+	}
+	return opts.Executor
 }
 
 func jitter(d time.Duration) time.Duration {
@@ -259,7 +276,11 @@ func Event(opts Options, o Outcome) (*vault.Event, error) {
 	if mode == "" || mode == ModeAuto {
 		mode = ModeConcurrent
 	}
-	d := delegationData{Task: o.Task, ID: o.ID, After: o.After, Executor: opts.Executor.Name, Mode: opts.Executor.Mode,
+	e := o.Executor
+	if e.Name == "" && e.Command == "" {
+		e = opts.executorFor(o.Index)
+	}
+	d := delegationData{Task: o.Task, ID: o.ID, After: o.After, Executor: e.Name, Mode: e.Mode,
 		Arbitration: mode, Why: opts.Why, Attempts: o.Attempts}
 	ev := &vault.Event{Kind: KindDelegation, Source: vault.SourceExecutor, Thread: opts.Thread}
 	if o.Response != nil {

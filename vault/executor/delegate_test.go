@@ -232,3 +232,31 @@ func TestDelegateRefusedByPolicy(t *testing.T) {
 		t.Fatalf("kinds %v", k)
 	}
 }
+
+// Several executors share the tasks round robin, and each event names the
+// one that answered.
+func TestDelegateRoundRobin(t *testing.T) {
+	v := testvault.New(t)
+	a, b := fake("answer"), fake("plain")
+	a.Name, b.Name = "alpha", "beta"
+	opts := delegateOpts(Entry{})
+	opts.Executors = []Entry{a, b}
+	out := Delegate(context.Background(), v, []string{"one", "two", "three"}, opts)
+	got := map[string]int{}
+	for _, o := range out {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		var d delegationData
+		if err := json.Unmarshal(o.Event.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Executor != o.Executor.Name || d.Mode != o.Executor.Mode {
+			t.Fatalf("event names %s (%s), ran on %s", d.Executor, d.Mode, o.Executor.Name)
+		}
+		got[d.Executor]++
+	}
+	if got["alpha"] != 2 || got["beta"] != 1 {
+		t.Fatalf("shares %v", got)
+	}
+}

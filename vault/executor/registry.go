@@ -212,6 +212,26 @@ func Pick(v *vault.Vault, name string) (Entry, error) {
 		WithHint("memvault executor add NAME -- COMMAND registers one")
 }
 
+// Active returns the vault's active executors, sorted by name; an error
+// when there is none.
+func Active(v *vault.Vault) ([]Entry, error) {
+	es, err := List(v)
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	for _, e := range es {
+		if e.Status == StatusActive {
+			out = append(out, e)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fault.New(fault.ErrNotFound, "executor: none active").
+			WithHint("memvault executor add NAME -- COMMAND registers one")
+	}
+	return out, nil
+}
+
 // AddTo returns data (memvault.toml) with the table of e appended.
 func AddTo(data []byte, e Entry) ([]byte, error) {
 	if err := e.check(); err != nil {

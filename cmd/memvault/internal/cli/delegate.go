@@ -36,6 +36,7 @@ func newDelegateCommand() *ucli.Command {
 			"a task with \"after\" runs once those it names have, and is given what they found.",
 		Flags: writeFlags(
 			&ucli.StringFlag{Name: "executor", Aliases: []string{"e"}, Usage: "the executor's name (default: the first active one)"},
+			&ucli.BoolFlag{Name: "any", Usage: "share the tasks among every active executor, round robin"},
 			rowThreadFlag, globalFlag,
 			&ucli.StringFlag{Name: "mode", Value: executor.ModeAuto, Usage: "how the tasks run; auto chooses from the tasks, the vault and the machine"},
 			&ucli.IntFlag{Name: "concurrency", Value: executor.DefaultConcurrency,
@@ -83,9 +84,28 @@ func runDelegate(c *ucli.Context) error {
 			return err
 		}
 	}
-	e, err := executor.Pick(v, opts.executor)
-	if err != nil {
-		return err
+	var e executor.Entry
+	var many []executor.Entry
+	switch {
+	case c.Bool("any") && opts.executor != "":
+		return usagef("delegate: --any and --executor do not go together")
+	case c.Bool("any"):
+		if many, err = executor.Active(v); err != nil {
+			return err
+		}
+		e = many[0]
+	default:
+		if e, err = executor.Pick(v, opts.executor); err != nil {
+			return err
+		}
+	}
+	names := e.Name
+	if len(many) > 1 {
+		var ns []string
+		for _, m := range many {
+			ns = append(ns, m.Name)
+		}
+		names = strings.Join(ns, ", ")
 	}
 	thread, fromDir, err := currentThread(c, v)
 	if err != nil {
@@ -98,10 +118,10 @@ func runDelegate(c *ucli.Context) error {
 	wd, _ := os.Getwd()
 	var last error
 	out := executor.DelegateTasks(context.Background(), v, opts.tasks, executor.Options{
-		Executor: e, Thread: thread, Concurrency: opts.concurrency, Dir: wd, Tx: txo, Mode: opts.mode,
+		Executor: e, Executors: many, Thread: thread, Concurrency: opts.concurrency, Dir: wd, Tx: txo, Mode: opts.mode,
 		OnMode: func(mode, why string) {
 			if !opts.json {
-				fmt.Fprintf(c.App.ErrWriter, "memvault: delegate: %d tasks on %s, %s (%s)\n", len(opts.tasks), e.Name, mode, why)
+				fmt.Fprintf(c.App.ErrWriter, "memvault: delegate: %d tasks on %s, %s (%s)\n", len(opts.tasks), names, mode, why)
 			}
 		},
 		OnRecorded: func(o executor.Outcome) {

@@ -180,3 +180,29 @@ func TestExecutorPreset(t *testing.T) {
 		t.Fatal(out)
 	}
 }
+
+func TestDelegateAny(t *testing.T) {
+	isolate(t)
+	vaultDir := filepath.Join(t.TempDir(), ".memory")
+	mv := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errOut := runCLI(t, append([]string{"--vault", vaultDir}, args...)...)
+		if code != want {
+			t.Fatalf("memvault %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
+		}
+		return out + errOut
+	}
+	mv(0, "init")
+	mv(3, "delegate", "--any", "x")
+	mv(0, "executor", "add", "a", "--plain", "--", "sh", "-c", "cat; echo ' (a)'")
+	mv(0, "executor", "add", "b", "--plain", "--", "sh", "-c", "cat; echo ' (b)'")
+	mv(2, "delegate", "--any", "--executor", "a", "x")
+	out := mv(0, "delegate", "--global", "--any", "--mode", "sequential", "one", "two")
+	if !strings.Contains(out, "2 tasks on a, b") || !strings.Contains(out, "  one (a)") || !strings.Contains(out, "  two (b)") {
+		t.Fatal(out)
+	}
+	out = mv(0, "audit", "--json")
+	if !strings.Contains(out, `"executor": "a"`) || !strings.Contains(out, `"executor": "b"`) {
+		t.Fatalf("each executor's share is not recorded:\n%s", out)
+	}
+}

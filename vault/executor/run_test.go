@@ -296,3 +296,33 @@ func listen(t *testing.T, handle func(msg string) string) string {
 	}()
 	return sock
 }
+
+// Cancelling the context (memvault interrupted) kills the executor's
+// group as a timeout does, and is not retried.
+func TestCancelKillsTheProcessGroup(t *testing.T) {
+	pids := make(chan int, 1)
+	sock := listen(t, func(msg string) string {
+		if n, err := strconv.Atoi(strings.TrimPrefix(msg, "pid ")); err == nil {
+			pids <- n
+		}
+		return ""
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Runner{}.Run(ctx, fake("hang", "-notify", sock), Request{Type: TypeTask, Prompt: "x", Cwd: t.TempDir()}, time.Minute)
+		done <- err
+	}()
+	pid := <-pids // the grandchild is running
+	cancel()
+	if err := <-done; CodeOf(err) != CodeCrash || !strings.Contains(err.Error(), "stopped") {
+		t.Fatalf("want a stop, got %v", err)
+	}
+	for i := 0; !gone(pid); i++ {
+		if i == 100 {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the grandchild %d outlived the cancel", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -117,7 +119,12 @@ func runDelegate(c *ucli.Context) error {
 	}
 	wd, _ := os.Getwd()
 	var last error
-	out := executor.DelegateTasks(context.Background(), v, opts.tasks, executor.Options{
+	// Executors run in process groups of their own, out of the terminal's
+	// reach: an interrupt stops them through the context (their groups
+	// killed), and what they had done is recorded as stopped.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	out := executor.DelegateTasks(ctx, v, opts.tasks, executor.Options{
 		Executor: e, Executors: many, Thread: thread, Concurrency: opts.concurrency, Dir: wd, Tx: txo, Mode: opts.mode,
 		OnMode: func(mode, why string) {
 			if !opts.json {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -61,8 +63,11 @@ type pingReport struct {
 
 func ping(e executor.Entry) pingReport {
 	wd, _ := os.Getwd()
+	// as delegate: an interrupt kills the ping's process group
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
 	start := time.Now()
-	err := executor.Runner{}.Ping(context.Background(), e, wd)
+	err := executor.Runner{}.Ping(ctx, e, wd)
 	rep := pingReport{OK: err == nil, MS: time.Since(start).Milliseconds()}
 	if err != nil {
 		rep.Error, rep.Code = err.Error(), executor.CodeOf(err)

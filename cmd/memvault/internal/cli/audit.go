@@ -21,7 +21,7 @@ func newAuditCommand() *ucli.Command {
 		Name:  "audit",
 		Usage: "list the delegations recorded: executor, mode, tries, checksum",
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "executor", Aliases: []string{"e"}, Usage: "only this executor's"},
+			&ucli.StringFlag{Name: "executor", Usage: "only this executor's"},
 			&ucli.StringFlag{Name: "since", Usage: "only delegations at or after DATE (2026-11-22, RFC 3339, or 7d / 12h ago)"},
 			limitFlag("delegations, the newest", 0), jsonFlag,
 		},

@@ -37,7 +37,7 @@ func newDelegateCommand() *ucli.Command {
 		Description: "- reads the tasks as JSON lines from stdin, one object a line: {\"id\": \"b\", \"task\": \"…\", \"after\": [\"a\"]};\n" +
 			"a task with \"after\" runs once those it names have, and is given what they found.",
 		Flags: writeFlags(
-			&ucli.StringFlag{Name: "executor", Aliases: []string{"e"}, Usage: "the executor's name (default: the first active one)"},
+			&ucli.StringFlag{Name: "executor", Usage: "the executor's name (default: the first active one)"},
 			&ucli.BoolFlag{Name: "any", Usage: "share the tasks among every active executor, round robin"},
 			rowThreadFlag, globalFlag,
 			&ucli.StringFlag{Name: "mode", Value: executor.ModeAuto, Usage: "how the tasks run; auto chooses from the tasks, the vault and the machine"},

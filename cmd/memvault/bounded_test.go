@@ -23,8 +23,8 @@ import (
 // loaded machine), the kill comes three times later: the budgets are the
 // same, what is tested is that each hook stores what it read and that the
 // whole file ends up stored once.
-func hookKill() time.Duration {
-	if raceEnabled {
+func hookKill(race bool) time.Duration {
+	if race {
 		return 4500 * time.Millisecond
 	}
 	return 1500 * time.Millisecond
@@ -35,7 +35,7 @@ func hookKill() time.Duration {
 // (several hooks' worth: a stop reads about 0.3 to 1.5 MB of prose in its
 // budget, redaction being the cost), 1 MiB under -short, 256 KiB under the
 // race detector (which slows redaction about tenfold: still several hooks).
-func bigImportKiB(t *testing.T) int {
+func bigImportKiB(t *testing.T, race bool) int {
 	t.Helper()
 	if s := os.Getenv("MEMVAULT_BIGIMPORT_MB"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -45,7 +45,7 @@ func bigImportKiB(t *testing.T) int {
 		return n << 10
 	}
 	switch {
-	case raceEnabled:
+	case race:
 		return 256
 	case testing.Short():
 		return 1 << 10
@@ -152,9 +152,10 @@ func (r *rig) storedIDs(session string) []string {
 // bigImportKiB.
 func TestFirstImportUnderKill(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
+	r := newRig(t, plainMemvault(t))
 	const session = "big-first-import"
-	kib := bigImportKiB(t)
+	race := childIsRaceBuilt(r.bin)
+	kib := bigImportKiB(t, race)
 	want := writeProseTranscript(t, r.ccTranscript(session), session, kib)
 	stop := r.payload("Stop", session, nil)
 	var runs, killed int
@@ -164,7 +165,7 @@ func TestFirstImportUnderKill(t *testing.T) {
 			t.Fatalf("%d stops stored %d of %d messages", runs, done, len(want))
 		}
 		before := r.storedBytes(session)
-		took, wasKilled := r.hookUnder(hookKill(), "claude-code", "stop", stop)
+		took, wasKilled := r.hookUnder(hookKill(race), "claude-code", "stop", stop)
 		runs++
 		longest = max(longest, took)
 		if wasKilled {
@@ -187,7 +188,7 @@ func TestFirstImportUnderKill(t *testing.T) {
 	if tail := r.hookLogTail(0); tail != "" {
 		t.Fatalf("the stops logged:\n%s", tail)
 	}
-	t.Logf("%d KiB, %d messages: %d stops (%d killed at %s, the longest %s)", kib, len(want), runs, killed, hookKill(),
+	t.Logf("%d KiB, %d messages: %d stops (%d killed at %s, the longest %s)", kib, len(want), runs, killed, hookKill(race),
 		longest.Round(time.Millisecond))
 
 	// A session end commits it all (given the time: committing 60 MiB of

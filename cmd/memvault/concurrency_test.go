@@ -13,11 +13,10 @@ import (
 	"github.com/memvault/memvault/vault/vaulttest"
 )
 
-// memvaultCmd runs the memvault binary that testscript.Main put on PATH, with
-// a private HOME.
+// memvaultCmd runs racingMemvault (binary_test.go) with a private HOME.
 func memvaultCmd(t *testing.T, home string, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command("memvault", args...)
+	cmd := exec.Command(racingMemvault(t), args...)
 	cmd.Env = append(os.Environ(), "HOME="+home, "MEMVAULT_LOCK_TIMEOUT=300s", "MEMVAULT_AGENT=", "MEMVAULT_DIR=")
 	return cmd
 }

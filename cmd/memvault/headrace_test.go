@@ -180,7 +180,7 @@ func headWriteMethod() string {
 
 // headrace runs one race on a fresh vault and checks what it left.
 func headrace(t *testing.T, head, section string, style editStyle, secs int, seed uint64) headraceRun {
-	r := newRig(t)
+	r := newRig(t, racingMemvault(t))
 	r.lockTimeout = "120s"
 	p := filepath.Join(r.vault, head)
 	continuity := head == "CONTINUITY.md"
@@ -370,7 +370,7 @@ func TestTortureCrashHeads(t *testing.T) {
 	}
 	rounds := tortureSize(t, "MEMVAULT_TORTURE_ROUNDS", 6, 12)
 	rng := rand.New(rand.NewPCG(tortureSeed(t), 11))
-	r := newRig(t)
+	r := newRig(t, racingMemvault(t))
 	r.lockTimeout = "5s"
 	r.run("remember", "--kind", "decision", "--thread", "project:proj", "the first decision")
 	r.run("next", "the first step")

@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("GORACE") == "" {
 		os.Setenv("GORACE", "atexit_sleep_ms=0")
 	}
-	testscript.Main(m, map[string]func(){
+	testscript.Main(cleanupM{m}, map[string]func(){
 		"memvault": func() { os.Exit(cli.Main(os.Args[1:])) },
 		"rsswrap":  rsswrap,
 	})
@@ -69,11 +69,17 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata/script
 
 func TestScripts(t *testing.T) {
 	t.Parallel()
+	// The scripts test behaviour: their memvault is plainMemvault
+	// (binary_test.go), first on each script's PATH.
+	bin := filepath.Dir(plainMemvault(t))
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
 		UpdateScripts:       *update,
 		RequireExplicitExec: false,
-		Setup:               setupScript,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("PATH", bin+string(filepath.ListSeparator)+env.Getenv("PATH"))
+			return setupScript(env)
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"snapshot":  cmdSnapshot,
 			"unchanged": cmdUnchanged,

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -35,10 +34,7 @@ func newClonePair(t *testing.T) *clonePair {
 	if !vaulttest.HasGit() {
 		t.Skip("needs the git binary")
 	}
-	bin, err := exec.LookPath("memvault")
-	if err != nil {
-		t.Fatalf("the memvault copy testscript puts on PATH: %v", err)
-	}
+	bin := plainMemvault(t)
 	dir := t.TempDir()
 	p := &clonePair{ids: map[string]bool{}, env: vaulttest.Sandbox(filepath.Join(dir, "home"))}
 	origin := filepath.Join(dir, "o", ".memory")
@@ -156,7 +152,7 @@ func TestGitPullMerges(t *testing.T) {
 	// B merging A's side the other way round writes the same bytes.
 	mirror := filepath.Join(t.TempDir(), ".memory")
 	p.git(filepath.Dir(mirror)).Run(t, "clone", "-q", p.b, mirror)
-	if _, err := vault.RegisterMergeDrivers(mirror, mustLookPath(t)); err != nil {
+	if _, err := vault.RegisterMergeDrivers(mirror, plainMemvault(t)); err != nil {
 		t.Fatal(err)
 	}
 	p.git(mirror).Run(t, "fetch", "-q", p.a, p.aTip)
@@ -203,13 +199,4 @@ func TestGitPullVerifies(t *testing.T) {
 	if rep, err = v.Verify(); err != nil || !rep.OK {
 		t.Fatalf("verify after the next write: %v %+v", err, rep)
 	}
-}
-
-func mustLookPath(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("memvault")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
 }

@@ -143,10 +143,7 @@ func (r *modesRig) mv(root, stdin string, args ...string) string {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	bin, err := exec.LookPath("memvault")
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	bin := plainMemvault(r.t)
 	// sh sets the umask and execs memvault: nothing of the test process's
 	// own umask reaches it.
 	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", `umask 000 && exec "$0" "$@"`, bin, "--vault", root}, args...)...)

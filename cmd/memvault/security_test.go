@@ -24,7 +24,7 @@ import (
 // ever written outside it.
 func TestOutsideNamesCannotEscape(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
+	r := newRig(t, plainMemvault(t))
 	r.run("remember", "a fact to point at")
 	long := strings.Repeat("a", 5000)
 	escapes := []string{"../escaped", "/tmp/escaped", long}
@@ -131,7 +131,7 @@ var secrets = []struct{ text, needle string }{
 // search index: no secret is anywhere.
 func TestSecretsNeverStored(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
+	r := newRig(t, plainMemvault(t))
 	var all []string
 	for _, s := range secrets {
 		all = append(all, s.text)
@@ -294,7 +294,7 @@ func mustJSON(s string) string {
 // the payload.
 func TestHugeHookPayload(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
+	r := newRig(t, plainMemvault(t))
 	cmd := r.cmd(context.Background(), "hook", "claude-code", "UserPromptSubmit")
 	// Measured through a small wrapper process (rsswrap in main_test.go).
 	rssOut := filepath.Join(t.TempDir(), "rss")
@@ -346,9 +346,9 @@ func TestHugeHookPayload(t *testing.T) {
 	fmt.Sscan(string(data), &kib)
 	rssMiB := kib / 1024 // kilobytes on Linux
 	t.Logf("peak RSS of the hook with a 100 MB payload: %d MiB", rssMiB)
-	// The limit is 8 MiB of payload; the race detector, when on, costs
-	// more than the rest together.
-	if rssMiB > 96 && !raceEnabled {
+	// The limit is 8 MiB of payload; the race detector, when the hook is
+	// race-built, costs more than the rest together.
+	if rssMiB > 96 && !childIsRaceBuilt(r.bin) {
 		t.Errorf("peak RSS %d MiB: the payload was not bounded", rssMiB)
 	}
 	if log := r.hookLogTail(0); !strings.Contains(log, "payload over") {
@@ -362,7 +362,7 @@ func TestHugeHookPayload(t *testing.T) {
 // a commit of it.
 func TestForgedLedger(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
+	r := newRig(t, plainMemvault(t))
 	r.run("remember", "the deploy key rotates on Fridays")
 	r.run("remember", "a second fact")
 	segs, _ := filepath.Glob(filepath.Join(r.vault, "ledger", "*", "*", "*.jsonl"))
@@ -412,7 +412,7 @@ func TestForgedLedger(t *testing.T) {
 	if err := os.Symlink(r.vault, filepath.Join(around, ".memory")); err != nil {
 		t.Fatal(err)
 	}
-	install := exec.CommandContext(ictx, "memvault", "install", "git", "--vault")
+	install := exec.CommandContext(ictx, r.bin, "install", "git", "--vault")
 	install.Dir = around
 	install.Env = append(os.Environ(), "HOME="+r.home, "GIT_CONFIG_NOSYSTEM=1", "MEMVAULT_DIR=")
 	if out, err := install.CombinedOutput(); err != nil {

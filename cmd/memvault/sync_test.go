@@ -67,10 +67,7 @@ func (s *syncRig) try(root string, args ...string) (string, string, int) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	bin, err := exec.LookPath("memvault")
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	bin := plainMemvault(s.t)
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--vault", root}, args...)...)
 	cmd.Dir = s.dir
 	if args[0] == "install" {
@@ -82,7 +79,7 @@ func (s *syncRig) try(root string, args ...string) (string, string, int) {
 	cmd.Env = s.env()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	code := 0
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
@@ -98,10 +95,7 @@ func (s *syncRig) try(root string, args ...string) (string, string, int) {
 // the vault's project folder, as a harness does; hooks always exit 0.
 func (s *syncRig) hook(root, harness, event string, payload map[string]any) {
 	s.t.Helper()
-	bin, err := exec.LookPath("memvault")
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	bin := plainMemvault(s.t)
 	data, _ := json.Marshal(payload)
 	cmd := exec.Command(bin, "--vault", root, "hook", harness, event)
 	cmd.Dir = filepath.Dir(root)
@@ -222,10 +216,7 @@ func TestSyncFileTransport(t *testing.T) {
 func TestSyncWithoutGitBinary(t *testing.T) {
 	t.Parallel()
 	s := newSyncRig(t)
-	bin, err := exec.LookPath("memvault")
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := plainMemvault(t)
 	only := filepath.Join(s.dir, "bin")
 	os.MkdirAll(only, 0o700)
 	if err := os.Symlink(bin, filepath.Join(only, "memvault")); err != nil {

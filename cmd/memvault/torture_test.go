@@ -66,14 +66,17 @@ func tortureSeed(t *testing.T) uint64 {
 // hook payloads name as their cwd.
 type rig struct {
 	t                      *testing.T
+	bin                    string // the memvault it runs (binary_test.go)
 	dir, home, vault, proj string
 	lockTimeout            string
 }
 
-func newRig(t *testing.T) *rig {
+// newRig makes a rig that runs bin: racingMemvault(t) for the tests of
+// processes at once, plainMemvault(t) for the tests of behaviour.
+func newRig(t *testing.T, bin string) *rig {
 	t.Helper()
 	dir := t.TempDir()
-	r := &rig{t: t, dir: dir, home: filepath.Join(dir, "home"), vault: filepath.Join(dir, "vault"),
+	r := &rig{t: t, bin: bin, dir: dir, home: filepath.Join(dir, "home"), vault: filepath.Join(dir, "vault"),
 		proj: filepath.Join(dir, "proj"), lockTimeout: "30s"}
 	if err := makeHome(r.home); err != nil {
 		t.Fatal(err)
@@ -90,7 +93,7 @@ func newRig(t *testing.T) *rig {
 // cmd prepares memvault ARGS against the rig's vault, in its own process
 // group so that a kill reaches anything it started.
 func (r *rig) cmd(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "memvault", append([]string{"--vault", r.vault}, args...)...)
+	cmd := exec.CommandContext(ctx, r.bin, append([]string{"--vault", r.vault}, args...)...)
 	cmd.Dir = r.proj
 	cmd.Env = append(os.Environ(), "HOME="+r.home, "GIT_CONFIG_NOSYSTEM=1", "TZ=UTC",
 		"MEMVAULT_LOCK_TIMEOUT="+r.lockTimeout, "MEMVAULT_AGENT=", "MEMVAULT_DIR=", "MEMVAULT_THREAD=",
@@ -418,7 +421,7 @@ func TestTortureCrash(t *testing.T) {
 	t.Parallel()
 	rounds := tortureSize(t, "MEMVAULT_TORTURE_ROUNDS", 3, 6)
 	rng := rand.New(rand.NewPCG(tortureSeed(t), 7))
-	r := newRig(t)
+	r := newRig(t, racingMemvault(t))
 	// A killed writer can leave nothing that holds the next one: the vault
 	// lock is a flock the kernel releases. A short wait proves it.
 	r.lockTimeout = "5s"
@@ -568,7 +571,7 @@ func TestTortureConcurrent(t *testing.T) {
 	}
 	secs := tortureSize(t, "MEMVAULT_TORTURE_SECONDS", 2, 3)
 	seed := tortureSeed(t)
-	r := newRig(t)
+	r := newRig(t, racingMemvault(t))
 	r.lockTimeout = "120s" // people wait; hooks use their own short waits
 	r.run("remember", "--thread", "project:proj", "the first decision")
 	r.run("render")

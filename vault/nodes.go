@@ -49,8 +49,23 @@ type Node struct {
 	Created  string   `json:"created"`
 	Title    string   `json:"title"`
 	Path     string   `json:"path"`
-	Body     string   `json:"body,omitempty"`
+	// Summary says who wrote the node's summary when memvault.toml names
+	// a summariser ([summarise], docs/EXECUTORS.md): "model" (the
+	// executor SummaryBy, its result's SHA-256 SummaryChecksum) or
+	// "deterministic" (SummaryFallback: why the model's was not used).
+	// All four are empty, and left out of the file, otherwise.
+	Summary         string `json:"summary,omitempty"`
+	SummaryBy       string `json:"summary_by,omitempty"`
+	SummaryChecksum string `json:"summary_checksum,omitempty"`
+	SummaryFallback string `json:"summary_fallback,omitempty"`
+	Body            string `json:"body,omitempty"`
 }
+
+// Who wrote a node's summary (Node.Summary).
+const (
+	SummaryModel         = "model"
+	SummaryDeterministic = "deterministic"
+)
 
 // frontMatter lists the front-matter fields in their fixed order (so the
 // same node always has the same bytes) with where each lives in the Node;
@@ -66,8 +81,15 @@ func (n *Node) frontMatter() []struct {
 		{"id", &n.ID}, {"kind", &n.Kind}, {"agent", &n.Agent}, {"session", &n.Session},
 		{"harness", &n.Harness}, {"threads", &n.Threads}, {"children", &n.Children},
 		{"span", &n.Span}, {"created", &n.Created}, {"title", &n.Title},
+		{"summary", &n.Summary}, {"summary_by", &n.SummaryBy}, {"summary_checksum", &n.SummaryChecksum},
+		{"summary_fallback", &n.SummaryFallback},
 	}
 }
+
+// optionalField reports whether the front-matter field key is written
+// only when it is set: the summariser's, so that a node made without one
+// has the bytes (and so the id) it always had.
+func optionalField(key string) bool { return strings.HasPrefix(key, "summary") }
 
 // Encode renders the node file. Every front-matter value is written as JSON,
 // which is also valid YAML, so the file reads well, parses with any YAML
@@ -77,6 +99,9 @@ func (n *Node) Encode() []byte {
 	var b bytes.Buffer
 	b.WriteString("---\n")
 	for _, f := range n.frontMatter() {
+		if p, ok := f.ptr.(*string); ok && *p == "" && optionalField(f.key) {
+			continue
+		}
 		var v bytes.Buffer
 		enc := json.NewEncoder(&v)
 		enc.SetEscapeHTML(false)

@@ -5,6 +5,7 @@ package hooks
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/memvault/memvault/vault/continuity"
@@ -59,6 +60,8 @@ func (r *Runner) runJobs() {
 	// the jobs of its own session wait for it.
 	var imports []vault.Job
 	behind := map[vault.TranscriptRef]bool{}
+	// A summary a model writes waits for a stop (summarise.go).
+	summarising := sync.OnceValue(func() bool { return lineage.Summarising(r.V) })
 	for time.Since(r.Start) <= jobBudget {
 		j, ok, err := claim.Next()
 		if err != nil {
@@ -75,7 +78,11 @@ func (r *Runner) runJobs() {
 			continue
 		}
 		if behind[t] {
-			continue // stays queued until its session's import is done
+			continue // stays queued until its session's import (or model summary) is done
+		}
+		if j.Kind == "summarize" && r.waitsForModel(summarising) {
+			behind[t] = true
+			continue
 		}
 		if !r.finishJob(claim, j) {
 			return
@@ -129,9 +136,18 @@ func (r *Runner) runJob(j vault.Job) error {
 	case "import":
 		return r.importJob(t, j)
 	case "summarize":
-		_, err := r.V.Update(vault.TxOptions{Command: "hook job summarize", Agent: j.Agent, Session: j.Session,
+		// A model's summary, when [summarise] names an executor, is asked
+		// for first, without the vault lock (summarise.go).
+		model, err := r.sessionModel(t)
+		if errors.Is(err, vault.ErrNotFound) {
+			return nil // no transcript: nothing to summarise
+		}
+		if err != nil {
+			return err
+		}
+		_, err = r.V.Update(vault.TxOptions{Command: "hook job summarize", Agent: j.Agent, Session: j.Session,
 			Harness: j.Harness, LockTimeout: eventLockWait}, func(tx *vault.Tx) error {
-			if _, _, err := lineage.Summarize(tx, t, lineage.SummaryOptions{Thread: j.Thread}); err != nil {
+			if _, _, err := lineage.Summarize(tx, t, lineage.SummaryOptions{Thread: j.Thread, Model: model}); err != nil {
 				return err
 			}
 			// A lineage event: the summary commits what the session left

@@ -10,6 +10,7 @@ import (
 	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/executor"
 	"github.com/memvault/memvault/vault/fault"
 )
 
@@ -60,6 +61,9 @@ func digest(v *vault.Vault, t vault.TranscriptRef, from int) (*sessionDigest, er
 // SummaryOptions tune Summarize.
 type SummaryOptions struct {
 	Thread string // the session's thread when no THREAD: line names one
+	// Model is the executor's summary SessionModel asked for before the
+	// transaction (nil: no summariser, the summary is deterministic).
+	Model *Model
 }
 
 // Summarize writes the session-summary node of t: intent (the first
@@ -156,6 +160,17 @@ func Summarize(tx *vault.Tx, t vault.TranscriptRef, opts SummaryOptions) (*vault
 		Created: vault.FormatTS(created), Title: "session " + t.Session + ": " + firstOr(d.prompts, "no prompt"),
 		Body: b.String()}
 	n.Title = vault.Clip(n.Title, 120)
+	if m := opts.Model; m != nil {
+		// A model's summary of these messages is not asked for twice:
+		// the node that holds one stands.
+		prev, err := modelNode(v, tx, t, vault.NodeSessionSummary, 1, d.last)
+		if err != nil || prev != nil {
+			return prev, false, err
+		}
+		if err := applyModel(tx, n, m, m.From == 1 && m.Upto == d.last, "summary of session "+t.Session); err != nil {
+			return nil, false, err
+		}
+	}
 	return tx.CreateNode(n)
 }
 
@@ -216,6 +231,10 @@ type CompactOptions struct {
 	// hook's thread (MEMVAULT_THREAD, or the one worked out from the
 	// working directory), or `memvault compact --thread`.
 	Thread string
+	// Model is the executor's summary CompactionModel asked for before the
+	// transaction, used when Summary is "" (nil: no summariser); the
+	// transcript's compaction summary, if any, follows it in the node.
+	Model *Model
 }
 
 // Compact records a compaction as a node: the summary text the harness wrote
@@ -255,15 +274,28 @@ func Compact(tx *vault.Tx, t vault.TranscriptRef, opts CompactOptions) (*vault.N
 		from = prev.Span.To + 1
 	}
 	summary := opts.Summary
-	if strings.TrimSpace(summary) == "" {
-		if d.compact == nil {
-			e := fault.New(vault.ErrNotFound, "compact: no summary given and the transcript of session %q has no compaction summary", t.Session)
-			return nil, false, e.WithHint("pass the summary with --file F or on stdin")
+	model := opts.Model
+	if strings.TrimSpace(summary) != "" {
+		model = nil // the harness's own summary
+	}
+	useModel, call := false, executor.Summary{}
+	if model != nil {
+		var err error
+		if useModel, call, err = decideModel(tx, model, model.From == from && model.Upto == d.last); err != nil {
+			return nil, false, err
 		}
+	}
+	if strings.TrimSpace(summary) == "" && d.compact != nil {
 		summary = d.compact.Text
 	}
-	if err := vault.CheckText("summary", summary, false); err != nil {
-		return nil, false, err
+	if strings.TrimSpace(summary) == "" && !useModel {
+		e := fault.New(vault.ErrNotFound, "compact: no summary given and the transcript of session %q has no compaction summary", t.Session)
+		return nil, false, e.WithHint("pass the summary with --file F or on stdin")
+	}
+	if summary != "" {
+		if err := vault.CheckText("summary", summary, false); err != nil {
+			return nil, false, err
+		}
 	}
 	threads, err := compactionThreads(tx, t, d.controls, opts.Thread)
 	if err != nil {
@@ -274,10 +306,24 @@ func Compact(tx *vault.Tx, t vault.TranscriptRef, opts CompactOptions) (*vault.N
 	if created.IsZero() {
 		created = tx.Now()
 	}
+	title := summary
+	body := strings.TrimSpace(summary)
+	if useModel {
+		title = model.Text
+		if body == "" {
+			body = "(the transcript holds no compaction summary of the harness)"
+		}
+	}
 	n := &vault.Node{Kind: vault.NodeCompaction, Agent: t.Agent, Session: t.Session, Harness: tx.Harness(),
 		Threads: threads, Span: &vault.Span{Path: t.Path(), From: from, To: d.last}, Created: vault.FormatTS(created),
-		Title: vault.Clip("compaction of "+t.Session+": "+vault.OneLine(summary), 120),
-		Body:  fmt.Sprintf("# Compaction of session %s\n\n%s\n", t.Session, strings.TrimSpace(summary))}
+		Title: vault.Clip("compaction of "+t.Session+": "+vault.OneLine(title), 120),
+		Body:  fmt.Sprintf("# Compaction of session %s\n\n%s\n", t.Session, body)}
+	switch {
+	case useModel:
+		markModel(n, model)
+	case model != nil:
+		markFallback(tx, n, call, "compaction summary of session "+t.Session)
+	}
 	return tx.CreateNode(n)
 }
 
@@ -319,6 +365,9 @@ type CondenseOptions struct {
 	Period  string // "day" (default) or "week"
 	Thread  string // only nodes of this thread
 	Current bool   // include the period still under way
+	// Models are the executor's summaries CondenseModels asked for before
+	// the transaction, by period label (nil: no summariser).
+	Models map[string]*Model
 }
 
 // periodOf returns the period a time falls in, as a label and its start.
@@ -339,44 +388,14 @@ func periodOf(t time.Time, period string) (string, time.Time) {
 // (and per thread with Thread). Periods still under way are left alone
 // unless Current is set, so a day is condensed once it is over.
 func Condense(tx *vault.Tx, opts CondenseOptions) ([]*vault.Node, error) {
-	if opts.Period == "" {
-		opts.Period = vault.CondensePeriods[0]
-	}
-	if !slices.Contains(vault.CondensePeriods, opts.Period) {
-		return nil, fault.New(vault.ErrInvalid, "condense: period %q: want %s", opts.Period, strings.Join(vault.CondensePeriods, " or "))
-	}
-	if opts.Thread != "" {
-		th, err := vault.ParseThread(opts.Thread)
-		if err != nil {
-			return nil, err
-		}
-		opts.Thread = th.String()
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	ix, err := tx.Nodes()
 	if err != nil {
 		return nil, err
 	}
-	nowLabel, _ := periodOf(tx.Now(), opts.Period)
-	groups := map[string][]*vault.Node{}
-	for _, n := range ix.Select(vault.NodeFilter{Agent: tx.Agent(), Thread: opts.Thread}) {
-		if n.Kind == vault.NodeCondensed || len(ix.Parents[n.ID]) > 0 {
-			continue
-		}
-		t, err := time.Parse(time.RFC3339Nano, n.Created)
-		if err != nil {
-			continue
-		}
-		label, _ := periodOf(t, opts.Period)
-		if label == nowLabel && !opts.Current {
-			continue
-		}
-		groups[label] = append(groups[label], n)
-	}
-	labels := make([]string, 0, len(groups))
-	for l := range groups {
-		labels = append(labels, l)
-	}
-	sort.Strings(labels)
+	labels, groups := condenseGroups(ix, tx.Agent(), opts, tx.Now())
 	var out []*vault.Node
 	for _, label := range labels {
 		children := groups[label]
@@ -404,6 +423,16 @@ func Condense(tx *vault.Tx, opts CondenseOptions) ([]*vault.Node, error) {
 		n := &vault.Node{Kind: vault.NodeCondensed, Agent: tx.Agent(), Session: session, Threads: vault.SortedKeys(threads),
 			Children: ids, Created: children[len(children)-1].Created,
 			Title: fmt.Sprintf("%s: %d nodes", label, len(children)), Body: b.String()}
+		if opts.Models != nil {
+			m := opts.Models[label]
+			if m == nil {
+				m = &Model{Call: executor.Summary{Code: executor.CodeStale,
+					Err: fmt.Errorf("summarise: the period %s had no nodes to condense when the executor was asked", label)}}
+			}
+			if err := applyModel(tx, n, m, slices.Equal(m.Children, ids), "condensation of "+label); err != nil {
+				return nil, err
+			}
+		}
 		node, _, err := tx.CreateNode(n)
 		if err != nil {
 			return nil, err
@@ -411,4 +440,52 @@ func Condense(tx *vault.Tx, opts CondenseOptions) ([]*vault.Node, error) {
 		out = append(out, node)
 	}
 	return out, nil
+}
+
+// check validates the options and fills in their defaults.
+func (opts *CondenseOptions) check() error {
+	if opts.Period == "" {
+		opts.Period = vault.CondensePeriods[0]
+	}
+	if !slices.Contains(vault.CondensePeriods, opts.Period) {
+		return fault.New(vault.ErrInvalid, "condense: period %q: want %s", opts.Period, strings.Join(vault.CondensePeriods, " or "))
+	}
+	if opts.Thread != "" {
+		th, err := vault.ParseThread(opts.Thread)
+		if err != nil {
+			return err
+		}
+		opts.Thread = th.String()
+	}
+	return nil
+}
+
+// condenseGroups is what Condense condenses: the agent's nodes no
+// condensed node consumes yet, by the period they were made in (the
+// period under way left out unless opts.Current), each group sorted, and
+// the labels in order.
+func condenseGroups(ix *vault.NodeIndex, agent string, opts CondenseOptions, now time.Time) ([]string, map[string][]*vault.Node) {
+	nowLabel, _ := periodOf(now, opts.Period)
+	groups := map[string][]*vault.Node{}
+	for _, n := range ix.Select(vault.NodeFilter{Agent: agent, Thread: opts.Thread}) {
+		if n.Kind == vault.NodeCondensed || len(ix.Parents[n.ID]) > 0 {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, n.Created)
+		if err != nil {
+			continue
+		}
+		label, _ := periodOf(t, opts.Period)
+		if label == nowLabel && !opts.Current {
+			continue
+		}
+		groups[label] = append(groups[label], n)
+	}
+	labels := make([]string, 0, len(groups))
+	for l, g := range groups {
+		labels = append(labels, l)
+		vault.SortNodes(g)
+	}
+	sort.Strings(labels)
+	return labels, groups
 }

@@ -344,9 +344,9 @@ func commandActions() map[string]action {
 		"transcript import": ownWrites(runTranscriptImport),
 		"transcript show":   reads(runTranscriptShow),
 		"sessions":          reads(runSessions),
-		"summarize":         distill(runSummarize),
-		"compact":           distill(runCompact),
-		"condense":          distill(runCondense),
+		"summarize":         distillModel(prepareSummarize),
+		"compact":           distillModel(prepareCompact),
+		"condense":          distillModel(prepareCondense),
 		"nodes":             reads(runNodes),
 		"expand":            reads(runExpand),
 

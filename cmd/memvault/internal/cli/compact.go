@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/memvault/memvault/vault/lineage"
 
@@ -30,17 +32,35 @@ func newCompactCommand() *ucli.Command {
 	}
 }
 
-func runCompact(c *ucli.Context, tx *vault.Tx) (nodesMade, error) {
+// prepareCompact reads the summary given; without one, it asks
+// [summarise]'s executor, if there is one, before the lock.
+func prepareCompact(c *ucli.Context, v *vault.Vault, ctx context.Context) (distillStep, error) {
 	opts := compactOptions{session: c.String("session"), thread: c.String("thread")}
 	if opts.session == "" {
-		return nodesMade{}, usagef("compact: --session is required")
+		return nil, usagef("compact: --session is required")
 	}
 	var err error
 	if opts.summary, err = summaryInput(c); err != nil {
-		return nodesMade{}, err
+		return nil, err
 	}
-	t := vault.TranscriptRef{Agent: tx.Agent(), Session: opts.session}
-	return one(lineage.Compact(tx, t, lineage.CompactOptions{Summary: opts.summary, Thread: opts.thread}))
+	var model *lineage.Model
+	if strings.TrimSpace(opts.summary) == "" {
+		agent, err := agentOf(c, v)
+		if err != nil {
+			return nil, err
+		}
+		t := vault.TranscriptRef{Agent: agent, Session: opts.session}
+		if err := t.Check(); err != nil {
+			return nil, err
+		}
+		if model, err = lineage.CompactionModel(ctx, v, t, lineage.ModelOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	return func(tx *vault.Tx) (nodesMade, error) {
+		t := vault.TranscriptRef{Agent: tx.Agent(), Session: opts.session}
+		return one(lineage.Compact(tx, t, lineage.CompactOptions{Summary: opts.summary, Thread: opts.thread, Model: model}))
+	}, nil
 }
 
 // summaryInput reads --file, or stdin when it is not a terminal.

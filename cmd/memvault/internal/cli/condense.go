@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"context"
+	"time"
+
 	"github.com/memvault/memvault/vault/lineage"
 	ucli "github.com/urfave/cli/v2"
 
@@ -18,16 +21,27 @@ func newCondenseCommand() *ucli.Command {
 	}
 }
 
-// runCondense: the library's options are the command's options.
-func runCondense(c *ucli.Context, tx *vault.Tx) (nodesMade, error) {
+// prepareCondense asks [summarise]'s executor, if there is one, for the
+// summary of each condensed node before the lock; the library's options
+// are the command's options.
+func prepareCondense(c *ucli.Context, v *vault.Vault, ctx context.Context) (distillStep, error) {
 	if err := checkChoice("condense", "period", c.String("period"), vault.CondensePeriods); err != nil {
-		return nodesMade{}, err
+		return nil, err
 	}
 	opts := lineage.CondenseOptions{Period: c.String("period"), Thread: c.String("thread"), Current: c.Bool("current")}
-	nodes, err := lineage.Condense(tx, opts)
-	fresh := make([]bool, len(nodes))
-	for i := range fresh {
-		fresh[i] = true
+	agent, err := agentOf(c, v)
+	if err != nil {
+		return nil, err
 	}
-	return nodesMade{nodes: nodes, fresh: fresh}, err
+	if opts.Models, err = lineage.CondenseModels(ctx, v, agent, opts, time.Now(), lineage.ModelOptions{}); err != nil {
+		return nil, err
+	}
+	return func(tx *vault.Tx) (nodesMade, error) {
+		nodes, err := lineage.Condense(tx, opts)
+		fresh := make([]bool, len(nodes))
+		for i := range fresh {
+			fresh[i] = true
+		}
+		return nodesMade{nodes: nodes, fresh: fresh}, err
+	}, nil
 }

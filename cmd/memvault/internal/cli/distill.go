@@ -9,7 +9,8 @@ import (
 )
 
 // The distillation commands (summarize, compact, condense) share this: one
-// transaction that makes nodes, then a line per node made or found made.
+// transaction that makes nodes (summarize.go's distillModel), then a line
+// per node made or found made.
 
 // nodesMade are the nodes a distillation step returned; fresh[i] says
 // whether nodes[i] was created now or already existed.
@@ -23,21 +24,6 @@ func one(n *vault.Node, created bool, err error) (nodesMade, error) {
 		return nodesMade{}, err
 	}
 	return nodesMade{nodes: []*vault.Node{n}, fresh: []bool{created}}, nil
-}
-
-// distill declares a distillation command: step runs in one transaction,
-// and the nodes it made are the report.
-func distill(step func(c *ucli.Context, tx *vault.Tx) (nodesMade, error)) action {
-	return inTxPrepared(func(c *ucli.Context, _ *vault.Vault) (txWork, error) {
-		var made nodesMade
-		apply := func(tx *vault.Tx) error {
-			var err error
-			made, err = step(c, tx)
-			return err
-		}
-		report := func(*vault.Result) error { return made.print(c) }
-		return txWork{apply: apply, report: report}, nil
-	})
 }
 
 func (m nodesMade) print(c *ucli.Context) error {

@@ -1,10 +1,16 @@
 package cli
 
 import (
-	"github.com/memvault/memvault/vault/lineage"
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/lineage"
 )
 
 type summarizeOptions struct {
@@ -14,16 +20,70 @@ type summarizeOptions struct {
 func newSummarizeCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "summarize",
-		Usage: "write the session-summary node of a session (deterministic)",
+		Usage: "write the session-summary node of a session (deterministic, or [summarise]'s executor's)",
 		Flags: []ucli.Flag{requiredSession, harnessFlag, forceFlag, jsonFlag, threadFlag},
 	}
 }
 
-func runSummarize(c *ucli.Context, tx *vault.Tx) (nodesMade, error) {
+// prepareSummarize asks [summarise]'s executor, if there is one, for the
+// session's summary before the lock; the transaction then writes it.
+func prepareSummarize(c *ucli.Context, v *vault.Vault, ctx context.Context) (distillStep, error) {
 	opts := summarizeOptions{session: c.String("session"), thread: c.String("thread")}
 	if opts.session == "" {
-		return nodesMade{}, usagef("summarize: --session is required")
+		return nil, usagef("summarize: --session is required")
 	}
-	t := vault.TranscriptRef{Agent: tx.Agent(), Session: opts.session}
-	return one(lineage.Summarize(tx, t, lineage.SummaryOptions{Thread: opts.thread}))
+	agent, err := agentOf(c, v)
+	if err != nil {
+		return nil, err
+	}
+	t := vault.TranscriptRef{Agent: agent, Session: opts.session}
+	if err := t.Check(); err != nil {
+		return nil, err
+	}
+	model, err := lineage.SessionModel(ctx, v, t, lineage.ModelOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return func(tx *vault.Tx) (nodesMade, error) {
+		t := vault.TranscriptRef{Agent: tx.Agent(), Session: opts.session}
+		return one(lineage.Summarize(tx, t, lineage.SummaryOptions{Thread: opts.thread, Model: model}))
+	}, nil
+}
+
+// distillStep is a distillation's work in its transaction.
+type distillStep func(tx *vault.Tx) (nodesMade, error)
+
+// distillModel declares a distillation command whose summaries an
+// executor may write ([summarise], docs/EXECUTORS.md): prepare asks it
+// before the vault lock is taken (an interrupt stops the executor's
+// process group and the command, which then writes nothing), and the
+// step it returns runs in one transaction. A node whose summary fell
+// back to the deterministic one is said on stderr.
+func distillModel(prepare func(c *ucli.Context, v *vault.Vault, ctx context.Context) (distillStep, error)) action {
+	return inTxPrepared(func(c *ucli.Context, v *vault.Vault) (txWork, error) {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		step, err := prepare(c, v, ctx)
+		stop()
+		if err == nil && ctx.Err() != nil {
+			err = fmt.Errorf("%s: interrupted", c.Command.Name)
+		}
+		if err != nil {
+			return txWork{}, err
+		}
+		var made nodesMade
+		apply := func(tx *vault.Tx) error {
+			var err error
+			made, err = step(tx)
+			return err
+		}
+		report := func(*vault.Result) error {
+			for i, n := range made.nodes {
+				if made.fresh[i] && n.SummaryFallback != "" {
+					fmt.Fprintf(c.App.ErrWriter, "memvault: node %s: deterministic summary: %s\n", n.ID, n.SummaryFallback)
+				}
+			}
+			return made.print(c)
+		}
+		return txWork{apply: apply, report: report}, nil
+	})
 }

@@ -234,6 +234,7 @@ func bounded(lines []string, limit int) string {
 	if total <= limit {
 		return strings.Join(lines, "\n")
 	}
+	limit -= 64 // the line that says what was left out
 	head, size := 0, 0
 	for head < len(lines) && size+len(lines[head])+1 <= limit/3 {
 		size += len(lines[head]) + 1

@@ -1,0 +1,240 @@
+package hooks
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/executor"
+	"github.com/memvault/memvault/vault/testvault"
+	"github.com/memvault/memvault/vault/vaulttest"
+)
+
+// fakeExecutor builds the fake executor (fixtures/executor/fake) into the
+// test's temporary folder.
+func fakeExecutor(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "fake")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/memvault/memvault/fixtures/executor/fake").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building the fake executor: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runs counts what the fake tells its -notify socket.
+type runs struct {
+	mu   sync.Mutex
+	msgs map[string]int
+	seen chan string
+}
+
+func (r *runs) count(msg string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.msgs[msg]
+}
+
+// notifySocket serves the fake's -notify socket, counting each message
+// and passing it on to seen (when there is room).
+func notifySocket(t *testing.T) (string, *runs) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mvh") // short: a socket's path is bounded
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "s")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close(); os.RemoveAll(dir) })
+	r := &runs{msgs: map[string]int{}, seen: make(chan string, 16)}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				line, err := bufio.NewReader(c).ReadString('\n')
+				if err != nil {
+					return
+				}
+				msg, _, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+				r.mu.Lock()
+				r.msgs[msg]++
+				r.mu.Unlock()
+				select {
+				case r.seen <- msg:
+				default:
+				}
+				fmt.Fprintln(c, "ok")
+			}()
+		}
+	}()
+	return sock, r
+}
+
+// summarisingVault is a vault whose [summarise] names the fake in mode,
+// told to sock.
+func summarisingVault(t *testing.T, bin, mode, sock, timeout string) (*vault.Vault, string) {
+	t.Helper()
+	root := t.TempDir()
+	v, _, err := vault.Init(filepath.Join(root, vault.DirName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := executor.Entry{Name: "fake", Command: bin, Args: []string{"-mode", mode, "-notify", sock}, Mode: executor.ModeEnvelope,
+		TimeoutText: "10s"}
+	_, err = v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
+		return executor.Edit(tx, "summariser", func(data []byte) ([]byte, error) {
+			out, err := executor.AddTo(data, e)
+			return append(out, fmt.Sprintf("\n[summarise]\nexecutor = \"fake\"\ntimeout = %q\n", timeout)...), err
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, root
+}
+
+func runEvent(t *testing.T, v *vault.Vault, ev Event, p Payload) {
+	t.Helper()
+	h, _ := Lookup("claude-code")
+	r := &Runner{V: v, Harness: h, Agent: "default", Start: time.Now()}
+	if _, err := r.Run(ev, p); err != nil {
+		t.Fatalf("%s: %v", ev, err)
+	}
+}
+
+// sessionNode is the session-summary node of session s, read whole; nil
+// when there is none.
+func sessionNode(t *testing.T, v *vault.Vault, s string) *vault.Node {
+	t.Helper()
+	ix, err := v.Nodes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ix.Select(vault.NodeFilter{Agent: "default", Session: s, Kind: vault.NodeSessionSummary}) {
+		full, err := v.ReadNode(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return full
+	}
+	return nil
+}
+
+func soundVault(t *testing.T, v *vault.Vault) {
+	t.Helper()
+	testvault.MustVerify(t, v)
+	vaulttest.Fsck(t, v.Root)
+}
+
+// The executor is never asked on a prompt submit or a session start, nor
+// at a session end (whose harness gives it a second): the summary job
+// waits, with its session's refresh, for a stop, which asks it once and
+// writes its summary.
+func TestHookSummaryModelOnlyAtAStop(t *testing.T) {
+	bin := fakeExecutor(t)
+	sock, seen := notifySocket(t)
+	v, root := summarisingVault(t, bin, "count", sock, "10s")
+
+	runEvent(t, v, SessionStart, Payload{SessionID: "s1", CWD: root, Source: "startup"})
+	runEvent(t, v, PromptSubmit, Payload{SessionID: "s1", CWD: root, Prompt: "rename the flag to --dry-run"})
+	runEvent(t, v, SessionEnd, Payload{SessionID: "s1", CWD: root, LastAssistant: "renamed, tests pass"})
+	if got := strings.Join(jobKinds(t, v), " "); got != "summarize refresh" {
+		t.Fatalf("queued %q after the session end", got)
+	}
+	runEvent(t, v, SessionStart, Payload{SessionID: "s2", CWD: root, Source: "startup"})
+	runEvent(t, v, PromptSubmit, Payload{SessionID: "s2", CWD: root, Prompt: "and now the docs"})
+	runEvent(t, v, SessionEnd, Payload{SessionID: "s3", CWD: root, LastAssistant: "nothing"})
+	if n := seen.count("start"); n != 0 {
+		t.Fatalf("the executor ran %d times before any stop", n)
+	}
+	if n := sessionNode(t, v, "s1"); n != nil {
+		t.Fatalf("summarised without the model at a session end: %s", n.ID)
+	}
+
+	runEvent(t, v, Stop, Payload{SessionID: "s2", CWD: root, LastAssistant: "docs updated"})
+	if n := seen.count("start"); n < 1 {
+		t.Fatal("the stop did not ask the executor")
+	}
+	n := sessionNode(t, v, "s1")
+	if n == nil || n.Summary != vault.SummaryModel || n.SummaryBy != "fake" ||
+		!strings.Contains(n.Body, "counted: Summarise this session") || !strings.Contains(n.Body, "rename the flag") {
+		t.Fatalf("node %+v", n)
+	}
+	// s3's summary, queued behind s1's: the next stops'
+	for i := 0; strings.Contains(strings.Join(jobKinds(t, v), " "), "summarize"); i++ {
+		if i > 5 {
+			t.Fatalf("the queue is not done: %v", jobKinds(t, v))
+		}
+		runEvent(t, v, Stop, Payload{SessionID: "s2", CWD: root, LastAssistant: "more"})
+	}
+	if n := seen.count("start"); n != 2 {
+		t.Errorf("%d runs of the executor for two sessions", n)
+	}
+	soundVault(t, v)
+}
+
+// At a stop, an executor that crashes, hangs past its time, prints
+// garbage or a wrong checksum leaves the deterministic summary, the
+// reason in the node and in an executor.failed event; the hook succeeds
+// and the vault verifies. While it hangs, another writer takes the vault
+// lock.
+func TestHookSummaryModelFailsOpen(t *testing.T) {
+	bin := fakeExecutor(t)
+	for _, c := range []struct{ mode, code string }{
+		{"crash", executor.CodeCrash}, {"hang", executor.CodeTimeout},
+		{"garbage", executor.CodeMalformed}, {"badsum", executor.CodeChecksum},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			sock, seen := notifySocket(t)
+			v, root := summarisingVault(t, bin, c.mode, sock, "1500ms")
+			runEvent(t, v, PromptSubmit, Payload{SessionID: "s1", CWD: root, Prompt: "fix the race"})
+			runEvent(t, v, SessionEnd, Payload{SessionID: "s1", CWD: root, LastAssistant: "fixed"})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				runEvent(t, v, Stop, Payload{SessionID: "s2", CWD: root, LastAssistant: "ok"})
+			}()
+			if c.mode == "hang" {
+				select {
+				case <-seen.seen: // the executor hangs now
+				case <-done:
+					t.Fatal("the stop did not wait for the executor")
+				}
+				if _, err := v.Update(vault.TxOptions{LockTimeout: 200 * time.Millisecond}, func(tx *vault.Tx) error {
+					_, err := tx.Remember(vault.Input{Text: "written while the executor hangs"})
+					return err
+				}); err != nil {
+					t.Fatalf("the hanging executor held the vault lock: %v", err)
+				}
+			}
+			<-done
+			n := sessionNode(t, v, "s1")
+			if n == nil || n.Summary != vault.SummaryDeterministic || !strings.HasPrefix(n.SummaryFallback, c.code+": ") ||
+				!strings.Contains(n.Body, "## Intent") {
+				t.Fatalf("node %+v", n)
+			}
+			if k := testvault.Kinds(t, v); k[vault.KindDelegationFailed] != 1 {
+				t.Errorf("kinds %v", k)
+			}
+			if kinds := strings.Join(jobKinds(t, v), " "); strings.Contains(kinds, "summarize") {
+				t.Errorf("left queued: %v", kinds)
+			}
+			soundVault(t, v)
+		})
+	}
+}

@@ -206,7 +206,7 @@ func TestModelSummaryAnswered(t *testing.T) {
 			}
 			// the checksum is of the result the executor sent: recompute it
 			// from the reply as the node keeps it
-			reply := n.Body[i : strings.Index(n.Body, "\n## Intent")]
+			reply := n.Body[i:strings.Index(n.Body, "\n## Intent")]
 			result["summary"] = strings.TrimSpace(reply)
 			raw, _ := json.Marshal(result)
 			if _, sum, _ := executor.Checksum(raw); sum != n.SummaryChecksum {

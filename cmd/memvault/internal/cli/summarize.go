@@ -63,10 +63,10 @@ func distillModel(prepare func(c *ucli.Context, v *vault.Vault, ctx context.Cont
 	return inTxPrepared(func(c *ucli.Context, v *vault.Vault) (txWork, error) {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		step, err := prepare(c, v, ctx)
-		stop()
 		if err == nil && ctx.Err() != nil {
 			err = fmt.Errorf("%s: interrupted", c.Command.Name)
 		}
+		stop()
 		if err != nil {
 			return txWork{}, err
 		}

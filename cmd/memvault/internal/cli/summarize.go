@@ -20,7 +20,7 @@ type summarizeOptions struct {
 func newSummarizeCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "summarize",
-		Usage: "write the session-summary node of a session (deterministic, or [summarise]'s executor's)",
+		Usage: "write the session-summary node of a session (an executor's summary with [summarise], else deterministic)",
 		Flags: []ucli.Flag{requiredSession, harnessFlag, forceFlag, jsonFlag, threadFlag},
 	}
 }

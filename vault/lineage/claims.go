@@ -77,6 +77,32 @@ func ClaimEvent(st *vault.State, typ, raw string) (*vault.Event, error) {
 	return ev, nil
 }
 
+// TextClaimData returns the data of a claim remembered as free text
+// (`remember --kind claim`, the MCP remember tool): a sentence has no id
+// to check, so it is recorded as an unchecked claim of type "text", like
+// a claim of a type memvault has no check for. Its data may carry other
+// fields, but not the checker's own (type, status, reason): a free-text
+// claim must never read as accepted. data is nil or a JSON object.
+func TextClaimData(data json.RawMessage) (json.RawMessage, error) {
+	fields := map[string]any{}
+	if len(data) > 0 {
+		v, err := vault.DecodeJSON(data)
+		obj, ok := v.(map[string]any)
+		if err != nil || !ok {
+			return nil, fault.New(vault.ErrInvalid, "claim: data must be a JSON object")
+		}
+		fields = obj
+	}
+	for _, k := range []string{"type", "status", "reason"} {
+		if _, ok := fields[k]; ok {
+			e := fault.New(vault.ErrInvalid, "claim: data.%s is the check's to set", k)
+			return nil, e.WithHint("memvault claim TYPE JSON records a claim checked against the state")
+		}
+	}
+	fields["type"], fields["status"] = "text", ClaimUnchecked
+	return json.Marshal(fields)
+}
+
 // checkClaimType accepts a type of lower-case letters, digits and . _ -,
 // starting with a letter: a type is a name, not a sentence.
 func checkClaimType(typ string) error {

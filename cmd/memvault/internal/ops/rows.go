@@ -5,6 +5,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/continuity"
+	"github.com/memvault/memvault/vault/lineage"
 )
 
 // Ids as people and agents type them: any unique prefix of an id names it
@@ -36,7 +37,16 @@ func ResolveLinks(tx *vault.Tx, links []string) ([]string, error) {
 
 // Remember records a memory row (in.Kind one of vault.RememberKinds) whose
 // links may be prefixes; in.Source "" is the library's default.
+// A claim remembered so is free text, recorded unchecked
+// (lineage.TextClaimData).
 func Remember(tx *vault.Tx, in vault.Input) (*vault.Event, error) {
+	if in.Kind == "claim" {
+		data, err := lineage.TextClaimData(in.Data)
+		if err != nil {
+			return nil, err
+		}
+		in.Data = data
+	}
 	return withLinks(tx, in, tx.Remember)
 }
 

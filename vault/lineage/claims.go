@@ -82,14 +82,15 @@ func ClaimEvent(st *vault.State, typ, raw string) (*vault.Event, error) {
 // to check, so it is recorded as an unchecked claim of type "text", like
 // a claim of a type memvault has no check for. Its data may carry other
 // fields, but not the checker's own (type, status, reason): a free-text
-// claim must never read as accepted. data is nil or a JSON object.
+// claim must never read as accepted. data that is not a JSON object is
+// returned as it is, for the transaction to refuse as for any kind.
 func TextClaimData(data json.RawMessage) (json.RawMessage, error) {
 	fields := map[string]any{}
 	if len(data) > 0 {
 		v, err := vault.DecodeJSON(data)
 		obj, ok := v.(map[string]any)
 		if err != nil || !ok {
-			return nil, fault.New(vault.ErrInvalid, "claim: data must be a JSON object")
+			return data, nil
 		}
 		fields = obj
 	}

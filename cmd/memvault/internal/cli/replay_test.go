@@ -157,8 +157,11 @@ func randomLedger(t *testing.T, dir string, seed uint64, n int) {
 		case op < 4:
 			kind := vault.RememberKinds[rng.IntN(len(vault.RememberKinds))]
 			args := append([]string{"remember", "--kind", kind}, threadArgs()...)
-			if kind == "claim" {
-				args = append(args, "--data", `{"status":"rejected","reason":"contradicts the state"}`)
+			if kind == "claim" && rng.IntN(2) == 0 {
+				// a checked claim the state contradicts: rejected, with its reason
+				args = append(append([]string{"claim"}, threadArgs()...), "event.exists", `{"id":"e_00000000000000000000000000"}`)
+				ids = append(ids, idRE.FindString(run(args...)))
+				continue
 			}
 			ids = append(ids, idRE.FindString(run(append(args, text)...)))
 		case op < 6:

@@ -3,6 +3,7 @@ package executor
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/memvault/memvault/vault/fault"
 )
@@ -10,20 +11,34 @@ import (
 // presetTable is what `executor add --preset` fills in for the harness
 // CLIs (docs/EXECUTORS.md, "Presets"): each prints its answer as text, so
 // each is plain; each calls a model, so a try may take minutes, and its
-// ping is its --version, which answers without one.
+// ping is its --version, which answers without one, given PresetPingTimeout
+// (a Node CLI takes 2 s to start on a quiet machine).
+//
+// The prompt is never an argument a CLI could read as an option: it
+// follows a "--" (claude, codex, opencode, ollama) or is the value of
+// --prompt= (gemini). Checked against the real CLIs by
+// hooks/e2e_executor_test.go (claude, gemini: a task starting with "--")
+// and by hand (codex, opencode: a task "--version" went to the model).
 func presetTable() map[string]Entry {
 	plain := func(command string, args ...string) Entry {
-		return Entry{Command: command, Args: args, Mode: ModePlain, TimeoutText: "5m", Ping: []string{"--version"}}
+		return Entry{Command: command, Args: args, Mode: ModePlain, TimeoutText: "5m", Ping: []string{"--version"},
+			PingTimeoutText: PresetPingTimeout.String()}
 	}
 	return map[string]Entry{
-		"claude-code": plain("claude", "-p", "{prompt}"),
-		"codex":       plain("codex", "exec", "{prompt}"),
-		"gemini":      plain("gemini", "-p", "{prompt}"),
-		"opencode":    plain("opencode", "run", "{prompt}"),
-		"ollama":      plain("ollama", "run"), // the model, then {prompt}
-		"generic":     {Mode: ModePlain},      // the command given; {prompt} last unless it names it
+		"claude-code": plain("claude", "-p", "--", "{prompt}"),
+		// codex exec refuses a folder that is not a git repository (a
+		// task's need not be one) unless told; read-only, as an executor
+		// reads and summarises, and memvault records.
+		"codex":    plain("codex", "exec", "--skip-git-repo-check", "--sandbox", "read-only", "--", "{prompt}"),
+		"gemini":   plain("gemini", "--prompt={prompt}"),
+		"opencode": plain("opencode", "run", "--", "{prompt}"),
+		"ollama":   plain("ollama", "run"), // the model, then -- {prompt}
+		"generic":  {Mode: ModePlain},      // the command given; {prompt} last unless it names it
 	}
 }
+
+// PresetPingTimeout bounds the ping (--version) of a harness CLI's preset.
+const PresetPingTimeout = 15 * time.Second
 
 // Presets lists the presets' names, sorted.
 func Presets() []string {
@@ -49,7 +64,7 @@ func Preset(name string, args []string) (Entry, error) {
 		if len(args) != 1 {
 			return Entry{}, fault.New(fault.ErrInvalid, "executor add --preset ollama: want the model after --, e.g. -- llama3.2")
 		}
-		e.Args = append(slices.Clone(e.Args), args[0], "{prompt}")
+		e.Args = append(slices.Clone(e.Args), args[0], "--", "{prompt}")
 	case "generic":
 		if len(args) == 0 {
 			return Entry{}, fault.New(fault.ErrInvalid, "executor add --preset generic: want the command after --")

@@ -32,6 +32,10 @@ type Entry struct {
 	Reason string   `toml:"reason" json:"reason,omitempty"`
 
 	TimeoutText string `toml:"timeout" json:"timeout"` // as written; Timeout is what it means
+	// PingTimeout bounds a ping (PingTimeout, 2 s, when ping_timeout is
+	// not written).
+	PingTimeout     time.Duration `toml:"-" json:"-"`
+	PingTimeoutText string        `toml:"ping_timeout" json:"ping_timeout,omitempty"`
 }
 
 // CheckName validates an executor's name: 1–32 of a-z, 0-9, - and _,
@@ -70,6 +74,14 @@ func (e *Entry) check() error {
 		e.Timeout = d
 	}
 	e.TimeoutText = e.Timeout.String()
+	e.PingTimeout = PingTimeout
+	if e.PingTimeoutText != "" {
+		d, err := time.ParseDuration(e.PingTimeoutText)
+		if err != nil || d <= 0 {
+			return fault.New(fault.ErrInvalid, "%s: ping_timeout %q: not a positive duration like 2s", where, e.PingTimeoutText)
+		}
+		e.PingTimeout, e.PingTimeoutText = d, d.String()
+	}
 	if e.Weight == 0 {
 		e.Weight = 1
 	}
@@ -268,10 +280,15 @@ func AddTo(data []byte, e Entry) ([]byte, error) {
 		{Key: "weight", Value: e.Weight},
 		{Key: "env", Value: env},
 		{Key: "ping", Value: ping},
+	}
+	if e.PingTimeoutText != "" {
+		fields = append(fields, configedit.Field{Key: "ping_timeout", Value: e.PingTimeoutText})
+	}
+	fields = append(fields, configedit.Obj{
 		{Key: "mode", Value: e.Mode},
 		{Key: "status", Value: e.Status},
 		{Key: "reason", Value: e.Reason},
-	}
+	}...)
 	if err := t.AppendTable([]string{"executors", e.Name}, fields); err != nil {
 		return nil, fault.New(fault.ErrInvalid, "%s: %v", vault.ConfigFile, err)
 	}

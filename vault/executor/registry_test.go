@@ -145,11 +145,25 @@ func TestPresets(t *testing.T) {
 		if got.Mode != ModePlain || !slices.ContainsFunc(got.Args, func(a string) bool { return strings.Contains(a, "{prompt}") }) {
 			t.Errorf("%s: %+v", name, got)
 		}
-		if name != "generic" && (got.Timeout != 5*time.Minute || !slices.Equal(got.Ping, []string{"--version"})) {
-			t.Errorf("%s: timeout %v, ping %q", name, got.Timeout, got.Ping)
+		if name != "generic" && (got.Timeout != 5*time.Minute || !slices.Equal(got.Ping, []string{"--version"}) || got.PingTimeout != PresetPingTimeout) {
+			t.Errorf("%s: timeout %v, ping %q within %v", name, got.Timeout, got.Ping, got.PingTimeout)
+		}
+		// A task is never read as an option: "{prompt}" follows "--", or
+		// is the value of a --flag= argument, and is the last argument.
+		if name == "generic" {
+			continue
+		}
+		i := slices.IndexFunc(got.Args, func(a string) bool { return strings.Contains(a, "{prompt}") })
+		switch a := got.Args[i]; {
+		case i != len(got.Args)-1:
+			t.Errorf("%s: the prompt is not the last argument: %q", name, got.Args)
+		case a == "{prompt}" && (i == 0 || got.Args[i-1] != "--"):
+			t.Errorf("%s: the prompt does not follow --, so a task starting with - is an option: %q", name, got.Args)
+		case a != "{prompt}" && !(strings.HasPrefix(a, "--") && strings.HasSuffix(a, "={prompt}")):
+			t.Errorf("%s: the prompt argument %q is neither after -- nor a --flag= value", name, a)
 		}
 	}
-	if e, _ := Preset("ollama", []string{"llama3.2"}); !slices.Equal(e.Args, []string{"run", "llama3.2", "{prompt}"}) {
+	if e, _ := Preset("ollama", []string{"llama3.2"}); !slices.Equal(e.Args, []string{"run", "llama3.2", "--", "{prompt}"}) {
 		t.Errorf("ollama: %q", e.Args)
 	}
 	if e, _ := Preset("generic", []string{"cli", "--in={prompt}"}); !slices.Equal(e.Args, []string{"--in={prompt}"}) {

@@ -314,13 +314,18 @@ func parseEnvelope(name string, out []byte) (*Response, error) {
 	return &Response{Result: canon, Summary: *res.Summary, Tokens: tokens, Checksum: sum, By: "executor"}, nil
 }
 
-// Ping checks that e answers a ping within PingTimeout with a valid
-// response (docs/EXECUTORS.md, "The protocol"); an entry with Ping
-// arguments is run with them instead, in plain mode.
+// Ping checks that e answers a ping within its ping timeout (PingTimeout
+// unless the entry says) with a valid response (docs/EXECUTORS.md, "The
+// protocol"); an entry with Ping arguments is run with them instead, in
+// plain mode.
 func (r Runner) Ping(ctx context.Context, e Entry, dir string) error {
 	if len(e.Ping) > 0 {
 		e.Args, e.Mode = e.Ping, ModePlain
 	}
-	_, err := r.Run(ctx, e, Request{Type: TypePing, Prompt: TypePing, Cwd: dir}, PingTimeout)
+	timeout := e.PingTimeout
+	if timeout <= 0 {
+		timeout = PingTimeout
+	}
+	_, err := r.Run(ctx, e, Request{Type: TypePing, Prompt: TypePing, Cwd: dir}, timeout)
 	return err
 }

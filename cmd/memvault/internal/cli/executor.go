@@ -38,6 +38,7 @@ func newExecutorCommand() *ucli.Command {
 					"or in an argument holding {prompt}.",
 				Flags: writeFlags(
 					&ucli.DurationFlag{Name: "timeout", Value: executor.DefaultTimeout, Usage: "how long one try may run"},
+					&ucli.DurationFlag{Name: "ping-timeout", Value: executor.PingTimeout, DefaultText: "2s; a preset's 15s", Usage: "how long a ping may run"},
 					&ucli.BoolFlag{Name: "plain", Usage: "the command prints text: memvault wraps it and computes the checksum"},
 					&ucli.StringSliceFlag{Name: "env", Usage: "an environment variable passed through (repeatable); never a credential's"},
 					&ucli.IntFlag{Name: "weight", Value: 1, Usage: "slots of delegate's concurrency bound one run takes"},
@@ -96,8 +97,14 @@ func prepareExecutorAdd(c *ucli.Context, v *vault.Vault) (txWork, error) {
 		if !c.IsSet("timeout") {
 			opts.entry.TimeoutText = p.TimeoutText
 		}
+		if !c.IsSet("ping-timeout") {
+			opts.entry.PingTimeoutText = p.PingTimeoutText
+		}
 	} else {
 		opts.entry.Command, opts.entry.Args = args[1], args[2:]
+	}
+	if c.IsSet("ping-timeout") {
+		opts.entry.PingTimeoutText = c.Duration("ping-timeout").String()
 	}
 	if opts.entry.Weight == 0 {
 		return txWork{}, usagef("executor add: --weight 0: want 1–%d", executor.MaxWeight)
@@ -249,7 +256,15 @@ func runExecutorShow(c *ucli.Context, v *vault.Vault) error {
 	if e.Reason != "" {
 		fmt.Fprintf(w, "reason:  %s\n", e.Reason)
 	}
-	fmt.Fprintf(w, "command: %s\nargs:    %q\nmode:    %s\ntimeout: %s\nweight:  %d\nenv:     %s\n",
-		e.Command, e.Args, e.Mode, e.TimeoutText, e.Weight, strings.Join(e.Env, ", "))
+	fmt.Fprintf(w, "command: %s\nargs:    %q\nmode:    %s\ntimeout: %s\nping:    %s within %s\nweight:  %d\nenv:     %s\n",
+		e.Command, e.Args, e.Mode, e.TimeoutText, pingText(e), e.PingTimeout, e.Weight, strings.Join(e.Env, ", "))
 	return nil
+}
+
+// pingText says how e is pinged.
+func pingText(e executor.Entry) string {
+	if len(e.Ping) > 0 {
+		return "the command with " + strings.Join(e.Ping, " ")
+	}
+	return "a ping request"
 }

@@ -149,7 +149,7 @@ func TestDelegateTasksFromStdin(t *testing.T) {
 func TestExecutorPreset(t *testing.T) {
 	isolate(t)
 	bin := t.TempDir()
-	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'claude 9.9 (stand-in)'; exit 0; fi\n[ \"$1\" = -p ] || exit 5\necho \"answered: $2\"\n"
+	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'claude 9.9 (stand-in)'; exit 0; fi\n[ \"$1\" = -p ] && [ \"$2\" = -- ] || exit 5\necho \"answered: $3\"\n"
 	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestExecutorPreset(t *testing.T) {
 		t.Fatal(out)
 	}
 	out := mv(0, "executor", "show", "c", "--json")
-	for _, want := range []string{`"command": "claude"`, `"-p"`, `"{prompt}"`, `"mode": "plain"`, `"timeout": "5m0s"`, `"--version"`} {
+	for _, want := range []string{`"command": "claude"`, `"-p"`, `"{prompt}"`, `"mode": "plain"`, `"timeout": "5m0s"`, `"--version"`, `"ping_timeout": "15s"`} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("the preset's entry lacks %s:\n%s", want, out)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -174,6 +175,43 @@ func (t *TOML) SetString(path []string, s string) error {
 	model := cloneTOML(t.model)
 	setTOML(model, path, s)
 	return t.apply(text, model)
+}
+
+// SetStrings replaces the value of key path, a list of strings written
+// as key = [ … ] (on its line, or over several), by l.
+func (t *TOML) SetStrings(path []string, l []string) error {
+	cur, ok := t.Value(path...).([]any)
+	if !ok {
+		return fmt.Errorf("%s is not a list", tomlKey(path))
+	}
+	if slices.Equal(cur, stringsToAny(l)) {
+		return nil
+	}
+	var found *tomlLine
+	for i := range t.lines {
+		if ln := &t.lines[i]; ln.kind == tomlKeyVal && equalPath(ln.key, path) {
+			found = ln
+		}
+	}
+	if found == nil {
+		return fmt.Errorf("%s is not written as key = [ … ]", tomlKey(path))
+	}
+	v, err := tomlValue(l)
+	if err != nil {
+		return err
+	}
+	text := append(append(append([]byte(nil), t.src[:found.val[0]]...), v...), t.src[found.val[1]:]...)
+	model := cloneTOML(t.model)
+	setTOML(model, path, stringsToAny(l))
+	return t.apply(text, model)
+}
+
+func stringsToAny(l []string) []any {
+	out := make([]any, len(l))
+	for i, s := range l {
+		out[i] = s
+	}
+	return out
 }
 
 // DeleteTable takes out what defines path: every table whose header is

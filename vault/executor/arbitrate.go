@@ -21,12 +21,14 @@ const (
 // RunModes lists the modes --mode takes, auto first.
 var RunModes = []string{ModeAuto, ModeSequential, ModeConcurrent, ModeStaggered, ModeQueued}
 
-// Task is one task of a delegation: its prompt, and the ids of the tasks
-// whose results it waits for.
+// Task is one task of a delegation: its prompt, the ids of the tasks
+// whose results it waits for, and the capability an executor needs to be
+// given it ("" for any).
 type Task struct {
-	ID     string   `json:"id,omitempty"`
-	Prompt string   `json:"task"`
-	After  []string `json:"after,omitempty"`
+	ID         string   `json:"id,omitempty"`
+	Prompt     string   `json:"task"`
+	After      []string `json:"after,omitempty"`
+	Capability string   `json:"capability,omitempty"`
 }
 
 // Signals are what arbitration looks at besides the tasks.
@@ -75,6 +77,11 @@ func Order(tasks []Task) ([]Task, error) {
 		}
 		if strings.TrimSpace(out[i].Prompt) == "" {
 			return nil, fault.New(fault.ErrInvalid, "delegate: task %s: empty", out[i].ID)
+		}
+		if c := out[i].Capability; c != "" {
+			if err := CheckCapability(c); err != nil {
+				return nil, fault.New(fault.ErrInvalid, "delegate: task %s: %v", out[i].ID, err)
+			}
 		}
 		ids[out[i].ID] = i
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,9 +28,10 @@ const textChars = 600
 // Options of a delegation.
 type Options struct {
 	Executor Entry
-	// Executors, when set, share the tasks round robin (`delegate
-	// --any`): the task at place i of the run's order goes to
-	// Executors[i % len]; Executor is then unused.
+	// Executors, when set, share the tasks (`delegate --any`; Executor is
+	// then unused): a task goes, as it starts, to one of those able to do
+	// it (Task.Capability) whose weight fits in the free slots, the one
+	// with the fewest in-flight weight, round robin among equals.
 	Executors   []Entry
 	Thread      string // "" is global
 	Concurrency int    // slots at a time; DefaultConcurrency when 0
@@ -104,6 +106,10 @@ func DelegateTasks(ctx context.Context, v *vault.Vault, tasks []Task, opts Optio
 	if err != nil {
 		return []Outcome{{Err: err}}
 	}
+	p := newPool(opts.Concurrency, opts.executors())
+	if err := p.check(tasks); err != nil {
+		return []Outcome{{Err: err}}
+	}
 	if mode, why := Arbitrate(tasks, Signals{}); mode == ModeSequential {
 		// tasks that wait for others run in order, whatever was asked
 		opts.Mode, opts.Why = mode, why
@@ -118,14 +124,8 @@ func DelegateTasks(ctx context.Context, v *vault.Vault, tasks []Task, opts Optio
 		opts.OnMode(opts.Mode, opts.Why)
 	}
 	if opts.Mode == ModeSequential {
-		return sequential(ctx, v, tasks, opts)
+		return sequential(ctx, v, tasks, opts, p)
 	}
-	sem := newSlots(opts.Concurrency)
-	weight := 1
-	for _, e := range append([]Entry{opts.Executor}, opts.Executors...) {
-		weight = max(weight, e.Weight)
-	}
-	weight = min(weight, opts.Concurrency)
 	out := make([]Outcome, len(tasks))
 	var rec sync.Mutex // one write at a time from this process
 	var wg sync.WaitGroup
@@ -136,9 +136,9 @@ func DelegateTasks(ctx context.Context, v *vault.Vault, tasks []Task, opts Optio
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem.acquire(weight)
-			o := run(ctx, opts, i, task)
-			sem.release(weight)
+			x := p.take(task.Capability)
+			o := run(ctx, opts, i, task, p.execs[x])
+			p.give(x)
 			if opts.Mode == ModeQueued {
 				out[i] = o
 				return
@@ -176,7 +176,7 @@ func vaultBusy(v *vault.Vault) bool {
 // sequential runs the tasks one after the other, in order; a task is
 // given the summaries of those it waits for after its prompt, and is not
 // run when one of them failed.
-func sequential(ctx context.Context, v *vault.Vault, tasks []Task, opts Options) []Outcome {
+func sequential(ctx context.Context, v *vault.Vault, tasks []Task, opts Options, p *pool) []Outcome {
 	out := make([]Outcome, len(tasks))
 	summaries := map[string]string{}
 	for i, t := range tasks {
@@ -188,7 +188,7 @@ func sequential(ctx context.Context, v *vault.Vault, tasks []Task, opts Options)
 			}
 		}
 		if len(failed) > 0 {
-			o = Outcome{Index: i, Executor: opts.executorFor(i), Task: t.Prompt, ID: t.ID, After: t.After, Attempts: []Attempt{},
+			o = Outcome{Index: i, Executor: p.execs[p.peek(t.Capability)], Task: t.Prompt, ID: t.ID, After: t.After, Attempts: []Attempt{},
 				Err: errorf(CodeDependency, nil, "task %s: not run: it waits for %s, which failed", t.ID, strings.Join(failed, ", "))}
 		} else {
 			prompt := t.Prompt
@@ -198,7 +198,9 @@ func sequential(ctx context.Context, v *vault.Vault, tasks []Task, opts Options)
 					prompt += "\n- " + d + ": " + summaries[d]
 				}
 			}
-			o = run(ctx, opts, i, Task{ID: t.ID, Prompt: prompt})
+			x := p.take(t.Capability)
+			o = run(ctx, opts, i, Task{ID: t.ID, Prompt: prompt}, p.execs[x])
+			p.give(x)
 			o.Task, o.After = t.Prompt, t.After
 		}
 		o.Event, o.Err = record(v, opts, o)
@@ -213,9 +215,10 @@ func sequential(ctx context.Context, v *vault.Vault, tasks []Task, opts Options)
 	return out
 }
 
-// run tries the task until it succeeds or its failure's tries are spent.
-func run(ctx context.Context, opts Options, i int, task Task) Outcome {
-	o := Outcome{Index: i, Executor: opts.executorFor(i), Task: task.Prompt, ID: task.ID, After: task.After}
+// run tries the task on e until it succeeds or its failure's tries are
+// spent.
+func run(ctx context.Context, opts Options, i int, task Task, e Entry) Outcome {
+	o := Outcome{Index: i, Executor: e, Task: task.Prompt, ID: task.ID, After: task.After}
 	req := Request{Type: TypeTask, ID: task.ID, Prompt: task.Prompt, Cwd: opts.Dir}
 	for n := 1; ; n++ {
 		start := time.Now()
@@ -236,12 +239,12 @@ func run(ctx context.Context, opts Options, i int, task Task) Outcome {
 	}
 }
 
-// executorFor is the executor of the task at place i.
-func (opts Options) executorFor(i int) Entry {
+// executors are the executors the tasks go to.
+func (opts Options) executors() []Entry {
 	if len(opts.Executors) > 0 {
-		return opts.Executors[i%len(opts.Executors)]
+		return opts.Executors
 	}
-	return opts.Executor
+	return []Entry{opts.Executor}
 }
 
 func jitter(d time.Duration) time.Duration {
@@ -277,9 +280,6 @@ func Event(opts Options, o Outcome) (*vault.Event, error) {
 		mode = ModeConcurrent
 	}
 	e := o.Executor
-	if e.Name == "" && e.Command == "" {
-		e = opts.executorFor(o.Index)
-	}
 	d := delegationData{Task: o.Task, ID: o.ID, After: o.After, Executor: e.Name, Mode: e.Mode,
 		Arbitration: mode, Why: opts.Why, Attempts: o.Attempts}
 	ev := &vault.Event{Kind: KindDelegation, Source: vault.SourceExecutor, Thread: opts.Thread}
@@ -388,31 +388,101 @@ func writeEvents(v *vault.Vault, opts Options, evs []*vault.Event) ([]*vault.Eve
 	}
 }
 
-// slots is a weighted semaphore: acquire(w) waits until w slots are free.
-type slots struct {
-	mu   sync.Mutex
-	cond *sync.Cond
-	free int
+// pool hands the tasks of a delegation to its executors within the
+// concurrency bound: a weighted semaphore whose slots are taken on behalf
+// of the executor chosen, which keeps each executor's in-flight weight.
+type pool struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	bound int
+	free  int
+	execs []Entry
+	load  []int // in-flight weight of each executor
+	next  int   // where the round robin goes on from
 }
 
-func newSlots(n int) *slots {
-	s := &slots{free: n}
-	s.cond = sync.NewCond(&s.mu)
-	return s
+func newPool(bound int, execs []Entry) *pool {
+	p := &pool{bound: bound, free: bound, execs: execs, load: make([]int, len(execs))}
+	p.cond = sync.NewCond(&p.mu)
+	return p
 }
 
-func (s *slots) acquire(w int) {
-	s.mu.Lock()
-	for s.free < w {
-		s.cond.Wait()
+// check refuses tasks that no executor of the pool can do.
+func (p *pool) check(tasks []Task) error {
+	for _, t := range tasks {
+		if slices.ContainsFunc(p.execs, func(e Entry) bool { return e.Can(t.Capability) }) {
+			continue
+		}
+		if len(p.execs) == 1 {
+			e := p.execs[0]
+			return fault.New(fault.ErrInvalid, "delegate: task %s needs the capability %s, which executor %s lacks (it has %s)",
+				t.ID, t.Capability, e.Name, strings.Join(e.Caps(), ", ")).
+				WithHint("memvault executor show %s lists its capabilities; delegate --any chooses among every active one", e.Name)
+		}
+		return fault.New(fault.ErrInvalid, "delegate: task %s needs the capability %s, which no active executor has", t.ID, t.Capability).
+			WithHint("memvault executor show NAME lists an executor's capabilities")
 	}
-	s.free -= w
-	s.mu.Unlock()
+	return nil
 }
 
-func (s *slots) release(w int) {
-	s.mu.Lock()
-	s.free += w
-	s.mu.Unlock()
-	s.cond.Broadcast()
+// weight is the slots a run of executor i takes: its weight, within the
+// bound.
+func (p *pool) weight(i int) int { return min(max(p.execs[i].Weight, 1), p.bound) }
+
+// take waits until an executor able to do a task needing capability need
+// fits in the free slots, chooses one (choose), takes its slots, and
+// returns its index.
+func (p *pool) take(need string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for {
+		if i := choose(p.execs, p.load, p.free, p.bound, need, p.next); i >= 0 {
+			w := p.weight(i)
+			p.load[i] += w
+			p.free -= w
+			p.next = (i + 1) % len(p.execs)
+			return i
+		}
+		p.cond.Wait()
+	}
+}
+
+// give gives back the slots of a run of executor i.
+func (p *pool) give(i int) {
+	p.mu.Lock()
+	w := p.weight(i)
+	p.load[i] -= w
+	p.free += w
+	p.mu.Unlock()
+	p.cond.Broadcast()
+}
+
+// peek is the executor a task needing need would go to now, slots aside.
+func (p *pool) peek(need string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := choose(p.execs, p.load, p.bound, p.bound, need, p.next); i >= 0 {
+		return i
+	}
+	return 0
+}
+
+// choose picks the executor of a task needing the capability need (""
+// for any): among those able to do it whose weight fits in free slots of
+// bound, the one with the fewest in-flight weight (load), and among
+// equals the first from next on, round robin. -1 when none fits now. It
+// reads nothing: a pure function of its arguments.
+func choose(execs []Entry, load []int, free, bound int, need string, next int) int {
+	best := -1
+	for k := range execs {
+		i := (next + k) % len(execs)
+		e := execs[i]
+		if !e.Can(need) || min(max(e.Weight, 1), bound) > free {
+			continue
+		}
+		if best < 0 || load[i] < load[best] {
+			best = i
+		}
+	}
+	return best
 }

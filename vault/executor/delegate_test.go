@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/testvault"
 )
 
@@ -233,16 +236,18 @@ func TestDelegateRefusedByPolicy(t *testing.T) {
 	}
 }
 
-// Several executors share the tasks round robin, and each event names the
-// one that answered.
+// Several executors share the tasks, and each event names the one that
+// answered. Run one at a time, none is ever loaded when a task starts:
+// the round robin alone decides, alpha, beta, alpha.
 func TestDelegateRoundRobin(t *testing.T) {
 	v := testvault.New(t)
 	a, b := fake("answer"), fake("plain")
 	a.Name, b.Name = "alpha", "beta"
 	opts := delegateOpts(Entry{})
+	opts.Mode = ModeSequential
 	opts.Executors = []Entry{a, b}
 	out := Delegate(context.Background(), v, []string{"one", "two", "three"}, opts)
-	got := map[string]int{}
+	var got []string
 	for _, o := range out {
 		if o.Err != nil {
 			t.Fatal(o.Err)
@@ -254,9 +259,142 @@ func TestDelegateRoundRobin(t *testing.T) {
 		if d.Executor != o.Executor.Name || d.Mode != o.Executor.Mode {
 			t.Fatalf("event names %s (%s), ran on %s", d.Executor, d.Mode, o.Executor.Name)
 		}
-		got[d.Executor]++
+		got = append(got, d.Executor)
 	}
-	if got["alpha"] != 2 || got["beta"] != 1 {
+	if strings.Join(got, ",") != "alpha,beta,alpha" {
 		t.Fatalf("shares %v", got)
+	}
+}
+
+// choose: the capability first, then the slots, then the load, then the
+// round robin from next.
+func TestChoose(t *testing.T) {
+	ex := func(name string, weight int, caps ...string) Entry {
+		return Entry{Name: name, Weight: weight, Capabilities: caps}
+	}
+	a, b, c := ex("a", 1), ex("b", 1, "read", "summarise"), ex("c", 3, "read")
+	for _, k := range []struct {
+		name  string
+		execs []Entry
+		load  []int
+		free  int
+		need  string
+		next  int
+		want  int
+	}{
+		{"idle, round robin from 0", []Entry{a, b}, []int{0, 0}, 5, "", 0, 0},
+		{"idle, round robin from 1", []Entry{a, b}, []int{0, 0}, 5, "", 1, 1},
+		{"the least loaded, whatever next says", []Entry{a, b}, []int{2, 1}, 5, "", 0, 1},
+		{"equal loads: next decides", []Entry{a, b, c}, []int{1, 1, 3}, 5, "", 1, 1},
+		{"wrap around", []Entry{a, b, c}, []int{1, 2, 1}, 5, "", 2, 2},
+		{"a capability only b and c have", []Entry{a, b, c}, []int{0, 1, 0}, 5, "read", 0, 2},
+		{"the default capability", []Entry{a, b, c}, []int{0, 1, 0}, 5, DefaultCapability, 1, 0},
+		{"c's weight does not fit", []Entry{a, b, c}, []int{1, 1, 0}, 2, "read", 0, 1},
+		{"nothing fits", []Entry{a, b, c}, []int{1, 1, 0}, 0, "", 0, -1},
+		{"nobody can", []Entry{a, b, c}, []int{0, 0, 0}, 5, "write", 0, -1},
+		{"a weight over the bound counts as the bound", []Entry{ex("h", 12)}, []int{0}, 3, "", 0, 0},
+	} {
+		if got := choose(k.execs, k.load, k.free, 3, k.need, k.next); got != k.want {
+			t.Errorf("%s: chose %d, want %d", k.name, got, k.want)
+		}
+	}
+}
+
+// A task naming a capability goes only to an executor that has it; one
+// that no executor has is refused before anything runs, the vault as it
+// was.
+func TestDelegateByCapability(t *testing.T) {
+	v := testvault.New(t)
+	a, b := fake("answer"), fake("plain")
+	a.Name, b.Name = "alpha", "beta"
+	b.Capabilities = []string{"read", "summarise"}
+	opts := delegateOpts(Entry{})
+	opts.Executors = []Entry{a, b}
+	tasks := []Task{{Prompt: "one", Capability: "read"}, {Prompt: "two", Capability: "read"}, {Prompt: "three"}, {Prompt: "four", Capability: "read"}}
+	byTask := map[string]string{}
+	for _, o := range DelegateTasks(context.Background(), v, tasks, opts) {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		byTask[o.Task] = o.Executor.Name
+	}
+	for _, task := range []string{"one", "two", "four"} {
+		if byTask[task] != "beta" {
+			t.Errorf("task %s needs read and went to %s", task, byTask[task])
+		}
+	}
+	before := ledgerBytes(t, v)
+	for _, o := range [][]Entry{{a, b}, {a}} {
+		opts.Executors = o
+		out := DelegateTasks(context.Background(), v, []Task{{Prompt: "x"}, {Prompt: "y", Capability: "write"}}, opts)
+		if len(out) != 1 || !errors.Is(out[0].Err, fault.ErrInvalid) || !strings.Contains(out[0].Err.Error(), "capability write") {
+			t.Fatalf("a task no executor can do: %+v", out)
+		}
+	}
+	opts.Executors, opts.Executor = nil, a
+	if out := DelegateTasks(context.Background(), v, []Task{{Prompt: "y", Capability: "read"}}, opts); len(out) != 1 ||
+		!strings.Contains(fmt.Sprint(out[0].Err), "executor alpha lacks") {
+		t.Fatalf("a named executor without the capability: %+v", out)
+	}
+	if !bytes.Equal(before, ledgerBytes(t, v)) {
+		t.Fatal("a refused delegation changed the ledger")
+	}
+}
+
+// The least loaded executor gets the next task: while slow holds its
+// tasks (each waits until the test lets it answer), every task that starts
+// goes to quick, which answers at once. Round robin alone would give slow
+// every other task.
+func TestDelegateByLoad(t *testing.T) {
+	v := testvault.New(t)
+	const total = 8
+	var mu sync.Mutex
+	held, recorded := 0, 0
+	release := make(chan struct{})
+	check := func() { // under mu
+		if held+recorded == total {
+			select {
+			case <-release:
+			default:
+				close(release)
+			}
+		}
+	}
+	sock := listen(t, func(msg string) string {
+		mu.Lock()
+		held++
+		check()
+		mu.Unlock()
+		<-release
+		return "ok"
+	})
+	slow, quick := fake("flaky", "-notify", sock), fake("answer")
+	slow.Name, quick.Name = "slow", "quick"
+	opts := delegateOpts(Entry{})
+	opts.Concurrency = 3
+	opts.Executors = []Entry{slow, quick}
+	opts.OnRecorded = func(Outcome) {
+		mu.Lock()
+		recorded++
+		check()
+		mu.Unlock()
+	}
+	tasks := make([]string, total)
+	for i := range tasks {
+		tasks[i] = fmt.Sprintf("task %d", i)
+	}
+	shares := map[string]int{}
+	for _, o := range Delegate(context.Background(), v, tasks, opts) {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		shares[o.Executor.Name]++
+	}
+	// The first task goes to slow (no load anywhere, the round robin
+	// starts there); at most one more can reach it, when quick is as
+	// loaded as slow at that moment. Then slow holds 2 of 3 slots and
+	// quick is always the lighter one.
+	if shares["slow"] < 1 || shares["slow"] > 2 || shares["slow"]+shares["quick"] != total {
+		t.Fatalf("shares %v: the load did not decide", shares)
 	}
 }

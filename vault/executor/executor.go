@@ -38,6 +38,10 @@ const (
 	MinConcurrency     = 3
 	MaxConcurrency     = 12
 	MaxWeight          = MaxConcurrency
+	// DefaultCapability is what an executor can do when it says nothing
+	// of it: a plain one, or an envelope one whose ping reply names none.
+	DefaultCapability = "summarise"
+	maxCapabilities   = 32
 )
 
 // Error codes of the taxonomy (docs/EXECUTORS.md, "Errors and retries").

@@ -30,6 +30,10 @@ type Entry struct {
 	// when the command exits 0 and prints something.
 	Ping   []string `toml:"ping" json:"ping,omitempty"`
 	Reason string   `toml:"reason" json:"reason,omitempty"`
+	// Capabilities are what it can do: what its last ping found (an
+	// envelope executor's reply), else what add declared, else
+	// DefaultCapability alone (Caps).
+	Capabilities []string `toml:"capabilities" json:"capabilities"`
 
 	TimeoutText string `toml:"timeout" json:"timeout"` // as written; Timeout is what it means
 	// PingTimeout bounds a ping (PingTimeout, 2 s, when ping_timeout is
@@ -54,6 +58,51 @@ func CheckName(name string) error {
 		return fault.New(fault.ErrInvalid, "executor: name %q: want 1–32 of a-z, 0-9, - and _, starting with a letter or digit", name)
 	}
 	return nil
+}
+
+// CheckCapability validates a capability's name: 1–32 of a-z, 0-9, -, _
+// and ., starting with a letter or a digit.
+func CheckCapability(c string) error {
+	ok := c != "" && len(c) <= 32
+	for i, r := range c {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+		case (r == '-' || r == '_' || r == '.') && i > 0:
+		default:
+			ok = false
+		}
+	}
+	if !ok {
+		return fault.New(fault.ErrInvalid, "capability %q: want 1–32 of a-z, 0-9, -, _ and ., starting with a letter or digit", c)
+	}
+	return nil
+}
+
+// checkCapabilities validates a list of capabilities and returns it
+// sorted, without repeats.
+func checkCapabilities(l []string) ([]string, error) {
+	if len(l) > maxCapabilities {
+		return nil, fault.New(fault.ErrInvalid, "capabilities: %d, at most %d", len(l), maxCapabilities)
+	}
+	for _, c := range l {
+		if err := CheckCapability(c); err != nil {
+			return nil, err
+		}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(l))), nil
+}
+
+// Caps are e's capabilities: those recorded, else DefaultCapability.
+func (e Entry) Caps() []string {
+	if len(e.Capabilities) == 0 {
+		return []string{DefaultCapability}
+	}
+	return e.Capabilities
+}
+
+// Can reports whether e has the capability c ("" is no requirement).
+func (e Entry) Can(c string) bool {
+	return c == "" || slices.Contains(e.Caps(), c)
 }
 
 // check validates e and fills in its defaults.
@@ -113,6 +162,11 @@ func (e *Entry) check() error {
 			return fault.New(fault.ErrInvalid, "%s: env %q: not a variable name", where, n)
 		}
 	}
+	caps, err := checkCapabilities(e.Capabilities)
+	if err != nil {
+		return fault.New(fault.ErrInvalid, "%s: %v", where, err)
+	}
+	e.Capabilities = caps
 	return nil
 }
 
@@ -285,6 +339,7 @@ func AddTo(data []byte, e Entry) ([]byte, error) {
 		fields = append(fields, configedit.Field{Key: "ping_timeout", Value: e.PingTimeoutText})
 	}
 	fields = append(fields, configedit.Obj{
+		{Key: "capabilities", Value: e.Caps()},
 		{Key: "mode", Value: e.Mode},
 		{Key: "status", Value: e.Status},
 		{Key: "reason", Value: e.Reason},
@@ -324,6 +379,26 @@ func SetStatus(data []byte, name, status, reason string) ([]byte, error) {
 		if err := t.SetString([]string{"executors", name, kv[0]}, kv[1]); err != nil {
 			return nil, fault.New(fault.ErrInvalid, "%s: [executors.%s]: %v (write %s = \"\" on a line of its own)", vault.ConfigFile, name, err, kv[0])
 		}
+	}
+	return finish(t)
+}
+
+// SetCapabilities returns data with the capabilities of the executor name
+// replaced in place (a `capabilities = [ … ]` its table must hold).
+func SetCapabilities(data []byte, name string, caps []string) ([]byte, error) {
+	caps, err := checkCapabilities(caps)
+	if err != nil {
+		return nil, err
+	}
+	t, err := configedit.NewTOML(data)
+	if err != nil {
+		return nil, fault.New(fault.ErrInvalid, "%s: %v", vault.ConfigFile, err)
+	}
+	if t.Value("executors", name) == nil {
+		return nil, fault.New(fault.ErrNotFound, "executor %s: not registered", name)
+	}
+	if err := t.SetStrings([]string{"executors", name, "capabilities"}, caps); err != nil {
+		return nil, fault.New(fault.ErrInvalid, "%s: [executors.%s]: %v (write capabilities = [] in it)", vault.ConfigFile, name, err)
 	}
 	return finish(t)
 }

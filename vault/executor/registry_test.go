@@ -197,3 +197,37 @@ func TestConcurrencySetting(t *testing.T) {
 		}
 	}
 }
+
+// SetCapabilities rewrites the list alone, written on one line or over
+// several with comments around it, and refuses a table without one or a
+// bad name, leaving the file to the caller as it was.
+func TestSetCapabilitiesIsByteStable(t *testing.T) {
+	const head = "# mine\n[executors.r]\ncommand = \"c\"\n"
+	const tail = "\nmode = \"plain\" # kept\n"
+	for _, list := range []string{`["summarise"]`, "[\n  \"a\", # first\n  \"b\",\n]"} {
+		orig := head + "capabilities = " + list + tail
+		got, err := SetCapabilities([]byte(orig), "r", []string{"write", "read", "write"})
+		if err != nil {
+			t.Fatalf("%q: %v", list, err)
+		}
+		if want := head + `capabilities = ["read", "write"]` + tail; string(got) != want {
+			t.Fatalf("%q:\ngot  %q\nwant %q", list, got, want)
+		}
+		es, err := Parse(got)
+		if err != nil || strings.Join(es[0].Caps(), ",") != "read,write" {
+			t.Fatalf("read back %+v %v", es, err)
+		}
+	}
+	if _, err := SetCapabilities([]byte(head), "r", []string{"read"}); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("a table without capabilities: %v", err)
+	}
+	if _, err := SetCapabilities([]byte(head+"capabilities = []\n"), "r", []string{"Read"}); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("a bad name: %v", err)
+	}
+	if _, err := SetCapabilities([]byte(head+"capabilities = []\n"), "s", []string{"read"}); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("no such executor: %v", err)
+	}
+	if _, err := Parse([]byte(head + "capabilities = [\"no way\"]\n")); !errors.Is(err, fault.ErrInvalid) {
+		t.Fatalf("a hand-written bad capability: %v", err)
+	}
+}

@@ -317,15 +317,37 @@ func parseEnvelope(name string, out []byte) (*Response, error) {
 // Ping checks that e answers a ping within its ping timeout (PingTimeout
 // unless the entry says) with a valid response (docs/EXECUTORS.md, "The
 // protocol"); an entry with Ping arguments is run with them instead, in
-// plain mode.
-func (r Runner) Ping(ctx context.Context, e Entry, dir string) error {
+// plain mode. It returns e's capabilities: those an envelope executor's
+// reply names (result.capabilities), else those e has (Caps).
+func (r Runner) Ping(ctx context.Context, e Entry, dir string) ([]string, error) {
+	pinged := e
 	if len(e.Ping) > 0 {
-		e.Args, e.Mode = e.Ping, ModePlain
+		pinged.Args, pinged.Mode = e.Ping, ModePlain
 	}
 	timeout := e.PingTimeout
 	if timeout <= 0 {
 		timeout = PingTimeout
 	}
-	_, err := r.Run(ctx, e, Request{Type: TypePing, Prompt: TypePing, Cwd: dir}, timeout)
-	return err
+	resp, err := r.Run(ctx, pinged, Request{Type: TypePing, Prompt: TypePing, Cwd: dir}, timeout)
+	if err != nil {
+		return nil, err
+	}
+	if pinged.Mode == ModeEnvelope {
+		var res struct {
+			Capabilities *[]string `json:"capabilities"`
+		}
+		if err := json.Unmarshal(resp.Result, &res); err != nil {
+			return nil, errorf(CodeMalformed, err, "executor %s: malformed response: \"result.capabilities\" is not a list of strings", e.Name)
+		}
+		if res.Capabilities != nil {
+			caps, err := checkCapabilities(*res.Capabilities)
+			if err != nil {
+				return nil, errorf(CodeMalformed, err, "executor %s: malformed response: %v", e.Name, err)
+			}
+			if len(caps) > 0 {
+				return caps, nil
+			}
+		}
+	}
+	return e.Caps(), nil
 }

@@ -248,18 +248,51 @@ func gone(pid int) bool {
 
 func TestPing(t *testing.T) {
 	for _, e := range []Entry{fake("answer"), fake("plain")} {
-		if err := (Runner{}).Ping(context.Background(), e, t.TempDir()); err != nil {
-			t.Errorf("%s: %v", e.Name, err)
+		caps, err := (Runner{}).Ping(context.Background(), e, t.TempDir())
+		if err != nil || strings.Join(caps, ",") != DefaultCapability {
+			t.Errorf("%s: %q %v", e.Name, caps, err)
 		}
 	}
 	for _, e := range []Entry{fake("garbage"), fake("crash"), fake("badsum")} {
-		if err := (Runner{}).Ping(context.Background(), e, t.TempDir()); err == nil {
+		if _, err := (Runner{}).Ping(context.Background(), e, t.TempDir()); err == nil {
 			t.Errorf("%s: a failing executor passed its ping", e.Name)
 		}
 	}
 	req, _ := json.Marshal(Request{Protocol: 1, Type: TypePing, Prompt: "ping", Cwd: "/d"})
 	if string(req) != `{"protocol":1,"type":"ping","prompt":"ping","cwd":"/d"}` {
 		t.Errorf("the request envelope changed: %s", req)
+	}
+}
+
+// The capabilities a ping finds: an envelope executor's reply names them
+// (sorted, without repeats); one that names none, or a plain one, has what
+// it was registered with, else the default; a reply naming them badly
+// fails the ping as malformed.
+func TestPingCapabilities(t *testing.T) {
+	dir := t.TempDir()
+	declared := fake("plain")
+	declared.Capabilities = []string{"read", "code"}
+	silent := fake("answer")
+	silent.Capabilities = []string{"read"}
+	for _, c := range []struct {
+		e    Entry
+		want string
+	}{
+		{fake("answer", "-caps", "summarise,read,code,read"), "code,read,summarise"},
+		{silent, "read"},
+		{declared, "read,code"},
+		{fake("plain"), DefaultCapability},
+	} {
+		caps, err := (Runner{}).Ping(context.Background(), c.e, dir)
+		if err != nil || strings.Join(caps, ",") != c.want {
+			t.Errorf("%s %q: got %q %v, want %s", c.e.Name, c.e.Args, caps, err, c.want)
+		}
+	}
+	for _, e := range []Entry{fake("badcaps"), fake("answer", "-caps", "Read"), fake("answer", "-caps", "a,,b"),
+		fake("answer", "-caps", strings.Repeat("x,", 40)+"y")} {
+		if _, err := (Runner{}).Ping(context.Background(), e, dir); CodeOf(err) != CodeMalformed {
+			t.Errorf("%s %q: %v, want malformed", e.Name, e.Args, err)
+		}
 	}
 }
 

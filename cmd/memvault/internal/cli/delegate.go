@@ -38,7 +38,8 @@ func newDelegateCommand() *ucli.Command {
 			"a task with \"after\" runs once those it names have, and is given what they found.",
 		Flags: writeFlags(
 			&ucli.StringFlag{Name: "executor", Usage: "the executor's name (default: the first active one)"},
-			&ucli.BoolFlag{Name: "any", Usage: "share the tasks among every active executor, round robin"},
+			&ucli.BoolFlag{Name: "any", Usage: "share the tasks among the active executors able to do them, the least loaded first"},
+			&ucli.StringFlag{Name: "capability", Usage: "what an executor must be able to do to be given a task that names none"},
 			rowThreadFlag, globalFlag,
 			&ucli.StringFlag{Name: "mode", Value: executor.ModeAuto, Usage: "how the tasks run; auto chooses from the tasks, the vault and the machine"},
 			&ucli.IntFlag{Name: "concurrency", Value: executor.DefaultConcurrency,
@@ -69,6 +70,16 @@ func runDelegate(c *ucli.Context) error {
 	tasks, err := delegateTasks(c)
 	if err != nil {
 		return err
+	}
+	if need := c.String("capability"); need != "" {
+		if err := executor.CheckCapability(need); err != nil {
+			return fmt.Errorf("delegate: --capability: %w", err)
+		}
+		for i := range tasks {
+			if tasks[i].Capability == "" {
+				tasks[i].Capability = need
+			}
+		}
 	}
 	if _, err := executor.Order(tasks); err != nil {
 		return err // ids and dependencies, checked before anything runs

@@ -43,6 +43,7 @@ func newExecutorCommand() *ucli.Command {
 					&ucli.StringSliceFlag{Name: "env", Usage: "an environment variable passed through (repeatable); never a credential's"},
 					&ucli.IntFlag{Name: "weight", Value: 1, Usage: "slots of delegate's concurrency bound one run takes"},
 					&ucli.StringFlag{Name: "preset", Usage: "a harness CLI's command, arguments, mode, timeout and ping (after --: ollama's model, generic's command)"},
+					&ucli.StringSliceFlag{Name: "capability", Usage: "what it can do (repeatable), when its ping reply does not say; default: " + executor.DefaultCapability},
 				),
 			},
 			{Name: "list", Usage: "list the registered executors", Flags: []ucli.Flag{jsonFlag}},
@@ -62,14 +63,20 @@ type pingReport struct {
 	MS       int64          `json:"ms"`
 }
 
-func ping(e executor.Entry) pingReport {
+// pingResult is a ping's report and the capabilities it found.
+type pingResult struct {
+	pingReport
+	caps []string
+}
+
+func ping(e executor.Entry) pingResult {
 	wd, _ := os.Getwd()
 	// as delegate: an interrupt kills the ping's process group
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	start := time.Now()
-	err := executor.Runner{}.Ping(ctx, e, wd)
-	rep := pingReport{OK: err == nil, MS: time.Since(start).Milliseconds()}
+	caps, err := executor.Runner{}.Ping(ctx, e, wd)
+	rep := pingResult{pingReport: pingReport{OK: err == nil, MS: time.Since(start).Milliseconds()}, caps: caps}
 	if err != nil {
 		rep.Error, rep.Code = err.Error(), executor.CodeOf(err)
 	}
@@ -87,7 +94,7 @@ func prepareExecutorAdd(c *ucli.Context, v *vault.Vault) (txWork, error) {
 		mode = executor.ModePlain
 	}
 	opts := executorAddOptions{entry: executor.Entry{Name: args[0], Weight: c.Int("weight"), Env: c.StringSlice("env"), Mode: mode,
-		Status: executor.StatusActive, TimeoutText: c.Duration("timeout").String()}}
+		Status: executor.StatusActive, TimeoutText: c.Duration("timeout").String(), Capabilities: c.StringSlice("capability")}}
 	if preset != "" {
 		p, err := executor.Preset(preset, args[1:])
 		if err != nil {
@@ -129,13 +136,15 @@ func prepareExecutorAdd(c *ucli.Context, v *vault.Vault) (txWork, error) {
 	rep := ping(opts.entry)
 	if !rep.OK {
 		opts.entry.Status, opts.entry.Reason = executor.StatusInactive, "ping: "+rep.Error
+	} else {
+		opts.entry.Capabilities = rep.caps
 	}
 	rep.Executor = opts.entry
 	return txWork{
 		apply: func(tx *vault.Tx) error {
 			return executor.Edit(tx, "executor add "+opts.entry.Name+": "+opts.entry.Status, func(data []byte) ([]byte, error) { return executor.AddTo(data, opts.entry) })
 		},
-		report: func(*vault.Result) error { return printPing(c, "added", rep) },
+		report: func(*vault.Result) error { return printPing(c, "added", rep.pingReport) },
 	}, nil
 }
 
@@ -151,7 +160,8 @@ func printPing(c *ucli.Context, verb string, rep pingReport) error {
 		return printJSON(c.App.Writer, rep)
 	}
 	if rep.OK {
-		fmt.Fprintf(c.App.Writer, "executor %s %s: active (ping answered in %d ms)\n", rep.Executor.Name, verb, rep.MS)
+		fmt.Fprintf(c.App.Writer, "executor %s %s: active (ping answered in %d ms; capabilities: %s)\n", rep.Executor.Name, verb, rep.MS,
+			strings.Join(rep.Executor.Caps(), ", "))
 		return nil
 	}
 	fmt.Fprintf(c.App.Writer, "executor %s %s: inactive: %s\n", rep.Executor.Name, verb, rep.Executor.Reason)
@@ -179,14 +189,22 @@ func prepareExecutorPing(c *ucli.Context, v *vault.Vault) (txWork, error) {
 	status, reason := executor.StatusActive, ""
 	if !rep.OK {
 		status, reason = executor.StatusInactive, "ping: "+rep.Error
+	} else {
+		e.Capabilities = rep.caps
 	}
 	e.Status, e.Reason = status, reason
 	rep.Executor = e
 	return txWork{
 		apply: func(tx *vault.Tx) error {
-			return executor.Edit(tx, "executor ping "+name+": "+status, func(data []byte) ([]byte, error) { return executor.SetStatus(data, name, status, reason) })
+			return executor.Edit(tx, "executor ping "+name+": "+status, func(data []byte) ([]byte, error) {
+				data, err := executor.SetStatus(data, name, status, reason)
+				if err != nil || !rep.OK {
+					return data, err
+				}
+				return executor.SetCapabilities(data, name, rep.caps)
+			})
 		},
-		report: func(*vault.Result) error { return printPing(c, "pinged", rep) },
+		report: func(*vault.Result) error { return printPing(c, "pinged", rep.pingReport) },
 	}, nil
 }
 
@@ -256,8 +274,8 @@ func runExecutorShow(c *ucli.Context, v *vault.Vault) error {
 	if e.Reason != "" {
 		fmt.Fprintf(w, "reason:  %s\n", e.Reason)
 	}
-	fmt.Fprintf(w, "command: %s\nargs:    %q\nmode:    %s\ntimeout: %s\nping:    %s within %s\nweight:  %d\nenv:     %s\n",
-		e.Command, e.Args, e.Mode, e.TimeoutText, pingText(e), e.PingTimeout, e.Weight, strings.Join(e.Env, ", "))
+	fmt.Fprintf(w, "command: %s\nargs:    %q\nmode:    %s\ntimeout: %s\nping:    %s within %s\nweight:  %d\nenv:     %s\ncan:     %s\n",
+		e.Command, e.Args, e.Mode, e.TimeoutText, pingText(e), e.PingTimeout, e.Weight, strings.Join(e.Env, ", "), strings.Join(e.Caps(), ", "))
 	return nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memvault/memvault/vault/executor"
 )
 
 // The executor commands and delegate on a real vault, with sh as the
@@ -204,5 +206,88 @@ func TestDelegateAny(t *testing.T) {
 	out = mv(0, "audit", "--json")
 	if !strings.Contains(out, `"executor": "a"`) || !strings.Contains(out, `"executor": "b"`) {
 		t.Fatalf("each executor's share is not recorded:\n%s", out)
+	}
+}
+
+// Capabilities: an envelope executor's ping reply names them, and a later
+// ping that finds others rewrites them in place (every other byte of
+// memvault.toml kept); a plain one has those add declared, else the
+// default; delegate gives a task naming one only to an executor that has
+// it, and refuses, changing nothing, one that none has.
+func TestExecutorCapabilities(t *testing.T) {
+	isolate(t)
+	dir := t.TempDir()
+	vaultDir := filepath.Join(dir, ".memory")
+	mv := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errOut := runCLI(t, append([]string{"--vault", vaultDir}, args...)...)
+		if code != want {
+			t.Fatalf("memvault %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
+		}
+		return out + errOut
+	}
+	reply := filepath.Join(dir, "reply.json")
+	answer := func(caps ...string) {
+		t.Helper()
+		res, _ := json.Marshal(map[string]any{"capabilities": caps, "summary": "envelope answer"})
+		_, sum, err := executor.Checksum(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, _ := json.Marshal(map[string]any{"ok": true, "result": json.RawMessage(res), "checksum": sum})
+		if err := os.WriteFile(reply, env, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mv(0, "init")
+	answer("read", "code", "read")
+	out := mv(0, "executor", "add", "env1", "--", "sh", "-c", "cat >/dev/null; cat "+reply)
+	if !strings.Contains(out, "capabilities: code, read)") {
+		t.Fatalf("add does not say what the ping found:\n%s", out)
+	}
+	if out := mv(0, "executor", "add", "p", "--plain", "--capability", "read", "--capability", "diff", "--", "cat"); !strings.Contains(out, "capabilities: diff, read)") {
+		t.Fatal(out)
+	}
+	if out := mv(0, "executor", "add", "q", "--plain", "--", "cat"); !strings.Contains(out, "capabilities: summarise)") {
+		t.Fatal(out)
+	}
+	mv(2, "executor", "add", "r", "--plain", "--capability", "Read", "--", "cat")
+	toml := filepath.Join(vaultDir, "memvault.toml")
+	before, _ := os.ReadFile(toml)
+	if !strings.Contains(string(before), "capabilities = [\"code\", \"read\"]") {
+		t.Fatalf("memvault.toml does not keep the capabilities:\n%s", before)
+	}
+	answer("write")
+	mv(0, "executor", "ping", "env1")
+	after, _ := os.ReadFile(toml)
+	if want := strings.Replace(string(before), "capabilities = [\"code\", \"read\"]", "capabilities = [\"write\"]", 1); string(after) != want {
+		t.Fatalf("ping did not rewrite the capabilities alone:\n%s", after)
+	}
+	if out := mv(0, "executor", "show", "env1"); !strings.Contains(out, "can:     write\n") {
+		t.Fatal(out)
+	}
+	if out := mv(0, "executor", "show", "p", "--json"); !strings.Contains(out, `"capabilities": [`) || !strings.Contains(out, `"diff"`) {
+		t.Fatal(out)
+	}
+
+	ledger := mv(0, "ledger", "--json")
+	mv(2, "delegate", "--global", "--executor", "q", "--capability", "write", "x")
+	mv(2, "delegate", "--global", "--any", "--capability", "fly", "x")
+	mv(2, "delegate", "--global", "--any", "--capability", "Bad Name", "x")
+	if mv(0, "ledger", "--json") != ledger {
+		t.Fatal("a refused delegation changed the ledger")
+	}
+	out = mv(0, "delegate", "--global", "--any", "--json", "--capability", "write", "one", "two", "three")
+	if strings.Count(out, `"summary":"envelope answer"`) != 3 {
+		t.Fatalf("the tasks needing write did not all go to env1:\n%s", out)
+	}
+	var in bytes.Buffer
+	in.WriteString(`{"task":"read this","capability":"diff"}` + "\n" + `{"task":"anything"}` + "\n")
+	var so, se bytes.Buffer
+	if code := Run([]string{"--vault", vaultDir, "delegate", "--global", "--any", "--json", "--capability", "write", "-"}, &in, &so, &se); code != 0 {
+		t.Fatalf("exit %d: %s%s", code, so.String(), se.String())
+	}
+	if !strings.Contains(so.String(), `"summary":"read this"`) || !strings.Contains(so.String(), `"summary":"envelope answer"`) {
+		t.Fatalf("a task's own capability (diff: p) or --capability's (write: env1) not followed:\n%s", so.String())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 )
 
@@ -22,13 +23,17 @@ const (
 var RunModes = []string{ModeAuto, ModeSequential, ModeConcurrent, ModeStaggered, ModeQueued}
 
 // Task is one task of a delegation: its prompt, the ids of the tasks
-// whose results it waits for, and the capability an executor needs to be
-// given it ("" for any).
+// whose results it waits for, the capability an executor needs to be
+// given it ("" for any), and its scope: the folder it runs in (relative to
+// the delegation's, Options.Dir, when not absolute; that one when "") and
+// the thread its event is filed under (Options.Thread when "").
 type Task struct {
 	ID         string   `json:"id,omitempty"`
 	Prompt     string   `json:"task"`
 	After      []string `json:"after,omitempty"`
 	Capability string   `json:"capability,omitempty"`
+	Scope      string   `json:"scope,omitempty"`
+	Thread     string   `json:"thread,omitempty"`
 }
 
 // Signals are what arbitration looks at besides the tasks.
@@ -82,6 +87,13 @@ func Order(tasks []Task) ([]Task, error) {
 			if err := CheckCapability(c); err != nil {
 				return nil, fault.New(fault.ErrInvalid, "delegate: task %s: %v", out[i].ID, err)
 			}
+		}
+		if th := out[i].Thread; th != "" {
+			parsed, err := vault.ParseThread(th)
+			if err != nil {
+				return nil, fault.New(fault.ErrInvalid, "delegate: task %s: %v", out[i].ID, err)
+			}
+			out[i].Thread = parsed.String()
 		}
 		ids[out[i].ID] = i
 	}

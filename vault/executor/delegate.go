@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -65,6 +67,8 @@ type Outcome struct {
 	Executor Entry    // the executor it was given to
 	ID       string   // the task's id (t1, t2, … when it had none)
 	After    []string // the ids of the tasks it waited for
+	Scope    string   // the folder it ran in, when it was not the delegation's
+	Thread   string   // its thread, when it was not the delegation's
 	Task     string
 	Response *Response    // nil when every try failed
 	Attempts []Attempt    // every try of the executor
@@ -108,6 +112,12 @@ func DelegateTasks(ctx context.Context, v *vault.Vault, tasks []Task, opts Optio
 	}
 	p := newPool(opts.Concurrency, opts.executors())
 	if err := p.check(tasks); err != nil {
+		return []Outcome{{Err: err}}
+	}
+	if opts.Dir == "" {
+		opts.Dir, _ = os.Getwd()
+	}
+	if err := scopeDirs(tasks, opts.Dir); err != nil {
 		return []Outcome{{Err: err}}
 	}
 	if mode, why := Arbitrate(tasks, Signals{}); mode == ModeSequential {
@@ -159,6 +169,30 @@ func DelegateTasks(ctx context.Context, v *vault.Vault, tasks []Task, opts Optio
 	return out
 }
 
+// scopeDirs makes each task's scope an absolute path (relative ones are
+// below dir), and refuses one that is not a directory.
+func scopeDirs(tasks []Task, dir string) error {
+	for i, t := range tasks {
+		if t.Scope == "" {
+			continue
+		}
+		abs := t.Scope
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(dir, abs)
+		}
+		abs = filepath.Clean(abs)
+		info, err := os.Stat(abs)
+		switch {
+		case err != nil:
+			return fault.New(fault.ErrInvalid, "delegate: task %s: scope %s: %v", t.ID, t.Scope, unwrapExec(err))
+		case !info.IsDir():
+			return fault.New(fault.ErrInvalid, "delegate: task %s: scope %s: not a directory", t.ID, t.Scope)
+		}
+		tasks[i].Scope = abs
+	}
+	return nil
+}
+
 // StaggerDelay spaces the starts of a staggered delegation.
 const StaggerDelay = 500 * time.Millisecond
 
@@ -189,6 +223,7 @@ func sequential(ctx context.Context, v *vault.Vault, tasks []Task, opts Options,
 		}
 		if len(failed) > 0 {
 			o = Outcome{Index: i, Executor: p.execs[p.peek(t.Capability)], Task: t.Prompt, ID: t.ID, After: t.After, Attempts: []Attempt{},
+				Scope: t.Scope, Thread: t.Thread,
 				Err: errorf(CodeDependency, nil, "task %s: not run: it waits for %s, which failed", t.ID, strings.Join(failed, ", "))}
 		} else {
 			prompt := t.Prompt
@@ -198,8 +233,10 @@ func sequential(ctx context.Context, v *vault.Vault, tasks []Task, opts Options,
 					prompt += "\n- " + d + ": " + summaries[d]
 				}
 			}
+			withFound := t
+			withFound.Prompt = prompt
 			x := p.take(t.Capability)
-			o = run(ctx, opts, i, Task{ID: t.ID, Prompt: prompt}, p.execs[x])
+			o = run(ctx, opts, i, withFound, p.execs[x])
 			p.give(x)
 			o.Task, o.After = t.Prompt, t.After
 		}
@@ -218,8 +255,12 @@ func sequential(ctx context.Context, v *vault.Vault, tasks []Task, opts Options,
 // run tries the task on e until it succeeds or its failure's tries are
 // spent.
 func run(ctx context.Context, opts Options, i int, task Task, e Entry) Outcome {
-	o := Outcome{Index: i, Executor: e, Task: task.Prompt, ID: task.ID, After: task.After}
-	req := Request{Type: TypeTask, ID: task.ID, Prompt: task.Prompt, Cwd: opts.Dir}
+	o := Outcome{Index: i, Executor: e, Task: task.Prompt, ID: task.ID, After: task.After, Scope: task.Scope, Thread: task.Thread}
+	dir := opts.Dir
+	if task.Scope != "" {
+		dir = task.Scope
+	}
+	req := Request{Type: TypeTask, ID: task.ID, Prompt: task.Prompt, Cwd: dir}
 	for n := 1; ; n++ {
 		start := time.Now()
 		resp, err := opts.Runner.Run(ctx, o.Executor, req, 0)
@@ -261,6 +302,7 @@ type delegationData struct {
 	Mode        string          `json:"mode"`
 	ID          string          `json:"task_id"`
 	After       []string        `json:"after,omitempty"`
+	Scope       string          `json:"scope,omitempty"`
 	Arbitration string          `json:"arbitration"`
 	Why         string          `json:"arbitration_reason,omitempty"`
 	Attempts    []Attempt       `json:"attempts"`
@@ -280,9 +322,13 @@ func Event(opts Options, o Outcome) (*vault.Event, error) {
 		mode = ModeConcurrent
 	}
 	e := o.Executor
-	d := delegationData{Task: o.Task, ID: o.ID, After: o.After, Executor: e.Name, Mode: e.Mode,
+	d := delegationData{Task: o.Task, ID: o.ID, After: o.After, Scope: o.Scope, Executor: e.Name, Mode: e.Mode,
 		Arbitration: mode, Why: opts.Why, Attempts: o.Attempts}
-	ev := &vault.Event{Kind: KindDelegation, Source: vault.SourceExecutor, Thread: opts.Thread}
+	thread := opts.Thread
+	if o.Thread != "" {
+		thread = o.Thread
+	}
+	ev := &vault.Event{Kind: KindDelegation, Source: vault.SourceExecutor, Thread: thread}
 	if o.Response != nil {
 		r := o.Response
 		d.DurationMS = o.Attempts[len(o.Attempts)-1].MS
@@ -347,9 +393,11 @@ func recordAll(v *vault.Vault, opts Options, out []Outcome) {
 // 5 tries) and a failed write (up to 3); a refusal by the policy is final.
 // It returns the events as sealed.
 func writeEvents(v *vault.Vault, opts Options, evs []*vault.Event) ([]*vault.Event, error) {
-	if opts.Thread != "" {
-		if _, err := vault.ParseThread(opts.Thread); err != nil {
-			return nil, err
+	for _, ev := range evs {
+		if ev.Thread != "" {
+			if _, err := vault.ParseThread(ev.Thread); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for n := 1; ; n++ {

@@ -3,16 +3,21 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/vault/executor"
 )
 
@@ -33,13 +38,17 @@ func newDelegateCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "delegate",
 		Usage:     "run tasks on an executor and record each verified summary as an executor.delegated event",
-		ArgsUsage: "TASK… | -",
-		Description: "- reads the tasks as JSON lines from stdin, one object a line: {\"id\": \"b\", \"task\": \"…\", \"after\": [\"a\"]};\n" +
-			"a task with \"after\" runs once those it names have, and is given what they found.",
+		ArgsUsage: "TASK… | - | --file PATH",
+		Description: "- reads the tasks as JSON lines from stdin, one object a line:\n" +
+			"{\"id\": \"b\", \"task\": \"…\", \"after\": [\"a\"], \"capability\": \"read\", \"scope\": \"src/parse\", \"thread\": \"project:x\"};\n" +
+			"a task with \"after\" runs once those it names have, and is given what they found; \"scope\" is the folder it runs in,\n" +
+			"and its event goes to that folder's thread. --file reads them from a file (- for stdin): JSON lines when its\n" +
+			"first line is an object, else one task a line.",
 		Flags: writeFlags(
 			&ucli.StringFlag{Name: "executor", Usage: "the executor's name (default: the first active one)"},
 			&ucli.BoolFlag{Name: "any", Usage: "share the tasks among the active executors able to do them, the least loaded first"},
 			&ucli.StringFlag{Name: "capability", Usage: "what an executor must be able to do to be given a task that names none"},
+			&ucli.StringFlag{Name: "file", Usage: "read the tasks from this file (- for stdin): JSON lines, or one task a line"},
 			rowThreadFlag, globalFlag,
 			&ucli.StringFlag{Name: "mode", Value: executor.ModeAuto, Usage: "how the tasks run; auto chooses from the tasks, the vault and the machine"},
 			&ucli.IntFlag{Name: "concurrency", Value: executor.DefaultConcurrency,
@@ -124,11 +133,26 @@ func runDelegate(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	wd, _ := os.Getwd()
+	if !c.Bool("global") && !threadOnCommandLine(c) {
+		// a scoped task goes to its folder's thread, as remember run there would
+		for i, t := range opts.tasks {
+			if t.Scope == "" || t.Thread != "" {
+				continue
+			}
+			dir := t.Scope
+			if !filepath.IsAbs(dir) {
+				dir = filepath.Join(wd, dir)
+			}
+			if th, _, err := ops.CurrentThread(v, "", filepath.Clean(dir)); err == nil && th != "" {
+				opts.tasks[i].Thread = th
+			}
+		}
+	}
 	txo, err := txOptions(c, v)
 	if err != nil {
 		return err
 	}
-	wd, _ := os.Getwd()
 	var last error
 	// Executors run in process groups of their own, out of the terminal's
 	// reach: an interrupt stops them through the context (their groups
@@ -191,14 +215,36 @@ func printOutcome(c *ucli.Context, opts delegateOptions, o executor.Outcome) {
 	}
 }
 
-// delegateTasks reads the tasks: the arguments, one task each, or "-":
-// JSON lines from stdin.
+// delegateTasks reads the tasks: the arguments, one task each; "-": JSON
+// lines from stdin; or --file: JSON lines or one task a line.
 func delegateTasks(c *ucli.Context) ([]executor.Task, error) {
 	args := c.Args().Slice()
-	if len(args) == 0 {
+	file := c.String("file")
+	switch {
+	case file != "" && len(args) > 0:
+		return nil, usagef("delegate: --file and tasks as arguments do not go together")
+	case file != "":
+		var r io.Reader = c.App.Reader
+		where := "stdin"
+		if file != "-" {
+			f, err := os.Open(file)
+			if err != nil {
+				return nil, usagef("delegate: --file %s: %v", file, unwrapPath(err))
+			}
+			defer f.Close()
+			r, where = f, file
+		}
+		data, err := readTaskInput(r, where)
+		if err != nil {
+			return nil, err
+		}
+		if first := firstLine(data); strings.HasPrefix(first, "{") {
+			return jsonTasks(data, where)
+		}
+		return lineTasks(data, where)
+	case len(args) == 0:
 		return nil, &usageError{msg: "delegate: no task", hint: "e.g. memvault delegate \"summarise the parser in src/parse\""}
-	}
-	if len(args) > 1 || args[0] != "-" {
+	case len(args) > 1 || args[0] != "-":
 		tasks := make([]executor.Task, len(args))
 		for i, a := range args {
 			if strings.TrimSpace(a) == "" {
@@ -208,15 +254,49 @@ func delegateTasks(c *ucli.Context) ([]executor.Task, error) {
 		}
 		return tasks, nil
 	}
-	data, err := io.ReadAll(io.LimitReader(c.App.Reader, maxTaskInput+1))
+	data, err := readTaskInput(c.App.Reader, "stdin")
 	if err != nil {
-		return nil, fmt.Errorf("delegate: read stdin: %w", err)
+		return nil, err
+	}
+	return jsonTasks(data, "stdin")
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// readTaskInput reads at most maxTaskInput bytes of valid UTF-8 tasks.
+func readTaskInput(r io.Reader, where string) (string, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxTaskInput+1))
+	if err != nil {
+		return "", usagef("delegate: read %s: %v", where, unwrapPath(err))
 	}
 	if len(data) > maxTaskInput {
-		return nil, usagef("delegate: stdin: over %d bytes of tasks", maxTaskInput)
+		return "", usagef("delegate: %s: over %d bytes of tasks", where, maxTaskInput)
 	}
+	if !utf8.Valid(data) {
+		return "", usagef("delegate: %s: not UTF-8 text", where)
+	}
+	return string(data), nil
+}
+
+func firstLine(data string) string {
+	for _, line := range strings.Split(data, "\n") {
+		if l := strings.TrimSpace(line); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+// jsonTasks parses JSON lines, one task object a line.
+func jsonTasks(data, where string) ([]executor.Task, error) {
 	var tasks []executor.Task
-	for n, line := range strings.Split(string(data), "\n") {
+	for n, line := range strings.Split(data, "\n") {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
@@ -227,15 +307,29 @@ func delegateTasks(c *ucli.Context) ([]executor.Task, error) {
 			if err == nil {
 				err = fmt.Errorf("data after the object")
 			}
-			return nil, usagef("delegate: stdin line %d: want {\"id\", \"task\", \"after\"}: %v", n+1, err)
+			return nil, usagef("delegate: %s line %d: want {\"id\", \"task\", \"after\", \"capability\", \"scope\", \"thread\"}: %v", where, n+1, err)
 		}
 		tasks = append(tasks, t)
 	}
 	if len(tasks) == 0 {
-		return nil, usagef("delegate: stdin holds no task")
+		return nil, usagef("delegate: %s holds no task", where)
 	}
 	return tasks, nil
 }
 
-// maxTaskInput bounds the tasks read from stdin.
+// lineTasks is one task a non-blank line.
+func lineTasks(data, where string) ([]executor.Task, error) {
+	var tasks []executor.Task
+	for _, line := range strings.Split(data, "\n") {
+		if l := strings.TrimSpace(line); l != "" {
+			tasks = append(tasks, executor.Task{Prompt: l})
+		}
+	}
+	if len(tasks) == 0 {
+		return nil, usagef("delegate: %s holds no task", where)
+	}
+	return tasks, nil
+}
+
+// maxTaskInput bounds the tasks read from stdin or a file.
 const maxTaskInput = 8 << 20

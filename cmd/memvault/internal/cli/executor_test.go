@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/vault/executor"
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 // The executor commands and delegate on a real vault, with sh as the
@@ -289,5 +290,108 @@ func TestExecutorCapabilities(t *testing.T) {
 	}
 	if !strings.Contains(so.String(), `"summary":"read this"`) || !strings.Contains(so.String(), `"summary":"envelope answer"`) {
 		t.Fatalf("a task's own capability (diff: p) or --capability's (write: env1) not followed:\n%s", so.String())
+	}
+}
+
+// Tasks from a named file, one a line or JSON lines, and their scopes: a
+// scoped task runs in its folder, and its event goes to that folder's
+// thread (a git repository of its own here), or to the thread the task
+// names. Bad input is one line on stderr, exit 2, the ledger as it was.
+func TestDelegateTasksFromFile(t *testing.T) {
+	isolate(t)
+	dir := t.TempDir()
+	vaultDir := filepath.Join(dir, ".memory")
+	mv := func(want int, args ...string) (string, string) {
+		t.Helper()
+		code, out, errOut := runCLI(t, append([]string{"--vault", vaultDir}, args...)...)
+		if code != want {
+			t.Fatalf("memvault %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
+		}
+		return out, errOut
+	}
+	write := func(name, text string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	mv(0, "init")
+	mv(0, "executor", "add", "where", "--plain", "--", "sh", "-c", `p=$(cat); echo "$p in $(pwd)"`)
+	sub := filepath.Join(dir, "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	vaulttest.Git{Dir: sub}.Run(t, "init", "-q")
+	ledger, _ := mv(0, "ledger", "--json")
+	for name, args := range map[string][]string{
+		"missing file":    {"--file", filepath.Join(dir, "nope.txt")},
+		"a folder":        {"--file", sub},
+		"file and args":   {"--file", write("one.txt", "x\n"), "y"},
+		"empty":           {"--file", write("empty.txt", "\n  \n")},
+		"bad json line":   {"--file", write("bad.jsonl", `{"task":"a"}`+"\n"+`{"task":`+"\n")},
+		"unknown field":   {"--file", write("field.jsonl", `{"task":"a","cwd":"/"}`+"\n")},
+		"not utf-8":       {"--file", write("latin.txt", "caf\xe9\n")},
+		"missing scope":   {"--file", write("scope1.jsonl", `{"task":"a","scope":"`+filepath.Join(dir, "gone")+`"}`+"\n")},
+		"scope not a dir": {"--file", write("scope2.jsonl", `{"task":"a","scope":"`+filepath.Join(dir, "one.txt")+`"}`+"\n")},
+		"bad thread":      {"--file", write("thread.jsonl", `{"task":"a","thread":"no threads here"}`+"\n")},
+		"a blank task":    {"--file", write("blank.jsonl", `{"task":"  "}`+"\n")},
+	} {
+		_, errOut := mv(2, append([]string{"delegate", "--global", "--executor", "where"}, args...)...)
+		if lines := strings.Split(strings.TrimSpace(errOut), "\n"); len(lines) != 1 || !strings.Contains(errOut, "delegate") {
+			t.Errorf("%s: want one line naming delegate, got:\n%s", name, errOut)
+		}
+	}
+	if after, _ := mv(0, "ledger", "--json"); after != ledger {
+		t.Fatal("refused delegations changed the ledger")
+	}
+
+	// one task a line
+	out, _ := mv(0, "delegate", "--global", "--executor", "where", "--file", write("tasks.txt", "read the parser\n\n  read the lexer  \r\n"))
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.Contains(out, "read the parser in ") || !strings.Contains(out, "read the lexer in ") {
+		t.Fatalf("one task a line:\n%s", out)
+	}
+	// JSON lines with scopes: the folder it ran in, the thread it went to
+	out, _ = mv(0, "delegate", "--executor", "where", "--json", "--file", write("scoped.jsonl",
+		`{"id":"a","task":"look here","scope":"`+sub+`"}`+"\n"+
+			`{"id":"b","task":"look there","scope":"`+sub+`","thread":"project:elsewhere"}`+"\n"+
+			`{"id":"c","task":"and here","after":["a"]}`+"\n"))
+	var reps []struct {
+		Task, ID, Summary string
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r struct{ Task, ID, Summary string }
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		reps = append(reps, r)
+	}
+	if len(reps) != 3 || !strings.HasSuffix(reps[0].Summary, " in "+sub) || !strings.HasSuffix(reps[1].Summary, " in "+sub) ||
+		strings.Contains(reps[2].Summary, " in "+sub+"\n") {
+		t.Fatalf("the scopes were not the folders they ran in:\n%s", out)
+	}
+	rows, _ := mv(0, "ledger", "--json", "--kind", "executor.delegated")
+	var evs []struct {
+		ID, Thread string
+		Data       struct{ Scope string }
+	}
+	if err := json.Unmarshal([]byte(rows), &evs); err != nil {
+		t.Fatal(err)
+	}
+	threads := map[string]string{}
+	scopes := map[string]string{}
+	for _, e := range evs {
+		threads[e.ID], scopes[e.ID] = e.Thread, e.Data.Scope
+	}
+	if threads[reps[0].ID] != "project:sub" || threads[reps[1].ID] != "project:elsewhere" || threads[reps[2].ID] != "" ||
+		scopes[reps[0].ID] != sub || scopes[reps[2].ID] != "" {
+		t.Fatalf("threads %v, scopes %v", threads, scopes)
+	}
+	// --file - is stdin, with the file's rules
+	var so, se bytes.Buffer
+	if code := Run([]string{"--vault", vaultDir, "delegate", "--global", "--executor", "where", "--file", "-"}, strings.NewReader("plain task\n"), &so, &se); code != 0 ||
+		!strings.Contains(so.String(), "plain task in ") {
+		t.Fatalf("--file -: exit %d\n%s%s", code, so.String(), se.String())
 	}
 }

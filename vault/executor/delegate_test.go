@@ -120,9 +120,11 @@ func TestDelegateGivesUp(t *testing.T) {
 		tries int
 	}{
 		{"crash", CodeCrash, 3}, {"garbage", CodeMalformed, 3}, {"badsum", CodeChecksum, 3},
-		{"error", CodeExecutor, 1}, {"huge", CodeTooLarge, 1},
+		{"error", CodeExecutor, 1}, {"huge", CodeTooLarge, 1}, {"diskfull", CodeDisk, 1}, {"hog", CodeMemoryLimit, 1},
 	} {
-		out := Delegate(context.Background(), v, []string{"task for " + c.mode}, delegateOpts(fake(c.mode)))
+		e := fake(c.mode, "-mb", "3072")
+		e.MemoryLimit = 2560 << 20
+		out := Delegate(context.Background(), v, []string{"task for " + c.mode}, delegateOpts(e))
 		o := out[0]
 		if CodeOf(o.Err) != c.code || len(o.Attempts) != c.tries || o.Event == nil || o.Event.Kind != KindDelegationFailed {
 			t.Fatalf("%s: err %v, %d attempts, event %+v", c.mode, o.Err, len(o.Attempts), o.Event)

@@ -56,6 +56,9 @@ const (
 	CodeLockTimeout = "lock_timeout"
 	CodeAuditWrite  = "audit_write"
 	CodeDependency  = "dependency" // not run: a task it waits for failed
+	// The executor's own disk and memory (its run failed because of them).
+	CodeDisk        = "disk"         // ENOSPC, EDQUOT, EROFS, EIO, or its unwritable working folder
+	CodeMemoryLimit = "memory_limit" // out of memory under its memory_limit
 )
 
 // Error is one failure of a run or of its recording, with its code.
@@ -78,9 +81,9 @@ func (e *Error) Unwrap() []error {
 		class = fault.ErrBusy
 	case CodeChecksum:
 		class = fault.ErrCorrupt
-	case CodeTooLarge:
+	case CodeTooLarge, CodeMemoryLimit:
 		class = fault.ErrInvalid
-	case CodeAuditWrite:
+	case CodeAuditWrite, CodeDisk:
 		class = fault.ErrIO
 	case CodeDependency:
 		class = fault.ErrConflict
@@ -109,7 +112,10 @@ func CodeOf(err error) string {
 }
 
 // Retried reports how many tries a failure with code gets in all: 1 for
-// one that a retry would only repeat.
+// one that a retry would only repeat (spawn, too_large, executor,
+// dependency; disk, whose space or permissions a retry 100 ms later does
+// not bring back; memory_limit, which the same task under the same bound
+// hits again).
 func Retried(code string) int {
 	switch code {
 	case CodeCrash, CodeTimeout, CodeMalformed, CodeChecksum:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,6 +41,44 @@ type Entry struct {
 	// not written).
 	PingTimeout     time.Duration `toml:"-" json:"-"`
 	PingTimeoutText string        `toml:"ping_timeout" json:"ping_timeout,omitempty"`
+	// MemoryLimit bounds the address space of its process (RLIMIT_AS, set
+	// on Linux right after it starts); 0: none. Written as memory_limit,
+	// "1GiB".
+	MemoryLimit     int64  `toml:"-" json:"-"`
+	MemoryLimitText string `toml:"memory_limit" json:"memory_limit,omitempty"`
+}
+
+// MinMemoryLimit is the least memory_limit: a program's runtime alone
+// reserves more address space than a few MiB.
+const MinMemoryLimit = 16 << 20
+
+// ParseSize reads a size: bytes, or a number with KiB, MiB, GiB or TiB
+// ("1.5GiB"); K, M, G and T are the same binary units.
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	num := strings.TrimRightFunc(t, func(r rune) bool { return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' })
+	unit := strings.TrimSpace(t[len(num):])
+	mult := map[string]float64{"": 1, "B": 1, "K": 1 << 10, "KiB": 1 << 10, "M": 1 << 20, "MiB": 1 << 20,
+		"G": 1 << 30, "GiB": 1 << 30, "T": 1 << 40, "TiB": 1 << 40}[unit]
+	f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if mult == 0 || err != nil || f <= 0 || f*mult >= 1<<62 {
+		return 0, fault.New(fault.ErrInvalid, "size %q: want bytes or a number with KiB, MiB, GiB or TiB, like 2GiB", s)
+	}
+	return int64(f * mult), nil
+}
+
+// FormatSize writes n bytes in the largest binary unit that keeps it whole
+// to a hundredth.
+func FormatSize(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && (n*100)%u.size == 0 {
+			return strconv.FormatFloat(float64(n)/float64(u.size), 'f', -1, 64) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // CheckName validates an executor's name: 1–32 of a-z, 0-9, - and _,
@@ -123,6 +162,17 @@ func (e *Entry) check() error {
 		e.Timeout = d
 	}
 	e.TimeoutText = e.Timeout.String()
+	e.MemoryLimit = 0
+	if e.MemoryLimitText != "" {
+		n, err := ParseSize(e.MemoryLimitText)
+		if err != nil {
+			return fault.New(fault.ErrInvalid, "%s: memory_limit: %v", where, err)
+		}
+		if n < MinMemoryLimit {
+			return fault.New(fault.ErrInvalid, "%s: memory_limit %s: at least %s", where, e.MemoryLimitText, FormatSize(MinMemoryLimit))
+		}
+		e.MemoryLimit, e.MemoryLimitText = n, FormatSize(n)
+	}
 	e.PingTimeout = PingTimeout
 	if e.PingTimeoutText != "" {
 		d, err := time.ParseDuration(e.PingTimeoutText)
@@ -337,6 +387,9 @@ func AddTo(data []byte, e Entry) ([]byte, error) {
 	}
 	if e.PingTimeoutText != "" {
 		fields = append(fields, configedit.Field{Key: "ping_timeout", Value: e.PingTimeoutText})
+	}
+	if e.MemoryLimitText != "" {
+		fields = append(fields, configedit.Field{Key: "memory_limit", Value: e.MemoryLimitText})
 	}
 	fields = append(fields, configedit.Obj{
 		{Key: "capabilities", Value: e.Caps()},

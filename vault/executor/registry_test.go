@@ -81,6 +81,10 @@ func TestRegistryRefuses(t *testing.T) {
 		"secret lower": {Name: "x", Command: "c", Env: []string{"my_api_key"}},
 		"password env": {Name: "x", Command: "c", Env: []string{"DB_PASSWORD"}},
 		"credential":   {Name: "x", Command: "c", Env: []string{"GOOGLE_APPLICATION_CREDENTIALS"}},
+		"memory text":  {Name: "x", Command: "c", MemoryLimitText: "plenty"},
+		"memory small": {Name: "x", Command: "c", MemoryLimitText: "8MiB"},
+		"ping timeout": {Name: "x", Command: "c", PingTimeoutText: "-2s"},
+		"capability":   {Name: "x", Command: "c", Capabilities: []string{"Read"}},
 	} {
 		if _, err := AddTo(nil, e); !errors.Is(err, fault.ErrInvalid) {
 			t.Errorf("%s: %v, want invalid", name, err)
@@ -88,6 +92,15 @@ func TestRegistryRefuses(t *testing.T) {
 	}
 	if _, err := AddTo(nil, ok); err != nil {
 		t.Fatalf("a minimal entry: %v", err)
+	}
+	withLimit := ok
+	withLimit.MemoryLimitText = "1536MiB"
+	data, err := AddTo(nil, withLimit)
+	if err != nil || !strings.Contains(string(data), `memory_limit = "1.5GiB"`) {
+		t.Fatalf("a memory limit: %v\n%s", err, data)
+	}
+	if es, err := Parse(data); err != nil || es[0].MemoryLimit != 1536<<20 {
+		t.Fatalf("read back: %+v %v", es, err)
 	}
 	if _, err := Parse([]byte("[executors.x]\ncommand = \"c\"\nmode = \"odd\"\n")); !errors.Is(err, fault.ErrInvalid) {
 		t.Fatalf("a hand-written bad mode: %v", err)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -108,6 +109,16 @@ func (r Runner) spawn(ctx context.Context, e Entry, req Request, timeout time.Du
 	if err := cmd.Start(); err != nil {
 		return nil, errorf(CodeSpawn, err, "executor %s: cannot start %s: %v", e.Name, e.Command, unwrapExec(err))
 	}
+	if e.MemoryLimit > 0 {
+		// Right after the exec: what it reserved before this is not
+		// counted until it asks for more. A process already gone needs
+		// no limit.
+		if err := limitMemory(cmd.Process.Pid, e.MemoryLimit); err != nil && !errors.Is(err, syscall.ESRCH) {
+			_ = killGroup(cmd)
+			_ = cmd.Wait()
+			return nil, errorf(CodeSpawn, err, "executor %s: cannot set its memory limit: %v", e.Name, err)
+		}
+	}
 	werr := cmd.Wait()
 	// Whatever happened, nothing of the group outlives the run.
 	_ = killGroup(cmd)
@@ -122,6 +133,14 @@ func (r Runner) spawn(ctx context.Context, e Entry, req Request, timeout time.Du
 	var exit *exec.ExitError
 	if errors.As(werr, &exit) {
 		msg := "executor " + e.Name + ": " + exit.ProcessState.String()
+		text := stderr.text()
+		if line := lineWith(text, oomWords()); e.MemoryLimit > 0 && line != "" {
+			return nil, &Error{Code: CodeMemoryLimit, Err: werr,
+				Msg: fmt.Sprintf("%s: out of memory under its memory_limit of %s: %s", msg, FormatSize(e.MemoryLimit), line)}
+		}
+		if line := diskFailure(text, func() bool { return syscall.Access(cmd.Dir, 2 /* W_OK */) == nil }); line != "" {
+			return nil, &Error{Code: CodeDisk, Msg: msg + ": disk failure: " + line, Err: werr}
+		}
 		if last := stderr.lastLine(); last != "" {
 			msg += ": " + last
 		}
@@ -181,18 +200,76 @@ func (b *bounded) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
-// tail keeps the last keep bytes written.
+// tail keeps the last keep bytes written, and the first headKeep (a
+// runtime's fatal error comes first, its stack after it).
 type tail struct {
+	head []byte
 	buf  []byte
 	keep int
+	n    int // bytes written
 }
 
+const headKeep = 1 << 10
+
 func (t *tail) Write(p []byte) (int, error) {
+	if len(t.head) < headKeep {
+		t.head = append(t.head, p[:min(len(p), headKeep-len(t.head))]...)
+	}
+	t.n += len(p)
 	t.buf = append(t.buf, p...)
 	if len(t.buf) > t.keep {
 		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.keep:]...)
 	}
 	return len(p), nil
+}
+
+// text is what was kept: the head and the tail, once when they overlap.
+func (t *tail) text() string {
+	if t.n <= len(t.buf) {
+		return string(t.buf)
+	}
+	return string(t.head) + "\n…\n" + string(t.buf)
+}
+
+// What, said on an executor's stderr, names a failure of its memory or
+// of its disk (lower case; the messages of libc's strerror, Go's, Node's,
+// Python's).
+func oomWords() []string {
+	return []string{"out of memory", "cannot allocate memory", "failed to reserve", "bad_alloc", "memoryerror", "enomem", "allocation failed"}
+}
+
+func diskWords() []string {
+	return []string{"no space left on device", "enospc", "disk quota exceeded", "edquot", "read-only file system", "erofs", "input/output error", "eio:"}
+}
+
+func denyWords() []string { return []string{"permission denied", "eacces"} }
+
+// diskFailure is the line of an executor's stderr that names a disk
+// failure: the device full, the quota spent, a read-only file system, an
+// I/O error, or a permission refused while its working folder is not
+// writable (writable says); "" when there is none.
+func diskFailure(stderr string, writable func() bool) string {
+	if line := lineWith(stderr, diskWords()); line != "" {
+		return line
+	}
+	if line := lineWith(stderr, denyWords()); line != "" && !writable() {
+		return line + " (its working folder is not writable)"
+	}
+	return ""
+}
+
+// lineWith is the first line of text holding one of words, any case,
+// clipped; "" when none does.
+func lineWith(text string, words []string) string {
+	for _, line := range strings.Split(text, "\n") {
+		low := strings.ToLower(line)
+		for _, w := range words {
+			if strings.Contains(low, w) {
+				return clip(strings.TrimSpace(strings.ToValidUTF8(line, "?")), 300)
+			}
+		}
+	}
+	return ""
 }
 
 func (t *tail) lastLine() string {

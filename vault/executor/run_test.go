@@ -359,3 +359,90 @@ func TestCancelKillsTheProcessGroup(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// The executor's own disk and memory: a full device is `disk`, tried once
+// (exit class i/o); under a memory_limit the process's address space is
+// bounded (its /proc/self/limits says so), a run that fits answers, and one
+// that allocates past it is `memory_limit`, tried once (exit class invalid);
+// the same words on stderr without a limit are a crash.
+func TestRunDiskAndMemoryClasses(t *testing.T) {
+	dir := t.TempDir()
+	run := func(e Entry) (*Response, error) {
+		t.Helper()
+		return Runner{}.Run(context.Background(), e, Request{Type: TypeTask, Prompt: "p", Cwd: dir}, 0)
+	}
+	_, err := run(fake("diskfull"))
+	if CodeOf(err) != CodeDisk || !strings.Contains(err.Error(), "no space left on device") || !errors.Is(err, fault.ErrIO) || Retried(CodeDisk) != 1 {
+		t.Fatalf("a full device: %v (code %s)", err, CodeOf(err))
+	}
+
+	const limit = 2560 << 20 // a Go program reserves over 1 GiB of address space as it starts
+	limited := func(mode string, args ...string) Entry {
+		e := fake(mode, args...)
+		e.MemoryLimit = limit
+		return e
+	}
+	resp, err := run(limited("limits"))
+	if err != nil || !strings.Contains(resp.Summary, fmt.Sprintf("Max address space %d %d bytes", limit, limit)) {
+		t.Fatalf("the limit was not set on the process: %v %+v", err, resp)
+	}
+	if resp, err := run(limited("answer")); err != nil || resp.Summary != "done: p" {
+		t.Fatalf("a run within the limit: %v %+v", err, resp)
+	}
+	_, err = run(limited("hog", "-mb", "3072"))
+	if CodeOf(err) != CodeMemoryLimit || !strings.Contains(err.Error(), "memory_limit of 2.5GiB") || !errors.Is(err, fault.ErrInvalid) ||
+		Retried(CodeMemoryLimit) != 1 {
+		t.Fatalf("a run past the limit: %v (code %s)", err, CodeOf(err))
+	}
+	oom := Entry{Name: "says-oom", Command: "sh", Args: []string{"-c", "cat >/dev/null; echo 'fatal error: out of memory' >&2; exit 2"}, Mode: ModePlain}
+	if _, err := run(oom); CodeOf(err) != CodeCrash {
+		t.Fatalf("out of memory without a memory_limit: %v (code %s), want crash", err, CodeOf(err))
+	}
+	oom.MemoryLimit = limit
+	if _, err := run(oom); CodeOf(err) != CodeMemoryLimit {
+		t.Fatalf("out of memory under a memory_limit: %v (code %s)", err, CodeOf(err))
+	}
+}
+
+// diskFailure reads the disk's errors off stderr; a permission refused
+// is the disk's only when the working folder is not writable.
+func TestDiskFailureClassifier(t *testing.T) {
+	yes, no := func() bool { return true }, func() bool { return false }
+	for _, c := range []struct {
+		stderr   string
+		writable func() bool
+		disk     bool
+	}{
+		{"write out.json: no space left on device", yes, true},
+		{"Error: ENOSPC: no space left on device, write", yes, true},
+		{"open /x/y: read-only file system", yes, true},
+		{"fatal: Disk quota exceeded", yes, true},
+		{"read: input/output error", yes, true},
+		{"open ./session.json: permission denied", no, true},
+		{"EACCES: permission denied, mkdir '.cache'", no, true},
+		{"open ./session.json: permission denied", yes, false},
+		{"boom", no, false},
+		{"", no, false},
+	} {
+		if got := diskFailure(c.stderr, c.writable) != ""; got != c.disk {
+			t.Errorf("%q (writable %v): disk %v, want %v", c.stderr, c.writable(), got, c.disk)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1GiB": 1 << 30, "1.5GiB": 3 << 29, "512MiB": 512 << 20, "2G": 2 << 30, "64M": 64 << 20,
+		"1048576": 1 << 20, " 3 TiB ": 3 << 40} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("%q: %d %v, want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "lots", "1GB", "-1GiB", "0", "1e30GiB", "GiB", "1 2MiB"} {
+		if _, err := ParseSize(in); !errors.Is(err, fault.ErrInvalid) {
+			t.Errorf("%q: %v, want invalid", in, err)
+		}
+	}
+	if FormatSize(1280<<20) != "1.25GiB" || FormatSize(1<<30) != "1GiB" || FormatSize(1000) != "1000" {
+		t.Errorf("FormatSize: %s %s %s", FormatSize(1280<<20), FormatSize(1<<30), FormatSize(1000))
+	}
+}

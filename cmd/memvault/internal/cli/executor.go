@@ -43,6 +43,7 @@ func newExecutorCommand() *ucli.Command {
 					&ucli.StringSliceFlag{Name: "env", Usage: "an environment variable passed through (repeatable); never a credential's"},
 					&ucli.IntFlag{Name: "weight", Value: 1, Usage: "slots of delegate's concurrency bound one run takes"},
 					&ucli.StringFlag{Name: "preset", Usage: "a harness CLI's command, arguments, mode, timeout and ping (after --: ollama's model, generic's command)"},
+					&ucli.StringFlag{Name: "memory-limit", Usage: "bound its address space (RLIMIT_AS, Linux), e.g. 4GiB; a run out of memory under it is memory_limit"},
 					&ucli.StringSliceFlag{Name: "capability", Usage: "what it can do (repeatable), when its ping reply does not say; default: " + executor.DefaultCapability},
 				),
 			},
@@ -94,7 +95,8 @@ func prepareExecutorAdd(c *ucli.Context, v *vault.Vault) (txWork, error) {
 		mode = executor.ModePlain
 	}
 	opts := executorAddOptions{entry: executor.Entry{Name: args[0], Weight: c.Int("weight"), Env: c.StringSlice("env"), Mode: mode,
-		Status: executor.StatusActive, TimeoutText: c.Duration("timeout").String(), Capabilities: c.StringSlice("capability")}}
+		Status: executor.StatusActive, TimeoutText: c.Duration("timeout").String(), Capabilities: c.StringSlice("capability"),
+		MemoryLimitText: c.String("memory-limit")}}
 	if preset != "" {
 		p, err := executor.Preset(preset, args[1:])
 		if err != nil {
@@ -274,8 +276,12 @@ func runExecutorShow(c *ucli.Context, v *vault.Vault) error {
 	if e.Reason != "" {
 		fmt.Fprintf(w, "reason:  %s\n", e.Reason)
 	}
-	fmt.Fprintf(w, "command: %s\nargs:    %q\nmode:    %s\ntimeout: %s\nping:    %s within %s\nweight:  %d\nenv:     %s\ncan:     %s\n",
-		e.Command, e.Args, e.Mode, e.TimeoutText, pingText(e), e.PingTimeout, e.Weight, strings.Join(e.Env, ", "), strings.Join(e.Caps(), ", "))
+	memory := "no limit"
+	if e.MemoryLimit > 0 {
+		memory = e.MemoryLimitText + " of address space"
+	}
+	fmt.Fprintf(w, "command: %s\nargs:    %q\nmode:    %s\ntimeout: %s\nping:    %s within %s\nweight:  %d\nmemory:  %s\nenv:     %s\ncan:     %s\n",
+		e.Command, e.Args, e.Mode, e.TimeoutText, pingText(e), e.PingTimeout, e.Weight, memory, strings.Join(e.Env, ", "), strings.Join(e.Caps(), ", "))
 	return nil
 }
 

@@ -253,6 +253,11 @@ func TestExecutorCapabilities(t *testing.T) {
 		t.Fatal(out)
 	}
 	mv(2, "executor", "add", "r", "--plain", "--capability", "Read", "--", "cat")
+	mv(2, "executor", "add", "r", "--plain", "--memory-limit", "lots", "--", "cat")
+	mv(0, "executor", "add", "m", "--plain", "--memory-limit", "2048MiB", "--", "cat")
+	if out := mv(0, "executor", "show", "m"); !strings.Contains(out, "memory:  2GiB of address space\n") {
+		t.Fatal(out)
+	}
 	toml := filepath.Join(vaultDir, "memvault.toml")
 	before, _ := os.ReadFile(toml)
 	if !strings.Contains(string(before), "capabilities = [\"code\", \"read\"]") {

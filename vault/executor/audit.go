@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/fault"
 )
 
 // AuditQuery selects the delegations `memvault audit` lists.
@@ -67,9 +68,24 @@ func Audit(v *vault.Vault, q AuditQuery) ([]AuditRow, error) {
 	return out, nil
 }
 
+// ReplayRange narrows what a replay compares: the events from From to
+// To, both included (event ids, or unique prefixes of them; "" is the
+// ledger's first or last), at or after Since (zero: any time). The
+// chain is verified whole whatever the range: a link of a hash chain is
+// only as good as the ones before it.
+type ReplayRange struct {
+	From, To string
+	Since    time.Time
+}
+
+func (r ReplayRange) whole() bool { return r.From == "" && r.To == "" && r.Since.IsZero() }
+
 // ReplayReport is what `memvault audit replay` found.
 type ReplayReport struct {
 	OK bool `json:"ok"`
+	// Range: the first and last event compared, and how many; empty for
+	// the whole ledger.
+	Range *ReplayRangeReport `json:"range,omitempty"`
 	// Ledger: the chain's verification (every hash, every prev).
 	Events   int             `json:"events"`
 	Problems []vault.Problem `json:"problems"`
@@ -86,6 +102,13 @@ type ReplayReport struct {
 	Differences []ReplayIssue `json:"differences"`
 }
 
+// ReplayRangeReport is the range a replay compared.
+type ReplayRangeReport struct {
+	First  string `json:"first"`
+	Last   string `json:"last"`
+	Events int    `json:"events"`
+}
+
 // ReplayIssue is one thing replay found wrong.
 type ReplayIssue struct {
 	ID     string `json:"id"`
@@ -95,8 +118,10 @@ type ReplayIssue struct {
 // Replay re-verifies the ledger's chain and every delegation's checksum,
 // and folds the state again from the ledger alone, twice, comparing the
 // folds with each other and with the vault's cached fold. It changes
-// nothing.
-func Replay(v *vault.Vault) (*ReplayReport, error) {
+// nothing. rng narrows the checksums and the comparison of the folds to
+// a range of events (the rows of those events); the chain is verified
+// whole.
+func Replay(v *vault.Vault, rng ReplayRange) (*ReplayReport, error) {
 	rep := &ReplayReport{Problems: []vault.Problem{}, Redacted: []string{}, Mismatches: []ReplayIssue{}, Differences: []ReplayIssue{}}
 	vr, err := v.Verify()
 	if err != nil {
@@ -111,8 +136,24 @@ func Replay(v *vault.Vault) (*ReplayReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	in, err := rangeOf(st, rng)
+	if err != nil {
+		return nil, err
+	}
+	if !rng.whole() {
+		rep.Range = &ReplayRangeReport{}
+		for _, r := range st.Rows {
+			if in[r.ID] {
+				if rep.Range.First == "" {
+					rep.Range.First = r.ID
+				}
+				rep.Range.Last = r.ID
+				rep.Range.Events++
+			}
+		}
+	}
 	for _, r := range st.Rows {
-		if r.Kind != KindDelegation {
+		if r.Kind != KindDelegation || !in[r.ID] {
 			continue
 		}
 		rep.Delegations++
@@ -133,8 +174,9 @@ func Replay(v *vault.Vault) (*ReplayReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep.StateDigest = digest(st.Rows, true)
-	if d := digest(again.Rows, true); d != rep.StateDigest {
+	folded, refolded := only(st.Rows, in), only(again.Rows, in)
+	rep.StateDigest = digest(folded, true)
+	if d := digest(refolded, true); d != rep.StateDigest {
 		rep.Differences = append(rep.Differences, ReplayIssue{Reason: "two folds of the same ledger differ: " + d[:12] + " and " + rep.StateDigest[:12]})
 	}
 	cached, _, err := v.FoldedState()
@@ -142,12 +184,61 @@ func Replay(v *vault.Vault) (*ReplayReport, error) {
 		return nil, err
 	}
 	// The cached fold keeps every field but the source: compared on those.
-	rep.CachedDigest = digest(cached.Rows, false)
-	if want := digest(st.Rows, false); rep.CachedDigest != want {
-		rep.Differences = append(rep.Differences, diffRows(st.Rows, cached.Rows)...)
+	cachedRows := cached.Rows
+	if !rng.whole() {
+		cachedRows = only(cachedRows, in) // a row the ledger lacks has no place in a range
+	}
+	rep.CachedDigest = digest(cachedRows, false)
+	if want := digest(folded, false); rep.CachedDigest != want {
+		rep.Differences = append(rep.Differences, diffRows(folded, cachedRows)...)
 	}
 	rep.OK = len(rep.Problems) == 0 && len(rep.Mismatches) == 0 && len(rep.Differences) == 0
 	return rep, nil
+}
+
+// rangeOf is the set of the ids of st's rows that rng takes in.
+func rangeOf(st *vault.State, rng ReplayRange) (map[string]bool, error) {
+	lo, hi := 0, len(st.Rows)-1
+	at := func(arg string) (int, error) {
+		id, err := st.ResolveEventID("audit replay", arg)
+		if err != nil {
+			return 0, err
+		}
+		return slices.IndexFunc(st.Rows, func(r *vault.Row) bool { return r.ID == id }), nil
+	}
+	var err error
+	if rng.From != "" {
+		if lo, err = at(rng.From); err != nil {
+			return nil, err
+		}
+	}
+	if rng.To != "" {
+		if hi, err = at(rng.To); err != nil {
+			return nil, err
+		}
+	}
+	if lo > hi && len(st.Rows) > 0 {
+		return nil, fault.New(fault.ErrInvalid, "audit replay: %s..%s: the first event comes after the last", rng.From, rng.To).
+			WithHint("a range is FROM..TO in the ledger's order (memvault ledger lists it)")
+	}
+	in := make(map[string]bool, hi-lo+1)
+	for _, r := range st.Rows[lo : hi+1] {
+		if rng.Since.IsZero() || !r.Time().Before(rng.Since) {
+			in[r.ID] = true
+		}
+	}
+	return in, nil
+}
+
+// only is the rows whose ids are in, in their order.
+func only(rows []*vault.Row, in map[string]bool) []*vault.Row {
+	out := make([]*vault.Row, 0, len(in))
+	for _, r := range rows {
+		if in[r.ID] {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // checkResult says what is wrong with a delegation's recorded result: ""

@@ -26,9 +26,15 @@ func newAuditCommand() *ucli.Command {
 			limitFlag("delegations, the newest", 0), jsonFlag,
 		},
 		Subcommands: []*ucli.Command{{
-			Name:  "replay",
-			Usage: "verify the chain, hash every recorded result again and fold the state again from the ledger alone",
-			Flags: []ucli.Flag{jsonFlag},
+			Name:      "replay",
+			Usage:     "verify the chain, hash every recorded result again and fold the state again from the ledger alone",
+			ArgsUsage: "[RANGE]",
+			Description: "RANGE narrows the results hashed and the rows compared to the events FROM..TO (ids or unique prefixes,\n" +
+				"either end left out for the ledger's first or last; one ID alone is that event); the chain is verified whole.",
+			Flags: []ucli.Flag{
+				&ucli.StringFlag{Name: "since", Usage: "only the events at or after DATE (2026-11-22, RFC 3339, or 7d / 12h ago)"},
+				jsonFlag,
+			},
 		}},
 	}
 }
@@ -80,10 +86,29 @@ func clipChecksum(s string) string {
 }
 
 func runAuditReplay(c *ucli.Context, v *vault.Vault) error {
-	if c.NArg() > 0 {
-		return usagef("audit replay: takes no arguments (got %q)", c.Args().First())
+	var rng executor.ReplayRange
+	switch c.NArg() {
+	case 0:
+	case 1:
+		arg := strings.TrimSpace(c.Args().First())
+		from, to, isRange := strings.Cut(arg, "..")
+		if !isRange {
+			to = from
+		}
+		rng.From, rng.To = strings.TrimSpace(from), strings.TrimSpace(to)
+		if rng.From == "" && rng.To == "" {
+			return usagef("audit replay: range %q: want FROM..TO, FROM.., ..TO or one ID", arg)
+		}
+	default:
+		return usagef("audit replay: want at most one RANGE (got %d arguments)", c.NArg())
 	}
-	rep, err := executor.Replay(v)
+	if s := c.String("since"); s != "" {
+		var err error
+		if rng.Since, err = ops.ParseSince(s, time.Now()); err != nil {
+			return err
+		}
+	}
+	rep, err := executor.Replay(v, rng)
 	if err != nil {
 		return err
 	}
@@ -94,6 +119,13 @@ func runAuditReplay(c *ucli.Context, v *vault.Vault) error {
 	} else {
 		w := c.App.Writer
 		fmt.Fprintf(w, "ledger: %d events, %d problems\n", rep.Events, len(rep.Problems))
+		if r := rep.Range; r != nil {
+			if r.Events == 0 {
+				fmt.Fprintln(w, "range: no events")
+			} else {
+				fmt.Fprintf(w, "range: %s..%s, %d events (the chain is verified whole)\n", r.First, r.Last, r.Events)
+			}
+		}
 		for _, p := range rep.Problems {
 			fmt.Fprintf(w, "  %s\n", p)
 		}

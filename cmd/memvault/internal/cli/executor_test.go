@@ -400,3 +400,43 @@ func TestDelegateTasksFromFile(t *testing.T) {
 		t.Fatalf("--file -: exit %d\n%s%s", code, so.String(), se.String())
 	}
 }
+
+// audit replay RANGE: FROM..TO, FROM.., ..TO, one ID, --since; a range
+// that says nothing or names no event is refused.
+func TestAuditReplayRangeCommand(t *testing.T) {
+	isolate(t)
+	vaultDir := filepath.Join(t.TempDir(), ".memory")
+	mv := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errOut := runCLI(t, append([]string{"--vault", vaultDir}, args...)...)
+		if code != want {
+			t.Fatalf("memvault %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
+		}
+		return out + errOut
+	}
+	mv(0, "init")
+	mv(0, "executor", "add", "echo", "--plain", "--", "cat")
+	mv(0, "delegate", "--global", "--mode", "sequential", "one", "two", "three")
+	var rows []struct{ ID string }
+	if err := json.Unmarshal([]byte(mv(0, "audit", "--json")), &rows); err != nil || len(rows) != 3 {
+		t.Fatalf("%v %v", rows, err)
+	}
+	a, b, c := rows[0].ID, rows[1].ID, rows[2].ID
+	for arg, want := range map[string]string{
+		a + ".." + b: "range: " + a + ".." + b + ", 2 events",
+		b + "..":     "range: " + b + ".." + c + ", 2 events",
+		".." + a:     "delegations: 1, 1 results verified",
+		c:            "range: " + c + ".." + c + ", 1 events",
+	} {
+		if out := mv(0, "audit", "replay", arg); !strings.Contains(out, want) || !strings.Contains(out, "ok: replay matches the ledger") {
+			t.Errorf("audit replay %s: want %q in\n%s", arg, want, out)
+		}
+	}
+	if out := mv(0, "audit", "replay", "--since", "1h"); !strings.Contains(out, "delegations: 3, 3 results verified") {
+		t.Errorf("--since 1h:\n%s", out)
+	}
+	mv(2, "audit", "replay", "..")
+	mv(2, "audit", "replay", a, b)
+	mv(2, "audit", "replay", c+".."+a)
+	mv(3, "audit", "replay", "e_"+strings.Repeat("0", 26)+"..")
+}

@@ -1,5 +1,5 @@
 // End-to-end tests of executors (docs/EXECUTORS.md) with real harness
-// CLIs: `claude -p` and `gemini -p`, registered with `memvault executor add
+// CLIs: `claude -p`, `gemini --prompt=` and `codex exec`, registered with `memvault executor add
 // --preset`, pinged, and given a `delegate` task, offline against the
 // fake model of e2e_test.go on 127.0.0.1 (inside a network namespace with
 // only loopback up where the test can make one).
@@ -84,6 +84,9 @@ type executorCase struct {
 	keyHdr   string   // the header the harness sends its API key in
 	key      string   // the key its files under HOME give it
 	pathPref string   // the model API's path prefix
+	// scope, when set: the task is given in a --file, with this folder
+	// as its scope (outside the project, not a git repository)
+	scope string
 }
 
 // runExecutorE2E registers c's harness as an executor through its preset,
@@ -152,7 +155,17 @@ func runExecutorE2E(t *testing.T, x *executorE2E, c executorCase) {
 	task := "--version and " + word + ": summarise in one line what the word names."
 	thread := "project:shop"
 	requestsBefore := e.model.count()
-	out = e.memvault("delegate", "--executor", name, "--thread", thread, "--json", "--", task)
+	if c.scope != "" {
+		if err := os.MkdirAll(c.scope, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		line, _ := json.Marshal(map[string]string{"task": task, "scope": c.scope})
+		file := filepath.Join(e.dir, "tasks.jsonl")
+		writeFile(t, file, string(line)+"\n")
+		out = e.memvault("delegate", "--executor", name, "--thread", thread, "--json", "--file", file)
+	} else {
+		out = e.memvault("delegate", "--executor", name, "--thread", thread, "--json", "--", task)
+	}
 	var rep struct {
 		OK       bool   `json:"ok"`
 		ID       string `json:"id"`
@@ -219,7 +232,8 @@ func runExecutorE2E(t *testing.T, x *executorE2E, c executorCase) {
 	}
 	data := mapOf(ev["data"])
 	if ev["source"] != "executor" || ev["thread"] != thread || data["executor"] != name || data["checksum_by"] != "memvault" ||
-		data["checksum"] != rep.Checksum || data["task"] != task || mapOf(data["result"])["summary"] != rep.Summary {
+		data["checksum"] != rep.Checksum || data["task"] != task || mapOf(data["result"])["summary"] != rep.Summary ||
+		c.scope != "" && data["scope"] != c.scope {
 		js, _ := json.MarshalIndent(ev, "", "  ")
 		t.Fatalf("the event of the delegation is not what was delegated:\n%s", js)
 	}
@@ -312,4 +326,42 @@ func writeFile(t *testing.T, path, text string) {
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestE2EExecutorCodex: `codex exec` as an executor, its task from a
+// --file, scoped to a folder that is no git repository. Its provider, the
+// fake model, and its key (a bearer token) come from ~/.codex/config.toml
+// under HOME; OPENAI_API_KEY set in memvault's environment never passes.
+func TestE2EExecutorCodex(t *testing.T) {
+	codex := harnessBin(t, "MEMVAULT_E2E_CODEX", "codex")
+	if inNetns(t) {
+		return
+	}
+	x := newExecutorE2E(t)
+	key := "from-the-config-" + randWord("")
+	writeFile(t, filepath.Join(x.home, ".codex", "config.toml"), fmt.Sprintf(`model = "fake-model"
+model_provider = "fake"
+check_for_update_on_startup = false
+
+[model_providers.fake]
+name = "fake"
+base_url = "%s/v1"
+wire_api = "responses"
+experimental_bearer_token = %q
+request_max_retries = 0
+stream_max_retries = 0
+
+[features]
+plugins = false
+
+[analytics]
+enabled = false
+`, x.headers.srv.URL, key))
+	runExecutorE2E(t, x, executorCase{
+		preset: "codex", bin: codex,
+		secret: "OPENAI_API_KEY", keyHdr: "authorization", key: "Bearer " + key, pathPref: "/v1/responses",
+		// codex exec refuses a folder outside a git repository unless
+		// told (the preset tells it)
+		scope: filepath.Join(x.dir, "not-a-repo"),
+	})
 }

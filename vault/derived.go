@@ -200,8 +200,11 @@ func StateFilePath(root, name string) string {
 // bytes), that part (name, version, what body writes), its CRC-32, and
 // then the blocks body put in the tail, which a view reads one by one when
 // it needs them (each with its own CRC-32, encoder.tailBlock). It is a
-// cache: written without fsync; nothing is written when body marked the
-// encoding bad. It reports whether the file was written.
+// cache: written without fsync. When body marks the encoding bad (a block
+// of the old file it copies no longer reads), the old file is removed
+// rather than kept: the next reader rebuilds the cache from the ledger and
+// saves a sound one, where keeping it would fail every save until the
+// damaged part changes. It reports whether the file was written.
 func writeStateFile(root, name string, version uint64, body func(e *Encoder)) bool {
 	head := len(DerivedMagic) + 8
 	e := &Encoder{B: make([]byte, head, 4096)}
@@ -210,6 +213,7 @@ func writeStateFile(root, name string, version uint64, body func(e *Encoder)) bo
 	e.uv(version)
 	body(e)
 	if e.Bad {
+		_ = fileio.At(root).Remove(StateFilePath(root, name))
 		return false
 	}
 	binary.LittleEndian.PutUint64(e.B[len(DerivedMagic):], uint64(len(e.B)-head))

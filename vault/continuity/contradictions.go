@@ -1,6 +1,9 @@
 package continuity
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // instr is an instruction split once (instruction): its polarity and its
 // content words.
@@ -33,48 +36,90 @@ func eachContradiction(items []instr, fn func(i, j int) bool) {
 			freq[w]++
 		}
 	}
-	prefixes := make([][]string, len(items))
-	index := map[string][]int{} // word → items whose prefix holds it, ascending
+	// Every word gets its rank in that order, rarest first; an item is then
+	// its ranks, ascending, so that its prefix is its first ranks and the
+	// words two items share are counted by a merge, without maps.
+	vocab := make([]string, 0, len(freq))
+	for w := range freq {
+		vocab = append(vocab, w)
+	}
+	sort.Slice(vocab, func(a, b int) bool {
+		if freq[vocab[a]] != freq[vocab[b]] {
+			return freq[vocab[a]] < freq[vocab[b]]
+		}
+		return vocab[a] < vocab[b]
+	})
+	rank := make(map[string]int32, len(vocab))
+	for r, w := range vocab {
+		rank[w] = int32(r)
+	}
+	sets := make([][]int32, len(items))
+	prefixes := make([][]int32, len(items))
+	index := make([][]int32, len(vocab)) // rank → items whose prefix holds it, ascending
 	for i, it := range items {
 		n := len(it.core)
 		if n < 2 {
 			continue // two shared words at least: it contradicts nothing
 		}
-		words := make([]string, 0, n)
+		set := make([]int32, 0, n)
 		for w := range it.core {
-			words = append(words, w)
+			set = append(set, rank[w])
 		}
-		sort.Slice(words, func(a, b int) bool {
-			if freq[words[a]] != freq[words[b]] {
-				return freq[words[a]] < freq[words[b]]
-			}
-			return words[a] < words[b]
-		})
+		slices.Sort(set)
+		sets[i] = set
 		k := max(2, (6*n+9)/10)
-		prefixes[i] = words[:n-k+1]
-		for _, w := range prefixes[i] {
-			index[w] = append(index[w], i)
+		prefixes[i] = set[:n-k+1]
+		for _, r := range prefixes[i] {
+			index[r] = append(index[r], int32(i))
 		}
 	}
-	seen := map[int]bool{}
-	var cand []int
+	seen := make([]int32, len(items)) // seen[j] == i+1: j is a candidate of i already
+	var cand []int32
 	for i, a := range items {
-		clear(seen)
 		cand = cand[:0]
-		for _, w := range prefixes[i] {
-			post := index[w]
-			for _, j := range post[sort.SearchInts(post, i+1):] {
-				if !seen[j] && items[j].neg != a.neg {
-					seen[j] = true
+		na := len(sets[i])
+		for _, r := range prefixes[i] {
+			post := index[r]
+			from, _ := slices.BinarySearch(post, int32(i+1))
+			for _, j := range post[from:] {
+				// A contradiction shares at least 0.6 of the union, so
+				// the smaller set is at least 0.6 of the larger.
+				if seen[j] == int32(i+1) || items[j].neg == a.neg {
+					continue
+				}
+				seen[j] = int32(i + 1)
+				if nb := len(sets[j]); 10*min(na, nb) >= 6*max(na, nb) {
 					cand = append(cand, j)
 				}
 			}
 		}
-		sort.Ints(cand)
+		slices.Sort(cand)
 		for _, j := range cand {
-			if contradicts(a.neg, a.core, items[j].neg, items[j].core) && !fn(i, j) {
+			if overlapContradicts(sets[i], sets[j]) && !fn(i, int(j)) {
 				break
 			}
 		}
 	}
+}
+
+// overlapContradicts is contradicts' overlap rule for two sets of word
+// ranks in ascending order (of different polarity, checked by the
+// caller): at least two words shared, and shared at least 0.6 of the
+// union.
+func overlapContradicts(a, b []int32) bool {
+	shared := 0
+	for x, y := 0, 0; x < len(a) && y < len(b); {
+		switch {
+		case a[x] < b[y]:
+			x++
+		case a[x] > b[y]:
+			y++
+		default:
+			shared++
+			x++
+			y++
+		}
+	}
+	union := len(a) + len(b) - shared
+	return shared >= 2 && union > 0 && shared*10 >= union*6
 }

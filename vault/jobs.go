@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -45,8 +46,34 @@ type Job struct {
 	// Source and Format name the harness transcript an import job reads.
 	Source string `json:"source,omitempty"`
 	Format string `json:"format,omitempty"`
+	// Attempts counts the background workers that started asking a model
+	// for this job (a summary): one killed mid-call leaves the job queued
+	// with its attempt counted, so that a job no worker survives is not
+	// tried for ever.
+	Attempts int `json:"attempts,omitempty"`
 
 	file string // its name in the queue, set when it is read from there
+}
+
+// ID is the job's name in the queue ("" for a job not read from there):
+// unique, and in queue order.
+func (j Job) ID() string { return strings.TrimSuffix(j.file, ".json") }
+
+// Queued is when the job was queued, read from its name in the queue;
+// zero for a job not read from there.
+func (j Job) Queued() time.Time { return jobTime(j.file) }
+
+// jobTime reads the time a queue file's name starts with.
+func jobTime(name string) time.Time {
+	stamp, _, ok := strings.Cut(name, "-")
+	if !ok {
+		return time.Time{}
+	}
+	ns, err := strconv.ParseInt(stamp, 10, 64)
+	if err != nil || ns <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // jobStamps hands out queue names in strictly increasing order within one
@@ -216,6 +243,40 @@ func (c *JobClaim) Done(j Job) error {
 		return fault.IO("remove job "+j.file, err)
 	}
 	return nil
+}
+
+// Take hands out j again under this claim, as the queue holds it now (a
+// worker releases the queue while a model writes a job's summary, then
+// claims it again to write it): ok is false when j left the queue
+// meanwhile.
+func (c *JobClaim) Take(j Job) (Job, bool, error) {
+	if j.file == "" {
+		return Job{}, false, fault.New(ErrInvalid, "job %s %s/%s: not read from the queue", j.Kind, j.Agent, j.Session)
+	}
+	fresh, err := c.v.readJob(j.file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return Job{}, false, nil
+	case err != nil:
+		return Job{}, false, err
+	}
+	c.seen[j.file] = true
+	return fresh, true, nil
+}
+
+// Attempt counts one more attempt at j, handed out by this claim, in its
+// file (written atomically and synced, under its name, so it keeps its
+// place in the queue), and returns j as it is now.
+func (c *JobClaim) Attempt(j Job) (Job, error) {
+	if j.file == "" || !c.seen[j.file] {
+		return j, fault.New(ErrInvalid, "job %s %s/%s: not handed out by this claim", j.Kind, j.Agent, j.Session)
+	}
+	j.Attempts++
+	data, err := json.Marshal(j)
+	if err != nil {
+		return j, fmt.Errorf("job %s: %w", j.file, err)
+	}
+	return j, c.v.Files().WriteAtomic(filepath.Join(c.v.Root, filepath.FromSlash(jobsDir), j.file), data)
 }
 
 // Release lets another runner claim the queue. Jobs handed out and not

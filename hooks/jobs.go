@@ -4,6 +4,7 @@ package hooks
 // catch-up), run oldest first within the hook's time budget.
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"time"
@@ -38,7 +39,9 @@ func (r *Runner) runDeferred() {
 // then leaves the jobs to it. A job that fails on a busy vault stays queued
 // for the next event, and so do the jobs after it; so does one a vault in
 // need of repair refuses (health.go), until the repair; one that fails
-// otherwise is logged and dropped.
+// otherwise is logged and dropped. A summary a model writes is never run
+// here: it takes seconds, so the hook starts the background worker for it
+// (worker.go) and goes on; the jobs of its session wait for it.
 func (r *Runner) runJobs() {
 	r.runDeferred()
 	wait := jobBudget - time.Since(r.Start)
@@ -52,6 +55,14 @@ func (r *Runner) runJobs() {
 		}
 		return
 	}
+	if r.runClaimed(claim) {
+		r.startWorker()
+	}
+}
+
+// runClaimed is runJobs under the queue's claim, which it releases; it
+// reports whether it left a summary for a model to write.
+func (r *Runner) runClaimed(claim *vault.JobClaim) (model bool) {
 	defer claim.Release()
 	defer r.catchUpIndex()
 	// An import job (a large transcript a session end could not read in
@@ -60,13 +71,12 @@ func (r *Runner) runJobs() {
 	// the jobs of its own session wait for it.
 	var imports []vault.Job
 	behind := map[vault.TranscriptRef]bool{}
-	// A summary a model writes waits for a stop (summarise.go).
 	summarising := sync.OnceValue(func() bool { return lineage.Summarising(r.V) })
 	for time.Since(r.Start) <= jobBudget {
 		j, ok, err := claim.Next()
 		if err != nil {
 			logf(r.V, "job queue: %v", err)
-			return
+			return model
 		}
 		if !ok {
 			break
@@ -80,19 +90,20 @@ func (r *Runner) runJobs() {
 		if behind[t] {
 			continue // stays queued until its session's import (or model summary) is done
 		}
-		if j.Kind == "summarize" && r.waitsForModel(summarising) {
-			behind[t] = true
+		if j.Kind == "summarize" && summarising() {
+			behind[t], model = true, true // the worker's
 			continue
 		}
 		if !r.finishJob(claim, j) {
-			return
+			return model
 		}
 	}
 	for _, j := range imports {
 		if !r.finishJob(claim, j) {
-			return
+			return model
 		}
 	}
+	return model
 }
 
 // finishJob runs j and takes it off the queue, and reports whether the
@@ -136,43 +147,52 @@ func (r *Runner) runJob(j vault.Job) error {
 	case "import":
 		return r.importJob(t, j)
 	case "summarize":
-		// A model's summary, when [summarise] names an executor, is asked
-		// for first, without the vault lock (summarise.go).
-		model, err := r.sessionModel(t)
-		if errors.Is(err, vault.ErrNotFound) {
-			return nil // no transcript: nothing to summarise
-		}
-		if err != nil {
-			return err
-		}
-		_, err = r.V.Update(vault.TxOptions{Command: "hook job summarize", Agent: j.Agent, Session: j.Session,
-			Harness: j.Harness, LockTimeout: eventLockWait}, func(tx *vault.Tx) error {
-			if _, _, err := lineage.Summarize(tx, t, lineage.SummaryOptions{Thread: j.Thread, Model: model}); err != nil {
-				return err
-			}
-			// A lineage event: the summary commits what the session left
-			// uncommitted (the turns after its last commit, for a session
-			// that never ended).
-			return tx.CommitTranscript(t)
-		})
-		if errors.Is(err, vault.ErrNotFound) {
-			return nil // no transcript: nothing to summarise
-		}
-		if err != nil {
-			return err
-		}
-		// CONTINUITY.md: the summary recorded the session's control lines
-		// (DONE:, NEXT:, DECISION:, …); count the session, audit, refresh.
-		_, err = continuity.UpdateContinuityAtSessionEnd(r.V, vault.TxOptions{Command: "hook job continuity", Agent: j.Agent,
-			Session: j.Session, Harness: j.Harness, LockTimeout: eventLockWait}, continuity.SessionEndInput{})
-		return err
+		// A hook runs a summary only when no model writes it; it names
+		// the executor [summarise] names, if any, and why it was not
+		// asked (summarise.go).
+		model, err := lineage.SessionModel(context.Background(), r.V, t, lineage.ModelOptions{NoCall: true})
+		return r.summarizeJob(j, model, err)
 	case "refresh":
 		// Tier 1 and the Tier 2 heads this session wrote to (and the job's
 		// thread: a compaction node's); a head someone holds is deferred by
 		// Refresh itself, and retried by a later event.
-		return r.refresh(j, "hook job refresh", eventLockWait)
+		return r.refresh(j, "hook job refresh", r.jobLockWait())
 	}
 	return nil
+}
+
+// summarizeJob writes the session-summary node of j's session, with the
+// model's summary asked for before (model, modelErr; nil without
+// [summarise]), then updates CONTINUITY.md.
+func (r *Runner) summarizeJob(j vault.Job, model *lineage.Model, modelErr error) error {
+	t := vault.TranscriptRef{Agent: j.Agent, Session: j.Session}
+	if errors.Is(modelErr, vault.ErrNotFound) {
+		return nil // no transcript: nothing to summarise
+	}
+	if modelErr != nil {
+		return modelErr
+	}
+	_, err := r.V.Update(vault.TxOptions{Command: "hook job summarize", Agent: j.Agent, Session: j.Session,
+		Harness: j.Harness, LockTimeout: r.jobLockWait()}, func(tx *vault.Tx) error {
+		if _, _, err := lineage.Summarize(tx, t, lineage.SummaryOptions{Thread: j.Thread, Model: model}); err != nil {
+			return err
+		}
+		// A lineage event: the summary commits what the session left
+		// uncommitted (the turns after its last commit, for a session
+		// that never ended).
+		return tx.CommitTranscript(t)
+	})
+	if errors.Is(err, vault.ErrNotFound) {
+		return nil // no transcript: nothing to summarise
+	}
+	if err != nil {
+		return err
+	}
+	// CONTINUITY.md: the summary recorded the session's control lines
+	// (DONE:, NEXT:, DECISION:, …); count the session, audit, refresh.
+	_, err = continuity.UpdateContinuityAtSessionEnd(r.V, vault.TxOptions{Command: "hook job continuity", Agent: j.Agent,
+		Session: j.Session, Harness: j.Harness, LockTimeout: r.jobLockWait()}, continuity.SessionEndInput{})
+	return err
 }
 
 // importJob goes on with the import of a harness transcript that a session
@@ -186,7 +206,7 @@ func (r *Runner) importJob(t vault.TranscriptRef, j vault.Job) error {
 		return err
 	}
 	opts := vault.TxOptions{Command: "hook job import", Agent: j.Agent, Session: j.Session, Harness: j.Harness,
-		LockTimeout: eventLockWait}
+		LockTimeout: r.jobLockWait()}
 	rep, err := lineage.ImportUntil(r.V, opts, t, format, j.Source, r.Start.Add(jobBudget))
 	if errors.Is(err, vault.ErrNotFound) {
 		return nil // the file is gone: nothing more to read
@@ -204,4 +224,64 @@ func (r *Runner) importJob(t vault.TranscriptRef, j vault.Job) error {
 		return tx.CommitTranscript(t)
 	})
 	return err
+}
+
+// QueuedJob is a queued job as `memvault jobs` lists it.
+type QueuedJob struct {
+	ID       string    `json:"id"`
+	Kind     string    `json:"kind"`
+	Agent    string    `json:"agent"`
+	Session  string    `json:"session"`
+	Thread   string    `json:"thread,omitempty"`
+	Harness  string    `json:"harness,omitempty"`
+	Queued   time.Time `json:"queued"`
+	Attempts int       `json:"attempts"`
+	// Waits says what the job waits for, in the words of docs/HOOKS.md.
+	Waits string `json:"waits"`
+}
+
+// Queue is the job queue and its worker.
+type Queue struct {
+	Jobs   []QueuedJob       `json:"jobs"`
+	Worker vault.WorkerState `json:"worker"`
+}
+
+// What a queued job waits for.
+const (
+	waitsEvent        = "the next stop, compaction or session end, or memvault jobs run"
+	waitsImport       = "its session's import, before it"
+	waitsSummary      = "its session's summary, before it"
+	waitsModel        = "a model ([summarise]): the next stop, compaction or session end starts the worker, or memvault jobs run"
+	waitsModelRunning = "a model ([summarise]): the worker is on it"
+)
+
+// ListQueue lists the queued jobs, oldest first, each with what it waits
+// for, the way the hooks and the worker would take them.
+func ListQueue(v *vault.Vault) (Queue, error) {
+	jobs, err := v.PendingJobs()
+	if err != nil {
+		return Queue{}, err
+	}
+	q := Queue{Jobs: []QueuedJob{}, Worker: v.JobWorkerStatus()}
+	summarising := sync.OnceValue(func() bool { return lineage.Summarising(v) })
+	behind := map[vault.TranscriptRef]string{}
+	for _, j := range jobs {
+		t := vault.TranscriptRef{Agent: j.Agent, Session: j.Session}
+		waits := waitsEvent
+		switch {
+		case behind[t] != "" && j.Kind != "import":
+			waits = behind[t]
+		case j.Kind == "import":
+			behind[t] = waitsImport
+		case j.Kind == "summarize" && summarising():
+			waits = waitsModel
+			if q.Worker.Running {
+				waits = waitsModelRunning
+			}
+			behind[t] = waitsSummary
+		}
+		q.Jobs = append(q.Jobs, QueuedJob{ID: j.ID(), Kind: j.Kind, Agent: j.Agent, Session: j.Session, Thread: j.Thread,
+			Harness: j.Harness, Queued: j.Queued(), Attempts: j.Attempts, Waits: waits})
+	}
+	return q, nil
 }

@@ -42,6 +42,14 @@ type Runner struct {
 	Agent   string
 	Thread  string // MEMVAULT_THREAD, if set: wins over the derived thread
 	Start   time.Time
+	// Worker is the command line of the background job worker (`memvault
+	// --vault ROOT jobs run --background`), which an event that finds a
+	// summary for a model to write starts, detached, instead of waiting
+	// for the model (worker.go). Empty: no worker is started, and such a
+	// job waits for `memvault jobs run`.
+	Worker []string
+
+	worker  bool          // this runner is the job worker (worker.go): no hook's budget
 
 	ev      Event         // the event being run, for the hook log
 	session string        // its session

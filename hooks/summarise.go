@@ -3,53 +3,81 @@ package hooks
 // Model-written session summaries (docs/EXECUTORS.md, "Summaries";
 // docs/HOOKS.md, "Jobs"): when memvault.toml's [summarise] names an active
 // executor, a summarize job asks it for the summary before its
-// transaction, without the vault lock. The call takes seconds, so only a
-// stop runs such a job: the harnesses wait minutes for a stop hook, but a
-// second or so for a session end or a compaction, and a prompt submit and
-// a session start are on the user's path and run no jobs at all. At the
-// other events the job waits in the queue, with the jobs of its session
-// behind it.
+// transaction. The call takes seconds, more than any hook may make its
+// harness wait, so no hook makes it: a hook that finds such a job starts
+// the background worker (worker.go) and goes on, and the worker, or
+// `memvault jobs run`, asks the executor without the vault lock, then
+// writes the node in a transaction. Without an active executor the hooks
+// run the job as before, and the node says why it is deterministic.
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/lineage"
 )
 
-// stopModelLimit caps a model's summary in a stop of a harness that
-// kills its hooks after 5 s (OpenCode's and OpenClaw's plugins run each
-// hook with a 5 s timeout; docs/HOOKS.md, "Time").
-const stopModelLimit = 3 * time.Second
+// maxModelAttempts is how many background workers may start asking a
+// model for one summary: a worker killed mid-call (by a person, by the
+// system's memory killer, by a machine going to sleep) leaves the job
+// queued, and the next one asks again; after this many the next worker
+// writes the deterministic summary and says why. `memvault jobs run`
+// always asks.
+const maxModelAttempts = 3
 
-// modelEvent reports whether this event may ask an executor for a
-// summary: a stop only.
-func (r *Runner) modelEvent() bool { return r.ev == Stop }
+// workerLockWait is how long the worker waits for the vault lock: it is
+// on nobody's path, but should not outwait a lock someone forgot.
+const workerLockWait = 5 * time.Second
 
-// modelLimit is the most a summary's executor may take in this hook, 0
-// for [summarise]'s own timeout.
-func (r *Runner) modelLimit() time.Duration {
-	switch r.Harness.Name {
-	case "opencode", "openclaw":
-		return stopModelLimit
+// jobLockWait is the vault lock's wait of a job: a hook's, or the
+// worker's.
+func (r *Runner) jobLockWait() time.Duration {
+	if r.worker {
+		return workerLockWait
 	}
-	return 0
+	return eventLockWait
 }
 
-// waitsForModel reports whether a summarize job must wait for an event
-// that may ask a model: [summarise] names an active executor and this
-// event is not a stop. It reads memvault.toml once per runner of the
-// queue (summarising caches it).
-func (r *Runner) waitsForModel(summarising func() bool) bool {
-	return !r.modelEvent() && summarising()
-}
-
-// sessionModel asks for the model's summary of the job's session, when
-// there is a summariser; nil otherwise, and at an event that may not ask
-// one (the job then runs only when no active executor is named, and the
-// node says why it is deterministic).
-func (r *Runner) sessionModel(t vault.TranscriptRef) (*lineage.Model, error) {
-	opts := lineage.ModelOptions{Limit: r.modelLimit(), NoCall: !r.modelEvent()}
-	return lineage.SessionModel(context.Background(), r.V, t, opts)
+// modelSummary is the worker's summarize job: it counts the attempt (a
+// background worker), lets the queue go, asks the model without any lock,
+// then takes the queue again and writes the node, unless the job left the
+// queue meanwhile. An interrupt stops the executor and writes nothing: the
+// job stays queued. It releases claim.
+func (k *worker) modelSummary(ctx context.Context, claim *vault.JobClaim, j vault.Job) error {
+	var err error
+	if k.opts.Background {
+		if j, err = claim.Attempt(j); err != nil {
+			return k.settle(claim, j, err)
+		}
+	}
+	claim.Release()
+	t := vault.TranscriptRef{Agent: j.Agent, Session: j.Session}
+	opts := lineage.ModelOptions{}
+	gaveUp := k.opts.Background && j.Attempts > maxModelAttempts
+	if gaveUp {
+		opts.NoCall = true
+	} else {
+		k.progress("%s: asking the model", jobName(j))
+	}
+	model, merr := lineage.SessionModel(ctx, k.r.V, t, opts)
+	if ctx.Err() != nil {
+		return errInterrupted
+	}
+	if gaveUp && model != nil && model.Call.Err != nil {
+		model.Call.Err = fmt.Errorf("summarise: not asked again: %d workers started asking it and did not finish (killed?)",
+			j.Attempts-1)
+	}
+	claim, err = k.r.V.ClaimJobs(workerClaimWait)
+	if err != nil {
+		return err
+	}
+	j, ok, err := claim.Take(j)
+	if err != nil || !ok {
+		claim.Release()
+		return err // gone: another runner wrote it (the summariser was switched off meanwhile)
+	}
+	k.r.Start = time.Now()
+	return k.settle(claim, j, k.r.summarizeJob(j, model, merr))
 }

@@ -266,6 +266,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 			newExecutorCommand(),
 			newDelegateCommand(),
 			newAuditCommand(),
+			newJobsCommand(),
 			newHelpCommand(),
 			newVersionCommand(),
 		},
@@ -403,6 +404,12 @@ func commandActions() map[string]action {
 		"delegate":        ownWrites(runDelegate),
 		"audit":           reads(runAudit),
 		"audit replay":    reads(runAuditReplay),
+
+		// The job queue (docs/HOOKS.md, "Jobs"): jobs lists it; jobs run
+		// runs it, asking [summarise]'s executor without the vault lock
+		// and writing each job in transactions of its own (hooks.Work).
+		"jobs":     reads(runJobs),
+		"jobs run": ownWrites(runJobsRun),
 
 		// The heads: heads.Refresh, EditHead and ResolveHeads take the heads'
 		// leases before the vault lock, so they manage their own writes

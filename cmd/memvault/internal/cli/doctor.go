@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -65,6 +66,8 @@ type doctorVault struct {
 	// --incremental) found besides the links, when the writers' check
 	// passed: the first problems.
 	Verify []vault.Problem `json:"verify"`
+	// Jobs is the hooks' job queue (docs/HOOKS.md, "Jobs").
+	Jobs vault.JobQueue `json:"jobs"`
 }
 
 // runDoctor checks the vault, when there is one, and every harness's
@@ -104,6 +107,9 @@ func runDoctor(c *ucli.Context, v *vault.Vault) error {
 		for _, p := range executorProblems(v) {
 			rep.add("executors", p)
 		}
+		if p, ok := jobsProblem(d.Jobs, time.Now()); ok {
+			rep.add("jobs", p)
+		}
 	} else if p, ok := noVaultProblem(c.String("scope"), rep.Harnesses); ok {
 		rep.add("vault", p)
 		if p.Severity == hooks.SeverityError {
@@ -142,6 +148,9 @@ func (r *doctorReport) add(where string, p hooks.Problem) {
 func checkVault(v *vault.Vault) (*doctorVault, error) {
 	d := &doctorVault{Path: v.Root, healthReport: newHealthReport(v), Verify: []vault.Problem{}}
 	d.MergeDriverOK, d.MergeDriver = vault.MergeDriversStatus(v.Root)
+	if q, err := v.JobQueueStatus(); err == nil {
+		d.Jobs = q
+	}
 	links, err := v.LinkProblems()
 	if err != nil {
 		return nil, err
@@ -217,7 +226,7 @@ func noVaultProblem(scope string, ws []hooks.Wiring) (hooks.Problem, bool) {
 func printDoctor(w io.Writer, rep doctorReport) {
 	printVaultCheck(w, rep.Vault)
 	for _, p := range rep.Problems {
-		if p.Harness == "executors" {
+		if p.Harness == "executors" || p.Harness == "jobs" {
 			printProblem(w, p.Problem)
 		}
 	}
@@ -266,6 +275,7 @@ func printVaultCheck(w io.Writer, d *doctorVault) {
 		label = "  warning:  "
 	}
 	fmt.Fprintf(w, "%s%s\n", label, d.MergeDriver)
+	fmt.Fprintf(w, "  jobs:     %s\n", jobsLine(d.Jobs, time.Now()))
 	if d.OK {
 		fmt.Fprintf(w, "  health:   ok\n")
 		return

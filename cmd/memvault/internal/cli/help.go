@@ -45,7 +45,7 @@ func commandGroups() []commandGroup {
 		{title: "Heads and continuity", commands: []string{"render", "edit", "resolve", "continuity", "goal", "next", "done", "learn", "decide"}},
 		{title: "Lineage and nodes", commands: []string{"transcript", "summarize", "compact", "condense", "nodes", "expand"}},
 		{title: "Delegation", commands: []string{"delegate", "executor", "audit"}},
-		{title: "Maintenance", commands: []string{"verify", "repair", "gc", "reindex", "sync", "import", "policy"}},
+		{title: "Maintenance", commands: []string{"verify", "repair", "gc", "reindex", "sync", "import", "policy", "jobs"}},
 		{title: "Help", commands: []string{"help", "version"}},
 		{title: "Plumbing (run by harnesses and git)", commands: []string{"hook", "context", "mcp", "refresh", "merge-driver"}, plumbing: true},
 	}

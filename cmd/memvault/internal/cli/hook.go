@@ -88,6 +88,10 @@ func hook(c *ucli.Context) {
 			err = aerr
 		} else {
 			r := &hooks.Runner{V: v, Harness: h, Agent: agent, Thread: os.Getenv("MEMVAULT_THREAD"), Start: start}
+			if self, err := selfPath(); err == nil {
+				// A summary for a model is left to this detached worker.
+				r.Worker = []string{self, "--vault", root, "jobs", "run", "--background"}
+			}
 			var context string
 			context, err = r.Run(ev, p)
 			c.App.Writer.Write(hooks.Render(h, ev, context))

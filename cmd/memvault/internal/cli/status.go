@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -78,6 +79,7 @@ func printStatus(w io.Writer, rep *ops.Status) {
 	} else {
 		fmt.Fprintf(w, "lock:         free\n")
 	}
+	fmt.Fprintf(w, "jobs:         %s\n", jobsLine(rep.Jobs, time.Now()))
 	g := rep.GitObjects
 	fmt.Fprintf(w, "git objects:  ~%s loose (~%s on disk)", vault.FormatCount(int64(g.Objects)), vault.FormatBytes(g.DiskBytes))
 	switch {

@@ -27,6 +27,10 @@ type Status struct {
 	// GitObjects estimates the loose git objects and says whether a gc
 	// is advised (vault.EstimateLoose).
 	GitObjects vault.LooseObjects `json:"git_objects"`
+	// Jobs is the hooks' job queue: how many, the oldest, whether a
+	// worker runs (docs/HOOKS.md, "Jobs"); the folder is listed, no job
+	// read.
+	Jobs vault.JobQueue `json:"jobs"`
 	HeadStatus
 }
 
@@ -75,6 +79,9 @@ func StatusOf(v *vault.Vault, agent string, st *vault.State) (*Status, error) {
 	}
 	rep.HeadStatus = newHeadStatus(v, st)
 	rep.GitObjects = v.EstimateLoose()
+	if rep.Jobs, err = v.JobQueueStatus(); err != nil {
+		return nil, err
+	}
 	return rep, nil
 }
 

@@ -1,0 +1,249 @@
+package hooks
+
+// The job worker (docs/HOOKS.md, "Jobs"): the queue run outside any hook,
+// with no hook's budget. A hook that finds a summary for a model to write
+// starts it in the background (`memvault jobs run --background`): a
+// process in a session of its own, its standard streams on /dev/null,
+// handed the worker lock (vault/jobworker.go), which the hook took
+// without waiting, so two hooks never start two workers. A person runs the
+// same loop in the foreground with `memvault jobs run`.
+//
+// The worker runs every queued job oldest first, the jobs of a session in
+// their order, until none is left that it may run; then it lets the lock
+// go and looks once more: a hook that queued a job while the worker held
+// the lock started no worker, and the job was queued before that hook
+// tried the lock, so it is either seen by this last look (and the worker
+// takes the lock again, if nobody else did) or by a worker started after
+// the lock was let go.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/executor"
+	"github.com/memvault/memvault/vault/lineage"
+)
+
+// workerClaimWait is how long the worker waits for the queue, which a
+// hook holds for its job budget (and one job past it at most).
+const workerClaimWait = 10 * time.Second
+
+// errInterrupted: the run was interrupted; what was under way wrote
+// nothing and stays queued.
+var errInterrupted = errors.New("jobs: interrupted; the job under way stays queued")
+
+// startWorker starts the background worker, detached, unless one runs.
+func (r *Runner) startWorker() {
+	if len(r.Worker) == 0 {
+		return
+	}
+	w, ok, err := r.V.TryJobWorker()
+	if err != nil {
+		logf(r.V, "jobs worker: %v", err)
+		return
+	}
+	if !ok {
+		return // a worker runs: it looks at the queue again before it stops
+	}
+	cmd := exec.Command(r.Worker[0], r.Worker[1:]...)
+	cmd.Dir = r.V.Root
+	cmd.Env = workerEnv(os.Environ())
+	cmd.ExtraFiles = []*os.File{w.File()}
+	// A session of its own: the harness's terminal and process group
+	// signals (a Ctrl-C in the agent's terminal) do not reach it, and a
+	// harness that kills its hook's group leaves it be.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		w.Release()
+		logf(r.V, "jobs worker: start %s: %v", r.Worker[0], err)
+		return
+	}
+	w.Handoff()
+	go cmd.Wait() //nolint:errcheck // reaped in a process that outlives it (tests); the worker logs for itself
+}
+
+// workerEnv is the hook's environment as the worker gets it: without the
+// variables that would point git at another repository or memvault at
+// another vault (the worker is given its vault), a profile to write, and
+// without any whose name suggests a credential (executors never get those
+// either: vault/executor/env.go).
+func workerEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case name == "GIT_DIR", name == "GIT_INDEX_FILE", name == "GIT_WORK_TREE",
+			name == "MEMVAULT_DIR", name == "MEMVAULT_CPUPROFILE", executor.LooksSecret(name):
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// WorkOptions tune a run of the queue outside a hook.
+type WorkOptions struct {
+	// Progress hears a line per step, for a person (`jobs run` prints them
+	// on stderr); nil: nothing is said.
+	Progress func(line string)
+	// Background: the worker a hook started. Problems go to the hook log,
+	// and a summary whose model no worker finished asking
+	// (maxModelAttempts) is written without it.
+	Background bool
+}
+
+// WorkReport is what a run of the queue did, each job named "KIND
+// AGENT/SESSION".
+type WorkReport struct {
+	Ran    []string `json:"ran"`    // run and taken off the queue
+	Failed []string `json:"failed"` // failed, with why: logged and dropped, as a hook drops them
+	Left   []string `json:"left"`   // still queued (a busy vault, a vault in need of repair): LeftErr says why
+
+	leftErr error // why the first job left was left
+}
+
+// LeftErr is why the first job left queued was left (a busy vault's
+// ErrBusy, a refusal's class); nil when none was.
+func (rep WorkReport) LeftErr() error { return rep.leftErr }
+
+// worker is one run of the queue.
+type worker struct {
+	r    *Runner
+	opts WorkOptions
+	rep  WorkReport
+	// settled: the jobs this run ran or left; blocked: sessions with a
+	// job left, whose later jobs wait for it.
+	settled map[string]bool
+	blocked map[vault.TranscriptRef]bool
+}
+
+// Work runs the queued jobs of v under the worker lock w, model summaries
+// included, until none is left that it may run, and releases w. It stops
+// at an interrupt of ctx (the executor's process group killed, nothing of
+// the job under way written) with an error, and when the queue stays busy.
+func Work(ctx context.Context, v *vault.Vault, w *vault.JobWorker, opts WorkOptions) (WorkReport, error) {
+	defer w.Release()
+	k := &worker{r: &Runner{V: v, Harness: &Harness{Name: "jobs"}, ev: "run", worker: true}, opts: opts,
+		settled: map[string]bool{}, blocked: map[vault.TranscriptRef]bool{}}
+	for {
+		if err := k.drain(ctx); err != nil {
+			return k.rep, err
+		}
+		w.Unlock()
+		more, err := k.more()
+		if err != nil || !more {
+			return k.rep, err
+		}
+		if ok, err := w.Relock(); err != nil || !ok {
+			return k.rep, err // another worker took it: it runs the job
+		}
+	}
+}
+
+// drain runs jobs until none is left that this run may run.
+func (k *worker) drain(ctx context.Context) error {
+	for {
+		if ctx.Err() != nil {
+			return errInterrupted
+		}
+		claim, err := k.r.V.ClaimJobs(workerClaimWait)
+		if err != nil {
+			return err
+		}
+		j, ok, err := k.next(claim)
+		if err != nil || !ok {
+			claim.Release()
+			return err
+		}
+		k.r.Start, k.r.session = time.Now(), j.Session
+		if j.Kind == "summarize" && lineage.Summarising(k.r.V) {
+			err = k.modelSummary(ctx, claim, j)
+		} else {
+			k.progress("%s: running", jobName(j))
+			err = k.settle(claim, j, k.r.runJob(j))
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// next is the oldest job this run may run: not settled, its session not
+// blocked.
+func (k *worker) next(claim *vault.JobClaim) (vault.Job, bool, error) {
+	for {
+		j, ok, err := claim.Next()
+		if err != nil || !ok {
+			return j, false, err
+		}
+		if !k.settled[j.ID()] && !k.blocked[vault.TranscriptRef{Agent: j.Agent, Session: j.Session}] {
+			return j, true, nil
+		}
+	}
+}
+
+// more reports whether the queue holds a job this run has not settled:
+// one queued while it ran.
+func (k *worker) more() (bool, error) {
+	jobs, err := k.r.V.PendingJobs()
+	if err != nil {
+		return false, err
+	}
+	for _, j := range jobs {
+		if !k.settled[j.ID()] && !k.blocked[vault.TranscriptRef{Agent: j.Agent, Session: j.Session}] {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// settle takes j off the queue after it ran (err nil), or after it failed
+// for good (logged, and dropped as a hook drops it); leaves it queued, with
+// its session's later jobs, when the vault was busy or refused it; and
+// releases claim. An import with more to read stays first, for the next
+// round.
+func (k *worker) settle(claim *vault.JobClaim, j vault.Job, err error) error {
+	defer claim.Release()
+	name := jobName(j)
+	switch {
+	case errors.Is(err, errUnfinished):
+		return nil
+	case vault.IsBusy(err) || k.r.refused(err):
+		k.settled[j.ID()] = true
+		k.blocked[vault.TranscriptRef{Agent: j.Agent, Session: j.Session}] = true
+		k.rep.Left = append(k.rep.Left, name)
+		if k.rep.leftErr == nil {
+			k.rep.leftErr = err
+		}
+		k.progress("%s: left queued: %v", name, err)
+		return nil
+	case err != nil:
+		k.rep.Failed = append(k.rep.Failed, name+": "+oneLine(err.Error()))
+		k.progress("%s: failed, dropped: %v", name, err)
+		logf(k.r.V, "jobs worker: job %s: %v", name, err)
+	default:
+		k.rep.Ran = append(k.rep.Ran, name)
+		k.progress("%s: done", name)
+	}
+	k.settled[j.ID()] = true
+	if derr := claim.Done(j); derr != nil {
+		logf(k.r.V, "jobs worker: job %s: %v", name, derr)
+	}
+	return nil
+}
+
+func (k *worker) progress(format string, args ...any) {
+	if k.opts.Progress != nil {
+		k.opts.Progress(fmt.Sprintf(format, args...))
+	}
+}
+
+// jobName names a job for people: "summarize default/s1".
+func jobName(j vault.Job) string { return j.Kind + " " + j.Agent + "/" + j.Session }

@@ -50,7 +50,6 @@ type Runner struct {
 	Worker []string
 
 	worker  bool          // this runner is the job worker (worker.go): no hook's budget
-
 	ev      Event         // the event being run, for the hook log
 	session string        // its session
 	hc      healthCheck   // what this hook found of the vault's health (health.go)

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -141,11 +142,26 @@ func soundVault(t *testing.T, v *vault.Vault) {
 	vaulttest.Fsck(t, v.Root)
 }
 
-// The executor is never asked on a prompt submit or a session start, nor
-// at a session end (whose harness gives it a second): the summary job
-// waits, with its session's refresh, for a stop, which asks it once and
-// writes its summary.
-func TestHookSummaryModelOnlyAtAStop(t *testing.T) {
+// runQueue runs the queue in this process as `memvault jobs run` does.
+func runQueue(t *testing.T, v *vault.Vault) WorkReport {
+	t.Helper()
+	w, ok, err := v.TryJobWorker()
+	if err != nil || !ok {
+		t.Fatalf("the worker lock: %v %v", ok, err)
+	}
+	rep, err := Work(context.Background(), v, w, WorkOptions{})
+	if err != nil {
+		t.Fatalf("jobs run: %v", err)
+	}
+	return rep
+}
+
+// No hook asks the executor, whatever the event: a summary for a model
+// waits in the queue, with its session's refresh behind it, for the
+// worker (here none is started: the runner has no Worker) or jobs run;
+// other sessions' jobs run. jobs run then asks the executor once per
+// session and writes the model's summaries.
+func TestHookSummaryModelNeverInAHook(t *testing.T) {
 	bin := fakeExecutor(t)
 	sock, seen := notifySocket(t)
 	v, root := summarisingVault(t, bin, "count", sock, "10s")
@@ -159,40 +175,51 @@ func TestHookSummaryModelOnlyAtAStop(t *testing.T) {
 	runEvent(t, v, SessionStart, Payload{SessionID: "s2", CWD: root, Source: "startup"})
 	runEvent(t, v, PromptSubmit, Payload{SessionID: "s2", CWD: root, Prompt: "and now the docs"})
 	runEvent(t, v, SessionEnd, Payload{SessionID: "s3", CWD: root, LastAssistant: "nothing"})
+	for range 3 {
+		runEvent(t, v, Stop, Payload{SessionID: "s2", CWD: root, LastAssistant: "docs updated"})
+		runEvent(t, v, PreCompaction, Payload{SessionID: "s2", CWD: root})
+	}
 	if n := seen.count("start"); n != 0 {
-		t.Fatalf("the executor ran %d times before any stop", n)
+		t.Fatalf("a hook ran the executor %d times", n)
 	}
 	if n := sessionNode(t, v, "s1"); n != nil {
-		t.Fatalf("summarised without the model at a session end: %s", n.ID)
+		t.Fatalf("summarised without the model in a hook: %s", n.ID)
+	}
+	q, err := ListQueue(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Jobs) != 4 || q.Jobs[0].Waits != waitsModel || q.Jobs[1].Waits != waitsSummary || q.Worker.Running {
+		t.Fatalf("queue %+v", q)
 	}
 
-	runEvent(t, v, Stop, Payload{SessionID: "s2", CWD: root, LastAssistant: "docs updated"})
-	if n := seen.count("start"); n < 1 {
-		t.Fatal("the stop did not ask the executor")
+	rep := runQueue(t, v)
+	if len(rep.Ran) != 4 || len(rep.Failed)+len(rep.Left) != 0 {
+		t.Fatalf("jobs run: %+v", rep)
+	}
+	if n := seen.count("start"); n != 2 {
+		t.Errorf("%d runs of the executor for two sessions", n)
 	}
 	n := sessionNode(t, v, "s1")
 	if n == nil || n.Summary != vault.SummaryModel || n.SummaryBy != "fake" ||
 		!strings.Contains(n.Body, "counted: Summarise this session") || !strings.Contains(n.Body, "rename the flag") {
 		t.Fatalf("node %+v", n)
 	}
-	// s3's summary, queued behind s1's: the next stops'
-	for i := 0; strings.Contains(strings.Join(jobKinds(t, v), " "), "summarize"); i++ {
-		if i > 5 {
-			t.Fatalf("the queue is not done: %v", jobKinds(t, v))
-		}
-		runEvent(t, v, Stop, Payload{SessionID: "s2", CWD: root, LastAssistant: "more"})
+	if k := jobKinds(t, v); len(k) != 0 {
+		t.Errorf("left queued: %v", k)
 	}
-	if n := seen.count("start"); n != 2 {
-		t.Errorf("%d runs of the executor for two sessions", n)
+	// An empty queue: nothing to do, nothing asked.
+	if rep := runQueue(t, v); len(rep.Ran)+len(rep.Failed)+len(rep.Left) != 0 {
+		t.Errorf("jobs run of an empty queue: %+v", rep)
 	}
 	soundVault(t, v)
 }
 
-// At a stop, an executor that crashes, hangs past its time, prints
-// garbage or a wrong checksum leaves the deterministic summary, the
-// reason in the node and in an executor.failed event; the hook succeeds
-// and the vault verifies. While it hangs, another writer takes the vault
-// lock.
+// jobs run (and the worker): an executor that crashes, hangs past its
+// time, prints garbage or a wrong checksum leaves the deterministic
+// summary, the reason in the node and in an executor.failed event; the
+// job is done and the vault verifies. While it hangs, another writer
+// takes the vault lock, and a hook runs.
 func TestHookSummaryModelFailsOpen(t *testing.T) {
 	bin := fakeExecutor(t)
 	for _, c := range []struct{ mode, code string }{
@@ -204,16 +231,14 @@ func TestHookSummaryModelFailsOpen(t *testing.T) {
 			v, root := summarisingVault(t, bin, c.mode, sock, "1500ms")
 			runEvent(t, v, PromptSubmit, Payload{SessionID: "s1", CWD: root, Prompt: "fix the race"})
 			runEvent(t, v, SessionEnd, Payload{SessionID: "s1", CWD: root, LastAssistant: "fixed"})
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				runEvent(t, v, Stop, Payload{SessionID: "s2", CWD: root, LastAssistant: "ok"})
-			}()
+			done := make(chan WorkReport)
+			go func() { done <- runQueue(t, v) }()
+			var rep WorkReport
 			if c.mode == "hang" {
 				select {
 				case <-seen.seen: // the executor hangs now
-				case <-done:
-					t.Fatal("the stop did not wait for the executor")
+				case rep = <-done:
+					t.Fatal("jobs run did not wait for the executor")
 				}
 				if _, err := v.Update(vault.TxOptions{LockTimeout: 200 * time.Millisecond}, func(tx *vault.Tx) error {
 					_, err := tx.Remember(vault.Input{Text: "written while the executor hangs"})
@@ -221,8 +246,12 @@ func TestHookSummaryModelFailsOpen(t *testing.T) {
 				}); err != nil {
 					t.Fatalf("the hanging executor held the vault lock: %v", err)
 				}
+				runEvent(t, v, Stop, Payload{SessionID: "s2", CWD: root, LastAssistant: "a turn meanwhile"})
 			}
-			<-done
+			rep = <-done
+			if len(rep.Ran) != 2 || len(rep.Failed)+len(rep.Left) != 0 {
+				t.Fatalf("jobs run: %+v", rep)
+			}
 			n := sessionNode(t, v, "s1")
 			if n == nil || n.Summary != vault.SummaryDeterministic || !strings.HasPrefix(n.SummaryFallback, c.code+": ") ||
 				!strings.Contains(n.Body, "## Intent") {

@@ -122,6 +122,7 @@ type worker struct {
 	// job left, whose later jobs wait for it.
 	settled map[string]bool
 	blocked map[vault.TranscriptRef]bool
+	idle    func() // called when the queue holds nothing to run, before the lock goes (tests)
 }
 
 // Work runs the queued jobs of v under the worker lock w, model summaries
@@ -129,12 +130,23 @@ type worker struct {
 // at an interrupt of ctx (the executor's process group killed, nothing of
 // the job under way written) with an error, and when the queue stays busy.
 func Work(ctx context.Context, v *vault.Vault, w *vault.JobWorker, opts WorkOptions) (WorkReport, error) {
-	defer w.Release()
-	k := &worker{r: &Runner{V: v, Harness: &Harness{Name: "jobs"}, ev: "run", worker: true}, opts: opts,
+	k := newWorker(v, opts)
+	return k.run(ctx, w)
+}
+
+func newWorker(v *vault.Vault, opts WorkOptions) *worker {
+	return &worker{r: &Runner{V: v, Harness: &Harness{Name: "jobs"}, ev: "run", worker: true}, opts: opts,
 		settled: map[string]bool{}, blocked: map[vault.TranscriptRef]bool{}}
+}
+
+func (k *worker) run(ctx context.Context, w *vault.JobWorker) (WorkReport, error) {
+	defer w.Release()
 	for {
 		if err := k.drain(ctx); err != nil {
 			return k.rep, err
+		}
+		if k.idle != nil {
+			k.idle() // a test's: a job queued between the last look and the unlock
 		}
 		w.Unlock()
 		more, err := k.more()

@@ -37,7 +37,7 @@ const workerClaimWait = 10 * time.Second
 
 // errInterrupted: the run was interrupted; what was under way wrote
 // nothing and stays queued.
-var errInterrupted = errors.New("jobs: interrupted; the job under way stays queued")
+var errInterrupted = errors.New("interrupted; the job under way stays queued")
 
 // startWorker starts the background worker, detached, unless one runs.
 func (r *Runner) startWorker() {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -55,7 +54,7 @@ func runJobs(c *ucli.Context, v *vault.Vault) error {
 	for _, j := range q.Jobs {
 		attempts := ""
 		if j.Attempts > 0 {
-			attempts = fmt.Sprintf("  %d attempts", j.Attempts)
+			attempts = fmt.Sprintf("  attempts: %d", j.Attempts)
 		}
 		fmt.Fprintf(w, "%-9s  %s/%s  %s ago%s  waits for %s\n", j.Kind, j.Agent, j.Session,
 			age(int64(now.Sub(j.Queued).Seconds())), attempts, j.Waits)
@@ -139,7 +138,7 @@ func jobsWorker(v *vault.Vault) error {
 	defer stop()
 	_, err = hooks.Work(ctx, v, w, hooks.WorkOptions{Background: true})
 	if err != nil && !errors.Is(err, context.Canceled) {
-		hooks.LogTo(v.Root, fmt.Sprintf("jobs worker: %s", strings.TrimPrefix(err.Error(), "jobs: ")))
+		hooks.LogTo(v.Root, fmt.Sprintf("jobs worker: %v", err))
 	}
 	return nil
 }

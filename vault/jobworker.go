@@ -93,34 +93,43 @@ func (v *Vault) WaitJobWorker(wait func() bool) (*JobWorker, error) {
 // this one starts (an executor must not hold the lock after its worker is
 // killed), and writes the worker's lease.
 func (v *Vault) AdoptJobWorker(fd uintptr) (*JobWorker, error) {
-	f := os.NewFile(fd, workerLockFile)
-	if f == nil {
-		return nil, fault.New(ErrInvalid, "jobs worker: no descriptor %d", fd)
-	}
-	got, err := f.Stat()
-	if err != nil {
-		return nil, fault.New(ErrInvalid, "jobs worker: descriptor %d: %v", fd, err)
+	// Checked before it is wrapped: an *os.File closes its descriptor
+	// when it is closed or collected, and a descriptor 3 that is not the
+	// lock is someone else's (the runtime's own, when nothing was handed
+	// over).
+	var got syscall.Stat_t
+	if err := syscall.Fstat(int(fd), &got); err != nil {
+		return nil, fault.New(ErrInvalid, "jobs worker: no lock handed over as descriptor %d: %v", fd, err)
 	}
 	want, err := v.Files().Stat(filepath.Join(v.Root, filepath.FromSlash(workerLockFile)))
-	if err != nil || !os.SameFile(got, want) {
-		f.Close()
+	st, ok := sysStat(want)
+	if err != nil || !ok || st.Dev != got.Dev || st.Ino != got.Ino {
 		return nil, fault.New(ErrInvalid, "jobs worker: descriptor %d is not %s", fd, workerLockFile)
 	}
 	syscall.CloseOnExec(int(fd))
-	w := &JobWorker{v: v, f: f}
+	w := &JobWorker{v: v, f: os.NewFile(fd, workerLockFile)}
 	// The lock is this open file description's already: taking it again
 	// through it succeeds at once; it fails when the descriptor was not
 	// the holder's.
-	ok, err := w.Relock()
+	ok, err = w.Relock()
 	if err != nil {
-		f.Close()
+		w.f.Close()
 		return nil, err
 	}
 	if !ok {
-		f.Close()
+		w.f.Close()
 		return nil, fault.New(ErrBusy, "jobs worker: the lock was not handed over: another worker holds it")
 	}
 	return w, nil
+}
+
+// sysStat is info's stat_t, where the system gives one.
+func sysStat(info os.FileInfo) (*syscall.Stat_t, bool) {
+	if info == nil {
+		return nil, false
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return st, ok
 }
 
 // File is the lock's descriptor, to hand to the worker process (its first

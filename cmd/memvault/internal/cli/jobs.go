@@ -29,8 +29,8 @@ func newJobsCommand() *ucli.Command {
 			Name:  "run",
 			Usage: "run the queued jobs now, model summaries included, with progress on stderr; exits 0 when the queue is empty at the end",
 			Flags: []ucli.Flag{jsonFlag,
-				&ucli.BoolFlag{Name: "background", Hidden: true,
-					Usage: "be the worker a hook starts: the worker lock is descriptor 3, problems go to the hook log"}},
+				&ucli.BoolFlag{Name: "background",
+					Usage: "plumbing: be the worker a hook starts, handed the worker lock as descriptor 3; problems go to the hook log"}},
 		}},
 	}
 }

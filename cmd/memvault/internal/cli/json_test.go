@@ -128,6 +128,8 @@ func TestEveryCommandPrintsJSON(t *testing.T) {
 	step("delegate", "--executor", "echo", "--global", "read the parser")
 	step("audit")
 	step("audit replay")
+	step("jobs")
+	step("jobs run")
 	step("executor remove", "echo")
 	step("gc")
 	step("doctor")

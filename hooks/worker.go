@@ -22,12 +22,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/executor"
+	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/lineage"
 )
 
@@ -52,6 +54,7 @@ func (r *Runner) startWorker() {
 	if !ok {
 		return // a worker runs: it looks at the queue again before it stops
 	}
+	inheritNothing()
 	cmd := exec.Command(r.Worker[0], r.Worker[1:]...)
 	cmd.Dir = r.V.Root
 	cmd.Env = workerEnv(os.Environ())
@@ -67,6 +70,24 @@ func (r *Runner) startWorker() {
 	}
 	w.Handoff()
 	go cmd.Wait() //nolint:errcheck // reaped in a process that outlives it (tests); the worker logs for itself
+}
+
+// inheritNothing marks every descriptor of this process close-on-exec
+// (Go's own are already), so that the worker inherits none the hook was
+// started with: a harness waits for its hook's output to end, and a copy
+// of that pipe held open by the worker would make it wait for the worker.
+// The worker gets its streams on /dev/null and the lock, and nothing else.
+func inheritNothing() {
+	// /proc/self is a link, which a Root does not follow.
+	entries, err := fileio.At("/proc").ReadDir("/proc/" + strconv.Itoa(os.Getpid()) + "/fd")
+	if err != nil {
+		return // no /proc: nothing to do but hope
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // workerEnv is the hook's environment as the worker gets it: without the

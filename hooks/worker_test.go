@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -200,6 +201,14 @@ func TestWorkerHookNeverWaits(t *testing.T) {
 		t.Fatal("a prompt or a session start started a worker")
 	}
 
+	// A descriptor the hook was started with, as a harness's pipe that it
+	// reads until its end: not close-on-exec, as a child inherits it.
+	var pipe [2]int
+	if err := syscall.Pipe(pipe[:]); err != nil {
+		t.Fatal(err)
+	}
+	harnessEnd := os.NewFile(uintptr(pipe[0]), "harness")
+	defer harnessEnd.Close()
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
@@ -210,6 +219,16 @@ func TestWorkerHookNeverWaits(t *testing.T) {
 	case <-ended:
 	case <-time.After(time.Minute):
 		t.Fatal("the session end waited for the executor")
+	}
+	// The hook is done with the pipe: the harness reads its end, and the
+	// worker, still running, holds no copy of it.
+	syscall.Close(pipe[1])
+	eof := make(chan struct{})
+	go func() { io.Copy(io.Discard, harnessEnd); close(eof) }()
+	select {
+	case <-eof:
+	case <-time.After(time.Minute):
+		t.Fatalf("the hook's inherited descriptor is held open: the harness waits for\n%s", strings.Join(holders(pipe[0]), "\n"))
 	}
 	if n := sessionNode(t, v, "s1"); n != nil {
 		t.Fatalf("a summary before the executor answered: %+v", n)
@@ -379,4 +398,22 @@ func TestWorkerEnv(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
+}
+
+// holders names the processes that hold the pipe whose descriptor is fd
+// in this one: pid, descriptor, command line.
+func holders(fd int) []string {
+	link, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), fd))
+	var out []string
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		fds, _ := os.ReadDir("/proc/" + p.Name() + "/fd")
+		for _, f := range fds {
+			if l, _ := os.Readlink("/proc/" + p.Name() + "/fd/" + f.Name()); l == link {
+				cmd, _ := os.ReadFile("/proc/" + p.Name() + "/cmdline")
+				out = append(out, p.Name()+" fd "+f.Name()+": "+strings.ReplaceAll(string(cmd), "\x00", " "))
+			}
+		}
+	}
+	return out
 }

@@ -350,6 +350,9 @@ func TestModesAfterEveryCommand(t *testing.T) {
 	r.hook("PreCompact", map[string]any{"trigger": "manual"})
 	r.hook("PostCompact", map[string]any{"trigger": "manual", "compact_summary": "fixed the parser"})
 	r.hook("SessionEnd", map[string]any{"reason": "other"})
+	// what the session end queued (a summary on a busy machine, a refresh)
+	r.run("jobs", "jobs")
+	r.run("jobs run", "jobs", "run")
 	r.run("context", "context")
 	// an agent's MCP session: its writes go through the same transactions
 	out := r.runIn("mcp", mcpSession(

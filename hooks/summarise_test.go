@@ -1,12 +1,8 @@
 package hooks
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,10 +19,9 @@ import (
 // test's temporary folder.
 func fakeExecutor(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "fake")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/memvault/memvault/fixtures/executor/fake").CombinedOutput()
+	bin, err := vaulttest.BuildFakeExecutor(t.TempDir())
 	if err != nil {
-		t.Fatalf("building the fake executor: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -48,41 +43,18 @@ func (r *runs) count(msg string) int {
 // and passing it on to seen (when there is room).
 func notifySocket(t *testing.T) (string, *runs) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "mvh") // short: a socket's path is bounded
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "s")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close(); os.RemoveAll(dir) })
 	r := &runs{msgs: map[string]int{}, seen: make(chan string, 16)}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				line, err := bufio.NewReader(c).ReadString('\n')
-				if err != nil {
-					return
-				}
-				msg, _, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
-				r.mu.Lock()
-				r.msgs[msg]++
-				r.mu.Unlock()
-				select {
-				case r.seen <- msg:
-				default:
-				}
-				fmt.Fprintln(c, "ok")
-			}()
+	sock := vaulttest.NotifySocket(t, func(line string) string {
+		msg, _, _ := strings.Cut(line, " ")
+		r.mu.Lock()
+		r.msgs[msg]++
+		r.mu.Unlock()
+		select {
+		case r.seen <- msg:
+		default:
 		}
-	}()
+		return "ok"
+	})
 	return sock, r
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/testvault"
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 func noSleep(time.Duration) {}
@@ -82,7 +83,7 @@ func TestDelegateRetriesACrash(t *testing.T) {
 	v := testvault.New(t)
 	var mu sync.Mutex
 	runs := 0
-	sock := listen(t, func(string) string {
+	sock := vaulttest.NotifySocket(t, func(string) string {
 		mu.Lock()
 		defer mu.Unlock()
 		runs++
@@ -161,7 +162,7 @@ func TestDelegateConcurrencyBound(t *testing.T) {
 	for _, c := range []struct{ bound, weight, want int }{{3, 1, 3}, {4, 2, 2}, {3, 5, 1}} {
 		var mu sync.Mutex
 		alive, most := 0, 0
-		sock := listen(t, func(msg string) string {
+		sock := vaulttest.NotifySocket(t, func(msg string) string {
 			mu.Lock()
 			defer mu.Unlock()
 			switch msg {
@@ -362,7 +363,7 @@ func TestDelegateByLoad(t *testing.T) {
 			}
 		}
 	}
-	sock := listen(t, func(msg string) string {
+	sock := vaulttest.NotifySocket(t, func(msg string) string {
 		mu.Lock()
 		held++
 		check()

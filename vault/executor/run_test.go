@@ -1,15 +1,12 @@
 package executor
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 // fakeBin is the fake executor (fixtures/executor/fake), built once for
@@ -30,10 +28,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fakeBin = filepath.Join(dir, "fake")
-	build := exec.Command("go", "build", "-o", fakeBin, "github.com/memvault/memvault/fixtures/executor/fake")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the fake executor: %v\n%s", err, out)
+	if fakeBin, err = vaulttest.BuildFakeExecutor(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -95,7 +91,7 @@ func TestPlainAdapterHashesWhatItGot(t *testing.T) {
 func TestRunErrorCodes(t *testing.T) {
 	missing := fake("answer")
 	missing.Command = filepath.Join(t.TempDir(), "no-such-executor")
-	slow := fake("hang", "-notify", listen(t, func(string) string { return "" }))
+	slow := fake("hang", "-notify", vaulttest.NotifySocket(t, func(string) string { return "" }))
 	for _, c := range []struct {
 		e       Entry
 		timeout time.Duration
@@ -206,7 +202,7 @@ func TestSecretsNeverReachTheExecutor(t *testing.T) {
 // started is gone too.
 func TestTimeoutKillsTheProcessGroup(t *testing.T) {
 	pids := make(chan int, 1)
-	sock := listen(t, func(msg string) string {
+	sock := vaulttest.NotifySocket(t, func(msg string) string {
 		if n, err := strconv.Atoi(strings.TrimPrefix(msg, "pid ")); err == nil {
 			pids <- n
 		}
@@ -296,45 +292,11 @@ func TestPingCapabilities(t *testing.T) {
 	}
 }
 
-// listen serves a unix socket for the fake executor's -notify: each
-// connection sends one line, answered with what handle returns. It
-// returns the socket's path.
-func listen(t *testing.T, handle func(msg string) string) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "mvx") // short: a socket's path is bounded
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "s")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close(); os.RemoveAll(dir) })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				line, err := bufio.NewReader(c).ReadString('\n')
-				if err != nil {
-					return
-				}
-				fmt.Fprintln(c, handle(strings.TrimSuffix(line, "\n")))
-			}()
-		}
-	}()
-	return sock
-}
-
 // Cancelling the context (memvault interrupted) kills the executor's
 // group as a timeout does, and is not retried.
 func TestCancelKillsTheProcessGroup(t *testing.T) {
 	pids := make(chan int, 1)
-	sock := listen(t, func(msg string) string {
+	sock := vaulttest.NotifySocket(t, func(msg string) string {
 		if n, err := strconv.Atoi(strings.TrimPrefix(msg, "pid ")); err == nil {
 			pids <- n
 		}

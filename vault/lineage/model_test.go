@@ -1,14 +1,11 @@
 package lineage
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -37,11 +34,7 @@ func (f *fakeBuild) get(t *testing.T) string {
 		if f.dir, f.err = os.MkdirTemp("", "memvault-fake-executor"); f.err != nil {
 			return
 		}
-		f.bin = filepath.Join(f.dir, "fake")
-		out, err := exec.Command("go", "build", "-o", f.bin, "github.com/memvault/memvault/fixtures/executor/fake").CombinedOutput()
-		if err != nil {
-			f.err = fmt.Errorf("building the fake executor: %v\n%s", err, out)
-		}
+		f.bin, f.err = vaulttest.BuildFakeExecutor(f.dir)
 	})
 	if f.err != nil {
 		t.Fatal(f.err)
@@ -232,7 +225,7 @@ func TestModelSummaryAnswered(t *testing.T) {
 			// executor is asked (the counting one tells each run)
 			var mu sync.Mutex
 			runs := 0
-			sock := listen(t, func(msg string) string {
+			sock := vaulttest.NotifySocket(t, func(msg string) string {
 				mu.Lock()
 				defer mu.Unlock()
 				runs++
@@ -279,7 +272,7 @@ func TestModelSummaryFallsBack(t *testing.T) {
 			v := testvault.New(t)
 			var args []string
 			if c.mode == "hang" {
-				args = []string{"-notify", listen(t, func(string) string { return "" })}
+				args = []string{"-notify", vaulttest.NotifySocket(t, func(string) string { return "" })}
 			}
 			withSummariser(t, v, c.mode, c.status, c.table, args...)
 			ref := session(t, v, "s1")
@@ -368,7 +361,7 @@ func TestModelSummaryRefusedByPolicy(t *testing.T) {
 func TestModelSummaryHangHoldsNoLock(t *testing.T) {
 	v := testvault.New(t)
 	started := make(chan struct{}, 1)
-	sock := listen(t, func(string) string { started <- struct{}{}; return "" })
+	sock := vaulttest.NotifySocket(t, func(string) string { started <- struct{}{}; return "" })
 	withSummariser(t, v, "hang", "", "[summarise]\nexecutor = \"fake\"\ntimeout = \"5s\"\n", "-notify", sock)
 	ref := session(t, v, "s1")
 	done := make(chan *Model)
@@ -543,37 +536,4 @@ func TestMaterialBounded(t *testing.T) {
 	if got := bounded(lines[:3], materialBytes); got != strings.Join(lines[:3], "\n") {
 		t.Errorf("short material changed: %q", got)
 	}
-}
-
-// listen serves a unix socket for the fake's -notify: each connection
-// sends one line, answered with what handle returns.
-func listen(t *testing.T, handle func(msg string) string) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "mvl") // short: a socket's path is bounded
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "s")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close(); os.RemoveAll(dir) })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				line, err := bufio.NewReader(c).ReadString('\n')
-				if err != nil {
-					return
-				}
-				fmt.Fprintln(c, handle(strings.TrimSuffix(line, "\n")))
-			}()
-		}
-	}()
-	return sock
 }

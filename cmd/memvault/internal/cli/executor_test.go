@@ -21,14 +21,7 @@ func TestExecutorCommands(t *testing.T) {
 	isolate(t)
 	dir := t.TempDir()
 	vaultDir := filepath.Join(dir, ".memory")
-	mv := func(want int, args ...string) string {
-		t.Helper()
-		code, out, errOut := runCLI(t, append([]string{"--vault", vaultDir}, args...)...)
-		if code != want {
-			t.Fatalf("memvault %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
-		}
-		return out + errOut
-	}
+	mv := mvAt(t, vaultDir)
 	mv(0, "init")
 	toml := filepath.Join(vaultDir, "memvault.toml")
 	orig, err := os.ReadFile(toml)
@@ -158,14 +151,7 @@ func TestExecutorPreset(t *testing.T) {
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	vaultDir := filepath.Join(t.TempDir(), ".memory")
-	mv := func(want int, args ...string) string {
-		t.Helper()
-		code, out, errOut := runCLI(t, append([]string{"--vault", vaultDir}, args...)...)
-		if code != want {
-			t.Fatalf("memvault %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
-		}
-		return out + errOut
-	}
+	mv := mvAt(t, vaultDir)
 	mv(0, "init")
 	mv(2, "executor", "add", "c", "--preset", "claude-code", "--", "extra")
 	mv(2, "executor", "add", "c", "--preset", "nope")
@@ -187,14 +173,7 @@ func TestExecutorPreset(t *testing.T) {
 func TestDelegateAny(t *testing.T) {
 	isolate(t)
 	vaultDir := filepath.Join(t.TempDir(), ".memory")
-	mv := func(want int, args ...string) string {
-		t.Helper()
-		code, out, errOut := runCLI(t, append([]string{"--vault", vaultDir}, args...)...)
-		if code != want {
-			t.Fatalf("memvault %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
-		}
-		return out + errOut
-	}
+	mv := mvAt(t, vaultDir)
 	mv(0, "init")
 	mv(3, "delegate", "--any", "x")
 	mv(0, "executor", "add", "a", "--plain", "--", "sh", "-c", "cat; echo ' (a)'")
@@ -219,14 +198,7 @@ func TestExecutorCapabilities(t *testing.T) {
 	isolate(t)
 	dir := t.TempDir()
 	vaultDir := filepath.Join(dir, ".memory")
-	mv := func(want int, args ...string) string {
-		t.Helper()
-		code, out, errOut := runCLI(t, append([]string{"--vault", vaultDir}, args...)...)
-		if code != want {
-			t.Fatalf("memvault %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
-		}
-		return out + errOut
-	}
+	mv := mvAt(t, vaultDir)
 	reply := filepath.Join(dir, "reply.json")
 	answer := func(caps ...string) {
 		t.Helper()
@@ -406,14 +378,7 @@ func TestDelegateTasksFromFile(t *testing.T) {
 func TestAuditReplayRangeCommand(t *testing.T) {
 	isolate(t)
 	vaultDir := filepath.Join(t.TempDir(), ".memory")
-	mv := func(want int, args ...string) string {
-		t.Helper()
-		code, out, errOut := runCLI(t, append([]string{"--vault", vaultDir}, args...)...)
-		if code != want {
-			t.Fatalf("memvault %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
-		}
-		return out + errOut
-	}
+	mv := mvAt(t, vaultDir)
 	mv(0, "init")
 	mv(0, "executor", "add", "echo", "--plain", "--", "cat")
 	mv(0, "delegate", "--global", "--mode", "sequential", "one", "two", "three")
@@ -439,4 +404,17 @@ func TestAuditReplayRangeCommand(t *testing.T) {
 	mv(2, "audit", "replay", a, b)
 	mv(2, "audit", "replay", c+".."+a)
 	mv(3, "audit", "replay", "e_"+strings.Repeat("0", 26)+"..")
+}
+
+// mvAt runs memvault on the vault at vaultDir and fails the test unless
+// it exits want; it returns stdout then stderr.
+func mvAt(t *testing.T, vaultDir string) func(want int, args ...string) string {
+	return func(want int, args ...string) string {
+		t.Helper()
+		code, out, errOut := runCLI(t, append([]string{"--vault", vaultDir}, args...)...)
+		if code != want {
+			t.Fatalf("memvault %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
+		}
+		return out + errOut
+	}
 }

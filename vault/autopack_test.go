@@ -79,7 +79,11 @@ func TestAutoPackUnderConcurrentWriters(t *testing.T) {
 	}
 	vaulttest.Fsck(t, v.Root)
 	mustVerify(t, v)
-	st, _, err := v.FoldedState()
+	segs, _, err := ListSegments(v.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, _, err := v.FoldAll(segs)
 	if err != nil {
 		t.Fatal(err)
 	}

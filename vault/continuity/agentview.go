@@ -44,7 +44,7 @@ func VisibleAgents(v *vault.Vault, agent string) []string {
 func AgentHeads(v *vault.Vault, agent string, names ...string) ([][]byte, error) {
 	var st *vault.State
 	if agent != "" && agent != v.Config.Agent {
-		full, _, err := v.FoldedState()
+		full, _, err := heads.FoldedState(v)
 		if err != nil {
 			return nil, err
 		}

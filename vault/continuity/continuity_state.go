@@ -126,7 +126,7 @@ func continuityState(v *vault.Vault) (*contState, error) {
 // meanwhile, saving notices (Derived.Save stats the segments again) and
 // leaves the file.
 func foldContState(v *vault.Vault) (*contState, string, error) {
-	st, tip, err := v.FoldedState()
+	st, tip, err := heads.FoldedState(v)
 	if err != nil {
 		return nil, "", err
 	}

@@ -110,10 +110,10 @@ func viewOf(t *testing.T, vw *heads.HeadView) any {
 var derivedViews = []derivedView{
 	{
 		name:      "heads-state",
-		file:      func(v *vault.Vault) string { return vault.HeadStateView.Path(v.Root) },
-		continues: continues(vault.HeadStateView),
+		file:      func(v *vault.Vault) string { return heads.StateView.Path(v.Root) },
+		continues: continues(heads.StateView),
 		cached: func(t *testing.T, v *vault.Vault) (any, error) {
-			st, tip, err := v.FoldedState()
+			st, tip, err := heads.FoldedState(v)
 			if err != nil {
 				return nil, err
 			}
@@ -536,12 +536,12 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 func TestDerivedRejectsAnotherViewsFile(t *testing.T) {
 	v := testvault.New(t)
 	testvault.Remember(t, v, "one fact")
-	if _, _, err := v.FoldedState(); err != nil {
+	if _, _, err := heads.FoldedState(v); err != nil {
 		t.Fatal(err)
 	}
-	other := *vault.HeadStateView
+	other := *heads.StateView
 	other.Name = "other-view"
-	data, err := os.ReadFile(vault.HeadStateView.Path(v.Root))
+	data, err := os.ReadFile(heads.StateView.Path(v.Root))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -552,7 +552,7 @@ func TestDerivedRejectsAnotherViewsFile(t *testing.T) {
 	if _, _, _, ok := other.LoadStamped(v, segs, stamps); ok {
 		t.Fatal("another view's file was accepted")
 	}
-	if _, _, _, ok := vault.HeadStateView.LoadStamped(v, segs, stamps); !ok {
+	if _, _, _, ok := heads.StateView.LoadStamped(v, segs, stamps); !ok {
 		t.Fatal("the view's own file was refused")
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/heads"
 )
 
 // AuditQuery selects the delegations `memvault audit` lists.
@@ -179,7 +180,7 @@ func Replay(v *vault.Vault, rng ReplayRange) (*ReplayReport, error) {
 	if d := digest(refolded, true); d != rep.StateDigest {
 		rep.Differences = append(rep.Differences, ReplayIssue{Reason: "two folds of the same ledger differ: " + d[:12] + " and " + rep.StateDigest[:12]})
 	}
-	cached, _, err := v.FoldedState()
+	cached, _, err := heads.FoldedState(v)
 	if err != nil {
 		return nil, err
 	}

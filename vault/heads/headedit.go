@@ -213,7 +213,7 @@ func ResolveHeads(v *vault.Vault, headArg, take string, opts vault.TxOptions) ([
 		}
 		want = rel.String()
 	}
-	st, _, err := v.FoldedState()
+	st, _, err := FoldedState(v)
 	if err != nil {
 		return nil, err
 	}

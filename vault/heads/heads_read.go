@@ -205,7 +205,7 @@ func stateAt(v *vault.Vault, rev string) (*vault.State, HeadsConfig, error) {
 // Heads returns the view the commands print: the configuration, the
 // bookkeeping of every head, and the rows of every thread.
 func Heads(v *vault.Vault) (*HeadsInfo, error) {
-	st, _, err := v.FoldedState()
+	st, _, err := FoldedState(v)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +331,7 @@ func ResolveHeadArg(v *vault.Vault, arg string, allowContinuity bool) (vault.Rel
 	if err != nil {
 		return vault.RelPath{}, "", err
 	}
-	st, _, err := v.FoldedState()
+	st, _, err := FoldedState(v)
 	if err != nil {
 		return vault.RelPath{}, "", err
 	}

@@ -138,7 +138,7 @@ func TestTwoRefreshesRace(t *testing.T) {
 	if status(second, vault.MemoryHead) != "deferred" || status(first, vault.MemoryHead) != "rendered" {
 		t.Fatalf("first %q, second %q", status(first, vault.MemoryHead), status(second, vault.MemoryHead))
 	}
-	st, _, _ := v.FoldedState()
+	st, _, _ := FoldedState(v)
 	hs := BuildView(st, HeadsConfig{}).Heads[vault.MemoryHead]
 	// What status and resolve read through the prepared view is the
 	// full fold's bookkeeping, the deferred refresh included.
@@ -159,7 +159,7 @@ func TestTwoRefreshesRace(t *testing.T) {
 	if s := readHead(t, v, vault.MemoryHead); !strings.Contains(s, "first fact") || !strings.Contains(s, "second fact") {
 		t.Fatalf("a fact is missing:\n%s", s)
 	}
-	st, _, _ = v.FoldedState()
+	st, _, _ = FoldedState(v)
 	if n := len(BuildView(st, HeadsConfig{}).Heads[vault.MemoryHead].Deferred); n != 0 {
 		t.Fatalf("%d deferred refreshes still pending", n)
 	}
@@ -245,7 +245,7 @@ func TestHeadStateCacheMatchesFullFold(t *testing.T) {
 	v := testvault.New(t)
 	check := func(when string) {
 		t.Helper()
-		st, tip, err := v.FoldedState()
+		st, tip, err := FoldedState(v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,9 +291,9 @@ func TestHeadStateCacheMatchesFullFold(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after corrections")
-	os.Remove(vault.HeadStateView.Path(v.Root))
+	os.Remove(StateView.Path(v.Root))
 	check("after deleting the cache")
-	os.WriteFile(vault.HeadStateView.Path(v.Root), []byte("garbage"), 0o600)
+	os.WriteFile(StateView.Path(v.Root), []byte("garbage"), 0o600)
 	check("after garbage in the cache")
 }
 

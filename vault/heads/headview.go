@@ -33,7 +33,7 @@ func HeadViewFor(cfg HeadsConfig) *vault.Derived[*viewCache] {
 		Name:    "heads-view",
 		Version: 5, // 5: executor.delegated rows are content (notes)
 		Rebuild: func(v *vault.Vault, segs []vault.Segment, stamps []vault.SegStamp) (*viewCache, string, bool, error) {
-			st, tip, err := v.FoldedState()
+			st, tip, err := FoldedState(v)
 			if err != nil {
 				return nil, "", false, err
 			}
@@ -87,7 +87,7 @@ type viewCache struct {
 // row left out, which the prepared view only counts).
 func HeadViewOf(v *vault.Vault, cfg HeadsConfig, explain bool) (*HeadView, error) {
 	if explain {
-		st, _, err := v.FoldedState()
+		st, _, err := FoldedState(v)
 		if err != nil {
 			return nil, err
 		}
@@ -119,7 +119,7 @@ func PreparedView(v *vault.Vault, cfg HeadsConfig) (*viewCache, error) {
 		return nil, err
 	}
 	vc.fallback = func(key string) *render.ThreadParts {
-		st, _, err := v.FoldedState()
+		st, _, err := FoldedState(v)
 		if err != nil {
 			return &render.ThreadParts{}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/heads"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
 
@@ -96,7 +97,7 @@ func foldedRows(t *testing.T, root string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cached, _, err := v.FoldedState()
+	cached, _, err := heads.FoldedState(v)
 	if err != nil {
 		t.Fatal(err)
 	}

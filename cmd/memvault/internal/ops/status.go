@@ -53,7 +53,7 @@ func NewStatus(v *vault.Vault, agent string) (*Status, error) {
 }
 
 // StatusOf is NewStatus from rows already folded: the web view passes the
-// cached fold every head renders from (vault.FoldedState), which a large
+// cached fold every head renders from (heads.FoldedState), which a large
 // vault reads in a fraction of the time of a fold of every segment.
 func StatusOf(v *vault.Vault, agent string, st *vault.State) (*Status, error) {
 	rep := &Status{Health: NewHealth(v), Vault: v.Root, Agent: agent, Kinds: st.KindCounts(),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/heads"
 )
 
 // TimelineQuery selects one page of events, newest first: those that pass
@@ -85,7 +86,7 @@ const eventLine = `"id":"` + vault.EventIDMarker
 // it starts from is found; each read adds the corrections of the rows it
 // keeps, wherever they are, so every status is the full fold's. Once the
 // segments to read would be more than a quarter of the ledger, the cached
-// fold of every row (vault.FoldedState) is cheaper, and is read instead.
+// fold of every row (heads.FoldedState) is cheaper, and is read instead.
 // A recent page of a large ledger costs a segment or a few, not the
 // ledger.
 func TimelineOf(v *vault.Vault, q TimelineQuery) (TimelinePage, error) {
@@ -114,7 +115,7 @@ func TimelineOf(v *vault.Vault, q TimelineQuery) (TimelinePage, error) {
 		}
 		// Too few rows, or the starting id is older: read more.
 	}
-	st, _, err := v.FoldedState()
+	st, _, err := heads.FoldedState(v)
 	if err != nil {
 		return TimelinePage{}, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/gitrepo"
+	"github.com/memvault/memvault/vault/heads"
 	"github.com/memvault/memvault/vault/testvault"
 )
 
@@ -138,7 +139,7 @@ func TestTimelineOfMatchesTheFold(t *testing.T) {
 	if len(segs) < 20 {
 		t.Fatalf("only %d segments", len(segs))
 	}
-	st, _, err := v.FoldedState()
+	st, _, err := heads.FoldedState(v)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,7 @@ func (s *Server) head(r *http.Request) (*view, error) {
 		d.Same = len(d.Diff) == 0
 	}
 	if s.opts.Write {
-		st, _, err := v.FoldedState()
+		st, _, err := heads.FoldedState(v)
 		if err != nil {
 			return nil, err
 		}

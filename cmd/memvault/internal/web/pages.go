@@ -71,7 +71,7 @@ func (s *Server) overview(*http.Request) (*view, error) {
 		errs[1] = err
 	}()
 	// The status from the cached fold, not a fold of every segment.
-	folded, _, err := v.FoldedState()
+	folded, _, err := heads.FoldedState(v)
 	if err != nil {
 		errs[0], errs[2] = err, err
 	} else {

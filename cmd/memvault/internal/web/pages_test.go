@@ -366,7 +366,7 @@ func TestResolveHeadConflict(t *testing.T) {
 	}
 	remember("the second next")
 	conflicts := func() int {
-		st, _, err := v.FoldedState()
+		st, _, err := heads.FoldedState(v)
 		if err != nil {
 			t.Fatal(err)
 		}

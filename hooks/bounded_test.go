@@ -10,8 +10,8 @@ import (
 
 	"github.com/memvault/memvault/vault/lineage"
 
-	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
 
@@ -71,7 +71,7 @@ func TestSessionEndBacklogFinishedByJobs(t *testing.T) {
 	}
 
 	first := 0
-	v.ReadTranscript(sess, 1, 0, func(vault.StoredMessage) error { first++; return nil })
+	v.ReadTranscript(sess, 1, 0, func(transcript.Stored) error { first++; return nil })
 	if first == 0 {
 		t.Fatal("the session end stored nothing")
 	}
@@ -98,7 +98,7 @@ func TestSessionEndBacklogFinishedByJobs(t *testing.T) {
 	}
 	want, _ := os.ReadDir(filepath.Join(one.Root, "transcripts", "default"))
 	last := 0
-	v.ReadTranscript(sess, 1, 0, func(m vault.StoredMessage) error { last = m.N; return nil })
+	v.ReadTranscript(sess, 1, 0, func(m transcript.Stored) error { last = m.N; return nil })
 	if last <= first {
 		t.Fatalf("%d messages, %d after the session end: not a backlog", last, first)
 	}
@@ -176,7 +176,7 @@ func TestImportJobYieldsToOtherSessions(t *testing.T) {
 		t.Fatalf("after one stop the queue holds %v; want the other session's summary run, the import and its session's summary waiting", left)
 	}
 	stored := 0
-	v.ReadTranscript(vault.TranscriptRef{Agent: "default", Session: "big"}, 1, 0, func(vault.StoredMessage) error { stored++; return nil })
+	v.ReadTranscript(vault.TranscriptRef{Agent: "default", Session: "big"}, 1, 0, func(transcript.Stored) error { stored++; return nil })
 	if stored == 0 {
 		t.Fatal("the import job made no progress")
 	}

@@ -27,7 +27,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
 )
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // healthVault makes a vault with one fact, as a hook finds it.
@@ -96,7 +97,7 @@ func kinds(t *testing.T, v *vault.Vault) map[string]int {
 func transcriptText(t *testing.T, v *vault.Vault, session string) string {
 	t.Helper()
 	var b strings.Builder
-	if err := v.ReadTranscript(vault.TranscriptRef{Agent: "default", Session: session}, 1, 0, func(m vault.StoredMessage) error {
+	if err := v.ReadTranscript(vault.TranscriptRef{Agent: "default", Session: session}, 1, 0, func(m transcript.Stored) error {
 		b.WriteString(m.Text + "\n")
 		return nil
 	}); err != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/memvault/memvault/vault/lineage"
 
-	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/recall"
 )

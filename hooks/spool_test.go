@@ -11,6 +11,7 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // With the vault lock held past the hooks' waits, each harness's prompt
@@ -71,7 +72,7 @@ func TestBusyHooksSpoolPromptsAndReplies(t *testing.T) {
 	}
 	for session, texts := range want {
 		var got []string
-		err := v.ReadTranscript(vault.TranscriptRef{Agent: "default", Session: session}, 1, 0, func(m vault.StoredMessage) error {
+		err := v.ReadTranscript(vault.TranscriptRef{Agent: "default", Session: session}, 1, 0, func(m transcript.Stored) error {
 			got = append(got, m.Text)
 			return nil
 		})

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault/gitrepo"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 const uuid = "3f1c2a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c"

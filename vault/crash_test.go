@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
 
@@ -97,7 +97,7 @@ func TestPromptWithSecretWithoutCommit(t *testing.T) {
 		t.Fatalf("store the prompt: %v", err)
 	}
 	var got []string
-	if err := v.ReadTranscript(ref, 1, 0, func(m StoredMessage) error { got = append(got, m.Text); return nil }); err != nil {
+	if err := v.ReadTranscript(ref, 1, 0, func(m transcript.Stored) error { got = append(got, m.Text); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || strings.Contains(got[0], secret) || !strings.Contains(got[0], "[REDACTED:aws-access-key]") {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // captureOne appends one prompt to a session's transcript without a commit,
@@ -59,7 +59,7 @@ func TestCaptureSurvivesBrokenLedger(t *testing.T) {
 		t.Fatalf("an event was accepted on a broken ledger: %v", err)
 	}
 	var got []string
-	if err := v.ReadTranscript(TranscriptRef{Agent: v.Config.Agent, Session: "s1"}, 1, 0, func(m StoredMessage) error {
+	if err := v.ReadTranscript(TranscriptRef{Agent: v.Config.Agent, Session: "s1"}, 1, 0, func(m transcript.Stored) error {
 		got = append(got, m.Text)
 		return nil
 	}); err != nil || len(got) != 1 || got[0] != "still heard" {

@@ -47,9 +47,9 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
-	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 const (

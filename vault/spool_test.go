@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
 
@@ -34,7 +34,7 @@ func mustSpool(t *testing.T, v *Vault, ref TranscriptRef, msgs ...transcript.Mes
 func texts(t *testing.T, v *Vault, ref TranscriptRef) []string {
 	t.Helper()
 	var out []string
-	err := v.ReadTranscript(ref, 1, 0, func(m StoredMessage) error {
+	err := v.ReadTranscript(ref, 1, 0, func(m transcript.Stored) error {
 		if m.N != len(out)+1 {
 			t.Errorf("%s: message %q numbered %d, want %d", ref.Path(), m.Text, m.N, len(out)+1)
 		}

@@ -13,13 +13,13 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // sameMessage compares two stored messages field by field; times by
 // instant and offset (a decoded time has a fixed zone, not the Location it
 // was made in).
-func sameMessage(a, b StoredMessage) bool {
+func sameMessage(a, b transcript.Stored) bool {
 	if !a.TS.Equal(b.TS) {
 		return false
 	}
@@ -61,10 +61,10 @@ func oddTextOf(r *rand.Rand, huge bool) string {
 	return b.String()
 }
 
-func randomStored(r *rand.Rand) StoredMessage {
+func randomStored(r *rand.Rand) transcript.Stored {
 	roles := []transcript.Role{transcript.RoleUser, transcript.RoleAssistant, transcript.RoleTool, transcript.RoleSystem}
 	formats := []transcript.Format{"claude-code", "codex", "generic", "memvault", "", "odd:format", "a@b/c"}
-	m := StoredMessage{N: 1 + r.Intn(1<<20), Message: transcript.Message{
+	m := transcript.Stored{N: 1 + r.Intn(1<<20), Message: transcript.Message{
 		ID:   oddText(r),
 		Role: roles[r.Intn(len(roles))],
 		Text: oddTextOf(r, true),
@@ -115,14 +115,14 @@ func TestTranscriptLineRoundTrip(t *testing.T) {
 		if i == 0 { // one huge message for sure: 3 MiB of what needs escaping
 			m.Text = strings.Repeat("<\u2028\"\n😀&", 3<<20/12)
 		}
-		line, err := encodeTranscriptLine(m)
+		line, err := transcript.EncodeLine(m)
 		if err != nil {
 			t.Fatalf("encode %#v: %v", m, err)
 		}
 		if bytes.IndexByte(line, '\n') != len(line)-1 {
 			t.Fatalf("encoded message is not one line: %q", line)
 		}
-		got, err := DecodeTranscriptLine(line)
+		got, err := transcript.DecodeLine(line)
 		if err != nil {
 			t.Fatalf("decode %q: %v", line, err)
 		}
@@ -137,7 +137,7 @@ func TestTranscriptLineRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := DecodeTranscriptLine(old); err != nil || !sameMessage(got, m) {
+		if got, err := transcript.DecodeLine(old); err != nil || !sameMessage(got, m) {
 			t.Fatalf("old shape: %v\n got %#v\nwant %#v", err, got, m)
 		}
 	}
@@ -148,10 +148,10 @@ func TestTranscriptLineRoundTrip(t *testing.T) {
 // written, <, > and & included.
 func TestTranscriptLineIsCompact(t *testing.T) {
 	out := "if a < b && c > d {\n\treturn\n}"
-	m := StoredMessage{N: 7, Message: transcript.Message{ID: "toolu_1", TS: time.Date(2025, 1, 7, 21, 23, 0, 0, time.UTC),
+	m := transcript.Stored{N: 7, Message: transcript.Message{ID: "toolu_1", TS: time.Date(2025, 1, 7, 21, 23, 0, 0, time.UTC),
 		Role: transcript.RoleTool, Text: out, Tool: &transcript.ToolCall{CallID: "toolu_1", Output: out},
 		Source: transcript.Source{Format: "claude-code", Line: 12, Offset: 3456, Type: "user/tool_result"}}}
-	line, err := encodeTranscriptLine(m)
+	line, err := transcript.EncodeLine(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,14 +171,14 @@ func TestTranscriptLineRefuses(t *testing.T) {
 	for _, line := range []string{``, `{}`, `{"n":0,"text":"x"}`, `{"n":-3,"text":"x"}`, `{"n":1,"text":"x"`, `[1]`,
 		`{"n":1,"role":"user","text":"x","src":"no colon"}`, `{"n":1,"role":"user","text":"x","src":"f:1@0"}`,
 		`{"n":1,"role":"user","text":"x","src":"f:x"}`, `{"n":1,"role":"user","text":"x","src":"f:-1"}`} {
-		if m, err := DecodeTranscriptLine([]byte(line)); err == nil {
+		if m, err := transcript.DecodeLine([]byte(line)); err == nil {
 			t.Errorf("%s decoded as %#v", line, m)
 		}
 	}
 }
 
 // TestOneTranscriptDecoder: no code of the package decodes a transcript
-// line by itself (a `var m StoredMessage` filled by json.Unmarshal, or an
+// line by itself (a `var m transcript.Stored` filled by json.Unmarshal, or an
 // ad hoc struct with the line's "n"), so every reader takes both shapes.
 // The merge driver (mergefile.go) reads n, id and ts, which both shapes
 // share, to sort lines it never decodes.
@@ -187,7 +187,7 @@ func TestOneTranscriptDecoder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := regexp.MustCompile(`var \w+ StoredMessage\b|&StoredMessage\{|Unmarshal\([^)]*&\w*[sS]toredMessage`)
+	bad := regexp.MustCompile(`var \w+ transcript.Stored\b|&transcript.Stored\{|Unmarshal\([^)]*&\w*[sS]toredMessage`)
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") || f == "transcriptline.go" {
 			continue

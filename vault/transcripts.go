@@ -18,9 +18,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/redact"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // DefaultPartBytes is the size past which a transcript part is closed and
@@ -124,14 +124,6 @@ func (t TranscriptRef) Part(n int) RelPath {
 // Path is the transcript's first part, the name nodes cite in their span.
 func (t TranscriptRef) Path() string { return t.Part(0).String() }
 
-// StoredMessage is one line of a vault transcript: the normalised message
-// and its sequence number N within the session (1-based, continuous across
-// parts). Node spans and `transcript show --from/--to` use N.
-type StoredMessage struct {
-	N int `json:"n"`
-	transcript.Message
-}
-
 // parts lists the transcript's part numbers in order. Parts are numbered
 // without gaps, so this stats <session>.jsonl, <session>.1.jsonl, … until
 // one is missing, instead of listing a folder that holds every session of
@@ -176,7 +168,7 @@ func (v *Vault) TranscriptTail(t TranscriptRef) (transcriptTail, error) {
 		if k := bytes.LastIndexByte(body, '\n'); k >= 0 {
 			body = body[:k]
 			line := body[bytes.LastIndexByte(body, '\n')+1:]
-			if m, err := DecodeTranscriptLine(line); err == nil {
+			if m, err := transcript.DecodeLine(line); err == nil {
 				tt.last = m.N
 				return tt, nil
 			}
@@ -212,7 +204,7 @@ func (tx *Tx) AppendMessages(t TranscriptRef, msgs []transcript.Message) (from, 
 	from = tail.last + 1
 	for _, m := range msgs {
 		tail.last++
-		line, err := encodeTranscriptLine(StoredMessage{N: tail.last, Message: m})
+		line, err := transcript.EncodeLine(transcript.Stored{N: tail.last, Message: m})
 		if err != nil {
 			return 0, 0, fmt.Errorf("transcript: encode message %s: %w", m.ID, err)
 		}
@@ -230,7 +222,7 @@ func (tx *Tx) AppendMessages(t TranscriptRef, msgs []transcript.Message) (from, 
 // ReadTranscript calls fn for each stored message of t with from ≤ N ≤ to
 // (to ≤ 0: to the end), reading part by part so memory stays bounded. A torn
 // last line is skipped.
-func (v *Vault) ReadTranscript(t TranscriptRef, from, to int, fn func(StoredMessage) error) error {
+func (v *Vault) ReadTranscript(t TranscriptRef, from, to int, fn func(transcript.Stored) error) error {
 	if err := t.Check(); err != nil {
 		return err
 	}
@@ -255,7 +247,7 @@ func (v *Vault) ReadTranscript(t TranscriptRef, from, to int, fn func(StoredMess
 
 var ErrStop = errors.New("stop")
 
-func (v *Vault) readPart(t TranscriptRef, part, from, to int, fn func(StoredMessage) error) error {
+func (v *Vault) readPart(t TranscriptRef, part, from, to int, fn func(transcript.Stored) error) error {
 	f, err := v.Files().Open(v.Abs(t.Part(part)))
 	if err != nil {
 		return fault.IO("read "+t.Part(part).String(), err)
@@ -270,7 +262,7 @@ func (v *Vault) readPart(t TranscriptRef, part, from, to int, fn func(StoredMess
 		if err != nil {
 			return fault.IO("read "+t.Part(part).String(), err)
 		}
-		m, err := DecodeTranscriptLine(line)
+		m, err := transcript.DecodeLine(line)
 		if err != nil {
 			continue
 		}
@@ -476,7 +468,7 @@ func (v *Vault) ValidPos(t TranscriptRef, p PartPos) bool {
 // ReadFrom calls fn for each stored message of t from p on, through the last
 // part, with the place just after it. A torn last line is skipped, as
 // ReadTranscript skips it.
-func (v *Vault) ReadFrom(t TranscriptRef, p PartPos, fn func(m StoredMessage, end PartPos) error) error {
+func (v *Vault) ReadFrom(t TranscriptRef, p PartPos, fn func(m transcript.Stored, end PartPos) error) error {
 	for part, off := p.Part, p.Off; ; part, off = part+1, 0 {
 		f, err := v.Files().Open(v.Abs(t.Part(part)))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -497,7 +489,7 @@ func (v *Vault) ReadFrom(t TranscriptRef, p PartPos, fn func(m StoredMessage, en
 					return fault.IO("read "+t.Part(part).String(), err)
 				}
 				off += int64(len(line))
-				m, err := DecodeTranscriptLine(line)
+				m, err := transcript.DecodeLine(line)
 				if err != nil {
 					continue
 				}
@@ -537,7 +529,7 @@ func (v *Vault) IDEndingAt(t TranscriptRef, p PartPos) string {
 		if i < 0 && start > 0 {
 			continue // the line is longer than the window
 		}
-		m, err := DecodeTranscriptLine(body[i+1:])
+		m, err := transcript.DecodeLine(body[i+1:])
 		if err != nil {
 			return ""
 		}
@@ -552,7 +544,7 @@ const HookFormat = "hook"
 // MessageIDs returns the ids of the messages stored for t.
 func (v *Vault) MessageIDs(t TranscriptRef) (map[string]bool, error) {
 	ids := map[string]bool{}
-	err := v.ReadTranscript(t, 1, 0, func(m StoredMessage) error {
+	err := v.ReadTranscript(t, 1, 0, func(m transcript.Stored) error {
 		ids[m.ID] = true
 		return nil
 	})
@@ -574,12 +566,12 @@ func (v *Vault) Redact(text string) (string, map[string]int) {
 // Queued returns the messages of t this transaction has queued so far (the
 // spool's fold, which runs before a transaction's own work), in order:
 // they follow the transcript's end on disk, tail.
-func (tx *Tx) Queued(t TranscriptRef, tail transcriptTail) []StoredMessage {
+func (tx *Tx) Queued(t TranscriptRef, tail transcriptTail) []transcript.Stored {
 	tt := tx.transcripts[t]
 	if tt == nil {
 		return nil
 	}
-	var out []StoredMessage
+	var out []transcript.Stored
 	for n := tail.Part; n <= tt.Part; n++ {
 		rel := t.Part(n)
 		for _, a := range tx.appends {
@@ -587,7 +579,7 @@ func (tx *Tx) Queued(t TranscriptRef, tail transcriptTail) []StoredMessage {
 				continue
 			}
 			for _, line := range bytes.SplitAfter(a.data, []byte("\n")) {
-				if m, err := DecodeTranscriptLine(line); err == nil {
+				if m, err := transcript.DecodeLine(line); err == nil {
 					out = append(out, m)
 				}
 			}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault/gitrepo"
+	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
 )

@@ -10,7 +10,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
 
-	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // compactSession stores msgs as session s's transcript (before runs in

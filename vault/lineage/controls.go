@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/memvault/memvault/vault/continuity"
+	"github.com/memvault/memvault/vault/transcript"
 
 	"github.com/memvault/memvault/vault"
 )
@@ -48,7 +49,7 @@ var controlKinds = map[string]string{
 
 // scanControlLines finds the control lines of one assistant message. Lines
 // inside fenced code blocks are examples, not requests, and are skipped.
-func scanControlLines(m vault.StoredMessage) []ControlLine {
+func scanControlLines(m transcript.Stored) []ControlLine {
 	var out []ControlLine
 	fenced := false
 	for i, line := range strings.Split(m.Text, "\n") {

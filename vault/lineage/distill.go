@@ -9,9 +9,9 @@ import (
 
 	"github.com/memvault/memvault/vault"
 
-	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault/executor"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // Limits of what a session summary quotes, in runes. A summary points into
@@ -31,12 +31,12 @@ type sessionDigest struct {
 	outcome  string
 	lastTS   time.Time
 	controls []ControlLine
-	compact  *vault.StoredMessage // the last compaction summary the harness wrote
+	compact  *transcript.Stored // the last compaction summary the harness wrote
 }
 
 func digest(v *vault.Vault, t vault.TranscriptRef, from int) (*sessionDigest, error) {
 	d := &sessionDigest{}
-	err := v.ReadTranscript(t, from, 0, func(m vault.StoredMessage) error {
+	err := v.ReadTranscript(t, from, 0, func(m transcript.Stored) error {
 		d.last = m.N
 		if !m.TS.IsZero() {
 			d.lastTS = m.TS

@@ -12,6 +12,7 @@ import (
 	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // NodeRef is a node as it appears in another node's lineage: enough to
@@ -38,13 +39,13 @@ type HeadRef struct {
 // Expansion is what `memvault expand` returns: the node and everything
 // around it in the lineage (DESIGN §5).
 type Expansion struct {
-	Node       *vault.Node           `json:"node"`
-	Parents    []NodeRef             `json:"parents"`
-	Children   []NodeRef             `json:"children"`
-	Siblings   []NodeRef             `json:"siblings"`
-	Threads    []HeadRef             `json:"threads"`
-	Rows       []*vault.Row          `json:"rows"`
-	Transcript []vault.StoredMessage `json:"transcript"`
+	Node       *vault.Node         `json:"node"`
+	Parents    []NodeRef           `json:"parents"`
+	Children   []NodeRef           `json:"children"`
+	Siblings   []NodeRef           `json:"siblings"`
+	Threads    []HeadRef           `json:"threads"`
+	Rows       []*vault.Row        `json:"rows"`
+	Transcript []transcript.Stored `json:"transcript"`
 }
 
 // ExpandOptions tune Expand.
@@ -99,7 +100,7 @@ func Expand(v *vault.Vault, id string, opts ExpandOptions) (*Expansion, error) {
 		return nil, err
 	}
 	ex := &Expansion{Node: full, Parents: []NodeRef{}, Children: []NodeRef{}, Siblings: []NodeRef{},
-		Threads: []HeadRef{}, Rows: []*vault.Row{}, Transcript: []vault.StoredMessage{}}
+		Threads: []HeadRef{}, Rows: []*vault.Row{}, Transcript: []transcript.Stored{}}
 
 	parents := ix.Parents[id]
 	for _, p := range parents {
@@ -146,7 +147,7 @@ func Expand(v *vault.Vault, id string, opts ExpandOptions) (*Expansion, error) {
 	if n.Span != nil {
 		t := vault.TranscriptRef{Agent: n.Agent, Session: n.Session}
 		from := max(1, n.Span.From-opts.Context)
-		err := v.ReadTranscript(t, from, n.Span.To+opts.Context, func(m vault.StoredMessage) error {
+		err := v.ReadTranscript(t, from, n.Span.To+opts.Context, func(m transcript.Stored) error {
 			ex.Transcript = append(ex.Transcript, m)
 			if m.N >= n.Span.From && m.N <= n.Span.To && !m.TS.IsZero() {
 				ts := vault.FormatTS(m.TS)

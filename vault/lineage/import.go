@@ -9,7 +9,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 
-	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/fault"
 )
 

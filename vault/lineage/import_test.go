@@ -18,7 +18,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
 
-	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
 
@@ -226,7 +226,7 @@ func TestImportResumesAfterAKill(t *testing.T) {
 		}
 		var cuts []vault.PartPos
 		cuts = append(cuts, st.Pending.Before)
-		_ = probe.ReadFrom(ref, st.Pending.Before, func(_ vault.StoredMessage, end vault.PartPos) error {
+		_ = probe.ReadFrom(ref, st.Pending.Before, func(_ transcript.Stored, end vault.PartPos) error {
 			cuts = append(cuts, end)
 			return nil
 		})
@@ -334,7 +334,7 @@ func TestImportRewrittenSource(t *testing.T) {
 		t.Fatalf("added %d, %d already stored; want 2 and 1", rep.Added, rep.Duplicates)
 	}
 	var ids []string
-	v.ReadTranscript(ref, 1, 0, func(m vault.StoredMessage) error {
+	v.ReadTranscript(ref, 1, 0, func(m transcript.Stored) error {
 		ids = append(ids, m.ID)
 		return nil
 	})
@@ -375,7 +375,7 @@ func TestHookPromptMatchedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	v.ReadTranscript(ref, 1, 0, func(m vault.StoredMessage) error {
+	v.ReadTranscript(ref, 1, 0, func(m transcript.Stored) error {
 		got = append(got, string(m.Role)+":"+m.Text)
 		return nil
 	})

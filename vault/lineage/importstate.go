@@ -11,7 +11,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 
-	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // What an import keeps between calls, per agent, session, format and
@@ -86,7 +86,7 @@ type promptMatch struct {
 }
 
 // see counts a stored message after At, if it is a hook's prompt.
-func (pm *promptMatch) see(m vault.StoredMessage) {
+func (pm *promptMatch) see(m transcript.Stored) {
 	if m.Role != transcript.RoleUser || m.Source.Format != vault.HookFormat {
 		return
 	}
@@ -230,7 +230,7 @@ func dropKnown(v *vault.Vault, statePath string) { _ = v.Files().Remove(knownPat
 func foldPrompts(v *vault.Vault, t vault.TranscriptRef, pm *promptMatch, to vault.PartPos) (*promptMatch, error) {
 	if pm != nil && !to.Before(pm.At) && v.ValidPos(t, pm.At) {
 		pm = pm.clone()
-		err := v.ReadFrom(t, pm.At, func(m vault.StoredMessage, end vault.PartPos) error {
+		err := v.ReadFrom(t, pm.At, func(m transcript.Stored, end vault.PartPos) error {
 			if to.Before(end) {
 				return vault.ErrStop
 			}
@@ -244,7 +244,7 @@ func foldPrompts(v *vault.Vault, t vault.TranscriptRef, pm *promptMatch, to vaul
 		return pm, nil
 	}
 	pm = &promptMatch{At: to, Counts: map[string]int{}, Taken: map[string]bool{}}
-	err := v.ReadFrom(t, vault.PartPos{}, func(m vault.StoredMessage, end vault.PartPos) error {
+	err := v.ReadFrom(t, vault.PartPos{}, func(m transcript.Stored, end vault.PartPos) error {
 		if to.Before(end) {
 			return vault.ErrStop
 		}
@@ -277,7 +277,7 @@ func resumedIDs(v *vault.Vault, t vault.TranscriptRef, r *importResume) (map[str
 	if !v.ValidPos(t, from) {
 		from = vault.PartPos{} // the transcript changed under it: every stored id counts
 	}
-	err := v.ReadFrom(t, from, func(m vault.StoredMessage, _ vault.PartPos) error {
+	err := v.ReadFrom(t, from, func(m transcript.Stored, _ vault.PartPos) error {
 		ids[m.ID] = m.N
 		return nil
 	})
@@ -287,7 +287,7 @@ func resumedIDs(v *vault.Vault, t vault.TranscriptRef, r *importResume) (map[str
 // waitingPrompts returns, by a hash of their text, the ids of t's prompts
 // still in the spool: not folded by this transaction (queued), not matched
 // already (pm.Taken). An import matches them as it matches stored ones.
-func waitingPrompts(v *vault.Vault, t vault.TranscriptRef, pm *promptMatch, queued []vault.StoredMessage) map[string][]string {
+func waitingPrompts(v *vault.Vault, t vault.TranscriptRef, pm *promptMatch, queued []transcript.Stored) map[string][]string {
 	in := map[string]bool{}
 	for _, m := range queued {
 		in[m.ID] = true

@@ -19,9 +19,9 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/executor"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // Bounds of what goes to the executor and what comes back.
@@ -202,7 +202,7 @@ func CompactionModel(ctx context.Context, v *vault.Vault, t vault.TranscriptRef,
 func material(v *vault.Vault, t vault.TranscriptRef, from int) (string, int, error) {
 	var lines []string
 	last := 0
-	err := v.ReadTranscript(t, from, 0, func(m vault.StoredMessage) error {
+	err := v.ReadTranscript(t, from, 0, func(m transcript.Stored) error {
 		last = m.N
 		text := strings.TrimSpace(m.Text)
 		switch {

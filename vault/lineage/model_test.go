@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/executor"
 	"github.com/memvault/memvault/vault/testvault"

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/index"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // Catching up: when more than catchUpBytes of the vault's files are not in
@@ -108,7 +108,7 @@ func docsOf(v *vault.Vault, s vault.IndexSource, from int64) ([]index.Doc, int64
 			docs = append(docs, index.Doc{ID: id, Text: ev.Text, Tier: TierStructured, Agent: ev.Agent,
 				Thread: ev.Thread, Session: ev.Session})
 		case 'm':
-			m, err := vault.DecodeTranscriptLine(raw)
+			m, err := transcript.DecodeLine(raw)
 			if err != nil || m.Kind == transcript.KindContext || m.Kind == transcript.KindBoundary ||
 				strings.TrimSpace(m.Text) == "" {
 				continue
@@ -142,7 +142,7 @@ func previousMessageText(f *os.File, from int64) string {
 	}
 	buf = bytes.TrimSuffix(buf, []byte("\n"))
 	line := buf[bytes.LastIndexByte(buf, '\n')+1:]
-	m, err := vault.DecodeTranscriptLine(line)
+	m, err := transcript.DecodeLine(line)
 	if err != nil || m.Kind == transcript.KindContext {
 		return ""
 	}

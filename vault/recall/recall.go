@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memvault/memvault/vault/continuity"
+	"github.com/memvault/memvault/vault/transcript"
 
 	"github.com/memvault/memvault/index"
 	"github.com/memvault/memvault/vault"
@@ -461,7 +462,7 @@ func resolveHit(v *vault.Vault, h index.Hit, tier string, gone map[string]rowSta
 		if err != nil || line == nil {
 			return hit, false, err
 		}
-		m, err := vault.DecodeTranscriptLine(line)
+		m, err := transcript.DecodeLine(line)
 		if err != nil {
 			return hit, false, nil
 		}

@@ -10,11 +10,11 @@ import (
 
 	"github.com/memvault/memvault/vault/continuity"
 
-	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/heads"
 	"github.com/memvault/memvault/vault/testvault"
+	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
 
@@ -100,8 +100,8 @@ func TestOldTranscriptShapeStillReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []vault.StoredMessage
-	if err := v.ReadTranscript(ref, 1, 0, func(m vault.StoredMessage) error { got = append(got, m); return nil }); err != nil {
+	var got []transcript.Stored
+	if err := v.ReadTranscript(ref, 1, 0, func(m transcript.Stored) error { got = append(got, m); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 4 {

@@ -17,9 +17,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/index"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 const (
@@ -225,7 +225,7 @@ func neighbourOffsets(f *os.File, off int64, wantID bool) (prev, next int64, id 
 		return prev, next, ""
 	}
 	if wantID {
-		if m, err := vault.DecodeTranscriptLine(line); err == nil {
+		if m, err := transcript.DecodeLine(line); err == nil {
 			id = m.ID
 		}
 	}
@@ -285,7 +285,7 @@ func lineFrom(f *os.File, off int64) ([]byte, bool) {
 // isTurn reports whether a stored line is a message of a person or the
 // agent with text: what a question can be answered by.
 func isTurn(line []byte) bool {
-	m, err := vault.DecodeTranscriptLine(line)
+	m, err := transcript.DecodeLine(line)
 	if err != nil || strings.TrimSpace(m.Text) == "" {
 		return false
 	}

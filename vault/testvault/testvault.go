@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/gitrepo"
 )

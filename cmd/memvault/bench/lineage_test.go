@@ -11,7 +11,7 @@ import (
 
 	"github.com/memvault/memvault/vault/lineage"
 
-	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
 )
 

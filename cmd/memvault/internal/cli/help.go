@@ -11,7 +11,7 @@ import (
 	"github.com/memvault/memvault/vault/continuity"
 
 	"github.com/memvault/memvault/hooks"
-	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/clones"
 	"github.com/memvault/memvault/vault/executor"

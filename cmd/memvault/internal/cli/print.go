@@ -10,6 +10,7 @@ import (
 
 	"github.com/memvault/memvault/render"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // Printers that several commands share: JSON, a ledger row, a transcript
@@ -92,7 +93,7 @@ func printRow(w io.Writer, r *vault.Row) {
 
 // printMessage writes a transcript message: a header line, then its text
 // indented (transcript show, expand).
-func printMessage(w io.Writer, m vault.StoredMessage) {
+func printMessage(w io.Writer, m transcript.Stored) {
 	who := string(m.Role)
 	if m.Speaker != "" && m.Speaker != who {
 		who += "/" + m.Speaker

@@ -10,9 +10,9 @@ import (
 
 	"github.com/memvault/memvault/vault/lineage"
 
-	"github.com/memvault/memvault/hooks/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/recall"
+	"github.com/memvault/memvault/vault/transcript"
 
 	ucli "github.com/urfave/cli/v2"
 )
@@ -282,9 +282,9 @@ func runTranscriptShow(c *ucli.Context, v *vault.Vault) error {
 	// the transcript goes by, so a long one costs N messages of memory;
 	// the first N stop the read.
 	stream := !opts.json && (opts.limit == 0 || !opts.tail)
-	var msgs []vault.StoredMessage
+	var msgs []transcript.Stored
 	total := 0
-	err = v.ReadTranscript(opts.ref, opts.from, opts.to, func(m vault.StoredMessage) error {
+	err = v.ReadTranscript(opts.ref, opts.from, opts.to, func(m transcript.Stored) error {
 		total++
 		switch {
 		case opts.limit > 0 && !opts.tail && total > opts.limit:
@@ -312,7 +312,7 @@ func runTranscriptShow(c *ucli.Context, v *vault.Vault) error {
 	}
 	if opts.json {
 		if msgs == nil {
-			msgs = []vault.StoredMessage{}
+			msgs = []transcript.Stored{}
 		}
 		return printJSON(c.App.Writer, msgs)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
-	"github.com/memvault/memvault/hooks/transcript"
+	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/continuity"
 	"github.com/memvault/memvault/vault/lineage"

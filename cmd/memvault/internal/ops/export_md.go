@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // ExportMarkdown writes ex for a person to read: what it holds, the heads
@@ -63,7 +64,7 @@ func ExportMarkdown(ex *Export) []byte {
 			var lines []string
 			for _, p := range t.Parts {
 				for _, l := range strings.Split(strings.TrimSuffix(p.Text, "\n"), "\n") {
-					m, err := vault.DecodeTranscriptLine([]byte(l))
+					m, err := transcript.DecodeLine([]byte(l))
 					if err != nil {
 						continue
 					}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // maxMessages bounds the messages a session page shows: a page a browser
@@ -30,7 +31,7 @@ type sessionData struct {
 // sessionMessage is one stored message and the control lines recorded
 // from it.
 type sessionMessage struct {
-	vault.StoredMessage
+	transcript.Stored
 	Controls []control
 }
 
@@ -81,12 +82,12 @@ func (s *Server) session(r *http.Request) (*view, error) {
 		}
 	}
 	ref := vault.TranscriptRef{Agent: agent, Session: session}
-	err = v.ReadTranscript(ref, 1, maxMessages+1, func(m vault.StoredMessage) error {
+	err = v.ReadTranscript(ref, 1, maxMessages+1, func(m transcript.Stored) error {
 		if len(d.Messages) == maxMessages {
 			d.More = true
 			return nil
 		}
-		d.Messages = append(d.Messages, sessionMessage{StoredMessage: m, Controls: controls[m.ID]})
+		d.Messages = append(d.Messages, sessionMessage{Stored: m, Controls: controls[m.ID]})
 		return nil
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package vault
+package transcript
 
 import (
 	"bytes"
@@ -7,14 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/memvault/memvault/hooks/transcript"
 )
 
 // A transcript line is one JSON object per line, appended and never
-// rewritten. encodeTranscriptLine writes the compact shape (docs/specs/
-// STORAGE.md, "Transcript lines"); decodeTranscriptLine reads it and every
-// earlier shape, and is the only way a stored line becomes a StoredMessage:
+// rewritten. EncodeLine writes the compact shape (docs/specs/
+// STORAGE.md, "Transcript lines"); DecodeLine reads it and every
+// earlier shape, and is the only way a stored line becomes a Stored:
 // readers of transcripts (ReadTranscript, the import's catch-up, recall and
 // its index, verify's tail) all go through it.
 //
@@ -37,14 +35,14 @@ import (
 
 // storedLine is the wire form of a line, both shapes.
 type storedLine struct {
-	N       int             `json:"n"`
-	ID      string          `json:"id"`
-	TS      time.Time       `json:"ts,omitzero"`
-	Role    transcript.Role `json:"role"`
-	Speaker string          `json:"speaker,omitempty"`
-	Kind    string          `json:"kind,omitempty"`
-	Text    string          `json:"text"`
-	Tool    *storedTool     `json:"tool,omitempty"`
+	N       int         `json:"n"`
+	ID      string      `json:"id"`
+	TS      time.Time   `json:"ts,omitzero"`
+	Role    Role        `json:"role"`
+	Speaker string      `json:"speaker,omitempty"`
+	Kind    string      `json:"kind,omitempty"`
+	Text    string      `json:"text"`
+	Tool    *storedTool `json:"tool,omitempty"`
 	// Src is a string in the compact shape, an object in the first one.
 	Src json.RawMessage `json:"src,omitempty"`
 }
@@ -59,13 +57,13 @@ type storedTool struct {
 	OutputIsText bool `json:"output_is_text,omitempty"`
 }
 
-// errNotMessage is what decodeTranscriptLine returns for a line that is not
+// errNotMessage is what DecodeLine returns for a line that is not
 // a stored message (a blank line, a torn one, a line without n ≥ 1).
 var errNotMessage = errors.New("transcript: not a stored message")
 
-// encodeTranscriptLine encodes one stored message as a line, with its
+// EncodeLine encodes one stored message as a line, with its
 // newline.
-func encodeTranscriptLine(m StoredMessage) ([]byte, error) {
+func EncodeLine(m Stored) ([]byte, error) {
 	l := storedLine{N: m.N, ID: m.ID, TS: m.TS, Role: m.Role, Speaker: m.Speaker, Kind: m.Kind, Text: m.Text}
 	if t := m.Tool; t != nil {
 		l.Tool = &storedTool{Name: t.Name, CallID: t.CallID, Input: t.Input, Output: t.Output, Error: t.Error}
@@ -93,20 +91,20 @@ func encodeTranscriptLine(m StoredMessage) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// DecodeTranscriptLine decodes one line of either shape, with or without
+// DecodeLine decodes one line of either shape, with or without
 // its newline.
-func DecodeTranscriptLine(line []byte) (StoredMessage, error) {
+func DecodeLine(line []byte) (Stored, error) {
 	var l storedLine
 	if err := json.Unmarshal(line, &l); err != nil {
-		return StoredMessage{}, err
+		return Stored{}, err
 	}
 	if l.N <= 0 {
-		return StoredMessage{}, errNotMessage
+		return Stored{}, errNotMessage
 	}
-	m := StoredMessage{N: l.N, Message: transcript.Message{ID: l.ID, TS: l.TS, Role: l.Role, Speaker: l.Speaker,
+	m := Stored{N: l.N, Message: Message{ID: l.ID, TS: l.TS, Role: l.Role, Speaker: l.Speaker,
 		Kind: l.Kind, Text: l.Text}}
 	if t := l.Tool; t != nil {
-		m.Tool = &transcript.ToolCall{Name: t.Name, CallID: t.CallID, Input: t.Input, Output: t.Output, Error: t.Error}
+		m.Tool = &ToolCall{Name: t.Name, CallID: t.CallID, Input: t.Input, Output: t.Output, Error: t.Error}
 		if t.OutputIsText {
 			m.Tool.Output = m.Text
 		}
@@ -116,16 +114,16 @@ func DecodeTranscriptLine(line []byte) (StoredMessage, error) {
 	case l.Src[0] == '"':
 		var s string
 		if err := json.Unmarshal(l.Src, &s); err != nil {
-			return StoredMessage{}, err
+			return Stored{}, err
 		}
 		src, ok := parseCompactSource(s)
 		if !ok {
-			return StoredMessage{}, errors.New("transcript: src " + strconv.Quote(s) + ": not format:line[@offset][/type]")
+			return Stored{}, errors.New("transcript: src " + strconv.Quote(s) + ": not format:line[@offset][/type]")
 		}
 		m.Source = src
 	default:
 		if err := json.Unmarshal(l.Src, &m.Source); err != nil {
-			return StoredMessage{}, err
+			return Stored{}, err
 		}
 	}
 	return m, nil
@@ -134,8 +132,8 @@ func DecodeTranscriptLine(line []byte) (StoredMessage, error) {
 // compactSource writes s as "format:line[@offset][/type]", "" for the zero
 // source; ok is false when the string form could not be read back (a
 // format holding ':', a negative number), and the object form is kept.
-func compactSource(s transcript.Source) (string, bool) {
-	if s == (transcript.Source{}) {
+func compactSource(s Source) (string, bool) {
+	if s == (Source{}) {
 		return "", true
 	}
 	if strings.ContainsRune(string(s.Format), ':') || s.Line < 0 || s.Offset < 0 {
@@ -157,12 +155,12 @@ func compactSource(s transcript.Source) (string, bool) {
 }
 
 // parseCompactSource reads what compactSource wrote.
-func parseCompactSource(s string) (transcript.Source, bool) {
+func parseCompactSource(s string) (Source, bool) {
 	format, rest, ok := strings.Cut(s, ":")
 	if !ok {
-		return transcript.Source{}, false
+		return Source{}, false
 	}
-	src := transcript.Source{Format: transcript.Format(format)}
+	src := Source{Format: Format(format)}
 	nums, typ, hasType := strings.Cut(rest, "/")
 	if hasType {
 		src.Type = typ
@@ -170,15 +168,23 @@ func parseCompactSource(s string) (transcript.Source, bool) {
 	line, off, hasOff := strings.Cut(nums, "@")
 	n, err := strconv.ParseUint(line, 10, 63)
 	if err != nil {
-		return transcript.Source{}, false
+		return Source{}, false
 	}
 	src.Line = int(n)
 	if hasOff {
 		o, err := strconv.ParseUint(off, 10, 63)
 		if err != nil || o == 0 {
-			return transcript.Source{}, false
+			return Source{}, false
 		}
 		src.Offset = int64(o)
 	}
 	return src, true
+}
+
+// Stored is one line of a vault transcript: the normalised message
+// and its sequence number N within the session (1-based, continuous across
+// parts). Node spans and `transcript show --from/--to` use N.
+type Stored struct {
+	N int `json:"n"`
+	Message
 }

@@ -7,7 +7,7 @@
 //
 // A vault transcript (transcripts/<agent>/<session>.jsonl) holds one Message
 // per line, with its sequence number n, in the vault's compact shape
-// (vault/transcriptline.go; docs/LINEAGE.md): the source as one string, a
+// (vault/transcript/line.go; docs/LINEAGE.md): the source as one string, a
 // tool result's output stored once, no HTML escapes.
 //
 //	{"n":1,"id":"fd5459cf-…","ts":"2026-11-22T03:59:47.82Z","role":"user","speaker":"user",

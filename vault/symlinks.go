@@ -14,12 +14,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/memvault/memvault/index"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
 )
@@ -194,23 +192,6 @@ func (v *Vault) CheckNoLinksBelow(dir string) error {
 		}
 		return nil
 	})
-}
-
-// OpenIndex is index.Open of the index part in dir, which holds no link.
-func (v *Vault) OpenIndex(dir string, readOnly bool, wait time.Duration) (*index.Index, error) {
-	if err := v.CheckNoLinksBelow(dir); err != nil {
-		return nil, err
-	}
-	return index.Open(dir, readOnly, wait)
-}
-
-// CreateIndex is index.Create in dir, which holds no link: Create empties
-// the folder first, which through a link would empty another.
-func (v *Vault) CreateIndex(dir string) (*index.Index, error) {
-	if err := v.CheckNoLinksBelow(dir); err != nil {
-		return nil, err
-	}
-	return index.Create(dir)
 }
 
 // RefuseTreeLinks refuses a tree that holds symbolic links: what sync would

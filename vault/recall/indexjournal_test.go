@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/index"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // indexedBytes is how many bytes of transcript the transcript index holds.

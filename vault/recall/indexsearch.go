@@ -93,7 +93,7 @@ func searchIndexes(v *vault.Vault, kinds string, headFiles bool) (*searchSet, er
 func openPart(v *vault.Vault, p vault.IndexPart) ([]*index.Index, []string, error) {
 	var notes []string
 	dir := v.PartDir(p)
-	ix, err := v.OpenIndex(dir, true, indexOpenWait)
+	ix, err := openIndex(v, dir, true, indexOpenWait)
 	switch {
 	case errors.Is(err, index.ErrBusy):
 		notes = append(notes, "index busy: searching the files directly")
@@ -107,7 +107,7 @@ func openPart(v *vault.Vault, p vault.IndexPart) ([]*index.Index, []string, erro
 		// more, each time, than building the index once.
 		if _, err := catchUpPart(v, p, 0, true); err == nil {
 			notes = append(notes, "index "+why+": rebuilt it")
-			ix, _ = v.OpenIndex(dir, true, indexOpenWait)
+			ix, _ = openIndex(v, dir, true, indexOpenWait)
 		}
 		if ix == nil {
 			notes = append(notes, "index "+why+": searching the files directly")
@@ -126,7 +126,7 @@ func openPart(v *vault.Vault, p vault.IndexPart) ([]*index.Index, []string, erro
 			if _, err := catchUpPart(v, p, recallCatchUp(v), false); vault.IsBusy(err) {
 				notes = append(notes, "index behind and busy: searching the rest of the files directly")
 			}
-			if ix, _ = v.OpenIndex(dir, true, indexOpenWait); ix != nil {
+			if ix, _ = openIndex(v, dir, true, indexOpenWait); ix != nil {
 				if sources, marks, err = pastWatermarks(v, p, ix.Meta); err != nil {
 					ix.Close()
 					return nil, nil, err

@@ -263,7 +263,7 @@ func Reindex(v *vault.Vault, progress vault.Progress) (*IndexReport, error) {
 	rep := &IndexReport{}
 	var done int64
 	for i, p := range vault.IndexParts {
-		ix, err := v.CreateIndex(v.PartDir(p))
+		ix, err := createIndex(v, v.PartDir(p))
 		if err != nil {
 			return nil, fault.IO("index: create", err)
 		}
@@ -350,7 +350,7 @@ func catchUpPart(v *vault.Vault, p vault.IndexPart, budget int64, rebuild bool) 
 	var ix *index.Index
 	rebuild = rebuild || p == vault.HeadsPart // rewritten files: rebuilt whole
 	if !rebuild {
-		ix, err = v.OpenIndex(dir, false, indexOpenWait)
+		ix, err = openIndex(v, dir, false, indexOpenWait)
 		if errors.Is(err, index.ErrBusy) {
 			return false, err
 		}
@@ -371,7 +371,7 @@ func catchUpPart(v *vault.Vault, p vault.IndexPart, budget int64, rebuild bool) 
 		// would not be looked at again.
 		rebuild, budget = true, 0
 		removeOldIndexLayout(v)
-		if ix, err = v.CreateIndex(dir); err != nil {
+		if ix, err = createIndex(v, dir); err != nil {
 			return false, fault.IO("index: create", err)
 		}
 		sources, err = indexSourcesOf(v, p.Kinds)
@@ -401,4 +401,21 @@ func catchUpPart(v *vault.Vault, p vault.IndexPart, budget int64, rebuild bool) 
 		err = cerr
 	}
 	return done && err == nil, err
+}
+
+// openIndex is index.Open of the index part in dir, which holds no link.
+func openIndex(v *vault.Vault, dir string, readOnly bool, wait time.Duration) (*index.Index, error) {
+	if err := v.CheckNoLinksBelow(dir); err != nil {
+		return nil, err
+	}
+	return index.Open(dir, readOnly, wait)
+}
+
+// createIndex is index.Create in dir, which holds no link: Create empties
+// the folder first, which through a link would empty another.
+func createIndex(v *vault.Vault, dir string) (*index.Index, error) {
+	if err := v.CheckNoLinksBelow(dir); err != nil {
+		return nil, err
+	}
+	return index.Create(dir)
 }

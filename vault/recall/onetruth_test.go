@@ -12,11 +12,11 @@ import (
 
 	"github.com/memvault/memvault/vault/continuity"
 
-	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/heads"
 	"github.com/memvault/memvault/vault/lineage"
 	"github.com/memvault/memvault/vault/testvault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // One memory, one truth: whatever way a row comes in (a CLI verb, a

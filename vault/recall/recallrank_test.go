@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/index"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 func appendTurns(t *testing.T, v *vault.Vault, session string, msgs ...transcript.Message) {

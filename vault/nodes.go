@@ -574,7 +574,7 @@ func (ix *NodeIndex) Select(f NodeFilter) []*Node {
 		case f.Agent != "" && n.Agent != f.Agent,
 			f.Session != "" && n.Session != f.Session,
 			f.Kind != "" && n.Kind != f.Kind,
-			f.Thread != "" && !Contains(n.Threads, f.Thread):
+			f.Thread != "" && !slices.Contains(n.Threads, f.Thread):
 			continue
 		}
 		out = append(out, n)
@@ -593,13 +593,4 @@ func SortNodes(ns []*Node) {
 		}
 		return ns[i].ID < ns[j].ID
 	})
-}
-
-func Contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

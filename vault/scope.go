@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -444,7 +445,7 @@ func (tx *Tx) BindSession(t TranscriptRef, thread string) error {
 	if err != nil {
 		return err
 	}
-	if Contains(sc.SessionThreads(t.Agent, t.Session), th.String()) {
+	if slices.Contains(sc.SessionThreads(t.Agent, t.Session), th.String()) {
 		return nil
 	}
 	for _, ev := range tx.events {

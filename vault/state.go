@@ -169,17 +169,34 @@ func (v *Vault) LoadStateOf(needles [][]byte, keep func(SegCorrections) bool) (*
 	if err != nil {
 		return nil, err
 	}
+	found, corr, err := v.rowsWith(segs, needles, keep)
+	if err != nil {
+		return nil, err
+	}
+	found, err = v.withCorrections(segs, corr, found)
+	if err != nil {
+		return nil, err
+	}
+	st := &State{ByID: make(map[string]*Row, len(found))}
+	for _, r := range found {
+		st.Add(r)
+	}
+	return st, nil
+}
+
+// rowsWith returns, in ledger order (by segment, then line), the rows of
+// the segments keep accepts (all when keep is nil) whose line contains one
+// of needles, and every segment's derived list of corrections.
+func (v *Vault) rowsWith(segs []Segment, needles [][]byte, keep func(SegCorrections) bool) ([]*Row, []SegCorrections, error) {
 	cache := v.loadCorrectionCache()
 	cacheChanged := false
-	var found []*Row // in ledger order: by segment, then line
-	segOf := make(map[string]int, len(segs))
-	corr := make([]SegCorrections, len(segs)) // each segment's derived list
+	var found []*Row
+	corr := make([]SegCorrections, len(segs))
 	for i, s := range segs {
 		file := s.String()
-		segOf[file] = i
 		c, data, changed, err := v.segmentCorrections(cache, s)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cacheChanged = cacheChanged || changed
 		corr[i] = c
@@ -188,38 +205,54 @@ func (v *Vault) LoadStateOf(needles [][]byte, keep func(SegCorrections) bool) (*
 		}
 		if data == nil {
 			if data, err = ReadComplete(v.Root, file); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
-		wanted := map[int]bool{} // line starts
-		for _, nd := range needles {
-			for _, at := range findAll(data, nd) {
-				wanted[bytes.LastIndexByte(data[:at], '\n')+1] = true
-			}
-		}
-		if len(wanted) == 0 {
-			continue
-		}
-		for n, start := 1, 0; start < len(data); n++ {
-			i := bytes.IndexByte(data[start:], '\n')
-			raw := data[start : start+i]
-			lineStart := start
-			start += i + 1
-			if wanted[lineStart] {
-				if r := rowOf(raw, file, n); r != nil {
-					found = append(found, r)
-				}
-			}
-		}
+		found = append(found, linesWith(data, file, needles)...)
 	}
 	if cacheChanged {
 		v.saveCorrectionCache(cache)
 	}
+	return found, corr, nil
+}
 
-	// The corrections of the rows found, then theirs, until none is new.
+// linesWith returns the rows of the complete lines of data, the segment
+// file, that contain one of needles.
+func linesWith(data []byte, file string, needles [][]byte) []*Row {
+	wanted := map[int]bool{} // line starts
+	for _, nd := range needles {
+		for _, at := range findAll(data, nd) {
+			wanted[bytes.LastIndexByte(data[:at], '\n')+1] = true
+		}
+	}
+	if len(wanted) == 0 {
+		return nil
+	}
+	var found []*Row
+	for n, start := 1, 0; start < len(data); n++ {
+		i := bytes.IndexByte(data[start:], '\n')
+		raw := data[start : start+i]
+		lineStart := start
+		start += i + 1
+		if wanted[lineStart] {
+			if r := rowOf(raw, file, n); r != nil {
+				found = append(found, r)
+			}
+		}
+	}
+	return found
+}
+
+// withCorrections adds to found the corrections of its rows, then theirs,
+// until none is new, read from the ledger where the derived list of every
+// correction (correctionRowsOf) says they are; the result stays in ledger
+// order.
+func (v *Vault) withCorrections(segs []Segment, corr []SegCorrections, found []*Row) ([]*Row, error) {
+	segOf := make(map[string]int, len(segs))
 	stamps := make([]SegStamp, len(segs))
-	for i, c := range corr {
-		stamps[i] = c.Stamp
+	for i, s := range segs {
+		segOf[s.String()] = i
+		stamps[i] = corr[i].Stamp
 	}
 	all, err := v.correctionRowsOf(segs, stamps)
 	if err != nil {
@@ -258,11 +291,7 @@ func (v *Vault) LoadStateOf(needles [][]byte, keep func(SegCorrections) bool) (*
 			return cmp.Or(cmp.Compare(segOf[a.File], segOf[b.File]), cmp.Compare(a.Line, b.Line))
 		})
 	}
-	st := &State{ByID: make(map[string]*Row, len(found))}
-	for _, r := range found {
-		st.Add(r)
-	}
-	return st, nil
+	return found, nil
 }
 
 // loadAll folds every event of the ledger.

@@ -357,48 +357,6 @@ func (tx *Tx) finish(start txStart, spool *spoolFold) (*Result, error) {
 	return res, nil
 }
 
-// registerDriverOnce registers git's merge driver in a clone memvault has
-// not written to before (no verified stamps yet: a fresh clone, or a
-// .state/ deleted). It costs one stat otherwise. A failure is not the
-// transaction's: doctor reports a missing driver.
-func (v *Vault) registerDriverOnce() {
-	if v.Binary == "" {
-		return
-	}
-	if _, err := v.Files().Stat(StateFilePath(v.Root, verifiedFile)); err == nil {
-		return
-	}
-	_, _ = RegisterMergeDrivers(v.Root, v.Binary)
-}
-
-// captureOnly reports whether the transaction only appends to transcripts
-// and commits them: what a vault that needs repair still accepts.
-func (tx *Tx) captureOnly() bool {
-	if len(tx.events) > 0 || len(tx.files) > 0 || tx.join {
-		return false
-	}
-	for _, a := range tx.appends {
-		if !isTranscriptPart(a.rel.String()) {
-			return false
-		}
-	}
-	for _, r := range tx.commitPaths {
-		if !isTranscriptPart(r.String()) {
-			return false
-		}
-	}
-	return true
-}
-
-// undo restores what apply changed, newest first, when a later step fails.
-type undo []func()
-
-func (u undo) run() {
-	for i := len(u) - 1; i >= 0; i-- {
-		u[i]()
-	}
-}
-
 // TestHookApply is called between apply's steps ("staged", "sealed"); a
 // test panics in it to stop a transaction the way a kill does.
 var TestHookApply func(step string)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -121,6 +122,171 @@ func moduleImports(t *testing.T, root string) map[string][]string {
 				seen[dep] = true
 				out[rel] = append(out[rel], dep)
 			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestImportDirection holds the folders to the direction docs/
+// ARCHITECTURE.md draws: the engine and the features under vault/ never
+// reach into the hooks or the command line, the engine never into the
+// search index, and the leaf folders (merge/, render/, index/) into none
+// of the folders above them. The layer table orders packages one by one;
+// this says the same of whole folders, so that a package moved between
+// layers cannot make two folders depend on each other again.
+func TestImportDirection(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	under := func(p, folder string) bool { return p == folder || strings.HasPrefix(p, folder+"/") }
+	rules := []struct {
+		from      func(string) bool
+		forbidden []string
+		why       string
+	}{
+		{func(p string) bool { return under(p, "vault") }, []string{"hooks", "cmd"},
+			"the engine and its features know no harness and no front end"},
+		{func(p string) bool { return p == "vault" }, []string{"index"},
+			"the engine writes the index's journal but never opens the index: recall does"},
+		{func(p string) bool { return under(p, "merge") || under(p, "render") || under(p, "index") },
+			[]string{"hooks", "cmd", "vault/heads", "vault/continuity", "vault/lineage", "vault/recall"},
+			"the leaf folders are pure libraries the features build on"},
+		{func(p string) bool { return under(p, "hooks") }, []string{"cmd"},
+			"the hooks' runtime is a library the command line calls"},
+	}
+	// Known exceptions, each with what removing it takes; an exception
+	// that no longer occurs fails the test, so the list only shrinks.
+	exceptions := map[string]string{
+		"vault -> index": "the engine compacts the transcript journal by the index meta's coverage (indexjournal.go); " +
+			"removing it needs the coverage handed to the engine by recall",
+	}
+	seen := map[string]bool{}
+	for p, deps := range moduleImports(t, root) {
+		for _, r := range rules {
+			if !r.from(p) {
+				continue
+			}
+			for _, dep := range deps {
+				for _, f := range r.forbidden {
+					if !under(dep, f) {
+						continue
+					}
+					if _, ok := exceptions[p+" -> "+dep]; ok {
+						seen[p+" -> "+dep] = true
+						continue
+					}
+					t.Errorf("%s imports %s: %s", p, dep, r.why)
+				}
+			}
+		}
+	}
+}
+
+// Limits of the code's shape (docs/ARCHITECTURE.md, "Sizes"): a file a
+// person can read in one sitting, a function that does one thing.
+const (
+	maxFileLines = 600
+	maxFuncLines = 100
+)
+
+// TestCodeShape fails on a non-test Go file over maxFileLines lines or a
+// function over maxFuncLines, anywhere in the module.
+func TestCodeShape(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, p := range moduleFiles(t, root) {
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, p)
+		if n := fset.File(f.Pos()).LineCount(); n > maxFileLines {
+			t.Errorf("%s: %d lines, more than %d: split it by concern", rel, n, maxFileLines)
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > maxFuncLines {
+				t.Errorf("%s: %s is %d lines, more than %d: split it into steps", rel, fd.Name.Name, n, maxFuncLines)
+			}
+		}
+	}
+}
+
+// TestArchitectureSizes holds docs/ARCHITECTURE.md's figures for the
+// engine to the code: the line "The engine, package `vault`, is N
+// non-test lines in M files" must give M exactly and N within 5 %, so the
+// page cannot go stale as the engine changes, and the engine stays within
+// the budget the page sets.
+func TestArchitectureSizes(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile("The engine, package `vault`, is ([0-9,]+) non-test lines in ([0-9]+) files")
+	m := re.FindSubmatch(doc)
+	if m == nil {
+		t.Fatalf("docs/ARCHITECTURE.md: no line matching %q", re)
+	}
+	statedLines, _ := strconv.Atoi(strings.ReplaceAll(string(m[1]), ",", ""))
+	statedFiles, _ := strconv.Atoi(string(m[2]))
+	lines, files := 0, 0
+	for _, p := range moduleFiles(t, root) {
+		if filepath.Dir(p) != filepath.Join(root, "vault") {
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files++
+		lines += strings.Count(string(data), "\n")
+	}
+	if files != statedFiles {
+		t.Errorf("docs/ARCHITECTURE.md says the engine is %d files; it is %d", statedFiles, files)
+	}
+	if d := lines - statedLines; d*20 > statedLines || -d*20 > statedLines {
+		t.Errorf("docs/ARCHITECTURE.md says the engine is %d lines; it is %d (more than 5 %% off)", statedLines, lines)
+	}
+}
+
+// moduleFiles lists the module's non-test Go files, as moduleImports walks
+// them.
+func moduleFiles(t *testing.T, root string) []string {
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if p != root && (name == "testdata" || strings.HasPrefix(name, ".")) {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil && p != root {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") {
+			out = append(out, p)
 		}
 		return nil
 	})

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // claimWorld is a vault holding a commitment and a decision in every state

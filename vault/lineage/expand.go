@@ -123,7 +123,7 @@ func Expand(v *vault.Vault, id string, opts ExpandOptions) (*Expansion, error) {
 	}
 	var siblings []*vault.Node
 	for _, other := range ix.Nodes {
-		if other.ID == id || other.Agent != n.Agent || vault.Contains(parents, other.ID) || vault.Contains(n.Children, other.ID) {
+		if other.ID == id || other.Agent != n.Agent || slices.Contains(parents, other.ID) || slices.Contains(n.Children, other.ID) {
 			continue
 		}
 		if sib[other.ID] || n.Session != "" && other.Session == n.Session {
@@ -180,10 +180,10 @@ func Expand(v *vault.Vault, id string, opts ExpandOptions) (*Expansion, error) {
 		return nil, err
 	}
 	for _, r := range st.Rows {
-		if vault.CorrectionKinds[r.Kind] && !vault.Contains(r.Links, id) && r.Session != n.Session {
+		if vault.CorrectionKinds[r.Kind] && !slices.Contains(r.Links, id) && r.Session != n.Session {
 			continue // kept only to mark the rows above
 		}
-		if vault.Contains(r.Links, id) && r.Kind != "node.created" {
+		if slices.Contains(r.Links, id) && r.Kind != "node.created" {
 			ex.Rows = append(ex.Rows, r)
 			continue
 		}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/memvault/memvault/vault"
 
-	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // importWindow is how much of a source file one parse reads and one

@@ -13,8 +13,8 @@ import (
 
 	"github.com/memvault/memvault/vault"
 
-	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // Reading a harness transcript for an import: a regular file only, opened

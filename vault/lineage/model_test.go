@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/executor"
 	"github.com/memvault/memvault/vault/testvault"
+	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
 

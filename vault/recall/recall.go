@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -124,7 +125,7 @@ func Recall(v *vault.Vault, opts RecallOptions) (*RecallResult, error) {
 		e := fault.New(vault.ErrInvalid, "recall: the query has no searchable words, only stop words")
 		return nil, e.WithHint("name the thing you are looking for")
 	}
-	if opts.Tier != "" && !vault.Contains(Tiers, opts.Tier) {
+	if opts.Tier != "" && !slices.Contains(Tiers, opts.Tier) {
 		return nil, fault.New(vault.ErrInvalid, "recall: tier %q: want one of %s", opts.Tier, strings.Join(Tiers, ", "))
 	}
 	if opts.Limit <= 0 {
@@ -142,7 +143,7 @@ func Recall(v *vault.Vault, opts RecallOptions) (*RecallResult, error) {
 
 	kinds := ""
 	for tier, k := range map[string]string{TierStructured: "r", TierHeads: "n", TierTranscripts: "m"} {
-		if (opts.Tier == "" || opts.Tier == tier) && (len(opts.Tiers) == 0 || vault.Contains(opts.Tiers, tier)) {
+		if (opts.Tier == "" || opts.Tier == tier) && (len(opts.Tiers) == 0 || slices.Contains(opts.Tiers, tier)) {
 			kinds += k
 		}
 	}
@@ -175,7 +176,7 @@ func Recall(v *vault.Vault, opts RecallOptions) (*RecallResult, error) {
 		}
 	}()
 	for _, tier := range Tiers {
-		if opts.Tier != "" && tier != opts.Tier || len(opts.Tiers) > 0 && !vault.Contains(opts.Tiers, tier) {
+		if opts.Tier != "" && tier != opts.Tier || len(opts.Tiers) > 0 && !slices.Contains(opts.Tiers, tier) {
 			continue
 		}
 		want := max(opts.Limit*20, 200)

@@ -7,12 +7,11 @@ package recall
 // number or "recently" is not a date.
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/memvault/memvault/vault"
 )
 
 // maxQueryDays bounds the days a query lifts: a month at most.
@@ -118,7 +117,7 @@ func queryDays(q string, now time.Time) []string {
 	out := make([]string, 0, len(days))
 	for _, d := range days {
 		s := d.Format(time.DateOnly)
-		if !vault.Contains(out, s) {
+		if !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}

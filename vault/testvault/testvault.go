@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/gitrepo"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // New makes a vault in a temporary folder that the test removes.

@@ -3,7 +3,7 @@ package bench
 // Retrieval at scale: `memvault reindex` and `memvault recall` as whole
 // processes on 100k or 1M generated transcript messages, beside grep and
 // SQLite FTS5 (cmd/memvault/bench/fts5, a module of its own) on the same messages, all
-// in the same run. docs/PERFORMANCE.md ("Retrieval at scale") has the
+// in the same run. docs/PERFORMANCE.md ("Current results", rows 7 and 14) has the
 // figures.
 //
 //	go test -run '^$' -bench RecallScale -benchtime 1x -timeout 3h ./cmd/memvault/bench/

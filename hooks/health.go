@@ -27,8 +27,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // healthCheck is what a Runner knows of its vault's health: nothing yet,

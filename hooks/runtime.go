@@ -10,9 +10,9 @@ import (
 
 	"github.com/memvault/memvault/vault/lineage"
 
-	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/recall"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // Lock waits: a prompt must never wait long on memory, and a session end has

@@ -11,8 +11,8 @@ import (
 
 	"github.com/memvault/memvault/vault/lineage"
 
-	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // lineageVault builds a vault with sessions × 2 nodes (a session summary

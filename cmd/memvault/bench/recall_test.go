@@ -38,9 +38,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/recall"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 const (

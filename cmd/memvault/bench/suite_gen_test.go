@@ -22,11 +22,11 @@ import (
 
 	"github.com/memvault/memvault/vault/continuity"
 
-	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/heads"
 	"github.com/memvault/memvault/vault/lineage"
 	"github.com/memvault/memvault/vault/recall"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // suiteSpec is one size of vault.

@@ -11,11 +11,11 @@ import (
 	"github.com/memvault/memvault/vault/continuity"
 
 	"github.com/memvault/memvault/hooks"
-	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/clones"
 	"github.com/memvault/memvault/vault/executor"
 	"github.com/memvault/memvault/vault/recall"
+	"github.com/memvault/memvault/vault/transcript"
 
 	ucli "github.com/urfave/cli/v2"
 )

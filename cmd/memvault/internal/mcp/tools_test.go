@@ -8,12 +8,12 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
-	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/continuity"
 	"github.com/memvault/memvault/vault/lineage"
 	"github.com/memvault/memvault/vault/recall"
 	"github.com/memvault/memvault/vault/testvault"
+	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/memvault/memvault/hooks/configedit"
+	"github.com/memvault/memvault/vault/configedit"
 )
 
 // Wiring is what `memvault doctor` reports for one harness.

@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
-	"github.com/memvault/memvault/hooks/configedit"
+	"github.com/memvault/memvault/vault/configedit"
 )
 
 // Codex runs a project's hooks only when two things hold, both recorded in

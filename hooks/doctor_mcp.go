@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
-	"github.com/memvault/memvault/hooks/configedit"
+	"github.com/memvault/memvault/vault/configedit"
 )
 
 // MCPStatus is what doctor found of memvault's MCP server in a harness's

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/memvault/memvault/hooks/configedit"
+	"github.com/memvault/memvault/vault/configedit"
 )
 
 // OpenClaw loads memvault's plugin when its config ($OPENCLAW_CONFIG_PATH,

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/memvault/memvault/hooks/configedit"
+	"github.com/memvault/memvault/vault/configedit"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
 )

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/memvault/memvault/hooks/configedit"
+	"github.com/memvault/memvault/vault/configedit"
 )
 
 // memvault's MCP server (`memvault mcp`, stdio) is registered in each

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/BurntSushi/toml"
-	"github.com/memvault/memvault/hooks/configedit"
+	"github.com/memvault/memvault/vault/configedit"
 )
 
 // mcpOriginals are MCP configs as people have them, per syntax: comments,

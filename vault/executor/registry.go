@@ -10,8 +10,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/memvault/memvault/hooks/configedit"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/configedit"
 	"github.com/memvault/memvault/vault/fault"
 )
 

@@ -16,9 +16,6 @@ import (
 	"github.com/memvault/memvault/vault/fault"
 )
 
-// KindRepaired records what `memvault repair` did to the ledger.
-const KindRepaired = "ledger.repaired"
-
 // RepairReport says what a repair did (or, dry, would do).
 type RepairReport struct {
 	Segments []string `json:"segments"`           // the segment files rewritten
@@ -60,7 +57,7 @@ type repairLine struct {
 // commit). With dry, nothing is written.
 func (v *Vault) Repair(dry bool) (*RepairReport, error) {
 	kept := ".logs/repair-" + time.Now().UTC().Format("20060102T150405.000")
-	if dry || v.mergeInProgress() != nil {
+	if dry || v.MergeInProgress() {
 		return v.repairUncommitted(kept, dry)
 	}
 	// Planned inside the transaction, under the vault lock, so that no
@@ -238,7 +235,7 @@ func (p *repairPlan) read() error {
 	slices.SortFunc(p.all, compareSegments)
 	// In the middle of a git merge, HEAD is one side: the other side's
 	// lines are not "uncommitted".
-	merging := v.mergeInProgress() != nil
+	merging := v.MergeInProgress()
 	seen := make(map[string]bool) // event ids placed so far
 	for _, s := range p.all {
 		data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
@@ -448,7 +445,7 @@ func (p *repairPlan) record(files map[string][]byte, lastSeg Segment) error {
 				latest = l.ev.Time()
 			}
 		}
-		join := joinOf(v.Config.Agent, p.tips, latest)
+		join := NewJoin(v.Config.Agent, p.tips, latest)
 		line, err := join.Seal(join.Prev)
 		if err != nil {
 			return err

@@ -30,6 +30,13 @@ import (
 // mergeHeadFile names, as a problem's file, a git merge in progress.
 const mergeHeadFile = ".git/MERGE_HEAD"
 
+// MergeInProgress says whether the vault is in the middle of a git merge
+// (MERGE_HEAD names a commit HEAD does not have as a parent yet). Its
+// files are then neither side's: a repair cannot take HEAD's lines as the
+// only committed ones, and stages what it writes for the merge's commit
+// instead of committing it.
+func (v *Vault) MergeInProgress() bool { return v.mergeInProgress() != nil }
+
 // mergeInProgress is the problem a vault in the middle of a git merge has:
 // its files are neither side's, so nothing is written until the merge is
 // concluded.

@@ -38,11 +38,15 @@ func (v *Vault) joinEvent(tips []string) (*Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	return joinOf(v.Config.Agent, tips, latest), nil
+	return NewJoin(v.Config.Agent, tips, latest), nil
 }
 
-// joinOf is the join event of tips whose latest event was at latest.
-func joinOf(agent string, tips []string, latest time.Time) *Event {
+// NewJoin returns, unsealed, the event agent writes to join tips whose
+// latest event was at latest; its Prev is the first tip in sorted order.
+// A transaction reads latest off the segments; a repair, whose segments
+// are being rewritten, passes the time it found in memory, and gets the
+// same line any clone joining those tips writes.
+func NewJoin(agent string, tips []string, latest time.Time) *Event {
 	sorted := slices.Clone(tips)
 	slices.Sort(sorted)
 	latest = latest.UTC().Truncate(time.Millisecond)

@@ -34,6 +34,9 @@ const (
 	// delegate`, vault/executor; docs/EXECUTORS.md).
 	KindDelegation       = "executor.delegated"
 	KindDelegationFailed = "executor.failed"
+	// KindRepaired records what `memvault repair` did to the ledger
+	// (vault/repair).
+	KindRepaired = "ledger.repaired"
 )
 
 // LedgerKinds lists, sorted, every kind of event memvault writes or reads

@@ -333,7 +333,7 @@ func commandActions() map[string]action {
 		"export": reads(runExport),
 		"import": inTxPrepared(prepareImport),
 		"verify": reads(runVerify),
-		// vault.Repair takes the lock, plans under it and commits through
+		// repair.Run takes the lock, plans under it and commits through
 		// a transaction of its own.
 		"repair": ownWrites(runRepair),
 		"log":    reads(runLog),

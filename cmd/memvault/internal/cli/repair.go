@@ -7,6 +7,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/repair"
 )
 
 type repairOptions struct {
@@ -25,7 +26,7 @@ func newRepairCommand() *ucli.Command {
 	}
 }
 
-// runRepair manages its own writes: vault.Repair takes the lock, plans
+// runRepair manages its own writes: repair.Run takes the lock, plans
 // under it, and commits through a transaction (or, in the middle of a git
 // merge, stages the segments for the merge's commit).
 func runRepair(c *ucli.Context) error {
@@ -34,7 +35,7 @@ func runRepair(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, err := v.Repair(opts.dryRun)
+	rep, err := repair.Run(v, opts.dryRun)
 	if err != nil {
 		return err
 	}

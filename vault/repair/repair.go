@@ -1,4 +1,8 @@
-package vault
+// Package repair rebuilds a ledger that fails verification (`memvault
+// repair`): an operation built on the engine, not part of it, that reads
+// the ledger through vault's exported API and commits through one
+// transaction.
+package repair
 
 import (
 	"bytes"
@@ -13,14 +17,12 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 )
 
-// KindRepaired records what `memvault repair` did to the ledger.
-const KindRepaired = "ledger.repaired"
-
-// RepairReport says what a repair did (or, dry, would do).
-type RepairReport struct {
+// Report says what a repair did (or, dry, would do).
+type Report struct {
 	Segments []string `json:"segments"`           // the segment files rewritten
 	Markers  int      `json:"conflict_markers"`   // git conflict marker lines removed
 	Restored []string `json:"restored,omitempty"` // committed events missing from the work tree, put back from HEAD
@@ -41,15 +43,15 @@ type RepairReport struct {
 	Nothing     bool     `json:"nothing_to_do"`     // the ledger verified: nothing was changed
 }
 
-// repairLine is one event on its way through a repair.
-type repairLine struct {
-	ev     *Event
+// entry is one event on its way through a repair.
+type entry struct {
+	ev     *vault.Event
 	raw    []byte
 	hashOK bool
-	seg    Segment
+	seg    vault.Segment
 }
 
-// Repair rebuilds a ledger that fails verification without dropping or
+// Run rebuilds a ledger that fails verification without dropping or
 // altering any event's content: it removes git's conflict markers, puts
 // back committed events the work tree lost (HEAD's line wins over a changed
 // one), drops second copies of an event, moves events after the event they
@@ -58,16 +60,16 @@ type repairLine struct {
 // ledger.repaired event records what was done; the result is committed
 // (or, in the middle of a git merge, written and staged for the merge's
 // commit). With dry, nothing is written.
-func (v *Vault) Repair(dry bool) (*RepairReport, error) {
+func Run(v *vault.Vault, dry bool) (*Report, error) {
 	kept := ".logs/repair-" + time.Now().UTC().Format("20060102T150405.000")
-	if dry || v.mergeInProgress() != nil {
-		return v.repairUncommitted(kept, dry)
+	if dry || v.MergeInProgress() {
+		return runUncommitted(v, kept, dry)
 	}
 	// Planned inside the transaction, under the vault lock, so that no
 	// write lands between the plan and the segments it rewrites.
-	var rep *RepairReport
-	res, err := v.Update(TxOptions{Command: "repair", Force: true}, func(tx *Tx) error {
-		r, files, order, err := v.planRepair(kept)
+	var rep *Report
+	res, err := v.Update(vault.TxOptions{Command: "repair", Force: true}, func(tx *vault.Tx) error {
+		r, files, order, err := makePlan(v, kept)
 		if err != nil {
 			return err
 		}
@@ -75,11 +77,12 @@ func (v *Vault) Repair(dry bool) (*RepairReport, error) {
 		if r.Nothing {
 			return nil
 		}
-		if err := v.keepOldSegments(r); err != nil {
+		if err := keepOldSegments(v, r); err != nil {
 			return err
 		}
 		for _, rel := range order {
-			tx.WriteFile(RelPath{rel}, files[rel])
+			s, _ := vault.SegmentFromPath(rel) // the plan names segments only
+			tx.WriteFile(s.Rel(), files[rel])
 		}
 		tx.Subject(fmt.Sprintf("repair: the ledger re-chained (%s)", r.Summary()))
 		return nil
@@ -97,28 +100,28 @@ func (v *Vault) Repair(dry bool) (*RepairReport, error) {
 		return nil, err
 	}
 	if !after.OK {
-		return rep, fault.New(ErrCorrupt, "repair: the ledger still fails verification: %s", after.Problems[0])
+		return rep, fault.New(fault.ErrCorrupt, "repair: the ledger still fails verification: %s", after.Problems[0])
 	}
 	return rep, nil
 }
 
-// repairUncommitted plans a repair under the vault lock and, unless dry,
+// runUncommitted plans a repair under the vault lock and, unless dry,
 // writes it without a commit and stages it: in the middle of a git merge,
 // the merge's own commit takes it.
-func (v *Vault) repairUncommitted(kept string, dry bool) (*RepairReport, error) {
-	release, err := v.Lock(Lease{Agent: v.Config.Agent, Command: "repair"}, 0)
+func runUncommitted(v *vault.Vault, kept string, dry bool) (*Report, error) {
+	release, err := v.Lock(vault.Lease{Agent: v.Config.Agent, Command: "repair"}, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	rep, files, _, err := v.planRepair(kept)
+	rep, files, _, err := makePlan(v, kept)
 	if err != nil || dry || rep.Nothing {
 		if rep != nil {
 			rep.Kept = ""
 		}
 		return rep, err
 	}
-	if err := v.keepOldSegments(rep); err != nil {
+	if err := keepOldSegments(v, rep); err != nil {
 		return nil, err
 	}
 	for rel, data := range files {
@@ -136,7 +139,7 @@ func (v *Vault) repairUncommitted(kept string, dry bool) (*RepairReport, error) 
 
 // keepOldSegments copies the segments a repair rewrites, as they are, to
 // rep.Kept under .logs/.
-func (v *Vault) keepOldSegments(rep *RepairReport) error {
+func keepOldSegments(v *vault.Vault, rep *Report) error {
 	for _, s := range rep.Segments {
 		old, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(s)))
 		if err != nil {
@@ -150,7 +153,7 @@ func (v *Vault) keepOldSegments(rep *RepairReport) error {
 }
 
 // Summary is the report in one line.
-func (r *RepairReport) Summary() string {
+func (r *Report) Summary() string {
 	var parts []string
 	add := func(n int, what string) {
 		if n > 0 {
@@ -180,11 +183,11 @@ func isConflictMarker(line []byte) bool {
 	return s == "=======" || s == "<<<<<<<" || s == ">>>>>>>" || s == "|||||||"
 }
 
-// planRepair computes the repaired segments: files maps each segment to
+// makePlan computes the repaired segments: files maps each segment to
 // write to its new bytes, commitFiles lists them in chain order.
-func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []string, error) {
-	p := &repairPlan{v: v, rep: &RepairReport{Kept: kept}, original: map[string][]byte{},
-		uncommitted: map[Segment][]string{}, perSeg: map[Segment][]*repairLine{}}
+func makePlan(v *vault.Vault, kept string) (*Report, map[string][]byte, []string, error) {
+	p := &plan{v: v, rep: &Report{Kept: kept}, original: map[string][]byte{},
+		uncommitted: map[vault.Segment][]string{}, perSeg: map[vault.Segment][]*entry{}}
 	if err := p.read(); err != nil {
 		return nil, nil, nil, err
 	}
@@ -202,43 +205,43 @@ func (v *Vault) planRepair(kept string) (*RepairReport, map[string][]byte, []str
 	return p.rep, files, p.rep.Segments, nil
 }
 
-// repairPlan is a repair worked out in memory, step by step: the lines of
+// plan is a repair worked out in memory, step by step: the lines of
 // every segment read (read), the chain mended (rechain), the segments
 // written out again (layout), and the repair recorded (record).
-type repairPlan struct {
-	v           *Vault
-	rep         *RepairReport
-	all         []Segment                 // every segment, on disk or in HEAD, in order
-	original    map[string][]byte         // each segment's bytes on disk
-	uncommitted map[Segment][]string      // ids of lines on disk only, per segment
-	order       []*repairLine             // every event, in chain order
-	perSeg      map[Segment][]*repairLine // the events each segment keeps
-	tips        []string                  // the open tips after the re-chain
-	last        string                    // the hash the next line chains onto
+type plan struct {
+	v           *vault.Vault
+	rep         *Report
+	all         []vault.Segment            // every segment, on disk or in HEAD, in order
+	original    map[string][]byte          // each segment's bytes on disk
+	uncommitted map[vault.Segment][]string // ids of lines on disk only, per segment
+	order       []*entry                   // every event, in chain order
+	perSeg      map[vault.Segment][]*entry // the events each segment keeps
+	tips        []string                   // the open tips after the re-chain
+	last        string                     // the hash the next line chains onto
 }
 
 // read reads every segment on disk and in HEAD, in order, keeping each
 // event once.
-func (p *repairPlan) read() error {
+func (p *plan) read() error {
 	v := p.v
-	segs, _, err := ListSegments(v.Root)
+	segs, _, err := vault.ListSegments(v.Root)
 	if err != nil {
 		return err
 	}
-	head, err := v.committedSegments()
+	head, err := committedSegments(v)
 	if err != nil {
 		return err
 	}
 	p.all = slices.Clone(segs)
 	for path := range head {
-		if s, ok := SegmentFromPath(path); ok && !slices.Contains(p.all, s) {
+		if s, ok := vault.SegmentFromPath(path); ok && !slices.Contains(p.all, s) {
 			p.all = append(p.all, s)
 		}
 	}
 	slices.SortFunc(p.all, compareSegments)
 	// In the middle of a git merge, HEAD is one side: the other side's
 	// lines are not "uncommitted".
-	merging := v.mergeInProgress() != nil
+	merging := v.MergeInProgress()
 	seen := make(map[string]bool) // event ids placed so far
 	for _, s := range p.all {
 		data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(s.String())))
@@ -248,7 +251,7 @@ func (p *repairPlan) read() error {
 		p.original[s.String()] = data
 		committed := head[s.String()]
 		lines := p.mergeLines(s, p.diskLines(s, data), committed, merging)
-		var kept []*repairLine
+		var kept []*entry
 		for _, l := range lines {
 			if seen[l.ev.ID] {
 				p.rep.Duplicates++
@@ -266,8 +269,8 @@ func (p *repairPlan) read() error {
 
 // diskLines parses the lines of a segment as it is on disk, counting the
 // conflict markers and unreadable lines it skips.
-func (p *repairPlan) diskLines(s Segment, data []byte) []*repairLine {
-	var disk []*repairLine
+func (p *plan) diskLines(s vault.Segment, data []byte) []*entry {
+	var disk []*entry
 	for _, raw := range bytes.Split(data, []byte("\n")) {
 		switch {
 		case len(bytes.TrimSpace(raw)) == 0:
@@ -276,12 +279,12 @@ func (p *repairPlan) diskLines(s Segment, data []byte) []*repairLine {
 			p.rep.Markers++
 			continue
 		}
-		ev, ok, perr := ParseLine(raw)
+		ev, ok, perr := vault.ParseLine(raw)
 		if perr != nil || ev == nil || ev.ID == "" {
 			p.rep.Unreadable++
 			continue
 		}
-		disk = append(disk, &repairLine{ev: ev, raw: raw, hashOK: ok, seg: s})
+		disk = append(disk, &entry{ev: ev, raw: raw, hashOK: ok, seg: s})
 	}
 	return disk
 }
@@ -291,16 +294,16 @@ func (p *repairPlan) diskLines(s Segment, data []byte) []*repairLine {
 // wins over a changed one, unless it fails its own hash (a forced commit)
 // and the work tree's checks. A line on disk only is uncommitted, unless a
 // git merge is in progress (merging: HEAD is then one side only).
-func (p *repairPlan) mergeLines(s Segment, disk []*repairLine, committed []byte, merging bool) []*repairLine {
-	var lines []*repairLine
-	diskByID := make(map[string]*repairLine, len(disk))
+func (p *plan) mergeLines(s vault.Segment, disk []*entry, committed []byte, merging bool) []*entry {
+	var lines []*entry
+	diskByID := make(map[string]*entry, len(disk))
 	for _, l := range disk {
 		if _, dup := diskByID[l.ev.ID]; !dup {
 			diskByID[l.ev.ID] = l
 		}
 	}
 	for _, raw := range bytes.Split(committed, []byte("\n")) {
-		ev, ok, perr := ParseLine(raw)
+		ev, ok, perr := vault.ParseLine(raw)
 		if len(bytes.TrimSpace(raw)) == 0 || perr != nil || ev == nil {
 			continue
 		}
@@ -314,7 +317,7 @@ func (p *repairPlan) mergeLines(s Segment, disk []*repairLine, committed []byte,
 		default:
 			p.rep.Replaced = append(p.rep.Replaced, ev.ID)
 		}
-		lines = append(lines, &repairLine{ev: ev, raw: raw, hashOK: ok, seg: s})
+		lines = append(lines, &entry{ev: ev, raw: raw, hashOK: ok, seg: s})
 	}
 	inHead := make(map[string]bool, len(lines))
 	for _, l := range lines {
@@ -334,7 +337,7 @@ func (p *repairPlan) mergeLines(s Segment, disk []*repairLine, committed []byte,
 // rechain walks the events in chain order, re-sealing each whose line does
 // not hash, whose prev names no earlier event, or whose prev was itself
 // re-sealed, and finds the tips left open.
-func (p *repairPlan) rechain() error {
+func (p *plan) rechain() error {
 	renamed := make(map[string]string) // old hash -> new hash
 	known := make(map[string]bool)
 	changed := make(map[string]bool)
@@ -374,11 +377,11 @@ func (p *repairPlan) rechain() error {
 // that was re-sealed), the last event when its prev names none placed
 // before it, or, for a join, the tips it still has. broken says the line
 // must be sealed again.
-func (p *repairPlan) parentsOf(l *repairLine, mapped func(string) string, known, changed map[string]bool) (prev string, parents []string, broken bool) {
+func (p *plan) parentsOf(l *entry, mapped func(string) string, known, changed map[string]bool) (prev string, parents []string, broken bool) {
 	ev := l.ev
 	prev = mapped(ev.Prev)
 	broken = !l.hashOK || (prev != "" && !known[prev])
-	if ev.Kind != KindJoin {
+	if ev.Kind != vault.KindJoin {
 		if broken {
 			if prev != "" && !known[prev] {
 				prev = p.last
@@ -387,7 +390,7 @@ func (p *repairPlan) parentsOf(l *repairLine, mapped func(string) string, known,
 		}
 		return prev, []string{prev}, broken
 	}
-	ts, _ := JoinTips(ev)
+	ts, _ := vault.JoinTips(ev)
 	var ps []string
 	for _, t := range ts {
 		if t = mapped(t); known[t] && !slices.Contains(ps, t) {
@@ -397,23 +400,23 @@ func (p *repairPlan) parentsOf(l *repairLine, mapped func(string) string, known,
 	slices.Sort(ps)
 	if len(ps) >= 2 {
 		if !slices.Equal(ps, ts) {
-			ev.Data = WithData(ev.Data, "tips", ps)
+			ev.Data = vault.WithData(ev.Data, "tips", ps)
 			broken = true
 		}
 		return ps[0], ps, broken
 	}
 	// Nothing left to join: the line stays, as a note that follows the
 	// last event.
-	ev.Kind, ev.Data = "ledger.note", WithData(ev.Data, "was", KindJoin)
+	ev.Kind, ev.Data = "ledger.note", vault.WithData(ev.Data, "was", vault.KindJoin)
 	changed[ev.ID] = true
 	return p.last, []string{p.last}, true
 }
 
 // layout writes every segment out again, and returns those that changed
 // and the last segment that holds an event.
-func (p *repairPlan) layout() (map[string][]byte, Segment) {
+func (p *plan) layout() (map[string][]byte, vault.Segment) {
 	files := make(map[string][]byte)
-	var lastSeg Segment
+	var lastSeg vault.Segment
 	for _, s := range p.all {
 		var buf bytes.Buffer
 		for _, l := range p.perSeg[s] {
@@ -434,7 +437,7 @@ func (p *repairPlan) layout() (map[string][]byte, Segment) {
 // record appends, at the end of the last segment, a join when lines of
 // history remain apart and the ledger.repaired event that records the
 // repair.
-func (p *repairPlan) record(files map[string][]byte, lastSeg Segment) error {
+func (p *plan) record(files map[string][]byte, lastSeg vault.Segment) error {
 	v, rep := p.v, p.rep
 	tail := files[lastSeg.String()]
 	if tail == nil {
@@ -448,7 +451,7 @@ func (p *repairPlan) record(files map[string][]byte, lastSeg Segment) error {
 				latest = l.ev.Time()
 			}
 		}
-		join := joinOf(v.Config.Agent, p.tips, latest)
+		join := vault.NewJoin(v.Config.Agent, p.tips, latest)
 		line, err := join.Seal(join.Prev)
 		if err != nil {
 			return err
@@ -476,7 +479,7 @@ func (p *repairPlan) record(files map[string][]byte, lastSeg Segment) error {
 	if v.Clock != nil {
 		now = v.Clock()
 	}
-	ev := &Event{ID: NewID("e_", now), TS: FormatTS(now), Agent: v.Config.Agent, Kind: KindRepaired,
+	ev := &vault.Event{ID: vault.NewID("e_", now), TS: vault.FormatTS(now), Agent: v.Config.Agent, Kind: vault.KindRepaired,
 		Text: "repaired the ledger: " + rep.Summary(), Data: dj, Source: "cli"}
 	line, err := ev.Seal(last)
 	if err != nil {
@@ -485,15 +488,15 @@ func (p *repairPlan) record(files map[string][]byte, lastSeg Segment) error {
 	files[lastSeg.String()] = append(tail, line...)
 	rep.Event = ev.ID
 	slices.SortFunc(rep.Segments, func(a, b string) int {
-		sa, _ := SegmentFromPath(a)
-		sb, _ := SegmentFromPath(b)
+		sa, _ := vault.SegmentFromPath(a)
+		sb, _ := vault.SegmentFromPath(b)
 		return compareSegments(sa, sb)
 	})
 	return nil
 }
 
 // compareSegments orders segments as the chain runs.
-func compareSegments(a, b Segment) int {
+func compareSegments(a, b vault.Segment) int {
 	if a.Less(b) {
 		return -1
 	}
@@ -505,7 +508,7 @@ func compareSegments(a, b Segment) int {
 
 // afterPrevs reorders lines, stably, so that an event whose prev is in the
 // same list comes after it; it returns how many events moved.
-func afterPrevs(lines []*repairLine) int {
+func afterPrevs(lines []*entry) int {
 	pos := make(map[string]int, len(lines))
 	for i, l := range lines {
 		if _, dup := pos[l.ev.Hash]; !dup {
@@ -514,7 +517,7 @@ func afterPrevs(lines []*repairLine) int {
 	}
 	placed := make([]bool, len(lines))
 	visiting := make([]bool, len(lines))
-	out := make([]*repairLine, 0, len(lines))
+	out := make([]*entry, 0, len(lines))
 	var place func(i int)
 	place = func(i int) {
 		if placed[i] || visiting[i] {
@@ -542,7 +545,7 @@ func afterPrevs(lines []*repairLine) int {
 
 // committedSegments returns HEAD's ledger segments by path; none before the
 // first commit.
-func (v *Vault) committedSegments() (map[string][]byte, error) {
+func committedSegments(v *vault.Vault) (map[string][]byte, error) {
 	out := make(map[string][]byte)
 	tree, err := v.Repo.TreeAt("")
 	if err != nil || tree == nil {

@@ -200,7 +200,7 @@ func (s WorkerState) String() string {
 	case s.Since.IsZero():
 		return fmt.Sprintf("pid %d", s.PID)
 	}
-	return fmt.Sprintf("pid %d, for %s", s.PID, heldFor(s.Since))
+	return fmt.Sprintf("pid %d, for %s", s.PID, HeldFor(s.Since))
 }
 
 // JobWorkerStatus says whether a job worker holds the lock now, without
@@ -220,7 +220,7 @@ func (v *Vault) JobWorkerStatus() WorkerState {
 	if v.Files().Check(filepath.Join(v.Root, filepath.FromSlash(workerLockFile))) != nil {
 		return WorkerState{}
 	}
-	if pid := flockHolder(v.Root, filepath.Join(v.Root, filepath.FromSlash(workerLockFile))); pid > 0 {
+	if pid := FlockHolder(v.Root, filepath.Join(v.Root, filepath.FromSlash(workerLockFile))); pid > 0 {
 		return WorkerState{Running: true, PID: pid}
 	}
 	return WorkerState{}

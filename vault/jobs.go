@@ -77,12 +77,16 @@ func jobTime(name string) time.Time {
 }
 
 // jobStamps hands out queue names in strictly increasing order within one
-// open vault, so that two jobs queued within one tick of a coarse clock
-// keep their order and neither replaces the other.
+// open vault (its Slot, under stampsSlot), so that two jobs queued within
+// one tick of a coarse clock keep their order and neither replaces the
+// other.
 type jobStamps struct {
 	mu   sync.Mutex
 	last int64
 }
+
+// stampsSlot is the key of an open vault's jobStamps.
+type stampsSlot struct{}
 
 func (js *jobStamps) next() int64 {
 	js.mu.Lock()
@@ -105,7 +109,7 @@ func (v *Vault) EnqueueJob(j Job) error {
 	if err != nil {
 		return fmt.Errorf("queue %s job: %w", j.Kind, err)
 	}
-	name := fmt.Sprintf("%d-%s.json", v.jobStamps.next(), j.Kind)
+	name := fmt.Sprintf("%d-%s.json", v.Slot(stampsSlot{}, func() any { return new(jobStamps) }).(*jobStamps).next(), j.Kind)
 	return v.Files().WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name), data)
 }
 

@@ -145,6 +145,14 @@ type Vault struct {
 	// verify, sync) for a person to watch; nil reports nothing
 	// (progress.go).
 	Progress Progress
+	// Warn, when set, is told each problem a transaction's fold of the
+	// spool met (a torn record, a file it could not read or remove): never
+	// fatal, and also one of the transaction's Result.Warnings, which a
+	// caller may drop or, a hook, never print. Whoever opens the vault
+	// sends them to the hook log (hooks/hookstate), so that they reach the
+	// person debugging the hooks that spooled; nil leaves them to the
+	// Result alone.
+	Warn func(line string)
 	// configErr is why memvault.toml could not be read, for a vault opened
 	// with OpenForCapture: it runs on defaults, appends to transcripts,
 	// and refuses every structured write with this error.

@@ -470,6 +470,8 @@ func openVaultWith(c *ucli.Context, open func(root string) (*vault.Vault, error)
 		return nil, err
 	}
 	v.Binary, _ = selfPath() // for git's merge driver, registered by a fresh clone's first write
+	// The spool's problems go to the hook log, with those of the hooks that spooled.
+	v.Warn = func(line string) { _ = vault.AppendHookLog(root, line) }
 	return v, nil
 }
 

@@ -153,6 +153,8 @@ func (s *Server) open(ctx context.Context, ss *sdk.ServerSession, capture bool) 
 		return nil, err
 	}
 	v.Binary = s.opts.Binary
+	// The spool's problems go to the hook log, with those of the hooks that spooled.
+	v.Warn = func(line string) { _ = vault.AppendHookLog(root, line) }
 	agent := s.opts.Agent
 	if agent == "" {
 		agent = v.Config.Agent

@@ -136,6 +136,8 @@ func (s *Server) open(capture bool) (*vault.Vault, string, error) {
 		return nil, "", err
 	}
 	v.Binary = s.opts.Binary
+	// The spool's problems go to the hook log, with those of the hooks that spooled.
+	v.Warn = func(line string) { _ = vault.AppendHookLog(s.opts.Root, line) }
 	agent := s.opts.Agent
 	if agent == "" {
 		agent = v.Config.Agent

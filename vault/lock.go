@@ -62,7 +62,7 @@ func (l Lease) String() string {
 // HeldFor says how long a lock taken at since has been held, as precisely
 // as a person reading a busy message cares: "350 ms", "1.2 s", "3m20s".
 // Every lock's holder is named in these words, the vault lock's (Lease)
-// and the job worker's (hooks/hookstate) alike.
+// and those of the locks the features above the engine keep alike.
 func HeldFor(since time.Time) string {
 	d := time.Since(since)
 	switch {
@@ -257,8 +257,8 @@ func holderOf(root string) Lease {
 // reader's pid namespace), or 0 where that table does not say: another
 // system, a holder in another pid namespace, a file system whose device
 // numbers differ from stat's. It names a lock's holder without taking the
-// lock, which status must not do: the vault lock's (holderOf) and the job
-// worker's (hooks/hookstate).
+// lock, which status must not do: the vault lock's (holderOf), and those of
+// the locks the features above the engine keep.
 func FlockHolder(root, path string) int {
 	info, err := fileio.At(root).Stat(path)
 	if err != nil {

@@ -149,9 +149,8 @@ type Vault struct {
 	// spool met (a torn record, a file it could not read or remove): never
 	// fatal, and also one of the transaction's Result.Warnings, which a
 	// caller may drop or, a hook, never print. Whoever opens the vault
-	// sends them to the hook log (hooks/hookstate), so that they reach the
-	// person debugging the hooks that spooled; nil leaves them to the
-	// Result alone.
+	// sends them to the hook log, so that they reach the person debugging
+	// the hooks that spooled; nil leaves them to the Result alone.
 	Warn func(line string)
 	// configErr is why memvault.toml could not be read, for a vault opened
 	// with OpenForCapture: it runs on defaults, appends to transcripts,
@@ -545,10 +544,10 @@ func (v *Vault) Now() time.Time {
 
 // Slot returns what this open vault keeps under key, made by init on the
 // first call: a feature built on the engine keeps its state per open vault
-// here (the last name the job queue handed out, hooks/hookstate) under a
-// key of an unexported type of its own, which no other package can name,
-// as it keeps its state per transaction in Tx.Slot. The engine knows none of
-// them, and a vault opened again starts without them. Safe for concurrent
+// here (a counter that keeps the names of the files it writes in order)
+// under a key of an unexported type of its own, which no other package can
+// name, as it keeps its state per transaction in Tx.Slot. The engine knows
+// none of them, and a vault opened again starts without them. Safe for concurrent
 // use; init runs under the slots' lock, so it should be quick.
 func (v *Vault) Slot(key any, init func() any) any {
 	v.slotsMu.Lock()

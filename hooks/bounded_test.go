@@ -10,6 +10,7 @@ import (
 
 	"github.com/memvault/memvault/vault/lineage"
 
+	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/vaulttest"
@@ -36,7 +37,7 @@ func bigTranscript(t *testing.T, copies int) string {
 
 func jobKinds(t *testing.T, v *vault.Vault) []string {
 	t.Helper()
-	jobs, err := v.PendingJobs()
+	jobs, err := hookstate.PendingJobs(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,12 +154,12 @@ func TestImportJobYieldsToOtherSessions(t *testing.T) {
 	if err := os.WriteFile(src, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, j := range []vault.Job{
+	for _, j := range []hookstate.Job{
 		{Kind: "import", Agent: "default", Session: "big", Harness: "claude-code", Source: src, Format: "claude-code"},
 		{Kind: "summarize", Agent: "default", Session: "big", Harness: "claude-code"},
 		{Kind: "summarize", Agent: "default", Session: "other", Harness: "claude-code"},
 	} {
-		if err := v.EnqueueJob(j); err != nil {
+		if err := hookstate.EnqueueJob(v, j); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -167,7 +168,7 @@ func TestImportJobYieldsToOtherSessions(t *testing.T) {
 	if _, err := r.Run(Stop, Payload{SessionID: "third", CWD: root}); err != nil {
 		t.Fatal(err)
 	}
-	jobs, _ := v.PendingJobs()
+	jobs, _ := hookstate.PendingJobs(v)
 	var left []string
 	for _, j := range jobs {
 		left = append(left, j.Kind+" "+j.Session)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault/continuity"
 
 	"github.com/memvault/memvault/vault"
@@ -64,7 +65,7 @@ func (r *Runner) preCompaction(t vault.TranscriptRef, p Payload, thread string) 
 // either way. A head whose lease someone holds is deferred by Refresh
 // itself.
 func (r *Runner) refreshNow(t vault.TranscriptRef, nodeThread string) {
-	j := vault.Job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Thread: nodeThread, Harness: r.Harness.Name, On: "compaction"}
+	j := hookstate.Job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Thread: nodeThread, Harness: r.Harness.Name, On: "compaction"}
 	// A vault that refused this hook's events refuses the refresh too: it
 	// waits in the queue for the repair.
 	if wait := min(compactBudget-time.Since(r.Start), eventLockWait); wait >= minRefreshWait && !r.knownUnhealthy() {
@@ -81,7 +82,7 @@ func (r *Runner) refreshNow(t vault.TranscriptRef, nodeThread string) {
 
 // refresh runs a refresh job: MEMORY.md, the heads of the threads the
 // job's session wrote to, and the head of the job's thread, if it has one.
-func (r *Runner) refresh(j vault.Job, command string, wait time.Duration) error {
+func (r *Runner) refresh(j hookstate.Job, command string, wait time.Duration) error {
 	opts := heads.RefreshOptions{TxOptions: vault.TxOptions{Command: command, Agent: j.Agent, Session: j.Session,
 		Harness: j.Harness, LockTimeout: wait}, Trigger: j.On, Memory: true, Affected: true, Protocol: continuity.RefreshHead}
 	if th, err := vault.ParseThread(j.Thread); err == nil {

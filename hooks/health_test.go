@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/transcript"
@@ -154,7 +155,7 @@ func TestCompactionWithABrokenConfig(t *testing.T) {
 	if k := kinds(t, v); k["node.created"] != 0 {
 		t.Fatalf("a node was recorded with a broken config: %v", k)
 	}
-	jobs, err := v.PendingJobs()
+	jobs, err := hookstate.PendingJobs(v)
 	if err != nil || len(jobs) != 1 || jobs[0].Kind != "refresh" {
 		t.Fatalf("queued jobs: %+v %v", jobs, err)
 	}
@@ -166,22 +167,22 @@ func TestRefusedJobsWaitForTheRepair(t *testing.T) {
 	runHook(t, v, "openclaw", PromptSubmit, Payload{SessionID: "s1", Prompt: "summarise me later"})
 	repair := forge(t, v)
 	runHook(t, v, "openclaw", SessionEnd, Payload{SessionID: "s1", LastAssistant: "bye"})
-	jobs, err := v.PendingJobs()
+	jobs, err := hookstate.PendingJobs(v)
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("queued jobs on a forged ledger: %+v %v", jobs, err)
 	}
 	runHook(t, v, "openclaw", Stop, Payload{SessionID: "s2", LastAssistant: "another session"})
-	if jobs, _ := v.PendingJobs(); len(jobs) != 2 {
+	if jobs, _ := hookstate.PendingJobs(v); len(jobs) != 2 {
 		t.Fatalf("a refused job left the queue: %+v", jobs)
 	}
 	repair()
 	for range 3 { // a loaded machine may spend a hook's job budget early
 		runHook(t, v, "openclaw", Stop, Payload{SessionID: "s2", LastAssistant: "and again"})
-		if jobs, _ := v.PendingJobs(); len(jobs) == 0 {
+		if jobs, _ := hookstate.PendingJobs(v); len(jobs) == 0 {
 			break
 		}
 	}
-	if jobs, _ := v.PendingJobs(); len(jobs) != 0 {
+	if jobs, _ := hookstate.PendingJobs(v); len(jobs) != 0 {
 		t.Fatalf("jobs left after the repair: %+v", jobs)
 	}
 	if k := kinds(t, v); k["node.created"] != 1 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memvault/memvault/vault/continuity"
 
+	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/heads"
 	"github.com/memvault/memvault/vault/lineage"
@@ -18,8 +19,8 @@ import (
 	"github.com/memvault/memvault/vault/transcript"
 )
 
-func (r *Runner) queue(j vault.Job) {
-	if err := r.V.EnqueueJob(j); err != nil {
+func (r *Runner) queue(j hookstate.Job) {
+	if err := hookstate.EnqueueJob(r.V, j); err != nil {
 		logf(r.V, "queue %s job: %v", j.Kind, err)
 	}
 }
@@ -48,7 +49,7 @@ func (r *Runner) runJobs() {
 	if wait < 0 {
 		return
 	}
-	claim, err := r.V.ClaimJobs(wait)
+	claim, err := hookstate.ClaimJobs(r.V, wait)
 	if err != nil {
 		if !vault.IsBusy(err) {
 			logf(r.V, "job queue: %v", err)
@@ -62,14 +63,14 @@ func (r *Runner) runJobs() {
 
 // runClaimed is runJobs under the queue's claim, which it releases; it
 // reports whether it left a summary for a model to write.
-func (r *Runner) runClaimed(claim *vault.JobClaim) (model bool) {
+func (r *Runner) runClaimed(claim *hookstate.JobClaim) (model bool) {
 	defer claim.Release()
 	defer r.catchUpIndex()
 	// An import job (a large transcript a session end could not read in
 	// its budget) takes what the other jobs leave, at least one small
 	// window, so that it holds up no other session's summary or refresh;
 	// the jobs of its own session wait for it.
-	var imports []vault.Job
+	var imports []hookstate.Job
 	behind := map[vault.TranscriptRef]bool{}
 	summarising := sync.OnceValue(func() bool { return lineage.Summarising(r.V) })
 	for time.Since(r.Start) <= jobBudget {
@@ -108,7 +109,7 @@ func (r *Runner) runClaimed(claim *vault.JobClaim) (model bool) {
 
 // finishJob runs j and takes it off the queue, and reports whether the
 // runner may go on to the next job.
-func (r *Runner) finishJob(claim *vault.JobClaim, j vault.Job) bool {
+func (r *Runner) finishJob(claim *hookstate.JobClaim, j hookstate.Job) bool {
 	if err := r.runJob(j); err != nil {
 		if errors.Is(err, errUnfinished) {
 			return false // it goes on at the next event
@@ -141,7 +142,7 @@ func (r *Runner) catchUpIndex() {
 // in the queue.
 var errUnfinished = errors.New("unfinished")
 
-func (r *Runner) runJob(j vault.Job) error {
+func (r *Runner) runJob(j hookstate.Job) error {
 	t := vault.TranscriptRef{Agent: j.Agent, Session: j.Session}
 	switch j.Kind {
 	case "import":
@@ -164,7 +165,7 @@ func (r *Runner) runJob(j vault.Job) error {
 // summarizeJob writes the session-summary node of j's session, with the
 // model's summary asked for before (model, modelErr; nil without
 // [summarise]), then updates CONTINUITY.md.
-func (r *Runner) summarizeJob(j vault.Job, model *lineage.Model, modelErr error) error {
+func (r *Runner) summarizeJob(j hookstate.Job, model *lineage.Model, modelErr error) error {
 	t := vault.TranscriptRef{Agent: j.Agent, Session: j.Session}
 	if errors.Is(modelErr, vault.ErrNotFound) {
 		return nil // no transcript: nothing to summarise
@@ -200,7 +201,7 @@ func (r *Runner) summarizeJob(j vault.Job, model *lineage.Model, modelErr error)
 // time), within the job budget; once it has read the file to its end, it
 // commits the transcript with its transcript.imported event, as the session
 // end would have. The summary queued after it waits for it.
-func (r *Runner) importJob(t vault.TranscriptRef, j vault.Job) error {
+func (r *Runner) importJob(t vault.TranscriptRef, j hookstate.Job) error {
 	format, err := transcript.ParseFormat(j.Format)
 	if err != nil {
 		return err
@@ -242,8 +243,8 @@ type QueuedJob struct {
 
 // Queue is the job queue and its worker.
 type Queue struct {
-	Jobs   []QueuedJob       `json:"jobs"`
-	Worker vault.WorkerState `json:"worker"`
+	Jobs   []QueuedJob           `json:"jobs"`
+	Worker hookstate.WorkerState `json:"worker"`
 }
 
 // What a queued job waits for.
@@ -258,11 +259,11 @@ const (
 // ListQueue lists the queued jobs, oldest first, each with what it waits
 // for, the way the hooks and the worker would take them.
 func ListQueue(v *vault.Vault) (Queue, error) {
-	jobs, err := v.PendingJobs()
+	jobs, err := hookstate.PendingJobs(v)
 	if err != nil {
 		return Queue{}, err
 	}
-	q := Queue{Jobs: []QueuedJob{}, Worker: v.JobWorkerStatus()}
+	q := Queue{Jobs: []QueuedJob{}, Worker: hookstate.JobWorkerStatus(v)}
 	summarising := sync.OnceValue(func() bool { return lineage.Summarising(v) })
 	behind := map[vault.TranscriptRef]string{}
 	for _, j := range jobs {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memvault/memvault/vault/lineage"
 
+	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/recall"
 	"github.com/memvault/memvault/vault/transcript"
@@ -360,22 +361,22 @@ func summaryBlock(s string) string {
 // another session starts (the job runs at its first stop, compaction or
 // end). Sessions that end properly are taken off the list.
 func (r *Runner) closeEarlierSessions(t vault.TranscriptRef, thread string) {
-	r.editOpenList(func(open []vault.Job) []vault.Job {
+	r.editOpenList(func(open []hookstate.Job) []hookstate.Job {
 		for _, j := range open {
 			if j.Agent == t.Agent && j.Session == t.Session {
 				continue
 			}
 			r.queue(j)
-			r.queue(vault.Job{Kind: "refresh", Agent: j.Agent, Session: j.Session, Harness: j.Harness, On: "session-end"})
+			r.queue(hookstate.Job{Kind: "refresh", Agent: j.Agent, Session: j.Session, Harness: j.Harness, On: "session-end"})
 		}
-		return []vault.Job{{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name}}
+		return []hookstate.Job{{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name}}
 	})
 }
 
 // sessionEnded takes a session off the list of sessions that started.
 func (r *Runner) sessionEnded(t vault.TranscriptRef) {
-	r.editOpenList(func(open []vault.Job) []vault.Job {
-		var still []vault.Job
+	r.editOpenList(func(open []hookstate.Job) []hookstate.Job {
+		var still []hookstate.Job
 		for _, j := range open {
 			if j.Agent != t.Agent || j.Session != t.Session {
 				still = append(still, j)
@@ -390,8 +391,8 @@ func (r *Runner) sessionEnded(t vault.TranscriptRef) {
 // do not lose each other's change. Without the lock in time the change is
 // skipped and logged: the list only decides which sessions to summarise
 // early.
-func (r *Runner) editOpenList(fn func(open []vault.Job) []vault.Job) {
-	if err := r.V.EditOpenSessions(r.Harness.Name, eventLockWait, fn); err != nil {
+func (r *Runner) editOpenList(fn func(open []hookstate.Job) []hookstate.Job) {
+	if err := hookstate.EditOpenSessions(r.V, r.Harness.Name, eventLockWait, fn); err != nil {
 		if vault.IsBusy(err) {
 			logf(r.V, "%s open sessions: not updated: lock busy", r.Harness.Name)
 			return
@@ -413,12 +414,12 @@ func (r *Runner) sessionEnd(t vault.TranscriptRef, p Payload, thread string) err
 	r.sessionEnded(t)
 	if b := r.behind; b != nil {
 		if src, err := filepath.Abs(b.source); err == nil {
-			r.queue(vault.Job{Kind: "import", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name,
+			r.queue(hookstate.Job{Kind: "import", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name,
 				Source: src, Format: string(b.format)})
 		}
 	}
-	r.queue(vault.Job{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name})
-	r.queue(vault.Job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "session-end"})
+	r.queue(hookstate.Job{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name})
+	r.queue(hookstate.Job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "session-end"})
 	r.runJobs()
 	return nil
 }
@@ -429,7 +430,7 @@ func (r *Runner) sessionEnd(t vault.TranscriptRef, p Payload, thread string) err
 // and the event goes on.
 
 func (r *Runner) injected(t vault.TranscriptRef) map[string]bool {
-	m, err := r.V.SessionMarks(t)
+	m, err := hookstate.SessionMarks(r.V, t)
 	if err != nil {
 		logf(r.V, "%s session %s: what was shown: %v", r.Harness.Name, t.Session, err)
 	}
@@ -437,13 +438,13 @@ func (r *Runner) injected(t vault.TranscriptRef) map[string]bool {
 }
 
 func (r *Runner) markInjected(t vault.TranscriptRef, ids []string) {
-	if err := r.V.AddSessionMarks(t, ids...); err != nil {
+	if err := hookstate.AddSessionMarks(r.V, t, ids...); err != nil {
 		logf(r.V, "%s session %s: record what was shown: %v", r.Harness.Name, t.Session, err)
 	}
 }
 
 func (r *Runner) resetInjected(t vault.TranscriptRef) {
-	if err := r.V.ResetSessionMarks(t); err != nil {
+	if err := hookstate.ResetSessionMarks(r.V, t); err != nil {
 		logf(r.V, "%s session %s: forget what was shown: %v", r.Harness.Name, t.Session, err)
 	}
 }
@@ -482,4 +483,4 @@ func logf(v *vault.Vault, format string, args ...any) {
 // LogTo appends one timestamped line to the hook log of the vault at root
 // (.logs/hooks.log), for code that has a vault's root and no open vault.
 // A hook that cannot log has nowhere left to report it.
-func LogTo(root, line string) { _ = vault.AppendHookLog(root, line) }
+func LogTo(root, line string) { _ = hookstate.AppendHookLog(root, line) }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 )
 
@@ -26,8 +27,8 @@ func TestOpenListEditsDoNotLoseEachOther(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			r := &Runner{V: v, Harness: h, Agent: "default"}
-			r.editOpenList(func(open []vault.Job) []vault.Job {
-				return append(open, vault.Job{Kind: "summarize", Agent: "default", Session: fmt.Sprint(i)})
+			r.editOpenList(func(open []hookstate.Job) []hookstate.Job {
+				return append(open, hookstate.Job{Kind: "summarize", Agent: "default", Session: fmt.Sprint(i)})
 			})
 		}()
 	}
@@ -36,7 +37,7 @@ func TestOpenListEditsDoNotLoseEachOther(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var open []vault.Job
+	var open []hookstate.Job
 	if err := json.Unmarshal(data, &open); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/lineage"
 )
@@ -45,7 +46,7 @@ func (r *Runner) jobLockWait() time.Duration {
 // then takes the queue again and writes the node, unless the job left the
 // queue meanwhile. An interrupt stops the executor and writes nothing: the
 // job stays queued. It releases claim.
-func (k *worker) modelSummary(ctx context.Context, claim *vault.JobClaim, j vault.Job) error {
+func (k *worker) modelSummary(ctx context.Context, claim *hookstate.JobClaim, j hookstate.Job) error {
 	var err error
 	if k.opts.Background {
 		if j, err = claim.Attempt(j); err != nil {
@@ -69,7 +70,7 @@ func (k *worker) modelSummary(ctx context.Context, claim *vault.JobClaim, j vaul
 		model.Call.Err = fmt.Errorf("summarise: not asked again: %d workers started asking it and did not finish (killed?)",
 			j.Attempts-1)
 	}
-	claim, err = k.r.V.ClaimJobs(workerClaimWait)
+	claim, err = hookstate.ClaimJobs(k.r.V, workerClaimWait)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/executor"
 	"github.com/memvault/memvault/vault/testvault"
@@ -117,7 +118,7 @@ func soundVault(t *testing.T, v *vault.Vault) {
 // runQueue runs the queue in this process as `memvault jobs run` does.
 func runQueue(t *testing.T, v *vault.Vault) WorkReport {
 	t.Helper()
-	w, ok, err := v.TryJobWorker()
+	w, ok, err := hookstate.TryJobWorker(v)
 	if err != nil || !ok {
 		t.Fatalf("the worker lock: %v %v", ok, err)
 	}

@@ -4,7 +4,7 @@ package hooks
 // with no hook's budget. A hook that finds a summary for a model to write
 // starts it in the background (`memvault jobs run --background`): a
 // process in a session of its own, its standard streams on /dev/null,
-// handed the worker lock (vault/jobworker.go), which the hook took
+// handed the worker lock (hooks/hookstate/jobworker.go), which the hook took
 // without waiting, so two hooks never start two workers. A person runs the
 // same loop in the foreground with `memvault jobs run`.
 //
@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/executor"
 	"github.com/memvault/memvault/vault/fileio"
@@ -46,7 +47,7 @@ func (r *Runner) startWorker() {
 	if len(r.Worker) == 0 {
 		return
 	}
-	w, ok, err := r.V.TryJobWorker()
+	w, ok, err := hookstate.TryJobWorker(r.V)
 	if err != nil {
 		logf(r.V, "jobs worker: %v", err)
 		return
@@ -150,7 +151,7 @@ type worker struct {
 // included, until none is left that it may run, and releases w. It stops
 // at an interrupt of ctx (the executor's process group killed, nothing of
 // the job under way written) with an error, and when the queue stays busy.
-func Work(ctx context.Context, v *vault.Vault, w *vault.JobWorker, opts WorkOptions) (WorkReport, error) {
+func Work(ctx context.Context, v *vault.Vault, w *hookstate.JobWorker, opts WorkOptions) (WorkReport, error) {
 	k := newWorker(v, opts)
 	return k.run(ctx, w)
 }
@@ -160,7 +161,7 @@ func newWorker(v *vault.Vault, opts WorkOptions) *worker {
 		settled: map[string]bool{}, blocked: map[vault.TranscriptRef]bool{}}
 }
 
-func (k *worker) run(ctx context.Context, w *vault.JobWorker) (WorkReport, error) {
+func (k *worker) run(ctx context.Context, w *hookstate.JobWorker) (WorkReport, error) {
 	defer w.Release()
 	for {
 		if err := k.drain(ctx); err != nil {
@@ -186,7 +187,7 @@ func (k *worker) drain(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return errInterrupted
 		}
-		claim, err := k.r.V.ClaimJobs(workerClaimWait)
+		claim, err := hookstate.ClaimJobs(k.r.V, workerClaimWait)
 		if err != nil {
 			return err
 		}
@@ -210,7 +211,7 @@ func (k *worker) drain(ctx context.Context) error {
 
 // next is the oldest job this run may run: not settled, its session not
 // blocked.
-func (k *worker) next(claim *vault.JobClaim) (vault.Job, bool, error) {
+func (k *worker) next(claim *hookstate.JobClaim) (hookstate.Job, bool, error) {
 	for {
 		j, ok, err := claim.Next()
 		if err != nil || !ok {
@@ -225,7 +226,7 @@ func (k *worker) next(claim *vault.JobClaim) (vault.Job, bool, error) {
 // more reports whether the queue holds a job this run has not settled:
 // one queued while it ran.
 func (k *worker) more() (bool, error) {
-	jobs, err := k.r.V.PendingJobs()
+	jobs, err := hookstate.PendingJobs(k.r.V)
 	if err != nil {
 		return false, err
 	}
@@ -242,7 +243,7 @@ func (k *worker) more() (bool, error) {
 // its session's later jobs, when the vault was busy or refused it; and
 // releases claim. An import with more to read stays first, for the next
 // round.
-func (k *worker) settle(claim *vault.JobClaim, j vault.Job, err error) error {
+func (k *worker) settle(claim *hookstate.JobClaim, j hookstate.Job, err error) error {
 	defer claim.Release()
 	name := jobName(j)
 	switch {
@@ -279,4 +280,4 @@ func (k *worker) progress(format string, args ...any) {
 }
 
 // jobName names a job for people: "summarize default/s1".
-func jobName(j vault.Job) string { return j.Kind + " " + j.Agent + "/" + j.Session }
+func jobName(j hookstate.Job) string { return j.Kind + " " + j.Agent + "/" + j.Session }

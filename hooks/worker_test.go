@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
 )
@@ -42,7 +43,7 @@ func TestJobWorkerProcess(t *testing.T) {
 		LogTo(root, "test worker: "+err.Error())
 		os.Exit(1)
 	}
-	w, err := v.AdoptJobWorker(3)
+	w, err := hookstate.AdoptJobWorker(v, 3)
 	if err != nil {
 		LogTo(root, "test worker: "+err.Error())
 		os.Exit(1)
@@ -180,7 +181,7 @@ func workerVault(t *testing.T) (*vault.Vault, string, *gate, func(ev Event, p Pa
 	t.Cleanup(func() {
 		// No worker outlives its test: a worker still running is stopped
 		// (its held run crashes once the gate closes).
-		if s := v.JobWorkerStatus(); s.Running && s.PID > 0 && s.PID != os.Getpid() {
+		if s := hookstate.JobWorkerStatus(v); s.Running && s.PID > 0 && s.PID != os.Getpid() {
 			syscall.Kill(s.PID, syscall.SIGKILL)
 		}
 	})
@@ -197,7 +198,7 @@ func TestWorkerHookNeverWaits(t *testing.T) {
 	v, root, g, run := workerVault(t)
 	run(SessionStart, Payload{SessionID: "s1", CWD: root, Source: "startup"})
 	run(PromptSubmit, Payload{SessionID: "s1", CWD: root, Prompt: "make the cache thread-safe"})
-	if g.n("spawned") != 0 || v.JobWorkerStatus().Running {
+	if g.n("spawned") != 0 || hookstate.JobWorkerStatus(v).Running {
 		t.Fatal("a prompt or a session start started a worker")
 	}
 
@@ -237,12 +238,12 @@ func TestWorkerHookNeverWaits(t *testing.T) {
 		run(Stop, Payload{SessionID: "s2", CWD: root, LastAssistant: "another turn"})
 		run(CompactionComplete, Payload{SessionID: "s2", CWD: root, CompactSummary: "compacted"})
 	}
-	if s := v.JobWorkerStatus(); !s.Running {
+	if s := hookstate.JobWorkerStatus(v); !s.Running {
 		t.Fatalf("no worker while the executor hangs: %+v", s)
 	}
 	held <- "ok"
 	waitFor(t, "the model's summary", func() bool { n := sessionNode(t, v, "s1"); return n != nil })
-	waitFor(t, "the worker to exit", func() bool { return !v.JobWorkerStatus().Running })
+	waitFor(t, "the worker to exit", func() bool { return !hookstate.JobWorkerStatus(v).Running })
 	n := sessionNode(t, v, "s1")
 	if n.Summary != vault.SummaryModel || !strings.Contains(n.Body, "done after retries") {
 		t.Fatalf("node %+v", n)
@@ -265,15 +266,15 @@ func TestWorkerKilledLosesNoJob(t *testing.T) {
 	run(PromptSubmit, Payload{SessionID: "s1", CWD: root, Prompt: "add a retry to the webhook"})
 	run(SessionEnd, Payload{SessionID: "s1", CWD: root, LastAssistant: "retried three times"})
 	orphan := g.nextRun(t)
-	s := v.JobWorkerStatus()
+	s := hookstate.JobWorkerStatus(v)
 	if !s.Running || s.PID <= 0 || s.PID == os.Getpid() {
 		t.Fatalf("worker %+v", s)
 	}
 	if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the killed worker's lock to go", func() bool { return !v.JobWorkerStatus().Running })
-	jobs, err := v.PendingJobs()
+	waitFor(t, "the killed worker's lock to go", func() bool { return !hookstate.JobWorkerStatus(v).Running })
+	jobs, err := hookstate.PendingJobs(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +289,7 @@ func TestWorkerKilledLosesNoJob(t *testing.T) {
 	run(Stop, Payload{SessionID: "s2", CWD: root, LastAssistant: "next turn"})
 	g.nextRun(t) <- "ok"
 	waitFor(t, "the second worker's summary", func() bool { return sessionNode(t, v, "s1") != nil })
-	waitFor(t, "the worker to exit", func() bool { return !v.JobWorkerStatus().Running })
+	waitFor(t, "the worker to exit", func() bool { return !hookstate.JobWorkerStatus(v).Running })
 	if n := sessionNode(t, v, "s1"); n.Summary != vault.SummaryModel {
 		t.Fatalf("node %+v", n)
 	}
@@ -316,7 +317,7 @@ func TestWorkerGivesUpOnTheModel(t *testing.T) {
 	// Each "worker" counts its attempt, then dies before the model
 	// answers: the test takes the lock, counts, and lets go.
 	for i := 1; i <= maxModelAttempts+1; i++ {
-		w, ok, err := v.TryJobWorker()
+		w, ok, err := hookstate.TryJobWorker(v)
 		if err != nil || !ok {
 			t.Fatal(ok, err)
 		}
@@ -354,7 +355,7 @@ func TestWorkerGivesUpOnTheModel(t *testing.T) {
 // before it exits.
 func TestWorkerLastLookFindsTheJob(t *testing.T) {
 	v, root, g, run := workerVault(t)
-	w, ok, err := v.TryJobWorker()
+	w, ok, err := hookstate.TryJobWorker(v)
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}

@@ -54,14 +54,16 @@ func (l Lease) String() string {
 		what = append(what, "session "+l.Session)
 	}
 	if !l.Since.IsZero() {
-		what = append(what, heldFor(l.Since))
+		what = append(what, HeldFor(l.Since))
 	}
 	return s + " (" + strings.Join(what, ", ") + ")"
 }
 
-// heldFor says how long a lock taken at since has been held, as precisely
+// HeldFor says how long a lock taken at since has been held, as precisely
 // as a person reading a busy message cares: "350 ms", "1.2 s", "3m20s".
-func heldFor(since time.Time) string {
+// Every lock's holder is named in these words, the vault lock's (Lease)
+// and those of the locks the features above the engine keep alike.
+func HeldFor(since time.Time) string {
 	d := time.Since(since)
 	switch {
 	case d < 0:
@@ -231,7 +233,7 @@ func ReadLease(root string) (Lease, bool) {
 // lease that fails the check gives way to the kernel's pid alone, or to an
 // unknown holder.
 func holderOf(root string) Lease {
-	pid := flockHolder(root, filepath.Join(root, lockFile))
+	pid := FlockHolder(root, filepath.Join(root, lockFile))
 	var l Lease
 	data, err := fileio.At(root).ReadFile(filepath.Join(root, leaseFile))
 	if err != nil || json.Unmarshal(data, &l) != nil || l.PID <= 0 {
@@ -250,11 +252,14 @@ func holderOf(root string) Lease {
 	return l
 }
 
-// flockHolder returns the pid of the process holding a flock on path, from
-// Linux's /proc/locks (whose pids are those of the reader's pid namespace),
-// or 0 where that table does not say: another system, a holder in another
-// pid namespace, a file system whose device numbers differ from stat's.
-func flockHolder(root, path string) int {
+// FlockHolder returns the pid of the process holding a flock on path, a
+// file below root, from Linux's /proc/locks (whose pids are those of the
+// reader's pid namespace), or 0 where that table does not say: another
+// system, a holder in another pid namespace, a file system whose device
+// numbers differ from stat's. It names a lock's holder without taking the
+// lock, which status must not do: the vault lock's (holderOf), and those of
+// the locks the features above the engine keep.
+func FlockHolder(root, path string) int {
 	info, err := fileio.At(root).Stat(path)
 	if err != nil {
 		return 0

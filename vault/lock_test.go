@@ -84,7 +84,7 @@ func TestBusyIgnoresAStaleLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fl.Unlock()
-	kernelKnows := flockHolder(v.Root, filepath.Join(v.Root, lockFile)) == os.Getpid()
+	kernelKnows := FlockHolder(v.Root, filepath.Join(v.Root, lockFile)) == os.Getpid()
 	t.Logf("the kernel names the holder: %v", kernelKnows)
 
 	for _, c := range []struct {
@@ -129,7 +129,7 @@ func TestHeldFor(t *testing.T) {
 		{200 * time.Second, `^3m2[0-9]s$`},
 		{-time.Hour, `^since 20`},
 	} {
-		if got := heldFor(now.Add(-c.ago)); !regexp.MustCompile(c.want).MatchString(got) {
+		if got := HeldFor(now.Add(-c.ago)); !regexp.MustCompile(c.want).MatchString(got) {
 			t.Errorf("held for %v: %q, want %s", c.ago, got, c.want)
 		}
 	}

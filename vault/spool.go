@@ -450,8 +450,9 @@ func (f *spoolFold) torn(path string, frag []byte) {
 }
 
 // done removes the claims whose records the transaction holds, once it has
-// succeeded, and reports what the fold met in the hook log (a hook's
-// problems go there; a command also prints them as warnings).
+// succeeded, and reports what the fold met to the vault's Warn, which the
+// front ends point at the hook log (a hook's problems go there; a command
+// also prints them as warnings).
 func (f *spoolFold) done() {
 	if f == nil {
 		return
@@ -464,8 +465,10 @@ func (f *spoolFold) done() {
 			f.warn("spool: remove %s: %v (its records are skipped when folded again)", p, err)
 		}
 	}
-	for _, w := range f.warnings {
-		_ = AppendHookLog(f.v.Root, w)
+	if f.v.Warn != nil {
+		for _, w := range f.warnings {
+			f.v.Warn(w)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -131,8 +132,10 @@ type Vault struct {
 	// RecallStep bounds what a recall indexes before it searches; 0 is
 	// recallCatchUpBytes (tests set less, to see the bound in fewer bytes).
 	RecallStep int64
-	// jobStamps names the jobs this vault queues (jobs.go).
-	jobStamps jobStamps
+	// slots is what the features built on the engine keep per open vault
+	// (Slot), under slotsMu: hooks and goroutines share one handle.
+	slotsMu sync.Mutex
+	slots   map[any]any
 	// Binary is the memvault executable git's merge driver runs. When set
 	// (the CLI and the hooks set it), the first write in a clone that has
 	// never been written to registers the driver in .git/config, so that a
@@ -142,6 +145,13 @@ type Vault struct {
 	// verify, sync) for a person to watch; nil reports nothing
 	// (progress.go).
 	Progress Progress
+	// Warn, when set, is told each problem a transaction's fold of the
+	// spool met (a torn record, a file it could not read or remove): never
+	// fatal, and also one of the transaction's Result.Warnings, which a
+	// caller may drop or, a hook, never print. Whoever opens the vault
+	// sends them to the hook log, so that they reach the person debugging
+	// the hooks that spooled; nil leaves them to the Result alone.
+	Warn func(line string)
 	// configErr is why memvault.toml could not be read, for a vault opened
 	// with OpenForCapture: it runs on defaults, appends to transcripts,
 	// and refuses every structured write with this error.
@@ -530,4 +540,25 @@ func (v *Vault) Now() time.Time {
 		return v.Clock()
 	}
 	return time.Now()
+}
+
+// Slot returns what this open vault keeps under key, made by init on the
+// first call: a feature built on the engine keeps its state per open vault
+// here (a counter that keeps the names of the files it writes in order)
+// under a key of an unexported type of its own, which no other package can
+// name, as it keeps its state per transaction in Tx.Slot. The engine knows
+// none of them, and a vault opened again starts without them. Safe for concurrent
+// use; init runs under the slots' lock, so it should be quick.
+func (v *Vault) Slot(key any, init func() any) any {
+	v.slotsMu.Lock()
+	defer v.slotsMu.Unlock()
+	if s, ok := v.slots[key]; ok {
+		return s
+	}
+	if v.slots == nil {
+		v.slots = map[any]any{}
+	}
+	s := init()
+	v.slots[key] = s
+	return s
 }

@@ -17,6 +17,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fileio"
 )
@@ -470,6 +471,8 @@ func openVaultWith(c *ucli.Context, open func(root string) (*vault.Vault, error)
 		return nil, err
 	}
 	v.Binary, _ = selfPath() // for git's merge driver, registered by a fresh clone's first write
+	// The spool's problems go to the hook log, with those of the hooks that spooled.
+	v.Warn = func(line string) { _ = hookstate.AppendHookLog(root, line) }
 	return v, nil
 }
 

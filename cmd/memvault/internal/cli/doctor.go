@@ -10,6 +10,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/hooks"
+	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/executor"
 )
@@ -67,7 +68,7 @@ type doctorVault struct {
 	// passed: the first problems.
 	Verify []vault.Problem `json:"verify"`
 	// Jobs is the hooks' job queue (docs/HOOKS.md, "Jobs").
-	Jobs vault.JobQueue `json:"jobs"`
+	Jobs hookstate.JobQueue `json:"jobs"`
 }
 
 // runDoctor checks the vault, when there is one, and every harness's
@@ -148,7 +149,7 @@ func (r *doctorReport) add(where string, p hooks.Problem) {
 func checkVault(v *vault.Vault) (*doctorVault, error) {
 	d := &doctorVault{Path: v.Root, healthReport: newHealthReport(v), Verify: []vault.Problem{}}
 	d.MergeDriverOK, d.MergeDriver = vault.MergeDriversStatus(v.Root)
-	if q, err := v.JobQueueStatus(); err == nil {
+	if q, err := hookstate.JobQueueStatus(v); err == nil {
 		d.Jobs = q
 	}
 	links, err := v.LinkProblems()

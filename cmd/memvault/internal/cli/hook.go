@@ -83,6 +83,8 @@ func hook(c *ucli.Context) {
 	v, err := vault.OpenForCapture(root)
 	if err == nil {
 		v.Binary, _ = selfPath() // a fresh clone's first hook registers git's merge driver
+		// A hook prints nothing: the spool's problems go to its log.
+		v.Warn = func(line string) { hooks.LogTo(root, line) }
 		agent, aerr := agentOf(c, v)
 		if aerr != nil {
 			err = aerr
@@ -119,6 +121,8 @@ func runGitHook(c *ucli.Context, event string) {
 	}
 	v, err := vault.OpenForCapture(root)
 	if err == nil {
+		// A hook prints nothing: the spool's problems go to its log.
+		v.Warn = func(line string) { hooks.LogTo(root, line) }
 		var agent string
 		if agent, err = agentOf(c, v); err == nil {
 			err = hooks.RecordCommit(v, wd, agent)

@@ -12,6 +12,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/hooks"
+	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 )
@@ -85,10 +86,10 @@ func runJobsRun(c *ucli.Context) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	say := func(line string) { fmt.Fprintf(c.App.ErrWriter, "memvault: jobs: %s\n", line) }
-	w, ok, err := v.TryJobWorker()
+	w, ok, err := hookstate.TryJobWorker(v)
 	if err == nil && !ok {
-		say(fmt.Sprintf("waiting for the background worker (%s) to finish", v.JobWorkerStatus()))
-		w, err = v.WaitJobWorker(func() bool { return ctx.Err() == nil })
+		say(fmt.Sprintf("waiting for the background worker (%s) to finish", hookstate.JobWorkerStatus(v)))
+		w, err = hookstate.WaitJobWorker(v, func() bool { return ctx.Err() == nil })
 		if ctx.Err() != nil {
 			return fmt.Errorf("jobs run: interrupted while waiting for the background worker; nothing was run")
 		}
@@ -100,7 +101,7 @@ func runJobsRun(c *ucli.Context) error {
 	if err != nil {
 		return fmt.Errorf("jobs run: %w", err)
 	}
-	queued, err := v.PendingJobs()
+	queued, err := hookstate.PendingJobs(v)
 	if err != nil {
 		return err
 	}
@@ -127,7 +128,7 @@ func runJobsRun(c *ucli.Context) error {
 // with the worker lock as descriptor 3. It prints nothing (its streams are
 // /dev/null): what goes wrong goes to the hook log, and it exits 0.
 func jobsWorker(v *vault.Vault) error {
-	w, err := v.AdoptJobWorker(3)
+	w, err := hookstate.AdoptJobWorker(v, 3)
 	if err != nil {
 		hooks.LogTo(v.Root, fmt.Sprintf("jobs worker: %v", err))
 		return err
@@ -145,7 +146,7 @@ func jobsWorker(v *vault.Vault) error {
 
 // jobsLine is the queue as status and doctor show it: "none queued", or
 // "2 queued, the oldest 3m10s ago; worker: pid 4121, for 2.0 s".
-func jobsLine(q vault.JobQueue, now time.Time) string {
+func jobsLine(q hookstate.JobQueue, now time.Time) string {
 	if q.Jobs == 0 && !q.Worker.Running {
 		return "none queued"
 	}
@@ -162,7 +163,7 @@ func jobsLine(q vault.JobQueue, now time.Time) string {
 const staleJobs = time.Hour
 
 // jobsProblem is doctor's warning about a queue nothing is running.
-func jobsProblem(q vault.JobQueue, now time.Time) (hooks.Problem, bool) {
+func jobsProblem(q hookstate.JobQueue, now time.Time) (hooks.Problem, bool) {
 	if q.Jobs == 0 || q.Worker.Running || q.Oldest.IsZero() || now.Sub(q.Oldest) < staleJobs {
 		return hooks.Problem{}, false
 	}

@@ -25,6 +25,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
+	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 )
 
@@ -153,6 +154,8 @@ func (s *Server) open(ctx context.Context, ss *sdk.ServerSession, capture bool) 
 		return nil, err
 	}
 	v.Binary = s.opts.Binary
+	// The spool's problems go to the hook log, with those of the hooks that spooled.
+	v.Warn = func(line string) { _ = hookstate.AppendHookLog(root, line) }
 	agent := s.opts.Agent
 	if agent == "" {
 		agent = v.Config.Agent

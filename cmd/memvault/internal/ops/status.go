@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/gitrepo"
 	"github.com/memvault/memvault/vault/heads"
@@ -30,7 +31,7 @@ type Status struct {
 	// Jobs is the hooks' job queue: how many, the oldest, whether a
 	// worker runs (docs/HOOKS.md, "Jobs"); the folder is listed, no job
 	// read.
-	Jobs vault.JobQueue `json:"jobs"`
+	Jobs hookstate.JobQueue `json:"jobs"`
 	HeadStatus
 }
 
@@ -79,7 +80,7 @@ func StatusOf(v *vault.Vault, agent string, st *vault.State) (*Status, error) {
 	}
 	rep.HeadStatus = newHeadStatus(v, st)
 	rep.GitObjects = v.EstimateLoose()
-	if rep.Jobs, err = v.JobQueueStatus(); err != nil {
+	if rep.Jobs, err = hookstate.JobQueueStatus(v); err != nil {
 		return nil, err
 	}
 	return rep, nil

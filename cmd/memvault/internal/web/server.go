@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 )
@@ -136,6 +137,8 @@ func (s *Server) open(capture bool) (*vault.Vault, string, error) {
 		return nil, "", err
 	}
 	v.Binary = s.opts.Binary
+	// The spool's problems go to the hook log, with those of the hooks that spooled.
+	v.Warn = func(line string) { _ = hookstate.AppendHookLog(s.opts.Root, line) }
 	agent := s.opts.Agent
 	if agent == "" {
 		agent = v.Config.Agent

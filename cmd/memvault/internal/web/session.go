@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/transcript"
@@ -93,7 +94,7 @@ func (s *Server) session(r *http.Request) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	marks, err := v.SessionMarks(ref)
+	marks, err := hookstate.SessionMarks(v, ref)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package vault
+package hookstate
 
 import (
 	"crypto/sha256"
@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 )
 
@@ -21,15 +22,15 @@ import (
 // write of AddSessionMarks need no lock.
 const hookStateDir = ".state/hooks"
 
-func (v *Vault) sessionMarksPath(t TranscriptRef) string {
+func sessionMarksPath(v *vault.Vault, t vault.TranscriptRef) string {
 	sum := sha256.Sum256([]byte(t.Agent + "\x00" + t.Session))
 	return filepath.Join(v.Root, filepath.FromSlash(hookStateDir), hex.EncodeToString(sum[:12])+".json")
 }
 
 // SessionMarks returns the ids marked for session t, empty when none are.
-func (v *Vault) SessionMarks(t TranscriptRef) (map[string]bool, error) {
+func SessionMarks(v *vault.Vault, t vault.TranscriptRef) (map[string]bool, error) {
 	m := map[string]bool{}
-	data, err := v.Files().ReadFile(v.sessionMarksPath(t))
+	data, err := v.Files().ReadFile(sessionMarksPath(v, t))
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, nil
 	}
@@ -45,8 +46,8 @@ func (v *Vault) SessionMarks(t TranscriptRef) (map[string]bool, error) {
 }
 
 // AddSessionMarks adds ids to the marks of session t.
-func (v *Vault) AddSessionMarks(t TranscriptRef, ids ...string) error {
-	m, err := v.SessionMarks(t)
+func AddSessionMarks(v *vault.Vault, t vault.TranscriptRef, ids ...string) error {
+	m, err := SessionMarks(v, t)
 	if err != nil {
 		return err
 	}
@@ -69,13 +70,13 @@ func (v *Vault) AddSessionMarks(t TranscriptRef, ids ...string) error {
 	if err != nil {
 		return err
 	}
-	return v.Files().WriteAtomic(v.sessionMarksPath(t), data)
+	return v.Files().WriteAtomic(sessionMarksPath(v, t), data)
 }
 
 // ResetSessionMarks forgets the marks of session t (the hooks do when the
 // harness compacts: what the session was shown is gone from its context).
-func (v *Vault) ResetSessionMarks(t TranscriptRef) error {
-	if err := v.Files().Remove(v.sessionMarksPath(t)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+func ResetSessionMarks(v *vault.Vault, t vault.TranscriptRef) error {
+	if err := v.Files().Remove(sessionMarksPath(v, t)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fault.IO("reset session marks", err)
 	}
 	return nil

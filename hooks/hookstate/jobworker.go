@@ -1,4 +1,4 @@
-package vault
+package hookstate
 
 // The job worker's lock. A summary that a model writes takes seconds, so no
 // hook waits for it: a hook that finds such a job starts a worker, a
@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
 )
@@ -37,7 +38,7 @@ const (
 // JobWorker is the worker lock, held (or handed to a worker process) by
 // whoever got it.
 type JobWorker struct {
-	v    *Vault
+	v    *vault.Vault
 	f    *os.File
 	held bool
 }
@@ -45,7 +46,7 @@ type JobWorker struct {
 // openWorkerLock opens the worker's lock file, created if need be. Like
 // the vault lock it is opened read-write and never deleted: deleting a
 // lock file lets two holders lock two different inodes.
-func (v *Vault) openWorkerLock() (*os.File, error) {
+func openWorkerLock(v *vault.Vault) (*os.File, error) {
 	if err := v.Files().MkdirAll(filepath.Join(v.Root, ".locks")); err != nil {
 		return nil, fault.IO("create .locks", err)
 	}
@@ -58,8 +59,8 @@ func (v *Vault) openWorkerLock() (*os.File, error) {
 
 // TryJobWorker takes the worker lock without waiting; ok is false when a
 // worker holds it.
-func (v *Vault) TryJobWorker() (w *JobWorker, ok bool, err error) {
-	f, err := v.openWorkerLock()
+func TryJobWorker(v *vault.Vault) (w *JobWorker, ok bool, err error) {
+	f, err := openWorkerLock(v)
 	if err != nil {
 		return nil, false, err
 	}
@@ -74,14 +75,14 @@ func (v *Vault) TryJobWorker() (w *JobWorker, ok bool, err error) {
 // WaitJobWorker takes the worker lock, waiting for the worker that holds
 // it for as long as wait returns true (it is asked every 50 ms or so;
 // `jobs run` stops waiting when interrupted).
-func (v *Vault) WaitJobWorker(wait func() bool) (*JobWorker, error) {
+func WaitJobWorker(v *vault.Vault, wait func() bool) (*JobWorker, error) {
 	for {
-		w, ok, err := v.TryJobWorker()
+		w, ok, err := TryJobWorker(v)
 		if err != nil || ok {
 			return w, err
 		}
 		if !wait() {
-			return nil, fault.New(ErrBusy, "jobs: a worker holds the queue: %s", v.JobWorkerStatus())
+			return nil, fault.New(vault.ErrBusy, "jobs: a worker holds the queue: %s", JobWorkerStatus(v))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -92,19 +93,19 @@ func (v *Vault) WaitJobWorker(wait func() bool) (*JobWorker, error) {
 // file and that the lock is held through it, keeps it from the processes
 // this one starts (an executor must not hold the lock after its worker is
 // killed), and writes the worker's lease.
-func (v *Vault) AdoptJobWorker(fd uintptr) (*JobWorker, error) {
+func AdoptJobWorker(v *vault.Vault, fd uintptr) (*JobWorker, error) {
 	// Checked before it is wrapped: an *os.File closes its descriptor
 	// when it is closed or collected, and a descriptor 3 that is not the
 	// lock is someone else's (the runtime's own, when nothing was handed
 	// over).
 	var got syscall.Stat_t
 	if err := syscall.Fstat(int(fd), &got); err != nil {
-		return nil, fault.New(ErrInvalid, "jobs worker: no lock handed over as descriptor %d: %v", fd, err)
+		return nil, fault.New(vault.ErrInvalid, "jobs worker: no lock handed over as descriptor %d: %v", fd, err)
 	}
 	want, err := v.Files().Stat(filepath.Join(v.Root, filepath.FromSlash(workerLockFile)))
 	st, ok := sysStat(want)
 	if err != nil || !ok || st.Dev != got.Dev || st.Ino != got.Ino {
-		return nil, fault.New(ErrInvalid, "jobs worker: descriptor %d is not %s", fd, workerLockFile)
+		return nil, fault.New(vault.ErrInvalid, "jobs worker: descriptor %d is not %s", fd, workerLockFile)
 	}
 	syscall.CloseOnExec(int(fd))
 	w := &JobWorker{v: v, f: os.NewFile(fd, workerLockFile)}
@@ -118,7 +119,7 @@ func (v *Vault) AdoptJobWorker(fd uintptr) (*JobWorker, error) {
 	}
 	if !ok {
 		w.f.Close()
-		return nil, fault.New(ErrBusy, "jobs worker: the lock was not handed over: another worker holds it")
+		return nil, fault.New(vault.ErrBusy, "jobs worker: the lock was not handed over: another worker holds it")
 	}
 	return w, nil
 }
@@ -155,7 +156,7 @@ func (w *JobWorker) Relock() (bool, error) {
 		return false, fault.IO("lock "+workerLockFile, err)
 	}
 	w.held = true
-	lease := Lease{PID: os.Getpid(), Command: "jobs run", Since: time.Now()}
+	lease := vault.Lease{PID: os.Getpid(), Command: "jobs run", Since: time.Now()}
 	lease.Host, _ = os.Hostname()
 	if data, err := json.Marshal(lease); err == nil {
 		// Informational, like the vault lock's lease.
@@ -200,7 +201,7 @@ func (s WorkerState) String() string {
 	case s.Since.IsZero():
 		return fmt.Sprintf("pid %d", s.PID)
 	}
-	return fmt.Sprintf("pid %d, for %s", s.PID, heldFor(s.Since))
+	return fmt.Sprintf("pid %d, for %s", s.PID, vault.HeldFor(s.Since))
 }
 
 // JobWorkerStatus says whether a job worker holds the lock now, without
@@ -209,8 +210,8 @@ func (s WorkerState) String() string {
 // process it names still runs on this host, else from the kernel's table
 // of locks (which may name the hook that took the lock and handed it
 // over, or nobody in a pid namespace where that hook is gone).
-func (v *Vault) JobWorkerStatus() WorkerState {
-	var l Lease
+func JobWorkerStatus(v *vault.Vault) WorkerState {
+	var l vault.Lease
 	data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(workerLeaseFile)))
 	host, _ := os.Hostname()
 	if err == nil && json.Unmarshal(data, &l) == nil && l.PID > 0 && l.Host == host &&
@@ -220,7 +221,7 @@ func (v *Vault) JobWorkerStatus() WorkerState {
 	if v.Files().Check(filepath.Join(v.Root, filepath.FromSlash(workerLockFile))) != nil {
 		return WorkerState{}
 	}
-	if pid := flockHolder(v.Root, filepath.Join(v.Root, filepath.FromSlash(workerLockFile))); pid > 0 {
+	if pid := vault.FlockHolder(v.Root, filepath.Join(v.Root, filepath.FromSlash(workerLockFile))); pid > 0 {
 		return WorkerState{Running: true, PID: pid}
 	}
 	return WorkerState{}
@@ -236,12 +237,12 @@ type JobQueue struct {
 
 // JobQueueStatus counts the queued jobs, finds the oldest and asks
 // whether a worker runs.
-func (v *Vault) JobQueueStatus() (JobQueue, error) {
-	names, err := v.jobFiles()
+func JobQueueStatus(v *vault.Vault) (JobQueue, error) {
+	names, err := jobFiles(v)
 	if err != nil {
 		return JobQueue{}, err
 	}
-	q := JobQueue{Jobs: len(names), Worker: v.JobWorkerStatus()}
+	q := JobQueue{Jobs: len(names), Worker: JobWorkerStatus(v)}
 	if len(names) > 0 {
 		q.Oldest = jobTime(names[0])
 	}

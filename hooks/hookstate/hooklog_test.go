@@ -1,4 +1,4 @@
-package vault
+package hookstate
 
 import (
 	"os"
@@ -6,10 +6,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memvault/memvault/vault/testvault"
 )
 
 func TestAppendHookLog(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	if err := AppendHookLog(v.Root, "codex stop s1: first\nsecond"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package vault
+package hookstate
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 )
 
@@ -23,9 +24,9 @@ import (
 // EditOpenSessions replaces the open-sessions list of harness with what
 // edit returns for the current one, under the registry's lock, waiting at
 // most wait for it. Without the lock in time it changes nothing and fails
-// with ErrBusy (see IsBusy). edit runs under the lock and should be quick.
-func (v *Vault) EditOpenSessions(harness string, wait time.Duration, edit func(open []Job) []Job) error {
-	if err := CheckName("harness", harness); err != nil {
+// with vault.ErrBusy (see vault.IsBusy). edit runs under the lock and should be quick.
+func EditOpenSessions(v *vault.Vault, harness string, wait time.Duration, edit func(open []Job) []Job) error {
+	if err := vault.CheckName("harness", harness); err != nil {
 		return err
 	}
 	path := filepath.Join(v.Root, filepath.FromSlash(hookStateDir), "open-"+harness+".json")
@@ -43,7 +44,7 @@ func (v *Vault) EditOpenSessions(harness string, wait time.Duration, edit func(o
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			return fault.IO("lock open sessions of "+harness, err)
 		}
-		return fault.New(ErrBusy, "open sessions of %s: lock busy; gave up after %s", harness, wait)
+		return fault.New(vault.ErrBusy, "open sessions of %s: lock busy; gave up after %s", harness, wait)
 	}
 	defer lk.Unlock()
 	var open []Job

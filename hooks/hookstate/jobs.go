@@ -1,4 +1,4 @@
-package vault
+package hookstate
 
 import (
 	"encoding/json"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
 )
@@ -77,12 +78,16 @@ func jobTime(name string) time.Time {
 }
 
 // jobStamps hands out queue names in strictly increasing order within one
-// open vault, so that two jobs queued within one tick of a coarse clock
-// keep their order and neither replaces the other.
+// open vault (its Slot, under stampsSlot), so that two jobs queued within
+// one tick of a coarse clock keep their order and neither replaces the
+// other.
 type jobStamps struct {
 	mu   sync.Mutex
 	last int64
 }
+
+// stampsSlot is the key of an open vault's jobStamps.
+type stampsSlot struct{}
 
 func (js *jobStamps) next() int64 {
 	js.mu.Lock()
@@ -97,28 +102,28 @@ func (js *jobStamps) next() int64 {
 
 // EnqueueJob adds j at the end of the queue. It is durable when EnqueueJob
 // returns: the file is written atomically and synced.
-func (v *Vault) EnqueueJob(j Job) error {
-	if err := CheckName("job kind", j.Kind); err != nil {
+func EnqueueJob(v *vault.Vault, j Job) error {
+	if err := vault.CheckName("job kind", j.Kind); err != nil {
 		return err
 	}
 	data, err := json.Marshal(j)
 	if err != nil {
 		return fmt.Errorf("queue %s job: %w", j.Kind, err)
 	}
-	name := fmt.Sprintf("%d-%s.json", v.jobStamps.next(), j.Kind)
+	name := fmt.Sprintf("%d-%s.json", v.Slot(stampsSlot{}, func() any { return new(jobStamps) }).(*jobStamps).next(), j.Kind)
 	return v.Files().WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name), data)
 }
 
 // PendingJobs lists the queued jobs, oldest first, without claiming them.
 // A file that is not a job is left out.
-func (v *Vault) PendingJobs() ([]Job, error) {
-	names, err := v.jobFiles()
+func PendingJobs(v *vault.Vault) ([]Job, error) {
+	names, err := jobFiles(v)
 	if err != nil {
 		return nil, err
 	}
 	var out []Job
 	for _, name := range names {
-		if j, err := v.readJob(name); err == nil {
+		if j, err := readJob(v, name); err == nil {
 			out = append(out, j)
 		}
 	}
@@ -127,7 +132,7 @@ func (v *Vault) PendingJobs() ([]Job, error) {
 
 // jobFiles lists the queue's file names in queue order; os.ReadDir sorts
 // by name, and names start with a fixed-width time until the year 2286.
-func (v *Vault) jobFiles() ([]string, error) {
+func jobFiles(v *vault.Vault) ([]string, error) {
 	entries, err := v.Files().ReadDir(filepath.Join(v.Root, filepath.FromSlash(jobsDir)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -145,14 +150,14 @@ func (v *Vault) jobFiles() ([]string, error) {
 	return names, nil
 }
 
-func (v *Vault) readJob(name string) (Job, error) {
+func readJob(v *vault.Vault, name string) (Job, error) {
 	data, err := v.Files().ReadFile(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name))
 	if err != nil {
 		return Job{}, fault.IO("read job "+name, err)
 	}
 	var j Job
 	if err := json.Unmarshal(data, &j); err != nil {
-		return Job{}, fault.New(ErrCorrupt, "job %s: %v", name, err)
+		return Job{}, fault.New(vault.ErrCorrupt, "job %s: %v", name, err)
 	}
 	j.file = name
 	return j, nil
@@ -161,16 +166,16 @@ func (v *Vault) readJob(name string) (Job, error) {
 // JobClaim is the right to run the queue's jobs, held by one runner at a
 // time. Release it when done; a crashed holder's claim ends with it.
 type JobClaim struct {
-	v    *Vault
+	v    *vault.Vault
 	fl   *flock.Flock
 	seen map[string]bool
 }
 
 // ClaimJobs takes the queue for this runner, waiting at most wait for
-// another runner to let it go, and fails with ErrBusy (see IsBusy) if none
+// another runner to let it go, and fails with vault.ErrBusy (see vault.IsBusy) if none
 // did. A runner that finds the queue busy may simply leave the jobs to the
 // one running them.
-func (v *Vault) ClaimJobs(wait time.Duration) (*JobClaim, error) {
+func ClaimJobs(v *vault.Vault, wait time.Duration) (*JobClaim, error) {
 	if err := v.Files().MkdirAll(filepath.Join(v.Root, ".state")); err != nil {
 		return nil, fault.IO("create .state", err)
 	}
@@ -191,7 +196,7 @@ func (v *Vault) ClaimJobs(wait time.Duration) (*JobClaim, error) {
 			return &JobClaim{v: v, fl: fl, seen: map[string]bool{}}, nil
 		}
 		if !time.Now().Before(deadline) {
-			return nil, fault.New(ErrBusy, "job queue busy: another runner holds it; gave up after %s", wait)
+			return nil, fault.New(vault.ErrBusy, "job queue busy: another runner holds it; gave up after %s", wait)
 		}
 		time.Sleep(min(delay, time.Until(deadline)))
 		if delay < 16*time.Millisecond {
@@ -207,7 +212,7 @@ func (v *Vault) ClaimJobs(wait time.Duration) (*JobClaim, error) {
 // runner in a loop. A file that does not hold a job is removed: nothing
 // could ever run it.
 func (c *JobClaim) Next() (j Job, ok bool, err error) {
-	names, err := c.v.jobFiles()
+	names, err := jobFiles(c.v)
 	if err != nil {
 		return Job{}, false, err
 	}
@@ -216,11 +221,11 @@ func (c *JobClaim) Next() (j Job, ok bool, err error) {
 			continue
 		}
 		c.seen[name] = true
-		j, err := c.v.readJob(name)
+		j, err := readJob(c.v, name)
 		switch {
 		case err == nil:
 			return j, true, nil
-		case errors.Is(err, ErrCorrupt):
+		case errors.Is(err, vault.ErrCorrupt):
 			_ = c.v.Files().Remove(filepath.Join(c.v.Root, filepath.FromSlash(jobsDir), name))
 		case errors.Is(err, fs.ErrNotExist):
 			// Run and removed by a runner that does not take the claim
@@ -236,7 +241,7 @@ func (c *JobClaim) Next() (j Job, ok bool, err error) {
 // runner gave up on it for good.
 func (c *JobClaim) Done(j Job) error {
 	if j.file == "" || !c.seen[j.file] {
-		return fault.New(ErrInvalid, "job %s %s/%s: not handed out by this claim", j.Kind, j.Agent, j.Session)
+		return fault.New(vault.ErrInvalid, "job %s %s/%s: not handed out by this claim", j.Kind, j.Agent, j.Session)
 	}
 	err := c.v.Files().Remove(filepath.Join(c.v.Root, filepath.FromSlash(jobsDir), j.file))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -251,9 +256,9 @@ func (c *JobClaim) Done(j Job) error {
 // meanwhile.
 func (c *JobClaim) Take(j Job) (Job, bool, error) {
 	if j.file == "" {
-		return Job{}, false, fault.New(ErrInvalid, "job %s %s/%s: not read from the queue", j.Kind, j.Agent, j.Session)
+		return Job{}, false, fault.New(vault.ErrInvalid, "job %s %s/%s: not read from the queue", j.Kind, j.Agent, j.Session)
 	}
-	fresh, err := c.v.readJob(j.file)
+	fresh, err := readJob(c.v, j.file)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return Job{}, false, nil
@@ -269,7 +274,7 @@ func (c *JobClaim) Take(j Job) (Job, bool, error) {
 // place in the queue), and returns j as it is now.
 func (c *JobClaim) Attempt(j Job) (Job, error) {
 	if j.file == "" || !c.seen[j.file] {
-		return j, fault.New(ErrInvalid, "job %s %s/%s: not handed out by this claim", j.Kind, j.Agent, j.Session)
+		return j, fault.New(vault.ErrInvalid, "job %s %s/%s: not handed out by this claim", j.Kind, j.Agent, j.Session)
 	}
 	j.Attempts++
 	data, err := json.Marshal(j)

@@ -1,4 +1,4 @@
-package vault
+package hookstate
 
 import (
 	"fmt"
@@ -8,12 +8,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/testvault"
 )
 
-func enqueue(t *testing.T, v *Vault, jobs ...Job) {
+func enqueue(t *testing.T, v *vault.Vault, jobs ...Job) {
 	t.Helper()
 	for _, j := range jobs {
-		if err := v.EnqueueJob(j); err != nil {
+		if err := EnqueueJob(v, j); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -40,18 +43,18 @@ func drain(t *testing.T, c *JobClaim) []string {
 // Jobs come out in the order they went in, even when queued within one
 // tick of the clock, and keep the file format older binaries read.
 func TestJobQueueOrder(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	var want []string
 	for i := range 50 {
 		s := fmt.Sprint(i)
 		want = append(want, s)
 		enqueue(t, v, Job{Kind: []string{"summarize", "refresh"}[i%2], Agent: "a", Session: s})
 	}
-	pending, err := v.PendingJobs()
+	pending, err := PendingJobs(v)
 	if err != nil || len(pending) != len(want) {
 		t.Fatalf("pending: %d jobs, %v", len(pending), err)
 	}
-	c, err := v.ClaimJobs(0)
+	c, err := ClaimJobs(v, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,13 +62,13 @@ func TestJobQueueOrder(t *testing.T) {
 	if got := drain(t, c); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
-	if pending, _ := v.PendingJobs(); len(pending) != 0 {
+	if pending, _ := PendingJobs(v); len(pending) != 0 {
 		t.Fatalf("%d jobs left after all were done", len(pending))
 	}
 }
 
 func TestJobFileFormat(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	enqueue(t, v, Job{Kind: "refresh", Agent: "a", Session: "s", Harness: "codex", On: "compaction"})
 	ents, err := os.ReadDir(filepath.Join(v.Root, ".state", "jobs"))
 	if err != nil || len(ents) != 1 {
@@ -79,7 +82,7 @@ func TestJobFileFormat(t *testing.T) {
 	if want := `{"kind":"refresh","agent":"a","session":"s","harness":"codex","on":"compaction"}`; string(data) != want {
 		t.Fatalf("content %s, want %s", data, want)
 	}
-	if err := v.EnqueueJob(Job{Kind: "../x"}); err == nil {
+	if err := EnqueueJob(v, Job{Kind: "../x"}); err == nil {
 		t.Fatal("a kind with a path separator was queued")
 	}
 }
@@ -87,16 +90,16 @@ func TestJobFileFormat(t *testing.T) {
 // Two runners at once: one holds the queue, the other waits or gives up
 // busy; every job runs exactly once.
 func TestJobClaimIsExclusive(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	const n = 40
 	for i := range n {
 		enqueue(t, v, Job{Kind: "summarize", Agent: "a", Session: fmt.Sprint(i)})
 	}
-	held, err := v.ClaimJobs(0)
+	held, err := ClaimJobs(v, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.ClaimJobs(20 * time.Millisecond); !IsBusy(err) {
+	if _, err := ClaimJobs(v, 20*time.Millisecond); !vault.IsBusy(err) {
 		t.Fatalf("a second claim while the first is held: %v, want busy", err)
 	}
 	held.Release()
@@ -108,7 +111,7 @@ func TestJobClaimIsExclusive(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := v.ClaimJobs(10 * time.Second)
+			c, err := ClaimJobs(v, 10*time.Second)
 			if err != nil {
 				t.Error(err)
 				return
@@ -144,12 +147,12 @@ func TestJobClaimIsExclusive(t *testing.T) {
 // stays queued for the next claim, and the same claim does not hand it out
 // again; a file that is not a job is dropped.
 func TestJobNotDoneStaysQueued(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	enqueue(t, v, Job{Kind: "summarize", Agent: "a", Session: "1"}, Job{Kind: "refresh", Agent: "a", Session: "2"})
 	if err := os.WriteFile(filepath.Join(v.Root, ".state", "jobs", "0-junk.json"), []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := v.ClaimJobs(0)
+	c, err := ClaimJobs(v, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +172,7 @@ func TestJobNotDoneStaysQueued(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(v.Root, ".state", "jobs", "0-junk.json")); err == nil {
 		t.Error("the file that is no job is still queued")
 	}
-	c, _ = v.ClaimJobs(0)
+	c, _ = ClaimJobs(v, 0)
 	defer c.Release()
 	if got := drain(t, c); fmt.Sprint(got) != "[1]" {
 		t.Fatalf("the next claim ran %v, want the job not done [1]", got)
@@ -183,7 +186,7 @@ func TestJobRunnerCrash(t *testing.T) {
 		crashingRunner(root)
 		return
 	}
-	v := newVault(t)
+	v := testvault.New(t)
 	enqueue(t, v, Job{Kind: "summarize", Agent: "a", Session: "1"}, Job{Kind: "refresh", Agent: "a", Session: "2"})
 	cmd := exec.Command(os.Args[0], "-test.run=^TestJobRunnerCrash$")
 	cmd.Env = append(os.Environ(), "MEMVAULT_TEST_JOB_CRASH="+v.Root)
@@ -200,12 +203,12 @@ func TestJobRunnerCrash(t *testing.T) {
 			t.Fatal("the runner never started its job")
 		}
 	}
-	if _, err := v.ClaimJobs(20 * time.Millisecond); !IsBusy(err) {
+	if _, err := ClaimJobs(v, 20*time.Millisecond); !vault.IsBusy(err) {
 		t.Fatalf("claim while another process runs the queue: %v, want busy", err)
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	c, err := v.ClaimJobs(time.Second)
+	c, err := ClaimJobs(v, time.Second)
 	if err != nil {
 		t.Fatalf("claim after the runner died: %v", err)
 	}
@@ -218,11 +221,11 @@ func TestJobRunnerCrash(t *testing.T) {
 // crashingRunner claims the queue, takes its first job, says so, and
 // hangs until it is killed.
 func crashingRunner(root string) {
-	v, err := Open(root)
+	v, err := vault.Open(root)
 	if err != nil {
 		panic(err)
 	}
-	c, err := v.ClaimJobs(time.Second)
+	c, err := ClaimJobs(v, time.Second)
 	if err != nil {
 		panic(err)
 	}

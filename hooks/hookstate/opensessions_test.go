@@ -1,4 +1,4 @@
-package vault
+package hookstate
 
 import (
 	"fmt"
@@ -10,19 +10,22 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/testvault"
 )
 
 // Sessions starting at once each add themselves to the list; none may
 // write back a list read before another's change.
 func TestOpenSessionEditsDoNotLoseEachOther(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	const n = 16
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := v.EditOpenSessions("opencode", 10*time.Second, func(open []Job) []Job {
+			err := EditOpenSessions(v, "opencode", 10*time.Second, func(open []Job) []Job {
 				return append(open, Job{Kind: "summarize", Agent: "a", Session: fmt.Sprint(i)})
 			})
 			if err != nil {
@@ -32,7 +35,7 @@ func TestOpenSessionEditsDoNotLoseEachOther(t *testing.T) {
 	}
 	wg.Wait()
 	var got []Job
-	v.EditOpenSessions("opencode", time.Second, func(open []Job) []Job { got = open; return open })
+	EditOpenSessions(v, "opencode", time.Second, func(open []Job) []Job { got = open; return open })
 	if len(got) != n {
 		t.Fatalf("the list holds %d sessions, want %d", len(got), n)
 	}
@@ -42,9 +45,9 @@ func TestOpenSessionEditsDoNotLoseEachOther(t *testing.T) {
 }
 
 func TestOpenSessionsBusyChangesNothing(t *testing.T) {
-	v := newVault(t)
+	v := testvault.New(t)
 	add := func(open []Job) []Job { return append(open, Job{Kind: "summarize", Agent: "a", Session: "s"}) }
-	if err := v.EditOpenSessions("codex", time.Second, add); err != nil {
+	if err := EditOpenSessions(v, "codex", time.Second, add); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(v.Root, ".state", "hooks", "open-codex.json")
@@ -54,14 +57,14 @@ func TestOpenSessionsBusyChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Unlock()
-	err := v.EditOpenSessions("codex", 30*time.Millisecond, func([]Job) []Job { return nil })
-	if !IsBusy(err) {
+	err := EditOpenSessions(v, "codex", 30*time.Millisecond, func([]Job) []Job { return nil })
+	if !vault.IsBusy(err) {
 		t.Fatalf("edit under a held lock: %v, want busy", err)
 	}
 	if after, _ := os.ReadFile(path); string(after) != string(before) {
 		t.Fatalf("a busy edit changed the list: %s", after)
 	}
-	if err := v.EditOpenSessions("../x", time.Second, add); err == nil || strings.Contains(err.Error(), "busy") {
+	if err := EditOpenSessions(v, "../x", time.Second, add); err == nil || strings.Contains(err.Error(), "busy") {
 		t.Fatalf("a harness name with a path separator: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package vault
+package hookstate
 
 import (
 	"fmt"
@@ -6,11 +6,14 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/testvault"
 )
 
-func marks(t *testing.T, v *Vault, ref TranscriptRef) string {
+func marks(t *testing.T, v *vault.Vault, ref vault.TranscriptRef) string {
 	t.Helper()
-	m, err := v.SessionMarks(ref)
+	m, err := SessionMarks(v, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,36 +26,36 @@ func marks(t *testing.T, v *Vault, ref TranscriptRef) string {
 }
 
 func TestSessionMarksRoundTripAndReset(t *testing.T) {
-	v := newVault(t)
-	a := TranscriptRef{Agent: "default", Session: "s1"}
-	b := TranscriptRef{Agent: "default", Session: "s2"}
+	v := testvault.New(t)
+	a := vault.TranscriptRef{Agent: "default", Session: "s1"}
+	b := vault.TranscriptRef{Agent: "default", Session: "s2"}
 	if got := marks(t, v, a); got != "[]" {
 		t.Fatalf("a new session has marks %s", got)
 	}
-	if err := v.AddSessionMarks(a, "e_2", "e_1"); err != nil {
+	if err := AddSessionMarks(v, a, "e_2", "e_1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := v.AddSessionMarks(a, "e_1", "n_3"); err != nil {
+	if err := AddSessionMarks(v, a, "e_1", "n_3"); err != nil {
 		t.Fatal(err)
 	}
-	if err := v.AddSessionMarks(b, "e_9"); err != nil {
+	if err := AddSessionMarks(v, b, "e_9"); err != nil {
 		t.Fatal(err)
 	}
 	if got := marks(t, v, a); got != "[e_1 e_2 n_3]" {
 		t.Fatalf("marks of s1: %s", got)
 	}
 	// The file older binaries read: a sorted JSON array under .state/hooks/.
-	data, err := os.ReadFile(v.sessionMarksPath(a))
+	data, err := os.ReadFile(sessionMarksPath(v, a))
 	if err != nil || string(data) != `["e_1","e_2","n_3"]` {
 		t.Fatalf("file: %s %v", data, err)
 	}
-	if filepath.Dir(v.sessionMarksPath(a)) != filepath.Join(v.Root, ".state", "hooks") {
-		t.Fatalf("marks kept in %s", v.sessionMarksPath(a))
+	if filepath.Dir(sessionMarksPath(v, a)) != filepath.Join(v.Root, ".state", "hooks") {
+		t.Fatalf("marks kept in %s", sessionMarksPath(v, a))
 	}
-	if err := v.ResetSessionMarks(a); err != nil {
+	if err := ResetSessionMarks(v, a); err != nil {
 		t.Fatal(err)
 	}
-	if err := v.ResetSessionMarks(a); err != nil {
+	if err := ResetSessionMarks(v, a); err != nil {
 		t.Fatalf("a second reset: %v", err)
 	}
 	if got := marks(t, v, a); got != "[]" {
@@ -62,7 +65,7 @@ func TestSessionMarksRoundTripAndReset(t *testing.T) {
 		t.Fatalf("the reset of s1 touched s2: %s", got)
 	}
 	// Scratch that does not parse costs a repeat, never an error.
-	os.WriteFile(v.sessionMarksPath(b), []byte("{torn"), 0o600)
+	os.WriteFile(sessionMarksPath(v, b), []byte("{torn"), 0o600)
 	if got := marks(t, v, b); got != "[]" {
 		t.Fatalf("torn marks read as %s", got)
 	}

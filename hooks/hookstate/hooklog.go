@@ -1,4 +1,4 @@
-package vault
+package hookstate
 
 import (
 	"os"
@@ -16,7 +16,7 @@ const hookLogFile = ".logs/hooks.log"
 
 // AppendHookLog appends line, with the time in front and its newlines
 // flattened, as one line to the hook log of the vault at root. It takes a
-// root rather than a *Vault because a hook logs even when the vault does
+// root rather than a *vault.Vault because a hook logs even when the vault does
 // not open. The line is written in one O_APPEND write, so lines of
 // concurrent hooks do not interleave; it is not synced: the log is for
 // people debugging, not worth a sync on the harness's clock.

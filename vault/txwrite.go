@@ -18,7 +18,8 @@ import (
 // stage writes the transaction's files: appends to transcript parts, then
 // whole files. Guarded writes are checked before anything is written, so
 // that a file a person saved meanwhile stops the transaction before it
-// changed anything, and again just before each rename.
+// changed anything, and again just before each rename; so is a new
+// memvault.toml (config.go).
 func (tx *Tx) stage(rollback *undo) ([]*gitrepo.Change, error) {
 	v := tx.v
 	for _, f := range tx.files {
@@ -29,6 +30,9 @@ func (tx *Tx) stage(rollback *undo) ([]*gitrepo.Change, error) {
 		if existed := err == nil; existed != f.existed || !bytes.Equal(old, f.was) {
 			return nil, fmt.Errorf("%s: %w", f.rel, ErrChangedUnderfoot)
 		}
+	}
+	if err := tx.checkConfigWrite(); err != nil {
+		return nil, err
 	}
 	var parts []journalAppend
 	for _, a := range tx.appends {

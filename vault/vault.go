@@ -10,11 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/BurntSushi/toml"
 
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
@@ -24,49 +21,6 @@ import (
 
 // DirName is the name of the vault folder that Find looks for.
 const DirName = ".memory"
-
-// Config is memvault.toml. Every field has a default, so an empty file (or
-// none) is a valid configuration.
-type Config struct {
-	Version int    `toml:"version"`
-	Agent   string `toml:"agent"`
-	Ledger  struct {
-		SegmentBytes int64 `toml:"segment_bytes"`
-	} `toml:"ledger"`
-	Transcripts struct {
-		PartBytes int64 `toml:"part_bytes"`
-	} `toml:"transcripts"`
-	Redact struct {
-		Enabled *bool             `toml:"enabled"`
-		Disable []string          `toml:"disable"`
-		Extra   map[string]string `toml:"extra"`
-	} `toml:"redact"`
-	Lock struct {
-		Timeout string `toml:"timeout"`
-	} `toml:"lock"`
-	// GC.Auto turns the automatic packing of loose git objects after a
-	// write on or off (gc.go), on when unset; GC.AutoLoose is the estimate
-	// of loose objects past which it packs (DefaultAutoPackLoose when 0).
-	GC struct {
-		Auto      *bool `toml:"auto"`
-		AutoLoose int   `toml:"auto_loose"`
-	} `toml:"gc"`
-	Git struct {
-		Name  string `toml:"name"`
-		Email string `toml:"email"`
-	} `toml:"git"`
-	Budgets struct {
-		MemoryTokens    int `toml:"memory_tokens"`
-		ContinuityWords int `toml:"continuity_words"`
-	} `toml:"budgets"`
-	// Threads declares threads and the aliases they answer to:
-	// [threads."person:alice"] aliases = ["alice", "ally"].
-	Threads map[string]struct {
-		Aliases []string `toml:"aliases"`
-	} `toml:"threads"`
-}
-
-const ConfigFile = "memvault.toml"
 
 // defaultConfigText is what init writes: every setting with its default,
 // commented so that a person can see what exists without reading the docs.
@@ -285,111 +239,6 @@ func OpenForCapture(root string) (*Vault, error) {
 	return v, nil
 }
 
-// ConfigData is memvault.toml as the vault runs on it: the file, or, for a
-// vault opened for capture on a file that does not parse, the configuration
-// it fell back to, so that every reader of the settings (the heads', the
-// protocol's) agrees with v.Config.
-func (v *Vault) ConfigData() ([]byte, error) {
-	if v.fallbackConfig != nil {
-		return v.fallbackConfig, nil
-	}
-	data, err := v.Files().ReadFile(filepath.Join(v.Root, ConfigFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fault.IO("read "+ConfigFile, err)
-	}
-	return data, nil
-}
-
-// committedConfig returns memvault.toml as HEAD commits it.
-func committedConfig(r *gitrepo.Repo) (string, bool) {
-	tree, err := r.TreeAt("HEAD")
-	if err != nil || tree == nil {
-		return "", false
-	}
-	f, err := tree.File(ConfigFile)
-	if err != nil {
-		return "", false
-	}
-	text, err := f.Contents()
-	return text, err == nil
-}
-
-func (v *Vault) loadConfig() error {
-	data, err := v.Files().ReadFile(filepath.Join(v.Root, ConfigFile))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fault.IO("read "+ConfigFile, err)
-	}
-	return v.applyConfig(string(data))
-}
-
-// applyConfig decodes text (memvault.toml) into v.Config and fills in the
-// defaults.
-func (v *Vault) applyConfig(text string) error {
-	v.Config = Config{}
-	if _, err := toml.Decode(text, &v.Config); err != nil {
-		return &Error{Class: ErrInvalid, Msg: ConfigFile + ": " + strings.ReplaceAll(err.Error(), "\n", " "), Err: err,
-			Hint: "fix the file by hand; memvault init writes a fresh one if you delete it"}
-	}
-	c := &v.Config
-	if c.Agent == "" {
-		c.Agent = "default"
-	}
-	if err := CheckName("memvault.toml: agent", c.Agent); err != nil {
-		return err
-	}
-	if c.Ledger.SegmentBytes <= 0 {
-		c.Ledger.SegmentBytes = DefaultSegmentBytes
-	}
-	if c.Transcripts.PartBytes <= 0 {
-		c.Transcripts.PartBytes = DefaultPartBytes
-	}
-	if c.Git.Name == "" {
-		c.Git.Name = "memvault"
-	}
-	if c.Git.Email == "" {
-		c.Git.Email = "memvault@localhost"
-	}
-	if c.Budgets.MemoryTokens <= 0 {
-		c.Budgets.MemoryTokens = 1000
-	}
-	if c.Budgets.ContinuityWords <= 0 {
-		c.Budgets.ContinuityWords = 500
-	}
-	if c.Redact.Enabled == nil || *c.Redact.Enabled {
-		rules, err := redact.NewRules(redact.Config{Disable: c.Redact.Disable, Extra: c.Redact.Extra})
-		if err != nil {
-			return &Error{Class: ErrInvalid, Msg: ConfigFile + ": " + err.Error(), Err: err}
-		}
-		v.Rules = rules
-	}
-	if c.Lock.Timeout != "" {
-		if _, err := time.ParseDuration(c.Lock.Timeout); err != nil {
-			return fault.New(ErrInvalid, "%s: lock.timeout %q: not a duration like 10s", ConfigFile, c.Lock.Timeout)
-		}
-	}
-	return nil
-}
-
-// LockTimeout is how long a writer waits for the vault lock: the
-// MEMVAULT_LOCK_TIMEOUT environment variable, else memvault.toml, else 10s.
-func (v *Vault) LockTimeout() (time.Duration, error) {
-	if s := os.Getenv("MEMVAULT_LOCK_TIMEOUT"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d < 0 {
-			return 0, fault.New(ErrInvalid, "MEMVAULT_LOCK_TIMEOUT %q: not a duration like 10s", s)
-		}
-		return d, nil
-	}
-	if v.Config.Lock.Timeout != "" {
-		d, _ := time.ParseDuration(v.Config.Lock.Timeout)
-		return d, nil
-	}
-	return 10 * time.Second, nil
-}
-
 // Abs turns a vault path into a file-system path.
 func (v *Vault) Abs(r RelPath) string { return filepath.Join(v.Root, filepath.FromSlash(r.String())) }
 
@@ -478,10 +327,6 @@ func InitWith(root string, o InitOptions) (v *Vault, created bool, err error) {
 		return nil
 	})
 	if err != nil {
-		return nil, false, err
-	}
-	// Reload: the config file may be new.
-	if err := v.loadConfig(); err != nil {
 		return nil, false, err
 	}
 	return v, true, nil

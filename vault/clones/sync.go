@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -306,6 +307,12 @@ func syncMerge(v *vault.Vault, opts SyncOptions, rm gitrepo.Remote, branch strin
 	if joined != nil && joined.Commit != "" {
 		rep.Joined = joined.Commit
 		rep.Warnings = append(rep.Warnings, joined.Warnings...)
+	}
+	if slices.Contains(out.Paths, vault.ConfigFile) {
+		// the heads render with the merged budgets and aliases
+		if err := v.ReloadConfig(); err != nil {
+			return err
+		}
 	}
 	if err := syncRender(v, opts, rep); err != nil {
 		return err

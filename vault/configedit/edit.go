@@ -425,6 +425,19 @@ func isBareKey(k string) bool {
 	return k != ""
 }
 
+// The edits are spliced by hand, not made with hujson's Patch (RFC 6902),
+// because hujson does not give the same bytes: it cannot parse JSON5
+// (unquoted keys, single quotes, hexadecimal numbers: OpenClaw's config)
+// or a file with a byte-order mark; an "add" puts the new member in with
+// no white space ("opus","hooks":{…}), and Format, the cure, re-indents
+// the whole file with tabs and aligns the values; a "remove" keeps or
+// drops the comments and the trailing comma by its own rules, so an
+// install then an uninstall does not give the file back (8 of the 14
+// JSONC layouts of roundTrips it parses); and its string literals leave
+// U+2028 and U+2029 raw where quote escapes them. Its "replace" of a
+// string gives the same bytes for JSONC, but JSON5 needs the splice
+// anyway. hujson is what decodes JSONC (decode).
+
 // splice replaces del bytes at offset at by ins.
 type splice struct {
 	at, del int

@@ -98,7 +98,7 @@ func (e *Editor) insert(n *Node, text func(indent string, multi bool) string) []
 		outer := e.indentAt(n.Start)
 		child := outer + e.unit
 		if strings.TrimSpace(inner) != "" { // a comment inside: the child goes after it
-			if i := strings.LastIndexByte(inner, '\n'); i >= 0 && multi {
+			if i := lastBreak(inner); i >= 0 && multi {
 				at := open + i
 				if i > 0 && inner[i-1] == '\r' {
 					at--
@@ -133,6 +133,32 @@ func (e *Editor) insert(n *Node, text func(indent string, multi bool) string) []
 		return []splice{{at: n.Comma[last] + 1, ins: sep + text("", false) + ","}}
 	}
 	return []splice{{at: n.childEnd(last), ins: "," + sep + text("", false)}}
+}
+
+// lastBreak is the offset of the last '\n' of inner, the inside of an
+// empty container (white space and comments only), that is not inside a
+// block comment; -1 when there is none. The one in "/*\n…*/" would put
+// the new child inside the comment.
+func lastBreak(inner string) int {
+	last := -1
+	for i := 0; i < len(inner); {
+		switch rest := inner[i:]; {
+		case strings.HasPrefix(rest, "//"):
+			i = lineEnd([]byte(inner), i)
+		case strings.HasPrefix(rest, "/*"):
+			end := strings.Index(rest[2:], "*/")
+			if end < 0 {
+				return last
+			}
+			i += 2 + end + 2
+		default:
+			if rest[0] == '\n' {
+				last = i
+			}
+			i++
+		}
+	}
+	return last
 }
 
 // remove returns the splices that take child i out of n.

@@ -13,8 +13,6 @@ import (
 
 	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault"
-
-	"github.com/BurntSushi/toml"
 )
 
 // The writers of the protocol. Every change goes through UpdateContinuity:
@@ -43,34 +41,21 @@ type ContinuityConfig struct {
 // Budget categories, in the order `continuity budget` lists them.
 var BudgetCategories = []string{"memory", "continuity", "learnings", "decisions", "index"}
 
-// ContinuityConfig reads the protocol's settings.
+// LoadContinuityConfig is ConfigOf the configuration the vault runs on.
 func LoadContinuityConfig(v *vault.Vault) (ContinuityConfig, error) {
-	data, err := v.ConfigData()
-	if err != nil {
-		return ContinuityConfig{}, err
-	}
-	var f struct {
-		Budgets struct {
-			MemoryTokens     int `toml:"memory_tokens"`
-			ContinuityWords  int `toml:"continuity_words"`
-			ContinuityTokens int `toml:"continuity_tokens"`
-			LearningsTokens  int `toml:"learnings_tokens"`
-			DecisionsTokens  int `toml:"decisions_tokens"`
-			IndexTokens      int `toml:"index_tokens"`
-			ContextWindow    int `toml:"context_window"`
-		} `toml:"budgets"`
-	}
-	if _, err := toml.Decode(string(data), &f); err != nil {
-		return ContinuityConfig{}, &vault.Error{Class: vault.ErrInvalid, Msg: vault.ConfigFile + ": " + strings.ReplaceAll(err.Error(), "\n", " "), Err: err}
-	}
-	b := f.Budgets
+	return ConfigOf(&v.Config)
+}
+
+// ConfigOf is the protocol's part of c, with its defaults filled in.
+func ConfigOf(c *vault.Config) (ContinuityConfig, error) {
+	b := c.Budgets
 	def := func(n, d int) int {
 		if n <= 0 {
 			return d
 		}
 		return n
 	}
-	hc, err := heads.LoadHeadsConfig(v)
+	hc, err := heads.ConfigOf(c)
 	if err != nil {
 		return ContinuityConfig{}, err
 	}

@@ -8,44 +8,49 @@ import (
 	"strings"
 	"time"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/configedit"
 	"github.com/memvault/memvault/vault/fault"
 )
 
 // Entry is one registered executor: a [executors.NAME] table of
-// memvault.toml.
+// memvault.toml (vault.ExecutorTable), checked, with its defaults.
 type Entry struct {
-	Name    string        `toml:"-" json:"name"`
-	Command string        `toml:"command" json:"command"`
-	Args    []string      `toml:"args" json:"args"`
-	Timeout time.Duration `toml:"-" json:"-"`
-	Weight  int           `toml:"weight" json:"weight"`
-	Env     []string      `toml:"env" json:"env"`
-	Mode    string        `toml:"mode" json:"mode"`
-	Status  string        `toml:"status" json:"status"`
+	Name    string        `json:"name"`
+	Command string        `json:"command"`
+	Args    []string      `json:"args"`
+	Timeout time.Duration `json:"-"`
+	Weight  int           `json:"weight"`
+	Env     []string      `json:"env"`
+	Mode    string        `json:"mode"`
+	Status  string        `json:"status"`
 	// Ping, when set, are the arguments a ping runs the command with
 	// instead of sending it a ping (a harness CLI's --version): it passes
 	// when the command exits 0 and prints something.
-	Ping   []string `toml:"ping" json:"ping,omitempty"`
-	Reason string   `toml:"reason" json:"reason,omitempty"`
+	Ping   []string `json:"ping,omitempty"`
+	Reason string   `json:"reason,omitempty"`
 	// Capabilities are what it can do: what its last ping found (an
 	// envelope executor's reply), else what add declared, else
 	// DefaultCapability alone (Caps).
-	Capabilities []string `toml:"capabilities" json:"capabilities"`
+	Capabilities []string `json:"capabilities"`
 
-	TimeoutText string `toml:"timeout" json:"timeout"` // as written; Timeout is what it means
+	TimeoutText string `json:"timeout"` // as written; Timeout is what it means
 	// PingTimeout bounds a ping (PingTimeout, 2 s, when ping_timeout is
 	// not written).
-	PingTimeout     time.Duration `toml:"-" json:"-"`
-	PingTimeoutText string        `toml:"ping_timeout" json:"ping_timeout,omitempty"`
+	PingTimeout     time.Duration `json:"-"`
+	PingTimeoutText string        `json:"ping_timeout,omitempty"`
 	// MemoryLimit bounds the address space of its process (RLIMIT_AS, set
 	// on Linux right after it starts); 0: none. Written as memory_limit,
 	// "1GiB".
-	MemoryLimit     int64  `toml:"-" json:"-"`
-	MemoryLimitText string `toml:"memory_limit" json:"memory_limit,omitempty"`
+	MemoryLimit     int64  `json:"-"`
+	MemoryLimitText string `json:"memory_limit,omitempty"`
+}
+
+// entryOf is the table t of the executor name, as written.
+func entryOf(name string, t vault.ExecutorTable) Entry {
+	return Entry{Name: name, Command: t.Command, Args: t.Args, TimeoutText: t.Timeout, Weight: t.Weight, Env: t.Env,
+		Mode: t.Mode, Status: t.Status, Reason: t.Reason, Ping: t.Ping, PingTimeoutText: t.PingTimeout,
+		MemoryLimitText: t.MemoryLimit, Capabilities: t.Capabilities}
 }
 
 // MinMemoryLimit is the least memory_limit: a program's runtime alone
@@ -232,45 +237,36 @@ func validEnvName(n string) bool {
 	return true
 }
 
-// registryFile is what memvault.toml says of executors.
-type registryFile struct {
-	Executors map[string]Entry `toml:"executors"`
-	Delegate  struct {
-		Concurrency int `toml:"concurrency"`
-	} `toml:"delegate"`
-}
-
 // Concurrency is memvault.toml's [delegate] concurrency, checked;
 // DefaultConcurrency when it is not set.
 func Concurrency(v *vault.Vault) (int, error) {
-	data, err := v.ConfigData()
-	if err != nil {
-		return 0, err
-	}
-	var f registryFile
-	if _, err := toml.Decode(string(data), &f); err != nil {
-		s, _, _ := strings.Cut(err.Error(), "\n")
-		return 0, fault.New(fault.ErrInvalid, "%s: %s", vault.ConfigFile, s)
-	}
-	if f.Delegate.Concurrency == 0 {
+	n := v.Config.Delegate.Concurrency
+	if n == 0 {
 		return DefaultConcurrency, nil
 	}
-	if err := CheckConcurrency(f.Delegate.Concurrency); err != nil {
-		return 0, fault.New(fault.ErrInvalid, "%s: [delegate] concurrency %d: want %d–%d", vault.ConfigFile, f.Delegate.Concurrency, MinConcurrency, MaxConcurrency)
+	if err := CheckConcurrency(n); err != nil {
+		return 0, fault.New(fault.ErrInvalid, "%s: [delegate] concurrency %d: want %d–%d", vault.ConfigFile, n, MinConcurrency, MaxConcurrency)
 	}
-	return f.Delegate.Concurrency, nil
+	return n, nil
 }
 
 // Parse reads the executors of a memvault.toml text, sorted by name.
 func Parse(data []byte) ([]Entry, error) {
-	var f registryFile
-	if _, err := toml.Decode(string(data), &f); err != nil {
-		s, _, _ := strings.Cut(err.Error(), "\n")
-		return nil, fault.New(fault.ErrInvalid, "%s: %s", vault.ConfigFile, s)
+	c, err := vault.DecodeConfig(data)
+	if err != nil {
+		return nil, err
 	}
-	out := make([]Entry, 0, len(f.Executors))
-	for name, e := range f.Executors {
-		e.Name = name
+	return entries(&c)
+}
+
+// List returns the vault's executors, sorted by name.
+func List(v *vault.Vault) ([]Entry, error) { return entries(&v.Config) }
+
+// entries are the executors of c, checked, sorted by name.
+func entries(c *vault.Config) ([]Entry, error) {
+	out := make([]Entry, 0, len(c.Executors))
+	for name, t := range c.Executors {
+		e := entryOf(name, t)
 		if err := e.check(); err != nil {
 			return nil, err
 		}
@@ -278,15 +274,6 @@ func Parse(data []byte) ([]Entry, error) {
 	}
 	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
-}
-
-// List returns the vault's executors, sorted by name.
-func List(v *vault.Vault) ([]Entry, error) {
-	data, err := v.ConfigData()
-	if err != nil {
-		return nil, err
-	}
-	return Parse(data)
 }
 
 // Lookup returns the executor name of the vault.

@@ -244,3 +244,44 @@ func TestSetCapabilitiesIsByteStable(t *testing.T) {
 		t.Fatalf("a hand-written bad capability: %v", err)
 	}
 }
+
+// What add, a status change and remove write through Edit is what the
+// rest of the process reads at once, without opening the vault again:
+// the registry, the summariser and the concurrency named beside it, and
+// the executor gone after its removal.
+func TestRegistryEditsAreReadAtOnce(t *testing.T) {
+	v := testvault.New(t)
+	edit := func(subject string, f func([]byte) ([]byte, error)) {
+		t.Helper()
+		if _, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error { return Edit(tx, subject, f) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit("executor add r", func(data []byte) ([]byte, error) {
+		out, err := AddTo(data, Entry{Name: "r", Command: "/bin/r", TimeoutText: "3s"})
+		return append(out, "\n[summarise]\nexecutor = \"r\"\n\n[delegate]\nconcurrency = 7\n"...), err
+	})
+	if e, err := Pick(v, ""); err != nil || e.Name != "r" || e.Command != "/bin/r" || e.Timeout != 3*time.Second {
+		t.Fatalf("after add: %+v %v", e, err)
+	}
+	if cfg, on, err := Summariser(v); err != nil || !on || cfg.Executor != "r" {
+		t.Fatalf("summariser after add: %+v %v %v", cfg, on, err)
+	}
+	if n, err := Concurrency(v); err != nil || n != 7 {
+		t.Fatalf("concurrency after add: %d %v", n, err)
+	}
+	edit("executor ping r", func(data []byte) ([]byte, error) { return SetStatus(data, "r", StatusInactive, "ping: gone") })
+	if _, err := Active(v); !errors.Is(err, fault.ErrNotFound) {
+		t.Fatalf("after the status change: %v, want none active", err)
+	}
+	if _, err := SummaryEntry(v, SummariseConfig{Executor: "r"}); CodeOf(err) != CodeInactive {
+		t.Fatalf("summary entry after the status change: %v", err)
+	}
+	edit("executor remove r", func(data []byte) ([]byte, error) { return RemoveFrom(data, "r") })
+	if es, err := List(v); err != nil || len(es) != 0 {
+		t.Fatalf("after remove: %+v %v", es, err)
+	}
+	if _, err := SummaryEntry(v, SummariseConfig{Executor: "r"}); CodeOf(err) != CodeUnregistered {
+		t.Fatalf("summary entry after remove: %v", err)
+	}
+}

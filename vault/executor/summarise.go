@@ -10,10 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"strings"
 	"time"
-
-	"github.com/BurntSushi/toml"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
@@ -42,29 +39,10 @@ type SummariseConfig struct {
 
 // Summariser reads the [summarise] table. It reports false, and no
 // error, when the table names no executor: summaries are deterministic,
-// as they always were. A table that does not parse is an error of class
-// ErrInvalid (a writer falls back on it, saying why).
+// as they always were. A table whose values are wrong is an error of
+// class ErrInvalid (a writer falls back on it, saying why).
 func Summariser(v *vault.Vault) (SummariseConfig, bool, error) {
-	data, err := v.ConfigData()
-	if err != nil {
-		return SummariseConfig{}, false, err
-	}
-	return ParseSummariser(data)
-}
-
-// ParseSummariser is Summariser on a memvault.toml text.
-func ParseSummariser(data []byte) (SummariseConfig, bool, error) {
-	var f struct {
-		Summarise struct {
-			Executor string `toml:"executor"`
-			Timeout  string `toml:"timeout"`
-		} `toml:"summarise"`
-	}
-	if _, err := toml.Decode(string(data), &f); err != nil {
-		s, _, _ := strings.Cut(err.Error(), "\n")
-		return SummariseConfig{}, false, fault.New(fault.ErrInvalid, "%s: %s", vault.ConfigFile, s)
-	}
-	s := f.Summarise
+	s := v.Config.Summarise
 	if s.Executor == "" {
 		if s.Timeout != "" {
 			return SummariseConfig{}, false, fault.New(fault.ErrInvalid, "%s: [summarise] has a timeout but no executor", vault.ConfigFile)

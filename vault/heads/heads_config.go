@@ -10,8 +10,6 @@ import (
 
 	"github.com/memvault/memvault/vault"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/memvault/memvault/render"
 	"github.com/memvault/memvault/vault/fault"
 )
@@ -29,8 +27,8 @@ import (
 //	[threads."project:shop"]
 //	aliases = ["shop", "storefront"]
 //
-// It is read separately from Config so that rendering at a past commit
-// (render --at) can read the memvault.toml of that commit.
+// It is derived from a vault.Config (ConfigOf), so that rendering at a past
+// commit (render --at) derives it from the memvault.toml of that commit.
 type HeadsConfig struct {
 	MemoryTokens int
 	ThreadTokens int
@@ -46,34 +44,13 @@ const (
 	maxAliasLen         = 64
 )
 
-type headsConfigFile struct {
-	Budgets struct {
-		MemoryTokens int `toml:"memory_tokens"`
-		ThreadTokens int `toml:"thread_tokens"`
-	} `toml:"budgets"`
-	Heads struct {
-		Lease string `toml:"lease"`
-	} `toml:"heads"`
-	Threads map[string]struct {
-		Aliases []string `toml:"aliases"`
-	} `toml:"threads"`
-}
-
-// HeadsConfig reads the heads configuration from memvault.toml.
+// LoadHeadsConfig is ConfigOf the configuration the vault runs on.
 func LoadHeadsConfig(v *vault.Vault) (HeadsConfig, error) {
-	data, err := v.ConfigData()
-	if err != nil {
-		return HeadsConfig{}, err
-	}
-	return parseHeadsConfig(data)
+	return ConfigOf(&v.Config)
 }
 
-func parseHeadsConfig(data []byte) (HeadsConfig, error) {
-	var f headsConfigFile
-	if _, err := toml.Decode(string(data), &f); err != nil {
-		return HeadsConfig{}, &vault.Error{Class: vault.ErrInvalid, Msg: vault.ConfigFile + ": " + strings.ReplaceAll(err.Error(), "\n", " "), Err: err,
-			Hint: "fix the file by hand; memvault init writes a fresh one if you delete it"}
-	}
+// ConfigOf is the heads' part of f: checked, with its defaults filled in.
+func ConfigOf(f *vault.Config) (HeadsConfig, error) {
 	c := HeadsConfig{MemoryTokens: f.Budgets.MemoryTokens, ThreadTokens: f.Budgets.ThreadTokens, Lease: DefaultHeadLease}
 	if c.MemoryTokens <= 0 {
 		c.MemoryTokens = DefaultMemoryTokens

@@ -163,7 +163,11 @@ func stateAt(v *vault.Vault, rev string) (*vault.State, HeadsConfig, error) {
 		}
 		cfgData = []byte(s)
 	}
-	cfg, err := parseHeadsConfig(cfgData)
+	vc, err := vault.DecodeConfig(cfgData)
+	if err != nil {
+		return nil, HeadsConfig{}, err
+	}
+	cfg, err := ConfigOf(&vc)
 	if err != nil {
 		return nil, HeadsConfig{}, err
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/vault/fault"
-	"github.com/memvault/memvault/vault/fileio"
 )
 
 // Scope facts are what retrieval needs to know about threads without reading
@@ -150,7 +149,7 @@ func DecodeScope(d *Decoder) (*Scope, bool) {
 		sc.known[t] = true
 	}
 	// Searched by binary search: a file not sorted is not one we wrote.
-	if d.bad || !sort.SliceIsSorted(sc.Folded, func(i, j int) bool { return less3(sc.Folded[i], sc.Folded[j]) }) {
+	if d.Failed() || !sort.SliceIsSorted(sc.Folded, func(i, j int) bool { return less3(sc.Folded[i], sc.Folded[j]) }) {
 		return nil, false
 	}
 	return sc, true
@@ -169,7 +168,7 @@ const (
 
 func loadScopeFacts(root string) map[string]segScope {
 	cache := map[string]segScope{}
-	d, ok := readStateFile(root, ScopeFactsFile, scopeFactsVersion)
+	d, ok := ReadStateFile(root, ScopeFactsFile, scopeFactsVersion)
 	if !ok {
 		return cache
 	}
@@ -184,9 +183,9 @@ func loadScopeFacts(root string) map[string]segScope {
 		}
 		return out
 	}
-	for n := d.Count(); n > 0 && !d.bad; n-- {
+	for n := d.Count(); n > 0 && !d.Failed(); n-- {
 		var c segScope
-		if st := decodeStamps(d); len(st) == 1 {
+		if st := DecodeStamps(d); len(st) == 1 {
 			c.Stamp = st[0]
 		}
 		if k := d.Count(); k > 0 {
@@ -212,7 +211,7 @@ func saveScopeFacts(root string, cache map[string]segScope) {
 		files = append(files, f)
 	}
 	sort.Strings(files)
-	writeStateFile(root, ScopeFactsFile, scopeFactsVersion, func(e *Encoder) {
+	WriteStateFile(root, ScopeFactsFile, scopeFactsVersion, func(e *Encoder) {
 		pairs := func(ps [][2]string) {
 			e.Int(len(ps))
 			for _, p := range ps {
@@ -223,7 +222,7 @@ func saveScopeFacts(root string, cache map[string]segScope) {
 		e.Int(len(files))
 		for _, f := range files {
 			c := cache[f]
-			encodeStamps(e, []SegStamp{c.Stamp})
+			EncodeStamps(e, []SegStamp{c.Stamp})
 			e.Int(len(c.Facts.Sessions))
 			for _, t := range c.Facts.Sessions {
 				e.Str(t[0])
@@ -298,40 +297,9 @@ func (v *Vault) ScopeFromFacts(segs []Segment, stamps []SegStamp) (*Scope, strin
 	if changed {
 		saveScopeFacts(v.Root, cache)
 	}
-	tip := ""
-	for i := len(segs) - 1; i >= 0 && tip == ""; i-- {
-		tip = lastHashOf(v.Files(), v.Abs(segs[i].Rel()))
-	}
+	tip := v.TipOf(segs)
 	torn := len(segs) > 0 && EndsTorn(v.Files(), v.SegPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
 	return sc, tip, torn, nil
-}
-
-// lastHashOf returns the hash of the last complete event of a ledger
-// segment ("" when it has none).
-func lastHashOf(fsys fileio.Root, path string) string {
-	data, err := fsys.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	end := bytes.LastIndexByte(data, '\n')
-	if end < 0 {
-		return ""
-	}
-	data = data[:end]
-	for len(data) > 0 {
-		i := bytes.LastIndexByte(data, '\n')
-		var ev struct {
-			Hash string `json:"hash"`
-		}
-		if json.Unmarshal(data[i+1:], &ev) == nil && ev.Hash != "" {
-			return ev.Hash
-		}
-		if i < 0 {
-			break
-		}
-		data = data[:i]
-	}
-	return ""
 }
 
 // factsOf extracts the scope facts of one segment's complete lines.
@@ -440,14 +408,14 @@ func (tx *Tx) BindSession(t TranscriptRef, thread string) error {
 	if err != nil {
 		return err
 	}
-	sc, err := tx.v.LoadScope()
+	sc, err := tx.Vault().LoadScope()
 	if err != nil {
 		return err
 	}
 	if Contains(sc.SessionThreads(t.Agent, t.Session), th.String()) {
 		return nil
 	}
-	for _, ev := range tx.events {
+	for _, ev := range tx.Events() {
 		if ev.Kind == "session.thread" && ev.Agent == t.Agent && ev.Session == t.Session && ev.Thread == th.String() {
 			return nil
 		}

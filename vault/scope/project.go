@@ -216,7 +216,7 @@ func realPath(p string) string {
 // KnowsThread reports whether the vault has anything of a thread: a row of
 // it in the ledger, aliases in memvault.toml, or a head file.
 func KnowsThread(v *vault.Vault, sc *Scope, t vault.Thread) bool {
-	return sc.Known(t.String()) || v.Config.Threads[t.String()].Aliases != nil || headExists(v, t)
+	return sc.known[t.String()] || v.Config.Threads[t.String()].Aliases != nil || headExists(v, t)
 }
 
 func headExists(v *vault.Vault, t vault.Thread) bool {

@@ -36,11 +36,11 @@ type segScope struct {
 
 // Scope is the thread structure of the vault as retrieval sees it.
 type Scope struct {
-	// Folded holds agent, session, thread triples sorted, as the folded
+	// folded holds agent, session, thread triples sorted, as the folded
 	// cache has them (searched, not turned into a map: a vault has tens of
 	// thousands of sessions and a recall asks about a few);
 	// sessionThreads holds what was folded on top of them.
-	Folded         [][3]string
+	folded         [][3]string
 	sessionThreads map[[2]string]map[string]bool // agent+session → threads
 	Pairs          [][2]string                   // threads joined by a link event
 	known          map[string]bool
@@ -110,7 +110,7 @@ func foldScope(sc *Scope, ev *vault.Event) (*Scope, bool) {
 
 // Sessions returns every agent, session, thread triple, sorted.
 func (sc *Scope) Sessions() [][3]string {
-	out := append([][3]string(nil), sc.Folded...)
+	out := append([][3]string(nil), sc.folded...)
 	for k, ts := range sc.sessionThreads {
 		for t := range ts {
 			if k3 := [3]string{k[0], k[1], t}; !sc.inFolded(k3) {
@@ -141,9 +141,9 @@ func encode(e *vault.Encoder, sc *Scope) {
 func decode(d *vault.Decoder) (*Scope, bool) {
 	sc := &Scope{sessionThreads: map[[2]string]map[string]bool{}, known: map[string]bool{}}
 	if n := d.Count(); n > 0 {
-		sc.Folded = make([][3]string, n)
-		for i := range sc.Folded {
-			sc.Folded[i] = [3]string{d.Str(), d.Str(), d.Str()}
+		sc.folded = make([][3]string, n)
+		for i := range sc.folded {
+			sc.folded[i] = [3]string{d.Str(), d.Str(), d.Str()}
 		}
 	}
 	if n := d.Count(); n > 0 {
@@ -156,15 +156,15 @@ func decode(d *vault.Decoder) (*Scope, bool) {
 		sc.known[t] = true
 	}
 	// Searched by binary search: a file not sorted is not one we wrote.
-	if d.Failed() || !sort.SliceIsSorted(sc.Folded, func(i, j int) bool { return less3(sc.Folded[i], sc.Folded[j]) }) {
+	if d.Failed() || !sort.SliceIsSorted(sc.folded, func(i, j int) bool { return less3(sc.folded[i], sc.folded[j]) }) {
 		return nil, false
 	}
 	return sc, true
 }
 
 func (sc *Scope) inFolded(k [3]string) bool {
-	i := sort.Search(len(sc.Folded), func(i int) bool { return !less3(sc.Folded[i], k) })
-	return i < len(sc.Folded) && sc.Folded[i] == k
+	i := sort.Search(len(sc.folded), func(i int) bool { return !less3(sc.folded[i], k) })
+	return i < len(sc.folded) && sc.folded[i] == k
 }
 
 // FactsFile names the per-segment facts' file, .state/scope-facts.bin, in
@@ -364,15 +364,12 @@ func (sc *Scope) SessionThreads(agent, session string) []string {
 		out[t] = true
 	}
 	lo := [3]string{agent, session, ""}
-	for i := sort.Search(len(sc.Folded), func(i int) bool { return !less3(sc.Folded[i], lo) }); i < len(sc.Folded) &&
-		sc.Folded[i][0] == agent && sc.Folded[i][1] == session; i++ {
-		out[sc.Folded[i][2]] = true
+	for i := sort.Search(len(sc.folded), func(i int) bool { return !less3(sc.folded[i], lo) }); i < len(sc.folded) &&
+		sc.folded[i][0] == agent && sc.folded[i][1] == session; i++ {
+		out[sc.folded[i][2]] = true
 	}
 	return vault.SortedKeys(out)
 }
-
-// Known reports whether a thread appears anywhere in the ledger.
-func (sc *Scope) Known(thread string) bool { return sc.known[thread] }
 
 // Linked returns the threads joined to thread by a link event: an event in
 // one thread that links to an event in the other, either way.

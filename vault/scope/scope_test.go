@@ -57,13 +57,13 @@ func TestScopeFoldsAppendedEvents(t *testing.T) {
 }
 
 func TestScopeCodecRoundTrip(t *testing.T) {
-	sc := &Scope{Folded: [][3]string{{"", "", ""}, {"a", "s\t2", "person:é"}, {"a", "s1", "project:x"}},
+	sc := &Scope{folded: [][3]string{{"", "", ""}, {"a", "s\t2", "person:é"}, {"a", "s1", "project:x"}},
 		sessionThreads: map[[2]string]map[string]bool{{"b", "s3"}: {"topic:y": true}},
 		Pairs:          [][2]string{{"project:x", "person:é"}}, known: map[string]bool{"project:x": true}}
 	var e vault.Encoder
 	encode(&e, sc)
 	got, ok := decode(vault.NewDecoder(e.B))
-	want := &Scope{Folded: sc.Sessions(), sessionThreads: map[[2]string]map[string]bool{}, Pairs: sc.Pairs, known: sc.known}
+	want := &Scope{folded: sc.Sessions(), sessionThreads: map[[2]string]map[string]bool{}, Pairs: sc.Pairs, known: sc.known}
 	if !ok || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("round trip: %v %+v", ok, got)
 	}

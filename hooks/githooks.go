@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/scope"
 )
 
 // Git hooks are shell scripts with a marked memvault block. The block is
@@ -191,7 +192,7 @@ func RecordCommit(v *vault.Vault, cwd, agent string) error {
 		return fmt.Errorf("git post-commit: read the commit: %v", err)
 	}
 	sha, subject, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	thread := vault.ProjectThread(cwd)
+	thread := scope.ProjectThread(cwd)
 	st, err := v.LoadState()
 	if err != nil {
 		return err
@@ -205,7 +206,7 @@ func RecordCommit(v *vault.Vault, cwd, agent string) error {
 	}
 	_, err = v.Update(vault.TxOptions{Command: "hook git post-commit", Agent: agent, Session: session,
 		Harness: "git", LockTimeout: eventLockWait}, func(tx *vault.Tx) error {
-		data, _ := json.Marshal(map[string]string{"commit": sha, "repo": filepath.Base(vault.ProjectRoot(cwd))})
+		data, _ := json.Marshal(map[string]string{"commit": sha, "repo": filepath.Base(scope.ProjectRoot(cwd))})
 		tx.Append(&vault.Event{Kind: "code.commit", Thread: thread, Text: subject, Data: data, Source: "git"})
 		return nil
 	})

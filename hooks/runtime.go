@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault/lineage"
+	"github.com/memvault/memvault/vault/scope"
 
 	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
@@ -66,7 +67,7 @@ func (r *Runner) Run(ev Event, p Payload) (string, error) {
 	r.ev, r.session = ev, p.SessionID
 	thread := r.Thread
 	if thread == "" {
-		thread = vault.ProjectThread(p.CWD)
+		thread = scope.ProjectThread(p.CWD)
 	}
 	// Work a previous event left for later goes first, within a budget, so
 	// it never holds up this event for long. A session start, on the user's

@@ -170,7 +170,7 @@ func (v *Vault) loadStamps() verifiedCache {
 	if key == nil {
 		return verifiedCache{}
 	}
-	d, ok := readStateFile(v.Root, verifiedFile, verifiedVersion)
+	d, ok := ReadStateFile(v.Root, verifiedFile, verifiedVersion)
 	if !ok {
 		return verifiedCache{}
 	}
@@ -221,7 +221,7 @@ func (v *Vault) saveStamps(c verifiedCache) {
 	if key == nil {
 		return
 	}
-	writeStateFile(v.Root, verifiedFile, verifiedVersion, func(e *Encoder) {
+	WriteStateFile(v.Root, verifiedFile, verifiedVersion, func(e *Encoder) {
 		encodeVerified(e, c)
 		e.Str(signVerified(key, c))
 	})

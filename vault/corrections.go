@@ -65,7 +65,7 @@ type Correction struct {
 
 func (v *Vault) loadCorrectionCache() map[string]SegCorrections {
 	cache := map[string]SegCorrections{}
-	d, ok := readStateFile(v.Root, CorrectionFile, correctionVersion)
+	d, ok := ReadStateFile(v.Root, CorrectionFile, correctionVersion)
 	if !ok {
 		return cache
 	}
@@ -100,7 +100,7 @@ func (v *Vault) saveCorrectionCache(cache map[string]SegCorrections) {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	writeStateFile(v.Root, CorrectionFile, correctionVersion, func(e *Encoder) {
+	WriteStateFile(v.Root, CorrectionFile, correctionVersion, func(e *Encoder) {
 		e.Int(len(paths))
 		for _, p := range paths {
 			c := cache[p]
@@ -259,7 +259,7 @@ const (
 
 func loadAllCorrections(root string) map[string]segRows {
 	old := map[string]segRows{}
-	d, ok := readStateFile(root, AllCorrectionsFile, allCorrectionsVersion)
+	d, ok := ReadStateFile(root, AllCorrectionsFile, allCorrectionsVersion)
 	if !ok {
 		return old
 	}
@@ -280,7 +280,7 @@ func loadAllCorrections(root string) map[string]segRows {
 }
 
 func saveAllCorrections(root string, all allCorrections) {
-	writeStateFile(root, AllCorrectionsFile, allCorrectionsVersion, func(e *Encoder) {
+	WriteStateFile(root, AllCorrectionsFile, allCorrectionsVersion, func(e *Encoder) {
 		e.Int(len(all.Segs))
 		for _, sr := range all.Segs {
 			encodeStamp(e, sr.Stamp)

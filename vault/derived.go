@@ -34,7 +34,7 @@ import (
 // was written, or when more than Every events were folded on top; below
 // that, folding the few appended lines again costs less than a write. It
 // is written without fsync (fileio.WriteCache): the CRC-32s of the framing
-// (writeStateFile) catch a torn or stale one. A fold that saw a torn last
+// (WriteStateFile) catch a torn or stale one. A fold that saw a torn last
 // line is not saved, since the stamps would claim bytes that were not
 // folded. Deleting .state/ is always safe.
 //
@@ -122,7 +122,7 @@ func (d *Derived[T]) Open(v *Vault) (t T, key Key, dirty bool, err error) {
 // holds a CRC-32 of the bytes of that segment that were folded: when it
 // changed, those bytes are checked before the rest is read as appended.
 func (d *Derived[T]) LoadStamped(v *Vault, segs []Segment, stamps []SegStamp) (t T, key Key, dirty, ok bool) {
-	dec, ok := readStateFile(v.Root, d.Name, d.Version)
+	dec, ok := ReadStateFile(v.Root, d.Name, d.Version)
 	if !ok {
 		return t, key, false, false
 	}
@@ -132,7 +132,7 @@ func (d *Derived[T]) LoadStamped(v *Vault, segs []Segment, stamps []SegStamp) (t
 		}
 	}()
 	tip := dec.Str()
-	old := decodeStamps(dec)
+	old := DecodeStamps(dec)
 	lastSum := uint32(dec.Uint64())
 	if dec.bad || len(old) == 0 || !StampsContinue(old, stamps) {
 		return t, key, false, false
@@ -183,9 +183,9 @@ func (d *Derived[T]) Save(v *Vault, t T, key Key) bool {
 	if !ok {
 		return false
 	}
-	return writeStateFile(v.Root, d.Name, d.Version, func(e *Encoder) {
+	return WriteStateFile(v.Root, d.Name, d.Version, func(e *Encoder) {
 		e.Str(key.Tip)
-		encodeStamps(e, key.Stamps)
+		EncodeStamps(e, key.Stamps)
 		e.uv(uint64(lastSum))
 		d.Encode(e, t)
 	})
@@ -195,7 +195,7 @@ func StateFilePath(root, name string) string {
 	return filepath.Join(root, ".state", name+".bin")
 }
 
-// writeStateFile writes .state/<name>.bin in the framing every derived
+// WriteStateFile writes .state/<name>.bin in the framing every derived
 // file shares: the magic line, the length of the part read at once (8
 // bytes), that part (name, version, what body writes), its CRC-32, and
 // then the blocks body put in the tail, which a view reads one by one when
@@ -204,8 +204,11 @@ func StateFilePath(root, name string) string {
 // of the old file it copies no longer reads), the old file is removed
 // rather than kept: the next reader rebuilds the cache from the ledger and
 // saves a sound one, where keeping it would fail every save until the
-// damaged part changes. It reports whether the file was written.
-func writeStateFile(root, name string, version uint64, body func(e *Encoder)) bool {
+// damaged part changes. It reports whether the file was written. A cache
+// kept per segment rather than as one Derived view (the corrections', the
+// scope's facts in vault/scope) is written through it too, so every file
+// under .state/ has one framing and one check.
+func WriteStateFile(root, name string, version uint64, body func(e *Encoder)) bool {
 	head := len(DerivedMagic) + 8
 	e := &Encoder{B: make([]byte, head, 4096)}
 	copy(e.B, DerivedMagic)
@@ -222,12 +225,12 @@ func writeStateFile(root, name string, version uint64, body func(e *Encoder)) bo
 	return fileio.At(root).WriteCache(StateFilePath(root, name), e.B) == nil
 }
 
-// readStateFile reads what writeStateFile wrote and returns a decoder at
+// ReadStateFile reads what WriteStateFile wrote and returns a decoder at
 // the start of the body; false when the file is missing, torn, damaged, or
 // of another name or version. The tail is not read: when there is one, the
 // decoder holds the open file for it (the file is replaced by rename, never
 // rewritten in place, so it stays the file that was checked).
-func readStateFile(root, name string, version uint64) (*Decoder, bool) {
+func ReadStateFile(root, name string, version uint64) (*Decoder, bool) {
 	f, err := fileio.At(root).Open(StateFilePath(root, name))
 	if err != nil {
 		return nil, false
@@ -269,7 +272,10 @@ func readStateFile(root, name string, version uint64) (*Decoder, bool) {
 	return dec, true
 }
 
-func encodeStamps(e *Encoder, stamps []SegStamp) {
+// EncodeStamps writes segment stamps in the encoding every file under
+// .state/ keys its content by, so that DecodeStamps reads them back for
+// any of them.
+func EncodeStamps(e *Encoder, stamps []SegStamp) {
 	e.Int(len(stamps))
 	for _, s := range stamps {
 		encodeStamp(e, s)
@@ -288,7 +294,9 @@ func decodeStamp(d *Decoder) SegStamp {
 	return SegStamp{Path: d.Str(), Size: d.Int64(), Mtime: d.Int64(), Ino: d.Uint64(), Tip: d.Str()}
 }
 
-func decodeStamps(d *Decoder) []SegStamp {
+// DecodeStamps reads what EncodeStamps wrote; nil when the decoder has
+// failed or there are none.
+func DecodeStamps(d *Decoder) []SegStamp {
 	n := d.Count()
 	if d.Failed() || n == 0 {
 		return nil
@@ -389,6 +397,46 @@ func (v *Vault) SegmentStamps() ([]Segment, []SegStamp, error) {
 		}
 	}
 	return segs, stamps, nil
+}
+
+// TipOf returns the hash of the last complete event of segs, the newest
+// segment that has one ("" when none has): the tip a view's Rebuild
+// reports when it reads the segments itself rather than through a fold
+// that returns one.
+func (v *Vault) TipOf(segs []Segment) string {
+	tip := ""
+	for i := len(segs) - 1; i >= 0 && tip == ""; i-- {
+		tip = lastHashOf(v.Files(), v.Abs(segs[i].Rel()))
+	}
+	return tip
+}
+
+// lastHashOf returns the hash of the last complete event of a ledger
+// segment ("" when it has none).
+func lastHashOf(fsys fileio.Root, path string) string {
+	data, err := fsys.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	end := bytes.LastIndexByte(data, '\n')
+	if end < 0 {
+		return ""
+	}
+	data = data[:end]
+	for len(data) > 0 {
+		i := bytes.LastIndexByte(data, '\n')
+		var ev struct {
+			Hash string `json:"hash"`
+		}
+		if json.Unmarshal(data[i+1:], &ev) == nil && ev.Hash != "" {
+			return ev.Hash
+		}
+		if i < 0 {
+			break
+		}
+		data = data[:i]
+	}
+	return ""
 }
 
 func (v *Vault) SegPath(s Segment) string {

@@ -360,10 +360,7 @@ func (v *Vault) policyFromLedger(segs []Segment, stamps []SegStamp) (*Policy, st
 		return nil, "", false, err
 	}
 	p := FoldPolicy(evs)
-	tip := ""
-	for i := len(segs) - 1; i >= 0 && tip == ""; i-- {
-		tip = lastHashOf(v.Files(), v.Abs(segs[i].Rel()))
-	}
+	tip := v.TipOf(segs)
 	torn := len(segs) > 0 && EndsTorn(v.Files(), v.SegPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
 	return p, tip, torn, nil
 }

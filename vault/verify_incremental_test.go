@@ -139,7 +139,7 @@ func TestVerifyForgedStampsVouchForNothing(t *testing.T) {
 		forged.stamps[i].SegStamp, forged.stamps[i].Ctime = cur.SegStamp, cur.Ctime
 		forged.stamps[i].Tip = old.stamps[i].Tip
 	}
-	writeStateFile(v.Root, verifiedFile, verifiedVersion, func(e *Encoder) {
+	WriteStateFile(v.Root, verifiedFile, verifiedVersion, func(e *Encoder) {
 		encodeVerified(e, forged)
 		e.Str(signVerified(make([]byte, 32), forged))
 	})
@@ -149,7 +149,7 @@ func TestVerifyForgedStampsVouchForNothing(t *testing.T) {
 	// incremental check trusts (docs/specs/STORAGE.md); a byte of the file
 	// changed then, the signature fails again
 	key := v.stampKey(false)
-	writeStateFile(v.Root, verifiedFile, verifiedVersion, func(e *Encoder) {
+	WriteStateFile(v.Root, verifiedFile, verifiedVersion, func(e *Encoder) {
 		encodeVerified(e, forged)
 		e.Str(signVerified(key, forged))
 	})

@@ -105,9 +105,6 @@ func FilterForDir(dir string) ScopeFilter {
 	return ScopeFilter{dir: dir, set: true}
 }
 
-// All reports whether the filter selects everything.
-func (f ScopeFilter) All() bool { return !f.set }
-
 // Match reports whether a learning or decision of scope s is in play.
 func (f ScopeFilter) Match(s string) bool {
 	if !f.set {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/scope"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
@@ -64,7 +65,7 @@ func rowsOf(st *vault.State) []foldedRow {
 
 // scopeOf is what a scope says: the sessions' threads, the linked pairs
 // (a set) and the known threads.
-func scopeOf(sc *vault.Scope, tip string) any {
+func scopeOf(sc *scope.Scope, tip string) any {
 	pairs := map[string]bool{}
 	for _, p := range sc.Pairs {
 		pairs[p[0]+" "+p[1]] = true
@@ -133,10 +134,10 @@ var derivedViews = []derivedView{
 	},
 	{
 		name:      "scope",
-		file:      func(v *vault.Vault) string { return vault.ScopeView.Path(v.Root) },
-		continues: continues(vault.ScopeView),
+		file:      func(v *vault.Vault) string { return scope.View.Path(v.Root) },
+		continues: continues(scope.View),
 		cached: func(t *testing.T, v *vault.Vault) (any, error) {
-			sc, key, err := vault.ScopeView.Load(v)
+			sc, key, err := scope.View.Load(v)
 			if err != nil {
 				return nil, err
 			}
@@ -145,7 +146,7 @@ var derivedViews = []derivedView{
 		full: func(t *testing.T, v *vault.Vault) (any, error) {
 			// From every segment's lines: the per-segment facts are set
 			// aside for the fold and put back after.
-			facts := vault.StateFilePath(v.Root, vault.ScopeFactsFile)
+			facts := vault.StateFilePath(v.Root, scope.FactsFile)
 			if kept, err := os.ReadFile(facts); err == nil {
 				os.Remove(facts)
 				defer os.WriteFile(facts, kept, 0o644)
@@ -154,7 +155,7 @@ var derivedViews = []derivedView{
 			if err != nil {
 				return nil, err
 			}
-			sc, tip, _, err := v.ScopeFromFacts(segs, stamps)
+			sc, tip, _, err := scope.FromFacts(v, segs, stamps)
 			if err != nil {
 				return nil, err
 			}

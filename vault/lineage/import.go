@@ -10,6 +10,7 @@ import (
 	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/scope"
 	"github.com/memvault/memvault/vault/transcript"
 )
 
@@ -296,7 +297,7 @@ func commitChunk(v *vault.Vault, opts vault.TxOptions, id *importID, thread stri
 	}
 	res, err := v.Update(opts, func(tx *vault.Tx) error {
 		if thread != "" && len(rep.Commits) == 0 {
-			if err := tx.BindSession(id.t, thread); err != nil {
+			if err := scope.BindSession(tx, id.t, thread); err != nil {
 				return err
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memvault/memvault/vault/continuity"
+	"github.com/memvault/memvault/vault/scope"
 	"github.com/memvault/memvault/vault/transcript"
 
 	"github.com/memvault/memvault/index"
@@ -131,7 +132,7 @@ func Recall(v *vault.Vault, opts RecallOptions) (*RecallResult, error) {
 	if opts.Limit <= 0 {
 		opts.Limit = 5
 	}
-	sc, err := v.LoadScope()
+	sc, err := scope.Load(v)
 	if err != nil {
 		return nil, err
 	}
@@ -260,14 +261,14 @@ func Recall(v *vault.Vault, opts RecallOptions) (*RecallResult, error) {
 // all threads with AllThreads; else the current thread, the threads linked
 // to it by a link event, and any thread whose alias the query names. It
 // returns the current thread too when it came from the working directory.
-func recallScope(v *vault.Vault, sc *vault.Scope, q string, opts *RecallOptions) (allowed map[string]bool, scope []string, dirThread string, err error) {
+func recallScope(v *vault.Vault, sc *scope.Scope, q string, opts *RecallOptions) (allowed map[string]bool, searched []string, dirThread string, err error) {
 	if opts.Thread != "" {
 		th, err := vault.ParseThread(opts.Thread)
 		if err != nil {
 			return nil, nil, "", err
 		}
 		opts.Thread = th.String()
-		if !v.KnowsThread(sc, th) {
+		if !scope.KnowsThread(v, sc, th) {
 			e := fault.New(vault.ErrNotFound, "recall: thread %q: unknown", opts.Thread)
 			return nil, nil, "", e.WithHint("threads the ledger knows: %s", strings.Join(sc.Threads(), ", "))
 		}
@@ -280,7 +281,7 @@ func recallScope(v *vault.Vault, sc *vault.Scope, q string, opts *RecallOptions)
 		return nil, []string{"*"}, "", nil
 	}
 	if opts.Thread == "" && opts.Dir != "" {
-		if t, known := v.WorkThreadIn(sc, opts.Dir); known {
+		if t, known := scope.WorkThreadIn(v, sc, opts.Dir); known {
 			opts.Thread, dirThread = t, t
 		}
 	}
@@ -293,7 +294,7 @@ func recallScope(v *vault.Vault, sc *vault.Scope, q string, opts *RecallOptions)
 	}
 	for key, t := range v.Config.Threads {
 		for _, a := range t.Aliases {
-			if vault.MentionsAlias(q, a) {
+			if scope.MentionsAlias(q, a) {
 				allowed[key] = true
 			}
 		}
@@ -303,7 +304,7 @@ func recallScope(v *vault.Vault, sc *vault.Scope, q string, opts *RecallOptions)
 
 // inScope applies the thread scope to a hit. A transcript message takes the
 // threads of its session; a session without a thread is global.
-func inScope(v *vault.Vault, sc *vault.Scope, h Hit, allowed map[string]bool) bool {
+func inScope(v *vault.Vault, sc *scope.Scope, h Hit, allowed map[string]bool) bool {
 	if allowed == nil {
 		return true
 	}
@@ -552,7 +553,7 @@ func snippet(text, q string) string {
 	}
 	lower := strings.ToLower(text)
 	at := -1
-	for _, w := range strings.FieldsFunc(strings.ToLower(q), vault.NotWordRune) {
+	for _, w := range strings.FieldsFunc(strings.ToLower(q), scope.NotWordRune) {
 		if len(w) < 3 {
 			continue
 		}

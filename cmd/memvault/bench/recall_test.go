@@ -40,6 +40,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/recall"
+	"github.com/memvault/memvault/vault/scope"
 	"github.com/memvault/memvault/vault/transcript"
 )
 
@@ -469,7 +470,7 @@ func scaleGenerate(tb testing.TB, root, corpus string, messages int) scaleData {
 				if _, _, err := tx.AppendMessages(t, msgs); err != nil {
 					return err
 				}
-				if err := tx.BindSession(t, fmt.Sprintf("project:p%03d", threads.IntN(scaleThreads))); err != nil {
+				if err := scope.BindSession(tx, t, fmt.Sprintf("project:p%03d", threads.IntN(scaleThreads))); err != nil {
 					return err
 				}
 			}
@@ -553,7 +554,7 @@ func scaleAppendTail(tb testing.TB, root string, bytes int64) int64 {
 			if _, _, err := tx.AppendMessages(t, msgs); err != nil {
 				return err
 			}
-			return tx.BindSession(t, "project:tail")
+			return scope.BindSession(tx, t, "project:tail")
 		})
 		if err != nil {
 			tb.Fatal(err)

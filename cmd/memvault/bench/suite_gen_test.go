@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault/continuity"
+	"github.com/memvault/memvault/vault/scope"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/heads"
@@ -222,7 +223,7 @@ func suiteGenerateBatched(tb testing.TB, v *vault.Vault, spec suiteSpec, cw *cor
 				if _, _, err := tx.AppendMessages(t, msgs); err != nil {
 					return err
 				}
-				if err := tx.BindSession(t, suiteThread(s%spec.Threads)); err != nil {
+				if err := scope.BindSession(tx, t, suiteThread(s%spec.Threads)); err != nil {
 					return err
 				}
 			}
@@ -322,7 +323,7 @@ func suiteGenerateWeek(tb testing.TB, v *vault.Vault, spec suiteSpec, cw *corpus
 				d.Messages += n
 				d.Sessions++
 				sessions = append(sessions, l)
-				update(vault.TxOptions{Session: t.Session}, func(tx *vault.Tx) error { return tx.BindSession(t, l.thread) })
+				update(vault.TxOptions{Session: t.Session}, func(tx *vault.Tx) error { return scope.BindSession(tx, t, l.thread) })
 			}
 			for active := len(sessions); active > 0; {
 				active = 0

@@ -15,6 +15,7 @@ import (
 	"github.com/memvault/memvault/hooks"
 	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/scope"
 )
 
 var scopeFlag = &ucli.StringFlag{Name: "scope", Value: "project", Usage: "project (the repository around here) or user (your home)"}
@@ -32,23 +33,23 @@ func installer(c *ucli.Context, verb string) (*hooks.Installer, error) {
 }
 
 func newInstaller(c *ucli.Context, name string) (*hooks.Installer, error) {
-	scope := hooks.Scope(c.String("scope"))
-	if scope != hooks.ScopeProject && scope != hooks.ScopeUser {
-		return nil, usagef("--scope %q: want project or user", scope)
+	where := hooks.Scope(c.String("scope"))
+	if where != hooks.ScopeProject && where != hooks.ScopeUser {
+		return nil, usagef("--scope %q: want project or user", where)
 	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, err
 	}
 	home, err := os.UserHomeDir()
-	if err != nil && scope == hooks.ScopeUser {
+	if err != nil && where == hooks.ScopeUser {
 		return nil, fmt.Errorf("install: no home folder: %w", err)
 	}
 	bin, err := selfPath()
 	if err != nil {
 		return nil, fmt.Errorf("install: %w", err)
 	}
-	return &hooks.Installer{Harness: name, Scope: scope, Project: vault.ProjectRoot(wd), Home: home, Bin: bin, Env: os.Getenv}, nil
+	return &hooks.Installer{Harness: name, Scope: where, Project: scope.ProjectRoot(wd), Home: home, Bin: bin, Env: os.Getenv}, nil
 }
 
 // noMCPFlag leaves the harness's MCP servers alone (docs/MCP.md,
@@ -90,7 +91,7 @@ func gitHookChanges(c *ucli.Context, verb string, remove bool) (changes []hooks.
 	}
 	inVault = len(out)
 	if doProject {
-		cs, err := hooks.PlanGitHooks(vault.ProjectRoot(wd), hooks.ProjectGitHooks(bin), bin, remove)
+		cs, err := hooks.PlanGitHooks(scope.ProjectRoot(wd), hooks.ProjectGitHooks(bin), bin, remove)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -12,7 +12,7 @@ import (
 
 // The current thread, one rule for the hooks and the command line
 // (docs/RETRIEVAL.md, "The current thread"): --thread or MEMVAULT_THREAD;
-// else the thread of the working directory, when vault.WorkThread allows
+// else the thread of the working directory, when scope.WorkThread allows
 // it; --global (writers) or --all-threads (recall) opts out.
 
 var (
@@ -34,7 +34,7 @@ func threadOnCommandLine(c *ucli.Context) bool {
 // currentThread is the thread a command that takes --global works in (the
 // writers file new rows under it; context shows its head): none with
 // --global; --thread or MEMVAULT_THREAD; else the working directory's
-// thread when vault.WorkThread gives one. fromDir reports the last case,
+// thread when scope.WorkThread gives one. fromDir reports the last case,
 // which the command says on stderr (dirThreadNote). recall has its own
 // order (the session's thread comes before the working directory's) and
 // leaves it to recall.Recall.

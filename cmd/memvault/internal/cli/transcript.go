@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/vault/lineage"
+	"github.com/memvault/memvault/vault/scope"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/recall"
@@ -109,7 +110,7 @@ func runTranscriptAppend(c *ucli.Context, v *vault.Vault) (txWork, error) {
 			return err
 		}
 		if opts.thread != "" {
-			return tx.BindSession(opts.ref, opts.thread)
+			return scope.BindSession(tx, opts.ref, opts.thread)
 		}
 		return nil
 	}

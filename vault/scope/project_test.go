@@ -1,4 +1,4 @@
-package vault
+package scope
 
 import (
 	"os"
@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
 
@@ -94,7 +95,7 @@ func TestProjectThread(t *testing.T) {
 func TestWorkThread(t *testing.T) {
 	base := t.TempDir()
 	proj := filepath.Join(base, "Shop")
-	v, _, err := Init(filepath.Join(proj, DirName))
+	v, _, err := vault.Init(filepath.Join(proj, vault.DirName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestWorkThread(t *testing.T) {
 	}
 	check := func(dir, want string, wantKnown bool) {
 		t.Helper()
-		got, known, err := v.WorkThread(dir)
+		got, known, err := WorkThread(v, dir)
 		if err != nil || got != want || known != wantKnown {
 			t.Errorf("WorkThread(%s) = %q, %v, %v; want %q, %v", dir, got, known, err, want, wantKnown)
 		}
@@ -117,8 +118,8 @@ func TestWorkThread(t *testing.T) {
 	check(filepath.Join(base, "elsewhere", "tools"), "", false) // unrelated and unknown
 	check("", "", false)
 
-	if _, err := v.Update(TxOptions{}, func(tx *Tx) error {
-		_, err := tx.Remember(Input{Text: "a row", Thread: "project:known"})
+	if _, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
+		_, err := tx.Remember(vault.Input{Text: "a row", Thread: "project:known"})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -130,8 +131,8 @@ func TestWorkThread(t *testing.T) {
 	check(filepath.Join(base, "elsewhere", "tools"), "project:tools", true) // declared in memvault.toml
 
 	// A subfolder whose own thread the vault knows keeps it.
-	if _, err := v.Update(TxOptions{}, func(tx *Tx) error {
-		_, err := tx.Remember(Input{Text: "a row", Thread: "project:api"})
+	if _, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
+		_, err := tx.Remember(vault.Input{Text: "a row", Thread: "project:api"})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -140,13 +141,13 @@ func TestWorkThread(t *testing.T) {
 	check(filepath.Join(proj, "api", "v2"), "project:shop", false)
 
 	// A vault not named .memory holds no project: only known threads.
-	other, _, err := Init(filepath.Join(base, "notes"))
+	other, _, err := vault.Init(filepath.Join(base, "notes"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := other.WorkThread(filepath.Join(base, "notes"))
+	got, _, err := WorkThread(other, filepath.Join(base, "notes"))
 	if err != nil || got != "" {
-		t.Errorf("vault not named %s: %q, %v", DirName, got, err)
+		t.Errorf("vault not named %s: %q, %v", vault.DirName, got, err)
 	}
 }
 
@@ -162,13 +163,13 @@ func TestWorkThreadGit(t *testing.T) {
 	if out, err := exec.Command("git", "-C", proj, "remote", "add", "origin", "https://example.com/acme/shop.git").CombinedOutput(); err != nil {
 		t.Fatalf("git remote: %v\n%s", err, out)
 	}
-	v, _, err := Init(filepath.Join(proj, DirName))
+	v, _, err := vault.Init(filepath.Join(proj, vault.DirName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.MkdirAll(filepath.Join(proj, "src", "api"), 0o755)
 	for _, dir := range []string{proj, filepath.Join(proj, "src", "api"), v.Root} {
-		if got, _, err := v.WorkThread(dir); err != nil || got != "project:shop" {
+		if got, _, err := WorkThread(v, dir); err != nil || got != "project:shop" {
 			t.Errorf("WorkThread(%s) = %q, %v; want project:shop", dir, got, err)
 		}
 	}

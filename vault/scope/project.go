@@ -1,10 +1,12 @@
-package vault
+package scope
 
 import (
 	"bufio"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/memvault/memvault/vault"
 )
 
 // ProjectThread derives the thread of a session from where the harness
@@ -147,32 +149,32 @@ func slugRuns(s string) string {
 // api` in a plain project folder stays in the project's thread. known
 // reports whether the vault has anything of the thread yet; a reader has
 // nothing to find in a thread it does not know.
-func (v *Vault) WorkThread(dir string) (thread string, known bool, err error) {
-	sc, err := v.LoadScope()
+func WorkThread(v *vault.Vault, dir string) (thread string, known bool, err error) {
+	sc, err := Load(v)
 	if err != nil {
 		return "", false, err
 	}
-	thread, known = v.WorkThreadIn(sc, dir)
+	thread, known = WorkThreadIn(v, sc, dir)
 	return thread, known, nil
 }
 
 // WorkThreadIn is WorkThread against a scope already loaded.
-func (v *Vault) WorkThreadIn(sc *Scope, dir string) (thread string, known bool) {
+func WorkThreadIn(v *vault.Vault, sc *Scope, dir string) (thread string, known bool) {
 	if dir == "" {
 		return "", false
 	}
 	holder := ""
-	if filepath.Base(v.Root) == DirName {
+	if filepath.Base(v.Root) == vault.DirName {
 		holder = filepath.Dir(v.Root)
 	}
 	inProject := holder != "" && within(dir, holder)
 	if inProject && within(dir, v.Root) {
 		dir = holder
 	}
-	thread, known = v.threadOf(sc, dir)
+	thread, known = threadOf(v, sc, dir)
 	if inProject && !known && dir != holder {
 		if _, _, _, inGit := findGit(dir); !inGit {
-			thread, known = v.threadOf(sc, holder)
+			thread, known = threadOf(v, sc, holder)
 		}
 	}
 	if !inProject && !known {
@@ -183,12 +185,12 @@ func (v *Vault) WorkThreadIn(sc *Scope, dir string) (thread string, known bool) 
 
 // threadOf is ProjectThread(dir), "" when dir has no name to make a slug
 // of, and whether the vault knows it.
-func (v *Vault) threadOf(sc *Scope, dir string) (string, bool) {
-	th, err := ParseThread(ProjectThread(dir))
+func threadOf(v *vault.Vault, sc *Scope, dir string) (string, bool) {
+	th, err := vault.ParseThread(ProjectThread(dir))
 	if err != nil {
 		return "", false
 	}
-	return th.String(), v.KnowsThread(sc, th)
+	return th.String(), KnowsThread(v, sc, th)
 }
 
 // within reports whether path is dir or inside it, comparing the paths
@@ -213,11 +215,11 @@ func realPath(p string) string {
 
 // KnowsThread reports whether the vault has anything of a thread: a row of
 // it in the ledger, aliases in memvault.toml, or a head file.
-func (v *Vault) KnowsThread(sc *Scope, t Thread) bool {
-	return sc.Known(t.String()) || v.Config.Threads[t.String()].Aliases != nil || v.headExists(t)
+func KnowsThread(v *vault.Vault, sc *Scope, t vault.Thread) bool {
+	return sc.known[t.String()] || v.Config.Threads[t.String()].Aliases != nil || headExists(v, t)
 }
 
-func (v *Vault) headExists(t Thread) bool {
+func headExists(v *vault.Vault, t vault.Thread) bool {
 	_, err := v.Files().Stat(v.Abs(t.HeadPath()))
 	return err == nil
 }

@@ -1,4 +1,10 @@
-package vault
+// Package scope is the thread structure retrieval filters by, and the
+// thread a working folder belongs to: one rule for the hooks and the
+// command line (docs/RETRIEVAL.md, "The current thread"). It stands on
+// the engine's ledger and its derived-state files, and keeps its own: the
+// scope view (.state/scope.bin) and the per-segment facts it is rebuilt
+// from (.state/scope-facts.bin).
+package scope
 
 import (
 	"bytes"
@@ -8,8 +14,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
-	"github.com/memvault/memvault/vault/fileio"
 )
 
 // Scope facts are what retrieval needs to know about threads without reading
@@ -25,17 +31,17 @@ type scopeFacts struct {
 }
 
 type segScope struct {
-	Stamp SegStamp
+	Stamp vault.SegStamp
 	Facts scopeFacts
 }
 
 // Scope is the thread structure of the vault as retrieval sees it.
 type Scope struct {
-	// Folded holds agent, session, thread triples sorted, as the folded
+	// folded holds agent, session, thread triples sorted, as the folded
 	// cache has them (searched, not turned into a map: a vault has tens of
 	// thousands of sessions and a recall asks about a few);
 	// sessionThreads holds what was folded on top of them.
-	Folded         [][3]string
+	folded         [][3]string
 	sessionThreads map[[2]string]map[string]bool // agent+session → threads
 	Pairs          [][2]string                   // threads joined by a link event
 	known          map[string]bool
@@ -58,7 +64,7 @@ func less3(a, b [3]string) bool {
 	return false
 }
 
-// The scope is a Derived view (derived.go), .state/scope.bin, read on
+// View is the scope as a vault.Derived view, .state/scope.bin, read on
 // every recall: its sessions (tens of thousands of agent, session, thread
 // triples) are sorted triples read back as substrings of the file, not a
 // map, since a recall asks about a few. Events appended since are folded
@@ -67,25 +73,25 @@ func less3(a, b [3]string) bool {
 // them. The file is rewritten after 64 events folded on top (about 16 KiB
 // of ledger): below that, re-reading the lines costs less than writing the
 // whole scope on every prompt after a write.
-var ScopeView = &Derived[*Scope]{
+var View = &vault.Derived[*Scope]{
 	Name:    "scope",
 	Version: 2,
 	Every:   64,
-	Rebuild: func(v *Vault, segs []Segment, stamps []SegStamp) (*Scope, string, bool, error) {
-		return v.ScopeFromFacts(segs, stamps)
+	Rebuild: func(v *vault.Vault, segs []vault.Segment, stamps []vault.SegStamp) (*Scope, string, bool, error) {
+		return FromFacts(v, segs, stamps)
 	},
 	Fold:   foldScope,
-	Encode: EncodeScope,
-	Decode: DecodeScope,
+	Encode: encode,
+	Decode: decode,
 }
 
-// LoadScope returns the scope of the whole ledger, through its view.
-func (v *Vault) LoadScope() (*Scope, error) {
-	sc, _, err := ScopeView.Load(v)
+// Load returns the scope of the whole ledger, through its view.
+func Load(v *vault.Vault) (*Scope, error) {
+	sc, _, err := View.Load(v)
 	return sc, err
 }
 
-func foldScope(sc *Scope, ev *Event) (*Scope, bool) {
+func foldScope(sc *Scope, ev *vault.Event) (*Scope, bool) {
 	if ev.Thread == "" {
 		return sc, true
 	}
@@ -105,7 +111,7 @@ func foldScope(sc *Scope, ev *Event) (*Scope, bool) {
 
 // Sessions returns every agent, session, thread triple, sorted.
 func (sc *Scope) Sessions() [][3]string {
-	out := append([][3]string(nil), sc.Folded...)
+	out := append([][3]string(nil), sc.folded...)
 	for k, ts := range sc.sessionThreads {
 		for t := range ts {
 			if k3 := [3]string{k[0], k[1], t}; !sc.inFolded(k3) {
@@ -117,7 +123,7 @@ func (sc *Scope) Sessions() [][3]string {
 	return out
 }
 
-func EncodeScope(e *Encoder, sc *Scope) {
+func encode(e *vault.Encoder, sc *Scope) {
 	sess := sc.Sessions()
 	e.Int(len(sess))
 	for _, t := range sess {
@@ -130,15 +136,15 @@ func EncodeScope(e *Encoder, sc *Scope) {
 		e.Str(p[0])
 		e.Str(p[1])
 	}
-	e.Strs(SortedKeys(sc.known))
+	e.Strs(vault.SortedKeys(sc.known))
 }
 
-func DecodeScope(d *Decoder) (*Scope, bool) {
+func decode(d *vault.Decoder) (*Scope, bool) {
 	sc := &Scope{sessionThreads: map[[2]string]map[string]bool{}, known: map[string]bool{}}
 	if n := d.Count(); n > 0 {
-		sc.Folded = make([][3]string, n)
-		for i := range sc.Folded {
-			sc.Folded[i] = [3]string{d.Str(), d.Str(), d.Str()}
+		sc.folded = make([][3]string, n)
+		for i := range sc.folded {
+			sc.folded[i] = [3]string{d.Str(), d.Str(), d.Str()}
 		}
 	}
 	if n := d.Count(); n > 0 {
@@ -151,26 +157,28 @@ func DecodeScope(d *Decoder) (*Scope, bool) {
 		sc.known[t] = true
 	}
 	// Searched by binary search: a file not sorted is not one we wrote.
-	if d.bad || !sort.SliceIsSorted(sc.Folded, func(i, j int) bool { return less3(sc.Folded[i], sc.Folded[j]) }) {
+	if d.Failed() || !sort.SliceIsSorted(sc.folded, func(i, j int) bool { return less3(sc.folded[i], sc.folded[j]) }) {
 		return nil, false
 	}
 	return sc, true
 }
 
 func (sc *Scope) inFolded(k [3]string) bool {
-	i := sort.Search(len(sc.Folded), func(i int) bool { return !less3(sc.Folded[i], k) })
-	return i < len(sc.Folded) && sc.Folded[i] == k
+	i := sort.Search(len(sc.folded), func(i int) bool { return !less3(sc.folded[i], k) })
+	return i < len(sc.folded) && sc.folded[i] == k
 }
 
-// The per-segment facts, .state/scope-facts.bin, in the same framing.
+// FactsFile names the per-segment facts' file, .state/scope-facts.bin, in
+// the framing of every file there (vault.WriteStateFile); a test removes
+// it to tell a rebuild from a fold on top.
 const (
-	ScopeFactsFile    = "scope-facts"
-	scopeFactsVersion = 1
+	FactsFile    = "scope-facts"
+	factsVersion = 1
 )
 
-func loadScopeFacts(root string) map[string]segScope {
+func loadFacts(root string) map[string]segScope {
 	cache := map[string]segScope{}
-	d, ok := readStateFile(root, ScopeFactsFile, scopeFactsVersion)
+	d, ok := vault.ReadStateFile(root, FactsFile, factsVersion)
 	if !ok {
 		return cache
 	}
@@ -185,9 +193,9 @@ func loadScopeFacts(root string) map[string]segScope {
 		}
 		return out
 	}
-	for n := d.Count(); n > 0 && !d.bad; n-- {
+	for n := d.Count(); n > 0 && !d.Failed(); n-- {
 		var c segScope
-		if st := decodeStamps(d); len(st) == 1 {
+		if st := vault.DecodeStamps(d); len(st) == 1 {
 			c.Stamp = st[0]
 		}
 		if k := d.Count(); k > 0 {
@@ -207,13 +215,13 @@ func loadScopeFacts(root string) map[string]segScope {
 	return cache
 }
 
-func saveScopeFacts(root string, cache map[string]segScope) {
+func saveFacts(root string, cache map[string]segScope) {
 	files := make([]string, 0, len(cache))
 	for f := range cache {
 		files = append(files, f)
 	}
 	sort.Strings(files)
-	writeStateFile(root, ScopeFactsFile, scopeFactsVersion, func(e *Encoder) {
+	vault.WriteStateFile(root, FactsFile, factsVersion, func(e *vault.Encoder) {
 		pairs := func(ps [][2]string) {
 			e.Int(len(ps))
 			for _, p := range ps {
@@ -224,7 +232,7 @@ func saveScopeFacts(root string, cache map[string]segScope) {
 		e.Int(len(files))
 		for _, f := range files {
 			c := cache[f]
-			encodeStamps(e, []SegStamp{c.Stamp})
+			vault.EncodeStamps(e, []vault.SegStamp{c.Stamp})
 			e.Int(len(c.Facts.Sessions))
 			for _, t := range c.Facts.Sessions {
 				e.Str(t[0])
@@ -238,10 +246,12 @@ func saveScopeFacts(root string, cache map[string]segScope) {
 	})
 }
 
-// ScopeFromFacts folds the scope facts of every segment, reading only the
-// segments whose stamp changed since their facts were kept.
-func (v *Vault) ScopeFromFacts(segs []Segment, stamps []SegStamp) (*Scope, string, bool, error) {
-	cache := loadScopeFacts(v.Root)
+// FromFacts folds the scope facts of every segment, reading only the
+// segments whose stamp changed since their facts were kept. It is View's
+// Rebuild, exported for the test that holds every view to the full fold
+// (vault/continuity's TestDerivedMatchesFullFold).
+func FromFacts(v *vault.Vault, segs []vault.Segment, stamps []vault.SegStamp) (*Scope, string, bool, error) {
+	cache := loadFacts(v.Root)
 	changed := false
 	sc := &Scope{sessionThreads: map[[2]string]map[string]bool{}, known: map[string]bool{}}
 	threadOf := map[string]string{}
@@ -297,42 +307,11 @@ func (v *Vault) ScopeFromFacts(segs []Segment, stamps []SegStamp) (*Scope, strin
 		}
 	}
 	if changed {
-		saveScopeFacts(v.Root, cache)
+		saveFacts(v.Root, cache)
 	}
-	tip := ""
-	for i := len(segs) - 1; i >= 0 && tip == ""; i-- {
-		tip = lastHashOf(v.Files(), v.Abs(segs[i].Rel()))
-	}
-	torn := len(segs) > 0 && EndsTorn(v.Files(), v.SegPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
+	tip := v.TipOf(segs)
+	torn := len(segs) > 0 && vault.EndsTorn(v.Files(), v.SegPath(segs[len(segs)-1]), stamps[len(stamps)-1].Size)
 	return sc, tip, torn, nil
-}
-
-// lastHashOf returns the hash of the last complete event of a ledger
-// segment ("" when it has none).
-func lastHashOf(fsys fileio.Root, path string) string {
-	data, err := fsys.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	end := bytes.LastIndexByte(data, '\n')
-	if end < 0 {
-		return ""
-	}
-	data = data[:end]
-	for len(data) > 0 {
-		i := bytes.LastIndexByte(data, '\n')
-		var ev struct {
-			Hash string `json:"hash"`
-		}
-		if json.Unmarshal(data[i+1:], &ev) == nil && ev.Hash != "" {
-			return ev.Hash
-		}
-		if i < 0 {
-			break
-		}
-		data = data[:i]
-	}
-	return ""
 }
 
 // factsOf extracts the scope facts of one segment's complete lines.
@@ -386,15 +365,12 @@ func (sc *Scope) SessionThreads(agent, session string) []string {
 		out[t] = true
 	}
 	lo := [3]string{agent, session, ""}
-	for i := sort.Search(len(sc.Folded), func(i int) bool { return !less3(sc.Folded[i], lo) }); i < len(sc.Folded) &&
-		sc.Folded[i][0] == agent && sc.Folded[i][1] == session; i++ {
-		out[sc.Folded[i][2]] = true
+	for i := sort.Search(len(sc.folded), func(i int) bool { return !less3(sc.folded[i], lo) }); i < len(sc.folded) &&
+		sc.folded[i][0] == agent && sc.folded[i][1] == session; i++ {
+		out[sc.folded[i][2]] = true
 	}
-	return SortedKeys(out)
+	return vault.SortedKeys(out)
 }
-
-// Known reports whether a thread appears anywhere in the ledger.
-func (sc *Scope) Known(thread string) bool { return sc.known[thread] }
 
 // Linked returns the threads joined to thread by a link event: an event in
 // one thread that links to an event in the other, either way.
@@ -408,7 +384,7 @@ func (sc *Scope) Linked(thread string) []string {
 			out[p[0]] = true
 		}
 	}
-	return SortedKeys(out)
+	return vault.SortedKeys(out)
 }
 
 // Threads lists every thread the ledger knows.
@@ -429,6 +405,8 @@ func MentionsAlias(query, alias string) bool {
 	return strings.TrimSpace(a) != "" && strings.Contains(q, a)
 }
 
+// NotWordRune reports whether r separates the words of a query: an alias
+// is matched, and a snippet placed, on the same words.
 func NotWordRune(r rune) bool {
 	return !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r > 127)
 }
@@ -436,24 +414,24 @@ func NotWordRune(r rune) bool {
 // BindSession records that a session belongs to a thread (a session.thread
 // event), unless the ledger says so already. Retrieval scopes a session's
 // transcript by the threads it belongs to.
-func (tx *Tx) BindSession(t TranscriptRef, thread string) error {
-	th, err := ParseThread(thread)
+func BindSession(tx *vault.Tx, t vault.TranscriptRef, thread string) error {
+	th, err := vault.ParseThread(thread)
 	if err != nil {
 		return err
 	}
-	sc, err := tx.v.LoadScope()
+	sc, err := Load(tx.Vault())
 	if err != nil {
 		return err
 	}
 	if slices.Contains(sc.SessionThreads(t.Agent, t.Session), th.String()) {
 		return nil
 	}
-	for _, ev := range tx.events {
+	for _, ev := range tx.Events() {
 		if ev.Kind == "session.thread" && ev.Agent == t.Agent && ev.Session == t.Session && ev.Thread == th.String() {
 			return nil
 		}
 	}
-	tx.Append(&Event{Kind: "session.thread", Agent: t.Agent, Session: t.Session, Thread: th.String(),
+	tx.Append(&vault.Event{Kind: "session.thread", Agent: t.Agent, Session: t.Session, Thread: th.String(),
 		Text: "session " + t.Session + " belongs to " + th.String(), Source: "cli"})
 	return nil
 }

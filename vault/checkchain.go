@@ -9,6 +9,7 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/memvault/memvault/vault/codec"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
 )
@@ -135,7 +136,7 @@ func (v *Vault) stampKey(create bool) []byte {
 }
 
 // encodeVerified writes the cache's content, what its signature covers.
-func encodeVerified(e *Encoder, c verifiedCache) {
+func encodeVerified(e *codec.Encoder, c verifiedCache) {
 	e.Int(len(c.stamps))
 	for _, s := range c.stamps {
 		encodeStamp(e, s.SegStamp)
@@ -158,7 +159,7 @@ func encodeVerified(e *Encoder, c verifiedCache) {
 
 // signVerified is the cache's signature under key.
 func signVerified(key []byte, c verifiedCache) string {
-	e := &Encoder{B: make([]byte, 0, 4096)}
+	e := &codec.Encoder{B: make([]byte, 0, 4096)}
 	encodeVerified(e, c)
 	m := hmac.New(sha256.New, key)
 	m.Write(e.B)
@@ -175,7 +176,7 @@ func (v *Vault) loadStamps() verifiedCache {
 		return verifiedCache{}
 	}
 	n := d.Count()
-	if d.bad || n == 0 {
+	if d.Failed() || n == 0 {
 		return verifiedCache{}
 	}
 	var c verifiedCache
@@ -221,7 +222,7 @@ func (v *Vault) saveStamps(c verifiedCache) {
 	if key == nil {
 		return
 	}
-	WriteStateFile(v.Root, verifiedFile, verifiedVersion, func(e *Encoder) {
+	WriteStateFile(v.Root, verifiedFile, verifiedVersion, func(e *codec.Encoder) {
 		encodeVerified(e, c)
 		e.Str(signVerified(key, c))
 	})

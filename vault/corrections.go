@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/memvault/memvault/vault/codec"
 	"github.com/memvault/memvault/vault/fault"
 )
 
@@ -100,7 +101,7 @@ func (v *Vault) saveCorrectionCache(cache map[string]SegCorrections) {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	WriteStateFile(v.Root, CorrectionFile, correctionVersion, func(e *Encoder) {
+	WriteStateFile(v.Root, CorrectionFile, correctionVersion, func(e *codec.Encoder) {
 		e.Int(len(paths))
 		for _, p := range paths {
 			c := cache[p]
@@ -280,7 +281,7 @@ func loadAllCorrections(root string) map[string]segRows {
 }
 
 func saveAllCorrections(root string, all allCorrections) {
-	WriteStateFile(root, AllCorrectionsFile, allCorrectionsVersion, func(e *Encoder) {
+	WriteStateFile(root, AllCorrectionsFile, allCorrectionsVersion, func(e *codec.Encoder) {
 		e.Int(len(all.Segs))
 		for _, sr := range all.Segs {
 			encodeStamp(e, sr.Stamp)

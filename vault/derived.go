@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/memvault/memvault/vault/codec"
 	"github.com/memvault/memvault/vault/fileio"
 )
 
@@ -70,8 +71,8 @@ type Derived[T any] struct {
 	// is written); Decode reads it back, false when the bytes do not
 	// decode. Decode may keep slices of the bytes, and the decoder itself
 	// for the blocks of the file's tail.
-	Encode func(e *Encoder, t T)
-	Decode func(d *Decoder) (T, bool)
+	Encode func(e *codec.Encoder, t T)
+	Decode func(d *codec.Decoder) (T, bool)
 }
 
 func (d *Derived[T]) Path(root string) string { return StateFilePath(root, d.Name) }
@@ -127,14 +128,14 @@ func (d *Derived[T]) LoadStamped(v *Vault, segs []Segment, stamps []SegStamp) (t
 		return t, key, false, false
 	}
 	defer func() {
-		if !ok && dec.tail != nil {
-			dec.tail.Close()
+		if !ok {
+			dec.Close()
 		}
 	}()
 	tip := dec.Str()
 	old := DecodeStamps(dec)
 	lastSum := uint32(dec.Uint64())
-	if dec.bad || len(old) == 0 || !StampsContinue(old, stamps) {
+	if dec.Failed() || len(old) == 0 || !StampsContinue(old, stamps) {
 		return t, key, false, false
 	}
 	last := len(old) - 1
@@ -183,10 +184,10 @@ func (d *Derived[T]) Save(v *Vault, t T, key Key) bool {
 	if !ok {
 		return false
 	}
-	return WriteStateFile(v.Root, d.Name, d.Version, func(e *Encoder) {
+	return WriteStateFile(v.Root, d.Name, d.Version, func(e *codec.Encoder) {
 		e.Str(key.Tip)
 		EncodeStamps(e, key.Stamps)
-		e.uv(uint64(lastSum))
+		e.Uint64(uint64(lastSum))
 		d.Encode(e, t)
 	})
 }
@@ -208,12 +209,12 @@ func StateFilePath(root, name string) string {
 // kept per segment rather than as one Derived view (the corrections', the
 // scope's facts in vault/scope) is written through it too, so every file
 // under .state/ has one framing and one check.
-func WriteStateFile(root, name string, version uint64, body func(e *Encoder)) bool {
+func WriteStateFile(root, name string, version uint64, body func(e *codec.Encoder)) bool {
 	head := len(DerivedMagic) + 8
-	e := &Encoder{B: make([]byte, head, 4096)}
+	e := &codec.Encoder{B: make([]byte, head, 4096)}
 	copy(e.B, DerivedMagic)
 	e.Str(name)
-	e.uv(version)
+	e.Uint64(version)
 	body(e)
 	if e.Bad {
 		_ = fileio.At(root).Remove(StateFilePath(root, name))
@@ -221,7 +222,7 @@ func WriteStateFile(root, name string, version uint64, body func(e *Encoder)) bo
 	}
 	binary.LittleEndian.PutUint64(e.B[len(DerivedMagic):], uint64(len(e.B)-head))
 	e.B = binary.LittleEndian.AppendUint32(e.B, crc32.ChecksumIEEE(e.B[head:]))
-	e.B = append(e.B, e.tail...)
+	e.B = append(e.B, e.Tail()...)
 	return fileio.At(root).WriteCache(StateFilePath(root, name), e.B) == nil
 }
 
@@ -230,7 +231,7 @@ func WriteStateFile(root, name string, version uint64, body func(e *Encoder)) bo
 // of another name or version. The tail is not read: when there is one, the
 // decoder holds the open file for it (the file is replaced by rename, never
 // rewritten in place, so it stays the file that was checked).
-func ReadStateFile(root, name string, version uint64) (*Decoder, bool) {
+func ReadStateFile(root, name string, version uint64) (*codec.Decoder, bool) {
 	f, err := fileio.At(root).Open(StateFilePath(root, name))
 	if err != nil {
 		return nil, false
@@ -261,12 +262,12 @@ func ReadStateFile(root, name string, version uint64) (*Decoder, bool) {
 	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(buf[n:]) {
 		return nil, false
 	}
-	dec := NewDecoder(body)
-	if dec.Str() != name || dec.Uint64() != version || dec.bad {
+	dec := codec.NewDecoder(body)
+	if dec.Str() != name || dec.Uint64() != version || dec.Failed() {
 		return nil, false
 	}
 	if tail := int64(len(head)) + int64(len(buf)); tail < info.Size() {
-		dec.tail, dec.tailOff, dec.tailLen = f, tail, info.Size()-tail
+		dec.SetTail(f, tail, info.Size()-tail)
 		keep = true
 	}
 	return dec, true
@@ -275,28 +276,28 @@ func ReadStateFile(root, name string, version uint64) (*Decoder, bool) {
 // EncodeStamps writes segment stamps in the encoding every file under
 // .state/ keys its content by, so that DecodeStamps reads them back for
 // any of them.
-func EncodeStamps(e *Encoder, stamps []SegStamp) {
+func EncodeStamps(e *codec.Encoder, stamps []SegStamp) {
 	e.Int(len(stamps))
 	for _, s := range stamps {
 		encodeStamp(e, s)
 	}
 }
 
-func encodeStamp(e *Encoder, s SegStamp) {
+func encodeStamp(e *codec.Encoder, s SegStamp) {
 	e.Str(s.Path)
 	e.Int64(s.Size)
 	e.Int64(s.Mtime)
-	e.uv(s.Ino)
+	e.Uint64(s.Ino)
 	e.Str(s.Tip)
 }
 
-func decodeStamp(d *Decoder) SegStamp {
+func decodeStamp(d *codec.Decoder) SegStamp {
 	return SegStamp{Path: d.Str(), Size: d.Int64(), Mtime: d.Int64(), Ino: d.Uint64(), Tip: d.Str()}
 }
 
 // DecodeStamps reads what EncodeStamps wrote; nil when the decoder has
 // failed or there are none.
-func DecodeStamps(d *Decoder) []SegStamp {
+func DecodeStamps(d *codec.Decoder) []SegStamp {
 	n := d.Count()
 	if d.Failed() || n == 0 {
 		return nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/memvault/memvault/vault/codec"
 	"github.com/memvault/memvault/vault/fault"
 )
 
@@ -420,7 +421,7 @@ func (v *Vault) eventsWith(segs []Segment, needle []byte, kind string) ([]*Event
 	return out, nil
 }
 
-func encodePolicy(e *Encoder, p *Policy) {
+func encodePolicy(e *codec.Encoder, p *Policy) {
 	e.Int(p.Events)
 	e.Str(p.lastTS)
 	e.Str(p.lastID)
@@ -439,7 +440,7 @@ func encodePolicy(e *Encoder, p *Policy) {
 	}
 }
 
-func decodePolicy(d *Decoder) (*Policy, bool) {
+func decodePolicy(d *codec.Decoder) (*Policy, bool) {
 	p := &Policy{Rules: map[string]PolicyRule{}}
 	p.Events = d.Count()
 	p.lastTS, p.lastID = d.Str(), d.Str()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memvault/memvault/vault/codec"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
 
@@ -139,7 +140,7 @@ func TestVerifyForgedStampsVouchForNothing(t *testing.T) {
 		forged.stamps[i].SegStamp, forged.stamps[i].Ctime = cur.SegStamp, cur.Ctime
 		forged.stamps[i].Tip = old.stamps[i].Tip
 	}
-	WriteStateFile(v.Root, verifiedFile, verifiedVersion, func(e *Encoder) {
+	WriteStateFile(v.Root, verifiedFile, verifiedVersion, func(e *codec.Encoder) {
 		encodeVerified(e, forged)
 		e.Str(signVerified(make([]byte, 32), forged))
 	})
@@ -149,7 +150,7 @@ func TestVerifyForgedStampsVouchForNothing(t *testing.T) {
 	// incremental check trusts (docs/specs/STORAGE.md); a byte of the file
 	// changed then, the signature fails again
 	key := v.stampKey(false)
-	WriteStateFile(v.Root, verifiedFile, verifiedVersion, func(e *Encoder) {
+	WriteStateFile(v.Root, verifiedFile, verifiedVersion, func(e *codec.Encoder) {
 		encodeVerified(e, forged)
 		e.Str(signVerified(key, forged))
 	})

@@ -3,6 +3,7 @@ package continuity
 import (
 	"sort"
 
+	"github.com/memvault/memvault/vault/codec"
 	"github.com/memvault/memvault/vault/heads"
 
 	"github.com/memvault/memvault/render"
@@ -269,7 +270,7 @@ func saveContState(v *vault.Vault, s *contState) {
 	}
 }
 
-func encodeContState(e *vault.Encoder, s *contState) {
+func encodeContState(e *codec.Encoder, s *contState) {
 	e.Str(s.lastAudit)
 	h := bookJSON(s.head)
 	e.Str(h.Blob)
@@ -290,7 +291,7 @@ func encodeContState(e *vault.Encoder, s *contState) {
 }
 
 // encodeInjection writes an injection: its rows, text and token count.
-func encodeInjection(e *vault.Encoder, inj *Injection) {
+func encodeInjection(e *codec.Encoder, inj *Injection) {
 	for _, rows := range [][]InjectedRow{inj.Learnings, inj.Decisions} {
 		e.Int(len(rows))
 		for _, r := range rows {
@@ -303,7 +304,7 @@ func encodeInjection(e *vault.Encoder, inj *Injection) {
 	e.Int(inj.Tokens)
 }
 
-func decodeInjection(d *vault.Decoder) *Injection {
+func decodeInjection(d *codec.Decoder) *Injection {
 	inj := &Injection{}
 	for _, rows := range []*[]InjectedRow{&inj.Learnings, &inj.Decisions} {
 		*rows = make([]InjectedRow, d.Count())
@@ -317,7 +318,7 @@ func decodeInjection(d *vault.Decoder) *Injection {
 
 // decodeContState reads the summary and keeps the fold's bytes, a slice
 // of the file, for decodeContinuity when a command needs them.
-func decodeContState(d *vault.Decoder) (*contState, bool) {
+func decodeContState(d *codec.Decoder) (*contState, bool) {
 	s := &contState{lastAudit: d.Str()}
 	var h contHeadJSON
 	h.Blob, h.Rendered = d.Str(), d.Bool()
@@ -389,7 +390,7 @@ func (j contHeadJSON) state() heads.HeadBook {
 // encodeContinuity writes the whole fold: strings as length and bytes,
 // numbers as uvarints (none is negative).
 func encodeContinuity(c *Continuity) []byte {
-	b := vault.Encoder{B: make([]byte, 0, 256+300*len(c.Learnings))}
+	b := codec.Encoder{B: make([]byte, 0, 256+300*len(c.Learnings))}
 	str := func(ss ...string) {
 		for _, s := range ss {
 			b.Str(s)
@@ -447,7 +448,7 @@ func encodeContinuity(c *Continuity) []byte {
 }
 
 // num reads a number (decoder.uv reads lengths, bounded by the block).
-func num(d *vault.Decoder) int {
+func num(d *codec.Decoder) int {
 	if d.Failed() {
 		return 0
 	}
@@ -466,7 +467,7 @@ func decodeContinuity(body []byte) (*Continuity, bool) {
 	if body == nil {
 		return nil, false
 	}
-	d := vault.NewDecoder(body)
+	d := codec.NewDecoder(body)
 	count := d.Count
 	list := func(keepNil bool) []string {
 		n := count()

@@ -1,6 +1,9 @@
 package heads
 
-import "github.com/memvault/memvault/vault"
+import (
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/codec"
+)
 
 // The heads' derived state: the ledger folded into rows, corrections
 // applied. Rendering a head needs it, and folding 100k events from JSON
@@ -52,7 +55,7 @@ func foldRow(st *vault.State, ev *vault.Event) (*vault.State, bool) {
 // head, and each row names them by their place in it: a quarter less
 // file, and the decoder makes one string per distinct value. The rest is
 // as the ledger has it.
-func encodeRows(e *vault.Encoder, st *vault.State) {
+func encodeRows(e *codec.Encoder, st *vault.State) {
 	at := map[string]int{}
 	var table []string
 	for _, r := range st.Rows {
@@ -81,7 +84,7 @@ func encodeRows(e *vault.Encoder, st *vault.State) {
 
 // decodeRows decodes the rows with one allocation per slab: every string
 // is a slice of the file, or of the table's.
-func decodeRows(d *vault.Decoder) (*vault.State, bool) {
+func decodeRows(d *codec.Decoder) (*vault.State, bool) {
 	table := d.Strs()
 	n := d.Count()
 	events := make([]vault.Event, n)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memvault/memvault/render"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/codec"
 )
 
 // The prepared view. Decoding 100k folded rows costs more than a render
@@ -49,7 +50,7 @@ func HeadViewFor(cfg HeadsConfig) *vault.Derived[*viewCache] {
 			return vc, !vc.bad
 		},
 		Encode: encodeView,
-		Decode: func(d *vault.Decoder) (*viewCache, bool) { return decodeView(d, memCap, threadCap) },
+		Decode: func(d *codec.Decoder) (*viewCache, bool) { return decodeView(d, memCap, threadCap) },
 	}
 }
 
@@ -67,9 +68,9 @@ type viewCache struct {
 	sums       map[string]*render.ThreadSummary
 	parts      map[string]*render.ThreadParts // decoded thread blocks
 	// src reads the blocks not decoded yet from the file's tail.
-	src       *vault.Decoder
-	blocks    map[string]vault.TailRef
-	sessBlock vault.TailRef
+	src       *codec.Decoder
+	blocks    map[string]codec.TailRef
+	sessBlock codec.TailRef
 	// sessions are the session records (one session, the threads it wrote
 	// content rows to), those of the file's block and those applied on
 	// top; sessAdded are the latter. A session may have several records.
@@ -191,19 +192,19 @@ func (vc *viewCache) thread(key string) *render.ThreadParts {
 }
 
 // raw reads a block of the file's tail and checks its sum.
-func (vc *viewCache) raw(ref vault.TailRef) ([]byte, bool) {
+func (vc *viewCache) raw(ref codec.TailRef) ([]byte, bool) {
 	if vc.src == nil {
 		return nil, false
 	}
 	return vc.src.TailBlock(ref)
 }
 
-func (vc *viewCache) block(ref vault.TailRef) (*vault.Decoder, bool) {
+func (vc *viewCache) block(ref codec.TailRef) (*codec.Decoder, bool) {
 	b, ok := vc.raw(ref)
 	if !ok {
 		return nil, false
 	}
-	return vault.NewDecoder(b), true
+	return codec.NewDecoder(b), true
 }
 
 // sessionWrote reports whether a session wrote content rows to a thread.
@@ -248,7 +249,7 @@ func (vc *viewCache) sessionWrote(session, thread string) bool {
 }
 
 // sessionRecords encodes session records, sorted.
-func sessionRecords(e *vault.Encoder, m map[string]map[string]bool) {
+func sessionRecords(e *codec.Encoder, m map[string]map[string]bool) {
 	names := make([]string, 0, len(m))
 	for s := range m {
 		names = append(names, s)
@@ -334,7 +335,7 @@ func (vc *viewCache) apply(ev *vault.Event) {
 
 // decodeView reads the view's index; the blocks stay in the tail. ok is
 // false when the view was cut for other row caps.
-func decodeView(d *vault.Decoder, memCap, threadCap int) (*viewCache, bool) {
+func decodeView(d *codec.Decoder, memCap, threadCap int) (*viewCache, bool) {
 	vc := &viewCache{seq: d.Uvarint(), memCap: d.Uvarint(), threadCap: d.Uvarint(), lastMemory: int(d.Int64()),
 		threads: d.Strs(), heads: map[string]*HeadState{}, src: d}
 	if d.Failed() || vc.memCap != memCap || vc.threadCap != threadCap {
@@ -365,7 +366,7 @@ func decodeView(d *vault.Decoder, memCap, threadCap int) (*viewCache, bool) {
 	vc.mem.Nodes = nodes(d)
 	vc.sessBlock = d.Ref()
 	if n := d.Count(); n > 0 {
-		vc.blocks = make(map[string]vault.TailRef, n)
+		vc.blocks = make(map[string]codec.TailRef, n)
 		for ; n > 0 && !d.Failed(); n-- {
 			k := d.Str()
 			vc.blocks[k] = d.Ref()
@@ -378,7 +379,7 @@ func decodeView(d *vault.Decoder, memCap, threadCap int) (*viewCache, bool) {
 	return vc, true
 }
 
-func encodeHeadEvent(e *vault.Encoder, h *HeadEvent) {
+func encodeHeadEvent(e *codec.Encoder, h *HeadEvent) {
 	for _, s := range [...]string{h.ID, h.TS, h.Kind, h.Agent, h.Session, h.Head, h.Text} {
 		e.Str(s)
 	}
@@ -386,7 +387,7 @@ func encodeHeadEvent(e *vault.Encoder, h *HeadEvent) {
 	e.Int64(int64(h.seq))
 }
 
-func headEvent(d *vault.Decoder) HeadEvent {
+func headEvent(d *codec.Decoder) HeadEvent {
 	h := HeadEvent{ID: d.Str(), TS: d.Str(), Kind: d.Str(), Agent: d.Str(), Session: d.Str(), Head: d.Str(), Text: d.Str()}
 	h.Data = d.Bytes()
 	h.seq = int(d.Int64())
@@ -397,7 +398,7 @@ func headEvent(d *vault.Decoder) HeadEvent {
 // session records and every thread's block in the tail. Blocks never
 // decoded are copied from the old file; one that no longer reads makes the
 // encoding bad, and nothing is written.
-func encodeView(e *vault.Encoder, vc *viewCache) {
+func encodeView(e *codec.Encoder, vc *viewCache) {
 	if vc.bad {
 		e.Bad = true
 		return
@@ -440,7 +441,7 @@ func encodeView(e *vault.Encoder, vc *viewCache) {
 	}
 	putNodes(e, vc.mem.Nodes)
 
-	var blk vault.Encoder
+	var blk codec.Encoder
 	if vc.allSess != nil {
 		sessionRecords(&blk, vc.allSess)
 	} else {
@@ -491,7 +492,7 @@ func encodeView(e *vault.Encoder, vc *viewCache) {
 
 // Ranked lists keep what rendering reads of an item: id, kind, thread and
 // text.
-func putRanked(e *vault.Encoder, r *render.Ranked) {
+func putRanked(e *codec.Encoder, r *render.Ranked) {
 	e.Int(r.More)
 	e.Int(len(r.Items))
 	for i := range r.Items {
@@ -503,7 +504,7 @@ func putRanked(e *vault.Encoder, r *render.Ranked) {
 	}
 }
 
-func putSummary(e *vault.Encoder, s *render.ThreadSummary) {
+func putSummary(e *codec.Encoder, s *render.ThreadSummary) {
 	e.Str(s.Key)
 	e.Int(s.Last)
 	e.Str(s.LastItem.TS)
@@ -521,7 +522,7 @@ func putSummary(e *vault.Encoder, s *render.ThreadSummary) {
 	e.Str(s.Next.Text)
 }
 
-func putNodes(e *vault.Encoder, nodes []render.Node) {
+func putNodes(e *codec.Encoder, nodes []render.Node) {
 	e.Int(len(nodes))
 	for _, n := range nodes {
 		e.Str(n.ID)
@@ -536,7 +537,7 @@ func putNodes(e *vault.Encoder, nodes []render.Node) {
 	}
 }
 
-func ranked(d *vault.Decoder) render.Ranked {
+func ranked(d *codec.Decoder) render.Ranked {
 	r := render.Ranked{More: d.Uvarint()}
 	n := d.Uvarint()
 	if d.Failed() || n > d.Left() {
@@ -551,7 +552,7 @@ func ranked(d *vault.Decoder) render.Ranked {
 	return r
 }
 
-func summary(d *vault.Decoder) *render.ThreadSummary {
+func summary(d *codec.Decoder) *render.ThreadSummary {
 	s := &render.ThreadSummary{Key: d.Str(), Last: d.Uvarint()}
 	s.LastItem.Thread = s.Key
 	s.LastItem.TS, s.LastItem.Agent, s.LastItem.Session = d.Str(), d.Str(), d.Str()
@@ -567,7 +568,7 @@ func summary(d *vault.Decoder) *render.ThreadSummary {
 	return s
 }
 
-func nodes(d *vault.Decoder) []render.Node {
+func nodes(d *codec.Decoder) []render.Node {
 	n := d.Uvarint()
 	if d.Failed() || n > d.Left() {
 		d.Fail()

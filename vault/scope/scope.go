@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/codec"
 	"github.com/memvault/memvault/vault/fault"
 )
 
@@ -123,7 +124,7 @@ func (sc *Scope) Sessions() [][3]string {
 	return out
 }
 
-func encode(e *vault.Encoder, sc *Scope) {
+func encode(e *codec.Encoder, sc *Scope) {
 	sess := sc.Sessions()
 	e.Int(len(sess))
 	for _, t := range sess {
@@ -139,7 +140,7 @@ func encode(e *vault.Encoder, sc *Scope) {
 	e.Strs(vault.SortedKeys(sc.known))
 }
 
-func decode(d *vault.Decoder) (*Scope, bool) {
+func decode(d *codec.Decoder) (*Scope, bool) {
 	sc := &Scope{sessionThreads: map[[2]string]map[string]bool{}, known: map[string]bool{}}
 	if n := d.Count(); n > 0 {
 		sc.folded = make([][3]string, n)
@@ -221,7 +222,7 @@ func saveFacts(root string, cache map[string]segScope) {
 		files = append(files, f)
 	}
 	sort.Strings(files)
-	vault.WriteStateFile(root, FactsFile, factsVersion, func(e *vault.Encoder) {
+	vault.WriteStateFile(root, FactsFile, factsVersion, func(e *codec.Encoder) {
 		pairs := func(ps [][2]string) {
 			e.Int(len(ps))
 			for _, p := range ps {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/codec"
 	"github.com/memvault/memvault/vault/testvault"
 )
 
@@ -60,15 +61,15 @@ func TestScopeCodecRoundTrip(t *testing.T) {
 	sc := &Scope{folded: [][3]string{{"", "", ""}, {"a", "s\t2", "person:é"}, {"a", "s1", "project:x"}},
 		sessionThreads: map[[2]string]map[string]bool{{"b", "s3"}: {"topic:y": true}},
 		Pairs:          [][2]string{{"project:x", "person:é"}}, known: map[string]bool{"project:x": true}}
-	var e vault.Encoder
+	var e codec.Encoder
 	encode(&e, sc)
-	got, ok := decode(vault.NewDecoder(e.B))
+	got, ok := decode(codec.NewDecoder(e.B))
 	want := &Scope{folded: sc.Sessions(), sessionThreads: map[[2]string]map[string]bool{}, Pairs: sc.Pairs, known: sc.known}
 	if !ok || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("round trip: %v %+v", ok, got)
 	}
 	for i := range len(e.B) {
-		if d := vault.NewDecoder(e.B[:i:i]); func() bool { _, ok := decode(d); return ok && d.Done() }() {
+		if d := codec.NewDecoder(e.B[:i:i]); func() bool { _, ok := decode(d); return ok && d.Done() }() {
 			t.Fatalf("a cut at %d of %d bytes decoded", i, len(e.B))
 		}
 	}

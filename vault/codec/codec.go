@@ -1,4 +1,4 @@
-package vault
+package codec
 
 import (
 	"encoding/binary"
@@ -272,3 +272,22 @@ func (d *Decoder) AtEnd() bool { return !d.bad && d.pos == len(d.s) }
 
 // Left is how many bytes a block decoder has not read yet.
 func (d *Decoder) Left() int { return len(d.s) - d.pos }
+
+// Uint64 writes x as a uvarint, as Decoder.Uint64 reads it.
+func (e *Encoder) Uint64(x uint64) { e.uv(x) }
+
+// Tail is what TailBlock put in the tail, to be written after the part
+// read at once.
+func (e *Encoder) Tail() []byte { return e.tail }
+
+// SetTail gives the decoder the file its tail is read from: n bytes from
+// off. The decoder owns f from then on; Close closes it.
+func (d *Decoder) SetTail(f *os.File, off, n int64) { d.tail, d.tailOff, d.tailLen = f, off, n }
+
+// Close closes the file of the tail, if the decoder has one.
+func (d *Decoder) Close() {
+	if d.tail != nil {
+		d.tail.Close()
+		d.tail = nil
+	}
+}

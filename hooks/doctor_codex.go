@@ -13,9 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
+	"github.com/memvault/memvault/vault/canonical"
 	"github.com/memvault/memvault/vault/configedit"
 )
 
@@ -178,80 +178,9 @@ func codexHookHash(event string, matcher *string, h codexHandler) string {
 		id["matcher"] = *matcher
 	}
 	var buf bytes.Buffer
-	writeCanonicalJSON(&buf, id)
+	_ = canonical.WriteRust(&buf, id) // a map of strings, bools and int64s cannot fail
 	sum := sha256.Sum256(buf.Bytes())
 	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-// writeCanonicalJSON writes v compactly with sorted keys, escaping strings
-// as Rust's serde_json does (only '"', '\\' and control characters; no
-// HTML escapes, no \u2028), so that the bytes hashed are Codex's.
-func writeCanonicalJSON(b *bytes.Buffer, v any) {
-	switch x := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeJSONString(b, k)
-			b.WriteByte(':')
-			writeCanonicalJSON(b, x[k])
-		}
-		b.WriteByte('}')
-	case []any:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeCanonicalJSON(b, e)
-		}
-		b.WriteByte(']')
-	case string:
-		writeJSONString(b, x)
-	case int64:
-		b.WriteString(strconv.FormatInt(x, 10))
-	case bool:
-		b.WriteString(strconv.FormatBool(x))
-	}
-}
-
-func writeJSONString(b *bytes.Buffer, s string) {
-	const hexDigits = "0123456789abcdef"
-	b.WriteByte('"')
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\b':
-			b.WriteString(`\b`)
-		case r == '\f':
-			b.WriteString(`\f`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20:
-			b.WriteString(`\u00`)
-			b.WriteByte(hexDigits[r>>4])
-			b.WriteByte(hexDigits[r&0xf])
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	b.WriteByte('"')
 }
 
 // codexTrust adds to w what Codex's config.toml says stops memvault's

@@ -361,3 +361,13 @@ func correctionLines(data []byte) []int {
 	}
 	return lines
 }
+
+// SortedKeys returns the members of a set in order.
+func SortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

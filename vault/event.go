@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/memvault/memvault/vault/canonical"
 )
 
 // Event is one line of the ledger. The field set is open: a line may carry
@@ -49,7 +51,7 @@ func (e *Event) object() (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := DecodeJSON(raw)
+	v, err := canonical.Decode(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -66,14 +68,14 @@ func (e *Event) Seal(prev string) ([]byte, error) {
 		return nil, err
 	}
 	delete(obj, "hash")
-	h, err := hashCanonical(obj)
+	h, err := canonical.Hash(obj)
 	if err != nil {
 		return nil, err
 	}
 	e.Hash = h
 	obj["hash"] = h
 	var buf bytes.Buffer
-	if err := canonicalJSON(&buf, obj); err != nil {
+	if err := canonical.Write(&buf, obj); err != nil {
 		return nil, err
 	}
 	buf.WriteByte('\n')
@@ -93,7 +95,7 @@ func ParseLine(line []byte) (ev *Event, hashOK bool, err error) {
 // parseLineGeneral is parseLine for any line: decoded into a map and
 // encoded again in canonical form to be hashed.
 func parseLineGeneral(line []byte) (ev *Event, hashOK bool, err error) {
-	v, err := DecodeJSON(line)
+	v, err := canonical.Decode(line)
 	if err != nil {
 		return nil, false, fmt.Errorf("not valid json: %v", err)
 	}
@@ -107,7 +109,7 @@ func parseLineGeneral(line []byte) (ev *Event, hashOK bool, err error) {
 	}
 	stored, _ := obj["hash"].(string)
 	delete(obj, "hash")
-	h, err := hashCanonical(obj)
+	h, err := canonical.Hash(obj)
 	if err != nil {
 		return ev, false, err
 	}
@@ -121,7 +123,7 @@ func (v *Vault) redactData(data json.RawMessage) (json.RawMessage, map[string]in
 	if len(data) == 0 {
 		return data, nil
 	}
-	val, err := DecodeJSON(data)
+	val, err := canonical.Decode(data)
 	if err != nil {
 		return data, nil
 	}
@@ -154,7 +156,7 @@ func (v *Vault) redactData(data json.RawMessage) (json.RawMessage, map[string]in
 		return data, nil
 	}
 	var buf bytes.Buffer
-	if canonicalJSON(&buf, val) != nil {
+	if canonical.Write(&buf, val) != nil {
 		return data, nil
 	}
 	return buf.Bytes(), total
@@ -164,18 +166,26 @@ func (v *Vault) redactData(data json.RawMessage) (json.RawMessage, map[string]in
 func WithData(data json.RawMessage, key string, value any) json.RawMessage {
 	obj := map[string]any{}
 	if len(data) > 0 {
-		if v, err := DecodeJSON(data); err == nil {
+		if v, err := canonical.Decode(data); err == nil {
 			if m, ok := v.(map[string]any); ok {
 				obj = m
 			}
 		}
 	}
 	raw, _ := json.Marshal(value)
-	v, _ := DecodeJSON(raw)
+	v, _ := canonical.Decode(raw)
 	obj[key] = v
 	var buf bytes.Buffer
-	if canonicalJSON(&buf, obj) != nil {
+	if canonical.Write(&buf, obj) != nil {
 		return data
 	}
 	return buf.Bytes()
+}
+
+// JSONUnmarshal is json.Unmarshal that refuses empty data.
+func JSONUnmarshal(data []byte, v any) error {
+	if len(data) == 0 {
+		return fmt.Errorf("no data")
+	}
+	return json.Unmarshal(data, v)
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/memvault/memvault/vault/canonical"
 )
 
 // The fast path of parseLine. A line memvault wrote is already in the
@@ -403,6 +405,6 @@ func (s *lineScanner) str() (content []byte, simple, ok bool) {
 		return nil, false, false
 	}
 	s.buf.Reset()
-	writeJSONString(&s.buf, val)
+	canonical.WriteString(&s.buf, val)
 	return content, false, bytes.Equal(s.buf.Bytes(), tok)
 }

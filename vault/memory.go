@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/memvault/memvault/vault/canonical"
 	"github.com/memvault/memvault/vault/fault"
 )
 
@@ -68,7 +69,7 @@ func (in *Input) validate() error {
 		if !utf8.Valid(in.Data) {
 			return fault.New(ErrInvalid, "data: not valid utf-8")
 		}
-		v, err := DecodeJSON(in.Data)
+		v, err := canonical.Decode(in.Data)
 		if err != nil {
 			return fault.New(ErrInvalid, "data: not valid json: %v", err)
 		}
@@ -79,7 +80,7 @@ func (in *Input) validate() error {
 			return fault.New(ErrInvalid, "data: must be a json object")
 		}
 		var buf bytes.Buffer
-		if err := canonicalJSON(&buf, v); err != nil {
+		if err := canonical.Write(&buf, v); err != nil {
 			return fault.New(ErrInvalid, "data: %v", err)
 		}
 		in.Data = buf.Bytes()

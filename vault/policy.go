@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/memvault/memvault/vault/canonical"
 	"github.com/memvault/memvault/vault/codec"
 	"github.com/memvault/memvault/vault/fault"
 )
@@ -261,8 +262,8 @@ func PolicyEvent(rules map[string][]string) *Event {
 	}
 	data, _ := json.Marshal(policyData{Rules: rules})
 	var buf bytes.Buffer
-	v, _ := DecodeJSON(data)
-	_ = canonicalJSON(&buf, v)
+	v, _ := canonical.Decode(data)
+	_ = canonical.Write(&buf, v)
 	return &Event{Kind: KindPolicy, Text: "policy: " + strings.Join(parts, "; "), Data: buf.Bytes()}
 }
 

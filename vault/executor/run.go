@@ -16,7 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/canonical"
 )
 
 // Request is what an executor is asked (the request envelope).
@@ -292,13 +292,13 @@ func clip(s string, n int) string {
 }
 
 // Checksum is the hex SHA-256 of the canonical JSON of result.
-func Checksum(result []byte) (canonical []byte, sum string, err error) {
-	canonical, err = vault.CanonicalJSON(result)
+func Checksum(result []byte) (canon []byte, sum string, err error) {
+	canon, err = canonical.Of(result)
 	if err != nil {
 		return nil, "", err
 	}
-	h := sha256.Sum256(canonical)
-	return canonical, hex.EncodeToString(h[:]), nil
+	h := sha256.Sum256(canon)
+	return canon, hex.EncodeToString(h[:]), nil
 }
 
 // plainResponse wraps a plain executor's text as a result and hashes it.
@@ -339,7 +339,7 @@ func parseEnvelope(name string, out []byte) (*Response, error) {
 	if len(trimmed) == 0 {
 		return nil, bad("no output")
 	}
-	if _, err := vault.DecodeJSON(trimmed); err != nil {
+	if _, err := canonical.Decode(trimmed); err != nil {
 		return nil, bad("not one JSON value: %s", clip(err.Error(), 200))
 	}
 	if err := json.Unmarshal(trimmed, &env); err != nil {

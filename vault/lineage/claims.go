@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/canonical"
 	"github.com/memvault/memvault/vault/fault"
 )
 
@@ -49,7 +50,7 @@ func ClaimEvent(st *vault.State, typ, raw string) (*vault.Event, error) {
 	if err := vault.CheckText("claim value", raw, false); err != nil {
 		return nil, err
 	}
-	v, err := vault.DecodeJSON([]byte(raw))
+	v, err := canonical.Decode([]byte(raw))
 	if err != nil {
 		return nil, fault.New(vault.ErrInvalid, "claim %s: value is not json: %v", typ, err)
 	}
@@ -87,7 +88,7 @@ func ClaimEvent(st *vault.State, typ, raw string) (*vault.Event, error) {
 func TextClaimData(data json.RawMessage) (json.RawMessage, error) {
 	fields := map[string]any{}
 	if len(data) > 0 {
-		v, err := vault.DecodeJSON(data)
+		v, err := canonical.Decode(data)
 		obj, ok := v.(map[string]any)
 		if err != nil || !ok {
 			return data, nil
@@ -205,7 +206,7 @@ func ReflectionEvent(st *vault.State, raw string) (*vault.Event, error) {
 	if err := vault.CheckText("reflection", raw, false); err != nil {
 		return nil, err
 	}
-	v, err := vault.DecodeJSON([]byte(raw))
+	v, err := canonical.Decode([]byte(raw))
 	if err != nil {
 		return nil, fault.New(vault.ErrInvalid, "reflection: not json: %v", err)
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // The fast path of parseLine. A line memvault wrote is already in the
-// canonical form (canonical.go): keys sorted, no white space, strings as
+// canonical form (vault/canonical): keys sorted, no white space, strings as
 // the encoder writes them. For such a line the canonical form of the event
 // without its hash is the line with the "hash" member cut out, so the hash
 // is checked without decoding the line into maps and encoding it again.

@@ -163,7 +163,7 @@ func (v *Vault) registerDriverOnce() {
 	if _, err := v.Files().Stat(StateFilePath(v.Root, verifiedFile)); err == nil {
 		return
 	}
-	_, _ = RegisterMergeDrivers(v.Root, v.Binary)
+	_, _ = gitrepo.RegisterMergeDrivers(v.Root, v.Binary)
 }
 
 // captureOnly reports whether the transaction only appends to transcripts

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/gitrepo"
 	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
@@ -46,7 +47,7 @@ func newClonePair(t *testing.T) *clonePair {
 	p.a, p.b = filepath.Join(dir, "A", ".memory"), filepath.Join(dir, "B", ".memory")
 	for _, root := range []string{p.a, p.b} {
 		vaulttest.Git{Dir: dir, Env: p.env}.Run(t, "clone", "-q", origin, root)
-		if _, err := vault.RegisterMergeDrivers(root, bin); err != nil {
+		if _, err := gitrepo.RegisterMergeDrivers(root, bin); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -152,7 +153,7 @@ func TestGitPullMerges(t *testing.T) {
 	// B merging A's side the other way round writes the same bytes.
 	mirror := filepath.Join(t.TempDir(), ".memory")
 	p.git(filepath.Dir(mirror)).Run(t, "clone", "-q", p.b, mirror)
-	if _, err := vault.RegisterMergeDrivers(mirror, plainMemvault(t)); err != nil {
+	if _, err := gitrepo.RegisterMergeDrivers(mirror, plainMemvault(t)); err != nil {
 		t.Fatal(err)
 	}
 	p.git(mirror).Run(t, "fetch", "-q", p.a, p.aTip)

@@ -369,7 +369,7 @@ func mergeLocked(v *vault.Vault, opts SyncOptions, rm gitrepo.Remote, branch str
 				return nil, fmt.Errorf("sync: where is memvault? %w", err)
 			}
 		}
-		if _, err := vault.RegisterMergeDrivers(v.Root, bin); err != nil {
+		if _, err := gitrepo.RegisterMergeDrivers(v.Root, bin); err != nil {
 			return nil, err
 		}
 		// A local merge: bounded only so that a wedged merge driver

@@ -13,6 +13,7 @@ import (
 	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/executor"
+	"github.com/memvault/memvault/vault/gitrepo"
 )
 
 // exitSetup is doctor's exit code when the vault is sound but a harness is
@@ -148,7 +149,7 @@ func (r *doctorReport) add(where string, p hooks.Problem) {
 // and its merge driver.
 func checkVault(v *vault.Vault) (*doctorVault, error) {
 	d := &doctorVault{Path: v.Root, healthReport: newHealthReport(v), Verify: []vault.Problem{}}
-	d.MergeDriverOK, d.MergeDriver = vault.MergeDriversStatus(v.Root)
+	d.MergeDriverOK, d.MergeDriver = gitrepo.MergeDriversStatus(v.Root)
 	if q, err := hookstate.JobQueueStatus(v); err == nil {
 		d.Jobs = q
 	}

@@ -9,6 +9,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/gitrepo"
 )
 
 type initOptions struct {
@@ -96,7 +97,7 @@ func initVault(opts initOptions) (v *vault.Vault, created, registered bool, err 
 	if err != nil {
 		return nil, false, false, fmt.Errorf("init: %w", err)
 	}
-	if registered, err = vault.RegisterMergeDrivers(v.Root, bin); err != nil {
+	if registered, err = gitrepo.RegisterMergeDrivers(v.Root, bin); err != nil {
 		return v, created, registered, err
 	}
 	if !opts.noGitignore {

@@ -15,6 +15,7 @@ import (
 	"github.com/memvault/memvault/hooks"
 	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/gitrepo"
 	"github.com/memvault/memvault/vault/scope"
 )
 
@@ -128,7 +129,7 @@ func mergeSetup(c *ucli.Context, w io.Writer, opts installOptions) error {
 		fmt.Fprintf(w, "would unregister the merge driver in %s\n", config)
 		return nil
 	case opts.remove:
-		changed, err := vault.UnregisterMergeDrivers(root)
+		changed, err := gitrepo.UnregisterMergeDrivers(root)
 		if err != nil {
 			return err
 		}
@@ -140,7 +141,7 @@ func mergeSetup(c *ucli.Context, w io.Writer, opts installOptions) error {
 		return err
 	}
 	if opts.dryRun {
-		pending, err := vault.MergeSetupPending(root, bin)
+		pending, err := gitrepo.MergeSetupPending(root, bin)
 		for _, p := range pending {
 			fmt.Fprintf(w, "would write %s\n", filepath.Join(root, p))
 		}

@@ -1,4 +1,4 @@
-package vault
+package gitrepo
 
 import (
 	"bytes"
@@ -30,8 +30,8 @@ import (
 // MergeDriverName is the driver's name in .gitattributes and .git/config.
 const MergeDriverName = "memvault"
 
-// gitattributesFile is where the vault's attributes live.
-const gitattributesFile = ".gitattributes"
+// GitattributesFile is where the vault's attributes live.
+const GitattributesFile = ".gitattributes"
 
 // gitattributesLines are the attributes a vault needs, one per line: the
 // files whose merge is not git's line merge. memvault.toml, .gitignore and
@@ -69,9 +69,9 @@ func missingAttributes(data []byte) []string {
 	return out
 }
 
-// withAttributes returns data with the missing lines appended, or nil when
+// WithAttributes returns data with the missing lines appended, or nil when
 // nothing is missing. What a person wrote stays as it is, above them.
-func withAttributes(data []byte) []byte {
+func WithAttributes(data []byte) []byte {
 	missing := missingAttributes(data)
 	if len(missing) == 0 {
 		return nil
@@ -276,7 +276,7 @@ func gitConfigPath(root string) (string, error) {
 		}
 		target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
 		if !ok {
-			return "", fault.New(ErrInvalid, "merge driver: %s is not a git folder or a gitdir link", dir)
+			return "", fault.New(fault.ErrInvalid, "merge driver: %s is not a git folder or a gitdir link", dir)
 		}
 		dir = strings.TrimSpace(target)
 		if !filepath.IsAbs(dir) {
@@ -329,7 +329,7 @@ func editGitConfig(root string, edit func([]byte) []byte) (bool, error) {
 	return true, nil
 }
 
-// MergeSetupPending lists what EnsureMergeSetup would change for bin in the
+// MergeSetupPending lists what vault.EnsureMergeSetup would change for bin in the
 // vault at root: ".git/config" (the driver is not registered for bin) and
 // ".gitattributes" (it lacks memvault's lines). Nothing is written.
 func MergeSetupPending(root, bin string) ([]string, error) {
@@ -345,70 +345,23 @@ func MergeSetupPending(root, bin string) ([]string, error) {
 	if withDriver(data, bin) != nil {
 		out = append(out, ".git/config")
 	}
-	attrs, err := readAttributes(root)
+	attrs, err := ReadAttributes(root)
 	if err != nil {
 		return nil, err
 	}
 	if len(missingAttributes(attrs)) > 0 {
-		out = append(out, gitattributesFile)
+		out = append(out, GitattributesFile)
 	}
 	return out, nil
 }
 
-func readAttributes(root string) ([]byte, error) {
-	data, err := fileio.At(root).ReadFile(filepath.Join(root, gitattributesFile))
+// ReadAttributes reads the vault's .gitattributes; none reads as empty.
+func ReadAttributes(root string) ([]byte, error) {
+	data, err := fileio.At(root).ReadFile(filepath.Join(root, GitattributesFile))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fault.IO("read "+gitattributesFile, err)
+		return nil, fault.IO("read "+GitattributesFile, err)
 	}
 	return data, nil
-}
-
-// EnsureMergeSetup makes git merge the vault with memvault's driver: it
-// registers the driver for bin in .git/config and, when .gitattributes is
-// missing or lacks memvault's lines, adds them and commits the file in a
-// transaction of its own. It reports what it changed (as
-// MergeSetupPending names them). A vault whose ledger fails verification
-// still gets them: they are what lets the next merge go right.
-func (v *Vault) EnsureMergeSetup(bin string) (changed []string, err error) {
-	if ok, err := RegisterMergeDrivers(v.Root, bin); err != nil {
-		return nil, err
-	} else if ok {
-		changed = append(changed, ".git/config")
-	}
-	attrs, err := readAttributes(v.Root)
-	if err != nil || withAttributes(attrs) == nil {
-		return changed, err
-	}
-	_, err = v.Update(TxOptions{Command: "merge setup", Force: true}, func(tx *Tx) error {
-		// Read again under the lock: another process may have done it.
-		if added, err := tx.AddMergeAttributes(); err != nil || !added {
-			return err
-		}
-		tx.Subject("merge: memvault's merge driver in " + gitattributesFile)
-		return nil
-	})
-	if err != nil {
-		return changed, err
-	}
-	return append(changed, gitattributesFile), nil
-}
-
-// AddMergeAttributes queues, in tx, .gitattributes with the lines of
-// memvault's merge driver it lacks (the person's lines kept above them),
-// and reports whether it did: for a writer that sets a fresh clone up in a
-// transaction it runs anyway. It does not register the driver in
-// .git/config, which is no vault file (RegisterMergeDrivers).
-func (tx *Tx) AddMergeAttributes() (bool, error) {
-	attrs, err := readAttributes(tx.v.Root)
-	if err != nil {
-		return false, err
-	}
-	out := withAttributes(attrs)
-	if out == nil {
-		return false, nil
-	}
-	tx.WriteFile(MustRel(gitattributesFile), out)
-	return true, nil
 }
 
 // MergeDriversStatus tells whether git merges the vault at root with
@@ -416,12 +369,12 @@ func (tx *Tx) AddMergeAttributes() (bool, error) {
 // vault's files to it and .git/config defines it with a binary that
 // exists; detail says what is missing, or which binary runs.
 func MergeDriversStatus(root string) (ok bool, detail string) {
-	attrs, err := readAttributes(root)
+	attrs, err := ReadAttributes(root)
 	if err != nil {
 		return false, err.Error()
 	}
 	if missing := missingAttributes(attrs); len(missing) > 0 {
-		return false, fmt.Sprintf("%s lacks %d of memvault's merge lines (run memvault install git)", gitattributesFile, len(missing))
+		return false, fmt.Sprintf("%s lacks %d of memvault's merge lines (run memvault install git)", GitattributesFile, len(missing))
 	}
 	path, err := gitConfigPath(root)
 	if err != nil {

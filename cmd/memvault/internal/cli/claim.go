@@ -49,7 +49,7 @@ func prepareClaim(c *ucli.Context, v *vault.Vault) (txWork, error) {
 		if note := lineage.ClaimNote(&vault.Row{Event: ev}); note != "" && !c.Bool("json") {
 			fmt.Fprintf(c.App.ErrWriter, "memvault: %s: %s\n", ev.ID, note)
 		}
-		return printEvents(c, res)
+		return printEvents(envOf(c), c.Bool("json"), res)
 	}, thread: derived(thread, fromDir)}, nil
 }
 
@@ -64,12 +64,12 @@ func readStdin(c *ucli.Context, what string) (string, error) {
 
 // printEvents prints what runTx prints without a report: the ids of the
 // events written, or the events with --json.
-func printEvents(c *ucli.Context, res *vault.Result) error {
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, res.Events)
+func printEvents(e env, json bool, res *vault.Result) error {
+	if json {
+		return printJSON(e.stdout, res.Events)
 	}
 	for _, ev := range res.Events {
-		fmt.Fprintln(c.App.Writer, ev.ID)
+		fmt.Fprintln(e.stdout, ev.ID)
 	}
 	return nil
 }

@@ -209,6 +209,63 @@ func writeFlags(extra ...ucli.Flag) []ucli.Flag {
 	return append(extra, sessionFlag, harnessFlag, forceFlag, jsonFlag)
 }
 
+// writeOptions are the flags of a command that changes the vault: the
+// session and the harness its transaction is recorded with, --force and
+// --json. A one-transaction command's options embed them, and bind those
+// its flags set (import takes only --json).
+type writeOptions struct {
+	session, harness string
+	force, json      bool
+}
+
+// write is a one-transaction command's write flags, for the root's
+// transaction (writerOf).
+func (o *writeOptions) write() *writeOptions { return o }
+
+// writeFlags are the command's own flags (extra), then the flags of every
+// command that changes the vault, bound to o.
+func (o *writeOptions) writeFlags(extra ...ucli.Flag) []ucli.Flag {
+	return append(extra, newSessionFlag(&o.session), newHarnessFlag(&o.harness), newForceFlag(&o.force), newJSONFlag(&o.json))
+}
+
+// The flags several commands share, each bound to the field it fills.
+
+func newJSONFlag(p *bool) *ucli.BoolFlag {
+	return &ucli.BoolFlag{Name: "json", Usage: "print JSON instead of text", Destination: p}
+}
+
+func newSessionFlag(p *string) *ucli.StringFlag {
+	return &ucli.StringFlag{Name: "session", EnvVars: []string{"MEMVAULT_SESSION"}, Usage: "session key the write belongs to", Destination: p}
+}
+
+func newHarnessFlag(p *string) *ucli.StringFlag {
+	return &ucli.StringFlag{Name: "harness", EnvVars: []string{"MEMVAULT_HARNESS"}, Usage: "harness the write comes from (claude-code, codex, …)", Destination: p}
+}
+
+func newForceFlag(p *bool) *ucli.BoolFlag {
+	return &ucli.BoolFlag{Name: "force", Usage: "write even if the ledger fails verification", Destination: p}
+}
+
+// newThreadFlag is --thread as a filter, or a node's thread.
+func newThreadFlag(p *string) *ucli.StringFlag {
+	return &ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Usage: "thread key kind:slug (global when absent)", Destination: p}
+}
+
+// markSet is a flag's Action that records that the flag was given, on the
+// line or by its environment variable, for a command whose default
+// depends on it.
+func markSet[T any](set *bool) func(*ucli.Context, T) error {
+	return func(*ucli.Context, T) error {
+		*set = true
+		return nil
+	}
+}
+
+// jsonOnly are the options of a command whose one flag is --json.
+type jsonOnly struct{ json bool }
+
+func (o *jsonOnly) flags() []ucli.Flag { return []ucli.Flag{newJSONFlag(&o.json)} }
+
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 	app := &ucli.App{
 		Name:    "memvault",
@@ -309,133 +366,133 @@ func Commands() []string {
 // the vault (see access) and the function that does it.
 func commandActions() map[string]action {
 	return map[string]action{
-		"init": noVault(runInit), // creates the vault, so there is none to open yet
+		"init": legacyNoVault(runInit), // creates the vault, so there is none to open yet
 
 		// Help and the version read nothing but the binary.
-		"help":    noVault(runHelp),
-		"version": noVault(runVersion),
+		"help":    legacyNoVault(runHelp),
+		"version": legacyNoVault(runVersion),
 
-		"remember":         inTxPrepared(prepareRemember),
-		"commitment open":  inTxPrepared(prepareCommitmentOpen),
-		"commitment close": inTx(runCommitmentClose),
-		"commitment show":  reads(runCommitmentShow),
-		"claim":            inTxPrepared(prepareClaim),
-		"reflect":          inTxPrepared(prepareReflect),
-		"retract":          inTx(runRetract),
-		"supersede":        inTx(runSupersede),
+		"remember":         legacyInTxPrepared(prepareRemember),
+		"commitment open":  legacyInTxPrepared(prepareCommitmentOpen),
+		"commitment close": legacyInTx(runCommitmentClose),
+		"commitment show":  legacyReads(runCommitmentShow),
+		"claim":            legacyInTxPrepared(prepareClaim),
+		"reflect":          legacyInTxPrepared(prepareReflect),
+		"retract":          legacyInTx(runRetract),
+		"supersede":        legacyInTx(runSupersede),
 
-		"ledger":  reads(runLedger),
-		"replay":  reads(runReplay),
-		"metrics": reads(runMetrics),
+		"ledger":  legacyReads(runLedger),
+		"replay":  legacyReads(runReplay),
+		"metrics": legacyReads(runMetrics),
 		// export reads the vault and writes a file outside it (fileio);
 		// import checks the export's hashes before the lock, then writes
 		// in one transaction.
-		"export": reads(runExport),
-		"import": inTxPrepared(prepareImport),
-		"verify": reads(runVerify),
+		"export": legacyReads(runExport),
+		"import": legacyInTxPrepared(prepareImport),
+		"verify": legacyReads(runVerify),
 		// vault.Repair takes the lock, plans under it and commits through
 		// a transaction of its own.
-		"repair": ownWrites(runRepair),
-		"log":    reads(runLog),
-		"status": reportsHealth(runStatus),
+		"repair": legacyOwnWrites(runRepair),
+		"log":    legacyReads(runLog),
+		"status": legacyReportsHealth(runStatus),
 
-		"transcript append": inTxPrepared(runTranscriptAppend),
+		"transcript append": legacyInTxPrepared(runTranscriptAppend),
 		// lineage.Import takes the lock itself and commits what is new, then
 		// brings the index up to date.
-		"transcript import": ownWrites(runTranscriptImport),
-		"transcript show":   reads(runTranscriptShow),
-		"sessions":          reads(runSessions),
+		"transcript import": legacyOwnWrites(runTranscriptImport),
+		"transcript show":   legacyReads(runTranscriptShow),
+		"sessions":          legacyReads(runSessions),
 		"summarize":         distillModel(prepareSummarize),
 		"compact":           distillModel(prepareCompact),
 		"condense":          distillModel(prepareCondense),
-		"nodes":             reads(runNodes),
-		"expand":            reads(runExpand),
+		"nodes":             legacyReads(runNodes),
+		"expand":            legacyReads(runExpand),
 
-		"recall": reads(runRecall),
+		"recall": legacyReads(runRecall),
 		// recall.Reindex takes the vault lock itself while it rebuilds the
 		// index; it commits nothing.
-		"reindex": ownWrites(runReindex),
+		"reindex": legacyOwnWrites(runReindex),
 
 		// Hooks fail open: hook finds the vault itself and logs, never fails.
-		"hook":    noVault(runHook),
-		"context": reportsHealth(runContext),
+		"hook":    legacyNoVault(runHook),
+		"context": legacyReportsHealth(runContext),
 		// The MCP server opens the vault afresh for each request and holds
 		// the lock only inside a request's write (cmd/memvault/internal/mcp).
-		"mcp": serves(runMCP),
+		"mcp": legacyServes(runMCP),
 		// The web view, the same: every page opens the vault for its
 		// request and reads without the lock; each --write route is one
 		// transaction (cmd/memvault/internal/web).
-		"serve": serves(runServe),
+		"serve": legacyServes(runServe),
 		// The installers change the harness's config and git's hooks, not
 		// the vault; install git also registers the merge driver and, when
 		// .gitattributes lacks it, commits it through the library
 		// (vault.EnsureMergeSetup). doctor checks them, and the vault if
 		// there is one.
-		"install":   ownWrites(runInstall),
-		"uninstall": noVault(runUninstall),
-		"doctor":    inspects(runDoctor),
+		"install":   legacyOwnWrites(runInstall),
+		"uninstall": legacyNoVault(runUninstall),
+		"doctor":    legacyInspects(runDoctor),
 		// Git runs the merge driver on its temporary copies of three
 		// versions of one file, in the middle of its own merge: no vault to
 		// open, no lock to take.
-		"merge-driver": noVault(runMergeDriver),
+		"merge-driver": legacyNoVault(runMergeDriver),
 
 		// vault.GC takes the vault lock itself and repacks git's objects; it
 		// commits nothing.
-		"gc": ownWrites(runGC),
+		"gc": legacyOwnWrites(runGC),
 		// clones.Sync takes the vault lock itself for the merge; the join and
 		// the render of the heads commit on their own.
-		"sync": ownWrites(runSync),
+		"sync": legacyOwnWrites(runSync),
 
 		// The policy (docs/POLICY.md): set records one policy event, which
 		// the transaction checks like any other; show only reads.
-		"policy set":  inTxPrepared(preparePolicySet),
-		"policy show": reads(runPolicyShow),
+		"policy set":  legacyInTxPrepared(preparePolicySet),
+		"policy show": legacyReads(runPolicyShow),
 
 		// Executors (docs/EXECUTORS.md): add and ping run the executor's
 		// ping before the lock, then change memvault.toml in one
 		// transaction; delegate runs the executors without the lock and
 		// records each result in a transaction of its own
 		// (executor.Delegate).
-		"executor add":    inTxPrepared(prepareExecutorAdd),
-		"executor ping":   inTxPrepared(prepareExecutorPing),
-		"executor remove": inTxPrepared(prepareExecutorRemove),
-		"executor list":   reads(runExecutorList),
-		"executor show":   reads(runExecutorShow),
-		"delegate":        ownWrites(runDelegate),
-		"audit":           reads(runAudit),
-		"audit replay":    reads(runAuditReplay),
+		"executor add":    legacyInTxPrepared(prepareExecutorAdd),
+		"executor ping":   legacyInTxPrepared(prepareExecutorPing),
+		"executor remove": legacyInTxPrepared(prepareExecutorRemove),
+		"executor list":   legacyReads(runExecutorList),
+		"executor show":   legacyReads(runExecutorShow),
+		"delegate":        legacyOwnWrites(runDelegate),
+		"audit":           legacyReads(runAudit),
+		"audit replay":    legacyReads(runAuditReplay),
 
 		// The job queue (docs/HOOKS.md, "Jobs"): jobs lists it; jobs run
 		// runs it, asking [summarise]'s executor without the vault lock
 		// and writing each job in transactions of its own (hooks.Work).
-		"jobs":     reads(runJobs),
-		"jobs run": ownWrites(runJobsRun),
+		"jobs":     legacyReads(runJobs),
+		"jobs run": legacyOwnWrites(runJobsRun),
 
 		// The heads: heads.Refresh, EditHead and ResolveHeads take the heads'
 		// leases before the vault lock, so they manage their own writes
 		// (edit may commit twice: a first render, then the saved file).
-		"render":       ownWrites(runRender),
-		"refresh":      ownWrites(runRefresh),
-		"threads":      reads(runThreads),
-		"threads show": reads(runThreadsShow),
-		"edit":         ownWrites(runEdit),
-		"resolve":      ownWrites(runResolve),
+		"render":       legacyOwnWrites(runRender),
+		"refresh":      legacyOwnWrites(runRefresh),
+		"threads":      legacyReads(runThreads),
+		"threads show": legacyReads(runThreadsShow),
+		"edit":         legacyOwnWrites(runEdit),
+		"resolve":      legacyOwnWrites(runResolve),
 
 		// The protocol: continuity.UpdateContinuity takes CONTINUITY.md's lease
 		// and the vault lock itself, and refreshes the file in the same
 		// commit as the change.
-		"continuity init":      ownWrites(continuityWrite(runContinuityInit)),
-		"continuity status":    reads(runContinuityStatus),
-		"continuity learnings": reads(runContinuityLearnings),
-		"continuity decisions": reads(runContinuityDecisions),
-		"continuity audit":     ownWrites(runContinuityAudit), // --dry-run only reads
-		"continuity index":     ownWrites(runContinuityIndex),
-		"continuity budget":    reads(runContinuityBudget),
-		"learn":                ownWrites(continuityWrite(runLearn)),
-		"decide":               ownWrites(continuityWrite(runDecide)),
-		"goal":                 ownWrites(continuityWrite(runGoal)),
-		"next":                 ownWrites(continuityWrite(runNext)),
-		"done":                 ownWrites(continuityWrite(runDone)),
+		"continuity init":      legacyOwnWrites(continuityWrite(runContinuityInit)),
+		"continuity status":    legacyReads(runContinuityStatus),
+		"continuity learnings": legacyReads(runContinuityLearnings),
+		"continuity decisions": legacyReads(runContinuityDecisions),
+		"continuity audit":     legacyOwnWrites(runContinuityAudit), // --dry-run only reads
+		"continuity index":     legacyOwnWrites(runContinuityIndex),
+		"continuity budget":    legacyReads(runContinuityBudget),
+		"learn":                legacyOwnWrites(continuityWrite(runLearn)),
+		"decide":               legacyOwnWrites(continuityWrite(runDecide)),
+		"goal":                 legacyOwnWrites(continuityWrite(runGoal)),
+		"next":                 legacyOwnWrites(continuityWrite(runNext)),
+		"done":                 legacyOwnWrites(continuityWrite(runDone)),
 	}
 }
 

@@ -47,7 +47,7 @@ func newContextOptions(c *ucli.Context, v *vault.Vault) (contextOptions, error) 
 		return opts, err
 	}
 	if fromDir {
-		dirThreadNote(c, opts.thread, optOutWrite)
+		dirThreadNote(envOf(c), opts.thread, optOutWrite)
 	}
 	return opts, nil
 }

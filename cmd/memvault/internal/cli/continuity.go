@@ -83,7 +83,7 @@ func runContinuityWrite(c *ucli.Context, fn func(c *ucli.Context, ct *continuity
 	// A done or supersede takes the thread of the row it closes: say
 	// which thread was used only when a row went there.
 	if fromDir && slices.ContainsFunc(res.Events, func(ev *vault.Event) bool { return ev.Thread == opts.Thread }) {
-		dirThreadNote(c, opts.Thread, optOutWrite)
+		dirThreadNote(envOf(c), opts.Thread, optOutWrite)
 	}
 	return res, nil
 }

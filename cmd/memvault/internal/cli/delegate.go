@@ -177,7 +177,7 @@ func runDelegate(c *ucli.Context) error {
 		return out[0].Err // the tasks were refused before any ran
 	}
 	if fromDir {
-		dirThreadNote(c, thread, optOutWrite)
+		dirThreadNote(envOf(c), thread, optOutWrite)
 	}
 	return last
 }

@@ -40,7 +40,7 @@ func runGC(c *ucli.Context) error {
 	if opts.lib.Expire == 0 {
 		opts.lib.Expire = -1 // the library's "any age"
 	}
-	stop := startProgress(c, v, opts.json)
+	stop := startProgress(envOf(c), v, opts.json)
 	defer stop()
 	rep, err := v.GC(opts.lib)
 	stop()

@@ -363,17 +363,3 @@ func isTerminal(r io.Reader) bool {
 	info, err := f.Stat()
 	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
-
-// globalVault is the global --vault (or MEMVAULT_DIR), which install's own
-// --vault flag (a bool, for git) hides from c.String. The root command's
-// context is the outermost one that has a command: urfave/cli puts an empty
-// context above it.
-func globalVault(c *ucli.Context) string {
-	lineage := c.Lineage()
-	for i := len(lineage) - 1; i >= 0; i-- {
-		if lineage[i].Command != nil {
-			return lineage[i].String("vault")
-		}
-	}
-	return ""
-}

@@ -92,7 +92,7 @@ func runRecall(c *ucli.Context, v *vault.Vault) error {
 		fmt.Fprintf(c.App.ErrWriter, "memvault: note: %s\n", n)
 	}
 	if res.DirThread != "" {
-		dirThreadNote(c, res.DirThread, optOutRead)
+		dirThreadNote(envOf(c), res.DirThread, optOutRead)
 	}
 	if res.Excluded > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "memvault: note: %d hits in other threads left out (scope: %s); --all-threads or --thread T includes them\n",

@@ -29,7 +29,7 @@ func runReindex(c *ucli.Context) error {
 		return err
 	}
 	opts := reindexOptions{json: c.Bool("json")}
-	stop := startProgress(c, v, opts.json)
+	stop := startProgress(envOf(c), v, opts.json)
 	defer stop()
 	rep, err := recall.Reindex(v, nil)
 	stop()

@@ -60,7 +60,7 @@ type distillStep func(tx *vault.Tx) (nodesMade, error)
 // step it returns runs in one transaction. A node whose summary fell
 // back to the deterministic one is said on stderr.
 func distillModel(prepare func(c *ucli.Context, v *vault.Vault, ctx context.Context) (distillStep, error)) action {
-	return inTxPrepared(func(c *ucli.Context, v *vault.Vault) (txWork, error) {
+	return legacyInTxPrepared(func(c *ucli.Context, v *vault.Vault) (txWork, error) {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		step, err := prepare(c, v, ctx)
 		if err == nil && ctx.Err() != nil {

@@ -53,7 +53,7 @@ func runSync(c *ucli.Context) error {
 	if opts.lib.Timeout <= 0 {
 		return usagef("sync: --timeout %s: want a duration above 0", opts.lib.Timeout)
 	}
-	stop := startProgress(c, v, opts.json)
+	stop := startProgress(envOf(c), v, opts.json)
 	defer stop()
 	rep, err := clones.Sync(v, opts.lib)
 	stop()

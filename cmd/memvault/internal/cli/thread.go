@@ -60,8 +60,8 @@ func derived(thread string, fromDir bool) string {
 
 // dirThreadNote says which thread a command used when it came from the
 // working directory, and how to opt out, so no scope is silent.
-func dirThreadNote(c *ucli.Context, thread, optOut string) {
-	fmt.Fprintf(c.App.ErrWriter, "memvault: thread %s (from the working directory; %s)\n", thread, optOut)
+func dirThreadNote(e env, thread, optOut string) {
+	fmt.Fprintf(e.stderr, "memvault: thread %s (from the working directory; %s)\n", thread, optOut)
 }
 
 const (

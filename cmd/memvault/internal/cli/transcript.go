@@ -200,7 +200,7 @@ func runTranscriptImport(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	stop := startProgress(c, v, opts.json)
+	stop := startProgress(envOf(c), v, opts.json)
 	defer stop()
 	rep, err := lineage.Import(v, vault.TxOptions{Agent: opts.ref.Agent, Harness: opts.harness}, opts.ref, opts.format, opts.file, opts.thread)
 	if err != nil {
@@ -211,7 +211,7 @@ func runTranscriptImport(c *ucli.Context) error {
 		_, _ = recall.CatchUpIndex(v, 0)
 	}
 	stop()
-	gcAdvice(c, v)
+	gcAdvice(envOf(c), v)
 	if opts.json {
 		return printJSON(c.App.Writer, rep)
 	}

@@ -45,7 +45,7 @@ func runVerify(c *ucli.Context, v *vault.Vault) error {
 		// (the ids and hashes of the events, and a few segments).
 		defer debug.SetGCPercent(debug.SetGCPercent(100))
 	}
-	stop := startProgress(c, v, opts.json)
+	stop := startProgress(envOf(c), v, opts.json)
 	defer stop()
 	rep, err := verify()
 	stop()

@@ -43,7 +43,7 @@ func runAudit(c *ucli.Context, v *vault.Vault) error {
 	if c.NArg() > 0 {
 		return usagef("audit: takes no arguments (got %q)", c.Args().First())
 	}
-	limit, err := listLimit(c)
+	limit, err := legacyListLimit(c)
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ func prepareClaim(c *ucli.Context, v *vault.Vault) (txWork, error) {
 		}
 		raw = data
 	}
-	thread, fromDir, err := currentThread(c, v)
+	thread, fromDir, err := legacyCurrentThread(c, v)
 	if err != nil {
 		return txWork{}, err
 	}

@@ -261,6 +261,15 @@ func markSet[T any](set *bool) func(*ucli.Context, T) error {
 	}
 }
 
+// setSlice is a repeatable flag's Action: it sets p to the values given,
+// in order (a flag not given leaves p nil).
+func setSlice(p *[]string) func(*ucli.Context, []string) error {
+	return func(_ *ucli.Context, values []string) error {
+		*p = values
+		return nil
+	}
+}
+
 // jsonOnly are the options of a command whose one flag is --json.
 type jsonOnly struct{ json bool }
 
@@ -372,7 +381,7 @@ func commandActions() map[string]action {
 		"help":    legacyNoVault(runHelp),
 		"version": legacyNoVault(runVersion),
 
-		"remember":         legacyInTxPrepared(prepareRemember),
+		"remember":         inTxPrepared(prepareRemember),
 		"commitment open":  legacyInTxPrepared(prepareCommitmentOpen),
 		"commitment close": legacyInTx(runCommitmentClose),
 		"commitment show":  legacyReads(runCommitmentShow),
@@ -381,7 +390,7 @@ func commandActions() map[string]action {
 		"retract":          legacyInTx(runRetract),
 		"supersede":        legacyInTx(runSupersede),
 
-		"ledger":  legacyReads(runLedger),
+		"ledger":  reads(runLedger),
 		"replay":  legacyReads(runReplay),
 		"metrics": legacyReads(runMetrics),
 		// export reads the vault and writes a file outside it (fileio);
@@ -393,7 +402,7 @@ func commandActions() map[string]action {
 		// vault.Repair takes the lock, plans under it and commits through
 		// a transaction of its own.
 		"repair": legacyOwnWrites(runRepair),
-		"log":    legacyReads(runLog),
+		"log":    reads(runLog),
 		"status": legacyReportsHealth(runStatus),
 
 		"transcript append": legacyInTxPrepared(runTranscriptAppend),

@@ -43,7 +43,7 @@ func newContextOptions(c *ucli.Context, v *vault.Vault) (contextOptions, error) 
 	}
 	opts.dir, _ = os.Getwd()
 	var fromDir bool
-	if opts.thread, fromDir, err = currentThread(c, v); err != nil {
+	if opts.thread, fromDir, err = legacyCurrentThread(c, v); err != nil {
 		return opts, err
 	}
 	if fromDir {

@@ -69,7 +69,7 @@ func runContinuityWrite(c *ucli.Context, fn func(c *ucli.Context, ct *continuity
 		Harness: c.String("harness"), Force: c.Bool("force")}}
 	fromDir := false
 	if filesRows(c) {
-		if opts.Thread, fromDir, err = currentThread(c, v); err != nil {
+		if opts.Thread, fromDir, err = legacyCurrentThread(c, v); err != nil {
 			return nil, err
 		}
 	}
@@ -221,7 +221,7 @@ func printBudget(c *ucli.Context, b []continuity.BudgetLine) {
 func listAction[T any](cmd, none, format string, list func(*continuity.Continuity, continuity.ScopeFilter, bool) []T,
 	show func(T) (status, line string)) func(c *ucli.Context, v *vault.Vault) error {
 	return func(c *ucli.Context, v *vault.Vault) error {
-		limit, err := listLimit(c)
+		limit, err := legacyListLimit(c)
 		if err != nil {
 			return err
 		}
@@ -235,7 +235,7 @@ func listAction[T any](cmd, none, format string, list func(*continuity.Continuit
 		}
 		all := list(st, f, c.Bool("all"))
 		items := first(all, limit)
-		limitNote(c, len(items), len(all), strings.Fields(cmd)[1], "first")
+		limitNote(envOf(c), c.Bool("json"), len(items), len(all), strings.Fields(cmd)[1], "first")
 		if c.Bool("json") {
 			if items == nil {
 				items = []T{}

@@ -129,7 +129,7 @@ func runDelegate(c *ucli.Context) error {
 		}
 		names = strings.Join(ns, ", ")
 	}
-	thread, fromDir, err := currentThread(c, v)
+	thread, fromDir, err := legacyCurrentThread(c, v)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ func newNodesOptions(c *ucli.Context, v *vault.Vault) (nodesOptions, error) {
 	if err != nil {
 		return nodesOptions{}, err
 	}
-	limit, err := listLimit(c)
+	limit, err := legacyListLimit(c)
 	if err != nil {
 		return nodesOptions{}, err
 	}
@@ -61,7 +61,7 @@ func runNodes(c *ucli.Context, v *vault.Vault) error {
 	}
 	all := ix.Select(opts.filter)
 	nodes := newest(all, opts.limit)
-	limitNote(c, len(nodes), len(all), "nodes", "newest")
+	limitNote(envOf(c), c.Bool("json"), len(nodes), len(all), "nodes", "newest")
 	if opts.json {
 		if nodes == nil {
 			nodes = []*vault.Node{}

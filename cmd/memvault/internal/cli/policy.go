@@ -93,7 +93,7 @@ func runPolicyShow(c *ucli.Context, v *vault.Vault) error {
 	if c.NArg() > 0 {
 		return usagef("policy show: takes no arguments (got %q)", c.Args().First())
 	}
-	limit, err := listLimit(c)
+	limit, err := legacyListLimit(c)
 	if err != nil {
 		return err
 	}

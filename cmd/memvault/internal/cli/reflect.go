@@ -24,7 +24,7 @@ func prepareReflect(c *ucli.Context, v *vault.Vault) (txWork, error) {
 	if err != nil {
 		return txWork{}, err
 	}
-	thread, fromDir, err := currentThread(c, v)
+	thread, fromDir, err := legacyCurrentThread(c, v)
 	if err != nil {
 		return txWork{}, err
 	}

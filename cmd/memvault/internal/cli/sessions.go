@@ -22,7 +22,7 @@ func newSessionsCommand() *ucli.Command {
 }
 
 func runSessions(c *ucli.Context, v *vault.Vault) error {
-	limit, err := listLimit(c)
+	limit, err := legacyListLimit(c)
 	if err != nil {
 		return err
 	}
@@ -32,7 +32,7 @@ func runSessions(c *ucli.Context, v *vault.Vault) error {
 		return err
 	}
 	list := first(all, opts.limit)
-	limitNote(c, len(list), len(all), "sessions", "first")
+	limitNote(envOf(c), c.Bool("json"), len(list), len(all), "sessions", "first")
 	if opts.json {
 		if list == nil {
 			list = []vault.SessionInfo{}

@@ -15,6 +15,34 @@ import (
 // else the thread of the working directory, when vault.WorkThread allows
 // it; --global (writers) or --all-threads (recall) opts out.
 
+// rowThreadOptions are --thread (or MEMVAULT_THREAD) and --global of a
+// command that files rows under the current thread.
+type rowThreadOptions struct {
+	thread string
+	global bool
+}
+
+// newRowThreadFlag is rowThreadFlag bound to p.
+func newRowThreadFlag(p *string) *ucli.StringFlag {
+	f := *rowThreadFlag
+	f.Destination = p
+	return &f
+}
+
+// newGlobalFlag is globalFlag bound to p.
+func newGlobalFlag(p *bool) *ucli.BoolFlag {
+	f := *globalFlag
+	f.Destination = p
+	return &f
+}
+
+// typed reports whether --thread was typed, not set by MEMVAULT_THREAD:
+// a harness that sets the variable does not clash with an opt-out the
+// agent types.
+func (o rowThreadOptions) typed() bool {
+	return o.thread != "" && os.Getenv("MEMVAULT_THREAD") == ""
+}
+
 var (
 	// rowThreadFlag is the thread of the rows a command writes. Unlike
 	// threadFlag (a filter or a node's thread), MEMVAULT_THREAD sets it,
@@ -38,16 +66,21 @@ func threadOnCommandLine(c *ucli.Context) bool {
 // which the command says on stderr (dirThreadNote). recall has its own
 // order (the session's thread comes before the working directory's) and
 // leaves it to recall.Recall.
-func currentThread(c *ucli.Context, v *vault.Vault) (thread string, fromDir bool, err error) {
-	name := c.Command.FullName()
-	if c.Bool("global") {
-		if threadOnCommandLine(c) {
-			return "", false, usagef("%s: --thread and --global do not go together", name)
+func currentThread(e env, v *vault.Vault, o rowThreadOptions) (thread string, fromDir bool, err error) {
+	if o.global {
+		if o.typed() {
+			return "", false, usagef("%s: --thread and --global do not go together", e.name)
 		}
 		return "", false, nil
 	}
 	wd, _ := os.Getwd() // no working directory, no thread of it
-	return ops.CurrentThread(v, c.String("thread"), wd)
+	return ops.CurrentThread(v, o.thread, wd)
+}
+
+// legacyCurrentThread is currentThread for a command that still reads
+// urfave/cli's context.
+func legacyCurrentThread(c *ucli.Context, v *vault.Vault) (thread string, fromDir bool, err error) {
+	return currentThread(envOf(c), v, rowThreadOptions{thread: c.String("thread"), global: c.Bool("global")})
 }
 
 // derived is thread when it came from the working directory, else "".

@@ -42,7 +42,7 @@ func runThreads(c *ucli.Context, v *vault.Vault) error {
 	if c.NArg() > 0 {
 		return usagef("threads: unknown subcommand %q; try memvault threads show T", c.Args().First())
 	}
-	limit, err := listLimit(c)
+	limit, err := legacyListLimit(c)
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func runThreads(c *ucli.Context, v *vault.Vault) error {
 	if threads == nil {
 		threads = []heads.ThreadInfo{}
 	}
-	limitNote(c, len(threads), len(info.Threads), "threads", "first")
+	limitNote(envOf(c), c.Bool("json"), len(threads), len(info.Threads), "threads", "first")
 	if opts.json {
 		return printJSON(c.App.Writer, threads)
 	}

@@ -264,7 +264,7 @@ func newTranscriptShowOptions(c *ucli.Context, v *vault.Vault) (transcriptShowOp
 	}
 	// A range the person chose is shown whole unless --limit says
 	// otherwise: the terminal's default applies to the whole transcript.
-	if opts.limit, err = listLimit(c); err != nil {
+	if opts.limit, err = legacyListLimit(c); err != nil {
 		return opts, err
 	}
 	if !opts.tail && !c.IsSet("limit") {
@@ -308,7 +308,7 @@ func runTranscriptShow(c *ucli.Context, v *vault.Vault) error {
 	if errors.Is(err, errEnough) && !opts.json {
 		fmt.Fprintf(c.App.ErrWriter, "memvault: note: showing %d messages from %d; --limit 0 shows all\n", opts.limit, opts.from)
 	} else if opts.tail && opts.limit > 0 {
-		limitNote(c, len(msgs), total, "messages", "last")
+		limitNote(envOf(c), c.Bool("json"), len(msgs), total, "messages", "last")
 	}
 	if opts.json {
 		if msgs == nil {

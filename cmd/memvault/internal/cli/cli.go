@@ -378,8 +378,8 @@ func commandActions() map[string]action {
 		"init": legacyNoVault(runInit), // creates the vault, so there is none to open yet
 
 		// Help and the version read nothing but the binary.
-		"help":    legacyNoVault(runHelp),
-		"version": legacyNoVault(runVersion),
+		"help":    noVault(runHelp),
+		"version": noVault(runVersion),
 
 		"remember":         inTxPrepared(prepareRemember),
 		"commitment open":  legacyInTxPrepared(prepareCommitmentOpen),
@@ -391,36 +391,36 @@ func commandActions() map[string]action {
 		"supersede":        legacyInTx(runSupersede),
 
 		"ledger":  reads(runLedger),
-		"replay":  legacyReads(runReplay),
-		"metrics": legacyReads(runMetrics),
+		"replay":  reads(runReplay),
+		"metrics": reads(runMetrics),
 		// export reads the vault and writes a file outside it (fileio);
 		// import checks the export's hashes before the lock, then writes
 		// in one transaction.
-		"export": legacyReads(runExport),
-		"import": legacyInTxPrepared(prepareImport),
-		"verify": legacyReads(runVerify),
+		"export": reads(runExport),
+		"import": inTxPrepared(prepareImport),
+		"verify": reads(runVerify),
 		// vault.Repair takes the lock, plans under it and commits through
 		// a transaction of its own.
-		"repair": legacyOwnWrites(runRepair),
+		"repair": ownWrites(runRepair),
 		"log":    reads(runLog),
-		"status": legacyReportsHealth(runStatus),
+		"status": reportsHealth(runStatus),
 
 		"transcript append": legacyInTxPrepared(runTranscriptAppend),
 		// lineage.Import takes the lock itself and commits what is new, then
 		// brings the index up to date.
 		"transcript import": legacyOwnWrites(runTranscriptImport),
 		"transcript show":   legacyReads(runTranscriptShow),
-		"sessions":          legacyReads(runSessions),
+		"sessions":          reads(runSessions),
 		"summarize":         distillModel(prepareSummarize),
 		"compact":           distillModel(prepareCompact),
 		"condense":          distillModel(prepareCondense),
-		"nodes":             legacyReads(runNodes),
-		"expand":            legacyReads(runExpand),
+		"nodes":             reads(runNodes),
+		"expand":            reads(runExpand),
 
-		"recall": legacyReads(runRecall),
+		"recall": reads(runRecall),
 		// recall.Reindex takes the vault lock itself while it rebuilds the
 		// index; it commits nothing.
-		"reindex": legacyOwnWrites(runReindex),
+		"reindex": ownWrites(runReindex),
 
 		// Hooks fail open: hook finds the vault itself and logs, never fails.
 		"hook":    legacyNoVault(runHook),
@@ -447,7 +447,7 @@ func commandActions() map[string]action {
 
 		// vault.GC takes the vault lock itself and repacks git's objects; it
 		// commits nothing.
-		"gc": legacyOwnWrites(runGC),
+		"gc": ownWrites(runGC),
 		// clones.Sync takes the vault lock itself for the merge; the join and
 		// the render of the heads commit on their own.
 		"sync": legacyOwnWrites(runSync),

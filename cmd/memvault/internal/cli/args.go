@@ -215,11 +215,11 @@ func textArg(c *ucli.Context, what string) (string, error) {
 }
 
 // oneID is the single event id a command takes.
-func oneID(c *ucli.Context, cmd string) (string, error) {
-	if c.NArg() != 1 {
+func oneID(args []string, cmd string) (string, error) {
+	if len(args) != 1 {
 		return "", usagef("%s: want exactly one event id", cmd)
 	}
-	return c.Args().First(), nil
+	return args[0], nil
 }
 
 // threadArgs resolves thread keys or aliases.

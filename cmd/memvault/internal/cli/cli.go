@@ -382,13 +382,13 @@ func commandActions() map[string]action {
 		"version": noVault(runVersion),
 
 		"remember":         inTxPrepared(prepareRemember),
-		"commitment open":  legacyInTxPrepared(prepareCommitmentOpen),
-		"commitment close": legacyInTx(runCommitmentClose),
-		"commitment show":  legacyReads(runCommitmentShow),
-		"claim":            legacyInTxPrepared(prepareClaim),
-		"reflect":          legacyInTxPrepared(prepareReflect),
-		"retract":          legacyInTx(runRetract),
-		"supersede":        legacyInTx(runSupersede),
+		"commitment open":  inTxPrepared(prepareCommitmentOpen),
+		"commitment close": inTx(runCommitmentClose),
+		"commitment show":  reads(runCommitmentShow),
+		"claim":            inTxPrepared(prepareClaim),
+		"reflect":          inTxPrepared(prepareReflect),
+		"retract":          inTx(runRetract),
+		"supersede":        inTx(runSupersede),
 
 		"ledger":  reads(runLedger),
 		"replay":  reads(runReplay),
@@ -454,8 +454,8 @@ func commandActions() map[string]action {
 
 		// The policy (docs/POLICY.md): set records one policy event, which
 		// the transaction checks like any other; show only reads.
-		"policy set":  legacyInTxPrepared(preparePolicySet),
-		"policy show": legacyReads(runPolicyShow),
+		"policy set":  inTxPrepared(preparePolicySet),
+		"policy show": reads(runPolicyShow),
 
 		// Executors (docs/EXECUTORS.md): add and ping run the executor's
 		// ping before the lock, then change memvault.toml in one

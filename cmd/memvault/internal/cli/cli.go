@@ -375,7 +375,7 @@ func Commands() []string {
 // the vault (see access) and the function that does it.
 func commandActions() map[string]action {
 	return map[string]action{
-		"init": legacyNoVault(runInit), // creates the vault, so there is none to open yet
+		"init": noVault(runInit), // creates the vault, so there is none to open yet
 
 		// Help and the version read nothing but the binary.
 		"help":    noVault(runHelp),
@@ -424,7 +424,7 @@ func commandActions() map[string]action {
 
 		// Hooks fail open: hook finds the vault itself and logs, never fails.
 		"hook":    legacyNoVault(runHook),
-		"context": legacyReportsHealth(runContext),
+		"context": reportsHealth(runContext),
 		// The MCP server opens the vault afresh for each request and holds
 		// the lock only inside a request's write (cmd/memvault/internal/mcp).
 		"mcp": legacyServes(runMCP),
@@ -450,7 +450,7 @@ func commandActions() map[string]action {
 		"gc": ownWrites(runGC),
 		// clones.Sync takes the vault lock itself for the merge; the join and
 		// the render of the heads commit on their own.
-		"sync": legacyOwnWrites(runSync),
+		"sync": ownWrites(runSync),
 
 		// The policy (docs/POLICY.md): set records one policy event, which
 		// the transaction checks like any other; show only reads.
@@ -468,22 +468,22 @@ func commandActions() map[string]action {
 		"executor list":   legacyReads(runExecutorList),
 		"executor show":   legacyReads(runExecutorShow),
 		"delegate":        legacyOwnWrites(runDelegate),
-		"audit":           legacyReads(runAudit),
-		"audit replay":    legacyReads(runAuditReplay),
+		"audit":           reads(runAudit),
+		"audit replay":    reads(runAuditReplay),
 
 		// The job queue (docs/HOOKS.md, "Jobs"): jobs lists it; jobs run
 		// runs it, asking [summarise]'s executor without the vault lock
 		// and writing each job in transactions of its own (hooks.Work).
-		"jobs":     legacyReads(runJobs),
-		"jobs run": legacyOwnWrites(runJobsRun),
+		"jobs":     reads(runJobs),
+		"jobs run": ownWrites(runJobsRun),
 
 		// The heads: heads.Refresh, EditHead and ResolveHeads take the heads'
 		// leases before the vault lock, so they manage their own writes
 		// (edit may commit twice: a first render, then the saved file).
 		"render":       legacyOwnWrites(runRender),
 		"refresh":      legacyOwnWrites(runRefresh),
-		"threads":      legacyReads(runThreads),
-		"threads show": legacyReads(runThreadsShow),
+		"threads":      reads(runThreads),
+		"threads show": reads(runThreadsShow),
 		"edit":         legacyOwnWrites(runEdit),
 		"resolve":      legacyOwnWrites(runResolve),
 

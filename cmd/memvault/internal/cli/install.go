@@ -346,7 +346,7 @@ func ensureProjectVault(c *ucli.Context, w io.Writer, in *hooks.Installer, dryRu
 	default:
 		fmt.Fprintf(w, "no vault found from here, and no terminal to ask: creating one (memvault init)\n")
 	}
-	v, _, _, err := initVault(initOptionsFor(c, dir))
+	v, _, _, err := initVault(initOptionsFor(envOf(c), dir))
 	if err != nil {
 		return fmt.Errorf("install: create the vault: %w", err)
 	}

@@ -405,11 +405,11 @@ func commandActions() map[string]action {
 		"log":    reads(runLog),
 		"status": reportsHealth(runStatus),
 
-		"transcript append": legacyInTxPrepared(runTranscriptAppend),
+		"transcript append": inTxPrepared(runTranscriptAppend),
 		// lineage.Import takes the lock itself and commits what is new, then
 		// brings the index up to date.
-		"transcript import": legacyOwnWrites(runTranscriptImport),
-		"transcript show":   legacyReads(runTranscriptShow),
+		"transcript import": ownWrites(runTranscriptImport),
+		"transcript show":   reads(runTranscriptShow),
 		"sessions":          reads(runSessions),
 		"summarize":         distillModel(prepareSummarize),
 		"compact":           distillModel(prepareCompact),
@@ -480,12 +480,12 @@ func commandActions() map[string]action {
 		// The heads: heads.Refresh, EditHead and ResolveHeads take the heads'
 		// leases before the vault lock, so they manage their own writes
 		// (edit may commit twice: a first render, then the saved file).
-		"render":       legacyOwnWrites(runRender),
-		"refresh":      legacyOwnWrites(runRefresh),
+		"render":       ownWrites(runRender),
+		"refresh":      ownWrites(runRefresh),
 		"threads":      reads(runThreads),
 		"threads show": reads(runThreadsShow),
-		"edit":         legacyOwnWrites(runEdit),
-		"resolve":      legacyOwnWrites(runResolve),
+		"edit":         ownWrites(runEdit),
+		"resolve":      ownWrites(runResolve),
 
 		// The protocol: continuity.UpdateContinuity takes CONTINUITY.md's lease
 		// and the vault lock itself, and refreshes the file in the same

@@ -490,18 +490,18 @@ func commandActions() map[string]action {
 		// The protocol: continuity.UpdateContinuity takes CONTINUITY.md's lease
 		// and the vault lock itself, and refreshes the file in the same
 		// commit as the change.
-		"continuity init":      legacyOwnWrites(continuityWrite(runContinuityInit)),
-		"continuity status":    legacyReads(runContinuityStatus),
-		"continuity learnings": legacyReads(runContinuityLearnings),
-		"continuity decisions": legacyReads(runContinuityDecisions),
-		"continuity audit":     legacyOwnWrites(runContinuityAudit), // --dry-run only reads
-		"continuity index":     legacyOwnWrites(runContinuityIndex),
-		"continuity budget":    legacyReads(runContinuityBudget),
-		"learn":                legacyOwnWrites(continuityWrite(runLearn)),
-		"decide":               legacyOwnWrites(continuityWrite(runDecide)),
-		"goal":                 legacyOwnWrites(continuityWrite(runGoal)),
-		"next":                 legacyOwnWrites(continuityWrite(runNext)),
-		"done":                 legacyOwnWrites(continuityWrite(runDone)),
+		"continuity init":      ownWrites(continuityWrite(runContinuityInit)),
+		"continuity status":    reads(runContinuityStatus),
+		"continuity learnings": reads(runContinuityLearnings),
+		"continuity decisions": reads(runContinuityDecisions),
+		"continuity audit":     ownWrites(runContinuityAudit), // --dry-run only reads
+		"continuity index":     ownWrites(runContinuityIndex),
+		"continuity budget":    reads(runContinuityBudget),
+		"learn":                ownWrites(continuityWrite(runLearn)),
+		"decide":               ownWrites(continuityWrite(runDecide)),
+		"goal":                 ownWrites(continuityWrite(runGoal)),
+		"next":                 ownWrites(continuityWrite(runNext)),
+		"done":                 ownWrites(continuityWrite(runDone)),
 	}
 }
 

@@ -437,9 +437,9 @@ func commandActions() map[string]action {
 		// .gitattributes lacks it, commits it through the library
 		// (vault.EnsureMergeSetup). doctor checks them, and the vault if
 		// there is one.
-		"install":   legacyOwnWrites(runInstall),
-		"uninstall": legacyNoVault(runUninstall),
-		"doctor":    legacyInspects(runDoctor),
+		"install":   ownWrites(runInstall),
+		"uninstall": noVault(runUninstall),
+		"doctor":    inspects(runDoctor),
 		// Git runs the merge driver on its temporary copies of three
 		// versions of one file, in the middle of its own merge: no vault to
 		// open, no lock to take.
@@ -462,12 +462,12 @@ func commandActions() map[string]action {
 		// transaction; delegate runs the executors without the lock and
 		// records each result in a transaction of its own
 		// (executor.Delegate).
-		"executor add":    legacyInTxPrepared(prepareExecutorAdd),
-		"executor ping":   legacyInTxPrepared(prepareExecutorPing),
-		"executor remove": legacyInTxPrepared(prepareExecutorRemove),
-		"executor list":   legacyReads(runExecutorList),
-		"executor show":   legacyReads(runExecutorShow),
-		"delegate":        legacyOwnWrites(runDelegate),
+		"executor add":    inTxPrepared(prepareExecutorAdd),
+		"executor ping":   inTxPrepared(prepareExecutorPing),
+		"executor remove": inTxPrepared(prepareExecutorRemove),
+		"executor list":   reads(runExecutorList),
+		"executor show":   reads(runExecutorShow),
+		"delegate":        ownWrites(runDelegate),
 		"audit":           reads(runAudit),
 		"audit replay":    reads(runAuditReplay),
 

@@ -423,15 +423,15 @@ func commandActions() map[string]action {
 		"reindex": ownWrites(runReindex),
 
 		// Hooks fail open: hook finds the vault itself and logs, never fails.
-		"hook":    legacyNoVault(runHook),
+		"hook":    noVault(runHook),
 		"context": reportsHealth(runContext),
 		// The MCP server opens the vault afresh for each request and holds
 		// the lock only inside a request's write (cmd/memvault/internal/mcp).
-		"mcp": legacyServes(runMCP),
+		"mcp": serves(runMCP),
 		// The web view, the same: every page opens the vault for its
 		// request and reads without the lock; each --write route is one
 		// transaction (cmd/memvault/internal/web).
-		"serve": legacyServes(runServe),
+		"serve": serves(runServe),
 		// The installers change the harness's config and git's hooks, not
 		// the vault; install git also registers the merge driver and, when
 		// .gitattributes lacks it, commits it through the library
@@ -443,7 +443,7 @@ func commandActions() map[string]action {
 		// Git runs the merge driver on its temporary copies of three
 		// versions of one file, in the middle of its own merge: no vault to
 		// open, no lock to take.
-		"merge-driver": legacyNoVault(runMergeDriver),
+		"merge-driver": noVault(runMergeDriver),
 
 		// vault.GC takes the vault lock itself and repacks git's objects; it
 		// commits nothing.

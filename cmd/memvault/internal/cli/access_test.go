@@ -35,9 +35,6 @@ func TestEveryCommandDeclaresAccess(t *testing.T) {
 		if !seen[path] {
 			t.Errorf("commandActions declares %q, which is not a command", path)
 		}
-		if a.legacy != nil || a.legacyRead != nil {
-			continue
-		}
 		if a.access == accessTx && a.tx == nil || a.access == accessRead && a.read == nil ||
 			(a.access == accessNone || a.access == accessOwn || a.access == accessServe) && a.plain == nil {
 			t.Errorf("memvault %s: its action has no function for its access", path)

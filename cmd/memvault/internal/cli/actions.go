@@ -84,10 +84,6 @@ type action struct {
 	read  func(ctx context.Context, e env, v *vault.Vault) error           // accessRead
 	tx    func(ctx context.Context, e env, v *vault.Vault) (txWork, error) // accessTx
 
-	// legacy and legacyRead are the work of a command that still reads
-	// urfave/cli's context itself; they go once every command takes options.
-	legacy     func(c *ucli.Context) error
-	legacyRead func(c *ucli.Context, v *vault.Vault) error
 }
 
 // txWork is a one-transaction command's work, prepared once the vault is
@@ -178,50 +174,10 @@ func serves[O any, P optionsOf[O]](fn func(ctx context.Context, opts O, e env) e
 	return a
 }
 
-// The legacy constructors declare a command that still reads urfave/cli's
-// context itself, with the flags its constructor lists.
-
-func legacyNoVault(fn func(c *ucli.Context) error) action {
-	return action{access: accessNone, legacy: fn}
-}
-
-func legacyReads(fn func(c *ucli.Context, v *vault.Vault) error) action {
-	return action{access: accessRead, legacyRead: fn}
-}
-
-func legacyReportsHealth(fn func(c *ucli.Context, v *vault.Vault) error) action {
-	return action{access: accessRead, legacyRead: fn, health: true}
-}
-
-func legacyInspects(fn func(c *ucli.Context, v *vault.Vault) error) action {
-	return action{access: accessRead, legacyRead: fn, health: true, optional: true}
-}
-
-func legacyInTx(fn func(c *ucli.Context, tx *vault.Tx) error) action {
-	return legacyInTxPrepared(func(c *ucli.Context, _ *vault.Vault) (txWork, error) {
-		return txWork{apply: func(tx *vault.Tx) error { return fn(c, tx) }}, nil
-	})
-}
-
-func legacyInTxPrepared(fn func(c *ucli.Context, v *vault.Vault) (txWork, error)) action {
-	return action{access: accessTx, legacy: func(c *ucli.Context) error { return legacyRunTx(c, fn) }}
-}
-
-func legacyOwnWrites(fn func(c *ucli.Context) error) action {
-	return action{access: accessOwn, legacy: fn}
-}
-
-func legacyServes(fn func(c *ucli.Context) error) action {
-	return action{access: accessServe, legacy: fn}
-}
-
 // actionFunc is the root applying an action's access: the one place,
 // with envOf, where urfave/cli's context is read. By the time it runs,
 // urfave/cli has filled the options through the flags.
 func (a action) actionFunc() ucli.ActionFunc {
-	if a.legacy != nil {
-		return a.legacy
-	}
 	return func(c *ucli.Context) error {
 		if a.args != nil {
 			a.args(c.Args().Slice())
@@ -232,9 +188,6 @@ func (a action) actionFunc() ucli.ActionFunc {
 			v, err := a.openFor(e)
 			if err != nil {
 				return err
-			}
-			if a.legacyRead != nil {
-				return a.legacyRead(c, v)
 			}
 			return a.read(c.Context, e, v)
 		case accessTx:
@@ -334,21 +287,6 @@ func commitWork(e env, v *vault.Vault, w writeOptions, work txWork) error {
 	return printEvents(e, w.json, res)
 }
 
-// legacyRunTx is runTx for a command that still reads urfave/cli's
-// context.
-func legacyRunTx(c *ucli.Context, prepare func(c *ucli.Context, v *vault.Vault) (txWork, error)) error {
-	v, err := openVault(c)
-	if err != nil {
-		return err
-	}
-	work, err := prepare(c, v)
-	if err != nil {
-		return err
-	}
-	w := writeOptions{session: c.String("session"), harness: c.String("harness"), force: c.Bool("force"), json: c.Bool("json")}
-	return commitWork(envOf(c), v, w, work)
-}
-
 // setActions gives every command in cs the action commandActions declares
 // for it, by its path ("commitment open").
 func setActions(cs []*ucli.Command, prefix string, actions map[string]action) {
@@ -356,9 +294,7 @@ func setActions(cs []*ucli.Command, prefix string, actions map[string]action) {
 		path := prefix + c.Name
 		if a, ok := actions[path]; ok {
 			c.Action = a.actionFunc()
-			if a.flags != nil {
-				c.Flags = a.flags
-			}
+			c.Flags = a.flags
 			if strings.TrimSpace(c.ArgsUsage) == "" {
 				c.Action = withoutArgs(path, c.Action)
 			}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -199,19 +198,6 @@ func takesValue(f ucli.Flag, arg string) bool {
 	}
 	_, isBool := f.(*ucli.BoolFlag)
 	return !isBool
-}
-
-// textArg joins the positional arguments into one text; "-" reads stdin.
-func textArg(c *ucli.Context, what string) (string, error) {
-	args := c.Args().Slice()
-	if len(args) == 1 && args[0] == "-" {
-		data, err := io.ReadAll(io.LimitReader(c.App.Reader, vault.MaxTextBytes+1))
-		if err != nil {
-			return "", fmt.Errorf("%s: read stdin: %w", what, err)
-		}
-		return strings.TrimSuffix(string(data), "\n"), nil
-	}
-	return strings.Join(args, " "), nil
 }
 
 // oneID is the single event id a command takes.

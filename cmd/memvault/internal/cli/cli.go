@@ -49,7 +49,7 @@ func Main(args []string) int {
 	// memvault's own writes set their modes; this covers the writers it does
 	// not control. A person's files outside the vault (a harness's settings,
 	// a project's git hook) are created with the person's umask again
-	// (withUserUmask). A stricter umask stays: it can only narrow.
+	// (env.asUser). A stricter umask stays: it can only narrow.
 	user := syscall.Umask(privateUmask)
 	syscall.Umask(user | privateUmask)
 	// A command lives for milliseconds and allocates in bursts; collecting
@@ -132,20 +132,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, userUmask int
 // userUmaskKey names the person's umask in the app's metadata.
 const userUmaskKey = "userUmask"
 
-// withUserUmask runs fn, which creates files of the person's own outside the
-// vault, under the umask the person started memvault with, so that a new
-// settings file or folder gets the mode their other tools would give it.
-// A file that exists keeps its mode regardless (fileio.WriteKeepMode).
-func withUserUmask(c *ucli.Context, fn func() error) error {
-	mask, ok := c.App.Metadata[userUmaskKey].(int)
-	if !ok {
-		return fn()
-	}
-	prev := syscall.Umask(mask)
-	defer syscall.Umask(prev)
-	return fn()
-}
-
 // silentError carries an exit code for a command that already printed its
 // own report (verify prints every problem, then fails).
 type silentError struct{ code int }
@@ -194,86 +180,6 @@ func exitCode(err error) int {
 	}
 	return ExitInternal
 }
-
-// Flags shared by several commands.
-var (
-	jsonFlag    = &ucli.BoolFlag{Name: "json", Usage: "print JSON instead of text"}
-	sessionFlag = &ucli.StringFlag{Name: "session", EnvVars: []string{"MEMVAULT_SESSION"}, Usage: "session key the write belongs to"}
-	harnessFlag = &ucli.StringFlag{Name: "harness", EnvVars: []string{"MEMVAULT_HARNESS"}, Usage: "harness the write comes from (claude-code, codex, …)"}
-	forceFlag   = &ucli.BoolFlag{Name: "force", Usage: "write even if the ledger fails verification"}
-	threadFlag  = &ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Usage: "thread key kind:slug (global when absent)"}
-)
-
-// writeFlags are the flags of every command that changes the vault.
-func writeFlags(extra ...ucli.Flag) []ucli.Flag {
-	return append(extra, sessionFlag, harnessFlag, forceFlag, jsonFlag)
-}
-
-// writeOptions are the flags of a command that changes the vault: the
-// session and the harness its transaction is recorded with, --force and
-// --json. A one-transaction command's options embed them, and bind those
-// its flags set (import takes only --json).
-type writeOptions struct {
-	session, harness string
-	force, json      bool
-}
-
-// write is a one-transaction command's write flags, for the root's
-// transaction (writerOf).
-func (o *writeOptions) write() *writeOptions { return o }
-
-// writeFlags are the command's own flags (extra), then the flags of every
-// command that changes the vault, bound to o.
-func (o *writeOptions) writeFlags(extra ...ucli.Flag) []ucli.Flag {
-	return append(extra, newSessionFlag(&o.session), newHarnessFlag(&o.harness), newForceFlag(&o.force), newJSONFlag(&o.json))
-}
-
-// The flags several commands share, each bound to the field it fills.
-
-func newJSONFlag(p *bool) *ucli.BoolFlag {
-	return &ucli.BoolFlag{Name: "json", Usage: "print JSON instead of text", Destination: p}
-}
-
-func newSessionFlag(p *string) *ucli.StringFlag {
-	return &ucli.StringFlag{Name: "session", EnvVars: []string{"MEMVAULT_SESSION"}, Usage: "session key the write belongs to", Destination: p}
-}
-
-func newHarnessFlag(p *string) *ucli.StringFlag {
-	return &ucli.StringFlag{Name: "harness", EnvVars: []string{"MEMVAULT_HARNESS"}, Usage: "harness the write comes from (claude-code, codex, …)", Destination: p}
-}
-
-func newForceFlag(p *bool) *ucli.BoolFlag {
-	return &ucli.BoolFlag{Name: "force", Usage: "write even if the ledger fails verification", Destination: p}
-}
-
-// newThreadFlag is --thread as a filter, or a node's thread.
-func newThreadFlag(p *string) *ucli.StringFlag {
-	return &ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Usage: "thread key kind:slug (global when absent)", Destination: p}
-}
-
-// markSet is a flag's Action that records that the flag was given, on the
-// line or by its environment variable, for a command whose default
-// depends on it.
-func markSet[T any](set *bool) func(*ucli.Context, T) error {
-	return func(*ucli.Context, T) error {
-		*set = true
-		return nil
-	}
-}
-
-// setSlice is a repeatable flag's Action: it sets p to the values given,
-// in order (a flag not given leaves p nil).
-func setSlice(p *[]string) func(*ucli.Context, []string) error {
-	return func(_ *ucli.Context, values []string) error {
-		*p = values
-		return nil
-	}
-}
-
-// jsonOnly are the options of a command whose one flag is --json.
-type jsonOnly struct{ json bool }
-
-func (o *jsonOnly) flags() []ucli.Flag { return []ucli.Flag{newJSONFlag(&o.json)} }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
 	app := &ucli.App{
@@ -515,54 +421,4 @@ func setUsageHandler(c *ucli.Command, path string) {
 	for _, s := range c.Subcommands {
 		setUsageHandler(s, path+" "+s.Name)
 	}
-}
-
-// openVault finds and opens the vault the global flags point at.
-func openVault(c *ucli.Context) (*vault.Vault, error) { return openVaultWith(c, vault.Open) }
-
-// openVaultWith finds the vault the global flags point at and opens it
-// with open.
-func openVaultWith(c *ucli.Context, open func(root string) (*vault.Vault, error)) (*vault.Vault, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return nil, err
-	}
-	root, err := vault.Find(c.String("vault"), wd)
-	if err != nil {
-		return nil, err
-	}
-	v, err := open(root)
-	if err != nil {
-		return nil, err
-	}
-	v.Binary, _ = selfPath() // for git's merge driver, registered by a fresh clone's first write
-	return v, nil
-}
-
-// agentOf resolves --agent / MEMVAULT_AGENT, else the vault's configured one.
-// A command may have its own --agent (expand names the agent whose node it
-// reads); the innermost one that is set wins.
-func agentOf(c *ucli.Context, v *vault.Vault) (string, error) {
-	a := ""
-	for _, cc := range c.Lineage() {
-		if cc.IsSet("agent") {
-			a = cc.String("agent")
-			break
-		}
-	}
-	if a == "" {
-		return v.Config.Agent, nil
-	}
-	return a, vault.CheckName("agent", a)
-}
-
-// txOptions are the options of a transaction this command runs: its name,
-// the agent, and the shared write flags.
-func txOptions(c *ucli.Context, v *vault.Vault) (vault.TxOptions, error) {
-	agent, err := agentOf(c, v)
-	if err != nil {
-		return vault.TxOptions{}, err
-	}
-	return vault.TxOptions{Command: c.Command.FullName(), Agent: agent, Session: c.String("session"),
-		Harness: c.String("harness"), Force: c.Bool("force")}, nil
 }

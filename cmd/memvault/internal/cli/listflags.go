@@ -58,12 +58,6 @@ func (o limitOptions) listLimit(e env, json bool) (int, error) {
 	return defaultLimit(o.limit, json, outputIsTerminal(e.stdout)), nil
 }
 
-// legacyListLimit is listLimit for a command that still reads urfave/cli's
-// context.
-func legacyListLimit(c *ucli.Context) (int, error) {
-	return limitOptions{limit: c.Int("limit"), limitSet: c.IsSet("limit")}.listLimit(envOf(c), c.Bool("json"))
-}
-
 // defaultLimit is a listing's limit when --limit was not given: the flag's
 // own default where it has one (log's 20), else all for a script or JSON
 // and terminalListLimit for a person at a terminal.

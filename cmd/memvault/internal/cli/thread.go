@@ -22,18 +22,17 @@ type rowThreadOptions struct {
 	global bool
 }
 
-// newRowThreadFlag is rowThreadFlag bound to p.
+// newRowThreadFlag is the thread of the rows a command writes, bound to
+// p. Unlike newThreadFlag's (a filter or a node's thread), MEMVAULT_THREAD
+// sets it, as it sets the thread of the hooks' rows.
 func newRowThreadFlag(p *string) *ucli.StringFlag {
-	f := *rowThreadFlag
-	f.Destination = p
-	return &f
+	return &ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"},
+		Usage: "thread key kind:slug (default: the working directory's project, see --global)", Destination: p}
 }
 
-// newGlobalFlag is globalFlag bound to p.
+// newGlobalFlag is a writer's --global, bound to p.
 func newGlobalFlag(p *bool) *ucli.BoolFlag {
-	f := *globalFlag
-	f.Destination = p
-	return &f
+	return &ucli.BoolFlag{Name: "global", Usage: "record rows of no thread, whatever the working directory", Destination: p}
 }
 
 // typed reports whether --thread was typed, not set by MEMVAULT_THREAD:
@@ -41,22 +40,6 @@ func newGlobalFlag(p *bool) *ucli.BoolFlag {
 // agent types.
 func (o rowThreadOptions) typed() bool {
 	return o.thread != "" && os.Getenv("MEMVAULT_THREAD") == ""
-}
-
-var (
-	// rowThreadFlag is the thread of the rows a command writes. Unlike
-	// threadFlag (a filter or a node's thread), MEMVAULT_THREAD sets it,
-	// as it sets the thread of the hooks' rows.
-	rowThreadFlag = &ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"},
-		Usage: "thread key kind:slug (default: the working directory's project, see --global)"}
-	globalFlag = &ucli.BoolFlag{Name: "global", Usage: "record rows of no thread, whatever the working directory"}
-)
-
-// threadOnCommandLine reports whether --thread was typed, not set by
-// MEMVAULT_THREAD: a harness that sets the variable does not clash with an
-// opt-out the agent types.
-func threadOnCommandLine(c *ucli.Context) bool {
-	return c.IsSet("thread") && c.String("thread") != "" && os.Getenv("MEMVAULT_THREAD") == ""
 }
 
 // currentThread is the thread a command that takes --global works in (the
@@ -75,12 +58,6 @@ func currentThread(e env, v *vault.Vault, o rowThreadOptions) (thread string, fr
 	}
 	wd, _ := os.Getwd() // no working directory, no thread of it
 	return ops.CurrentThread(v, o.thread, wd)
-}
-
-// legacyCurrentThread is currentThread for a command that still reads
-// urfave/cli's context.
-func legacyCurrentThread(c *ucli.Context, v *vault.Vault) (thread string, fromDir bool, err error) {
-	return currentThread(envOf(c), v, rowThreadOptions{thread: c.String("thread"), global: c.Bool("global")})
 }
 
 // derived is thread when it came from the working directory, else "".

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -242,17 +241,4 @@ func noArgsHint(path string) string {
 		return "memvault learn --error E --prevention P"
 	}
 	return "memvault help " + path + " shows its flags"
-}
-
-// withoutArgs refuses the positional arguments of a command whose usage
-// names none, before its action opens anything: a stray word (`memvault
-// status extra`) is a mistake to say, not to ignore.
-func withoutArgs(path string, next ucli.ActionFunc) ucli.ActionFunc {
-	return func(c *ucli.Context) error {
-		if c.NArg() > 0 {
-			return &usageError{msg: fmt.Sprintf("%s: takes no arguments (got %q)", path, shortValue(c.Args().First())),
-				hint: noArgsHint(path)}
-		}
-		return next(c)
-	}
 }

@@ -83,7 +83,6 @@ type action struct {
 	plain func(ctx context.Context, e env) error                           // accessNone, accessOwn, accessServe
 	read  func(ctx context.Context, e env, v *vault.Vault) error           // accessRead
 	tx    func(ctx context.Context, e env, v *vault.Vault) (txWork, error) // accessTx
-
 }
 
 // txWork is a one-transaction command's work, prepared once the vault is

@@ -1,6 +1,9 @@
 // Package cli is memvault's command line: flag parsing, output and exit
 // codes over the vault package. Commands stay thin; the root opens the vault,
-// and for commands that write, takes the lock and commits once.
+// and for commands that write, takes the lock and commits once. A command's
+// flags fill its options (xOptions); its function (runX, or prepareX for a
+// transaction) takes them and an env, never urfave/cli's context, which
+// only the root in actions.go reads.
 package cli
 
 import (

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"strings"
 	"testing"
 
 	ucli "github.com/urfave/cli/v2"
@@ -31,7 +32,14 @@ func TestEveryCommandDeclaresAccess(t *testing.T) {
 		}
 	}
 	walk("", newApp(nil, io.Discard, io.Discard).Commands)
+	cmds := everyCommand()
 	for path, a := range actions {
+		// The positional arguments reach the options of exactly the
+		// commands whose usage names some (the root refuses them for
+		// the others: withoutArgs).
+		if takes := strings.TrimSpace(cmds[path].ArgsUsage) != ""; takes != (a.args != nil) {
+			t.Errorf("memvault %s: usage %q, but its options take arguments: %v", path, cmds[path].ArgsUsage, a.args != nil)
+		}
 		if !seen[path] {
 			t.Errorf("commandActions declares %q, which is not a command", path)
 		}

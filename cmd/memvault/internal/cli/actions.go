@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -40,17 +41,48 @@ const (
 	accessServe
 )
 
-// An action is a command's work with its declared access. Exactly one of
-// the functions is set, the one its access calls for.
+// options are a command's options: flags gives the command's flags, each
+// bound to a field of the options (its Destination), the way restic's
+// AddFlags binds a command's flags to its options. urfave/cli fills them
+// as it parses the line; the command's function gets them as a value.
+type options interface {
+	flags() []ucli.Flag
+}
+
+// optionsOf is what the action constructors ask of a command's options
+// type O: its pointer gives the flags.
+type optionsOf[O any] interface {
+	*O
+	options
+}
+
+// writerOf is optionsOf for a one-transaction command: its options embed
+// writeOptions, whose session, harness and --force the transaction takes.
+type writerOf[O any] interface {
+	optionsOf[O]
+	write() *writeOptions
+}
+
+// An action is a command's work with its declared access, and the options
+// its flags fill. Exactly one of the functions is set, the one its access
+// calls for.
 type action struct {
 	access access
 	// health: the command reports the vault's health, so it opens even a
 	// vault whose memvault.toml does not parse (vault.OpenForCapture);
 	// optional: it runs without a vault too, and gets nil.
 	health, optional bool
-	plain            func(c *ucli.Context) error                           // accessNone, accessOwn, accessServe
-	read             func(c *ucli.Context, v *vault.Vault) error           // accessRead
-	tx               func(c *ucli.Context, v *vault.Vault) (txWork, error) // accessTx
+	// flags are the command's flags, bound to its options.
+	flags []ucli.Flag
+	// args gives the options the positional arguments; nil for a command
+	// whose options take none.
+	args func(args []string)
+	// write is a one-transaction command's write flags.
+	write *writeOptions
+
+	plain func(ctx context.Context, e env) error                           // accessNone, accessOwn, accessServe
+	read  func(ctx context.Context, e env, v *vault.Vault) error           // accessRead
+	tx    func(ctx context.Context, e env, v *vault.Vault) (txWork, error) // accessTx
 }
 
 // txWork is a one-transaction command's work, prepared once the vault is
@@ -65,86 +97,175 @@ type txWork struct {
 	thread string
 }
 
+// bound makes a command's options, the flags that fill them, and, when
+// the options take positional arguments, the function that gives them.
+func bound[O any, P optionsOf[O]](a action) (*O, action) {
+	o := new(O)
+	a.flags = P(o).flags()
+	if t, ok := any(o).(interface{ setArgs([]string) }); ok {
+		a.args = t.setArgs
+	}
+	return o, a
+}
+
 // noVault declares a command that opens no vault through the root.
-func noVault(fn func(c *ucli.Context) error) action { return action{access: accessNone, plain: fn} }
+func noVault[O any, P optionsOf[O]](fn func(ctx context.Context, opts O, e env) error) action {
+	o, a := bound[O, P](action{access: accessNone})
+	a.plain = func(ctx context.Context, e env) error { return fn(ctx, *o, e) }
+	return a
+}
 
 // reads declares a command that only reads the vault.
-func reads(fn func(c *ucli.Context, v *vault.Vault) error) action {
-	return action{access: accessRead, read: fn}
+func reads[O any, P optionsOf[O]](fn func(ctx context.Context, opts O, e env, v *vault.Vault) error) action {
+	o, a := bound[O, P](action{access: accessRead})
+	a.read = func(ctx context.Context, e env, v *vault.Vault) error { return fn(ctx, *o, e, v) }
+	return a
 }
 
 // reportsHealth declares a command that only reads the vault and says what
 // is wrong with it (status, context): the root opens it for capture, so a
 // broken memvault.toml is reported by the command instead of stopping it.
-func reportsHealth(fn func(c *ucli.Context, v *vault.Vault) error) action {
-	return action{access: accessRead, read: fn, health: true}
+func reportsHealth[O any, P optionsOf[O]](fn func(ctx context.Context, opts O, e env, v *vault.Vault) error) action {
+	a := reads[O, P](fn)
+	a.health = true
+	return a
 }
 
 // inspects declares a command that checks things outside the vault and
 // the vault's health when there is a vault (doctor): v is nil when none is
 // found.
-func inspects(fn func(c *ucli.Context, v *vault.Vault) error) action {
-	return action{access: accessRead, read: fn, health: true, optional: true}
+func inspects[O any, P optionsOf[O]](fn func(ctx context.Context, opts O, e env, v *vault.Vault) error) action {
+	a := reads[O, P](fn)
+	a.health, a.optional = true, true
+	return a
 }
 
 // inTx declares a command whose whole work is one transaction and whose
 // output is the events it wrote.
-func inTx(fn func(c *ucli.Context, tx *vault.Tx) error) action {
-	return inTxPrepared(func(c *ucli.Context, _ *vault.Vault) (txWork, error) {
-		return txWork{apply: func(tx *vault.Tx) error { return fn(c, tx) }}, nil
+func inTx[O any, P writerOf[O]](fn func(ctx context.Context, opts O, e env, tx *vault.Tx) error) action {
+	return inTxPrepared[O, P](func(ctx context.Context, opts O, e env, _ *vault.Vault) (txWork, error) {
+		return txWork{apply: func(tx *vault.Tx) error { return fn(ctx, opts, e, tx) }}, nil
 	})
 }
 
 // inTxPrepared declares a one-transaction command that checks its input
 // before the lock, or prints its own report.
-func inTxPrepared(fn func(c *ucli.Context, v *vault.Vault) (txWork, error)) action {
-	return action{access: accessTx, tx: fn}
+func inTxPrepared[O any, P writerOf[O]](fn func(ctx context.Context, opts O, e env, v *vault.Vault) (txWork, error)) action {
+	o, a := bound[O, P](action{access: accessTx})
+	a.write = P(o).write()
+	a.tx = func(ctx context.Context, e env, v *vault.Vault) (txWork, error) { return fn(ctx, *o, e, v) }
+	return a
 }
 
 // ownWrites declares a command whose library call takes the vault lock
 // itself, perhaps more than once; the command opens the vault.
-func ownWrites(fn func(c *ucli.Context) error) action { return action{access: accessOwn, plain: fn} }
+func ownWrites[O any, P optionsOf[O]](fn func(ctx context.Context, opts O, e env) error) action {
+	o, a := bound[O, P](action{access: accessOwn})
+	a.plain = func(ctx context.Context, e env) error { return fn(ctx, *o, e) }
+	return a
+}
 
 // serves declares a server: its requests open the vault and take the lock
 // each for itself.
-func serves(fn func(c *ucli.Context) error) action { return action{access: accessServe, plain: fn} }
+func serves[O any, P optionsOf[O]](fn func(ctx context.Context, opts O, e env) error) action {
+	o, a := bound[O, P](action{access: accessServe})
+	a.plain = func(ctx context.Context, e env) error { return fn(ctx, *o, e) }
+	return a
+}
 
-// actionFunc is the root applying an action's access.
+// actionFunc is the root applying an action's access: the one place,
+// with envOf, where urfave/cli's context is read. By the time it runs,
+// urfave/cli has filled the options through the flags.
 func (a action) actionFunc() ucli.ActionFunc {
-	switch a.access {
-	case accessRead:
-		return func(c *ucli.Context) error {
-			open := vault.Open
-			if a.health {
-				open = vault.OpenForCapture
-			}
-			v, err := openVaultWith(c, open)
-			if a.optional && errors.Is(err, vault.ErrNotFound) {
-				return a.read(c, nil)
-			}
+	return func(c *ucli.Context) error {
+		if a.args != nil {
+			a.args(c.Args().Slice())
+		}
+		e := envOf(c)
+		switch a.access {
+		case accessRead:
+			v, err := a.openFor(e)
 			if err != nil {
 				return err
 			}
-			return a.read(c, v)
+			return a.read(c.Context, e, v)
+		case accessTx:
+			return runTx(c.Context, e, a)
 		}
-	case accessTx:
-		return func(c *ucli.Context) error { return runTx(c, a.tx) }
+		return a.plain(c.Context, e)
 	}
-	return a.plain
 }
 
-// runTx opens the vault, prepares the command's work, runs it in one
-// transaction (one lock, one commit) and prints the warnings and the report.
-func runTx(c *ucli.Context, prepare func(c *ucli.Context, v *vault.Vault) (txWork, error)) error {
-	v, err := openVault(c)
+// openFor opens the vault for a command that reads it: for capture when
+// it reports the vault's health; nil, and no error, when it runs without
+// a vault and none is found.
+func (a action) openFor(e env) (*vault.Vault, error) {
+	open := vault.Open
+	if a.health {
+		open = vault.OpenForCapture
+	}
+	v, err := e.openVaultWith(open)
+	if a.optional && errors.Is(err, vault.ErrNotFound) {
+		return nil, nil
+	}
+	return v, err
+}
+
+// envOf is what a command takes from the process and the global flags.
+func envOf(c *ucli.Context) env {
+	e := env{stdin: c.App.Reader, stdout: c.App.Writer, stderr: c.App.ErrWriter, name: c.Command.FullName(),
+		vaultDir: globalVault(c), agent: agentFlag(c), userUmask: -1}
+	if mask, ok := c.App.Metadata[userUmaskKey].(int); ok {
+		e.userUmask = mask
+	}
+	app := c.App
+	e.help = func(path []string, opts helpOptions) error { return printHelp(e.stdout, app, path, opts) }
+	return e
+}
+
+// agentFlag is the innermost --agent that is set: a command may have its
+// own (expand names the agent whose node it reads), which then wins over
+// the global one (or MEMVAULT_AGENT).
+func agentFlag(c *ucli.Context) string {
+	for _, cc := range c.Lineage() {
+		if cc.IsSet("agent") {
+			return cc.String("agent")
+		}
+	}
+	return ""
+}
+
+// globalVault is the global --vault (or MEMVAULT_DIR), which install's own
+// --vault flag (a bool, for git) hides from c.String. The root command's
+// context is the outermost one that has a command: urfave/cli puts an empty
+// context above it.
+func globalVault(c *ucli.Context) string {
+	lineage := c.Lineage()
+	for i := len(lineage) - 1; i >= 0; i-- {
+		if lineage[i].Command != nil {
+			return lineage[i].String("vault")
+		}
+	}
+	return ""
+}
+
+// runTx opens the vault, prepares the command's work and commits it.
+func runTx(ctx context.Context, e env, a action) error {
+	v, err := e.openVault()
 	if err != nil {
 		return err
 	}
-	work, err := prepare(c, v)
+	work, err := a.tx(ctx, e, v)
 	if err != nil {
 		return err
 	}
-	opts, err := txOptions(c, v)
+	return commitWork(e, v, *a.write, work)
+}
+
+// commitWork runs a command's prepared work in one transaction (one lock,
+// one commit) and prints the warnings and the report.
+func commitWork(e env, v *vault.Vault, w writeOptions, work txWork) error {
+	opts, err := e.txOptions(v, w)
 	if err != nil {
 		return err
 	}
@@ -153,22 +274,16 @@ func runTx(c *ucli.Context, prepare func(c *ucli.Context, v *vault.Vault) (txWor
 		return err
 	}
 	for _, w := range res.Warnings {
-		fmt.Fprintf(c.App.ErrWriter, "memvault: warning: %s\n", w)
+		fmt.Fprintf(e.stderr, "memvault: warning: %s\n", w)
 	}
-	gcAdvice(c, v) // progress.go: on a terminal, when loose objects call for a gc
+	gcAdvice(e, v) // progress.go: on a terminal, when loose objects call for a gc
 	if work.thread != "" {
-		dirThreadNote(c, work.thread, optOutWrite)
+		dirThreadNote(e, work.thread, optOutWrite)
 	}
 	if work.report != nil {
 		return work.report(res)
 	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, res.Events)
-	}
-	for _, ev := range res.Events {
-		fmt.Fprintln(c.App.Writer, ev.ID)
-	}
-	return nil
+	return printEvents(e, w.json, res)
 }
 
 // setActions gives every command in cs the action commandActions declares
@@ -178,10 +293,24 @@ func setActions(cs []*ucli.Command, prefix string, actions map[string]action) {
 		path := prefix + c.Name
 		if a, ok := actions[path]; ok {
 			c.Action = a.actionFunc()
+			c.Flags = a.flags
 			if strings.TrimSpace(c.ArgsUsage) == "" {
 				c.Action = withoutArgs(path, c.Action)
 			}
 		}
 		setActions(c.Subcommands, path+" ", actions)
+	}
+}
+
+// withoutArgs refuses the positional arguments of a command whose usage
+// names none, before its action opens anything: a stray word (`memvault
+// status extra`) is a mistake to say, not to ignore.
+func withoutArgs(path string, next ucli.ActionFunc) ucli.ActionFunc {
+	return func(c *ucli.Context) error {
+		if c.NArg() > 0 {
+			return &usageError{msg: fmt.Sprintf("%s: takes no arguments (got %q)", path, shortValue(c.Args().First())),
+				hint: noArgsHint(path)}
+		}
+		return next(c)
 	}
 }

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -201,25 +199,12 @@ func takesValue(f ucli.Flag, arg string) bool {
 	return !isBool
 }
 
-// textArg joins the positional arguments into one text; "-" reads stdin.
-func textArg(c *ucli.Context, what string) (string, error) {
-	args := c.Args().Slice()
-	if len(args) == 1 && args[0] == "-" {
-		data, err := io.ReadAll(io.LimitReader(c.App.Reader, vault.MaxTextBytes+1))
-		if err != nil {
-			return "", fmt.Errorf("%s: read stdin: %w", what, err)
-		}
-		return strings.TrimSuffix(string(data), "\n"), nil
-	}
-	return strings.Join(args, " "), nil
-}
-
 // oneID is the single event id a command takes.
-func oneID(c *ucli.Context, cmd string) (string, error) {
-	if c.NArg() != 1 {
+func oneID(args []string, cmd string) (string, error) {
+	if len(args) != 1 {
 		return "", usagef("%s: want exactly one event id", cmd)
 	}
-	return c.Args().First(), nil
+	return args[0], nil
 }
 
 // threadArgs resolves thread keys or aliases.
@@ -256,17 +241,4 @@ func noArgsHint(path string) string {
 		return "memvault learn --error E --prevention P"
 	}
 	return "memvault help " + path + " shows its flags"
-}
-
-// withoutArgs refuses the positional arguments of a command whose usage
-// names none, before its action opens anything: a stray word (`memvault
-// status extra`) is a mistake to say, not to ignore.
-func withoutArgs(path string, next ucli.ActionFunc) ucli.ActionFunc {
-	return func(c *ucli.Context) error {
-		if c.NArg() > 0 {
-			return &usageError{msg: fmt.Sprintf("%s: takes no arguments (got %q)", path, shortValue(c.Args().First())),
-				hint: noArgsHint(path)}
-		}
-		return next(c)
-	}
 }

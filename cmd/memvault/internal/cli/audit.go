@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -16,40 +17,57 @@ import (
 // which verifies them again from the ledger alone (docs/EXECUTORS.md,
 // "Audit and replay"). Both only read.
 
+type auditOptions struct {
+	executor, since string // filters; "" for any
+	limitOptions           // the newest N; 0 for all
+	json            bool
+}
+
+type auditReplayOptions struct {
+	since string
+	json  bool
+	args  []string // RANGE
+}
+
 func newAuditCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "audit",
 		Usage: "list the delegations recorded: executor, mode, tries, checksum",
-		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "executor", Usage: "only this executor's"},
-			&ucli.StringFlag{Name: "since", Usage: "only delegations at or after DATE (2026-11-22, RFC 3339, or 7d / 12h ago)"},
-			limitFlag("delegations, the newest", 0), jsonFlag,
-		},
 		Subcommands: []*ucli.Command{{
 			Name:      "replay",
 			Usage:     "verify the chain, hash every recorded result again and fold the state again from the ledger alone",
 			ArgsUsage: "[RANGE]",
 			Description: "RANGE narrows the results hashed and the rows compared to the events FROM..TO (ids or unique prefixes,\n" +
 				"either end left out for the ledger's first or last; one ID alone is that event); the chain is verified whole.",
-			Flags: []ucli.Flag{
-				&ucli.StringFlag{Name: "since", Usage: "only the events at or after DATE (2026-11-22, RFC 3339, or 7d / 12h ago)"},
-				jsonFlag,
-			},
 		}},
 	}
 }
 
-func runAudit(c *ucli.Context, v *vault.Vault) error {
-	if c.NArg() > 0 {
-		return usagef("audit: takes no arguments (got %q)", c.Args().First())
+func (o *auditOptions) flags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "executor", Usage: "only this executor's", Destination: &o.executor},
+		&ucli.StringFlag{Name: "since", Usage: "only delegations at or after DATE (2026-11-22, RFC 3339, or 7d / 12h ago)", Destination: &o.since},
+		o.limitFlag("delegations, the newest", 0), newJSONFlag(&o.json),
 	}
-	limit, err := listLimit(c)
+}
+
+func (o *auditReplayOptions) flags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "since", Usage: "only the events at or after DATE (2026-11-22, RFC 3339, or 7d / 12h ago)", Destination: &o.since},
+		newJSONFlag(&o.json),
+	}
+}
+
+func (o *auditReplayOptions) setArgs(args []string) { o.args = args }
+
+func runAudit(_ context.Context, opts auditOptions, e env, v *vault.Vault) error {
+	limit, err := opts.listLimit(e, opts.json)
 	if err != nil {
 		return err
 	}
-	q := executor.AuditQuery{Executor: c.String("executor"), Limit: limit}
-	if s := c.String("since"); s != "" {
-		if q.Since, err = ops.ParseSince(s, time.Now()); err != nil {
+	q := executor.AuditQuery{Executor: opts.executor, Limit: limit}
+	if opts.since != "" {
+		if q.Since, err = ops.ParseSince(opts.since, time.Now()); err != nil {
 			return err
 		}
 	}
@@ -60,11 +78,11 @@ func runAudit(c *ucli.Context, v *vault.Vault) error {
 	if rows == nil {
 		rows = []executor.AuditRow{}
 	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, rows)
+	if opts.json {
+		return printJSON(e.stdout, rows)
 	}
 	if len(rows) == 0 {
-		fmt.Fprintln(c.App.Writer, "no delegations")
+		fmt.Fprintln(e.stdout, "no delegations")
 		return nil
 	}
 	for _, r := range rows {
@@ -73,7 +91,7 @@ func runAudit(c *ucli.Context, v *vault.Vault) error {
 			status = "failed " + r.Code
 		}
 		first, _, _ := strings.Cut(r.Text, "\n")
-		fmt.Fprintf(c.App.Writer, "%s  %s  %s  %s  tries %d  %s  %s\n", r.TS, r.ID, r.Executor, r.Arbitration, len(r.Attempts), status, first)
+		fmt.Fprintf(e.stdout, "%s  %s  %s  %s  tries %d  %s  %s\n", r.TS, r.ID, r.Executor, r.Arbitration, len(r.Attempts), status, first)
 	}
 	return nil
 }
@@ -85,39 +103,48 @@ func clipChecksum(s string) string {
 	return s
 }
 
-func runAuditReplay(c *ucli.Context, v *vault.Vault) error {
+// replayRange is the range audit replay's arguments and --since name.
+func (o auditReplayOptions) replayRange() (executor.ReplayRange, error) {
 	var rng executor.ReplayRange
-	switch c.NArg() {
+	switch len(o.args) {
 	case 0:
 	case 1:
-		arg := strings.TrimSpace(c.Args().First())
+		arg := strings.TrimSpace(o.args[0])
 		from, to, isRange := strings.Cut(arg, "..")
 		if !isRange {
 			to = from
 		}
 		rng.From, rng.To = strings.TrimSpace(from), strings.TrimSpace(to)
 		if rng.From == "" && rng.To == "" {
-			return usagef("audit replay: range %q: want FROM..TO, FROM.., ..TO or one ID", arg)
+			return rng, usagef("audit replay: range %q: want FROM..TO, FROM.., ..TO or one ID", arg)
 		}
 	default:
-		return usagef("audit replay: want at most one RANGE (got %d arguments)", c.NArg())
+		return rng, usagef("audit replay: want at most one RANGE (got %d arguments)", len(o.args))
 	}
-	if s := c.String("since"); s != "" {
+	if o.since != "" {
 		var err error
-		if rng.Since, err = ops.ParseSince(s, time.Now()); err != nil {
-			return err
+		if rng.Since, err = ops.ParseSince(o.since, time.Now()); err != nil {
+			return rng, err
 		}
+	}
+	return rng, nil
+}
+
+func runAuditReplay(_ context.Context, opts auditReplayOptions, e env, v *vault.Vault) error {
+	rng, err := opts.replayRange()
+	if err != nil {
+		return err
 	}
 	rep, err := executor.Replay(v, rng)
 	if err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		if err := printJSON(c.App.Writer, rep); err != nil {
+	if opts.json {
+		if err := printJSON(e.stdout, rep); err != nil {
 			return err
 		}
 	} else {
-		w := c.App.Writer
+		w := e.stdout
 		fmt.Fprintf(w, "ledger: %d events, %d problems\n", rep.Events, len(rep.Problems))
 		if r := rep.Range; r != nil {
 			if r.Events == 0 {

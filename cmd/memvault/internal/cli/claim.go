@@ -1,8 +1,8 @@
 package cli
 
 import (
+	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -11,6 +11,12 @@ import (
 	"github.com/memvault/memvault/vault/lineage"
 )
 
+type claimOptions struct {
+	writeOptions
+	rowThreadOptions
+	args []string // TYPE and JSON (or "-" for stdin)
+}
+
 func newClaimCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "claim",
@@ -18,26 +24,31 @@ func newClaimCommand() *ucli.Command {
 		ArgsUsage: "TYPE JSON | TYPE -",
 		Description: "Checked types (JSON {\"id\": EVENT_ID}): " + strings.Join(lineage.ClaimTypes(), ", ") +
 			". Another type is recorded unchecked. See docs/POLICY.md.",
-		Flags: writeFlags(rowThreadFlag, globalFlag),
 	}
 }
+
+func (o *claimOptions) flags() []ucli.Flag {
+	return o.writeFlags(newRowThreadFlag(&o.thread), newGlobalFlag(&o.global))
+}
+
+func (o *claimOptions) setArgs(args []string) { o.args = args }
 
 // prepareClaim reads the type and the value and works out the thread
 // before the lock; the check against the state is made inside the
 // transaction, by the function a CLAIM: line goes through.
-func prepareClaim(c *ucli.Context, v *vault.Vault) (txWork, error) {
-	if c.NArg() != 2 {
+func prepareClaim(_ context.Context, opts claimOptions, e env, v *vault.Vault) (txWork, error) {
+	if len(opts.args) != 2 {
 		return txWork{}, usagef("claim: want a TYPE and a JSON value")
 	}
-	typ, raw := c.Args().Get(0), c.Args().Get(1)
+	typ, raw := opts.args[0], opts.args[1]
 	if raw == "-" {
-		data, err := readStdin(c, "claim")
+		data, err := e.readStdin("claim")
 		if err != nil {
 			return txWork{}, err
 		}
 		raw = data
 	}
-	thread, fromDir, err := currentThread(c, v)
+	thread, fromDir, err := currentThread(e, v, opts.rowThreadOptions)
 	if err != nil {
 		return txWork{}, err
 	}
@@ -46,30 +57,21 @@ func prepareClaim(c *ucli.Context, v *vault.Vault) (txWork, error) {
 		ev, err = lineage.RecordClaim(tx, thread, typ, raw)
 		return err
 	}, report: func(res *vault.Result) error {
-		if note := lineage.ClaimNote(&vault.Row{Event: ev}); note != "" && !c.Bool("json") {
-			fmt.Fprintf(c.App.ErrWriter, "memvault: %s: %s\n", ev.ID, note)
+		if note := lineage.ClaimNote(&vault.Row{Event: ev}); note != "" && !opts.json {
+			fmt.Fprintf(e.stderr, "memvault: %s: %s\n", ev.ID, note)
 		}
-		return printEvents(c, res)
+		return printEvents(e, opts.json, res)
 	}, thread: derived(thread, fromDir)}, nil
 }
 
-// readStdin reads a value given as "-" from stdin, up to the text limit.
-func readStdin(c *ucli.Context, what string) (string, error) {
-	data, err := io.ReadAll(io.LimitReader(c.App.Reader, vault.MaxTextBytes+1))
-	if err != nil {
-		return "", fmt.Errorf("%s: read stdin: %w", what, err)
-	}
-	return strings.TrimSuffix(string(data), "\n"), nil
-}
-
-// printEvents prints what runTx prints without a report: the ids of the
-// events written, or the events with --json.
-func printEvents(c *ucli.Context, res *vault.Result) error {
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, res.Events)
+// printEvents prints what a transaction prints without a report: the ids
+// of the events written, or the events with --json.
+func printEvents(e env, json bool, res *vault.Result) error {
+	if json {
+		return printJSON(e.stdout, res.Events)
 	}
 	for _, ev := range res.Events {
-		fmt.Fprintln(c.App.Writer, ev.ID)
+		fmt.Fprintln(e.stdout, ev.ID)
 	}
 	return nil
 }

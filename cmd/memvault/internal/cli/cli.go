@@ -1,6 +1,9 @@
 // Package cli is memvault's command line: flag parsing, output and exit
 // codes over the vault package. Commands stay thin; the root opens the vault,
-// and for commands that write, takes the lock and commits once.
+// and for commands that write, takes the lock and commits once. A command's
+// flags fill its options (xOptions); its function (runX, or prepareX for a
+// transaction) takes them and an env, never urfave/cli's context, which
+// only the root in actions.go reads.
 package cli
 
 import (
@@ -50,7 +53,7 @@ func Main(args []string) int {
 	// memvault's own writes set their modes; this covers the writers it does
 	// not control. A person's files outside the vault (a harness's settings,
 	// a project's git hook) are created with the person's umask again
-	// (withUserUmask). A stricter umask stays: it can only narrow.
+	// (env.asUser). A stricter umask stays: it can only narrow.
 	user := syscall.Umask(privateUmask)
 	syscall.Umask(user | privateUmask)
 	// A command lives for milliseconds and allocates in bursts; collecting
@@ -133,20 +136,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, userUmask int
 // userUmaskKey names the person's umask in the app's metadata.
 const userUmaskKey = "userUmask"
 
-// withUserUmask runs fn, which creates files of the person's own outside the
-// vault, under the umask the person started memvault with, so that a new
-// settings file or folder gets the mode their other tools would give it.
-// A file that exists keeps its mode regardless (fileio.WriteKeepMode).
-func withUserUmask(c *ucli.Context, fn func() error) error {
-	mask, ok := c.App.Metadata[userUmaskKey].(int)
-	if !ok {
-		return fn()
-	}
-	prev := syscall.Umask(mask)
-	defer syscall.Umask(prev)
-	return fn()
-}
-
 // silentError carries an exit code for a command that already printed its
 // own report (verify prints every problem, then fails).
 type silentError struct{ code int }
@@ -194,20 +183,6 @@ func exitCode(err error) int {
 		return ExitForbidden
 	}
 	return ExitInternal
-}
-
-// Flags shared by several commands.
-var (
-	jsonFlag    = &ucli.BoolFlag{Name: "json", Usage: "print JSON instead of text"}
-	sessionFlag = &ucli.StringFlag{Name: "session", EnvVars: []string{"MEMVAULT_SESSION"}, Usage: "session key the write belongs to"}
-	harnessFlag = &ucli.StringFlag{Name: "harness", EnvVars: []string{"MEMVAULT_HARNESS"}, Usage: "harness the write comes from (claude-code, codex, …)"}
-	forceFlag   = &ucli.BoolFlag{Name: "force", Usage: "write even if the ledger fails verification"}
-	threadFlag  = &ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Usage: "thread key kind:slug (global when absent)"}
-)
-
-// writeFlags are the flags of every command that changes the vault.
-func writeFlags(extra ...ucli.Flag) []ucli.Flag {
-	return append(extra, sessionFlag, harnessFlag, forceFlag, jsonFlag)
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *ucli.App {
@@ -450,56 +425,4 @@ func setUsageHandler(c *ucli.Command, path string) {
 	for _, s := range c.Subcommands {
 		setUsageHandler(s, path+" "+s.Name)
 	}
-}
-
-// openVault finds and opens the vault the global flags point at.
-func openVault(c *ucli.Context) (*vault.Vault, error) { return openVaultWith(c, vault.Open) }
-
-// openVaultWith finds the vault the global flags point at and opens it
-// with open.
-func openVaultWith(c *ucli.Context, open func(root string) (*vault.Vault, error)) (*vault.Vault, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return nil, err
-	}
-	root, err := vault.Find(c.String("vault"), wd)
-	if err != nil {
-		return nil, err
-	}
-	v, err := open(root)
-	if err != nil {
-		return nil, err
-	}
-	v.Binary, _ = selfPath() // for git's merge driver, registered by a fresh clone's first write
-	// The spool's problems go to the hook log, with those of the hooks that spooled.
-	v.Warn = func(line string) { _ = hookstate.AppendHookLog(root, line) }
-	return v, nil
-}
-
-// agentOf resolves --agent / MEMVAULT_AGENT, else the vault's configured one.
-// A command may have its own --agent (expand names the agent whose node it
-// reads); the innermost one that is set wins.
-func agentOf(c *ucli.Context, v *vault.Vault) (string, error) {
-	a := ""
-	for _, cc := range c.Lineage() {
-		if cc.IsSet("agent") {
-			a = cc.String("agent")
-			break
-		}
-	}
-	if a == "" {
-		return v.Config.Agent, nil
-	}
-	return a, vault.CheckName("agent", a)
-}
-
-// txOptions are the options of a transaction this command runs: its name,
-// the agent, and the shared write flags.
-func txOptions(c *ucli.Context, v *vault.Vault) (vault.TxOptions, error) {
-	agent, err := agentOf(c, v)
-	if err != nil {
-		return vault.TxOptions{}, err
-	}
-	return vault.TxOptions{Command: c.Command.FullName(), Agent: agent, Session: c.String("session"),
-		Harness: c.String("harness"), Force: c.Bool("force")}, nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	ucli "github.com/urfave/cli/v2"
@@ -10,12 +11,21 @@ import (
 )
 
 type commitmentOpenOptions struct {
-	thread, text string
-	links        []string
+	writeOptions
+	rowThreadOptions
+	links []string
+	text  []string // the words of the text, or "-" for stdin
 }
 
 type commitmentCloseOptions struct {
-	id, note string
+	writeOptions
+	note string
+	args []string // ID
+}
+
+type commitmentShowOptions struct {
+	json bool
+	args []string // ID
 }
 
 func newCommitmentCommand() *ucli.Command {
@@ -27,56 +37,67 @@ func newCommitmentCommand() *ucli.Command {
 				Name:      "open",
 				Usage:     "record a commitment; prints its id",
 				ArgsUsage: "TEXT | -",
-				Flags:     writeFlags(rowThreadFlag, globalFlag, &ucli.StringSliceFlag{Name: "link", Usage: "id (or unique prefix) of a related event or node (repeatable)"}),
 			},
 			{
 				Name:        "close",
 				Usage:       "close an open commitment",
 				ArgsUsage:   "ID",
 				Description: idHelp,
-				Flags:       writeFlags(&ucli.StringFlag{Name: "note", Usage: "how it was closed"}),
 			},
 			{
 				Name:        "show",
 				Usage:       "list everything linked to a commitment, in order: its opening, claims, reflections, decisions, its closing",
 				ArgsUsage:   "ID",
 				Description: idHelp,
-				Flags:       []ucli.Flag{jsonFlag},
 			},
 		},
 	}
 }
 
+func (o *commitmentOpenOptions) flags() []ucli.Flag {
+	return o.writeFlags(newRowThreadFlag(&o.thread), newGlobalFlag(&o.global), newLinkFlag(&o.links))
+}
+
+func (o *commitmentOpenOptions) setArgs(args []string) { o.text = args }
+
+func (o *commitmentCloseOptions) flags() []ucli.Flag {
+	return o.writeFlags(&ucli.StringFlag{Name: "note", Usage: "how it was closed", Destination: &o.note})
+}
+
+func (o *commitmentCloseOptions) setArgs(args []string) { o.args = args }
+
+func (o *commitmentShowOptions) flags() []ucli.Flag { return []ucli.Flag{newJSONFlag(&o.json)} }
+
+func (o *commitmentShowOptions) setArgs(args []string) { o.args = args }
+
 // prepareCommitmentOpen checks the text and works out the commitment's
 // thread before the vault lock is taken.
-func prepareCommitmentOpen(c *ucli.Context, v *vault.Vault) (txWork, error) {
-	text, err := textArg(c, "text")
+func prepareCommitmentOpen(_ context.Context, opts commitmentOpenOptions, e env, v *vault.Vault) (txWork, error) {
+	text, err := e.textArg(opts.text, "text")
 	if err != nil {
 		return txWork{}, err
 	}
-	thread, fromDir, err := currentThread(c, v)
+	thread, fromDir, err := currentThread(e, v, opts.rowThreadOptions)
 	if err != nil {
 		return txWork{}, err
 	}
-	opts := commitmentOpenOptions{thread: thread, text: text, links: c.StringSlice("link")}
 	return txWork{apply: func(tx *vault.Tx) error {
-		_, err := ops.OpenCommitment(tx, vault.Input{Thread: opts.thread, Text: opts.text, Links: opts.links})
+		_, err := ops.OpenCommitment(tx, vault.Input{Thread: thread, Text: text, Links: opts.links})
 		return err
 	}, thread: derived(thread, fromDir)}, nil
 }
 
-func runCommitmentClose(c *ucli.Context, tx *vault.Tx) error {
-	id, err := oneID(c, "commitment close")
+func runCommitmentClose(_ context.Context, opts commitmentCloseOptions, _ env, tx *vault.Tx) error {
+	id, err := oneID(opts.args, "commitment close")
 	if err != nil {
 		return err
 	}
-	opts := commitmentCloseOptions{id: id, note: c.String("note")}
-	_, err = ops.CloseCommitment(tx, opts.id, opts.note)
+	_, err = ops.CloseCommitment(tx, id, opts.note)
 	return err
 }
 
-func runCommitmentShow(c *ucli.Context, v *vault.Vault) error {
-	id, err := oneID(c, "commitment show")
+func runCommitmentShow(_ context.Context, opts commitmentShowOptions, e env, v *vault.Vault) error {
+	id, err := oneID(opts.args, "commitment show")
 	if err != nil {
 		return err
 	}
@@ -88,13 +109,13 @@ func runCommitmentShow(c *ucli.Context, v *vault.Vault) error {
 	if err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, story)
+	if opts.json {
+		return printJSON(e.stdout, story)
 	}
-	fmt.Fprintf(c.App.Writer, "commitment %s: %s\n", story.ID, story.Status)
-	for _, e := range story.Events {
-		fmt.Fprintf(c.App.Writer, "%-11s ", e.Role)
-		printRow(c.App.Writer, e.Row)
+	fmt.Fprintf(e.stdout, "commitment %s: %s\n", story.ID, story.Status)
+	for _, ev := range story.Events {
+		fmt.Fprintf(e.stdout, "%-11s ", ev.Role)
+		printRow(e.stdout, ev.Row)
 	}
 	return nil
 }

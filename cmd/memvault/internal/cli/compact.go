@@ -15,37 +15,39 @@ import (
 )
 
 type compactOptions struct {
-	session string
-	summary string // the harness's summary; "" lets the transcript speak
-	thread  string // "" lets the session's THREAD: lines and rows decide
+	writeOptions        // the session (required), the harness, --force, --json
+	file         string // holds the harness's summary; "-" for stdin
+	thread       string // "" lets the session's THREAD: lines and rows decide
 }
 
 func newCompactCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "compact",
 		Usage: "record a compaction as a node, with the harness's summary (--file, stdin, or the transcript's own)",
-		Flags: []ucli.Flag{requiredSession, harnessFlag, forceFlag, jsonFlag,
-			&ucli.StringFlag{Name: "file", Usage: "file holding the compaction summary (- for stdin)"},
-			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"},
-				Usage: "thread key kind:slug of the node when no THREAD: line of the session names one (default: the threads of the session's rows)"},
-		},
+	}
+}
+
+func (o *compactOptions) flags() []ucli.Flag {
+	return []ucli.Flag{newRequiredSessionFlag(&o.session), newHarnessFlag(&o.harness), newForceFlag(&o.force), newJSONFlag(&o.json),
+		&ucli.StringFlag{Name: "file", Usage: "file holding the compaction summary (- for stdin)", Destination: &o.file},
+		&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Destination: &o.thread,
+			Usage: "thread key kind:slug of the node when no THREAD: line of the session names one (default: the threads of the session's rows)"},
 	}
 }
 
 // prepareCompact reads the summary given; without one, it asks
 // [summarise]'s executor, if there is one, before the lock.
-func prepareCompact(c *ucli.Context, v *vault.Vault, ctx context.Context) (distillStep, error) {
-	opts := compactOptions{session: c.String("session"), thread: c.String("thread")}
+func prepareCompact(ctx context.Context, opts compactOptions, e env, v *vault.Vault) (distillStep, error) {
 	if opts.session == "" {
 		return nil, usagef("compact: --session is required")
 	}
-	var err error
-	if opts.summary, err = summaryInput(c); err != nil {
+	summary, err := summaryInput(e, opts.file)
+	if err != nil {
 		return nil, err
 	}
 	var model *lineage.Model
-	if strings.TrimSpace(opts.summary) == "" {
-		agent, err := agentOf(c, v)
+	if strings.TrimSpace(summary) == "" {
+		agent, err := e.agentOf(v)
 		if err != nil {
 			return nil, err
 		}
@@ -59,17 +61,16 @@ func prepareCompact(c *ucli.Context, v *vault.Vault, ctx context.Context) (disti
 	}
 	return func(tx *vault.Tx) (nodesMade, error) {
 		t := vault.TranscriptRef{Agent: tx.Agent(), Session: opts.session}
-		return one(lineage.Compact(tx, t, lineage.CompactOptions{Summary: opts.summary, Thread: opts.thread, Model: model}))
+		return one(lineage.Compact(tx, t, lineage.CompactOptions{Summary: summary, Thread: opts.thread, Model: model}))
 	}, nil
 }
 
-// summaryInput reads --file, or stdin when it is not a terminal.
-func summaryInput(c *ucli.Context) (string, error) {
-	f := c.String("file")
+// summaryInput reads file ("-": stdin), or stdin when it is not a terminal.
+func summaryInput(e env, f string) (string, error) {
 	var r io.Reader
 	switch {
 	case f == "-":
-		r = c.App.Reader
+		r = e.stdin
 	case f != "":
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -77,12 +78,12 @@ func summaryInput(c *ucli.Context) (string, error) {
 		}
 		return string(data), nil
 	default:
-		if file, ok := c.App.Reader.(*os.File); ok {
+		if file, ok := e.stdin.(*os.File); ok {
 			if info, err := file.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
 				return "", nil // a terminal: no summary piped in
 			}
 		}
-		r = c.App.Reader
+		r = e.stdin
 	}
 	data, err := io.ReadAll(io.LimitReader(r, vault.MaxTextBytes+1))
 	if err != nil {

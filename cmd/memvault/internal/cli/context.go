@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -11,9 +12,9 @@ import (
 )
 
 type contextOptions struct {
-	agent, thread string
-	dir           string // the working folder, which names the default thread
-	limit         int
+	rowThreadOptions
+	limit int // characters
+	json  bool
 }
 
 func newContextCommand() *ucli.Command {
@@ -23,33 +24,16 @@ func newContextCommand() *ucli.Command {
 		Description: "Prints what session start injects: the note below, the thread's head, CONTINUITY.md's live\n" +
 			"sections, MEMORY.md and the learnings and decisions in scope here, each row once, within\n" +
 			"--limit characters (docs/HOOKS.md). The note it starts with:\n\n" + hooks.UsageNote,
-		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"}, Usage: "the session's thread (default: the working directory's)"},
-			&ucli.BoolFlag{Name: "global", Usage: "no thread: MEMORY.md, CONTINUITY.md and global rows only"},
-			&ucli.IntFlag{Name: "limit", Value: hooks.DefaultContextLimit, Usage: "at most this many characters (200 or more)"},
-			jsonFlag,
-		},
 	}
 }
 
-func newContextOptions(c *ucli.Context, v *vault.Vault) (contextOptions, error) {
-	agent, err := agentOf(c, v)
-	if err != nil {
-		return contextOptions{}, err
+func (o *contextOptions) flags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"}, Usage: "the session's thread (default: the working directory's)", Destination: &o.thread},
+		&ucli.BoolFlag{Name: "global", Usage: "no thread: MEMORY.md, CONTINUITY.md and global rows only", Destination: &o.global},
+		&ucli.IntFlag{Name: "limit", Value: hooks.DefaultContextLimit, Usage: "at most this many characters (200 or more)", Destination: &o.limit},
+		newJSONFlag(&o.json),
 	}
-	opts := contextOptions{agent: agent, thread: c.String("thread"), limit: c.Int("limit")}
-	if opts.limit < 200 {
-		return opts, usagef("context: --limit must be at least 200")
-	}
-	opts.dir, _ = os.Getwd()
-	var fromDir bool
-	if opts.thread, fromDir, err = currentThread(c, v); err != nil {
-		return opts, err
-	}
-	if fromDir {
-		dirThreadNote(c, opts.thread, optOutWrite)
-	}
-	return opts, nil
 }
 
 // contextReport is `memvault context --json`: the text session start
@@ -61,15 +45,26 @@ type contextReport struct {
 	Context string `json:"context"`
 }
 
-func runContext(c *ucli.Context, v *vault.Vault) error {
-	opts, err := newContextOptions(c, v)
+func runContext(_ context.Context, opts contextOptions, e env, v *vault.Vault) error {
+	agent, err := e.agentOf(v)
 	if err != nil {
 		return err
 	}
-	text := hooks.StartContext(v, opts.agent, opts.thread, opts.dir, opts.limit)
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, contextReport{Agent: opts.agent, Thread: opts.thread, Limit: opts.limit, Context: text})
+	if opts.limit < 200 {
+		return usagef("context: --limit must be at least 200")
 	}
-	fmt.Fprintln(c.App.Writer, text)
+	dir, _ := os.Getwd()
+	thread, fromDir, err := currentThread(e, v, opts.rowThreadOptions)
+	if err != nil {
+		return err
+	}
+	if fromDir {
+		dirThreadNote(e, thread, optOutWrite)
+	}
+	text := hooks.StartContext(v, agent, thread, dir, opts.limit)
+	if opts.json {
+		return printJSON(e.stdout, contextReport{Agent: agent, Thread: thread, Limit: opts.limit, Context: text})
+	}
+	fmt.Fprintln(e.stdout, text)
 	return nil
 }

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -17,14 +19,41 @@ import (
 // The working-memory protocol (docs/CONTINUITY.md): continuity, learn,
 // decide, goal, next, done.
 
-var (
-	nowFlag        = &ucli.StringFlag{Name: "now", Usage: "the day this counts as (YYYY-MM-DD); default today"}
-	learnScopeFlag = &ucli.StringFlag{Name: "scope", Usage: "global, module:NAME or file:PATH"}
-)
+// protocolOptions are the flags of a protocol write: the write flags and
+// --now, the day it counts as (YYYY-MM-DD; "" for today).
+type protocolOptions struct {
+	writeOptions
+	now string
+}
 
-func parseNow(c *ucli.Context) (time.Time, error) {
-	if s := c.String("now"); s != "" {
-		return continuity.ParseDate(s)
+// protocol is a protocol write's shared flags (protocolOf).
+func (o *protocolOptions) protocol() *protocolOptions { return o }
+
+// protocolOf is optionsOf for a protocol write.
+type protocolOf[O any] interface {
+	optionsOf[O]
+	protocol() *protocolOptions
+}
+
+// rowFiler is the options of a protocol command that files new rows
+// (learn, decide, goal, next, done), which it declares by taking --thread
+// and --global: they go to the current thread. The others write only
+// CONTINUITY.md.
+type rowFiler interface{ rowThread() rowThreadOptions }
+
+func (o rowThreadOptions) rowThread() rowThreadOptions { return o }
+
+func newNowFlag(p *string) *ucli.StringFlag {
+	return &ucli.StringFlag{Name: "now", Usage: "the day this counts as (YYYY-MM-DD); default today", Destination: p}
+}
+
+func newLearnScopeFlag(p *string) *ucli.StringFlag {
+	return &ucli.StringFlag{Name: "scope", Usage: "global, module:NAME or file:PATH", Destination: p}
+}
+
+func parseNow(now string) (time.Time, error) {
+	if now != "" {
+		return continuity.ParseDate(now)
 	}
 	return time.Time{}, nil
 }
@@ -32,79 +61,77 @@ func parseNow(c *ucli.Context) (time.Time, error) {
 // continuityWrite wraps a command that changes the protocol's state: one
 // transaction, CONTINUITY.md refreshed in the same commit, the messages of
 // what was done printed (or the whole result with --json).
-func continuityWrite(fn func(c *ucli.Context, ct *continuity.ContinuityTx) error) func(c *ucli.Context) error {
-	return func(c *ucli.Context) error {
-		res, err := runContinuityWrite(c, fn)
+func continuityWrite[O any, P protocolOf[O]](fn func(ctx context.Context, opts O, e env, ct *continuity.ContinuityTx) error) func(ctx context.Context, opts O, e env) error {
+	return func(ctx context.Context, opts O, e env) error {
+		p := *P(&opts).protocol()
+		var rows *rowThreadOptions
+		if r, ok := any(opts).(rowFiler); ok {
+			t := r.rowThread()
+			rows = &t
+		}
+		res, err := runContinuityWrite(e, p, rows, func(ct *continuity.ContinuityTx) error { return fn(ctx, opts, e, ct) })
 		if err != nil {
 			return err
 		}
-		if c.Bool("json") {
-			return printJSON(c.App.Writer, res)
+		if p.json {
+			return printJSON(e.stdout, res)
 		}
 		for _, m := range res.Messages {
-			fmt.Fprintln(c.App.Writer, m)
+			fmt.Fprintln(e.stdout, m)
 		}
-		printHeadOutcome(c, res)
+		printHeadOutcome(e.stdout, res)
 		return nil
 	}
 }
 
 // runContinuityWrite runs fn in one protocol transaction and prints its
-// warnings; the caller prints the rest.
-func runContinuityWrite(c *ucli.Context, fn func(c *ucli.Context, ct *continuity.ContinuityTx) error) (*continuity.ContinuityResult, error) {
-	now, err := parseNow(c)
+// warnings; the caller prints the rest. rows, when the command files rows,
+// are its --thread and --global.
+func runContinuityWrite(e env, p protocolOptions, rows *rowThreadOptions, fn func(ct *continuity.ContinuityTx) error) (*continuity.ContinuityResult, error) {
+	now, err := parseNow(p.now)
 	if err != nil {
 		return nil, err
 	}
-	v, err := openVault(c)
+	v, err := e.openVault()
 	if err != nil {
 		return nil, err
 	}
-	agent, err := agentOf(c, v)
+	txo, err := e.txOptions(v, p.writeOptions)
 	if err != nil {
 		return nil, err
 	}
-	opts := continuity.ContinuityOptions{Now: now, Trigger: c.Command.FullName(), TxOptions: vault.TxOptions{
-		Command: c.Command.FullName(), Agent: agent, Session: c.String("session"),
-		Harness: c.String("harness"), Force: c.Bool("force")}}
+	opts := continuity.ContinuityOptions{Now: now, Trigger: e.name, TxOptions: txo}
 	fromDir := false
-	if filesRows(c) {
-		if opts.Thread, fromDir, err = currentThread(c, v); err != nil {
+	if rows != nil {
+		if opts.Thread, fromDir, err = currentThread(e, v, *rows); err != nil {
 			return nil, err
 		}
 	}
-	res, err := continuity.UpdateContinuity(v, opts, func(ct *continuity.ContinuityTx) error { return fn(c, ct) })
+	res, err := continuity.UpdateContinuity(v, opts, fn)
 	if err != nil {
 		return nil, err
 	}
 	for _, w := range res.Warnings {
-		fmt.Fprintf(c.App.ErrWriter, "memvault: warning: %s\n", w)
+		fmt.Fprintf(e.stderr, "memvault: warning: %s\n", w)
 	}
 	// A done or supersede takes the thread of the row it closes: say
 	// which thread was used only when a row went there.
 	if fromDir && slices.ContainsFunc(res.Events, func(ev *vault.Event) bool { return ev.Thread == opts.Thread }) {
-		dirThreadNote(c, opts.Thread, optOutWrite)
+		dirThreadNote(e, opts.Thread, optOutWrite)
 	}
 	return res, nil
 }
 
-// filesRows reports whether a protocol command files new rows (learn,
-// decide, goal, next, done), which it declares by taking --global: they
-// go to the current thread. The others write only CONTINUITY.md.
-func filesRows(c *ucli.Context) bool {
-	return slices.ContainsFunc(c.Command.Flags, func(f ucli.Flag) bool { return f == globalFlag })
-}
-
-func printHeadOutcome(c *ucli.Context, res *continuity.ContinuityResult) {
+func printHeadOutcome(w io.Writer, res *continuity.ContinuityResult) {
 	switch res.Head {
 	case "", "unchanged":
 	case "deferred":
-		fmt.Fprintf(c.App.Writer, "CONTINUITY.md: deferred, lease held by %s; the next update retries\n", res.Holder)
+		fmt.Fprintf(w, "CONTINUITY.md: deferred, lease held by %s; the next update retries\n", res.Holder)
 	case "conflict":
-		fmt.Fprintf(c.App.Writer, "CONTINUITY.md: conflict in %s: your text was kept; see memvault status, settle with memvault resolve\n",
+		fmt.Fprintf(w, "CONTINUITY.md: conflict in %s: your text was kept; see memvault status, settle with memvault resolve\n",
 			strings.Join(res.Conflicts, "; "))
 	default:
-		fmt.Fprintf(c.App.Writer, "CONTINUITY.md: %s\n", res.Head)
+		fmt.Fprintf(w, "CONTINUITY.md: %s\n", res.Head)
 	}
 }
 
@@ -116,70 +143,103 @@ func newContinuityCommand() *ucli.Command {
 			{
 				Name:  "init",
 				Usage: "render CONTINUITY.md from the ledger (merged with hand edits); safe to run again",
-				Flags: writeFlags(),
 			},
 			{
 				Name:  "status",
 				Usage: "active goal, current task, next actions, blockers, budget use",
-				Flags: []ucli.Flag{jsonFlag},
 			},
 			{
 				Name:  "learnings",
 				Usage: "learnings in scope, smallest scope first (active and corrected; --all for every status)",
-				Flags: []ucli.Flag{learnScopeFlag, &ucli.BoolFlag{Name: "all", Usage: "include archived and invalidated learnings"},
-					limitFlag("learnings, the first", 0), jsonFlag},
 			},
 			{
 				Name:  "decisions",
 				Usage: "decisions in scope (active; --all includes superseded ones)",
-				Flags: []ucli.Flag{learnScopeFlag, &ucli.BoolFlag{Name: "all", Usage: "include superseded decisions"},
-					limitFlag("decisions, the first", 0), jsonFlag},
 			},
 			{
 				Name:  "audit",
 				Usage: "decay, reinforcement ladder, conflicts, integrity flags, as of --now",
-				Flags: writeFlags(nowFlag, &ucli.BoolFlag{Name: "dry-run", Usage: "report without writing"}),
 			},
 			{
 				Name:  "index",
 				Usage: "write learnings-index.md, the cheapest summary of the learnings, and print it",
-				Flags: writeFlags(),
 			},
 			{
 				Name:  "budget",
 				Usage: "token use per category against the budgets in memvault.toml",
-				Flags: []ucli.Flag{jsonFlag},
 			},
 		},
 	}
 }
 
+// continuityInitOptions are continuity init's and continuity index's: the
+// write flags (no --now).
+type continuityInitOptions struct{ protocolOptions }
+
+func (o *continuityInitOptions) flags() []ucli.Flag { return o.writeFlags() }
+
+type continuityStatusOptions struct{ jsonOnly }
+
+type continuityBudgetOptions struct{ jsonOnly }
+
+// scopeListOptions are continuity learnings' and decisions': the scope
+// (default: the working directory's), --all, --limit and --json.
+type scopeListOptions struct {
+	scope        string
+	all          bool
+	limitOptions // the first N; 0 for all
+	json         bool
+}
+
+type continuityLearningsOptions struct{ scopeListOptions }
+
+func (o *continuityLearningsOptions) flags() []ucli.Flag {
+	return []ucli.Flag{newLearnScopeFlag(&o.scope), &ucli.BoolFlag{Name: "all", Usage: "include archived and invalidated learnings", Destination: &o.all},
+		o.limitFlag("learnings, the first", 0), newJSONFlag(&o.json)}
+}
+
+type continuityDecisionsOptions struct{ scopeListOptions }
+
+func (o *continuityDecisionsOptions) flags() []ucli.Flag {
+	return []ucli.Flag{newLearnScopeFlag(&o.scope), &ucli.BoolFlag{Name: "all", Usage: "include superseded decisions", Destination: &o.all},
+		o.limitFlag("decisions, the first", 0), newJSONFlag(&o.json)}
+}
+
+type continuityAuditOptions struct {
+	protocolOptions
+	dryRun bool
+}
+
+func (o *continuityAuditOptions) flags() []ucli.Flag {
+	return o.writeFlags(newNowFlag(&o.now), &ucli.BoolFlag{Name: "dry-run", Usage: "report without writing", Destination: &o.dryRun})
+}
+
 // runContinuityInit refreshes CONTINUITY.md, which every protocol write does.
-func runContinuityInit(c *ucli.Context, _ *continuity.ContinuityTx) error {
+func runContinuityInit(context.Context, continuityInitOptions, env, *continuity.ContinuityTx) error {
 	return nil
 }
 
-func runContinuityLearnings(c *ucli.Context, v *vault.Vault) error {
+func runContinuityLearnings(_ context.Context, opts continuityLearningsOptions, e env, v *vault.Vault) error {
 	return listAction("continuity learnings", "no learnings", "%-11s %s\n",
-		(*continuity.Continuity).ActiveLearnings, func(l *continuity.Learning) (string, string) { return l.Status, l.Line() })(c, v)
+		(*continuity.Continuity).ActiveLearnings, func(l *continuity.Learning) (string, string) { return l.Status, l.Line() })(opts.scopeListOptions, e, v)
 }
 
-func runContinuityDecisions(c *ucli.Context, v *vault.Vault) error {
+func runContinuityDecisions(_ context.Context, opts continuityDecisionsOptions, e env, v *vault.Vault) error {
 	return listAction("continuity decisions", "no decisions", "%-10s %s\n",
-		(*continuity.Continuity).ActiveDecisions, func(d *continuity.Decision) (string, string) { return d.Status, d.Line() })(c, v)
+		(*continuity.Continuity).ActiveDecisions, func(d *continuity.Decision) (string, string) { return d.Status, d.Line() })(opts.scopeListOptions, e, v)
 }
 
 // runContinuityIndex writes learnings-index.md in a protocol transaction,
 // then prints the file it wrote.
-func runContinuityIndex(c *ucli.Context) error {
-	_, err := runContinuityWrite(c, func(c *ucli.Context, ct *continuity.ContinuityTx) error {
+func runContinuityIndex(_ context.Context, opts continuityInitOptions, e env) error {
+	_, err := runContinuityWrite(e, opts.protocolOptions, nil, func(ct *continuity.ContinuityTx) error {
 		ct.WriteIndex()
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	v, err := openVault(c)
+	v, err := e.openVault()
 	if err != nil {
 		return err
 	}
@@ -187,45 +247,45 @@ func runContinuityIndex(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, map[string]any{"file": continuity.LearningsIndexFile, "text": string(out)})
+	if opts.json {
+		return printJSON(e.stdout, map[string]any{"file": continuity.LearningsIndexFile, "text": string(out)})
 	}
-	_, err = c.App.Writer.Write(out)
+	_, err = e.stdout.Write(out)
 	return err
 }
 
-func runContinuityBudget(c *ucli.Context, v *vault.Vault) error {
+func runContinuityBudget(_ context.Context, opts continuityBudgetOptions, e env, v *vault.Vault) error {
 	b, err := continuity.ContinuityBudget(v)
 	if err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, b)
+	if opts.json {
+		return printJSON(e.stdout, b)
 	}
-	printBudget(c, b)
+	printBudget(e.stdout, b)
 	return nil
 }
 
-func printBudget(c *ucli.Context, b []continuity.BudgetLine) {
+func printBudget(w io.Writer, b []continuity.BudgetLine) {
 	for _, l := range b {
 		mark := ""
 		if l.Over {
 			mark = "  OVER"
 		}
-		fmt.Fprintf(c.App.Writer, "%-11s %6d / %d tokens%s\n", l.Category, l.Tokens, l.Budget, mark)
+		fmt.Fprintf(w, "%-11s %6d / %d tokens%s\n", l.Category, l.Tokens, l.Budget, mark)
 	}
 }
 
 // listAction prints the learnings or decisions in scope: one line each, or
 // JSON.
 func listAction[T any](cmd, none, format string, list func(*continuity.Continuity, continuity.ScopeFilter, bool) []T,
-	show func(T) (status, line string)) func(c *ucli.Context, v *vault.Vault) error {
-	return func(c *ucli.Context, v *vault.Vault) error {
-		limit, err := listLimit(c)
+	show func(T) (status, line string)) func(opts scopeListOptions, e env, v *vault.Vault) error {
+	return func(opts scopeListOptions, e env, v *vault.Vault) error {
+		limit, err := opts.listLimit(e, opts.json)
 		if err != nil {
 			return err
 		}
-		f, err := scopeFilter(c, v)
+		f, err := scopeFilter(opts.scope, v)
 		if err != nil {
 			return err
 		}
@@ -233,29 +293,29 @@ func listAction[T any](cmd, none, format string, list func(*continuity.Continuit
 		if err != nil {
 			return err
 		}
-		all := list(st, f, c.Bool("all"))
+		all := list(st, f, opts.all)
 		items := first(all, limit)
-		limitNote(c, len(items), len(all), strings.Fields(cmd)[1], "first")
-		if c.Bool("json") {
+		limitNote(e, opts.json, len(items), len(all), strings.Fields(cmd)[1], "first")
+		if opts.json {
 			if items == nil {
 				items = []T{}
 			}
-			return printJSON(c.App.Writer, items)
+			return printJSON(e.stdout, items)
 		}
 		if len(items) == 0 {
-			fmt.Fprintln(c.App.Writer, none)
+			fmt.Fprintln(e.stdout, none)
 		}
 		for _, it := range items {
 			status, line := show(it)
-			fmt.Fprintf(c.App.Writer, format, status, line)
+			fmt.Fprintf(e.stdout, format, status, line)
 		}
 		return nil
 	}
 }
 
-func scopeFilter(c *ucli.Context, v *vault.Vault) (continuity.ScopeFilter, error) {
-	if s := c.String("scope"); s != "" {
-		sc, err := continuity.ParseScope(s)
+func scopeFilter(scope string, v *vault.Vault) (continuity.ScopeFilter, error) {
+	if scope != "" {
+		sc, err := continuity.ParseScope(scope)
 		if err != nil {
 			return continuity.ScopeFilter{}, err
 		}
@@ -268,18 +328,18 @@ func scopeFilter(c *ucli.Context, v *vault.Vault) (continuity.ScopeFilter, error
 	return continuity.FilterForDir(continuity.ProjectDir(v, wd)), nil
 }
 
-func runContinuityStatus(c *ucli.Context, v *vault.Vault) error {
+func runContinuityStatus(_ context.Context, opts continuityStatusOptions, e env, v *vault.Vault) error {
 	s, err := continuity.LoadContinuityStatus(v)
 	if err != nil {
 		return err
 	}
 	for _, w := range s.Warnings {
-		fmt.Fprintf(c.App.ErrWriter, "memvault: warning: %s\n", w)
+		fmt.Fprintf(e.stderr, "memvault: warning: %s\n", w)
 	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, s)
+	if opts.json {
+		return printJSON(e.stdout, s)
 	}
-	w := c.App.Writer
+	w := e.stdout
 	none := func(s string) string {
 		if s == "" {
 			return "none"
@@ -319,13 +379,13 @@ func runContinuityStatus(c *ucli.Context, v *vault.Vault) error {
 	return nil
 }
 
-func runContinuityAudit(c *ucli.Context) error {
-	if c.Bool("dry-run") {
-		now, err := parseNow(c)
+func runContinuityAudit(_ context.Context, opts continuityAuditOptions, e env) error {
+	if opts.dryRun {
+		now, err := parseNow(opts.now)
 		if err != nil {
 			return err
 		}
-		v, err := openVault(c)
+		v, err := e.openVault()
 		if err != nil {
 			return err
 		}
@@ -338,10 +398,10 @@ func runContinuityAudit(c *ucli.Context) error {
 		}
 		rep := st.Audit(now.UTC().Format("2006-01-02"))
 		rep.DryRun = true
-		return printAudit(c, rep)
+		return printAudit(e.stdout, opts.json, rep)
 	}
 	var rep *continuity.AuditReport
-	res, err := runContinuityWrite(c, func(c *ucli.Context, ct *continuity.ContinuityTx) error {
+	res, err := runContinuityWrite(e, opts.protocolOptions, nil, func(ct *continuity.ContinuityTx) error {
 		rep = ct.Audit(false)
 		return nil
 	})
@@ -349,14 +409,13 @@ func runContinuityAudit(c *ucli.Context) error {
 		return err
 	}
 	rep.Commit = res.Commit
-	return printAudit(c, rep)
+	return printAudit(e.stdout, opts.json, rep)
 }
 
-func printAudit(c *ucli.Context, rep *continuity.AuditReport) error {
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, rep)
+func printAudit(w io.Writer, json bool, rep *continuity.AuditReport) error {
+	if json {
+		return printJSON(w, rep)
 	}
-	w := c.App.Writer
 	fmt.Fprintf(w, "audit as of %s\n", rep.Now)
 	for _, a := range rep.Actions {
 		by := ""

@@ -18,6 +18,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/executor"
 )
 
@@ -27,11 +28,16 @@ import (
 // is written by a transaction of its own as soon as it is verified.
 
 type delegateOptions struct {
-	executor    string
-	concurrency int
-	mode        string
-	json        bool
-	tasks       []executor.Task
+	writeOptions
+	rowThreadOptions
+	executor       string // "" for the first active one
+	any            bool
+	capability     string // what a task that names none needs
+	file           string // the tasks; "-" for stdin
+	mode           string
+	concurrency    int
+	concurrencySet bool     // not given: memvault.toml's
+	args           []string // tasks, or "-" for JSON lines on stdin
 }
 
 func newDelegateCommand() *ucli.Command {
@@ -44,19 +50,25 @@ func newDelegateCommand() *ucli.Command {
 			"a task with \"after\" runs once those it names have, and is given what they found; \"scope\" is the folder it runs in,\n" +
 			"and its event goes to that folder's thread. --file reads them from a file (- for stdin): JSON lines when its\n" +
 			"first line is an object, else one task a line.",
-		Flags: writeFlags(
-			&ucli.StringFlag{Name: "executor", Usage: "the executor's name (default: the first active one)"},
-			&ucli.BoolFlag{Name: "any", Usage: "share the tasks among the active executors able to do them, the least loaded first"},
-			&ucli.StringFlag{Name: "capability", Usage: "what an executor must be able to do to be given a task that names none"},
-			&ucli.StringFlag{Name: "file", Usage: "read the tasks from this file (- for stdin): JSON lines, or one task a line"},
-			rowThreadFlag, globalFlag,
-			&ucli.StringFlag{Name: "mode", Value: executor.ModeAuto, Usage: "how the tasks run; auto chooses from the tasks, the vault and the machine"},
-			&ucli.IntFlag{Name: "concurrency", Value: executor.DefaultConcurrency,
-				DefaultText: fmt.Sprintf("memvault.toml's [delegate] concurrency, else %d", executor.DefaultConcurrency),
-				Usage:       fmt.Sprintf("how many run at a time (%d–%d)", executor.MinConcurrency, executor.MaxConcurrency)},
-		),
 	}
 }
+
+func (o *delegateOptions) flags() []ucli.Flag {
+	return o.writeFlags(
+		&ucli.StringFlag{Name: "executor", Usage: "the executor's name (default: the first active one)", Destination: &o.executor},
+		&ucli.BoolFlag{Name: "any", Usage: "share the tasks among the active executors able to do them, the least loaded first", Destination: &o.any},
+		&ucli.StringFlag{Name: "capability", Usage: "what an executor must be able to do to be given a task that names none", Destination: &o.capability},
+		&ucli.StringFlag{Name: "file", Usage: "read the tasks from this file (- for stdin): JSON lines, or one task a line", Destination: &o.file},
+		newRowThreadFlag(&o.thread), newGlobalFlag(&o.global),
+		&ucli.StringFlag{Name: "mode", Value: executor.ModeAuto, Usage: "how the tasks run; auto chooses from the tasks, the vault and the machine", Destination: &o.mode},
+		&ucli.IntFlag{Name: "concurrency", Value: executor.DefaultConcurrency,
+			DefaultText: fmt.Sprintf("memvault.toml's [delegate] concurrency, else %d", executor.DefaultConcurrency),
+			Usage:       fmt.Sprintf("how many run at a time (%d–%d)", executor.MinConcurrency, executor.MaxConcurrency),
+			Destination: &o.concurrency, Action: markSet[int](&o.concurrencySet)},
+	)
+}
+
+func (o *delegateOptions) setArgs(args []string) { o.args = args }
 
 // delegateReport is one task's line of --json.
 type delegateReport struct {
@@ -71,18 +83,19 @@ type delegateReport struct {
 	Code     string             `json:"code,omitempty"`
 }
 
-func runDelegate(c *ucli.Context) error {
-	opts := delegateOptions{executor: c.String("executor"), concurrency: c.Int("concurrency"), mode: c.String("mode"), json: c.Bool("json")}
-	if !slices.Contains(executor.RunModes, opts.mode) {
-		return usagef("delegate: --mode %q: want one of %s", opts.mode, strings.Join(executor.RunModes, ", "))
+// checkedTasks reads the tasks and checks them, and the options, before
+// anything runs.
+func (o delegateOptions) checkedTasks(e env) ([]executor.Task, error) {
+	if !slices.Contains(executor.RunModes, o.mode) {
+		return nil, usagef("delegate: --mode %q: want one of %s", o.mode, strings.Join(executor.RunModes, ", "))
 	}
-	tasks, err := delegateTasks(c)
+	tasks, err := delegateTasks(e, o.file, o.args)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if need := c.String("capability"); need != "" {
+	if need := o.capability; need != "" {
 		if err := executor.CheckCapability(need); err != nil {
-			return fmt.Errorf("delegate: --capability: %w", err)
+			return nil, fmt.Errorf("delegate: --capability: %w", err)
 		}
 		for i := range tasks {
 			if tasks[i].Capability == "" {
@@ -91,37 +104,28 @@ func runDelegate(c *ucli.Context) error {
 		}
 	}
 	if _, err := executor.Order(tasks); err != nil {
-		return err // ids and dependencies, checked before anything runs
+		return nil, err // ids and dependencies, checked before anything runs
 	}
-	opts.tasks = tasks
-	if err := executor.CheckConcurrency(opts.concurrency); err != nil {
-		return err
-	}
-	v, err := openVault(c)
-	if err != nil {
-		return err
-	}
-	if !c.IsSet("concurrency") {
-		if opts.concurrency, err = executor.Concurrency(v); err != nil {
-			return err
-		}
-	}
-	var e executor.Entry
-	var many []executor.Entry
+	return tasks, executor.CheckConcurrency(o.concurrency)
+}
+
+// executors are the executor the tasks go to, the executors they are
+// shared among with --any, and their names as the command says them.
+func (o delegateOptions) executors(v *vault.Vault) (ex executor.Entry, many []executor.Entry, names string, err error) {
 	switch {
-	case c.Bool("any") && opts.executor != "":
-		return usagef("delegate: --any and --executor do not go together")
-	case c.Bool("any"):
+	case o.any && o.executor != "":
+		return ex, nil, "", usagef("delegate: --any and --executor do not go together")
+	case o.any:
 		if many, err = executor.Active(v); err != nil {
-			return err
+			return ex, nil, "", err
 		}
-		e = many[0]
+		ex = many[0]
 	default:
-		if e, err = executor.Pick(v, opts.executor); err != nil {
-			return err
+		if ex, err = executor.Pick(v, o.executor); err != nil {
+			return ex, nil, "", err
 		}
 	}
-	names := e.Name
+	names = ex.Name
 	if len(many) > 1 {
 		var ns []string
 		for _, m := range many {
@@ -129,27 +133,54 @@ func runDelegate(c *ucli.Context) error {
 		}
 		names = strings.Join(ns, ", ")
 	}
-	thread, fromDir, err := currentThread(c, v)
+	return ex, many, names, nil
+}
+
+// scopeThreads files each task scoped to a folder under that folder's
+// thread, as remember run there would, unless the task names its thread.
+func scopeThreads(v *vault.Vault, wd string, tasks []executor.Task) {
+	for i, t := range tasks {
+		if t.Scope == "" || t.Thread != "" {
+			continue
+		}
+		dir := t.Scope
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(wd, dir)
+		}
+		if th, _, err := ops.CurrentThread(v, "", filepath.Clean(dir)); err == nil && th != "" {
+			tasks[i].Thread = th
+		}
+	}
+}
+
+func runDelegate(ctx context.Context, opts delegateOptions, e env) error {
+	tasks, err := opts.checkedTasks(e)
+	if err != nil {
+		return err
+	}
+	v, err := e.openVault()
+	if err != nil {
+		return err
+	}
+	concurrency := opts.concurrency
+	if !opts.concurrencySet {
+		if concurrency, err = executor.Concurrency(v); err != nil {
+			return err
+		}
+	}
+	ex, many, names, err := opts.executors(v)
+	if err != nil {
+		return err
+	}
+	thread, fromDir, err := currentThread(e, v, opts.rowThreadOptions)
 	if err != nil {
 		return err
 	}
 	wd, _ := os.Getwd()
-	if !c.Bool("global") && !threadOnCommandLine(c) {
-		// a scoped task goes to its folder's thread, as remember run there would
-		for i, t := range opts.tasks {
-			if t.Scope == "" || t.Thread != "" {
-				continue
-			}
-			dir := t.Scope
-			if !filepath.IsAbs(dir) {
-				dir = filepath.Join(wd, dir)
-			}
-			if th, _, err := ops.CurrentThread(v, "", filepath.Clean(dir)); err == nil && th != "" {
-				opts.tasks[i].Thread = th
-			}
-		}
+	if !opts.global && !opts.typed() {
+		scopeThreads(v, wd, tasks)
 	}
-	txo, err := txOptions(c, v)
+	txo, err := e.txOptions(v, opts.writeOptions)
 	if err != nil {
 		return err
 	}
@@ -157,32 +188,32 @@ func runDelegate(c *ucli.Context) error {
 	// Executors run in process groups of their own, out of the terminal's
 	// reach: an interrupt stops them through the context (their groups
 	// killed), and what they had done is recorded as stopped.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	out := executor.DelegateTasks(ctx, v, opts.tasks, executor.Options{
-		Executor: e, Executors: many, Thread: thread, Concurrency: opts.concurrency, Dir: wd, Tx: txo, Mode: opts.mode,
+	out := executor.DelegateTasks(ctx, v, tasks, executor.Options{
+		Executor: ex, Executors: many, Thread: thread, Concurrency: concurrency, Dir: wd, Tx: txo, Mode: opts.mode,
 		OnMode: func(mode, why string) {
 			if !opts.json {
-				fmt.Fprintf(c.App.ErrWriter, "memvault: delegate: %d tasks on %s, %s (%s)\n", len(opts.tasks), names, mode, why)
+				fmt.Fprintf(e.stderr, "memvault: delegate: %d tasks on %s, %s (%s)\n", len(tasks), names, mode, why)
 			}
 		},
 		OnRecorded: func(o executor.Outcome) {
 			if o.Err != nil {
 				last = o.Err
 			}
-			printOutcome(c, opts, o)
+			printOutcome(e, opts.json, o)
 		},
 	})
 	if len(out) == 1 && out[0].Task == "" && out[0].Err != nil {
 		return out[0].Err // the tasks were refused before any ran
 	}
 	if fromDir {
-		dirThreadNote(c, thread, optOutWrite)
+		dirThreadNote(e, thread, optOutWrite)
 	}
 	return last
 }
 
-func printOutcome(c *ucli.Context, opts delegateOptions, o executor.Outcome) {
+func printOutcome(e env, asJSON bool, o executor.Outcome) {
 	rep := delegateReport{Task: o.Task, OK: o.Err == nil, Attempts: o.Attempts}
 	if rep.Attempts == nil {
 		rep.Attempts = []executor.Attempt{}
@@ -196,14 +227,14 @@ func printOutcome(c *ucli.Context, opts delegateOptions, o executor.Outcome) {
 	if o.Err != nil {
 		rep.Error, rep.Code = o.Err.Error(), executor.CodeOf(o.Err)
 	}
-	if opts.json {
+	if asJSON {
 		// one object per line, as each task is recorded
-		enc := json.NewEncoder(c.App.Writer)
+		enc := json.NewEncoder(e.stdout)
 		enc.SetEscapeHTML(false)
 		_ = enc.Encode(rep)
 		return
 	}
-	w := c.App.Writer
+	w := e.stdout
 	switch {
 	case o.Err == nil:
 		first, _, _ := strings.Cut(strings.TrimSpace(o.Response.Summary), "\n")
@@ -211,20 +242,18 @@ func printOutcome(c *ucli.Context, opts delegateOptions, o executor.Outcome) {
 	case o.Event != nil:
 		fmt.Fprintf(w, "%s  failed after %d tries: %v\n", o.Event.ID, len(o.Attempts), o.Err)
 	default:
-		fmt.Fprintf(c.App.ErrWriter, "memvault: delegate: %q: %v\n", o.Task, o.Err)
+		fmt.Fprintf(e.stderr, "memvault: delegate: %q: %v\n", o.Task, o.Err)
 	}
 }
 
 // delegateTasks reads the tasks: the arguments, one task each; "-": JSON
 // lines from stdin; or --file: JSON lines or one task a line.
-func delegateTasks(c *ucli.Context) ([]executor.Task, error) {
-	args := c.Args().Slice()
-	file := c.String("file")
+func delegateTasks(e env, file string, args []string) ([]executor.Task, error) {
 	switch {
 	case file != "" && len(args) > 0:
 		return nil, usagef("delegate: --file and tasks as arguments do not go together")
 	case file != "":
-		var r io.Reader = c.App.Reader
+		var r io.Reader = e.stdin
 		where := "stdin"
 		if file != "-" {
 			f, err := os.Open(file)
@@ -254,7 +283,7 @@ func delegateTasks(c *ucli.Context) ([]executor.Task, error) {
 		}
 		return tasks, nil
 	}
-	data, err := readTaskInput(c.App.Reader, "stdin")
+	data, err := readTaskInput(e.stdin, "stdin")
 	if err != nil {
 		return nil, err
 	}

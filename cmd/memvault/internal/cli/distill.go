@@ -2,8 +2,7 @@ package cli
 
 import (
 	"fmt"
-
-	ucli "github.com/urfave/cli/v2"
+	"io"
 
 	"github.com/memvault/memvault/vault"
 )
@@ -26,20 +25,20 @@ func one(n *vault.Node, created bool, err error) (nodesMade, error) {
 	return nodesMade{nodes: []*vault.Node{n}, fresh: []bool{created}}, nil
 }
 
-func (m nodesMade) print(c *ucli.Context) error {
-	if c.Bool("json") {
+func (m nodesMade) print(w io.Writer, json bool) error {
+	if json {
 		nodes := m.nodes
 		if nodes == nil {
 			nodes = []*vault.Node{}
 		}
-		return printJSON(c.App.Writer, nodes)
+		return printJSON(w, nodes)
 	}
 	for i, n := range m.nodes {
 		state := "created"
 		if !m.fresh[i] {
 			state = "exists"
 		}
-		fmt.Fprintf(c.App.Writer, "%s  %s  %s  %s\n", n.ID, n.Kind, state, n.Path)
+		fmt.Fprintf(w, "%s  %s  %s  %s\n", n.ID, n.Kind, state, n.Path)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -21,15 +22,19 @@ import (
 const exitSetup = 9
 
 type doctorOptions struct {
-	json bool
+	scope string // the harnesses' wiring to check: project or user
+	json  bool
 }
 
 func newDoctorCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "doctor",
 		Usage: "check the vault (exists, verifies, not in need of repair) and each harness's wiring and trust, one line per problem with its fix",
-		Flags: []ucli.Flag{scopeFlag, jsonFlag},
 	}
+}
+
+func (o *doctorOptions) flags() []ucli.Flag {
+	return []ucli.Flag{newScopeFlag(&o.scope), newJSONFlag(&o.json)}
 }
 
 // doctorReport is `memvault doctor --json`.
@@ -80,8 +85,7 @@ type doctorVault struct {
 // installed at project scope, 3; a harness problem, 9 (exitSetup).
 // Warnings (a missing merge driver, hooks running another memvault) do
 // not fail it. Everything is printed first: scripts and CI see it.
-func runDoctor(c *ucli.Context, v *vault.Vault) error {
-	opts := doctorOptions{json: c.Bool("json")}
+func runDoctor(_ context.Context, opts doctorOptions, e env, v *vault.Vault) error {
 	rep := doctorReport{Problems: []doctorProblem{}}
 	if v != nil {
 		d, err := checkVault(v)
@@ -91,7 +95,7 @@ func runDoctor(c *ucli.Context, v *vault.Vault) error {
 		rep.Vault = d
 	}
 	for _, name := range hooks.Names() {
-		in, err := newInstaller(c, name)
+		in, err := newInstaller(opts.scope, name)
 		if err != nil {
 			return err
 		}
@@ -112,7 +116,7 @@ func runDoctor(c *ucli.Context, v *vault.Vault) error {
 		if p, ok := jobsProblem(d.Jobs, time.Now()); ok {
 			rep.add("jobs", p)
 		}
-	} else if p, ok := noVaultProblem(c.String("scope"), rep.Harnesses); ok {
+	} else if p, ok := noVaultProblem(opts.scope, rep.Harnesses); ok {
 		rep.add("vault", p)
 		if p.Severity == hooks.SeverityError {
 			code = ExitNotFound
@@ -128,11 +132,11 @@ func runDoctor(c *ucli.Context, v *vault.Vault) error {
 	}
 	rep.OK = code == ExitOK
 	if opts.json {
-		if err := printJSON(c.App.Writer, rep); err != nil {
+		if err := printJSON(e.stdout, rep); err != nil {
 			return err
 		}
 	} else {
-		printDoctor(c.App.Writer, rep)
+		printDoctor(e.stdout, rep)
 	}
 	if code != ExitOK {
 		return &silentError{code: code}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -17,9 +18,8 @@ import (
 )
 
 type editOptions struct {
-	head   string // "" for MEMORY.md
-	editor string // $VISUAL, else $EDITOR
-	json   bool
+	writeOptions
+	args []string // the head: MEMORY.md, CONTINUITY.md or a thread; none for MEMORY.md
 }
 
 func newEditCommand() *ucli.Command {
@@ -27,58 +27,63 @@ func newEditCommand() *ucli.Command {
 		Name:      "edit",
 		Usage:     "edit MEMORY.md, CONTINUITY.md or a thread head in $VISUAL/$EDITOR under its lease; commits on save",
 		ArgsUsage: "[MEMORY.md | CONTINUITY.md | THREAD]",
-		Flags:     writeFlags(),
 	}
 }
 
-func newEditOptions(c *ucli.Context) (editOptions, error) {
-	if c.NArg() > 1 {
-		return editOptions{}, usagef("edit: want at most one head: MEMORY.md, CONTINUITY.md or a thread")
+func (o *editOptions) flags() []ucli.Flag { return o.writeFlags() }
+
+func (o *editOptions) setArgs(args []string) { o.args = args }
+
+// editor is the head to edit and the editor to edit it with: $VISUAL,
+// else $EDITOR.
+func (o editOptions) editor() (head, editor string, err error) {
+	if len(o.args) > 1 {
+		return "", "", usagef("edit: want at most one head: MEMORY.md, CONTINUITY.md or a thread")
 	}
-	opts := editOptions{head: c.Args().First(), editor: os.Getenv("VISUAL"), json: c.Bool("json")}
-	if opts.editor == "" {
-		opts.editor = os.Getenv("EDITOR")
+	head, editor = firstArg(o.args), os.Getenv("VISUAL")
+	if editor == "" {
+		editor = os.Getenv("EDITOR")
 	}
-	if opts.editor == "" {
-		return opts, &vault.Error{Class: vault.ErrInvalid, Msg: "edit: no editor: $VISUAL and $EDITOR are not set",
+	if editor == "" {
+		return head, "", &vault.Error{Class: vault.ErrInvalid, Msg: "edit: no editor: $VISUAL and $EDITOR are not set",
 			Hint: "set one, for example: export EDITOR=vi"}
 	}
-	return opts, nil
+	return head, editor, nil
 }
 
 // runEdit manages its own writes: heads.EditHead holds the head's lease
 // while the editor runs (never the vault lock for that long), may first
 // render and commit the head so there is something to edit, then commits
 // the saved file in a transaction of its own.
-func runEdit(c *ucli.Context) error {
-	v, err := openVault(c)
+func runEdit(_ context.Context, opts editOptions, e env) error {
+	v, err := e.openVault()
 	if err != nil {
 		return err
 	}
-	opts, err := newEditOptions(c)
+	head, editor, err := opts.editor()
 	if err != nil {
 		return err
 	}
-	txOpts, err := txOptions(c, v)
+	txOpts, err := e.txOptions(v, opts.writeOptions)
 	if err != nil {
 		return err
 	}
-	res, err := heads.EditHead(v, heads.EditOptions{TxOptions: txOpts, Head: opts.head, Editor: runEditor(opts.editor),
+	res, err := heads.EditHead(v, heads.EditOptions{TxOptions: txOpts, Head: head, Editor: runEditor(editor),
 		Template: continuity.Template()})
 	if err != nil {
 		return err
 	}
 	if opts.json {
-		return printJSON(c.App.Writer, res)
+		return printJSON(e.stdout, res)
 	}
 	if !res.Changed {
-		fmt.Fprintf(c.App.Writer, "%s: no change\n", res.Head)
+		fmt.Fprintf(e.stdout, "%s: no change\n", res.Head)
 		return nil
 	}
-	fmt.Fprintf(c.App.Writer, "%s: edited (commit %s)\n", res.Head, vault.ShortHash(res.Commit))
+	fmt.Fprintf(e.stdout, "%s: edited (commit %s)\n", res.Head, vault.ShortHash(res.Commit))
 	if len(res.Redacted) > 0 {
 		kinds := slices.Sorted(maps.Keys(res.Redacted))
-		fmt.Fprintf(c.App.ErrWriter, "memvault: warning: %s: your edit held a credential (%s); it was replaced by [REDACTED:…] in the file and never committed\n", res.Head, strings.Join(kinds, ", "))
+		fmt.Fprintf(e.stderr, "memvault: warning: %s: your edit held a credential (%s); it was replaced by [REDACTED:…] in the file and never committed\n", res.Head, strings.Join(kinds, ", "))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -22,7 +23,29 @@ import (
 // transaction that changes memvault.toml alone.
 
 type executorAddOptions struct {
-	entry executor.Entry
+	writeOptions
+	timeout, pingTimeout       time.Duration
+	timeoutSet, pingTimeoutSet bool // given: a preset's own do not apply
+	plain                      bool
+	env                        []string
+	weight                     int
+	preset                     string
+	memoryLimit                string
+	capabilities               []string
+	args                       []string // NAME, then the COMMAND and its ARGS
+}
+
+// executorNameOptions are the options of executor ping and remove.
+type executorNameOptions struct {
+	writeOptions
+	args []string // NAME
+}
+
+type executorListOptions struct{ jsonOnly }
+
+type executorShowOptions struct {
+	json bool
+	args []string // NAME
 }
 
 func newExecutorCommand() *ucli.Command {
@@ -36,24 +59,37 @@ func newExecutorCommand() *ucli.Command {
 				ArgsUsage: "NAME [--preset P] -- COMMAND [ARGS…]",
 				Description: "The prompt reaches the command on stdin (the request envelope; the prompt's text with --plain),\n" +
 					"or in an argument holding {prompt}.",
-				Flags: writeFlags(
-					&ucli.DurationFlag{Name: "timeout", Value: executor.DefaultTimeout, Usage: "how long one try may run"},
-					&ucli.DurationFlag{Name: "ping-timeout", Value: executor.PingTimeout, DefaultText: "2s; a preset's 15s", Usage: "how long a ping may run"},
-					&ucli.BoolFlag{Name: "plain", Usage: "the command prints text: memvault wraps it and computes the checksum"},
-					&ucli.StringSliceFlag{Name: "env", Usage: "an environment variable passed through (repeatable); never a credential's"},
-					&ucli.IntFlag{Name: "weight", Value: 1, Usage: "slots of delegate's concurrency bound one run takes"},
-					&ucli.StringFlag{Name: "preset", Usage: "a harness CLI's command, arguments, mode, timeout and ping (after --: ollama's model, generic's command)"},
-					&ucli.StringFlag{Name: "memory-limit", Usage: "bound its address space (RLIMIT_AS, Linux), e.g. 4GiB; a run out of memory under it is memory_limit"},
-					&ucli.StringSliceFlag{Name: "capability", Usage: "what it can do (repeatable), when its ping reply does not say; default: " + executor.DefaultCapability},
-				),
 			},
-			{Name: "list", Usage: "list the registered executors", Flags: []ucli.Flag{jsonFlag}},
-			{Name: "show", Usage: "print one executor's registration", ArgsUsage: "NAME", Flags: []ucli.Flag{jsonFlag}},
-			{Name: "ping", Usage: "ping an executor and record whether it answered (active or inactive)", ArgsUsage: "NAME", Flags: writeFlags()},
-			{Name: "remove", Usage: "take an executor out of memvault.toml", ArgsUsage: "NAME", Flags: writeFlags()},
+			{Name: "list", Usage: "list the registered executors"},
+			{Name: "show", Usage: "print one executor's registration", ArgsUsage: "NAME"},
+			{Name: "ping", Usage: "ping an executor and record whether it answered (active or inactive)", ArgsUsage: "NAME"},
+			{Name: "remove", Usage: "take an executor out of memvault.toml", ArgsUsage: "NAME"},
 		},
 	}
 }
+
+func (o *executorAddOptions) flags() []ucli.Flag {
+	return o.writeFlags(
+		&ucli.DurationFlag{Name: "timeout", Value: executor.DefaultTimeout, Usage: "how long one try may run", Destination: &o.timeout, Action: markSet[time.Duration](&o.timeoutSet)},
+		&ucli.DurationFlag{Name: "ping-timeout", Value: executor.PingTimeout, DefaultText: "2s; a preset's 15s", Usage: "how long a ping may run", Destination: &o.pingTimeout, Action: markSet[time.Duration](&o.pingTimeoutSet)},
+		&ucli.BoolFlag{Name: "plain", Usage: "the command prints text: memvault wraps it and computes the checksum", Destination: &o.plain},
+		&ucli.StringSliceFlag{Name: "env", Usage: "an environment variable passed through (repeatable); never a credential's", Action: setSlice(&o.env)},
+		&ucli.IntFlag{Name: "weight", Value: 1, Usage: "slots of delegate's concurrency bound one run takes", Destination: &o.weight},
+		&ucli.StringFlag{Name: "preset", Usage: "a harness CLI's command, arguments, mode, timeout and ping (after --: ollama's model, generic's command)", Destination: &o.preset},
+		&ucli.StringFlag{Name: "memory-limit", Usage: "bound its address space (RLIMIT_AS, Linux), e.g. 4GiB; a run out of memory under it is memory_limit", Destination: &o.memoryLimit},
+		&ucli.StringSliceFlag{Name: "capability", Usage: "what it can do (repeatable), when its ping reply does not say; default: " + executor.DefaultCapability, Action: setSlice(&o.capabilities)},
+	)
+}
+
+func (o *executorAddOptions) setArgs(args []string) { o.args = args }
+
+func (o *executorNameOptions) flags() []ucli.Flag { return o.writeFlags() }
+
+func (o *executorNameOptions) setArgs(args []string) { o.args = args }
+
+func (o *executorShowOptions) flags() []ucli.Flag { return []ucli.Flag{newJSONFlag(&o.json)} }
+
+func (o *executorShowOptions) setArgs(args []string) { o.args = args }
 
 // pingReport is what add and ping print.
 type pingReport struct {
@@ -84,69 +120,77 @@ func ping(e executor.Entry) pingResult {
 	return rep
 }
 
-func prepareExecutorAdd(c *ucli.Context, v *vault.Vault) (txWork, error) {
-	args := c.Args().Slice()
-	preset := c.String("preset")
-	if len(args) < 2 && !(preset != "" && len(args) == 1) {
-		return txWork{}, &usageError{msg: "executor add: want NAME -- COMMAND [ARGS…], or NAME --preset P", hint: "e.g. memvault executor add reader --plain -- ollama run llama3 {prompt}"}
+// entry is the registration the options ask for, before its defaults.
+func (o executorAddOptions) entry() (executor.Entry, error) {
+	args := o.args
+	if len(args) < 2 && !(o.preset != "" && len(args) == 1) {
+		return executor.Entry{}, &usageError{msg: "executor add: want NAME -- COMMAND [ARGS…], or NAME --preset P", hint: "e.g. memvault executor add reader --plain -- ollama run llama3 {prompt}"}
 	}
 	mode := executor.ModeEnvelope
-	if c.Bool("plain") {
+	if o.plain {
 		mode = executor.ModePlain
 	}
-	opts := executorAddOptions{entry: executor.Entry{Name: args[0], Weight: c.Int("weight"), Env: c.StringSlice("env"), Mode: mode,
-		Status: executor.StatusActive, TimeoutText: c.Duration("timeout").String(), Capabilities: c.StringSlice("capability"),
-		MemoryLimitText: c.String("memory-limit")}}
-	if preset != "" {
-		p, err := executor.Preset(preset, args[1:])
+	entry := executor.Entry{Name: args[0], Weight: o.weight, Env: o.env, Mode: mode,
+		Status: executor.StatusActive, TimeoutText: o.timeout.String(), Capabilities: o.capabilities,
+		MemoryLimitText: o.memoryLimit}
+	if o.preset != "" {
+		p, err := executor.Preset(o.preset, args[1:])
 		if err != nil {
-			return txWork{}, err
+			return entry, err
 		}
-		opts.entry.Command, opts.entry.Args, opts.entry.Mode, opts.entry.Ping = p.Command, p.Args, p.Mode, p.Ping
-		if !c.IsSet("timeout") {
-			opts.entry.TimeoutText = p.TimeoutText
+		entry.Command, entry.Args, entry.Mode, entry.Ping = p.Command, p.Args, p.Mode, p.Ping
+		if !o.timeoutSet {
+			entry.TimeoutText = p.TimeoutText
 		}
-		if !c.IsSet("ping-timeout") {
-			opts.entry.PingTimeoutText = p.PingTimeoutText
+		if !o.pingTimeoutSet {
+			entry.PingTimeoutText = p.PingTimeoutText
 		}
 	} else {
-		opts.entry.Command, opts.entry.Args = args[1], args[2:]
+		entry.Command, entry.Args = args[1], args[2:]
 	}
-	if c.IsSet("ping-timeout") {
-		opts.entry.PingTimeoutText = c.Duration("ping-timeout").String()
+	if o.pingTimeoutSet {
+		entry.PingTimeoutText = o.pingTimeout.String()
 	}
-	if opts.entry.Weight == 0 {
-		return txWork{}, usagef("executor add: --weight 0: want 1–%d", executor.MaxWeight)
+	if entry.Weight == 0 {
+		return entry, usagef("executor add: --weight 0: want 1–%d", executor.MaxWeight)
+	}
+	return entry, nil
+}
+
+func prepareExecutorAdd(_ context.Context, opts executorAddOptions, e env, v *vault.Vault) (txWork, error) {
+	entry, err := opts.entry()
+	if err != nil {
+		return txWork{}, err
 	}
 	data, err := v.ConfigData()
 	if err != nil {
 		return txWork{}, err
 	}
 	// Refuse a bad entry, or a name taken, before running anything.
-	if _, err := executor.AddTo(data, opts.entry); err != nil {
+	if _, err := executor.AddTo(data, entry); err != nil {
 		return txWork{}, err
 	}
-	es, err := executor.Parse(mustAdd(data, opts.entry))
+	es, err := executor.Parse(mustAdd(data, entry))
 	if err != nil {
 		return txWork{}, err
 	}
-	for _, e := range es {
-		if e.Name == opts.entry.Name {
-			opts.entry = e
+	for _, ex := range es {
+		if ex.Name == entry.Name {
+			entry = ex
 		}
 	}
-	rep := ping(opts.entry)
+	rep := ping(entry)
 	if !rep.OK {
-		opts.entry.Status, opts.entry.Reason = executor.StatusInactive, "ping: "+rep.Error
+		entry.Status, entry.Reason = executor.StatusInactive, "ping: "+rep.Error
 	} else {
-		opts.entry.Capabilities = rep.caps
+		entry.Capabilities = rep.caps
 	}
-	rep.Executor = opts.entry
+	rep.Executor = entry
 	return txWork{
 		apply: func(tx *vault.Tx) error {
-			return executor.Edit(tx, "executor add "+opts.entry.Name+": "+opts.entry.Status, func(data []byte) ([]byte, error) { return executor.AddTo(data, opts.entry) })
+			return executor.Edit(tx, "executor add "+entry.Name+": "+entry.Status, func(data []byte) ([]byte, error) { return executor.AddTo(data, entry) })
 		},
-		report: func(*vault.Result) error { return printPing(c, "added", rep.pingReport) },
+		report: func(*vault.Result) error { return printPing(e.stdout, opts.json, "added", rep.pingReport) },
 	}, nil
 }
 
@@ -157,45 +201,45 @@ func mustAdd(data []byte, e executor.Entry) []byte {
 	return out
 }
 
-func printPing(c *ucli.Context, verb string, rep pingReport) error {
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, rep)
+func printPing(w io.Writer, json bool, verb string, rep pingReport) error {
+	if json {
+		return printJSON(w, rep)
 	}
 	if rep.OK {
-		fmt.Fprintf(c.App.Writer, "executor %s %s: active (ping answered in %d ms; capabilities: %s)\n", rep.Executor.Name, verb, rep.MS,
+		fmt.Fprintf(w, "executor %s %s: active (ping answered in %d ms; capabilities: %s)\n", rep.Executor.Name, verb, rep.MS,
 			strings.Join(rep.Executor.Caps(), ", "))
 		return nil
 	}
-	fmt.Fprintf(c.App.Writer, "executor %s %s: inactive: %s\n", rep.Executor.Name, verb, rep.Executor.Reason)
+	fmt.Fprintf(w, "executor %s %s: inactive: %s\n", rep.Executor.Name, verb, rep.Executor.Reason)
 	return nil
 }
 
-func executorName(c *ucli.Context) (string, error) {
-	if c.NArg() != 1 {
-		return "", usagef("%s: want one NAME", c.Command.FullName())
+func executorName(e env, args []string) (string, error) {
+	if len(args) != 1 {
+		return "", usagef("%s: want one NAME", e.name)
 	}
-	name := c.Args().First()
+	name := args[0]
 	return name, executor.CheckName(name)
 }
 
-func prepareExecutorPing(c *ucli.Context, v *vault.Vault) (txWork, error) {
-	name, err := executorName(c)
+func prepareExecutorPing(_ context.Context, opts executorNameOptions, e env, v *vault.Vault) (txWork, error) {
+	name, err := executorName(e, opts.args)
 	if err != nil {
 		return txWork{}, err
 	}
-	e, err := executor.Lookup(v, name)
+	ex, err := executor.Lookup(v, name)
 	if err != nil {
 		return txWork{}, err
 	}
-	rep := ping(e)
+	rep := ping(ex)
 	status, reason := executor.StatusActive, ""
 	if !rep.OK {
 		status, reason = executor.StatusInactive, "ping: "+rep.Error
 	} else {
-		e.Capabilities = rep.caps
+		ex.Capabilities = rep.caps
 	}
-	e.Status, e.Reason = status, reason
-	rep.Executor = e
+	ex.Status, ex.Reason = status, reason
+	rep.Executor = ex
 	return txWork{
 		apply: func(tx *vault.Tx) error {
 			return executor.Edit(tx, "executor ping "+name+": "+status, func(data []byte) ([]byte, error) {
@@ -206,12 +250,12 @@ func prepareExecutorPing(c *ucli.Context, v *vault.Vault) (txWork, error) {
 				return executor.SetCapabilities(data, name, rep.caps)
 			})
 		},
-		report: func(*vault.Result) error { return printPing(c, "pinged", rep.pingReport) },
+		report: func(*vault.Result) error { return printPing(e.stdout, opts.json, "pinged", rep.pingReport) },
 	}, nil
 }
 
-func prepareExecutorRemove(c *ucli.Context, v *vault.Vault) (txWork, error) {
-	name, err := executorName(c)
+func prepareExecutorRemove(_ context.Context, opts executorNameOptions, e env, v *vault.Vault) (txWork, error) {
+	name, err := executorName(e, opts.args)
 	if err != nil {
 		return txWork{}, err
 	}
@@ -223,65 +267,62 @@ func prepareExecutorRemove(c *ucli.Context, v *vault.Vault) (txWork, error) {
 			return executor.Edit(tx, "executor remove "+name, func(data []byte) ([]byte, error) { return executor.RemoveFrom(data, name) })
 		},
 		report: func(*vault.Result) error {
-			if c.Bool("json") {
-				return printJSON(c.App.Writer, map[string]any{"removed": name})
+			if opts.json {
+				return printJSON(e.stdout, map[string]any{"removed": name})
 			}
-			fmt.Fprintf(c.App.Writer, "executor %s removed\n", name)
+			fmt.Fprintf(e.stdout, "executor %s removed\n", name)
 			return nil
 		},
 	}, nil
 }
 
-func runExecutorList(c *ucli.Context, v *vault.Vault) error {
-	if c.NArg() > 0 {
-		return usagef("executor list: takes no arguments (got %q)", c.Args().First())
-	}
+func runExecutorList(_ context.Context, opts executorListOptions, e env, v *vault.Vault) error {
 	es, err := executor.List(v)
 	if err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, es)
+	if opts.json {
+		return printJSON(e.stdout, es)
 	}
 	if len(es) == 0 {
-		fmt.Fprintln(c.App.Writer, "no executors: memvault executor add NAME -- COMMAND registers one")
+		fmt.Fprintln(e.stdout, "no executors: memvault executor add NAME -- COMMAND registers one")
 		return nil
 	}
-	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATUS\tMODE\tTIMEOUT\tCOMMAND")
-	for _, e := range es {
-		status := e.Status
-		if e.Reason != "" {
-			status += " (" + e.Reason + ")"
+	for _, ex := range es {
+		status := ex.Status
+		if ex.Reason != "" {
+			status += " (" + ex.Reason + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Name, status, e.Mode, e.TimeoutText, strings.Join(append([]string{e.Command}, e.Args...), " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ex.Name, status, ex.Mode, ex.TimeoutText, strings.Join(append([]string{ex.Command}, ex.Args...), " "))
 	}
 	return tw.Flush()
 }
 
-func runExecutorShow(c *ucli.Context, v *vault.Vault) error {
-	name, err := executorName(c)
+func runExecutorShow(_ context.Context, opts executorShowOptions, e env, v *vault.Vault) error {
+	name, err := executorName(e, opts.args)
 	if err != nil {
 		return err
 	}
-	e, err := executor.Lookup(v, name)
+	ex, err := executor.Lookup(v, name)
 	if err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, e)
+	if opts.json {
+		return printJSON(e.stdout, ex)
 	}
-	w := c.App.Writer
-	fmt.Fprintf(w, "name:    %s\nstatus:  %s\n", e.Name, e.Status)
-	if e.Reason != "" {
-		fmt.Fprintf(w, "reason:  %s\n", e.Reason)
+	w := e.stdout
+	fmt.Fprintf(w, "name:    %s\nstatus:  %s\n", ex.Name, ex.Status)
+	if ex.Reason != "" {
+		fmt.Fprintf(w, "reason:  %s\n", ex.Reason)
 	}
 	memory := "no limit"
-	if e.MemoryLimit > 0 {
-		memory = e.MemoryLimitText + " of address space"
+	if ex.MemoryLimit > 0 {
+		memory = ex.MemoryLimitText + " of address space"
 	}
 	fmt.Fprintf(w, "command: %s\nargs:    %q\nmode:    %s\ntimeout: %s\nping:    %s within %s\nweight:  %d\nmemory:  %s\nenv:     %s\ncan:     %s\n",
-		e.Command, e.Args, e.Mode, e.TimeoutText, pingText(e), e.PingTimeout, e.Weight, memory, strings.Join(e.Env, ", "), strings.Join(e.Caps(), ", "))
+		ex.Command, ex.Args, ex.Mode, ex.TimeoutText, pingText(ex), ex.PingTimeout, ex.Weight, memory, strings.Join(ex.Env, ", "), strings.Join(ex.Caps(), ", "))
 	return nil
 }
 

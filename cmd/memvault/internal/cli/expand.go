@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -13,9 +14,9 @@ import (
 )
 
 type expandOptions struct {
-	id   string
-	lib  lineage.ExpandOptions
-	json bool
+	json    bool
+	context int      // transcript messages before and after the span
+	args    []string // NODE_ID
 }
 
 func newExpandCommand() *ucli.Command {
@@ -25,34 +26,39 @@ func newExpandCommand() *ucli.Command {
 		ArgsUsage: "NODE_ID",
 		Description: "NODE_ID is a node id (n_ and 26 characters) or any unique prefix of one, with or\n" +
 			"without n_, of at least 4 characters after it: an ambiguous prefix lists the nodes it could be.",
-		Flags: []ucli.Flag{jsonFlag,
-			&ucli.StringFlag{Name: "agent", Usage: "the agent whose node it is (default: the current agent)"},
-			&ucli.IntFlag{Name: "context", Usage: "transcript messages to add before and after the span"},
-		},
 	}
 }
 
-func runExpand(c *ucli.Context, v *vault.Vault) error {
-	if c.NArg() != 1 {
+func (o *expandOptions) flags() []ucli.Flag {
+	return []ucli.Flag{newJSONFlag(&o.json),
+		// expand's own --agent, when given, is the env's agent (envOf).
+		&ucli.StringFlag{Name: "agent", Usage: "the agent whose node it is (default: the current agent)"},
+		&ucli.IntFlag{Name: "context", Usage: "transcript messages to add before and after the span", Destination: &o.context},
+	}
+}
+
+func (o *expandOptions) setArgs(args []string) { o.args = args }
+
+func runExpand(_ context.Context, opts expandOptions, e env, v *vault.Vault) error {
+	if len(opts.args) != 1 {
 		return usagef("expand: want exactly one node id")
 	}
-	agent, err := agentOf(c, v)
+	agent, err := e.agentOf(v)
 	if err != nil {
 		return err
 	}
-	opts := expandOptions{id: c.Args().First(), json: c.Bool("json"),
-		lib: lineage.ExpandOptions{Agent: agent, Context: c.Int("context")}}
-	if opts.id, err = v.ResolveNodeID("expand", opts.id); err != nil {
+	id, err := v.ResolveNodeID("expand", opts.args[0])
+	if err != nil {
 		return err
 	}
-	ex, err := lineage.Expand(v, opts.id, opts.lib)
+	ex, err := lineage.Expand(v, id, lineage.ExpandOptions{Agent: agent, Context: opts.context})
 	if err != nil {
 		return err
 	}
 	if opts.json {
-		return printJSON(c.App.Writer, ex)
+		return printJSON(e.stdout, ex)
 	}
-	printExpansion(c.App.Writer, ex)
+	printExpansion(e.stdout, ex)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,15 @@ import (
 // exportFormats are the forms memvault export writes.
 var exportFormats = []string{"md", "json"}
 
+type exportOptions struct {
+	format                 string
+	formatSet              bool // --format was given
+	thread, session, since string
+	messages               int
+	output                 string // the file to write; "" for stdout
+	json                   bool
+}
+
 func newExportCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "export",
@@ -26,44 +36,55 @@ func newExportCommand() *ucli.Command {
 		Description: "md is for a person to read; json is for a tool, and is what memvault import reads into\n" +
 			"another vault after checking every hash. Without -o the export goes to stdout; with -o the\n" +
 			"file is written (mode 0600) and stdout says what it holds. docs/EXPORT.md has the format.",
-		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "format", Value: "md", Usage: "md (for a person) or json (for a tool, importable)"},
-			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Usage: "export this thread"},
-			&ucli.StringFlag{Name: "session", Usage: "export this session"},
-			&ucli.StringFlag{Name: "since", Usage: "only events at or after DATE (2026-11-22, RFC 3339, or 7d / 12h ago); the events they need come too"},
-			&ucli.IntFlag{Name: "messages", Value: ops.DefaultExportMessages, Usage: "at most the last N messages of each session (0: all; json imports only whole transcripts)"},
-			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the export to FILE instead of stdout"},
-			&ucli.BoolFlag{Name: "json", Usage: "print JSON: the export itself without -o (as --format json), the report with -o"},
-		},
 	}
 }
 
-func runExport(c *ucli.Context, v *vault.Vault) error {
-	format := c.String("format")
-	if err := checkChoice("export", "format", format, exportFormats); err != nil {
-		return err
+func (o *exportOptions) flags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "format", Value: "md", Usage: "md (for a person) or json (for a tool, importable)", Destination: &o.format, Action: markSet[string](&o.formatSet)},
+		&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Usage: "export this thread", Destination: &o.thread},
+		&ucli.StringFlag{Name: "session", Usage: "export this session", Destination: &o.session},
+		&ucli.StringFlag{Name: "since", Usage: "only events at or after DATE (2026-11-22, RFC 3339, or 7d / 12h ago); the events they need come too", Destination: &o.since},
+		&ucli.IntFlag{Name: "messages", Value: ops.DefaultExportMessages, Usage: "at most the last N messages of each session (0: all; json imports only whole transcripts)", Destination: &o.messages},
+		&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the export to FILE instead of stdout", Destination: &o.output},
+		&ucli.BoolFlag{Name: "json", Usage: "print JSON: the export itself without -o (as --format json), the report with -o", Destination: &o.json},
 	}
-	out := c.String("output")
-	if c.Bool("json") && out == "" {
-		if c.IsSet("format") && format != "json" {
-			return usagef("export: --json without -o prints the export as JSON; it cannot be --format %s", format)
+}
+
+// query is the export the options ask for, and its format.
+func (o exportOptions) query() (q ops.ExportQuery, format string, err error) {
+	format = o.format
+	if err := checkChoice("export", "format", format, exportFormats); err != nil {
+		return q, "", err
+	}
+	if o.json && o.output == "" {
+		if o.formatSet && format != "json" {
+			return q, "", usagef("export: --json without -o prints the export as JSON; it cannot be --format %s", format)
 		}
 		format = "json"
 	}
-	q := ops.ExportQuery{Session: c.String("session"), Messages: c.Int("messages")}
-	if t := c.String("thread"); t != "" {
-		th, err := vault.ParseThread(t)
+	q = ops.ExportQuery{Session: o.session, Messages: o.messages}
+	if o.thread != "" {
+		th, err := vault.ParseThread(o.thread)
 		if err != nil {
-			return err
+			return q, "", err
 		}
 		q.Thread = th.String()
 	}
-	if s := c.String("since"); s != "" {
-		t, err := ops.ParseSince(s, time.Now())
+	if o.since != "" {
+		t, err := ops.ParseSince(o.since, time.Now())
 		if err != nil {
-			return err
+			return q, "", err
 		}
 		q.Since = t
+	}
+	return q, format, nil
+}
+
+func runExport(_ context.Context, opts exportOptions, e env, v *vault.Vault) error {
+	q, format, err := opts.query()
+	if err != nil {
+		return err
 	}
 	ex, err := ops.BuildExport(v, q)
 	if err != nil {
@@ -78,8 +99,9 @@ func runExport(c *ucli.Context, v *vault.Vault) error {
 	} else {
 		data = ops.ExportMarkdown(ex)
 	}
+	out := opts.output
 	if out == "" {
-		_, err := c.App.Writer.Write(data)
+		_, err := e.stdout.Write(data)
 		return err
 	}
 	if err := fileio.WriteKeepMode(out, data, 0o600); err != nil {
@@ -87,10 +109,10 @@ func runExport(c *ucli.Context, v *vault.Vault) error {
 	}
 	rep := exportReport{File: out, Format: format, Bytes: len(data), Events: len(ex.Events), Nodes: len(ex.Nodes),
 		Transcripts: len(ex.Transcripts), Heads: len(ex.Heads), Manifest: ex.ManifestSHA256}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, rep)
+	if opts.json {
+		return printJSON(e.stdout, rep)
 	}
-	fmt.Fprintf(c.App.Writer, "%s: %s export, %d events, %d nodes, %d transcripts, %d heads (manifest sha256 %s)\n",
+	fmt.Fprintf(e.stdout, "%s: %s export, %d events, %d nodes, %d transcripts, %d heads (manifest sha256 %s)\n",
 		out, format, rep.Events, rep.Nodes, rep.Transcripts, rep.Heads, rep.Manifest)
 	return nil
 }
@@ -110,6 +132,11 @@ type exportReport struct {
 // maxExportBytes is the largest export import reads.
 const maxExportBytes = 1 << 30
 
+type importOptions struct {
+	writeOptions          // only --json: an import writes the export's own events
+	args         []string // FILE, or "-" for stdin
+}
+
 func newImportCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "import",
@@ -119,16 +146,19 @@ func newImportCommand() *ucli.Command {
 			"and nothing is written. The events keep their ids and times and are sealed onto this\n" +
 			"vault's chain in one transaction; what the vault holds already is skipped. A harness's\n" +
 			"transcript is imported with memvault transcript import. docs/EXPORT.md has the details.",
-		Flags: []ucli.Flag{jsonFlag},
 	}
 }
 
-func prepareImport(c *ucli.Context, _ *vault.Vault) (txWork, error) {
-	if c.NArg() != 1 {
+func (o *importOptions) flags() []ucli.Flag { return []ucli.Flag{newJSONFlag(&o.json)} }
+
+func (o *importOptions) setArgs(args []string) { o.args = args }
+
+func prepareImport(_ context.Context, opts importOptions, e env, _ *vault.Vault) (txWork, error) {
+	if len(opts.args) != 1 {
 		return txWork{}, usagef("import: want exactly one FILE (or - for stdin)")
 	}
-	name := c.Args().First()
-	var r io.Reader = c.App.Reader
+	name := opts.args[0]
+	var r io.Reader = e.stdin
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
@@ -155,14 +185,14 @@ func prepareImport(c *ucli.Context, _ *vault.Vault) (txWork, error) {
 			return err
 		},
 		report: func(r *vault.Result) error {
-			if c.Bool("json") {
-				return printJSON(c.App.Writer, res)
+			if opts.json {
+				return printJSON(e.stdout, res)
 			}
 			if res.Events+res.Nodes+res.Transcripts == 0 {
-				fmt.Fprintf(c.App.Writer, "%s: nothing new: the vault holds all %d items already\n", name, res.Skipped)
+				fmt.Fprintf(e.stdout, "%s: nothing new: the vault holds all %d items already\n", name, res.Skipped)
 				return nil
 			}
-			fmt.Fprintf(c.App.Writer, "%s: imported %d events, %d nodes, %d transcript parts; %s already here (commit %s)\n",
+			fmt.Fprintf(e.stdout, "%s: imported %d events, %d nodes, %d transcript parts; %s already here (commit %s)\n",
 				name, res.Events, res.Nodes, res.Transcripts, strconv.Itoa(res.Skipped), vault.ShortHash(r.Commit))
 			return nil
 		},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -10,47 +11,51 @@ import (
 )
 
 type gcOptions struct {
-	lib  vault.GCOptions
-	json bool
+	engine string
+	expire time.Duration // prune unreachable loose objects older; 0 for any age
+	json   bool
 }
 
 func newGCCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "gc",
 		Usage: "pack the vault's git objects and prune unreachable ones, under the vault lock",
-		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "engine", Value: vault.GCEngineAuto, Usage: "auto (git where installed, else go-git), git (runs git gc) or go-git (in-process)"},
-			&ucli.DurationFlag{Name: "expire", Value: vault.DefaultGCExpire, Usage: "prune unreachable loose objects older than this; 0 prunes them all"},
-			jsonFlag,
-		},
+	}
+}
+
+func (o *gcOptions) flags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "engine", Value: vault.GCEngineAuto, Usage: "auto (git where installed, else go-git), git (runs git gc) or go-git (in-process)", Destination: &o.engine},
+		&ucli.DurationFlag{Name: "expire", Value: vault.DefaultGCExpire, Usage: "prune unreachable loose objects older than this; 0 prunes them all", Destination: &o.expire},
+		newJSONFlag(&o.json),
 	}
 }
 
 // runGC manages its own writes: vault.GC takes the vault lock itself and
 // repacks git's objects; it makes no commit.
-func runGC(c *ucli.Context) error {
-	v, err := openVault(c)
+func runGC(_ context.Context, opts gcOptions, e env) error {
+	v, err := e.openVault()
 	if err != nil {
 		return err
 	}
-	opts := gcOptions{json: c.Bool("json"), lib: vault.GCOptions{Engine: c.String("engine"), Expire: c.Duration("expire")}}
-	if opts.lib.Expire < 0 {
-		return usagef("gc: --expire %s: want a duration ≥ 0", opts.lib.Expire)
+	lib := vault.GCOptions{Engine: opts.engine, Expire: opts.expire}
+	if lib.Expire < 0 {
+		return usagef("gc: --expire %s: want a duration ≥ 0", lib.Expire)
 	}
-	if opts.lib.Expire == 0 {
-		opts.lib.Expire = -1 // the library's "any age"
+	if lib.Expire == 0 {
+		lib.Expire = -1 // the library's "any age"
 	}
-	stop := startProgress(c, v, opts.json)
+	stop := startProgress(e, v, opts.json)
 	defer stop()
-	rep, err := v.GC(opts.lib)
+	rep, err := v.GC(lib)
 	stop()
 	if err != nil {
 		return err
 	}
 	if opts.json {
-		return printJSON(c.App.Writer, rep)
+		return printJSON(e.stdout, rep)
 	}
-	w := c.App.Writer
+	w := e.stdout
 	// Disk first, as du counts it, since that is what a person compares
 	// with; the data (the files' sizes) beside it, which the ratio to the
 	// vault's own files uses.

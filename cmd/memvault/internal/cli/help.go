@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -83,22 +84,31 @@ func closedValues() map[string][]string {
 	}
 }
 
-// helpOptions: all lists the plumbing commands too.
-type helpOptions struct{ all bool }
+// helpOptions: all lists the plumbing commands too; path names the
+// command whose help to show, none for memvault's own.
+type helpOptions struct {
+	all  bool
+	path []string
+}
 
 func newHelpCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "help",
 		Usage:     "show the commands, or one command's flags and arguments",
 		ArgsUsage: "[COMMAND [SUBCOMMAND]]",
-		Flags: []ucli.Flag{
-			&ucli.BoolFlag{Name: "all", Usage: "also list the plumbing commands harnesses and git run"},
-		},
 	}
 }
 
-func runHelp(c *ucli.Context) error {
-	return printHelp(c.App.Writer, c.App, c.Args().Slice(), helpOptions{all: c.Bool("all")})
+func (o *helpOptions) flags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.BoolFlag{Name: "all", Usage: "also list the plumbing commands harnesses and git run", Destination: &o.all},
+	}
+}
+
+func (o *helpOptions) setArgs(args []string) { o.path = args }
+
+func runHelp(_ context.Context, opts helpOptions, e env) error {
+	return e.help(opts.path, opts)
 }
 
 // printHelp writes the help of the command at path, or memvault's own for

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,10 @@ import (
 	"github.com/memvault/memvault/vault"
 )
 
+type hookOptions struct {
+	args []string // HARNESS EVENT
+}
+
 func newHookCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "hook",
@@ -21,15 +26,19 @@ func newHookCommand() *ucli.Command {
 	}
 }
 
-func runHook(c *ucli.Context) error {
-	hook(c)
+func (o *hookOptions) flags() []ucli.Flag { return nil }
+
+func (o *hookOptions) setArgs(args []string) { o.args = args }
+
+func runHook(_ context.Context, opts hookOptions, e env) error {
+	hook(e, opts.args)
 	return nil // a hook never fails the harness's turn
 }
 
 // hook is fail-open from top to bottom: any problem is logged to the
 // vault's .logs/hooks.log (when there is a vault) and the harness gets no
 // output it could reject.
-func hook(c *ucli.Context) {
+func hook(e env, args []string) {
 	start := time.Now()
 	var root string
 	defer func() {
@@ -37,17 +46,16 @@ func hook(c *ucli.Context) {
 			hooks.LogTo(root, fmt.Sprintf("panic: %v", p))
 		}
 	}()
-	args := c.Args().Slice()
 	if len(args) != 2 {
-		fmt.Fprintf(c.App.ErrWriter, "memvault: hook: want HARNESS EVENT\n")
+		fmt.Fprintf(e.stderr, "memvault: hook: want HARNESS EVENT\n")
 		return
 	}
 	if args[0] == "git" {
-		runGitHook(c, args[1])
+		runGitHook(e, args[1])
 		return
 	}
 	h, known := hooks.Lookup(args[0])
-	data, err := io.ReadAll(io.LimitReader(c.App.Reader, hooks.MaxPayload+1))
+	data, err := io.ReadAll(io.LimitReader(e.stdin, hooks.MaxPayload+1))
 	var ev hooks.Event
 	var p hooks.Payload
 	switch {
@@ -67,14 +75,14 @@ func hook(c *ucli.Context) {
 	if start2 == "" {
 		start2, _ = os.Getwd()
 	}
-	root, ferr := vault.Find(c.String("vault"), start2)
+	root, ferr := vault.Find(e.vaultDir, start2)
 	if ferr != nil {
 		return // no vault: memory is simply not set up here
 	}
 	if err != nil {
 		hooks.LogTo(root, fmt.Sprintf("%s %s: %v", args[0], args[1], err))
 		if h != nil && h.JSONOnly {
-			fmt.Fprint(c.App.Writer, "{}\n")
+			fmt.Fprint(e.stdout, "{}\n")
 		}
 		return
 	}
@@ -83,9 +91,7 @@ func hook(c *ucli.Context) {
 	v, err := vault.OpenForCapture(root)
 	if err == nil {
 		v.Binary, _ = selfPath() // a fresh clone's first hook registers git's merge driver
-		// A hook prints nothing: the spool's problems go to its log.
-		v.Warn = func(line string) { hooks.LogTo(root, line) }
-		agent, aerr := agentOf(c, v)
+		agent, aerr := e.agentOf(v)
 		if aerr != nil {
 			err = aerr
 		} else {
@@ -96,7 +102,7 @@ func hook(c *ucli.Context) {
 			}
 			var context string
 			context, err = r.Run(ev, p)
-			c.App.Writer.Write(hooks.Render(h, ev, context))
+			e.stdout.Write(hooks.Render(h, ev, context))
 		}
 	}
 	if err != nil {
@@ -109,9 +115,9 @@ func hook(c *ucli.Context) {
 
 // runGitHook handles `memvault hook git post-commit`, run by the project
 // repository's post-commit hook. Like every hook it fails open.
-func runGitHook(c *ucli.Context, event string) {
+func runGitHook(e env, event string) {
 	wd, _ := os.Getwd()
-	root, err := vault.Find(c.String("vault"), wd)
+	root, err := vault.Find(e.vaultDir, wd)
 	if err != nil {
 		return
 	}
@@ -124,7 +130,7 @@ func runGitHook(c *ucli.Context, event string) {
 		// A hook prints nothing: the spool's problems go to its log.
 		v.Warn = func(line string) { hooks.LogTo(root, line) }
 		var agent string
-		if agent, err = agentOf(c, v); err == nil {
+		if agent, err = e.agentOf(v); err == nil {
 			err = hooks.RecordCommit(v, wd, agent)
 		}
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,13 @@ import (
 )
 
 type initOptions struct {
+	adopt       bool // make a vault of a git repository with history
+	noGitignore bool // leave the project's .gitignore alone
+	json        bool
+}
+
+// initVaultOptions say how initVault creates a vault.
+type initVaultOptions struct {
 	dir   string // the vault folder: --vault, else .memory/ here
 	adopt bool   // make a vault of a git repository with history
 	// noGitignore leaves the project's .gitignore alone (--no-gitignore).
@@ -28,8 +36,8 @@ type initOptions struct {
 // initOptionsFor is what a command that creates a vault as a side effect
 // (install) passes to initVault: the project's .gitignore handled as
 // init's, said on the command's output.
-func initOptionsFor(c *ucli.Context, dir string) initOptions {
-	return initOptions{dir: dir, out: c.App.Writer, asUser: func(fn func() error) error { return withUserUmask(c, fn) }}
+func initOptionsFor(e env, dir string) initVaultOptions {
+	return initVaultOptions{dir: dir, out: e.stdout, asUser: e.asUser}
 }
 
 func newInitCommand() *ucli.Command {
@@ -37,40 +45,43 @@ func newInitCommand() *ucli.Command {
 		Name:      "init",
 		Usage:     "create a vault (.memory/ here, or --vault DIR); safe to run again",
 		ArgsUsage: " ",
-		Flags: []ucli.Flag{
-			&ucli.BoolFlag{Name: "adopt", Usage: "make a vault of a git repository that already has history (kept)"},
-			&ucli.BoolFlag{Name: "no-gitignore", Usage: "leave the project's .gitignore alone (by default a vault inside the project's git work tree is added to it)"},
-			jsonFlag,
-		},
 	}
 }
 
-func runInit(c *ucli.Context) error {
-	opts := initOptionsFor(c, c.String("vault"))
-	opts.adopt, opts.noGitignore = c.Bool("adopt"), c.Bool("no-gitignore")
-	if c.Bool("json") {
-		opts.out = c.App.ErrWriter // what it did to .gitignore: stdout is the JSON's
+func (o *initOptions) flags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.BoolFlag{Name: "adopt", Usage: "make a vault of a git repository that already has history (kept)", Destination: &o.adopt},
+		&ucli.BoolFlag{Name: "no-gitignore", Usage: "leave the project's .gitignore alone (by default a vault inside the project's git work tree is added to it)", Destination: &o.noGitignore},
+		newJSONFlag(&o.json),
 	}
-	if opts.dir == "" {
+}
+
+func runInit(_ context.Context, opts initOptions, e env) error {
+	vo := initOptionsFor(e, e.vaultDir)
+	vo.adopt, vo.noGitignore = opts.adopt, opts.noGitignore
+	if opts.json {
+		vo.out = e.stderr // what it did to .gitignore: stdout is the JSON's
+	}
+	if vo.dir == "" {
 		wd, err := os.Getwd()
 		if err != nil {
 			return err
 		}
-		opts.dir = filepath.Join(wd, vault.DirName)
+		vo.dir = filepath.Join(wd, vault.DirName)
 	}
-	v, created, registered, err := initVault(opts)
+	v, created, registered, err := initVault(vo)
 	if err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, initReport{Vault: v.Root, Created: created, MergeDriverRegistered: registered})
+	if opts.json {
+		return printJSON(e.stdout, initReport{Vault: v.Root, Created: created, MergeDriverRegistered: registered})
 	}
 	if created {
-		fmt.Fprintf(c.App.Writer, "initialised vault at %s\n", v.Root)
+		fmt.Fprintf(e.stdout, "initialised vault at %s\n", v.Root)
 	} else {
-		fmt.Fprintf(c.App.Writer, "vault already initialised at %s\n", v.Root)
+		fmt.Fprintf(e.stdout, "vault already initialised at %s\n", v.Root)
 		if registered {
-			fmt.Fprintf(c.App.Writer, "registered the merge driver in .git/config\n")
+			fmt.Fprintf(e.stdout, "registered the merge driver in .git/config\n")
 		}
 	}
 	return nil
@@ -88,7 +99,7 @@ type initReport struct {
 // clone: init registers it in a new vault and in a clone alike. A vault
 // inside the git work tree of the project it is made in is then ignored
 // by that project's repository (ignoreVault).
-func initVault(opts initOptions) (v *vault.Vault, created, registered bool, err error) {
+func initVault(opts initVaultOptions) (v *vault.Vault, created, registered bool, err error) {
 	v, created, err = vault.InitWith(opts.dir, vault.InitOptions{Adopt: opts.adopt, Policy: true})
 	if err != nil {
 		return nil, false, false, err

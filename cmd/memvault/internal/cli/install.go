@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,24 +20,27 @@ import (
 	"github.com/memvault/memvault/vault/scope"
 )
 
-var scopeFlag = &ucli.StringFlag{Name: "scope", Value: "project", Usage: "project (the repository around here) or user (your home)"}
+// newScopeFlag is install's, uninstall's and doctor's --scope, bound to p.
+func newScopeFlag(p *string) *ucli.StringFlag {
+	return &ucli.StringFlag{Name: "scope", Value: "project", Usage: "project (the repository around here) or user (your home)", Destination: p}
+}
 
 // installer builds the installer for the harness named in the arguments.
-func installer(c *ucli.Context, verb string) (*hooks.Installer, error) {
-	if c.NArg() != 1 {
+func installer(opts installOptions, verb string) (*hooks.Installer, error) {
+	if len(opts.args) != 1 {
 		return nil, usagef("%s: want one harness: %s", verb, strings.Join(hooks.Names(), ", "))
 	}
-	name := c.Args().First()
+	name := opts.args[0]
 	if _, ok := hooks.Lookup(name); !ok {
 		return nil, usagef("%s: unknown harness %q (want one of %s)", verb, name, strings.Join(hooks.Names(), ", "))
 	}
-	return newInstaller(c, name)
+	return newInstaller(opts.scope, name)
 }
 
-func newInstaller(c *ucli.Context, name string) (*hooks.Installer, error) {
-	where := hooks.Scope(c.String("scope"))
-	if where != hooks.ScopeProject && where != hooks.ScopeUser {
-		return nil, usagef("--scope %q: want project or user", where)
+func newInstaller(scopeName, name string) (*hooks.Installer, error) {
+	scope := hooks.Scope(scopeName)
+	if scope != hooks.ScopeProject && scope != hooks.ScopeUser {
+		return nil, usagef("--scope %q: want project or user", scope)
 	}
 	wd, err := os.Getwd()
 	if err != nil {
@@ -53,22 +57,17 @@ func newInstaller(c *ucli.Context, name string) (*hooks.Installer, error) {
 	return &hooks.Installer{Harness: name, Scope: where, Project: scope.ProjectRoot(wd), Home: home, Bin: bin, Env: os.Getenv}, nil
 }
 
-// noMCPFlag leaves the harness's MCP servers alone (docs/MCP.md,
+// newNoMCPFlag leaves the harness's MCP servers alone (docs/MCP.md,
 // "Harnesses"): install registers nothing, uninstall removes nothing.
-func noMCPFlag(what string) ucli.Flag {
-	return &ucli.BoolFlag{Name: "no-mcp", Usage: "leave the harness's MCP servers alone: do not " + what + " memvault's MCP server (memvault mcp)"}
-}
-
-var gitFlags = []ucli.Flag{
-	&ucli.BoolFlag{Name: "vault", Usage: "with git: the vault repository's hooks (default when --project is not given)"},
-	&ucli.BoolFlag{Name: "project", Usage: "with git: the project repository's post-commit hook"},
+func newNoMCPFlag(what string, p *bool) ucli.Flag {
+	return &ucli.BoolFlag{Name: "no-mcp", Usage: "leave the harness's MCP servers alone: do not " + what + " memvault's MCP server (memvault mcp)", Destination: p}
 }
 
 // gitHookChanges plans `memvault install git [--vault] [--project]`: the
 // vault's hooks first, the first inVault of the changes, then the
 // project's.
-func gitHookChanges(c *ucli.Context, verb string, remove bool) (changes []hooks.Change, inVault int, err error) {
-	if c.NArg() != 1 {
+func gitHookChanges(e env, opts installOptions, verb string) (changes []hooks.Change, inVault int, err error) {
+	if len(opts.args) != 1 {
 		return nil, 0, usagef("%s git: takes no other arguments", verb)
 	}
 	bin, err := selfPath()
@@ -79,20 +78,19 @@ func gitHookChanges(c *ucli.Context, verb string, remove bool) (changes []hooks.
 	if err != nil {
 		return nil, 0, err
 	}
-	doProject := c.Bool("project")
 	var out []hooks.Change
-	if root, ok, err := gitVaultTarget(c); err != nil {
+	if root, ok, err := gitVaultTarget(e, opts); err != nil {
 		return nil, 0, err
 	} else if ok {
-		cs, err := hooks.PlanGitHooks(root, hooks.VaultGitHooks(bin, root), bin, remove)
+		cs, err := hooks.PlanGitHooks(root, hooks.VaultGitHooks(bin, root), bin, opts.remove)
 		if err != nil {
 			return nil, 0, err
 		}
 		out = append(out, cs...)
 	}
 	inVault = len(out)
-	if doProject {
-		cs, err := hooks.PlanGitHooks(scope.ProjectRoot(wd), hooks.ProjectGitHooks(bin), bin, remove)
+	if opts.project {
+		cs, err := hooks.PlanGitHooks(vault.ProjectRoot(wd), hooks.ProjectGitHooks(bin), bin, opts.remove)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -103,23 +101,23 @@ func gitHookChanges(c *ucli.Context, verb string, remove bool) (changes []hooks.
 
 // gitVaultTarget finds the vault `install git` and `uninstall git` work
 // on: --vault, or no --project.
-func gitVaultTarget(c *ucli.Context) (root string, ok bool, err error) {
-	if !c.Bool("vault") && c.Bool("project") {
+func gitVaultTarget(e env, opts installOptions) (root string, ok bool, err error) {
+	if !opts.vault && opts.project {
 		return "", false, nil
 	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", false, err
 	}
-	root, err = vault.Find(globalVault(c), wd)
+	root, err = vault.Find(e.vaultDir, wd)
 	return root, err == nil, err
 }
 
 // mergeSetup registers (or, with remove, unregisters) the vault's merge
 // driver after its git hooks, and makes sure .gitattributes names it; it
 // prints what it changed the way install prints hook files.
-func mergeSetup(c *ucli.Context, w io.Writer, opts installOptions) error {
-	root, ok, err := gitVaultTarget(c)
+func mergeSetup(e env, w io.Writer, opts installOptions) error {
+	root, ok, err := gitVaultTarget(e, opts)
 	if err != nil || !ok {
 		return err
 	}
@@ -166,31 +164,43 @@ func mergeSetup(c *ucli.Context, w io.Writer, opts installOptions) error {
 }
 
 type installOptions struct {
-	remove bool   // uninstall
-	target string // a harness, or git
-	dryRun bool
-	json   bool
+	scope   string // project or user
+	dryRun  bool
+	json    bool
+	yes     bool     // create the project's vault without asking
+	noMCP   bool     // leave the harness's MCP servers alone
+	vault   bool     // with git: the vault repository's hooks
+	project bool     // with git: the project repository's post-commit hook
+	remove  bool     // uninstall: set by the command, not a flag
+	args    []string // HARNESS or git
 }
 
-// installFlags are install's and uninstall's own flags.
-func installFlags(extra ...ucli.Flag) []ucli.Flag {
-	flags := []ucli.Flag{scopeFlag,
-		&ucli.BoolFlag{Name: "dry-run", Usage: "print a unified diff of each file that would change, and change nothing"},
-		&ucli.BoolFlag{Name: "json", Usage: "print the changes (with their diffs) as JSON"}}
-	return append(append(flags, extra...), gitFlags...)
+// installFlags are install's and uninstall's own flags, bound to o.
+func (o *installOptions) installFlags(extra ...ucli.Flag) []ucli.Flag {
+	flags := []ucli.Flag{newScopeFlag(&o.scope),
+		&ucli.BoolFlag{Name: "dry-run", Usage: "print a unified diff of each file that would change, and change nothing", Destination: &o.dryRun},
+		&ucli.BoolFlag{Name: "json", Usage: "print the changes (with their diffs) as JSON", Destination: &o.json}}
+	return append(append(flags, extra...),
+		&ucli.BoolFlag{Name: "vault", Usage: "with git: the vault repository's hooks (default when --project is not given)", Destination: &o.vault},
+		&ucli.BoolFlag{Name: "project", Usage: "with git: the project repository's post-commit hook", Destination: &o.project})
 }
+
+func (o *installOptions) flags() []ucli.Flag {
+	return o.installFlags(&ucli.BoolFlag{Name: "yes", Usage: "create the project's vault without asking when there is none", Destination: &o.yes},
+		newNoMCPFlag("register", &o.noMCP))
+}
+
+func (o *installOptions) setArgs(args []string) { o.args = args }
 
 func newInstallCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "install",
 		Usage:     "wire memvault into a harness's hooks and register its MCP server there, or wire git's hooks (edits in place, keeps the rest of the file byte for byte; safe to repeat)",
 		ArgsUsage: "HARNESS | git",
-		Flags: installFlags(&ucli.BoolFlag{Name: "yes", Usage: "create the project's vault without asking when there is none"},
-			noMCPFlag("register")),
 	}
 }
 
-func runInstall(c *ucli.Context) error { return install(c, false) }
+func runInstall(_ context.Context, opts installOptions, e env) error { return install(e, opts) }
 
 // installReport is what --json prints.
 type installReport struct {
@@ -223,30 +233,30 @@ func changeDiff(ch hooks.Change) string {
 
 // install plans the changes to the harness's config or git's hooks and
 // makes them (install and uninstall); no vault file changes.
-func install(c *ucli.Context, remove bool) error {
-	opts := installOptions{remove: remove, target: c.Args().First(), dryRun: c.Bool("dry-run"), json: c.Bool("json")}
+func install(e env, opts installOptions) error {
+	target := firstArg(opts.args)
 	verb := map[bool]string{false: "install", true: "uninstall"}[opts.remove]
 	var changes []hooks.Change
 	var err error
 	inVault := 0 // the first inVault changes are the vault's files, the rest the person's
 	apply := hooks.Apply
 	var in *hooks.Installer
-	if opts.target == "git" {
-		changes, inVault, err = gitHookChanges(c, verb, opts.remove)
+	if target == "git" {
+		changes, inVault, err = gitHookChanges(e, opts, verb)
 		apply = hooks.ApplyGitHooks
-	} else if in, err = installer(c, verb); err == nil {
-		in.NoMCP = c.Bool("no-mcp")
+	} else if in, err = installer(opts, verb); err == nil {
+		in.NoMCP = opts.noMCP
 		changes, err = in.Plan(opts.remove)
 	}
 	if err != nil {
 		return err
 	}
-	w := c.App.Writer
+	w := e.stdout
 	if opts.json {
-		w = c.App.ErrWriter // what is said besides the changes, so stdout stays one JSON value
+		w = e.stderr // what is said besides the changes, so stdout stays one JSON value
 	}
 	if in != nil && !opts.remove {
-		if err := ensureProjectVault(c, w, in, opts.dryRun); err != nil {
+		if err := ensureProjectVault(e, opts, w, in); err != nil {
 			return err
 		}
 	}
@@ -255,14 +265,14 @@ func install(c *ucli.Context, remove bool) error {
 		// harness's settings and a project's hook with the person's own.
 		err = apply(changes[:inVault])
 		if err == nil {
-			err = withUserUmask(c, func() error { return apply(changes[inVault:]) })
+			err = e.asUser(func() error { return apply(changes[inVault:]) })
 		}
 		if err != nil {
-			return fmt.Errorf("%s %s: %w", verb, opts.target, err)
+			return fmt.Errorf("%s %s: %w", verb, target, err)
 		}
 	}
 	if opts.json {
-		rep := installReport{Command: verb, Target: opts.target, DryRun: opts.dryRun, Changes: []changeReport{}}
+		rep := installReport{Command: verb, Target: target, DryRun: opts.dryRun, Changes: []changeReport{}}
 		if in != nil {
 			rep.Scope = string(in.Scope)
 		}
@@ -273,14 +283,14 @@ func install(c *ucli.Context, remove bool) error {
 			}
 			rep.Changes = append(rep.Changes, cr)
 		}
-		if err := printJSON(c.App.Writer, rep); err != nil {
+		if err := printJSON(e.stdout, rep); err != nil {
 			return err
 		}
 	} else {
 		printChanges(w, changes, opts, in != nil)
 	}
-	if opts.target == "git" {
-		if err := mergeSetup(c, w, opts); err != nil {
+	if target == "git" {
+		if err := mergeSetup(e, w, opts); err != nil {
 			return fmt.Errorf("%s git: merge driver: %w", verb, err)
 		}
 	}
@@ -316,12 +326,12 @@ func printChanges(w io.Writer, changes []hooks.Change, opts installOptions, harn
 // found from the working folder, it creates the project's .memory/ (with
 // --yes, or when nobody is at a terminal to ask, saying so), or asks. User
 // scope wires every project, so there it only says what is missing here.
-func ensureProjectVault(c *ucli.Context, w io.Writer, in *hooks.Installer, dryRun bool) error {
+func ensureProjectVault(e env, opts installOptions, w io.Writer, in *hooks.Installer) error {
 	wd, err := os.Getwd()
 	if err != nil {
 		return err
 	}
-	named := globalVault(c)
+	named := e.vaultDir
 	if _, err := vault.Find(named, wd); err == nil {
 		return nil
 	} else if named != "" || !errors.Is(err, vault.ErrNotFound) {
@@ -332,23 +342,23 @@ func ensureProjectVault(c *ucli.Context, w io.Writer, in *hooks.Installer, dryRu
 		fmt.Fprintf(w, "note: no vault from here; the hooks store nothing in a project until memvault init creates its vault\n")
 		return nil
 	}
-	if dryRun {
+	if opts.dryRun {
 		fmt.Fprintf(w, "would create the vault %s (none found from here)\n", dir)
 		return nil
 	}
 	switch {
-	case c.Bool("yes"):
-	case isTerminal(c.App.Reader):
+	case opts.yes:
+	case isTerminal(e.stdin):
 		fmt.Fprintf(w, "No vault found from here: the hooks would store nothing. Create %s? [Y/n] ", dir)
-		answer, _ := bufio.NewReader(c.App.Reader).ReadString('\n')
+		answer, _ := bufio.NewReader(e.stdin).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "" && a != "y" && a != "yes" {
-			fmt.Fprintf(c.App.ErrWriter, "memvault: warning: no vault: the hooks store nothing until memvault init creates one\n")
+			fmt.Fprintf(e.stderr, "memvault: warning: no vault: the hooks store nothing until memvault init creates one\n")
 			return nil
 		}
 	default:
 		fmt.Fprintf(w, "no vault found from here, and no terminal to ask: creating one (memvault init)\n")
 	}
-	v, _, _, err := initVault(initOptionsFor(c, dir))
+	v, _, _, err := initVault(initOptionsFor(e, dir))
 	if err != nil {
 		return fmt.Errorf("install: create the vault: %w", err)
 	}
@@ -364,18 +374,4 @@ func isTerminal(r io.Reader) bool {
 	}
 	info, err := f.Stat()
 	return err == nil && info.Mode()&os.ModeCharDevice != 0
-}
-
-// globalVault is the global --vault (or MEMVAULT_DIR), which install's own
-// --vault flag (a bool, for git) hides from c.String. The root command's
-// context is the outermost one that has a command: urfave/cli puts an empty
-// context above it.
-func globalVault(c *ucli.Context) string {
-	lineage := c.Lineage()
-	for i := len(lineage) - 1; i >= 0; i-- {
-		if lineage[i].Command != nil {
-			return lineage[i].String("vault")
-		}
-	}
-	return ""
 }

@@ -21,33 +21,39 @@ import (
 // "Jobs"), listed; jobs run runs it now, model summaries included, in the
 // foreground, or, with --background, as the worker a hook starts.
 
+type jobsOptions struct{ jsonOnly }
+
+type jobsRunOptions struct {
+	json       bool
+	background bool // be the worker a hook starts
+}
+
 func newJobsCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "jobs",
 		Usage: "list the queued jobs the hooks deferred (summaries, head refreshes, imports): kind, session, age, attempts, what each waits for",
-		Flags: []ucli.Flag{jsonFlag},
 		Subcommands: []*ucli.Command{{
 			Name:  "run",
 			Usage: "run the queued jobs now, model summaries included, with progress on stderr; exits 0 when the queue is empty at the end",
-			Flags: []ucli.Flag{jsonFlag,
-				&ucli.BoolFlag{Name: "background",
-					Usage: "plumbing: be the worker a hook starts, handed the worker lock as descriptor 3; problems go to the hook log"}},
 		}},
 	}
 }
 
-func runJobs(c *ucli.Context, v *vault.Vault) error {
-	if c.NArg() > 0 {
-		return usagef("jobs: takes no arguments (got %q); `memvault jobs run` runs them", c.Args().First())
-	}
+func (o *jobsRunOptions) flags() []ucli.Flag {
+	return []ucli.Flag{newJSONFlag(&o.json),
+		&ucli.BoolFlag{Name: "background", Destination: &o.background,
+			Usage: "plumbing: be the worker a hook starts, handed the worker lock as descriptor 3; problems go to the hook log"}}
+}
+
+func runJobs(_ context.Context, opts jobsOptions, e env, v *vault.Vault) error {
 	q, err := hooks.ListQueue(v)
 	if err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, q)
+	if opts.json {
+		return printJSON(e.stdout, q)
 	}
-	w := c.App.Writer
+	w := e.stdout
 	if len(q.Jobs) == 0 {
 		fmt.Fprintln(w, "no jobs queued")
 	}
@@ -72,21 +78,18 @@ type jobsRunReport struct {
 	Queued int `json:"queued"` // jobs still queued at the end
 }
 
-func runJobsRun(c *ucli.Context) error {
-	if c.NArg() > 0 {
-		return usagef("jobs run: takes no arguments (got %q)", c.Args().First())
-	}
-	v, err := openVaultWith(c, vault.OpenForCapture)
+func runJobsRun(ctx context.Context, opts jobsRunOptions, e env) error {
+	v, err := e.openVaultWith(vault.OpenForCapture)
 	if err != nil {
 		return err
 	}
-	if c.Bool("background") {
-		return jobsWorker(v)
+	if opts.background {
+		return jobsWorker(ctx, v)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	say := func(line string) { fmt.Fprintf(c.App.ErrWriter, "memvault: jobs: %s\n", line) }
-	w, ok, err := hookstate.TryJobWorker(v)
+	say := func(line string) { fmt.Fprintf(e.stderr, "memvault: jobs: %s\n", line) }
+	w, ok, err := v.TryJobWorker()
 	if err == nil && !ok {
 		say(fmt.Sprintf("waiting for the background worker (%s) to finish", hookstate.JobWorkerStatus(v)))
 		w, err = hookstate.WaitJobWorker(v, func() bool { return ctx.Err() == nil })
@@ -105,12 +108,12 @@ func runJobsRun(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		if err := printJSON(c.App.Writer, jobsRunReport{WorkReport: rep, Queued: len(queued)}); err != nil {
+	if opts.json {
+		if err := printJSON(e.stdout, jobsRunReport{WorkReport: rep, Queued: len(queued)}); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(c.App.Writer, "%d jobs run, %d queued\n", len(rep.Ran), len(queued))
+		fmt.Fprintf(e.stdout, "%d jobs run, %d queued\n", len(rep.Ran), len(queued))
 	}
 	switch {
 	case len(rep.Failed) > 0:
@@ -127,15 +130,15 @@ func runJobsRun(c *ucli.Context) error {
 // jobsWorker is `jobs run --background`, started by a hook (hooks/worker.go)
 // with the worker lock as descriptor 3. It prints nothing (its streams are
 // /dev/null): what goes wrong goes to the hook log, and it exits 0.
-func jobsWorker(v *vault.Vault) error {
-	w, err := hookstate.AdoptJobWorker(v, 3)
+func jobsWorker(ctx context.Context, v *vault.Vault) error {
+	w, err := v.AdoptJobWorker(3)
 	if err != nil {
 		hooks.LogTo(v.Root, fmt.Sprintf("jobs worker: %v", err))
 		return err
 	}
 	// Stopped by a signal (a person's kill, a shutdown), the executor's
 	// process group is killed and the job under way stays queued.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	_, err = hooks.Work(ctx, v, w, hooks.WorkOptions{Background: true})
 	if err != nil && !errors.Is(err, context.Canceled) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,10 +14,11 @@ import (
 )
 
 type ledgerOptions struct {
-	filter vault.Filter
-	ids    []string // events to show, by id or unique prefix; none: every event
-	limit  int      // the newest N of what matches; 0 for all
-	json   bool
+	limitOptions                        // the newest N of what matches; 0 for all
+	kind, thread, session, since string // filters; "" for any
+	current                      bool
+	json                         bool
+	ids                          []string // events to show, by id or unique prefix; none: every event
 }
 
 func newLedgerCommand() *ucli.Command {
@@ -28,44 +30,50 @@ func newLedgerCommand() *ucli.Command {
 			"of an id), only those events. On a terminal it shows the newest " + strconv.Itoa(terminalListLimit) + " and says how many\n" +
 			"it left out; piped or with --json it prints them all.\n\n" +
 			"Kinds --kind takes, and any other kind this vault holds:\n" + wrapList(vault.LedgerKinds()),
-		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "kind", Aliases: []string{"k"}, Usage: "only this kind (a supersede counts as the kind it replaces; kinds above)"},
-			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Usage: "only this thread"},
-			&ucli.StringFlag{Name: "session", Usage: "only this session"},
-			&ucli.StringFlag{Name: "since", Usage: "only events at or after DATE (2026-11-22, RFC 3339, or 7d / 12h ago)"},
-			&ucli.BoolFlag{Name: "current", Usage: "only what holds now: no retracted, superseded, closed, invalidated or archived rows, no corrections"},
-			limitFlag("events, the newest", 0),
-			jsonFlag,
-		},
 	}
 }
 
-func newLedgerOptions(c *ucli.Context) (ledgerOptions, error) {
-	limit, err := listLimit(c)
+func (o *ledgerOptions) flags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "kind", Aliases: []string{"k"}, Usage: "only this kind (a supersede counts as the kind it replaces; kinds above)", Destination: &o.kind},
+		&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Usage: "only this thread", Destination: &o.thread},
+		&ucli.StringFlag{Name: "session", Usage: "only this session", Destination: &o.session},
+		&ucli.StringFlag{Name: "since", Usage: "only events at or after DATE (2026-11-22, RFC 3339, or 7d / 12h ago)", Destination: &o.since},
+		&ucli.BoolFlag{Name: "current", Usage: "only what holds now: no retracted, superseded, closed, invalidated or archived rows, no corrections", Destination: &o.current},
+		o.limitFlag("events, the newest", 0),
+		newJSONFlag(&o.json),
+	}
+}
+
+func (o *ledgerOptions) setArgs(args []string) { o.ids = args }
+
+// query is the ledger query the options make.
+func (o ledgerOptions) query(e env) (ops.LedgerQuery, error) {
+	limit, err := o.listLimit(e, o.json)
 	if err != nil {
-		return ledgerOptions{}, err
+		return ops.LedgerQuery{}, err
 	}
-	opts := ledgerOptions{json: c.Bool("json"), limit: limit, ids: c.Args().Slice(),
-		filter: vault.Filter{Kind: c.String("kind"), Session: c.String("session"), Current: c.Bool("current")}}
-	if t := c.String("thread"); t != "" {
-		th, err := vault.ParseThread(t)
+	q := ops.LedgerQuery{IDs: o.ids, Limit: limit,
+		Filter: vault.Filter{Kind: o.kind, Session: o.session, Current: o.current}}
+	if o.thread != "" {
+		th, err := vault.ParseThread(o.thread)
 		if err != nil {
-			return opts, err
+			return q, err
 		}
-		opts.filter.Thread = th.String()
+		q.Filter.Thread = th.String()
 	}
-	if s := c.String("since"); s != "" {
-		t, err := ops.ParseSince(s, time.Now())
+	if o.since != "" {
+		t, err := ops.ParseSince(o.since, time.Now())
 		if err != nil {
-			return opts, err
+			return q, err
 		}
-		opts.filter.Since = t
+		q.Filter.Since = t
 	}
-	return opts, nil
+	return q, nil
 }
 
-func runLedger(c *ucli.Context, v *vault.Vault) error {
-	opts, err := newLedgerOptions(c)
+func runLedger(_ context.Context, opts ledgerOptions, e env, v *vault.Vault) error {
+	q, err := opts.query(e)
 	if err != nil {
 		return err
 	}
@@ -75,10 +83,10 @@ func runLedger(c *ucli.Context, v *vault.Vault) error {
 	}
 	// The set of kinds is open: a kind this vault holds is a filter too,
 	// whichever memvault wrote it.
-	if err := checkChoice("ledger", "kind", opts.filter.Kind, st.KnownKinds()); err != nil {
+	if err := checkChoice("ledger", "kind", q.Filter.Kind, st.KnownKinds()); err != nil {
 		return err
 	}
-	if t := opts.filter.Thread; t != "" {
+	if t := q.Filter.Thread; t != "" {
 		// A thread is data, not a fixed set: an unknown one is an empty
 		// answer (exit 0), with a note in case it was a typo.
 		if threads := st.Threads(); !slices.Contains(threads, t) {
@@ -86,19 +94,19 @@ func runLedger(c *ucli.Context, v *vault.Vault) error {
 			if near := nearest(t, threads); near != "" {
 				note += "; did you mean " + near + "?"
 			}
-			fmt.Fprintln(c.App.ErrWriter, note)
+			fmt.Fprintln(e.stderr, note)
 		}
 	}
-	shown, matched, err := ops.Ledger(st, ops.LedgerQuery{Filter: opts.filter, IDs: opts.ids, Limit: opts.limit})
+	shown, matched, err := ops.Ledger(st, q)
 	if err != nil {
 		return err
 	}
-	limitNote(c, len(shown), matched, "events", "newest")
+	limitNote(e, opts.json, len(shown), matched, "events", "newest")
 	if opts.json {
-		return printJSON(c.App.Writer, shown)
+		return printJSON(e.stdout, shown)
 	}
 	for _, r := range shown {
-		printRow(c.App.Writer, r)
+		printRow(e.stdout, r)
 	}
 	return nil
 }

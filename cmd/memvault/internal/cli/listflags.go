@@ -31,17 +31,31 @@ func limitFlag(what string, def int) *ucli.IntFlag {
 	return f
 }
 
-// listLimit reads a listing's --limit: what the person asked for, else the
+// limitOptions are a listing's --limit: the number, and whether it was
+// given (on the line); when it was not, the default depends on where the
+// output goes (listLimit).
+type limitOptions struct {
+	limit    int
+	limitSet bool
+}
+
+// limitFlag is limitFlag bound to o.
+func (o *limitOptions) limitFlag(what string, def int) *ucli.IntFlag {
+	f := limitFlag(what, def)
+	f.Destination, f.Action = &o.limit, markSet[int](&o.limitSet)
+	return f
+}
+
+// listLimit is a listing's limit: what the person asked for, else the
 // default for where the output goes. 0 means no limit.
-func listLimit(c *ucli.Context) (int, error) {
-	n := c.Int("limit")
-	if n < 0 {
-		return 0, usagef("%s: --limit must be 0 (all) or more", c.Command.FullName())
+func (o limitOptions) listLimit(e env, json bool) (int, error) {
+	if o.limit < 0 {
+		return 0, usagef("%s: --limit must be 0 (all) or more", e.name)
 	}
-	if c.IsSet("limit") {
-		return n, nil
+	if o.limitSet {
+		return o.limit, nil
 	}
-	return defaultLimit(n, c.Bool("json"), outputIsTerminal(c.App.Writer)), nil
+	return defaultLimit(o.limit, json, outputIsTerminal(e.stdout)), nil
 }
 
 // defaultLimit is a listing's limit when --limit was not given: the flag's
@@ -88,11 +102,11 @@ func first[T any](list []T, n int) []T {
 // limitNote says on stderr that a listing showed shown of total entries,
 // and how to see the rest; nothing when it showed them all. JSON output
 // says nothing: its reader asked for what it got.
-func limitNote(c *ucli.Context, shown, total int, what, which string) {
-	if shown >= total || c.Bool("json") {
+func limitNote(e env, json bool, shown, total int, what, which string) {
+	if shown >= total || json {
 		return
 	}
-	fmt.Fprintf(c.App.ErrWriter, "memvault: note: showing the %s %d of %d %s; --limit 0 shows all\n", which, shown, total, what)
+	fmt.Fprintf(e.stderr, "memvault: note: showing the %s %d of %d %s; --limit 0 shows all\n", which, shown, total, what)
 }
 
 // checkChoice refuses a filter value that is not one of valid (a flag's

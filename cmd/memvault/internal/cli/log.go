@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -13,60 +14,55 @@ import (
 )
 
 type logOptions struct {
-	thread string // "" for every commit
-	limit  int    // 0 for all
-	json   bool
+	limitOptions        // 0 for all
+	thread       string // "" for every commit
+	json         bool
 }
 
 func newLogCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "log",
 		Usage: "show the vault's lineage of commits, newest first",
-		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Usage: "only commits that touch this thread"},
-			limitFlag("commits, the newest", 20),
-			jsonFlag,
-		},
 	}
 }
 
-func newLogOptions(c *ucli.Context) (logOptions, error) {
-	limit, err := listLimit(c)
-	if err != nil {
-		return logOptions{}, err
+func (o *logOptions) flags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Usage: "only commits that touch this thread", Destination: &o.thread},
+		o.limitFlag("commits, the newest", 20),
+		newJSONFlag(&o.json),
 	}
-	opts := logOptions{limit: limit, json: c.Bool("json")}
-	if t := c.String("thread"); t != "" {
-		th, err := vault.ParseThread(t)
-		if err != nil {
-			return opts, err
-		}
-		opts.thread = th.String()
-	}
-	return opts, nil
 }
 
-func runLog(c *ucli.Context, v *vault.Vault) error {
-	opts, err := newLogOptions(c)
+func runLog(_ context.Context, opts logOptions, e env, v *vault.Vault) error {
+	limit, err := opts.listLimit(e, opts.json)
 	if err != nil {
 		return err
 	}
+	thread := ""
+	if opts.thread != "" {
+		th, err := vault.ParseThread(opts.thread)
+		if err != nil {
+			return err
+		}
+		thread = th.String()
+	}
 	commits := []gitrepo.CommitInfo{}
 	err = v.Log(func(ci gitrepo.CommitInfo) bool {
-		if opts.thread != "" && !slices.Contains(ci.Trailers["Memvault-Thread"], opts.thread) {
+		if thread != "" && !slices.Contains(ci.Trailers["Memvault-Thread"], thread) {
 			return true
 		}
 		commits = append(commits, ci)
-		return opts.limit == 0 || len(commits) < opts.limit
+		return limit == 0 || len(commits) < limit
 	})
 	if err != nil {
 		return err
 	}
 	if opts.json {
-		return printJSON(c.App.Writer, commits)
+		return printJSON(e.stdout, commits)
 	}
 	for _, ci := range commits {
-		printCommit(c.App.Writer, ci)
+		printCommit(e.stdout, ci)
 	}
 	return nil
 }

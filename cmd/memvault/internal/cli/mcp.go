@@ -12,7 +12,8 @@ import (
 )
 
 type mcpOptions struct {
-	server mcp.Options
+	thread, session, harness string
+	lockWait                 time.Duration // how long a write waits for the vault lock
 }
 
 func newMCPCommand() *ucli.Command {
@@ -26,48 +27,51 @@ func newMCPCommand() *ucli.Command {
 			"The vault (--vault, else the nearest .memory/ upward from the client's root or the working\n" +
 			"directory) is opened afresh for every call; a write waits --lock-wait for the vault lock,\n" +
 			"then answers that the vault is busy. Nothing is printed but the protocol.",
-		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"},
-				Usage: "the session's thread (default: the client's root's or the working directory's project)"},
-			sessionFlag, harnessFlag,
-			&ucli.DurationFlag{Name: "lock-wait", Value: mcp.DefaultLockWait,
-				Usage: "how long a write waits for the vault lock before it answers that the vault is busy"},
-		},
 	}
 }
 
-func newMCPOptions(c *ucli.Context) (mcpOptions, error) {
-	opts := mcpOptions{server: mcp.Options{Vault: c.String("vault"), Agent: c.String("agent"),
-		Session: c.String("session"), Harness: c.String("harness"), LockWait: c.Duration("lock-wait"),
-		Version: buildVersion().Version}}
-	if opts.server.LockWait <= 0 || opts.server.LockWait > time.Minute {
-		return opts, usagef("mcp: --lock-wait must be more than 0 and at most 1m: a model waits on every call")
+func (o *mcpOptions) flags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"},
+			Usage: "the session's thread (default: the client's root's or the working directory's project)", Destination: &o.thread},
+		newSessionFlag(&o.session), newHarnessFlag(&o.harness),
+		&ucli.DurationFlag{Name: "lock-wait", Value: mcp.DefaultLockWait, Destination: &o.lockWait,
+			Usage: "how long a write waits for the vault lock before it answers that the vault is busy"},
 	}
-	if a := opts.server.Agent; a != "" {
+}
+
+// server is the MCP server the options and the global flags describe.
+func (o mcpOptions) server(e env) (mcp.Options, error) {
+	srv := mcp.Options{Vault: e.vaultDir, Agent: e.agent, Session: o.session, Harness: o.harness, LockWait: o.lockWait,
+		Version: buildVersion().Version}
+	if srv.LockWait <= 0 || srv.LockWait > time.Minute {
+		return srv, usagef("mcp: --lock-wait must be more than 0 and at most 1m: a model waits on every call")
+	}
+	if a := srv.Agent; a != "" {
 		if err := vault.CheckName("agent", a); err != nil {
-			return opts, err
+			return srv, err
 		}
 	}
-	if t := c.String("thread"); t != "" {
-		th, err := vault.ParseThread(t)
+	if o.thread != "" {
+		th, err := vault.ParseThread(o.thread)
 		if err != nil {
-			return opts, err
+			return srv, err
 		}
-		opts.server.Thread = th.String()
+		srv.Thread = th.String()
 	}
-	opts.server.Dir, _ = os.Getwd()
-	opts.server.Binary, _ = selfPath()
-	return opts, nil
+	srv.Dir, _ = os.Getwd()
+	srv.Binary, _ = selfPath()
+	return srv, nil
 }
 
 // runMCP serves one client on the command's streams until it closes
 // stdin. The vault is not opened here: each call finds and opens it, so a
 // server started before the vault exists, or kept while it is repaired,
 // serves it once it is there.
-func runMCP(c *ucli.Context) error {
-	opts, err := newMCPOptions(c)
+func runMCP(ctx context.Context, opts mcpOptions, e env) error {
+	srv, err := opts.server(e)
 	if err != nil {
 		return err
 	}
-	return mcp.New(opts.server).Serve(context.Background(), c.App.Reader, c.App.Writer)
+	return mcp.New(srv).Serve(ctx, e.stdin, e.stdout)
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,8 +15,7 @@ import (
 )
 
 type mergeDriverOptions struct {
-	kind                     clones.MergeKind // "auto": from the path
-	base, ours, theirs, path string
+	args []string // KIND BASE OURS THEIRS PATH, as git passes them
 }
 
 func newMergeDriverCommand() *ucli.Command {
@@ -28,6 +28,10 @@ func newMergeDriverCommand() *ucli.Command {
 	}
 }
 
+func (o *mergeDriverOptions) flags() []ucli.Flag { return nil }
+
+func (o *mergeDriverOptions) setArgs(args []string) { o.args = args }
+
 // runMergeDriver is what git runs for a file both sides of a merge
 // changed: it merges the three versions into OURS, where git takes the
 // result from. It opens no vault and takes no lock: git holds the
@@ -35,38 +39,37 @@ func newMergeDriverCommand() *ucli.Command {
 // Exit 0 is clean, 1 a conflict (OURS then holds the text to resolve), 2
 // a usage mistake; any other failure leaves OURS untouched and exits as
 // its class says. Git takes every non-zero status for a conflict.
-func runMergeDriver(c *ucli.Context) error {
-	if c.NArg() != 5 {
+func runMergeDriver(_ context.Context, opts mergeDriverOptions, e env) error {
+	if len(opts.args) != 5 {
 		return usagef("merge-driver: want KIND BASE OURS THEIRS PATH, as git passes them (auto %%O %%A %%B %%P)")
 	}
-	a := c.Args().Slice()
-	opts := mergeDriverOptions{kind: clones.MergeKind(a[0]), base: a[1], ours: a[2], theirs: a[3], path: a[4]}
-	if opts.kind == "auto" {
-		opts.kind = clones.MergeKindOf(filepath.ToSlash(opts.path))
-	} else if !slices.Contains(clones.MergeKinds(), opts.kind) {
+	kind, base, ours, theirs, path := clones.MergeKind(opts.args[0]), opts.args[1], opts.args[2], opts.args[3], opts.args[4]
+	if kind == "auto" {
+		kind = clones.MergeKindOf(filepath.ToSlash(path))
+	} else if !slices.Contains(clones.MergeKinds(), kind) {
 		var names []string
 		for _, k := range clones.MergeKinds() {
 			names = append(names, string(k))
 		}
-		return usagef("merge-driver: kind %q: want auto or one of %s", opts.kind, strings.Join(names, ", "))
+		return usagef("merge-driver: kind %q: want auto or one of %s", kind, strings.Join(names, ", "))
 	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return fmt.Errorf("merge-driver: %w", err)
 	}
-	versions, err := clones.ReadMergeVersions(wd, filepath.ToSlash(opts.path), [3]string{opts.base, opts.ours, opts.theirs})
+	versions, err := clones.ReadMergeVersions(wd, filepath.ToSlash(path), [3]string{base, ours, theirs})
 	if err != nil {
 		return fmt.Errorf("merge-driver: %w", err)
 	}
-	merged, conflict, err := clones.MergeAs(opts.kind, filepath.ToSlash(opts.path), versions[0], versions[1], versions[2])
+	merged, conflict, err := clones.MergeAs(kind, filepath.ToSlash(path), versions[0], versions[1], versions[2])
 	if err != nil {
-		return fmt.Errorf("merge-driver: %s: %w", opts.path, err)
+		return fmt.Errorf("merge-driver: %s: %w", path, err)
 	}
-	if err := fileio.WriteKeepMode(opts.ours, merged, fileio.FilePerm); err != nil {
-		return fmt.Errorf("merge-driver: write %s: %w", opts.ours, err)
+	if err := fileio.WriteKeepMode(ours, merged, fileio.FilePerm); err != nil {
+		return fmt.Errorf("merge-driver: write %s: %w", ours, err)
 	}
 	if conflict {
-		fmt.Fprintf(c.App.ErrWriter, "memvault: %s: conflict (%s merge); resolve it, then git add it\n", opts.path, opts.kind)
+		fmt.Fprintf(e.stderr, "memvault: %s: conflict (%s merge); resolve it, then git add it\n", path, kind)
 		return &silentError{code: 1}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -13,6 +14,8 @@ import (
 	"github.com/memvault/memvault/vault"
 )
 
+type metricsOptions struct{ jsonOnly }
+
 func newMetricsCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "metrics",
@@ -20,20 +23,19 @@ func newMetricsCommand() *ucli.Command {
 		Description: "Computed from the ledger alone, so the same ledger always gives the same numbers:\n" +
 			"ages are measured to the ledger's newest event, not to the clock, and a head is fresh\n" +
 			"or stale by the head.rendered events the ledger records, not by the files on disk.",
-		Flags: []ucli.Flag{jsonFlag},
 	}
 }
 
-func runMetrics(c *ucli.Context, v *vault.Vault) error {
+func runMetrics(_ context.Context, opts metricsOptions, e env, v *vault.Vault) error {
 	st, err := v.LoadState()
 	if err != nil {
 		return err
 	}
 	m := ops.ComputeMetrics(st)
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, m)
+	if opts.json {
+		return printJSON(e.stdout, m)
 	}
-	printMetrics(c.App.Writer, m)
+	printMetrics(e.stdout, m)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	ucli "github.com/urfave/cli/v2"
@@ -9,49 +10,52 @@ import (
 )
 
 type nodesOptions struct {
-	filter vault.NodeFilter
-	limit  int // the newest N; 0 for all
-	json   bool
+	json                  bool
+	thread, session, kind string // filters; "" for any
+	limitOptions                 // the newest N; 0 for all
 }
 
 func newNodesCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "nodes",
 		Usage: "list the agent's temporal nodes, oldest first",
-		Flags: []ucli.Flag{jsonFlag, threadFlag,
-			&ucli.StringFlag{Name: "session", Usage: "only this session"},
-			&ucli.StringFlag{Name: "kind", Usage: "only this kind"},
-			limitFlag("nodes, the newest", 0),
-		},
 	}
 }
 
-func newNodesOptions(c *ucli.Context, v *vault.Vault) (nodesOptions, error) {
-	agent, err := agentOf(c, v)
+func (o *nodesOptions) flags() []ucli.Flag {
+	return []ucli.Flag{newJSONFlag(&o.json), newThreadFlag(&o.thread),
+		&ucli.StringFlag{Name: "session", Usage: "only this session", Destination: &o.session},
+		&ucli.StringFlag{Name: "kind", Usage: "only this kind", Destination: &o.kind},
+		o.limitFlag("nodes, the newest", 0),
+	}
+}
+
+// filter is the selection the options ask for, and the limit.
+func (o nodesOptions) filter(e env, v *vault.Vault) (vault.NodeFilter, int, error) {
+	agent, err := e.agentOf(v)
 	if err != nil {
-		return nodesOptions{}, err
+		return vault.NodeFilter{}, 0, err
 	}
-	limit, err := listLimit(c)
+	limit, err := o.listLimit(e, o.json)
 	if err != nil {
-		return nodesOptions{}, err
+		return vault.NodeFilter{}, 0, err
 	}
-	opts := nodesOptions{json: c.Bool("json"), limit: limit,
-		filter: vault.NodeFilter{Agent: agent, Session: c.String("session"), Kind: c.String("kind")}}
-	if err := checkChoice("nodes", "kind", opts.filter.Kind, vault.NodeKinds); err != nil {
-		return opts, err
+	f := vault.NodeFilter{Agent: agent, Session: o.session, Kind: o.kind}
+	if err := checkChoice("nodes", "kind", f.Kind, vault.NodeKinds); err != nil {
+		return f, 0, err
 	}
-	if t := c.String("thread"); t != "" {
-		th, err := vault.ParseThread(t)
+	if o.thread != "" {
+		th, err := vault.ParseThread(o.thread)
 		if err != nil {
-			return opts, err
+			return f, 0, err
 		}
-		opts.filter.Thread = th.String()
+		f.Thread = th.String()
 	}
-	return opts, nil
+	return f, limit, nil
 }
 
-func runNodes(c *ucli.Context, v *vault.Vault) error {
-	opts, err := newNodesOptions(c, v)
+func runNodes(_ context.Context, opts nodesOptions, e env, v *vault.Vault) error {
+	f, limit, err := opts.filter(e, v)
 	if err != nil {
 		return err
 	}
@@ -59,17 +63,17 @@ func runNodes(c *ucli.Context, v *vault.Vault) error {
 	if err != nil {
 		return err
 	}
-	all := ix.Select(opts.filter)
-	nodes := newest(all, opts.limit)
-	limitNote(c, len(nodes), len(all), "nodes", "newest")
+	all := ix.Select(f)
+	nodes := newest(all, limit)
+	limitNote(e, opts.json, len(nodes), len(all), "nodes", "newest")
 	if opts.json {
 		if nodes == nil {
 			nodes = []*vault.Node{}
 		}
-		return printJSON(c.App.Writer, nodes)
+		return printJSON(e.stdout, nodes)
 	}
 	for _, n := range nodes {
-		fmt.Fprintf(c.App.Writer, "%s  %s  %-15s %s\n", n.Created, n.ID, n.Kind, n.Title)
+		fmt.Fprintf(e.stdout, "%s  %s  %-15s %s\n", n.Created, n.ID, n.Kind, n.Title)
 	}
 	return nil
 }

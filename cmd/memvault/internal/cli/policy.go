@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
@@ -16,12 +18,13 @@ import (
 // each rule came from, and the latest violations.
 
 type policySetOptions struct {
-	rules map[string][]string
+	writeOptions
+	args []string // KIND SOURCES pairs
 }
 
 type policyShowOptions struct {
-	limit int // violations shown, newest first
-	json  bool
+	limitOptions // violations shown, newest first
+	json         bool
 }
 
 func newPolicyCommand() *ucli.Command {
@@ -36,25 +39,31 @@ func newPolicyCommand() *ucli.Command {
 				Description: "Sources: " + strings.Join(vault.PolicySources(), ", ") + ". System kinds (" +
 					strings.Join(vault.SystemKinds(), ", ") + ") are memvault's alone and take no rule; the policy\n" +
 					"kind itself is never written from control, mcp or executor. The rule holds from the next write.",
-				Flags: writeFlags(),
 			},
 			{
 				Name:  "show",
 				Usage: "print the policy in effect, where each rule came from, and the latest violations",
-				Flags: []ucli.Flag{limitFlag("violations, the newest", 20), jsonFlag},
 			},
 		},
 	}
 }
 
+func (o *policySetOptions) flags() []ucli.Flag { return o.writeFlags() }
+
+func (o *policySetOptions) setArgs(args []string) { o.args = args }
+
+func (o *policyShowOptions) flags() []ucli.Flag {
+	return []ucli.Flag{o.limitFlag("violations, the newest", 20), newJSONFlag(&o.json)}
+}
+
 // preparePolicySet reads the rules before the vault lock is taken.
-func preparePolicySet(c *ucli.Context, _ *vault.Vault) (txWork, error) {
-	args := c.Args().Slice()
+func preparePolicySet(_ context.Context, opts policySetOptions, _ env, _ *vault.Vault) (txWork, error) {
+	args := opts.args
 	if len(args) == 0 || len(args)%2 != 0 {
 		return txWork{}, &usageError{msg: "policy set: want KIND SOURCE[,SOURCE…] pairs",
 			hint: "e.g. memvault policy set constraint cli,edit"}
 	}
-	opts := policySetOptions{rules: map[string][]string{}}
+	rules := map[string][]string{}
 	for i := 0; i < len(args); i += 2 {
 		kind := args[i]
 		var srcs []string
@@ -65,13 +74,13 @@ func preparePolicySet(c *ucli.Context, _ *vault.Vault) (txWork, error) {
 		if err != nil {
 			return txWork{}, err
 		}
-		if _, dup := opts.rules[kind]; dup {
+		if _, dup := rules[kind]; dup {
 			return txWork{}, usagef("policy set: %s named twice", kind)
 		}
-		opts.rules[kind] = clean
+		rules[kind] = clean
 	}
 	return txWork{apply: func(tx *vault.Tx) error {
-		ev, err := tx.SetPolicy(opts.rules)
+		ev, err := tx.SetPolicy(rules)
 		if err == nil {
 			tx.Subject(ev.Text)
 		}
@@ -89,20 +98,16 @@ type policyReport struct {
 	Violations  []*vault.Event     `json:"violations"`
 }
 
-func runPolicyShow(c *ucli.Context, v *vault.Vault) error {
-	if c.NArg() > 0 {
-		return usagef("policy show: takes no arguments (got %q)", c.Args().First())
-	}
-	limit, err := listLimit(c)
+func runPolicyShow(_ context.Context, opts policyShowOptions, e env, v *vault.Vault) error {
+	limit, err := opts.listLimit(e, opts.json)
 	if err != nil {
 		return err
 	}
-	opts := policyShowOptions{limit: limit, json: c.Bool("json")}
 	pol, err := v.LoadPolicy()
 	if err != nil {
 		return err
 	}
-	viol, err := v.Violations(opts.limit)
+	viol, err := v.Violations(limit)
 	if err != nil {
 		return err
 	}
@@ -115,13 +120,12 @@ func runPolicyShow(c *ucli.Context, v *vault.Vault) error {
 		rep.Violations = []*vault.Event{}
 	}
 	if opts.json {
-		return printJSON(c.App.Writer, rep)
+		return printJSON(e.stdout, rep)
 	}
-	return printPolicy(c, rep)
+	return printPolicy(e.stdout, rep)
 }
 
-func printPolicy(c *ucli.Context, rep policyReport) error {
-	w := c.App.Writer
+func printPolicy(w io.Writer, rep policyReport) error {
 	fmt.Fprintf(w, "policy: %d policy events; a kind no rule names may be written from any source\n", rep.Events)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tMAY BE WRITTEN BY\tFROM")

@@ -8,7 +8,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	ucli "github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
 	"github.com/memvault/memvault/vault"
@@ -31,14 +30,14 @@ const progressTick = 250 * time.Millisecond
 // stderrTerminal reports whether the command's stderr is a terminal, and its
 // width (80 when it cannot be read), after MEMVAULT_PROGRESS: forced on, it
 // is a terminal 80 columns wide.
-func stderrTerminal(c *ucli.Context) (bool, int) {
+func stderrTerminal(stderr io.Writer) (bool, int) {
 	switch os.Getenv(progressEnv) {
 	case "1":
 		return true, 80
 	case "0":
 		return false, 0
 	}
-	f, ok := c.App.ErrWriter.(*os.File)
+	f, ok := stderr.(*os.File)
 	if !ok {
 		return false, 0
 	}
@@ -59,12 +58,12 @@ func stderrTerminal(c *ucli.Context) (bool, int) {
 // drawn only when MEMVAULT_PROGRESS=1 forces it). The returned stop clears
 // the line; call it before printing the result, and again, harmlessly, in
 // a defer.
-func startProgress(c *ucli.Context, v *vault.Vault, json bool) (stop func()) {
-	term, width := stderrTerminal(c)
+func startProgress(e env, v *vault.Vault, json bool) (stop func()) {
+	term, width := stderrTerminal(e.stderr)
 	if !term || json && os.Getenv(progressEnv) != "1" {
 		return func() {}
 	}
-	line := newProgressLine(c.App.ErrWriter, width, time.Now)
+	line := newProgressLine(e.stderr, width, time.Now)
 	v.Progress = line.report
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -208,11 +207,11 @@ func clip(text string, width int) string {
 // on a terminal, that the vault's loose git objects have passed the point
 // where a gc pays (vault.GCAdviceLoose). The estimate reads one folder of
 // .git (BenchmarkGCAdvice).
-func gcAdvice(c *ucli.Context, v *vault.Vault) {
-	if term, _ := stderrTerminal(c); !term {
+func gcAdvice(e env, v *vault.Vault) {
+	if term, _ := stderrTerminal(e.stderr); !term {
 		return
 	}
 	if a := v.GCAdvice(); a != "" {
-		fmt.Fprintf(c.App.ErrWriter, "memvault: %s\n", a)
+		fmt.Fprintf(e.stderr, "memvault: %s\n", a)
 	}
 }

@@ -2,13 +2,12 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
 )
@@ -146,15 +145,7 @@ func TestProgressText(t *testing.T) {
 // MEMVAULT_PROGRESS=1 makes any stderr one, 0 none. --json draws nothing
 // unless forced.
 func TestProgressOnlyOnATerminal(t *testing.T) {
-	ctx := func(w any) *ucli.Context {
-		app := &ucli.App{}
-		if f, ok := w.(*os.File); ok {
-			app.ErrWriter = f
-		} else {
-			app.ErrWriter = w.(*bytes.Buffer)
-		}
-		return ucli.NewContext(app, nil, nil)
-	}
+	ctx := func(w io.Writer) env { return env{stderr: w} }
 	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -167,17 +158,17 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 	defer r.Close()
 	defer w.Close()
 	t.Setenv(progressEnv, "")
-	for name, c := range map[string]*ucli.Context{"buffer": ctx(&bytes.Buffer{}), "/dev/null": ctx(devNull), "pipe": ctx(w)} {
-		if term, _ := stderrTerminal(c); term {
+	for name, w := range map[string]io.Writer{"buffer": &bytes.Buffer{}, "/dev/null": devNull, "pipe": w} {
+		if term, _ := stderrTerminal(w); term {
 			t.Errorf("%s taken for a terminal", name)
 		}
 	}
 	t.Setenv(progressEnv, "1")
-	if term, width := stderrTerminal(ctx(devNull)); !term || width != 80 {
+	if term, width := stderrTerminal(devNull); !term || width != 80 {
 		t.Errorf("forced: %v, %d columns", term, width)
 	}
 	t.Setenv(progressEnv, "0")
-	if term, _ := stderrTerminal(ctx(&bytes.Buffer{})); term {
+	if term, _ := stderrTerminal(&bytes.Buffer{}); term {
 		t.Errorf("forced off, still a terminal")
 	}
 

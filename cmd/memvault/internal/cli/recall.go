@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -15,8 +16,15 @@ import (
 )
 
 type recallOptions struct {
-	lib  recall.RecallOptions
-	json bool
+	json             bool
+	thread           string // the current thread (or MEMVAULT_THREAD)
+	allThreads       bool
+	session          string
+	tier             string
+	since, until     string
+	limit            int // hits per tier
+	history, explain bool
+	query            []string // the words of the query, or "-" for stdin
 }
 
 func newRecallCommand() *ucli.Command {
@@ -24,86 +32,91 @@ func newRecallCommand() *ucli.Command {
 		Name:      "recall",
 		Usage:     "search memory: structured rows, then heads and nodes, then transcripts",
 		ArgsUsage: "QUERY | -",
-		Flags: []ucli.Flag{jsonFlag,
-			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"}, Usage: "the current thread (default: the session's, else the working directory's)"},
-			&ucli.BoolFlag{Name: "all-threads", Usage: "search every thread"},
-			&ucli.StringFlag{Name: "session", EnvVars: []string{"MEMVAULT_SESSION"}, Usage: "the current session, whose thread is the default"},
-			&ucli.StringFlag{Name: "tier", Usage: "only one tier"},
-			&ucli.StringFlag{Name: "since", Usage: "only what was written at or after DATE"},
-			&ucli.StringFlag{Name: "until", Usage: "only what was written before DATE"},
-			&ucli.IntFlag{Name: "limit", Aliases: []string{"n"}, Value: 5, Usage: "at most N hits per tier (1 or more)"},
-			&ucli.BoolFlag{Name: "history", Usage: "include rows that no longer hold (superseded, retracted, closed, invalidated, archived), marked"},
-			&ucli.BoolFlag{Name: "explain", Usage: "say why each hit ranked where it did: matched terms and their weights, speaker, day, lifts"},
-		},
 	}
 }
 
-func newRecallOptions(c *ucli.Context, v *vault.Vault) (recallOptions, error) {
-	agent, err := agentOf(c, v)
+func (o *recallOptions) flags() []ucli.Flag {
+	return []ucli.Flag{newJSONFlag(&o.json),
+		&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"}, Usage: "the current thread (default: the session's, else the working directory's)", Destination: &o.thread},
+		&ucli.BoolFlag{Name: "all-threads", Usage: "search every thread", Destination: &o.allThreads},
+		&ucli.StringFlag{Name: "session", EnvVars: []string{"MEMVAULT_SESSION"}, Usage: "the current session, whose thread is the default", Destination: &o.session},
+		&ucli.StringFlag{Name: "tier", Usage: "only one tier", Destination: &o.tier},
+		&ucli.StringFlag{Name: "since", Usage: "only what was written at or after DATE", Destination: &o.since},
+		&ucli.StringFlag{Name: "until", Usage: "only what was written before DATE", Destination: &o.until},
+		&ucli.IntFlag{Name: "limit", Aliases: []string{"n"}, Value: 5, Usage: "at most N hits per tier (1 or more)", Destination: &o.limit},
+		&ucli.BoolFlag{Name: "history", Usage: "include rows that no longer hold (superseded, retracted, closed, invalidated, archived), marked", Destination: &o.history},
+		&ucli.BoolFlag{Name: "explain", Usage: "say why each hit ranked where it did: matched terms and their weights, speaker, day, lifts", Destination: &o.explain},
+	}
+}
+
+func (o *recallOptions) setArgs(args []string) { o.query = args }
+
+// search is the library's search the options ask for.
+func (o recallOptions) search(e env, v *vault.Vault) (recall.RecallOptions, error) {
+	agent, err := e.agentOf(v)
 	if err != nil {
-		return recallOptions{}, err
+		return recall.RecallOptions{}, err
 	}
 	// MEMVAULT_THREAD set by a harness does not clash with --all-threads.
-	if c.Bool("all-threads") && c.IsSet("thread") && c.String("thread") != "" && os.Getenv("MEMVAULT_THREAD") == "" {
-		return recallOptions{}, usagef("recall: --thread and --all-threads do not go together")
+	if o.allThreads && (rowThreadOptions{thread: o.thread}).typed() {
+		return recall.RecallOptions{}, usagef("recall: --thread and --all-threads do not go together")
 	}
-	if c.Int("limit") < 1 {
-		return recallOptions{}, usagef("recall: --limit must be 1 or more: a search returns its best hits per tier")
+	if o.limit < 1 {
+		return recall.RecallOptions{}, usagef("recall: --limit must be 1 or more: a search returns its best hits per tier")
 	}
-	if err := checkChoice("recall", "tier", c.String("tier"), recall.Tiers); err != nil {
-		return recallOptions{}, err
+	if err := checkChoice("recall", "tier", o.tier, recall.Tiers); err != nil {
+		return recall.RecallOptions{}, err
 	}
-	query, err := textArg(c, "recall")
+	query, err := e.textArg(o.query, "recall")
 	if err != nil {
-		return recallOptions{}, err
+		return recall.RecallOptions{}, err
 	}
-	opts := recallOptions{json: c.Bool("json"), lib: recall.RecallOptions{Query: query, Agent: agent,
-		Thread: c.String("thread"), Session: c.String("session"), AllThreads: c.Bool("all-threads"),
-		Tier: c.String("tier"), Limit: c.Int("limit"), History: c.Bool("history"), Explain: c.Bool("explain")}}
-	if c.Bool("all-threads") {
-		opts.lib.Thread = ""
+	lib := recall.RecallOptions{Query: query, Agent: agent, Thread: o.thread, Session: o.session, AllThreads: o.allThreads,
+		Tier: o.tier, Limit: o.limit, History: o.history, Explain: o.explain}
+	if o.allThreads {
+		lib.Thread = ""
 	} else if wd, err := os.Getwd(); err == nil {
-		opts.lib.Dir = wd
+		lib.Dir = wd
 	}
 	now := time.Now()
-	if s := c.String("since"); s != "" {
-		if opts.lib.Since, err = ops.ParseSince(s, now); err != nil {
-			return opts, err
+	if o.since != "" {
+		if lib.Since, err = ops.ParseSince(o.since, now); err != nil {
+			return lib, err
 		}
 	}
-	if s := c.String("until"); s != "" {
-		if opts.lib.Until, err = ops.ParseSince(s, now); err != nil {
-			return opts, err
+	if o.until != "" {
+		if lib.Until, err = ops.ParseSince(o.until, now); err != nil {
+			return lib, err
 		}
 	}
-	return opts, nil
+	return lib, nil
 }
 
-func runRecall(c *ucli.Context, v *vault.Vault) error {
-	opts, err := newRecallOptions(c, v)
+func runRecall(_ context.Context, opts recallOptions, e env, v *vault.Vault) error {
+	lib, err := opts.search(e, v)
 	if err != nil {
 		return err
 	}
-	res, err := recall.Recall(v, opts.lib)
+	res, err := recall.Recall(v, lib)
 	if err != nil {
 		return err
 	}
 	for _, n := range res.Notes {
-		fmt.Fprintf(c.App.ErrWriter, "memvault: note: %s\n", n)
+		fmt.Fprintf(e.stderr, "memvault: note: %s\n", n)
 	}
 	if res.DirThread != "" {
-		dirThreadNote(c, res.DirThread, optOutRead)
+		dirThreadNote(e, res.DirThread, optOutRead)
 	}
 	if res.Excluded > 0 {
-		fmt.Fprintf(c.App.ErrWriter, "memvault: note: %d hits in other threads left out (scope: %s); --all-threads or --thread T includes them\n",
+		fmt.Fprintf(e.stderr, "memvault: note: %d hits in other threads left out (scope: %s); --all-threads or --thread T includes them\n",
 			res.Excluded, scopeText(res.Scope))
 	}
 	if opts.json {
-		return printJSON(c.App.Writer, res.Hits)
+		return printJSON(e.stdout, res.Hits)
 	}
-	printHits(c.App.Writer, res.Hits)
+	printHits(e.stdout, res.Hits)
 	if len(res.Hits) == 0 {
-		fmt.Fprintln(c.App.ErrWriter, "memvault: nothing found")
+		fmt.Fprintln(e.stderr, "memvault: nothing found")
 	}
 	return nil
 }

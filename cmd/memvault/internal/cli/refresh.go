@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 )
 
 type refreshOptions struct {
+	writeOptions
 	on string // the event: session-end or compaction
 }
 
@@ -24,27 +26,27 @@ func newRefreshCommand() *ucli.Command {
 			"are refreshed when their rows changed since their last render (with --session, only the\n" +
 			"threads that session wrote to). A head whose lease is held by someone else is deferred:\n" +
 			"recorded as head.deferred and retried by the next refresh of any session.",
-		Flags: writeFlags(
-			&ucli.StringFlag{Name: "on", Usage: "the event (required)"},
-		),
 	}
+}
+
+func (o *refreshOptions) flags() []ucli.Flag {
+	return o.writeFlags(&ucli.StringFlag{Name: "on", Usage: "the event (required)", Destination: &o.on})
 }
 
 // runRefresh manages its own writes: heads.Refresh takes each head's lease
 // and the vault lock itself, and records deferred heads for a later retry.
-func runRefresh(c *ucli.Context) error {
-	v, err := openVault(c)
+func runRefresh(_ context.Context, opts refreshOptions, e env) error {
+	v, err := e.openVault()
 	if err != nil {
 		return err
 	}
-	opts := refreshOptions{on: c.String("on")}
 	if opts.on == "" {
 		return usagef("refresh: --on is required: %s", oneOf(vault.RefreshEvents))
 	}
 	if err := checkChoice("refresh", "on", opts.on, vault.RefreshEvents); err != nil {
 		return err
 	}
-	txOpts, err := txOptions(c, v)
+	txOpts, err := e.txOptions(v, opts.writeOptions)
 	if err != nil {
 		return err
 	}
@@ -52,18 +54,18 @@ func runRefresh(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	return printRefresh(c, rep, false)
+	return printRefresh(e, opts.json, rep, false)
 }
 
 // printRefresh reports a refresh, head by head (refresh, render).
-func printRefresh(c *ucli.Context, rep *heads.RefreshReport, explain bool) error {
+func printRefresh(e env, json bool, rep *heads.RefreshReport, explain bool) error {
 	for _, w := range rep.Warnings {
-		fmt.Fprintf(c.App.ErrWriter, "memvault: warning: %s\n", w)
+		fmt.Fprintf(e.stderr, "memvault: warning: %s\n", w)
 	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, rep)
+	if json {
+		return printJSON(e.stdout, rep)
 	}
-	w := c.App.Writer
+	w := e.stdout
 	for _, h := range rep.Heads {
 		line := h.Head + ": " + h.Status
 		switch {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -9,27 +10,23 @@ import (
 	ucli "github.com/urfave/cli/v2"
 )
 
-type reindexOptions struct {
-	json bool
-}
+type reindexOptions struct{ jsonOnly }
 
 func newReindexCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "reindex",
 		Usage: "rebuild the search index from the files",
-		Flags: []ucli.Flag{jsonFlag},
 	}
 }
 
 // runReindex manages its own writes: recall.Reindex takes the vault lock
 // while it rebuilds the index, and commits nothing.
-func runReindex(c *ucli.Context) error {
-	v, err := openVault(c)
+func runReindex(_ context.Context, opts reindexOptions, e env) error {
+	v, err := e.openVault()
 	if err != nil {
 		return err
 	}
-	opts := reindexOptions{json: c.Bool("json")}
-	stop := startProgress(c, v, opts.json)
+	stop := startProgress(e, v, opts.json)
 	defer stop()
 	rep, err := recall.Reindex(v, nil)
 	stop()
@@ -37,8 +34,8 @@ func runReindex(c *ucli.Context) error {
 		return err
 	}
 	if opts.json {
-		return printJSON(c.App.Writer, rep)
+		return printJSON(e.stdout, rep)
 	}
-	fmt.Fprintf(c.App.Writer, "indexed %d files: %d documents in %s\n", rep.Files, rep.Documents, rep.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(e.stdout, "indexed %d files: %d documents in %s\n", rep.Files, rep.Documents, rep.Elapsed.Round(time.Millisecond))
 	return nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -14,6 +15,18 @@ import (
 )
 
 type renderOptions struct {
+	writeOptions
+	head       bool     // MEMORY.md
+	threads    []string // thread heads, by key or alias
+	allThreads bool
+	explain    bool
+	dryRun     bool
+	at         string // a commit to render as of
+}
+
+// renderPlan is what render renders: the options with the threads
+// resolved and the defaults applied.
+type renderPlan struct {
 	memory     bool // MEMORY.md
 	threads    []vault.Thread
 	allThreads bool
@@ -30,62 +43,65 @@ func newRenderCommand() *ucli.Command {
 		Description: "Without --head, --thread or --all-threads, renders MEMORY.md. Writes and commits the heads\n" +
 			"(under their leases, merging hand edits) unless --dry-run, which prints the render instead.\n" +
 			"--at COMMIT renders the vault as it was at that commit and implies --dry-run.",
-		Flags: writeFlags(
-			&ucli.BoolFlag{Name: "head", Usage: "MEMORY.md (the default when no thread is named)"},
-			&ucli.StringSliceFlag{Name: "thread", Aliases: []string{"t"}, Usage: "a thread head, by key or alias (repeatable)"},
-			&ucli.BoolFlag{Name: "all-threads", Usage: "every thread head"},
-			&ucli.BoolFlag{Name: "explain", Usage: "say what the budget left out and why"},
-			&ucli.BoolFlag{Name: "dry-run", Usage: "print the render; write nothing"},
-			&ucli.StringFlag{Name: "at", Usage: "render as of this commit (a hash, HEAD~N); implies --dry-run"},
-		),
 	}
 }
 
-func newRenderOptions(c *ucli.Context, v *vault.Vault) (renderOptions, error) {
-	threads, err := threadArgs(v, c.StringSlice("thread"))
+func (o *renderOptions) flags() []ucli.Flag {
+	return o.writeFlags(
+		&ucli.BoolFlag{Name: "head", Usage: "MEMORY.md (the default when no thread is named)", Destination: &o.head},
+		&ucli.StringSliceFlag{Name: "thread", Aliases: []string{"t"}, Usage: "a thread head, by key or alias (repeatable)", Action: setSlice(&o.threads)},
+		&ucli.BoolFlag{Name: "all-threads", Usage: "every thread head", Destination: &o.allThreads},
+		&ucli.BoolFlag{Name: "explain", Usage: "say what the budget left out and why", Destination: &o.explain},
+		&ucli.BoolFlag{Name: "dry-run", Usage: "print the render; write nothing", Destination: &o.dryRun},
+		&ucli.StringFlag{Name: "at", Usage: "render as of this commit (a hash, HEAD~N); implies --dry-run", Destination: &o.at},
+	)
+}
+
+// plan resolves the threads and applies the defaults.
+func (o renderOptions) plan(v *vault.Vault) (renderPlan, error) {
+	threads, err := threadArgs(v, o.threads)
 	if err != nil {
-		return renderOptions{}, err
+		return renderPlan{}, err
 	}
-	opts := renderOptions{threads: threads, allThreads: c.Bool("all-threads"), explain: c.Bool("explain"),
-		at: c.String("at"), json: c.Bool("json")}
-	if len(threads) > 0 && opts.allThreads {
-		return opts, usagef("render: --thread and --all-threads exclude each other")
+	p := renderPlan{threads: threads, allThreads: o.allThreads, explain: o.explain, at: o.at, json: o.json}
+	if len(threads) > 0 && p.allThreads {
+		return p, usagef("render: --thread and --all-threads exclude each other")
 	}
-	opts.memory = c.Bool("head") || (len(threads) == 0 && !opts.allThreads)
-	opts.dryRun = c.Bool("dry-run") || opts.at != ""
-	return opts, nil
+	p.memory = o.head || (len(threads) == 0 && !p.allThreads)
+	p.dryRun = o.dryRun || p.at != ""
+	return p, nil
 }
 
 // runRender manages its own writes: heads.Refresh takes each head's lease
 // and the vault lock itself and commits the heads it wrote. A dry run
 // writes nothing.
-func runRender(c *ucli.Context) error {
-	v, err := openVault(c)
+func runRender(_ context.Context, opts renderOptions, e env) error {
+	v, err := e.openVault()
 	if err != nil {
 		return err
 	}
-	opts, err := newRenderOptions(c, v)
+	p, err := opts.plan(v)
 	if err != nil {
 		return err
 	}
-	if opts.dryRun {
-		return renderDry(c.App.Writer, v, opts)
+	if p.dryRun {
+		return renderDry(e.stdout, v, p)
 	}
-	txOpts, err := txOptions(c, v)
+	txOpts, err := e.txOptions(v, opts.writeOptions)
 	if err != nil {
 		return err
 	}
-	rep, err := heads.Refresh(v, heads.RefreshOptions{TxOptions: txOpts, Trigger: "render", Memory: opts.memory,
-		Threads: opts.threads, AllThreads: opts.allThreads, Explain: opts.explain, Protocol: continuity.RefreshHead})
+	rep, err := heads.Refresh(v, heads.RefreshOptions{TxOptions: txOpts, Trigger: "render", Memory: p.memory,
+		Threads: p.threads, AllThreads: p.allThreads, Explain: p.explain, Protocol: continuity.RefreshHead})
 	if err != nil {
 		return err
 	}
-	return printRefresh(c, rep, opts.explain)
+	return printRefresh(e, opts.json, rep, p.explain)
 }
 
 // renderDry prints the render without writing it: as JSON, as the budget
 // report, or as the files themselves.
-func renderDry(w io.Writer, v *vault.Vault, opts renderOptions) error {
+func renderDry(w io.Writer, v *vault.Vault, opts renderPlan) error {
 	docs, err := heads.RenderHeads(v, heads.RenderOptions{Memory: opts.memory, Threads: opts.threads,
 		AllThreads: opts.allThreads, At: opts.at, Explain: opts.explain || opts.json})
 	if err != nil {

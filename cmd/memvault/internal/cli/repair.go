@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -19,19 +20,21 @@ func newRepairCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "repair",
 		Usage: "re-chain a ledger broken by a merge or a hand edit, restoring committed events; the old segments stay under .logs/",
-		Flags: []ucli.Flag{
-			&ucli.BoolFlag{Name: "dry-run", Usage: "say what would be done, change nothing"},
-			jsonFlag,
-		},
+	}
+}
+
+func (o *repairOptions) flags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.BoolFlag{Name: "dry-run", Usage: "say what would be done, change nothing", Destination: &o.dryRun},
+		newJSONFlag(&o.json),
 	}
 }
 
 // runRepair manages its own writes: repair.Run takes the lock, plans
 // under it, and commits through a transaction (or, in the middle of a git
 // merge, stages the segments for the merge's commit).
-func runRepair(c *ucli.Context) error {
-	opts := repairOptions{dryRun: c.Bool("dry-run"), json: c.Bool("json")}
-	v, err := openVault(c)
+func runRepair(_ context.Context, opts repairOptions, e env) error {
+	v, err := e.openVault()
 	if err != nil {
 		return err
 	}
@@ -40,9 +43,9 @@ func runRepair(c *ucli.Context) error {
 		return err
 	}
 	if opts.json {
-		return printJSON(c.App.Writer, rep)
+		return printJSON(e.stdout, rep)
 	}
-	w := c.App.Writer
+	w := e.stdout
 	if rep.Nothing {
 		fmt.Fprintln(w, "nothing to repair: the ledger verifies and has one tip")
 		return nil

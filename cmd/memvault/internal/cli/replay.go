@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -11,8 +12,9 @@ import (
 )
 
 type replayOptions struct {
-	query ops.ReplayQuery
-	json  bool
+	last         int // the last N events; 0 for all
+	thread, kind string
+	json         bool
 }
 
 func newReplayCommand() *ucli.Command {
@@ -23,32 +25,36 @@ func newReplayCommand() *ucli.Command {
 			"Each cell is one line: control characters are escaped (\\n, \\t, \\x1b, \\u202e) and the\n" +
 			"text is cut to " + strconv.Itoa(ops.ReplayTextWidth) + " columns; --json prints the whole text.\n\n" +
 			"Kinds --kind takes, and any other kind this vault holds:\n" + wrapList(vault.LedgerKinds()),
-		Flags: []ucli.Flag{
-			&ucli.IntFlag{Name: "last", Value: ops.DefaultReplayLast, Usage: "the last N events that match (0: all)"},
-			&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Usage: "only this thread"},
-			&ucli.StringFlag{Name: "kind", Aliases: []string{"k"}, Usage: "only this kind (a supersede counts as the kind it replaces; kinds above)"},
-			jsonFlag,
-		},
 	}
 }
 
-func newReplayOptions(c *ucli.Context) (replayOptions, error) {
-	opts := replayOptions{json: c.Bool("json"), query: ops.ReplayQuery{Last: c.Int("last"), Kind: c.String("kind")}}
-	if opts.query.Last < 0 {
-		return opts, usagef("replay: --last must be 0 (all) or more")
+func (o *replayOptions) flags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.IntFlag{Name: "last", Value: ops.DefaultReplayLast, Usage: "the last N events that match (0: all)", Destination: &o.last},
+		&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Usage: "only this thread", Destination: &o.thread},
+		&ucli.StringFlag{Name: "kind", Aliases: []string{"k"}, Usage: "only this kind (a supersede counts as the kind it replaces; kinds above)", Destination: &o.kind},
+		newJSONFlag(&o.json),
 	}
-	if t := c.String("thread"); t != "" {
-		th, err := vault.ParseThread(t)
+}
+
+// query is the replay the options ask for.
+func (o replayOptions) query() (ops.ReplayQuery, error) {
+	q := ops.ReplayQuery{Last: o.last, Kind: o.kind}
+	if q.Last < 0 {
+		return q, usagef("replay: --last must be 0 (all) or more")
+	}
+	if o.thread != "" {
+		th, err := vault.ParseThread(o.thread)
 		if err != nil {
-			return opts, err
+			return q, err
 		}
-		opts.query.Thread = th.String()
+		q.Thread = th.String()
 	}
-	return opts, nil
+	return q, nil
 }
 
-func runReplay(c *ucli.Context, v *vault.Vault) error {
-	opts, err := newReplayOptions(c)
+func runReplay(_ context.Context, opts replayOptions, e env, v *vault.Vault) error {
+	q, err := opts.query()
 	if err != nil {
 		return err
 	}
@@ -56,19 +62,19 @@ func runReplay(c *ucli.Context, v *vault.Vault) error {
 	if err != nil {
 		return err
 	}
-	if err := checkChoice("replay", "kind", opts.query.Kind, st.KnownKinds()); err != nil {
+	if err := checkChoice("replay", "kind", q.Kind, st.KnownKinds()); err != nil {
 		return err
 	}
-	events, matched, err := ops.Replay(st, opts.query)
+	events, matched, err := ops.Replay(st, q)
 	if err != nil {
 		return err
 	}
 	if opts.json {
-		return printJSON(c.App.Writer, events)
+		return printJSON(e.stdout, events)
 	}
-	fmt.Fprint(c.App.Writer, ops.ReplayTable(events))
-	if len(events) < matched && outputIsTerminal(c.App.Writer) {
-		fmt.Fprintf(c.App.ErrWriter, "memvault: note: showing the last %d of %d events; --last 0 shows all\n", len(events), matched)
+	fmt.Fprint(e.stdout, ops.ReplayTable(events))
+	if len(events) < matched && outputIsTerminal(e.stdout) {
+		fmt.Fprintf(e.stderr, "memvault: note: showing the last %d of %d events; --last 0 shows all\n", len(events), matched)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/memvault/memvault/vault/heads"
@@ -11,9 +12,9 @@ import (
 )
 
 type resolveOptions struct {
-	head string // "" for every head in conflict
-	take string // ours or theirs
-	json bool
+	writeOptions
+	theirs, ours bool
+	args         []string // the head; none for every head in conflict
 }
 
 func newResolveCommand() *ucli.Command {
@@ -21,56 +22,63 @@ func newResolveCommand() *ucli.Command {
 		Name:      "resolve",
 		Usage:     "settle head conflicts: keep the file's text (default) or take the render's",
 		ArgsUsage: "[MEMORY.md | CONTINUITY.md | THREAD]",
-		Flags: writeFlags(
-			&ucli.BoolFlag{Name: "theirs", Usage: "replace each conflicted section with the render's version"},
-			&ucli.BoolFlag{Name: "ours", Usage: "keep the file as it is (the default)"},
-		),
 	}
 }
 
-func newResolveOptions(c *ucli.Context) (resolveOptions, error) {
-	if c.NArg() > 1 {
-		return resolveOptions{}, usagef("resolve: want at most one head")
+func (o *resolveOptions) flags() []ucli.Flag {
+	return o.writeFlags(
+		&ucli.BoolFlag{Name: "theirs", Usage: "replace each conflicted section with the render's version", Destination: &o.theirs},
+		&ucli.BoolFlag{Name: "ours", Usage: "keep the file as it is (the default)", Destination: &o.ours},
+	)
+}
+
+func (o *resolveOptions) setArgs(args []string) { o.args = args }
+
+// take is the head to settle ("" for every head in conflict) and the
+// side to take: ours or theirs.
+func (o resolveOptions) take() (head, take string, err error) {
+	if len(o.args) > 1 {
+		return "", "", usagef("resolve: want at most one head")
 	}
-	if c.Bool("ours") && c.Bool("theirs") {
-		return resolveOptions{}, usagef("resolve: --ours and --theirs exclude each other")
+	if o.ours && o.theirs {
+		return "", "", usagef("resolve: --ours and --theirs exclude each other")
 	}
-	opts := resolveOptions{head: c.Args().First(), take: "ours", json: c.Bool("json")}
-	if c.Bool("theirs") {
-		opts.take = "theirs"
+	take = "ours"
+	if o.theirs {
+		take = "theirs"
 	}
-	return opts, nil
+	return firstArg(o.args), take, nil
 }
 
 // runResolve manages its own writes: heads.ResolveHeads takes the leases of
 // the heads it settles before its own transaction, so the lease comes
 // before the vault lock as everywhere in the heads.
-func runResolve(c *ucli.Context) error {
-	v, err := openVault(c)
+func runResolve(_ context.Context, opts resolveOptions, e env) error {
+	v, err := e.openVault()
 	if err != nil {
 		return err
 	}
-	opts, err := newResolveOptions(c)
+	head, take, err := opts.take()
 	if err != nil {
 		return err
 	}
-	txOpts, err := txOptions(c, v)
+	txOpts, err := e.txOptions(v, opts.writeOptions)
 	if err != nil {
 		return err
 	}
-	res, err := heads.ResolveHeads(v, opts.head, opts.take, txOpts)
+	res, err := heads.ResolveHeads(v, head, take, txOpts)
 	if err != nil {
 		return err
 	}
 	if opts.json {
-		return printJSON(c.App.Writer, res)
+		return printJSON(e.stdout, res)
 	}
 	for _, r := range res {
 		kept := "kept the file's text"
 		if r.Take == "theirs" {
 			kept = "took the render's text"
 		}
-		fmt.Fprintf(c.App.Writer, "%s: %d conflict(s) resolved, %s (commit %s)\n", r.Head, len(r.Resolved), kept, vault.ShortHash(r.Commit))
+		fmt.Fprintf(e.stdout, "%s: %d conflict(s) resolved, %s (commit %s)\n", r.Head, len(r.Resolved), kept, vault.ShortHash(r.Commit))
 	}
 	return nil
 }

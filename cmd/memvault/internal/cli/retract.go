@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
@@ -8,7 +10,9 @@ import (
 )
 
 type retractOptions struct {
-	id, why string
+	writeOptions
+	why  string
+	args []string // ID
 }
 
 func newRetractCommand() *ucli.Command {
@@ -17,22 +21,26 @@ func newRetractCommand() *ucli.Command {
 		Usage:       "withdraw an event (a correction event; nothing is rewritten)",
 		ArgsUsage:   "ID",
 		Description: idHelp,
-		Flags:       writeFlags(&ucli.StringFlag{Name: "why", Usage: "the reason (required)"}),
 	}
 }
 
-func runRetract(c *ucli.Context, tx *vault.Tx) error {
-	id, err := oneID(c, "retract")
+func (o *retractOptions) flags() []ucli.Flag {
+	return o.writeFlags(&ucli.StringFlag{Name: "why", Usage: "the reason (required)", Destination: &o.why})
+}
+
+func (o *retractOptions) setArgs(args []string) { o.args = args }
+
+func runRetract(_ context.Context, opts retractOptions, _ env, tx *vault.Tx) error {
+	id, err := oneID(opts.args, "retract")
 	if err != nil {
 		return err
 	}
-	opts := retractOptions{id: id, why: c.String("why")}
 	if opts.why == "" {
 		return usagef("retract: --why is required: say why the event no longer holds")
 	}
-	if opts.id, err = ops.EventID(tx, "retract", opts.id); err != nil {
+	if id, err = ops.EventID(tx, "retract", id); err != nil {
 		return err
 	}
-	_, err = tx.Retract(opts.id, opts.why)
+	_, err = tx.Retract(id, opts.why)
 	return err
 }

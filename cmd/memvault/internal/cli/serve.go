@@ -18,9 +18,9 @@ import (
 )
 
 type serveOptions struct {
-	server web.Options
-	port   int
-	open   bool
+	port  int  // on 127.0.0.1; 0 for a free one
+	open  bool // in the platform's browser
+	write bool // allow the pages' writes
 }
 
 func newServeCommand() *ucli.Command {
@@ -33,44 +33,47 @@ func newServeCommand() *ucli.Command {
 			"Prints one line, the address to open, which carries the token every request needs.\n" +
 			"Each request opens the vault afresh and reads without the lock. --write adds closing a\n" +
 			"commitment and resolving a head conflict, each one transaction.",
-		Flags: []ucli.Flag{
-			&ucli.IntFlag{Name: "port", Usage: "listen on this port of 127.0.0.1 (default: a free one)"},
-			&ucli.BoolFlag{Name: "open", Usage: "open the address in the platform's browser, when there is an opener"},
-			&ucli.BoolFlag{Name: "write", Usage: "allow closing commitments and resolving head conflicts from the pages"},
-		},
 	}
 }
 
-func newServeOptions(c *ucli.Context) (serveOptions, error) {
-	opts := serveOptions{port: c.Int("port"), open: c.Bool("open"),
-		server: web.Options{Agent: c.String("agent"), Write: c.Bool("write"), Token: web.NewToken()}}
-	if opts.port < 0 || opts.port > 65535 {
-		return opts, usagef("serve: --port must be between 0 and 65535")
+func (o *serveOptions) flags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.IntFlag{Name: "port", Usage: "listen on this port of 127.0.0.1 (default: a free one)", Destination: &o.port},
+		&ucli.BoolFlag{Name: "open", Usage: "open the address in the platform's browser, when there is an opener", Destination: &o.open},
+		&ucli.BoolFlag{Name: "write", Usage: "allow closing commitments and resolving head conflicts from the pages", Destination: &o.write},
 	}
-	if a := opts.server.Agent; a != "" {
+}
+
+// server is the web server the options and the global flags describe.
+func (o serveOptions) server(e env) (web.Options, error) {
+	srv := web.Options{Agent: e.agent, Write: o.write, Token: web.NewToken()}
+	if o.port < 0 || o.port > 65535 {
+		return srv, usagef("serve: --port must be between 0 and 65535")
+	}
+	if a := srv.Agent; a != "" {
 		if err := vault.CheckName("agent", a); err != nil {
-			return opts, err
+			return srv, err
 		}
 	}
 	wd, err := os.Getwd()
 	if err != nil {
-		return opts, err
+		return srv, err
 	}
-	if opts.server.Root, err = vault.Find(c.String("vault"), wd); err != nil {
-		return opts, err
+	if srv.Root, err = vault.Find(e.vaultDir, wd); err != nil {
+		return srv, err
 	}
-	opts.server.Binary, _ = selfPath()
-	return opts, nil
+	srv.Binary, _ = selfPath()
+	return srv, nil
 }
 
 // runServe serves the pages until SIGINT or SIGTERM. The vault is found
 // once, for the address line; each request opens it afresh.
-func runServe(c *ucli.Context) error {
-	opts, err := newServeOptions(c)
+func runServe(ctx context.Context, opts serveOptions, e env) error {
+	server, err := opts.server(e)
 	if err != nil {
 		return err
 	}
-	srv, err := web.New(opts.server)
+	srv, err := web.New(server)
 	if err != nil {
 		return err
 	}
@@ -79,14 +82,14 @@ func runServe(c *ucli.Context) error {
 		return fmt.Errorf("serve: listen on 127.0.0.1:%d: %w", opts.port, err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	addr := web.URL(port, opts.server.Token)
-	fmt.Fprintf(c.App.Writer, "memvault: serving %s at %s\n", opts.server.Root, addr)
+	addr := web.URL(port, server.Token)
+	fmt.Fprintf(e.stdout, "memvault: serving %s at %s\n", server.Root, addr)
 	if opts.open {
 		if err := openBrowser(addr); err != nil {
-			fmt.Fprintf(c.App.ErrWriter, "memvault: note: could not open a browser (%v); open the address above\n", err)
+			fmt.Fprintf(e.stderr, "memvault: note: could not open a browser (%v); open the address above\n", err)
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return srv.Serve(ctx, ln)
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -13,33 +14,28 @@ import (
 	"github.com/memvault/memvault/vault"
 )
 
-type statusOptions struct {
-	agent string
-	json  bool
-}
+type statusOptions struct{ jsonOnly }
 
 func newStatusCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "status",
 		Usage: "summarise the vault: health, head commit, events, open commitments, threads, lock",
-		Flags: []ucli.Flag{jsonFlag},
 	}
 }
 
-func runStatus(c *ucli.Context, v *vault.Vault) error {
-	agent, err := agentOf(c, v)
+func runStatus(_ context.Context, opts statusOptions, e env, v *vault.Vault) error {
+	agent, err := e.agentOf(v)
 	if err != nil {
 		return err
 	}
-	opts := statusOptions{agent: agent, json: c.Bool("json")}
-	rep, err := ops.NewStatus(v, opts.agent)
+	rep, err := ops.NewStatus(v, agent)
 	if err != nil {
 		return err
 	}
 	if opts.json {
-		return printJSON(c.App.Writer, rep)
+		return printJSON(e.stdout, rep)
 	}
-	printStatus(c.App.Writer, rep)
+	printStatus(e.stdout, rep)
 	return nil
 }
 

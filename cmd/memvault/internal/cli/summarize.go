@@ -14,25 +14,28 @@ import (
 )
 
 type summarizeOptions struct {
-	session, thread string
+	writeOptions        // the session (required), the harness, --force, --json
+	thread       string // the node's thread
 }
 
 func newSummarizeCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "summarize",
 		Usage: "write the session-summary node of a session (an executor's summary with [summarise], else deterministic)",
-		Flags: []ucli.Flag{requiredSession, harnessFlag, forceFlag, jsonFlag, threadFlag},
 	}
+}
+
+func (o *summarizeOptions) flags() []ucli.Flag {
+	return []ucli.Flag{newRequiredSessionFlag(&o.session), newHarnessFlag(&o.harness), newForceFlag(&o.force), newJSONFlag(&o.json), newThreadFlag(&o.thread)}
 }
 
 // prepareSummarize asks [summarise]'s executor, if there is one, for the
 // session's summary before the lock; the transaction then writes it.
-func prepareSummarize(c *ucli.Context, v *vault.Vault, ctx context.Context) (distillStep, error) {
-	opts := summarizeOptions{session: c.String("session"), thread: c.String("thread")}
+func prepareSummarize(ctx context.Context, opts summarizeOptions, e env, v *vault.Vault) (distillStep, error) {
 	if opts.session == "" {
 		return nil, usagef("summarize: --session is required")
 	}
-	agent, err := agentOf(c, v)
+	agent, err := e.agentOf(v)
 	if err != nil {
 		return nil, err
 	}
@@ -59,12 +62,12 @@ type distillStep func(tx *vault.Tx) (nodesMade, error)
 // process group and the command, which then writes nothing), and the
 // step it returns runs in one transaction. A node whose summary fell
 // back to the deterministic one is said on stderr.
-func distillModel(prepare func(c *ucli.Context, v *vault.Vault, ctx context.Context) (distillStep, error)) action {
-	return inTxPrepared(func(c *ucli.Context, v *vault.Vault) (txWork, error) {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-		step, err := prepare(c, v, ctx)
+func distillModel[O any, P writerOf[O]](prepare func(ctx context.Context, opts O, e env, v *vault.Vault) (distillStep, error)) action {
+	return inTxPrepared[O, P](func(ctx context.Context, opts O, e env, v *vault.Vault) (txWork, error) {
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		step, err := prepare(ctx, opts, e, v)
 		if err == nil && ctx.Err() != nil {
-			err = fmt.Errorf("%s: interrupted", c.Command.Name)
+			err = fmt.Errorf("%s: interrupted", e.name)
 		}
 		stop()
 		if err != nil {
@@ -79,10 +82,10 @@ func distillModel(prepare func(c *ucli.Context, v *vault.Vault, ctx context.Cont
 		report := func(*vault.Result) error {
 			for i, n := range made.nodes {
 				if made.fresh[i] && n.SummaryFallback != "" {
-					fmt.Fprintf(c.App.ErrWriter, "memvault: node %s: deterministic summary: %s\n", n.ID, n.SummaryFallback)
+					fmt.Fprintf(e.stderr, "memvault: node %s: deterministic summary: %s\n", n.ID, n.SummaryFallback)
 				}
 			}
-			return made.print(c)
+			return made.print(e.stdout, P(&opts).write().json)
 		}
 		return txWork{apply: apply, report: report}, nil
 	})

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -10,7 +11,8 @@ import (
 )
 
 type supersedeOptions struct {
-	id, text string
+	writeOptions
+	args []string // ID and the words of the new text
 }
 
 func newSupersedeCommand() *ucli.Command {
@@ -19,19 +21,21 @@ func newSupersedeCommand() *ucli.Command {
 		Usage:       "replace an event with a new version of its text",
 		ArgsUsage:   "ID TEXT",
 		Description: idHelp,
-		Flags:       writeFlags(),
 	}
 }
 
-func runSupersede(c *ucli.Context, tx *vault.Tx) error {
-	if c.NArg() < 2 {
+func (o *supersedeOptions) flags() []ucli.Flag { return o.writeFlags() }
+
+func (o *supersedeOptions) setArgs(args []string) { o.args = args }
+
+func runSupersede(_ context.Context, opts supersedeOptions, _ env, tx *vault.Tx) error {
+	if len(opts.args) < 2 {
 		return usagef("supersede: want an event id and the new text")
 	}
-	opts := supersedeOptions{id: c.Args().First(), text: strings.Join(c.Args().Tail(), " ")}
-	id, err := ops.EventID(tx, "supersede", opts.id)
+	id, err := ops.EventID(tx, "supersede", opts.args[0])
 	if err != nil {
 		return err
 	}
-	_, err = tx.Supersede(id, opts.text)
+	_, err = tx.Supersede(id, strings.Join(opts.args[1:], " "))
 	return err
 }

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strings"
+	"time"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/clones"
@@ -11,8 +14,11 @@ import (
 )
 
 type syncOptions struct {
-	lib  clones.SyncOptions
-	json bool
+	noPush, dryRun bool
+	engine         string
+	timeout        time.Duration // of a fetch or a push
+	json           bool
+	args           []string // REMOTE
 }
 
 func newSyncCommand() *ucli.Command {
@@ -24,55 +30,59 @@ func newSyncCommand() *ucli.Command {
 			"else origin. The remote's branch of the same name is fetched and merged (a fast-forward\n" +
 			"when possible), the ledger's open tips are joined, the heads re-rendered, and the result\n" +
 			"pushed. A push the remote rejects because it moved meanwhile is retried twice.",
-		Flags: []ucli.Flag{
-			&ucli.BoolFlag{Name: "no-push", Usage: "fetch and merge only"},
-			&ucli.BoolFlag{Name: "dry-run", Usage: "fetch, then say what would be merged and pushed; change nothing"},
-			&ucli.StringFlag{Name: "engine", Value: clones.SyncEngineAuto, Usage: "auto (git where installed, else go-git), git or go-git"},
-			&ucli.DurationFlag{Name: "timeout", Value: clones.DefaultSyncTimeout, Usage: "the longest a fetch or a push may take"},
-			jsonFlag,
-		},
 	}
 }
 
+func (o *syncOptions) flags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.BoolFlag{Name: "no-push", Usage: "fetch and merge only", Destination: &o.noPush},
+		&ucli.BoolFlag{Name: "dry-run", Usage: "fetch, then say what would be merged and pushed; change nothing", Destination: &o.dryRun},
+		&ucli.StringFlag{Name: "engine", Value: clones.SyncEngineAuto, Usage: "auto (git where installed, else go-git), git or go-git", Destination: &o.engine},
+		&ucli.DurationFlag{Name: "timeout", Value: clones.DefaultSyncTimeout, Usage: "the longest a fetch or a push may take", Destination: &o.timeout},
+		newJSONFlag(&o.json),
+	}
+}
+
+func (o *syncOptions) setArgs(args []string) { o.args = args }
+
 // runSync manages its own writes: clones.Sync takes the vault lock for the
 // merge, and the join and the render take it again for their commits.
-func runSync(c *ucli.Context) error {
-	v, err := openVault(c)
+func runSync(_ context.Context, opts syncOptions, e env) error {
+	v, err := e.openVault()
 	if err != nil {
 		return err
 	}
-	if c.NArg() > 1 {
+	if len(opts.args) > 1 {
 		return usagef("sync: takes one remote at most")
 	}
-	agent, err := agentOf(c, v)
+	agent, err := e.agentOf(v)
 	if err != nil {
 		return err
 	}
-	opts := syncOptions{json: c.Bool("json"), lib: clones.SyncOptions{Remote: c.Args().First(), Engine: c.String("engine"),
-		NoPush: c.Bool("no-push"), DryRun: c.Bool("dry-run"), Timeout: c.Duration("timeout"), Agent: agent}}
-	if opts.lib.Timeout <= 0 {
-		return usagef("sync: --timeout %s: want a duration above 0", opts.lib.Timeout)
+	lib := clones.SyncOptions{Remote: firstArg(opts.args), Engine: opts.engine,
+		NoPush: opts.noPush, DryRun: opts.dryRun, Timeout: opts.timeout, Agent: agent}
+	if lib.Timeout <= 0 {
+		return usagef("sync: --timeout %s: want a duration above 0", lib.Timeout)
 	}
-	stop := startProgress(c, v, opts.json)
+	stop := startProgress(e, v, opts.json)
 	defer stop()
-	rep, err := clones.Sync(v, opts.lib)
+	rep, err := clones.Sync(v, lib)
 	stop()
 	if err != nil {
 		return err
 	}
 	for _, w := range rep.Warnings {
-		fmt.Fprintf(c.App.ErrWriter, "memvault: warning: %s\n", w)
+		fmt.Fprintf(e.stderr, "memvault: warning: %s\n", w)
 	}
 	if opts.json {
-		return printJSON(c.App.Writer, rep)
+		return printJSON(e.stdout, rep)
 	}
-	printSync(c, rep)
+	printSync(e.stdout, rep)
 	return nil
 }
 
 // printSync prints one line per step that did something.
-func printSync(c *ucli.Context, rep *clones.SyncReport) {
-	w := c.App.Writer
+func printSync(w io.Writer, rep *clones.SyncReport) {
 	would := ""
 	if rep.DryRun {
 		would = "would be "

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,52 +16,54 @@ import (
 )
 
 type threadsOptions struct {
-	limit int // the first N; 0 for all
-	json  bool
+	limitOptions // the first N; 0 for all
+	json         bool
 }
 
 type threadsShowOptions struct {
-	arg  string // a thread key or alias
 	json bool
+	args []string // a thread key or alias
 }
 
 func newThreadsCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "threads",
 		Usage: "list threads and the state of their heads",
-		Flags: []ucli.Flag{limitFlag("threads, the first by key", 0), jsonFlag},
 		Subcommands: []*ucli.Command{{
 			Name:      "show",
 			Usage:     "print a thread's head (rendered on the fly if it was never written)",
 			ArgsUsage: "THREAD",
-			Flags:     []ucli.Flag{jsonFlag},
 		}},
 	}
 }
 
-func runThreads(c *ucli.Context, v *vault.Vault) error {
-	if c.NArg() > 0 {
-		return usagef("threads: unknown subcommand %q; try memvault threads show T", c.Args().First())
-	}
-	limit, err := listLimit(c)
+func (o *threadsOptions) flags() []ucli.Flag {
+	return []ucli.Flag{o.limitFlag("threads, the first by key", 0), newJSONFlag(&o.json)}
+}
+
+func (o *threadsShowOptions) flags() []ucli.Flag { return []ucli.Flag{newJSONFlag(&o.json)} }
+
+func (o *threadsShowOptions) setArgs(args []string) { o.args = args }
+
+func runThreads(_ context.Context, opts threadsOptions, e env, v *vault.Vault) error {
+	limit, err := opts.listLimit(e, opts.json)
 	if err != nil {
 		return err
 	}
-	opts := threadsOptions{limit: limit, json: c.Bool("json")}
 	info, err := heads.Heads(v)
 	if err != nil {
 		return err
 	}
-	threads := first(info.Threads, opts.limit)
+	threads := first(info.Threads, limit)
 	if threads == nil {
 		threads = []heads.ThreadInfo{}
 	}
-	limitNote(c, len(threads), len(info.Threads), "threads", "first")
+	limitNote(e, opts.json, len(threads), len(info.Threads), "threads", "first")
 	if opts.json {
-		return printJSON(c.App.Writer, threads)
+		return printJSON(e.stdout, threads)
 	}
 	for _, t := range threads {
-		printThread(c.App.Writer, t)
+		printThread(e.stdout, t)
 	}
 	return nil
 }
@@ -81,12 +84,11 @@ func printThread(w io.Writer, t heads.ThreadInfo) {
 	fmt.Fprintln(w, line)
 }
 
-func runThreadsShow(c *ucli.Context, v *vault.Vault) error {
-	if c.NArg() != 1 {
+func runThreadsShow(_ context.Context, opts threadsShowOptions, e env, v *vault.Vault) error {
+	if len(opts.args) != 1 {
 		return usagef("threads show: want exactly one thread key or alias")
 	}
-	opts := threadsShowOptions{arg: c.Args().First(), json: c.Bool("json")}
-	rel, thread, err := heads.ResolveHeadArg(v, opts.arg, false)
+	rel, thread, err := heads.ResolveHeadArg(v, opts.args[0], false)
 	if err != nil {
 		return err
 	}
@@ -102,14 +104,14 @@ func runThreadsShow(c *ucli.Context, v *vault.Vault) error {
 			return rerr
 		}
 		data = docs[0].Bytes
-		fmt.Fprintf(c.App.ErrWriter, "note: %s is not written yet; this is a dry render (memvault render --thread %s writes it)\n", rel, thread)
+		fmt.Fprintf(e.stderr, "note: %s is not written yet; this is a dry render (memvault render --thread %s writes it)\n", rel, thread)
 	} else if err != nil {
 		return err
 	}
 	if opts.json {
-		return printJSON(c.App.Writer, map[string]any{"thread": thread, "head": rel.String(),
+		return printJSON(e.stdout, map[string]any{"thread": thread, "head": rel.String(),
 			"written": written, "content": string(data)})
 	}
-	_, err = c.App.Writer.Write(data)
+	_, err = e.stdout.Write(data)
 	return err
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,34 +19,37 @@ import (
 	ucli "github.com/urfave/cli/v2"
 )
 
-var (
-	requiredSession   = &ucli.StringFlag{Name: "session", EnvVars: []string{"MEMVAULT_SESSION"}, Usage: "session key (required)"}
-	sessionThreadFlag = &ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"},
-		Usage: "thread the session belongs to (recorded once, scopes recall)"}
-)
+// newRequiredSessionFlag is the --session a command cannot do without.
+func newRequiredSessionFlag(p *string) *ucli.StringFlag {
+	return &ucli.StringFlag{Name: "session", EnvVars: []string{"MEMVAULT_SESSION"}, Usage: "session key (required)", Destination: p}
+}
+
+// newSessionThreadFlag is the thread a transcript's session belongs to.
+func newSessionThreadFlag(p *string) *ucli.StringFlag {
+	return &ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, EnvVars: []string{"MEMVAULT_THREAD"},
+		Usage: "thread the session belongs to (recorded once, scopes recall)", Destination: p}
+}
 
 type transcriptAppendOptions struct {
-	ref    vault.TranscriptRef
-	msgs   []transcript.Message
-	thread string // bound to the session when set
-	json   bool
+	writeOptions         // the session (required), the harness, --json
+	thread        string // bound to the session when set
+	role, speaker string
+	text          []string // the words of one message; none: JSON messages on stdin
 }
 
 type transcriptImportOptions struct {
-	ref     vault.TranscriptRef
-	format  transcript.Format
-	file    string
-	harness string
-	thread  string
-	json    bool
+	writeOptions        // the session (required), the harness, --json
+	thread       string // bound to the session when set
+	format       string
+	args         []string // FILE
 }
 
 type transcriptShowOptions struct {
-	ref      vault.TranscriptRef
-	from, to int
-	limit    int  // at most this many messages; 0 for all
-	tail     bool // the last limit messages, not the first (no --from or --to)
-	json     bool
+	session        string
+	json           bool
+	from, to       int
+	fromSet, toSet bool // --from, --to given: a range, not the last messages
+	limitOptions        // at most this many messages; 0 for all
 }
 
 func newTranscriptCommand() *ucli.Command {
@@ -57,93 +61,104 @@ func newTranscriptCommand() *ucli.Command {
 				Name:      "append",
 				Usage:     "append a message, or generic JSON messages one per line on stdin",
 				ArgsUsage: "[TEXT]",
-				Flags: []ucli.Flag{requiredSession, harnessFlag, jsonFlag, sessionThreadFlag,
-					&ucli.StringFlag{Name: "role", Usage: "user, assistant, tool or system (with TEXT)"},
-					&ucli.StringFlag{Name: "speaker", Usage: "who spoke within the role (default: the role)"},
-				},
 			},
 			{
 				Name:      "import",
 				Usage:     "import a harness transcript file; only what is new is added",
 				ArgsUsage: "FILE",
-				Flags: []ucli.Flag{requiredSession, harnessFlag, jsonFlag, sessionThreadFlag,
-					&ucli.StringFlag{Name: "format", Usage: "the file's format (required)"},
-				},
 			},
 			{
 				Name:  "show",
 				Usage: "print a session's messages",
-				Flags: []ucli.Flag{requiredSession, jsonFlag,
-					&ucli.IntFlag{Name: "from", Value: 1, Usage: "first message number"},
-					&ucli.IntFlag{Name: "to", Usage: "last message number (default: the end)"},
-					limitFlag("messages: the last ones, or the first from --from", 0),
-				},
 			},
 		},
 	}
 }
 
-// transcriptRef resolves the agent and the --session flag.
-func transcriptRef(c *ucli.Context, v *vault.Vault) (vault.TranscriptRef, error) {
-	agent, err := agentOf(c, v)
+func (o *transcriptAppendOptions) flags() []ucli.Flag {
+	return []ucli.Flag{newRequiredSessionFlag(&o.session), newHarnessFlag(&o.harness), newJSONFlag(&o.json), newSessionThreadFlag(&o.thread),
+		&ucli.StringFlag{Name: "role", Usage: "user, assistant, tool or system (with TEXT)", Destination: &o.role},
+		&ucli.StringFlag{Name: "speaker", Usage: "who spoke within the role (default: the role)", Destination: &o.speaker},
+	}
+}
+
+func (o *transcriptAppendOptions) setArgs(args []string) { o.text = args }
+
+func (o *transcriptImportOptions) flags() []ucli.Flag {
+	return []ucli.Flag{newRequiredSessionFlag(&o.session), newHarnessFlag(&o.harness), newJSONFlag(&o.json), newSessionThreadFlag(&o.thread),
+		&ucli.StringFlag{Name: "format", Usage: "the file's format (required)", Destination: &o.format},
+	}
+}
+
+func (o *transcriptImportOptions) setArgs(args []string) { o.args = args }
+
+func (o *transcriptShowOptions) flags() []ucli.Flag {
+	return []ucli.Flag{newRequiredSessionFlag(&o.session), newJSONFlag(&o.json),
+		&ucli.IntFlag{Name: "from", Value: 1, Usage: "first message number", Destination: &o.from, Action: markSet[int](&o.fromSet)},
+		&ucli.IntFlag{Name: "to", Usage: "last message number (default: the end)", Destination: &o.to, Action: markSet[int](&o.toSet)},
+		o.limitFlag("messages: the last ones, or the first from --from", 0),
+	}
+}
+
+// transcriptRef resolves the agent and the session.
+func transcriptRef(e env, v *vault.Vault, session string) (vault.TranscriptRef, error) {
+	agent, err := e.agentOf(v)
 	if err != nil {
 		return vault.TranscriptRef{}, err
 	}
-	s := c.String("session")
-	if s == "" {
-		return vault.TranscriptRef{}, usagef("transcript %s: --session is required", c.Command.Name)
+	if session == "" {
+		return vault.TranscriptRef{}, usagef("transcript %s: --session is required", e.name)
 	}
-	return vault.TranscriptRef{Agent: agent, Session: s}, nil
+	return vault.TranscriptRef{Agent: agent, Session: session}, nil
 }
 
 // runTranscriptAppend reads the messages before the lock is taken (stdin
 // may be slow), then appends them in one transaction.
-func runTranscriptAppend(c *ucli.Context, v *vault.Vault) (txWork, error) {
-	opts, err := newTranscriptAppendOptions(c, v)
+func runTranscriptAppend(_ context.Context, opts transcriptAppendOptions, e env, v *vault.Vault) (txWork, error) {
+	ref, err := transcriptRef(e, v, opts.session)
+	if err != nil {
+		return txWork{}, err
+	}
+	msgs, err := opts.messages(e)
 	if err != nil {
 		return txWork{}, err
 	}
 	var from, to int
 	apply := func(tx *vault.Tx) error {
 		var err error
-		if from, to, err = tx.AppendText(opts.ref, opts.msgs); err != nil {
+		if from, to, err = tx.AppendText(ref, msgs); err != nil {
 			return err
 		}
 		if opts.thread != "" {
-			return scope.BindSession(tx, opts.ref, opts.thread)
+			return tx.BindSession(ref, opts.thread)
 		}
 		return nil
 	}
 	report := func(*vault.Result) error {
 		if opts.json {
-			return printJSON(c.App.Writer, map[string]any{"agent": opts.ref.Agent, "session": opts.ref.Session, "from": from, "to": to})
+			return printJSON(e.stdout, map[string]any{"agent": ref.Agent, "session": ref.Session, "from": from, "to": to})
 		}
-		fmt.Fprintf(c.App.Writer, "%s: messages %d-%d\n", opts.ref.Path(), from, to)
+		fmt.Fprintf(e.stdout, "%s: messages %d-%d\n", ref.Path(), from, to)
 		return nil
 	}
 	return txWork{apply: apply, report: report}, nil
 }
 
-func newTranscriptAppendOptions(c *ucli.Context, v *vault.Vault) (transcriptAppendOptions, error) {
-	ref, err := transcriptRef(c, v)
-	if err != nil {
-		return transcriptAppendOptions{}, err
-	}
-	opts := transcriptAppendOptions{ref: ref, thread: c.String("thread"), json: c.Bool("json")}
-	if c.NArg() > 0 {
-		role := transcript.Role(c.String("role"))
+// messages are the messages to append: TEXT as one message of --role, or
+// the JSON messages on stdin.
+func (o transcriptAppendOptions) messages(e env) ([]transcript.Message, error) {
+	if len(o.text) > 0 {
+		role := transcript.Role(o.role)
 		if role == "" {
-			return opts, usagef("transcript append: --role is required with TEXT")
+			return nil, usagef("transcript append: --role is required with TEXT")
 		}
-		text, err := textArg(c, "text")
+		text, err := e.textArg(o.text, "text")
 		if err != nil {
-			return opts, err
+			return nil, err
 		}
-		opts.msgs = []transcript.Message{{Role: role, Speaker: c.String("speaker"), Text: text}}
-		return opts, nil
+		return []transcript.Message{{Role: role, Speaker: o.speaker, Text: text}}, nil
 	}
-	opts.msgs, err = stdinMessages(c.App.Reader)
-	return opts, err
+	return stdinMessages(e.stdin)
 }
 
 // stdinMessages reads generic JSON messages, one per line.
@@ -168,42 +183,42 @@ func stdinMessages(r io.Reader) ([]transcript.Message, error) {
 	return res.Messages, nil
 }
 
-func newTranscriptImportOptions(c *ucli.Context, v *vault.Vault) (transcriptImportOptions, error) {
-	ref, err := transcriptRef(c, v)
+// fileFormat checks the import's FILE and --format.
+func (o transcriptImportOptions) fileFormat() (string, transcript.Format, error) {
+	if len(o.args) != 1 {
+		return "", "", usagef("transcript import: want exactly one FILE")
+	}
+	if o.format == "" {
+		return "", "", usagef("transcript import: --format is required: %s", oneOf(formatNames()))
+	}
+	if err := checkChoice("transcript import", "format", o.format, formatNames()); err != nil {
+		return "", "", err
+	}
+	format, err := transcript.ParseFormat(o.format)
 	if err != nil {
-		return transcriptImportOptions{}, err
+		return "", "", usagef("%v", err)
 	}
-	if c.NArg() != 1 {
-		return transcriptImportOptions{}, usagef("transcript import: want exactly one FILE")
-	}
-	if c.String("format") == "" {
-		return transcriptImportOptions{}, usagef("transcript import: --format is required: %s", oneOf(formatNames()))
-	}
-	if err := checkChoice("transcript import", "format", c.String("format"), formatNames()); err != nil {
-		return transcriptImportOptions{}, err
-	}
-	format, err := transcript.ParseFormat(c.String("format"))
-	if err != nil {
-		return transcriptImportOptions{}, usagef("%v", err)
-	}
-	return transcriptImportOptions{ref: ref, format: format, file: c.Args().First(), harness: c.String("harness"),
-		thread: c.String("thread"), json: c.Bool("json")}, nil
+	return o.args[0], format, nil
 }
 
 // runTranscriptImport manages its own writes: lineage.Import takes the lock
 // and commits what is new, then the index catches up.
-func runTranscriptImport(c *ucli.Context) error {
-	v, err := openVault(c)
+func runTranscriptImport(_ context.Context, opts transcriptImportOptions, e env) error {
+	v, err := e.openVault()
 	if err != nil {
 		return err
 	}
-	opts, err := newTranscriptImportOptions(c, v)
+	ref, err := transcriptRef(e, v, opts.session)
 	if err != nil {
 		return err
 	}
-	stop := startProgress(c, v, opts.json)
+	file, format, err := opts.fileFormat()
+	if err != nil {
+		return err
+	}
+	stop := startProgress(e, v, opts.json)
 	defer stop()
-	rep, err := lineage.Import(v, vault.TxOptions{Agent: opts.ref.Agent, Harness: opts.harness}, opts.ref, opts.format, opts.file, opts.thread)
+	rep, err := lineage.Import(v, vault.TxOptions{Agent: ref.Agent, Harness: opts.harness}, ref, format, file, opts.thread)
 	if err != nil {
 		return err
 	}
@@ -212,11 +227,11 @@ func runTranscriptImport(c *ucli.Context) error {
 		_, _ = recall.CatchUpIndex(v, 0)
 	}
 	stop()
-	gcAdvice(c, v)
+	gcAdvice(e, v)
 	if opts.json {
-		return printJSON(c.App.Writer, rep)
+		return printJSON(e.stdout, rep)
 	}
-	printImport(c.App.Writer, opts.ref, rep)
+	printImport(e.stdout, ref, rep)
 	return nil
 }
 
@@ -253,72 +268,73 @@ func countList(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func newTranscriptShowOptions(c *ucli.Context, v *vault.Vault) (transcriptShowOptions, error) {
-	ref, err := transcriptRef(c, v)
-	if err != nil {
-		return transcriptShowOptions{}, err
-	}
-	opts := transcriptShowOptions{ref: ref, from: c.Int("from"), to: c.Int("to"), json: c.Bool("json"),
-		tail: !c.IsSet("from") && !c.IsSet("to")}
-	if opts.from < 1 || opts.to < 0 || opts.to > 0 && opts.to < opts.from {
-		return opts, usagef("transcript show: want 1 ≤ --from ≤ --to")
+// window is the messages the options ask for: the range, the limit, and
+// whether it is the last limit messages (no --from or --to).
+func (o transcriptShowOptions) window(e env) (limit int, tail bool, err error) {
+	tail = !o.fromSet && !o.toSet
+	if o.from < 1 || o.to < 0 || o.to > 0 && o.to < o.from {
+		return 0, tail, usagef("transcript show: want 1 ≤ --from ≤ --to")
 	}
 	// A range the person chose is shown whole unless --limit says
 	// otherwise: the terminal's default applies to the whole transcript.
-	if opts.limit, err = listLimit(c); err != nil {
-		return opts, err
+	if limit, err = o.listLimit(e, o.json); err != nil {
+		return 0, tail, err
 	}
-	if !opts.tail && !c.IsSet("limit") {
-		opts.limit = 0
+	if !tail && !o.limitSet {
+		limit = 0
 	}
-	return opts, nil
+	return limit, tail, nil
 }
 
-func runTranscriptShow(c *ucli.Context, v *vault.Vault) error {
-	opts, err := newTranscriptShowOptions(c, v)
+func runTranscriptShow(_ context.Context, opts transcriptShowOptions, e env, v *vault.Vault) error {
+	ref, err := transcriptRef(e, v, opts.session)
+	if err != nil {
+		return err
+	}
+	limit, tail, err := opts.window(e)
 	if err != nil {
 		return err
 	}
 	// Text streams out as it is read; the last N are kept in a ring as
 	// the transcript goes by, so a long one costs N messages of memory;
 	// the first N stop the read.
-	stream := !opts.json && (opts.limit == 0 || !opts.tail)
-	var msgs []transcript.Stored
+	stream := !opts.json && (limit == 0 || !tail)
+	var msgs []vault.StoredMessage
 	total := 0
-	err = v.ReadTranscript(opts.ref, opts.from, opts.to, func(m transcript.Stored) error {
+	err = v.ReadTranscript(ref, opts.from, opts.to, func(m vault.StoredMessage) error {
 		total++
 		switch {
-		case opts.limit > 0 && !opts.tail && total > opts.limit:
+		case limit > 0 && !tail && total > limit:
 			return errEnough
 		case stream:
-			printMessage(c.App.Writer, m)
-		case opts.limit == 0 || len(msgs) < opts.limit:
+			printMessage(e.stdout, m)
+		case limit == 0 || len(msgs) < limit:
 			msgs = append(msgs, m)
 		default:
-			msgs[(total-1)%opts.limit] = m
+			msgs[(total-1)%limit] = m
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, errEnough) {
 		return err
 	}
-	if opts.tail && opts.limit > 0 && total > opts.limit {
-		k := total % opts.limit
+	if tail && limit > 0 && total > limit {
+		k := total % limit
 		msgs = append(msgs[k:], msgs[:k]...)
 	}
 	if errors.Is(err, errEnough) && !opts.json {
-		fmt.Fprintf(c.App.ErrWriter, "memvault: note: showing %d messages from %d; --limit 0 shows all\n", opts.limit, opts.from)
-	} else if opts.tail && opts.limit > 0 {
-		limitNote(c, len(msgs), total, "messages", "last")
+		fmt.Fprintf(e.stderr, "memvault: note: showing %d messages from %d; --limit 0 shows all\n", limit, opts.from)
+	} else if tail && limit > 0 {
+		limitNote(e, opts.json, len(msgs), total, "messages", "last")
 	}
 	if opts.json {
 		if msgs == nil {
 			msgs = []transcript.Stored{}
 		}
-		return printJSON(c.App.Writer, msgs)
+		return printJSON(e.stdout, msgs)
 	}
 	for _, m := range msgs {
-		printMessage(c.App.Writer, m)
+		printMessage(e.stdout, m)
 	}
 	return nil
 }

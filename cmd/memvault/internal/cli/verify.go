@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"runtime/debug"
 
@@ -19,17 +20,19 @@ func newVerifyCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "verify",
 		Usage: "check every hash, every prev link and every reference in the ledger, and that it keeps every committed event",
-		Flags: []ucli.Flag{jsonFlag,
-			&ucli.BoolFlag{Name: "staged", Usage: "check the ledger as staged for the next git commit (the vault's pre-commit hook)"},
-			&ucli.BoolFlag{Name: "incremental", Usage: "check only the segments changed since the last clean check, as writers do (references and nodes are not checked)"},
-		},
+	}
+}
+
+func (o *verifyOptions) flags() []ucli.Flag {
+	return []ucli.Flag{newJSONFlag(&o.json),
+		&ucli.BoolFlag{Name: "staged", Usage: "check the ledger as staged for the next git commit (the vault's pre-commit hook)", Destination: &o.staged},
+		&ucli.BoolFlag{Name: "incremental", Usage: "check only the segments changed since the last clean check, as writers do (references and nodes are not checked)", Destination: &o.incremental},
 	}
 }
 
 // runVerify prints every problem, then fails with ExitCorrupt on its own
 // (silentError): the report is the message.
-func runVerify(c *ucli.Context, v *vault.Vault) error {
-	opts := verifyOptions{json: c.Bool("json"), staged: c.Bool("staged"), incremental: c.Bool("incremental")}
+func runVerify(_ context.Context, opts verifyOptions, e env, v *vault.Vault) error {
 	if opts.staged && opts.incremental {
 		return usagef("verify: --staged and --incremental do not go together")
 	}
@@ -45,14 +48,14 @@ func runVerify(c *ucli.Context, v *vault.Vault) error {
 		// (the ids and hashes of the events, and a few segments).
 		defer debug.SetGCPercent(debug.SetGCPercent(100))
 	}
-	stop := startProgress(c, v, opts.json)
+	stop := startProgress(e, v, opts.json)
 	defer stop()
 	rep, err := verify()
 	stop()
 	if err != nil {
 		return err
 	}
-	w := c.App.Writer
+	w := e.stdout
 	if opts.json {
 		if rep.Problems == nil {
 			rep.Problems = []vault.Problem{}
@@ -62,13 +65,13 @@ func runVerify(c *ucli.Context, v *vault.Vault) error {
 		}
 	} else {
 		for _, p := range rep.Problems {
-			fmt.Fprintf(c.App.ErrWriter, "%s\n", p)
+			fmt.Fprintf(e.stderr, "%s\n", p)
 		}
 		for _, p := range rep.Torn {
-			fmt.Fprintf(c.App.ErrWriter, "note: %s\n", p)
+			fmt.Fprintf(e.stderr, "note: %s\n", p)
 		}
 		if len(rep.Tips) > 1 && rep.OK {
-			fmt.Fprintf(c.App.ErrWriter, "note: %d lines of history from a merge end in separate tips; the next write joins them\n", len(rep.Tips))
+			fmt.Fprintf(e.stderr, "note: %d lines of history from a merge end in separate tips; the next write joins them\n", len(rep.Tips))
 		}
 		switch {
 		case rep.OK && rep.Incremental:
@@ -88,10 +91,10 @@ func runVerify(c *ucli.Context, v *vault.Vault) error {
 				}
 			}
 			if links > 0 {
-				fmt.Fprintf(c.App.ErrWriter, "hint: replace each link with the file or folder it points to, or git rm it; memvault never follows links inside the vault\n")
+				fmt.Fprintf(e.stderr, "hint: replace each link with the file or folder it points to, or git rm it; memvault never follows links inside the vault\n")
 			}
 			if links < len(rep.Problems) {
-				fmt.Fprintf(c.App.ErrWriter, "hint: memvault repair re-chains the ledger and restores committed events, keeping the old segments under .logs/\n")
+				fmt.Fprintf(e.stderr, "hint: memvault repair re-chains the ledger and restores committed events, keeping the old segments under .logs/\n")
 			}
 		}
 	}

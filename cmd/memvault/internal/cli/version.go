@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"runtime"
@@ -28,16 +29,17 @@ type versionInfo struct {
 	Platform string `json:"platform"`           // GOOS/GOARCH
 }
 
+type versionOptions struct{ jsonOnly }
+
 func newVersionCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "version",
 		Usage: "print the version, the commit it was built from and the Go version",
-		Flags: []ucli.Flag{jsonFlag},
 	}
 }
 
-func runVersion(c *ucli.Context) error {
-	return printVersion(c.App.Writer, c.Bool("json"))
+func runVersion(_ context.Context, opts versionOptions, e env) error {
+	return printVersion(e.stdout, opts.json)
 }
 
 // buildVersion reads the build information the binary carries.

@@ -20,7 +20,6 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fileio"
 )

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 )
 
@@ -54,6 +55,8 @@ func (e env) openVaultWith(open func(root string) (*vault.Vault, error)) (*vault
 		return nil, err
 	}
 	v.Binary, _ = selfPath() // for git's merge driver, registered by a fresh clone's first write
+	// The spool's problems go to the hook log, with those of the hooks that spooled.
+	v.Warn = func(line string) { _ = hookstate.AppendHookLog(root, line) }
 	return v, nil
 }
 

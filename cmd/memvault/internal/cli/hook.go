@@ -91,6 +91,8 @@ func hook(e env, args []string) {
 	v, err := vault.OpenForCapture(root)
 	if err == nil {
 		v.Binary, _ = selfPath() // a fresh clone's first hook registers git's merge driver
+		// A hook prints nothing: the spool's problems go to its log.
+		v.Warn = func(line string) { hooks.LogTo(root, line) }
 		agent, aerr := e.agentOf(v)
 		if aerr != nil {
 			err = aerr

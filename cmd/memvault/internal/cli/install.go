@@ -38,9 +38,9 @@ func installer(opts installOptions, verb string) (*hooks.Installer, error) {
 }
 
 func newInstaller(scopeName, name string) (*hooks.Installer, error) {
-	scope := hooks.Scope(scopeName)
-	if scope != hooks.ScopeProject && scope != hooks.ScopeUser {
-		return nil, usagef("--scope %q: want project or user", scope)
+	where := hooks.Scope(scopeName)
+	if where != hooks.ScopeProject && where != hooks.ScopeUser {
+		return nil, usagef("--scope %q: want project or user", where)
 	}
 	wd, err := os.Getwd()
 	if err != nil {
@@ -90,7 +90,7 @@ func gitHookChanges(e env, opts installOptions, verb string) (changes []hooks.Ch
 	}
 	inVault = len(out)
 	if opts.project {
-		cs, err := hooks.PlanGitHooks(vault.ProjectRoot(wd), hooks.ProjectGitHooks(bin), bin, opts.remove)
+		cs, err := hooks.PlanGitHooks(scope.ProjectRoot(wd), hooks.ProjectGitHooks(bin), bin, opts.remove)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -89,7 +89,7 @@ func runJobsRun(ctx context.Context, opts jobsRunOptions, e env) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	say := func(line string) { fmt.Fprintf(e.stderr, "memvault: jobs: %s\n", line) }
-	w, ok, err := v.TryJobWorker()
+	w, ok, err := hookstate.TryJobWorker(v)
 	if err == nil && !ok {
 		say(fmt.Sprintf("waiting for the background worker (%s) to finish", hookstate.JobWorkerStatus(v)))
 		w, err = hookstate.WaitJobWorker(v, func() bool { return ctx.Err() == nil })
@@ -131,7 +131,7 @@ func runJobsRun(ctx context.Context, opts jobsRunOptions, e env) error {
 // with the worker lock as descriptor 3. It prints nothing (its streams are
 // /dev/null): what goes wrong goes to the hook log, and it exits 0.
 func jobsWorker(ctx context.Context, v *vault.Vault) error {
-	w, err := v.AdoptJobWorker(3)
+	w, err := hookstate.AdoptJobWorker(v, 3)
 	if err != nil {
 		hooks.LogTo(v.Root, fmt.Sprintf("jobs worker: %v", err))
 		return err

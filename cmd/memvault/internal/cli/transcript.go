@@ -130,7 +130,7 @@ func runTranscriptAppend(_ context.Context, opts transcriptAppendOptions, e env,
 			return err
 		}
 		if opts.thread != "" {
-			return tx.BindSession(ref, opts.thread)
+			return scope.BindSession(tx, ref, opts.thread)
 		}
 		return nil
 	}
@@ -299,9 +299,9 @@ func runTranscriptShow(_ context.Context, opts transcriptShowOptions, e env, v *
 	// the transcript goes by, so a long one costs N messages of memory;
 	// the first N stop the read.
 	stream := !opts.json && (limit == 0 || !tail)
-	var msgs []vault.StoredMessage
+	var msgs []transcript.Stored
 	total := 0
-	err = v.ReadTranscript(ref, opts.from, opts.to, func(m vault.StoredMessage) error {
+	err = v.ReadTranscript(ref, opts.from, opts.to, func(m transcript.Stored) error {
 		total++
 		switch {
 		case limit > 0 && !tail && total > limit:

@@ -97,7 +97,7 @@ type Vault struct {
 	Binary string
 	// Progress receives the steps of long work (gc, import, reindex,
 	// verify, sync) for a person to watch; nil reports nothing
-	// (progress.go).
+	// (Progress, below).
 	Progress Progress
 	// Warn, when set, is told each problem a transaction's fold of the
 	// spool met (a torn record, a file it could not read or remove): never
@@ -454,4 +454,81 @@ func (tx *Tx) AddMergeAttributes() (bool, error) {
 	}
 	tx.WriteFile(MustRel(gitrepo.GitattributesFile), out)
 	return true, nil
+}
+
+// Error is a classified error with an optional hint the user can act on. It
+// is fault.Error, named here so that callers of the vault need not import
+// fault to build or inspect one.
+type Error = fault.Error
+
+// The error classes every command maps onto an exit code; see fault for what
+// each one means.
+var (
+	// ErrInvalid marks input the user must change.
+	ErrInvalid = fault.ErrInvalid
+	// ErrNotFound marks a missing vault, event or file.
+	ErrNotFound = fault.ErrNotFound
+	// ErrConflict marks a request that contradicts the vault's state.
+	ErrConflict = fault.ErrConflict
+	// ErrBusy marks a lock that could not be taken in time.
+	ErrBusy = fault.ErrBusy
+	// ErrCorrupt marks a ledger or repository that fails verification.
+	ErrCorrupt = fault.ErrCorrupt
+	// ErrIO marks a failure of the file system underneath the vault.
+	ErrIO = fault.ErrIO
+	// ErrRemote marks a sync remote that cannot be used.
+	ErrRemote = fault.ErrRemote
+	// ErrForbidden marks a write the vault's policy refuses.
+	ErrForbidden = fault.ErrForbidden
+)
+
+// HintOf returns the hint carried by err, or "".
+func HintOf(err error) string { return fault.HintOf(err) }
+
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// Progress is how long work says how far it has got. The vault never
+// prints: gc, import, reindex, verify and sync report steps to the vault's
+// Progress when one is set, and the command line draws them on a terminal
+// (cmd/memvault/internal/cli/progress.go). Hooks never set one, so the
+// reports cost them a nil check.
+//
+// It is a field of the Vault rather than an option of each call because
+// the long operations call each other (sync verifies and reindexes, import
+// catches the index up): one reporter set on the handle reaches them all,
+// and Verify and Import keep the signatures their many callers use.
+type Progress func(Step)
+
+// Step is one report of long work: Phase says what is being done ("gc:
+// packing objects"), Done how many Units of it are done out of Total (0
+// when the total is not known in advance).
+type Step struct {
+	Phase string
+	Done  int64
+	Total int64
+	// Unit names what is counted: "objects", "files", "segments", or
+	// "bytes", which a renderer prints in binary units.
+	Unit string
+}
+
+// Step reports a step when p is set. It is called often (once per object
+// in gc's walk); the renderer throttles what it draws.
+func (p Progress) Step(phase, unit string, done, total int64) {
+	if p != nil {
+		p(Step{Phase: phase, Done: done, Total: total, Unit: unit})
+	}
+}
+
+// every calls p at most once per n calls of the function it returns, and
+// always for the last unit of a known total: a reporter for loops whose
+// single iteration is too cheap to call a function for.
+func (p Progress) every(n int64, phase, unit string, total int64) func(done int64) {
+	if p == nil {
+		return func(int64) {}
+	}
+	return func(done int64) {
+		if done%n == 0 || done == total {
+			p(Step{Phase: phase, Done: done, Total: total, Unit: unit})
+		}
+	}
 }

@@ -1,0 +1,8 @@
+//go:build darwin || freebsd || netbsd || openbsd || dragonfly
+
+package fileio
+
+import "syscall"
+
+// Ctime is a file's inode change time in nanoseconds, from its stat.
+func Ctime(sys *syscall.Stat_t) int64 { return sys.Ctimespec.Nano() }

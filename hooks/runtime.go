@@ -145,6 +145,29 @@ func (r *Runner) promptSubmit(t vault.TranscriptRef, p Payload, thread string) (
 	return r.relevant(t, p.Prompt, thread), nil
 }
 
+// store stores one message of the payload in t's transcript without a
+// commit, waiting at most wait for the vault lock; a busy vault gets it
+// through the spool instead, and the hook log says so (what names the
+// message: "prompt", "reply"). Only the lock's wait sends a message to
+// the spool: a transaction without a commit fails busy nowhere else, and
+// nothing was written when it does.
+func (r *Runner) store(t vault.TranscriptRef, wait time.Duration, what string, m transcript.Message) error {
+	opts := r.txOptions(t, wait)
+	opts.NoCommit = true
+	_, err := r.V.Update(opts, func(tx *vault.Tx) error {
+		_, _, err := tx.AppendText(t, []transcript.Message{m})
+		return err
+	})
+	if !vault.IsBusy(err) {
+		return err
+	}
+	if serr := r.V.Spool(t, []transcript.Message{m}); serr != nil {
+		return fmt.Errorf("%w; spool: %v", err, serr)
+	}
+	logf(r.V, "%s %s %s: %v; the %s is spooled and goes in with the next write", r.Harness.Name, r.ev, t.Session, err, what)
+	return nil
+}
+
 // relevant finds structured rows and nodes the prompt is about that this
 // session has not been shown yet.
 func (r *Runner) relevant(t vault.TranscriptRef, prompt, thread string) string {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,7 +29,7 @@ func TestPackageLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layers := documentedLayers(t, filepath.Join(root, "docs", "ARCHITECTURE.md"))
+	layers, documented := documentedLayers(t, filepath.Join(root, "docs", "ARCHITECTURE.md"))
 	imports := moduleImports(t, root)
 	var pkgs []string
 	for p := range imports {
@@ -47,6 +48,10 @@ func TestPackageLayers(t *testing.T) {
 				t.Errorf("%s (layer %d) imports %s (layer %d): a package may import only lower layers", p, layer, dep, dl)
 			}
 		}
+		got := slices.Sorted(slices.Values(imports[p]))
+		if want := documented[p]; !slices.Equal(got, want) {
+			t.Errorf("%s imports %v; docs/ARCHITECTURE.md's package map says %v", p, got, want)
+		}
 	}
 	for p := range layers {
 		if _, ok := imports[p]; !ok {
@@ -56,28 +61,44 @@ func TestPackageLayers(t *testing.T) {
 }
 
 // documentedLayers reads the package map: table rows of the form
-// "| `path` | layer | ... |".
-func documentedLayers(t *testing.T, doc string) map[string]int {
+// "| `path` | layer | what it owns | `import`, `import` |" (or "none"),
+// giving each package's layer and its documented imports, sorted.
+func documentedLayers(t *testing.T, doc string) (map[string]int, map[string][]string) {
 	f, err := os.Open(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	row := regexp.MustCompile("^\\| `([a-z0-9/]+)/?` \\| ([0-9]+) \\|")
+	name := regexp.MustCompile("`([a-z0-9/]+)`")
 	layers := map[string]int{}
+	deps := map[string][]string{}
 	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		m := row.FindStringSubmatch(sc.Text())
+		line := sc.Text()
+		m := row.FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
 		n, _ := strconv.Atoi(m[2])
 		layers[m[1]] = n
+		cells := strings.Split(strings.TrimSuffix(line, "|"), "|")
+		last := strings.TrimSpace(cells[len(cells)-1])
+		var ds []string
+		for _, d := range name.FindAllStringSubmatch(last, -1) {
+			ds = append(ds, d[1])
+		}
+		slices.Sort(ds)
+		deps[m[1]] = ds
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
 	}
 	if len(layers) == 0 {
 		t.Fatal("docs/ARCHITECTURE.md: no package map found")
 	}
-	return layers
+	return layers, deps
 }
 
 // moduleImports maps each package of the module (folder relative to the

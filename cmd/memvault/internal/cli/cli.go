@@ -281,15 +281,31 @@ func Commands() []string {
 }
 
 // commandActions declares, for every command by its path, what it does to
-// the vault (see access) and the function that does it.
+// the vault (see access) and the function that does it, gathered from the
+// tables of each area below; a path declared twice is a programming error.
 func commandActions() map[string]action {
-	return map[string]action{
+	out := map[string]action{
+
 		"init": noVault(runInit), // creates the vault, so there is none to open yet
 
 		// Help and the version read nothing but the binary.
 		"help":    noVault(runHelp),
 		"version": noVault(runVersion),
+	}
+	for _, area := range []map[string]action{ledgerActions(), lineageActions(), harnessActions(), executorActions(), headActions()} {
+		for path, a := range area {
+			if _, dup := out[path]; dup {
+				panic("cli: command " + path + " declared twice")
+			}
+			out[path] = a
+		}
+	}
+	return out
+}
 
+// ledgerActions declares the commands of the rows of the ledger: recording, correcting, listing, exporting and checking them.
+func ledgerActions() map[string]action {
+	return map[string]action{
 		"remember":         inTxPrepared(prepareRemember),
 		"commitment open":  inTxPrepared(prepareCommitmentOpen),
 		"commitment close": inTx(runCommitmentClose),
@@ -313,7 +329,12 @@ func commandActions() map[string]action {
 		"repair": ownWrites(runRepair),
 		"log":    reads(runLog),
 		"status": reportsHealth(runStatus),
+	}
+}
 
+// lineageActions declares the commands of Tier 3: transcripts, sessions, nodes, recall and its index.
+func lineageActions() map[string]action {
+	return map[string]action{
 		"transcript append": inTxPrepared(runTranscriptAppend),
 		// lineage.Import takes the lock itself and commits what is new, then
 		// brings the index up to date.
@@ -330,7 +351,12 @@ func commandActions() map[string]action {
 		// recall.Reindex takes the vault lock itself while it rebuilds the
 		// index; it commits nothing.
 		"reindex": ownWrites(runReindex),
+	}
+}
 
+// harnessActions declares the commands of what harnesses, git and people at the vault's edges run: hooks, the servers, installers, doctor, the merge driver, gc and sync.
+func harnessActions() map[string]action {
+	return map[string]action{
 		// Hooks fail open: hook finds the vault itself and logs, never fails.
 		"hook":    noVault(runHook),
 		"context": reportsHealth(runContext),
@@ -360,7 +386,12 @@ func commandActions() map[string]action {
 		// clones.Sync takes the vault lock itself for the merge; the join and
 		// the render of the heads commit on their own.
 		"sync": ownWrites(runSync),
+	}
+}
 
+// executorActions declares the commands of the policy, executors, delegation, the audit and the job queue.
+func executorActions() map[string]action {
+	return map[string]action{
 		// The policy (docs/POLICY.md): set records one policy event, which
 		// the transaction checks like any other; show only reads.
 		"policy set":  inTxPrepared(preparePolicySet),
@@ -385,7 +416,12 @@ func commandActions() map[string]action {
 		// and writing each job in transactions of its own (hooks.Work).
 		"jobs":     reads(runJobs),
 		"jobs run": ownWrites(runJobsRun),
+	}
+}
 
+// headActions declares the commands of the heads and the CONTINUITY.md protocol.
+func headActions() map[string]action {
+	return map[string]action{
 		// The heads: heads.Refresh, EditHead and ResolveHeads take the heads'
 		// leases before the vault lock, so they manage their own writes
 		// (edit may commit twice: a first render, then the saved file).

@@ -285,7 +285,6 @@ func Commands() []string {
 // tables of each area below; a path declared twice is a programming error.
 func commandActions() map[string]action {
 	out := map[string]action{
-
 		"init": noVault(runInit), // creates the vault, so there is none to open yet
 
 		// Help and the version read nothing but the binary.
@@ -303,7 +302,8 @@ func commandActions() map[string]action {
 	return out
 }
 
-// ledgerActions declares the commands of the rows of the ledger: recording, correcting, listing, exporting and checking them.
+// ledgerActions declares the commands of the rows of the ledger: recording,
+// correcting, listing, exporting and checking them.
 func ledgerActions() map[string]action {
 	return map[string]action{
 		"remember":         inTxPrepared(prepareRemember),
@@ -332,7 +332,8 @@ func ledgerActions() map[string]action {
 	}
 }
 
-// lineageActions declares the commands of Tier 3: transcripts, sessions, nodes, recall and its index.
+// lineageActions declares the commands of Tier 3: transcripts, sessions,
+// nodes, recall and its index.
 func lineageActions() map[string]action {
 	return map[string]action{
 		"transcript append": inTxPrepared(runTranscriptAppend),
@@ -354,7 +355,9 @@ func lineageActions() map[string]action {
 	}
 }
 
-// harnessActions declares the commands of what harnesses, git and people at the vault's edges run: hooks, the servers, installers, doctor, the merge driver, gc and sync.
+// harnessActions declares the commands of what harnesses, git and people at
+// the vault's edges run: hooks, the servers, installers, doctor, the merge
+// driver, gc and sync.
 func harnessActions() map[string]action {
 	return map[string]action{
 		// Hooks fail open: hook finds the vault itself and logs, never fails.
@@ -389,7 +392,8 @@ func harnessActions() map[string]action {
 	}
 }
 
-// executorActions declares the commands of the policy, executors, delegation, the audit and the job queue.
+// executorActions declares the commands of the policy, executors,
+// delegation, the audit and the job queue.
 func executorActions() map[string]action {
 	return map[string]action{
 		// The policy (docs/POLICY.md): set records one policy event, which

@@ -5,7 +5,8 @@ import (
 	"os"
 	"slices"
 	"testing"
-	"time"
+
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 func factIDs(t *testing.T, v *Vault) []string {
@@ -35,10 +36,7 @@ func TestRepairRestoresReordersAndDedupes(t *testing.T) {
 	p := lastSegment(t, v)
 	ls := bytes.SplitAfter(data2(t, p), []byte("\n"))
 	broken := slices.Concat(ls[0], ls[0], ls[3], ls[2]) // two cut, four before three, one twice
-	time.Sleep(10 * time.Millisecond)
-	if err := os.WriteFile(p, broken, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	vaulttest.EditFile(t, p, broken)
 	if rep, _ := v.Verify(); rep.OK {
 		t.Fatal("the broken ledger verified")
 	}
@@ -108,10 +106,7 @@ func TestRepairMovesDedupesAndRechainsCommittedDamage(t *testing.T) {
 	}
 	p := lastSegment(t, v)
 	ls := bytes.SplitAfter(data2(t, p), []byte("\n"))
-	time.Sleep(10 * time.Millisecond)
-	if err := os.WriteFile(p, slices.Concat(ls[0], ls[0], ls[3], ls[2]), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	vaulttest.EditFile(t, p, slices.Concat(ls[0], ls[0], ls[3], ls[2]))
 	commitAsIs(t, v, p)
 	rep, err := v.Repair(false)
 	if err != nil {

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Install what the real-browser test of the web view (TestE2EWebBrowser,
-# hooks/e2e_web_test.go) runs on: Debian's chromium, from apt when it is
+# cmd/memvault/internal/web/e2e_test.go) runs on: Debian's chromium, from apt when it is
 # missing, and playwright-core, pinned, from npm into a cache folder (like
 # the harnesses of .ci/e2e-harnesses.sh); print the environment the test
 # reads.
 #
-#   eval "$(.ci/e2e-browser.sh)"    # then: go test -run TestE2EWebBrowser -v ./hooks/
+#   eval "$(.ci/e2e-browser.sh)"    # then: go test -run TestE2EWebBrowser -v ./cmd/memvault/internal/web/
 #
 # stdout: only `export NAME=VALUE` lines (safe to eval):
 #   MEMVAULT_E2E_CHROMIUM    the chromium binary

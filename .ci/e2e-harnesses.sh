@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Install the agent harnesses the end-to-end hook tests (hooks/e2e_test.go)
 # run against, and the MCP inspector's command line the MCP server's test
-# drives (hooks/e2e_mcp_test.go), at pinned versions, from npm, into a cache
+# drives (cmd/memvault/internal/mcp/e2e_test.go), at pinned versions, from npm, into a cache
 # folder; print the environment the tests read.
 #
-#   eval "$(.ci/e2e-harnesses.sh)"    # then: go test -run TestE2E -v ./hooks/
+#   eval "$(.ci/e2e-harnesses.sh)"    # then: go test -p 1 -run TestE2E -v ./hooks/ ./cmd/memvault/internal/mcp/ ./cmd/memvault/internal/web/
 #
 # stdout: only `export NAME=VALUE` lines (safe to eval):
 #   MEMVAULT_E2E_CLAUDE, MEMVAULT_E2E_CODEX, MEMVAULT_E2E_OPENCODE,

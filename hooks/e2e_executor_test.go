@@ -1,7 +1,7 @@
 // End-to-end tests of executors (docs/EXECUTORS.md) with real harness
 // CLIs: `claude -p`, `gemini --prompt=` and `codex exec`, registered with `memvault executor add
 // --preset`, pinged, and given a `delegate` task, offline against the
-// fake model of e2e_test.go on 127.0.0.1 (inside a network namespace with
+// fake model of vault/vaulttest/e2etest on 127.0.0.1 (inside a network namespace with
 // only loopback up where the test can make one).
 //
 // The executor gets memvault's sanitised environment: the fake model's
@@ -21,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/memvault/memvault/vault/vaulttest/e2etest"
 )
 
 // headerLog sits in front of the fake model and keeps every request's
@@ -32,13 +34,13 @@ type headerLog struct {
 	reqs []http.Header
 }
 
-func newHeaderLog(t *testing.T, model *fakeModel) *headerLog {
+func newHeaderLog(t *testing.T, model *e2etest.FakeModel) *headerLog {
 	h := &headerLog{}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
 		h.reqs = append(h.reqs, r.Header.Clone())
 		h.mu.Unlock()
-		model.serve(w, r)
+		model.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() {
 		h.srv.CloseClientConnections()
@@ -94,32 +96,28 @@ type executorCase struct {
 func runExecutorE2E(t *testing.T, x *executorE2E, c executorCase) {
 	t.Helper()
 	e := x.e2e
-	secretValue := randWord("sk-never-passed-")
-	e.setenv(c.set...)
-	e.setenv(c.secret + "=" + secretValue)
-	for i, kv := range e.env {
-		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-			e.env[i] = "PATH=" + filepath.Dir(c.bin) + string(os.PathListSeparator) + p
-		}
-	}
+	secretValue := e2etest.RandWord("sk-never-passed-")
+	e.Setenv(c.set...)
+	e.Setenv(c.secret + "=" + secretValue)
+	e.PrependPath(filepath.Dir(c.bin))
 	name := "real-" + c.preset
 
 	// Refused before anything runs, the vault as it was: the credential
 	// in an allow-list.
-	toml := filepath.Join(e.proj, ".memory", "memvault.toml")
+	toml := filepath.Join(e.Proj, ".memory", "memvault.toml")
 	before, err := os.ReadFile(toml)
 	if err != nil {
 		t.Fatal(err)
 	}
-	head := e.git("-C", ".memory", "rev-parse", "HEAD")
-	out, err := e.memvaultErr("executor", "add", name+"-leaky", "--preset", c.preset, "--env", c.secret)
+	head := e.Git("-C", ".memory", "rev-parse", "HEAD")
+	out, err := e.MemvaultErr("executor", "add", name+"-leaky", "--preset", c.preset, "--env", c.secret)
 	if err == nil || !strings.Contains(out, "suggests a credential") {
 		t.Fatalf("executor add --env %s: want a refusal naming a credential, got %v:\n%s", c.secret, err, out)
 	}
 	if after, _ := os.ReadFile(toml); string(after) != string(before) {
 		t.Fatalf("a refused executor add changed memvault.toml:\n%s", after)
 	}
-	if h := e.git("-C", ".memory", "rev-parse", "HEAD"); h != head {
+	if h := e.Git("-C", ".memory", "rev-parse", "HEAD"); h != head {
 		t.Fatalf("a refused executor add committed: HEAD %s → %s", head, h)
 	}
 
@@ -128,15 +126,15 @@ func runExecutorE2E(t *testing.T, x *executorE2E, c executorCase) {
 	for _, n := range c.env {
 		args = append(args, "--env", n)
 	}
-	out = e.memvault(args...)
+	out = e.Memvault(args...)
 	if !strings.Contains(out, "executor "+name+" added: active") {
 		t.Fatalf("executor add %s --preset %s: not active:\n%s", name, c.preset, out)
 	}
-	out = e.memvault("executor", "ping", name)
+	out = e.Memvault("executor", "ping", name)
 	if !strings.Contains(out, "executor "+name+" pinged: active") {
 		t.Fatalf("executor ping %s: not active:\n%s", name, out)
 	}
-	out = e.memvault("executor", "show", name, "--json")
+	out = e.Memvault("executor", "show", name, "--json")
 	var entry struct {
 		Command, Mode, Status string
 		Args, Env             []string
@@ -151,20 +149,20 @@ func runExecutorE2E(t *testing.T, x *executorE2E, c executorCase) {
 	// One task. The word is the task's own: the fake model must get it.
 	// It starts with "--": the preset must not let the CLI read it as an
 	// option.
-	word := randWord("taskword")
+	word := e2etest.RandWord("taskword")
 	task := "--version and " + word + ": summarise in one line what the word names."
 	thread := "project:shop"
-	requestsBefore := e.model.count()
+	requestsBefore := e.Model.Count()
 	if c.scope != "" {
 		if err := os.MkdirAll(c.scope, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		line, _ := json.Marshal(map[string]string{"task": task, "scope": c.scope})
-		file := filepath.Join(e.dir, "tasks.jsonl")
+		file := filepath.Join(e.Dir, "tasks.jsonl")
 		writeFile(t, file, string(line)+"\n")
-		out = e.memvault("delegate", "--executor", name, "--thread", thread, "--json", "--file", file)
+		out = e.Memvault("delegate", "--executor", name, "--thread", thread, "--json", "--file", file)
 	} else {
-		out = e.memvault("delegate", "--executor", name, "--thread", thread, "--json", "--", task)
+		out = e.Memvault("delegate", "--executor", name, "--thread", thread, "--json", "--", task)
 	}
 	var rep struct {
 		OK       bool   `json:"ok"`
@@ -190,14 +188,14 @@ func runExecutorE2E(t *testing.T, x *executorE2E, c executorCase) {
 	}
 
 	// The fake model got the task's prompt, from this run.
-	var got []loggedRequest
-	for _, r := range e.model.requests(c.pathPref) {
+	var got []e2etest.LoggedRequest
+	for _, r := range e.Model.Requests(c.pathPref) {
 		if r.N > requestsBefore && strings.Contains(r.Body, word) {
 			got = append(got, r)
 		}
 	}
 	if len(got) == 0 {
-		t.Fatalf("no model request since the delegation holds the task's word %s (log: %s)", word, filepath.Join(e.dir, "requests.jsonl"))
+		t.Fatalf("no model request since the delegation holds the task's word %s (log: %s)", word, filepath.Join(e.Dir, "requests.jsonl"))
 	}
 	// The harness authenticated with its own file's key; the
 	// credential set in memvault's environment reached nothing.
@@ -213,7 +211,7 @@ func runExecutorE2E(t *testing.T, x *executorE2E, c executorCase) {
 	if x.headers.holds(secretValue) {
 		t.Fatalf("%s, set in memvault's environment, reached the model in a header", c.secret)
 	}
-	for _, r := range e.model.requests("") {
+	for _, r := range e.Model.Requests("") {
 		if strings.Contains(r.Body, secretValue) {
 			t.Fatalf("%s, set in memvault's environment, reached the model in request #%d", c.secret, r.N)
 		}
@@ -222,7 +220,7 @@ func runExecutorE2E(t *testing.T, x *executorE2E, c executorCase) {
 	// The ledger: one executor.delegated event, from the executor
 	// source, in the thread, its result the summary, hashed by memvault.
 	var ev map[string]any
-	for _, row := range e.ledger("executor.delegated") {
+	for _, row := range e.Ledger("executor.delegated") {
 		if row["id"] == rep.ID {
 			ev = row
 		}
@@ -230,31 +228,31 @@ func runExecutorE2E(t *testing.T, x *executorE2E, c executorCase) {
 	if ev == nil {
 		t.Fatalf("no executor.delegated event %s in the ledger", rep.ID)
 	}
-	data := mapOf(ev["data"])
+	data := e2etest.MapOf(ev["data"])
 	if ev["source"] != "executor" || ev["thread"] != thread || data["executor"] != name || data["checksum_by"] != "memvault" ||
-		data["checksum"] != rep.Checksum || data["task"] != task || mapOf(data["result"])["summary"] != rep.Summary ||
+		data["checksum"] != rep.Checksum || data["task"] != task || e2etest.MapOf(data["result"])["summary"] != rep.Summary ||
 		c.scope != "" && data["scope"] != c.scope {
 		js, _ := json.MarshalIndent(ev, "", "  ")
 		t.Fatalf("the event of the delegation is not what was delegated:\n%s", js)
 	}
 	// The summary is a note of its thread's head.
-	e.memvault("render", "--thread", thread)
-	headText := e.memvault("threads", "show", thread)
+	e.Memvault("render", "--thread", thread)
+	headText := e.Memvault("threads", "show", thread)
 	first, _, _ := strings.Cut(rep.Summary, "\n")
-	if !strings.Contains(headText, rep.ID) || !strings.Contains(headText, strings.TrimSpace(clip(first, 40))) {
+	if !strings.Contains(headText, rep.ID) || !strings.Contains(headText, strings.TrimSpace(e2etest.Clip(first, 40))) {
 		t.Fatalf("the head of %s does not list the delegation %s (%q):\n%s", thread, rep.ID, first, headText)
 	}
 	// audit replay hashes the result again from the ledger alone.
-	out = e.memvault("audit", "replay")
+	out = e.Memvault("audit", "replay")
 	if !regexp.MustCompile(`(?m)^delegations: 1, 1 results verified, 0 redacted, 0 mismatches$`).MatchString(out) ||
 		!strings.Contains(out, "ok: replay matches the ledger") {
 		t.Fatalf("audit replay:\n%s", out)
 	}
-	out = e.memvault("audit", "--executor", name)
+	out = e.Memvault("audit", "--executor", name)
 	if !strings.Contains(out, name) || !strings.Contains(out, "ok memvault") {
 		t.Fatalf("audit --executor %s does not list the delegation:\n%s", name, out)
 	}
-	e.requireFsck()
+	e.RequireFsck()
 }
 
 // executorE2E is an e2e world for an executor test: the fake model behind
@@ -266,7 +264,7 @@ type executorE2E struct {
 
 func newExecutorE2E(t *testing.T) *executorE2E {
 	e := newE2E(t)
-	return &executorE2E{e2e: e, headers: newHeaderLog(t, e.model)}
+	return &executorE2E{e2e: e, headers: newHeaderLog(t, e.Model)}
 }
 
 // TestE2EExecutorClaudeCode: `claude -p` as an executor. Its key comes
@@ -274,13 +272,13 @@ func newExecutorE2E(t *testing.T) *executorE2E {
 // ANTHROPIC_BASE_URL, the fake model, through the allow-list;
 // ANTHROPIC_API_KEY set in memvault's environment never passes.
 func TestE2EExecutorClaudeCode(t *testing.T) {
-	claude := harnessBin(t, "MEMVAULT_E2E_CLAUDE", "claude-code")
-	if inNetns(t) {
+	claude := e2etest.HarnessBin(t, "MEMVAULT_E2E_CLAUDE", "claude-code")
+	if e2etest.InNetns(t) {
 		return
 	}
 	x := newExecutorE2E(t)
-	key := "sk-from-the-helper-" + randWord("")
-	writeFile(t, filepath.Join(x.home, ".claude", "settings.json"), fmt.Sprintf(`{"apiKeyHelper": "echo %s"}`, key))
+	key := "sk-from-the-helper-" + e2etest.RandWord("")
+	writeFile(t, filepath.Join(x.Home, ".claude", "settings.json"), fmt.Sprintf(`{"apiKeyHelper": "echo %s"}`, key))
 	runExecutorE2E(t, x, executorCase{
 		preset: "claude-code", bin: claude,
 		env:    []string{"ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER"},
@@ -297,19 +295,19 @@ func TestE2EExecutorClaudeCode(t *testing.T) {
 // GEMINI_API_KEY set in memvault's environment never passes (had it
 // passed, it would win over the file's).
 func TestE2EExecutorGemini(t *testing.T) {
-	gemini := harnessBin(t, "MEMVAULT_E2E_GEMINI", "gemini")
-	if inNetns(t) {
+	gemini := e2etest.HarnessBin(t, "MEMVAULT_E2E_GEMINI", "gemini")
+	if e2etest.InNetns(t) {
 		return
 	}
 	x := newExecutorE2E(t)
-	key := "from-the-dotenv-" + randWord("")
-	writeFile(t, filepath.Join(x.home, ".gemini", "settings.json"), `{
+	key := "from-the-dotenv-" + e2etest.RandWord("")
+	writeFile(t, filepath.Join(x.Home, ".gemini", "settings.json"), `{
   "security": {"auth": {"selectedType": "gemini-api-key"}},
   "privacy": {"usageStatisticsEnabled": false},
   "general": {"disableAutoUpdate": true}
 }
 `)
-	writeFile(t, filepath.Join(x.home, ".gemini", ".env"), "GEMINI_API_KEY="+key+"\n")
+	writeFile(t, filepath.Join(x.Home, ".gemini", ".env"), "GEMINI_API_KEY="+key+"\n")
 	runExecutorE2E(t, x, executorCase{
 		preset: "gemini", bin: gemini,
 		env:    []string{"GOOGLE_GEMINI_BASE_URL", "GEMINI_CLI_TRUST_WORKSPACE"},
@@ -333,13 +331,13 @@ func writeFile(t *testing.T, path, text string) {
 // fake model, and its key (a bearer token) come from ~/.codex/config.toml
 // under HOME; OPENAI_API_KEY set in memvault's environment never passes.
 func TestE2EExecutorCodex(t *testing.T) {
-	codex := harnessBin(t, "MEMVAULT_E2E_CODEX", "codex")
-	if inNetns(t) {
+	codex := e2etest.HarnessBin(t, "MEMVAULT_E2E_CODEX", "codex")
+	if e2etest.InNetns(t) {
 		return
 	}
 	x := newExecutorE2E(t)
-	key := "from-the-config-" + randWord("")
-	writeFile(t, filepath.Join(x.home, ".codex", "config.toml"), fmt.Sprintf(`model = "fake-model"
+	key := "from-the-config-" + e2etest.RandWord("")
+	writeFile(t, filepath.Join(x.Home, ".codex", "config.toml"), fmt.Sprintf(`model = "fake-model"
 model_provider = "fake"
 check_for_update_on_startup = false
 
@@ -362,6 +360,6 @@ enabled = false
 		secret: "OPENAI_API_KEY", keyHdr: "authorization", key: "Bearer " + key, pathPref: "/v1/responses",
 		// codex exec refuses a folder outside a git repository unless
 		// told (the preset tells it)
-		scope: filepath.Join(x.dir, "not-a-repo"),
+		scope: filepath.Join(x.Dir, "not-a-repo"),
 	})
 }

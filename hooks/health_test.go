@@ -13,6 +13,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/transcript"
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 // healthVault makes a vault with one fact, as a hook finds it.
@@ -43,16 +44,9 @@ func forge(t *testing.T, v *vault.Vault) (repair func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(10 * time.Millisecond) // a new mtime, so the writers' check reads it again
-	if err := os.WriteFile(segs[0], bytes.Replace(good, []byte("the first fact"), []byte("the first fakt"), 1), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return func() {
-		time.Sleep(10 * time.Millisecond)
-		if err := os.WriteFile(segs[0], good, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// the same size, a new mtime: the writers' check reads it again
+	vaulttest.EditFile(t, segs[0], bytes.Replace(good, []byte("the first fact"), []byte("the first fakt"), 1))
+	return func() { vaulttest.EditFile(t, segs[0], good) }
 }
 
 // breakConfig makes memvault.toml unparsable and returns the vault as a

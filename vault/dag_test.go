@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 // sideLines seals events as another clone would have written them, chained
@@ -160,10 +162,7 @@ func TestCommittedHistoryIsAuthoritative(t *testing.T) {
 			remember(t, v, "one")
 			last := remember(t, v, "two")
 			p := lastSegment(t, v)
-			time.Sleep(10 * time.Millisecond)
-			if err := os.WriteFile(p, tc.tamper(t, v, data2(t, p), last), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			vaulttest.EditFile(t, p, tc.tamper(t, v, data2(t, p), last))
 			rep, err := v.Verify()
 			if err != nil || rep.OK || !strings.Contains(problemsText(rep), tc.want) || !strings.Contains(problemsText(rep), last.ID) {
 				t.Fatalf("verify: %v\n%s", err, problemsText(rep))

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/memvault/memvault/vault/transcript"
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 // captureOne appends one prompt to a session's transcript without a commit,
@@ -34,10 +34,7 @@ func tamperOne(t *testing.T, v *Vault) (string, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(10 * time.Millisecond)
-	if err := os.WriteFile(p, bytes.Replace(good, []byte(`"text":"one"`), []byte(`"text":"One"`), 1), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	vaulttest.EditFile(t, p, bytes.Replace(good, []byte(`"text":"one"`), []byte(`"text":"One"`), 1))
 	return p, good
 }
 

@@ -9,12 +9,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/memvault/memvault/vault/heads"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 // contFingerprint is everything the fold holds, unexported fields included
@@ -266,8 +266,7 @@ func TestContinuityCacheMatchesFold(t *testing.T) {
 	if bytes.Equal(edited, data) {
 		t.Fatal("the goal is not in the first segment")
 	}
-	time.Sleep(10 * time.Millisecond)
-	os.WriteFile(seg, edited, 0o600)
+	vaulttest.EditFile(t, seg, edited)
 	st = checkContCache(t, v, "after a hand edit of the ledger")
 	if c, _ := st.full(); c.Goal != "ship the cache by hand, later" {
 		t.Fatalf("goal after a hand edit of the ledger: %q", c.Goal)

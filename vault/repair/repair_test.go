@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
+	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 func factIDs(t *testing.T, v *vault.Vault) []string {
@@ -39,10 +39,7 @@ func TestRepairRestoresReordersAndDedupes(t *testing.T) {
 	p := lastSegment(t, v)
 	ls := bytes.SplitAfter(readFile(t, p), []byte("\n"))
 	broken := slices.Concat(ls[0], ls[0], ls[3], ls[2]) // two cut, four before three, one twice
-	time.Sleep(10 * time.Millisecond)
-	if err := os.WriteFile(p, broken, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	vaulttest.EditFile(t, p, broken)
 	if rep, _ := v.Verify(); rep.OK {
 		t.Fatal("the broken ledger verified")
 	}
@@ -112,10 +109,7 @@ func TestRepairMovesDedupesAndRechainsCommittedDamage(t *testing.T) {
 	}
 	p := lastSegment(t, v)
 	ls := bytes.SplitAfter(readFile(t, p), []byte("\n"))
-	time.Sleep(10 * time.Millisecond)
-	if err := os.WriteFile(p, slices.Concat(ls[0], ls[0], ls[3], ls[2]), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	vaulttest.EditFile(t, p, slices.Concat(ls[0], ls[0], ls[3], ls[2]))
 	testvault.CommitAsIs(t, v, p)
 	rep, err := Run(v, false)
 	if err != nil {
@@ -170,8 +164,5 @@ func tamperOne(t *testing.T, v *vault.Vault) {
 	}
 	p := v.Abs(segs[0].Rel())
 	good := readFile(t, p)
-	time.Sleep(10 * time.Millisecond)
-	if err := os.WriteFile(p, bytes.Replace(good, []byte(`"text":"one"`), []byte(`"text":"One"`), 1), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	vaulttest.EditFile(t, p, bytes.Replace(good, []byte(`"text":"one"`), []byte(`"text":"One"`), 1))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -94,8 +95,12 @@ func startProgress(e env, v *vault.Vault, json bool) (stop func()) {
 
 // progressLine draws the latest step of long work on one line, rewritten in
 // place (a carriage return, the text, then "clear to the end of the line"),
-// at most once per progressEvery, and clears it when the work is done so
-// that the command's own output starts on a clean line. The clock is
+// at most once per progressEvery within a phase, and clears it when the
+// work is done so that the command's own output starts on a clean line.
+// The first step of each phase is drawn at once, whatever the throttle
+// says: a phase shorter than progressEvery would otherwise never be seen
+// (a small vault's reindex indexes its files in less), and a command has
+// a handful of phases, so they cost nothing. The clock is
 // injected so that its throttle is tested without sleeping.
 type progressLine struct {
 	mu    sync.Mutex
@@ -105,7 +110,8 @@ type progressLine struct {
 
 	step    vault.Step
 	has     bool
-	since   time.Time // when step's phase began
+	phase   string    // step's phase without its counts (phaseOf)
+	since   time.Time // when that phase began
 	shown   string    // what the line shows, "" when it is clear
 	drawnAt time.Time // when it was last drawn
 }
@@ -114,18 +120,33 @@ func newProgressLine(w io.Writer, width int, now func() time.Time) *progressLine
 	return &progressLine{w: w, width: width, now: now}
 }
 
-// report takes a step of the work and draws it unless the line was drawn
-// less than progressEvery ago; a step held back is drawn by the next
-// report or tick.
+// report takes a step of the work and draws it if it starts a phase, or
+// if the line was drawn progressEvery ago or more; a step held back is
+// drawn by the next report or tick.
 func (p *progressLine) report(s vault.Step) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t := p.now()
-	if !p.has || s.Phase != p.step.Phase {
-		p.since = t
+	phase := phaseOf(s.Phase)
+	starts := !p.has || phase != p.phase
+	if starts {
+		p.phase, p.since = phase, t
 	}
 	p.step, p.has = s, true
-	p.draw(t)
+	p.draw(t, starts)
+}
+
+// phaseOf is what tells one phase from the next: its name without digits
+// and group separators. A phase may carry a count in its name ("import:
+// 1,200 messages from s.jsonl") that grows with every step: that is a step
+// of the same phase, not a new phase to draw at once.
+func phaseOf(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' || r == ',' {
+			return -1
+		}
+		return r
+	}, name)
 }
 
 // tick redraws the latest step, for the time a long phase has taken.
@@ -133,7 +154,7 @@ func (p *progressLine) tick() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.has {
-		p.draw(p.now())
+		p.draw(p.now(), false)
 	}
 }
 
@@ -147,8 +168,10 @@ func (p *progressLine) finish() {
 	p.shown, p.has = "", false
 }
 
-func (p *progressLine) draw(t time.Time) {
-	if !p.drawnAt.IsZero() && t.Sub(p.drawnAt) < progressEvery {
+// draw writes the step unless it would write what the line shows already,
+// or the line was drawn less than progressEvery ago and force is false.
+func (p *progressLine) draw(t time.Time, force bool) {
+	if !force && !p.drawnAt.IsZero() && t.Sub(p.drawnAt) < progressEvery {
 		return
 	}
 	text := clip(progressText(p.step, t.Sub(p.since)), p.width-1)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -56,6 +57,53 @@ func TestProgressThrottle(t *testing.T) {
 	p.tick() // nothing new to say but the time: a phase of known total shows it past a second
 	if draws(&out) != n+1 || !strings.HasSuffix(shown(&out), "(100%) 2s\x1b[K") {
 		t.Errorf("after a quiet second: %q", shown(&out))
+	}
+}
+
+// TestProgressDrawsEveryPhase: phases that begin and end between two
+// draws of the throttle are each drawn when they begin, so that a person
+// sees every phase and a test can wait for one without a race; a phase
+// whose name carries a growing count is one phase, throttled as any other.
+func TestProgressDrawsEveryPhase(t *testing.T) {
+	clock := newFakeClock()
+	var out bytes.Buffer
+	p := newProgressLine(&out, 80, clock.now)
+	phases := []vault.Step{
+		{Phase: "reindex: listing files"},
+		step("reindex: indexing files", 1, 3),
+		step("reindex: indexing files", 3, 3),
+		{Phase: "reindex: merging the lineage index"},
+		step("reindex: indexing files", 3, 3),
+		{Phase: "reindex: merging the transcripts index"},
+	}
+	for _, s := range phases {
+		p.report(s)
+		clock.add(time.Millisecond)
+	}
+	want := "\rreindex: listing files\x1b[K" +
+		"\rreindex: indexing files 1/3 objects (33%)\x1b[K" +
+		"\rreindex: merging the lineage index\x1b[K" +
+		"\rreindex: indexing files 3/3 objects (100%)\x1b[K" +
+		"\rreindex: merging the transcripts index\x1b[K"
+	if out.String() != want {
+		t.Fatalf("phases a millisecond apart drew\n%q\nwant\n%q", out.String(), want)
+	}
+
+	// An import names its phase with the messages read so far: a thousand
+	// steps a millisecond apart are one phase, drawn at most ten times a
+	// second, and its time counts from its first step.
+	out.Reset()
+	for i := int64(1); i <= 1000; i++ {
+		p.report(vault.Step{Phase: fmt.Sprintf("import: %s messages from s1.jsonl", vault.FormatCount(i*10)), Done: i, Total: 1000, Unit: "bytes"})
+		clock.add(time.Millisecond)
+	}
+	if n := draws(&out); n < 1 || n > 10 {
+		t.Fatalf("%d draws in a second of one import's steps, want 1–10:\n%q", n, out.String())
+	}
+	clock.add(100 * time.Millisecond)
+	p.tick()
+	if got := shown(&out); got != "import: 10,000 messages from s1.jsonl 1000 B/1000 B (100%) 1s\x1b[K" {
+		t.Errorf("the import's last step after 1.1 s: %q", got)
 	}
 }
 

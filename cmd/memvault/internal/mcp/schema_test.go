@@ -11,7 +11,7 @@ import (
 // Clients on the TypeScript SDK check it when they list the tools and
 // reject the whole list otherwise: Gemini CLI then offers none of
 // memvault's tools, and the MCP inspector lists nothing
-// (hooks/e2e_mcp_test.go runs both). A handler returning a pointer is
+// (e2e_test.go runs both). A handler returning a pointer is
 // inferred as ["null", "object"].
 func TestOutputSchemasAreObjects(t *testing.T) {
 	f := setup(t, Options{}, "")

@@ -1,6 +1,7 @@
 // The web view (`memvault serve`, docs/WEB.md) in a real browser: headless
 // Chromium (Debian's package) driven by playwright-core through
-// testdata/web/browse.mjs, against the real binary serving a fixture vault.
+// testdata/browse.mjs, against the real binary serving a fixture vault, in
+// the world of vault/vaulttest/e2etest.
 //
 //	MEMVAULT_E2E_CHROMIUM    the chromium binary (.ci/e2e-browser.sh installs Debian's)
 //	MEMVAULT_E2E_PLAYWRIGHT  the playwright-core package folder (pinned in .ci/e2e-browser.sh)
@@ -10,7 +11,7 @@
 // PATH, when the memvault under test has no serve command, or when it
 // serves some of the pages not yet (404): then it still checks the pages
 // that are there and names the missing ones.
-package hooks_test
+package web_test
 
 import (
 	"bufio"
@@ -28,7 +29,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memvault/memvault/vault/vaulttest/e2etest"
 )
+
+// e2e is the test's world (e2etest.World), with the web view's checks.
+type e2e struct{ *e2etest.World }
+
+// repoRoot is the module's root, from this package's folder.
+const repoRoot = "../../../.."
 
 // webPage is what browse.mjs reports of one loaded page.
 type webPage struct {
@@ -115,7 +124,7 @@ type webCheck struct {
 func requireServeCommand(t *testing.T, bin string) {
 	t.Helper()
 	if out, err := exec.Command(bin, "serve", "--help").CombinedOutput(); err != nil {
-		t.Skipf("e2e web browser: this memvault has no serve command yet (memvault serve --help: %v): %s", err, clipHead(string(out)))
+		t.Skipf("e2e web browser: this memvault has no serve command yet (memvault serve --help: %v): %s", err, e2etest.ClipHead(string(out)))
 	}
 }
 
@@ -125,7 +134,7 @@ func artifactsDir(t *testing.T) string {
 	if d := os.Getenv("MEMVAULT_ARTIFACTS"); d != "" {
 		return d
 	}
-	d, err := filepath.Abs(filepath.Join("..", ".artifacts", "web"))
+	d, err := filepath.Abs(filepath.Join(repoRoot, ".artifacts", "web"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,18 +147,18 @@ var serveLine = regexp.MustCompile(`^memvault: serving (.+) at (http://127\.0\.0
 // returns the URL it printed; the server is stopped with SIGINT at cleanup
 // and must exit.
 func (e *e2e) serve(args ...string) (origin, entry, token string) {
-	e.t.Helper()
-	cmd := exec.Command(e.bin, append([]string{"serve"}, args...)...)
-	cmd.Dir, cmd.Env = e.proj, e.env
+	e.T.Helper()
+	cmd := exec.Command(e.Bin, append([]string{"serve"}, args...)...)
+	cmd.Dir, cmd.Env = e.Proj, e.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	done := make(chan error, 1)
 	lines := make(chan string, 1)
@@ -163,49 +172,49 @@ func (e *e2e) serve(args ...string) (origin, entry, token string) {
 		}
 		done <- cmd.Wait()
 	}()
-	e.t.Cleanup(func() {
+	e.T.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGINT)
 		select {
 		case err := <-done:
-			e.t.Logf("memvault serve stopped on SIGINT: %v; stderr: %s", err, clipHead(stderr.String()))
+			e.T.Logf("memvault serve stopped on SIGINT: %v; stderr: %s", err, e2etest.ClipHead(stderr.String()))
 		case <-time.After(15 * time.Second):
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			e.t.Errorf("memvault serve did not exit within 15s of SIGINT")
+			e.T.Errorf("memvault serve did not exit within 15s of SIGINT")
 		}
 	})
 	var first string
 	select {
 	case l, ok := <-lines:
 		if !ok {
-			e.t.Fatalf("memvault serve printed no line and closed stdout; stderr: %s", clipHead(stderr.String()))
+			e.T.Fatalf("memvault serve printed no line and closed stdout; stderr: %s", e2etest.ClipHead(stderr.String()))
 		}
 		first = l
 	case <-time.After(30 * time.Second):
-		e.t.Fatalf("memvault serve printed no line in 30s; stderr: %s", clipHead(stderr.String()))
+		e.T.Fatalf("memvault serve printed no line in 30s; stderr: %s", e2etest.ClipHead(stderr.String()))
 	}
 	m := serveLine.FindStringSubmatch(first)
 	if m == nil {
-		e.t.Fatalf("memvault serve's first line is not `memvault: serving <root> at http://127.0.0.1:<port>/?token=<token>`: %q", first)
+		e.T.Fatalf("memvault serve's first line is not `memvault: serving <root> at http://127.0.0.1:<port>/?token=<token>`: %q", first)
 	}
-	e.t.Logf("memvault serve: %s", first)
-	if root, _ := filepath.EvalSymlinks(e.proj); !strings.Contains(m[1], e.proj) && !strings.Contains(m[1], root) {
-		e.t.Errorf("memvault serve names the vault root %q, want the project's (%s)", m[1], e.proj)
+	e.T.Logf("memvault serve: %s", first)
+	if root, _ := filepath.EvalSymlinks(e.Proj); !strings.Contains(m[1], e.Proj) && !strings.Contains(m[1], root) {
+		e.T.Errorf("memvault serve names the vault root %q, want the project's (%s)", m[1], e.Proj)
 	}
 	u, err := url.Parse(m[2])
 	if err != nil {
-		e.t.Fatalf("the printed URL %q: %v", m[2], err)
+		e.T.Fatalf("the printed URL %q: %v", m[2], err)
 	}
 	return "http://" + u.Host, u.RequestURI(), m[4]
 }
 
 // vaultCommits lists the vault's commits that changed path, newest first.
 func (e *e2e) vaultCommits(path string) []string {
-	e.t.Helper()
-	cmd := exec.Command("git", "-C", filepath.Join(e.proj, ".memory"), "log", "--format=%H", "--", path)
-	cmd.Env = e.env
+	e.T.Helper()
+	cmd := exec.Command("git", "-C", filepath.Join(e.Proj, ".memory"), "log", "--format=%H", "--", path)
+	cmd.Env = e.Env
 	out, err := cmd.Output()
 	if err != nil {
-		e.t.Fatalf("git log %s: %v", path, err)
+		e.T.Fatalf("git log %s: %v", path, err)
 	}
 	return strings.Fields(string(out))
 }
@@ -214,12 +223,12 @@ func (e *e2e) vaultCommits(path string) []string {
 // answers on another address than 127.0.0.1: on 127.0.0.2 (it listens on
 // every address of the machine) or on [::1] (on every IPv6 one).
 func (e *e2e) requireLoopbackOnly(origin string) {
-	e.t.Helper()
+	e.T.Helper()
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(origin, "http://"))
 	for _, host := range []string{"127.0.0.2", "::1"} {
 		if c, err := net.DialTimeout("tcp", net.JoinHostPort(host, port), 2*time.Second); err == nil {
 			c.Close()
-			e.t.Errorf("memvault serve answers on %s port %s too: it must listen on 127.0.0.1 only", host, port)
+			e.T.Errorf("memvault serve answers on %s port %s too: it must listen on 127.0.0.1 only", host, port)
 		}
 	}
 }
@@ -227,14 +236,14 @@ func (e *e2e) requireLoopbackOnly(origin string) {
 // vaultState is the vault's HEAD and its git status, to tell that nothing
 // was written.
 func (e *e2e) vaultState() string {
-	e.t.Helper()
+	e.T.Helper()
 	var b strings.Builder
 	for _, args := range [][]string{{"rev-parse", "HEAD"}, {"status", "--porcelain"}} {
-		cmd := exec.Command("git", append([]string{"-C", filepath.Join(e.proj, ".memory")}, args...)...)
-		cmd.Env = e.env
+		cmd := exec.Command("git", append([]string{"-C", filepath.Join(e.Proj, ".memory")}, args...)...)
+		cmd.Env = e.Env
 		out, err := cmd.Output()
 		if err != nil {
-			e.t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+			e.T.Fatalf("git %s: %v", strings.Join(args, " "), err)
 		}
 		b.Write(bytes.TrimSpace(out))
 		b.WriteString(" ")
@@ -265,29 +274,29 @@ func TestE2EWebBrowser(t *testing.T) {
 	if err != nil {
 		t.Skip("e2e web browser: node is not on PATH (playwright-core runs on it)")
 	}
-	script, err := filepath.Abs(filepath.Join("testdata", "web", "browse.mjs"))
+	script, err := filepath.Abs(filepath.Join("testdata", "browse.mjs"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inNetns(t) { // only loopback: the browser provably reaches nothing else
+	if e2etest.InNetns(t) { // only loopback: the browser provably reaches nothing else
 		return
 	}
-	e := newE2E(t)
+	e := &e2e{e2etest.New(t)}
 
 	// The fixture vault. Each kind of content carries a word only it holds.
-	hostileWord := randWord("zqhostile")
+	hostileWord := e2etest.RandWord("zqhostile")
 	hostile := `<script>window.__memvaultPwned=1;alert("` + hostileWord + `")</script><img src=x onerror="window.__memvaultPwned=1;alert('` + hostileWord + `')">`
-	decideWord := randWord("zqdecide")
-	commitWord := randWord("zqcommit")
-	diffWord := randWord("zqdiff")
-	promptWord := randWord("zqprompt")
-	e.memvault("decide", "--global", "-d", "serve the web view on loopback only "+decideWord, "-r", "a page off 127.0.0.1 would leak memory")
-	commitID := strings.TrimSpace(e.memvault("commitment", "open", "--global", "review the web view "+commitWord))
-	e.memvault("commitment", "open", "--global", "hostile commitment "+hostile)
-	e.memvault("remember", "--global", "hostile fact "+hostile)
-	e.memvault("render")
-	diffID := strings.TrimSpace(e.memvault("remember", "--global", "the second render adds "+diffWord))
-	e.memvault("render")
+	decideWord := e2etest.RandWord("zqdecide")
+	commitWord := e2etest.RandWord("zqcommit")
+	diffWord := e2etest.RandWord("zqdiff")
+	promptWord := e2etest.RandWord("zqprompt")
+	e.Memvault("decide", "--global", "-d", "serve the web view on loopback only "+decideWord, "-r", "a page off 127.0.0.1 would leak memory")
+	commitID := strings.TrimSpace(e.Memvault("commitment", "open", "--global", "review the web view "+commitWord))
+	e.Memvault("commitment", "open", "--global", "hostile commitment "+hostile)
+	e.Memvault("remember", "--global", "hostile fact "+hostile)
+	e.Memvault("render")
+	diffID := strings.TrimSpace(e.Memvault("remember", "--global", "the second render adds "+diffWord))
+	e.Memvault("render")
 	heads := e.vaultCommits("MEMORY.md")
 	if len(heads) < 2 {
 		t.Fatalf("MEMORY.md has %d commits after two renders, want 2 or more", len(heads))
@@ -296,12 +305,12 @@ func TestE2EWebBrowser(t *testing.T) {
 
 	// A session imported from a real Claude Code transcript (its AWS key is
 	// redacted at import and must not come back on the page).
-	fixture, err := filepath.Abs(filepath.Join("..", "fixtures", "transcripts", "claude-code", "session.jsonl"))
+	fixture, err := filepath.Abs(filepath.Join(repoRoot, "fixtures", "transcripts", "claude-code", "session.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.memvault("transcript", "import", "--format", "claude-code", "--session", "webcc", fixture)
-	e.memvault("summarize", "--session", "webcc")
+	e.Memvault("transcript", "import", "--format", "claude-code", "--session", "webcc", fixture)
+	e.Memvault("summarize", "--session", "webcc")
 	// Two sessions of today through the hook, one with the hostile text in
 	// its prompt, summarised and condensed: the first one's node then has a
 	// parent (the condensed node) and a sibling.
@@ -310,7 +319,7 @@ func TestE2EWebBrowser(t *testing.T) {
 		if s == "web-a" {
 			prompt += " and pastes " + hostile
 		}
-		e.hook("claude-code", "prompt-submit", map[string]any{"session_id": s, "cwd": e.proj,
+		e.Hook("claude-code", "prompt-submit", map[string]any{"session_id": s, "cwd": e.Proj,
 			"hook_event_name": "UserPromptSubmit", "prompt": prompt})
 	}
 	var nodeA, nodeB string
@@ -318,7 +327,7 @@ func TestE2EWebBrowser(t *testing.T) {
 		var nodes []struct {
 			ID string `json:"id"`
 		}
-		out := e.memvault("summarize", "--session", s, "--json")
+		out := e.Memvault("summarize", "--session", s, "--json")
 		if err := json.Unmarshal([]byte(out), &nodes); err != nil || len(nodes) == 0 {
 			t.Fatalf("summarize --session %s --json: %v\n%s", s, err, out)
 		}
@@ -328,25 +337,25 @@ func TestE2EWebBrowser(t *testing.T) {
 			nodeB = nodes[0].ID
 		}
 	}
-	e.memvault("condense", "--period", "day", "--current")
+	e.Memvault("condense", "--period", "day", "--current")
 	var parent string
-	for _, n := range e.nodes("condensed", "") {
+	for _, n := range e.Nodes("condensed", "") {
 		kids, _ := json.Marshal(n["children"])
 		if strings.Contains(string(kids), nodeA) {
 			parent, _ = n["id"].(string)
 		}
 	}
 	if parent == "" {
-		t.Fatalf("condense made no node over %s: %v", nodeA, e.nodes("", ""))
+		t.Fatalf("condense made no node over %s: %v", nodeA, e.Nodes("", ""))
 	}
 	agentOf := func(session string) string {
-		for _, s := range e.sessions() {
+		for _, s := range e.Sessions() {
 			if s["session"] == session {
 				a, _ := s["agent"].(string)
 				return a
 			}
 		}
-		t.Fatalf("memvault sessions lists no %s: %v", session, e.sessions())
+		t.Fatalf("memvault sessions lists no %s: %v", session, e.Sessions())
 		return ""
 	}
 
@@ -371,7 +380,7 @@ func TestE2EWebBrowser(t *testing.T) {
 
 	// The fixture is made first, so that it is checked even while the
 	// command is missing.
-	requireServeCommand(t, e.bin)
+	requireServeCommand(t, e.Bin)
 	headBefore := e.vaultState()
 	origin, entry, token := e.serve()
 	e.requireLoopbackOnly(origin)
@@ -502,7 +511,7 @@ func TestE2EWebBrowser(t *testing.T) {
 		l.Close()
 		closes := func() int {
 			n := 0
-			for _, r := range e.ledger("commitment.close") {
+			for _, r := range e.Ledger("commitment.close") {
 				b, _ := json.Marshal(r)
 				if strings.Contains(string(b), commitID) {
 					n++
@@ -559,28 +568,28 @@ func TestE2EWebBrowser(t *testing.T) {
 
 // browse runs browse.mjs with spec and returns its report.
 func (e *e2e) browse(node, script string, spec map[string]any) webRun {
-	e.t.Helper()
-	f, err := os.CreateTemp(e.dir, "browse-spec-*.json")
+	e.T.Helper()
+	f, err := os.CreateTemp(e.Dir, "browse-spec-*.json")
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	json.NewEncoder(f).Encode(spec)
 	f.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, script, f.Name())
-	cmd.Dir, cmd.Env = filepath.Dir(script), e.env
+	cmd.Dir, cmd.Env = filepath.Dir(script), e.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		e.t.Fatalf("browse.mjs: %v\nstderr: %s\nstdout: %s", err, clipHead(stderr.String()), clipHead(stdout.String()))
+		e.T.Fatalf("browse.mjs: %v\nstderr: %s\nstdout: %s", err, e2etest.ClipHead(stderr.String()), e2etest.ClipHead(stdout.String()))
 	}
 	var run webRun
 	if err := json.Unmarshal(stdout.Bytes(), &run); err != nil {
-		e.t.Fatalf("browse.mjs printed no report: %v\n%s", err, clipHead(stdout.String()))
+		e.T.Fatalf("browse.mjs printed no report: %v\n%s", err, e2etest.ClipHead(stdout.String()))
 	}
 	return run
 }
@@ -588,21 +597,21 @@ func (e *e2e) browse(node, script string, spec map[string]any) webRun {
 // requireOnlyLoopback fails the test for any request of the page that went
 // anywhere but the server.
 func (e *e2e) requireOnlyLoopback(origin string, p webPage) {
-	e.t.Helper()
+	e.T.Helper()
 	for _, r := range p.Requests {
 		u, err := url.Parse(r)
 		if err == nil && u.Scheme == "data" {
 			continue
 		}
 		if err != nil || u.Scheme+"://"+u.Host != origin {
-			e.t.Errorf("%s: the page requested %s, off the server %s", p.Path, r, origin)
+			e.T.Errorf("%s: the page requested %s, off the server %s", p.Path, r, origin)
 		}
 	}
 }
 
 // requireWebPage judges one page the browser loaded.
 func (e *e2e) requireWebPage(origin string, c webCheck, p webPage, hostileWord string) {
-	t := e.t
+	t := e.T
 	t.Helper()
 	if p.GotoError != "" || p.Status != 200 {
 		t.Errorf("%s (%s): answered %d, %s", c.name, c.path, p.Status, p.GotoError)
@@ -616,7 +625,7 @@ func (e *e2e) requireWebPage(origin string, c webCheck, p webPage, hostileWord s
 	}
 	for _, w := range c.want {
 		if !strings.Contains(p.Text, w) {
-			t.Errorf("%s: the page does not show %q; it shows:\n%s", c.name, w, clipHead(p.Text))
+			t.Errorf("%s: the page does not show %q; it shows:\n%s", c.name, w, e2etest.ClipHead(p.Text))
 		}
 	}
 	for _, w := range c.notWant {
@@ -689,9 +698,9 @@ func (e *e2e) requireWebPage(origin string, c webCheck, p webPage, hostileWord s
 // requireStrictCSP fails unless the page came with a Content-Security-Policy
 // that lets no inline or evaluated script and no other host run.
 func (e *e2e) requireStrictCSP(name, csp string) {
-	e.t.Helper()
+	e.T.Helper()
 	if csp == "" {
-		e.t.Errorf("%s: no Content-Security-Policy header", name)
+		e.T.Errorf("%s: no Content-Security-Policy header", name)
 		return
 	}
 	dirs := map[string]string{}
@@ -706,13 +715,13 @@ func (e *e2e) requireStrictCSP(name, csp string) {
 		scripts, ok = dirs["default-src"]
 	}
 	if !ok {
-		e.t.Errorf("%s: the CSP %q sets neither script-src nor default-src", name, csp)
+		e.T.Errorf("%s: the CSP %q sets neither script-src nor default-src", name, csp)
 		return
 	}
 	for _, bad := range []string{"'unsafe-inline'", "'unsafe-eval'", "*", "http:", "https:", "data:"} {
 		for _, v := range strings.Fields(scripts) {
 			if v == bad {
-				e.t.Errorf("%s: the CSP lets scripts from %s: %q", name, bad, csp)
+				e.T.Errorf("%s: the CSP lets scripts from %s: %q", name, bad, csp)
 			}
 		}
 	}

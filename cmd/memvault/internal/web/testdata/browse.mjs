@@ -1,7 +1,7 @@
 // Drives headless Chromium through playwright-core for TestE2EWebBrowser
-// (hooks/e2e_web_test.go): loads each page of `memvault serve`, takes a
-// full-page screenshot, and prints what it saw as JSON on stdout. It
-// asserts nothing itself: the Go test decides.
+// (cmd/memvault/internal/web/e2e_test.go): loads each page of `memvault
+// serve`, takes a full-page screenshot, and prints what it saw as JSON on
+// stdout. It asserts nothing itself: the Go test decides.
 //
 //   node browse.mjs SPEC.json
 //

@@ -33,36 +33,45 @@ type section struct {
 func rowCap(budget int) int { return budget/minLineTokens + 1 }
 
 // layout fills the sections within budget and writes the document.
+//
+// The steps take secs and preamble as parameters rather than in a struct
+// of their own: through a struct, escape analysis loses track of them, and
+// the callers' section lists and the heading move to the heap on every
+// render (a kilobyte and five allocations more per head, measured). What
+// each section leaves out, and whether its overflow line fits, is decided
+// as it is written, in section order, so no slice per section is made for
+// them.
 func layout(path, title string, preamble []string, secs []section, budget int, explain bool) (*Doc, error) {
-	l := &headLayout{path: path, heading: "# " + title, preamble: preamble, secs: secs, budget: budget, explain: explain}
-	l.skeleton = l.skeletonTokens()
-	if l.skeleton > budget {
-		return nil, &BudgetError{Head: path, Budget: budget, Need: l.skeleton}
+	heading := "# " + title
+	skeleton := skeletonTokens(heading, preamble, secs)
+	if skeleton > budget {
+		return nil, &BudgetError{Head: path, Budget: budget, Need: skeleton}
 	}
-	f := l.fill()
-	l.overflowLines(f)
-	return l.write(f), nil
-}
+	f := fill(secs, skeleton, budget)
 
-// headLayout is one layout call: the document's parts and its budget.
-type headLayout struct {
-	path, heading string
-	preamble      []string
-	secs          []section
-	budget        int
-	explain       bool
-	skeleton      int // tokens of what every render shows (skeletonTokens)
+	var b strings.Builder
+	b.WriteString(heading)
+	b.WriteString("\n\n")
+	for _, p := range preamble {
+		b.WriteString(p)
+		b.WriteByte('\n')
+	}
+	rep := Report{Head: path, Budget: budget, Skeleton: skeleton}
+	for i := range secs {
+		rep.Sections = append(rep.Sections, f.writeSection(&b, &secs[i], i, explain))
+	}
+	out := []byte(b.String())
+	rep.Tokens = Tokens(b.String())
+	return &Doc{Path: path, Bytes: out, Report: rep}, nil
 }
 
 // fit is what the budget lets into the head: per section and entry,
-// whether it is shown or why not; per section, how many rows it leaves out
-// and whether its overflow line is shown; and the tokens used in all.
+// whether it is shown or why not, and the tokens used so far.
 type fit struct {
-	shown    [][]bool
-	reason   [][]string
-	dropped  []int
-	withMore []bool
-	used     int
+	budget int
+	used   int
+	shown  [][]bool
+	reason [][]string
 }
 
 // rowPick names an entry: its section and its rank in it.
@@ -71,12 +80,12 @@ type rowPick struct{ sec, idx int }
 // skeletonTokens counts what a head shows whatever its budget: the title,
 // the preamble, each section's title and fixed lines, and "- none" in a
 // section with nothing else. A budget below it is refused.
-func (l *headLayout) skeletonTokens() int {
-	skeleton := Tokens(l.heading)
-	for _, p := range l.preamble {
+func skeletonTokens(heading string, preamble []string, secs []section) int {
+	skeleton := Tokens(heading)
+	for _, p := range preamble {
 		skeleton += Tokens(p)
 	}
-	for _, s := range l.secs {
+	for _, s := range secs {
 		skeleton += Tokens("## " + s.title)
 		for _, f := range s.fixed {
 			skeleton += Tokens(f)
@@ -120,41 +129,41 @@ func moreLine(n int) string {
 // lines' cost held back; when that makes another section lose rows, hold
 // back its line as well and fill again. The set of overflowing sections
 // only grows, so this ends.
-func (l *headLayout) fill() *fit {
-	order := rowOrder(l.secs)
-	overflowing := make([]bool, len(l.secs))
+func fill(secs []section, skeleton, budget int) fit {
+	order := rowOrder(secs)
+	overflowing := make([]bool, len(secs))
 	for {
 		reserve := 0
-		for i := range l.secs {
+		for i := range secs {
 			if overflowing[i] {
-				reserve += Tokens(moreLine(len(l.secs[i].entries)))
+				reserve += Tokens(moreLine(len(secs[i].entries)))
 			}
 		}
-		f := l.fillOnce(order, reserve)
-		if !f.overflowMore(l.secs, overflowing) {
+		f := fillOnce(secs, order, skeleton, reserve, budget)
+		if !f.overflowMore(secs, overflowing) {
 			return f
 		}
 	}
 }
 
-// fillOnce takes the entries in order while they fit in the budget with
-// reserve tokens held back, and says of each one left out why.
-func (l *headLayout) fillOnce(order []rowPick, reserve int) *fit {
-	f := &fit{shown: make([][]bool, len(l.secs)), reason: make([][]string, len(l.secs))}
-	for i, s := range l.secs {
+// fillOnce takes the entries in order while they fit in the budget after
+// the skeleton with reserve tokens held back, and says of each one left
+// out why.
+func fillOnce(secs []section, order []rowPick, skeleton, reserve, budget int) fit {
+	f := fit{budget: budget, used: skeleton, shown: make([][]bool, len(secs)), reason: make([][]string, len(secs))}
+	for i, s := range secs {
 		f.shown[i] = make([]bool, len(s.entries))
 		f.reason[i] = make([]string, len(s.entries))
 	}
-	f.used = l.skeleton
 	for _, p := range order {
-		e := l.secs[p.sec].entries[p.idx]
-		if f.used+reserve+e.tokens <= l.budget {
+		e := secs[p.sec].entries[p.idx]
+		if f.used+reserve+e.tokens <= budget {
 			f.shown[p.sec][p.idx] = true
 			f.used += e.tokens
 			continue
 		}
-		left := max(l.budget-f.used-reserve, 0)
-		f.reason[p.sec][p.idx] = fmt.Sprintf("over budget: needs %d tokens, %d of %d left", e.tokens, left, l.budget)
+		left := max(budget-f.used-reserve, 0)
+		f.reason[p.sec][p.idx] = fmt.Sprintf("over budget: needs %d tokens, %d of %d left", e.tokens, left, budget)
 	}
 	return f
 }
@@ -177,52 +186,13 @@ func (f *fit) overflowMore(secs []section, overflowing []bool) bool {
 	return grew
 }
 
-// overflowLines counts the rows each section leaves out, those past the
-// row cap included, and shows the overflow lines while they fit, first
-// sections first; the reservation fill made makes them all fit unless even
-// an empty head cannot hold them.
-func (l *headLayout) overflowLines(f *fit) {
-	f.dropped = make([]int, len(l.secs))
-	for i := range l.secs {
-		for j := range l.secs[i].entries {
-			if !f.shown[i][j] {
-				f.dropped[i]++
-			}
-		}
-		f.dropped[i] += l.secs[i].more
-	}
-	f.withMore = make([]bool, len(l.secs))
-	for i := range l.secs {
-		if ml := moreLine(f.dropped[i]); ml != "" && f.used+Tokens(ml) <= l.budget {
-			f.withMore[i] = true
-			f.used += Tokens(ml)
-		}
-	}
-}
-
-// write renders the document as f lays it out, with its report.
-func (l *headLayout) write(f *fit) *Doc {
-	var b strings.Builder
-	b.WriteString(l.heading)
-	b.WriteString("\n\n")
-	for _, p := range l.preamble {
-		b.WriteString(p)
-		b.WriteByte('\n')
-	}
-	rep := Report{Head: l.path, Budget: l.budget, Skeleton: l.skeleton}
-	for i := range l.secs {
-		rep.Sections = append(rep.Sections, l.writeSection(&b, i, f))
-	}
-	out := []byte(b.String())
-	rep.Tokens = Tokens(b.String())
-	return &Doc{Path: l.path, Bytes: out, Report: rep}
-}
-
-// writeSection writes section i (title, fixed lines, the entries shown, its
-// overflow line or "- none") and reports on it: every entry left out with
-// its reason, and with explain the rows past the row cap too.
-func (l *headLayout) writeSection(b *strings.Builder, i int, f *fit) SectionReport {
-	s := &l.secs[i]
+// writeSection writes s, section i of the head (title, fixed lines, the
+// entries shown, its overflow line or "- none"), and reports on it: every
+// entry left out with its reason, and with explain the rows past the row
+// cap too. Overflow lines are shown while they fit, first sections first:
+// the reservation fill made makes them all fit unless even an empty head
+// cannot hold them.
+func (f *fit) writeSection(b *strings.Builder, s *section, i int, explain bool) SectionReport {
 	b.WriteString("\n## ")
 	b.WriteString(s.title)
 	b.WriteString("\n\n")
@@ -230,7 +200,13 @@ func (l *headLayout) writeSection(b *strings.Builder, i int, f *fit) SectionRepo
 		b.WriteString(fx)
 		b.WriteByte('\n')
 	}
-	sr := SectionReport{Title: s.title, Rows: len(s.entries) + s.more, LeftOut: f.dropped[i]}
+	dropped := s.more // rows past the row cap are left out too
+	for j := range s.entries {
+		if !f.shown[i][j] {
+			dropped++
+		}
+	}
+	sr := SectionReport{Title: s.title, Rows: len(s.entries) + s.more, LeftOut: dropped}
 	for j, e := range s.entries {
 		if f.shown[i][j] {
 			b.WriteString(e.line)
@@ -241,16 +217,17 @@ func (l *headLayout) writeSection(b *strings.Builder, i int, f *fit) SectionRepo
 		sr.Dropped = append(sr.Dropped, Dropped{ID: e.id, Kind: e.kind, Thread: e.thread,
 			Text: e.text, Tokens: e.tokens, Reason: f.reason[i][j]})
 	}
-	if l.explain {
-		why := fmt.Sprintf("over budget: a budget of %d tokens holds at most %d rows of a section, and this row ranks lower", l.budget, rowCap(l.budget))
+	if explain {
+		why := fmt.Sprintf("over budget: a budget of %d tokens holds at most %d rows of a section, and this row ranks lower", f.budget, rowCap(f.budget))
 		for _, it := range s.unconsidered {
 			t := clean(it.Text, 120)
 			sr.Dropped = append(sr.Dropped, Dropped{ID: it.ID, Kind: it.Kind, Thread: it.Thread, Text: t,
 				Tokens: Tokens(t), Reason: why})
 		}
 	}
-	if f.withMore[i] {
-		b.WriteString(moreLine(f.dropped[i]))
+	if ml := moreLine(dropped); ml != "" && f.used+Tokens(ml) <= f.budget {
+		f.used += Tokens(ml)
+		b.WriteString(ml)
 		b.WriteByte('\n')
 	}
 	if len(s.fixed) == 0 && len(s.entries) == 0 && s.more == 0 {

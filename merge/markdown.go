@@ -301,10 +301,6 @@ func Markdown(base, ours, theirs []byte, opts MarkdownOptions) (Result, error) {
 		return Result{}, err
 	}
 	opts.Options = o
-	appendOnly := map[string]bool{}
-	for _, t := range opts.AppendOnly {
-		appendOnly[strings.ToLower(strings.Join(strings.Fields(t), " "))] = true
-	}
 
 	// A missing final newline belongs to the document, not to its last
 	// section: a section that stops being last must not look changed.
@@ -317,7 +313,8 @@ func Markdown(base, ours, theirs []byte, opts MarkdownOptions) (Result, error) {
 	}
 
 	bs, xs, ts := splitSections(base), splitSections(ours), splitSections(theirs)
-	bm, om, tm := index(bs), index(xs), index(ts)
+	m := &sectionMerge{opts: opts, appendOnly: appendOnlyTitles(opts.AppendOnly),
+		base: index(bs), ours: index(xs), theirs: index(ts), out: map[string][]byte{}}
 
 	// Follow our section order when we changed it (added, removed or moved
 	// sections); otherwise follow theirs, so a render that reorders its
@@ -326,96 +323,166 @@ func Markdown(base, ours, theirs []byte, opts MarkdownOptions) (Result, error) {
 	if !sameKeys(xs, bs) {
 		primary, secondary = xs, ts
 	}
-
-	var res Result
-	out := map[string][]byte{} // key → text to emit; absent means dropped
 	for _, s := range union(primary, secondary) {
-		b, inB := bm[s.key]
-		x, inO := om[s.key]
-		y, inT := tm[s.key]
-		var bt []byte
-		if inB {
-			bt = b.text
-		}
-		switch {
-		case inO && x.keep && !opts.Peers:
-			out[s.key] = x.text
-		case inO && inT:
-			oChanged := !inB || !bytes.Equal(x.text, bt)
-			tChanged := !inB || !bytes.Equal(y.text, bt)
-			switch {
-			case !tChanged || bytes.Equal(x.text, y.text):
-				out[s.key] = x.text
-			case !oChanged:
-				out[s.key] = y.text
-			case x.title != "" && appendOnly[strings.ToLower(x.title)]:
-				out[s.key] = appendUnion(x, y, bt)
-			default:
-				m, err := Lines(bt, x.text, y.text, o)
-				if err != nil {
-					return Result{}, err
-				}
-				if m.Clean() {
-					out[s.key] = m.Merged
-					continue
-				}
-				if opts.Peers && opts.UnionOnConflict {
-					out[s.key] = appendUnion(x, y, bt)
-					continue
-				}
-				out[s.key] = x.text
-				if opts.Peers {
-					out[s.key] = m.Merged
-				}
-				res.Sections = append(res.Sections, SectionConflict{
-					Heading: x.path, Kind: BothEdited,
-					Base: clone(bt, inB), Ours: bytes.Clone(x.text), Theirs: bytes.Clone(y.text),
-					Marked: m.Merged,
-				})
-			}
-		case inO && inB:
-			// They dropped it.
-			if !bytes.Equal(x.text, bt) {
-				out[s.key] = x.text
-				if opts.Peers && opts.UnionOnConflict {
-					continue
-				}
-				if opts.Peers {
-					if out[s.key], err = markedDeletion(bt, x.text, nil, o); err != nil {
-						return Result{}, err
-					}
-				}
-				res.Sections = append(res.Sections, SectionConflict{
-					Heading: x.path, Kind: TheirsDeleted,
-					Base: bytes.Clone(bt), Ours: bytes.Clone(x.text),
-				})
-			}
-		case inO:
-			out[s.key] = x.text
-		case inT && inB:
-			// We dropped it.
-			if !bytes.Equal(y.text, bt) {
-				if opts.Peers && opts.UnionOnConflict {
-					out[s.key] = y.text
-					continue
-				}
-				if opts.Peers {
-					if out[s.key], err = markedDeletion(bt, nil, y.text, o); err != nil {
-						return Result{}, err
-					}
-				}
-				res.Sections = append(res.Sections, SectionConflict{
-					Heading: y.path, Kind: OursDeleted,
-					Base: bytes.Clone(bt), Theirs: bytes.Clone(y.text),
-				})
-			}
-		case inT:
-			out[s.key] = y.text
+		if err := m.resolve(s.key); err != nil {
+			return Result{}, err
 		}
 	}
+	res := m.res
+	res.Merged = joinSections(order(primary, secondary, m.out), m.out, cut)
+	res.Conflicts = len(res.Sections)
+	return res, nil
+}
 
+// sectionMerge is one Markdown call: the sections of the three versions by
+// key, and what has been decided so far.
+type sectionMerge struct {
+	opts               MarkdownOptions // Options normalized
+	appendOnly         map[string]bool // appendOnlyTitles of opts.AppendOnly
+	base, ours, theirs map[string]section
+	out                map[string][]byte // key → text to emit; absent means dropped
+	res                Result            // the conflicts reported so far
+}
+
+// appendOnlyTitles keys the AppendOnly titles as section titles are
+// compared: lower case, white space folded.
+func appendOnlyTitles(titles []string) map[string]bool {
+	appendOnly := map[string]bool{}
+	for _, t := range titles {
+		appendOnly[strings.ToLower(strings.Join(strings.Fields(t), " "))] = true
+	}
+	return appendOnly
+}
+
+// resolve decides the section key by where it exists: pinned by ours, in
+// both sides, dropped by one side, or added by one side (see Markdown).
+func (m *sectionMerge) resolve(key string) error {
+	b, inB := m.base[key]
+	x, inO := m.ours[key]
+	y, inT := m.theirs[key]
+	var bt []byte
+	if inB {
+		bt = b.text
+	}
+	switch {
+	case inO && x.keep && !m.opts.Peers:
+		m.out[key] = x.text
+	case inO && inT:
+		return m.both(key, x, y, bt, inB)
+	case inO && inB:
+		return m.theirsDeleted(key, x, bt)
+	case inO:
+		m.out[key] = x.text
+	case inT && inB:
+		return m.oursDeleted(key, y, bt)
+	case inT:
+		m.out[key] = y.text
+	}
+	return nil
+}
+
+// both resolves a section both sides have: the side that changed it wins;
+// changed on both, an append-only section takes the union and any other
+// goes to the line merge.
+func (m *sectionMerge) both(key string, x, y section, bt []byte, inB bool) error {
+	oChanged := !inB || !bytes.Equal(x.text, bt)
+	tChanged := !inB || !bytes.Equal(y.text, bt)
+	switch {
+	case !tChanged || bytes.Equal(x.text, y.text):
+		m.out[key] = x.text
+	case !oChanged:
+		m.out[key] = y.text
+	case x.title != "" && m.appendOnly[strings.ToLower(x.title)]:
+		m.out[key] = appendUnion(x, y, bt)
+	default:
+		return m.lineMerge(key, x, y, bt, inB)
+	}
+	return nil
+}
+
+// lineMerge merges a section both sides changed with Lines. A conflict
+// keeps our text and is reported, unless Peers writes git's markers or
+// UnionOnConflict settles it by the union of both sides' lines.
+func (m *sectionMerge) lineMerge(key string, x, y section, bt []byte, inB bool) error {
+	r, err := Lines(bt, x.text, y.text, m.opts.Options)
+	if err != nil {
+		return err
+	}
+	if r.Clean() {
+		m.out[key] = r.Merged
+		return nil
+	}
+	if m.opts.Peers && m.opts.UnionOnConflict {
+		m.out[key] = appendUnion(x, y, bt)
+		return nil
+	}
+	m.out[key] = x.text
+	if m.opts.Peers {
+		m.out[key] = r.Merged
+	}
+	m.res.Sections = append(m.res.Sections, SectionConflict{
+		Heading: x.path, Kind: BothEdited,
+		Base: clone(bt, inB), Ours: bytes.Clone(x.text), Theirs: bytes.Clone(y.text),
+		Marked: r.Merged,
+	})
+	return nil
+}
+
+// theirsDeleted resolves a section they dropped: gone if we left it as it
+// was; if we edited it, our text stays (with Peers, between markers against
+// nothing) and the conflict is reported, unless UnionOnConflict keeps the
+// edit silently.
+func (m *sectionMerge) theirsDeleted(key string, x section, bt []byte) error {
+	if bytes.Equal(x.text, bt) {
+		return nil
+	}
+	m.out[key] = x.text
+	if m.opts.Peers && m.opts.UnionOnConflict {
+		return nil
+	}
+	if m.opts.Peers {
+		var err error
+		if m.out[key], err = markedDeletion(bt, x.text, nil, m.opts.Options); err != nil {
+			return err
+		}
+	}
+	m.res.Sections = append(m.res.Sections, SectionConflict{
+		Heading: x.path, Kind: TheirsDeleted,
+		Base: bytes.Clone(bt), Ours: bytes.Clone(x.text),
+	})
+	return nil
+}
+
+// oursDeleted resolves a section we dropped: gone if they left it as it
+// was; if they edited it, it stays deleted (with Peers, their edit between
+// markers against nothing) and the conflict is reported, unless
+// UnionOnConflict takes their edit.
+func (m *sectionMerge) oursDeleted(key string, y section, bt []byte) error {
+	if bytes.Equal(y.text, bt) {
+		return nil
+	}
+	if m.opts.Peers && m.opts.UnionOnConflict {
+		m.out[key] = y.text
+		return nil
+	}
+	if m.opts.Peers {
+		var err error
+		if m.out[key], err = markedDeletion(bt, nil, y.text, m.opts.Options); err != nil {
+			return err
+		}
+	}
+	m.res.Sections = append(m.res.Sections, SectionConflict{
+		Heading: y.path, Kind: OursDeleted,
+		Base: bytes.Clone(bt), Theirs: bytes.Clone(y.text),
+	})
+	return nil
+}
+
+// joinSections writes the kept sections in order, then takes off the final
+// newline withFinalNewline added (cut). The result is never nil.
+func joinSections(keys []string, out map[string][]byte, cut string) []byte {
 	var merged []byte
-	for _, key := range order(primary, secondary, out) {
+	for _, key := range keys {
 		if len(merged) > 0 && merged[len(merged)-1] != '\n' {
 			// The previous section ended its document without a newline.
 			merged = append(merged, '\n')
@@ -428,9 +495,7 @@ func Markdown(base, ours, theirs []byte, opts MarkdownOptions) (Result, error) {
 	if merged == nil {
 		merged = []byte{}
 	}
-	res.Merged = merged
-	res.Conflicts = len(res.Sections)
-	return res, nil
+	return merged
 }
 
 // markedDeletion writes a section deleted on one side and edited on the

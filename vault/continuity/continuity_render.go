@@ -192,27 +192,63 @@ func (c *Continuity) ActiveDecisions(f ScopeFilter, all bool) []*Decision {
 // how many, and they stay in the ledger (`memvault continuity learnings`
 // and friends list them all).
 func renderContinuity(c *Continuity, capWords int) *ContinuityDoc {
-	// Each section's lines up to its quota (no more can be shown), and how
-	// many entries it has in all, for the "… N more" line.
-	entries := map[string][]string{}
-	total := map[string]int{}
-	add := func(sec, line string) {
-		total[sec]++
-		if len(entries[sec]) < sectionQuota[sec] {
-			entries[sec] = append(entries[sec], line)
+	p := &continuityPage{header: continuityHeader(c), entries: map[string][]string{}, total: map[string]int{}, chosen: map[string]int{}}
+	p.addWork(c)
+	p.addRecords(c)
+	p.fill(capWords)
+	out := p.build()
+	// The "… more" lines cost words too: give entries back, least
+	// important first, until the whole fits.
+	for countWords(out) > capWords {
+		if !p.giveBack() {
+			break // the skeleton alone is over the cap
+		}
+		out = p.build()
+	}
+	omitted := map[string]int{}
+	for _, s := range ContinuitySections {
+		if n := p.total[s] - p.chosen[s]; n > 0 {
+			omitted[s] = n
 		}
 	}
+	return &ContinuityDoc{Bytes: []byte(out), Words: countWords(out), Cap: capWords, Omitted: omitted}
+}
+
+// continuityPage is CONTINUITY.md being laid out: the header lines, each
+// section's lines up to its quota (no more can be shown), how many entries
+// it has in all (for the "… N more" line), and how many of its lines the
+// word cap lets in.
+type continuityPage struct {
+	header  []string
+	entries map[string][]string
+	total   map[string]int
+	chosen  map[string]int
+}
+
+// add counts an entry of section sec and keeps its line while the
+// section's quota has room.
+func (p *continuityPage) add(sec, line string) {
+	p.total[sec]++
+	if len(p.entries[sec]) < sectionQuota[sec] {
+		p.entries[sec] = append(p.entries[sec], line)
+	}
+}
+
+// addWork adds the sections about the work itself: the goal, the current
+// task, what was just completed, the next actions and open commitments,
+// and the blockers.
+func (p *continuityPage) addWork(c *Continuity) {
 	if c.Goal != "" {
-		add(SecGoal, safeLine(c.Goal, 400))
+		p.add(SecGoal, safeLine(c.Goal, 400))
 	}
 	if len(c.Next) > 0 {
 		n := c.Next[0]
-		add(SecTask, "- "+safeLine(n.Text, 200)+" (since "+n.Date+")")
+		p.add(SecTask, "- "+safeLine(n.Text, 200)+" (since "+n.Date+")")
 	}
-	for i := len(c.Done) - 1; i >= 0 && len(entries[SecCompleted]) < sectionQuota[SecCompleted]; i-- {
-		add(SecCompleted, "- "+safeLine(c.Done[i].Text, 200)+" ("+c.Done[i].Date+")")
+	for i := len(c.Done) - 1; i >= 0 && len(p.entries[SecCompleted]) < sectionQuota[SecCompleted]; i-- {
+		p.add(SecCompleted, "- "+safeLine(c.Done[i].Text, 200)+" ("+c.Done[i].Date+")")
 	}
-	total[SecCompleted] = len(c.Done)
+	p.total[SecCompleted] = len(c.Done)
 	// Open commitments are promises still to keep: numbered after the next
 	// actions, as `memvault done N` counts them.
 	for i, n := range append(append([]Item(nil), c.Next...), c.Commitments...) {
@@ -223,16 +259,22 @@ func renderContinuity(c *Continuity, capWords int) *ContinuityDoc {
 		if i >= len(c.Next) {
 			line += " (commitment `" + n.ID + "`)"
 		}
-		add(SecNext, line)
+		p.add(SecNext, line)
 	}
-	total[SecNext] = len(c.Next) + len(c.Commitments)
+	p.total[SecNext] = len(c.Next) + len(c.Commitments)
 	for i := len(c.Blockers) - 1; i >= 0; i-- {
 		b := c.Blockers[i]
-		add(SecBlockers, "- "+safeLine(b.Text, 200)+" (`"+b.ID+"`)")
+		p.add(SecBlockers, "- "+safeLine(b.Text, 200)+" (`"+b.ID+"`)")
 	}
 	for _, b := range decisionBlockers(c) {
-		add(SecBlockers, "- "+b)
+		p.add(SecBlockers, "- "+b)
 	}
+}
+
+// addRecords adds the sections of what the work left to know: the active
+// decisions and the learnings read, each the few that come first (a vault
+// holds thousands), the working context and the files being modified.
+func (p *continuityPage) addRecords(c *Continuity) {
 	var decs []*Decision
 	for _, d := range c.Decisions {
 		if d.Status == vault.StatusActive {
@@ -240,9 +282,9 @@ func renderContinuity(c *Continuity, capWords int) *ContinuityDoc {
 		}
 	}
 	for _, d := range smallest(decs, sectionQuota[SecDecisions], decisionFirst) {
-		add(SecDecisions, "- "+d.Line())
+		p.add(SecDecisions, "- "+d.Line())
 	}
-	total[SecDecisions] = len(decs)
+	p.total[SecDecisions] = len(decs)
 	var live []*Learning
 	for _, l := range c.Learnings {
 		if l.Status == vault.StatusActive || l.Status == vault.StatusCorrected {
@@ -250,16 +292,20 @@ func renderContinuity(c *Continuity, capWords int) *ContinuityDoc {
 		}
 	}
 	for _, l := range smallest(live, sectionQuota[SecLearnings], readFirst) {
-		add(SecLearnings, "- "+l.Line())
+		p.add(SecLearnings, "- "+l.Line())
 	}
-	total[SecLearnings] = len(live)
+	p.total[SecLearnings] = len(live)
 	for _, s := range c.Context {
-		add(SecContext, "- "+safeLine(s, 400))
+		p.add(SecContext, "- "+safeLine(s, 400))
 	}
 	for _, f := range c.Files {
-		add(SecFiles, "- "+safeLine(f, 200))
+		p.add(SecFiles, "- "+safeLine(f, 200))
 	}
+}
 
+// continuityHeader is the title, preamble and status lines that open
+// CONTINUITY.md.
+func continuityHeader(c *Continuity) []string {
 	phase := c.Phase
 	if phase == "" {
 		phase = "planning"
@@ -268,77 +314,71 @@ func renderContinuity(c *Continuity, capWords int) *ContinuityDoc {
 	if updated == "" {
 		updated = "never"
 	}
-	header := []string{continuityTitle, "", continuityPreamble, "",
+	return []string{continuityTitle, "", continuityPreamble, "",
 		"Last Updated: " + updated, "Current Phase: " + phase, "Current Iteration: " + strconv.Itoa(c.Iteration)}
-	skeleton := 0
-	for _, h := range header {
-		skeleton += countWords(h)
+}
+
+// fill chooses the lines the cap lets in: one pass in fill order, each
+// section up to its quota, while the words last after the skeleton; a
+// section that met the cap takes nothing more.
+func (p *continuityPage) fill(capWords int) {
+	used := 0
+	for _, h := range p.header {
+		used += countWords(h)
 	}
 	for _, s := range ContinuitySections {
-		skeleton += countWords("## "+s) + countWords("- none")
+		used += countWords("## "+s) + countWords("- none")
 	}
-	// One pass in fill order, each section up to its quota, while the
-	// words last; a section that met the cap takes nothing more.
-	chosen := map[string]int{}
-	used := skeleton
 	for _, s := range fillOrder {
-		for chosen[s] < len(entries[s]) {
-			w := countWords(entries[s][chosen[s]])
-			if chosen[s] == 0 {
+		for p.chosen[s] < len(p.entries[s]) {
+			w := countWords(p.entries[s][p.chosen[s]])
+			if p.chosen[s] == 0 {
 				w -= 2 // it replaces "- none"
 			}
 			if used+w > capWords {
 				break
 			}
 			used += w
-			chosen[s]++
+			p.chosen[s]++
 		}
 	}
-	build := func() string {
-		var b strings.Builder
-		for _, h := range header {
-			b.WriteString(h + "\n")
-		}
-		for _, s := range ContinuitySections {
-			b.WriteString("\n## " + s + "\n\n")
-			n := chosen[s]
-			for _, l := range entries[s][:n] {
-				b.WriteString(l + "\n")
-			}
-			switch {
-			case n < total[s]:
-				fmt.Fprintf(&b, "- … %d more in the ledger\n", total[s]-n)
-			case n == 0 && s == SecGoal:
-				b.WriteString("- none: set one with memvault goal\n")
-			case n == 0:
-				b.WriteString("- none\n")
-			}
-		}
-		return b.String()
+}
+
+// build writes the document with the chosen lines, each section's "… N
+// more" line, or its "- none".
+func (p *continuityPage) build() string {
+	var b strings.Builder
+	for _, h := range p.header {
+		b.WriteString(h + "\n")
 	}
-	out := build()
-	// The "… more" lines cost words too: give entries back, least
-	// important first, until the whole fits.
-	for countWords(out) > capWords {
-		dropped := false
-		for i := len(fillOrder) - 1; i >= 0 && !dropped; i-- {
-			if s := fillOrder[i]; chosen[s] > 0 {
-				chosen[s]--
-				dropped = true
-			}
-		}
-		if !dropped {
-			break // the skeleton alone is over the cap
-		}
-		out = build()
-	}
-	omitted := map[string]int{}
 	for _, s := range ContinuitySections {
-		if n := total[s] - chosen[s]; n > 0 {
-			omitted[s] = n
+		b.WriteString("\n## " + s + "\n\n")
+		n := p.chosen[s]
+		for _, l := range p.entries[s][:n] {
+			b.WriteString(l + "\n")
+		}
+		switch {
+		case n < p.total[s]:
+			fmt.Fprintf(&b, "- … %d more in the ledger\n", p.total[s]-n)
+		case n == 0 && s == SecGoal:
+			b.WriteString("- none: set one with memvault goal\n")
+		case n == 0:
+			b.WriteString("- none\n")
 		}
 	}
-	return &ContinuityDoc{Bytes: []byte(out), Words: countWords(out), Cap: capWords, Omitted: omitted}
+	return b.String()
+}
+
+// giveBack drops the last chosen line of the least important section that
+// has one, and reports false when no section has any left.
+func (p *continuityPage) giveBack() bool {
+	for i := len(fillOrder) - 1; i >= 0; i-- {
+		if s := fillOrder[i]; p.chosen[s] > 0 {
+			p.chosen[s]--
+			return true
+		}
+	}
+	return false
 }
 
 // renderLearningsIndex renders learnings-index.md: counts, then the

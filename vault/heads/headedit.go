@@ -60,44 +60,104 @@ func EditHead(v *vault.Vault, opts EditOptions) (*EditResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	lease, holder, took, err := AcquireHeadLease(v, rel, LeaseOwner{Agent: opts.Agent, Session: opts.Session, Command: "edit"}, cfg.Lease)
+	lease, took, err := acquireEditLease(v, rel, opts, cfg.Lease)
 	if err != nil {
 		return nil, err
 	}
-	if holder != nil {
-		e := fault.New(vault.ErrBusy, "edit: %s: lease held by %s", head, holder)
-		return nil, e.WithHint("wait for it to be released; a lease that expires is taken over")
-	}
 	defer ReleaseHeadLease(v, lease)
-	// Keep the lease alive while the editor is open.
+	stop := renewWhileEditing(v, lease, cfg.Lease)
+	defer stop()
+	if took != nil {
+		v.LogHeads("edit of %s took over a lease: %s", head, took.Reason)
+	}
+	original, err := textToEdit(v, rel, thread, lease, opts)
+	if err != nil {
+		return nil, err
+	}
+
+	e := &headEdit{v: v, rel: rel, head: head, thread: thread, original: original,
+		dir: filepath.Join(v.Root, ".state", "edit", lease.Token)}
+	e.work = filepath.Join(e.dir, filepath.Base(head))
+	if err := v.Files().WriteAtomic(e.work, original); err != nil {
+		return nil, err
+	}
+	defer e.removeCopy()
+	if err := opts.Editor(e.work); err != nil {
+		return nil, err
+	}
+	if e.edited, err = v.Files().ReadFile(e.work); err != nil {
+		return nil, fault.IO("read the edited copy", err)
+	}
+	e.res = &EditResult{Head: head}
+	if bytes.Equal(e.edited, original) {
+		return e.res, nil
+	}
+	if err := vault.CheckText("edit", string(e.edited), true); err != nil {
+		return nil, err
+	}
+	// The file is written only if it still holds what the merge read: a
+	// save in between (by hand: memvault itself defers to the lease) makes
+	// the transaction read and merge again.
+	var r *vault.Result
+	err = RetrySaves(func() (err error) {
+		r, err = v.Update(opts.TxOptions, e.save)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.res.Changed, e.res.Commit = true, r.Commit
+	return e.res, nil
+}
+
+// acquireEditLease takes the head's lease for the edit, or says who holds
+// it; it returns the lease it took over, if it took one over.
+func acquireEditLease(v *vault.Vault, rel vault.RelPath, opts EditOptions, ttl time.Duration) (*HeadLease, *Takeover, error) {
+	lease, holder, took, err := AcquireHeadLease(v, rel, LeaseOwner{Agent: opts.Agent, Session: opts.Session, Command: "edit"}, ttl)
+	if err != nil {
+		return nil, nil, err
+	}
+	if holder != nil {
+		e := fault.New(vault.ErrBusy, "edit: %s: lease held by %s", rel.String(), holder)
+		return nil, nil, e.WithHint("wait for it to be released; a lease that expires is taken over")
+	}
+	return lease, took, nil
+}
+
+// renewWhileEditing keeps the lease alive while the editor is open,
+// renewing it every third of its time to live. The function it returns
+// stops the renewals and waits until none is under way.
+func renewWhileEditing(v *vault.Vault, lease *HeadLease, ttl time.Duration) func() {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(cfg.Lease / 3)
+		t := time.NewTicker(ttl / 3)
 		defer t.Stop()
 		for {
 			select {
 			case <-stop:
 				return
 			case <-t.C:
-				_ = RenewHeadLease(v, lease, cfg.Lease)
+				_ = RenewHeadLease(v, lease, ttl)
 			}
 		}
 	}()
-	defer func() { close(stop); wg.Wait() }()
-	if took != nil {
-		v.LogHeads("edit of %s took over a lease: %s", head, took.Reason)
-	}
+	return func() { close(stop); wg.Wait() }
+}
 
+// textToEdit is the head's text the person starts from. A missing
+// CONTINUITY.md starts from opts.Template; any other missing head is
+// rendered first, under the edit's lease, so there is something to edit
+// and a base for the next merge.
+func textToEdit(v *vault.Vault, rel vault.RelPath, thread string, lease *HeadLease, opts EditOptions) ([]byte, error) {
+	head := rel.String()
 	original, err := v.Files().ReadFile(v.Abs(rel))
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && head == vault.ContinuityHead:
 		original = opts.Template
 	case errors.Is(err, fs.ErrNotExist):
-		// Render the head first, under this lease, so there is something
-		// to edit and a base for the next merge.
 		ro := RefreshOptions{TxOptions: opts.TxOptions, Trigger: "edit", Held: map[string]*HeadLease{head: lease}}
 		if thread == "" {
 			ro.Memory = true
@@ -114,79 +174,67 @@ func EditHead(v *vault.Vault, opts EditOptions) (*EditResult, error) {
 	case err != nil:
 		return nil, fault.IO("read "+head, err)
 	}
+	return original, nil
+}
 
-	dir := filepath.Join(v.Root, ".state", "edit", lease.Token)
-	work := filepath.Join(dir, filepath.Base(head))
-	if err := v.Files().WriteAtomic(work, original); err != nil {
-		return nil, err
+// headEdit is one EditHead once the person has a copy to edit: the head,
+// its text when the copy was made, and the copy under .state/edit/.
+type headEdit struct {
+	v            *vault.Vault
+	rel          vault.RelPath
+	head, thread string
+	original     []byte // the head as the copy was made from it
+	edited       []byte // the copy once the editor returned
+	dir, work    string // the copy's folder, and the copy
+	keep         bool   // the copy holds an edit that could not be merged: left for the person
+	res          *EditResult
+}
+
+// removeCopy removes the copy, unless it is kept for the person to merge.
+func (e *headEdit) removeCopy() {
+	if !e.keep {
+		e.v.Files().RemoveAll(e.dir)
 	}
-	keep := false
-	defer func() {
-		if !keep {
-			v.Files().RemoveAll(dir)
+}
+
+// save is the transaction that writes the edit: merged with what the file
+// holds now when someone changed it while the editor was open (a conflict
+// keeps the copy and refuses the edit), its credentials redacted, and
+// recorded as a head.edited event.
+func (e *headEdit) save(tx *vault.Tx) error {
+	now, err := e.v.Files().ReadFile(e.v.Abs(e.rel))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fault.IO("read "+e.head, err)
+	}
+	existed := err == nil
+	result := e.edited
+	if existed && !bytes.Equal(now, e.original) {
+		// Someone changed the file while the editor was open.
+		// Merge both edits.
+		m, merr := merge.Markdown(e.original, now, e.edited, merge.MarkdownOptions{})
+		if merr != nil {
+			return merr
 		}
-	}()
-	if err := opts.Editor(work); err != nil {
-		return nil, err
+		if !m.Clean() {
+			e.keep = true
+			fe := fault.New(vault.ErrConflict, "edit: %s changed on disk while you edited it, in the same sections", e.head)
+			return fe.WithHint("your version is kept in %s; merge it by hand", e.work)
+		}
+		result = m.Merged
 	}
-	edited, err := v.Files().ReadFile(work)
-	if err != nil {
-		return nil, fault.IO("read the edited copy", err)
+	clean, counts := e.v.Redact(string(result))
+	result = []byte(clean)
+	e.res.Redacted = counts
+	tx.WriteFileIfUnchanged(e.rel, result, now, existed)
+	fields := map[string]any{"head": e.head, "blob": gitrepo.BlobHash(result), "via": "edit"}
+	if len(counts) > 0 {
+		fields["redacted"] = counts
 	}
-	res := &EditResult{Head: head}
-	if bytes.Equal(edited, original) {
-		return res, nil
-	}
-	if err := vault.CheckText("edit", string(edited), true); err != nil {
-		return nil, err
-	}
-	// The file is written only if it still holds what the merge read: a
-	// save in between (by hand: memvault itself defers to the lease) makes
-	// the transaction read and merge again.
-	var r *vault.Result
-	err = RetrySaves(func() (err error) {
-		r, err = v.Update(opts.TxOptions, func(tx *vault.Tx) error {
-			now, err := v.Files().ReadFile(v.Abs(rel))
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fault.IO("read "+head, err)
-			}
-			existed := err == nil
-			result := edited
-			if existed && !bytes.Equal(now, original) {
-				// Someone changed the file while the editor was open.
-				// Merge both edits.
-				m, merr := merge.Markdown(original, now, edited, merge.MarkdownOptions{})
-				if merr != nil {
-					return merr
-				}
-				if !m.Clean() {
-					keep = true
-					e := fault.New(vault.ErrConflict, "edit: %s changed on disk while you edited it, in the same sections", head)
-					return e.WithHint("your version is kept in %s; merge it by hand", work)
-				}
-				result = m.Merged
-			}
-			clean, counts := v.Redact(string(result))
-			result = []byte(clean)
-			res.Redacted = counts
-			tx.WriteFileIfUnchanged(rel, result, now, existed)
-			fields := map[string]any{"head": head, "blob": gitrepo.BlobHash(result), "via": "edit"}
-			if len(counts) > 0 {
-				fields["redacted"] = counts
-			}
-			d, _ := json.Marshal(fields)
-			ev := tx.Append(&vault.Event{Kind: vault.KindHeadEdited, Thread: thread, Text: "hand edit of " + head, Data: d, Source: "edit"})
-			res.Event = ev.ID
-			tx.Subject("head.edited: hand edit of " + head)
-			return nil
-		})
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	res.Changed, res.Commit = true, r.Commit
-	return res, nil
+	d, _ := json.Marshal(fields)
+	ev := tx.Append(&vault.Event{Kind: vault.KindHeadEdited, Thread: e.thread, Text: "hand edit of " + e.head, Data: d, Source: "edit"})
+	e.res.Event = ev.ID
+	tx.Subject("head.edited: hand edit of " + e.head)
+	return nil
 }
 
 // ResolveResult is the outcome of `memvault resolve`.

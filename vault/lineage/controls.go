@@ -8,6 +8,7 @@ package lineage
 
 import (
 	"encoding/json"
+	"errors"
 	"regexp"
 	"strings"
 	"sync"
@@ -167,32 +168,9 @@ func closeTargets(lines []ControlLine) []string {
 func controlEvent(tx *vault.Tx, st *vault.State, c ControlLine, thread string) (*vault.Event, string) {
 	switch c.Verb {
 	case "CLOSE":
-		fields := strings.Fields(c.Arg)
-		id := fields[0]
-		note := strings.TrimSpace(strings.TrimPrefix(c.Arg, id))
-		r := st.Get(id)
-		switch {
-		case r == nil:
-			return nil, "no such commitment " + id
-		case r.EffectiveKind() != "commitment.open":
-			return nil, id + " is not a commitment"
-		case r.ClosedBy != "" || !r.Current():
-			return nil, id + " is already closed, retracted or superseded"
-		}
-		return &vault.Event{Kind: "commitment.close", Thread: r.Thread, Text: note, Links: []string{id}}, ""
+		return closeLineEvent(st, c)
 	case "CLAIM":
-		// Checked against the state (claims.go): a claim the state
-		// contradicts is recorded as rejected, with the reason.
-		typ, value, ok := strings.Cut(c.Arg, "=")
-		if !ok || strings.TrimSpace(typ) == "" {
-			return nil, "want CLAIM: <type>=<json>"
-		}
-		ev, err := ClaimEvent(st, typ, value)
-		if err != nil {
-			return nil, err.Error()
-		}
-		ev.Thread = thread
-		return ev, ""
+		return claimLineEvent(st, c, thread)
 	case "REFLECT":
 		ev, err := ReflectionEvent(st, c.Arg)
 		if err != nil {
@@ -207,48 +185,67 @@ func controlEvent(tx *vault.Tx, st *vault.State, c ControlLine, thread string) (
 	if kind, ok := controlKinds[c.Verb]; ok {
 		return &vault.Event{Kind: kind, Thread: thread, Text: c.Arg}, ""
 	}
+	return protocolLineEvent(tx, c, thread)
+}
+
+// closeLineEvent closes the commitment a CLOSE line names ("CLOSE: <id>
+// [note]"), in the commitment's thread, if it is open.
+func closeLineEvent(st *vault.State, c ControlLine) (*vault.Event, string) {
+	fields := strings.Fields(c.Arg)
+	id := fields[0]
+	note := strings.TrimSpace(strings.TrimPrefix(c.Arg, id))
+	r := st.Get(id)
+	switch {
+	case r == nil:
+		return nil, "no such commitment " + id
+	case r.EffectiveKind() != "commitment.open":
+		return nil, id + " is not a commitment"
+	case r.ClosedBy != "" || !r.Current():
+		return nil, id + " is already closed, retracted or superseded"
+	}
+	return &vault.Event{Kind: "commitment.close", Thread: r.Thread, Text: note, Links: []string{id}}, ""
+}
+
+// claimLineEvent records a CLAIM line ("CLAIM: <type>=<json>"), checked
+// against the state (claims.go): a claim the state contradicts is recorded
+// as rejected, with the reason.
+func claimLineEvent(st *vault.State, c ControlLine, thread string) (*vault.Event, string) {
+	typ, value, ok := strings.Cut(c.Arg, "=")
+	if !ok || strings.TrimSpace(typ) == "" {
+		return nil, "want CLAIM: <type>=<json>"
+	}
+	ev, err := ClaimEvent(st, typ, value)
+	if err != nil {
+		return nil, err.Error()
+	}
+	ev.Thread = thread
+	return ev, ""
+}
+
+// controlDay is the day the protocol's verbs are given for a control line:
+// none, as the event's own timestamp gives its day.
+const controlDay = ""
+
+// protocolLineEvent builds the event of a DECISION, LEARNED, NEXT or DONE
+// line through the continuity protocol's verbs, as the command line does.
+// An event about an earlier row (a done, a supersede, a reinforcement)
+// takes that row's thread, global when it is global, as `memvault done`
+// does; any other takes the line's thread.
+func protocolLineEvent(tx *vault.Tx, c ControlLine, thread string) (*vault.Event, string) {
 	cont, err := continuity.TxContinuity(tx, nil)
 	if err != nil {
 		return nil, err.Error()
 	}
-	const day = "" // the event's own timestamp gives its day
 	var ev *vault.Event
 	switch c.Verb {
 	case "DECISION":
-		scope, body := controlScope(c.Arg)
-		dec, why, _ := strings.Cut(body, "|")
-		key := continuity.NormalizeText(dec)
-		for _, d := range cont.Decisions {
-			if d.Status == vault.StatusActive && d.Key() == key {
-				return nil, "repeats " + d.ID
-			}
-		}
-		ev, _, err = continuity.DecideEvent(cont, continuity.DecideInput{Decision: dec, Rationale: why, Scope: scope}, day)
+		ev, err = decisionLineEvent(cont, c.Arg)
 	case "LEARNED":
-		scope, body := controlScope(c.Arg)
-		in := continuity.LearnInput{Scope: scope, Error: body}
-		switch parts := strings.Split(body, "|"); len(parts) {
-		case 1:
-		case 2:
-			in.Error, in.Prevention = parts[0], parts[1]
-		default:
-			in.Error, in.Cause, in.Prevention = parts[0], parts[1], strings.Join(parts[2:], "|")
-		}
-		var evs []*vault.Event
-		if evs, _, _, err = continuity.LearnEvent(cont, in, day); err == nil {
-			for _, pre := range evs[:len(evs)-1] { // the retraction of an archiving
-				pre.Thread, pre.Source = cont.ThreadOf(pre.Links[0]), "control"
-				if err := tx.Permit(pre); err != nil {
-					return nil, vault.RefusedByPolicy + vault.Refusal(err)
-				}
-				tx.Append(pre)
-			}
-			ev = evs[len(evs)-1]
-		}
+		ev, err = learnedLineEvent(tx, cont, c.Arg)
 	case "NEXT":
-		ev = continuity.NextEvent(c.Arg, false, day)
+		ev = continuity.NextEvent(c.Arg, false, controlDay)
 	case "DONE":
-		ev, _, err = continuity.DoneEvent(cont, c.Arg, day)
+		ev, _, err = continuity.DoneEvent(cont, c.Arg, controlDay)
 	default:
 		return nil, "unknown control verb"
 	}
@@ -258,13 +255,54 @@ func controlEvent(tx *vault.Tx, st *vault.State, c ControlLine, thread string) (
 	switch {
 	case ev.Thread != "":
 	case len(ev.Links) > 0:
-		// About an earlier row (a done, a supersede, a reinforcement): that
-		// row's thread, global when it is global, as `memvault done` does.
 		ev.Thread = cont.ThreadOf(ev.Links[0])
 	default:
 		ev.Thread = thread
 	}
 	return ev, ""
+}
+
+// decisionLineEvent records a DECISION line ("[scope] decision|why"),
+// unless it repeats an active decision.
+func decisionLineEvent(cont *continuity.Continuity, arg string) (*vault.Event, error) {
+	scope, body := controlScope(arg)
+	dec, why, _ := strings.Cut(body, "|")
+	key := continuity.NormalizeText(dec)
+	for _, d := range cont.Decisions {
+		if d.Status == vault.StatusActive && d.Key() == key {
+			return nil, errors.New("repeats " + d.ID)
+		}
+	}
+	ev, _, err := continuity.DecideEvent(cont, continuity.DecideInput{Decision: dec, Rationale: why, Scope: scope}, controlDay)
+	return ev, err
+}
+
+// learnedLineEvent records a LEARNED line ("[scope] error", "… error|
+// prevention" or "… error|cause|prevention"). The events the protocol
+// makes before the learning's own (the retraction of an archiving) are
+// appended here, each through the policy: one refused refuses the line.
+func learnedLineEvent(tx *vault.Tx, cont *continuity.Continuity, arg string) (*vault.Event, error) {
+	scope, body := controlScope(arg)
+	in := continuity.LearnInput{Scope: scope, Error: body}
+	switch parts := strings.Split(body, "|"); len(parts) {
+	case 1:
+	case 2:
+		in.Error, in.Prevention = parts[0], parts[1]
+	default:
+		in.Error, in.Cause, in.Prevention = parts[0], parts[1], strings.Join(parts[2:], "|")
+	}
+	evs, _, _, err := continuity.LearnEvent(cont, in, controlDay)
+	if err != nil {
+		return nil, err
+	}
+	for _, pre := range evs[:len(evs)-1] { // the retraction of an archiving
+		pre.Thread, pre.Source = cont.ThreadOf(pre.Links[0]), "control"
+		if err := tx.Permit(pre); err != nil {
+			return nil, errors.New(vault.RefusedByPolicy + vault.Refusal(err))
+		}
+		tx.Append(pre)
+	}
+	return evs[len(evs)-1], nil
 }
 
 // controlScope splits a leading [scope] off a control line's text; text

@@ -102,7 +102,26 @@ func Summarize(tx *vault.Tx, t vault.TranscriptRef, opts SummaryOptions) (*vault
 	for _, ev := range tx.Events() { // the control lines' events are the session's too
 		st.Add(&vault.Row{Event: ev})
 	}
+	rows, threads := sessionRows(st, t, thread)
+	n := summaryNode(tx, t, d, primaryFirst(thread, threads), summaryBody(t, d, rows, controls))
+	if m := opts.Model; m != nil {
+		// A model's summary of these messages is not asked for twice:
+		// the node that holds one stands.
+		prev, err := modelNode(v, tx, t, vault.NodeSessionSummary, 1, d.last)
+		if err != nil || prev != nil {
+			return prev, false, err
+		}
+		if err := applyModel(tx, n, m, m.From == 1 && m.Upto == d.last, "summary of session "+t.Session); err != nil {
+			return nil, false, err
+		}
+	}
+	return tx.CreateNode(n)
+}
 
+// sessionRows returns the rows the session's agent wrote in it, nodes and
+// transcript bookkeeping aside, and the threads of the summary: thread (the
+// session's own, when it has one) and those of the rows.
+func sessionRows(st *vault.State, t vault.TranscriptRef, thread string) ([]*vault.Row, map[string]bool) {
 	var rows []*vault.Row
 	threads := map[string]bool{}
 	if thread != "" {
@@ -117,6 +136,13 @@ func Summarize(tx *vault.Tx, t vault.TranscriptRef, opts SummaryOptions) (*vault
 			}
 		}
 	}
+	return rows, threads
+}
+
+// summaryBody writes a session summary's text: the intent (the first
+// prompts), the outcome (the last assistant message, clipped), the
+// session's events and reflections, and what became of its control lines.
+func summaryBody(t vault.TranscriptRef, d *sessionDigest, rows []*vault.Row, controls []ControlLine) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Session %s\n\n## Intent\n\n", t.Session)
 	if len(d.prompts) == 0 {
@@ -138,40 +164,43 @@ func Summarize(tx *vault.Tx, t vault.TranscriptRef, opts SummaryOptions) (*vault
 		}
 	}
 	writeReflections(&b, rows)
-	if len(controls) > 0 {
-		b.WriteString("\n## Control lines\n\n")
-		for _, c := range controls {
-			result := "`" + c.Event + "`"
-			switch {
-			case c.Event == "":
-				result = c.Result
-			case c.Result != "": // a claim rejected or unchecked
-				result += " (" + c.Result + ")"
-			}
-			fmt.Fprintf(&b, "- message %d: %s: %s → %s\n", c.N, c.Verb, vault.Clip(c.Arg, 200), result)
-		}
+	writeControlLines(&b, controls)
+	return b.String()
+}
+
+// writeControlLines lists the session's control lines, each with the event
+// it made or why it made none.
+func writeControlLines(b *strings.Builder, controls []ControlLine) {
+	if len(controls) == 0 {
+		return
 	}
+	b.WriteString("\n## Control lines\n\n")
+	for _, c := range controls {
+		result := "`" + c.Event + "`"
+		switch {
+		case c.Event == "":
+			result = c.Result
+		case c.Result != "": // a claim rejected or unchecked
+			result += " (" + c.Result + ")"
+		}
+		fmt.Fprintf(b, "- message %d: %s: %s → %s\n", c.N, c.Verb, vault.Clip(c.Arg, 200), result)
+	}
+}
+
+// summaryNode is the session-summary node of t, spanning all of its
+// messages, created at the time of its last message (the transaction's
+// when none has one) and titled by its first prompt.
+func summaryNode(tx *vault.Tx, t vault.TranscriptRef, d *sessionDigest, threads []string, body string) *vault.Node {
 	created := d.lastTS
 	if created.IsZero() {
 		created = tx.Now()
 	}
 	n := &vault.Node{Kind: vault.NodeSessionSummary, Agent: t.Agent, Session: t.Session, Harness: tx.Harness(),
-		Threads: primaryFirst(thread, threads), Span: &vault.Span{Path: t.Path(), From: 1, To: d.last},
+		Threads: threads, Span: &vault.Span{Path: t.Path(), From: 1, To: d.last},
 		Created: vault.FormatTS(created), Title: "session " + t.Session + ": " + firstOr(d.prompts, "no prompt"),
-		Body: b.String()}
+		Body: body}
 	n.Title = vault.Clip(n.Title, 120)
-	if m := opts.Model; m != nil {
-		// A model's summary of these messages is not asked for twice:
-		// the node that holds one stands.
-		prev, err := modelNode(v, tx, t, vault.NodeSessionSummary, 1, d.last)
-		if err != nil || prev != nil {
-			return prev, false, err
-		}
-		if err := applyModel(tx, n, m, m.From == 1 && m.Upto == d.last, "summary of session "+t.Session); err != nil {
-			return nil, false, err
-		}
-	}
-	return tx.CreateNode(n)
+	return n
 }
 
 // writeReflections lists the session's reflections that hold in full (up

@@ -66,8 +66,37 @@ func Expand(v *vault.Vault, id string, opts ExpandOptions) (*Expansion, error) {
 	if opts.Context < 0 {
 		return nil, fault.New(vault.ErrInvalid, "expand: --context must be 0 or more")
 	}
-	// The node, the condensed nodes that list it, and its session's nodes;
-	// then the other children of its parents, for siblings by parent.
+	ix, n, err := expandNodes(v, id, opts.Agent)
+	if err != nil {
+		return nil, err
+	}
+	full, err := v.ReadNode(n)
+	if err != nil {
+		return nil, err
+	}
+	ex := &Expansion{Node: full, Parents: []NodeRef{}, Children: []NodeRef{}, Siblings: []NodeRef{},
+		Threads: []HeadRef{}, Rows: []*vault.Row{}, Transcript: []transcript.Stored{}}
+	ex.addRelatives(ix, id, n)
+	heads, err := headsCiting(v, id)
+	if err != nil {
+		return nil, err
+	}
+	ex.Threads = append(ex.Threads, heads...)
+	span, err := ex.addTranscript(v, n, opts.Context)
+	if err != nil {
+		return nil, err
+	}
+	if err := ex.addRows(v, id, n, span); err != nil {
+		return nil, err
+	}
+	return ex, nil
+}
+
+// expandNodes loads the node, the condensed nodes that list it, and its
+// session's nodes; then the other children of its parents, for siblings by
+// parent. A node that does not exist, or that belongs to another agent
+// than the one asking, is refused with a hint.
+func expandNodes(v *vault.Vault, id, agent string) (*vault.NodeIndex, *vault.Node, error) {
 	ix, err := v.NodesThen([]string{id}, func(ix *vault.NodeIndex) []string {
 		n := ix.Nodes[id]
 		if n == nil {
@@ -84,24 +113,24 @@ func Expand(v *vault.Vault, id string, opts ExpandOptions) (*Expansion, error) {
 		return more
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	n := ix.Nodes[id]
 	if n == nil {
 		e := fault.New(vault.ErrNotFound, "expand %s: no such node", id)
-		return nil, e.WithHint("list nodes with: memvault nodes")
+		return nil, nil, e.WithHint("list nodes with: memvault nodes")
 	}
-	if n.Agent != opts.Agent {
-		e := fault.New(vault.ErrConflict, "expand %s: belongs to agent %s, not %s", id, n.Agent, opts.Agent)
-		return nil, e.WithHint("to read another agent's node, name it: memvault expand %s --agent %s", id, n.Agent)
+	if n.Agent != agent {
+		e := fault.New(vault.ErrConflict, "expand %s: belongs to agent %s, not %s", id, n.Agent, agent)
+		return nil, nil, e.WithHint("to read another agent's node, name it: memvault expand %s --agent %s", id, n.Agent)
 	}
-	full, err := v.ReadNode(n)
-	if err != nil {
-		return nil, err
-	}
-	ex := &Expansion{Node: full, Parents: []NodeRef{}, Children: []NodeRef{}, Siblings: []NodeRef{},
-		Threads: []HeadRef{}, Rows: []*vault.Row{}, Transcript: []transcript.Stored{}}
+	return ix, n, nil
+}
 
+// addRelatives lists the node's parents, its children, and its siblings:
+// the nodes of its agent that share its session or one of its parents,
+// parents and children excepted, in node order.
+func (ex *Expansion) addRelatives(ix *vault.NodeIndex, id string, n *vault.Node) {
 	parents := ix.Parents[id]
 	for _, p := range parents {
 		if pn := ix.Nodes[p]; pn != nil {
@@ -134,40 +163,44 @@ func Expand(v *vault.Vault, id string, opts ExpandOptions) (*Expansion, error) {
 	for _, s := range siblings {
 		ex.Siblings = append(ex.Siblings, refOf(s))
 	}
+}
 
-	heads, err := headsCiting(v, id)
-	if err != nil {
-		return nil, err
+// spanTimes are the times of the first and last message of a node's span
+// (formatted as vault.FormatTS), "" when none of them has one.
+type spanTimes struct{ start, end string }
+
+// addTranscript adds the span's own messages, with context more on each
+// side, and returns the span's times, which bound the rows written during
+// it. A transcript that is gone adds nothing.
+func (ex *Expansion) addTranscript(v *vault.Vault, n *vault.Node, context int) (spanTimes, error) {
+	var span spanTimes
+	if n.Span == nil {
+		return span, nil
 	}
-	ex.Threads = append(ex.Threads, heads...)
-
-	// The span's own messages, with --context more on each side; the times
-	// of the span's first and last message bound the rows written during it.
-	var spanStart, spanEnd string
-	if n.Span != nil {
-		t := vault.TranscriptRef{Agent: n.Agent, Session: n.Session}
-		from := max(1, n.Span.From-opts.Context)
-		err := v.ReadTranscript(t, from, n.Span.To+opts.Context, func(m transcript.Stored) error {
-			ex.Transcript = append(ex.Transcript, m)
-			if m.N >= n.Span.From && m.N <= n.Span.To && !m.TS.IsZero() {
-				ts := vault.FormatTS(m.TS)
-				if spanStart == "" || ts < spanStart {
-					spanStart = ts
-				}
-				if ts > spanEnd {
-					spanEnd = ts
-				}
+	t := vault.TranscriptRef{Agent: n.Agent, Session: n.Session}
+	from := max(1, n.Span.From-context)
+	err := v.ReadTranscript(t, from, n.Span.To+context, func(m transcript.Stored) error {
+		ex.Transcript = append(ex.Transcript, m)
+		if m.N >= n.Span.From && m.N <= n.Span.To && !m.TS.IsZero() {
+			ts := vault.FormatTS(m.TS)
+			if span.start == "" || ts < span.start {
+				span.start = ts
 			}
-			return nil
-		})
-		if err != nil && !vault.IsNotFound(err) {
-			return nil, err
+			if ts > span.end {
+				span.end = ts
+			}
 		}
+		return nil
+	})
+	if err != nil && !vault.IsNotFound(err) {
+		return span, err
 	}
+	return span, nil
+}
 
-	// Rows: linked to the node, or written by the node's agent in its
-	// session during the span: a control-line event by the number of the
-	// message it came from, any other event by its time.
+// addRows adds the rows of the node (expandRow), reading only the ledger
+// segments that can hold one: those naming the node or its session.
+func (ex *Expansion) addRows(v *vault.Vault, id string, n *vault.Node, span spanTimes) error {
 	rowNeedles := [][]byte{[]byte(id)}
 	if n.Session != "" {
 		field, _ := json.Marshal(n.Session)
@@ -177,33 +210,37 @@ func Expand(v *vault.Vault, id string, opts ExpandOptions) (*Expansion, error) {
 		return slices.Contains(c.Linked, id) || n.Session != "" && slices.Contains(c.Sessions, n.Session)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, r := range st.Rows {
-		if vault.CorrectionKinds[r.Kind] && !slices.Contains(r.Links, id) && r.Session != n.Session {
-			continue // kept only to mark the rows above
-		}
-		if slices.Contains(r.Links, id) && r.Kind != "node.created" {
-			ex.Rows = append(ex.Rows, r)
-			continue
-		}
-		if n.Span == nil || r.Agent != n.Agent || r.Session != n.Session || strings.HasPrefix(r.Kind, "node.") ||
-			strings.HasPrefix(r.Kind, "transcript.") {
-			continue
-		}
-		if at := controlN(r); at > 0 {
-			if at >= n.Span.From && at <= n.Span.To {
-				ex.Rows = append(ex.Rows, r)
-			}
-			continue
-		}
-		// A session summary covers the whole session; a row without span
-		// times to compare with belongs to the session too.
-		if n.Kind == vault.NodeSessionSummary || spanStart == "" || r.TS >= spanStart[:19] && r.TS[:19] <= spanEnd[:19] {
+		if expandRow(r, id, n, span) {
 			ex.Rows = append(ex.Rows, r)
 		}
 	}
-	return ex, nil
+	return nil
+}
+
+// expandRow tells whether r is a row of node id: linked to it (its own
+// node.created aside), or written by the node's agent in its session
+// during the span: a control-line event by the number of the message it
+// came from, any other event by its time.
+func expandRow(r *vault.Row, id string, n *vault.Node, span spanTimes) bool {
+	if vault.CorrectionKinds[r.Kind] && !slices.Contains(r.Links, id) && r.Session != n.Session {
+		return false // kept only to mark the rows above
+	}
+	if slices.Contains(r.Links, id) && r.Kind != "node.created" {
+		return true
+	}
+	if n.Span == nil || r.Agent != n.Agent || r.Session != n.Session || strings.HasPrefix(r.Kind, "node.") ||
+		strings.HasPrefix(r.Kind, "transcript.") {
+		return false
+	}
+	if at := controlN(r); at > 0 {
+		return at >= n.Span.From && at <= n.Span.To
+	}
+	// A session summary covers the whole session; a row without span
+	// times to compare with belongs to the session too.
+	return n.Kind == vault.NodeSessionSummary || span.start == "" || r.TS >= span.start[:19] && r.TS[:19] <= span.end[:19]
 }
 
 // controlN is the message number a control-line event came from, 0 if the

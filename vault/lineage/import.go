@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -130,16 +131,8 @@ type importBatchIn struct {
 // first window's size (tests read small files in many windows with it).
 func importSource(v *vault.Vault, opts vault.TxOptions, t vault.TranscriptRef, format transcript.Format, source, thread string,
 	deadline time.Time, window int64) (*ImportReport, error) {
-	if err := t.Check(); err != nil {
+	if err := checkImport(t, opts, thread); err != nil {
 		return nil, err
-	}
-	if thread != "" {
-		if opts.NoCommit {
-			return nil, fault.New(vault.ErrInvalid, "import: a thread is bound by a commit")
-		}
-		if _, err := vault.ParseThread(thread); err != nil {
-			return nil, err
-		}
 	}
 	abs, err := filepath.Abs(source)
 	if err != nil {
@@ -154,10 +147,50 @@ func importSource(v *vault.Vault, opts vault.TxOptions, t vault.TranscriptRef, f
 	if err != nil {
 		return nil, fault.IO("import "+source, err)
 	}
-	size := info.Size()
+	r := &importRun{v: v, source: source, thread: thread, deadline: deadline, f: f, size: info.Size(),
+		id:     &importID{t: t, format: format, source: abs, path: importStatePath(v, t, format, abs)},
+		rep:    &ImportReport{Agent: t.Agent, Session: t.Session, Source: source, Format: string(format)},
+		popts:  transcript.Options{Rules: v.Rules, NoRedact: v.Rules == nil, Session: &transcript.Session{}},
+		window: firstWindow(window, deadline)}
+	r.opts, r.batchOpts = importTxOptions(opts, t)
+	for {
+		more, err := r.step()
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			break
+		}
+	}
+	if !r.opts.NoCommit {
+		if err := commitChunk(v, r.opts, r.id, thread, &r.chunk, r.rep); err != nil {
+			return nil, err
+		}
+	}
+	return r.rep, nil
+}
 
-	rep := &ImportReport{Agent: t.Agent, Session: t.Session, Source: source, Format: string(format)}
-	path := importStatePath(v, t, format, abs)
+// checkImport refuses a bad transcript, and a thread that is malformed or
+// given to an import without a commit (a thread is bound by a commit).
+func checkImport(t vault.TranscriptRef, opts vault.TxOptions, thread string) error {
+	if err := t.Check(); err != nil {
+		return err
+	}
+	if thread != "" {
+		if opts.NoCommit {
+			return fault.New(vault.ErrInvalid, "import: a thread is bound by a commit")
+		}
+		if _, err := vault.ParseThread(thread); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// importTxOptions are the options of an import's commits, which act for
+// t's agent and session, and of its windows' transactions, which never
+// commit.
+func importTxOptions(opts vault.TxOptions, t vault.TranscriptRef) (commits, batches vault.TxOptions) {
 	if opts.Agent == "" {
 		opts.Agent = t.Agent
 	}
@@ -165,101 +198,129 @@ func importSource(v *vault.Vault, opts vault.TxOptions, t vault.TranscriptRef, f
 		opts.Command = "transcript import"
 	}
 	opts.Session = t.Session
-	batchOpts := opts
-	batchOpts.NoCommit = true
-	popts := transcript.Options{Rules: v.Rules, NoRedact: v.Rules == nil, Session: &transcript.Session{}}
-	id := &importID{t: t, format: format, source: abs, path: path}
-	var mine *importBatch
-	sniffed, windows := false, 0
-	// What a committing import has appended since its last commit.
-	var chunk importChunk
+	batches = opts
+	batches.NoCommit = true
+	return opts, batches
+}
+
+// firstWindow is the size of an import's first window: the one asked for,
+// else a whole importWindow, or under a deadline the smallest, so that a
+// hook stores something early.
+func firstWindow(window int64, deadline time.Time) int64 {
 	switch {
 	case window > 0:
+		return window
 	case deadline.IsZero():
-		window = importWindow
+		return importWindow
 	default:
-		window = minWindow
+		return minWindow
 	}
-	for {
-		st := loadImport(v, t, path, mine)
-		if st.fresh {
-			if err := restartImport(v, batchOpts, id, &st); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if st.Offset == size {
-			break
-		}
-		if windows > 0 && !deadline.IsZero() && !time.Now().Before(deadline) {
-			rep.More = true
-			break
-		}
-		if st.Offset == 0 && !sniffed {
-			sniffed = true
-			if err := sniff(f, size, source, format); err != nil {
-				return nil, err
-			}
-		}
-		started := time.Now()
-		b, err := readWindow(f, size, format, st.Cursor, window, popts)
-		if errors.Is(err, transcript.ErrMidLine) || errors.Is(err, transcript.ErrShrunk) || errors.Is(err, transcript.ErrRewritten) {
-			// The file was replaced, cut or rewritten: read it again from
-			// the start, skipping what is stored.
-			if err := restartImport(v, batchOpts, id, &st); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("import %s: %w", source, err)
-		}
-		if b == nil {
-			break // only a torn last line is left: the harness is still writing it
-		}
-		if windows > 0 && !deadline.IsZero() {
-			batchOpts.LockTimeout = lockWaitUntil(deadline, opts.LockTimeout)
-		}
-		var done *importBatch
-		_, err = v.Update(batchOpts, func(tx *vault.Tx) error {
-			var err error
-			done, err = appendBatch(tx, id, b, size, rep)
-			return err
-		})
-		if errors.Is(err, errStaleImport) {
-			mine = nil
-			popts.Session = &transcript.Session{}
-			continue
-		}
-		if err != nil {
-			if windows > 0 && vault.IsBusy(err) {
-				rep.More = true // what was appended stays; the next import goes on
-				break
-			}
-			return nil, err
-		}
-		mergeStats(&rep.Stats, b.stats)
-		mine = done
-		windows++
-		v.Progress.Step(fmt.Sprintf("import: %s messages from %s", vault.FormatCount(int64(rep.Added)), filepath.Base(source)), "bytes", b.next.Offset, size)
-		if !opts.NoCommit {
-			chunk.add(done, b.next.Offset-b.from.Offset, rep.Added)
-			if chunk.read >= commitBytes {
-				if err := commitChunk(v, opts, id, thread, &chunk, rep); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if !deadline.IsZero() {
-			window = nextWindow(b.next.Offset-b.from.Offset, time.Since(started), time.Until(deadline))
+}
+
+// importRun is one importSource call: the source and its import's state
+// file, the options of its windows and of its commits, and how far it got.
+type importRun struct {
+	v         *vault.Vault
+	opts      vault.TxOptions // the commits' (importTxOptions)
+	batchOpts vault.TxOptions // the windows': no commit; under a deadline, a bounded lock wait
+	id        *importID
+	source    string // as the caller named it, for messages
+	thread    string
+	deadline  time.Time
+	f         *os.File
+	size      int64 // the source's size when it was opened: the import stops there
+	popts     transcript.Options
+	window    int64         // size of the next window
+	rep       *ImportReport // what the import did so far
+	mine      *importBatch  // the batch this process appended last
+	sniffed   bool          // the source's format was checked
+	windows   int           // windows appended
+	chunk     importChunk   // what a committing import appended since its last commit
+}
+
+// step reads the import's state and either restarts from the source's
+// start, when there is no state or the source was replaced, cut or
+// rewritten, or reads the next window and appends it. It reports false
+// when the import is over: the source read to its end (or to a torn last
+// line, which the harness is still writing), or the deadline come.
+func (r *importRun) step() (bool, error) {
+	st := loadImport(r.v, r.id.t, r.id.path, r.mine)
+	if st.fresh {
+		return true, restartImport(r.v, r.batchOpts, r.id, &st)
+	}
+	if st.Offset == r.size {
+		return false, nil
+	}
+	if r.windows > 0 && !r.deadline.IsZero() && !time.Now().Before(r.deadline) {
+		r.rep.More = true
+		return false, nil
+	}
+	if st.Offset == 0 && !r.sniffed {
+		r.sniffed = true
+		if err := sniff(r.f, r.size, r.source, r.id.format); err != nil {
+			return false, err
 		}
 	}
-	if !opts.NoCommit {
-		if err := commitChunk(v, opts, id, thread, &chunk, rep); err != nil {
-			return nil, err
+	started := time.Now()
+	b, err := readWindow(r.f, r.size, r.id.format, st.Cursor, r.window, r.popts)
+	if errors.Is(err, transcript.ErrMidLine) || errors.Is(err, transcript.ErrShrunk) || errors.Is(err, transcript.ErrRewritten) {
+		// The file was replaced, cut or rewritten: read it again from
+		// the start, skipping what is stored.
+		return true, restartImport(r.v, r.batchOpts, r.id, &st)
+	}
+	if err != nil {
+		return false, fmt.Errorf("import %s: %w", r.source, err)
+	}
+	if b == nil {
+		return false, nil // only a torn last line is left: the harness is still writing it
+	}
+	return r.appendWindow(b, started)
+}
+
+// appendWindow appends window b (read from started on) in a transaction of
+// its own without a commit; a committing import then commits once it has
+// read commitBytes since its last commit, and under a deadline the next
+// window is sized to the time left. A batch another process made stale is
+// dropped and read again; a window after the first that finds the vault
+// busy ends the import with More, keeping what was appended.
+func (r *importRun) appendWindow(b *importBatchIn, started time.Time) (bool, error) {
+	if r.windows > 0 && !r.deadline.IsZero() {
+		r.batchOpts.LockTimeout = lockWaitUntil(r.deadline, r.opts.LockTimeout)
+	}
+	var done *importBatch
+	_, err := r.v.Update(r.batchOpts, func(tx *vault.Tx) error {
+		var err error
+		done, err = appendBatch(tx, r.id, b, r.size, r.rep)
+		return err
+	})
+	if errors.Is(err, errStaleImport) {
+		r.mine = nil
+		r.popts.Session = &transcript.Session{}
+		return true, nil
+	}
+	if err != nil {
+		if r.windows > 0 && vault.IsBusy(err) {
+			r.rep.More = true // what was appended stays; the next import goes on
+			return false, nil
+		}
+		return false, err
+	}
+	mergeStats(&r.rep.Stats, b.stats)
+	r.mine = done
+	r.windows++
+	r.v.Progress.Step(fmt.Sprintf("import: %s messages from %s", vault.FormatCount(int64(r.rep.Added)), filepath.Base(r.source)), "bytes", b.next.Offset, r.size)
+	if !r.opts.NoCommit {
+		r.chunk.add(done, b.next.Offset-b.from.Offset, r.rep.Added)
+		if r.chunk.read >= commitBytes {
+			if err := commitChunk(r.v, r.opts, r.id, r.thread, &r.chunk, r.rep); err != nil {
+				return false, err
+			}
 		}
 	}
-	return rep, nil
+	if !r.deadline.IsZero() {
+		r.window = nextWindow(b.next.Offset-b.from.Offset, time.Since(started), time.Until(r.deadline))
+	}
+	return true, nil
 }
 
 // importChunk is what a committing import appended since its last commit:
@@ -391,39 +452,9 @@ func appendBatch(tx *vault.Tx, id *importID, b *importBatchIn, size int64, rep *
 	if st.fresh || st.Cursor != b.from {
 		return nil, errStaleImport
 	}
-	// The transcript as it is on disk, then what this transaction queued
-	// (the spool's fold) after it: this batch goes after both.
-	tail, err := v.TranscriptTail(t)
+	before, seen, err := storedBefore(tx, id, &st)
 	if err != nil {
 		return nil, err
-	}
-	before := vault.PartPos{Part: tail.Part, Off: tail.Size}
-	prompts, err := foldPrompts(v, t, st.Prompts, before)
-	if err != nil {
-		return nil, err
-	}
-	queued := tx.Queued(t, tail)
-	for _, m := range queued {
-		prompts.see(m)
-	}
-	if end, ok := tx.TranscriptEnd(t); ok {
-		before = end
-	}
-	waiting := waitingPrompts(v, t, prompts, queued)
-	var resumed map[string]int
-	if st.Resume != nil {
-		if resumed, err = resumedIDs(v, t, st.Resume); err != nil {
-			return nil, err
-		}
-	}
-	var known map[string]bool
-	if st.Dedupe {
-		if id.known == nil {
-			if id.known, err = knownIDs(v, t, id.path); err != nil {
-				return nil, err
-			}
-		}
-		known = id.known
 	}
 	// A copy: the state as it is before the batch is written too, and its
 	// counts must not take in the batch's.
@@ -433,44 +464,8 @@ func appendBatch(tx *vault.Tx, id *importID, b *importBatchIn, size int64, rep *
 		mergeStats(&rec.Stats, u.Stats)
 	}
 	mergeStats(&rec.Stats, b.stats)
-	msgs := b.msgs[:0:0]
-	for _, m := range b.msgs {
-		if n, ok := resumed[m.ID]; ok {
-			// Stored by a batch whose process was killed before it could
-			// say so: added by this import all the same.
-			rec.add(n, n, 1)
-			rep.addSpan(n, n, 1)
-			continue
-		}
-		if known[m.ID] {
-			rep.Duplicates++
-			continue
-		}
-		// A prompt the prompt-submit hook stored already, or spooled, is
-		// the same message under another id: keep the first.
-		if m.Role == transcript.RoleUser && prompts.take(m.Text) {
-			rep.Duplicates++
-			continue
-		}
-		if k := promptKey(m.Text); m.Role == transcript.RoleUser && len(waiting[k]) > 0 {
-			prompts.Taken[waiting[k][0]] = true
-			waiting[k] = waiting[k][1:]
-			rep.Duplicates++
-			continue
-		}
-		msgs = append(msgs, m)
-	}
-	after := st.importProgress
-	after.Cursor = b.next
-	after.Unrecorded = &rec
-	after.Prompts = prompts
-	if after.Resume != nil && b.next.Offset >= after.Resume.Until {
-		after.Resume = nil
-	}
-	if st.Dedupe && b.eof {
-		after.Dedupe = false
-		dropKnown(v, id.path)
-	}
+	msgs := seen.leaveOut(b.msgs, &rec, rep)
+	after := progressAfter(v, id, &st, b, &rec, seen.prompts)
 	if len(msgs) == 0 {
 		st.importProgress = after
 		return nil, saveImport(v, id.path, st)
@@ -486,6 +481,109 @@ func appendBatch(tx *vault.Tx, id *importID, b *importBatchIn, size int64, rep *
 	batch := &importBatch{Before: before, End: end, Last: msgs[len(msgs)-1].ID, After: after}
 	st.Pending = batch
 	return batch, saveImport(v, id.path, st)
+}
+
+// storedMessages is what a window's messages are checked against before
+// they are appended: the hook prompts stored (prompts) or still spooled
+// (waiting), the messages a killed process's batch stored (resumed: id to
+// number), and the ids a deduplicating import skips (known).
+type storedMessages struct {
+	prompts *promptMatch
+	waiting map[string][]string
+	resumed map[string]int
+	known   map[string]bool
+}
+
+// storedBefore returns where the batch goes, after the transcript as it is
+// on disk and what this transaction queued (the spool's fold), and what is
+// stored already that the batch must leave out.
+func storedBefore(tx *vault.Tx, id *importID, st *importState) (vault.PartPos, *storedMessages, error) {
+	v, t := tx.Vault(), id.t
+	tail, err := v.TranscriptTail(t)
+	if err != nil {
+		return vault.PartPos{}, nil, err
+	}
+	before := vault.PartPos{Part: tail.Part, Off: tail.Size}
+	prompts, err := foldPrompts(v, t, st.Prompts, before)
+	if err != nil {
+		return vault.PartPos{}, nil, err
+	}
+	queued := tx.Queued(t, tail)
+	for _, m := range queued {
+		prompts.see(m)
+	}
+	if end, ok := tx.TranscriptEnd(t); ok {
+		before = end
+	}
+	seen := &storedMessages{prompts: prompts, waiting: waitingPrompts(v, t, prompts, queued)}
+	if st.Resume != nil {
+		if seen.resumed, err = resumedIDs(v, t, st.Resume); err != nil {
+			return vault.PartPos{}, nil, err
+		}
+	}
+	if st.Dedupe {
+		if id.known == nil {
+			if id.known, err = knownIDs(v, t, id.path); err != nil {
+				return vault.PartPos{}, nil, err
+			}
+		}
+		seen.known = id.known
+	}
+	return before, seen, nil
+}
+
+// leaveOut returns the messages of msgs that are not stored already,
+// counting the others: as added by this import when a killed batch stored
+// them (in rec and rep), as duplicates otherwise. A hook prompt it matches
+// is used up, so it matches one message only.
+func (s *storedMessages) leaveOut(msgs []transcript.Message, rec *importRecord, rep *ImportReport) []transcript.Message {
+	out := msgs[:0:0]
+	for _, m := range msgs {
+		if n, ok := s.resumed[m.ID]; ok {
+			// Stored by a batch whose process was killed before it could
+			// say so: added by this import all the same.
+			rec.add(n, n, 1)
+			rep.addSpan(n, n, 1)
+			continue
+		}
+		if s.known[m.ID] {
+			rep.Duplicates++
+			continue
+		}
+		// A prompt the prompt-submit hook stored already, or spooled, is
+		// the same message under another id: keep the first.
+		if m.Role == transcript.RoleUser && s.prompts.take(m.Text) {
+			rep.Duplicates++
+			continue
+		}
+		if k := promptKey(m.Text); m.Role == transcript.RoleUser && len(s.waiting[k]) > 0 {
+			s.prompts.Taken[s.waiting[k][0]] = true
+			s.waiting[k] = s.waiting[k][1:]
+			rep.Duplicates++
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// progressAfter is the import's progress once batch b has landed: read up
+// to b's end, with rec unrecorded and prompts left to match. Reading past
+// a killed batch's span ends the resume; reaching the source's end ends
+// deduplication, and its list of known ids is dropped.
+func progressAfter(v *vault.Vault, id *importID, st *importState, b *importBatchIn, rec *importRecord, prompts *promptMatch) importProgress {
+	after := st.importProgress
+	after.Cursor = b.next
+	after.Unrecorded = rec
+	after.Prompts = prompts
+	if after.Resume != nil && b.next.Offset >= after.Resume.Until {
+		after.Resume = nil
+	}
+	if st.Dedupe && b.eof {
+		after.Dedupe = false
+		dropKnown(v, id.path)
+	}
+	return after
 }
 
 func (rep *ImportReport) addSpan(from, to, n int) {

@@ -91,103 +91,160 @@ func searchIndexes(v *vault.Vault, kinds string, headFiles bool) (*searchSet, er
 // the index lock when more than catchUpBytes are past its watermarks, and
 // an in-memory index of the rest.
 func openPart(v *vault.Vault, p vault.IndexPart) ([]*index.Index, []string, error) {
-	var notes []string
-	dir := v.PartDir(p)
-	ix, err := openIndex(v, dir, true, indexOpenWait)
-	switch {
-	case errors.Is(err, index.ErrBusy):
-		notes = append(notes, "index busy: searching the files directly")
-	case err != nil:
-		why := "missing"
-		if _, serr := v.Files().Stat(dir); serr == nil {
-			why = "unusable (" + strings.TrimPrefix(err.Error(), "index unusable: ") + ")"
-		}
-		// A rebuild is not bounded: searching the whole vault in memory
-		// on every recall until a bounded catch-up got through would cost
-		// more, each time, than building the index once.
-		if _, err := catchUpPart(v, p, 0, true); err == nil {
-			notes = append(notes, "index "+why+": rebuilt it")
-			ix, _ = openIndex(v, dir, true, indexOpenWait)
-		}
-		if ix == nil {
-			notes = append(notes, "index "+why+": searching the files directly")
-		}
-	}
-	var sources []vault.IndexSource
-	var marks map[string]int64
-	if ix != nil {
-		if sources, marks, err = pastWatermarks(v, p, ix.Meta); err != nil {
-			ix.Close()
+	o := &partOpen{v: v, p: p, dir: v.PartDir(p)}
+	o.open()
+	if o.ix != nil {
+		if err := o.catchUp(); err != nil {
 			return nil, nil, err
 		}
-		if pending(sources, marks) > catchUpBytes {
-			ix.Close()
-			ix = nil
-			if _, err := catchUpPart(v, p, recallCatchUp(v), false); vault.IsBusy(err) {
-				notes = append(notes, "index behind and busy: searching the rest of the files directly")
-			}
-			if ix, _ = openIndex(v, dir, true, indexOpenWait); ix != nil {
-				if sources, marks, err = pastWatermarks(v, p, ix.Meta); err != nil {
-					ix.Close()
-					return nil, nil, err
-				}
-				// The heads index is rebuilt whole, never caught up: while
-				// it is stale the heads are all searched in memory.
-				if p == vault.HeadsPart && pending(sources, marks) > 0 {
-					ix.Close()
-					ix = nil
-				}
-			}
-		}
 	}
-	if ix == nil {
-		marks = map[string]int64{}
-		if sources, err = indexSourcesOf(v, p.Kinds); err != nil {
+	if o.ix == nil {
+		o.marks = map[string]int64{}
+		var err error
+		if o.sources, err = indexSourcesOf(v, p.Kinds); err != nil {
 			return nil, nil, err
 		}
 	}
 	var out []*index.Index
-	if ix != nil {
-		out = append(out, ix)
+	if o.ix != nil {
+		out = append(out, o.ix)
 	}
 	closeAll := func() {
 		for _, x := range out {
 			x.Close()
 		}
 	}
-	var docs []index.Doc
-	for _, s := range sources {
-		if s.Kind == 'h' {
-			if s.Size != marks[s.Rel] {
-				docs = append(docs, headFileDocs(v, s.Rel)...)
-			}
-			continue
-		}
-		if s.Kind == 'd' || s.Size <= marks[s.Rel] {
-			continue
-		}
-		d, _, err := docsOf(v, s, marks[s.Rel])
-		if err != nil {
-			closeAll()
-			return nil, nil, err
-		}
-		docs = append(docs, d...)
+	docs, err := o.unindexedDocs()
+	if err != nil {
+		closeAll()
+		return nil, nil, err
 	}
 	// An in-memory index only for what there is: an empty one still costs
 	// its setup on every prompt.
 	if len(docs) > 0 {
-		mem, err := index.NewMemory()
+		mem, err := memoryIndexOf(docs)
+		if mem != nil {
+			out = append(out, mem)
+		}
 		if err != nil {
 			closeAll()
 			return nil, nil, err
 		}
-		out = append(out, mem)
-		for i := 0; i < len(docs); i += indexBatchDocs {
-			if err := mem.Add(docs[i:min(len(docs), i+indexBatchDocs)]); err != nil {
-				closeAll()
-				return nil, nil, err
-			}
+	}
+	return out, o.notes, nil
+}
+
+// partOpen is openPart under way: the part, its persistent index while it
+// is usable, the sources past what that index covers with the watermarks
+// to read them from, and the notes for the user.
+type partOpen struct {
+	v       *vault.Vault
+	p       vault.IndexPart
+	dir     string
+	ix      *index.Index
+	sources []vault.IndexSource
+	marks   map[string]int64
+	notes   []string
+}
+
+// open opens the part's persistent index read-only. A busy one is not
+// waited for: the files are searched directly. A missing or unusable one
+// is rebuilt first when the index lock is free; failing that, the files
+// are searched directly too.
+func (o *partOpen) open() {
+	ix, err := openIndex(o.v, o.dir, true, indexOpenWait)
+	switch {
+	case errors.Is(err, index.ErrBusy):
+		o.notes = append(o.notes, "index busy: searching the files directly")
+	case err != nil:
+		why := "missing"
+		if _, serr := o.v.Files().Stat(o.dir); serr == nil {
+			why = "unusable (" + strings.TrimPrefix(err.Error(), "index unusable: ") + ")"
+		}
+		// A rebuild is not bounded: searching the whole vault in memory
+		// on every recall until a bounded catch-up got through would cost
+		// more, each time, than building the index once.
+		if _, err := catchUpPart(o.v, o.p, 0, true); err == nil {
+			o.notes = append(o.notes, "index "+why+": rebuilt it")
+			ix, _ = openIndex(o.v, o.dir, true, indexOpenWait)
+		}
+		if ix == nil {
+			o.notes = append(o.notes, "index "+why+": searching the files directly")
 		}
 	}
-	return out, notes, nil
+	o.ix = ix
+}
+
+// catchUp finds what of the part is past the open index's watermarks.
+// When that is more than catchUpBytes, the index is closed, caught up by
+// at most recallCatchUp under the index lock (the files are searched
+// directly if the lock is busy), and opened again; it may then be gone
+// (o.ix nil), as is the heads index while it is stale: it is rebuilt whole,
+// never caught up, so the heads are all searched in memory meanwhile.
+func (o *partOpen) catchUp() error {
+	var err error
+	if o.sources, o.marks, err = pastWatermarks(o.v, o.p, o.ix.Meta); err != nil {
+		o.ix.Close()
+		return err
+	}
+	if pending(o.sources, o.marks) <= catchUpBytes {
+		return nil
+	}
+	o.ix.Close()
+	o.ix = nil
+	if _, err := catchUpPart(o.v, o.p, recallCatchUp(o.v), false); vault.IsBusy(err) {
+		o.notes = append(o.notes, "index behind and busy: searching the rest of the files directly")
+	}
+	if o.ix, _ = openIndex(o.v, o.dir, true, indexOpenWait); o.ix == nil {
+		return nil
+	}
+	if o.sources, o.marks, err = pastWatermarks(o.v, o.p, o.ix.Meta); err != nil {
+		o.ix.Close()
+		return err
+	}
+	if o.p == vault.HeadsPart && pending(o.sources, o.marks) > 0 {
+		o.ix.Close()
+		o.ix = nil
+	}
+	return nil
+}
+
+// unindexedDocs reads the documents the index does not hold: each source
+// from its watermark on, and each head file whose mtime moved, whole (a
+// head is rewritten, not appended to). A node folder mark has none.
+func (o *partOpen) unindexedDocs() ([]index.Doc, error) {
+	var docs []index.Doc
+	for _, s := range o.sources {
+		if s.Kind == 'h' {
+			if s.Size != o.marks[s.Rel] {
+				docs = append(docs, headFileDocs(o.v, s.Rel)...)
+			}
+			continue
+		}
+		if s.Kind == 'd' || s.Size <= o.marks[s.Rel] {
+			continue
+		}
+		d, _, err := docsOf(o.v, s, o.marks[s.Rel])
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d...)
+	}
+	return docs, nil
+}
+
+// memoryIndexOf builds an in-memory index of docs, indexBatchDocs at a
+// time. When adding fails it returns the index with the error, for the
+// caller to close with the others.
+func memoryIndexOf(docs []index.Doc) (*index.Index, error) {
+	mem, err := index.NewMemory()
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < len(docs); i += indexBatchDocs {
+		if err := mem.Add(docs[i:min(len(docs), i+indexBatchDocs)]); err != nil {
+			return mem, err
+		}
+	}
+	return mem, nil
 }

@@ -113,21 +113,8 @@ type RecallResult struct {
 // caught up with is searched from the files directly.
 func Recall(v *vault.Vault, opts RecallOptions) (*RecallResult, error) {
 	q := strings.TrimSpace(opts.Query)
-	switch {
-	case q == "":
-		return nil, fault.New(vault.ErrInvalid, "recall: empty query")
-	case len(q) > MaxQueryBytes:
-		e := fault.New(vault.ErrInvalid, "recall: query of %d bytes is over the limit of %d", len(q), MaxQueryBytes)
-		return nil, e.WithHint("ask with a few words; recall is a search, not a comparison of documents")
-	case !utf8.ValidString(q):
-		return nil, fault.New(vault.ErrInvalid, "recall: query is not valid utf-8")
-	}
-	if len(index.Analyze(q)) == 0 {
-		e := fault.New(vault.ErrInvalid, "recall: the query has no searchable words, only stop words")
-		return nil, e.WithHint("name the thing you are looking for")
-	}
-	if opts.Tier != "" && !slices.Contains(Tiers, opts.Tier) {
-		return nil, fault.New(vault.ErrInvalid, "recall: tier %q: want one of %s", opts.Tier, strings.Join(Tiers, ", "))
+	if err := checkRecall(q, &opts); err != nil {
+		return nil, err
 	}
 	if opts.Limit <= 0 {
 		opts.Limit = 5
@@ -144,7 +131,7 @@ func Recall(v *vault.Vault, opts RecallOptions) (*RecallResult, error) {
 
 	kinds := ""
 	for tier, k := range map[string]string{TierStructured: "r", TierHeads: "n", TierTranscripts: "m"} {
-		if (opts.Tier == "" || opts.Tier == tier) && (len(opts.Tiers) == 0 || slices.Contains(opts.Tiers, tier)) {
+		if wantsTier(&opts, tier) {
 			kinds += k
 		}
 	}
@@ -163,98 +150,180 @@ func Recall(v *vault.Vault, opts RecallOptions) (*RecallResult, error) {
 	// in them: an agent that may not see some of those rows does not
 	// search them (docs/HOOKS.md, "Identity").
 	visible := continuity.VisibleAgents(v, opts.Agent)
-	othersRows := visible != nil && !index.HoldOnly(set.lineage, visible)
-	skipped := 0
-	defer func() {
-		if skipped > 0 {
-			res.Notes = append(res.Notes, fmt.Sprintf("%d hits in head files left out: they hold rows of agents %s does not see", skipped, opts.Agent))
-		}
-	}()
-	stale := &staleHeads{}
-	defer func() {
-		for _, h := range stale.left {
-			res.Notes = append(res.Notes, h+" is behind the ledger and was not searched; memvault render brings it up to date")
-		}
-	}()
+	r := &recallRun{v: v, opts: &opts, q: q, sc: sc, allowed: allowed, set: set, gone: gone, res: res,
+		othersRows: visible != nil && !index.HoldOnly(set.lineage, visible)}
 	for _, tier := range Tiers {
-		if opts.Tier != "" && tier != opts.Tier || len(opts.Tiers) > 0 && !slices.Contains(opts.Tiers, tier) {
+		if !wantsTier(&opts, tier) {
 			continue
 		}
-		want := max(opts.Limit*20, 200)
-		indexes, filter := set.forTier(tier)
-		iq := index.Query{Text: q, Tier: filter, Agents: continuity.VisibleAgents(v, opts.Agent), Limit: want, Enough: opts.Limit * 2,
-			Explain: opts.Explain}
-		if tier == TierTranscripts {
-			iq.Days = queryDays(q, opts.Now)
-		}
-		if allowed != nil && tier != TierTranscripts {
-			// Rows, heads and nodes carry their thread in the index: the
-			// scope is applied in the search, so the top hits are in scope.
-			// Messages take their session's threads, known only here.
-			iq.Threads = vault.SortedKeys(allowed)
-		}
-		found, err := index.Search(indexes, iq)
-		if err != nil {
-			return nil, fmt.Errorf("recall: search: %w", err)
-		}
-		var msgIDs map[string]string // for explanations only: it costs a decode per hit
-		if opts.Explain {
-			msgIDs = map[string]string{}
-		}
-		var hits []rankedHit
-		if tier == TierTranscripts {
-			hits = liftTranscriptHits(v, found, msgIDs)
-		} else {
-			for _, h := range found {
-				hits = append(hits, rankedHit{Hit: h, text: h.Score})
-			}
-		}
-		n := 0
-		for _, h := range hits {
-			if n == opts.Limit {
-				break
-			}
-			hit, ok, err := resolveHit(v, h.Hit, tier, gone)
-			if err != nil {
-				return nil, err
-			}
-			if !ok || !inTime(hit.TS, opts.Since, opts.Until) || hit.Status != "" && hit.Status != vault.StatusActive && !opts.History {
-				continue
-			}
-			if hit.Tier == TierTranscripts && hit.Thread == "" {
-				if ts := sc.SessionThreads(hit.Agent, hit.Session); len(ts) > 0 {
-					hit.Thread = ts[0]
-				}
-			}
-			if !inScope(v, sc, hit, allowed) {
-				res.Excluded++
-				continue
-			}
-			if hit.Kind == "head" && othersRows {
-				skipped++
-				continue
-			}
-			if hit.Kind == "head" && stale.behind(v, hit.Source.File) {
-				continue
-			}
-			hit.Text = snippet(hit.Text, q)
-			if opts.Explain {
-				hit.Why = &HitWhy{Text: h.text, Terms: h.Why, Neighbour: h.neighbour, Session: h.session, Held: h.held}
-				if hit.Why.Terms == nil {
-					hit.Why.Terms = []index.Weight{}
-				}
-				if h.neighbourOf != "" {
-					hit.Why.NeighbourOf = msgIDs[h.neighbourOf]
-				}
-			}
-			res.Hits = append(res.Hits, hit)
-			n++
+		if err := r.searchTier(tier); err != nil {
+			return nil, err
 		}
 	}
 	if res.Hits == nil {
 		res.Hits = []Hit{}
 	}
+	r.noteLeftOut()
 	return res, nil
+}
+
+// checkRecall refuses a query recall cannot answer (empty, over
+// MaxQueryBytes, not utf-8, or only stop words) and an unknown tier.
+func checkRecall(q string, opts *RecallOptions) error {
+	switch {
+	case q == "":
+		return fault.New(vault.ErrInvalid, "recall: empty query")
+	case len(q) > MaxQueryBytes:
+		e := fault.New(vault.ErrInvalid, "recall: query of %d bytes is over the limit of %d", len(q), MaxQueryBytes)
+		return e.WithHint("ask with a few words; recall is a search, not a comparison of documents")
+	case !utf8.ValidString(q):
+		return fault.New(vault.ErrInvalid, "recall: query is not valid utf-8")
+	}
+	if len(index.Analyze(q)) == 0 {
+		e := fault.New(vault.ErrInvalid, "recall: the query has no searchable words, only stop words")
+		return e.WithHint("name the thing you are looking for")
+	}
+	if opts.Tier != "" && !slices.Contains(Tiers, opts.Tier) {
+		return fault.New(vault.ErrInvalid, "recall: tier %q: want one of %s", opts.Tier, strings.Join(Tiers, ", "))
+	}
+	return nil
+}
+
+// wantsTier tells whether the recall searches tier: the one Tier named,
+// those Tiers lists, or all of them when neither is set.
+func wantsTier(opts *RecallOptions, tier string) bool {
+	return (opts.Tier == "" || opts.Tier == tier) && (len(opts.Tiers) == 0 || slices.Contains(opts.Tiers, tier))
+}
+
+// recallRun is one Recall once its scope is known and its indexes open:
+// what it searches with, and what it has found and left out so far.
+type recallRun struct {
+	v          *vault.Vault
+	opts       *RecallOptions
+	q          string
+	sc         *scope.Scope
+	allowed    map[string]bool // threads in scope (recallScope); nil: all
+	set        *searchSet
+	gone       map[string]rowStatus // rows that no longer hold (rowStatuses)
+	othersRows bool                 // the head files hold rows of agents the asker does not see
+	skipped    int                  // head hits left out for othersRows
+	stale      staleHeads
+	res        *RecallResult
+}
+
+// searchTier adds the first Limit hits of one tier that hold up (keep), in
+// ranked order.
+func (r *recallRun) searchTier(tier string) error {
+	hits, msgIDs, err := r.rankTier(tier)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, h := range hits {
+		if n == r.opts.Limit {
+			break
+		}
+		hit, ok, err := r.keep(h, tier, msgIDs)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		r.res.Hits = append(r.res.Hits, hit)
+		n++
+	}
+	return nil
+}
+
+// rankTier searches the indexes of one tier, many more hits than are
+// shown since some will not hold up, and ranks them; transcript hits are
+// lifted by their neighbours and session (liftTranscriptHits). With
+// Explain, it also returns the message ids the explanations name.
+func (r *recallRun) rankTier(tier string) ([]rankedHit, map[string]string, error) {
+	want := max(r.opts.Limit*20, 200)
+	indexes, filter := r.set.forTier(tier)
+	iq := index.Query{Text: r.q, Tier: filter, Agents: continuity.VisibleAgents(r.v, r.opts.Agent), Limit: want, Enough: r.opts.Limit * 2,
+		Explain: r.opts.Explain}
+	if tier == TierTranscripts {
+		iq.Days = queryDays(r.q, r.opts.Now)
+	}
+	if r.allowed != nil && tier != TierTranscripts {
+		// Rows, heads and nodes carry their thread in the index: the
+		// scope is applied in the search, so the top hits are in scope.
+		// Messages take their session's threads, known only here.
+		iq.Threads = vault.SortedKeys(r.allowed)
+	}
+	found, err := index.Search(indexes, iq)
+	if err != nil {
+		return nil, nil, fmt.Errorf("recall: search: %w", err)
+	}
+	var msgIDs map[string]string // for explanations only: it costs a decode per hit
+	if r.opts.Explain {
+		msgIDs = map[string]string{}
+	}
+	var hits []rankedHit
+	if tier == TierTranscripts {
+		hits = liftTranscriptHits(r.v, found, msgIDs)
+	} else {
+		for _, h := range found {
+			hits = append(hits, rankedHit{Hit: h, text: h.Score})
+		}
+	}
+	return hits, msgIDs, nil
+}
+
+// keep resolves a ranked hit and tells whether it is shown: it must still
+// exist, fall in the time range, still hold (unless History), be in the
+// thread scope, and, for a head, come from a file the asker may search that
+// is not behind the ledger. The hit's text is cut to a snippet.
+func (r *recallRun) keep(h rankedHit, tier string, msgIDs map[string]string) (Hit, bool, error) {
+	hit, ok, err := resolveHit(r.v, h.Hit, tier, r.gone)
+	if err != nil {
+		return hit, false, err
+	}
+	if !ok || !inTime(hit.TS, r.opts.Since, r.opts.Until) || hit.Status != "" && hit.Status != vault.StatusActive && !r.opts.History {
+		return hit, false, nil
+	}
+	if hit.Tier == TierTranscripts && hit.Thread == "" {
+		if ts := r.sc.SessionThreads(hit.Agent, hit.Session); len(ts) > 0 {
+			hit.Thread = ts[0]
+		}
+	}
+	if !inScope(r.v, r.sc, hit, r.allowed) {
+		r.res.Excluded++
+		return hit, false, nil
+	}
+	if hit.Kind == "head" && r.othersRows {
+		r.skipped++
+		return hit, false, nil
+	}
+	if hit.Kind == "head" && r.stale.behind(r.v, hit.Source.File) {
+		return hit, false, nil
+	}
+	hit.Text = snippet(hit.Text, r.q)
+	if r.opts.Explain {
+		hit.Why = &HitWhy{Text: h.text, Terms: h.Why, Neighbour: h.neighbour, Session: h.session, Held: h.held}
+		if hit.Why.Terms == nil {
+			hit.Why.Terms = []index.Weight{}
+		}
+		if h.neighbourOf != "" {
+			hit.Why.NeighbourOf = msgIDs[h.neighbourOf]
+		}
+	}
+	return hit, true, nil
+}
+
+// noteLeftOut tells the user which head files were not searched: those
+// behind the ledger, then how many hits were left out because the files
+// hold rows of agents the asker does not see.
+func (r *recallRun) noteLeftOut() {
+	for _, h := range r.stale.left {
+		r.res.Notes = append(r.res.Notes, h+" is behind the ledger and was not searched; memvault render brings it up to date")
+	}
+	if r.skipped > 0 {
+		r.res.Notes = append(r.res.Notes, fmt.Sprintf("%d hits in head files left out: they hold rows of agents %s does not see", r.skipped, r.opts.Agent))
+	}
 }
 
 // recallScope decides which threads are searched: "" (global rows) always;

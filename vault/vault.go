@@ -86,6 +86,13 @@ type Vault struct {
 	// RecallStep bounds what a recall indexes before it searches; 0 is
 	// recallCatchUpBytes (tests set less, to see the bound in fewer bytes).
 	RecallStep int64
+	// StopAt is for tests: when set, a transaction calls it between its
+	// steps ("staged": the files written, no event yet; "sealed": the
+	// events appended, no commit; "folded": done, the spool's claims not
+	// yet removed), and a test panics in it to stop the transaction the
+	// way a kill does. It is a field of the vault, not of the package, so
+	// that a test stops only the transactions of the vault it opened.
+	StopAt func(step string)
 	// slots is what the features built on the engine keep per open vault
 	// (Slot), under slotsMu: hooks and goroutines share one handle.
 	slotsMu sync.Mutex

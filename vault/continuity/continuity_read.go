@@ -140,19 +140,14 @@ type InjectedRow struct {
 	Text  string `json:"text"`  // the error or the decision alone
 }
 
-// ContinuityAtSessionStart is what the hooks call when a session starts:
-// the live sections of CONTINUITY.md (goal, task, next actions, blockers)
-// and the learnings and decisions whose scope is in play for work in dir
-// (relative to the project root; "" or "." for the whole project),
-// smallest scope first, within the learnings and decisions budgets.
-func ContinuityAtSessionStart(v *vault.Vault, dir string) (*Injection, error) {
-	return ContinuityAtSessionStartFor(v, dir, v.Config.Agent)
-}
-
-// ContinuityAtSessionStartFor is ContinuityAtSessionStart for a session of
-// agent: the learnings and decisions it may see (SeesAgent). A session of
-// the vault's own agent at the project's root reads them from the derived
-// state's summary, without decoding the fold.
+// ContinuityAtSessionStartFor is what the hooks call when a session of
+// agent starts: the live sections of CONTINUITY.md (goal, task, next
+// actions, blockers) and the learnings and decisions agent may see
+// (SeesAgent) whose scope is in play for work in dir (relative to the
+// project root; "" or "." for the whole project), smallest scope first,
+// within the learnings and decisions budgets. A session of the vault's own
+// agent at the project's root reads them from the derived state's summary,
+// without decoding the fold.
 func ContinuityAtSessionStartFor(v *vault.Vault, dir, agent string) (*Injection, error) {
 	cfg, st, err := continuityConfigState(v)
 	if err != nil {

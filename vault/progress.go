@@ -31,17 +31,3 @@ func (p Progress) Step(phase, unit string, done, total int64) {
 		p(Step{Phase: phase, Done: done, Total: total, Unit: unit})
 	}
 }
-
-// every calls p at most once per n calls of the function it returns, and
-// always for the last unit of a known total: a reporter for loops whose
-// single iteration is too cheap to call a function for.
-func (p Progress) every(n int64, phase, unit string, total int64) func(done int64) {
-	if p == nil {
-		return func(int64) {}
-	}
-	return func(done int64) {
-		if done%n == 0 || done == total {
-			p(Step{Phase: phase, Done: done, Total: total, Unit: unit})
-		}
-	}
-}

@@ -378,8 +378,13 @@ func (r Root) WriteCache(path string, data []byte) error {
 	return WriteCache(full, data)
 }
 
-// Append is the package's Append for a path below the root; the file is
-// opened without following a link, so a dangling link is not created.
+// Append appends data, which must be whole lines, to the file at path
+// with a single O_APPEND write and syncs it before returning. A crash can
+// leave at most a torn last line, which readers ignore and the next writer
+// repairs. A new file gets FilePerm, in a folder created with DirPerm when
+// missing; the folder is then synced so that the new name is durable too.
+// The file is opened without following a link, so a dangling link is not
+// created. Errors are classified as fault.ErrIO.
 func (r Root) Append(path string, data []byte) error {
 	rel, err := r.rel(path)
 	if err != nil {

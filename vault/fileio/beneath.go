@@ -360,15 +360,6 @@ func (r Root) WriteAtomic(path string, data []byte) error {
 	return WriteAtomic(full, data)
 }
 
-// WriteAtomicIf is the package's WriteAtomicIf for a path below the root.
-func (r Root) WriteAtomicIf(path string, data []byte, ready func() error) error {
-	full, err := r.prepare(path)
-	if err != nil {
-		return err
-	}
-	return WriteAtomicIf(full, data, ready)
-}
-
 // WriteCache is the package's WriteCache for a path below the root.
 func (r Root) WriteCache(path string, data []byte) error {
 	full, err := r.prepare(path)

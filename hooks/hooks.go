@@ -101,19 +101,9 @@ func Lookup(name string) (*Harness, bool) {
 	return nil, false
 }
 
-// All returns every supported harness, each the caller's own copy, in the
-// fixed order doctor and the help text use (not alphabetical: the order is
+// Names lists the names of every supported harness in the fixed order
+// doctor and the help text use (not alphabetical: the order is
 // user-visible and kept as it was).
-func All() []*Harness {
-	table := harnessTable()
-	all := make([]*Harness, len(table))
-	for i := range table {
-		all[i] = &table[i]
-	}
-	return all
-}
-
-// Names lists the names of All, in the same order.
 func Names() []string {
 	var names []string
 	for _, h := range harnessTable() {

@@ -27,7 +27,8 @@ func TestBusyHooksSpoolPromptsAndReplies(t *testing.T) {
 	// every hook waits its whole wait.
 	want := map[string][]string{}
 	var wg sync.WaitGroup
-	for _, h := range All() {
+	for _, name := range Names() {
+		h := mustHarness(t, name)
 		session := "busy-" + h.Name
 		texts := []string{h.Name + " prompt 1", h.Name + " reply 1", h.Name + " prompt 2"}
 		want[session] = texts
@@ -53,9 +54,9 @@ func TestBusyHooksSpoolPromptsAndReplies(t *testing.T) {
 	}
 	wg.Wait()
 	log, _ := os.ReadFile(filepath.Join(v.Root, ".logs", "hooks.log"))
-	for _, h := range All() {
-		for _, what := range []string{"prompt-submit busy-" + h.Name + ": vault busy: held by pid ", "the prompt is spooled",
-			"stop busy-" + h.Name + ": vault busy", "the reply is spooled"} {
+	for _, name := range Names() {
+		for _, what := range []string{"prompt-submit busy-" + name + ": vault busy: held by pid ", "the prompt is spooled",
+			"stop busy-" + name + ": vault busy", "the reply is spooled"} {
 			if !strings.Contains(string(log), what) {
 				t.Errorf("hooks.log does not say %q:\n%s", what, log)
 			}

@@ -63,25 +63,6 @@ func encodeID(prefix string, now time.Time, r [10]byte) string {
 	return sb.String()
 }
 
-// idTime recovers the creation time embedded in an id made by NewID.
-func idTime(id string) (time.Time, bool) {
-	i := strings.IndexByte(id, '_')
-	if i < 0 || len(id)-i-1 != 26 {
-		return time.Time{}, false
-	}
-	var ms uint64
-	// The first 10 groups hold 50 bits: 2 bits of zero padding above the
-	// 48 bits of milliseconds.
-	for _, c := range id[i+1 : i+11] {
-		k := strings.IndexRune(crockford, c)
-		if k < 0 {
-			return time.Time{}, false
-		}
-		ms = ms<<5 | uint64(k)
-	}
-	return time.UnixMilli(int64(ms)), true
-}
-
 // The type markers of ids: what an id names is in its first two bytes.
 const (
 	EventIDMarker   = "e_"

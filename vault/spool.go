@@ -77,11 +77,6 @@ type spoolRecord struct {
 
 func (r spoolRecord) ref() TranscriptRef { return TranscriptRef{Agent: r.Agent, Session: r.Session} }
 
-// testHookSpoolFolded runs after a transaction that folded the spool has
-// succeeded, before its claims are removed: a test panics there to leave
-// what a writer killed at that point leaves.
-var testHookSpoolFolded func()
-
 // Spool stores messages of t that could not wait for the vault lock, to be
 // folded into t's transcript by the next transaction (see the top of this
 // file). They are prepared like AppendText's, redaction included, before
@@ -457,8 +452,8 @@ func (f *spoolFold) done() {
 	if f == nil {
 		return
 	}
-	if testHookSpoolFolded != nil && len(f.folded) > 0 {
-		testHookSpoolFolded()
+	if f.v.StopAt != nil && len(f.folded) > 0 {
+		f.v.StopAt("folded")
 	}
 	for _, p := range f.folded {
 		if err := f.v.Files().Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {

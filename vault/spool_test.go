@@ -214,11 +214,15 @@ var errKilled = errors.New("killed")
 // killedAfterFold runs fn, a transaction that folds the spool, and stops it
 // the way a kill would between its success and the removal of its claims:
 // what it wrote stays, the claims stay, the lock is released.
-func killedAfterFold(t *testing.T, fn func()) {
+func killedAfterFold(t *testing.T, v *Vault, fn func()) {
 	t.Helper()
-	testHookSpoolFolded = func() { panic(errKilled) }
+	v.StopAt = func(step string) {
+		if step == "folded" {
+			panic(errKilled)
+		}
+	}
 	defer func() {
-		testHookSpoolFolded = nil
+		v.StopAt = nil
 		if p := recover(); p != errKilled {
 			t.Fatalf("the transaction was not stopped after its fold (recovered %v)", p)
 		}
@@ -236,7 +240,7 @@ func TestSpoolFoldIsIdempotent(t *testing.T) {
 	t.Run("killed after a prompt's write", func(t *testing.T) {
 		v := newVault(t)
 		mustSpool(t, v, ref, userMsg("p1"), userMsg("p2"))
-		killedAfterFold(t, func() { storePrompt(t, v, ref, "p3") })
+		killedAfterFold(t, v, func() { storePrompt(t, v, ref, "p3") })
 		if left := spoolFiles(t, v); len(left) != 1 || !strings.HasSuffix(left[0], ".1.fold") {
 			t.Fatalf("the kill left %v in the spool, want the claim", left)
 		}
@@ -258,7 +262,7 @@ func TestSpoolFoldIsIdempotent(t *testing.T) {
 	t.Run("killed after a commit", func(t *testing.T) {
 		v := newVault(t)
 		mustSpool(t, v, ref, userMsg("p1"))
-		killedAfterFold(t, func() { remember(t, v, "a fact whose commit carries the fold") })
+		killedAfterFold(t, v, func() { remember(t, v, "a fact whose commit carries the fold") })
 		if h, _ := v.Head(); h == "" {
 			t.Fatal("no commit")
 		}

@@ -109,9 +109,6 @@ func (t TranscriptRef) Check() error {
 	return CheckSession(t.Session)
 }
 
-// dir is the agent's transcript folder.
-func (t TranscriptRef) dir() RelPath { return RelPath{"transcripts/" + t.Agent} }
-
 // Part is the path of part n (0 is the first, unnumbered file).
 func (t TranscriptRef) Part(n int) RelPath {
 	name := sessionFileName(t.Session)
@@ -428,13 +425,6 @@ type PartPos struct {
 // Before reports whether p comes before q.
 func (p PartPos) Before(q PartPos) bool {
 	return p.Part < q.Part || p.Part == q.Part && p.Off < q.Off
-}
-
-// endPos is where t ends now: the end of its last part ({0 0} when it has
-// none), where the next append goes unless it opens a new part.
-func (v *Vault) endPos(t TranscriptRef) (PartPos, error) {
-	tail, err := v.TranscriptTail(t)
-	return PartPos{Part: tail.Part, Off: tail.Size}, err
 }
 
 // ValidPos reports whether p is still a line start within t: its part is at

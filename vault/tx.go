@@ -357,10 +357,6 @@ func (tx *Tx) finish(start txStart, spool *spoolFold) (*Result, error) {
 	return res, nil
 }
 
-// TestHookApply is called between apply's steps ("staged", "sealed"); a
-// test panics in it to stop a transaction the way a kill does.
-var TestHookApply func(step string)
-
 // apply writes the queued events and files and commits them, in the
 // order that keeps a crash at any point safe:
 //
@@ -382,15 +378,15 @@ func (tx *Tx) apply(tail tailState) (*Result, []verifiedStamp, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if TestHookApply != nil {
-		TestHookApply("staged")
+	if tx.v.StopAt != nil {
+		tx.v.StopAt("staged")
 	}
 	cs, stamps, err := tx.seal(&tail, &rollback)
 	if err != nil {
 		return fail(err)
 	}
-	if TestHookApply != nil {
-		TestHookApply("sealed")
+	if tx.v.StopAt != nil {
+		tx.v.StopAt("sealed")
 	}
 	changes = append(changes, cs...)
 	if tx.opts.NoCommit {

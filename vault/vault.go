@@ -86,6 +86,13 @@ type Vault struct {
 	// RecallStep bounds what a recall indexes before it searches; 0 is
 	// recallCatchUpBytes (tests set less, to see the bound in fewer bytes).
 	RecallStep int64
+	// StopAt is for tests: when set, a transaction calls it between its
+	// steps ("staged": the files written, no event yet; "sealed": the
+	// events appended, no commit; "folded": done, the spool's claims not
+	// yet removed), and a test panics in it to stop the transaction the
+	// way a kill does. It is a field of the vault, not of the package, so
+	// that a test stops only the transactions of the vault it opened.
+	StopAt func(step string)
 	// slots is what the features built on the engine keep per open vault
 	// (Slot), under slotsMu: hooks and goroutines share one handle.
 	slotsMu sync.Mutex
@@ -516,19 +523,5 @@ type Step struct {
 func (p Progress) Step(phase, unit string, done, total int64) {
 	if p != nil {
 		p(Step{Phase: phase, Done: done, Total: total, Unit: unit})
-	}
-}
-
-// every calls p at most once per n calls of the function it returns, and
-// always for the last unit of a known total: a reporter for loops whose
-// single iteration is too cheap to call a function for.
-func (p Progress) every(n int64, phase, unit string, total int64) func(done int64) {
-	if p == nil {
-		return func(int64) {}
-	}
-	return func(done int64) {
-		if done%n == 0 || done == total {
-			p(Step{Phase: phase, Done: done, Total: total, Unit: unit})
-		}
 	}
 }

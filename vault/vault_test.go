@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault/gitrepo"
-	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
 
@@ -424,18 +423,6 @@ func TestIndexCatchesUpAfterAKill(t *testing.T) {
 		t.Fatal("the record of pending paths should be gone once the index caught up")
 	}
 	git("fsck", "--strict")
-}
-
-func appendMessage(t *testing.T, v *Vault, session, text string) {
-	t.Helper()
-	_, err := v.Update(TxOptions{NoCommit: true}, func(tx *Tx) error {
-		_, _, err := tx.AppendText(TranscriptRef{Agent: v.Config.Agent, Session: session},
-			[]transcript.Message{{Role: transcript.RoleUser, Text: text}})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // commitAsIs commits the file at path as it is on disk, bypassing every

@@ -62,6 +62,9 @@ type SyncOptions struct {
 	// Bin is the memvault binary git's merge drivers run (the git engine);
 	// "" is this process's executable.
 	Bin string
+	// beforePush, set by a test, runs just before a push: the test moves
+	// the remote there, as another clone's sync would.
+	beforePush func()
 }
 
 // SyncReport is what a sync did, step by step.
@@ -436,10 +439,6 @@ func syncRender(v *vault.Vault, opts SyncOptions, rep *SyncReport) error {
 	return nil
 }
 
-// testHookBeforePush runs just before a push: a test moves the remote
-// there, as another clone's sync would.
-var testHookBeforePush func()
-
 // syncPush pushes the branch unless the remote has it all, and counts what
 // the remote got.
 func syncPush(v *vault.Vault, opts SyncOptions, rm gitrepo.Remote, branch string, tip plumbing.Hash, rep *SyncReport) error {
@@ -458,8 +457,8 @@ func syncPush(v *vault.Vault, opts SyncOptions, rm gitrepo.Remote, branch string
 	if err != nil || n == 0 {
 		return err
 	}
-	if testHookBeforePush != nil {
-		testHookBeforePush()
+	if opts.beforePush != nil {
+		opts.beforePush()
 	}
 	v.Progress.Step(fmt.Sprintf("sync: pushing %d commits to %s", n, rm), "", 0, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)

@@ -23,7 +23,8 @@ func TestSyncRetriesWhenTheRemoteMoved(t *testing.T) {
 	opts := SyncOptions{Engine: SyncEngineGoGit}
 
 	moved := false
-	testHookBeforePush = func() {
+	moving := opts
+	moving.beforePush = func() {
 		if moved {
 			return
 		}
@@ -32,15 +33,13 @@ func TestSyncRetriesWhenTheRemoteMoved(t *testing.T) {
 			t.Errorf("b's sync in between: %v", err)
 		}
 	}
-	defer func() { testHookBeforePush = nil }()
-	rep, err := Sync(a, opts)
+	rep, err := Sync(a, moving)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Rounds != 2 || rep.Pushed == 0 {
 		t.Fatalf("a's sync: %d rounds, pushed %d; want a second round that pushed", rep.Rounds, rep.Pushed)
 	}
-	testHookBeforePush = nil
 	if _, err := Sync(b, opts); err != nil {
 		t.Fatal(err)
 	}

@@ -91,14 +91,6 @@ func (e *Encoder) IntMap(m map[string]int) {
 	}
 }
 
-// block writes p with its length and CRC-32, for a part of a file that is
-// read on its own (decoder.block checks it).
-func (e *Encoder) block(p []byte) {
-	e.uv(uint64(len(p)))
-	e.B = binary.LittleEndian.AppendUint32(e.B, crc32.ChecksumIEEE(p))
-	e.B = append(e.B, p...)
-}
-
 // Decoder reads what an encoder wrote. s and b are the same bytes, seen
 // as a string and as a slice: strings read are substrings of s and byte
 // runs are sub-slices of b, so a decoded file costs one allocation for the
@@ -233,24 +225,6 @@ func (d *Decoder) IntMap() map[string]int {
 		m[k] = d.Uvarint()
 	}
 	return m
-}
-
-// block reads what encoder.block wrote and checks its sum.
-func (d *Decoder) block() []byte {
-	n := d.Uvarint()
-	if d.bad || len(d.b)-d.pos < 4 || n > len(d.b)-d.pos-4 {
-		d.bad = true
-		return nil
-	}
-	sum := binary.LittleEndian.Uint32(d.b[d.pos:])
-	d.pos += 4
-	out := d.b[d.pos : d.pos+n : d.pos+n]
-	d.pos += n
-	if crc32.ChecksumIEEE(out) != sum {
-		d.bad = true
-		return nil
-	}
-	return out
 }
 
 // Done reports whether the input decoded cleanly and was read to its end.

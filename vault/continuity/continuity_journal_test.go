@@ -24,7 +24,7 @@ func TestKilledContinuityWriteIsUndone(t *testing.T) {
 				}
 			}
 			next(v, "the first step")
-			testvault.KillAt(t, step, func() { next(v, "a step the kill interrupts") })
+			testvault.KillAt(t, v, step, func() { next(v, "a step the kill interrupts") })
 			v2, err := vault.Open(v.Root)
 			if err != nil {
 				t.Fatal(err)

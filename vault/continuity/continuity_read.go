@@ -140,19 +140,14 @@ type InjectedRow struct {
 	Text  string `json:"text"`  // the error or the decision alone
 }
 
-// ContinuityAtSessionStart is what the hooks call when a session starts:
-// the live sections of CONTINUITY.md (goal, task, next actions, blockers)
-// and the learnings and decisions whose scope is in play for work in dir
-// (relative to the project root; "" or "." for the whole project),
-// smallest scope first, within the learnings and decisions budgets.
-func ContinuityAtSessionStart(v *vault.Vault, dir string) (*Injection, error) {
-	return ContinuityAtSessionStartFor(v, dir, v.Config.Agent)
-}
-
-// ContinuityAtSessionStartFor is ContinuityAtSessionStart for a session of
-// agent: the learnings and decisions it may see (SeesAgent). A session of
-// the vault's own agent at the project's root reads them from the derived
-// state's summary, without decoding the fold.
+// ContinuityAtSessionStartFor is what the hooks call when a session of
+// agent starts: the live sections of CONTINUITY.md (goal, task, next
+// actions, blockers) and the learnings and decisions agent may see
+// (SeesAgent) whose scope is in play for work in dir (relative to the
+// project root; "" or "." for the whole project), smallest scope first,
+// within the learnings and decisions budgets. A session of the vault's own
+// agent at the project's root reads them from the derived state's summary,
+// without decoding the fold.
 func ContinuityAtSessionStartFor(v *vault.Vault, dir, agent string) (*Injection, error) {
 	cfg, st, err := continuityConfigState(v)
 	if err != nil {
@@ -200,43 +195,51 @@ func ContinuityAtSessionStartFor(v *vault.Vault, dir, agent string) (*Injection,
 // session sees, smallest scope first, within the learnings and decisions
 // budgets. Text lists them under their headings.
 func inScope(c *Continuity, f ScopeFilter, cfg ContinuityConfig, sees func(agent string) bool) *Injection {
-	inj := &Injection{Learnings: []InjectedRow{}, Decisions: []InjectedRow{}}
+	inj := &Injection{}
 	var b strings.Builder
-	used := 0
-	for _, l := range c.ActiveLearnings(f, false) {
-		if l.Thread != "" || !sees(l.Agent) {
-			continue
-		}
-		line := "- " + l.Line() + "\n"
-		if used+render.Tokens(line) > cfg.Budgets["learnings"] {
-			break
-		}
-		if len(inj.Learnings) == 0 {
-			b.WriteString("\n## Learnings in scope (smallest scope first)\n\n")
-		}
-		used += render.Tokens(line)
-		b.WriteString(line)
-		inj.Learnings = append(inj.Learnings, InjectedRow{Line: l.Line(), Event: l.Event, Text: l.Error})
-	}
-	used = 0
-	for _, d := range c.ActiveDecisions(f, false) {
-		if d.Thread != "" || !sees(d.Agent) {
-			continue
-		}
-		line := "- " + d.Line() + "\n"
-		if used+render.Tokens(line) > cfg.Budgets["decisions"] {
-			break
-		}
-		if len(inj.Decisions) == 0 {
-			b.WriteString("\n## Decisions in scope\n\n")
-		}
-		used += render.Tokens(line)
-		b.WriteString(line)
-		inj.Decisions = append(inj.Decisions, InjectedRow{Line: d.Line(), Event: d.Event, Text: d.Decision})
-	}
+	inj.Learnings = injectRows(&b, "\n## Learnings in scope (smallest scope first)\n\n", cfg.Budgets["learnings"],
+		c.ActiveLearnings(f, false), func(l *Learning) (InjectedRow, bool) {
+			if l.Thread != "" || !sees(l.Agent) {
+				return InjectedRow{}, false
+			}
+			return InjectedRow{Line: l.Line(), Event: l.Event, Text: l.Error}, true
+		})
+	inj.Decisions = injectRows(&b, "\n## Decisions in scope\n\n", cfg.Budgets["decisions"],
+		c.ActiveDecisions(f, false), func(d *Decision) (InjectedRow, bool) {
+			if d.Thread != "" || !sees(d.Agent) {
+				return InjectedRow{}, false
+			}
+			return InjectedRow{Line: d.Line(), Event: d.Event, Text: d.Decision}, true
+		})
 	inj.Text = b.String()
 	inj.Tokens = render.Tokens(inj.Text)
 	return inj
+}
+
+// injectRows lists in b, under heading, the rows of items a session is
+// shown (those row accepts), in order, until the next line would take
+// their lines past budget tokens; the heading only when one is listed.
+// The rows come back, never nil: an injection lists none as [].
+func injectRows[T any](b *strings.Builder, heading string, budget int, items []T, row func(T) (InjectedRow, bool)) []InjectedRow {
+	out := []InjectedRow{}
+	used := 0
+	for _, it := range items {
+		r, ok := row(it)
+		if !ok {
+			continue
+		}
+		line := "- " + r.Line + "\n"
+		if used+render.Tokens(line) > budget {
+			break
+		}
+		if len(out) == 0 {
+			b.WriteString(heading)
+		}
+		used += render.Tokens(line)
+		b.WriteString(line)
+		out = append(out, r)
+	}
+	return out
 }
 
 // ProjectDir turns a working directory into the directory in play,

@@ -111,9 +111,6 @@ type ContinuityTx struct {
 // are no learnings yet (memvault continuity index).
 func (ct *ContinuityTx) WriteIndex() { ct.index = true }
 
-// Day is the date the transaction's changes count as made.
-func (ct *ContinuityTx) Day() string { return ct.day }
-
 // state is the ledger's fold with what this transaction appended so far,
 // applied on top as they come. A state that cannot be read fails the
 // transaction (UpdateContinuity checks ct.err); meanwhile it reads empty.

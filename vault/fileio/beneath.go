@@ -360,15 +360,6 @@ func (r Root) WriteAtomic(path string, data []byte) error {
 	return WriteAtomic(full, data)
 }
 
-// WriteAtomicIf is the package's WriteAtomicIf for a path below the root.
-func (r Root) WriteAtomicIf(path string, data []byte, ready func() error) error {
-	full, err := r.prepare(path)
-	if err != nil {
-		return err
-	}
-	return WriteAtomicIf(full, data, ready)
-}
-
 // WriteCache is the package's WriteCache for a path below the root.
 func (r Root) WriteCache(path string, data []byte) error {
 	full, err := r.prepare(path)
@@ -378,8 +369,13 @@ func (r Root) WriteCache(path string, data []byte) error {
 	return WriteCache(full, data)
 }
 
-// Append is the package's Append for a path below the root; the file is
-// opened without following a link, so a dangling link is not created.
+// Append appends data, which must be whole lines, to the file at path
+// with a single O_APPEND write and syncs it before returning. A crash can
+// leave at most a torn last line, which readers ignore and the next writer
+// repairs. A new file gets FilePerm, in a folder created with DirPerm when
+// missing; the folder is then synced so that the new name is durable too.
+// The file is opened without following a link, so a dangling link is not
+// created. Errors are classified as fault.ErrIO.
 func (r Root) Append(path string, data []byte) error {
 	rel, err := r.rel(path)
 	if err != nil {

@@ -184,28 +184,8 @@ func writeTemp(path string, data []byte, perm fs.FileMode, chmod, sync bool) (st
 	return tmp, nil
 }
 
-// Append appends data, which must be whole lines, to path with a single
-// O_APPEND write and syncs it before returning. A crash can leave at most a
-// torn last line, which readers ignore and the next writer repairs. A new
-// file gets FilePerm, in a folder created with DirPerm when missing; the
-// folder is then synced so that the new name is durable too. Errors are
-// classified as fault.ErrIO.
-func Append(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	created := false
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(dir, DirPerm); err != nil {
-			return fault.IO("create "+dir, err)
-		}
-		created = true
-	}
-	return appendTo(path, data, created, func() (*os.File, error) {
-		return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, FilePerm)
-	})
-}
-
-// appendTo is Append's write through the file open returns: one write,
-// a sync, and a sync of the folder when the file is new.
+// appendTo is Root.Append's write through the file open returns: one
+// write, a sync, and a sync of the folder when the file is new.
 func appendTo(path string, data []byte, created bool, open func() (*os.File, error)) error {
 	f, err := open()
 	if err != nil {

@@ -137,9 +137,10 @@ func TestWriteKeepMode(t *testing.T) {
 }
 
 func TestAppend(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "ledger", "d.jsonl")
+	root := At(t.TempDir())
+	p := filepath.Join(root.Dir(), "ledger", "d.jsonl")
 	for _, line := range []string{"{\"a\":1}\n", "{\"b\":2}\n"} {
-		if err := Append(p, []byte(line)); err != nil {
+		if err := root.Append(p, []byte(line)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -163,7 +164,7 @@ func TestErrorsAreClassified(t *testing.T) {
 	for name, err := range map[string]error{
 		"WriteAtomic": WriteAtomic(p, []byte("x")),
 		"WriteCache":  WriteCache(p, []byte("x")),
-		"Append":      Append(p, []byte("x\n")),
+		"Append":      At(root).Append(p, []byte("x\n")),
 		"SyncDir":     SyncDir(filepath.Join(root, "missing")),
 	} {
 		if !errors.Is(err, fault.ErrIO) {

@@ -151,7 +151,7 @@ func fileUses(t *testing.T, path string) []directWrite {
 			"Rename", "Truncate", "Chmod", "Chtimes", "Link", "Symlink", "CreateTemp", "MkdirTemp", "Create", "WriteFile", "DirFS", "OpenRoot"),
 		"path/filepath": set("Walk", "WalkDir", "Glob"),
 		"io/ioutil":     set("ReadFile", "WriteFile", "ReadDir", "TempFile", "TempDir"),
-		"github.com/memvault/memvault/vault/fileio": set("WriteAtomic", "WriteAtomicIf", "WriteCache", "Append", "WriteKeepMode"),
+		"github.com/memvault/memvault/vault/fileio": set("WriteAtomic", "WriteAtomicIf", "WriteCache", "WriteKeepMode"),
 	}
 	var out []directWrite
 	for _, decl := range f.Decls {

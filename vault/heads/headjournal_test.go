@@ -53,7 +53,7 @@ func headWithKilledRender(t *testing.T, step string) (*vault.Vault, string) {
 	refresh(t, v, "s1")
 	before := readHead(t, v, vault.MemoryHead)
 	rememberIn(t, v, "decision", "", "s1", "use a queue")
-	testvault.KillAt(t, step, func() { refresh(t, v, "s1") })
+	testvault.KillAt(t, v, step, func() { refresh(t, v, "s1") })
 	if dirty, _ := Uncommitted(v, vault.MustRel(vault.MemoryHead)); !dirty {
 		t.Fatal("the killed refresh left MEMORY.md as HEAD has it: nothing to test")
 	}

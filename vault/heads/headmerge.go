@@ -128,6 +128,8 @@ type HeadMerge struct {
 	// Fit, when set, may shorten the result before it is written; a file
 	// left as it is (it holds conflict markers) is never passed to it.
 	Fit func(result []byte) []byte
+	// merged is RefreshOptions.merged, a test's.
+	merged func(head string)
 }
 
 // mergeOutcome is what mergeInto did to a head.
@@ -136,10 +138,6 @@ type mergeOutcome struct {
 	Sections []string // the sections left in conflict; "(whole file)" when the file was left as it is
 	retried  []string // the head.deferred events this refresh settled
 }
-
-// testHookMerged is called after a merge, before the file is read again
-// for a save made while merging.
-var testHookMerged func(head string)
 
 // MergeInto merges the new render of m.rel with the file and queues, in tx,
 // the write and the events that record it.
@@ -250,8 +248,8 @@ func mergeFile(v *vault.Vault, m HeadMerge, renderedRel vault.RelPath, theirsBlo
 			}
 			f.result, f.conflicts = res.Merged, res.Sections
 		}
-		if testHookMerged != nil {
-			testHookMerged(head)
+		if m.merged != nil {
+			m.merged(head)
 		}
 		again, _ := v.Files().ReadFile(v.Abs(m.Rel))
 		if !f.exists || bytes.Equal(again, f.ours) || attempt >= 5 {

@@ -117,6 +117,11 @@ type RefreshOptions struct {
 	// this one and passes continuity.RefreshHead. A refresh that reaches
 	// CONTINUITY.md without it fails rather than skip the file.
 	Protocol HeadRefresher
+	// leased, set by a test, is called with the heads once their leases
+	// are taken; merged, with a head once its merge is done and before the
+	// file is read again for a save made while merging.
+	leased func(heads []string)
+	merged func(head string)
 }
 
 // A HeadRefresher renders a head this package does not render itself and
@@ -148,9 +153,6 @@ type RefreshReport struct {
 	Heads    []HeadOutcome `json:"heads"`
 	Warnings []string      `json:"warnings,omitempty"`
 }
-
-// testHookLeased is called after the leases are taken.
-var testHookLeased func(heads []string)
 
 // Refresh renders the selected heads, merges them with hand edits and
 // commits the result. Heads with a pending deferred refresh are always
@@ -251,8 +253,8 @@ func leaseHeads(v *vault.Vault, opts RefreshOptions, cfg HeadsConfig, targets []
 			hl.took[head] = tk
 		}
 	}
-	if testHookLeased != nil {
-		testHookLeased(names)
+	if opts.leased != nil {
+		opts.leased(names)
 	}
 	return hl, nil
 }
@@ -402,7 +404,7 @@ func refreshOne(v *vault.Vault, tx *vault.Tx, vw *HeadView, t HeadTarget, opts R
 		return nil, err
 	}
 	m, err := MergeInto(v, tx, HeadMerge{Rel: t.Rel, thread: t.Thread, Source: "refresh", Trigger: trigger,
-		Theirs: doc.Bytes, Size: map[string]any{"tokens": doc.Report.Tokens}, Book: vw.Heads[head].book()})
+		Theirs: doc.Bytes, Size: map[string]any{"tokens": doc.Report.Tokens}, Book: vw.Heads[head].book(), merged: opts.merged})
 	if err != nil {
 		return nil, err
 	}

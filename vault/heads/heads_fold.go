@@ -122,16 +122,14 @@ func BuildView(st *vault.State, cfg HeadsConfig) *HeadView {
 			}
 			vw.LastMemory = i
 		case r.Kind == "node.created":
-			if !r.Current() || len(r.Links) == 0 {
+			if !r.Current() {
 				continue
 			}
-			var d struct {
-				Kind string `json:"kind"`
+			n, ok := nodeOf(r)
+			if !ok {
+				continue
 			}
-			_ = json.Unmarshal(r.Data, &d)
-			n := render.Node{ID: r.Links[0], Kind: d.Kind, Session: r.Session, TS: r.TS, Text: r.Text}
 			if r.Thread != "" {
-				n.Threads = []string{r.Thread}
 				vw.ThreadLast[r.Thread] = i
 			}
 			vw.input.Nodes = append(vw.input.Nodes, n)
@@ -141,6 +139,25 @@ func BuildView(st *vault.State, cfg HeadsConfig) *HeadView {
 		}
 	}
 	return vw
+}
+
+// nodeOf is the node a node.created row records, as the heads render it;
+// false when the row names no node. The full fold (BuildView) and the view
+// cache's replay of new rows (viewCache.apply) both take a node from here,
+// so that the two cannot drift.
+func nodeOf(r *vault.Row) (render.Node, bool) {
+	if len(r.Links) == 0 {
+		return render.Node{}, false
+	}
+	var d struct {
+		Kind string `json:"kind"`
+	}
+	_ = json.Unmarshal(r.Data, &d)
+	n := render.Node{ID: r.Links[0], Kind: d.Kind, Session: r.Session, TS: r.TS, Text: r.Text}
+	if r.Thread != "" {
+		n.Threads = []string{r.Thread}
+	}
+	return n, true
 }
 
 // applyHeadEvent folds a head.* row, at row index i, into the heads'

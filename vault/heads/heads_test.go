@@ -62,11 +62,12 @@ func TestEditDuringRefreshSurvives(t *testing.T) {
 	refresh(t, v, "s1")
 	rememberIn(t, v, "next", "project:shop", "s2", "write the tests")
 
-	testHookMerged = func(head string) {
-		if head != vault.MemoryHead {
+	saved := false
+	save := func(head string) {
+		if head != vault.MemoryHead || saved {
 			return
 		}
-		testHookMerged = nil
+		saved = true
 		p := v.Abs(vault.MustRel(vault.MemoryHead))
 		data, _ := os.ReadFile(p)
 		data = bytes.Replace(data, []byte("## Blockers\n\n- none\n"), []byte("## Blockers\n\n- none\n- saved by a person mid-refresh\n"), 1)
@@ -74,8 +75,10 @@ func TestEditDuringRefreshSurvives(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	defer func() { testHookMerged = nil }()
-	rep := refresh(t, v, "s2")
+	rep, err := Refresh(v, RefreshOptions{TxOptions: vault.TxOptions{Session: "s2"}, Trigger: "session-end", Memory: true, Affected: true, merged: save})
+	if err != nil {
+		t.Fatalf("refresh: %v", err)
+	}
 	if got := status(rep, vault.MemoryHead); got != "merged" {
 		t.Fatalf("status %q, want merged", got)
 	}
@@ -107,13 +110,12 @@ func TestTwoRefreshesRace(t *testing.T) {
 	entered := make(chan struct{})
 	proceed := make(chan struct{})
 	var first32 atomic.Bool
-	testHookLeased = func(heads []string) {
+	hold := func(heads []string) {
 		if first32.CompareAndSwap(false, true) {
 			close(entered)
 			<-proceed
 		}
 	}
-	defer func() { testHookLeased = nil }()
 
 	var wg sync.WaitGroup
 	var first *RefreshReport
@@ -121,7 +123,7 @@ func TestTwoRefreshesRace(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		first, firstErr = Refresh(v, RefreshOptions{TxOptions: vault.TxOptions{Session: "a"}, Trigger: "session-end", Memory: true})
+		first, firstErr = Refresh(v, RefreshOptions{TxOptions: vault.TxOptions{Session: "a"}, Trigger: "session-end", Memory: true, leased: hold})
 	}()
 	<-entered
 	// A holds the lease; B, another session, writes and refreshes.

@@ -1,7 +1,6 @@
 package heads
 
 import (
-	"encoding/json"
 	"sort"
 	"strings"
 
@@ -312,16 +311,11 @@ func (vc *viewCache) apply(ev *vault.Event) {
 			}
 		}
 	case r.Kind == "node.created":
-		if len(r.Links) == 0 {
+		n, ok := nodeOf(r)
+		if !ok {
 			return
 		}
-		var d struct {
-			Kind string `json:"kind"`
-		}
-		_ = json.Unmarshal(r.Data, &d)
-		n := render.Node{ID: r.Links[0], Kind: d.Kind, Session: r.Session, TS: r.TS, Text: r.Text}
 		if r.Thread != "" {
-			n.Threads = []string{r.Thread}
 			vc.threadLast[r.Thread] = i
 			p := vc.thread(r.Thread)
 			p.Nodes = append(p.Nodes, n)

@@ -112,19 +112,20 @@ func ReadHead(t testing.TB, v *vault.Vault, rel string) string {
 // killed is what KillAt panics with.
 type killed struct{ step string }
 
-// KillAt runs fn and stops its transaction at step ("staged": the files
-// written, no event yet; "sealed": the events appended, no commit) the way
-// a SIGKILL does: no rollback runs. It fails the test if fn got past it.
-func KillAt(t testing.TB, step string, fn func()) {
+// KillAt runs fn and stops its transaction on v at step ("staged": the
+// files written, no event yet; "sealed": the events appended, no commit)
+// the way a SIGKILL does: no rollback runs. It fails the test if fn got
+// past it.
+func KillAt(t testing.TB, v *vault.Vault, step string, fn func()) {
 	t.Helper()
-	vault.TestHookApply = func(s string) {
+	v.StopAt = func(s string) {
 		if s == step {
-			vault.TestHookApply = nil
+			v.StopAt = nil
 			panic(killed{step})
 		}
 	}
 	defer func() {
-		vault.TestHookApply = nil
+		v.StopAt = nil
 		if r := recover(); r == nil {
 			t.Fatalf("the transaction got past %q", step)
 		} else if _, ok := r.(killed); !ok {

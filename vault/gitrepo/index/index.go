@@ -23,17 +23,6 @@ import (
 	"github.com/memvault/memvault/vault/fault"
 )
 
-// patchIndex returns git's index file data with the entries for changes
-// replaced, inserted or removed, and every other entry copied byte for
-// byte. It is writeIndexPatch into memory.
-func patchIndex(data []byte, changes []Change) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := writeIndexPatch(&buf, data, changes); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
 // writeIndexPatch writes to w git's index file data with the entries for
 // changes replaced, inserted or removed, and every other entry copied byte
 // for byte.

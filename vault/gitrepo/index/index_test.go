@@ -100,3 +100,14 @@ func TestEWAHRoundTrip(t *testing.T) {
 		t.Fatal("a run of ones past a 100-entry index should be an error")
 	}
 }
+
+// patchIndex returns git's index file data with the entries for changes
+// replaced, inserted or removed, and every other entry copied byte for
+// byte. It is writeIndexPatch into memory.
+func patchIndex(data []byte, changes []Change) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := writeIndexPatch(&buf, data, changes); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

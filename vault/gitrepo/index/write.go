@@ -136,13 +136,6 @@ func Join(sharedDirPath string, data []byte) ([]byte, error) {
 	return sharedDir(sharedDirPath).unsplit(ix, ix.ext("link"))
 }
 
-// IsSplit reports whether data is a split index (it has a link extension),
-// which a caller cannot decode without its shared index.
-func IsSplit(data []byte) bool {
-	ix, err := parseIndex(data)
-	return err == nil && ix.ext("link") != nil
-}
-
 // rewrite is the slow path of Write for index formats the fast path does
 // not handle: decode everything with go-git, change the entries, encode
 // everything.

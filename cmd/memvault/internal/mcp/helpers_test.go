@@ -196,3 +196,8 @@ func (f *fixture) unchanged(before map[string][]byte) {
 		}
 	}
 }
+
+// Connect serves one client over t and returns at once (the tests' in-memory transports).
+func (s *Server) Connect(ctx context.Context, t sdk.Transport) (*sdk.ServerSession, error) {
+	return s.sdk.Connect(ctx, t, nil)
+}

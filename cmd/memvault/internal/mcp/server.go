@@ -124,11 +124,6 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	return fmt.Errorf("mcp: %w", err)
 }
 
-// Connect serves one client over t and returns at once (tests).
-func (s *Server) Connect(ctx context.Context, t sdk.Transport) (*sdk.ServerSession, error) {
-	return s.sdk.Connect(ctx, t, nil)
-}
-
 // call is one request's view of the vault: opened for it, by the agent,
 // from the folder the session works in.
 type call struct {

@@ -225,7 +225,7 @@ func (v *Vault) LogHeads(format string, args ...any) {
 	if v.Files().MkdirAll(dir) != nil {
 		return
 	}
-	// A log line, appended without fsync: not worth fileio.Append's sync.
+	// A log line, appended without fsync: not worth Root.Append's sync.
 	f, err := v.Files().OpenFile(filepath.Join(dir, "heads.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileio.FilePerm)
 	if err != nil {
 		return

@@ -107,7 +107,7 @@ func (r *Repo) appendReflog(branch plumbing.ReferenceName, old, new plumbing.Has
 			return
 		}
 		// An append as git makes it, without fsync: the reflog is a
-		// convenience, not worth fileio.Append's sync on every commit.
+		// convenience, not worth Root.Append's sync on every commit.
 		f, err := os.OpenFile(full, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileio.FilePerm)
 		if err != nil {
 			return

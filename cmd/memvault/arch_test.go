@@ -107,47 +107,22 @@ func documentedLayers(t *testing.T, doc string) (map[string]int, map[string][]st
 func moduleImports(t *testing.T, root string) map[string][]string {
 	out := map[string][]string{}
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			name := d.Name()
-			if p != root && (name == "testdata" || strings.HasPrefix(name, ".")) {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil && p != root {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
+	for _, p := range moduleFiles(t, root) {
 		rel, _ := filepath.Rel(root, filepath.Dir(p))
 		rel = filepath.ToSlash(rel)
 		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
 		if err != nil {
-			return err
-		}
-		seen := map[string]bool{}
-		for _, dep := range out[rel] {
-			seen[dep] = true
+			t.Fatal(err)
 		}
 		if _, ok := out[rel]; !ok {
 			out[rel] = nil
 		}
 		for _, imp := range f.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
-			if dep, ok := strings.CutPrefix(path, modulePath+"/"); ok && !seen[dep] {
-				seen[dep] = true
+			if dep, ok := strings.CutPrefix(path, modulePath+"/"); ok && !slices.Contains(out[rel], dep) {
 				out[rel] = append(out[rel], dep)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

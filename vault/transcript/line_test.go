@@ -1,4 +1,4 @@
-package vault
+package transcript
 
 import (
 	"bytes"
@@ -12,14 +12,12 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	"github.com/memvault/memvault/vault/transcript"
 )
 
 // sameMessage compares two stored messages field by field; times by
 // instant and offset (a decoded time has a fixed zone, not the Location it
 // was made in).
-func sameMessage(a, b transcript.Stored) bool {
+func sameMessage(a, b Stored) bool {
 	if !a.TS.Equal(b.TS) {
 		return false
 	}
@@ -61,10 +59,10 @@ func oddTextOf(r *rand.Rand, huge bool) string {
 	return b.String()
 }
 
-func randomStored(r *rand.Rand) transcript.Stored {
-	roles := []transcript.Role{transcript.RoleUser, transcript.RoleAssistant, transcript.RoleTool, transcript.RoleSystem}
-	formats := []transcript.Format{"claude-code", "codex", "generic", "memvault", "", "odd:format", "a@b/c"}
-	m := transcript.Stored{N: 1 + r.Intn(1<<20), Message: transcript.Message{
+func randomStored(r *rand.Rand) Stored {
+	roles := []Role{RoleUser, RoleAssistant, RoleTool, RoleSystem}
+	formats := []Format{"claude-code", "codex", "generic", "memvault", "", "odd:format", "a@b/c"}
+	m := Stored{N: 1 + r.Intn(1<<20), Message: Message{
 		ID:   oddText(r),
 		Role: roles[r.Intn(len(roles))],
 		Text: oddTextOf(r, true),
@@ -80,16 +78,16 @@ func randomStored(r *rand.Rand) transcript.Stored {
 		m.Speaker = oddText(r)
 	}
 	if r.Intn(3) == 0 {
-		m.Kind = []string{transcript.KindCompaction, transcript.KindContext, transcript.KindBoundary, "other"}[r.Intn(4)]
+		m.Kind = []string{KindCompaction, KindContext, KindBoundary, "other"}[r.Intn(4)]
 	}
 	if r.Intn(2) == 0 {
-		m.Source = transcript.Source{Format: formats[r.Intn(len(formats))], Line: r.Intn(1 << 30), Type: oddText(r)}
+		m.Source = Source{Format: formats[r.Intn(len(formats))], Line: r.Intn(1 << 30), Type: oddText(r)}
 		if r.Intn(2) == 0 {
 			m.Source.Offset = r.Int63n(1 << 40)
 		}
 	}
 	if r.Intn(2) == 0 {
-		t := &transcript.ToolCall{Name: oddText(r), CallID: oddText(r), Error: r.Intn(2) == 0}
+		t := &ToolCall{Name: oddText(r), CallID: oddText(r), Error: r.Intn(2) == 0}
 		switch r.Intn(4) {
 		case 0:
 			t.Output = m.Text // a result: the text is the output
@@ -115,14 +113,14 @@ func TestTranscriptLineRoundTrip(t *testing.T) {
 		if i == 0 { // one huge message for sure: 3 MiB of what needs escaping
 			m.Text = strings.Repeat("<\u2028\"\n😀&", 3<<20/12)
 		}
-		line, err := transcript.EncodeLine(m)
+		line, err := EncodeLine(m)
 		if err != nil {
 			t.Fatalf("encode %#v: %v", m, err)
 		}
 		if bytes.IndexByte(line, '\n') != len(line)-1 {
 			t.Fatalf("encoded message is not one line: %q", line)
 		}
-		got, err := transcript.DecodeLine(line)
+		got, err := DecodeLine(line)
 		if err != nil {
 			t.Fatalf("decode %q: %v", line, err)
 		}
@@ -137,7 +135,7 @@ func TestTranscriptLineRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := transcript.DecodeLine(old); err != nil || !sameMessage(got, m) {
+		if got, err := DecodeLine(old); err != nil || !sameMessage(got, m) {
 			t.Fatalf("old shape: %v\n got %#v\nwant %#v", err, got, m)
 		}
 	}
@@ -148,10 +146,10 @@ func TestTranscriptLineRoundTrip(t *testing.T) {
 // written, <, > and & included.
 func TestTranscriptLineIsCompact(t *testing.T) {
 	out := "if a < b && c > d {\n\treturn\n}"
-	m := transcript.Stored{N: 7, Message: transcript.Message{ID: "toolu_1", TS: time.Date(2025, 1, 7, 21, 23, 0, 0, time.UTC),
-		Role: transcript.RoleTool, Text: out, Tool: &transcript.ToolCall{CallID: "toolu_1", Output: out},
-		Source: transcript.Source{Format: "claude-code", Line: 12, Offset: 3456, Type: "user/tool_result"}}}
-	line, err := transcript.EncodeLine(m)
+	m := Stored{N: 7, Message: Message{ID: "toolu_1", TS: time.Date(2025, 1, 7, 21, 23, 0, 0, time.UTC),
+		Role: RoleTool, Text: out, Tool: &ToolCall{CallID: "toolu_1", Output: out},
+		Source: Source{Format: "claude-code", Line: 12, Offset: 3456, Type: "user/tool_result"}}}
+	line, err := EncodeLine(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,35 +169,42 @@ func TestTranscriptLineRefuses(t *testing.T) {
 	for _, line := range []string{``, `{}`, `{"n":0,"text":"x"}`, `{"n":-3,"text":"x"}`, `{"n":1,"text":"x"`, `[1]`,
 		`{"n":1,"role":"user","text":"x","src":"no colon"}`, `{"n":1,"role":"user","text":"x","src":"f:1@0"}`,
 		`{"n":1,"role":"user","text":"x","src":"f:x"}`, `{"n":1,"role":"user","text":"x","src":"f:-1"}`} {
-		if m, err := transcript.DecodeLine([]byte(line)); err == nil {
+		if m, err := DecodeLine([]byte(line)); err == nil {
 			t.Errorf("%s decoded as %#v", line, m)
 		}
 	}
 }
 
 // TestOneTranscriptDecoder: no code of the package decodes a transcript
-// line by itself (a `var m transcript.Stored` filled by json.Unmarshal, or an
+// line by itself (a `var m Stored` filled by json.Unmarshal, or an
 // ad hoc struct with the line's "n"), so every reader takes both shapes.
 // The merge driver (mergefile.go) reads n, id and ts, which both shapes
 // share, to sort lines it never decodes.
 func TestOneTranscriptDecoder(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad := regexp.MustCompile(`var \w+ transcript.Stored\b|&transcript.Stored\{|Unmarshal\([^)]*&\w*[sS]toredMessage`)
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") || f == "transcriptline.go" {
-			continue
-		}
-		data, err := os.ReadFile(f)
+	root := filepath.Join("..", "..")
+	bad := regexp.MustCompile(`var \w+ (transcript\.)?Stored\b|&(transcript\.)?Stored\{|Unmarshal\([^)]*&\w*[sS]tored`)
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
-			t.Fatal(err)
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && p != root) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || p == "line.go" || filepath.Base(p) == "line.go" && filepath.Base(filepath.Dir(p)) == "transcript" {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
 		}
 		for i, line := range strings.Split(string(data), "\n") {
 			if bad.MatchString(line) {
-				t.Errorf("%s:%d decodes a transcript line itself; use decodeTranscriptLine: %s", f, i+1, strings.TrimSpace(line))
+				t.Errorf("%s:%d decodes a transcript line itself; use transcript.DecodeLine: %s", p, i+1, strings.TrimSpace(line))
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

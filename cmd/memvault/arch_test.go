@@ -261,6 +261,15 @@ func TestArchitectureSizes(t *testing.T) {
 	if d := lines - statedLines; d*20 > statedLines || -d*20 > statedLines {
 		t.Errorf("docs/ARCHITECTURE.md says the engine is %d lines; it is %d (more than 5 %% off)", statedLines, lines)
 	}
+	// PERFORMANCE.md is a specification (budgets, method, one table of
+	// current results), not a diary: the runs one by one live in git.
+	perf, err := os.ReadFile(filepath.Join(root, "docs", "PERFORMANCE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(perf), "\n"); n > 300 {
+		t.Errorf("docs/PERFORMANCE.md is %d lines, more than 300: keep budgets, method and the current figures; history is git's", n)
+	}
 }
 
 // moduleFiles lists the module's non-test Go files, as moduleImports walks

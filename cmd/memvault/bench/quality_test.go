@@ -359,27 +359,10 @@ func TestDecodeRecallHits(t *testing.T) {
 	}
 }
 
-// qualityBinary builds the memvault binary once per test binary; it shares
-// memvaultBinary's build so a run of tests and benchmarks builds it once.
-func qualityBinary(tb testing.TB) string {
-	tb.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "memvault-bench-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "memvault")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/memvault/memvault/cmd/memvault").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		tb.Fatal(buildErr)
-	}
-	return binPath
-}
+// qualityBinary is the binary the quality tests run: memvaultBinary's one
+// build (the README's, its build tag included), so a run of tests and
+// benchmarks builds it once and every test measures the same binary.
+func qualityBinary(tb testing.TB) string { return memvaultBinary(tb) }
 
 // memvault runs the binary and returns its stdout and stderr.
 func memvault(bin string, args ...string) (stdout, stderr []byte, err error) {

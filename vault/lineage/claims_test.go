@@ -352,3 +352,55 @@ func TestControlClaimsAndReflections(t *testing.T) {
 	}
 	testvault.MustVerify(t, v)
 }
+
+// TestReplyStoredTwiceRecordsOnce: a Stop hook that runs before the harness
+// wrote its reply to the transcript stores the reply from its payload;
+// the transcript's own copy comes in later under another id, its line
+// endings its own. Their control lines are one reply's: recorded once,
+// and a DONE: of a later turn closes the one next action there is.
+func TestReplyStoredTwiceRecordsOnce(t *testing.T) {
+	v := testvault.New(t)
+	ref := vault.TranscriptRef{Agent: v.Config.Agent, Session: "s1"}
+	extract := func(msgs ...transcript.Message) {
+		t.Helper()
+		_, err := v.Update(vault.TxOptions{Session: "s1", NoCommit: true}, func(tx *vault.Tx) error {
+			_, _, err := tx.AppendText(ref, msgs)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = v.Update(vault.TxOptions{Session: "s1"}, func(tx *vault.Tx) error {
+			return ExtractControls(tx, ref, "project:shop")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	reply := "On it.\nNEXT: write the release notes\nDECISION: freeze the release branch\n"
+	hookCopy := assistant(reply)
+	hookCopy.Source = transcript.Source{Format: vault.HookFormat}
+	extract(transcript.Message{Role: transcript.RoleUser, Text: "plan the release"}, hookCopy)
+	harnessCopy := assistant(strings.ReplaceAll(reply, "\n", "\r\n"))
+	harnessCopy.ID = "8ff1ce4e-reply"
+	extract(harnessCopy)
+	kinds := testvault.Kinds(t, v)
+	if kinds["next"] != 1 || kinds["decision"] != 1 {
+		t.Fatalf("kinds %v: want one next and one decision for one reply stored twice", kinds)
+	}
+	extract(transcript.Message{Role: transcript.RoleUser, Text: "done?"}, assistant("DONE: write the release notes"))
+	st, err := v.LoadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range st.Rows {
+		if r.Kind == "next" && r.Holds() {
+			t.Errorf("next action %s %q is still open after its DONE:", r.ID, r.Text)
+		}
+	}
+	// The same words in another reply are that reply's own lines.
+	extract(assistant("Again.\nNEXT: write the release notes"))
+	if n := testvault.Kinds(t, v)["next"]; n != 2 {
+		t.Errorf("%d next rows after a second reply naming it again; want 2", n)
+	}
+}

@@ -7,6 +7,8 @@ package lineage
 // reply line and a CLI verb make the same row.
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"regexp"
@@ -22,11 +24,16 @@ import (
 // ControlLine is a line of an assistant message that asks memvault to record
 // something: "DECISION: use WAL", "CLOSE: e_…", "THREAD: project:shop".
 type ControlLine struct {
-	Verb   string `json:"verb"`
-	Arg    string `json:"arg"`
-	Msg    string `json:"msg"`  // id of the message it came from
-	N      int    `json:"n"`    // sequence number of that message
-	Line   int    `json:"line"` // 1-based line within the message
+	Verb string `json:"verb"`
+	Arg  string `json:"arg"`
+	Msg  string `json:"msg"`  // id of the message it came from
+	N    int    `json:"n"`    // sequence number of that message
+	Line int    `json:"line"` // 1-based line within the message
+	// Reply identifies the message by its words (replySum): the same
+	// reply can reach a session twice, once from the hook's payload when
+	// the harness had not written it to its transcript yet, and once from
+	// the transcript, under another id.
+	Reply  string `json:"-"`
 	Event  string `json:"event,omitempty"`
 	Result string `json:"result,omitempty"` // why no event was made
 }
@@ -52,6 +59,7 @@ var controlKinds = map[string]string{
 // inside fenced code blocks are examples, not requests, and are skipped.
 func scanControlLines(m transcript.Stored) []ControlLine {
 	var out []ControlLine
+	var reply string
 	fenced := false
 	for i, line := range strings.Split(m.Text, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(line), "```") {
@@ -62,10 +70,21 @@ func scanControlLines(m transcript.Stored) []ControlLine {
 			continue
 		}
 		if sm := controlRE().FindStringSubmatch(line); sm != nil && sm[2] != "" {
-			out = append(out, ControlLine{Verb: sm[1], Arg: sm[2], Msg: m.ID, N: m.N, Line: i + 1})
+			if reply == "" {
+				reply = replySum(m.Text)
+			}
+			out = append(out, ControlLine{Verb: sm[1], Arg: sm[2], Msg: m.ID, N: m.N, Line: i + 1, Reply: reply})
 		}
 	}
 	return out
+}
+
+// replySum names a reply by its words, white space aside: a hook's copy
+// of a reply and the harness's own copy in its transcript may differ in
+// their line endings or a trailing newline, never in their words.
+func replySum(text string) string {
+	sum := sha256.Sum256([]byte(strings.Join(strings.Fields(text), " ")))
+	return hex.EncodeToString(sum[:12])
 }
 
 // applyControls turns control lines into ledger events, once each: a line
@@ -73,9 +92,20 @@ func scanControlLines(m transcript.Stored) []ControlLine {
 // is reported with its event and not recorded again. THREAD lines set the
 // thread of the lines after them and of the node.
 func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines []ControlLine, thread string) ([]ControlLine, string, error) {
+	// A line is known by its message and place, and by its reply's words
+	// and its own: the same reply stored twice under two ids (a hook's
+	// copy, then the transcript's) is one reply, its lines recorded once.
 	type key struct {
 		msg  string
 		line int
+		text string
+	}
+	keysOf := func(msg string, line int, reply, text string) []key {
+		ks := []key{{msg: msg, line: line}}
+		if reply != "" {
+			ks = append(ks, key{msg: "reply:" + reply, text: text})
+		}
+		return ks
 	}
 	done := map[key]string{}
 	refused := map[key]string{} // lines the policy refused: their violation's words
@@ -85,14 +115,18 @@ func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines [
 		}
 		var d struct {
 			Control *struct {
-				Msg  string `json:"msg"`
-				Line int    `json:"line"`
+				Msg   string `json:"msg"`
+				Line  int    `json:"line"`
+				Reply string `json:"reply"`
+				Text  string `json:"text"`
 			} `json:"control"`
 		}
 		if json.Unmarshal(r.Data, &d) == nil && d.Control != nil {
-			done[key{d.Control.Msg, d.Control.Line}] = r.ID
-			if r.Kind == vault.KindViolation {
-				refused[key{d.Control.Msg, d.Control.Line}] = r.Text
+			for _, k := range keysOf(d.Control.Msg, d.Control.Line, d.Control.Reply, d.Control.Text) {
+				done[k] = r.ID
+				if r.Kind == vault.KindViolation {
+					refused[k] = r.Text
+				}
 			}
 		}
 	}
@@ -109,9 +143,10 @@ func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines [
 			out = append(out, c)
 			continue
 		}
-		if id, ok := done[key{c.Msg, c.Line}]; ok {
+		ks := keysOf(c.Msg, c.Line, c.Reply, c.Verb+": "+c.Arg)
+		if id, k, ok := firstKnown(done, ks); ok {
 			c.Event, c.Result = id, ClaimNote(st.Get(id))
-			if why, ok := refused[key{c.Msg, c.Line}]; ok {
+			if why, ok := refused[k]; ok {
 				c.Event, c.Result = "", vault.RefusedByPolicy+why // its violation is no event of the line's
 			}
 			out = append(out, c)
@@ -127,7 +162,11 @@ func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines [
 			continue
 		}
 		ev.Agent, ev.Session = t.Agent, t.Session
-		data, _ := json.Marshal(map[string]any{"msg": c.Msg, "n": c.N, "line": c.Line})
+		control := map[string]any{"msg": c.Msg, "n": c.N, "line": c.Line}
+		if c.Reply != "" {
+			control["reply"], control["text"] = c.Reply, c.Verb+": "+c.Arg
+		}
+		data, _ := json.Marshal(control)
 		ev.Data = vault.WithData(ev.Data, "control", json.RawMessage(data))
 		ev.Source = "control"
 		if err := tx.Permit(ev); err != nil {
@@ -144,10 +183,23 @@ func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines [
 		tx.Append(ev)
 		st.Add(&vault.Row{Event: ev}) // a later line of the reply sees it (a CLAIM about a CLOSE before it)
 		c.Event, c.Result = ev.ID, ClaimNote(st.Get(ev.ID))
-		done[key{c.Msg, c.Line}] = ev.ID
+		for _, k := range ks {
+			done[k] = ev.ID
+		}
 		out = append(out, c)
 	}
 	return out, thread, nil
+}
+
+// firstKnown returns the event recorded under the first of ks that has one.
+func firstKnown[K comparable](done map[K]string, ks []K) (string, K, bool) {
+	for _, k := range ks {
+		if id, ok := done[k]; ok {
+			return id, k, true
+		}
+	}
+	var zero K
+	return "", zero, false
 }
 
 // closeTargets lists the ids CLOSE lines name, and those CLAIM and REFLECT

@@ -29,10 +29,10 @@ type ControlLine struct {
 	Msg  string `json:"msg"`  // id of the message it came from
 	N    int    `json:"n"`    // sequence number of that message
 	Line int    `json:"line"` // 1-based line within the message
-	// Reply identifies the message by its words (replySum): the same
-	// reply can reach a session twice, once from the hook's payload when
-	// the harness had not written it to its transcript yet, and once from
-	// the transcript, under another id.
+	// Reply names the line by its reply's words and its own (replySum):
+	// the same reply can reach a session twice, once from the hook's
+	// payload when the harness had not written it to its transcript yet,
+	// and once from the transcript, under another id.
 	Reply  string `json:"-"`
 	Event  string `json:"event,omitempty"`
 	Result string `json:"result,omitempty"` // why no event was made
@@ -59,7 +59,7 @@ var controlKinds = map[string]string{
 // inside fenced code blocks are examples, not requests, and are skipped.
 func scanControlLines(m transcript.Stored) []ControlLine {
 	var out []ControlLine
-	var reply string
+	var words string
 	fenced := false
 	for i, line := range strings.Split(m.Text, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(line), "```") {
@@ -70,20 +70,23 @@ func scanControlLines(m transcript.Stored) []ControlLine {
 			continue
 		}
 		if sm := controlRE().FindStringSubmatch(line); sm != nil && sm[2] != "" {
-			if reply == "" {
-				reply = replySum(m.Text)
+			if words == "" {
+				words = strings.Join(strings.Fields(m.Text), " ")
 			}
-			out = append(out, ControlLine{Verb: sm[1], Arg: sm[2], Msg: m.ID, N: m.N, Line: i + 1, Reply: reply})
+			out = append(out, ControlLine{Verb: sm[1], Arg: sm[2], Msg: m.ID, N: m.N, Line: i + 1,
+				Reply: replySum(words, sm[1]+": "+sm[2])})
 		}
 	}
 	return out
 }
 
-// replySum names a reply by its words, white space aside: a hook's copy
-// of a reply and the harness's own copy in its transcript may differ in
-// their line endings or a trailing newline, never in their words.
-func replySum(text string) string {
-	sum := sha256.Sum256([]byte(strings.Join(strings.Fields(text), " ")))
+// replySum names a control line by the words of its reply, white space
+// aside, and its own text: a hook's copy of a reply and the harness's own
+// copy in its transcript may differ in their line endings or a trailing
+// newline, never in their words. It is a digest, so a line the policy
+// refused leaves no trace of its text in its violation.
+func replySum(words, line string) string {
+	sum := sha256.Sum256([]byte(words + "\x00" + line))
 	return hex.EncodeToString(sum[:12])
 }
 
@@ -98,12 +101,11 @@ func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines [
 	type key struct {
 		msg  string
 		line int
-		text string
 	}
-	keysOf := func(msg string, line int, reply, text string) []key {
+	keysOf := func(msg string, line int, reply string) []key {
 		ks := []key{{msg: msg, line: line}}
 		if reply != "" {
-			ks = append(ks, key{msg: "reply:" + reply, text: text})
+			ks = append(ks, key{msg: "reply:" + reply})
 		}
 		return ks
 	}
@@ -118,11 +120,10 @@ func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines [
 				Msg   string `json:"msg"`
 				Line  int    `json:"line"`
 				Reply string `json:"reply"`
-				Text  string `json:"text"`
 			} `json:"control"`
 		}
 		if json.Unmarshal(r.Data, &d) == nil && d.Control != nil {
-			for _, k := range keysOf(d.Control.Msg, d.Control.Line, d.Control.Reply, d.Control.Text) {
+			for _, k := range keysOf(d.Control.Msg, d.Control.Line, d.Control.Reply) {
 				done[k] = r.ID
 				if r.Kind == vault.KindViolation {
 					refused[k] = r.Text
@@ -143,7 +144,7 @@ func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines [
 			out = append(out, c)
 			continue
 		}
-		ks := keysOf(c.Msg, c.Line, c.Reply, c.Verb+": "+c.Arg)
+		ks := keysOf(c.Msg, c.Line, c.Reply)
 		if id, k, ok := firstKnown(done, ks); ok {
 			c.Event, c.Result = id, ClaimNote(st.Get(id))
 			if why, ok := refused[k]; ok {
@@ -164,7 +165,7 @@ func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines [
 		ev.Agent, ev.Session = t.Agent, t.Session
 		control := map[string]any{"msg": c.Msg, "n": c.N, "line": c.Line}
 		if c.Reply != "" {
-			control["reply"], control["text"] = c.Reply, c.Verb+": "+c.Arg
+			control["reply"] = c.Reply
 		}
 		data, _ := json.Marshal(control)
 		ev.Data = vault.WithData(ev.Data, "control", json.RawMessage(data))

@@ -91,8 +91,9 @@ func replySum(words, line string) string {
 }
 
 // applyControls turns control lines into ledger events, once each: a line
-// already recorded (same session, message and line, found in data.control)
-// is reported with its event and not recorded again. THREAD lines set the
+// already recorded (same session, and the same message and line or the
+// same reply digest, found in data.control) is reported with its event and
+// not recorded again. THREAD lines set the
 // thread of the lines after them and of the node.
 func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines []ControlLine, thread string) ([]ControlLine, string, error) {
 	// A line is known by its message and place, and by its reply's words

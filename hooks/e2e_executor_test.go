@@ -337,24 +337,8 @@ func TestE2EExecutorCodex(t *testing.T) {
 	}
 	x := newExecutorE2E(t)
 	key := "from-the-config-" + e2etest.RandWord("")
-	writeFile(t, filepath.Join(x.Home, ".codex", "config.toml"), fmt.Sprintf(`model = "fake-model"
-model_provider = "fake"
-check_for_update_on_startup = false
-
-[model_providers.fake]
-name = "fake"
-base_url = "%s/v1"
-wire_api = "responses"
-experimental_bearer_token = %q
-request_max_retries = 0
-stream_max_retries = 0
-
-[features]
-plugins = false
-
-[analytics]
-enabled = false
-`, x.headers.srv.URL, key))
+	writeFile(t, filepath.Join(x.Home, ".codex", "config.toml"),
+		e2etest.CodexConfig(x.headers.srv.URL, fmt.Sprintf("experimental_bearer_token = %q", key), ""))
 	runExecutorE2E(t, x, executorCase{
 		preset: "codex", bin: codex,
 		secret: "OPENAI_API_KEY", keyHdr: "authorization", key: "Bearer " + key, pathPref: "/v1/responses",

@@ -77,3 +77,29 @@ func CodexTrust(t *testing.T, configToml, hooksFile string) {
 	defer f.Close()
 	f.WriteString(b.String())
 }
+
+// CodexConfig is a ~/.codex/config.toml that sends Codex to the fake model
+// at baseURL: auth is the provider's key line (`env_key = "…"` or
+// `experimental_bearer_token = "…"`), extra is appended as it is (a
+// project's trust, say). Updates, plugins and analytics are off, and no
+// request is retried, so a failure shows at once.
+func CodexConfig(baseURL, auth, extra string) string {
+	return fmt.Sprintf(`model = "fake-model"
+model_provider = "fake"
+check_for_update_on_startup = false
+
+[model_providers.fake]
+name = "fake"
+base_url = "%s/v1"
+wire_api = "responses"
+%s
+request_max_retries = 0
+stream_max_retries = 0
+
+[features]
+plugins = false
+
+[analytics]
+enabled = false
+`, baseURL, auth) + extra
+}

@@ -305,27 +305,8 @@ func TestE2EMCPCodex(t *testing.T) {
 	codexHome := filepath.Join(e.Home, ".codex")
 	os.MkdirAll(codexHome, 0o755)
 	config := filepath.Join(codexHome, "config.toml")
-	os.WriteFile(config, []byte(fmt.Sprintf(`model = "fake-model"
-model_provider = "fake"
-check_for_update_on_startup = false
-
-[model_providers.fake]
-name = "fake"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "FAKE_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
-[features]
-plugins = false
-
-[analytics]
-enabled = false
-
-[projects.%q]
-trust_level = "trusted"
-`, e.Model.URL(), e.Proj)), 0o644)
+	os.WriteFile(config, []byte(e2etest.CodexConfig(e.Model.URL(), `env_key = "FAKE_API_KEY"`,
+		fmt.Sprintf("\n[projects.%q]\ntrust_level = \"trusted\"\n", e.Proj))), 0o644)
 	e.Setenv("CODEX_HOME="+codexHome, "FAKE_API_KEY=x")
 	runs := e.mcpStarts()
 	e.Install("codex")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault/lineage"
+	"github.com/memvault/memvault/vault/node"
 
 	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
@@ -116,13 +117,13 @@ func TestSessionEndBacklogFinishedByJobs(t *testing.T) {
 			t.Fatalf("left uncommitted:\n%s", out)
 		}
 	}
-	ix, err := v.Nodes()
+	ix, err := node.Load(v.Files())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var summary *vault.Node
+	var summary *node.Node
 	for _, n := range ix.Nodes {
-		if n.Kind == vault.NodeSessionSummary && n.Session == sess.Session {
+		if n.Kind == node.SessionSummary && n.Session == sess.Session {
 			summary = n
 		}
 	}

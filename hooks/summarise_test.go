@@ -12,6 +12,7 @@ import (
 	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/executor"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/testvault"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
@@ -93,14 +94,14 @@ func runEvent(t *testing.T, v *vault.Vault, ev Event, p Payload) {
 
 // sessionNode is the session-summary node of session s, read whole; nil
 // when there is none.
-func sessionNode(t *testing.T, v *vault.Vault, s string) *vault.Node {
+func sessionNode(t *testing.T, v *vault.Vault, s string) *node.Node {
 	t.Helper()
-	ix, err := v.Nodes()
+	ix, err := node.Load(v.Files())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range ix.Select(vault.NodeFilter{Agent: "default", Session: s, Kind: vault.NodeSessionSummary}) {
-		full, err := v.ReadNode(n)
+	for _, n := range ix.Select(node.Filter{Agent: "default", Session: s, Kind: node.SessionSummary}) {
+		full, err := node.Read(v.Files(), n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +175,7 @@ func TestHookSummaryModelNeverInAHook(t *testing.T) {
 		t.Errorf("%d runs of the executor for two sessions", n)
 	}
 	n := sessionNode(t, v, "s1")
-	if n == nil || n.Summary != vault.SummaryModel || n.SummaryBy != "fake" ||
+	if n == nil || n.Summary != node.SummaryModel || n.SummaryBy != "fake" ||
 		!strings.Contains(n.Body, "counted: Summarise this session") || !strings.Contains(n.Body, "rename the flag") {
 		t.Fatalf("node %+v", n)
 	}
@@ -226,7 +227,7 @@ func TestHookSummaryModelFailsOpen(t *testing.T) {
 				t.Fatalf("jobs run: %+v", rep)
 			}
 			n := sessionNode(t, v, "s1")
-			if n == nil || n.Summary != vault.SummaryDeterministic || !strings.HasPrefix(n.SummaryFallback, c.code+": ") ||
+			if n == nil || n.Summary != node.SummaryDeterministic || !strings.HasPrefix(n.SummaryFallback, c.code+": ") ||
 				!strings.Contains(n.Body, "## Intent") {
 				t.Fatalf("node %+v", n)
 			}

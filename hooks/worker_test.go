@@ -18,6 +18,7 @@ import (
 
 	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/testvault"
 )
 
@@ -245,7 +246,7 @@ func TestWorkerHookNeverWaits(t *testing.T) {
 	waitFor(t, "the model's summary", func() bool { n := sessionNode(t, v, "s1"); return n != nil })
 	waitFor(t, "the worker to exit", func() bool { return !hookstate.JobWorkerStatus(v).Running })
 	n := sessionNode(t, v, "s1")
-	if n.Summary != vault.SummaryModel || !strings.Contains(n.Body, "done after retries") {
+	if n.Summary != node.SummaryModel || !strings.Contains(n.Body, "done after retries") {
 		t.Fatalf("node %+v", n)
 	}
 	if g.n("spawned") != 1 || g.n("worker") != 1 || g.n("run") != 1 {
@@ -290,7 +291,7 @@ func TestWorkerKilledLosesNoJob(t *testing.T) {
 	g.nextRun(t) <- "ok"
 	waitFor(t, "the second worker's summary", func() bool { return sessionNode(t, v, "s1") != nil })
 	waitFor(t, "the worker to exit", func() bool { return !hookstate.JobWorkerStatus(v).Running })
-	if n := sessionNode(t, v, "s1"); n.Summary != vault.SummaryModel {
+	if n := sessionNode(t, v, "s1"); n.Summary != node.SummaryModel {
 		t.Fatalf("node %+v", n)
 	}
 	if g.n("spawned") != 2 || g.n("worker") != 2 || g.n("run") != 2 {
@@ -340,7 +341,7 @@ func TestWorkerGivesUpOnTheModel(t *testing.T) {
 		cancel()
 	}
 	n := sessionNode(t, v, "s1")
-	if n == nil || n.Summary != vault.SummaryDeterministic || !strings.Contains(n.SummaryFallback, "3 workers started asking it") {
+	if n == nil || n.Summary != node.SummaryDeterministic || !strings.Contains(n.SummaryFallback, "3 workers started asking it") {
 		t.Fatalf("node %+v", n)
 	}
 	if g.n("run") != maxModelAttempts {

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/node"
 )
 
 // Crockford's base32 alphabet, lower case: no i, l, o or u, so ids survive
@@ -241,8 +242,8 @@ func (st *State) ResolveEventID(verb, arg string) (string, error) {
 	return resolveID(verb, "event", q, ids, describe, "list event ids with: memvault ledger")
 }
 
-// ResolveNodeID is ResolveEventID for the nodes of the index.
-func (ix *NodeIndex) ResolveNodeID(verb, arg string) (string, error) {
+// resolveNodeID is ResolveEventID for the nodes of the index ix.
+func resolveNodeID(ix *node.Index, verb, arg string) (string, error) {
 	if ix.Nodes[arg] != nil {
 		return arg, nil
 	}
@@ -264,19 +265,19 @@ func (ix *NodeIndex) ResolveNodeID(verb, arg string) (string, error) {
 	return resolveID(verb, "node", q, ids, describe, "list nodes with: memvault nodes")
 }
 
-// ResolveNodeID returns the id of the node arg names (see
-// NodeIndex.ResolveNodeID). A full id is returned as it is, without
+// ResolveNodeID returns the id of the node arg names, as ResolveEventID
+// does an event's, among the nodes of the vault's node index. A full id is returned as it is, without
 // reading the node index: the caller's lookup says whether it exists, at
 // the cost of a byte search of the cache instead of a decode of it all.
 func (v *Vault) ResolveNodeID(verb, arg string) (string, error) {
 	if q, err := parseIDArg(verb, "node", NodeIDMarker, strings.TrimSpace(arg)); err == nil && q.full {
 		return q.id, nil
 	}
-	ix, err := v.Nodes()
+	ix, err := node.Load(v.Files())
 	if err != nil {
 		return "", err
 	}
-	return ix.ResolveNodeID(verb, arg)
+	return resolveNodeID(ix, verb, arg)
 }
 
 // ResolveLink returns the full id of the event or node arg names, by its

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memvault/memvault/vault/node"
 )
 
 // stateOf folds events with the given ids, in order, into a State.
@@ -137,18 +139,18 @@ func TestResolveEventIDListsAtMostTen(t *testing.T) {
 func TestResolveNodeID(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	a, b := NewID("n_", now), NewID("n_", now.Add(90*24*time.Hour))
-	ix := &NodeIndex{Nodes: map[string]*Node{a: {ID: a, Kind: NodeCompaction}, b: {ID: b, Kind: NodeCondensed}}, Parents: map[string][]string{}}
+	ix := &node.Index{Nodes: map[string]*node.Node{a: {ID: a, Kind: node.Compaction}, b: {ID: b, Kind: node.Condensed}}, Parents: map[string][]string{}}
 	n := 2 + MinIDPrefix
 	for a[:n] == b[:n] {
 		n++
 	}
-	if got, err := ix.ResolveNodeID("expand", a[:n]); err != nil || got != a {
+	if got, err := resolveNodeID(ix, "expand", a[:n]); err != nil || got != a {
 		t.Errorf("ResolveNodeID(%q) = %q, %v; want %s", a[:n], got, err, a)
 	}
-	if _, err := ix.ResolveNodeID("expand", "e_"+a[2:]); !errors.Is(err, ErrInvalid) {
+	if _, err := resolveNodeID(ix, "expand", "e_"+a[2:]); !errors.Is(err, ErrInvalid) {
 		t.Errorf("an event id for a node: %v, want ErrInvalid", err)
 	}
-	if _, err := ix.ResolveNodeID("expand", "n_zzzz"); !errors.Is(err, ErrNotFound) {
+	if _, err := resolveNodeID(ix, "expand", "n_zzzz"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown prefix: %v, want ErrNotFound", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/gitrepo"
+	"github.com/memvault/memvault/vault/node"
 )
 
 // TxOptions describe who is writing and how.
@@ -50,9 +51,9 @@ type Tx struct {
 	// transcripts tracks the tail of each transcript appended to in this
 	// transaction, so consecutive appends number and split parts correctly.
 	transcripts map[TranscriptRef]*transcriptTail
-	nodes       []string   // node ids created, for the Memvault-Node trailers
-	commitPaths []RelPath  // files written earlier without a commit, committed now
-	nodeIndex   *NodeIndex // loaded on first use by distillation
+	nodes       []string    // node ids created, for the Memvault-Node trailers
+	commitPaths []RelPath   // files written earlier without a commit, committed now
+	nodeIndex   *node.Index // loaded on first use by distillation
 	// slots keep the state a feature built on the transaction needs for
 	// its length (the protocol's fold, …), each under a key of the
 	// feature's own type (Slot).

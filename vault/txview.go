@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"time"
+
+	"github.com/memvault/memvault/vault/node"
 )
 
 // What a transaction tells the features built on the engine, and what it
@@ -76,9 +78,9 @@ func (tx *Tx) SessionState(t TranscriptRef, ids []string) (*State, error) {
 }
 
 // Nodes returns the node index, including nodes created in this transaction.
-func (tx *Tx) Nodes() (*NodeIndex, error) {
+func (tx *Tx) Nodes() (*node.Index, error) {
 	if tx.nodeIndex == nil {
-		ix, err := tx.v.Nodes()
+		ix, err := node.Load(tx.v.Files())
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/testvault"
 	"github.com/memvault/memvault/vault/transcript"
 )
@@ -293,8 +294,8 @@ func TestControlClaimsAndReflections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	summarize := func() *vault.Node {
-		var n *vault.Node
+	summarize := func() *node.Node {
+		var n *node.Node
 		_, err := v.Update(vault.TxOptions{Session: "s1"}, func(tx *vault.Tx) error {
 			var err error
 			n, _, err = Summarize(tx, ref, SummaryOptions{Thread: "project:shop"})

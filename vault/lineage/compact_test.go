@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/testvault"
 
 	"github.com/memvault/memvault/vault/transcript"
@@ -17,7 +18,7 @@ import (
 // that transaction), with a compaction summary last, then records the
 // compaction with opts.
 // It returns the node and the thread of its node.created event.
-func compactSession(t *testing.T, v *vault.Vault, s string, opts CompactOptions, before func(tx *vault.Tx), msgs ...transcript.Message) (*vault.Node, string, error) {
+func compactSession(t *testing.T, v *vault.Vault, s string, opts CompactOptions, before func(tx *vault.Tx), msgs ...transcript.Message) (*node.Node, string, error) {
 	t.Helper()
 	ref := vault.TranscriptRef{Agent: v.Config.Agent, Session: s}
 	msgs = append(msgs, transcript.Message{Role: transcript.RoleSystem, Kind: transcript.KindCompaction, Text: "the summary of " + s})
@@ -31,10 +32,10 @@ func compactSession(t *testing.T, v *vault.Vault, s string, opts CompactOptions,
 	if err != nil {
 		t.Fatal(err)
 	}
-	var node *vault.Node
+	var made *node.Node
 	_, err = v.Update(vault.TxOptions{Session: s}, func(tx *vault.Tx) error {
 		n, _, err := Compact(tx, ref, opts)
-		node = n
+		made = n
 		return err
 	})
 	if err != nil {
@@ -45,11 +46,11 @@ func compactSession(t *testing.T, v *vault.Vault, s string, opts CompactOptions,
 		t.Fatal(err)
 	}
 	for _, r := range st.Rows {
-		if r.Kind == "node.created" && len(r.Links) > 0 && r.Links[0] == node.ID {
-			return node, r.Thread, nil
+		if r.Kind == "node.created" && len(r.Links) > 0 && r.Links[0] == made.ID {
+			return made, r.Thread, nil
 		}
 	}
-	t.Fatalf("no node.created for %s", node.ID)
+	t.Fatalf("no node.created for %s", made.ID)
 	return nil, "", nil
 }
 

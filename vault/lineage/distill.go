@@ -11,6 +11,7 @@ import (
 
 	"github.com/memvault/memvault/vault/executor"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/transcript"
 )
 
@@ -71,7 +72,7 @@ type SummaryOptions struct {
 // the session, and the control lines of assistant messages, each turned into
 // its ledger event once. Summarizing again without new messages returns the
 // existing node and writes nothing.
-func Summarize(tx *vault.Tx, t vault.TranscriptRef, opts SummaryOptions) (*vault.Node, bool, error) {
+func Summarize(tx *vault.Tx, t vault.TranscriptRef, opts SummaryOptions) (*node.Node, bool, error) {
 	v := tx.Vault()
 	if err := t.Check(); err != nil {
 		return nil, false, err
@@ -107,7 +108,7 @@ func Summarize(tx *vault.Tx, t vault.TranscriptRef, opts SummaryOptions) (*vault
 	if m := opts.Model; m != nil {
 		// A model's summary of these messages is not asked for twice:
 		// the node that holds one stands.
-		prev, err := modelNode(v, tx, t, vault.NodeSessionSummary, 1, d.last)
+		prev, err := modelNode(v, tx, t, node.SessionSummary, 1, d.last)
 		if err != nil || prev != nil {
 			return prev, false, err
 		}
@@ -190,13 +191,13 @@ func writeControlLines(b *strings.Builder, controls []ControlLine) {
 // summaryNode is the session-summary node of t, spanning all of its
 // messages, created at the time of its last message (the transaction's
 // when none has one) and titled by its first prompt.
-func summaryNode(tx *vault.Tx, t vault.TranscriptRef, d *sessionDigest, threads []string, body string) *vault.Node {
+func summaryNode(tx *vault.Tx, t vault.TranscriptRef, d *sessionDigest, threads []string, body string) *node.Node {
 	created := d.lastTS
 	if created.IsZero() {
 		created = tx.Now()
 	}
-	n := &vault.Node{Kind: vault.NodeSessionSummary, Agent: t.Agent, Session: t.Session, Harness: tx.Harness(),
-		Threads: threads, Span: &vault.Span{Path: t.Path(), From: 1, To: d.last},
+	n := &node.Node{Kind: node.SessionSummary, Agent: t.Agent, Session: t.Session, Harness: tx.Harness(),
+		Threads: threads, Span: &node.Span{Path: t.Path(), From: 1, To: d.last},
 		Created: vault.FormatTS(created), Title: "session " + t.Session + ": " + firstOr(d.prompts, "no prompt"),
 		Body: body}
 	n.Title = vault.Clip(n.Title, 120)
@@ -273,7 +274,7 @@ type CompactOptions struct {
 // thread head's Lineage and recall scoped to another thread leaves it out:
 // the thread the session's last THREAD: line names, else opts.Thread, else
 // the threads the session's rows were recorded in.
-func Compact(tx *vault.Tx, t vault.TranscriptRef, opts CompactOptions) (*vault.Node, bool, error) {
+func Compact(tx *vault.Tx, t vault.TranscriptRef, opts CompactOptions) (*node.Node, bool, error) {
 	v := tx.Vault()
 	if err := t.Check(); err != nil {
 		return nil, false, err
@@ -282,8 +283,8 @@ func Compact(tx *vault.Tx, t vault.TranscriptRef, opts CompactOptions) (*vault.N
 	if err != nil {
 		return nil, false, err
 	}
-	var prev *vault.Node
-	for _, n := range ix.Select(vault.NodeFilter{Agent: t.Agent, Session: t.Session, Kind: vault.NodeCompaction}) {
+	var prev *node.Node
+	for _, n := range ix.Select(node.Filter{Agent: t.Agent, Session: t.Session, Kind: node.Compaction}) {
 		if n.Span != nil && (prev == nil || n.Span.To > prev.Span.To) {
 			prev = n
 		}
@@ -343,8 +344,8 @@ func Compact(tx *vault.Tx, t vault.TranscriptRef, opts CompactOptions) (*vault.N
 			body = "(the transcript holds no compaction summary of the harness)"
 		}
 	}
-	n := &vault.Node{Kind: vault.NodeCompaction, Agent: t.Agent, Session: t.Session, Harness: tx.Harness(),
-		Threads: threads, Span: &vault.Span{Path: t.Path(), From: from, To: d.last}, Created: vault.FormatTS(created),
+	n := &node.Node{Kind: node.Compaction, Agent: t.Agent, Session: t.Session, Harness: tx.Harness(),
+		Threads: threads, Span: &node.Span{Path: t.Path(), From: from, To: d.last}, Created: vault.FormatTS(created),
 		Title: vault.Clip("compaction of "+t.Session+": "+vault.OneLine(title), 120),
 		Body:  fmt.Sprintf("# Compaction of session %s\n\n%s\n", t.Session, body)}
 	switch {
@@ -416,7 +417,7 @@ func periodOf(t time.Time, period string) (string, time.Time) {
 // nodes of the agent that no condensed node consumes yet, one per period
 // (and per thread with Thread). Periods still under way are left alone
 // unless Current is set, so a day is condensed once it is over.
-func Condense(tx *vault.Tx, opts CondenseOptions) ([]*vault.Node, error) {
+func Condense(tx *vault.Tx, opts CondenseOptions) ([]*node.Node, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
@@ -425,10 +426,10 @@ func Condense(tx *vault.Tx, opts CondenseOptions) ([]*vault.Node, error) {
 		return nil, err
 	}
 	labels, groups := condenseGroups(ix, tx.Agent(), opts, tx.Now())
-	var out []*vault.Node
+	var out []*node.Node
 	for _, label := range labels {
 		children := groups[label]
-		vault.SortNodes(children)
+		node.Sort(children)
 		var b strings.Builder
 		fmt.Fprintf(&b, "# %s (%s)\n\n", label, opts.Period)
 		ids := make([]string, len(children))
@@ -449,7 +450,7 @@ func Condense(tx *vault.Tx, opts CondenseOptions) ([]*vault.Node, error) {
 		if len(sessions) == 1 {
 			session = children[0].Session
 		}
-		n := &vault.Node{Kind: vault.NodeCondensed, Agent: tx.Agent(), Session: session, Threads: vault.SortedKeys(threads),
+		n := &node.Node{Kind: node.Condensed, Agent: tx.Agent(), Session: session, Threads: vault.SortedKeys(threads),
 			Children: ids, Created: children[len(children)-1].Created,
 			Title: fmt.Sprintf("%s: %d nodes", label, len(children)), Body: b.String()}
 		if opts.Models != nil {
@@ -462,11 +463,11 @@ func Condense(tx *vault.Tx, opts CondenseOptions) ([]*vault.Node, error) {
 				return nil, err
 			}
 		}
-		node, _, err := tx.CreateNode(n)
+		made, _, err := tx.CreateNode(n)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, node)
+		out = append(out, made)
 	}
 	return out, nil
 }
@@ -493,11 +494,11 @@ func (opts *CondenseOptions) check() error {
 // condensed node consumes yet, by the period they were made in (the
 // period under way left out unless opts.Current), each group sorted, and
 // the labels in order.
-func condenseGroups(ix *vault.NodeIndex, agent string, opts CondenseOptions, now time.Time) ([]string, map[string][]*vault.Node) {
+func condenseGroups(ix *node.Index, agent string, opts CondenseOptions, now time.Time) ([]string, map[string][]*node.Node) {
 	nowLabel, _ := periodOf(now, opts.Period)
-	groups := map[string][]*vault.Node{}
-	for _, n := range ix.Select(vault.NodeFilter{Agent: agent, Thread: opts.Thread}) {
-		if n.Kind == vault.NodeCondensed || len(ix.Parents[n.ID]) > 0 {
+	groups := map[string][]*node.Node{}
+	for _, n := range ix.Select(node.Filter{Agent: agent, Thread: opts.Thread}) {
+		if n.Kind == node.Condensed || len(ix.Parents[n.ID]) > 0 {
 			continue
 		}
 		t, err := time.Parse(time.RFC3339Nano, n.Created)
@@ -513,7 +514,7 @@ func condenseGroups(ix *vault.NodeIndex, agent string, opts CondenseOptions, now
 	labels := make([]string, 0, len(groups))
 	for l, g := range groups {
 		labels = append(labels, l)
-		vault.SortNodes(g)
+		node.Sort(g)
 	}
 	sort.Strings(labels)
 	return labels, groups

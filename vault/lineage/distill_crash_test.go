@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/testvault"
 )
 
@@ -15,9 +16,9 @@ import (
 func TestNodeFileWithoutEventIsRecorded(t *testing.T) {
 	v := testvault.New(t)
 	testvault.AppendMessage(t, v, "s1", "the heron migration is done")
-	summarize := func(keep bool) (*vault.Node, []byte, bool) {
+	summarize := func(keep bool) (*node.Node, []byte, bool) {
 		t.Helper()
-		var n *vault.Node
+		var n *node.Node
 		var data []byte
 		var created bool
 		_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/transcript"
 )
 
@@ -26,7 +27,7 @@ type NodeRef struct {
 	Title   string `json:"title"`
 }
 
-func refOf(n *vault.Node) NodeRef {
+func refOf(n *node.Node) NodeRef {
 	return NodeRef{ID: n.ID, Kind: n.Kind, Agent: n.Agent, Session: n.Session, Created: n.Created, Title: n.Title}
 }
 
@@ -39,7 +40,7 @@ type HeadRef struct {
 // Expansion is what `memvault expand` returns: the node and everything
 // around it in the lineage (DESIGN §5).
 type Expansion struct {
-	Node       *vault.Node         `json:"node"`
+	Node       *node.Node          `json:"node"`
 	Parents    []NodeRef           `json:"parents"`
 	Children   []NodeRef           `json:"children"`
 	Siblings   []NodeRef           `json:"siblings"`
@@ -70,7 +71,7 @@ func Expand(v *vault.Vault, id string, opts ExpandOptions) (*Expansion, error) {
 	if err != nil {
 		return nil, err
 	}
-	full, err := v.ReadNode(n)
+	full, err := node.Read(v.Files(), n)
 	if err != nil {
 		return nil, err
 	}
@@ -96,15 +97,15 @@ func Expand(v *vault.Vault, id string, opts ExpandOptions) (*Expansion, error) {
 // session's nodes; then the other children of its parents, for siblings by
 // parent. A node that does not exist, or that belongs to another agent
 // than the one asking, is refused with a hint.
-func expandNodes(v *vault.Vault, id, agent string) (*vault.NodeIndex, *vault.Node, error) {
-	ix, err := v.NodesThen([]string{id}, func(ix *vault.NodeIndex) []string {
+func expandNodes(v *vault.Vault, id, agent string) (*node.Index, *node.Node, error) {
+	ix, err := node.Lookup(v.Files(), []string{id}, func(ix *node.Index) []string {
 		n := ix.Nodes[id]
 		if n == nil {
 			return nil
 		}
 		var more []string
 		if n.Session != "" {
-			more = append(more, "\t"+vault.TsvEscape.Replace(n.Session)+"\t")
+			more = append(more, node.FieldNeedle(n.Session))
 		}
 		more = append(more, n.Children...)
 		for _, p := range ix.Parents[id] {
@@ -130,7 +131,7 @@ func expandNodes(v *vault.Vault, id, agent string) (*vault.NodeIndex, *vault.Nod
 // addRelatives lists the node's parents, its children, and its siblings:
 // the nodes of its agent that share its session or one of its parents,
 // parents and children excepted, in node order.
-func (ex *Expansion) addRelatives(ix *vault.NodeIndex, id string, n *vault.Node) {
+func (ex *Expansion) addRelatives(ix *node.Index, id string, n *node.Node) {
 	parents := ix.Parents[id]
 	for _, p := range parents {
 		if pn := ix.Nodes[p]; pn != nil {
@@ -150,7 +151,7 @@ func (ex *Expansion) addRelatives(ix *vault.NodeIndex, id string, n *vault.Node)
 			}
 		}
 	}
-	var siblings []*vault.Node
+	var siblings []*node.Node
 	for _, other := range ix.Nodes {
 		if other.ID == id || other.Agent != n.Agent || slices.Contains(parents, other.ID) || slices.Contains(n.Children, other.ID) {
 			continue
@@ -159,7 +160,7 @@ func (ex *Expansion) addRelatives(ix *vault.NodeIndex, id string, n *vault.Node)
 			siblings = append(siblings, other)
 		}
 	}
-	vault.SortNodes(siblings)
+	node.Sort(siblings)
 	for _, s := range siblings {
 		ex.Siblings = append(ex.Siblings, refOf(s))
 	}
@@ -172,7 +173,7 @@ type spanTimes struct{ start, end string }
 // addTranscript adds the span's own messages, with context more on each
 // side, and returns the span's times, which bound the rows written during
 // it. A transcript that is gone adds nothing.
-func (ex *Expansion) addTranscript(v *vault.Vault, n *vault.Node, context int) (spanTimes, error) {
+func (ex *Expansion) addTranscript(v *vault.Vault, n *node.Node, context int) (spanTimes, error) {
 	var span spanTimes
 	if n.Span == nil {
 		return span, nil
@@ -200,7 +201,7 @@ func (ex *Expansion) addTranscript(v *vault.Vault, n *vault.Node, context int) (
 
 // addRows adds the rows of the node (expandRow), reading only the ledger
 // segments that can hold one: those naming the node or its session.
-func (ex *Expansion) addRows(v *vault.Vault, id string, n *vault.Node, span spanTimes) error {
+func (ex *Expansion) addRows(v *vault.Vault, id string, n *node.Node, span spanTimes) error {
 	rowNeedles := [][]byte{[]byte(id)}
 	if n.Session != "" {
 		field, _ := json.Marshal(n.Session)
@@ -224,7 +225,7 @@ func (ex *Expansion) addRows(v *vault.Vault, id string, n *vault.Node, span span
 // node.created aside), or written by the node's agent in its session
 // during the span: a control-line event by the number of the message it
 // came from, any other event by its time.
-func expandRow(r *vault.Row, id string, n *vault.Node, span spanTimes) bool {
+func expandRow(r *vault.Row, id string, n *node.Node, span spanTimes) bool {
 	if vault.CorrectionKinds[r.Kind] && !slices.Contains(r.Links, id) && r.Session != n.Session {
 		return false // kept only to mark the rows above
 	}
@@ -240,7 +241,7 @@ func expandRow(r *vault.Row, id string, n *vault.Node, span spanTimes) bool {
 	}
 	// A session summary covers the whole session; a row without span
 	// times to compare with belongs to the session too.
-	return n.Kind == vault.NodeSessionSummary || span.start == "" || r.TS >= span.start[:19] && r.TS[:19] <= span.end[:19]
+	return n.Kind == node.SessionSummary || span.start == "" || r.TS >= span.start[:19] && r.TS[:19] <= span.end[:19]
 }
 
 // controlN is the message number a control-line event came from, 0 if the

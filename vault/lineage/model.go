@@ -21,6 +21,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/executor"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/transcript"
 )
 
@@ -152,7 +153,7 @@ func SessionModel(ctx context.Context, v *vault.Vault, t vault.TranscriptRef, op
 		return nil, err // Summarize says what is wrong
 	}
 	m.From, m.Upto = 1, last
-	if n, err := modelNode(v, nil, t, vault.NodeSessionSummary, 1, last); err != nil || n != nil {
+	if n, err := modelNode(v, nil, t, node.SessionSummary, 1, last); err != nil || n != nil {
 		m.Exists = n != nil
 		return m, err
 	}
@@ -172,12 +173,12 @@ func CompactionModel(ctx context.Context, v *vault.Vault, t vault.TranscriptRef,
 	if m == nil || m.Call.Err != nil {
 		return m, nil
 	}
-	ix, err := v.NodesThen([]string{"\t" + vault.TsvEscape.Replace(t.Session) + "\t"}, nil)
+	ix, err := node.Lookup(v.Files(), []string{node.FieldNeedle(t.Session)}, nil)
 	if err != nil {
 		return nil, err
 	}
 	from := 1
-	for _, n := range ix.Select(vault.NodeFilter{Agent: t.Agent, Session: t.Session, Kind: vault.NodeCompaction}) {
+	for _, n := range ix.Select(node.Filter{Agent: t.Agent, Session: t.Session, Kind: node.Compaction}) {
 		if n.Span != nil && n.Span.To+1 > from {
 			from = n.Span.To + 1
 		}
@@ -253,26 +254,26 @@ func bounded(lines []string, limit int) string {
 // modelNode finds the node of kind of session t over messages from–to
 // whose summary is a model's, read through tx when there is one (its
 // nodes are the ones it will commit), else from the vault.
-func modelNode(v *vault.Vault, tx *vault.Tx, t vault.TranscriptRef, kind string, from, to int) (*vault.Node, error) {
-	var ix *vault.NodeIndex
+func modelNode(v *vault.Vault, tx *vault.Tx, t vault.TranscriptRef, kind string, from, to int) (*node.Node, error) {
+	var ix *node.Index
 	var err error
 	if tx != nil {
 		ix, err = tx.Nodes()
 	} else {
-		ix, err = v.NodesThen([]string{"\t" + vault.TsvEscape.Replace(t.Session) + "\t"}, nil)
+		ix, err = node.Lookup(v.Files(), []string{node.FieldNeedle(t.Session)}, nil)
 	}
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range ix.Select(vault.NodeFilter{Agent: t.Agent, Session: t.Session, Kind: kind}) {
+	for _, n := range ix.Select(node.Filter{Agent: t.Agent, Session: t.Session, Kind: kind}) {
 		if n.Span == nil || n.Span.From != from || n.Span.To != to {
 			continue
 		}
-		full, err := v.ReadNode(n)
+		full, err := node.Read(v.Files(), n)
 		if err != nil {
 			continue // verify reports it
 		}
-		if full.Summary == vault.SummaryModel {
+		if full.Summary == node.SummaryModel {
 			return full, nil
 		}
 	}
@@ -312,7 +313,7 @@ func decideModel(tx *vault.Tx, m *Model, matching bool) (bool, executor.Summary,
 // body; or the deterministic one, with the reason in the node and an
 // executor.failed event (what names the summary). m nil: nothing changes
 // (no summariser).
-func applyModel(tx *vault.Tx, n *vault.Node, m *Model, matching bool, what string) error {
+func applyModel(tx *vault.Tx, n *node.Node, m *Model, matching bool, what string) error {
 	if m == nil {
 		return nil
 	}
@@ -330,9 +331,9 @@ func applyModel(tx *vault.Tx, n *vault.Node, m *Model, matching bool, what strin
 
 // markModel makes n hold m's summary: the fields, and the reply as the
 // body's first section, the deterministic material after it.
-func markModel(n *vault.Node, m *Model) {
+func markModel(n *node.Node, m *Model) {
 	call := m.Call
-	n.Summary, n.SummaryBy, n.SummaryChecksum = vault.SummaryModel, call.Executor.Name, call.Response.Checksum
+	n.Summary, n.SummaryBy, n.SummaryChecksum = node.SummaryModel, call.Executor.Name, call.Response.Checksum
 	note := fmt.Sprintf("_Written by executor `%s` (checksum %s…); the deterministic summary follows._",
 		call.Executor.Name, call.Response.Checksum[:12])
 	n.Body = withSection(n.Body, "## Summary\n\n"+note+"\n\n"+m.Text+"\n\n")
@@ -342,7 +343,7 @@ func markModel(n *vault.Node, m *Model) {
 // and records the failure as an executor.failed event when the policy
 // lets it be written (when it does not, the violation is recorded and
 // the node alone says why).
-func markFallback(tx *vault.Tx, n *vault.Node, call executor.Summary, what string) {
+func markFallback(tx *vault.Tx, n *node.Node, call executor.Summary, what string) {
 	reason := "summary failed"
 	if call.Err != nil {
 		reason = call.Err.Error()
@@ -351,7 +352,7 @@ func markFallback(tx *vault.Tx, n *vault.Node, call executor.Summary, what strin
 		reason = call.Code + ": " + reason
 	}
 	reason = vault.Clip(vault.OneLine(reason), 300)
-	n.Summary, n.SummaryFallback = vault.SummaryDeterministic, reason
+	n.Summary, n.SummaryFallback = node.SummaryDeterministic, reason
 	n.Body = withSection(n.Body, "_Deterministic summary: the model's was not used ("+reason+")._\n\n")
 	thread := ""
 	if len(n.Threads) > 0 {
@@ -388,7 +389,7 @@ func CondenseModels(ctx context.Context, v *vault.Vault, agent string, opts Cond
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
-	ix, err := v.Nodes()
+	ix, err := node.Load(v.Files())
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +401,7 @@ func CondenseModels(ctx context.Context, v *vault.Vault, agent string, opts Cond
 		for _, c := range groups[label] {
 			m.Children = append(m.Children, c.ID)
 			body := ""
-			if full, err := v.ReadNode(c); err == nil {
+			if full, err := node.Read(v.Files(), c); err == nil {
 				body = vault.Clip(strings.TrimSpace(full.Body), childRunes)
 			}
 			lines = append(lines, fmt.Sprintf("### %s %s: %s\n\n%s\n", c.Kind, c.ID, c.Title, body))

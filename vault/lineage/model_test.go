@@ -14,6 +14,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/executor"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/testvault"
 	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/vaulttest"
@@ -113,7 +114,7 @@ func session(t *testing.T, v *vault.Vault, s string) vault.TranscriptRef {
 }
 
 // summarize runs SessionModel, then Summarize with it in a transaction.
-func summarize(t *testing.T, v *vault.Vault, ref vault.TranscriptRef) *vault.Node {
+func summarize(t *testing.T, v *vault.Vault, ref vault.TranscriptRef) *node.Node {
 	t.Helper()
 	m, err := SessionModel(context.Background(), v, ref, ModelOptions{})
 	if err != nil {
@@ -122,9 +123,9 @@ func summarize(t *testing.T, v *vault.Vault, ref vault.TranscriptRef) *vault.Nod
 	return summarizeWith(t, v, ref, m)
 }
 
-func summarizeWith(t *testing.T, v *vault.Vault, ref vault.TranscriptRef, m *Model) *vault.Node {
+func summarizeWith(t *testing.T, v *vault.Vault, ref vault.TranscriptRef, m *Model) *node.Node {
 	t.Helper()
-	var n *vault.Node
+	var n *node.Node
 	_, err := v.Update(vault.TxOptions{Session: ref.Session}, func(tx *vault.Tx) error {
 		var err error
 		n, _, err = Summarize(tx, ref, SummaryOptions{Model: m})
@@ -133,7 +134,7 @@ func summarizeWith(t *testing.T, v *vault.Vault, ref vault.TranscriptRef, m *Mod
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, err := v.ReadNode(n)
+	full, err := node.Read(v.Files(), n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestModelSummaryAnswered(t *testing.T) {
 			withSummariser(t, v, mode, "", "")
 			ref := session(t, v, "s1")
 			n := summarize(t, v, ref)
-			if n.Summary != vault.SummaryModel || n.SummaryBy != "fake" || n.SummaryFallback != "" {
+			if n.Summary != node.SummaryModel || n.SummaryBy != "fake" || n.SummaryFallback != "" {
 				t.Fatalf("summary %q by %q fallback %q", n.Summary, n.SummaryBy, n.SummaryFallback)
 			}
 			want := "done: "
@@ -277,7 +278,7 @@ func TestModelSummaryFallsBack(t *testing.T) {
 			withSummariser(t, v, c.mode, c.status, c.table, args...)
 			ref := session(t, v, "s1")
 			n := summarize(t, v, ref)
-			if n.Summary != vault.SummaryDeterministic || n.SummaryBy != "" || n.SummaryChecksum != "" ||
+			if n.Summary != node.SummaryDeterministic || n.SummaryBy != "" || n.SummaryChecksum != "" ||
 				!strings.HasPrefix(n.SummaryFallback, c.code+": ") {
 				t.Fatalf("summary %q by %q sum %q fallback %q", n.Summary, n.SummaryBy, n.SummaryChecksum, n.SummaryFallback)
 			}
@@ -327,7 +328,7 @@ func TestModelSummaryStale(t *testing.T) {
 	}
 	testvault.AppendMessage(t, v, "s1", "one more thing")
 	n := summarizeWith(t, v, ref, m)
-	if n.Summary != vault.SummaryDeterministic || !strings.HasPrefix(n.SummaryFallback, executor.CodeStale+": ") || n.Span.To != 3 {
+	if n.Summary != node.SummaryDeterministic || !strings.HasPrefix(n.SummaryFallback, executor.CodeStale+": ") || n.Span.To != 3 {
 		t.Fatalf("summary %q fallback %q span %+v", n.Summary, n.SummaryFallback, n.Span)
 	}
 	sound(t, v)
@@ -345,7 +346,7 @@ func TestModelSummaryRefusedByPolicy(t *testing.T) {
 	}
 	ref := session(t, v, "s1")
 	n := summarize(t, v, ref)
-	if n.Summary != vault.SummaryDeterministic || !strings.HasPrefix(n.SummaryFallback, executor.CodePolicy+": ") {
+	if n.Summary != node.SummaryDeterministic || !strings.HasPrefix(n.SummaryFallback, executor.CodePolicy+": ") {
 		t.Fatalf("summary %q fallback %q", n.Summary, n.SummaryFallback)
 	}
 	// the failure event is refused too: its violation is recorded, the
@@ -411,7 +412,7 @@ func TestCondenseModel(t *testing.T) {
 				t.Fatalf("models %v, %v", models, err)
 			}
 			opts.Models = models
-			var out []*vault.Node
+			var out []*node.Node
 			if _, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
 				out, err = Condense(tx, opts)
 				return err
@@ -421,7 +422,7 @@ func TestCondenseModel(t *testing.T) {
 			if len(out) != 1 || len(out[0].Children) != 2 {
 				t.Fatalf("condensed %+v", out)
 			}
-			n, err := v.ReadNode(out[0])
+			n, err := node.Read(v.Files(), out[0])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -432,12 +433,12 @@ func TestCondenseModel(t *testing.T) {
 			}
 			switch mode {
 			case "answer":
-				if n.Summary != vault.SummaryModel || !strings.Contains(n.Body, "done: Condense these summaries") ||
+				if n.Summary != node.SummaryModel || !strings.Contains(n.Body, "done: Condense these summaries") ||
 					!strings.Contains(n.Body, "the lexer now reads runes") {
 					t.Errorf("summary %q:\n%s", n.Summary, n.Body)
 				}
 			default:
-				if n.Summary != vault.SummaryDeterministic || !strings.HasPrefix(n.SummaryFallback, "crash: ") {
+				if n.Summary != node.SummaryDeterministic || !strings.HasPrefix(n.SummaryFallback, "crash: ") {
 					t.Errorf("summary %q fallback %q", n.Summary, n.SummaryFallback)
 				}
 			}
@@ -450,12 +451,12 @@ func TestCondenseModel(t *testing.T) {
 // messages since the last compaction; when it fails, the transcript's own
 // compaction summary is used, and without one nothing is written.
 func TestCompactionModel(t *testing.T) {
-	compactWith := func(t *testing.T, v *vault.Vault, ref vault.TranscriptRef) (*vault.Node, error) {
+	compactWith := func(t *testing.T, v *vault.Vault, ref vault.TranscriptRef) (*node.Node, error) {
 		m, err := CompactionModel(context.Background(), v, ref, ModelOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var n *vault.Node
+		var n *node.Node
 		_, err = v.Update(vault.TxOptions{Session: ref.Session}, func(tx *vault.Tx) error {
 			n, _, err = Compact(tx, ref, CompactOptions{Model: m})
 			return err
@@ -463,7 +464,7 @@ func TestCompactionModel(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return v.ReadNode(n)
+		return node.Read(v.Files(), n)
 	}
 	t.Run("answer", func(t *testing.T) {
 		v := testvault.New(t)
@@ -472,7 +473,7 @@ func TestCompactionModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n.Summary != vault.SummaryModel || !strings.Contains(n.Body, "done: Summarise this part") ||
+		if n.Summary != node.SummaryModel || !strings.Contains(n.Body, "done: Summarise this part") ||
 			!strings.Contains(n.Title, "done: Summarise") {
 			t.Errorf("summary %q %q:\n%s", n.Summary, n.Title, n.Body)
 		}
@@ -513,7 +514,7 @@ func TestCompactionModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n.Summary != vault.SummaryDeterministic || !strings.Contains(n.Body, "the harness's summary") ||
+		if n.Summary != node.SummaryDeterministic || !strings.Contains(n.Body, "the harness's summary") ||
 			!strings.HasPrefix(n.SummaryFallback, "crash: ") {
 			t.Errorf("summary %q fallback %q:\n%s", n.Summary, n.SummaryFallback, n.Body)
 		}

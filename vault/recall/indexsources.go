@@ -14,6 +14,7 @@ import (
 	"github.com/memvault/memvault/index"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/node"
 )
 
 // indexSource is one file the index covers.
@@ -121,7 +122,7 @@ func transcriptSources(v *vault.Vault) ([]vault.IndexSource, error) {
 // folder's mtime, so with marks (a usable index's watermarks) a folder
 // whose mtime the index recorded is not listed at all.
 func nodeSources(v *vault.Vault, marks map[string]int64) ([]vault.IndexSource, error) {
-	months, err := v.NodeMonthDirs()
+	months, err := node.MonthDirs(v.Files())
 	if err != nil {
 		return nil, err
 	}

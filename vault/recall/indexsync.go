@@ -14,6 +14,7 @@ import (
 	"github.com/memvault/memvault/index"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/transcript"
 )
 
@@ -60,7 +61,7 @@ func docsOf(v *vault.Vault, s vault.IndexSource, from int64) ([]index.Doc, int64
 		if err != nil {
 			return nil, from, nil // gone: nothing to index
 		}
-		n, err := vault.ParseNode(data, false)
+		n, err := node.Parse(data, false)
 		if err != nil {
 			return nil, 1, nil
 		}

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memvault/memvault/vault/continuity"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/scope"
 	"github.com/memvault/memvault/vault/transcript"
 
@@ -436,7 +437,7 @@ func resolveHit(v *vault.Vault, h index.Hit, tier string, gone map[string]rowSta
 		if err != nil {
 			return hit, false, nil // gone since indexed
 		}
-		n, err := vault.ParseNode(data, false)
+		n, err := node.Parse(data, false)
 		if err != nil {
 			return hit, false, nil
 		}

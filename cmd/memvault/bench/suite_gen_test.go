@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault/continuity"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/scope"
 
 	"github.com/memvault/memvault/vault"
@@ -344,18 +345,18 @@ func suiteGenerateWeek(tb testing.TB, v *vault.Vault, spec suiteSpec, cw *corpus
 						})
 					}
 					if l.next >= len(l.msgs) {
-						var node *vault.Node
+						var made *node.Node
 						update(vault.TxOptions{Session: l.t.Session}, func(tx *vault.Tx) error {
 							if err := tx.CommitTranscript(l.t); err != nil {
 								return err
 							}
 							n, _, err := lineage.Summarize(tx, l.t, lineage.SummaryOptions{Thread: l.thread})
-							node = n
+							made = n
 							return err
 						})
 						d.Nodes++
 						if day == 3 && d.Node == "" {
-							d.Node = node.ID
+							d.Node = made.ID
 						}
 						if _, err := heads.Refresh(v, heads.RefreshOptions{TxOptions: vault.TxOptions{Session: l.t.Session},
 							Trigger: "session-end", Memory: true, Affected: true}); err != nil {

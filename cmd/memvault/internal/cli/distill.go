@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/node"
 )
 
 // The distillation commands (summarize, compact, condense) share this: one
@@ -14,22 +14,22 @@ import (
 // nodesMade are the nodes a distillation step returned; fresh[i] says
 // whether nodes[i] was created now or already existed.
 type nodesMade struct {
-	nodes []*vault.Node
+	nodes []*node.Node
 	fresh []bool
 }
 
-func one(n *vault.Node, created bool, err error) (nodesMade, error) {
+func one(n *node.Node, created bool, err error) (nodesMade, error) {
 	if err != nil {
 		return nodesMade{}, err
 	}
-	return nodesMade{nodes: []*vault.Node{n}, fresh: []bool{created}}, nil
+	return nodesMade{nodes: []*node.Node{n}, fresh: []bool{created}}, nil
 }
 
 func (m nodesMade) print(w io.Writer, json bool) error {
 	if json {
 		nodes := m.nodes
 		if nodes == nil {
-			nodes = []*vault.Node{}
+			nodes = []*node.Node{}
 		}
 		return printJSON(w, nodes)
 	}

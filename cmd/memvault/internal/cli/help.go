@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault/continuity"
+	"github.com/memvault/memvault/vault/node"
 
 	"github.com/memvault/memvault/hooks"
 	"github.com/memvault/memvault/vault"
@@ -64,7 +65,7 @@ func closedValues() map[string][]string {
 	roles := []string{string(transcript.RoleUser), string(transcript.RoleAssistant), string(transcript.RoleTool), string(transcript.RoleSystem)}
 	return map[string][]string{
 		"remember --kind":            vault.RememberKinds,
-		"nodes --kind":               vault.NodeKinds,
+		"nodes --kind":               node.Kinds(),
 		"recall --tier":              recall.Tiers,
 		"goal --phase":               continuity.Phases,
 		"condense --period":          vault.CondensePeriods,

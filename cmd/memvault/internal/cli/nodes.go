@@ -7,6 +7,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/node"
 )
 
 type nodesOptions struct {
@@ -31,17 +32,17 @@ func (o *nodesOptions) flags() []ucli.Flag {
 }
 
 // filter is the selection the options ask for, and the limit.
-func (o nodesOptions) filter(e env, v *vault.Vault) (vault.NodeFilter, int, error) {
+func (o nodesOptions) filter(e env, v *vault.Vault) (node.Filter, int, error) {
 	agent, err := e.agentOf(v)
 	if err != nil {
-		return vault.NodeFilter{}, 0, err
+		return node.Filter{}, 0, err
 	}
 	limit, err := o.listLimit(e, o.json)
 	if err != nil {
-		return vault.NodeFilter{}, 0, err
+		return node.Filter{}, 0, err
 	}
-	f := vault.NodeFilter{Agent: agent, Session: o.session, Kind: o.kind}
-	if err := checkChoice("nodes", "kind", f.Kind, vault.NodeKinds); err != nil {
+	f := node.Filter{Agent: agent, Session: o.session, Kind: o.kind}
+	if err := checkChoice("nodes", "kind", f.Kind, node.Kinds()); err != nil {
 		return f, 0, err
 	}
 	if o.thread != "" {
@@ -59,7 +60,7 @@ func runNodes(_ context.Context, opts nodesOptions, e env, v *vault.Vault) error
 	if err != nil {
 		return err
 	}
-	ix, err := v.Nodes()
+	ix, err := node.Load(v.Files())
 	if err != nil {
 		return err
 	}
@@ -68,7 +69,7 @@ func runNodes(_ context.Context, opts nodesOptions, e env, v *vault.Vault) error
 	limitNote(e, opts.json, len(nodes), len(all), "nodes", "newest")
 	if opts.json {
 		if nodes == nil {
-			nodes = []*vault.Node{}
+			nodes = []*node.Node{}
 		}
 		return printJSON(e.stdout, nodes)
 	}

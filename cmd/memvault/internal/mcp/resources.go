@@ -15,6 +15,7 @@ import (
 	"github.com/memvault/memvault/vault/continuity"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/node"
 )
 
 // Resources, under the memvault:// scheme (docs/MCP.md, "Resources"):
@@ -172,7 +173,7 @@ func (s *Server) readNode(ctx context.Context, req *sdk.ReadResourceRequest) (*s
 	if err != nil {
 		return nil, resourceError(err)
 	}
-	ix, err := c.v.Nodes()
+	ix, err := node.Load(c.v.Files())
 	if err != nil {
 		return nil, resourceError(err)
 	}

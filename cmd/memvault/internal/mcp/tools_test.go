@@ -11,6 +11,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/continuity"
 	"github.com/memvault/memvault/vault/lineage"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/recall"
 	"github.com/memvault/memvault/vault/testvault"
 	"github.com/memvault/memvault/vault/transcript"
@@ -278,17 +279,17 @@ func TestRecallExpandLedgerTimeline(t *testing.T) {
 	}
 
 	// A node to drill into: the session's summary.
-	node := summarize(t, f.v, "sess-1", "project:shop", "make the webhooks idempotent", "done: keyed by event id")
+	summary := summarize(t, f.v, "sess-1", "project:shop", "make the webhooks idempotent", "done: keyed by event id")
 	var ex lineage.Expansion
-	f.ok("expand", map[string]any{"id": node.ID[:20]}, &ex)
-	if ex.Node == nil || ex.Node.ID != node.ID || !strings.Contains(ex.Node.Body, "idempotent") || len(ex.Transcript) != 2 {
+	f.ok("expand", map[string]any{"id": summary.ID[:20]}, &ex)
+	if ex.Node == nil || ex.Node.ID != summary.ID || !strings.Contains(ex.Node.Body, "idempotent") || len(ex.Transcript) != 2 {
 		t.Fatalf("expand %+v", ex)
 	}
 	te, _ := f.fails("expand", map[string]any{"id": "n_01zzzzzzzz"})
 	if te.Class != "not_found" || te.Code != 3 {
 		t.Errorf("unknown node: %+v", te)
 	}
-	te, msg := f.fails("expand", map[string]any{"id": node.ID, "agent": "codex"})
+	te, msg := f.fails("expand", map[string]any{"id": summary.ID, "agent": "codex"})
 	if te.Class != "conflict" || !strings.Contains(msg, "belongs to agent") {
 		t.Errorf("another agent's node: %+v %q", te, msg)
 	}
@@ -348,7 +349,7 @@ func kindOf(events []*vault.Event, kind string) *vault.Event {
 
 // summarize stores a session of a prompt and an answer and writes its
 // summary node, as a session end does.
-func summarize(t *testing.T, v *vault.Vault, session, thread, prompt, answer string) *vault.Node {
+func summarize(t *testing.T, v *vault.Vault, session, thread, prompt, answer string) *node.Node {
 	t.Helper()
 	ref := vault.TranscriptRef{Agent: v.Config.Agent, Session: session}
 	_, err := v.Update(vault.TxOptions{Session: session, NoCommit: true}, func(tx *vault.Tx) error {
@@ -359,14 +360,14 @@ func summarize(t *testing.T, v *vault.Vault, session, thread, prompt, answer str
 	if err != nil {
 		t.Fatal(err)
 	}
-	var node *vault.Node
+	var made *node.Node
 	_, err = v.Update(vault.TxOptions{Session: session}, func(tx *vault.Tx) error {
 		var err error
-		node, _, err = lineage.Summarize(tx, ref, lineage.SummaryOptions{Thread: thread})
+		made, _, err = lineage.Summarize(tx, ref, lineage.SummaryOptions{Thread: thread})
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return node
+	return made
 }

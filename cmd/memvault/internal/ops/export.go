@@ -13,6 +13,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/node"
 )
 
 // ExportFormat names the JSON form of an export; ExportVersion is its
@@ -167,7 +168,7 @@ func BuildExport(v *vault.Vault, q ExportQuery) (*Export, error) {
 				return nil, fault.IO("export: read node "+path, err)
 			}
 			ex.Nodes = append(ex.Nodes, ExportFile{Path: path, Text: string(data)})
-			if n, err := vault.ParseNode(data, true); err == nil && n.Span != nil {
+			if n, err := node.Parse(data, true); err == nil && n.Span != nil {
 				sessions[vault.TranscriptRef{Agent: n.Agent, Session: n.Session}] = true
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/node"
 )
 
 // ImportResult says what an import wrote and what it found already there.
@@ -71,8 +72,8 @@ func ParseExport(name string, data []byte) (*Export, error) {
 		if m == nil || vault.CheckName("agent", m[1]) != nil {
 			return nil, fault.New(vault.ErrInvalid, "import: %s: node path %q is not nodes/<agent>/<yyyy>/<mm>/<id>.md", name, n.Path)
 		}
-		node, err := vault.ParseNode([]byte(n.Text), true)
-		if err != nil || node.ID != m[4] || node.Agent != m[1] {
+		hdr, err := node.Parse([]byte(n.Text), true)
+		if err != nil || hdr.ID != m[4] || hdr.Agent != m[1] {
 			return nil, fault.New(vault.ErrInvalid, "import: %s: %s is not the node its path names", name, n.Path)
 		}
 	}
@@ -219,18 +220,18 @@ func checkSpans(v *vault.Vault, ex *Export) error {
 		}
 	}
 	for _, n := range ex.Nodes {
-		node, _ := vault.ParseNode([]byte(n.Text), true)
-		if node.Span == nil {
+		hdr, _ := node.Parse([]byte(n.Text), true)
+		if hdr.Span == nil {
 			continue
 		}
-		if total, ok := whole[node.Span.Path]; ok && total >= node.Span.To {
+		if total, ok := whole[hdr.Span.Path]; ok && total >= hdr.Span.To {
 			continue
 		}
-		if _, err := v.ReadFile(node.Span.Path); err == nil {
+		if _, err := v.ReadFile(hdr.Span.Path); err == nil {
 			continue // the vault's own transcript: verify says whether it has the messages
 		}
 		return fault.New(vault.ErrInvalid, "import: node %s cites messages %d-%d of %s, which the export does not hold whole; nothing was imported",
-			node.ID, node.Span.From, node.Span.To, node.Span.Path).
+			hdr.ID, hdr.Span.From, hdr.Span.To, hdr.Span.Path).
 			WithHint("export again with --messages 0 to carry whole transcripts")
 	}
 	return nil
@@ -242,7 +243,7 @@ func nodeOnDisk(v *vault.Vault, id string) bool {
 	if !strings.HasPrefix(id, "n_") {
 		return false
 	}
-	ix, err := v.Nodes()
+	ix, err := node.Load(v.Files())
 	if err != nil {
 		return false
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/lineage"
+	"github.com/memvault/memvault/vault/node"
 )
 
 // nodeData is a node and its lineage, as `memvault expand` gives it, and
@@ -31,7 +32,7 @@ func (s *Server) node(r *http.Request) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix, err := v.NodesThen([]string{id}, nil)
+	ix, err := node.Lookup(v.Files(), []string{id}, nil)
 	if err != nil {
 		return nil, err
 	}

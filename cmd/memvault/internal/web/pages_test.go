@@ -15,6 +15,7 @@ import (
 	"github.com/memvault/memvault/vault/gitrepo"
 	"github.com/memvault/memvault/vault/heads"
 	"github.com/memvault/memvault/vault/lineage"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/testvault"
 )
 
@@ -116,7 +117,7 @@ func TestSessionAndLineage(t *testing.T) {
 	t.Parallel()
 	v := testvault.New(t)
 	agent := v.Config.Agent
-	var nodes []*vault.Node
+	var nodes []*node.Node
 	for _, s := range []string{"s1", "s2"} {
 		testvault.AppendMessage(t, v, s, "please remember the <b>"+s+"</b> plan")
 		_, err := v.Update(vault.TxOptions{Session: s}, func(tx *vault.Tx) error {
@@ -128,7 +129,7 @@ func TestSessionAndLineage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var condensed []*vault.Node
+	var condensed []*node.Node
 	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
 		var err error
 		condensed, err = lineage.Condense(tx, lineage.CondenseOptions{Current: true})

@@ -8,6 +8,7 @@ import (
 	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/transcript"
 )
 
@@ -26,7 +27,7 @@ type sessionData struct {
 	More           bool // the transcript goes on past maxMessages
 	Rows           []*vault.Row
 	Injected       []string
-	Nodes          []*vault.Node
+	Nodes          []*node.Node
 }
 
 // sessionMessage is one stored message and the control lines recorded
@@ -102,7 +103,7 @@ func (s *Server) session(r *http.Request) (*view, error) {
 		d.Injected = append(d.Injected, id)
 	}
 	slices.Sort(d.Injected)
-	ix, err := v.NodesThen([]string{session}, nil)
+	ix, err := node.Lookup(v.Files(), []string{session}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +112,7 @@ func (s *Server) session(r *http.Request) (*view, error) {
 			d.Nodes = append(d.Nodes, n)
 		}
 	}
-	vault.SortNodes(d.Nodes)
+	node.Sort(d.Nodes)
 	if len(d.Messages) == 0 && len(d.Rows) == 0 && len(d.Nodes) == 0 {
 		return nil, fault.New(vault.ErrNotFound, "session %s of agent %s: no transcript, event or node", session, agent)
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/gc"
 	"github.com/memvault/memvault/vault/gitrepo"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/units"
 )
 
@@ -417,7 +418,7 @@ func suiteGrowth(t *testing.T, n int) string {
 	start := time.Now()
 	for i := 1; i <= n; i++ {
 		_, err := v.Update(vault.TxOptions{Command: "bench"}, func(tx *vault.Tx) error {
-			_, err := tx.Remember(vault.Input{Kind: suiteKinds[i%len(suiteKinds)], Thread: suiteThread(i % 40), Text: g.message(true, "")})
+			_, err := memory.Remember(tx, memory.Input{Kind: suiteKinds[i%len(suiteKinds)], Thread: suiteThread(i % 40), Text: g.message(true, "")})
 			return err
 		})
 		if err != nil {

@@ -231,7 +231,7 @@ func clip(text string, width int) string {
 // gcAdvice prints, once after a command that wrote to the vault and only
 // on a terminal, that the vault's loose git objects have passed the point
 // where a gc pays (gc.AdviceLoose). The estimate reads one folder of
-// .git (gc.BenchmarkAdvice).
+// .git (BenchmarkAdvice, vault/gc).
 func gcAdvice(e env, v *vault.Vault) {
 	if term, _ := stderrTerminal(e.stderr); !term {
 		return

@@ -204,12 +204,12 @@ func TestEstimateLoose(t *testing.T) {
 	add("tmp_obj_123456")        // git's temporary file, not an object
 	add(strings.Repeat("A", 38)) // upper case: not a name git writes
 	add(strings.Repeat("0", 37)) // too short
-	want := AdviceLoose / 256    // 26 objects: 6,656, not past 6,700
+	want := adviceLoose / 256    // 26 objects: 6,656, not past 6,700
 	for i := range want {
 		add(fmt.Sprintf("%038x", i))
 	}
 	got := EstimateLoose(v)
-	if got.Objects != want*256 || got.GCAdvised || got.Threshold != AdviceLoose {
+	if got.Objects != want*256 || got.GCAdvised || got.Threshold != adviceLoose {
 		t.Fatalf("%d objects in the sample: %+v, want %d and no advice", want, got, want*256)
 	}
 	if got.DiskBytes <= 0 {
@@ -299,7 +299,7 @@ func BenchmarkAdvice(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			if got := Advice(v); (got != "") != (c.n*256 > AdviceLoose) {
+			if got := Advice(v); (got != "") != (c.n*256 > adviceLoose) {
 				b.Fatalf("%d in the sample: advice %q", c.n, got)
 			}
 			b.ResetTimer()

@@ -9,13 +9,13 @@ import (
 	"github.com/memvault/memvault/vault/units"
 )
 
-// AdviceLoose is the estimated number of loose git objects past which
+// adviceLoose is the estimated number of loose git objects past which
 // memvault advises a gc: git's own threshold for `gc --auto` (gc.auto,
 // 6,700). memvault's commits are small (a few objects per event), so the
 // vault passes it after about a thousand events; by then the loose objects
 // take some 30 MiB of disk for a few MiB of data, and a gc packs them into
 // a tenth of that.
-const AdviceLoose = 6700
+const adviceLoose = 6700
 
 // LooseObjects is an estimate of the loose objects in the vault's .git and
 // whether a gc is advised, for status and for the hint after a write.
@@ -40,7 +40,7 @@ func EstimateLoose(v *vault.Vault) LooseObjects {
 	if v.AutoPacks() {
 		return LooseObjects{Objects: n, DiskBytes: disk, Threshold: v.AutoPackLoose(), AutoPack: true}
 	}
-	return LooseObjects{Objects: n, DiskBytes: disk, Threshold: AdviceLoose, GCAdvised: n > AdviceLoose}
+	return LooseObjects{Objects: n, DiskBytes: disk, Threshold: adviceLoose, GCAdvised: n > adviceLoose}
 }
 
 // Advice is the line that says a gc would help, or "" when none would,
@@ -49,7 +49,7 @@ func EstimateLoose(v *vault.Vault) LooseObjects {
 // line is printed. Where the vault packs itself (vault.AutoPacks), there
 // is nothing to advise.
 func Advice(v *vault.Vault) string {
-	if n, _ := gitrepo.EstimateLoose(filepath.Join(v.Root, ".git"), false); n <= AdviceLoose || v.AutoPacks() {
+	if n, _ := gitrepo.EstimateLoose(filepath.Join(v.Root, ".git"), false); n <= adviceLoose || v.AutoPacks() {
 		return ""
 	}
 	return EstimateLoose(v).Advice()

@@ -230,8 +230,8 @@ func clip(text string, width int) string {
 
 // gcAdvice prints, once after a command that wrote to the vault and only
 // on a terminal, that the vault's loose git objects have passed the point
-// where a gc pays (gc.AdviceLoose). The estimate reads one folder of
-// .git (BenchmarkAdvice, vault/gc).
+// where a gc pays (some 6,700, gc.Advice). The estimate reads one folder
+// of .git (BenchmarkAdvice, vault/gc).
 func gcAdvice(e env, v *vault.Vault) {
 	if term, _ := stderrTerminal(e.stderr); !term {
 		return

@@ -12,6 +12,7 @@ import (
 	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
@@ -24,7 +25,7 @@ func healthVault(t *testing.T) *vault.Vault {
 		t.Fatal(err)
 	}
 	if _, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-		_, err := tx.Remember(vault.Input{Text: "the first fact"})
+		_, err := memory.Remember(tx, memory.Input{Text: "the first fact"})
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/transcript"
 )
 
@@ -66,7 +67,7 @@ func TestBusyHooksSpoolPromptsAndReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-		_, err := tx.Remember(vault.Input{Text: "the next write"})
+		_, err := memory.Remember(tx, memory.Input{Text: "the next write"})
 		return err
 	}); err != nil {
 		t.Fatal(err)

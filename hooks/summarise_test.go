@@ -13,6 +13,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/executor"
 	"github.com/memvault/memvault/vault/node"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/testvault"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
@@ -215,7 +216,7 @@ func TestHookSummaryModelFailsOpen(t *testing.T) {
 					t.Fatal("jobs run did not wait for the executor")
 				}
 				if _, err := v.Update(vault.TxOptions{LockTimeout: 200 * time.Millisecond}, func(tx *vault.Tx) error {
-					_, err := tx.Remember(vault.Input{Text: "written while the executor hangs"})
+					_, err := memory.Remember(tx, memory.Input{Text: "written while the executor hangs"})
 					return err
 				}); err != nil {
 					t.Fatalf("the hanging executor held the vault lock: %v", err)

@@ -49,7 +49,7 @@ func TestAutoPackUnderConcurrentWriters(t *testing.T) {
 			defer wg.Done()
 			for k := 0; k < each; k++ {
 				_, err := h.Update(TxOptions{LockTimeout: time.Minute}, func(tx *Tx) error {
-					_, err := tx.Remember(Input{Text: fmt.Sprintf("writer %d fact %d about packing", i, k)})
+					_, err := queueRow(tx, "fact", fmt.Sprintf("writer %d fact %d about packing", i, k))
 					return err
 				})
 				if err != nil {
@@ -99,7 +99,7 @@ func TestAutoPackUnderConcurrentWriters(t *testing.T) {
 	// Every handle still reads and writes after the packs.
 	for i, h := range handles {
 		if _, err := h.Update(TxOptions{}, func(tx *Tx) error {
-			_, err := tx.Remember(Input{Text: fmt.Sprintf("writer %d after the packs", i)})
+			_, err := queueRow(tx, "fact", fmt.Sprintf("writer %d after the packs", i))
 			return err
 		}); err != nil {
 			t.Fatalf("handle %d after the packs: %v", i, err)

@@ -48,7 +48,7 @@ type Config struct {
 		Timeout string `toml:"timeout"`
 	} `toml:"lock"`
 	// GC.Auto turns the automatic packing of loose git objects after a
-	// write on or off (gc.go), on when unset; GC.AutoLoose is the estimate
+	// write on or off (lock.go), on when unset; GC.AutoLoose is the estimate
 	// of loose objects past which it packs (DefaultAutoPackLoose when 0).
 	GC struct {
 		Auto      *bool `toml:"auto"`

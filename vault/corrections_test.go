@@ -37,24 +37,30 @@ func TestFilteredLoadMarksLikeFull(t *testing.T) {
 	var open *Event
 	update(func(tx *Tx) error {
 		var err error
-		open, err = tx.OpenCommitment(Input{Text: "ship the release notes"})
+		open, err = queueRow(tx, "commitment.open", "ship the release notes")
 		return err
 	})
 	var sup, cl *Event
-	update(func(tx *Tx) error { _, err := tx.Retract(ids[1], "wrong"); return err })
+	update(func(tx *Tx) error { _, err := queueCorrection(tx, "retract", ids[1], "wrong"); return err })
 	update(func(tx *Tx) error {
 		var err error
-		sup, err = tx.Supersede(ids[2], "fact number 2, corrected")
+		sup, err = queueCorrection(tx, "supersede", ids[2], "fact number 2, corrected")
 		return err
 	})
-	update(func(tx *Tx) error { _, err := tx.Retract(sup.ID, "the first version was right"); return err })
+	update(func(tx *Tx) error {
+		_, err := queueCorrection(tx, "retract", sup.ID, "the first version was right")
+		return err
+	})
 	update(func(tx *Tx) error {
 		var err error
-		cl, err = tx.CloseCommitment(open.ID, "done")
+		cl, err = queueCorrection(tx, "commitment.close", open.ID, "done")
 		return err
 	})
-	update(func(tx *Tx) error { _, err := tx.Retract(cl.ID, "not done after all"); return err })
-	update(func(tx *Tx) error { _, err := tx.Supersede(ids[5], "fact number 5, corrected"); return err })
+	update(func(tx *Tx) error { _, err := queueCorrection(tx, "retract", cl.ID, "not done after all"); return err })
+	update(func(tx *Tx) error {
+		_, err := queueCorrection(tx, "supersede", ids[5], "fact number 5, corrected")
+		return err
+	})
 	for i := range 6 {
 		remember(t, v, fmt.Sprintf("later fact %d, padded to fill segments quickly", i))
 	}

@@ -30,7 +30,7 @@ func TestStaleGitLockOfKilledWriter(t *testing.T) {
 			if err := os.Link(mark, lock); err != nil {
 				t.Skipf("no hard links here: %v", err)
 			}
-			res, err := v.Update(TxOptions{}, func(tx *Tx) error { _, err := tx.Remember(Input{Text: "after the kill"}); return err })
+			res, err := v.Update(TxOptions{}, func(tx *Tx) error { _, err := queueRow(tx, "fact", "after the kill"); return err })
 			if err != nil {
 				t.Fatalf("the next write after a killed writer: %v", err)
 			}
@@ -65,7 +65,7 @@ func TestGitLockOfAGitCommandIsRespected(t *testing.T) {
 		t.Fatal(err)
 	}
 	head, _ := v.Head()
-	_, err := v.Update(TxOptions{}, func(tx *Tx) error { _, err := tx.Remember(Input{Text: "second"}); return err })
+	_, err := v.Update(TxOptions{}, func(tx *Tx) error { _, err := queueRow(tx, "fact", "second"); return err })
 	if !IsBusy(err) || !strings.Contains(err.Error(), "main.lock exists") {
 		t.Fatalf("want a busy error naming main.lock, got %v", err)
 	}

@@ -168,7 +168,7 @@ func TestCommittedHistoryIsAuthoritative(t *testing.T) {
 				t.Fatalf("verify: %v\n%s", err, problemsText(rep))
 			}
 			head, _ := v.Head()
-			_, err = v.Update(TxOptions{}, func(tx *Tx) error { _, err := tx.Remember(Input{Text: "three"}); return err })
+			_, err = v.Update(TxOptions{}, func(tx *Tx) error { _, err := queueRow(tx, "fact", "three"); return err })
 			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), last.ID) {
 				t.Fatalf("a writer accepted the %s: %v", tc.name, err)
 			}
@@ -192,7 +192,7 @@ func TestMergeInProgressRefusesUntilConcluded(t *testing.T) {
 	remember(t, v, "three")
 	mergeHead := v.Root + "/.git/MERGE_HEAD"
 	write := func(text string) error {
-		_, err := v.Update(TxOptions{}, func(tx *Tx) error { _, err := tx.Remember(Input{Text: text}); return err })
+		_, err := v.Update(TxOptions{}, func(tx *Tx) error { _, err := queueRow(tx, "fact", text); return err })
 		return err
 	}
 	if err := os.WriteFile(mergeHead, []byte(parent+"\n"), 0o600); err != nil {

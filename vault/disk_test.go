@@ -74,7 +74,7 @@ func TestFullDisk(t *testing.T) {
 	before := vaulttest.Files(t, v.Root)
 	big := strings.Repeat("a long memory that needs room on disk ", 200)
 	for range 3 {
-		_, err = v.Update(TxOptions{}, func(tx *Tx) error { _, err := tx.Remember(Input{Text: big}); return err })
+		_, err = v.Update(TxOptions{}, func(tx *Tx) error { _, err := queueRow(tx, "fact", big); return err })
 		if !errors.Is(err, ErrIO) || !strings.Contains(err.Error(), "no space left on device") {
 			t.Fatalf("want a full-disk error, got %v", err)
 		}
@@ -107,7 +107,7 @@ func TestReadOnlyDisk(t *testing.T) {
 	if err := syscall.Mount("", mnt, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
 		t.Skipf("cannot remount read-only: %v", err)
 	}
-	_, err = v.Update(TxOptions{}, func(tx *Tx) error { _, err := tx.Remember(Input{Text: "x"}); return err })
+	_, err = v.Update(TxOptions{}, func(tx *Tx) error { _, err := queueRow(tx, "fact", "x"); return err })
 	if !errors.Is(err, ErrIO) || !strings.Contains(err.Error(), "read-only file system") {
 		t.Fatalf("want a read-only error, got %v", err)
 	}

@@ -111,7 +111,7 @@ func (v *Vault) ReadHeadJournal(head string) *HeadWrite {
 func (v *Vault) HeadJournals() []string {
 	root := filepath.Join(v.Root, filepath.FromSlash(headJournalDir))
 	var heads []string
-	_ = v.WalkFiles(headJournalDir, func(p string, d fs.DirEntry) error {
+	_ = v.Files().Walk(headJournalDir, func(p string, d fs.DirEntry) error {
 		if d.IsDir() || !strings.HasSuffix(p, ".json") {
 			return nil
 		}

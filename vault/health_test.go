@@ -51,7 +51,7 @@ func TestCaptureSurvivesBrokenLedger(t *testing.T) {
 	if err := captureOne(v, "still heard"); err != nil {
 		t.Fatalf("a prompt was refused on a broken ledger: %v", err)
 	}
-	_, err := v.Update(TxOptions{}, func(tx *Tx) error { _, err := tx.Remember(Input{Text: "three"}); return err })
+	_, err := v.Update(TxOptions{}, func(tx *Tx) error { _, err := queueRow(tx, "fact", "three"); return err })
 	if !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("an event was accepted on a broken ledger: %v", err)
 	}
@@ -87,7 +87,7 @@ func TestCaptureSurvivesBrokenConfig(t *testing.T) {
 		t.Fatalf("capture with a broken config: %v", err)
 	}
 	head, _ := cv.Head()
-	_, err = cv.Update(TxOptions{}, func(tx *Tx) error { _, err := tx.Remember(Input{Text: "two"}); return err })
+	_, err = cv.Update(TxOptions{}, func(tx *Tx) error { _, err := queueRow(tx, "fact", "two"); return err })
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("a structured write with a broken config: %v", err)
 	}
@@ -124,7 +124,7 @@ func TestFailedCheckIsSaved(t *testing.T) {
 	if err := os.Chtimes(p, info.ModTime(), info.ModTime()); err != nil {
 		t.Fatal(err)
 	}
-	_, err := v.Update(TxOptions{}, func(tx *Tx) error { _, err := tx.Remember(Input{Text: "three"}); return err })
+	_, err := v.Update(TxOptions{}, func(tx *Tx) error { _, err := queueRow(tx, "fact", "three"); return err })
 	if err != nil {
 		t.Fatalf("the repaired segment was not read again: %v", err)
 	}

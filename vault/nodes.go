@@ -203,9 +203,9 @@ func (v *Vault) verifyNode(at Problem, id, rel string) []Problem {
 	return nil
 }
 
-// nodeIDs collects the ids of the temporal nodes on disk
+// NodeIDs collects the ids of the temporal nodes on disk
 // (nodes/<agent>/<yyyy>/<mm>/<id>.md), for reference checks.
-func (v *Vault) nodeIDs() (map[string]bool, error) {
+func (v *Vault) NodeIDs() (map[string]bool, error) {
 	ids := make(map[string]bool)
 	root := filepath.Join(v.Root, "nodes")
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {

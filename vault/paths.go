@@ -249,3 +249,60 @@ func (tx *Tx) checkEvents() error {
 	}
 	return nil
 }
+
+// The checks of outside text: what a person types is refused when git or
+// the ledger could not keep it (CheckText), a harness's text is made
+// storable (CleanText).
+
+// MaxTextBytes bounds one event's text. The ledger is memory, not a file
+// store; a megabyte is far beyond any fact or decision.
+const MaxTextBytes = 1 << 20
+
+// CheckText refuses text that git or the ledger cannot keep as it is:
+// invalid UTF-8, a NUL byte, more than MaxTextBytes, or (unless allowEmpty)
+// nothing but white space. what names the text in the error.
+func CheckText(what, s string, allowEmpty bool) error {
+	switch {
+	case !utf8.ValidString(s):
+		return fault.New(ErrInvalid, "%s: not valid utf-8", what)
+	case strings.IndexByte(s, 0) >= 0:
+		// git refuses a NUL in a commit message (fsck), and text becomes
+		// commit subjects and bodies.
+		return fault.New(ErrInvalid, "%s: contains a NUL byte", what)
+	case len(s) > MaxTextBytes:
+		e := fault.New(ErrInvalid, "%s: %d bytes is over the limit of %d (1 MiB)", what, len(s), MaxTextBytes)
+		return e.WithHint("store large material as a transcript and remember a short summary")
+	case !allowEmpty && strings.TrimSpace(s) == "":
+		return fault.New(ErrInvalid, "%s: empty", what)
+	}
+	return nil
+}
+
+// CleanText makes text from a harness storable as it is: invalid UTF-8 and
+// NUL bytes become U+FFFD. Text a person types is refused instead
+// (CheckText); a hook's text is kept, since a hook must not lose a prompt.
+func CleanText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	return s
+}
+
+// HoldsNUL reports whether a decoded JSON value has a NUL in a string or a
+// key: git refuses NUL in what it stores as text.
+func HoldsNUL(v any) bool {
+	switch t := v.(type) {
+	case string:
+		return strings.IndexByte(t, 0) >= 0
+	case []any:
+		return slices.ContainsFunc(t, HoldsNUL)
+	case map[string]any:
+		for k, x := range t {
+			if strings.IndexByte(k, 0) >= 0 || HoldsNUL(x) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -69,10 +69,10 @@ func TestPolicyRefusesInsideTheTransaction(t *testing.T) {
 		viol := refusedWrite(t, v, opts, func(tx *Tx) error {
 			// Other work of the same transaction: a fact, a file, a
 			// transcript line. None of it may land.
-			if _, err := tx.Remember(Input{Text: "a harmless fact"}); err != nil {
+			if _, err := queueRow(tx, "fact", "a harmless fact"); err != nil {
 				return err
 			}
-			if _, err := tx.Remember(Input{Kind: "constraint", Text: "never deploy on fridays"}); err != nil {
+			if _, err := queueRow(tx, "constraint", "never deploy on fridays"); err != nil {
 				return err
 			}
 			tx.WriteFile(MustRel("threads/topic/x.md"), []byte("# x\n"))
@@ -95,7 +95,7 @@ func TestPolicyRefusesInsideTheTransaction(t *testing.T) {
 	}
 	// A person's constraint is written.
 	if _, err := v.Update(TxOptions{}, func(tx *Tx) error {
-		_, err := tx.Remember(Input{Kind: "constraint", Text: "never deploy on fridays"})
+		_, err := queueRow(tx, "constraint", "never deploy on fridays")
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -180,7 +180,7 @@ func TestSystemKindsStayMemvaults(t *testing.T) {
 		t.Fatalf("memvault's own bookkeeping refused: %v", err)
 	}
 	refusedWrite(t, v, TxOptions{}, func(tx *Tx) error {
-		_, err := tx.Remember(Input{Text: "no source may write a fact now"})
+		_, err := queueRow(tx, "fact", "no source may write a fact now")
 		return err
 	})
 }

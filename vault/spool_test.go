@@ -166,7 +166,7 @@ func TestSpoolTornRecord(t *testing.T) {
 	mustSpool(t, v, ref, userMsg("after the torn one"))
 	appendRaw(t, live, torn("torn at the end"))
 
-	res, err := v.Update(TxOptions{}, func(tx *Tx) error { _, err := tx.Remember(Input{Text: "fold"}); return err })
+	res, err := v.Update(TxOptions{}, func(tx *Tx) error { _, err := queueRow(tx, "fact", "fold"); return err })
 	if err != nil {
 		t.Fatalf("a torn spool record failed the transaction: %v", err)
 	}

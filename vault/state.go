@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -513,8 +512,6 @@ func (st *State) KindCounts() map[string]int {
 	}
 	return m
 }
-
-func isNodeID(id string) bool { return strings.HasPrefix(id, "n_") }
 
 // FoldAll folds every segment without checking hashes: verification is
 // verify's job, and the writer's chain check guards writes. Decoding the

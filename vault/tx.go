@@ -211,7 +211,7 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 		return nil, err
 	}
 	if !opts.NoCommit {
-		defer v.autoPack() // after the release below: gc.go
+		defer v.autoPack() // after the release below: lock.go
 	}
 	defer release()
 	v.Repo.Refresh() // a gc may have packed objects since the repository was opened

@@ -380,7 +380,7 @@ func (v *Vault) verifyWith(segs []Segment, strays []string, read func(Segment) (
 		}
 	}
 	v.Progress.Step("verify: checking nodes and links", "", 0, 0)
-	nodeIDs, err := v.nodeIDs()
+	nodeIDs, err := v.NodeIDs()
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/memvault/memvault/vault/recall"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // Sync engines: auto is the git binary where it is on the PATH, else
@@ -220,7 +221,7 @@ func syncFetch(v *vault.Vault, opts SyncOptions, rm gitrepo.Remote, branch strin
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	if err := vault.RefuseTreeLinks(tree, fmt.Sprintf("remote %s's branch %s", rm, branch)); err != nil {
+	if err := refuseTreeLinks(tree, fmt.Sprintf("remote %s's branch %s", rm, branch)); err != nil {
 		return plumbing.ZeroHash, err
 	}
 	head, err := v.Repo.Head()
@@ -468,4 +469,15 @@ func syncPush(v *vault.Vault, opts SyncOptions, rm gitrepo.Remote, branch string
 	}
 	rep.Pushed += n
 	return nil
+}
+
+// refuseTreeLinks refuses a tree that holds symbolic links: what sync would
+// bring into the vault from a remote. what names the tree in the error.
+func refuseTreeLinks(tree *object.Tree, what string) error {
+	links, err := gitrepo.TreeLinks(tree)
+	if err != nil || len(links) == 0 {
+		return err
+	}
+	e := fault.New(vault.ErrCorrupt, "sync: %s holds symbolic links (%s); memvault never brings a link into the vault; nothing was changed", what, strings.Join(links, ", "))
+	return e.WithHint("remove the links from the remote's branch (git rm, commit, push), then sync again")
 }

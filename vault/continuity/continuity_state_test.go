@@ -13,6 +13,7 @@ import (
 	"github.com/memvault/memvault/vault/heads"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/testvault"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
@@ -150,12 +151,12 @@ func TestContinuityCacheMatchesFold(t *testing.T) {
 	// Rows the protocol reads that are not its own, and rows it ignores.
 	var blocker string
 	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-		ev, err := tx.Remember(vault.Input{Kind: "blocker", Text: "waiting for review"})
+		ev, err := memory.Remember(tx, memory.Input{Kind: "blocker", Text: "waiting for review"})
 		if err != nil {
 			return err
 		}
 		blocker = ev.ID
-		_, err = tx.Remember(vault.Input{Kind: "fact", Text: "the sky is blue"})
+		_, err = memory.Remember(tx, memory.Input{Kind: "fact", Text: "the sky is blue"})
 		return err
 	})
 	if err != nil {
@@ -189,13 +190,13 @@ func TestContinuityCacheMatchesFold(t *testing.T) {
 
 	// Corrections withdraw earlier events: the cache must not keep them.
 	_, err = v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-		if _, err := tx.Retract(learnEv, "recorded by mistake"); err != nil {
+		if _, err := memory.Retract(tx, learnEv, "recorded by mistake"); err != nil {
 			return err
 		}
-		if _, err := tx.Retract(decEv, "never decided"); err != nil {
+		if _, err := memory.Retract(tx, decEv, "never decided"); err != nil {
 			return err
 		}
-		_, err := tx.Supersede(blocker, "waiting for the second review")
+		_, err := memory.Supersede(tx, blocker, "waiting for the second review")
 		return err
 	})
 	if err != nil {
@@ -290,7 +291,7 @@ func TestContinuityCacheFoldsOnlyNewRows(t *testing.T) {
 	}
 	checkContCache(t, v, "after facts")
 	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-		_, err := tx.Remember(vault.Input{Kind: "blocker", Text: "blocked"})
+		_, err := memory.Remember(tx, memory.Input{Kind: "blocker", Text: "blocked"})
 		return err
 	})
 	if err != nil {

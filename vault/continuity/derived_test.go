@@ -14,6 +14,7 @@ import (
 	"github.com/memvault/memvault/vault/scope"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/testvault"
 )
 
@@ -390,7 +391,7 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 					opts := vault.TxOptions{Agent: fmt.Sprintf("a%d", rng.Intn(2)), Session: fmt.Sprintf("s%d", rng.Intn(5))}
 					write(opts, func(tx *vault.Tx) error {
 						for range n {
-							in := vault.Input{Text: fmt.Sprintf("fact %d at step %d", rng.Int(), step)}
+							in := memory.Input{Text: fmt.Sprintf("fact %d at step %d", rng.Int(), step)}
 							if rng.Intn(6) == 0 {
 								in.Kind = "blocker" // folded by the protocol too
 							}
@@ -401,7 +402,7 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 								in.Links = []string{ids[rng.Intn(len(ids))]}
 								plain = false // a link may join threads: the scope rebuilds
 							}
-							ev, err := tx.Remember(in)
+							ev, err := memory.Remember(tx, in)
 							if err != nil {
 								return err
 							}
@@ -416,7 +417,7 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 				case op == 5:
 					target := ids[rng.Intn(len(ids))]
 					name = fmt.Sprintf("%d: retract %s", step, target)
-					if _, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error { _, err := tx.Retract(target, "wrong"); return err }); err != nil {
+					if _, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error { _, err := memory.Retract(tx, target, "wrong"); return err }); err != nil {
 						continue // already corrected, or itself a correction
 					}
 				case op == 6:
@@ -425,7 +426,7 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 					var sup *vault.Event
 					if _, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
 						var err error
-						sup, err = tx.Supersede(target, fmt.Sprintf("corrected at step %d", step))
+						sup, err = memory.Supersede(tx, target, fmt.Sprintf("corrected at step %d", step))
 						return err
 					}); err != nil {
 						continue

@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -245,6 +246,38 @@ func (r Root) ReadDir(path string) ([]fs.DirEntry, error) {
 	entries, err := f.ReadDir(-1)
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries, err
+}
+
+// Walk calls fn for everything below the folder rel (slash separated and
+// relative to the root, "" for the root itself), parents before children,
+// with p the absolute path. It lists folders as ReadDir does and never
+// descends into a link: fn sees the link itself (d.Type() says so). A
+// folder that does not exist has nothing to walk. fn may return fs.SkipDir
+// to leave a folder out.
+func (r Root) Walk(rel string, fn func(p string, d fs.DirEntry) error) error {
+	entries, err := r.ReadDir(filepath.Join(r.dir, filepath.FromSlash(rel)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		sub := path.Join(rel, e.Name())
+		err := fn(filepath.Join(r.dir, filepath.FromSlash(sub)), e)
+		if errors.Is(err, fs.SkipDir) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if e.IsDir() {
+			if err := r.Walk(sub, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Stat describes the file at path without following a link: a link there,

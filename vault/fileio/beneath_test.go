@@ -315,3 +315,48 @@ func BenchmarkReadFile(b *testing.B) {
 		})
 	}
 }
+
+// TestRootWalk: a walk lists parents before children with absolute paths,
+// shows a link without descending into it, leaves out a folder fn skips,
+// and finds nothing in a folder that does not exist.
+func TestRootWalk(t *testing.T) {
+	dir := t.TempDir()
+	outside := t.TempDir()
+	for _, d := range []string{"a/b", "skip/deep"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"a/b/f.txt", "skip/deep/g.txt", filepath.Join(outside, "secret")} {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(dir, f)
+		}
+		if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "a", "link")); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err := At(dir).Walk("", func(p string, d fs.DirEntry) error {
+		rel, _ := filepath.Rel(dir, p)
+		if d.Type()&fs.ModeSymlink != 0 {
+			rel += "@"
+		}
+		got = append(got, filepath.ToSlash(rel))
+		if d.Name() == "skip" {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "a a/b a/b/f.txt a/link@ skip"; strings.Join(got, " ") != want {
+		t.Errorf("walk: %q, want %q", got, want)
+	}
+	if err := At(dir).Walk("none/here", func(string, fs.DirEntry) error { return errors.New("called") }); err != nil {
+		t.Errorf("a folder that does not exist: %v", err)
+	}
+}

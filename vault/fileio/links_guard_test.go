@@ -110,8 +110,8 @@ var outsideRoot = map[string]string{
 	// A rename within one folder, which follows no link at either name.
 	"vault/spool.go claim": "a live spool file renamed to its claim in the folder listed through a Root, the new name checked",
 	// Walks that follow no link and read no file.
-	"vault/gc.go contentBytes": "sizes from WalkDir, which follows no link",
-	"vault/nodes.go nodeIDs":   "names from WalkDir, which follows no link; the files are read through a Root",
+	"vault/gc/gc.go contentBytes": "sizes from WalkDir, which follows no link",
+	"vault/nodes.go NodeIDs":      "names from WalkDir, which follows no link; the files are read through a Root",
 }
 
 // TestNoLinkFollowed holds the vault to fileio.Root: no code outside this

@@ -3,9 +3,11 @@ package gitrepo
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/memvault/memvault/vault/fault"
@@ -163,4 +165,29 @@ func isHex(s string) bool {
 		}
 	}
 	return true
+}
+
+// TreeLinks lists the entries of tree git stores as symbolic links (mode
+// 120000), sorted: what a checkout of it would make links of.
+func TreeLinks(tree *object.Tree) ([]string, error) {
+	if tree == nil {
+		return nil, nil
+	}
+	var out []string
+	w := object.NewTreeWalker(tree, true, nil)
+	defer w.Close()
+	for {
+		name, e, err := w.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, &fault.Error{Class: fault.ErrCorrupt, Msg: "git: walk tree: " + err.Error(), Err: err}
+		}
+		if e.Mode == filemode.Symlink {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }

@@ -231,7 +231,7 @@ func ReleaseHeadLease(v *vault.Vault, l *HeadLease) error {
 func HeadLeases(v *vault.Vault) []HeadLease {
 	var out []HeadLease
 	now := v.Now()
-	_ = v.WalkFiles(headLeaseDir, func(p string, d fs.DirEntry) error {
+	_ = v.Files().Walk(headLeaseDir, func(p string, d fs.DirEntry) error {
 		if d.IsDir() || !strings.HasSuffix(p, ".lease") {
 			return nil
 		}

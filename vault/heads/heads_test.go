@@ -13,13 +13,14 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/gitrepo"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/testvault"
 )
 
 func rememberIn(t *testing.T, v *vault.Vault, kind, thread, session, text string) {
 	t.Helper()
 	_, err := v.Update(vault.TxOptions{Session: session}, func(tx *vault.Tx) error {
-		_, err := tx.Remember(vault.Input{Kind: kind, Thread: thread, Text: text})
+		_, err := memory.Remember(tx, memory.Input{Kind: kind, Thread: thread, Text: text})
 		return err
 	})
 	if err != nil {
@@ -269,7 +270,7 @@ func TestHeadStateCacheMatchesFullFold(t *testing.T) {
 	var ids []string
 	for i := 0; i < 20; i++ {
 		_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-			ev, err := tx.Remember(vault.Input{Kind: "fact", Thread: "project:x", Text: fmt.Sprintf("fact %d", i)})
+			ev, err := memory.Remember(tx, memory.Input{Kind: "fact", Thread: "project:x", Text: fmt.Sprintf("fact %d", i)})
 			ids = append(ids, ev.ID)
 			return err
 		})
@@ -283,10 +284,10 @@ func TestHeadStateCacheMatchesFullFold(t *testing.T) {
 	check("warm")
 	check("warm again")
 	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-		if _, err := tx.Retract(ids[3], "wrong"); err != nil {
+		if _, err := memory.Retract(tx, ids[3], "wrong"); err != nil {
 			return err
 		}
-		_, err := tx.Supersede(ids[4], "fact four, corrected")
+		_, err := memory.Supersede(tx, ids[4], "fact four, corrected")
 		return err
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/testvault"
 )
 
@@ -25,7 +26,7 @@ func TestDamagedViewBlockIsRebuilt(t *testing.T) {
 	remember := func(thread, text string) {
 		t.Helper()
 		if _, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-			_, err := tx.Remember(vault.Input{Kind: "fact", Thread: thread, Text: text})
+			_, err := memory.Remember(tx, memory.Input{Kind: "fact", Thread: thread, Text: text})
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -63,7 +64,7 @@ func TestDamagedViewBlockIsRebuilt(t *testing.T) {
 	// project:b's block is copied unread.
 	if _, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
 		for i := range 300 {
-			if _, err := tx.Remember(vault.Input{Kind: "fact", Thread: "project:a", Text: fmt.Sprintf("fact %d of the first thread", i)}); err != nil {
+			if _, err := memory.Remember(tx, memory.Input{Kind: "fact", Thread: "project:a", Text: fmt.Sprintf("fact %d of the first thread", i)}); err != nil {
 				return err
 			}
 		}

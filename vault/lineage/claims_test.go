@@ -8,6 +8,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/node"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/testvault"
 	"github.com/memvault/memvault/vault/transcript"
 )
@@ -28,9 +29,9 @@ func newClaimWorld(t *testing.T) *claimWorld {
 			var ev *vault.Event
 			var err error
 			if kind == "commitment.open" {
-				ev, err = tx.OpenCommitment(vault.Input{Text: text})
+				ev, err = memory.OpenCommitment(tx, memory.Input{Text: text})
 			} else {
-				ev, err = tx.Remember(vault.Input{Kind: kind, Text: text})
+				ev, err = memory.Remember(tx, memory.Input{Kind: kind, Text: text})
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -45,20 +46,20 @@ func newClaimWorld(t *testing.T) *claimWorld {
 		}
 		w.open = mk("commitment.open", "ship the installer")
 		w.closed = mk("commitment.open", "write the docs")
-		must(tx.CloseCommitment(w.closed, "written"))
+		must(memory.CloseCommitment(tx, w.closed, "written"))
 		w.retracted = mk("commitment.open", "port to plan9")
-		must(tx.Retract(w.retracted, "not doing it"))
+		must(memory.Retract(tx, w.retracted, "not doing it"))
 		w.superseded = mk("commitment.open", "ship on friday")
-		w.newer = must(tx.Supersede(w.superseded, "ship on monday"))
+		w.newer = must(memory.Supersede(tx, w.superseded, "ship on monday"))
 		w.reopened = mk("commitment.open", "fix the flaky test")
-		cl := must(tx.CloseCommitment(w.reopened, "fixed"))
-		must(tx.Retract(cl, "it flaked again"))
+		cl := must(memory.CloseCommitment(tx, w.reopened, "fixed"))
+		must(memory.Retract(tx, cl, "it flaked again"))
 		w.fact = mk("fact", "the deploy key rotates on Fridays")
 		w.decision = mk("decision", "use WAL")
 		w.oldDecision = mk("decision", "use SQLite")
-		must(tx.Supersede(w.oldDecision, "use Bleve"))
+		must(memory.Supersede(tx, w.oldDecision, "use Bleve"))
 		w.dropped = mk("decision", "use tabs")
-		must(tx.Retract(w.dropped, "spaces after all"))
+		must(memory.Retract(tx, w.dropped, "spaces after all"))
 		return nil
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/units"
 
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/scope"
@@ -308,7 +309,7 @@ func (r *importRun) appendWindow(b *importBatchIn, started time.Time) (bool, err
 	mergeStats(&r.rep.Stats, b.stats)
 	r.mine = done
 	r.windows++
-	r.v.Progress.Step(fmt.Sprintf("import: %s messages from %s", vault.FormatCount(int64(r.rep.Added)), filepath.Base(r.source)), "bytes", b.next.Offset, r.size)
+	r.v.Progress.Step(fmt.Sprintf("import: %s messages from %s", units.Count(int64(r.rep.Added)), filepath.Base(r.source)), "bytes", b.next.Offset, r.size)
 	if !r.opts.NoCommit {
 		r.chunk.add(done, b.next.Offset-b.from.Offset, r.rep.Added)
 		if r.chunk.read >= commitBytes {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
+	"github.com/memvault/memvault/vault/units"
 
 	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/vaulttest"
@@ -471,7 +472,7 @@ func TestImportReportsProgress(t *testing.T) {
 		t.Fatalf("import of %d bytes in 16 KiB windows reported %d steps", info.Size(), len(imports))
 	}
 	if last := imports[len(imports)-1]; last.Done != info.Size() || last.Total != info.Size() || last.Unit != "bytes" ||
-		!strings.Contains(last.Phase, vault.FormatCount(int64(rep.Added))+" messages") {
+		!strings.Contains(last.Phase, units.Count(int64(rep.Added))+" messages") {
 		t.Errorf("import: last step %+v, file of %d bytes, %d messages", last, info.Size(), rep.Added)
 	}
 	for _, s := range imports {

@@ -15,6 +15,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/executor"
 	"github.com/memvault/memvault/vault/node"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/testvault"
 	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/vaulttest"
@@ -376,7 +377,7 @@ func TestModelSummaryHangHoldsNoLock(t *testing.T) {
 		t.Fatalf("the executor did not hang: %+v", m)
 	}
 	if _, err := v.Update(vault.TxOptions{LockTimeout: 200 * time.Millisecond}, func(tx *vault.Tx) error {
-		_, err := tx.Remember(vault.Input{Text: "written while the executor hangs"})
+		_, err := memory.Remember(tx, memory.Input{Text: "written while the executor hangs"})
 		return err
 	}); err != nil {
 		t.Fatalf("a writer waited on the hanging executor: %v", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/memvault/memvault/index"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/testvault"
 )
 
@@ -198,19 +199,22 @@ func TestRowStatusesFromCache(t *testing.T) {
 	if got() != "[]" {
 		t.Fatalf("dead rows before any correction: %s", got())
 	}
-	update(func(tx *vault.Tx) error { _, err := tx.Retract(a.ID, "wrong"); return err })
+	update(func(tx *vault.Tx) error { _, err := memory.Retract(tx, a.ID, "wrong"); return err })
 	var sup *vault.Event
 	update(func(tx *vault.Tx) error {
 		var err error
-		sup, err = tx.Supersede(b.ID, "deploys happen on Thursdays")
+		sup, err = memory.Supersede(tx, b.ID, "deploys happen on Thursdays")
 		return err
 	})
 	if g, w := got(), want(); g != w {
 		t.Fatalf("dead rows %s, want %s", g, w)
 	}
 	// Retracting the supersede brings b back.
-	update(func(tx *vault.Tx) error { _, err := tx.Retract(sup.ID, "it was right"); return err })
-	update(func(tx *vault.Tx) error { _, err := tx.Supersede(c.ID, "the api answers in json or xml"); return err })
+	update(func(tx *vault.Tx) error { _, err := memory.Retract(tx, sup.ID, "it was right"); return err })
+	update(func(tx *vault.Tx) error {
+		_, err := memory.Supersede(tx, c.ID, "the api answers in json or xml")
+		return err
+	})
 	if g, w := got(), want(); g != w {
 		t.Fatalf("after more corrections: dead rows %s, want %s", g, w)
 	}
@@ -218,17 +222,17 @@ func TestRowStatusesFromCache(t *testing.T) {
 	// commitment, and a done that is retracted again (the row holds).
 	var undo *vault.Event
 	update(func(tx *vault.Tx) error {
-		n, _ := tx.Remember(vault.Input{Kind: "next", Text: "write the migration"})
+		n, _ := memory.Remember(tx, memory.Input{Kind: "next", Text: "write the migration"})
 		tx.Append(&vault.Event{Kind: vault.KindDone, Text: "wrote it", Links: []string{n.ID}})
-		l, _ := tx.Remember(vault.Input{Kind: "learning", Text: "retries hide bugs"})
+		l, _ := memory.Remember(tx, memory.Input{Kind: "learning", Text: "retries hide bugs"})
 		tx.Append(&vault.Event{Kind: vault.KindLearningInvalid, Text: "it did not", Links: []string{l.ID}})
-		cm, _ := tx.OpenCommitment(vault.Input{Text: "review the PR"})
-		_, err := tx.CloseCommitment(cm.ID, "")
-		n2, _ := tx.Remember(vault.Input{Kind: "next", Text: "tag the release"})
+		cm, _ := memory.OpenCommitment(tx, memory.Input{Text: "review the PR"})
+		_, err := memory.CloseCommitment(tx, cm.ID, "")
+		n2, _ := memory.Remember(tx, memory.Input{Kind: "next", Text: "tag the release"})
 		undo = tx.Append(&vault.Event{Kind: vault.KindDone, Links: []string{n2.ID}})
 		return err
 	})
-	update(func(tx *vault.Tx) error { _, err := tx.Retract(undo.ID, "not yet"); return err })
+	update(func(tx *vault.Tx) error { _, err := memory.Retract(tx, undo.ID, "not yet"); return err })
 	if g, w := got(), want(); g != w {
 		t.Fatalf("after closing rows: %s, want %s", g, w)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/heads"
 	"github.com/memvault/memvault/vault/lineage"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/testvault"
 	"github.com/memvault/memvault/vault/transcript"
 )
@@ -111,7 +112,7 @@ func (w *truthWorld) step() string {
 	case op == 0 && len(hold["decision"]) < 4 && len(hold["blocker"]) < 4:
 		kind := pick(w.rng, []string{"decision", "blocker"})
 		w.update(func(tx *vault.Tx) error {
-			_, err := tx.Remember(vault.Input{Kind: kind, Thread: thread, Text: tok + " remembered"})
+			_, err := memory.Remember(tx, memory.Input{Kind: kind, Thread: thread, Text: tok + " remembered"})
 			return err
 		})
 		return "remember " + kind
@@ -142,14 +143,14 @@ func (w *truthWorld) step() string {
 		return "done " + arg
 	case op == 5 && open < 7:
 		w.update(func(tx *vault.Tx) error {
-			_, err := tx.OpenCommitment(vault.Input{Thread: thread, Text: tok + " promised"})
+			_, err := memory.OpenCommitment(tx, memory.Input{Thread: thread, Text: tok + " promised"})
 			return err
 		})
 		return "commitment"
 	case op == 6 && len(hold["commitment.open"]) > 0:
 		r := pick(w.rng, hold["commitment.open"])
 		w.moved = append(w.moved, tokenRE.FindString(r.Text))
-		w.update(func(tx *vault.Tx) error { _, err := tx.CloseCommitment(r.ID, ""); return err })
+		w.update(func(tx *vault.Tx) error { _, err := memory.CloseCommitment(tx, r.ID, ""); return err })
 		return "close"
 	case op == 7 || op == 8:
 		var rows []*vault.Row
@@ -162,10 +163,10 @@ func (w *truthWorld) step() string {
 		r := pick(w.rng, rows)
 		w.moved = append(w.moved, tokenRE.FindString(r.Text))
 		if op == 7 {
-			w.update(func(tx *vault.Tx) error { _, err := tx.Retract(r.ID, "wrong"); return err })
+			w.update(func(tx *vault.Tx) error { _, err := memory.Retract(tx, r.ID, "wrong"); return err })
 			return "retract " + r.Kind
 		}
-		w.update(func(tx *vault.Tx) error { _, err := tx.Supersede(r.ID, tok+" replaced"); return err })
+		w.update(func(tx *vault.Tx) error { _, err := memory.Supersede(tx, r.ID, tok+" replaced"); return err })
 		return "supersede " + r.Kind
 	case op == 9 && len(hold["learning"]) > 0:
 		r := pick(w.rng, hold["learning"])
@@ -394,7 +395,7 @@ func TestSummaryNodeTakesTheSessionThread(t *testing.T) {
 	v := testvault.New(t)
 	ref := vault.TranscriptRef{Agent: v.Config.Agent, Session: "s1"}
 	if _, err := v.Update(vault.TxOptions{Session: "s1"}, func(tx *vault.Tx) error {
-		if _, err := tx.Remember(vault.Input{Kind: "fact", Thread: "project:alpha", Text: "a side note"}); err != nil {
+		if _, err := memory.Remember(tx, memory.Input{Kind: "fact", Thread: "project:alpha", Text: "a side note"}); err != nil {
 			return err
 		}
 		_, _, err := tx.AppendText(ref, []transcript.Message{{ID: "u1", Role: transcript.RoleUser, Text: "plan the zeta work"}})

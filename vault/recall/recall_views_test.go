@@ -13,6 +13,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/testvault"
 	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/vaulttest"
@@ -26,7 +27,7 @@ func TestAgentScope(t *testing.T) {
 	write := func(agent, text string) {
 		t.Helper()
 		if _, err := v.Update(vault.TxOptions{Agent: agent}, func(tx *vault.Tx) error {
-			_, err := tx.Remember(vault.Input{Kind: "constraint", Thread: "project:shop", Text: text})
+			_, err := memory.Remember(tx, memory.Input{Kind: "constraint", Thread: "project:shop", Text: text})
 			return err
 		}); err != nil {
 			t.Fatal(err)

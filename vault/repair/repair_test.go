@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/testvault"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
@@ -72,7 +73,7 @@ func TestRepairRechainsAForcedDamage(t *testing.T) {
 	testvault.Remember(t, v, "two")
 	tamperOne(t, v)
 	if _, err := v.Update(vault.TxOptions{Force: true}, func(tx *vault.Tx) error {
-		_, err := tx.Remember(vault.Input{Text: "three", Links: []string{first.ID}})
+		_, err := memory.Remember(tx, memory.Input{Text: "three", Links: []string{first.ID}})
 		return err
 	}); err != nil {
 		t.Fatal(err)

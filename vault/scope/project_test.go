@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
 
@@ -119,7 +120,7 @@ func TestWorkThread(t *testing.T) {
 	check("", "", false)
 
 	if _, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-		_, err := tx.Remember(vault.Input{Text: "a row", Thread: "project:known"})
+		_, err := memory.Remember(tx, memory.Input{Text: "a row", Thread: "project:known"})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -132,7 +133,7 @@ func TestWorkThread(t *testing.T) {
 
 	// A subfolder whose own thread the vault knows keeps it.
 	if _, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-		_, err := tx.Remember(vault.Input{Text: "a row", Thread: "project:api"})
+		_, err := memory.Remember(tx, memory.Input{Text: "a row", Thread: "project:api"})
 		return err
 	}); err != nil {
 		t.Fatal(err)

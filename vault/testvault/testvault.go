@@ -12,6 +12,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/gitrepo"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/transcript"
 )
 
@@ -31,7 +32,7 @@ func Remember(t testing.TB, v *vault.Vault, text string) *vault.Event {
 	var ev *vault.Event
 	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
 		var err error
-		ev, err = tx.Remember(vault.Input{Text: text})
+		ev, err = memory.Remember(tx, memory.Input{Text: text})
 		return err
 	})
 	if err != nil {

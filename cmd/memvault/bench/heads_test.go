@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/memory"
 )
 
 const headEvents = 100000
@@ -34,13 +35,13 @@ func headsVault(b testing.TB, n int) string {
 				text := fmt.Sprintf("row %d: a line of memory about the work on %s, long enough to be realistic", i, thread)
 				var err error
 				if i%25 == 0 {
-					_, err = tx.OpenCommitment(vault.Input{Thread: thread, Text: text})
+					_, err = memory.OpenCommitment(tx, memory.Input{Thread: thread, Text: text})
 				} else {
 					kind := kinds[i%len(kinds)]
 					if kind == "constraint" && i%1000 != 5 {
 						kind = "fact"
 					}
-					_, err = tx.Remember(vault.Input{Kind: kind, Thread: thread, Text: text})
+					_, err = memory.Remember(tx, memory.Input{Kind: kind, Thread: thread, Text: text})
 				}
 				if err != nil {
 					return err

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/memory"
 )
 
 // BenchmarkPolicyLoad measures what the policy check adds to a
@@ -50,7 +51,7 @@ func BenchmarkPolicyLoad(b *testing.B) {
 				if err != nil {
 					return err
 				}
-				_, err = tx.Remember(vault.Input{Text: "a row of the benchmark"})
+				_, err = memory.Remember(tx, memory.Input{Text: "a row of the benchmark"})
 				return err
 			}); err != nil {
 				b.Fatal(err)
@@ -60,7 +61,7 @@ func BenchmarkPolicyLoad(b *testing.B) {
 	b.Run("remember-transaction", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			if _, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-				_, err := tx.Remember(vault.Input{Text: "a row of the benchmark"})
+				_, err := memory.Remember(tx, memory.Input{Text: "a row of the benchmark"})
 				return err
 			}); err != nil {
 				b.Fatal(err)

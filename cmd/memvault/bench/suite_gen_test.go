@@ -27,6 +27,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/heads"
 	"github.com/memvault/memvault/vault/lineage"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/recall"
 	"github.com/memvault/memvault/vault/transcript"
 )
@@ -90,7 +91,7 @@ func suiteEvent(tx *vault.Tx, g *scaleGen, r *rand.Rand, thread string, open *[]
 	text := g.message(true, "")
 	switch x := r.IntN(100); {
 	case x < 4:
-		ev, err := tx.OpenCommitment(vault.Input{Thread: thread, Text: text})
+		ev, err := memory.OpenCommitment(tx, memory.Input{Thread: thread, Text: text})
 		if err == nil {
 			*open = append(*open, ev.ID)
 		}
@@ -98,16 +99,16 @@ func suiteEvent(tx *vault.Tx, g *scaleGen, r *rand.Rand, thread string, open *[]
 	case x < 7 && len(*open) > 8:
 		id := (*open)[0]
 		*open = (*open)[1:]
-		_, err := tx.CloseCommitment(id, "done")
+		_, err := memory.CloseCommitment(tx, id, "done")
 		return err
 	case x == 7:
-		_, err := tx.Remember(vault.Input{Kind: "constraint", Thread: thread, Text: text})
+		_, err := memory.Remember(tx, memory.Input{Kind: "constraint", Thread: thread, Text: text})
 		return err
 	}
 	if r.IntN(10) == 0 {
 		thread = "" // global rows
 	}
-	_, err := tx.Remember(vault.Input{Kind: suiteKinds[r.IntN(len(suiteKinds))], Thread: thread, Text: text})
+	_, err := memory.Remember(tx, memory.Input{Kind: suiteKinds[r.IntN(len(suiteKinds))], Thread: thread, Text: text})
 	return err
 }
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/units"
 )
 
 // The targets of issue 22, each read from the suite's own measurements
@@ -74,7 +74,7 @@ func ratioWithin(part, whole func(s *suiteSize) int64, limit float64) func(s *su
 	return func(s *suiteSize) (string, bool) {
 		p, w := part(s), whole(s)
 		r := float64(p) / float64(max(1, w))
-		return fmt.Sprintf("%s, %.2f×", vault.FormatBytes(p), r), w > 0 && r <= limit
+		return fmt.Sprintf("%s, %.2f×", units.Bytes(p), r), w > 0 && r <= limit
 	}
 }
 

@@ -35,7 +35,10 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/gc"
 	"github.com/memvault/memvault/vault/gitrepo"
+	"github.com/memvault/memvault/vault/memory"
+	"github.com/memvault/memvault/vault/units"
 )
 
 // suiteCmd is one timed command: a memvault budget or an anchor.
@@ -67,10 +70,10 @@ type suiteSize struct {
 	parts map[string]int64
 	// stateFiles is .state's files, largest first: "name size".
 	stateFiles []string
-	gc         *vault.GCReport // memvault gc, engine auto (git)
+	gc         *gc.Report // memvault gc, engine auto (git)
 	gcRSS      int64
 	gcFsck     string
-	gogc       *vault.GCReport // memvault gc --engine go-git, on a fresh copy
+	gogc       *gc.Report // memvault gc --engine go-git, on a fresh copy
 	gogcRSS    int64
 	gogcFsck   string
 	aggr       int64 // .git after git gc --aggressive
@@ -309,12 +312,12 @@ func suiteMeasure(t *testing.T, bin, fts string, spec suiteSpec, rounds int) *su
 }
 
 // suiteGC runs memvault gc on root and checks the repository after it.
-func suiteGC(t *testing.T, bin, root string, args ...string) (*vault.GCReport, int64, string) {
+func suiteGC(t *testing.T, bin, root string, args ...string) (*gc.Report, int64, string) {
 	var out bytes.Buffer
-	gc := exec.Command(bin, append([]string{"--vault", root, "gc", "--json"}, args...)...)
-	gc.Stdout = &out
-	_, rss := suiteRun(t, suiteCmd{name: "gc"}, gc)
-	rep := &vault.GCReport{}
+	cmd := exec.Command(bin, append([]string{"--vault", root, "gc", "--json"}, args...)...)
+	cmd.Stdout = &out
+	_, rss := suiteRun(t, suiteCmd{name: "gc"}, cmd)
+	rep := &gc.Report{}
 	if err := json.Unmarshal(out.Bytes(), rep); err != nil {
 		t.Fatalf("memvault gc --json: %v\n%s", err, out.Bytes())
 	}
@@ -362,7 +365,7 @@ func suiteSizes(t *testing.T, s *suiteSize) {
 	if es, err := os.ReadDir(filepath.Join(root, ".state")); err == nil {
 		sort.Slice(es, func(i, j int) bool { return entryBytes(es[i]) > entryBytes(es[j]) })
 		for _, e := range es {
-			s.stateFiles = append(s.stateFiles, e.Name()+" "+vault.FormatBytes(entryBytes(e)))
+			s.stateFiles = append(s.stateFiles, e.Name()+" "+units.Bytes(entryBytes(e)))
 		}
 	}
 }
@@ -415,7 +418,7 @@ func suiteGrowth(t *testing.T, n int) string {
 	start := time.Now()
 	for i := 1; i <= n; i++ {
 		_, err := v.Update(vault.TxOptions{Command: "bench"}, func(tx *vault.Tx) error {
-			_, err := tx.Remember(vault.Input{Kind: suiteKinds[i%len(suiteKinds)], Thread: suiteThread(i % 40), Text: g.message(true, "")})
+			_, err := memory.Remember(tx, memory.Input{Kind: suiteKinds[i%len(suiteKinds)], Thread: suiteThread(i % 40), Text: g.message(true, "")})
 			return err
 		})
 		if err != nil {
@@ -437,20 +440,20 @@ func suiteGrowth(t *testing.T, n int) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		grep, err := cv.GC(vault.GCOptions{Engine: vault.GCEngineGoGit})
+		grep, err := gc.Run(cv, gc.Options{Engine: gc.EngineGoGit})
 		if err != nil {
 			t.Fatal(err)
 		}
 		os.RemoveAll(dir)
-		rep, err := v.GC(vault.GCOptions{Engine: vault.GCEngineGit})
+		rep, err := gc.Run(v, gc.Options{Engine: gc.EngineGit})
 		if err != nil {
 			t.Fatal(err)
 		}
-		per := func(n int64) string { return vault.FormatBytes(n / int64(i)) }
-		fmt.Fprintf(&sb, "| %d | %s | %s | %s | %s | %s | %.2f× | %s | %s | %s | %.2f× | %s |\n", i, vault.FormatBytes(rep.ContentBytes), vault.FormatBytes(before.GitBytes),
-			per(before.GitBytes), vault.FormatBytes(rep.After.GitBytes), per(rep.After.GitBytes),
+		per := func(n int64) string { return units.Bytes(n / int64(i)) }
+		fmt.Fprintf(&sb, "| %d | %s | %s | %s | %s | %s | %.2f× | %s | %s | %s | %.2f× | %s |\n", i, units.Bytes(rep.ContentBytes), units.Bytes(before.GitBytes),
+			per(before.GitBytes), units.Bytes(rep.After.GitBytes), per(rep.After.GitBytes),
 			float64(rep.After.GitBytes)/float64(rep.ContentBytes), rep.Duration.Round(time.Millisecond),
-			vault.FormatBytes(grep.After.GitBytes), per(grep.After.GitBytes),
+			units.Bytes(grep.After.GitBytes), per(grep.After.GitBytes),
 			float64(grep.After.GitBytes)/float64(grep.ContentBytes), grep.Duration.Round(time.Millisecond))
 		fmt.Fprintf(os.Stderr, "growth: %d events, %s\n", i, time.Since(start).Round(time.Second))
 	}
@@ -523,28 +526,28 @@ func suiteTables(order []string, sizes map[string]*suiteSize, growth string, loa
 		return fmt.Sprintf("%d / %d / %d / %d", s.d.Nodes, s.d.Threads, s.commits, s.d.HandEdits)
 	})
 	row("generated in", func(s *suiteSize) string { return fmt.Sprintf("%.0f s", s.d.GenSeconds) })
-	row("raw text (messages, events)", func(s *suiteSize) string { return vault.FormatBytes(s.d.TextBytes) })
-	row("content: the vault's files", func(s *suiteSize) string { return vault.FormatBytes(s.content) })
+	row("raw text (messages, events)", func(s *suiteSize) string { return units.Bytes(s.d.TextBytes) })
+	row("content: the vault's files", func(s *suiteSize) string { return units.Bytes(s.content) })
 	row(".git as generated (÷ content)", func(s *suiteSize) string {
-		return fmt.Sprintf("%s (%s; %d loose objects, %d packs)", vault.FormatBytes(s.git.GitBytes), x(s.git.GitBytes, s.content), s.git.LooseObjects, s.git.Packs)
+		return fmt.Sprintf("%s (%s; %d loose objects, %d packs)", units.Bytes(s.git.GitBytes), x(s.git.GitBytes, s.content), s.git.LooseObjects, s.git.Packs)
 	})
 	row(".git after memvault gc, engine "+sizes[order[0]].gc.Engine+" (÷ content)", func(s *suiteSize) string {
-		return fmt.Sprintf("%s (%s) in %s, %d MB RSS, %s", vault.FormatBytes(s.gc.After.GitBytes), x(s.gc.After.GitBytes, s.gc.ContentBytes),
+		return fmt.Sprintf("%s (%s) in %s, %d MB RSS, %s", units.Bytes(s.gc.After.GitBytes), x(s.gc.After.GitBytes, s.gc.ContentBytes),
 			s.gc.Duration.Round(10*time.Millisecond), s.gcRSS/1024, s.gcFsck)
 	})
 	row(".git after memvault gc --engine go-git (÷ content)", func(s *suiteSize) string {
-		return fmt.Sprintf("%s (%s) in %s, %d MB RSS, %s", vault.FormatBytes(s.gogc.After.GitBytes), x(s.gogc.After.GitBytes, s.gogc.ContentBytes),
+		return fmt.Sprintf("%s (%s) in %s, %d MB RSS, %s", units.Bytes(s.gogc.After.GitBytes), x(s.gogc.After.GitBytes, s.gogc.ContentBytes),
 			s.gogc.Duration.Round(10*time.Millisecond), s.gogcRSS/1024, s.gogcFsck)
 	})
 	row(".git after git gc --aggressive (÷ content)", func(s *suiteSize) string {
 		if s.aggr == 0 {
 			return "not run (MEMVAULT_SUITE_AGGRESSIVE=1)"
 		}
-		return fmt.Sprintf("%s (%s) in %s", vault.FormatBytes(s.aggr), x(s.aggr, s.gc.ContentBytes), s.aggrDur.Round(10*time.Millisecond))
+		return fmt.Sprintf("%s (%s) in %s", units.Bytes(s.aggr), x(s.aggr, s.gc.ContentBytes), s.aggrDur.Round(10*time.Millisecond))
 	})
-	row(".index (Bleve) / .state", func(s *suiteSize) string { return vault.FormatBytes(s.index) + " / " + vault.FormatBytes(s.state) })
+	row(".index (Bleve) / .state", func(s *suiteSize) string { return units.Bytes(s.index) + " / " + units.Bytes(s.state) })
 	row("whole vault on disk, as generated (÷ content)", func(s *suiteSize) string {
-		return fmt.Sprintf("%s (%s)", vault.FormatBytes(s.disk), x(s.disk, s.content))
+		return fmt.Sprintf("%s (%s)", units.Bytes(s.disk), x(s.disk, s.content))
 	})
 	// Each part ÷ the raw text it holds (issue 22's measure: the whole
 	// vault ≤ 2.5× the raw text at the large size).
@@ -564,7 +567,7 @@ func suiteTables(order []string, sizes map[string]*suiteSize, growth string, loa
 		{"whole vault as generated", func(s *suiteSize) int64 { return s.disk }},
 	} {
 		row(p.name+" (÷ raw text)", func(s *suiteSize) string {
-			return fmt.Sprintf("%s (%s)", vault.FormatBytes(p.f(s)), x(p.f(s), s.d.TextBytes))
+			return fmt.Sprintf("%s (%s)", units.Bytes(p.f(s)), x(p.f(s), s.d.TextBytes))
 		})
 	}
 	row(".state's files, largest first", func(s *suiteSize) string { return strings.Join(s.stateFiles, ", ") })

@@ -383,7 +383,7 @@ func harnessActions() map[string]action {
 		// open, no lock to take.
 		"merge-driver": noVault(runMergeDriver),
 
-		// vault.GC takes the vault lock itself and repacks git's objects; it
+		// gc.Run takes the vault lock itself and repacks git's objects; it
 		// commits nothing.
 		"gc": ownWrites(runGC),
 		// clones.Sync takes the vault lock itself for the merge; the join and

@@ -8,6 +8,7 @@ import (
 
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/memory"
 )
 
 type commitmentOpenOptions struct {
@@ -82,7 +83,7 @@ func prepareCommitmentOpen(_ context.Context, opts commitmentOpenOptions, e env,
 		return txWork{}, err
 	}
 	return txWork{apply: func(tx *vault.Tx) error {
-		_, err := ops.OpenCommitment(tx, vault.Input{Thread: thread, Text: text, Links: opts.links})
+		_, err := ops.OpenCommitment(tx, memory.Input{Thread: thread, Text: text, Links: opts.links})
 		return err
 	}, thread: derived(thread, fromDir)}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/clones"
 	"github.com/memvault/memvault/vault/executor"
+	"github.com/memvault/memvault/vault/gc"
 	"github.com/memvault/memvault/vault/recall"
 	"github.com/memvault/memvault/vault/transcript"
 
@@ -74,7 +75,7 @@ func closedValues() map[string][]string {
 		"install --scope":            scopes,
 		"uninstall --scope":          scopes,
 		"doctor --scope":             scopes,
-		"gc --engine":                {vault.GCEngineAuto, vault.GCEngineGit, vault.GCEngineGoGit},
+		"gc --engine":                {gc.EngineAuto, gc.EngineGit, gc.EngineGoGit},
 		"sync --engine":              {clones.SyncEngineAuto, clones.SyncEngineGit, clones.SyncEngineGoGit},
 		"refresh --on":               vault.RefreshEvents,
 		"delegate --mode":            executor.RunModes,

@@ -12,6 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/gc"
+	"github.com/memvault/memvault/vault/units"
 )
 
 // progressEnv forces what a terminal on stderr would decide: 1 draws
@@ -193,9 +195,9 @@ func progressText(s vault.Step, took time.Duration) string {
 	text := s.Phase
 	count := func(n int64) string {
 		if s.Unit == "bytes" {
-			return vault.FormatBytes(n)
+			return units.Bytes(n)
 		}
-		return vault.FormatCount(n)
+		return units.Count(n)
 	}
 	switch {
 	case s.Total > 0:
@@ -228,13 +230,13 @@ func clip(text string, width int) string {
 
 // gcAdvice prints, once after a command that wrote to the vault and only
 // on a terminal, that the vault's loose git objects have passed the point
-// where a gc pays (vault.GCAdviceLoose). The estimate reads one folder of
-// .git (BenchmarkGCAdvice).
+// where a gc pays (some 6,700, gc.Advice). The estimate reads one folder
+// of .git (BenchmarkAdvice, vault/gc).
 func gcAdvice(e env, v *vault.Vault) {
 	if term, _ := stderrTerminal(e.stderr); !term {
 		return
 	}
-	if a := v.GCAdvice(); a != "" {
+	if a := gc.Advice(v); a != "" {
 		fmt.Fprintf(e.stderr, "memvault: %s\n", a)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/units"
 )
 
 // fakeClock is a clock a test moves by hand.
@@ -94,7 +95,7 @@ func TestProgressDrawsEveryPhase(t *testing.T) {
 	// second, and its time counts from its first step.
 	out.Reset()
 	for i := int64(1); i <= 1000; i++ {
-		p.report(vault.Step{Phase: fmt.Sprintf("import: %s messages from s1.jsonl", vault.FormatCount(i*10)), Done: i, Total: 1000, Unit: "bytes"})
+		p.report(vault.Step{Phase: fmt.Sprintf("import: %s messages from s1.jsonl", units.Count(i*10)), Done: i, Total: 1000, Unit: "bytes"})
 		clock.add(time.Millisecond)
 	}
 	if n := draws(&out); n < 1 || n > 10 {

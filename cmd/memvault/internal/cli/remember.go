@@ -7,6 +7,7 @@ import (
 
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/memory"
 )
 
 type rememberOptions struct {
@@ -56,7 +57,7 @@ func prepareRemember(_ context.Context, opts rememberOptions, e env, v *vault.Va
 	if err := checkChoice("remember", "kind", opts.kind, vault.RememberKinds); err != nil {
 		return txWork{}, err
 	}
-	in := vault.Input{Kind: opts.kind, Thread: thread, Text: text, Links: opts.links}
+	in := memory.Input{Kind: opts.kind, Thread: thread, Text: text, Links: opts.links}
 	if opts.data != "" {
 		in.Data = []byte(opts.data)
 	}

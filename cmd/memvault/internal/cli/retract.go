@@ -7,6 +7,7 @@ import (
 
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/memory"
 )
 
 type retractOptions struct {
@@ -41,6 +42,6 @@ func runRetract(_ context.Context, opts retractOptions, _ env, tx *vault.Tx) err
 	if id, err = ops.EventID(tx, "retract", id); err != nil {
 		return err
 	}
-	_, err = tx.Retract(id, opts.why)
+	_, err = memory.Retract(tx, id, opts.why)
 	return err
 }

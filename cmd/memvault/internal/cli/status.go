@@ -12,6 +12,7 @@ import (
 
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/units"
 )
 
 type statusOptions struct{ jsonOnly }
@@ -77,14 +78,14 @@ func printStatus(w io.Writer, rep *ops.Status) {
 	}
 	fmt.Fprintf(w, "jobs:         %s\n", jobsLine(rep.Jobs, time.Now()))
 	g := rep.GitObjects
-	fmt.Fprintf(w, "git objects:  ~%s loose (~%s on disk)", vault.FormatCount(int64(g.Objects)), vault.FormatBytes(g.DiskBytes))
+	fmt.Fprintf(w, "git objects:  ~%s loose (~%s on disk)", units.Count(int64(g.Objects)), units.Bytes(g.DiskBytes))
 	switch {
 	case g.GCAdvised:
-		fmt.Fprintf(w, ", past %s: run memvault gc\n", vault.FormatCount(int64(g.Threshold)))
+		fmt.Fprintf(w, ", past %s: run memvault gc\n", units.Count(int64(g.Threshold)))
 	case g.AutoPack:
-		fmt.Fprintf(w, ", packed by the next write past %s\n", vault.FormatCount(int64(g.Threshold)))
+		fmt.Fprintf(w, ", packed by the next write past %s\n", units.Count(int64(g.Threshold)))
 	default:
-		fmt.Fprintf(w, ", gc advised past %s\n", vault.FormatCount(int64(g.Threshold)))
+		fmt.Fprintf(w, ", gc advised past %s\n", units.Count(int64(g.Threshold)))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/memory"
 )
 
 type supersedeOptions struct {
@@ -36,6 +37,6 @@ func runSupersede(_ context.Context, opts supersedeOptions, _ env, tx *vault.Tx)
 	if err != nil {
 		return err
 	}
-	_, err = tx.Supersede(id, strings.Join(opts.args[1:], " "))
+	_, err = memory.Supersede(tx, id, strings.Join(opts.args[1:], " "))
 	return err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/continuity"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/memory"
 )
 
 // The tools that write. Each is one transaction through the library call
@@ -139,7 +140,7 @@ func (s *Server) remember(ctx context.Context, req *sdk.CallToolRequest, in reme
 	if err != nil {
 		return writeOut{}, err
 	}
-	row := vault.Input{Kind: in.Kind, Thread: thread, Text: in.Text, Links: in.Links, Data: in.Data, Source: "mcp"}
+	row := memory.Input{Kind: in.Kind, Thread: thread, Text: in.Text, Links: in.Links, Data: in.Data, Source: "mcp"}
 	return s.update(c, "remember", func(tx *vault.Tx) (*vault.Event, error) { return ops.Remember(tx, row) })
 }
 
@@ -152,7 +153,7 @@ func (s *Server) commitmentOpen(ctx context.Context, req *sdk.CallToolRequest, i
 	if err != nil {
 		return writeOut{}, err
 	}
-	row := vault.Input{Thread: thread, Text: in.Text, Links: in.Links, Source: "mcp"}
+	row := memory.Input{Thread: thread, Text: in.Text, Links: in.Links, Source: "mcp"}
 	return s.update(c, "commitment_open", func(tx *vault.Tx) (*vault.Event, error) { return ops.OpenCommitment(tx, row) })
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/testvault"
 	"github.com/memvault/memvault/vault/vaulttest"
 )
@@ -18,11 +19,11 @@ func exportOf(t *testing.T) (*vault.Vault, *Export) {
 	t.Helper()
 	v := testvault.New(t)
 	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-		d, err := tx.Remember(vault.Input{Kind: "decision", Thread: "project:shop", Text: "use WAL"})
+		d, err := memory.Remember(tx, memory.Input{Kind: "decision", Thread: "project:shop", Text: "use WAL"})
 		if err != nil {
 			return err
 		}
-		_, err = tx.Remember(vault.Input{Kind: "fact", Thread: "project:shop", Text: "WAL needs fsync", Links: []string{d.ID}})
+		_, err = memory.Remember(tx, memory.Input{Kind: "fact", Thread: "project:shop", Text: "WAL needs fsync", Links: []string{d.ID}})
 		return err
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/testvault"
 )
 
@@ -39,7 +40,7 @@ func TestLedgerSelects(t *testing.T) {
 		ids = append(ids, testvault.Remember(t, v, text).ID)
 	}
 	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-		_, err := tx.Retract(ids[1], "wrong")
+		_, err := memory.Retract(tx, ids[1], "wrong")
 		return err
 	})
 	if err != nil {

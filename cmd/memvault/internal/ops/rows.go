@@ -6,6 +6,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/continuity"
 	"github.com/memvault/memvault/vault/lineage"
+	"github.com/memvault/memvault/vault/memory"
 )
 
 // Ids as people and agents type them: any unique prefix of an id names it
@@ -39,7 +40,7 @@ func ResolveLinks(tx *vault.Tx, links []string) ([]string, error) {
 // links may be prefixes; in.Source "" is the library's default.
 // A claim remembered so is free text, recorded unchecked
 // (lineage.TextClaimData).
-func Remember(tx *vault.Tx, in vault.Input) (*vault.Event, error) {
+func Remember(tx *vault.Tx, in memory.Input) (*vault.Event, error) {
 	if in.Kind == "claim" {
 		data, err := lineage.TextClaimData(in.Data)
 		if err != nil {
@@ -47,22 +48,22 @@ func Remember(tx *vault.Tx, in vault.Input) (*vault.Event, error) {
 		}
 		in.Data = data
 	}
-	return withLinks(tx, in, tx.Remember)
+	return withLinks(tx, in, memory.Remember)
 }
 
 // OpenCommitment records a commitment whose links may be prefixes.
-func OpenCommitment(tx *vault.Tx, in vault.Input) (*vault.Event, error) {
-	return withLinks(tx, in, tx.OpenCommitment)
+func OpenCommitment(tx *vault.Tx, in memory.Input) (*vault.Event, error) {
+	return withLinks(tx, in, memory.OpenCommitment)
 }
 
 // withLinks resolves in's links, then records it with record.
-func withLinks(tx *vault.Tx, in vault.Input, record func(vault.Input) (*vault.Event, error)) (*vault.Event, error) {
+func withLinks(tx *vault.Tx, in memory.Input, record func(*vault.Tx, memory.Input) (*vault.Event, error)) (*vault.Event, error) {
 	links, err := ResolveLinks(tx, in.Links)
 	if err != nil {
 		return nil, err
 	}
 	in.Links = links
-	return record(in)
+	return record(tx, in)
 }
 
 // CloseCommitment closes the open commitment id (or a unique prefix of it).
@@ -71,7 +72,7 @@ func CloseCommitment(tx *vault.Tx, id, note string) (*vault.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tx.CloseCommitment(full, note)
+	return memory.CloseCommitment(tx, full, note)
 }
 
 // Done records what was done. One word that is an event id, or a prefix of

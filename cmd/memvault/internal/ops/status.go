@@ -6,6 +6,7 @@ import (
 
 	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/gc"
 	"github.com/memvault/memvault/vault/gitrepo"
 	"github.com/memvault/memvault/vault/heads"
 )
@@ -26,8 +27,8 @@ type Status struct {
 	Commitments []*vault.Row   `json:"open_commitments"`
 	Lock        *vault.Lease   `json:"lock_holder,omitempty"`
 	// GitObjects estimates the loose git objects and says whether a gc
-	// is advised (vault.EstimateLoose).
-	GitObjects vault.LooseObjects `json:"git_objects"`
+	// is advised (gc.EstimateLoose).
+	GitObjects gc.LooseObjects `json:"git_objects"`
 	// Jobs is the hooks' job queue: how many, the oldest, whether a
 	// worker runs (docs/HOOKS.md, "Jobs"); the folder is listed, no job
 	// read.
@@ -79,7 +80,7 @@ func StatusOf(v *vault.Vault, agent string, st *vault.State) (*Status, error) {
 		rep.Lock = &l
 	}
 	rep.HeadStatus = newHeadStatus(v, st)
-	rep.GitObjects = v.EstimateLoose()
+	rep.GitObjects = gc.EstimateLoose(v)
 	if rep.Jobs, err = hookstate.JobQueueStatus(v); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/gitrepo"
 	"github.com/memvault/memvault/vault/heads"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/testvault"
 )
 
@@ -106,7 +107,7 @@ func TestTimelineOfMatchesTheFold(t *testing.T) {
 	v.Config.Ledger.SegmentBytes = 1500
 	var ids []string
 	for i := range 120 {
-		in := vault.Input{Text: fmt.Sprintf("fact %d", i)}
+		in := memory.Input{Text: fmt.Sprintf("fact %d", i)}
 		if i%40 == 0 {
 			in.Thread = "project:rare"
 		}
@@ -114,9 +115,9 @@ func TestTimelineOfMatchesTheFold(t *testing.T) {
 		_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
 			var err error
 			if i == 1 {
-				ev, err = tx.OpenCommitment(in)
+				ev, err = memory.OpenCommitment(tx, in)
 			} else {
-				ev, err = tx.Remember(in)
+				ev, err = memory.Remember(tx, in)
 			}
 			return err
 		})
@@ -126,10 +127,10 @@ func TestTimelineOfMatchesTheFold(t *testing.T) {
 		ids = append(ids, ev.ID)
 	}
 	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-		if _, err := tx.Retract(ids[0], "wrong"); err != nil {
+		if _, err := memory.Retract(tx, ids[0], "wrong"); err != nil {
 			return err
 		}
-		_, err := tx.CloseCommitment(ids[1], "done")
+		_, err := memory.CloseCommitment(tx, ids[1], "done")
 		return err
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/memvault/memvault/vault/heads"
 	"github.com/memvault/memvault/vault/lineage"
 	"github.com/memvault/memvault/vault/node"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/testvault"
 )
 
@@ -46,11 +47,11 @@ func TestTimelinePages(t *testing.T) {
 	var ids []string
 	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
 		for i := range 250 {
-			in := vault.Input{Text: fmt.Sprintf("fact %d", i)}
+			in := memory.Input{Text: fmt.Sprintf("fact %d", i)}
 			if i%2 == 1 {
 				in.Thread, in.Kind = "project:odd", "decision"
 			}
-			ev, err := tx.Remember(in)
+			ev, err := memory.Remember(tx, in)
 			if err != nil {
 				return err
 			}
@@ -290,7 +291,7 @@ func TestOverviewCapsLists(t *testing.T) {
 	v := testvault.New(t)
 	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
 		for i := range overviewList + 7 {
-			if _, err := tx.OpenCommitment(vault.Input{Text: fmt.Sprintf("promise %d", i)}); err != nil {
+			if _, err := memory.OpenCommitment(tx, memory.Input{Text: fmt.Sprintf("promise %d", i)}); err != nil {
 				return err
 			}
 		}
@@ -342,7 +343,7 @@ func TestResolveHeadConflict(t *testing.T) {
 	v := testvault.New(t)
 	remember := func(text string) {
 		_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-			_, err := tx.Remember(vault.Input{Kind: "next", Text: text})
+			_, err := memory.Remember(tx, memory.Input{Kind: "next", Text: text})
 			return err
 		})
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/testvault"
 )
 
@@ -103,7 +104,7 @@ func hostile(t *testing.T) (*vault.Vault, *vault.Event) {
 	var c *vault.Event
 	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
 		var err error
-		c, err = tx.OpenCommitment(vault.Input{Thread: "project:shop", Text: `ship <img src=x onerror=alert(3)>`})
+		c, err = memory.OpenCommitment(tx, memory.Input{Thread: "project:shop", Text: `ship <img src=x onerror=alert(3)>`})
 		return err
 	})
 	if err != nil {

@@ -146,6 +146,14 @@ func lockVault(root string, lease Lease, timeout time.Duration) (release func(),
 	}, nil
 }
 
+// LockFile takes the lock .locks/<name>.lock, apart from the vault lock,
+// waiting at most wait; ok is false when the time ran out. Like the vault
+// lock, the file is opened read-write and never deleted. The search index
+// takes its own lock with it (vault/recall).
+func (v *Vault) LockFile(name string, wait time.Duration) (release func(), ok bool, err error) {
+	return flockWait(v.Root, ".locks/"+name+".lock", procLock(v.Root+"\x00"+name), wait)
+}
+
 // flockWait takes mu, then the flock on rel (under root), waiting at most
 // timeout for both; ok is false when the time ran out.
 func flockWait(root, rel string, mu *sync.Mutex, timeout time.Duration) (release func(), ok bool, err error) {

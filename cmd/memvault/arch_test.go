@@ -149,20 +149,13 @@ func TestImportDirection(t *testing.T) {
 		{func(p string) bool { return under(p, "vault") }, []string{"hooks", "cmd"},
 			"the engine and its features know no harness and no front end"},
 		{func(p string) bool { return p == "vault" }, []string{"index"},
-			"the engine writes the index's journal but never opens the index: recall does"},
+			"the engine writes the journal of transcript appends, never the index: recall reads the journal and tells the engine what the index covers"},
 		{func(p string) bool { return under(p, "merge") || under(p, "render") || under(p, "index") },
 			[]string{"hooks", "cmd", "vault/heads", "vault/continuity", "vault/lineage", "vault/recall"},
 			"the leaf folders are pure libraries the features build on"},
 		{func(p string) bool { return under(p, "hooks") }, []string{"cmd"},
 			"the hooks' runtime is a library the command line calls"},
 	}
-	// Known exceptions, each with what removing it takes; an exception
-	// that no longer occurs fails the test, so the list only shrinks.
-	exceptions := map[string]string{
-		"vault -> index": "the engine compacts the transcript journal by the index meta's coverage (indexjournal.go); " +
-			"removing it needs the coverage handed to the engine by recall",
-	}
-	seen := map[string]bool{}
 	for p, deps := range moduleImports(t, root) {
 		for _, r := range rules {
 			if !r.from(p) {
@@ -170,14 +163,9 @@ func TestImportDirection(t *testing.T) {
 			}
 			for _, dep := range deps {
 				for _, f := range r.forbidden {
-					if !under(dep, f) {
-						continue
+					if under(dep, f) {
+						t.Errorf("%s imports %s: %s", p, dep, r.why)
 					}
-					if _, ok := exceptions[p+" -> "+dep]; ok {
-						seen[p+" -> "+dep] = true
-						continue
-					}
-					t.Errorf("%s imports %s: %s", p, dep, r.why)
 				}
 			}
 		}

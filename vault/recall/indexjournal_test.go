@@ -18,7 +18,7 @@ import (
 // indexedBytes is how many bytes of transcript the transcript index holds.
 func indexedBytes(t *testing.T, v *vault.Vault) int64 {
 	t.Helper()
-	meta, err := index.ReadMeta(v.PartDir(vault.TranscriptPart))
+	meta, err := index.ReadMeta(partDir(v, transcriptPart))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,12 +160,12 @@ func TestRecallCatchUpIsBounded(t *testing.T) {
 	if done, err := CatchUpIndex(v, 0); !done || err != nil {
 		t.Fatalf("catch-up: %v %v", done, err)
 	}
-	ix, err := index.Open(v.PartDir(vault.TranscriptPart), true, time.Second)
+	ix, err := index.Open(partDir(v, transcriptPart), true, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ix.Close()
-	if sources, marks, err := pastWatermarks(v, vault.TranscriptPart, ix.Meta); err != nil || pending(sources, marks) != 0 {
+	if sources, marks, err := pastWatermarks(v, transcriptPart, ix.Meta); err != nil || pending(sources, marks) != 0 {
 		t.Fatalf("after CatchUpIndex, %d bytes pending (%v)", pending(sources, marks), err)
 	}
 }
@@ -211,7 +211,7 @@ func TestJournalRacesCatchUp(t *testing.T) {
 			}
 			// A budget of one byte: a source at a time, so the mark
 			// often stops at a line whose text is not indexed yet.
-			if _, err := catchUpPart(v, vault.TranscriptPart, 1, false); err != nil && !vault.IsBusy(err) {
+			if _, err := catchUpPart(v, transcriptPart, 1, false); err != nil && !vault.IsBusy(err) {
 				t.Error(err)
 				return
 			}
@@ -232,7 +232,7 @@ func TestJournalRacesCatchUp(t *testing.T) {
 	}
 	check("after the race")
 	for range 3 {
-		if _, err := catchUpPart(v, vault.TranscriptPart, 1, false); err != nil {
+		if _, err := catchUpPart(v, transcriptPart, 1, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -240,7 +240,7 @@ func TestJournalRacesCatchUp(t *testing.T) {
 	if done, err := CatchUpIndex(v, 0); !done || err != nil {
 		t.Fatalf("catch-up: %v %v", done, err)
 	}
-	ix, err := index.Open(v.PartDir(vault.TranscriptPart), true, time.Second)
+	ix, err := index.Open(partDir(v, transcriptPart), true, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestJournalCompaction(t *testing.T) {
 	for ; ; i++ {
 		testvault.AppendMessage(t, v, fmt.Sprintf("c-%d", i%3), fmt.Sprintf("okapi number %d", i))
 		if i%40 == 39 {
-			if _, err := catchUpPart(v, vault.TranscriptPart, 0, false); err != nil {
+			if _, err := catchUpPart(v, transcriptPart, 0, false); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -278,11 +278,11 @@ func TestJournalCompaction(t *testing.T) {
 			break
 		}
 	}
-	meta, _ := index.ReadMeta(v.PartDir(vault.TranscriptPart))
-	old := v.ReadJournal(index.JournalMark{}).Gen
+	meta, _ := index.ReadMeta(partDir(v, transcriptPart))
+	old := readJournal(v, index.JournalMark{}).gen
 	testvault.AppendMessage(t, v, "c-new", "okapi after the compaction")
-	j := v.ReadJournal(meta.Journal)
-	if j.Gen == old {
+	j := readJournal(v, meta.Journal)
+	if j.gen == old {
 		t.Fatal("the journal was not compacted")
 	}
 	if info, _ := os.Stat(v.JournalPath()); info.Size() > vault.JournalCompactBytes/2 {
@@ -306,7 +306,7 @@ func TestJournalRewrittenPart(t *testing.T) {
 	info, _ := os.Stat(part)
 	cut := info.Size()
 	testvault.AppendMessage(t, v, "s0", "the tapir text that a failed transaction takes back")
-	if _, err := catchUpPart(v, vault.TranscriptPart, 0, false); err != nil {
+	if _, err := catchUpPart(v, transcriptPart, 0, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Truncate(part, cut); err != nil { // what the rollback does
@@ -316,7 +316,7 @@ func TestJournalRewrittenPart(t *testing.T) {
 	if got := recallIDs(t, v, "kinkajou"); len(got) != 1 {
 		t.Fatalf("before a catch-up, recall found %q", got)
 	}
-	if _, err := catchUpPart(v, vault.TranscriptPart, 0, false); err != nil {
+	if _, err := catchUpPart(v, transcriptPart, 0, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := recallIDs(t, v, "kinkajou"); len(got) != 1 {
@@ -356,7 +356,7 @@ func BenchmarkCatchUp(b *testing.B) {
 		appendMessages(b, v, fmt.Sprintf("s%d", i%8), texts...)
 		before := indexedBytesB(b, v)
 		b.StartTimer()
-		if _, err := catchUpPart(v, vault.TranscriptPart, 0, false); err != nil {
+		if _, err := catchUpPart(v, transcriptPart, 0, false); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
@@ -367,7 +367,7 @@ func BenchmarkCatchUp(b *testing.B) {
 }
 
 func indexedBytesB(b *testing.B, v *vault.Vault) int64 {
-	meta, err := index.ReadMeta(v.PartDir(vault.TranscriptPart))
+	meta, err := index.ReadMeta(partDir(v, transcriptPart))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -396,4 +396,180 @@ func TestJournalCompactionWithoutIndex(t *testing.T) {
 	if got := recallIDs(t, v, "index holds"); len(got) != 400 {
 		t.Fatalf("recall built the index and found %d of 400 messages", len(got))
 	}
+}
+
+// journalWriter appends messages naming word, each a line of the journal
+// (a transaction's messages go to five sessions), ten to a session: a line
+// dropped wrongly names a part no later line names, so its text is lost.
+// The long session names make few messages fill the journal.
+type journalWriter struct {
+	t    *testing.T
+	v    *vault.Vault
+	word string
+	n    int
+}
+
+func (w *journalWriter) write(k int) {
+	w.t.Helper()
+	_, err := w.v.Update(vault.TxOptions{NoCommit: true}, func(tx *vault.Tx) error {
+		for range k {
+			ref := vault.TranscriptRef{Agent: w.v.Config.Agent, Session: fmt.Sprintf("a-session-with-a-long-name-so-that-its-journal-lines-are-long-%d-%d", w.n/50, w.n%5)}
+			if _, _, err := tx.AppendText(ref, []transcript.Message{{Role: transcript.RoleUser, Text: fmt.Sprintf("%s number %d", w.word, w.n)}}); err != nil {
+				return err
+			}
+			w.n++
+		}
+		return nil
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// fill writes until the journal is past size bytes.
+func (w *journalWriter) fill(size int64) {
+	w.t.Helper()
+	for {
+		if info, err := os.Stat(w.v.JournalPath()); err == nil && info.Size() > size {
+			return
+		}
+		w.write(5)
+	}
+}
+
+// everyMessageFound checks that recall finds each of the writer's messages,
+// and that the index alone holds them all once caught up.
+func (w *journalWriter) everyMessageFound(when string) {
+	w.t.Helper()
+	if got := recallIDs(w.t, w.v, w.word); len(got) != w.n {
+		w.t.Fatalf("%s: recall found %d of %d messages", when, len(got), w.n)
+	}
+	if done, err := CatchUpIndex(w.v, 0); !done || err != nil {
+		w.t.Fatalf("%s: catch-up: %v %v", when, done, err)
+	}
+	ix, err := index.Open(partDir(w.v, transcriptPart), true, time.Second)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer ix.Close()
+	hits, err := index.Search([]*index.Index{ix}, index.Query{Text: w.word, Limit: 1000})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if len(hits) != w.n {
+		w.t.Fatalf("%s: the caught-up index alone holds %d of %d messages", when, len(hits), w.n)
+	}
+}
+
+// A compaction between a catch-up's read of the journal and its save
+// leaves the catch-up's coverage file of the old generation, which the next
+// compaction must not drop lines of the new one by: were it taken for the
+// new generation, it would claim most of its lines, which no index holds.
+func TestJournalCompactionBetweenReadAndSave(t *testing.T) {
+	t.Parallel()
+	v := testvault.New(t)
+	w := &journalWriter{t: t, v: v, word: "serval"}
+	w.write(1)
+	if _, err := Reindex(v, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.fill(vault.JournalCompactBytes / 2)
+	if _, err := catchUpPart(v, transcriptPart, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := index.ReadMeta(partDir(v, transcriptPart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered, err := os.ReadFile(filepath.Join(partDir(v, transcriptPart), "journal-covered"))
+	if want := fmt.Sprintf("\t%s\t%d\t\n", meta.Journal.Gen, meta.Journal.Seen); err != nil || !strings.HasSuffix(string(covered), want) {
+		t.Fatalf("a caught-up index's coverage file is %q (%v); want it to end %q", covered, err, want)
+	}
+	w.fill(vault.JournalCompactBytes)
+
+	// A catch-up starts: under the index lock, it reads the journal.
+	release, err := lockIndex(v, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := openIndex(v, partDir(v, transcriptPart), false, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := readJournal(v, ix.Meta.Journal)
+	// A writer compacts the journal meanwhile, and more writers follow.
+	w.write(1)
+	if readJournal(v, index.JournalMark{}).gen == j.gen {
+		t.Fatal("the journal was not compacted")
+	}
+	w.write(5)
+	// The catch-up goes on with what it read, and saves.
+	sources, from, present := journalSources(v, j, ix.Meta.Watermarks, true)
+	ix.Meta.Watermarks = from
+	if _, err := syncIndex(v, ix, sources, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := saveJournalMark(v, ix, j, present); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	release()
+
+	// The new generation grows past the compaction with no catch-up, and
+	// is compacted by the stale coverage file.
+	gen := readJournal(v, index.JournalMark{}).gen
+	w.fill(vault.JournalCompactBytes)
+	w.write(1)
+	if readJournal(v, index.JournalMark{}).gen == gen {
+		t.Fatal("the journal was not compacted again")
+	}
+	w.everyMessageFound("after a compaction raced a catch-up")
+}
+
+// A coverage file left behind by an index that is gone claims nothing the
+// index to come relies on: an unusable index is rebuilt from every part,
+// and one built again by reindex meets a journal of a new generation.
+func TestJournalCoverageOfAGoneIndex(t *testing.T) {
+	t.Parallel()
+	v := testvault.New(t)
+	w := &journalWriter{t: t, v: v, word: "caracal"}
+	w.write(1)
+	if _, err := Reindex(v, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.fill(vault.JournalCompactBytes / 2)
+	if _, err := catchUpPart(v, transcriptPart, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	coverage := filepath.Join(partDir(v, transcriptPart), "journal-covered")
+	covered, err := os.ReadFile(coverage)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The index made unusable (a damaged meta, a new mapping version),
+	// its coverage file left: the compaction drops what it claims.
+	if err := os.WriteFile(filepath.Join(partDir(v, transcriptPart), "meta.gob"), []byte("damaged"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.fill(vault.JournalCompactBytes)
+	w.write(1)
+	w.everyMessageFound("after the index was damaged")
+
+	// The index built again by reindex, which removes the journal, and the
+	// old coverage file put back.
+	if _, err := Reindex(v, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(coverage, covered, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.write(1)
+	gen := readJournal(v, index.JournalMark{}).gen
+	w.fill(vault.JournalCompactBytes)
+	w.write(1)
+	if readJournal(v, index.JournalMark{}).gen == gen {
+		t.Fatal("the journal was not compacted")
+	}
+	w.everyMessageFound("after a reindex under an old coverage file")
 }

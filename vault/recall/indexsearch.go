@@ -58,7 +58,7 @@ func (s *searchSet) forTier(tier string) ([]*index.Index, string) {
 func searchIndexes(v *vault.Vault, kinds string, headFiles bool) (*searchSet, error) {
 	set := &searchSet{}
 	if strings.ContainsAny(kinds, "rn") {
-		ixs, notes, err := openPart(v, vault.LineagePart)
+		ixs, notes, err := openPart(v, lineagePart)
 		if err != nil {
 			return nil, err
 		}
@@ -66,7 +66,7 @@ func searchIndexes(v *vault.Vault, kinds string, headFiles bool) (*searchSet, er
 		set.note(notes)
 	}
 	if headFiles {
-		ixs, notes, err := openPart(v, vault.HeadsPart)
+		ixs, notes, err := openPart(v, headsPart)
 		if err != nil {
 			set.close()
 			return nil, err
@@ -75,7 +75,7 @@ func searchIndexes(v *vault.Vault, kinds string, headFiles bool) (*searchSet, er
 		set.note(notes)
 	}
 	if strings.Contains(kinds, "m") {
-		ixs, notes, err := openPart(v, vault.TranscriptPart)
+		ixs, notes, err := openPart(v, transcriptPart)
 		if err != nil {
 			set.close()
 			return nil, err
@@ -90,8 +90,8 @@ func searchIndexes(v *vault.Vault, kinds string, headFiles bool) (*searchSet, er
 // the persistent index, brought closer by at most recallCatchUpBytes under
 // the index lock when more than catchUpBytes are past its watermarks, and
 // an in-memory index of the rest.
-func openPart(v *vault.Vault, p vault.IndexPart) ([]*index.Index, []string, error) {
-	o := &partOpen{v: v, p: p, dir: v.PartDir(p)}
+func openPart(v *vault.Vault, p indexPart) ([]*index.Index, []string, error) {
+	o := &partOpen{v: v, p: p, dir: partDir(v, p)}
 	o.open()
 	if o.ix != nil {
 		if err := o.catchUp(); err != nil {
@@ -101,7 +101,7 @@ func openPart(v *vault.Vault, p vault.IndexPart) ([]*index.Index, []string, erro
 	if o.ix == nil {
 		o.marks = map[string]int64{}
 		var err error
-		if o.sources, err = indexSourcesOf(v, p.Kinds); err != nil {
+		if o.sources, err = indexSourcesOf(v, p.kinds()); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -139,10 +139,10 @@ func openPart(v *vault.Vault, p vault.IndexPart) ([]*index.Index, []string, erro
 // to read them from, and the notes for the user.
 type partOpen struct {
 	v       *vault.Vault
-	p       vault.IndexPart
+	p       indexPart
 	dir     string
 	ix      *index.Index
-	sources []vault.IndexSource
+	sources []indexSource
 	marks   map[string]int64
 	notes   []string
 }
@@ -202,7 +202,7 @@ func (o *partOpen) catchUp() error {
 		o.ix.Close()
 		return err
 	}
-	if o.p == vault.HeadsPart && pending(o.sources, o.marks) > 0 {
+	if o.p == headsPart && pending(o.sources, o.marks) > 0 {
 		o.ix.Close()
 		o.ix = nil
 	}

@@ -17,13 +17,12 @@ import (
 	"github.com/memvault/memvault/vault/node"
 )
 
-// indexSource is one file the index covers.
 // indexSourcesOf lists every file of the given kinds ('r' ledger segments,
 // 'm' transcript parts, 'n' nodes), with its size.
-func indexSourcesOf(v *vault.Vault, kinds string) ([]vault.IndexSource, error) {
-	var out []vault.IndexSource
+func indexSourcesOf(v *vault.Vault, kinds string) ([]indexSource, error) {
+	var out []indexSource
 	for _, k := range kinds {
-		var got []vault.IndexSource
+		var got []indexSource
 		var err error
 		switch k {
 		case 'r':
@@ -48,8 +47,8 @@ func indexSourcesOf(v *vault.Vault, kinds string) ([]vault.IndexSource, error) {
 // the journal names) that may hold text past the index's watermarks marks:
 // for the lineage every ledger segment (a few hundred at most) and the nodes
 // of the month folders that changed; for the heads, every head.
-func changedSources(v *vault.Vault, p vault.IndexPart, marks map[string]int64) ([]vault.IndexSource, error) {
-	if p == vault.HeadsPart {
+func changedSources(v *vault.Vault, p indexPart, marks map[string]int64) ([]indexSource, error) {
+	if p == headsPart {
 		return headSources(v)
 	}
 	segs, err := segmentSources(v)
@@ -62,37 +61,37 @@ func changedSources(v *vault.Vault, p vault.IndexPart, marks map[string]int64) (
 
 // pastWatermarks lists what of part p may be past the watermarks of meta,
 // and the watermarks to read it from (see journalSources).
-func pastWatermarks(v *vault.Vault, p vault.IndexPart, meta index.Meta) ([]vault.IndexSource, map[string]int64, error) {
-	if p == vault.TranscriptPart {
-		sources, from, _ := v.JournalSources(v.ReadJournal(meta.Journal), meta.Watermarks, false)
+func pastWatermarks(v *vault.Vault, p indexPart, meta index.Meta) ([]indexSource, map[string]int64, error) {
+	if p == transcriptPart {
+		sources, from, _ := journalSources(v, readJournal(v, meta.Journal), meta.Watermarks, false)
 		return sources, from, nil
 	}
 	sources, err := changedSources(v, p, meta.Watermarks)
 	return sources, meta.Watermarks, err
 }
 
-func segmentSources(v *vault.Vault) ([]vault.IndexSource, error) {
+func segmentSources(v *vault.Vault) ([]indexSource, error) {
 	segs, _, err := vault.ListSegments(v.Root)
 	if err != nil {
 		return nil, err
 	}
-	var out []vault.IndexSource
+	var out []indexSource
 	for _, s := range segs {
 		info, err := v.Files().Stat(v.Abs(s.Rel()))
 		if err != nil {
 			return nil, fault.IO("stat "+s.String(), err)
 		}
-		out = append(out, vault.IndexSource{Rel: s.String(), Kind: 'r', Size: info.Size()})
+		out = append(out, indexSource{Rel: s.String(), Kind: 'r', Size: info.Size()})
 	}
 	return out, nil
 }
 
-func transcriptSources(v *vault.Vault) ([]vault.IndexSource, error) {
+func transcriptSources(v *vault.Vault) ([]indexSource, error) {
 	agents, err := v.Files().ReadDir(filepath.Join(v.Root, "transcripts"))
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fault.IO("read transcripts", err)
 	}
-	var out []vault.IndexSource
+	var out []indexSource
 	for _, a := range agents {
 		if !a.IsDir() || vault.CheckName("agent", a.Name()) != nil {
 			continue
@@ -109,7 +108,7 @@ func transcriptSources(v *vault.Vault) ([]vault.IndexSource, error) {
 			if err != nil {
 				continue
 			}
-			out = append(out, vault.IndexSource{Rel: "transcripts/" + a.Name() + "/" + f.Name(), Kind: 'm', Size: info.Size()})
+			out = append(out, indexSource{Rel: "transcripts/" + a.Name() + "/" + f.Name(), Kind: 'm', Size: info.Size()})
 		}
 	}
 	return out, nil
@@ -121,19 +120,19 @@ func transcriptSources(v *vault.Vault) ([]vault.IndexSource, error) {
 // with or after them). A node is written once and a new one changes its
 // folder's mtime, so with marks (a usable index's watermarks) a folder
 // whose mtime the index recorded is not listed at all.
-func nodeSources(v *vault.Vault, marks map[string]int64) ([]vault.IndexSource, error) {
+func nodeSources(v *vault.Vault, marks map[string]int64) ([]indexSource, error) {
 	months, err := node.MonthDirs(v.Files())
 	if err != nil {
 		return nil, err
 	}
-	var out []vault.IndexSource
+	var out []indexSource
 	for _, dir := range months {
 		p := filepath.Join(v.Root, filepath.FromSlash(dir))
 		info, err := v.Files().Stat(p)
 		if err != nil {
 			return nil, fault.IO("read "+dir, err)
 		}
-		mark := vault.IndexSource{Rel: dir + "/" + dirMarkName, Kind: 'd', Size: info.ModTime().UnixNano()}
+		mark := indexSource{Rel: dir + "/" + dirMarkName, Kind: 'd', Size: info.ModTime().UnixNano()}
 		if marks != nil && marks[mark.Rel] == mark.Size {
 			continue
 		}
@@ -143,7 +142,7 @@ func nodeSources(v *vault.Vault, marks map[string]int64) ([]vault.IndexSource, e
 		}
 		for _, e := range entries {
 			if !e.IsDir() && strings.HasSuffix(e.Name(), ".md") && !strings.HasPrefix(e.Name(), ".") {
-				out = append(out, vault.IndexSource{Rel: dir + "/" + e.Name(), Kind: 'n', Size: 1})
+				out = append(out, indexSource{Rel: dir + "/" + e.Name(), Kind: 'n', Size: 1})
 			}
 		}
 		out = append(out, mark)
@@ -152,7 +151,7 @@ func nodeSources(v *vault.Vault, marks map[string]int64) ([]vault.IndexSource, e
 }
 
 // pending is how many bytes of sources the index has not covered.
-func pending(sources []vault.IndexSource, marks map[string]int64) int64 {
+func pending(sources []indexSource, marks map[string]int64) int64 {
 	var n int64
 	for _, s := range sources {
 		if s.Kind == 'd' || s.Kind == 'h' {
@@ -172,7 +171,7 @@ func pending(sources []vault.IndexSource, marks map[string]int64) int64 {
 }
 
 // headSources lists MEMORY.md and the thread heads, each with its mtime.
-func headSources(v *vault.Vault) ([]vault.IndexSource, error) {
+func headSources(v *vault.Vault) ([]indexSource, error) {
 	files := []string{vault.MemoryHead}
 	kinds, _ := v.Files().ReadDir(filepath.Join(v.Root, "threads"))
 	for _, k := range kinds {
@@ -186,13 +185,13 @@ func headSources(v *vault.Vault) ([]vault.IndexSource, error) {
 			}
 		}
 	}
-	var out []vault.IndexSource
+	var out []indexSource
 	for _, rel := range files {
 		info, err := v.Files().Stat(filepath.Join(v.Root, filepath.FromSlash(rel)))
 		if err != nil {
 			continue
 		}
-		out = append(out, vault.IndexSource{Rel: rel, Kind: 'h', Size: info.ModTime().UnixNano()})
+		out = append(out, indexSource{Rel: rel, Kind: 'h', Size: info.ModTime().UnixNano()})
 	}
 	return out, nil
 }

@@ -54,7 +54,7 @@ const dirMarkName = "~mtime"
 
 // docsOf turns the part of a source past its watermark into documents, and
 // returns the new watermark (the end of the last complete line).
-func docsOf(v *vault.Vault, s vault.IndexSource, from int64) ([]index.Doc, int64, error) {
+func docsOf(v *vault.Vault, s indexSource, from int64) ([]index.Doc, int64, error) {
 	p := filepath.Join(v.Root, filepath.FromSlash(s.Rel))
 	if s.Kind == 'n' {
 		data, err := v.Files().ReadFile(p)
@@ -155,7 +155,7 @@ func previousMessageText(f *os.File, from int64) string {
 // With a budget above 0 it starts no new source once it has read that many
 // bytes (so it reads at most the budget and one file: transcript parts and
 // ledger segments are closed by size), and reports whether it got through.
-func syncIndex(v *vault.Vault, ix *index.Index, sources []vault.IndexSource, budget int64, progress func(done, total int64)) (bool, error) {
+func syncIndex(v *vault.Vault, ix *index.Index, sources []indexSource, budget int64, progress func(done, total int64)) (bool, error) {
 	var batch []index.Doc
 	marks := map[string]int64{}
 	flush := func() error {
@@ -244,17 +244,17 @@ func Reindex(v *vault.Vault, progress vault.Progress) (*IndexReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	releaseIndex, err := v.LockIndex(wait)
+	releaseIndex, err := lockIndex(v, wait)
 	if err != nil {
 		return nil, err
 	}
 	defer releaseIndex()
 	removeOldIndexLayout(v)
-	var all [][]vault.IndexSource
+	var all [][]indexSource
 	var total int64
 	progress.Step("reindex: listing files", "", 0, 0)
-	for _, p := range vault.IndexParts {
-		sources, err := indexSourcesOf(v, p.Kinds)
+	for p := range indexParts {
+		sources, err := indexSourcesOf(v, p.kinds())
 		if err != nil {
 			return nil, err
 		}
@@ -263,8 +263,8 @@ func Reindex(v *vault.Vault, progress vault.Progress) (*IndexReport, error) {
 	}
 	rep := &IndexReport{}
 	var done int64
-	for i, p := range vault.IndexParts {
-		ix, err := createIndex(v, v.PartDir(p))
+	for p := range indexParts {
+		ix, err := createIndex(v, partDir(v, p))
 		if err != nil {
 			return nil, fault.IO("index: create", err)
 		}
@@ -272,9 +272,9 @@ func Reindex(v *vault.Vault, progress vault.Progress) (*IndexReport, error) {
 		if progress != nil {
 			step = func(d, _ int64) { progress.Step("reindex: indexing files", "files", done+d, total) }
 		}
-		_, err = syncIndex(v, ix, all[i], 0, step)
+		_, err = syncIndex(v, ix, all[p], 0, step)
 		if err == nil {
-			progress.Step("reindex: merging the "+p.Name+" index", "", 0, 0)
+			progress.Step("reindex: merging the "+p.name()+" index", "", 0, 0)
 			if err = ix.Compact(); err != nil {
 				err = fmt.Errorf("index: merge segments: %w", err)
 			}
@@ -286,8 +286,8 @@ func Reindex(v *vault.Vault, progress vault.Progress) (*IndexReport, error) {
 		n, _ := ix.Count()
 		rep.Documents += n
 		ix.Close()
-		done += int64(len(all[i]))
-		for _, s := range all[i] {
+		done += int64(len(all[p]))
+		for _, s := range all[p] {
 			switch s.Kind {
 			case 'd':
 			case 'h':
@@ -322,11 +322,11 @@ func removeOldIndexLayout(v *vault.Vault) {
 // changed: a rebuild here would cost more than it saves.
 func CatchUpIndex(v *vault.Vault, budget int64) (bool, error) {
 	complete := true
-	for _, p := range vault.IndexParts {
-		if p == vault.HeadsPart {
+	for p := range indexParts {
+		if p == headsPart {
 			continue
 		}
-		if _, err := v.Files().Stat(v.PartDir(p)); err != nil {
+		if _, err := v.Files().Stat(partDir(v, p)); err != nil {
 			continue // no index yet: the first recall builds it
 		}
 		done, err := catchUpPart(v, p, budget, false)
@@ -341,31 +341,32 @@ func CatchUpIndex(v *vault.Vault, budget int64) (bool, error) {
 // catchUpPart catches index part p up, by at most budget bytes (0: no
 // bound), or rebuilds it, under the index lock; it reports whether the part
 // is up to date. The heads part is always rebuilt whole.
-func catchUpPart(v *vault.Vault, p vault.IndexPart, budget int64, rebuild bool) (bool, error) {
-	release, err := v.LockIndex(indexLockWait)
+func catchUpPart(v *vault.Vault, p indexPart, budget int64, rebuild bool) (bool, error) {
+	release, err := lockIndex(v, indexLockWait)
 	if err != nil {
 		return false, err
 	}
 	defer release()
-	dir := v.PartDir(p)
+	dir := partDir(v, p)
 	var ix *index.Index
-	rebuild = rebuild || p == vault.HeadsPart // rewritten files: rebuilt whole
+	rebuild = rebuild || p == headsPart // rewritten files: rebuilt whole
 	if !rebuild {
 		ix, err = openIndex(v, dir, false, indexOpenWait)
 		if errors.Is(err, index.ErrBusy) {
 			return false, err
 		}
 	}
-	// The journal is read before the parts are listed: see indexjournal.go.
-	var j vault.JournalRead
-	if p == vault.TranscriptPart {
+	// The journal is read before the parts are listed: see the
+	// journal's protocol in vault/txwrite.go.
+	var j journalRead
+	if p == transcriptPart {
 		var mark index.JournalMark
 		if ix != nil {
 			mark = ix.Meta.Journal
 		}
-		j = v.ReadJournal(mark)
+		j = readJournal(v, mark)
 	}
-	var sources []vault.IndexSource
+	var sources []indexSource
 	var present map[string]bool
 	if rebuild || err != nil {
 		// A rebuild goes all the way: parts the journal does not name
@@ -375,13 +376,13 @@ func catchUpPart(v *vault.Vault, p vault.IndexPart, budget int64, rebuild bool) 
 		if ix, err = createIndex(v, dir); err != nil {
 			return false, fault.IO("index: create", err)
 		}
-		sources, err = indexSourcesOf(v, p.Kinds)
+		sources, err = indexSourcesOf(v, p.kinds())
 		present = map[string]bool{}
 		for _, s := range sources {
 			present[s.Rel] = true
 		}
-	} else if p == vault.TranscriptPart {
-		sources, ix.Meta.Watermarks, present = v.JournalSources(j, ix.Meta.Watermarks, true)
+	} else if p == transcriptPart {
+		sources, ix.Meta.Watermarks, present = journalSources(v, j, ix.Meta.Watermarks, true)
 	} else {
 		sources, err = changedSources(v, p, ix.Meta.Watermarks)
 	}
@@ -391,12 +392,11 @@ func catchUpPart(v *vault.Vault, p vault.IndexPart, budget int64, rebuild bool) 
 	}
 	var step func(int64, int64)
 	if v.Progress != nil {
-		step = func(d, n int64) { v.Progress.Step("index: catching up "+p.Name, "files", d, n) }
+		step = func(d, n int64) { v.Progress.Step("index: catching up "+p.name(), "files", d, n) }
 	}
 	done, err := syncIndex(v, ix, sources, budget, step)
-	if err == nil && p == vault.TranscriptPart {
-		ix.Meta.Journal = j.Mark(vault.JournalCovered(j, ix.Meta.Watermarks, present))
-		err = ix.SaveMeta()
+	if err == nil && p == transcriptPart {
+		err = saveJournalMark(v, ix, j, present)
 	}
 	if cerr := ix.Close(); err == nil {
 		err = cerr

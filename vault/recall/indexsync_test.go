@@ -55,9 +55,9 @@ func TestTranscriptJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := v.ReadJournal(index.JournalMark{})
-	if len(j.Lines) != 1 || j.Lines[0].Rel != part || j.Lines[0].Before != 0 || j.Lines[0].After != info.Size() {
-		t.Fatalf("journal lines = %+v, want %s from 0 to %d", j.Lines, part, info.Size())
+	j := readJournal(v, index.JournalMark{})
+	if len(j.lines) != 1 || j.lines[0].Rel != part || j.lines[0].Before != 0 || j.lines[0].After != info.Size() {
+		t.Fatalf("journal lines = %+v, want %s from 0 to %d", j.lines, part, info.Size())
 	}
 	if got := recallIDs(t, v, "wombat"); len(got) != 2 {
 		t.Fatalf("recall found %d of 2 messages: %q", len(got), got)
@@ -66,7 +66,12 @@ func TestTranscriptJournal(t *testing.T) {
 	// A part the journal does not name is not looked at: the index trusts
 	// its watermarks for it (files that arrive outside memvault, by git
 	// pull or a copy, are indexed by reindex).
-	os.WriteFile(journal, []byte(vault.JournalMagic+"emptied\n"), 0o600)
+	data, err := os.ReadFile(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(data), "\n") // the journal's magic and generation
+	os.WriteFile(journal, []byte(first+"-emptied\n"), 0o600)
 	if got := recallIDs(t, v, "wombat"); len(got) != 1 {
 		t.Fatalf("with the journal emptied by hand, recall found %q; want only the indexed message", got)
 	}
@@ -84,7 +89,7 @@ func TestTranscriptJournal(t *testing.T) {
 	if got := recallIDs(t, v, "wombat"); len(got) != n+2 {
 		t.Fatalf("after a catch-up recall found %d messages, want %d", len(got), n+2)
 	}
-	meta, err := index.ReadMeta(v.PartDir(vault.TranscriptPart))
+	meta, err := index.ReadMeta(partDir(v, transcriptPart))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +133,7 @@ func TestNodeFolderMarks(t *testing.T) {
 	if len(res.Hits) == 0 || res.Hits[0].Kind != "session-summary" {
 		t.Fatalf("the new node was not found: %+v", res.Hits)
 	}
-	if done, err := catchUpPart(v, vault.LineagePart, 0, false); !done || err != nil {
+	if done, err := catchUpPart(v, lineagePart, 0, false); !done || err != nil {
 		t.Fatalf("catch-up: %v", err)
 	}
 	ix, err := openLineage(v)
@@ -150,7 +155,7 @@ func TestNodeFolderMarks(t *testing.T) {
 }
 
 func openLineage(v *vault.Vault) (*index.Index, error) {
-	return index.Open(v.PartDir(vault.LineagePart), true, time.Second)
+	return index.Open(partDir(v, lineagePart), true, time.Second)
 }
 
 // The statuses recall gives rows, from the cached corrections, match a
@@ -278,7 +283,7 @@ func TestHeadsIndexFollowsEdits(t *testing.T) {
 	if n := heads("walrus"); n != 1 {
 		t.Fatalf("walrus: %d hits, want 1", n)
 	}
-	if _, err := os.Stat(filepath.Join(v.PartDir(vault.HeadsPart), "meta.gob")); err != nil {
+	if _, err := os.Stat(filepath.Join(partDir(v, headsPart), "meta.gob")); err != nil {
 		t.Fatalf("no heads index: %v", err)
 	}
 }

@@ -209,7 +209,7 @@ func TestSearchIndexNeverThroughALink(t *testing.T) {
 	if _, err := Reindex(v, nil); err != nil {
 		t.Fatal(err)
 	}
-	part := v.PartDir(vault.IndexParts[0])
+	part := partDir(v, lineagePart)
 	vaulttest.Symlink(t, filepath.Join(out, "keep"), filepath.Join(part, "planted"))
 	if err := v.CheckNoLinksBelow(part); !fileio.IsLink(err) {
 		t.Fatalf("a link inside an index part: %v", err)

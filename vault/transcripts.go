@@ -154,14 +154,13 @@ func (v *Vault) TranscriptTail(t TranscriptRef) (transcriptTail, error) {
 	}
 	tt := transcriptTail{Part: parts[len(parts)-1]}
 	for i := len(parts) - 1; i >= 0; i-- {
-		end, err := readEnd(v.Files(), v.Abs(t.Part(parts[i])))
+		size, body, err := v.Files().ReadEnd(v.Abs(t.Part(parts[i])))
 		if err != nil {
 			return tt, err
 		}
 		if i == len(parts)-1 {
-			tt.Size = end.size
+			tt.Size = size
 		}
-		body := end.tail
 		if k := bytes.LastIndexByte(body, '\n'); k >= 0 {
 			body = body[:k]
 			line := body[bytes.LastIndexByte(body, '\n')+1:]

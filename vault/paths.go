@@ -9,6 +9,7 @@ import (
 
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // RelPath is a slash-separated path inside the vault. The only ways to get one
@@ -196,7 +197,7 @@ func (opts TxOptions) check(v *Vault) error {
 		return err
 	}
 	if opts.Session != "" {
-		if err := CheckSession(opts.Session); err != nil {
+		if err := transcript.CheckSession(opts.Session); err != nil {
 			return err
 		}
 	}

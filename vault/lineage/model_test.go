@@ -96,9 +96,9 @@ func withExecutor(t *testing.T, v *vault.Vault, name, mode, status, table string
 }
 
 // session stores a short conversation as session s, with a secret in it.
-func session(t *testing.T, v *vault.Vault, s string) vault.TranscriptRef {
+func session(t *testing.T, v *vault.Vault, s string) transcript.Ref {
 	t.Helper()
-	ref := vault.TranscriptRef{Agent: v.Config.Agent, Session: s}
+	ref := transcript.Ref{Agent: v.Config.Agent, Session: s}
 	_, err := v.Update(vault.TxOptions{Session: s}, func(tx *vault.Tx) error {
 		_, _, err := tx.AppendText(ref, []transcript.Message{
 			{Role: transcript.RoleUser, Text: "make the parser handle unicode; the key is ghp_abcdefghijklmnopqrstuvwxyz0123456789"},
@@ -113,7 +113,7 @@ func session(t *testing.T, v *vault.Vault, s string) vault.TranscriptRef {
 }
 
 // summarize runs SessionModel, then Summarize with it in a transaction.
-func summarize(t *testing.T, v *vault.Vault, ref vault.TranscriptRef) *vault.Node {
+func summarize(t *testing.T, v *vault.Vault, ref transcript.Ref) *vault.Node {
 	t.Helper()
 	m, err := SessionModel(context.Background(), v, ref, ModelOptions{})
 	if err != nil {
@@ -122,7 +122,7 @@ func summarize(t *testing.T, v *vault.Vault, ref vault.TranscriptRef) *vault.Nod
 	return summarizeWith(t, v, ref, m)
 }
 
-func summarizeWith(t *testing.T, v *vault.Vault, ref vault.TranscriptRef, m *Model) *vault.Node {
+func summarizeWith(t *testing.T, v *vault.Vault, ref transcript.Ref, m *Model) *vault.Node {
 	t.Helper()
 	var n *vault.Node
 	_, err := v.Update(vault.TxOptions{Session: ref.Session}, func(tx *vault.Tx) error {
@@ -450,7 +450,7 @@ func TestCondenseModel(t *testing.T) {
 // messages since the last compaction; when it fails, the transcript's own
 // compaction summary is used, and without one nothing is written.
 func TestCompactionModel(t *testing.T) {
-	compactWith := func(t *testing.T, v *vault.Vault, ref vault.TranscriptRef) (*vault.Node, error) {
+	compactWith := func(t *testing.T, v *vault.Vault, ref transcript.Ref) (*vault.Node, error) {
 		m, err := CompactionModel(context.Background(), v, ref, ModelOptions{})
 		if err != nil {
 			t.Fatal(err)

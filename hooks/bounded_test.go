@@ -63,7 +63,7 @@ func TestSessionEndBacklogFinishedByJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, _ := Lookup("claude-code")
-	sess := vault.TranscriptRef{Agent: "default", Session: "big"}
+	sess := transcript.Ref{Agent: "default", Session: "big"}
 	r := &Runner{V: v, Harness: h, Agent: "default", Start: time.Now().Add(-time.Hour)}
 	if _, err := r.Run(SessionEnd, Payload{SessionID: sess.Session, TranscriptPath: src, CWD: root}); err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestSessionEndBacklogFinishedByJobs(t *testing.T) {
 	}
 
 	first := 0
-	v.ReadTranscript(sess, 1, 0, func(transcript.Stored) error { first++; return nil })
+	transcript.Read(v.Files(), sess, 1, 0, func(transcript.Stored) error { first++; return nil })
 	if first == 0 {
 		t.Fatal("the session end stored nothing")
 	}
@@ -100,7 +100,7 @@ func TestSessionEndBacklogFinishedByJobs(t *testing.T) {
 	}
 	want, _ := os.ReadDir(filepath.Join(one.Root, "transcripts", "default"))
 	last := 0
-	v.ReadTranscript(sess, 1, 0, func(m transcript.Stored) error { last = m.N; return nil })
+	transcript.Read(v.Files(), sess, 1, 0, func(m transcript.Stored) error { last = m.N; return nil })
 	if last <= first {
 		t.Fatalf("%d messages, %d after the session end: not a backlog", last, first)
 	}
@@ -178,7 +178,7 @@ func TestImportJobYieldsToOtherSessions(t *testing.T) {
 		t.Fatalf("after one stop the queue holds %v; want the other session's summary run, the import and its session's summary waiting", left)
 	}
 	stored := 0
-	v.ReadTranscript(vault.TranscriptRef{Agent: "default", Session: "big"}, 1, 0, func(transcript.Stored) error { stored++; return nil })
+	transcript.Read(v.Files(), transcript.Ref{Agent: "default", Session: "big"}, 1, 0, func(transcript.Stored) error { stored++; return nil })
 	if stored == 0 {
 		t.Fatal("the import job made no progress")
 	}

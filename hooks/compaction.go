@@ -12,6 +12,7 @@ import (
 
 	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault/continuity"
+	"github.com/memvault/memvault/vault/transcript"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/heads"
@@ -45,7 +46,7 @@ func (h *Harness) reinjects() bool {
 // transcript up to here become events and the heads are refreshed at once:
 // Claude Code starts the compacted session (SessionStart, source compact)
 // before its PostCompact, so compaction-complete would be too late.
-func (r *Runner) preCompaction(t vault.TranscriptRef, p Payload, thread string) error {
+func (r *Runner) preCompaction(t transcript.Ref, p Payload, thread string) error {
 	if !r.Harness.reinjects() {
 		return r.capture(t, p, thread, captureCommit)
 	}
@@ -64,7 +65,7 @@ func (r *Runner) preCompaction(t vault.TranscriptRef, p Payload, thread string) 
 // the heads from the ledger (currentHeads), so what it injects is current
 // either way. A head whose lease someone holds is deferred by Refresh
 // itself.
-func (r *Runner) refreshNow(t vault.TranscriptRef, nodeThread string) {
+func (r *Runner) refreshNow(t transcript.Ref, nodeThread string) {
 	j := hookstate.Job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Thread: nodeThread, Harness: r.Harness.Name, On: "compaction"}
 	// A vault that refused this hook's events refuses the refresh too: it
 	// waits in the queue for the repair.

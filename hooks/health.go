@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // healthCheck is what a Runner knows of its vault's health: nothing yet,
@@ -91,7 +92,7 @@ func (r *Runner) refused(err error) bool {
 // commitTranscript commits what the session's transcript holds on disk and
 // nothing else: what a lineage event commits when the vault refuses its
 // events.
-func (r *Runner) commitTranscript(t vault.TranscriptRef) error {
+func (r *Runner) commitTranscript(t transcript.Ref) error {
 	_, err := r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
 		return tx.CommitTranscript(t)
 	})

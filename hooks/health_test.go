@@ -93,7 +93,7 @@ func kinds(t *testing.T, v *vault.Vault) map[string]int {
 func transcriptText(t *testing.T, v *vault.Vault, session string) string {
 	t.Helper()
 	var b strings.Builder
-	if err := v.ReadTranscript(vault.TranscriptRef{Agent: "default", Session: session}, 1, 0, func(m transcript.Stored) error {
+	if err := transcript.Read(v.Files(), transcript.Ref{Agent: "default", Session: session}, 1, 0, func(m transcript.Stored) error {
 		b.WriteString(m.Text + "\n")
 		return nil
 	}); err != nil {

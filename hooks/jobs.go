@@ -71,7 +71,7 @@ func (r *Runner) runClaimed(claim *hookstate.JobClaim) (model bool) {
 	// window, so that it holds up no other session's summary or refresh;
 	// the jobs of its own session wait for it.
 	var imports []hookstate.Job
-	behind := map[vault.TranscriptRef]bool{}
+	behind := map[transcript.Ref]bool{}
 	summarising := sync.OnceValue(func() bool { return lineage.Summarising(r.V) })
 	for time.Since(r.Start) <= jobBudget {
 		j, ok, err := claim.Next()
@@ -82,7 +82,7 @@ func (r *Runner) runClaimed(claim *hookstate.JobClaim) (model bool) {
 		if !ok {
 			break
 		}
-		t := vault.TranscriptRef{Agent: j.Agent, Session: j.Session}
+		t := transcript.Ref{Agent: j.Agent, Session: j.Session}
 		if j.Kind == "import" {
 			imports = append(imports, j)
 			behind[t] = true
@@ -143,7 +143,7 @@ func (r *Runner) catchUpIndex() {
 var errUnfinished = errors.New("unfinished")
 
 func (r *Runner) runJob(j hookstate.Job) error {
-	t := vault.TranscriptRef{Agent: j.Agent, Session: j.Session}
+	t := transcript.Ref{Agent: j.Agent, Session: j.Session}
 	switch j.Kind {
 	case "import":
 		return r.importJob(t, j)
@@ -166,7 +166,7 @@ func (r *Runner) runJob(j hookstate.Job) error {
 // model's summary asked for before (model, modelErr; nil without
 // [summarise]), then updates CONTINUITY.md.
 func (r *Runner) summarizeJob(j hookstate.Job, model *lineage.Model, modelErr error) error {
-	t := vault.TranscriptRef{Agent: j.Agent, Session: j.Session}
+	t := transcript.Ref{Agent: j.Agent, Session: j.Session}
 	if errors.Is(modelErr, vault.ErrNotFound) {
 		return nil // no transcript: nothing to summarise
 	}
@@ -201,7 +201,7 @@ func (r *Runner) summarizeJob(j hookstate.Job, model *lineage.Model, modelErr er
 // time), within the job budget; once it has read the file to its end, it
 // commits the transcript with its transcript.imported event, as the session
 // end would have. The summary queued after it waits for it.
-func (r *Runner) importJob(t vault.TranscriptRef, j hookstate.Job) error {
+func (r *Runner) importJob(t transcript.Ref, j hookstate.Job) error {
 	format, err := transcript.ParseFormat(j.Format)
 	if err != nil {
 		return err
@@ -265,9 +265,9 @@ func ListQueue(v *vault.Vault) (Queue, error) {
 	}
 	q := Queue{Jobs: []QueuedJob{}, Worker: hookstate.JobWorkerStatus(v)}
 	summarising := sync.OnceValue(func() bool { return lineage.Summarising(v) })
-	behind := map[vault.TranscriptRef]string{}
+	behind := map[transcript.Ref]string{}
 	for _, j := range jobs {
-		t := vault.TranscriptRef{Agent: j.Agent, Session: j.Session}
+		t := transcript.Ref{Agent: j.Agent, Session: j.Session}
 		waits := waitsEvent
 		switch {
 		case behind[t] != "" && j.Kind != "import":

@@ -63,7 +63,7 @@ func (r *Runner) Run(ev Event, p Payload) (string, error) {
 	if p.SessionID == "" {
 		return "", fmt.Errorf("%s %s: payload has no session_id", r.Harness.Name, ev)
 	}
-	t := vault.TranscriptRef{Agent: r.Agent, Session: p.SessionID}
+	t := transcript.Ref{Agent: r.Agent, Session: p.SessionID}
 	r.ev, r.session = ev, p.SessionID
 	thread := r.Thread
 	if thread == "" {
@@ -99,12 +99,12 @@ func (r *Runner) Run(ev Event, p Payload) (string, error) {
 	return "", fmt.Errorf("unknown event %q", ev)
 }
 
-func (r *Runner) txOptions(t vault.TranscriptRef, wait time.Duration) vault.TxOptions {
+func (r *Runner) txOptions(t transcript.Ref, wait time.Duration) vault.TxOptions {
 	return vault.TxOptions{Command: "hook " + r.Harness.Name, Agent: t.Agent, Session: t.Session,
 		Harness: r.Harness.Name, LockTimeout: wait}
 }
 
-func (r *Runner) sessionStart(t vault.TranscriptRef, p Payload, thread string) (string, error) {
+func (r *Runner) sessionStart(t transcript.Ref, p Payload, thread string) (string, error) {
 	if p.Source == "compact" || p.Source == "clear" {
 		r.resetInjected(t) // what the compaction dropped may be injected again
 	}
@@ -131,14 +131,14 @@ func (r *Runner) sessionStart(t vault.TranscriptRef, p Payload, thread string) (
 	return text, nil
 }
 
-func (r *Runner) promptSubmit(t vault.TranscriptRef, p Payload, thread string) (string, error) {
+func (r *Runner) promptSubmit(t transcript.Ref, p Payload, thread string) (string, error) {
 	if strings.TrimSpace(p.Prompt) == "" {
 		return "", nil
 	}
 	// The prompt is on disk at once, or in the spool when the vault is
 	// busy; it is committed at the next lineage event of the session.
 	err := r.store(t, promptLockWait, "prompt", transcript.Message{ID: p.PromptID, Role: transcript.RoleUser,
-		Speaker: "user", Text: p.Prompt, Source: transcript.Source{Format: vault.HookFormat}})
+		Speaker: "user", Text: p.Prompt, Source: transcript.Source{Format: transcript.HookFormat}})
 	if err != nil {
 		logf(r.V, "%s prompt-submit %s: store prompt: %v", r.Harness.Name, t.Session, err)
 	}
@@ -151,7 +151,7 @@ func (r *Runner) promptSubmit(t vault.TranscriptRef, p Payload, thread string) (
 // message: "prompt", "reply"). Only the lock's wait sends a message to
 // the spool: a transaction without a commit fails busy nowhere else, and
 // nothing was written when it does.
-func (r *Runner) store(t vault.TranscriptRef, wait time.Duration, what string, m transcript.Message) error {
+func (r *Runner) store(t transcript.Ref, wait time.Duration, what string, m transcript.Message) error {
 	opts := r.txOptions(t, wait)
 	opts.NoCommit = true
 	_, err := r.V.Update(opts, func(tx *vault.Tx) error {
@@ -170,7 +170,7 @@ func (r *Runner) store(t vault.TranscriptRef, wait time.Duration, what string, m
 
 // relevant finds structured rows and nodes the prompt is about that this
 // session has not been shown yet.
-func (r *Runner) relevant(t vault.TranscriptRef, prompt, thread string) string {
+func (r *Runner) relevant(t transcript.Ref, prompt, thread string) string {
 	seen := r.injected(t)
 	var lines []string
 	var fresh []string
@@ -225,7 +225,7 @@ const (
 // large transcript met for the first time, read a budget at a time), the
 // control lines wait: they are taken from the whole transcript, once each,
 // at the first capture that has caught up.
-func (r *Runner) capture(t vault.TranscriptRef, p Payload, thread string, mode captureMode) error {
+func (r *Runner) capture(t transcript.Ref, p Payload, thread string, mode captureMode) error {
 	imported, err := r.importTranscript(t, p)
 	if err != nil {
 		return err
@@ -279,7 +279,7 @@ func (r *Runner) importBudget() time.Duration {
 // is never opened for reading in a way that could block: it is refused, the
 // refusal logged, and the event goes on as without a file. The import stops
 // at the event's budget; r.behind then names it.
-func (r *Runner) importTranscript(t vault.TranscriptRef, p Payload) (*importedFrom, error) {
+func (r *Runner) importTranscript(t transcript.Ref, p Payload) (*importedFrom, error) {
 	opts := r.txOptions(t, eventLockWait)
 	opts.NoCommit = true
 	if p.TranscriptPath != "" && r.Harness.Format != "" {
@@ -308,13 +308,13 @@ func (r *Runner) importTranscript(t vault.TranscriptRef, p Payload) (*importedFr
 		return nil, nil
 	}
 	return nil, r.store(t, eventLockWait, "reply", transcript.Message{Role: transcript.RoleAssistant,
-		Speaker: r.Harness.Name, Text: p.LastAssistant, Source: transcript.Source{Format: vault.HookFormat}})
+		Speaker: r.Harness.Name, Text: p.LastAssistant, Source: transcript.Source{Format: transcript.HookFormat}})
 }
 
 // compactionComplete records the compaction as a node of the session's
 // thread and brings the heads up to date at once (refreshNow), so the
 // context injected after it holds what the session did before it.
-func (r *Runner) compactionComplete(t vault.TranscriptRef, p Payload, thread string) error {
+func (r *Runner) compactionComplete(t transcript.Ref, p Payload, thread string) error {
 	imported, err := r.importTranscript(t, p)
 	if err != nil {
 		return err
@@ -384,7 +384,7 @@ func summaryBlock(s string) string {
 // this harness that started and did not end are queued for a summary when
 // another session starts (the job runs at its first stop, compaction or
 // end). Sessions that end properly are taken off the list.
-func (r *Runner) closeEarlierSessions(t vault.TranscriptRef, thread string) {
+func (r *Runner) closeEarlierSessions(t transcript.Ref, thread string) {
 	r.editOpenList(func(open []hookstate.Job) []hookstate.Job {
 		for _, j := range open {
 			if j.Agent == t.Agent && j.Session == t.Session {
@@ -398,7 +398,7 @@ func (r *Runner) closeEarlierSessions(t vault.TranscriptRef, thread string) {
 }
 
 // sessionEnded takes a session off the list of sessions that started.
-func (r *Runner) sessionEnded(t vault.TranscriptRef) {
+func (r *Runner) sessionEnded(t transcript.Ref) {
 	r.editOpenList(func(open []hookstate.Job) []hookstate.Job {
 		var still []hookstate.Job
 		for _, j := range open {
@@ -425,7 +425,7 @@ func (r *Runner) editOpenList(fn func(open []hookstate.Job) []hookstate.Job) {
 	}
 }
 
-func (r *Runner) sessionEnd(t vault.TranscriptRef, p Payload, thread string) error {
+func (r *Runner) sessionEnd(t transcript.Ref, p Payload, thread string) error {
 	// Durable first: everything the harness wrote is imported and committed.
 	if err := r.capture(t, p, thread, captureControls|captureCommit); err != nil {
 		return err
@@ -453,7 +453,7 @@ func (r *Runner) sessionEnd(t vault.TranscriptRef, p Payload, thread string) err
 // context is gone). Losing a mark costs a repeat, so failures are logged
 // and the event goes on.
 
-func (r *Runner) injected(t vault.TranscriptRef) map[string]bool {
+func (r *Runner) injected(t transcript.Ref) map[string]bool {
 	m, err := hookstate.SessionMarks(r.V, t)
 	if err != nil {
 		logf(r.V, "%s session %s: what was shown: %v", r.Harness.Name, t.Session, err)
@@ -461,13 +461,13 @@ func (r *Runner) injected(t vault.TranscriptRef) map[string]bool {
 	return m
 }
 
-func (r *Runner) markInjected(t vault.TranscriptRef, ids []string) {
+func (r *Runner) markInjected(t transcript.Ref, ids []string) {
 	if err := hookstate.AddSessionMarks(r.V, t, ids...); err != nil {
 		logf(r.V, "%s session %s: record what was shown: %v", r.Harness.Name, t.Session, err)
 	}
 }
 
-func (r *Runner) resetInjected(t vault.TranscriptRef) {
+func (r *Runner) resetInjected(t transcript.Ref) {
 	if err := hookstate.ResetSessionMarks(r.V, t); err != nil {
 		logf(r.V, "%s session %s: forget what was shown: %v", r.Harness.Name, t.Session, err)
 	}

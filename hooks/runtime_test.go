@@ -10,6 +10,7 @@ import (
 
 	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // Sessions starting at once each add themselves to the open list; none may
@@ -45,7 +46,7 @@ func TestOpenListEditsDoNotLoseEachOther(t *testing.T) {
 		t.Fatalf("the list holds %d sessions, want %d: %s", len(open), n, data)
 	}
 	r := &Runner{V: v, Harness: h, Agent: "default"}
-	r.sessionEnded(vault.TranscriptRef{Agent: "default", Session: "3"})
+	r.sessionEnded(transcript.Ref{Agent: "default", Session: "3"})
 	data, _ = os.ReadFile(filepath.Join(v.Root, ".state", "hooks", "open-opencode.json"))
 	open = nil
 	json.Unmarshal(data, &open)

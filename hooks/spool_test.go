@@ -74,7 +74,7 @@ func TestBusyHooksSpoolPromptsAndReplies(t *testing.T) {
 	}
 	for session, texts := range want {
 		var got []string
-		err := v.ReadTranscript(vault.TranscriptRef{Agent: "default", Session: session}, 1, 0, func(m transcript.Stored) error {
+		err := transcript.Read(v.Files(), transcript.Ref{Agent: "default", Session: session}, 1, 0, func(m transcript.Stored) error {
 			got = append(got, m.Text)
 			return nil
 		})

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/hooks/hookstate"
-	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/lineage"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // maxModelAttempts is how many background workers may start asking a
@@ -54,7 +54,7 @@ func (k *worker) modelSummary(ctx context.Context, claim *hookstate.JobClaim, j 
 		}
 	}
 	claim.Release()
-	t := vault.TranscriptRef{Agent: j.Agent, Session: j.Session}
+	t := transcript.Ref{Agent: j.Agent, Session: j.Session}
 	opts := lineage.ModelOptions{}
 	gaveUp := k.opts.Background && j.Attempts > maxModelAttempts
 	if gaveUp {

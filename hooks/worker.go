@@ -32,6 +32,7 @@ import (
 	"github.com/memvault/memvault/vault/executor"
 	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/lineage"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // workerClaimWait is how long the worker waits for the queue, which a
@@ -143,7 +144,7 @@ type worker struct {
 	// settled: the jobs this run ran or left; blocked: sessions with a
 	// job left, whose later jobs wait for it.
 	settled map[string]bool
-	blocked map[vault.TranscriptRef]bool
+	blocked map[transcript.Ref]bool
 	idle    func() // called when the queue holds nothing to run, before the lock goes (tests)
 }
 
@@ -158,7 +159,7 @@ func Work(ctx context.Context, v *vault.Vault, w *hookstate.JobWorker, opts Work
 
 func newWorker(v *vault.Vault, opts WorkOptions) *worker {
 	return &worker{r: &Runner{V: v, Harness: &Harness{Name: "jobs"}, ev: "run", worker: true}, opts: opts,
-		settled: map[string]bool{}, blocked: map[vault.TranscriptRef]bool{}}
+		settled: map[string]bool{}, blocked: map[transcript.Ref]bool{}}
 }
 
 func (k *worker) run(ctx context.Context, w *hookstate.JobWorker) (WorkReport, error) {
@@ -217,7 +218,7 @@ func (k *worker) next(claim *hookstate.JobClaim) (hookstate.Job, bool, error) {
 		if err != nil || !ok {
 			return j, false, err
 		}
-		if !k.settled[j.ID()] && !k.blocked[vault.TranscriptRef{Agent: j.Agent, Session: j.Session}] {
+		if !k.settled[j.ID()] && !k.blocked[transcript.Ref{Agent: j.Agent, Session: j.Session}] {
 			return j, true, nil
 		}
 	}
@@ -231,7 +232,7 @@ func (k *worker) more() (bool, error) {
 		return false, err
 	}
 	for _, j := range jobs {
-		if !k.settled[j.ID()] && !k.blocked[vault.TranscriptRef{Agent: j.Agent, Session: j.Session}] {
+		if !k.settled[j.ID()] && !k.blocked[transcript.Ref{Agent: j.Agent, Session: j.Session}] {
 			return true, nil
 		}
 	}
@@ -251,7 +252,7 @@ func (k *worker) settle(claim *hookstate.JobClaim, j hookstate.Job, err error) e
 		return nil
 	case vault.IsBusy(err) || k.r.refused(err):
 		k.settled[j.ID()] = true
-		k.blocked[vault.TranscriptRef{Agent: j.Agent, Session: j.Session}] = true
+		k.blocked[transcript.Ref{Agent: j.Agent, Session: j.Session}] = true
 		k.rep.Left = append(k.rep.Left, name)
 		if k.rep.leftErr == nil {
 			k.rep.leftErr = err

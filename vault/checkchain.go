@@ -452,11 +452,11 @@ func (v *Vault) verifyIncremental() (*VerifyReport, error) {
 		}
 	}
 	if n := len(segs); n > 0 {
-		end, err := readEnd(v.Files(), filepath.Join(v.Root, filepath.FromSlash(segs[n-1].String())))
+		_, tail, err := v.Files().ReadEnd(filepath.Join(v.Root, filepath.FromSlash(segs[n-1].String())))
 		if err != nil {
 			return nil, err
 		}
-		if k := len(end.tail); k > 0 && end.tail[k-1] != '\n' {
+		if k := len(tail); k > 0 && tail[k-1] != '\n' {
 			rep.Torn = append(rep.Torn, Problem{File: segs[n-1].String(),
 				Msg: "torn last line (a crash mid-append); the next write removes it"})
 		}

@@ -23,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // maxSubject is git's customary limit on a subject line, in runes.
@@ -182,7 +184,7 @@ func (tx *Tx) transcriptSubject() string {
 }
 
 // Carry notes that the commit carries transcript t, for its subject.
-func (tx *Tx) Carry(t TranscriptRef) {
+func (tx *Tx) Carry(t transcript.Ref) {
 	for _, c := range tx.carried {
 		if c == t {
 			return

@@ -69,7 +69,7 @@ func lastSubject(t *testing.T, v *Vault) string {
 // harness and the size of the transcript, not the session.
 func TestTranscriptCommitSubject(t *testing.T) {
 	v := newVault(t)
-	ref := TranscriptRef{Agent: "default", Session: uuid}
+	ref := transcript.Ref{Agent: "default", Session: uuid}
 	opts := TxOptions{Session: uuid, Harness: "claude-code"}
 	nc := opts
 	nc.NoCommit = true

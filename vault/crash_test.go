@@ -87,7 +87,7 @@ func TestGitLockOfAGitCommandIsRespected(t *testing.T) {
 // prompt was lost. It is stored, redacted.
 func TestPromptWithSecretWithoutCommit(t *testing.T) {
 	v := newVault(t)
-	ref := TranscriptRef{Agent: "default", Session: "s1"}
+	ref := transcript.Ref{Agent: "default", Session: "s1"}
 	secret := "AKIAIOSFODNN7EXAMPLE"
 	_, err := v.Update(TxOptions{NoCommit: true, Session: "s1"}, func(tx *Tx) error {
 		_, _, err := tx.AppendText(ref, []transcript.Message{{Role: transcript.RoleUser, Text: "my key is " + secret}})
@@ -97,7 +97,7 @@ func TestPromptWithSecretWithoutCommit(t *testing.T) {
 		t.Fatalf("store the prompt: %v", err)
 	}
 	var got []string
-	if err := v.ReadTranscript(ref, 1, 0, func(m transcript.Stored) error { got = append(got, m.Text); return nil }); err != nil {
+	if err := transcript.Read(v.Files(), ref, 1, 0, func(m transcript.Stored) error { got = append(got, m.Text); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || strings.Contains(got[0], secret) || !strings.Contains(got[0], "[REDACTED:aws-access-key]") {

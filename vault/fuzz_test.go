@@ -36,7 +36,8 @@ func FuzzParseLine(f *testing.F) {
 }
 
 // FuzzPathNames: whatever an outside name is, what the constructors accept
-// is one path element inside the vault.
+// is one path element inside the vault. (Session keys have their own
+// encoding: vault/transcript's FuzzSessionFileName.)
 func FuzzPathNames(f *testing.F) {
 	for _, s := range []string{"default", "..", "a/b", ".x", "é", "a\x00b", "project:shop", strings.Repeat("x", 200)} {
 		f.Add(s)
@@ -56,13 +57,6 @@ func FuzzPathNames(f *testing.F) {
 			if path.Clean(hp) != hp || !strings.HasPrefix(hp, "threads/") || strings.Count(hp, "/") != 2 {
 				t.Fatalf("thread %q gives head path %q", s, hp)
 			}
-		}
-		name := sessionFileName(s)
-		if strings.ContainsAny(name, "/\\.\x00") || name == "" && s != "" {
-			t.Fatalf("session %q encodes to %q", s, name)
-		}
-		if !strings.Contains(name, "~") && DecodeSessionFileName(name) != s {
-			t.Fatalf("session %q does not round-trip: %q", s, DecodeSessionFileName(name))
 		}
 	})
 }

@@ -16,7 +16,7 @@ import (
 // as the prompt hook does.
 func captureOne(v *Vault, text string) error {
 	_, err := v.Update(TxOptions{Session: "s1", NoCommit: true}, func(tx *Tx) error {
-		_, _, err := tx.AppendMessages(TranscriptRef{Agent: v.Config.Agent, Session: "s1"},
+		_, _, err := tx.AppendMessages(transcript.Ref{Agent: v.Config.Agent, Session: "s1"},
 			[]transcript.Message{{Role: "user", Text: text}})
 		return err
 	})
@@ -56,7 +56,7 @@ func TestCaptureSurvivesBrokenLedger(t *testing.T) {
 		t.Fatalf("an event was accepted on a broken ledger: %v", err)
 	}
 	var got []string
-	if err := v.ReadTranscript(TranscriptRef{Agent: v.Config.Agent, Session: "s1"}, 1, 0, func(m transcript.Stored) error {
+	if err := transcript.Read(v.Files(), transcript.Ref{Agent: v.Config.Agent, Session: "s1"}, 1, 0, func(m transcript.Stored) error {
 		got = append(got, m.Text)
 		return nil
 	}); err != nil || len(got) != 1 || got[0] != "still heard" {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -197,12 +196,11 @@ type tailState struct {
 func readTail(root string, segs []Segment) (tailState, error) {
 	for i := len(segs) - 1; i >= 0; i-- {
 		s := segs[i]
-		data, err := readEnd(fileio.At(root), filepath.Join(root, filepath.FromSlash(s.String())))
+		size, body, err := fileio.At(root).ReadEnd(filepath.Join(root, filepath.FromSlash(s.String())))
 		if err != nil {
 			return tailState{}, err
 		}
-		st := tailState{seg: s, exists: true, size: data.size}
-		body := data.tail
+		st := tailState{seg: s, exists: true, size: size}
 		if k := bytes.LastIndexByte(body, '\n'); k < len(body)-1 {
 			st.torn = append([]byte(nil), body[k+1:]...)
 			st.size -= int64(len(st.torn))
@@ -230,40 +228,6 @@ func readTail(root string, segs []Segment) (tailState, error) {
 		return st, nil
 	}
 	return tailState{}, nil
-}
-
-type fileEnd struct {
-	size int64
-	tail []byte // the last bytes, enough to hold the last line
-}
-
-// readEnd reads the end of a file, growing the window until it holds a whole
-// last line, so finding the tip costs the same on a small or a huge ledger.
-func readEnd(fsys fileio.Root, path string) (fileEnd, error) {
-	f, err := fsys.Open(path)
-	if err != nil {
-		return fileEnd{}, fault.IO("read "+path, err)
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return fileEnd{}, fault.IO("read "+path, err)
-	}
-	size := info.Size()
-	for window := int64(8 << 10); ; window *= 4 {
-		if window > size {
-			window = size
-		}
-		buf := make([]byte, window)
-		if _, err := f.ReadAt(buf, size-window); err != nil && err != io.EOF {
-			return fileEnd{}, fault.IO("read "+path, err)
-		}
-		// Two newlines in the window (or the whole file) guarantee the last
-		// complete line is inside it, torn tail or not.
-		if window == size || bytes.Count(buf, []byte("\n")) >= 2 {
-			return fileEnd{size: size, tail: buf}, nil
-		}
-	}
 }
 
 // Joining lines of history. A merge of two clones' ledgers leaves one open

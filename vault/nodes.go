@@ -18,6 +18,7 @@ import (
 
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/node"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // nodePath is where a node lives: nodes/<agent>/<yyyy>/<mm>/<id>.md.
@@ -191,7 +192,7 @@ func (v *Vault) verifyNode(at Problem, id, rel string) []Problem {
 	case n.ID != id:
 		return fail("node " + rel + " says id " + n.ID + ", the ledger says " + id)
 	case n.Span != nil:
-		t := TranscriptRef{Agent: n.Agent, Session: n.Session}
+		t := transcript.Ref{Agent: n.Agent, Session: n.Session}
 		if t.Path() != n.Span.Path {
 			return fail("node " + id + " cites " + n.Span.Path + ", not its session's transcript " + t.Path())
 		}

@@ -6,17 +6,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
+	"github.com/memvault/memvault/vault/transcript"
 )
-
-// maxNameLen bounds every outside name that becomes a path element. File
-// systems commonly allow 255 bytes; staying well below leaves room for
-// suffixes such as ".3.jsonl".
-const maxNameLen = 128
 
 // RelPath is a slash-separated path inside the vault. The only ways to get one
 // are the constructors in this file, which refuse anything that could escape
@@ -47,26 +42,9 @@ func (v *Vault) ReadFile(rel string) ([]byte, error) {
 }
 
 // CheckName validates one outside name (agent id, session key, node id, slug)
-// for use as a single path element. what names the kind of value in the error.
-func CheckName(what, s string) error {
-	switch {
-	case s == "":
-		return fault.New(ErrInvalid, "%s: empty", what)
-	case len(s) > maxNameLen:
-		return fault.New(ErrInvalid, "%s: longer than %d bytes", what, maxNameLen)
-	case !utf8.ValidString(s):
-		return fault.New(ErrInvalid, "%s: not valid utf-8", what)
-	}
-	for _, r := range s {
-		if r == '/' || r == '\\' || r == 0 || unicode.IsControl(r) {
-			return fault.New(ErrInvalid, "%s %q: contains a path separator or control character", what, s)
-		}
-	}
-	if strings.HasPrefix(s, ".") {
-		return fault.New(ErrInvalid, "%s %q: must not start with a dot", what, s)
-	}
-	return nil
-}
+// for use as a single path element. what names the kind of value in the
+// error. The rule is fileio's, so packages below the engine keep it too.
+func CheckName(what, s string) error { return fileio.CheckName(what, s) }
 
 // relPath joins trusted constant elements and outside names into a RelPath.
 // Every element is checked with CheckName, constants included: the cost is
@@ -220,7 +198,7 @@ func (opts TxOptions) check(v *Vault) error {
 		return err
 	}
 	if opts.Session != "" {
-		if err := CheckSession(opts.Session); err != nil {
+		if err := transcript.CheckSession(opts.Session); err != nil {
 			return err
 		}
 	}

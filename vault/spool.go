@@ -75,14 +75,14 @@ type spoolRecord struct {
 	Message transcript.Message `json:"message"`
 }
 
-func (r spoolRecord) ref() TranscriptRef { return TranscriptRef{Agent: r.Agent, Session: r.Session} }
+func (r spoolRecord) ref() transcript.Ref { return transcript.Ref{Agent: r.Agent, Session: r.Session} }
 
 // Spool stores messages of t that could not wait for the vault lock, to be
 // folded into t's transcript by the next transaction (see the top of this
 // file). They are prepared like AppendText's, redaction included, before
 // anything is written; the markers in the text are the whole record of a
 // redaction, as in a transaction without a commit. It takes no vault lock.
-func (v *Vault) Spool(t TranscriptRef, msgs []transcript.Message) error {
+func (v *Vault) Spool(t transcript.Ref, msgs []transcript.Message) error {
 	if err := t.Check(); err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (v *Vault) Spool(t TranscriptRef, msgs []transcript.Message) error {
 		return err
 	}
 	defer unlock()
-	return v.Files().Append(v.spoolPath(t.Agent, sessionFileName(t.Session), 0), buf.Bytes())
+	return v.Files().Append(v.spoolPath(t.Agent, transcript.SessionFileName(t.Session), 0), buf.Bytes())
 }
 
 // spoolPath is a spool file of an agent: the live file (claim 0), or a
@@ -380,9 +380,9 @@ func (tx *Tx) foldSession(f *spoolFold, files []spoolFile) {
 	for _, sf := range files {
 		dedupe = dedupe || sf.old
 	}
-	var order []TranscriptRef
-	msgs := map[TranscriptRef][]transcript.Message{}
-	ids := map[TranscriptRef]map[string]bool{}
+	var order []transcript.Ref
+	msgs := map[transcript.Ref][]transcript.Message{}
+	ids := map[transcript.Ref]map[string]bool{}
 	var read []string
 	for _, sf := range files {
 		recs, torn, err := readSpool(tx.v.Files(), sf.path)
@@ -400,7 +400,7 @@ func (tx *Tx) foldSession(f *spoolFold, files []spoolFile) {
 			if !known {
 				seen = map[string]bool{}
 				if dedupe {
-					if seen, err = tx.v.MessageIDs(t); err != nil {
+					if seen, err = transcript.MessageIDs(tx.v.Files(), t); err != nil {
 						f.warn("spool: %s: %v", sf.path, err)
 						ok = false
 						break
@@ -473,8 +473,8 @@ func (f *spoolFold) done() {
 // record renamed in between is then read twice, and kept once), and a
 // caller that also reads the transcript reads it after this, where a
 // record folded meanwhile is by then.
-func (v *Vault) Spooled(t TranscriptRef) []transcript.Message {
-	base := sessionFileName(t.Session)
+func (v *Vault) Spooled(t transcript.Ref) []transcript.Message {
+	base := transcript.SessionFileName(t.Session)
 	files := []spoolFile{{path: v.spoolPath(t.Agent, base, 0)}}
 	if sessions, err := spoolSessions(v.Files(), filepath.Join(v.Root, SpoolDir, t.Agent)); err == nil {
 		for _, sf := range sessions[base] {

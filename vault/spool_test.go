@@ -19,10 +19,10 @@ import (
 )
 
 func userMsg(text string) transcript.Message {
-	return transcript.Message{Role: transcript.RoleUser, Speaker: "user", Text: text, Source: transcript.Source{Format: HookFormat}}
+	return transcript.Message{Role: transcript.RoleUser, Speaker: "user", Text: text, Source: transcript.Source{Format: transcript.HookFormat}}
 }
 
-func mustSpool(t *testing.T, v *Vault, ref TranscriptRef, msgs ...transcript.Message) {
+func mustSpool(t *testing.T, v *Vault, ref transcript.Ref, msgs ...transcript.Message) {
 	t.Helper()
 	if err := v.Spool(ref, msgs); err != nil {
 		t.Fatalf("spool: %v", err)
@@ -31,10 +31,10 @@ func mustSpool(t *testing.T, v *Vault, ref TranscriptRef, msgs ...transcript.Mes
 
 // texts returns the texts of ref's stored messages, in order, and fails
 // unless their numbers run 1, 2, 3…
-func texts(t *testing.T, v *Vault, ref TranscriptRef) []string {
+func texts(t *testing.T, v *Vault, ref transcript.Ref) []string {
 	t.Helper()
 	var out []string
-	err := v.ReadTranscript(ref, 1, 0, func(m transcript.Stored) error {
+	err := transcript.Read(v.Files(), ref, 1, 0, func(m transcript.Stored) error {
 		if m.N != len(out)+1 {
 			t.Errorf("%s: message %q numbered %d, want %d", ref.Path(), m.Text, m.N, len(out)+1)
 		}
@@ -62,7 +62,7 @@ func spoolFiles(t *testing.T, v *Vault) []string {
 	return out
 }
 
-func wantTexts(t *testing.T, v *Vault, ref TranscriptRef, want ...string) {
+func wantTexts(t *testing.T, v *Vault, ref transcript.Ref, want ...string) {
 	t.Helper()
 	if got := texts(t, v, ref); !slices.Equal(got, want) {
 		t.Fatalf("%s holds %q, want %q", ref.Path(), got, want)
@@ -74,14 +74,14 @@ func wantTexts(t *testing.T, v *Vault, ref TranscriptRef, want ...string) {
 // transcript, in the order the messages came, once.
 func TestSpoolFoldsOnceInOrder(t *testing.T) {
 	v := newVault(t)
-	a := TranscriptRef{Agent: "default", Session: "s/1 with spaces"}
-	b := TranscriptRef{Agent: "other", Session: "s2"}
+	a := transcript.Ref{Agent: "default", Session: "s/1 with spaces"}
+	b := transcript.Ref{Agent: "other", Session: "s2"}
 	secret := "AKIAIOSFODNN7EXAMPLE"
 	mustSpool(t, v, a, userMsg("first prompt, key "+secret))
 	mustSpool(t, v, b, userMsg("b's prompt"))
 	mustSpool(t, v, a, transcript.Message{Role: transcript.RoleAssistant, Speaker: "opencode", Text: "first reply"})
 
-	live := v.spoolPath(a.Agent, sessionFileName(a.Session), 0)
+	live := v.spoolPath(a.Agent, transcript.SessionFileName(a.Session), 0)
 	raw, err := os.ReadFile(live)
 	if err != nil {
 		t.Fatal(err)
@@ -129,13 +129,13 @@ func TestSpoolFoldsOnceInOrder(t *testing.T) {
 // it: the next prompt of the same session, stored the normal way.
 func TestSpoolGoesBeforeTheFoldingTransaction(t *testing.T) {
 	v := newVault(t)
-	ref := TranscriptRef{Agent: "default", Session: "s1"}
+	ref := transcript.Ref{Agent: "default", Session: "s1"}
 	mustSpool(t, v, ref, userMsg("prompt 1, spooled"))
 	storePrompt(t, v, ref, "prompt 2, stored")
 	wantTexts(t, v, ref, "prompt 1, spooled", "prompt 2, stored")
 }
 
-func storePrompt(t *testing.T, v *Vault, ref TranscriptRef, text string) {
+func storePrompt(t *testing.T, v *Vault, ref transcript.Ref, text string) {
 	t.Helper()
 	_, err := v.Update(TxOptions{NoCommit: true, Session: ref.Session, Agent: ref.Agent}, func(tx *Tx) error {
 		_, _, err := tx.AppendText(ref, []transcript.Message{userMsg(text)})
@@ -154,8 +154,8 @@ func TestSpoolTornRecord(t *testing.T) {
 	v := newVault(t)
 	var warned []string
 	v.Warn = func(line string) { warned = append(warned, line) }
-	ref := TranscriptRef{Agent: "default", Session: "s1"}
-	live := v.spoolPath(ref.Agent, sessionFileName(ref.Session), 0)
+	ref := transcript.Ref{Agent: "default", Session: "s1"}
+	live := v.spoolPath(ref.Agent, transcript.SessionFileName(ref.Session), 0)
 	torn := func(text string) []byte {
 		line, _ := json.Marshal(spoolRecord{Spool: spoolVersion, Agent: ref.Agent, Session: ref.Session,
 			Message: transcript.Message{ID: "m_torn", Role: transcript.RoleUser, Text: text}})
@@ -236,7 +236,7 @@ func killedAfterFold(t *testing.T, v *Vault, fn func()) {
 // writing leaves them in the spool only: the next transaction folds them.
 // Either way each message is stored exactly once, in order.
 func TestSpoolFoldIsIdempotent(t *testing.T) {
-	ref := TranscriptRef{Agent: "default", Session: "s1"}
+	ref := transcript.Ref{Agent: "default", Session: "s1"}
 	t.Run("killed after a prompt's write", func(t *testing.T) {
 		v := newVault(t)
 		mustSpool(t, v, ref, userMsg("p1"), userMsg("p2"))
@@ -305,7 +305,7 @@ func TestSpoolAppendersRaceTheFold(t *testing.T) {
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
-		folder := TranscriptRef{Agent: "default", Session: "folder"}
+		folder := transcript.Ref{Agent: "default", Session: "folder"}
 		for {
 			select {
 			case <-done:
@@ -340,7 +340,7 @@ func TestSpoolAppendersRaceTheFold(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ref := TranscriptRef{Agent: "default", Session: fmt.Sprintf("s%d", s)}
+			ref := transcript.Ref{Agent: "default", Session: fmt.Sprintf("s%d", s)}
 			for i := 0; i < minEach || folds.Load() < minFolds; i++ {
 				text := fmt.Sprintf("s%d m%d", s, i)
 				if err := v.Spool(ref, []transcript.Message{userMsg(text)}); err != nil {
@@ -360,7 +360,7 @@ func TestSpoolAppendersRaceTheFold(t *testing.T) {
 	remember(t, v, "the last fold")
 	n := 0
 	for s := range sessions {
-		wantTexts(t, v, TranscriptRef{Agent: "default", Session: fmt.Sprintf("s%d", s)}, sent[s]...)
+		wantTexts(t, v, transcript.Ref{Agent: "default", Session: fmt.Sprintf("s%d", s)}, sent[s]...)
 		n += len(sent[s])
 	}
 	if left := spoolFiles(t, v); len(left) != 0 {
@@ -377,7 +377,7 @@ func TestSpoolRefusesSymlinks(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(v.Root, SpoolDir)); err != nil {
 		t.Fatal(err)
 	}
-	ref := TranscriptRef{Agent: "default", Session: "s1"}
+	ref := transcript.Ref{Agent: "default", Session: "s1"}
 	if err := v.Spool(ref, []transcript.Message{userMsg("p1")}); err == nil {
 		t.Fatal("spooled through a symlink")
 	}

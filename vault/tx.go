@@ -11,6 +11,7 @@ import (
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/gitrepo"
 	"github.com/memvault/memvault/vault/node"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // TxOptions describe who is writing and how.
@@ -50,7 +51,7 @@ type Tx struct {
 	state   *State
 	// transcripts tracks the tail of each transcript appended to in this
 	// transaction, so consecutive appends number and split parts correctly.
-	transcripts map[TranscriptRef]*transcriptTail
+	transcripts map[transcript.Ref]*transcriptTail
 	nodes       []string    // node ids created, for the Memvault-Node trailers
 	commitPaths []RelPath   // files written earlier without a commit, committed now
 	nodeIndex   *node.Index // loaded on first use by distillation
@@ -59,7 +60,7 @@ type Tx struct {
 	// feature's own type (Slot).
 	slots map[any]any
 
-	carried []TranscriptRef // transcripts the commit carries, for its subject
+	carried []transcript.Ref // transcripts the commit carries, for its subject
 	// committed runs after the commit landed, still under the lock: state
 	// kept beside the vault that must change only once the commit holds
 	// what it describes (an import's unrecorded stats).
@@ -174,13 +175,13 @@ func (tx *Tx) pendingAppend(rel RelPath) int {
 // CommitTranscript includes the parts of t, as they are on disk, in this
 // transaction's commit: lines the prompt flow wrote without a commit are
 // committed at the session's next lineage event.
-func (tx *Tx) CommitTranscript(t TranscriptRef) error {
-	parts, err := tx.v.parts(t)
+func (tx *Tx) CommitTranscript(t transcript.Ref) error {
+	parts, err := transcript.Parts(tx.v.Files(), t)
 	if err != nil {
 		return err
 	}
 	for _, p := range parts {
-		tx.commitPaths = append(tx.commitPaths, t.Part(p))
+		tx.commitPaths = append(tx.commitPaths, TranscriptRel(t, p))
 	}
 	if len(parts) > 0 {
 		tx.Carry(t)

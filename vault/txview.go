@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault/node"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // What a transaction tells the features built on the engine, and what it
@@ -52,7 +53,7 @@ func (tx *Tx) State() (*State, error) {
 // correction, and the events appended so far in this transaction. It reads
 // only the ledger lines that mention them, so a session's summary or its
 // control lines cost the size of the session, not of the ledger.
-func (tx *Tx) SessionState(t TranscriptRef, ids []string) (*State, error) {
+func (tx *Tx) SessionState(t transcript.Ref, ids []string) (*State, error) {
 	if tx.state != nil {
 		return tx.state, nil
 	}
@@ -103,12 +104,12 @@ func (tx *Tx) OnCommitted(fn func()) { tx.committed = append(tx.committed, fn) }
 // TranscriptEnd is where this transaction's appends to t end: the last part
 // it wrote and the size that part will have. ok is false when it appended
 // nothing to t.
-func (tx *Tx) TranscriptEnd(t TranscriptRef) (end PartPos, ok bool) {
+func (tx *Tx) TranscriptEnd(t transcript.Ref) (end transcript.Pos, ok bool) {
 	tt := tx.transcripts[t]
 	if tt == nil {
-		return PartPos{}, false
+		return transcript.Pos{}, false
 	}
-	return PartPos{Part: tt.Part, Off: tt.Size + int64(tx.pendingAppend(t.Part(tt.Part)))}, true
+	return transcript.Pos{Part: tt.Part, Off: tt.Size + int64(tx.pendingAppend(TranscriptRel(t, tt.Part)))}, true
 }
 
 // Slot returns what this transaction keeps under key, made by init on the

@@ -126,18 +126,7 @@ func TestIDs(t *testing.T) {
 	}
 }
 
-func TestCheckName(t *testing.T) {
-	for _, bad := range []string{"", ".", "..", "../x", "a/b", `a\b`, ".hidden", "a\x00b", "a\nb", "tab\there",
-		strings.Repeat("x", maxNameLen+1), "\xff"} {
-		if err := CheckName("name", bad); !errors.Is(err, ErrInvalid) {
-			t.Errorf("CheckName(%q) = %v, want ErrInvalid", bad, err)
-		}
-	}
-	for _, good := range []string{"default", "claude-code", "3f2a-uuid", "e_01m80", "名前", strings.Repeat("x", maxNameLen)} {
-		if err := CheckName("name", good); err != nil {
-			t.Errorf("CheckName(%q) = %v", good, err)
-		}
-	}
+func TestParseThreadKeys(t *testing.T) {
 	for _, bad := range []string{"shop", "Project:shop", "project:", ":shop", "project:../x", "project:a/b", "a:b:c", "project:.x"} {
 		if _, err := ParseThread(bad); !errors.Is(err, ErrInvalid) {
 			t.Errorf("ParseThread(%q) = %v, want ErrInvalid", bad, err)

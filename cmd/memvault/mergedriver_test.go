@@ -74,7 +74,7 @@ func (p *clonePair) write(t *testing.T, v *vault.Vault, what string, n, m int) {
 			ev := tx.Append(&vault.Event{Kind: "fact", Text: fmt.Sprintf("%s %d", what, i)})
 			p.ids[ev.ID] = true
 			if i == n-1 && m > 0 {
-				ref := vault.TranscriptRef{Agent: "default", Session: "shared"}
+				ref := transcript.Ref{Agent: "default", Session: "shared"}
 				var msgs []transcript.Message
 				for j := 0; j < m; j++ {
 					msgs = append(msgs, transcript.Message{Role: transcript.RoleUser, Text: fmt.Sprintf("%s says %d", what, j)})

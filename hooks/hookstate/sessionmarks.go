@@ -11,6 +11,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // Session marks are per-session scratch state: a set of ids (the hooks keep
@@ -22,13 +23,13 @@ import (
 // write of AddSessionMarks need no lock.
 const hookStateDir = ".state/hooks"
 
-func sessionMarksPath(v *vault.Vault, t vault.TranscriptRef) string {
+func sessionMarksPath(v *vault.Vault, t transcript.Ref) string {
 	sum := sha256.Sum256([]byte(t.Agent + "\x00" + t.Session))
 	return filepath.Join(v.Root, filepath.FromSlash(hookStateDir), hex.EncodeToString(sum[:12])+".json")
 }
 
 // SessionMarks returns the ids marked for session t, empty when none are.
-func SessionMarks(v *vault.Vault, t vault.TranscriptRef) (map[string]bool, error) {
+func SessionMarks(v *vault.Vault, t transcript.Ref) (map[string]bool, error) {
 	m := map[string]bool{}
 	data, err := v.Files().ReadFile(sessionMarksPath(v, t))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -46,7 +47,7 @@ func SessionMarks(v *vault.Vault, t vault.TranscriptRef) (map[string]bool, error
 }
 
 // AddSessionMarks adds ids to the marks of session t.
-func AddSessionMarks(v *vault.Vault, t vault.TranscriptRef, ids ...string) error {
+func AddSessionMarks(v *vault.Vault, t transcript.Ref, ids ...string) error {
 	m, err := SessionMarks(v, t)
 	if err != nil {
 		return err
@@ -75,7 +76,7 @@ func AddSessionMarks(v *vault.Vault, t vault.TranscriptRef, ids ...string) error
 
 // ResetSessionMarks forgets the marks of session t (the hooks do when the
 // harness compacts: what the session was shown is gone from its context).
-func ResetSessionMarks(v *vault.Vault, t vault.TranscriptRef) error {
+func ResetSessionMarks(v *vault.Vault, t transcript.Ref) error {
 	if err := v.Files().Remove(sessionMarksPath(v, t)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fault.IO("reset session marks", err)
 	}

@@ -9,9 +9,10 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
-func marks(t *testing.T, v *vault.Vault, ref vault.TranscriptRef) string {
+func marks(t *testing.T, v *vault.Vault, ref transcript.Ref) string {
 	t.Helper()
 	m, err := SessionMarks(v, ref)
 	if err != nil {
@@ -27,8 +28,8 @@ func marks(t *testing.T, v *vault.Vault, ref vault.TranscriptRef) string {
 
 func TestSessionMarksRoundTripAndReset(t *testing.T) {
 	v := testvault.New(t)
-	a := vault.TranscriptRef{Agent: "default", Session: "s1"}
-	b := vault.TranscriptRef{Agent: "default", Session: "s2"}
+	a := transcript.Ref{Agent: "default", Session: "s1"}
+	b := transcript.Ref{Agent: "default", Session: "s2"}
 	if got := marks(t, v, a); got != "[]" {
 		t.Fatalf("a new session has marks %s", got)
 	}

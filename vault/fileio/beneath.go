@@ -1,6 +1,7 @@
 package fileio
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"io/fs"
@@ -230,6 +231,35 @@ func (r Root) ReadFile(path string) ([]byte, error) {
 		}
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
+		}
+	}
+}
+
+// ReadEnd reads the end of the file at path: its size and its last bytes,
+// the window grown until it holds a whole last line (two newlines, or the
+// whole file), so finding the last line costs the same on a small or a
+// huge file, torn last line or not.
+func (r Root) ReadEnd(path string) (size int64, tail []byte, err error) {
+	f, err := r.Open(path)
+	if err != nil {
+		return 0, nil, fault.IO("read "+path, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return 0, nil, fault.IO("read "+path, err)
+	}
+	size = info.Size()
+	for window := int64(8 << 10); ; window *= 4 {
+		if window > size {
+			window = size
+		}
+		buf := make([]byte, window)
+		if _, err := f.ReadAt(buf, size-window); err != nil && err != io.EOF {
+			return 0, nil, fault.IO("read "+path, err)
+		}
+		if window == size || bytes.Count(buf, []byte("\n")) >= 2 {
+			return size, buf, nil
 		}
 	}
 }

@@ -276,7 +276,7 @@ func TestReflectionRedacted(t *testing.T) {
 func TestControlClaimsAndReflections(t *testing.T) {
 	w := newClaimWorld(t) // its rows belong to no session
 	v := w.v
-	ref := vault.TranscriptRef{Agent: v.Config.Agent, Session: "s1"}
+	ref := transcript.Ref{Agent: v.Config.Agent, Session: "s1"}
 	reply := strings.Join([]string{
 		"CLOSE: " + w.open + " shipped",
 		"CLAIM: commitment.closed=" + idJSON(w.open),
@@ -362,7 +362,7 @@ func TestControlClaimsAndReflections(t *testing.T) {
 // and a DONE: of a later turn closes the one next action there is.
 func TestReplyStoredTwiceRecordsOnce(t *testing.T) {
 	v := testvault.New(t)
-	ref := vault.TranscriptRef{Agent: v.Config.Agent, Session: "s1"}
+	ref := transcript.Ref{Agent: v.Config.Agent, Session: "s1"}
 	extract := func(msgs ...transcript.Message) {
 		t.Helper()
 		_, err := v.Update(vault.TxOptions{Session: "s1", NoCommit: true}, func(tx *vault.Tx) error {
@@ -381,7 +381,7 @@ func TestReplyStoredTwiceRecordsOnce(t *testing.T) {
 	}
 	reply := "On it.\nNEXT: write the release notes\nDECISION: freeze the release branch\n"
 	hookCopy := assistant(reply)
-	hookCopy.Source = transcript.Source{Format: vault.HookFormat}
+	hookCopy.Source = transcript.Source{Format: transcript.HookFormat}
 	extract(transcript.Message{Role: transcript.RoleUser, Text: "plan the release"}, hookCopy)
 	harnessCopy := assistant(strings.ReplaceAll(reply, "\n", "\r\n"))
 	harnessCopy.ID = "8ff1ce4e-reply"

@@ -20,7 +20,7 @@ import (
 // It returns the node and the thread of its node.created event.
 func compactSession(t *testing.T, v *vault.Vault, s string, opts CompactOptions, before func(tx *vault.Tx), msgs ...transcript.Message) (*node.Node, string, error) {
 	t.Helper()
-	ref := vault.TranscriptRef{Agent: v.Config.Agent, Session: s}
+	ref := transcript.Ref{Agent: v.Config.Agent, Session: s}
 	msgs = append(msgs, transcript.Message{Role: transcript.RoleSystem, Kind: transcript.KindCompaction, Text: "the summary of " + s})
 	_, err := v.Update(vault.TxOptions{Session: s}, func(tx *vault.Tx) error {
 		if before != nil {

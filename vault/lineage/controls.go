@@ -95,7 +95,7 @@ func replySum(words, line string) string {
 // same reply digest, found in data.control) is reported with its event and
 // not recorded again. THREAD lines set the
 // thread of the lines after them and of the node.
-func applyControls(tx *vault.Tx, st *vault.State, t vault.TranscriptRef, lines []ControlLine, thread string) ([]ControlLine, string, error) {
+func applyControls(tx *vault.Tx, st *vault.State, t transcript.Ref, lines []ControlLine, thread string) ([]ControlLine, string, error) {
 	// A line is known by its message and place, and by its reply's words
 	// and its own: the same reply stored twice under two ids (a hook's
 	// copy, then the transcript's) is one reply, its lines recorded once.
@@ -375,7 +375,7 @@ func controlScope(arg string) (scope, body string) {
 // ExtractControls turns the control lines of t's assistant messages into
 // ledger events, once each, without writing a node: what a hook runs after
 // every turn, so a DECISION: is in the ledger before the session ends.
-func ExtractControls(tx *vault.Tx, t vault.TranscriptRef, thread string) error {
+func ExtractControls(tx *vault.Tx, t transcript.Ref, thread string) error {
 	d, err := digest(tx.Vault(), t, 1)
 	if err != nil || len(d.controls) == 0 {
 		return err

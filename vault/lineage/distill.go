@@ -35,9 +35,9 @@ type sessionDigest struct {
 	compact  *transcript.Stored // the last compaction summary the harness wrote
 }
 
-func digest(v *vault.Vault, t vault.TranscriptRef, from int) (*sessionDigest, error) {
+func digest(v *vault.Vault, t transcript.Ref, from int) (*sessionDigest, error) {
 	d := &sessionDigest{}
-	err := v.ReadTranscript(t, from, 0, func(m transcript.Stored) error {
+	err := transcript.Read(v.Files(), t, from, 0, func(m transcript.Stored) error {
 		d.last = m.N
 		if !m.TS.IsZero() {
 			d.lastTS = m.TS
@@ -72,7 +72,7 @@ type SummaryOptions struct {
 // the session, and the control lines of assistant messages, each turned into
 // its ledger event once. Summarizing again without new messages returns the
 // existing node and writes nothing.
-func Summarize(tx *vault.Tx, t vault.TranscriptRef, opts SummaryOptions) (*node.Node, bool, error) {
+func Summarize(tx *vault.Tx, t transcript.Ref, opts SummaryOptions) (*node.Node, bool, error) {
 	v := tx.Vault()
 	if err := t.Check(); err != nil {
 		return nil, false, err
@@ -122,7 +122,7 @@ func Summarize(tx *vault.Tx, t vault.TranscriptRef, opts SummaryOptions) (*node.
 // sessionRows returns the rows the session's agent wrote in it, nodes and
 // transcript bookkeeping aside, and the threads of the summary: thread (the
 // session's own, when it has one) and those of the rows.
-func sessionRows(st *vault.State, t vault.TranscriptRef, thread string) ([]*vault.Row, map[string]bool) {
+func sessionRows(st *vault.State, t transcript.Ref, thread string) ([]*vault.Row, map[string]bool) {
 	var rows []*vault.Row
 	threads := map[string]bool{}
 	if thread != "" {
@@ -143,7 +143,7 @@ func sessionRows(st *vault.State, t vault.TranscriptRef, thread string) ([]*vaul
 // summaryBody writes a session summary's text: the intent (the first
 // prompts), the outcome (the last assistant message, clipped), the
 // session's events and reflections, and what became of its control lines.
-func summaryBody(t vault.TranscriptRef, d *sessionDigest, rows []*vault.Row, controls []ControlLine) string {
+func summaryBody(t transcript.Ref, d *sessionDigest, rows []*vault.Row, controls []ControlLine) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Session %s\n\n## Intent\n\n", t.Session)
 	if len(d.prompts) == 0 {
@@ -191,7 +191,7 @@ func writeControlLines(b *strings.Builder, controls []ControlLine) {
 // summaryNode is the session-summary node of t, spanning all of its
 // messages, created at the time of its last message (the transaction's
 // when none has one) and titled by its first prompt.
-func summaryNode(tx *vault.Tx, t vault.TranscriptRef, d *sessionDigest, threads []string, body string) *node.Node {
+func summaryNode(tx *vault.Tx, t transcript.Ref, d *sessionDigest, threads []string, body string) *node.Node {
 	created := d.lastTS
 	if created.IsZero() {
 		created = tx.Now()
@@ -274,7 +274,7 @@ type CompactOptions struct {
 // thread head's Lineage and recall scoped to another thread leaves it out:
 // the thread the session's last THREAD: line names, else opts.Thread, else
 // the threads the session's rows were recorded in.
-func Compact(tx *vault.Tx, t vault.TranscriptRef, opts CompactOptions) (*node.Node, bool, error) {
+func Compact(tx *vault.Tx, t transcript.Ref, opts CompactOptions) (*node.Node, bool, error) {
 	v := tx.Vault()
 	if err := t.Check(); err != nil {
 		return nil, false, err
@@ -362,7 +362,7 @@ func Compact(tx *vault.Tx, t vault.TranscriptRef, opts CompactOptions) (*node.No
 // lines after it, as Summarize reads it), else thread, else the threads
 // the session's rows were recorded in (its session.started event binds a
 // hook's session to one). A session with none of these is global.
-func compactionThreads(tx *vault.Tx, t vault.TranscriptRef, controls []ControlLine, thread string) ([]string, error) {
+func compactionThreads(tx *vault.Tx, t transcript.Ref, controls []ControlLine, thread string) ([]string, error) {
 	for i := len(controls) - 1; i >= 0; i-- {
 		if c := controls[i]; c.Verb == "THREAD" {
 			if th, err := vault.ParseThread(strings.Fields(c.Arg + " ")[0]); err == nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/testvault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // A node whose file reached the disk without its event (a writer killed
@@ -23,7 +24,7 @@ func TestNodeFileWithoutEventIsRecorded(t *testing.T) {
 		var created bool
 		_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
 			var err error
-			n, created, err = Summarize(tx, vault.TranscriptRef{Agent: v.Config.Agent, Session: "s1"}, SummaryOptions{})
+			n, created, err = Summarize(tx, transcript.Ref{Agent: v.Config.Agent, Session: "s1"}, SummaryOptions{})
 			if err == nil && !keep {
 				data = n.Encode()
 				return errors.New("stop before anything is written")

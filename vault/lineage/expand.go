@@ -178,9 +178,9 @@ func (ex *Expansion) addTranscript(v *vault.Vault, n *node.Node, context int) (s
 	if n.Span == nil {
 		return span, nil
 	}
-	t := vault.TranscriptRef{Agent: n.Agent, Session: n.Session}
+	t := transcript.Ref{Agent: n.Agent, Session: n.Session}
 	from := max(1, n.Span.From-context)
-	err := v.ReadTranscript(t, from, n.Span.To+context, func(m transcript.Stored) error {
+	err := transcript.Read(v.Files(), t, from, n.Span.To+context, func(m transcript.Stored) error {
 		ex.Transcript = append(ex.Transcript, m)
 		if m.N >= n.Span.From && m.N <= n.Span.To && !m.TS.IsZero() {
 			ts := vault.FormatTS(m.TS)

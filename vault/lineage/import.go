@@ -102,7 +102,7 @@ type ImportReport struct {
 // their transcript.imported event. With opts.NoCommit (a hook's turn,
 // DESIGN §3) nothing is committed: the event waits for the next import of
 // the source that commits or for lineage.RecordImport, and thread must be empty.
-func Import(v *vault.Vault, opts vault.TxOptions, t vault.TranscriptRef, format transcript.Format, source, thread string) (*ImportReport, error) {
+func Import(v *vault.Vault, opts vault.TxOptions, t transcript.Ref, format transcript.Format, source, thread string) (*ImportReport, error) {
 	return importSource(v, opts, t, format, source, thread, time.Time{}, 0)
 }
 
@@ -111,7 +111,7 @@ func Import(v *vault.Vault, opts vault.TxOptions, t vault.TranscriptRef, format 
 // Report.More says that the source has more: the next call goes on where
 // this one stopped. The hooks import through it within the time their
 // harness gives them (docs/HOOKS.md, "Time").
-func ImportUntil(v *vault.Vault, opts vault.TxOptions, t vault.TranscriptRef, format transcript.Format, source string, deadline time.Time) (*ImportReport, error) {
+func ImportUntil(v *vault.Vault, opts vault.TxOptions, t transcript.Ref, format transcript.Format, source string, deadline time.Time) (*ImportReport, error) {
 	opts.NoCommit = true
 	return importSource(v, opts, t, format, source, "", deadline, 0)
 }
@@ -130,7 +130,7 @@ type importBatchIn struct {
 
 // importSource is Import and ImportUntil; window, when not 0, replaces the
 // first window's size (tests read small files in many windows with it).
-func importSource(v *vault.Vault, opts vault.TxOptions, t vault.TranscriptRef, format transcript.Format, source, thread string,
+func importSource(v *vault.Vault, opts vault.TxOptions, t transcript.Ref, format transcript.Format, source, thread string,
 	deadline time.Time, window int64) (*ImportReport, error) {
 	if err := checkImport(t, opts, thread); err != nil {
 		return nil, err
@@ -173,7 +173,7 @@ func importSource(v *vault.Vault, opts vault.TxOptions, t vault.TranscriptRef, f
 
 // checkImport refuses a bad transcript, and a thread that is malformed or
 // given to an import without a commit (a thread is bound by a commit).
-func checkImport(t vault.TranscriptRef, opts vault.TxOptions, thread string) error {
+func checkImport(t transcript.Ref, opts vault.TxOptions, thread string) error {
 	if err := t.Check(); err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func checkImport(t vault.TranscriptRef, opts vault.TxOptions, thread string) err
 // importTxOptions are the options of an import's commits, which act for
 // t's agent and session, and of its windows' transactions, which never
 // commit.
-func importTxOptions(opts vault.TxOptions, t vault.TranscriptRef) (commits, batches vault.TxOptions) {
+func importTxOptions(opts vault.TxOptions, t transcript.Ref) (commits, batches vault.TxOptions) {
 	if opts.Agent == "" {
 		opts.Agent = t.Agent
 	}
@@ -368,7 +368,7 @@ func commitChunk(v *vault.Vault, opts vault.TxOptions, id *importID, thread stri
 		}
 		tx.Subject(fmt.Sprintf("transcript: import of %d messages (%s)", added, id.format))
 		for n := c.lo; n <= c.hi; n++ {
-			tx.CommitFile(id.t.Part(n))
+			tx.CommitFile(vault.TranscriptRel(id.t, n))
 		}
 		tx.Carry(id.t)
 		return nil
@@ -419,7 +419,7 @@ func (rep *ImportReport) addSpan(from, to, n int) {
 // The record is cleared once the commit has landed; a crash in between
 // records the span again with the next commit, the messages stay stored
 // once.
-func RecordImport(tx *vault.Tx, t vault.TranscriptRef, format transcript.Format, source string) error {
+func RecordImport(tx *vault.Tx, t transcript.Ref, format transcript.Format, source string) error {
 	abs, err := filepath.Abs(source)
 	if err != nil {
 		return fault.IO("import "+source, err)

@@ -20,7 +20,7 @@ const sessionUUID = "3f1c2a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c"
 // is cleared, so the next commit does not record it again.
 func TestImportWithoutCommitIsRecordedAtTheCommit(t *testing.T) {
 	v := testvault.New(t)
-	ref := vault.TranscriptRef{Agent: "default", Session: sessionUUID}
+	ref := transcript.Ref{Agent: "default", Session: sessionUUID}
 	src := filepath.Join(t.TempDir(), "cc.jsonl")
 	line := func(id, role, text string) string {
 		return `{"type":"` + role + `","sessionUUID":"` + id + `","sessionId":"x","timestamp":"2026-11-22T04:00:00Z","message":{"role":"` +

@@ -53,7 +53,7 @@ func fixtureSource(t *testing.T, name string) string {
 }
 
 // hookPrompt stores a prompt as the prompt-submit hook does.
-func hookPrompt(t *testing.T, v *vault.Vault, ref vault.TranscriptRef, text string) {
+func hookPrompt(t *testing.T, v *vault.Vault, ref transcript.Ref, text string) {
 	t.Helper()
 	// A fixed id and time, so that two vaults given the same prompts hold
 	// the same bytes.
@@ -61,7 +61,7 @@ func hookPrompt(t *testing.T, v *vault.Vault, ref vault.TranscriptRef, text stri
 	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	_, err := v.Update(vault.TxOptions{Session: ref.Session, NoCommit: true}, func(tx *vault.Tx) error {
 		_, _, err := tx.AppendText(ref, []transcript.Message{{ID: id, TS: ts, Role: transcript.RoleUser, Speaker: "user", Text: text,
-			Source: transcript.Source{Format: vault.HookFormat}}})
+			Source: transcript.Source{Format: transcript.HookFormat}}})
 		return err
 	})
 	if err != nil {
@@ -71,7 +71,7 @@ func hookPrompt(t *testing.T, v *vault.Vault, ref vault.TranscriptRef, text stri
 
 // commitImport records what the imports added and commits, as a hook's
 // lineage event does, and returns the transcript.imported events.
-func commitImport(t *testing.T, v *vault.Vault, ref vault.TranscriptRef, format transcript.Format, src string) []*vault.Event {
+func commitImport(t *testing.T, v *vault.Vault, ref transcript.Ref, format transcript.Format, src string) []*vault.Event {
 	t.Helper()
 	res, err := v.Update(vault.TxOptions{Session: ref.Session}, func(tx *vault.Tx) error {
 		if err := RecordImport(tx, ref, format, src); err != nil {
@@ -113,7 +113,7 @@ func sameTranscripts(t *testing.T, what string, got, want map[string][]byte) {
 func oneShot(t *testing.T, format transcript.Format, src string, prompts []string) (map[string][]byte, []*vault.Event) {
 	t.Helper()
 	v := testvault.New(t)
-	ref := vault.TranscriptRef{Agent: "default", Session: "s"}
+	ref := transcript.Ref{Agent: "default", Session: "s"}
 	for _, p := range prompts {
 		hookPrompt(t, v, ref, p)
 	}
@@ -158,7 +158,7 @@ func TestBudgetedImportEqualsOneShot(t *testing.T) {
 			wantFiles, wantEvs := oneShot(t, fx.format, src, prompts)
 
 			v := testvault.New(t)
-			ref := vault.TranscriptRef{Agent: "default", Session: "s"}
+			ref := transcript.Ref{Agent: "default", Session: "s"}
 			for _, p := range prompts {
 				hookPrompt(t, v, ref, p)
 			}
@@ -191,14 +191,14 @@ func TestBudgetedImportEqualsOneShot(t *testing.T) {
 
 // cutTranscript makes the transcript end at p, as a process killed before
 // or in the middle of appending a batch leaves it.
-func cutTranscript(t *testing.T, v *vault.Vault, ref vault.TranscriptRef, p vault.PartPos) {
+func cutTranscript(t *testing.T, v *vault.Vault, ref transcript.Ref, p transcript.Pos) {
 	t.Helper()
 	for n := p.Part + 1; ; n++ {
-		if err := os.Remove(v.Abs(ref.Part(n))); err != nil {
+		if err := os.Remove(v.Abs(vault.TranscriptRel(ref, n))); err != nil {
 			break
 		}
 	}
-	if err := os.Truncate(v.Abs(ref.Part(p.Part)), p.Off); err != nil {
+	if err := os.Truncate(v.Abs(vault.TranscriptRel(ref, p.Part)), p.Off); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -212,7 +212,7 @@ func TestImportResumesAfterAKill(t *testing.T) {
 	t.Parallel()
 	src := fixtureSource(t, "claude-code/session.jsonl")
 	wantFiles, wantEvs := oneShot(t, transcript.ClaudeCode, src, nil)
-	ref := vault.TranscriptRef{Agent: "default", Session: "s"}
+	ref := transcript.Ref{Agent: "default", Session: "s"}
 	for _, calls := range []int{1, 3, 6} {
 		// Where the batch of the calls-th call starts and ends.
 		probe := testvault.New(t)
@@ -225,9 +225,9 @@ func TestImportResumesAfterAKill(t *testing.T) {
 		if st.Pending == nil {
 			t.Fatalf("after %d calls no batch is pending", calls)
 		}
-		var cuts []vault.PartPos
+		var cuts []transcript.Pos
 		cuts = append(cuts, st.Pending.Before)
-		_ = probe.ReadFrom(ref, st.Pending.Before, func(_ transcript.Stored, end vault.PartPos) error {
+		_ = transcript.ReadFrom(probe.Files(), ref, st.Pending.Before, func(_ transcript.Stored, end transcript.Pos) error {
 			cuts = append(cuts, end)
 			return nil
 		})
@@ -260,7 +260,7 @@ func TestImportResumesAfterAKill(t *testing.T) {
 	}
 }
 
-func importStateOf(t *testing.T, v *vault.Vault, ref vault.TranscriptRef, src string) importState {
+func importStateOf(t *testing.T, v *vault.Vault, ref transcript.Ref, src string) importState {
 	t.Helper()
 	abs, _ := filepath.Abs(src)
 	data, err := os.ReadFile(importStatePath(v, ref, transcript.ClaudeCode, abs))
@@ -281,7 +281,7 @@ func TestConcurrentImportsOfOneSource(t *testing.T) {
 	src := fixtureSource(t, "claude-code/session.jsonl")
 	wantFiles, _ := oneShot(t, transcript.ClaudeCode, src, nil)
 	v := testvault.New(t)
-	ref := vault.TranscriptRef{Agent: "default", Session: "s"}
+	ref := transcript.Ref{Agent: "default", Session: "s"}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	for range 2 {
@@ -317,7 +317,7 @@ func TestConcurrentImportsOfOneSource(t *testing.T) {
 // from the start, stores what is new once, and nothing twice.
 func TestImportRewrittenSource(t *testing.T) {
 	v := testvault.New(t)
-	ref := vault.TranscriptRef{Agent: "default", Session: "s"}
+	ref := transcript.Ref{Agent: "default", Session: "s"}
 	src := filepath.Join(t.TempDir(), "g.jsonl")
 	line := func(id, text string) string {
 		return `{"id":"` + id + `","role":"user","text":"` + text + `"}` + "\n"
@@ -335,7 +335,7 @@ func TestImportRewrittenSource(t *testing.T) {
 		t.Fatalf("added %d, %d already stored; want 2 and 1", rep.Added, rep.Duplicates)
 	}
 	var ids []string
-	v.ReadTranscript(ref, 1, 0, func(m transcript.Stored) error {
+	transcript.Read(v.Files(), ref, 1, 0, func(m transcript.Stored) error {
 		ids = append(ids, m.ID)
 		return nil
 	})
@@ -359,7 +359,7 @@ func TestImportRewrittenSource(t *testing.T) {
 // the first, which matched the hook's copy.
 func TestHookPromptMatchedOnce(t *testing.T) {
 	v := testvault.New(t)
-	ref := vault.TranscriptRef{Agent: "default", Session: "s"}
+	ref := transcript.Ref{Agent: "default", Session: "s"}
 	src := filepath.Join(t.TempDir(), "g.jsonl")
 	line := func(id, role, text string) string {
 		return `{"id":"` + id + `","role":"` + role + `","text":"` + text + `"}` + "\n"
@@ -376,7 +376,7 @@ func TestHookPromptMatchedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	v.ReadTranscript(ref, 1, 0, func(m transcript.Stored) error {
+	transcript.Read(v.Files(), ref, 1, 0, func(m transcript.Stored) error {
 		got = append(got, string(m.Role)+":"+m.Text)
 		return nil
 	})
@@ -432,7 +432,7 @@ func TestOpenRegularRefuses(t *testing.T) {
 	f.Close()
 	// The importer refuses them the same way, and stores nothing.
 	v := testvault.New(t)
-	ref := vault.TranscriptRef{Agent: "default", Session: "s"}
+	ref := transcript.Ref{Agent: "default", Session: "s"}
 	if _, err := Import(v, vault.TxOptions{}, ref, transcript.Generic, fifo, ""); !errors.Is(err, vault.ErrInvalid) {
 		t.Fatalf("import of a fifo: %v", err)
 	}
@@ -457,7 +457,7 @@ func TestImportReportsProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	info, _ := os.Stat(src)
-	ref := vault.TranscriptRef{Agent: "default", Session: "s1"}
+	ref := transcript.Ref{Agent: "default", Session: "s1"}
 	rep, err := importSource(v, vault.TxOptions{}, ref, transcript.Generic, src, "", time.Time{}, 16<<10)
 	if err != nil {
 		t.Fatal(err)

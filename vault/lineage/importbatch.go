@@ -12,7 +12,7 @@ import (
 // importID names one import: the transcript, the source and its state
 // file, with the ids a deduplicating import skips once read.
 type importID struct {
-	t      vault.TranscriptRef
+	t      transcript.Ref
 	format transcript.Format
 	source string
 	path   string
@@ -103,16 +103,16 @@ type storedMessages struct {
 // storedBefore returns where the batch goes, after the transcript as it is
 // on disk and what this transaction queued (the spool's fold), and what is
 // stored already that the batch must leave out.
-func storedBefore(tx *vault.Tx, id *importID, st *importState) (vault.PartPos, *storedMessages, error) {
+func storedBefore(tx *vault.Tx, id *importID, st *importState) (transcript.Pos, *storedMessages, error) {
 	v, t := tx.Vault(), id.t
 	tail, err := v.TranscriptTail(t)
 	if err != nil {
-		return vault.PartPos{}, nil, err
+		return transcript.Pos{}, nil, err
 	}
-	before := vault.PartPos{Part: tail.Part, Off: tail.Size}
+	before := transcript.Pos{Part: tail.Part, Off: tail.Size}
 	prompts, err := foldPrompts(v, t, st.Prompts, before)
 	if err != nil {
-		return vault.PartPos{}, nil, err
+		return transcript.Pos{}, nil, err
 	}
 	queued := tx.Queued(t, tail)
 	for _, m := range queued {
@@ -124,13 +124,13 @@ func storedBefore(tx *vault.Tx, id *importID, st *importState) (vault.PartPos, *
 	seen := &storedMessages{prompts: prompts, waiting: waitingPrompts(v, t, prompts, queued)}
 	if st.Resume != nil {
 		if seen.resumed, err = resumedIDs(v, t, st.Resume); err != nil {
-			return vault.PartPos{}, nil, err
+			return transcript.Pos{}, nil, err
 		}
 	}
 	if st.Dedupe {
 		if id.known == nil {
 			if id.known, err = knownIDs(v, t, id.path); err != nil {
-				return vault.PartPos{}, nil, err
+				return transcript.Pos{}, nil, err
 			}
 		}
 		seen.known = id.known

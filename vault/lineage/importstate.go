@@ -63,21 +63,21 @@ type importState struct {
 // before it and after it, its last message, and the progress once it has
 // landed.
 type importBatch struct {
-	Before vault.PartPos  `json:"before"`
-	End    vault.PartPos  `json:"end"`
+	Before transcript.Pos `json:"before"`
+	End    transcript.Pos `json:"end"`
 	Last   string         `json:"last"`
 	After  importProgress `json:"after"`
 }
 
 type importResume struct {
-	From  vault.PartPos `json:"from"`
-	Until int64         `json:"until"`
+	From  transcript.Pos `json:"from"`
+	Until int64          `json:"until"`
 }
 
 // promptMatch counts, by a hash of their text, the hook prompts of a
 // transcript no imported message has matched, up to At.
 type promptMatch struct {
-	At     vault.PartPos  `json:"at"`
+	At     transcript.Pos `json:"at"`
 	Counts map[string]int `json:"counts,omitempty"`
 	// Taken are the ids of prompts matched while they still waited in the
 	// spool (spool.go): when they reach the transcript they are not
@@ -87,7 +87,7 @@ type promptMatch struct {
 
 // see counts a stored message after At, if it is a hook's prompt.
 func (pm *promptMatch) see(m transcript.Stored) {
-	if m.Role != transcript.RoleUser || m.Source.Format != vault.HookFormat {
+	if m.Role != transcript.RoleUser || m.Source.Format != transcript.HookFormat {
 		return
 	}
 	if pm.Taken[m.ID] {
@@ -125,7 +125,7 @@ func (pm *promptMatch) clone() *promptMatch {
 	return c
 }
 
-func importStatePath(v *vault.Vault, t vault.TranscriptRef, format transcript.Format, source string) string {
+func importStatePath(v *vault.Vault, t transcript.Ref, format transcript.Format, source string) string {
 	sum := sha256.Sum256([]byte(t.Agent + "\x00" + t.Session + "\x00" + string(format) + "\x00" + source))
 	return filepath.Join(v.Root, ".state", "imports", hex.EncodeToString(sum[:12])+".json")
 }
@@ -134,7 +134,7 @@ func importStatePath(v *vault.Vault, t vault.TranscriptRef, format transcript.Fo
 // the batch this process appended last, known to have landed, which spares
 // reading the transcript to find out. A file that does not parse counts as
 // none: the import starts over, skipping what is stored.
-func loadImport(v *vault.Vault, t vault.TranscriptRef, path string, mine *importBatch) importState {
+func loadImport(v *vault.Vault, t transcript.Ref, path string, mine *importBatch) importState {
 	var st importState
 	data, err := v.Files().ReadFile(path)
 	if err != nil || json.Unmarshal(data, &st) != nil {
@@ -148,7 +148,7 @@ func loadImport(v *vault.Vault, t vault.TranscriptRef, path string, mine *import
 // at the batch's end is its last message, else (killed before or while it
 // was appended) the import goes on from before the batch, and the batch's
 // messages already stored are recognised by their ids (Resume).
-func settleImport(v *vault.Vault, t vault.TranscriptRef, st *importState, mine *importBatch) {
+func settleImport(v *vault.Vault, t transcript.Ref, st *importState, mine *importBatch) {
 	p := st.Pending
 	if p == nil {
 		return
@@ -156,7 +156,7 @@ func settleImport(v *vault.Vault, t vault.TranscriptRef, st *importState, mine *
 	st.Pending = nil
 	landed := mine != nil && mine.Before == p.Before && mine.End == p.End && mine.Last == p.Last
 	if !landed {
-		landed = v.IDEndingAt(t, p.End) == p.Last
+		landed = transcript.IDEndingAt(v.Files(), t, p.End) == p.Last
 	}
 	if landed {
 		st.importProgress = p.After
@@ -186,8 +186,8 @@ func knownPath(statePath string) string { return strings.TrimSuffix(statePath, "
 
 // startDedupe lists the ids stored in t for an import that reads its source
 // again from the start, and reports whether there are any.
-func startDedupe(v *vault.Vault, t vault.TranscriptRef, statePath string) (bool, error) {
-	ids, err := v.MessageIDs(t)
+func startDedupe(v *vault.Vault, t transcript.Ref, statePath string) (bool, error) {
+	ids, err := transcript.MessageIDs(v.Files(), t)
 	if err != nil || len(ids) == 0 {
 		return false, err
 	}
@@ -204,11 +204,11 @@ func startDedupe(v *vault.Vault, t vault.TranscriptRef, statePath string) (bool,
 
 // knownIDs reads the list startDedupe wrote, or the transcript's ids when it
 // is gone.
-func knownIDs(v *vault.Vault, t vault.TranscriptRef, statePath string) (map[string]bool, error) {
+func knownIDs(v *vault.Vault, t transcript.Ref, statePath string) (map[string]bool, error) {
 	data, err := v.Files().ReadFile(knownPath(statePath))
 	var list []string
 	if err != nil || json.Unmarshal(data, &list) != nil {
-		return v.MessageIDs(t)
+		return transcript.MessageIDs(v.Files(), t)
 	}
 	ids := make(map[string]bool, len(list))
 	for _, id := range list {
@@ -227,39 +227,39 @@ func dropKnown(v *vault.Vault, statePath string) { _ = v.Files().Remove(knownPat
 // before, a fresh clone) or one whose place no longer fits the transcript, it
 // reads the whole transcript, matching each hook prompt with an imported
 // user message of the same text stored after it.
-func foldPrompts(v *vault.Vault, t vault.TranscriptRef, pm *promptMatch, to vault.PartPos) (*promptMatch, error) {
-	if pm != nil && !to.Before(pm.At) && v.ValidPos(t, pm.At) {
+func foldPrompts(v *vault.Vault, t transcript.Ref, pm *promptMatch, to transcript.Pos) (*promptMatch, error) {
+	if pm != nil && !to.Before(pm.At) && transcript.ValidPos(v.Files(), t, pm.At) {
 		pm = pm.clone()
-		err := v.ReadFrom(t, pm.At, func(m transcript.Stored, end vault.PartPos) error {
+		err := transcript.ReadFrom(v.Files(), t, pm.At, func(m transcript.Stored, end transcript.Pos) error {
 			if to.Before(end) {
-				return vault.ErrStop
+				return transcript.ErrStop
 			}
 			pm.see(m)
 			return nil
 		})
-		if err != nil && !errors.Is(err, vault.ErrStop) {
+		if err != nil && !errors.Is(err, transcript.ErrStop) {
 			return nil, err
 		}
 		pm.At = to
 		return pm, nil
 	}
 	pm = &promptMatch{At: to, Counts: map[string]int{}, Taken: map[string]bool{}}
-	err := v.ReadFrom(t, vault.PartPos{}, func(m transcript.Stored, end vault.PartPos) error {
+	err := transcript.ReadFrom(v.Files(), t, transcript.Pos{}, func(m transcript.Stored, end transcript.Pos) error {
 		if to.Before(end) {
-			return vault.ErrStop
+			return transcript.ErrStop
 		}
 		if m.Role != transcript.RoleUser {
 			return nil
 		}
 		k := promptKey(m.Text)
-		if m.Source.Format == vault.HookFormat {
+		if m.Source.Format == transcript.HookFormat {
 			pm.Counts[k]++
 		} else if pm.Counts[k] > 0 {
 			pm.Counts[k]-- // already matched by an earlier import
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, vault.ErrStop) {
+	if err != nil && !errors.Is(err, transcript.ErrStop) {
 		return nil, err
 	}
 	for k, n := range pm.Counts {
@@ -271,13 +271,13 @@ func foldPrompts(v *vault.Vault, t vault.TranscriptRef, pm *promptMatch, to vaul
 }
 
 // resumedIDs returns the ids and numbers of the messages stored after r.From.
-func resumedIDs(v *vault.Vault, t vault.TranscriptRef, r *importResume) (map[string]int, error) {
+func resumedIDs(v *vault.Vault, t transcript.Ref, r *importResume) (map[string]int, error) {
 	ids := map[string]int{}
 	from := r.From
-	if !v.ValidPos(t, from) {
-		from = vault.PartPos{} // the transcript changed under it: every stored id counts
+	if !transcript.ValidPos(v.Files(), t, from) {
+		from = transcript.Pos{} // the transcript changed under it: every stored id counts
 	}
-	err := v.ReadFrom(t, from, func(m transcript.Stored, _ vault.PartPos) error {
+	err := transcript.ReadFrom(v.Files(), t, from, func(m transcript.Stored, _ transcript.Pos) error {
 		ids[m.ID] = m.N
 		return nil
 	})
@@ -287,14 +287,14 @@ func resumedIDs(v *vault.Vault, t vault.TranscriptRef, r *importResume) (map[str
 // waitingPrompts returns, by a hash of their text, the ids of t's prompts
 // still in the spool: not folded by this transaction (queued), not matched
 // already (pm.Taken). An import matches them as it matches stored ones.
-func waitingPrompts(v *vault.Vault, t vault.TranscriptRef, pm *promptMatch, queued []transcript.Stored) map[string][]string {
+func waitingPrompts(v *vault.Vault, t transcript.Ref, pm *promptMatch, queued []transcript.Stored) map[string][]string {
 	in := map[string]bool{}
 	for _, m := range queued {
 		in[m.ID] = true
 	}
 	var out map[string][]string
 	for _, m := range v.Spooled(t) {
-		if m.Role != transcript.RoleUser || m.Source.Format != vault.HookFormat || in[m.ID] || pm.Taken[m.ID] {
+		if m.Role != transcript.RoleUser || m.Source.Format != transcript.HookFormat || in[m.ID] || pm.Taken[m.ID] {
 			continue
 		}
 		if out == nil {

@@ -143,7 +143,7 @@ func cleanReply(s string) string {
 // outside any lock. It returns nil when no executor is named; otherwise a
 // Model to pass to Summarize, failed or not. A session whose summary for
 // its current messages is a model's already is not asked again.
-func SessionModel(ctx context.Context, v *vault.Vault, t vault.TranscriptRef, opts ModelOptions) (*Model, error) {
+func SessionModel(ctx context.Context, v *vault.Vault, t transcript.Ref, opts ModelOptions) (*Model, error) {
 	cfg, m := summariser(v)
 	if m == nil || m.Call.Err != nil {
 		return m, nil
@@ -168,7 +168,7 @@ func SessionModel(ctx context.Context, v *vault.Vault, t vault.TranscriptRef, op
 // messages of session t a compaction node would cover now (those after
 // the session's last compaction node), outside any lock: for `memvault
 // compact` given no summary. nil when no executor is named.
-func CompactionModel(ctx context.Context, v *vault.Vault, t vault.TranscriptRef, opts ModelOptions) (*Model, error) {
+func CompactionModel(ctx context.Context, v *vault.Vault, t transcript.Ref, opts ModelOptions) (*Model, error) {
 	cfg, m := summariser(v)
 	if m == nil || m.Call.Err != nil {
 		return m, nil
@@ -200,10 +200,10 @@ func CompactionModel(ctx context.Context, v *vault.Vault, t vault.TranscriptRef,
 // of the budget from the start, the rest from the end, and a line saying
 // which messages were left out between. It returns the last message's
 // number (0: none).
-func material(v *vault.Vault, t vault.TranscriptRef, from int) (string, int, error) {
+func material(v *vault.Vault, t transcript.Ref, from int) (string, int, error) {
 	var lines []string
 	last := 0
-	err := v.ReadTranscript(t, from, 0, func(m transcript.Stored) error {
+	err := transcript.Read(v.Files(), t, from, 0, func(m transcript.Stored) error {
 		last = m.N
 		text := strings.TrimSpace(m.Text)
 		switch {
@@ -254,7 +254,7 @@ func bounded(lines []string, limit int) string {
 // modelNode finds the node of kind of session t over messages from–to
 // whose summary is a model's, read through tx when there is one (its
 // nodes are the ones it will commit), else from the vault.
-func modelNode(v *vault.Vault, tx *vault.Tx, t vault.TranscriptRef, kind string, from, to int) (*node.Node, error) {
+func modelNode(v *vault.Vault, tx *vault.Tx, t transcript.Ref, kind string, from, to int) (*node.Node, error) {
 	var ix *node.Index
 	var err error
 	if tx != nil {

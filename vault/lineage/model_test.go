@@ -14,8 +14,8 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/executor"
-	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/memory"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/testvault"
 	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/vaulttest"
@@ -98,9 +98,9 @@ func withExecutor(t *testing.T, v *vault.Vault, name, mode, status, table string
 }
 
 // session stores a short conversation as session s, with a secret in it.
-func session(t *testing.T, v *vault.Vault, s string) vault.TranscriptRef {
+func session(t *testing.T, v *vault.Vault, s string) transcript.Ref {
 	t.Helper()
-	ref := vault.TranscriptRef{Agent: v.Config.Agent, Session: s}
+	ref := transcript.Ref{Agent: v.Config.Agent, Session: s}
 	_, err := v.Update(vault.TxOptions{Session: s}, func(tx *vault.Tx) error {
 		_, _, err := tx.AppendText(ref, []transcript.Message{
 			{Role: transcript.RoleUser, Text: "make the parser handle unicode; the key is ghp_abcdefghijklmnopqrstuvwxyz0123456789"},
@@ -115,7 +115,7 @@ func session(t *testing.T, v *vault.Vault, s string) vault.TranscriptRef {
 }
 
 // summarize runs SessionModel, then Summarize with it in a transaction.
-func summarize(t *testing.T, v *vault.Vault, ref vault.TranscriptRef) *node.Node {
+func summarize(t *testing.T, v *vault.Vault, ref transcript.Ref) *node.Node {
 	t.Helper()
 	m, err := SessionModel(context.Background(), v, ref, ModelOptions{})
 	if err != nil {
@@ -124,7 +124,7 @@ func summarize(t *testing.T, v *vault.Vault, ref vault.TranscriptRef) *node.Node
 	return summarizeWith(t, v, ref, m)
 }
 
-func summarizeWith(t *testing.T, v *vault.Vault, ref vault.TranscriptRef, m *Model) *node.Node {
+func summarizeWith(t *testing.T, v *vault.Vault, ref transcript.Ref, m *Model) *node.Node {
 	t.Helper()
 	var n *node.Node
 	_, err := v.Update(vault.TxOptions{Session: ref.Session}, func(tx *vault.Tx) error {
@@ -452,7 +452,7 @@ func TestCondenseModel(t *testing.T) {
 // messages since the last compaction; when it fails, the transcript's own
 // compaction summary is used, and without one nothing is written.
 func TestCompactionModel(t *testing.T) {
-	compactWith := func(t *testing.T, v *vault.Vault, ref vault.TranscriptRef) (*node.Node, error) {
+	compactWith := func(t *testing.T, v *vault.Vault, ref transcript.Ref) (*node.Node, error) {
 		m, err := CompactionModel(context.Background(), v, ref, ModelOptions{})
 		if err != nil {
 			t.Fatal(err)

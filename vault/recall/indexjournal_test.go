@@ -37,7 +37,7 @@ func appendMessages(t testing.TB, v *vault.Vault, session string, texts ...strin
 		msgs = append(msgs, transcript.Message{Role: transcript.RoleUser, Text: s})
 	}
 	_, err := v.Update(vault.TxOptions{NoCommit: true}, func(tx *vault.Tx) error {
-		_, _, err := tx.AppendText(vault.TranscriptRef{Agent: v.Config.Agent, Session: session}, msgs)
+		_, _, err := tx.AppendText(transcript.Ref{Agent: v.Config.Agent, Session: session}, msgs)
 		return err
 	})
 	if err != nil {
@@ -189,7 +189,7 @@ func TestJournalRacesCatchUp(t *testing.T) {
 		defer close(stop)
 		for i := range writes {
 			_, err := v.Update(vault.TxOptions{NoCommit: true}, func(tx *vault.Tx) error {
-				_, _, err := tx.AppendText(vault.TranscriptRef{Agent: v.Config.Agent, Session: fmt.Sprintf("race-%d", i%4)},
+				_, _, err := tx.AppendText(transcript.Ref{Agent: v.Config.Agent, Session: fmt.Sprintf("race-%d", i%4)},
 					[]transcript.Message{{Role: transcript.RoleUser, Text: fmt.Sprintf("pangolin message %d", i)},
 						{Role: transcript.RoleAssistant, Text: fmt.Sprintf("pangolin reply %d", i)}})
 				return err
@@ -413,7 +413,7 @@ func (w *journalWriter) write(k int) {
 	w.t.Helper()
 	_, err := w.v.Update(vault.TxOptions{NoCommit: true}, func(tx *vault.Tx) error {
 		for range k {
-			ref := vault.TranscriptRef{Agent: w.v.Config.Agent, Session: fmt.Sprintf("a-session-with-a-long-name-so-that-its-journal-lines-are-long-%d-%d", w.n/50, w.n%5)}
+			ref := transcript.Ref{Agent: w.v.Config.Agent, Session: fmt.Sprintf("a-session-with-a-long-name-so-that-its-journal-lines-are-long-%d-%d", w.n/50, w.n%5)}
 			if _, _, err := tx.AppendText(ref, []transcript.Message{{Role: transcript.RoleUser, Text: fmt.Sprintf("%s number %d", w.word, w.n)}}); err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault/lineage"
+	"github.com/memvault/memvault/vault/transcript"
 
 	"github.com/memvault/memvault/index"
 	"github.com/memvault/memvault/vault"
@@ -120,7 +121,7 @@ func TestNodeFolderMarks(t *testing.T) {
 	}
 	testvault.AppendMessage(t, v, "s2", "the axolotl cache is warm now")
 	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-		_, _, err := lineage.Summarize(tx, vault.TranscriptRef{Agent: v.Config.Agent, Session: "s2"}, lineage.SummaryOptions{})
+		_, _, err := lineage.Summarize(tx, transcript.Ref{Agent: v.Config.Agent, Session: "s2"}, lineage.SummaryOptions{})
 		return err
 	})
 	if err != nil {

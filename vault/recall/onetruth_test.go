@@ -220,7 +220,7 @@ func (w *truthWorld) controlLines(hold map[string][]*vault.Row, tok, thread stri
 		lines = append(lines, "CLOSE: "+r.ID)
 	}
 	w.msgs++
-	ref := vault.TranscriptRef{Agent: w.v.Config.Agent, Session: "s1"}
+	ref := transcript.Ref{Agent: w.v.Config.Agent, Session: "s1"}
 	text := "Here is where we are.\n" + strings.Join(lines, "\n")
 	w.update(func(tx *vault.Tx) error {
 		_, _, err := tx.AppendText(ref, []transcript.Message{{ID: fmt.Sprint("a", w.msgs), Role: transcript.RoleAssistant, Text: text}})
@@ -393,7 +393,7 @@ func sameTokens(t *testing.T, step, view string, got, want map[string]bool) {
 // that thread head's Lineage.
 func TestSummaryNodeTakesTheSessionThread(t *testing.T) {
 	v := testvault.New(t)
-	ref := vault.TranscriptRef{Agent: v.Config.Agent, Session: "s1"}
+	ref := transcript.Ref{Agent: v.Config.Agent, Session: "s1"}
 	if _, err := v.Update(vault.TxOptions{Session: "s1"}, func(tx *vault.Tx) error {
 		if _, err := memory.Remember(tx, memory.Input{Kind: "fact", Thread: "project:alpha", Text: "a side note"}); err != nil {
 			return err

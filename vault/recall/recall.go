@@ -477,7 +477,7 @@ func transcriptOfPart(rel string) (agent, session string) {
 	}
 	name := strings.TrimSuffix(parts[2], ".jsonl")
 	base, _, _ := strings.Cut(name, ".")
-	return parts[1], vault.DecodeSessionFileName(base)
+	return parts[1], transcript.DecodeSessionFileName(base)
 }
 
 // lineAt reads the complete line that starts at off in a vault file, and

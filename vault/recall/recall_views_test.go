@@ -86,7 +86,7 @@ func TestAgentScope(t *testing.T) {
 // the numbering continued, and recall, expand's reader and verify take both.
 func TestOldTranscriptShapeStillReads(t *testing.T) {
 	v := testvault.New(t)
-	ref := vault.TranscriptRef{Agent: v.Config.Agent, Session: "old-1"}
+	ref := transcript.Ref{Agent: v.Config.Agent, Session: "old-1"}
 	path := filepath.Join(v.Root, filepath.FromSlash(ref.Path()))
 	os.MkdirAll(filepath.Dir(path), 0o755)
 	if err := os.WriteFile(path, []byte(vaulttest.OldTranscript), 0o644); err != nil {
@@ -102,7 +102,7 @@ func TestOldTranscriptShapeStillReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []transcript.Stored
-	if err := v.ReadTranscript(ref, 1, 0, func(m transcript.Stored) error { got = append(got, m); return nil }); err != nil {
+	if err := transcript.Read(v.Files(), ref, 1, 0, func(m transcript.Stored) error { got = append(got, m); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 4 {

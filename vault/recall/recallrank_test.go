@@ -16,7 +16,7 @@ import (
 func appendTurns(t *testing.T, v *vault.Vault, session string, msgs ...transcript.Message) {
 	t.Helper()
 	_, err := v.Update(vault.TxOptions{NoCommit: true}, func(tx *vault.Tx) error {
-		_, _, err := tx.AppendText(vault.TranscriptRef{Agent: v.Config.Agent, Session: session}, msgs)
+		_, _, err := tx.AppendText(transcript.Ref{Agent: v.Config.Agent, Session: session}, msgs)
 		return err
 	})
 	if err != nil {

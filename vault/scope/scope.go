@@ -17,6 +17,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/codec"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // Scope facts are what retrieval needs to know about threads without reading
@@ -415,7 +416,7 @@ func NotWordRune(r rune) bool {
 // BindSession records that a session belongs to a thread (a session.thread
 // event), unless the ledger says so already. Retrieval scopes a session's
 // transcript by the threads it belongs to.
-func BindSession(tx *vault.Tx, t vault.TranscriptRef, thread string) error {
+func BindSession(tx *vault.Tx, t transcript.Ref, thread string) error {
 	th, err := vault.ParseThread(thread)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/codec"
 	"github.com/memvault/memvault/vault/testvault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // The folded scope is brought up to date from the events appended since it
@@ -17,7 +18,7 @@ func TestScopeFoldsAppendedEvents(t *testing.T) {
 	bind := func(session, thread string) {
 		t.Helper()
 		_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-			return BindSession(tx, vault.TranscriptRef{Agent: v.Config.Agent, Session: session}, thread)
+			return BindSession(tx, transcript.Ref{Agent: v.Config.Agent, Session: session}, thread)
 		})
 		if err != nil {
 			t.Fatal(err)

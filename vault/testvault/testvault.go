@@ -60,7 +60,7 @@ func MustVerify(t testing.TB, v *vault.Vault) *vault.VerifyReport {
 func AppendMessage(t testing.TB, v *vault.Vault, session, text string) {
 	t.Helper()
 	_, err := v.Update(vault.TxOptions{NoCommit: true}, func(tx *vault.Tx) error {
-		_, _, err := tx.AppendText(vault.TranscriptRef{Agent: v.Config.Agent, Session: session},
+		_, _, err := tx.AppendText(transcript.Ref{Agent: v.Config.Agent, Session: session},
 			[]transcript.Message{{Role: transcript.RoleUser, Text: text}})
 		return err
 	})

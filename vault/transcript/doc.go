@@ -1,14 +1,21 @@
-// Package transcript reads the session transcripts agent harnesses write and
-// turns them into memvault's normalised messages, redacting secrets on the
-// way. It is a pure library: it reads from an io.ReaderAt and returns values;
-// writing them to the vault is the caller's business.
+// Package transcript owns Tier 3's messages: it reads the session
+// transcripts agent harnesses write and turns them into memvault's
+// normalised messages, redacting secrets on the way, and it names and reads
+// back the vault's own transcripts. Parsing is a pure library: it reads
+// from an io.ReaderAt and returns values. Reading a vault transcript goes
+// through the vault's fileio.Root; writing one is the engine's transaction's
+// business (vault/transcripts.go), never this package's.
 //
 // # Stored form
 //
-// A vault transcript (transcripts/<agent>/<session>.jsonl) holds one Message
-// per line, with its sequence number n, in the vault's compact shape
-// (vault/transcript/line.go; docs/LINEAGE.md): the source as one string, a
-// tool result's output stored once, no HTML escapes.
+// A vault transcript, named by a Ref (agent and session key), is
+// transcripts/<agent>/<session>.jsonl and, past a size, the parts
+// <session>.1.jsonl, <session>.2.jsonl, … (ref.go; the session key encoded
+// by SessionFileName). It holds one Message per line, with its sequence
+// number n, in the vault's compact shape (line.go; docs/LINEAGE.md): the
+// source as one string, a tool result's output stored once, no HTML
+// escapes. Read, ReadFrom, EndOf and Sessions read it back (read.go,
+// readfrom.go).
 //
 //	{"n":1,"id":"fd5459cf-…","ts":"2026-11-22T03:59:47.82Z","role":"user","speaker":"user",
 //	 "text":"hello","src":"claude-code:3@346/user"}

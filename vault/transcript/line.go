@@ -13,8 +13,8 @@ import (
 // rewritten. EncodeLine writes the compact shape (docs/specs/
 // STORAGE.md, "Transcript lines"); DecodeLine reads it and every
 // earlier shape, and is the only way a stored line becomes a Stored:
-// readers of transcripts (ReadTranscript, the import's catch-up, recall and
-// its index, verify's tail) all go through it.
+// readers of transcripts (Read, ReadFrom and EndOf in this package, the
+// import's catch-up, recall and its index, verify's tail) all go through it.
 //
 // The compact shape keeps the keys a person greps for and the merge driver
 // sorts by (n, id, ts, role, speaker, kind, text) and differs from the first

@@ -31,7 +31,7 @@ func lineageVault(b testing.TB, sessions int) (root string, someNode string) {
 		end := min(sessions, start+batch)
 		_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
 			for s := start; s < end; s++ {
-				t := vault.TranscriptRef{Agent: "default", Session: fmt.Sprintf("s%05d", s)}
+				t := transcript.Ref{Agent: "default", Session: fmt.Sprintf("s%05d", s)}
 				ts := base.Add(time.Duration(s) * time.Minute)
 				msgs := []transcript.Message{
 					{ID: "u1", TS: ts, Role: transcript.RoleUser, Text: fmt.Sprintf("work on task %d of the migration", s)},
@@ -51,7 +51,7 @@ func lineageVault(b testing.TB, sessions int) (root string, someNode string) {
 		}
 		_, err = v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
 			for s := start; s < end; s++ {
-				t := vault.TranscriptRef{Agent: "default", Session: fmt.Sprintf("s%05d", s)}
+				t := transcript.Ref{Agent: "default", Session: fmt.Sprintf("s%05d", s)}
 				thread := fmt.Sprintf("project:p%02d", s%50)
 				n, _, err := lineage.Summarize(tx, t, lineage.SummaryOptions{Thread: thread})
 				if err != nil {

@@ -446,7 +446,7 @@ func scaleGenerate(tb testing.TB, root, corpus string, messages int) scaleData {
 	for s0 := 0; s0 < sessions; s0 += scaleTxSessions {
 		_, err := v.Update(vault.TxOptions{Command: "bench"}, func(tx *vault.Tx) error {
 			for s := s0; s < min(sessions, s0+scaleTxSessions); s++ {
-				t := vault.TranscriptRef{Agent: v.Config.Agent, Session: fmt.Sprintf("s%06d", s)}
+				t := transcript.Ref{Agent: v.Config.Agent, Session: fmt.Sprintf("s%06d", s)}
 				ts := base.Add(time.Duration(s) * 37 * time.Minute)
 				var msgs []transcript.Message
 				for i := 0; i < scaleSessionMsgs && s*scaleSessionMsgs+i < messages; i++ {
@@ -541,7 +541,7 @@ func scaleAppendTail(tb testing.TB, root string, bytes int64) int64 {
 	base := time.Date(2027, 1, 4, 9, 0, 0, 0, time.UTC)
 	for s := 0; dirBytes(tb, filepath.Join(root, "transcripts"))-before < bytes; s++ {
 		_, err := v.Update(vault.TxOptions{Command: "bench"}, func(tx *vault.Tx) error {
-			t := vault.TranscriptRef{Agent: v.Config.Agent, Session: fmt.Sprintf("tail%03d", s)}
+			t := transcript.Ref{Agent: v.Config.Agent, Session: fmt.Sprintf("tail%03d", s)}
 			var msgs []transcript.Message
 			for i := 0; i < scaleSessionMsgs; i++ {
 				role := transcript.RoleUser

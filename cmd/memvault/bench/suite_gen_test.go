@@ -218,7 +218,7 @@ func suiteGenerateBatched(tb testing.TB, v *vault.Vault, spec suiteSpec, cw *cor
 		s0, s1 := b*batch, min(spec.Sessions, (b+1)*batch)
 		res, err := v.Update(vault.TxOptions{Command: "bench"}, func(tx *vault.Tx) error {
 			for s := s0; s < s1; s++ {
-				t := vault.TranscriptRef{Agent: v.Config.Agent, Session: fmt.Sprintf("s%06d", s)}
+				t := transcript.Ref{Agent: v.Config.Agent, Session: fmt.Sprintf("s%06d", s)}
 				msgs := suiteMessages(g, r, t.Session, spec.Messages, base.Add(time.Duration(s)*37*time.Minute))
 				d.TextBytes += cw.add(msgs)
 				d.Messages += len(msgs)
@@ -237,7 +237,7 @@ func suiteGenerateBatched(tb testing.TB, v *vault.Vault, spec suiteSpec, cw *cor
 		d.Events += len(res.Events)
 		res, err = v.Update(vault.TxOptions{Command: "bench"}, func(tx *vault.Tx) error {
 			for s := s0; s < s1; s++ {
-				t := vault.TranscriptRef{Agent: v.Config.Agent, Session: fmt.Sprintf("s%06d", s)}
+				t := transcript.Ref{Agent: v.Config.Agent, Session: fmt.Sprintf("s%06d", s)}
 				n, _, err := lineage.Summarize(tx, t, lineage.SummaryOptions{Thread: suiteThread(s % spec.Threads)})
 				if err != nil {
 					return err
@@ -304,7 +304,7 @@ func suiteGenerateWeek(tb testing.TB, v *vault.Vault, spec suiteSpec, cw *corpus
 		return res
 	}
 	type live struct {
-		t      vault.TranscriptRef
+		t      transcript.Ref
 		thread string
 		msgs   []transcript.Message
 		next   int
@@ -317,7 +317,7 @@ func suiteGenerateWeek(tb testing.TB, v *vault.Vault, spec suiteSpec, cw *corpus
 			var sessions []*live
 			for k := 0; k < 2 && pair+k < perDay; k++ {
 				s := day*perDay + pair + k
-				t := vault.TranscriptRef{Agent: agent, Session: fmt.Sprintf("w%d-%03d", day, s)}
+				t := transcript.Ref{Agent: agent, Session: fmt.Sprintf("w%d-%03d", day, s)}
 				n := 40 + 2*r.IntN(81)
 				start := base.Add(time.Duration(day)*24*time.Hour + time.Duration(pair)*75*time.Minute + time.Duration(k)*7*time.Minute)
 				l := &live{t: t, thread: suiteThread(r.IntN(spec.Threads)), msgs: suiteMessages(g, r, t.Session, n, start)}

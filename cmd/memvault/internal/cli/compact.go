@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/memvault/memvault/vault/lineage"
+	"github.com/memvault/memvault/vault/transcript"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -51,7 +52,7 @@ func prepareCompact(ctx context.Context, opts compactOptions, e env, v *vault.Va
 		if err != nil {
 			return nil, err
 		}
-		t := vault.TranscriptRef{Agent: agent, Session: opts.session}
+		t := transcript.Ref{Agent: agent, Session: opts.session}
 		if err := t.Check(); err != nil {
 			return nil, err
 		}
@@ -60,7 +61,7 @@ func prepareCompact(ctx context.Context, opts compactOptions, e env, v *vault.Va
 		}
 	}
 	return func(tx *vault.Tx) (nodesMade, error) {
-		t := vault.TranscriptRef{Agent: tx.Agent(), Session: opts.session}
+		t := transcript.Ref{Agent: tx.Agent(), Session: opts.session}
 		return one(lineage.Compact(tx, t, lineage.CompactOptions{Summary: summary, Thread: opts.thread, Model: model}))
 	}, nil
 }

@@ -7,6 +7,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 type sessionsOptions struct {
@@ -30,7 +31,7 @@ func runSessions(_ context.Context, opts sessionsOptions, e env, v *vault.Vault)
 	if err != nil {
 		return err
 	}
-	all, err := v.Sessions()
+	all, err := transcript.Sessions(v.Files())
 	if err != nil {
 		return err
 	}
@@ -38,7 +39,7 @@ func runSessions(_ context.Context, opts sessionsOptions, e env, v *vault.Vault)
 	limitNote(e, opts.json, len(list), len(all), "sessions", "first")
 	if opts.json {
 		if list == nil {
-			list = []vault.SessionInfo{}
+			list = []transcript.SessionInfo{}
 		}
 		return printJSON(e.stdout, list)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/lineage"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 type summarizeOptions struct {
@@ -39,7 +40,7 @@ func prepareSummarize(ctx context.Context, opts summarizeOptions, e env, v *vaul
 	if err != nil {
 		return nil, err
 	}
-	t := vault.TranscriptRef{Agent: agent, Session: opts.session}
+	t := transcript.Ref{Agent: agent, Session: opts.session}
 	if err := t.Check(); err != nil {
 		return nil, err
 	}
@@ -48,7 +49,7 @@ func prepareSummarize(ctx context.Context, opts summarizeOptions, e env, v *vaul
 		return nil, err
 	}
 	return func(tx *vault.Tx) (nodesMade, error) {
-		t := vault.TranscriptRef{Agent: tx.Agent(), Session: opts.session}
+		t := transcript.Ref{Agent: tx.Agent(), Session: opts.session}
 		return one(lineage.Summarize(tx, t, lineage.SummaryOptions{Thread: opts.thread, Model: model}))
 	}, nil
 }

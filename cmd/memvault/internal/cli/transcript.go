@@ -101,15 +101,15 @@ func (o *transcriptShowOptions) flags() []ucli.Flag {
 }
 
 // transcriptRef resolves the agent and the session.
-func transcriptRef(e env, v *vault.Vault, session string) (vault.TranscriptRef, error) {
+func transcriptRef(e env, v *vault.Vault, session string) (transcript.Ref, error) {
 	agent, err := e.agentOf(v)
 	if err != nil {
-		return vault.TranscriptRef{}, err
+		return transcript.Ref{}, err
 	}
 	if session == "" {
-		return vault.TranscriptRef{}, usagef("transcript %s: --session is required", e.name)
+		return transcript.Ref{}, usagef("transcript %s: --session is required", e.name)
 	}
-	return vault.TranscriptRef{Agent: agent, Session: session}, nil
+	return transcript.Ref{Agent: agent, Session: session}, nil
 }
 
 // runTranscriptAppend reads the messages before the lock is taken (stdin
@@ -235,7 +235,7 @@ func runTranscriptImport(_ context.Context, opts transcriptImportOptions, e env)
 	return nil
 }
 
-func printImport(w io.Writer, t vault.TranscriptRef, rep *lineage.ImportReport) {
+func printImport(w io.Writer, t transcript.Ref, rep *lineage.ImportReport) {
 	if rep.Added == 0 {
 		fmt.Fprintf(w, "nothing new in %s (%d lines read", rep.Source, rep.Stats.Lines)
 	} else {
@@ -301,7 +301,7 @@ func runTranscriptShow(_ context.Context, opts transcriptShowOptions, e env, v *
 	stream := !opts.json && (limit == 0 || !tail)
 	var msgs []transcript.Stored
 	total := 0
-	err = v.ReadTranscript(ref, opts.from, opts.to, func(m transcript.Stored) error {
+	err = transcript.Read(v.Files(), ref, opts.from, opts.to, func(m transcript.Stored) error {
 		total++
 		switch {
 		case limit > 0 && !tail && total > limit:

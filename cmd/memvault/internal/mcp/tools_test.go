@@ -351,7 +351,7 @@ func kindOf(events []*vault.Event, kind string) *vault.Event {
 // summary node, as a session end does.
 func summarize(t *testing.T, v *vault.Vault, session, thread, prompt, answer string) *node.Node {
 	t.Helper()
-	ref := vault.TranscriptRef{Agent: v.Config.Agent, Session: session}
+	ref := transcript.Ref{Agent: v.Config.Agent, Session: session}
 	_, err := v.Update(vault.TxOptions{Session: session, NoCommit: true}, func(tx *vault.Tx) error {
 		_, _, err := tx.AppendText(ref, []transcript.Message{{Role: transcript.RoleUser, Text: prompt},
 			{Role: transcript.RoleAssistant, Text: answer}})

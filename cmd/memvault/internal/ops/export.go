@@ -14,6 +14,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/node"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // ExportFormat names the JSON form of an export; ExportVersion is its
@@ -143,7 +144,7 @@ func BuildExport(v *vault.Vault, q ExportQuery) (*Export, error) {
 	}
 	segs := map[string][][]byte{}
 	threads := map[string]bool{}
-	sessions := map[vault.TranscriptRef]bool{}
+	sessions := map[transcript.Ref]bool{}
 	for _, r := range rows {
 		lines, ok := segs[r.File]
 		if !ok {
@@ -169,30 +170,30 @@ func BuildExport(v *vault.Vault, q ExportQuery) (*Export, error) {
 			}
 			ex.Nodes = append(ex.Nodes, ExportFile{Path: path, Text: string(data)})
 			if n, err := node.Parse(data, true); err == nil && n.Span != nil {
-				sessions[vault.TranscriptRef{Agent: n.Agent, Session: n.Session}] = true
+				sessions[transcript.Ref{Agent: n.Agent, Session: n.Session}] = true
 			}
 		}
 	}
 	if q.Session != "" {
 		// The session's own transcript, under every agent that has one.
-		infos, err := v.Sessions()
+		infos, err := transcript.Sessions(v.Files())
 		if err != nil {
 			return nil, err
 		}
 		for _, s := range infos {
 			if s.Session == q.Session {
-				sessions[vault.TranscriptRef{Agent: s.Agent, Session: s.Session}] = true
+				sessions[transcript.Ref{Agent: s.Agent, Session: s.Session}] = true
 			}
 		}
 	}
 	if err := ex.addHeads(v, threads); err != nil {
 		return nil, err
 	}
-	refs := make([]vault.TranscriptRef, 0, len(sessions))
+	refs := make([]transcript.Ref, 0, len(sessions))
 	for t := range sessions {
 		refs = append(refs, t)
 	}
-	slices.SortFunc(refs, func(a, b vault.TranscriptRef) int { return strings.Compare(a.Path(), b.Path()) })
+	slices.SortFunc(refs, func(a, b transcript.Ref) int { return strings.Compare(a.Path(), b.Path()) })
 	for _, t := range refs {
 		tr, err := readTranscript(v, t, q.Messages)
 		if err != nil {
@@ -280,12 +281,12 @@ func (ex *Export) addHeads(v *vault.Vault, threads map[string]bool) error {
 
 // readTranscript reads t's parts, keeping the last max messages (0: all);
 // nil when t has no transcript.
-func readTranscript(v *vault.Vault, t vault.TranscriptRef, max int) (*ExportTranscript, error) {
+func readTranscript(v *vault.Vault, t transcript.Ref, max int) (*ExportTranscript, error) {
 	var parts []ExportFile
 	var lines [][]int // per part, the line count
 	total := 0
 	for n := 0; ; n++ {
-		rel := t.Part(n).String()
+		rel := t.Part(n)
 		data, err := v.ReadFile(rel)
 		if errors.Is(err, fs.ErrNotExist) {
 			break

@@ -10,6 +10,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/node"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // ImportResult says what an import wrote and what it found already there.
@@ -78,7 +79,7 @@ func ParseExport(name string, data []byte) (*Export, error) {
 		}
 	}
 	for _, t := range ex.Transcripts {
-		ref := vault.TranscriptRef{Agent: t.Agent, Session: t.Session}
+		ref := transcript.Ref{Agent: t.Agent, Session: t.Session}
 		if err := ref.Check(); err != nil {
 			return nil, fault.New(vault.ErrInvalid, "import: %s: transcript %s/%s: %v", name, t.Agent, t.Session, err)
 		}
@@ -92,9 +93,9 @@ func ParseExport(name string, data []byte) (*Export, error) {
 }
 
 // partNumber is the number of the part of t's transcript at path, or -1.
-func partNumber(t vault.TranscriptRef, path string) int {
+func partNumber(t transcript.Ref, path string) int {
 	for n := 0; n < 10000; n++ {
-		if t.Part(n).String() == path {
+		if t.Part(n) == path {
 			return n
 		}
 	}
@@ -167,9 +168,9 @@ func Import(tx *vault.Tx, ex *Export) (*ImportResult, error) {
 		if !t.Complete {
 			continue // an excerpt is for reading; checkSpans made sure no node needs it
 		}
-		ref := vault.TranscriptRef{Agent: t.Agent, Session: t.Session}
+		ref := transcript.Ref{Agent: t.Agent, Session: t.Session}
 		for _, p := range t.Parts {
-			wrote, err := writeNew(tx, ref.Part(partNumber(ref, p.Path)), p.Text)
+			wrote, err := writeNew(tx, vault.TranscriptRel(ref, partNumber(ref, p.Path)), p.Text)
 			if err != nil {
 				return nil, err
 			}
@@ -216,7 +217,7 @@ func checkSpans(v *vault.Vault, ex *Export) error {
 	whole := map[string]int{}
 	for _, t := range ex.Transcripts {
 		if t.Complete {
-			whole[vault.TranscriptRef{Agent: t.Agent, Session: t.Session}.Path()] = t.Total
+			whole[transcript.Ref{Agent: t.Agent, Session: t.Session}.Path()] = t.Total
 		}
 	}
 	for _, n := range ex.Nodes {

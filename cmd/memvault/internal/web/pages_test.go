@@ -18,6 +18,7 @@ import (
 	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/memory"
 	"github.com/memvault/memvault/vault/testvault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 // nextPage is the timeline's next-page link, unescaped; "" when none.
@@ -122,7 +123,7 @@ func TestSessionAndLineage(t *testing.T) {
 	for _, s := range []string{"s1", "s2"} {
 		testvault.AppendMessage(t, v, s, "please remember the <b>"+s+"</b> plan")
 		_, err := v.Update(vault.TxOptions{Session: s}, func(tx *vault.Tx) error {
-			n, _, err := lineage.Summarize(tx, vault.TranscriptRef{Agent: agent, Session: s}, lineage.SummaryOptions{Thread: "project:shop"})
+			n, _, err := lineage.Summarize(tx, transcript.Ref{Agent: agent, Session: s}, lineage.SummaryOptions{Thread: "project:shop"})
 			nodes = append(nodes, n)
 			return err
 		})

@@ -50,7 +50,7 @@ func (s *Server) session(r *http.Request) (*view, error) {
 		return nil, err
 	}
 	session := r.PathValue("session")
-	if vault.CheckSession(session) != nil {
+	if transcript.CheckSession(session) != nil {
 		return nil, fault.New(vault.ErrNotFound, "session %q: no such session", session)
 	}
 	v, _, err := s.open(true)
@@ -83,8 +83,8 @@ func (s *Server) session(r *http.Request) (*view, error) {
 			controls[data.Control.Msg] = append(controls[data.Control.Msg], control{Line: data.Control.Line, Row: row})
 		}
 	}
-	ref := vault.TranscriptRef{Agent: agent, Session: session}
-	err = v.ReadTranscript(ref, 1, maxMessages+1, func(m transcript.Stored) error {
+	ref := transcript.Ref{Agent: agent, Session: session}
+	err = transcript.Read(v.Files(), ref, 1, maxMessages+1, func(m transcript.Stored) error {
 		if len(d.Messages) == maxMessages {
 			d.More = true
 			return nil

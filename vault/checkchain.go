@@ -172,7 +172,7 @@ func (v *Vault) loadStamps() verifiedCache {
 	if key == nil {
 		return verifiedCache{}
 	}
-	d, ok := ReadStateFile(v.Root, verifiedFile, verifiedVersion)
+	d, ok := codec.ReadFile(v.Root, verifiedFile, verifiedVersion)
 	if !ok {
 		return verifiedCache{}
 	}
@@ -223,7 +223,7 @@ func (v *Vault) saveStamps(c verifiedCache) {
 	if key == nil {
 		return
 	}
-	WriteStateFile(v.Root, verifiedFile, verifiedVersion, func(e *codec.Encoder) {
+	codec.WriteFile(v.Root, verifiedFile, verifiedVersion, func(e *codec.Encoder) {
 		encodeVerified(e, c)
 		e.Str(signVerified(key, c))
 	})
@@ -234,7 +234,7 @@ func (v *Vault) saveStamps(c verifiedCache) {
 // none until its first write, which also registers git's merge driver
 // there (registerDriverOnce, tx.go).
 func (v *Vault) saveCheckedStamps(c verifiedCache) {
-	if _, err := v.Files().Stat(StateFilePath(v.Root, verifiedFile)); err == nil {
+	if _, err := v.Files().Stat(codec.FilePath(v.Root, verifiedFile)); err == nil {
 		v.saveStamps(c)
 	}
 }

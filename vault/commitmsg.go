@@ -168,9 +168,9 @@ func (tx *Tx) transcriptSubject() string {
 	t := tx.carried[0]
 	n := 0
 	if tail, ok := tx.transcripts[t]; ok {
-		n = tail.last
-	} else if tail, err := tx.v.TranscriptTail(t); err == nil {
-		n = tail.last
+		n = tail.Last
+	} else if tail, err := transcript.EndOf(tx.v.Files(), t); err == nil {
+		n = tail.Last
 	}
 	s := "transcript: "
 	if tx.opts.Harness != "" {

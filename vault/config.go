@@ -11,6 +11,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/gitrepo"
 	"github.com/memvault/memvault/vault/redact"
 )
@@ -136,7 +137,7 @@ func parseConfig(data []byte) (Config, *redact.Rules, error) {
 	if c.Agent == "" {
 		c.Agent = "default"
 	}
-	if err := CheckName("memvault.toml: agent", c.Agent); err != nil {
+	if err := fileio.CheckName("memvault.toml: agent", c.Agent); err != nil {
 		return Config{}, nil, err
 	}
 	if c.Ledger.SegmentBytes <= 0 {

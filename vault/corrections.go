@@ -66,7 +66,7 @@ type Correction struct {
 
 func (v *Vault) loadCorrectionCache() map[string]SegCorrections {
 	cache := map[string]SegCorrections{}
-	d, ok := ReadStateFile(v.Root, CorrectionFile, correctionVersion)
+	d, ok := codec.ReadFile(v.Root, CorrectionFile, correctionVersion)
 	if !ok {
 		return cache
 	}
@@ -101,7 +101,7 @@ func (v *Vault) saveCorrectionCache(cache map[string]SegCorrections) {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	WriteStateFile(v.Root, CorrectionFile, correctionVersion, func(e *codec.Encoder) {
+	codec.WriteFile(v.Root, CorrectionFile, correctionVersion, func(e *codec.Encoder) {
 		e.Int(len(paths))
 		for _, p := range paths {
 			c := cache[p]
@@ -260,7 +260,7 @@ const (
 
 func loadAllCorrections(root string) map[string]segRows {
 	old := map[string]segRows{}
-	d, ok := ReadStateFile(root, AllCorrectionsFile, allCorrectionsVersion)
+	d, ok := codec.ReadFile(root, AllCorrectionsFile, allCorrectionsVersion)
 	if !ok {
 		return old
 	}
@@ -281,7 +281,7 @@ func loadAllCorrections(root string) map[string]segRows {
 }
 
 func saveAllCorrections(root string, all allCorrections) {
-	WriteStateFile(root, AllCorrectionsFile, allCorrectionsVersion, func(e *codec.Encoder) {
+	codec.WriteFile(root, AllCorrectionsFile, allCorrectionsVersion, func(e *codec.Encoder) {
 		e.Int(len(all.Segs))
 		for _, sr := range all.Segs {
 			encodeStamp(e, sr.Stamp)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/memvault/memvault/vault/codec"
 )
 
 func TestSegmentSessionsAndLinks(t *testing.T) {
@@ -97,7 +99,7 @@ func TestFilteredLoadMarksLikeFull(t *testing.T) {
 				}
 			}
 		}
-		os.Remove(StateFilePath(v.Root, AllCorrectionsFile))
+		os.Remove(codec.FilePath(v.Root, AllCorrectionsFile))
 	}
 	if r := full.Get(ids[2]); !r.Current() {
 		t.Fatalf("a retracted supersede should leave its target current: %+v", r)

@@ -2,7 +2,6 @@ package vault
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"hash/crc32"
 	"io"
@@ -35,15 +34,13 @@ import (
 // was written, or when more than Every events were folded on top; below
 // that, folding the few appended lines again costs less than a write. It
 // is written without fsync (fileio.WriteCache): the CRC-32s of the framing
-// (WriteStateFile) catch a torn or stale one. A fold that saw a torn last
+// (codec.WriteFile) catch a torn or stale one. A fold that saw a torn last
 // line is not saved, since the stamps would claim bytes that were not
 // folded. Deleting .state/ is always safe.
 //
 // Past the framing, a view's file holds its key (the ledger tip, the
 // stamps, a CRC-32 of the last segment's folded bytes), then the view's
 // own encoding.
-
-const DerivedMagic = "memvault derived\n"
 
 // snapshotEvery is how many events folded on top make a derived file
 // worth rewriting.
@@ -75,7 +72,7 @@ type Derived[T any] struct {
 	Decode func(d *codec.Decoder) (T, bool)
 }
 
-func (d *Derived[T]) Path(root string) string { return StateFilePath(root, d.Name) }
+func (d *Derived[T]) Path(root string) string { return codec.FilePath(root, d.Name) }
 
 // Key is what a view was folded from.
 type Key struct {
@@ -123,7 +120,7 @@ func (d *Derived[T]) Open(v *Vault) (t T, key Key, dirty bool, err error) {
 // holds a CRC-32 of the bytes of that segment that were folded: when it
 // changed, those bytes are checked before the rest is read as appended.
 func (d *Derived[T]) LoadStamped(v *Vault, segs []Segment, stamps []SegStamp) (t T, key Key, dirty, ok bool) {
-	dec, ok := ReadStateFile(v.Root, d.Name, d.Version)
+	dec, ok := codec.ReadFile(v.Root, d.Name, d.Version)
 	if !ok {
 		return t, key, false, false
 	}
@@ -184,93 +181,12 @@ func (d *Derived[T]) Save(v *Vault, t T, key Key) bool {
 	if !ok {
 		return false
 	}
-	return WriteStateFile(v.Root, d.Name, d.Version, func(e *codec.Encoder) {
+	return codec.WriteFile(v.Root, d.Name, d.Version, func(e *codec.Encoder) {
 		e.Str(key.Tip)
 		EncodeStamps(e, key.Stamps)
 		e.Uint64(uint64(lastSum))
 		d.Encode(e, t)
 	})
-}
-
-func StateFilePath(root, name string) string {
-	return filepath.Join(root, ".state", name+".bin")
-}
-
-// WriteStateFile writes .state/<name>.bin in the framing every derived
-// file shares: the magic line, the length of the part read at once (8
-// bytes), that part (name, version, what body writes), its CRC-32, and
-// then the blocks body put in the tail, which a view reads one by one when
-// it needs them (each with its own CRC-32, encoder.tailBlock). It is a
-// cache: written without fsync. When body marks the encoding bad (a block
-// of the old file it copies no longer reads), the old file is removed
-// rather than kept: the next reader rebuilds the cache from the ledger and
-// saves a sound one, where keeping it would fail every save until the
-// damaged part changes. It reports whether the file was written. A cache
-// kept per segment rather than as one Derived view (the corrections', the
-// scope's facts in vault/scope) is written through it too, so every file
-// under .state/ has one framing and one check.
-func WriteStateFile(root, name string, version uint64, body func(e *codec.Encoder)) bool {
-	head := len(DerivedMagic) + 8
-	e := &codec.Encoder{B: make([]byte, head, 4096)}
-	copy(e.B, DerivedMagic)
-	e.Str(name)
-	e.Uint64(version)
-	body(e)
-	if e.Bad {
-		_ = fileio.At(root).Remove(StateFilePath(root, name))
-		return false
-	}
-	binary.LittleEndian.PutUint64(e.B[len(DerivedMagic):], uint64(len(e.B)-head))
-	e.B = binary.LittleEndian.AppendUint32(e.B, crc32.ChecksumIEEE(e.B[head:]))
-	e.B = append(e.B, e.Tail()...)
-	return fileio.At(root).WriteCache(StateFilePath(root, name), e.B) == nil
-}
-
-// ReadStateFile reads what WriteStateFile wrote and returns a decoder at
-// the start of the body; false when the file is missing, torn, damaged, or
-// of another name or version. The tail is not read: when there is one, the
-// decoder holds the open file for it (the file is replaced by rename, never
-// rewritten in place, so it stays the file that was checked).
-func ReadStateFile(root, name string, version uint64) (*codec.Decoder, bool) {
-	f, err := fileio.At(root).Open(StateFilePath(root, name))
-	if err != nil {
-		return nil, false
-	}
-	keep := false
-	defer func() {
-		if !keep {
-			f.Close()
-		}
-	}()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, false
-	}
-	head := make([]byte, len(DerivedMagic)+8)
-	if _, err := io.ReadFull(f, head); err != nil || !bytes.HasPrefix(head, []byte(DerivedMagic)) {
-		return nil, false
-	}
-	n := binary.LittleEndian.Uint64(head[len(DerivedMagic):])
-	if n > uint64(info.Size()) || int64(len(head))+int64(n)+4 > info.Size() {
-		return nil, false
-	}
-	buf := make([]byte, n+4)
-	if _, err := io.ReadFull(f, buf); err != nil {
-		return nil, false
-	}
-	body := buf[:n:n]
-	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(buf[n:]) {
-		return nil, false
-	}
-	dec := codec.NewDecoder(body)
-	if dec.Str() != name || dec.Uint64() != version || dec.Failed() {
-		return nil, false
-	}
-	if tail := int64(len(head)) + int64(len(buf)); tail < info.Size() {
-		dec.SetTail(f, tail, info.Size()-tail)
-		keep = true
-	}
-	return dec, true
 }
 
 // EncodeStamps writes segment stamps in the encoding every file under

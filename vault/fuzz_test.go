@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // FuzzParseLine: no ledger line makes the decoder panic, and a line whose
@@ -43,7 +45,7 @@ func FuzzPathNames(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if CheckName("name", s) == nil {
+		if fileio.CheckName("name", s) == nil {
 			if strings.ContainsAny(s, "/\\\x00") || s == "." || s == ".." || strings.HasPrefix(s, ".") {
 				t.Fatalf("accepted %q", s)
 			}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/transcript"
 )
@@ -33,7 +34,7 @@ func nodePath(agent, id string, created time.Time) (RelPath, error) {
 // the node's content, so making the same node twice gives the same id; if
 // that node exists already, CreateNode returns it and writes nothing.
 func (tx *Tx) CreateNode(n *node.Node) (made *node.Node, created bool, err error) {
-	if err := CheckName("agent", n.Agent); err != nil {
+	if err := fileio.CheckName("agent", n.Agent); err != nil {
 		return nil, false, err
 	}
 	t, err := time.Parse(time.RFC3339Nano, n.Created)
@@ -196,9 +197,9 @@ func (v *Vault) verifyNode(at Problem, id, rel string) []Problem {
 		if t.Path() != n.Span.Path {
 			return fail("node " + id + " cites " + n.Span.Path + ", not its session's transcript " + t.Path())
 		}
-		tail, err := v.TranscriptTail(t)
-		if err != nil || tail.last < n.Span.To {
-			return fail(fmt.Sprintf("node %s cites messages %d-%d of %s, which has %d", id, n.Span.From, n.Span.To, n.Span.Path, tail.last))
+		tail, err := transcript.EndOf(v.Files(), t)
+		if err != nil || tail.Last < n.Span.To {
+			return fail(fmt.Sprintf("node %s cites messages %d-%d of %s, which has %d", id, n.Span.From, n.Span.To, n.Span.Path, tail.Last))
 		}
 	}
 	return nil

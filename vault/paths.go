@@ -41,17 +41,12 @@ func (v *Vault) ReadFile(rel string) ([]byte, error) {
 	return v.Files().ReadFile(filepath.FromSlash(rel))
 }
 
-// CheckName validates one outside name (agent id, session key, node id, slug)
-// for use as a single path element. what names the kind of value in the
-// error. The rule is fileio's, so packages below the engine keep it too.
-func CheckName(what, s string) error { return fileio.CheckName(what, s) }
-
 // relPath joins trusted constant elements and outside names into a RelPath.
 // Every element is checked with CheckName, constants included: the cost is
 // negligible and it keeps one rule for all.
 func relPath(what string, elems ...string) (RelPath, error) {
 	for _, e := range elems {
-		if err := CheckName(what, e); err != nil {
+		if err := fileio.CheckName(what, e); err != nil {
 			return RelPath{}, err
 		}
 	}
@@ -194,7 +189,7 @@ func (v *Vault) checkIdentity(what, s string) error {
 // lock: the agent is a file name, the session a key of printable text, the
 // harness a name; none may hold a credential.
 func (opts TxOptions) check(v *Vault) error {
-	if err := CheckName("agent", opts.Agent); err != nil {
+	if err := fileio.CheckName("agent", opts.Agent); err != nil {
 		return err
 	}
 	if opts.Session != "" {
@@ -203,7 +198,7 @@ func (opts TxOptions) check(v *Vault) error {
 		}
 	}
 	if opts.Harness != "" {
-		if err := CheckName("harness", opts.Harness); err != nil {
+		if err := fileio.CheckName("harness", opts.Harness); err != nil {
 			return err
 		}
 	}

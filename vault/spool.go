@@ -285,7 +285,7 @@ func (tx *Tx) foldSpool() *spoolFold {
 	var all []agentSpool
 	live := false
 	for _, a := range agents {
-		if !a.IsDir() || CheckName("agent", a.Name()) != nil {
+		if !a.IsDir() || fileio.CheckName("agent", a.Name()) != nil {
 			continue // .gitignore, and anything that is no agent's folder, symlinks included
 		}
 		sessions, err := spoolSessions(fsys, filepath.Join(top, a.Name()))

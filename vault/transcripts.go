@@ -20,21 +20,6 @@ const DefaultPartBytes = 256 << 10
 // vault's typed path, for the transaction's writes and commits.
 func TranscriptRel(t transcript.Ref, n int) RelPath { return RelPath{t.Part(n)} }
 
-// transcriptTail is what an appender needs: the last part, its size, and the
-// last sequence number (transcript.End), kept current as a transaction
-// queues messages.
-type transcriptTail struct {
-	Part int
-	Size int64
-	last int
-}
-
-// TranscriptTail reads where t ends on disk (transcript.EndOf).
-func (v *Vault) TranscriptTail(t transcript.Ref) (transcriptTail, error) {
-	end, err := transcript.EndOf(v.Files(), t)
-	return transcriptTail{Part: end.Part, Size: end.Size, last: end.Last}, err
-}
-
 // AppendMessages queues messages for the transcript t, numbering them after
 // the ones already stored (and any queued earlier in this transaction), and
 // returns the first and last sequence numbers. Messages are redacted by the
@@ -47,11 +32,11 @@ func (tx *Tx) AppendMessages(t transcript.Ref, msgs []transcript.Message) (from,
 		return 0, 0, nil
 	}
 	if tx.transcripts == nil {
-		tx.transcripts = map[transcript.Ref]*transcriptTail{}
+		tx.transcripts = map[transcript.Ref]*transcript.End{}
 	}
 	tail, ok := tx.transcripts[t]
 	if !ok {
-		tt, err := tx.v.TranscriptTail(t)
+		tt, err := transcript.EndOf(tx.v.Files(), t)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -59,10 +44,10 @@ func (tx *Tx) AppendMessages(t transcript.Ref, msgs []transcript.Message) (from,
 		tx.transcripts[t] = tail
 	}
 	limit := tx.v.Config.Transcripts.PartBytes
-	from = tail.last + 1
+	from = tail.Last + 1
 	for _, m := range msgs {
-		tail.last++
-		line, err := transcript.EncodeLine(transcript.Stored{N: tail.last, Message: m})
+		tail.Last++
+		line, err := transcript.EncodeLine(transcript.Stored{N: tail.Last, Message: m})
 		if err != nil {
 			return 0, 0, fmt.Errorf("transcript: encode message %s: %w", m.ID, err)
 		}
@@ -74,7 +59,7 @@ func (tx *Tx) AppendMessages(t transcript.Ref, msgs []transcript.Message) (from,
 		tx.AppendFile(TranscriptRel(t, tail.Part), line)
 	}
 	tx.Carry(t)
-	return from, tail.last, nil
+	return from, tail.Last, nil
 }
 
 // AppendText records typed messages (from `transcript append` or a hook) in
@@ -155,7 +140,7 @@ func (v *Vault) Redact(text string) (string, map[string]int) {
 // Queued returns the messages of t this transaction has queued so far (the
 // spool's fold, which runs before a transaction's own work), in order:
 // they follow the transcript's end on disk, tail.
-func (tx *Tx) Queued(t transcript.Ref, tail transcriptTail) []transcript.Stored {
+func (tx *Tx) Queued(t transcript.Ref, tail transcript.End) []transcript.Stored {
 	tt := tx.transcripts[t]
 	if tt == nil {
 		return nil

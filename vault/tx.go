@@ -51,7 +51,7 @@ type Tx struct {
 	state   *State
 	// transcripts tracks the tail of each transcript appended to in this
 	// transaction, so consecutive appends number and split parts correctly.
-	transcripts map[transcript.Ref]*transcriptTail
+	transcripts map[transcript.Ref]*transcript.End
 	nodes       []string    // node ids created, for the Memvault-Node trailers
 	commitPaths []RelPath   // files written earlier without a commit, committed now
 	nodeIndex   *node.Index // loaded on first use by distillation

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memvault/memvault/vault/codec"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/gitrepo"
@@ -168,7 +169,7 @@ func (v *Vault) registerDriverOnce() {
 	if v.Binary == "" {
 		return
 	}
-	if _, err := v.Files().Stat(StateFilePath(v.Root, verifiedFile)); err == nil {
+	if _, err := v.Files().Stat(codec.FilePath(v.Root, verifiedFile)); err == nil {
 		return
 	}
 	_, _ = gitrepo.RegisterMergeDrivers(v.Root, v.Binary)
@@ -359,7 +360,7 @@ func parseJournalLine(s string) (JournalLine, bool) {
 // transcripts/<agent>/<file>.jsonl.
 func IsTranscriptPart(rel string) bool {
 	parts := strings.Split(rel, "/")
-	return len(parts) == 3 && parts[0] == "transcripts" && CheckName("agent", parts[1]) == nil &&
+	return len(parts) == 3 && parts[0] == "transcripts" && fileio.CheckName("agent", parts[1]) == nil &&
 		strings.HasSuffix(parts[2], ".jsonl") && !strings.HasPrefix(parts[2], ".") && !strings.Contains(parts[2], "\\")
 }
 

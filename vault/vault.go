@@ -415,54 +415,6 @@ func (v *Vault) Slot(key any, init func() any) any {
 	return s
 }
 
-// EnsureMergeSetup makes git merge the vault with memvault's driver: it
-// registers the driver for bin in .git/config and, when .gitattributes is
-// missing or lacks memvault's lines, adds them and commits the file in a
-// transaction of its own. It reports what it changed (as
-// gitrepo.MergeSetupPending names them). A vault whose ledger fails verification
-// still gets them: they are what lets the next merge go right.
-func (v *Vault) EnsureMergeSetup(bin string) (changed []string, err error) {
-	if ok, err := gitrepo.RegisterMergeDrivers(v.Root, bin); err != nil {
-		return nil, err
-	} else if ok {
-		changed = append(changed, ".git/config")
-	}
-	attrs, err := gitrepo.ReadAttributes(v.Root)
-	if err != nil || gitrepo.WithAttributes(attrs) == nil {
-		return changed, err
-	}
-	_, err = v.Update(TxOptions{Command: "merge setup", Force: true}, func(tx *Tx) error {
-		// Read again under the lock: another process may have done it.
-		if added, err := tx.AddMergeAttributes(); err != nil || !added {
-			return err
-		}
-		tx.Subject("merge: memvault's merge driver in " + gitrepo.GitattributesFile)
-		return nil
-	})
-	if err != nil {
-		return changed, err
-	}
-	return append(changed, gitrepo.GitattributesFile), nil
-}
-
-// AddMergeAttributes queues, in tx, .gitattributes with the lines of
-// memvault's merge driver it lacks (the person's lines kept above them),
-// and reports whether it did: for a writer that sets a fresh clone up in a
-// transaction it runs anyway. It does not register the driver in
-// .git/config, which is no vault file (gitrepo.RegisterMergeDrivers).
-func (tx *Tx) AddMergeAttributes() (bool, error) {
-	attrs, err := gitrepo.ReadAttributes(tx.v.Root)
-	if err != nil {
-		return false, err
-	}
-	out := gitrepo.WithAttributes(attrs)
-	if out == nil {
-		return false, nil
-	}
-	tx.WriteFile(MustRel(gitrepo.GitattributesFile), out)
-	return true, nil
-}
-
 // Error is a classified error with an optional hint the user can act on. It
 // is fault.Error, named here so that callers of the vault need not import
 // fault to build or inspect one.

@@ -107,7 +107,7 @@ func TestVerifyIncrementalFindsAnEditUnderTheSameStat(t *testing.T) {
 // with its bytes edited.
 func TestVerifyForgedStampsVouchForNothing(t *testing.T) {
 	v := stampedVault(t, 5)
-	stampPath := StateFilePath(v.Root, verifiedFile)
+	stampPath := codec.FilePath(v.Root, verifiedFile)
 	before, err := os.ReadFile(stampPath)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +140,7 @@ func TestVerifyForgedStampsVouchForNothing(t *testing.T) {
 		forged.stamps[i].SegStamp, forged.stamps[i].Ctime = cur.SegStamp, cur.Ctime
 		forged.stamps[i].Tip = old.stamps[i].Tip
 	}
-	WriteStateFile(v.Root, verifiedFile, verifiedVersion, func(e *codec.Encoder) {
+	codec.WriteFile(v.Root, verifiedFile, verifiedVersion, func(e *codec.Encoder) {
 		encodeVerified(e, forged)
 		e.Str(signVerified(make([]byte, 32), forged))
 	})
@@ -150,7 +150,7 @@ func TestVerifyForgedStampsVouchForNothing(t *testing.T) {
 	// incremental check trusts (docs/specs/STORAGE.md); a byte of the file
 	// changed then, the signature fails again
 	key := v.stampKey(false)
-	WriteStateFile(v.Root, verifiedFile, verifiedVersion, func(e *codec.Encoder) {
+	codec.WriteFile(v.Root, verifiedFile, verifiedVersion, func(e *codec.Encoder) {
 		encodeVerified(e, forged)
 		e.Str(signVerified(key, forged))
 	})

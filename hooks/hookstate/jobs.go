@@ -103,7 +103,7 @@ func (js *jobStamps) next() int64 {
 // EnqueueJob adds j at the end of the queue. It is durable when EnqueueJob
 // returns: the file is written atomically and synced.
 func EnqueueJob(v *vault.Vault, j Job) error {
-	if err := vault.CheckName("job kind", j.Kind); err != nil {
+	if err := fileio.CheckName("job kind", j.Kind); err != nil {
 		return err
 	}
 	data, err := json.Marshal(j)

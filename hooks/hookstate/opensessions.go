@@ -11,6 +11,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // The open-sessions registry lists, per harness, the sessions that started
@@ -26,7 +27,7 @@ import (
 // most wait for it. Without the lock in time it changes nothing and fails
 // with vault.ErrBusy (see vault.IsBusy). edit runs under the lock and should be quick.
 func EditOpenSessions(v *vault.Vault, harness string, wait time.Duration, edit func(open []Job) []Job) error {
-	if err := vault.CheckName("harness", harness); err != nil {
+	if err := fileio.CheckName("harness", harness); err != nil {
 		return err
 	}
 	path := filepath.Join(v.Root, filepath.FromSlash(hookStateDir), "open-"+harness+".json")

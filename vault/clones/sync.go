@@ -146,7 +146,7 @@ func Sync(v *vault.Vault, opts SyncOptions) (*SyncReport, error) {
 			bin = v.Binary
 		}
 		if bin != "" {
-			if _, err := v.EnsureMergeSetup(bin); err != nil {
+			if _, err := EnsureMergeSetup(v, bin); err != nil {
 				return nil, err
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memvault/memvault/vault/codec"
 	"github.com/memvault/memvault/vault/heads"
 
 	"github.com/memvault/memvault/vault"
@@ -229,7 +230,7 @@ func TestContinuityCacheMatchesFold(t *testing.T) {
 		"garbage":       []byte("garbage"),
 		"truncated":     good[:len(good)-7],
 		"a flipped bit": append(append([]byte(nil), good[:len(good)-40]...), append([]byte{good[len(good)-40] ^ 1}, good[len(good)-39:]...)...),
-		"no header":     []byte(vault.DerivedMagic),
+		"no header":     []byte(codec.Magic),
 	} {
 		if err := os.WriteFile(path, bad, 0o600); err != nil {
 			t.Fatal(err)

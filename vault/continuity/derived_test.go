@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/memvault/memvault/vault/codec"
 	"github.com/memvault/memvault/vault/heads"
 	"github.com/memvault/memvault/vault/scope"
 
@@ -147,7 +148,7 @@ var derivedViews = []derivedView{
 		full: func(t *testing.T, v *vault.Vault) (any, error) {
 			// From every segment's lines: the per-segment facts are set
 			// aside for the fold and put back after.
-			facts := vault.StateFilePath(v.Root, scope.FactsFile)
+			facts := codec.FilePath(v.Root, scope.FactsFile)
 			if kept, err := os.ReadFile(facts); err == nil {
 				os.Remove(facts)
 				defer os.WriteFile(facts, kept, 0o644)
@@ -268,7 +269,7 @@ var derivedViews = []derivedView{
 	},
 	{
 		name: "corrections",
-		file: func(v *vault.Vault) string { return vault.StateFilePath(v.Root, vault.AllCorrectionsFile) },
+		file: func(v *vault.Vault) string { return codec.FilePath(v.Root, vault.AllCorrectionsFile) },
 		cached: func(t *testing.T, v *vault.Vault) (any, error) {
 			all, err := v.CorrectionRows()
 			if err != nil {
@@ -301,7 +302,7 @@ var derivedViews = []derivedView{
 		// A filtered load reads only the corrections its rows need,
 		// through the per-segment corrections file.
 		name: "filtered load",
-		file: func(v *vault.Vault) string { return vault.StateFilePath(v.Root, vault.CorrectionFile) },
+		file: func(v *vault.Vault) string { return codec.FilePath(v.Root, vault.CorrectionFile) },
 		cached: func(t *testing.T, v *vault.Vault) (any, error) {
 			st, err := v.LoadStateWith([][]byte{[]byte(`"thread":"project:p1"`)})
 			if err != nil {

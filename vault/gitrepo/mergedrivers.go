@@ -329,7 +329,7 @@ func editGitConfig(root string, edit func([]byte) []byte) (bool, error) {
 	return true, nil
 }
 
-// MergeSetupPending lists what vault.EnsureMergeSetup would change for bin in the
+// MergeSetupPending lists what clones.EnsureMergeSetup would change for bin in the
 // vault at root: ".git/config" (the driver is not registered for bin) and
 // ".gitattributes" (it lacks memvault's lines). Nothing is written.
 func MergeSetupPending(root, bin string) ([]string, error) {

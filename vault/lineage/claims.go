@@ -17,6 +17,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/canonical"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // The status of a recorded claim, in its data.status.
@@ -287,7 +288,7 @@ func mentionedIDs(c ControlLine) []string {
 	}
 	var ids []string
 	for _, x := range append(v.Links, v.ID) {
-		if id, ok := x.(string); ok && strings.HasPrefix(id, vault.EventIDMarker) && vault.CheckName("id", id) == nil &&
+		if id, ok := x.(string); ok && strings.HasPrefix(id, vault.EventIDMarker) && fileio.CheckName("id", id) == nil &&
 			!strings.ContainsAny(id, "\" ") {
 			ids = append(ids, id)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/transcript"
 )
@@ -61,7 +62,7 @@ type ExpandOptions struct {
 // the transcript messages of its span. Nodes are scoped by agent: expanding
 // another agent's node needs that agent named explicitly.
 func Expand(v *vault.Vault, id string, opts ExpandOptions) (*Expansion, error) {
-	if err := vault.CheckName("node id", id); err != nil {
+	if err := fileio.CheckName("node id", id); err != nil {
 		return nil, err
 	}
 	if opts.Context < 0 {

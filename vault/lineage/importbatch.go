@@ -105,7 +105,7 @@ type storedMessages struct {
 // stored already that the batch must leave out.
 func storedBefore(tx *vault.Tx, id *importID, st *importState) (transcript.Pos, *storedMessages, error) {
 	v, t := tx.Vault(), id.t
-	tail, err := v.TranscriptTail(t)
+	tail, err := transcript.EndOf(v.Files(), t)
 	if err != nil {
 		return transcript.Pos{}, nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/canonical"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // Input is what a caller records: the parts of an event that come from
@@ -62,7 +63,7 @@ func (in *Input) validate() error {
 		in.Data = buf.Bytes()
 	}
 	for _, l := range in.Links {
-		if err := vault.CheckName("link", l); err != nil {
+		if err := fileio.CheckName("link", l); err != nil {
 			return err
 		}
 	}
@@ -137,7 +138,7 @@ func record(tx *vault.Tx, in Input, allowEmpty bool) (*vault.Event, error) {
 // target looks up the event a correction names and refuses corrections of
 // rows that no longer hold.
 func target(tx *vault.Tx, verb, id string) (*vault.Row, error) {
-	if err := vault.CheckName("id", id); err != nil {
+	if err := fileio.CheckName("id", id); err != nil {
 		return nil, err
 	}
 	st, err := tx.State()

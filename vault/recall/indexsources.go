@@ -14,6 +14,7 @@ import (
 	"github.com/memvault/memvault/index"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/node"
 )
 
@@ -93,7 +94,7 @@ func transcriptSources(v *vault.Vault) ([]indexSource, error) {
 	}
 	var out []indexSource
 	for _, a := range agents {
-		if !a.IsDir() || vault.CheckName("agent", a.Name()) != nil {
+		if !a.IsDir() || fileio.CheckName("agent", a.Name()) != nil {
 			continue
 		}
 		files, err := v.Files().ReadDir(filepath.Join(v.Root, "transcripts", a.Name()))

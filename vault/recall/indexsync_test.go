@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memvault/memvault/vault/codec"
 	"github.com/memvault/memvault/vault/lineage"
 	"github.com/memvault/memvault/vault/transcript"
 
@@ -245,8 +246,8 @@ func TestRowStatusesFromCache(t *testing.T) {
 	if !strings.Contains(want(), "=invalidated") || !strings.Contains(want(), "=closed") {
 		t.Fatalf("the fold marks no invalidated or closed row: %s", want())
 	}
-	os.WriteFile(vault.StateFilePath(v.Root, vault.CorrectionFile), []byte("garbage"), 0o600)
-	os.WriteFile(vault.StateFilePath(v.Root, vault.AllCorrectionsFile), []byte("garbage"), 0o600)
+	os.WriteFile(codec.FilePath(v.Root, vault.CorrectionFile), []byte("garbage"), 0o600)
+	os.WriteFile(codec.FilePath(v.Root, vault.AllCorrectionsFile), []byte("garbage"), 0o600)
 	if g, w := got(), want(); g != w {
 		t.Fatalf("with a damaged cache: dead rows %s, want %s", g, w)
 	}

@@ -171,7 +171,7 @@ func (sc *Scope) inFolded(k [3]string) bool {
 }
 
 // FactsFile names the per-segment facts' file, .state/scope-facts.bin, in
-// the framing of every file there (vault.WriteStateFile); a test removes
+// the framing of every file there (codec.WriteFile); a test removes
 // it to tell a rebuild from a fold on top.
 const (
 	FactsFile    = "scope-facts"
@@ -180,7 +180,7 @@ const (
 
 func loadFacts(root string) map[string]segScope {
 	cache := map[string]segScope{}
-	d, ok := vault.ReadStateFile(root, FactsFile, factsVersion)
+	d, ok := codec.ReadFile(root, FactsFile, factsVersion)
 	if !ok {
 		return cache
 	}
@@ -223,7 +223,7 @@ func saveFacts(root string, cache map[string]segScope) {
 		files = append(files, f)
 	}
 	sort.Strings(files)
-	vault.WriteStateFile(root, FactsFile, factsVersion, func(e *codec.Encoder) {
+	codec.WriteFile(root, FactsFile, factsVersion, func(e *codec.Encoder) {
 		pairs := func(ps [][2]string) {
 			e.Int(len(ps))
 			for _, p := range ps {

@@ -33,16 +33,16 @@ func TestScopeFoldsAppendedEvents(t *testing.T) {
 	bind("s1", "topic:billing")
 	// Without the per-segment facts, only the incremental path can answer
 	// without writing them again.
-	os.Remove(vault.StateFilePath(v.Root, FactsFile))
+	os.Remove(codec.FilePath(v.Root, FactsFile))
 	sc, err := Load(v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(vault.StateFilePath(v.Root, FactsFile)); err == nil {
+	if _, err := os.Stat(codec.FilePath(v.Root, FactsFile)); err == nil {
 		t.Fatal("the scope was folded from every segment, not from the appended events")
 	}
 	os.Remove(View.Path(v.Root))
-	os.Remove(vault.StateFilePath(v.Root, FactsFile))
+	os.Remove(codec.FilePath(v.Root, FactsFile))
 	full, err := Load(v)
 	if err != nil {
 		t.Fatal(err)

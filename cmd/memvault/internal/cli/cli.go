@@ -373,7 +373,7 @@ func harnessActions() map[string]action {
 		// The installers change the harness's config and git's hooks, not
 		// the vault; install git also registers the merge driver and, when
 		// .gitattributes lacks it, commits it through the library
-		// (vault.EnsureMergeSetup). doctor checks them, and the vault if
+		// (clones.EnsureMergeSetup). doctor checks them, and the vault if
 		// there is one.
 		"install":   ownWrites(runInstall),
 		"uninstall": noVault(runUninstall),

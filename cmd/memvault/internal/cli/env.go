@@ -9,6 +9,7 @@ import (
 
 	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // env is what a command takes from the process and from the global flags:
@@ -66,7 +67,7 @@ func (e env) agentOf(v *vault.Vault) (string, error) {
 	if e.agent == "" {
 		return v.Config.Agent, nil
 	}
-	return e.agent, vault.CheckName("agent", e.agent)
+	return e.agent, fileio.CheckName("agent", e.agent)
 }
 
 // txOptions are the options of a transaction this command runs: its name,

@@ -16,6 +16,7 @@ import (
 	"github.com/memvault/memvault/hooks"
 	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/clones"
 	"github.com/memvault/memvault/vault/gitrepo"
 	"github.com/memvault/memvault/vault/scope"
 )
@@ -149,7 +150,7 @@ func mergeSetup(e env, w io.Writer, opts installOptions) error {
 	if err != nil {
 		return err
 	}
-	changed, err := v.EnsureMergeSetup(bin)
+	changed, err := clones.EnsureMergeSetup(v, bin)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memvault/memvault/cmd/memvault/internal/mcp"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 type mcpOptions struct {
@@ -48,7 +49,7 @@ func (o mcpOptions) server(e env) (mcp.Options, error) {
 		return srv, usagef("mcp: --lock-wait must be more than 0 and at most 1m: a model waits on every call")
 	}
 	if a := srv.Agent; a != "" {
-		if err := vault.CheckName("agent", a); err != nil {
+		if err := fileio.CheckName("agent", a); err != nil {
 			return srv, err
 		}
 	}

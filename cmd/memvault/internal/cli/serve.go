@@ -15,6 +15,7 @@ import (
 
 	"github.com/memvault/memvault/cmd/memvault/internal/web"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 type serveOptions struct {
@@ -51,7 +52,7 @@ func (o serveOptions) server(e env) (web.Options, error) {
 		return srv, usagef("serve: --port must be between 0 and 65535")
 	}
 	if a := srv.Agent; a != "" {
-		if err := vault.CheckName("agent", a); err != nil {
+		if err := fileio.CheckName("agent", a); err != nil {
 			return srv, err
 		}
 	}

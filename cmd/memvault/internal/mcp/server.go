@@ -27,6 +27,7 @@ import (
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // DefaultLockWait is how long a write waits for the vault lock before the
@@ -154,7 +155,7 @@ func (s *Server) open(ctx context.Context, ss *sdk.ServerSession, capture bool) 
 	agent := s.opts.Agent
 	if agent == "" {
 		agent = v.Config.Agent
-	} else if err := vault.CheckName("agent", agent); err != nil {
+	} else if err := fileio.CheckName("agent", agent); err != nil {
 		return nil, err
 	}
 	return &call{v: v, agent: agent, dir: dir}, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/transcript"
 )
@@ -70,7 +71,7 @@ func ParseExport(name string, data []byte) (*Export, error) {
 	}
 	for _, n := range ex.Nodes {
 		m := nodePathRE.FindStringSubmatch(n.Path)
-		if m == nil || vault.CheckName("agent", m[1]) != nil {
+		if m == nil || fileio.CheckName("agent", m[1]) != nil {
 			return nil, fault.New(vault.ErrInvalid, "import: %s: node path %q is not nodes/<agent>/<yyyy>/<mm>/<id>.md", name, n.Path)
 		}
 		hdr, err := node.Parse([]byte(n.Text), true)

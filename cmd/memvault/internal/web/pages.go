@@ -10,6 +10,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/continuity"
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/heads"
 )
 
@@ -186,7 +187,7 @@ func (s *Server) timeline(r *http.Request) (*view, error) {
 // pathArg reads a path element of the route, checked as a name.
 func pathArg(r *http.Request, what, name string) (string, error) {
 	s := r.PathValue(name)
-	if err := vault.CheckName(what, s); err != nil {
+	if err := fileio.CheckName(what, s); err != nil {
 		return "", fault.New(vault.ErrNotFound, "%s %q: no such %s", what, s, what)
 	}
 	return s, nil

@@ -1,4 +1,4 @@
-package vault
+package clones
 
 import (
 	"os"
@@ -6,18 +6,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/gitrepo"
 )
 
 func TestEnsureMergeSetup(t *testing.T) {
 	root := filepath.Join(t.TempDir(), ".memory")
-	v, _, err := Init(root)
+	v, _, err := vault.Init(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A vault made before the drivers: a .gitattributes of the person's own.
-	_, err = v.Update(TxOptions{Command: "test"}, func(tx *Tx) error {
-		tx.WriteFile(MustRel(gitrepo.GitattributesFile), []byte("*.png binary"))
+	_, err = v.Update(vault.TxOptions{Command: "test"}, func(tx *vault.Tx) error {
+		tx.WriteFile(vault.MustRel(gitrepo.GitattributesFile), []byte("*.png binary"))
 		return nil
 	})
 	if err != nil {
@@ -32,7 +33,7 @@ func TestEnsureMergeSetup(t *testing.T) {
 		t.Fatalf("pending: %v %v", pending, err)
 	}
 	head, _ := v.Head()
-	changed, err := v.EnsureMergeSetup(bin)
+	changed, err := EnsureMergeSetup(v, bin)
 	if err != nil || strings.Join(changed, " ") != ".git/config .gitattributes" {
 		t.Fatalf("ensure: %v %v", changed, err)
 	}
@@ -43,7 +44,7 @@ func TestEnsureMergeSetup(t *testing.T) {
 	if now, _ := v.Head(); now == head {
 		t.Error("nothing was committed")
 	}
-	if changed, err := v.EnsureMergeSetup(bin); err != nil || len(changed) > 0 {
+	if changed, err := EnsureMergeSetup(v, bin); err != nil || len(changed) > 0 {
 		t.Errorf("second run: %v %v", changed, err)
 	}
 }

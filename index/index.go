@@ -9,7 +9,7 @@
 // a phrase); tier, agent and thread are single keywords for filtering;
 // a message's speaker and day are keywords
 // that only lift a score; nothing is stored but the id.
-// A change of mapping bumps MappingVersion, and an index built with another
+// A change of mapping bumps mappingVersion, and an index built with another
 // version is rebuilt rather than queried.
 package index
 
@@ -33,8 +33,8 @@ import (
 	"github.com/memvault/memvault/vault/fileio"
 )
 
-// MappingVersion identifies the mapping below; bump it with any change.
-const MappingVersion = 5
+// mappingVersion identifies the mapping below; bump it with any change.
+const mappingVersion = 5
 
 // Doc is one searchable unit.
 type Doc struct {
@@ -70,9 +70,9 @@ type Weight struct {
 	Score float64 `json:"score"`
 }
 
-// ErrUnusable means the index cannot be used as it is (missing, corrupt, or
+// errUnusable means the index cannot be used as it is (missing, corrupt, or
 // built with another mapping) and must be rebuilt.
-var ErrUnusable = errors.New("index unusable")
+var errUnusable = errors.New("index unusable")
 
 // ErrBusy means a writer holds the index and a reader gave up waiting.
 var ErrBusy = errors.New("index busy")
@@ -201,18 +201,18 @@ func ReadMeta(dir string) (Meta, error) {
 
 // Open opens the index in dir. A reader (readOnly) waits at most timeout
 // for a writer to finish. An index that is missing, damaged or of another
-// mapping version gives ErrUnusable.
+// mapping version gives errUnusable.
 func Open(dir string, readOnly bool, timeout time.Duration) (*Index, error) {
 	data, err := os.ReadFile(filepath.Join(dir, metaFile))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnusable, err)
+		return nil, fmt.Errorf("%w: %v", errUnusable, err)
 	}
 	var meta Meta
 	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&meta); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrUnusable, metaFile, err)
+		return nil, fmt.Errorf("%w: %s: %v", errUnusable, metaFile, err)
 	}
-	if meta.Version != MappingVersion {
-		return nil, fmt.Errorf("%w: built with mapping version %d, this is %d", ErrUnusable, meta.Version, MappingVersion)
+	if meta.Version != mappingVersion {
+		return nil, fmt.Errorf("%w: built with mapping version %d, this is %d", errUnusable, meta.Version, mappingVersion)
 	}
 	if meta.Watermarks == nil {
 		meta.Watermarks = map[string]int64{}
@@ -232,7 +232,7 @@ func Open(dir string, readOnly bool, timeout time.Duration) (*Index, error) {
 		if isTimeout(err) {
 			return nil, fmt.Errorf("%w: %v", ErrBusy, err)
 		}
-		return nil, fmt.Errorf("%w: %v", ErrUnusable, err)
+		return nil, fmt.Errorf("%w: %v", errUnusable, err)
 	}
 	return &Index{b: b, dir: dir, Meta: meta}, nil
 }
@@ -279,7 +279,7 @@ func NewMemory() (*Index, error) {
 }
 
 func newMeta() Meta {
-	return Meta{Version: MappingVersion, Watermarks: map[string]int64{}, Agents: map[string]bool{}, Speakers: map[string]bool{}}
+	return Meta{Version: mappingVersion, Watermarks: map[string]int64{}, Agents: map[string]bool{}, Speakers: map[string]bool{}}
 }
 
 // SaveMeta writes the watermarks. Call it only after the documents they
@@ -301,12 +301,12 @@ func (ix *Index) Add(docs []Doc) error {
 	for _, d := range docs {
 		thread := d.Thread
 		if thread == "" {
-			thread = GlobalThread // an empty keyword is not indexed, and global rows must be findable
+			thread = globalThread // an empty keyword is not indexed, and global rows must be findable
 		}
 		fields := map[string]interface{}{
 			"text": withForms(d.Text), "context": withForms(d.Context), "tier": d.Tier, "agent": d.Agent, "thread": thread,
 		}
-		if words := SpeakerWords(d.Speaker); len(words) > 0 {
+		if words := speakerWords(d.Speaker); len(words) > 0 {
 			fields["speaker"] = words
 			for _, w := range words {
 				ix.Meta.Speakers[w] = true

@@ -92,7 +92,7 @@ func TestOpenRefusesOtherMappingVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix.Meta.Version = MappingVersion + 1
+	ix.Meta.Version = mappingVersion + 1
 	ix.SaveMeta()
 	ix.Close()
 	if _, err := Open(dir, true, time.Second); err == nil {
@@ -105,7 +105,7 @@ func TestOpenRefusesOtherMappingVersions(t *testing.T) {
 
 // Common words only add to the score of documents that hold a rarer word;
 // a query of common words only needs documents that hold them all, unless
-// too few do. The rule applies only past CommonMinDocs documents, so the
+// too few do. The rule applies only past commonMinDocs documents, so the
 // index is made big enough for apple and banana to pass it.
 func TestCommonWords(t *testing.T) {
 	mem, err := NewMemory()

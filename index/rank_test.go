@@ -69,8 +69,8 @@ func TestSpeakerOnlyLifts(t *testing.T) {
 	if strings.Join(got, " ") != "bob-alert dana-alert tool-alert" {
 		t.Errorf("ties not in id order: %v", got)
 	}
-	if w := SpeakerWords("Assistant (claude) user"); strings.Join(w, " ") != "claude" {
-		t.Errorf("SpeakerWords kept role words: %q", w)
+	if w := speakerWords("Assistant (claude) user"); strings.Join(w, " ") != "claude" {
+		t.Errorf("speakerWords kept role words: %q", w)
 	}
 }
 
@@ -132,8 +132,8 @@ func TestWordForms(t *testing.T) {
 		"one of them":                   "",
 		"The mugs broke; it's broken":   "break break",
 	} {
-		if got := WordForms(in); got != want {
-			t.Errorf("WordForms(%q) = %q, want %q", in, got, want)
+		if got := wordForms(in); got != want {
+			t.Errorf("wordForms(%q) = %q, want %q", in, got, want)
 		}
 	}
 	ix := memIndex(t, []Doc{
@@ -161,10 +161,10 @@ func TestCommonByAbsoluteSize(t *testing.T) {
 	if isCommon(500, 1000) {
 		t.Error("a term in half of 1,000 documents counted as common")
 	}
-	if !isCommon(CommonMinDocs+1, 50*CommonMinDocs) {
+	if !isCommon(commonMinDocs+1, 50*commonMinDocs) {
 		t.Error("a term past both limits did not count as common")
 	}
-	if isCommon(CommonMinDocs+1, 1000*CommonMinDocs) {
+	if isCommon(commonMinDocs+1, 1000*commonMinDocs) {
 		t.Error("a term under 2 % counted as common")
 	}
 }
@@ -205,7 +205,7 @@ func TestOldMappingUnusable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix.Meta.Version = MappingVersion - 1
+	ix.Meta.Version = mappingVersion - 1
 	if err := ix.SaveMeta(); err != nil {
 		t.Fatal(err)
 	}

@@ -56,8 +56,8 @@ const (
 // heads): a search keeps them whatever agents it asks for.
 const AnyAgent = "*"
 
-// GlobalThread is how a document without a thread is indexed.
-const GlobalThread = "-"
+// globalThread is how a document without a thread is indexed.
+const globalThread = "-"
 
 // Search runs q over the given indexes together, best first. A document
 // found in more than one of them (the persistent index and the in-memory
@@ -84,7 +84,7 @@ func Search(indexes []*Index, q Query) ([]Hit, error) {
 		var or []query.Query
 		for _, t := range q.Threads {
 			if t == "" {
-				t = GlobalThread
+				t = globalThread
 			}
 			or = append(or, term("thread", t))
 		}
@@ -172,21 +172,21 @@ func run(indexes []*Index, q query.Query, limit int, explain bool) (*bleve.Searc
 	}
 }
 
-// CommonFraction is the share of documents above which a query term counts
+// commonFraction is the share of documents above which a query term counts
 // as common (see matchQuery), in an index large enough for the rule to pay:
-// a term counts as common only when it is in more than CommonMinDocs
+// a term counts as common only when it is in more than commonMinDocs
 // documents too.
-const CommonFraction = 0.02
+const commonFraction = 0.02
 
-// CommonMinDocs is the number of documents a term must be in before it can
+// commonMinDocs is the number of documents a term must be in before it can
 // count as common. The rule is there for speed: walking a term in a few
 // thousand documents costs little, while in a vault of a few hundred turns
 // 2 % is a handful of turns, and ordinary topic words ("backup", "cutover")
 // would count as common and never score the right turn.
-const CommonMinDocs = 2000
+const commonMinDocs = 2000
 
 // matchQuery matches the words of text in the text field, and with less
-// weight in the context field. A word found in more than CommonFraction of
+// weight in the context field. A word found in more than commonFraction of
 // the documents (in a question: "file", "change", "can") scores every
 // document it is in, which at a million messages is most of a search's
 // time, and alone it says little about relevance. So, like a common-terms
@@ -231,7 +231,7 @@ func matchQuery(indexes []*Index, text string) query.Query {
 
 // common reports whether a term in df of docs documents counts as common.
 func isCommon(df, docs uint64) bool {
-	return df > CommonMinDocs && float64(df) > CommonFraction*float64(docs)
+	return df > commonMinDocs && float64(df) > commonFraction*float64(docs)
 }
 
 // allOf marks a match that requires every term, so that Search can fall
@@ -327,7 +327,7 @@ func term(field, value string) query.Query {
 }
 
 // queryTerms are the terms a query searches for: its words analysed as the
-// index's text is, with their other forms (WordForms); and joined, each
+// index's text is, with their other forms (wordForms); and joined, each
 // pair of adjacent words joined, to search for when the index holds the
 // joined word ("back up" finds "backup").
 func queryTerms(text string) (terms, joined []string) {
@@ -343,10 +343,10 @@ func queryTerms(text string) (terms, joined []string) {
 	return terms, joined
 }
 
-// SpeakerWords are the words of a speaker's name that the index keeps:
+// speakerWords are the words of a speaker's name that the index keeps:
 // lower-cased, without the role names every harness uses ("user",
 // "assistant"), which would lift half of all messages.
-func SpeakerWords(name string) []string {
+func speakerWords(name string) []string {
 	var out []string
 	for _, w := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
 		if len(w) < 2 || roleWords[w] || slices.Contains(out, w) {

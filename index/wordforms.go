@@ -64,11 +64,11 @@ var units = map[string]int{"one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
 // identifiers or prose, not a compound.
 const maxCompound = 24
 
-// WordForms returns the other forms of the words of text that the stemmer
+// wordForms returns the other forms of the words of text that the stemmer
 // does not join, space-separated ("" when there are none): base forms of
 // irregular verbs, digits for number words, and hyphenated compounds
 // joined ("hand-over" gives "handover").
-func WordForms(text string) string {
+func wordForms(text string) string {
 	var b strings.Builder
 	add := func(s string) {
 		if b.Len() > 0 {
@@ -112,7 +112,7 @@ func hasDigit(s string) bool {
 
 // withForms is text with its other word forms after it.
 func withForms(text string) string {
-	if f := WordForms(text); f != "" {
+	if f := wordForms(text); f != "" {
 		return text + "\n" + f
 	}
 	return text

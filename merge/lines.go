@@ -38,9 +38,9 @@ const (
 	FavorUnion
 )
 
-// DefaultMarkerSize is the length of conflict markers when Options leaves
+// defaultMarkerSize is the length of conflict markers when Options leaves
 // it zero; it is git's, so tools that look for markers find ours.
-const DefaultMarkerSize = 7
+const defaultMarkerSize = 7
 
 // maxMarkerSize bounds MarkerSize so a bad option cannot make the output
 // explode.
@@ -59,7 +59,7 @@ type Options struct {
 	// clean, as git's exit status says.
 	Favor Favor
 	// MarkerSize is the number of marker characters; 0 means
-	// DefaultMarkerSize.
+	// defaultMarkerSize.
 	MarkerSize int
 }
 
@@ -80,9 +80,9 @@ type Result struct {
 // the only case where a caller may write Merged without telling anyone.
 func (r Result) Clean() bool { return r.Conflicts == 0 }
 
-// ErrBadOptions is wrapped by errors about Options, so a caller can tell a
+// errBadOptions is wrapped by errors about Options, so a caller can tell a
 // programming mistake from anything else.
-var ErrBadOptions = errors.New("bad options")
+var errBadOptions = errors.New("bad options")
 
 func (o Options) normalized() (Options, error) {
 	if o.OursLabel == "" {
@@ -96,20 +96,20 @@ func (o Options) normalized() (Options, error) {
 	}
 	for _, l := range []string{o.OursLabel, o.BaseLabel, o.TheirsLabel} {
 		if bytes.ContainsAny([]byte(l), "\r\n") {
-			return o, fmt.Errorf("merge: label %q: %w: contains a line break", l, ErrBadOptions)
+			return o, fmt.Errorf("merge: label %q: %w: contains a line break", l, errBadOptions)
 		}
 	}
 	if o.MarkerSize == 0 {
-		o.MarkerSize = DefaultMarkerSize
+		o.MarkerSize = defaultMarkerSize
 	}
 	if o.MarkerSize < 0 || o.MarkerSize > maxMarkerSize {
-		return o, fmt.Errorf("merge: marker size %d: %w: want 1 to %d", o.MarkerSize, ErrBadOptions, maxMarkerSize)
+		return o, fmt.Errorf("merge: marker size %d: %w: want 1 to %d", o.MarkerSize, errBadOptions, maxMarkerSize)
 	}
 	if o.Style < StyleMerge || o.Style > StyleZealousDiff3 {
-		return o, fmt.Errorf("merge: style %d: %w", o.Style, ErrBadOptions)
+		return o, fmt.Errorf("merge: style %d: %w", o.Style, errBadOptions)
 	}
 	if o.Favor < FavorNone || o.Favor > FavorUnion {
-		return o, fmt.Errorf("merge: favor %d: %w", o.Favor, ErrBadOptions)
+		return o, fmt.Errorf("merge: favor %d: %w", o.Favor, errBadOptions)
 	}
 	return o, nil
 }

@@ -236,8 +236,8 @@ func TestLinesBadOptions(t *testing.T) {
 		{Favor: -1},
 	} {
 		_, err := Lines(nil, nil, nil, o)
-		if !errors.Is(err, ErrBadOptions) {
-			t.Errorf("Lines with %+v: err = %v, want ErrBadOptions", o, err)
+		if !errors.Is(err, errBadOptions) {
+			t.Errorf("Lines with %+v: err = %v, want errBadOptions", o, err)
 		}
 		if err != nil && !strings.HasPrefix(err.Error(), "merge: ") {
 			t.Errorf("error %q lacks the subject", err)

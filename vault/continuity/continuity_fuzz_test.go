@@ -12,7 +12,7 @@ func FuzzParseContinuity(f *testing.F) {
 	f.Add([]byte("```\n## not a heading\n```\n## Active Blockers\n- x\r\n"))
 	f.Add([]byte("no sections at all"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p := ParseContinuity(data)
+		p := parseContinuity(data)
 		text := strings.ReplaceAll(string(data), "\r\n", "\n")
 		for _, group := range []map[string][]string{p.Sections, p.Unknown} {
 			for _, lines := range group {

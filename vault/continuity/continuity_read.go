@@ -76,7 +76,7 @@ func continuityStatus(v *vault.Vault, cfg ContinuityConfig, st *contState) (*Con
 	case err != nil:
 		return nil, fault.IO("read "+vault.ContinuityHead, err)
 	}
-	p := ParseContinuity(data)
+	p := parseContinuity(data)
 	s := &ContinuityStatus{Source: src, Phase: p.Phase, Iteration: p.Iteration, Updated: p.Updated,
 		Next: items(p.Sections[SecNext]), Blockers: items(p.Sections[SecBlockers]),
 		Words: countWords(string(data)), Cap: cfg.Words, LastAudit: st.lastAudit, Unknown: p.Unknown, Warnings: p.Warnings,
@@ -107,7 +107,7 @@ func budget(v *vault.Vault, cfg ContinuityConfig, sum *contSummary, continuityMD
 	}
 	var out []BudgetLine
 	total := 0
-	for _, k := range BudgetCategories {
+	for _, k := range budgetCategories {
 		out = append(out, BudgetLine{Category: k, Tokens: used[k], Budget: cfg.Budgets[k], Over: used[k] > cfg.Budgets[k]})
 		total += used[k]
 	}
@@ -143,7 +143,7 @@ type InjectedRow struct {
 // ContinuityAtSessionStartFor is what the hooks call when a session of
 // agent starts: the live sections of CONTINUITY.md (goal, task, next
 // actions, blockers) and the learnings and decisions agent may see
-// (SeesAgent) whose scope is in play for work in dir (relative to the
+// (seesAgent) whose scope is in play for work in dir (relative to the
 // project root; "" or "." for the whole project), smallest scope first,
 // within the learnings and decisions budgets. A session of the vault's own
 // agent at the project's root reads them from the derived state's summary,
@@ -166,7 +166,7 @@ func ContinuityAtSessionStartFor(v *vault.Vault, dir, agent string) (*Injection,
 		if err != nil {
 			return nil, err
 		}
-		rows = inScope(c, f, cfg, func(owner string) bool { return SeesAgent(v, agent, owner) })
+		rows = inScope(c, f, cfg, func(owner string) bool { return seesAgent(v, agent, owner) })
 	}
 	st.saveIfDirty(cfg)
 	var b strings.Builder

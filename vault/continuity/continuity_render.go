@@ -441,10 +441,10 @@ type ParsedContinuity struct {
 	Warnings  []string            `json:"warnings"`
 }
 
-// ParseContinuity reads CONTINUITY.md. It never fails and never drops
+// parseContinuity reads CONTINUITY.md. It never fails and never drops
 // text: a section it does not know is kept under Unknown with a warning,
 // and so is text outside any section.
-func ParseContinuity(data []byte) *ParsedContinuity {
+func parseContinuity(data []byte) *ParsedContinuity {
 	p := &ParsedContinuity{Sections: map[string][]string{}, Unknown: map[string][]string{}, Warnings: []string{}}
 	cur := ""
 	known := true

@@ -104,7 +104,7 @@ type contState struct {
 // continuityConfigState is the protocol's settings and its derived state,
 // what every continuity command starts from.
 func continuityConfigState(v *vault.Vault) (ContinuityConfig, *contState, error) {
-	cfg, err := LoadContinuityConfig(v)
+	cfg, err := loadContinuityConfig(v)
 	if err != nil {
 		return cfg, nil, err
 	}

@@ -61,7 +61,7 @@ func checkContCache(t *testing.T, v *vault.Vault, when string) *contState {
 	if err != nil {
 		t.Fatalf("%s: %v", when, err)
 	}
-	cfg, err := LoadContinuityConfig(v)
+	cfg, err := loadContinuityConfig(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +341,7 @@ func sortBy(ls []*Learning, less func(a, b *Learning) bool) {
 func TestContinuityDeferredRefreshIsRetried(t *testing.T) {
 	v := testvault.New(t)
 	contUpdate(t, v, "2026-03-01", func(ct *ContinuityTx) error { return ct.Goal("first goal", "") })
-	cfg, _ := LoadContinuityConfig(v)
+	cfg, _ := loadContinuityConfig(v)
 	lease, holder, _, err := heads.AcquireHeadLease(v, vault.MustRel(vault.ContinuityHead), heads.LeaseOwner{Agent: "editor", Session: "s-edit", Command: "edit"}, cfg.Lease)
 	if err != nil || holder != nil {
 		t.Fatal(holder, err)
@@ -399,7 +399,7 @@ func TestContinuityDeferredRefreshIsRetried(t *testing.T) {
 // sections; the next update merges into it without a conflict and keeps
 // what the person wrote, under the section they wrote it in.
 func TestContinuityTemplateMatchesProtocol(t *testing.T) {
-	p := ParseContinuity(Template())
+	p := parseContinuity(Template())
 	if len(p.Warnings) != 0 || len(p.Unknown) != 0 {
 		t.Fatalf("the template does not parse as the protocol: %v %v", p.Warnings, p.Unknown)
 	}
@@ -435,7 +435,7 @@ func TestContinuityTemplateMatchesProtocol(t *testing.T) {
 				if res.Head != "merged" || len(res.Conflicts) != 0 {
 					t.Fatalf("merge into the template: %s %v\n%s", res.Head, res.Conflicts, got)
 				}
-				p := ParseContinuity([]byte(got))
+				p := parseContinuity([]byte(got))
 				if len(p.Warnings) != 0 || !reflect.DeepEqual(items(p.Sections[SecBlockers]), []string{"the CI runner is down"}) {
 					t.Fatalf("blockers after the merge: %v %v\n%s", p.Sections[SecBlockers], p.Warnings, got)
 				}

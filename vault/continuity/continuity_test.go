@@ -164,7 +164,7 @@ func TestRenderWithinCap(t *testing.T) {
 		if doc.Omitted[SecLearnings] == 0 || doc.Omitted[SecNext] == 0 {
 			t.Errorf("cap %d: omitted = %v", capWords, doc.Omitted)
 		}
-		p := ParseContinuity(doc.Bytes)
+		p := parseContinuity(doc.Bytes)
 		if len(p.Warnings) != 0 {
 			t.Errorf("cap %d: the render does not parse cleanly: %v", capWords, p.Warnings)
 		}
@@ -176,7 +176,7 @@ func TestRenderWithinCap(t *testing.T) {
 }
 
 func TestParseContinuityKeepsUnknown(t *testing.T) {
-	p := ParseContinuity([]byte("# CONTINUITY\nstray text\n\n## Active Goal\n\ngoal\n\n## Blockers\n\n- b\n\n## Mine\n\n- x\n"))
+	p := parseContinuity([]byte("# CONTINUITY\nstray text\n\n## Active Goal\n\ngoal\n\n## Blockers\n\n- b\n\n## Mine\n\n- x\n"))
 	if p.Sections[SecGoal][0] != "goal" || p.Sections[SecBlockers][0] != "- b" {
 		t.Errorf("sections = %v", p.Sections)
 	}

@@ -39,15 +39,15 @@ type ContinuityConfig struct {
 }
 
 // Budget categories, in the order `continuity budget` lists them.
-var BudgetCategories = []string{"memory", "continuity", "learnings", "decisions", "index"}
+var budgetCategories = []string{"memory", "continuity", "learnings", "decisions", "index"}
 
-// LoadContinuityConfig is ConfigOf the configuration the vault runs on.
-func LoadContinuityConfig(v *vault.Vault) (ContinuityConfig, error) {
-	return ConfigOf(&v.Config)
+// loadContinuityConfig is configOf the configuration the vault runs on.
+func loadContinuityConfig(v *vault.Vault) (ContinuityConfig, error) {
+	return configOf(&v.Config)
 }
 
-// ConfigOf is the protocol's part of c, with its defaults filled in.
-func ConfigOf(c *vault.Config) (ContinuityConfig, error) {
+// configOf is the protocol's part of c, with its defaults filled in.
+func configOf(c *vault.Config) (ContinuityConfig, error) {
 	b := c.Budgets
 	def := func(n, d int) int {
 		if n <= 0 {
@@ -223,7 +223,7 @@ func UpdateContinuity(v *vault.Vault, opts ContinuityOptions, fn func(*Continuit
 		}
 		opts.Thread = th.String()
 	}
-	cfg, err := LoadContinuityConfig(v)
+	cfg, err := loadContinuityConfig(v)
 	if err != nil {
 		return nil, err
 	}

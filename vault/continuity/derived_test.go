@@ -217,7 +217,7 @@ var derivedViews = []derivedView{
 			return []any{sum, st.lastAudit, bookJSON(st.head), contFingerprint(t, c), st.key.Tip}, nil
 		},
 		full: func(t *testing.T, v *vault.Vault) (any, error) {
-			cfg, err := LoadContinuityConfig(v)
+			cfg, err := loadContinuityConfig(v)
 			if err != nil {
 				return nil, err
 			}

@@ -140,7 +140,7 @@ func renewWhileEditing(v *vault.Vault, lease *HeadLease, ttl time.Duration) func
 			case <-stop:
 				return
 			case <-t.C:
-				_ = RenewHeadLease(v, lease, ttl)
+				_ = renewHeadLease(v, lease, ttl)
 			}
 		}
 	}()

@@ -193,9 +193,9 @@ func writeLease(v *vault.Vault, l *HeadLease) error {
 	return v.Files().WriteAtomic(leasePath(v, vault.MustRel(l.Head)), append(data, '\n'))
 }
 
-// RenewHeadLease extends a lease the caller holds. It fails with ErrConflict
+// renewHeadLease extends a lease the caller holds. It fails with ErrConflict
 // when the lease was taken over in the meantime.
-func RenewHeadLease(v *vault.Vault, l *HeadLease, ttl time.Duration) error {
+func renewHeadLease(v *vault.Vault, l *HeadLease, ttl time.Duration) error {
 	return withLeaseTable(v, func() error {
 		cur, _, err := readLease(v, vault.MustRel(l.Head))
 		if err != nil {

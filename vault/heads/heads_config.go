@@ -39,8 +39,8 @@ type HeadsConfig struct {
 // Defaults of the heads configuration.
 const (
 	DefaultMemoryTokens = 1000
-	DefaultThreadTokens = 2000
-	DefaultHeadLease    = 2 * time.Minute
+	defaultThreadTokens = 2000
+	defaultHeadLease    = 2 * time.Minute
 	maxAliasLen         = 64
 )
 
@@ -51,12 +51,12 @@ func LoadHeadsConfig(v *vault.Vault) (HeadsConfig, error) {
 
 // ConfigOf is the heads' part of f: checked, with its defaults filled in.
 func ConfigOf(f *vault.Config) (HeadsConfig, error) {
-	c := HeadsConfig{MemoryTokens: f.Budgets.MemoryTokens, ThreadTokens: f.Budgets.ThreadTokens, Lease: DefaultHeadLease}
+	c := HeadsConfig{MemoryTokens: f.Budgets.MemoryTokens, ThreadTokens: f.Budgets.ThreadTokens, Lease: defaultHeadLease}
 	if c.MemoryTokens <= 0 {
 		c.MemoryTokens = DefaultMemoryTokens
 	}
 	if c.ThreadTokens <= 0 {
-		c.ThreadTokens = DefaultThreadTokens
+		c.ThreadTokens = defaultThreadTokens
 	}
 	if f.Heads.Lease != "" {
 		d, err := time.ParseDuration(f.Heads.Lease)

@@ -319,7 +319,7 @@ func TestLeaseTakeoverAndRelease(t *testing.T) {
 		t.Fatalf("expired lease not taken over: %v %v %v", b, holder, took)
 	}
 	// A cannot renew or release what B took.
-	if err := RenewHeadLease(v, a, time.Minute); err == nil {
+	if err := renewHeadLease(v, a, time.Minute); err == nil {
 		t.Fatal("renewed a lease taken over")
 	}
 	_ = ReleaseHeadLease(v, a)

@@ -36,14 +36,14 @@ func ClaimTypes() []string {
 	return []string{"commitment.closed", "commitment.open", "decision.active", "event.exists"}
 }
 
-// ClaimEvent builds the claim event of type typ whose value is the JSON
+// claimEvent builds the claim event of type typ whose value is the JSON
 // text raw, checked against st. A value that is not JSON, a malformed type,
 // or a checked type without an id is an ErrInvalid error: there is nothing
 // to check, so nothing is recorded. Otherwise the event is returned with
 // data {type, value, status[, reason]}: accepted, rejected with the reason,
 // or unchecked; a checked claim links the event it is about when the
 // ledger holds it.
-func ClaimEvent(st *vault.State, typ, raw string) (*vault.Event, error) {
+func claimEvent(st *vault.State, typ, raw string) (*vault.Event, error) {
 	typ, raw = strings.TrimSpace(typ), strings.TrimSpace(raw)
 	if err := checkClaimType(typ); err != nil {
 		return nil, err
@@ -196,13 +196,13 @@ func ClaimNote(r *vault.Row) string {
 	return ""
 }
 
-// ReflectionEvent builds the reflection event of the JSON object raw: its
+// reflectionEvent builds the reflection event of the JSON object raw: its
 // "text" (required, a non-empty string) becomes the event's text, its
 // "links" (optional, full ids of events the ledger holds) the event's
 // links, and the other fields are kept in data.reflection. Anything else
 // (not JSON, not an object, no text, a link to nothing) is an error, and
 // nothing is recorded.
-func ReflectionEvent(st *vault.State, raw string) (*vault.Event, error) {
+func reflectionEvent(st *vault.State, raw string) (*vault.Event, error) {
 	raw = strings.TrimSpace(raw)
 	if err := vault.CheckText("reflection", raw, false); err != nil {
 		return nil, err
@@ -300,13 +300,13 @@ func mentionedIDs(c ControlLine) []string {
 // what `memvault claim` (and the MCP server) runs. A rejected claim is
 // recorded too; its data.status says so.
 func RecordClaim(tx *vault.Tx, thread, typ, raw string) (*vault.Event, error) {
-	return record(tx, thread, func(st *vault.State) (*vault.Event, error) { return ClaimEvent(st, typ, raw) })
+	return record(tx, thread, func(st *vault.State) (*vault.Event, error) { return claimEvent(st, typ, raw) })
 }
 
 // RecordReflection checks and records a reflection in tx, in thread:
 // what `memvault reflect` runs.
 func RecordReflection(tx *vault.Tx, thread, raw string) (*vault.Event, error) {
-	return record(tx, thread, func(st *vault.State) (*vault.Event, error) { return ReflectionEvent(st, raw) })
+	return record(tx, thread, func(st *vault.State) (*vault.Event, error) { return reflectionEvent(st, raw) })
 }
 
 func record(tx *vault.Tx, thread string, build func(*vault.State) (*vault.Event, error)) (*vault.Event, error) {

@@ -114,7 +114,7 @@ func TestClaimsAgainstState(t *testing.T) {
 		{"commitment.closed", w.open[:10], ClaimRejected, "no such event"}, // a prefix is not an id here
 	}
 	for _, tc := range cases {
-		ev, err := ClaimEvent(st, tc.typ, idJSON(tc.id))
+		ev, err := claimEvent(st, tc.typ, idJSON(tc.id))
 		if err != nil {
 			t.Errorf("%s %s: %v", tc.typ, tc.id, err)
 			continue
@@ -166,7 +166,7 @@ func TestClaimMalformed(t *testing.T) {
 		{"mood", `"` + strings.Repeat("x", vault.MaxTextBytes) + `"`, "over the limit"},
 	}
 	for _, tc := range bad {
-		ev, err := ClaimEvent(st, tc.typ, tc.raw)
+		ev, err := claimEvent(st, tc.typ, tc.raw)
 		if err == nil || !errors.Is(err, vault.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("claim %.40q=%.60q: event %v, error %v; want ErrInvalid with %q", tc.typ, tc.raw, ev != nil, err, tc.want)
 		}
@@ -175,7 +175,7 @@ func TestClaimMalformed(t *testing.T) {
 	// under the limit is kept whole.
 	big := `{"note":"` + strings.Repeat("y", 100_000) + `"}`
 	for _, raw := range []string{`{"ok":true}`, `[1,2,3]`, `12.50`, big} {
-		ev, err := ClaimEvent(st, "build", raw)
+		ev, err := claimEvent(st, "build", raw)
 		if err != nil {
 			t.Fatalf("build=%.40s: %v", raw, err)
 		}
@@ -186,7 +186,7 @@ func TestClaimMalformed(t *testing.T) {
 		}
 	}
 	// A checked type's extra fields are kept; the id is what is checked.
-	ev, err := ClaimEvent(st, " commitment.open ", ` {"id":"`+w.open+`","why":"see the plan"} `)
+	ev, err := claimEvent(st, " commitment.open ", ` {"id":"`+w.open+`","why":"see the plan"} `)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,11 +218,11 @@ func TestReflectionEvent(t *testing.T) {
 		{``, "empty"},
 	}
 	for _, tc := range bad {
-		if ev, err := ReflectionEvent(st, tc.raw); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if ev, err := reflectionEvent(st, tc.raw); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("reflect %.60q: event %v, error %v; want %q", tc.raw, ev != nil, err, tc.want)
 		}
 	}
-	ev, err := ReflectionEvent(st, `{"text":" the installer took two tries ","links":["`+w.open+`","`+w.open+`"],"mood":"tired","links2":1}`)
+	ev, err := reflectionEvent(st, `{"text":" the installer took two tries ","links":["`+w.open+`","`+w.open+`"],"mood":"tired","links2":1}`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -226,7 +226,7 @@ func controlEvent(tx *vault.Tx, st *vault.State, c ControlLine, thread string) (
 	case "CLAIM":
 		return claimLineEvent(st, c, thread)
 	case "REFLECT":
-		ev, err := ReflectionEvent(st, c.Arg)
+		ev, err := reflectionEvent(st, c.Arg)
 		if err != nil {
 			return nil, err.Error()
 		}
@@ -268,7 +268,7 @@ func claimLineEvent(st *vault.State, c ControlLine, thread string) (*vault.Event
 	if !ok || strings.TrimSpace(typ) == "" {
 		return nil, "want CLAIM: <type>=<json>"
 	}
-	ev, err := ClaimEvent(st, typ, value)
+	ev, err := claimEvent(st, typ, value)
 	if err != nil {
 		return nil, err.Error()
 	}

@@ -241,10 +241,14 @@ func mergeFile(v *vault.Vault, m HeadMerge, renderedRel vault.RelPath, theirsBlo
 			if base == nil && !m.Book.Rendered && m.Template != nil {
 				base = m.Template(f.ours)
 			}
-			res, err := merge.Markdown(base, f.ours, m.Theirs, merge.MarkdownOptions{AppendOnly: m.AppendOnly,
-				Options: merge.Options{OursLabel: "your edit", BaseLabel: "last render", TheirsLabel: "new render"}})
+			opts := merge.MarkdownOptions{AppendOnly: m.AppendOnly,
+				Options: merge.Options{OursLabel: "your edit", BaseLabel: "last render", TheirsLabel: "new render"}}
+			res, err := merge.Markdown(base, f.ours, m.Theirs, opts)
 			if err != nil {
 				return f, fmt.Errorf("merge %s: %w", head, err)
+			}
+			if len(res.Sections) > 0 {
+				res = staleSave(v, renderedRel, m.Book.Blob, f.ours, m.Theirs, opts, res)
 			}
 			f.result, f.conflicts = res.Merged, res.Sections
 		}
@@ -256,6 +260,42 @@ func mergeFile(v *vault.Vault, m HeadMerge, renderedRel vault.RelPath, theirsBlo
 			return f, nil
 		}
 	}
+}
+
+// staleSave merges again when the file is a save of an older render: an
+// editor opened the head, memvault rendered it again while the person
+// typed, and their save carried the older render's text of sections they
+// never touched. Against the last render those sections look edited and
+// conflict with the new one, though nobody edited them. The older renders
+// along the first-parent history (at most staleRenders distinct ones,
+// within staleCommits commits, newest first) are tried as the base
+// instead; the first one the file merges with cleanly is the one the
+// editor started from, and its merge is taken: the person's own lines are
+// kept, the new render wins where they kept the old text. When none merges
+// cleanly, res, the merge against the last render, stands. It is looked
+// for only when that merge conflicts, so a clean refresh reads no history.
+func staleSave(v *vault.Vault, renderedRel vault.RelPath, last string, ours, theirs []byte, opts merge.MarkdownOptions, res merge.Result) merge.Result {
+	const staleRenders, staleCommits = 8, 256
+	seen := map[string]bool{last: true}
+	tried, walked := 0, 0
+	found := res
+	_ = v.Log(func(c gitrepo.CommitInfo) bool {
+		walked++
+		blob, ok, err := v.Repo.BlobAt(c.Hash, renderedRel.String())
+		if err == nil && ok && !seen[blob] {
+			seen[blob] = true
+			tried++
+			if older, ok := v.Repo.Blob(blob); ok {
+				opts.Options.BaseLabel = "an earlier render"
+				if r, err := merge.Markdown(older, ours, theirs, opts); err == nil && len(r.Sections) == 0 {
+					found = r
+					return false
+				}
+			}
+		}
+		return tried < staleRenders && walked < staleCommits
+	})
+	return found
 }
 
 // readHead reads a head that a person may be saving at this moment. An

@@ -15,8 +15,8 @@ import (
 	"github.com/memvault/memvault/vault/gitrepo"
 	"github.com/memvault/memvault/vault/heads"
 	"github.com/memvault/memvault/vault/lineage"
-	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/memory"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/testvault"
 	"github.com/memvault/memvault/vault/transcript"
 )

@@ -37,6 +37,13 @@ type MarkdownOptions struct {
 	// and keeps what a person wrote: nothing is lost, a person may have
 	// two versions of a line to tidy.
 	UnionOnConflict bool
+	// KeepInsertions settles, without Peers, a section both sides changed
+	// beyond the line merge when one side only inserted lines: the other
+	// side's version with the inserted lines put in (keepInsertions). For
+	// a render merged into a person's file, where a person's line added
+	// next to a row the render dropped, or a row the render added next to
+	// a line the person changed, is no conflict.
+	KeepInsertions bool
 }
 
 // ConflictKind says why a section could not be merged.
@@ -225,6 +232,12 @@ func (m *sectionMerge) lineMerge(key string, x, y section, bt []byte, inB bool) 
 	if m.opts.Peers && m.opts.UnionOnConflict {
 		m.out[key] = appendUnion(x, y, bt)
 		return nil
+	}
+	if m.opts.KeepInsertions && !m.opts.Peers && inB {
+		if merged, ok := keepInsertions(bt, x.text, y.text); ok {
+			m.out[key] = merged
+			return nil
+		}
 	}
 	m.out[key] = x.text
 	if m.opts.Peers {

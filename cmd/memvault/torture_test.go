@@ -725,6 +725,16 @@ func TestTortureConcurrent(t *testing.T) {
 			t.Errorf("hand edit %q is in MEMORY.md but not committed", w)
 		}
 	}
+	// The person appends under the last section, Drill down, which the
+	// render changes too: both add lines, which is no conflict (merge:
+	// an insertion on both sides keeps both), so none may be recorded.
+	var conflicts []struct{ ID, Text string }
+	if err := json.Unmarshal([]byte(r.run("ledger", "--kind", "head.conflict", "--json")), &conflicts); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range conflicts {
+		t.Errorf("spurious head.conflict %s: %s", c.ID, c.Text)
+	}
 	r.checkWhole(false)
 	r.checkRepo()
 	n := 0

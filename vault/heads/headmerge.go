@@ -244,11 +244,11 @@ func mergeFile(v *vault.Vault, m HeadMerge, renderedRel vault.RelPath, theirsBlo
 			opts := merge.MarkdownOptions{AppendOnly: m.AppendOnly,
 				Options: merge.Options{OursLabel: "your edit", BaseLabel: "last render", TheirsLabel: "new render"}}
 			res, err := merge.Markdown(base, f.ours, m.Theirs, opts)
+			if err == nil && len(res.Sections) > 0 {
+				res, err = settle(v, renderedRel, m.Book.Blob, base, f.ours, m.Theirs, opts)
+			}
 			if err != nil {
 				return f, fmt.Errorf("merge %s: %w", head, err)
-			}
-			if len(res.Sections) > 0 {
-				res = staleSave(v, renderedRel, m.Book.Blob, f.ours, m.Theirs, opts, res)
 			}
 			f.result, f.conflicts = res.Merged, res.Sections
 		}
@@ -262,6 +262,22 @@ func mergeFile(v *vault.Vault, m HeadMerge, renderedRel vault.RelPath, theirsBlo
 	}
 }
 
+// settle merges again a file whose merge with the new render conflicts,
+// in two ways that find no conflict where nobody made one: first as the
+// save of an older render (staleSave), then with a side that only
+// inserted lines taken with its lines put into the other's version
+// (merge.MarkdownOptions.KeepInsertions: a person's line beside a row the
+// render dropped, a new row beside a line the person changed). The stale
+// save goes first: a buffer that misses the render's last rows would
+// otherwise read as the person deleting them.
+func settle(v *vault.Vault, renderedRel vault.RelPath, last string, base, ours, theirs []byte, opts merge.MarkdownOptions) (merge.Result, error) {
+	if r, ok := staleSave(v, renderedRel, last, ours, theirs, opts); ok {
+		return r, nil
+	}
+	opts.KeepInsertions = true
+	return merge.Markdown(base, ours, theirs, opts)
+}
+
 // staleSave merges again when the file is a save of an older render: an
 // editor opened the head, memvault rendered it again while the person
 // typed, and their save carried the older render's text of sections they
@@ -271,31 +287,32 @@ func mergeFile(v *vault.Vault, m HeadMerge, renderedRel vault.RelPath, theirsBlo
 // within staleCommits commits, newest first) are tried as the base
 // instead; the first one the file merges with cleanly is the one the
 // editor started from, and its merge is taken: the person's own lines are
-// kept, the new render wins where they kept the old text. When none merges
-// cleanly, res, the merge against the last render, stands. It is looked
-// for only when that merge conflicts, so a clean refresh reads no history.
-func staleSave(v *vault.Vault, renderedRel vault.RelPath, last string, ours, theirs []byte, opts merge.MarkdownOptions, res merge.Result) merge.Result {
+// kept, the new render wins where they kept the old text. It reports
+// false when none merges cleanly. It is looked for only when the merge
+// against the last render conflicts, so a clean refresh reads no history.
+func staleSave(v *vault.Vault, renderedRel vault.RelPath, last string, ours, theirs []byte, opts merge.MarkdownOptions) (merge.Result, bool) {
 	const staleRenders, staleCommits = 8, 256
 	seen := map[string]bool{last: true}
 	tried, walked := 0, 0
-	found := res
+	var found merge.Result
+	ok := false
 	_ = v.Log(func(c gitrepo.CommitInfo) bool {
 		walked++
-		blob, ok, err := v.Repo.BlobAt(c.Hash, renderedRel.String())
-		if err == nil && ok && !seen[blob] {
+		blob, there, err := v.Repo.BlobAt(c.Hash, renderedRel.String())
+		if err == nil && there && !seen[blob] {
 			seen[blob] = true
 			tried++
-			if older, ok := v.Repo.Blob(blob); ok {
+			if older, read := v.Repo.Blob(blob); read {
 				opts.Options.BaseLabel = "an earlier render"
 				if r, err := merge.Markdown(older, ours, theirs, opts); err == nil && len(r.Sections) == 0 {
-					found = r
+					found, ok = r, true
 					return false
 				}
 			}
 		}
 		return tried < staleRenders && walked < staleCommits
 	})
-	return found
+	return found, ok
 }
 
 // readHead reads a head that a person may be saving at this moment. An

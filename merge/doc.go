@@ -62,7 +62,12 @@
 // by hand and stays deleted). A section added on one side is kept, placed
 // after the section it follows on that side. A section deleted on one side
 // and unchanged on the other stays deleted; deleted on one side and changed
-// on the other, it is reported and the file follows ours.
+// on the other, it is reported and the file follows ours. With
+// MarkdownOptions.KeepInsertions, a section whose line merge conflicts
+// while one side only inserted lines takes the other side's version with
+// those lines put in where they were inserted, so nothing is reported and
+// nothing is lost (their lines first, ours after, where both inserted at
+// one place).
 //
 // With MarkdownOptions.Peers the two sides are two people's files (a git
 // merge between clones of a vault, through memvault's merge driver): a

@@ -1,6 +1,8 @@
 package hooks
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,6 +65,7 @@ func (r *Runner) Run(ev Event, p Payload) (string, error) {
 	if p.SessionID == "" {
 		return "", fmt.Errorf("%s %s: payload has no session_id", r.Harness.Name, ev)
 	}
+	p.SessionID = sessionKey(r.V, p.SessionID)
 	t := transcript.Ref{Agent: r.Agent, Session: p.SessionID}
 	r.ev, r.session = ev, p.SessionID
 	thread := r.Thread
@@ -97,6 +100,20 @@ func (r *Runner) Run(ev Event, p Payload) (string, error) {
 		return "", r.sessionEnd(t, p, thread)
 	}
 	return "", fmt.Errorf("unknown event %q", ev)
+}
+
+// sessionKey is the key the session a harness calls id is kept under: id
+// itself, or, when the vault's redaction rules find a credential in it,
+// "redacted-" and 16 hex digits of its SHA-256. The vault refuses an
+// identity that holds a credential, and a hook must not drop the session's
+// prompt over its name: the hashed key is the same for every event of the
+// session, so it captures as any other (docs/HOOKS.md, "Session ids").
+func sessionKey(v *vault.Vault, id string) string {
+	if _, counts := v.Redact(id); len(counts) == 0 {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "redacted-" + hex.EncodeToString(sum[:8])
 }
 
 func (r *Runner) txOptions(t transcript.Ref, wait time.Duration) vault.TxOptions {

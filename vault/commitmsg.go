@@ -60,8 +60,15 @@ var subjectRank = sync.OnceValue(func() map[string]int {
 })
 
 // message builds the commit message: a readable subject, a body listing the
-// events when there are several, and the Memvault-* trailers last.
+// events when there are several, and the Memvault-* trailers last. It is
+// redacted whole, as every text the vault writes: a subject a caller set
+// (an executor's answer) is not an event's text, which Append redacts.
 func (tx *Tx) message() string {
+	msg, _ := tx.v.Redact(tx.rawMessage())
+	return msg
+}
+
+func (tx *Tx) rawMessage() string {
 	var b strings.Builder
 	b.WriteString(tx.commitSubject())
 	b.WriteString("\n\n")

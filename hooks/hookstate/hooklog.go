@@ -8,6 +8,7 @@ import (
 
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
+	"github.com/memvault/memvault/vault/redact"
 )
 
 // hookLogFile is where hooks report problems: a hook fails open and must
@@ -19,7 +20,8 @@ const hookLogFile = ".logs/hooks.log"
 // root rather than a *vault.Vault because a hook logs even when the vault does
 // not open. The line is written in one O_APPEND write, so lines of
 // concurrent hooks do not interleave; it is not synced: the log is for
-// people debugging, not worth a sync on the harness's clock.
+// people debugging, not worth a sync on the harness's clock. The line is
+// redacted first.
 func AppendHookLog(root, line string) error {
 	path := filepath.Join(root, filepath.FromSlash(hookLogFile))
 	fsys := fileio.At(root)
@@ -31,6 +33,10 @@ func AppendHookLog(root, line string) error {
 		return fault.IO("append "+hookLogFile, err)
 	}
 	defer f.Close()
+	// Redacted as every text memvault writes, with the default rules: the
+	// log is written when the vault does not open, and a line may quote a
+	// payload's session id or an error that quotes the input.
+	line, _ = redact.Text(line, redact.DefaultRules())
 	text := time.Now().UTC().Format(time.RFC3339) + " " + strings.ReplaceAll(line, "\n", " ") + "\n"
 	if _, err := f.WriteString(text); err != nil {
 		return fault.IO("append "+hookLogFile, err)

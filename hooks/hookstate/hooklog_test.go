@@ -31,3 +31,23 @@ func TestAppendHookLog(t *testing.T) {
 		t.Fatalf("line starts with %q: %v", stamp, err)
 	}
 }
+// TestHookLogRedacted: a log line that quotes a credential (a payload's
+// session id, an error that quotes the input) is written redacted.
+func TestHookLogRedacted(t *testing.T) {
+	root := t.TempDir() // no vault: the log is written when none opens
+	line := "claude-code prompt-submit ghp_Zq3xK9mW2pL7vN4rT8yB1cF6hJ0dS5gA2eQw: session: holds a credential\nAKIAIOSFODNN7EXAMPLE"
+	if err := AppendHookLog(root, line); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, ".logs", "hooks.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(data)
+	if strings.Contains(got, "Zq3xK9mW2pL7") || strings.Contains(got, "IOSFODNN7EXAMPLE") || !strings.Contains(got, "[REDACTED:github-token]") {
+		t.Errorf("hooks.log = %q", got)
+	}
+	if strings.Count(got, "\n") != 1 {
+		t.Errorf("not one line: %q", got)
+	}
+}

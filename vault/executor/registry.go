@@ -3,6 +3,7 @@ package executor
 import (
 	"errors"
 	"io/fs"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -467,6 +468,13 @@ func Edit(tx *vault.Tx, subject string, edit func(data []byte) ([]byte, error)) 
 		return err
 	}
 	if string(data) != string(old) {
+		// The file is the person's, and a secret in it is theirs to
+		// move: memvault refuses to commit it rather than rewrite their
+		// file (docs/EXECUTORS.md, "Secrets in memvault.toml").
+		if _, counts := v.Redact(string(data)); len(counts) > 0 {
+			e := fault.New(fault.ErrInvalid, "%s: holds a credential (%s); memvault never commits one", vault.ConfigFile, strings.Join(slices.Sorted(maps.Keys(counts)), ", "))
+			return e.WithHint("move it out of the file (an executor reads it from the environment: executor add --env NAME), then run the command again")
+		}
 		tx.WriteFileIfUnchanged(rel, data, old, existed)
 		tx.Subject(subject)
 	}

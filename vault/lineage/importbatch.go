@@ -31,7 +31,10 @@ func restartImport(v *vault.Vault, opts vault.TxOptions, id *importID, st *impor
 			*st = cur
 			return nil
 		}
-		next := importState{Source: id.source, Format: id.format, Agent: id.t.Agent, Sess: id.t.Session}
+		// The source's path is for people reading .state/; it is
+		// redacted, as it names the session (a harness's file name).
+		source, _ := v.Redact(id.source)
+		next := importState{Source: source, Format: id.format, Agent: id.t.Agent, Sess: id.t.Session}
 		next.Unrecorded, next.Prompts = cur.Unrecorded, cur.Prompts
 		var err error
 		if next.Dedupe, err = startDedupe(v, id.t, id.path); err != nil {

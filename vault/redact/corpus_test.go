@@ -1,42 +1,83 @@
 package redact
 
 import (
+	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// TestCorpusSecrets runs every sample of testdata/secrets.txt: its needle
-// is gone and its kind was counted.
-func TestCorpusSecrets(t *testing.T) {
-	data, err := os.ReadFile("testdata/secrets.txt")
+// secretSample is one sample of testdata/secrets.txt.
+type secretSample struct{ kind, needle, family, text string }
+
+// SecretSamples reads testdata/secrets.txt (see its header).
+func secretSamples(t testing.TB, path string) []secretSample {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	type sample struct{ kind, needle, text string }
-	var samples []sample
+	var samples []secretSample
 	for _, line := range strings.Split(string(data), "\n") {
 		switch {
 		case strings.HasPrefix(line, "#") && len(samples) == 0:
 		case strings.HasPrefix(line, "= "):
-			kind, needle, _ := strings.Cut(strings.TrimPrefix(line, "= "), " ")
-			samples = append(samples, sample{kind: kind, needle: needle})
+			f := strings.Fields(strings.TrimPrefix(line, "= "))
+			s := secretSample{kind: f[0], needle: f[1], family: f[0]}
+			if len(f) > 2 {
+				s.family = f[2]
+			}
+			samples = append(samples, s)
 		case len(samples) > 0:
 			s := &samples[len(samples)-1]
 			s.text += line + "\n"
 		}
 	}
-	if len(samples) < 35 {
-		t.Fatalf("%d samples: the corpus did not parse", len(samples))
+	return samples
+}
+
+// secretContexts are the places a sample is tried in besides plain text:
+// a JSON value, a JSON key (a tool's input), the query of a URL, a
+// command line, and a paragraph of a head as a person edits it.
+var secretContexts = []struct {
+	name string
+	wrap func(text string) string
+}{
+	{"url", func(s string) string {
+		return "GET https://ci.example.com/run?job=7&note=" + strings.ReplaceAll(strings.TrimSpace(s), "\n", "%0A") + "&retry=1 HTTP/1.1"
+	}},
+	{"command line", func(s string) string { return "$ sh -c '" + strings.TrimSpace(s) + "' 2>&1 | tee -a /tmp/deploy.log" }},
+	{"hand edit", func(s string) string {
+		return "## Notes\n\n- staging, as of Monday:\n  " + strings.ReplaceAll(s, "\n", "\n  ") + "\n"
+	}},
+}
+
+// TestCorpusSecrets runs every sample of testdata/secrets.txt: its needle
+// is gone and its kind was counted, as plain text and in each of
+// secretContexts; as a JSON value and key, its needle is gone. It reports
+// the samples per rule family.
+func TestCorpusSecrets(t *testing.T) {
+	samples := secretSamples(t, "testdata/secrets.txt")
+	if len(samples) < 100 {
+		t.Fatalf("%d samples: the corpus did not parse, or lost samples (at least 100)", len(samples))
 	}
 	kinds := map[string]bool{}
+	families := map[string]int{}
 	for _, s := range samples {
 		kinds[s.kind] = true
+		families[s.family]++
 		got, counts := Text(s.text, DefaultRules())
 		if strings.Contains(got, s.needle) || counts[s.kind] == 0 {
 			t.Errorf("%s sample not redacted as %s (%v):\n%s", s.kind, s.kind, counts, got)
+		}
+		for _, c := range secretContexts {
+			in := c.wrap(s.text)
+			if got, counts := Text(in, DefaultRules()); strings.Contains(got, s.needle) || len(counts) == 0 {
+				t.Errorf("%s sample kept in a %s (%v):\n%s", s.family, c.name, counts, got)
+			}
 		}
 		// Tool inputs: the same sample as a JSON value and as a JSON key.
 		for _, js := range []string{`{"cmd":` + jsonString(s.text) + `}`, `{` + jsonString(s.text) + `:1}`} {
@@ -50,6 +91,12 @@ func TestCorpusSecrets(t *testing.T) {
 			t.Errorf("the corpus has no sample of the default rule %s", k)
 		}
 	}
+	names := slices.Sorted(maps.Keys(families))
+	var b strings.Builder
+	for _, f := range names {
+		fmt.Fprintf(&b, " %s %d;", f, families[f])
+	}
+	t.Logf("%d samples of %d rule families, %d kinds:%s", len(samples), len(families), len(kinds), b.String())
 }
 
 // TestCorpusProse runs every sample of testdata/prose.txt: none changes.

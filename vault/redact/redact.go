@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"unicode"
 )
 
@@ -34,6 +33,10 @@ type rule struct {
 	// replaced (0 leaves the match as it was). A cookie header holds several
 	// values, and only the credential-like ones go.
 	rewrite func(secret, marker string) (string, int)
+	// scan, if set, stands for pattern: it returns the [start, end) spans
+	// of the secrets in text, in order, for a rule that RE2 cannot say
+	// (the entropy of a token) or that would cost a pattern too much.
+	scan func(text string) [][2]int
 	// needles and folded, if either is set, say where the pattern can
 	// match at all: text holding none of needles (as written) and none of
 	// folded (lower case, looked for in the text's ASCII lower case) is left
@@ -41,6 +44,9 @@ type rule struct {
 	// contains one of them, so they save only work, never a secret
 	// (TestNeedlesNecessary).
 	needles, folded []string
+	// mask is the bits of the needles in the index of needles.go: set for
+	// the default rules, nil for one added by a Config.
+	mask *needleSet
 }
 
 // Rules is an ordered set of redaction rules. The zero value redacts
@@ -59,71 +65,6 @@ type Config struct {
 	Extra map[string]string `toml:"extra" json:"extra,omitempty"`
 }
 
-// The kinds of the default rules.
-const (
-	KindAWSAccessKey     = "aws-access-key"
-	KindAPIKey           = "api-key"
-	KindGitHubToken      = "github-token"
-	KindSlackToken       = "slack-token"
-	KindPrivateKey       = "private-key"
-	KindBearerToken      = "bearer-token"
-	KindSecretAssignment = "secret-assignment"
-	KindJWT              = "jwt"
-	KindURLCredentials   = "url-credentials"
-	KindAWSSecretKey     = "aws-secret-key"
-	KindCLIPassword      = "cli-password"
-	KindCookie           = "cookie"
-	KindBasicAuth        = "basic-auth"
-	KindCloudKey         = "cloud-key"
-	KindServiceToken     = "service-token"
-	KindWebhookURL       = "webhook-url"
-)
-
-// The default patterns. Token shapes are anchored on word boundaries and a
-// minimum length so a word like "sk-ip" or "risk-free" never matches.
-var defaultRules = []rule{
-	{Kind: KindPrivateKey, pattern: lazyRegexp(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*)`), needles: []string{"-----BEGIN "}},
-	{Kind: KindAWSAccessKey, pattern: lazyRegexp(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`), needles: []string{"AKIA", "ASIA", "ABIA", "ACCA"}},
-	// A JSON Web Token: three base64url parts, the first two JSON objects
-	// ("eyJ" is `{"` encoded), bare or in a cookie or header.
-	{Kind: KindJWT, pattern: lazyRegexp(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), needles: []string{"eyJ"}},
-	// The password of a URL: scheme://user:PASSWORD@host, user optional
-	// (redis://:PASSWORD@host).
-	{Kind: KindURLCredentials, pattern: lazyRegexp(`(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@]*:(?P<secret>[^\s/@]+)@`), accept: notPlaceholder, needles: []string{"://"}},
-	// An AWS secret access key: 40 base64 characters on a line that names
-	// AWS; the shape alone is too common (hashes, paths) to go by.
-	{Kind: KindAWSSecretKey, pattern: lazyRegexp(`(?i)\baws\b[^\n]{0,80}?(?:^|[^A-Za-z0-9/+])(?P<secret>[A-Za-z0-9/+]{40})(?:$|[^A-Za-z0-9/+=])`), accept: mixedKey, folded: []string{"aws"}},
-	// A password on a database client's command line: mysql -pPASSWORD,
-	// mysqldump -pPASSWORD (psql takes none; PGPASSWORD=… is an assignment).
-	{Kind: KindCLIPassword, pattern: lazyRegexp(`\bmysql(?:dump|admin|import|sh)?\b[^\n]*?\s-p(?P<secret>[^\s'"-][^\s'"]{2,})`), accept: notPlaceholder, needles: []string{"mysql"}},
-	{Kind: KindGitHubToken, pattern: lazyRegexp(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`), needles: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}},
-	{Kind: KindSlackToken, pattern: lazyRegexp(`\bxox[abpr]-[A-Za-z0-9-]{10,}`), needles: []string{"xox"}},
-	{Kind: KindAPIKey, pattern: lazyRegexp(`\bsk-[A-Za-z0-9_-]{20,}`), accept: hasDigit, needles: []string{"sk-"}},
-	{Kind: KindBearerToken, pattern: lazyRegexp(`(?i)(?:\bauthorization["']?\s*[:=]\s*["']?bearer\s+|\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)`), accept: tokenLike, folded: []string{"bearer"}},
-	// The values of a Cookie or Set-Cookie header (or curl's --cookie),
-	// those that look like a credential: "Path=/" and "Max-Age=3600" stay.
-	{Kind: KindCookie, pattern: lazyRegexp(`(?i)(?:\b(?:set-)?cookie["']?\s*:|--cookie[\s=]|\bcurl\b[^\n]*?\s-b)\s*["']?(?P<secret>[^\s"'=;]+=[^\s;"']*(?:;\s*[^\s"'=;]+(?:=[^\s;"']*)?)*)`), rewrite: cookieValues, folded: []string{"cookie", "curl"}},
-	// HTTP basic authentication: the header's base64 credentials, and the
-	// password of curl -u user:PASSWORD.
-	{Kind: KindBasicAuth, pattern: lazyRegexp(`(?i)(?:\bauthorization["']?\s*[:=]\s*["']?basic\s+|\bcurl\b[^\n]*?\s(?:-u|--user)[\s=]+["']?[^\s:'"]+:)(?P<secret>[^\s"']{4,})`), accept: notPlaceholder, folded: []string{"basic", "curl"}},
-	// Cloud providers' keys of a known shape: a Google API key, a Google
-	// OAuth access token, a DigitalOcean token, and the account or shared
-	// access key of an Azure connection string.
-	{Kind: KindCloudKey, pattern: lazyRegexp(`\bAIza[0-9A-Za-z_-]{35}\b|\bya29\.[0-9A-Za-z_-]{20,}|\bdo[por]_v1_[a-f0-9]{64}\b|\b(?i:AccountKey|SharedAccessKey|SharedAccessSignature)=(?P<secret>[A-Za-z0-9+/%=&:.-]{20,})`), needles: []string{"AIza", "ya29.", "_v1_"}, folded: []string{"accountkey", "sharedaccess"}},
-	// Services' tokens, each with its own prefix: Stripe, GitLab, npm,
-	// PyPI, SendGrid, Twilio, Hugging Face, Docker Hub, Shopify.
-	{Kind: KindServiceToken, pattern: lazyRegexp(`\b(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{20,}|glpat-[0-9A-Za-z_-]{20,}|gl(?:ptt|rt|dt|cbt)-[0-9A-Za-z_-]{20,}|npm_[A-Za-z0-9]{36}|pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{40,}|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}|SK[0-9a-f]{32}|hf_[A-Za-z0-9]{34,}|dckr_pat_[A-Za-z0-9_-]{20,}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32})\b`), needles: []string{"_live_", "_test_", "glpat-", "glptt-", "glrt-", "gldt-", "glcbt-", "npm_", "pypi-", "SG.", "SK", "hf_", "dckr_pat_", "shp"}},
-	// The secret part of a Slack or Discord webhook address: whoever has it
-	// can post.
-	{Kind: KindWebhookURL, pattern: lazyRegexp(`\bhttps://(?:hooks\.slack\.com/(?:services|workflows)/|(?:[a-z]+\.)?discord(?:app)?\.com/api/webhooks/)(?P<secret>[A-Za-z0-9/_-]{20,})`), needles: []string{"hooks.slack.com/", "discord"}},
-	{Kind: KindSecretAssignment, pattern: lazyRegexp(`(?i)\b[a-z0-9_.-]*(?:password|passwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret|private[_-]?key|token)["']?\s*(?:=|:)\s*["']?(?P<secret>[^\s"'<>,;)\]}]{4,})`), accept: secretLike, folded: []string{"passw", "passphrase", "secret", "api", "access", "private", "token"}},
-}
-
-// lazyRegexp compiles src the first time it is needed.
-func lazyRegexp(src string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(src) })
-}
-
 // DefaultRules returns a fresh copy of the default rule set.
 func DefaultRules() *Rules {
 	return &Rules{rules: slices.Clone(defaultRules)}
@@ -133,7 +74,9 @@ func DefaultRules() *Rules {
 func DefaultKinds() []string {
 	kinds := make([]string, 0, len(defaultRules))
 	for _, r := range defaultRules {
-		kinds = append(kinds, r.Kind)
+		if !slices.Contains(kinds, r.Kind) {
+			kinds = append(kinds, r.Kind) // a kind may have several rules
+		}
 	}
 	return kinds
 }
@@ -186,7 +129,9 @@ func (rs *Rules) Add(kind, pattern string) error {
 func (rs *Rules) Kinds() []string {
 	var kinds []string
 	for _, r := range rs.rules {
-		kinds = append(kinds, r.Kind)
+		if !slices.Contains(kinds, r.Kind) {
+			kinds = append(kinds, r.Kind)
+		}
 	}
 	return kinds
 }
@@ -205,13 +150,16 @@ func (rs *Rules) apply(text string, counts map[string]int) string {
 	if rs == nil || text == "" {
 		return text
 	}
-	lower := "" // text's ASCII lower case, made when a rule first needs it
+	// Which needles the text holds, found in one pass for all rules
+	// (needles.go), and again only after a rule changed the text.
+	found := needlesIn(text)
 	for _, r := range rs.rules {
-		if !r.mayMatch(text, &lower) {
+		if !r.mayMatchFound(text, found) {
 			continue
 		}
 		if out := r.apply(text, counts); out != text {
-			text, lower = out, ""
+			text = out
+			found = needlesIn(text)
 		}
 	}
 	return text
@@ -262,19 +210,14 @@ func asciiLower(s string) string {
 }
 
 func (r rule) apply(text string, counts map[string]int) string {
-	re := r.pattern()
-	locs := re.FindAllStringSubmatchIndex(text, -1)
-	if locs == nil {
+	spans := r.find(text)
+	if spans == nil {
 		return text
 	}
-	group := re.SubexpIndex("secret")
 	var b strings.Builder
 	last := 0
-	for _, loc := range locs {
-		start, end := loc[0], loc[1]
-		if group > 0 && loc[2*group] >= 0 {
-			start, end = loc[2*group], loc[2*group+1]
-		}
+	for _, sp := range spans {
+		start, end := sp[0], sp[1]
 		secret := text[start:end]
 		if strings.HasPrefix(secret, "[REDACTED:") || (r.accept != nil && !r.accept(secret)) {
 			continue
@@ -295,6 +238,38 @@ func (r rule) apply(text string, counts map[string]int) string {
 	}
 	b.WriteString(text[last:])
 	return b.String()
+}
+
+// find returns the spans of r's secrets in text: the scan's, or each
+// match of the pattern, narrowed to the first group named "secret" that
+// took part in it (several alternatives may each name their secret).
+func (r rule) find(text string) [][2]int {
+	if r.scan != nil {
+		return r.scan(text)
+	}
+	re := r.pattern()
+	locs := re.FindAllStringSubmatchIndex(text, -1)
+	if locs == nil {
+		return nil
+	}
+	var groups []int
+	for i, name := range re.SubexpNames() {
+		if name == "secret" {
+			groups = append(groups, i)
+		}
+	}
+	spans := make([][2]int, 0, len(locs))
+	for _, loc := range locs {
+		sp := [2]int{loc[0], loc[1]}
+		for _, g := range groups {
+			if loc[2*g] >= 0 {
+				sp = [2]int{loc[2*g], loc[2*g+1]}
+				break
+			}
+		}
+		spans = append(spans, sp)
+	}
+	return spans
 }
 
 // cookieValues replaces the credential-like values of a cookie header's

@@ -117,8 +117,7 @@ const instructions = "memvault is this project's memory: decisions, facts, commi
 // it closes in and every request it sent is answered (stdio.go), or ctx
 // ends. A client that goes away is the end of the session, not an error.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	p := newPending()
-	err := s.sdk.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(newDrainingReader(in, p)), Writer: newCountingWriter(out, p)})
+	err := s.sdk.Run(ctx, &stdioTransport{in: in, out: out})
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, sdk.ErrConnectionClosed) {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/hooks"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/continuity"
 )
 
 // catchUpEvents is how many of a thread's latest events the catch-up
@@ -61,7 +62,8 @@ func catchUpText(c *call, thread string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rows, matched, err := ops.Ledger(st, ops.LedgerQuery{Filter: vault.Filter{Thread: thread}, Limit: catchUpEvents})
+	rows, matched, err := ops.Ledger(st, ops.LedgerQuery{Filter: vault.Filter{Thread: thread}, Limit: catchUpEvents,
+		Agents: continuity.VisibleAgents(c.v, c.agent)})
 	if err != nil {
 		return "", err
 	}

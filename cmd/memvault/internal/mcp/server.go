@@ -7,8 +7,10 @@
 // a command's own logic is shared), so the validation, redaction, events and
 // commits are the command line's. One process serves one agent session over
 // stdio; nothing runs between calls. Every call finds and opens the vault
-// afresh and holds its lock only inside a write, waiting for it briefly: a
-// busy vault is a retryable tool error, never a hang. The package prints
+// afresh and holds its lock only inside a write; the server's writes queue
+// for each other in the process, and the one at the head waits for the
+// lock briefly: a vault another process keeps busy is a retryable tool
+// error, never a hang. The package prints
 // nothing and picks no exit code (docs/MCP.md).
 package mcp
 
@@ -76,6 +78,9 @@ type Server struct {
 	opts Options
 	sdk  *sdk.Server
 
+	// writes queues the server's own writes, one at a time (queueWrite).
+	writes chan struct{}
+
 	mu      sync.Mutex
 	roots   map[*sdk.ServerSession]*rootsAnswer
 	watched map[string]string // subscribed head URI → fingerprint of its text when last told
@@ -89,7 +94,8 @@ func New(opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "devel"
 	}
-	s := &Server{opts: opts, roots: map[*sdk.ServerSession]*rootsAnswer{}, watched: map[string]string{}}
+	s := &Server{opts: opts, writes: make(chan struct{}, 1), roots: map[*sdk.ServerSession]*rootsAnswer{},
+		watched: map[string]string{}}
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "memvault", Title: "memvault", Version: opts.Version},
 		&sdk.ServerOptions{
 			Instructions: instructions,
@@ -117,8 +123,7 @@ const instructions = "memvault is this project's memory: decisions, facts, commi
 // it closes in and every request it sent is answered (stdio.go), or ctx
 // ends. A client that goes away is the end of the session, not an error.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	p := newPending()
-	err := s.sdk.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(newDrainingReader(in, p)), Writer: newCountingWriter(out, p)})
+	err := s.sdk.Run(ctx, &stdioTransport{in: in, out: out})
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, sdk.ErrConnectionClosed) {
 		return nil
 	}
@@ -182,6 +187,23 @@ func (s *Server) thread(c *call, named string, global bool) (string, error) {
 	}
 	t, _, err := ops.CurrentThread(c.v, named, c.dir)
 	return t, err
+}
+
+// queueWrite waits for the server's earlier writes to finish. A client may
+// send many calls at once, and the SDK runs them at once: left to the
+// vault lock, they would wait --lock-wait for each other, and a queue of
+// them longer than that would answer busy naming the server's own process.
+// So the server's writes queue here, for as long as the queue takes (or
+// until the call is cancelled), and only a write at the head of it waits
+// for the vault lock, which only another process can then hold: busy
+// names another process. release lets the next write go.
+func (s *Server) queueWrite(ctx context.Context) (release func(), err error) {
+	select {
+	case s.writes <- struct{}{}:
+		return func() { <-s.writes }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // txOptions are the options of a write made for a tool.

@@ -1,78 +1,81 @@
 package mcp
 
 import (
-	"bytes"
+	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"sync"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// The stdio transport (docs/MCP.md, "Transport"). The server reads one
+// JSON-RPC message a line and answers one a line. The SDK's own stdio
+// transport ends the session on the first message it cannot decode (an
+// invalid line, a batch, a message over its size limit): one bad line
+// from a client, or a line torn by a client that died mid-write, would end
+// every later call. So the server frames and decodes the lines itself, with
+// the SDK's own decoder, and a line that is not one message is answered
+// with a JSON-RPC error and passed over:
+//
+//   - not JSON: parse error (-32700), id null; a message glued to the end
+//     of a torn line (a half-written line followed by a whole request with
+//     no newline between) is then served (frame.go, gluedMessage);
+//   - JSON but not a JSON-RPC message: invalid request (-32600), with the
+//     message's id when it has one;
+//   - a batch (an array): invalid request, id null: batches were removed
+//     from MCP in 2025-06-18 and are refused on every protocol version;
+//   - over MaxMessageBytes: invalid request, with the id when it is in the
+//     line's first 64 KiB; the rest of the line is read and dropped in a
+//     fixed buffer, never held.
+//
 // The end of a stdio session. A client ends it by closing the server's
 // stdin (the protocol's stdio shutdown). The SDK takes the end of its input
 // for the end of the session at once, and drops the requests it had read
 // but not answered yet: a client that writes a request and closes stdin
 // (a harness ending its session, `memvault mcp < requests.jsonl`) would
 // lose it, and a write under way would be cut off by the process's exit.
-// So the server's end of stdin is held back until every request read has
-// been answered, or drainWait has passed (a client may cancel a request,
-// which is then never answered).
+// So the end of stdin is held back until every request read has been
+// answered, or drainWait has passed (a client may cancel a request, which
+// is then never answered).
 
 // drainWait bounds how long the end of stdin waits for the answers.
 const drainWait = 30 * time.Second
 
-// pending counts the requests read from the client that are not answered
-// yet, from the messages themselves: a request has a method and an id, an
-// answer an id and no method.
+// pending holds the ids of the requests read from the client that are not
+// answered yet. A request whose id is one of them is refused here: the SDK
+// would drop it without an answer.
 type pending struct {
 	mu   sync.Mutex
 	cond *sync.Cond
-	n    int
+	ids  map[jsonrpc.ID]bool
 }
 
 func newPending() *pending {
-	p := &pending{}
+	p := &pending{ids: map[jsonrpc.ID]bool{}}
 	p.cond = sync.NewCond(&p.mu)
 	return p
 }
 
-// message is what pending reads of a JSON-RPC message.
-type message struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
+// start counts a request as waiting for its answer; false when its id
+// already is.
+func (p *pending) start(id jsonrpc.ID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ids[id] {
+		return false
+	}
+	p.ids[id] = true
+	return true
 }
 
-// count adds the requests in line (one message, or a batch) when in, and
-// takes away the answers when out.
-func (p *pending) count(line []byte, in bool) {
-	line = bytes.TrimSpace(line)
-	var msgs []message
-	if len(line) > 0 && line[0] == '[' {
-		if json.Unmarshal(line, &msgs) != nil {
-			return
-		}
-	} else {
-		var m message
-		if json.Unmarshal(line, &m) != nil {
-			return
-		}
-		msgs = []message{m}
-	}
-	delta := 0
-	for _, m := range msgs {
-		hasID := len(m.ID) > 0 && string(m.ID) != "null"
-		switch {
-		case in && hasID && m.Method != "":
-			delta++
-		case !in && hasID && m.Method == "":
-			delta--
-		}
-	}
-	if delta == 0 {
-		return
-	}
+// done counts a request as answered.
+func (p *pending) done(id jsonrpc.ID) {
 	p.mu.Lock()
-	p.n = max(p.n+delta, 0)
+	delete(p.ids, id)
 	p.mu.Unlock()
 	p.cond.Broadcast()
 }
@@ -81,91 +84,148 @@ func (p *pending) count(line []byte, in bool) {
 func (p *pending) wait(d time.Duration) {
 	timer := time.AfterFunc(d, func() {
 		p.mu.Lock()
-		p.n = 0
+		clear(p.ids)
 		p.mu.Unlock()
 		p.cond.Broadcast()
 	})
 	defer timer.Stop()
 	p.mu.Lock()
-	for p.n > 0 {
+	for len(p.ids) > 0 {
 		p.cond.Wait()
 	}
 	p.mu.Unlock()
 }
 
-// lines splits a stream into lines for fn, keeping a partial one.
-type lines struct {
-	partial []byte
-	fn      func(line []byte)
+// stdioTransport is the server's side of a client on a pair of streams.
+type stdioTransport struct {
+	in  io.Reader
+	out io.Writer
 }
 
-func (l *lines) feed(p []byte) {
+// Connect starts reading the client's lines.
+func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
+	c := &stdioConn{out: t.out, p: newPending(), incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
+	go c.readLoop(bufio.NewReaderSize(t.in, readBuffer))
+	return c, nil
+}
+
+// stdioConn is one session's connection (the SDK's Connection).
+type stdioConn struct {
+	out      io.Writer
+	wmu      sync.Mutex // one message a line: writes do not interleave
+	p        *pending
+	incoming chan jsonrpc.Message // closed at the end of the input
+	closed   chan struct{}
+	once     sync.Once
+}
+
+// readLoop reads the client's lines until the end of its input, sends the
+// SDK each message, answers each line that is not one, and closes
+// incoming once every request read is answered.
+func (c *stdioConn) readLoop(r *bufio.Reader) {
+	defer close(c.incoming)
 	for {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			l.partial = append(l.partial, p...)
+		line, over, err := nextLine(r)
+		if len(line) > 0 || over {
+			for _, m := range c.frame(line, over) {
+				if req, ok := m.(*jsonrpc.Request); ok && req.ID.IsValid() && !c.p.start(req.ID) {
+					c.writeError(&lineProblem{code: jsonrpc.CodeInvalidRequest, id: req.ID.Raw(),
+						message: "invalid request: the id is the id of a request not answered yet"})
+					continue
+				}
+				select {
+				case c.incoming <- m:
+				case <-c.closed:
+					return
+				}
+			}
+		}
+		if err != nil {
+			c.p.wait(drainWait)
 			return
 		}
-		l.fn(append(l.partial, p[:i]...))
-		l.partial = l.partial[:0]
-		p = p[i+1:]
 	}
 }
 
-func (l *lines) flush() {
-	if len(l.partial) > 0 {
-		l.fn(l.partial)
-		l.partial = nil
+// frame is what one line holds for the SDK: its message, or none when the
+// line was answered here (frame.go), or the message glued to its end.
+func (c *stdioConn) frame(line []byte, over bool) []jsonrpc.Message {
+	msg, problem := decodeLine(line, over)
+	switch {
+	case problem == nil && msg == nil: // a blank line
+		return nil
+	case problem == nil:
+		return []jsonrpc.Message{msg}
 	}
+	c.writeError(problem)
+	if problem.glued != nil {
+		return []jsonrpc.Message{problem.glued}
+	}
+	return nil
 }
 
-// drainingReader is the client's side of stdin: it counts the requests
-// read, and holds the end of the input back until they are answered.
-type drainingReader struct {
-	r io.Reader
-	p *pending
-	l lines
-}
-
-func newDrainingReader(r io.Reader, p *pending) *drainingReader {
-	d := &drainingReader{r: r, p: p}
-	d.l.fn = func(line []byte) { p.count(line, true) }
-	return d
-}
-
-func (d *drainingReader) Read(b []byte) (int, error) {
-	n, err := d.r.Read(b)
-	d.l.feed(b[:n])
-	if err == io.EOF {
-		d.l.flush()
-		if n > 0 {
-			return n, nil // the last bytes first; the end comes with the next read
+// Read returns the client's next message; io.EOF once its input ended and
+// every request read was answered.
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.closed:
+		return nil, io.EOF
+	case m, ok := <-c.incoming:
+		if !ok {
+			return nil, io.EOF
 		}
-		d.p.wait(drainWait)
+		return m, nil
 	}
-	return n, err
 }
 
-// countingWriter is the server's side of stdout: it counts the answers
-// written.
-type countingWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-	l  lines
+// Write sends one message, a line; an answer to a request counts it
+// answered.
+func (c *stdioConn) Write(_ context.Context, msg jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	err = c.writeLine(data)
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
+		c.p.done(resp.ID)
+	}
+	return err
 }
 
-func newCountingWriter(w io.Writer, p *pending) *countingWriter {
-	c := &countingWriter{w: w}
-	c.l.fn = func(line []byte) { p.count(line, false) }
-	return c
+func (c *stdioConn) writeLine(data []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.out.Write(append(data, '\n'))
+	return err
 }
 
-func (c *countingWriter) Write(b []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n, err := c.w.Write(b)
-	c.l.feed(b[:n])
-	return n, err
+// writeError answers a line that is not a message the SDK can take.
+func (c *stdioConn) writeError(p *lineProblem) {
+	data, err := json.Marshal(errorReply{JSONRPC: "2.0", ID: p.id, Error: replyError{Code: p.code, Message: p.message}})
+	if err == nil {
+		_ = c.writeLine(data)
+	}
 }
 
-func (c *countingWriter) Close() error { return nil }
+// errorReply is a JSON-RPC error answer. ID is the request's id (a string
+// or a json.Number) or nil, written as null.
+type errorReply struct {
+	JSONRPC string     `json:"jsonrpc"`
+	ID      any        `json:"id"`
+	Error   replyError `json:"error"`
+}
+
+type replyError struct {
+	Code    int64  `json:"code"`
+	Message string `json:"message"`
+}
+
+// Close ends the session's reading; the streams are the caller's.
+func (c *stdioConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+func (c *stdioConn) SessionID() string { return "" }

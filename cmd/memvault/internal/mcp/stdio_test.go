@@ -6,9 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
@@ -71,32 +74,139 @@ func TestServeAnswersWhatItRead(t *testing.T) {
 	testvault.MustVerify(t, w)
 }
 
-func TestPendingCountsRequestsAndAnswers(t *testing.T) {
+func TestPendingWaitsForTheAnswers(t *testing.T) {
 	t.Parallel()
 	p := newPending()
-	for _, line := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`,
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`, // a notification: no answer due
-		`[{"jsonrpc":"2.0","id":"a","method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`,
-		`{"jsonrpc":"2.0","id":5,"result":{"roots":[]}}`, // the client's answer to the server's request
-		`not json`,
-		`{"jsonrpc":"2.0","id":null,"method":"x"}`,
-	} {
-		p.count([]byte(line), true)
+	one, _ := jsonrpc.MakeID(float64(1))
+	two, _ := jsonrpc.MakeID("2")
+	if !p.start(one) || !p.start(two) || p.start(one) {
+		t.Fatal("start: a new id is taken, an id waiting for its answer is not")
 	}
-	if p.n != 3 {
-		t.Fatalf("pending %d after the requests, want 3", p.n)
+	done := make(chan struct{})
+	go func() { p.wait(time.Minute); close(done) }()
+	p.done(one)
+	select {
+	case <-done:
+		t.Fatal("wait returned with a request unanswered")
+	case <-time.After(50 * time.Millisecond):
 	}
-	for _, line := range []string{
-		`{"jsonrpc":"2.0","id":7,"method":"roots/list"}`, // the server's own request: no answer
-		`{"jsonrpc":"2.0","id":1,"result":{}}`,
-		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700}}`,
-		`[{"jsonrpc":"2.0","id":"a","result":{}},{"jsonrpc":"2.0","id":2,"error":{"code":1}}]`,
-	} {
-		p.count([]byte(line), false)
+	p.done(two)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("wait did not return once every request was answered")
 	}
-	if p.n != 0 {
-		t.Errorf("pending %d after the answers, want 0", p.n)
+	p.done(one) // an answer to nothing waiting changes nothing
+	p.wait(0)   // returns at once with nothing pending
+}
+
+// hostileLines are lines a client may send that are not one message the
+// SDK can take, each with the error answer it must get: its code and the
+// id it is answered with ("null" when it has none to give).
+var hostileLines = []struct {
+	name, line string
+	code       int
+	id         string
+}{
+	{"not JSON", `not json`, -32700, "null"},
+	{"torn line", `{"jsonrpc":"2.0","id":3,"method":"tools/li`, -32700, "null"},
+	{"NUL in a string", "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":{\"x\":\"\x00\"}}", -32700, "null"},
+	{"batch", `[{"jsonrpc":"2.0","id":5,"method":"ping"},{"jsonrpc":"2.0","id":6,"method":"ping"}]`, -32600, "null"},
+	{"empty batch", `[]`, -32600, "null"},
+	{"wrong version", `{"jsonrpc":"1.0","id":7,"method":"ping"}`, -32600, "7"},
+	{"no version", `{"id":"eight","method":"ping"}`, -32600, `"eight"`},
+	{"a number", `42`, -32600, "null"},
+	{"null", `null`, -32600, "null"},
+	{"an object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, -32600, "null"},
+	{"too deep", `{"jsonrpc":"2.0","id":9,"method":"ping","params":` + strings.Repeat("[", 1500) + strings.Repeat("]", 1500) + `}`, -32600, "9"},
+	{"too long", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"remember","arguments":{"text":"` +
+		strings.Repeat("x", MaxMessageBytes) + `"}}}`, -32600, "10"},
+}
+
+// TestHostileLinesAreAnsweredAndTheServerGoesOn: each hostile line gets
+// its JSON-RPC error answer, the ping after it is answered, and the server
+// ends cleanly when the input does (issue 33).
+func TestHostileLinesAreAnsweredAndTheServerGoesOn(t *testing.T) {
+	t.Parallel()
+	v := testvault.New(t)
+	var in bytes.Buffer
+	in.WriteString(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",` +
+		`"capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}` + "\n")
+	in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	for i, h := range hostileLines {
+		in.WriteString(h.line + "\n")
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":"ping-%d","method":"ping"}`+"\n", i)
 	}
-	p.wait(0) // returns at once with nothing pending
+	// A torn line with a whole request glued to it: the fragment is a
+	// parse error, the request is served.
+	in.WriteString(`{"jsonrpc":"2.0","id":90,"method":"tools/call","params":{"name":"rec` +
+		`{"jsonrpc":"2.0","id":91,"method":"tools/call","params":{"name":"status","arguments":{}}}` + "\n")
+	// Blank lines and a CRLF line end are no problem.
+	in.WriteString("\n  \n" + `{"jsonrpc":"2.0","id":92,"method":"ping"}` + "\r\n")
+	var out bytes.Buffer
+	s := New(Options{Vault: v.Root, Dir: t.TempDir()})
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(context.Background(), &in, &out) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Serve did not end with its input: an answer is missing")
+	}
+	var got []string // "id code" of each answer
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("not JSON-RPC: %q", sc.Text())
+		}
+		code := 0
+		if m.Error != nil {
+			code = m.Error.Code
+			if m.Error.Message == "" || strings.Contains(m.Error.Message, "\n") {
+				t.Errorf("error message %q is not one line", m.Error.Message)
+			}
+		}
+		got = append(got, fmt.Sprintf("%s %d", m.ID, code))
+	}
+	want := []string{"0 0"}
+	for i, h := range hostileLines {
+		want = append(want, fmt.Sprintf("%s %d", h.id, h.code), fmt.Sprintf(`"ping-%d" 0`, i))
+	}
+	want = append(want, "null -32700", "91 0", "92 0")
+	// The SDK answers requests as they finish, not in order.
+	slices.Sort(got)
+	slices.Sort(want)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("answers:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestGluedMessage: the message glued to the end of a torn line is found
+// whatever its nesting, and nothing is found in a line that holds none.
+func TestGluedMessage(t *testing.T) {
+	t.Parallel()
+	whole := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"remember","arguments":{"text":"a {\"b\": 1}","data":{"x":{"y":{}}}}}}`
+	for _, torn := range []string{`{"jsonrpc":"2.0","id":1,"method":"tools/li`, `{"jsonrpc":"2.0","id":1,"params":{"a":`, `{`, `x`, `{"text":"{\"jsonrpc\":`} {
+		m := gluedMessage([]byte(torn + whole))
+		req, ok := m.(*jsonrpc.Request)
+		if !ok || req.ID.Raw() != int64(2) {
+			t.Errorf("%s + the request: found %#v", torn, m)
+		}
+	}
+	for _, line := range []string{`{"jsonrpc":"2.0","id":1,"method":"tools/li`, `{"a":{"b":{}}} x`, strings.Repeat(`{"a":`, 10000)} {
+		if m := gluedMessage([]byte(line)); m != nil {
+			t.Errorf("%.40s: found %#v", line, m)
+		}
+	}
 }

@@ -105,6 +105,9 @@ func addTool[In, Out any](s *Server, spec toolSpec, h func(ctx context.Context, 
 // fills in the defaults, and decodes them.
 func decodeArgs[In any](tool string, raw json.RawMessage, schema *jsonschema.Resolved) (In, error) {
 	var in In
+	if err := checkUTF8(raw); err != nil {
+		return in, err
+	}
 	args := map[string]any{}
 	if len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &args); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/hooks"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/continuity"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/lineage"
 	"github.com/memvault/memvault/vault/recall"
@@ -19,7 +20,9 @@ import (
 
 // The tools that read. None takes the vault lock: recall catches the index
 // up under the index's own lock, the rest read files that are replaced
-// atomically.
+// atomically. Each shows what its agent may see (continuity.SeesAgent):
+// the vault's own agent every row, another agent its own rows and the
+// vault's agent's, never a third agent's (TestEveryToolIsScopedToItsAgent).
 
 type recallIn struct {
 	Query      string   `json:"query" jsonschema:"what to look for, in plain words (a question, names, a date such as last week)"`
@@ -226,7 +229,15 @@ func (s *Server) status(ctx context.Context, req *sdk.CallToolRequest, _ statusI
 	if err != nil {
 		return nil, err
 	}
-	return ops.NewStatus(c.v, c.agent)
+	rep, err := ops.NewStatus(c.v, c.agent)
+	if err != nil {
+		return nil, err
+	}
+	// The open commitments are rows: the agent's own and those it may see.
+	rep.Commitments = slices.DeleteFunc(rep.Commitments, func(r *vault.Row) bool {
+		return !continuity.SeesAgent(c.v, c.agent, r.Agent)
+	})
+	return rep, nil
 }
 
 func (s *Server) ledger(ctx context.Context, req *sdk.CallToolRequest, in ledgerIn) (ledgerOut, error) {
@@ -254,7 +265,8 @@ func (s *Server) ledger(ctx context.Context, req *sdk.CallToolRequest, in ledger
 		e := fault.New(vault.ErrInvalid, "ledger: kind %q: unknown", in.Kind)
 		return ledgerOut{}, e.WithHint("use one of: %s", strings.Join(kinds, ", "))
 	}
-	rows, matched, err := ops.Ledger(st, ops.LedgerQuery{Filter: f, IDs: in.IDs, Limit: in.Limit})
+	rows, matched, err := ops.Ledger(st, ops.LedgerQuery{Filter: f, IDs: in.IDs, Limit: in.Limit,
+		Agents: continuity.VisibleAgents(c.v, c.agent)})
 	if err != nil {
 		return ledgerOut{}, err
 	}
@@ -294,7 +306,7 @@ func (s *Server) timeline(ctx context.Context, req *sdk.CallToolRequest, in time
 	if err != nil {
 		return timelineOut{}, err
 	}
-	rows, matched, err := ops.Ledger(st, ops.LedgerQuery{Filter: f, Limit: in.Limit})
+	rows, matched, err := ops.Ledger(st, ops.LedgerQuery{Filter: f, Limit: in.Limit, Agents: continuity.VisibleAgents(c.v, c.agent)})
 	if err != nil {
 		return timelineOut{}, err
 	}

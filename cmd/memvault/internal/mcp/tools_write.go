@@ -17,8 +17,9 @@ import (
 // The tools that write. Each is one transaction through the library call
 // the matching command makes: vault.Update for rows and commitments,
 // continuity.UpdateContinuity for the protocol's verbs (which refresh
-// CONTINUITY.md in the same commit). The lock is waited for
-// Options.LockWait at most.
+// CONTINUITY.md in the same commit). A write waits for the server's
+// earlier writes (queueWrite), then for the vault lock Options.LockWait at
+// most.
 
 // rowScope is the thread arguments of a tool that files new rows.
 type rowScope struct {
@@ -118,7 +119,12 @@ func (s *Server) rowThread(c *call, tool string, sc rowScope) (string, error) {
 }
 
 // update runs one transaction for a tool and reports the event it made.
-func (s *Server) update(c *call, tool string, fn func(tx *vault.Tx) (*vault.Event, error)) (writeOut, error) {
+func (s *Server) update(ctx context.Context, c *call, tool string, fn func(tx *vault.Tx) (*vault.Event, error)) (writeOut, error) {
+	release, err := s.queueWrite(ctx)
+	if err != nil {
+		return writeOut{}, err
+	}
+	defer release()
 	var ev *vault.Event
 	res, err := c.v.Update(s.txOptions(c, tool), func(tx *vault.Tx) error {
 		var err error
@@ -141,7 +147,7 @@ func (s *Server) remember(ctx context.Context, req *sdk.CallToolRequest, in reme
 		return writeOut{}, err
 	}
 	row := memory.Input{Kind: in.Kind, Thread: thread, Text: in.Text, Links: in.Links, Data: in.Data, Source: "mcp"}
-	return s.update(c, "remember", func(tx *vault.Tx) (*vault.Event, error) { return ops.Remember(tx, row) })
+	return s.update(ctx, c, "remember", func(tx *vault.Tx) (*vault.Event, error) { return ops.Remember(tx, row) })
 }
 
 func (s *Server) commitmentOpen(ctx context.Context, req *sdk.CallToolRequest, in commitmentOpenIn) (writeOut, error) {
@@ -154,7 +160,7 @@ func (s *Server) commitmentOpen(ctx context.Context, req *sdk.CallToolRequest, i
 		return writeOut{}, err
 	}
 	row := memory.Input{Thread: thread, Text: in.Text, Links: in.Links, Source: "mcp"}
-	return s.update(c, "commitment_open", func(tx *vault.Tx) (*vault.Event, error) { return ops.OpenCommitment(tx, row) })
+	return s.update(ctx, c, "commitment_open", func(tx *vault.Tx) (*vault.Event, error) { return ops.OpenCommitment(tx, row) })
 }
 
 func (s *Server) commitmentClose(ctx context.Context, req *sdk.CallToolRequest, in commitmentCloseIn) (writeOut, error) {
@@ -162,7 +168,7 @@ func (s *Server) commitmentClose(ctx context.Context, req *sdk.CallToolRequest, 
 	if err != nil {
 		return writeOut{}, err
 	}
-	return s.update(c, "commitment_close", func(tx *vault.Tx) (*vault.Event, error) {
+	return s.update(ctx, c, "commitment_close", func(tx *vault.Tx) (*vault.Event, error) {
 		return ops.CloseCommitment(tx, in.ID, in.Note)
 	})
 }
@@ -179,6 +185,11 @@ func (s *Server) continuity(ctx context.Context, ss *sdk.ServerSession, tool str
 		return nil, err
 	}
 	opts := continuity.ContinuityOptions{Trigger: "mcp " + tool, TxOptions: s.txOptions(c, tool), Thread: thread}
+	release, err := s.queueWrite(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	return continuity.UpdateContinuity(c.v, opts, fn)
 }
 

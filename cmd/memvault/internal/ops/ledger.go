@@ -13,6 +13,12 @@ type LedgerQuery struct {
 	Filter vault.Filter
 	IDs    []string
 	Limit  int
+	// Agents, when not nil, keeps only the rows these agents wrote and the
+	// rows of no agent: what a reader acting as an agent other than the
+	// vault's may see (continuity.VisibleAgents, the rule recall, the
+	// heads and the context keep). Rows left out are not counted in
+	// matched, and an id among IDs that names one selects nothing.
+	Agents []string
 }
 
 // Ledger returns the events q selects, oldest first, each with its
@@ -32,6 +38,9 @@ func Ledger(st *vault.State, q LedgerQuery) (rows []*vault.Row, matched int, err
 	rows = st.Select(q.Filter)
 	if only != nil {
 		rows = slices.DeleteFunc(rows, func(r *vault.Row) bool { return !only[r.ID] })
+	}
+	if q.Agents != nil {
+		rows = slices.DeleteFunc(rows, func(r *vault.Row) bool { return r.Agent != "" && !slices.Contains(q.Agents, r.Agent) })
 	}
 	matched = len(rows)
 	if q.Limit > 0 && len(rows) > q.Limit {

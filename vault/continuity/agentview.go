@@ -19,9 +19,9 @@ import (
 // the same heads rendered from its rows only, when the vault holds rows
 // that agent may not see.
 
-// seesAgent reports whether a reader acting as agent may see a row written
+// SeesAgent reports whether a reader acting as agent may see a row written
 // by owner.
-func seesAgent(v *vault.Vault, agent, owner string) bool {
+func SeesAgent(v *vault.Vault, agent, owner string) bool {
 	return agent == "" || agent == v.Config.Agent || owner == agent || owner == v.Config.Agent || owner == ""
 }
 
@@ -51,7 +51,7 @@ func AgentHeads(v *vault.Vault, agent string, names ...string) ([][]byte, error)
 		st = &vault.State{}
 		hidden := false
 		for _, r := range full.Rows {
-			if seesAgent(v, agent, r.Agent) {
+			if SeesAgent(v, agent, r.Agent) {
 				st.Rows = append(st.Rows, r)
 			} else if heads.ContentKinds[r.EffectiveKind()] || r.Kind == "node.created" {
 				hidden = true

@@ -143,7 +143,7 @@ type InjectedRow struct {
 // ContinuityAtSessionStartFor is what the hooks call when a session of
 // agent starts: the live sections of CONTINUITY.md (goal, task, next
 // actions, blockers) and the learnings and decisions agent may see
-// (seesAgent) whose scope is in play for work in dir (relative to the
+// (SeesAgent) whose scope is in play for work in dir (relative to the
 // project root; "" or "." for the whole project), smallest scope first,
 // within the learnings and decisions budgets. A session of the vault's own
 // agent at the project's root reads them from the derived state's summary,
@@ -166,7 +166,7 @@ func ContinuityAtSessionStartFor(v *vault.Vault, dir, agent string) (*Injection,
 		if err != nil {
 			return nil, err
 		}
-		rows = inScope(c, f, cfg, func(owner string) bool { return seesAgent(v, agent, owner) })
+		rows = inScope(c, f, cfg, func(owner string) bool { return SeesAgent(v, agent, owner) })
 	}
 	st.saveIfDirty(cfg)
 	var b strings.Builder

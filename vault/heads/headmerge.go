@@ -245,7 +245,7 @@ func mergeFile(v *vault.Vault, m HeadMerge, renderedRel vault.RelPath, theirsBlo
 				Options: merge.Options{OursLabel: "your edit", BaseLabel: "last render", TheirsLabel: "new render"}}
 			res, err := merge.Markdown(base, f.ours, m.Theirs, opts)
 			if err == nil && len(res.Sections) > 0 {
-				res, err = settle(v, renderedRel, m.Book.Blob, base, f.ours, m.Theirs, opts)
+				res, err = settle(v, renderedRel, m.Book.Blob, base, f.ours, m.Theirs, opts, res.Sections)
 			}
 			if err != nil {
 				return f, fmt.Errorf("merge %s: %w", head, err)
@@ -270,8 +270,8 @@ func mergeFile(v *vault.Vault, m HeadMerge, renderedRel vault.RelPath, theirsBlo
 // render dropped, a new row beside a line the person changed). The stale
 // save goes first: a buffer that misses the render's last rows would
 // otherwise read as the person deleting them.
-func settle(v *vault.Vault, renderedRel vault.RelPath, last string, base, ours, theirs []byte, opts merge.MarkdownOptions) (merge.Result, error) {
-	if r, ok := staleSave(v, renderedRel, last, ours, theirs, opts); ok {
+func settle(v *vault.Vault, renderedRel vault.RelPath, last string, base, ours, theirs []byte, opts merge.MarkdownOptions, conflicts []merge.SectionConflict) (merge.Result, error) {
+	if r, ok := staleSave(v, renderedRel, last, ours, theirs, opts, conflicts); ok {
 		return r, nil
 	}
 	opts.KeepInsertions = true
@@ -285,12 +285,15 @@ func settle(v *vault.Vault, renderedRel vault.RelPath, last string, base, ours, 
 // conflict with the new one, though nobody edited them. The older renders
 // along the first-parent history (at most staleRenders distinct ones,
 // within staleCommits commits, newest first) are tried as the base
-// instead; the first one the file merges with cleanly is the one the
-// editor started from, and its merge is taken: the person's own lines are
-// kept, the new render wins where they kept the old text. It reports
+// instead. One is the render the editor started from when the file holds
+// its text of every section that conflicted (so the person edited none of
+// them) and the file merges with it cleanly; then that merge is taken:
+// the person's own lines are kept, the new render wins where they kept
+// the old text. A section the person did edit is never explained away
+// by an older render that merely lacks it. It reports
 // false when none merges cleanly. It is looked for only when the merge
 // against the last render conflicts, so a clean refresh reads no history.
-func staleSave(v *vault.Vault, renderedRel vault.RelPath, last string, ours, theirs []byte, opts merge.MarkdownOptions) (merge.Result, bool) {
+func staleSave(v *vault.Vault, renderedRel vault.RelPath, last string, ours, theirs []byte, opts merge.MarkdownOptions, conflicts []merge.SectionConflict) (merge.Result, bool) {
 	const staleRenders, staleCommits = 8, 256
 	seen := map[string]bool{last: true}
 	tried, walked := 0, 0
@@ -302,7 +305,7 @@ func staleSave(v *vault.Vault, renderedRel vault.RelPath, last string, ours, the
 		if err == nil && there && !seen[blob] {
 			seen[blob] = true
 			tried++
-			if older, read := v.Repo.Blob(blob); read {
+			if older, read := v.Repo.Blob(blob); read && holdsSections(older, conflicts) {
 				opts.Options.BaseLabel = "an earlier render"
 				if r, err := merge.Markdown(older, ours, theirs, opts); err == nil && len(r.Sections) == 0 {
 					found, ok = r, true
@@ -313,6 +316,17 @@ func staleSave(v *vault.Vault, renderedRel vault.RelPath, last string, ours, the
 		return tried < staleRenders && walked < staleCommits
 	})
 	return found, ok
+}
+
+// holdsSections reports whether render holds, as they stand, our text of
+// every conflicting section.
+func holdsSections(render []byte, conflicts []merge.SectionConflict) bool {
+	for _, c := range conflicts {
+		if c.Ours == nil || !bytes.Contains(render, c.Ours) {
+			return false
+		}
+	}
+	return true
 }
 
 // readHead reads a head that a person may be saving at this moment. An

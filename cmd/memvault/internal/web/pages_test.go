@@ -335,39 +335,45 @@ func TestContinuityPage(t *testing.T) {
 }
 
 // TestResolveHeadConflict makes a conflict as heads_merge.txtar does (the
-// person and the render both add at the top of MEMORY.md's next actions):
+// person rewrites a next action in MEMORY.md, and the render drops it):
 // the head page with --write offers to resolve it, a POST taking the
 // render's text resolves it through memvault resolve's call, and the page
 // then offers nothing.
 func TestResolveHeadConflict(t *testing.T) {
 	t.Parallel()
 	v := testvault.New(t)
-	remember := func(text string) {
-		_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
-			_, err := memory.Remember(tx, memory.Input{Kind: "next", Text: text})
-			return err
-		})
-		if err != nil {
+	write := func(verb func(tx *vault.Tx) error) {
+		if _, err := v.Update(vault.TxOptions{}, verb); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := heads.Refresh(v, heads.RefreshOptions{Trigger: "session-end", Memory: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	remember("the first next")
+	var first string
+	write(func(tx *vault.Tx) error {
+		ev, err := memory.Remember(tx, memory.Input{Kind: "next", Text: "the first next"})
+		if ev != nil {
+			first = ev.ID
+		}
+		return err
+	})
 	path := filepath.Join(v.Root, vault.MemoryHead)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	edited := strings.Replace(string(data), "## Next actions\n", "## Next actions\n\n- person: first the <demo>\n", 1)
+	edited := regexp.MustCompile("(?m)^- the first next.*$").ReplaceAllString(string(data), "- person: first the <demo>")
 	if edited == string(data) {
-		t.Fatalf("no next actions section:\n%s", data)
+		t.Fatalf("no next action to rewrite:\n%s", data)
 	}
 	if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	remember("the second next")
+	write(func(tx *vault.Tx) error {
+		_, err := memory.Retract(tx, first, "done another way")
+		return err
+	})
 	conflicts := func() int {
 		st, _, err := heads.FoldedState(v)
 		if err != nil {

@@ -12,8 +12,8 @@ import (
 	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/executor"
-	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/memory"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/testvault"
 	"github.com/memvault/memvault/vault/vaulttest"
 )

@@ -31,6 +31,7 @@ func TestAppendHookLog(t *testing.T) {
 		t.Fatalf("line starts with %q: %v", stamp, err)
 	}
 }
+
 // TestHookLogRedacted: a log line that quotes a credential (a payload's
 // session id, an error that quotes the input) is written redacted.
 func TestHookLogRedacted(t *testing.T) {

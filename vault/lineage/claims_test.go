@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/memvault/memvault/vault"
-	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/memory"
+	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/testvault"
 	"github.com/memvault/memvault/vault/transcript"
 )

@@ -42,10 +42,23 @@ func (r *Repo) GitGC(expire time.Duration) error {
 	if expire > 0 {
 		prune = fmt.Sprintf("%d.seconds.ago", int64(expire/time.Second))
 	}
-	cmd := exec.Command("git", "-C", r.root, "-c", "gc.autoDetach=false", "gc", "--quiet", "--prune="+prune)
-	out, err := cmd.CombinedOutput()
+	run, err := r.startGCRun()
 	if err != nil {
-		msg := strings.TrimSpace(string(out))
+		return err
+	}
+	defer run.end()
+	cmd := exec.Command("git", "-C", r.root, "-c", "gc.autoDetach=false", "gc", "--quiet", "--prune="+prune)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return fault.Wrap("gc: start git gc", err)
+	}
+	if err := run.child(cmd.Process.Pid); err != nil {
+		cmd.Wait() //nolint:errcheck // the mark's failure is the one to report
+		return err
+	}
+	if err := cmd.Wait(); err != nil {
+		msg := strings.TrimSpace(out.String())
 		if strings.Contains(msg, "already running") {
 			return fault.New(fault.ErrBusy, "gc: git gc is already running in the vault")
 		}
@@ -126,6 +139,11 @@ type PackStats struct {
 func (r *Repo) Pack(expire time.Duration, progress Progress) (PackStats, error) {
 	defer r.reopen()
 	var stats PackStats
+	run, err := r.startGCRun()
+	if err != nil {
+		return stats, err
+	}
+	defer run.end()
 	host, _ := os.Hostname()
 	unlock, err := lockGitGC(r.gitDir, host)
 	if err != nil {

@@ -149,7 +149,9 @@ func overLimit(subject string, max int64) error {
 func inputErr(subject string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return &fault.Error{Class: fault.ErrNotFound, Msg: subject + ": no such file", Err: err}
+		e := fault.IO(subject, err).(*fault.Error)
+		e.Class, e.Hint = fault.ErrNotFound, ""
+		return e
 	case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.EMLINK): // EMLINK: FreeBSD's answer to O_NOFOLLOW
 		return fault.New(fault.ErrInvalid, "%s: not a regular file (a symbolic link)", subject)
 	case errors.Is(err, syscall.ENXIO), errors.Is(err, syscall.EOPNOTSUPP): // a socket

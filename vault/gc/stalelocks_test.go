@@ -132,6 +132,9 @@ func TestLiveGitLocksKept(t *testing.T) {
 	if _, err := tryRemember(v, "while git runs"); !errors.Is(err, vault.ErrBusy) {
 		t.Fatalf("write while a git process works in the vault: %v, want busy", err)
 	}
+	if _, err := Run(v, Options{Engine: EngineGoGit, LockTimeout: time.Second}); !errors.Is(err, vault.ErrBusy) {
+		t.Fatalf("gc while a git process works in the vault after a killed gc: %v, want busy", err)
+	}
 	stdin.Close()
 	git.Wait()
 	if _, err := os.Stat(lock); err != nil {

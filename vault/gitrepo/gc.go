@@ -90,7 +90,7 @@ func lockGitGC(gitDir, host string) (func(), error) {
 		var pid int
 		var other string
 		fmt.Sscanf(string(data), "%d %s", &pid, &other)
-		alive := pid > 0 && syscall.Kill(pid, 0) == nil
+		alive := pid > 0 && procAlive(pid, "") // a zombie, killed and not reaped, is gone
 		if other != "" && (other != host || alive) && pid != os.Getpid() {
 			e := fault.New(fault.ErrBusy, "gc: git gc is already running in the vault (pid %d on %s)", pid, other)
 			return nil, e.WithHint("wait for it, or remove %s if no gc is running", pidPath)

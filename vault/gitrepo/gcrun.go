@@ -25,7 +25,8 @@ package gitrepo
 //     in the vault or a file under its .git open (Linux: /proc; elsewhere
 //     memvault cannot tell, and clears nothing);
 //   - the lock file was created while the run was alive: its change time
-//     between the run's start and the mark's last touch (plus slack).
+//     between the run's start and the mark's last touch (plus slack);
+//     .git/gc.pid too, when the process it names is gone.
 //
 // A lock file a person's git holds fails the second test while that git
 // runs, and the third unless it was taken during the dead run; a lock file
@@ -69,6 +70,12 @@ func (r *Repo) startGCRun() (*gcRun, error) {
 		return nil, err
 	}
 	g := &gcRun{root: fileio.At(r.root), stop: make(chan struct{}), done: make(chan struct{})}
+	if _, err := g.root.Stat(filepath.Join(r.root, gcRunMark)); err == nil {
+		// Still there: a process of the last run lives on (its git, when
+		// only memvault was killed), or a git works in the vault.
+		e := fault.New(fault.ErrBusy, "gc: an earlier gc's git, or another git command, is still running in the vault")
+		return nil, e.WithHint("wait for it to end, then run gc again (%s names the earlier run)", gcRunMark)
+	}
 	g.lines = []string{"memvault gc run", "start " + strconv.FormatInt(time.Now().UnixNano(), 10), procLine(os.Getpid())}
 	if err := g.write(); err != nil {
 		return nil, err
@@ -156,7 +163,7 @@ func (r *Repo) ClearStaleGCLocks() ([]string, error) {
 		name := e.Name()
 		stale := strings.HasSuffix(name, ".lock")
 		if name == "gc.pid" && p == filepath.Join(r.gitDir, "gc.pid") {
-			stale = gcPidOf(p, pids) // a pid the run named: the run's own
+			stale = gcPidGone(p) // its git is gone (or a zombie, which git would wait on for 12 hours)
 		}
 		if !stale {
 			return nil
@@ -201,16 +208,16 @@ func parseGCRun(s string) (time.Time, map[int]string) {
 	return start, pids
 }
 
-// gcPidOf reports whether .git/gc.pid names one of pids: written by the
-// run's git gc (or by memvault's in-process pack), which git would
-// otherwise respect for 12 hours if the pid were reused.
-func gcPidOf(p string, pids map[int]string) bool {
+// gcPidGone reports whether .git/gc.pid names a process that is gone: one
+// the run started (the git it was killed with, whose pid the mark may not
+// have had time to record), which git would otherwise respect for 12 hours
+// while the pid is reused or its zombie is not reaped.
+func gcPidGone(p string) bool {
 	data, err := os.ReadFile(p)
 	if err != nil {
 		return false
 	}
 	var pid int
 	fmt.Sscanf(string(data), "%d", &pid)
-	_, ok := pids[pid]
-	return ok
+	return pid > 0 && !procAlive(pid, "")
 }

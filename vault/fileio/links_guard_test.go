@@ -92,7 +92,7 @@ var outsideRoot = map[string]string{
 	"vault/gitrepo/locks.go take":                        "git's lock files in .git, a link of the marker prepareGitLock made",
 	"vault/gitrepo/gcrun.go beat":                        ".locks/gc-run's time touched; the mark was written through a Root",
 	"vault/gitrepo/gcrun.go ClearStaleGCLocks":           "git's lock files under .git; WalkDir follows no link",
-	"vault/gitrepo/gcrun.go gcPidOf":                     ".git/gc.pid",
+	"vault/gitrepo/gcrun.go gcPidGone":                   ".git/gc.pid",
 	"vault/gitrepo/gcrun_linux.go procStart":             "/proc, for a process's start time",
 	"vault/gitrepo/gcrun_linux.go procAlive":             "/proc, for a process's state",
 	"vault/gitrepo/gcrun_linux.go gitHasOpen":            "/proc, for git processes working in the vault",

@@ -42,10 +42,23 @@ func (r *Repo) GitGC(expire time.Duration) error {
 	if expire > 0 {
 		prune = fmt.Sprintf("%d.seconds.ago", int64(expire/time.Second))
 	}
-	cmd := exec.Command("git", "-C", r.root, "-c", "gc.autoDetach=false", "gc", "--quiet", "--prune="+prune)
-	out, err := cmd.CombinedOutput()
+	run, err := r.startGCRun()
 	if err != nil {
-		msg := strings.TrimSpace(string(out))
+		return err
+	}
+	defer run.end()
+	cmd := exec.Command("git", "-C", r.root, "-c", "gc.autoDetach=false", "gc", "--quiet", "--prune="+prune)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return fault.Wrap("gc: start git gc", err)
+	}
+	if err := run.child(cmd.Process.Pid); err != nil {
+		cmd.Wait() //nolint:errcheck // the mark's failure is the one to report
+		return err
+	}
+	if err := cmd.Wait(); err != nil {
+		msg := strings.TrimSpace(out.String())
 		if strings.Contains(msg, "already running") {
 			return fault.New(fault.ErrBusy, "gc: git gc is already running in the vault")
 		}
@@ -77,7 +90,7 @@ func lockGitGC(gitDir, host string) (func(), error) {
 		var pid int
 		var other string
 		fmt.Sscanf(string(data), "%d %s", &pid, &other)
-		alive := pid > 0 && syscall.Kill(pid, 0) == nil
+		alive := pid > 0 && procAlive(pid, "") // a zombie, killed and not reaped, is gone
 		if other != "" && (other != host || alive) && pid != os.Getpid() {
 			e := fault.New(fault.ErrBusy, "gc: git gc is already running in the vault (pid %d on %s)", pid, other)
 			return nil, e.WithHint("wait for it, or remove %s if no gc is running", pidPath)
@@ -126,6 +139,11 @@ type PackStats struct {
 func (r *Repo) Pack(expire time.Duration, progress Progress) (PackStats, error) {
 	defer r.reopen()
 	var stats PackStats
+	run, err := r.startGCRun()
+	if err != nil {
+		return stats, err
+	}
+	defer run.end()
 	host, _ := os.Hostname()
 	unlock, err := lockGitGC(r.gitDir, host)
 	if err != nil {

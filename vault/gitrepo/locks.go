@@ -249,6 +249,12 @@ func (r *Repo) removeStaleGitLocks(locks, p, base string) {
 	}
 	var lockInfo os.FileInfo
 	for _, e := range entries {
+		if e.Name() == filepath.Base(gcRunMark) {
+			// A gc was killed: the lock files it left go first
+			// (gcrun.go), so that this write is not the one blocked.
+			r.ClearStaleGCLocks() //nolint:errcheck // what stays is reported by the lock it blocks
+			continue
+		}
 		if !strings.HasPrefix(e.Name(), gitLockMarkPrefix+base+".") {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/units"
 
 	"github.com/memvault/memvault/vault/fault"
@@ -139,15 +140,11 @@ func importSource(v *vault.Vault, opts vault.TxOptions, t transcript.Ref, format
 	if err != nil {
 		return nil, fault.IO("import "+source, err)
 	}
-	f, err := openRegular(abs, "import "+source)
+	f, info, err := fileio.OpenInput(abs, "import "+source, fileio.InputOptions{Max: MaxTranscriptBytes, NoFollow: true})
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, fault.IO("import "+source, err)
-	}
 	r := &importRun{v: v, source: source, thread: thread, deadline: deadline, f: f, size: info.Size(),
 		id:     &importID{t: t, format: format, source: abs, path: importStatePath(v, t, format, abs)},
 		rep:    &ImportReport{Agent: t.Agent, Session: t.Session, Source: source, Format: string(format)},

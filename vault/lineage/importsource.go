@@ -3,17 +3,15 @@ package lineage
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/transcript"
 )
 
@@ -27,65 +25,37 @@ const sniffBytes = 8 << 20
 
 // OpenRegular opens path for reading only if it is a regular file, without
 // ever blocking: a named pipe would block an open until a writer comes, and
-// a read of /dev/zero never ends. The open does not follow a symbolic link
-// in the last component and does not wait for a writer (O_NONBLOCK, which
-// changes nothing for a regular file); what it opened is then checked with
-// fstat, so a path swapped between a check and the open cannot get round
-// it. A missing file is ErrNotFound, anything else that is not a regular
-// file ErrInvalid ("not a regular file (a named pipe)").
-func OpenRegular(path string) (*os.File, error) { return openRegular(path, path) }
-
-// openRegular is OpenRegular with the errors' subject named.
-func openRegular(path, subject string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			e := fault.IO(subject, err).(*vault.Error)
-			e.Class = vault.ErrNotFound
-			return nil, e
-		case errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.EMLINK): // EMLINK: FreeBSD's answer to O_NOFOLLOW
-			return nil, fault.New(vault.ErrInvalid, "%s: not a regular file (a symbolic link)", subject)
-		case errors.Is(err, syscall.ENXIO), errors.Is(err, syscall.EOPNOTSUPP): // a socket
-			return nil, fault.New(vault.ErrInvalid, "%s: not a regular file (a socket)", subject)
-		}
-		return nil, fault.IO(subject, err)
-	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fault.IO(subject, err)
-	}
-	if !info.Mode().IsRegular() {
-		f.Close()
-		return nil, fault.New(vault.ErrInvalid, "%s: not a regular file (%s)", subject, fileKind(info.Mode()))
-	}
-	return f, nil
+// a read of /dev/zero never ends. It is fileio.OpenInput without a size
+// limit, refusing a symbolic link in the last component (a harness names
+// its transcript by its real path). A missing file is ErrNotFound,
+// anything else that is not a regular file ErrInvalid ("not a regular file
+// (a named pipe)").
+func OpenRegular(path string) (*os.File, error) {
+	f, _, err := fileio.OpenInput(path, path, fileio.InputOptions{NoFollow: true})
+	return f, err
 }
 
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a folder"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return "mode " + m.String()
-}
+// MaxTranscriptBytes is the largest transcript file an import reads: it
+// is read in windows, in constant memory, so the limit is only one a
+// runaway file meets (a harness's transcript of a long session is tens of
+// megabytes).
+const MaxTranscriptBytes = 4 << 30
+
+// MaxTranscriptLine is the longest line an import reads: a window widens
+// for a longer line, and a line is held whole while it is parsed, so
+// without a bound one line of a file of zeros without a newline would take
+// memory in proportion to the file. A harness's longest lines (a pasted
+// image, base64) are a few megabytes.
+const MaxTranscriptLine = 32 << 20
 
 // readWindow parses the complete lines of one window from cur, widening the
-// window for a line longer than it. It returns nil when only a torn last
-// line is left.
+// window for a line longer than it, up to MaxTranscriptLine. It returns nil
+// when only a torn last line is left.
 func readWindow(f *os.File, size int64, format transcript.Format, cur transcript.Cursor, window int64, popts transcript.Options) (*importBatchIn, error) {
 	for ; ; window *= 2 {
+		if window > MaxTranscriptLine {
+			return nil, fault.New(vault.ErrInvalid, "import: the line at byte %d is over %d bytes", cur.Offset, MaxTranscriptLine)
+		}
 		end := min(size, cur.Offset+window)
 		res, err := transcript.Parse(format, f, end, cur, popts)
 		if err != nil {

@@ -41,6 +41,10 @@ type Report struct {
 	Commit      string   `json:"commit,omitempty"`  // the commit, when one was made
 	Staged      bool     `json:"staged,omitempty"`  // a merge in progress: written and staged for its commit
 	Nothing     bool     `json:"nothing_to_do"`     // the ledger verified: nothing was changed
+	// StaleLocks are git's lock files a killed gc left, removed (paths
+	// under .git; gitrepo.Repo.ClearStaleGCLocks says how they are told
+	// from a live git's).
+	StaleLocks []string `json:"stale_locks_removed,omitempty"`
 }
 
 // entry is one event on its way through a repair.
@@ -69,10 +73,15 @@ func Run(v *vault.Vault, dry bool) (*Report, error) {
 	// write lands between the plan and the segments it rewrites.
 	var rep *Report
 	res, err := v.Update(vault.TxOptions{Command: "repair", Force: true}, func(tx *vault.Tx) error {
+		stale, err := v.Repo.ClearStaleGCLocks()
+		if err != nil {
+			return err
+		}
 		r, files, order, err := makePlan(v, kept)
 		if err != nil {
 			return err
 		}
+		r.StaleLocks = stale
 		rep = r
 		if r.Nothing {
 			return nil

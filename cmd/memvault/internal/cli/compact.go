@@ -2,11 +2,11 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/lineage"
 	"github.com/memvault/memvault/vault/transcript"
 
@@ -73,9 +73,9 @@ func summaryInput(e env, f string) (string, error) {
 	case f == "-":
 		r = e.stdin
 	case f != "":
-		data, err := os.ReadFile(f)
+		data, err := fileio.ReadInput(f, "compact: --file "+f, vault.MaxTextBytes)
 		if err != nil {
-			return "", usagef("compact: --file %s: %v", f, err)
+			return "", usageIfMissing(err)
 		}
 		return string(data), nil
 	default:
@@ -86,9 +86,9 @@ func summaryInput(e env, f string) (string, error) {
 		}
 		r = e.stdin
 	}
-	data, err := io.ReadAll(io.LimitReader(r, vault.MaxTextBytes+1))
+	data, err := fileio.ReadBounded(r, "compact: stdin", vault.MaxTextBytes)
 	if err != nil {
-		return "", fmt.Errorf("compact: read stdin: %w", err)
+		return "", err
 	}
 	return string(data), nil
 }

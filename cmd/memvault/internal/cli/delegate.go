@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,6 +19,8 @@ import (
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/executor"
+	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 )
 
 // memvault delegate: run tasks on an executor, at most N at a time, and
@@ -253,17 +254,19 @@ func delegateTasks(e env, file string, args []string) ([]executor.Task, error) {
 	case file != "" && len(args) > 0:
 		return nil, usagef("delegate: --file and tasks as arguments do not go together")
 	case file != "":
-		var r io.Reader = e.stdin
 		where := "stdin"
-		if file != "-" {
-			f, err := os.Open(file)
-			if err != nil {
-				return nil, usagef("delegate: --file %s: %v", file, unwrapPath(err))
-			}
-			defer f.Close()
-			r, where = f, file
+		var raw []byte
+		var err error
+		if file == "-" {
+			raw, err = fileio.ReadBounded(e.stdin, "delegate: stdin", maxTaskInput)
+		} else {
+			where = file
+			raw, err = fileio.ReadInput(file, "delegate: --file "+file, maxTaskInput)
 		}
-		data, err := readTaskInput(r, where)
+		if err != nil {
+			return nil, usageIfMissing(err)
+		}
+		data, err := taskText(raw, where)
 		if err != nil {
 			return nil, err
 		}
@@ -290,23 +293,17 @@ func delegateTasks(e env, file string, args []string) ([]executor.Task, error) {
 	return jsonTasks(data, "stdin")
 }
 
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 // readTaskInput reads at most maxTaskInput bytes of valid UTF-8 tasks.
 func readTaskInput(r io.Reader, where string) (string, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxTaskInput+1))
+	data, err := fileio.ReadBounded(r, "delegate: "+where, maxTaskInput)
 	if err != nil {
-		return "", usagef("delegate: read %s: %v", where, unwrapPath(err))
+		return "", err
 	}
-	if len(data) > maxTaskInput {
-		return "", usagef("delegate: %s: over %d bytes of tasks", where, maxTaskInput)
-	}
+	return taskText(data, where)
+}
+
+// taskText is data, the tasks read, if it is UTF-8 text.
+func taskText(data []byte, where string) (string, error) {
 	if !utf8.Valid(data) {
 		return "", usagef("delegate: %s: not UTF-8 text", where)
 	}
@@ -362,3 +359,12 @@ func lineTasks(data, where string) ([]executor.Task, error) {
 
 // maxTaskInput bounds the tasks read from stdin or a file.
 const maxTaskInput = 8 << 20
+
+// usageIfMissing makes a missing --file a usage error (exit 2), as these
+// flags have always answered it; every other refusal keeps its class.
+func usageIfMissing(err error) error {
+	if errors.Is(err, fault.ErrNotFound) {
+		return usagef("%s", err.Error())
+	}
+	return err
+}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"time"
 
@@ -86,6 +84,9 @@ func runExport(_ context.Context, opts exportOptions, e env, v *vault.Vault) err
 	if err != nil {
 		return err
 	}
+	if err := outsideVault(v, "export: -o", opts.output); err != nil {
+		return err
+	}
 	ex, err := ops.BuildExport(v, q)
 	if err != nil {
 		return err
@@ -158,21 +159,15 @@ func prepareImport(_ context.Context, opts importOptions, e env, _ *vault.Vault)
 		return txWork{}, usagef("import: want exactly one FILE (or - for stdin)")
 	}
 	name := opts.args[0]
-	var r io.Reader = e.stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return txWork{}, fault.IO("import: "+name, err)
-		}
-		defer f.Close()
-		r = f
+	var data []byte
+	var err error
+	if name == "-" {
+		data, err = fileio.ReadBounded(e.stdin, "import: stdin", maxExportBytes)
+	} else {
+		data, err = fileio.ReadInput(name, "import: "+name, maxExportBytes)
 	}
-	data, err := io.ReadAll(io.LimitReader(r, maxExportBytes+1))
 	if err != nil {
-		return txWork{}, fault.IO("import: read "+name, err)
-	}
-	if len(data) > maxExportBytes {
-		return txWork{}, usagef("import: %s: over %d bytes", name, maxExportBytes)
+		return txWork{}, err
 	}
 	ex, err := ops.ParseExport(name, data)
 	if err != nil {
@@ -197,4 +192,24 @@ func prepareImport(_ context.Context, opts importOptions, e env, _ *vault.Vault)
 			return nil
 		},
 	}, nil
+}
+
+// outsideVault refuses out, a file a person names for a command to write,
+// when it lands inside the vault (links and ".." resolved, fileio.Inside):
+// the vault's files are written by transactions only, and a write over
+// MEMORY.md or memvault.toml would destroy a hand edit or break every
+// later command. what names the flag in the error.
+func outsideVault(v *vault.Vault, what, out string) error {
+	if out == "" {
+		return nil
+	}
+	in, err := fileio.Inside(v.Root, out)
+	if err != nil {
+		return fault.IO(what+" "+out, err)
+	}
+	if in {
+		e := fault.New(fault.ErrInvalid, "%s %s: inside the vault %s, whose files only memvault's transactions write", what, out, v.Root)
+		return e.WithHint("write the file outside the vault")
+	}
+	return nil
 }

@@ -46,6 +46,9 @@ func runRepair(_ context.Context, opts repairOptions, e env) error {
 		return printJSON(e.stdout, rep)
 	}
 	w := e.stdout
+	if len(rep.StaleLocks) > 0 {
+		fmt.Fprintf(w, "removed git lock files a killed gc left: %s\n", strings.Join(rep.StaleLocks, " "))
+	}
 	if rep.Nothing {
 		fmt.Fprintln(w, "nothing to repair: the ledger verifies and has one tip")
 		return nil

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/lineage"
 	"github.com/memvault/memvault/vault/scope"
 
@@ -161,11 +162,15 @@ func (o transcriptAppendOptions) messages(e env) ([]transcript.Message, error) {
 	return stdinMessages(e.stdin)
 }
 
+// maxAppendInput bounds the JSON messages transcript append reads from
+// stdin: a stream without end is refused once past it.
+const maxAppendInput = 64 << 20
+
 // stdinMessages reads generic JSON messages, one per line.
 func stdinMessages(r io.Reader) ([]transcript.Message, error) {
-	data, err := io.ReadAll(r)
+	data, err := fileio.ReadBounded(r, "transcript append: stdin", maxAppendInput)
 	if err != nil {
-		return nil, fmt.Errorf("transcript append: read stdin: %w", err)
+		return nil, err
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, usagef("transcript append: no TEXT and nothing on stdin")

@@ -370,10 +370,14 @@ func TestModesAfterEveryCommand(t *testing.T) {
 	r.run("threads", "threads")
 	r.run("threads show", "threads", "show", "project:proj")
 	r.run("edit", "edit")
+	// The conflict: the person rewrites a next action the render then
+	// drops (it is done).
+	r.run("remember", "remember", "--global", "--kind", "next", "--session", "s5", "the row a person rewrites")
+	r.run("refresh", "refresh", "--on", "session-end", "--session", "s5")
 	r.edit("MEMORY.md", func(s string) string {
-		return strings.Replace(s, "## Next actions\n", "## Next actions\n\n- person: first the demo\n", 1)
+		return regexp.MustCompile("(?m)^- the row a person rewrites.*$").ReplaceAllString(s, "- person: the row, rewritten")
 	})
-	r.run("remember", "remember", "--global", "--kind", "next", "--session", "s5", "the second next")
+	r.run("done", "done", "--session", "s5", "the row a person rewrites")
 	r.run("refresh", "refresh", "--on", "session-end", "--session", "s5")
 	r.run("resolve", "resolve", "--theirs", "MEMORY.md")
 

@@ -57,7 +57,7 @@ func (s verifiedStamp) sameFile(o verifiedStamp) bool {
 // its encoding changes.
 const (
 	verifiedFile    = "ledger-verified"
-	verifiedVersion = 4 // 2: the open tips after each segment; 3: a failed check's problems; 4: ctime and HEAD's blob
+	verifiedVersion = 5 // 2: the open tips after each segment; 3: a failed check's problems; 4: ctime and HEAD's blob; 5: the trusted commit
 )
 
 // verifiedStampOf is the stamp of segment s as it is now, its ctime
@@ -101,6 +101,10 @@ type verifiedCache struct {
 	stamps   []verifiedStamp
 	problems []Problem
 	tree     string // HEAD's ledger tree when problems were found
+	// commit is the last commit whose ledger the history check trusted,
+	// and tips the open tips there (committed.go, holdHistory).
+	commit string
+	tips   []string
 }
 
 // stampKeyFile holds the key the verified stamps are signed with: 32
@@ -154,8 +158,11 @@ func encodeVerified(e *codec.Encoder, c verifiedCache) {
 		e.Int(p.Line)
 		e.Str(p.ID)
 		e.Str(p.Msg)
+		e.Str(p.Commit)
 	}
 	e.Str(c.tree)
+	e.Str(c.commit)
+	e.Strs(c.tips)
 }
 
 // signVerified is the cache's signature under key.
@@ -177,7 +184,7 @@ func (v *Vault) loadStamps() verifiedCache {
 		return verifiedCache{}
 	}
 	n := d.Count()
-	if d.Failed() || n == 0 {
+	if d.Failed() {
 		return verifiedCache{}
 	}
 	var c verifiedCache
@@ -193,9 +200,9 @@ func (v *Vault) loadStamps() verifiedCache {
 	}
 	c.problems = make([]Problem, d.Count())
 	for i := range c.problems {
-		c.problems[i] = Problem{File: d.Str(), Line: d.Uvarint(), ID: d.Str(), Msg: d.Str()}
+		c.problems[i] = Problem{File: d.Str(), Line: d.Uvarint(), ID: d.Str(), Msg: d.Str(), Commit: d.Str()}
 	}
-	c.tree = d.Str()
+	c.tree, c.commit, c.tips = d.Str(), d.Str(), d.Strs()
 	sig := d.Str()
 	if !d.Done() || !hmac.Equal([]byte(sig), []byte(signVerified(key, c))) {
 		return verifiedCache{}
@@ -219,6 +226,9 @@ func (v *Vault) saveStamps(c verifiedCache) {
 			}
 		}
 	}
+	if c.commit == "" {
+		c.commit, c.tips = v.trustedAfter(c)
+	}
 	key := v.stampKey(true)
 	if key == nil {
 		return
@@ -237,6 +247,25 @@ func (v *Vault) saveCheckedStamps(c verifiedCache) {
 	if _, err := v.Files().Stat(codec.FilePath(v.Root, verifiedFile)); err == nil {
 		v.saveStamps(c)
 	}
+}
+
+// TrustRepair takes HEAD, the commit of a repair, as the one later
+// commits are held to: a repair re-chains lines, which the history check
+// would otherwise name as a rewrite. memvault repair refuses a history
+// whose only problems are lines some commit or the work tree forged
+// (Problem.Commit), so what it trusts is damage it mended.
+func (v *Vault) TrustRepair() error {
+	head, _ := v.Repo.HeadAndParent()
+	v.saveStamps(verifiedCache{commit: head})
+	segs, _, err := ListSegments(v.Root)
+	if err != nil {
+		return err
+	}
+	stamps, problems, _, err := v.checkChain(segs)
+	if err == nil && len(problems) == 0 && len(stamps) > 0 {
+		v.saveStamps(verifiedCache{stamps: stamps, commit: head, tips: stamps[len(stamps)-1].Tips})
+	}
+	return err
 }
 
 // ledgerTree is the hash of the ledger folder HEAD commits ("" when none):
@@ -315,6 +344,15 @@ func (v *Vault) checkChain(segs []Segment) (stamps []verifiedStamp, problems []P
 		stamps = append(stamps, st)
 	}
 	problems = cc.problems
+	if head, err := v.Repo.Head(); err == nil && !head.IsZero() && (head.String() != cache.commit || len(changed) > 0) {
+		hp, err := v.holdHistory(cache, changed)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		problems, reread = append(problems, hp...), true
+	} else {
+		v.trust(cache.commit, cache.tips, 0)
+	}
 	if reread || len(old) != len(segs) {
 		cp, err := v.heldAgainst("", segs, changed, len(old) != len(segs), false, diskSegment(v.Root), nil)
 		if err != nil {
@@ -511,6 +549,9 @@ func (h Health) Summary() string {
 		more := ""
 		if len(h.Chain) > 1 {
 			more = fmt.Sprintf(" (and %d more)", len(h.Chain)-1)
+		}
+		if h.Chain[0].Commit != "" {
+			return fmt.Sprintf("the ledger's history was forged: %s%s; only transcripts are being captured until it is undone", h.Chain[0], more)
 		}
 		return fmt.Sprintf("the ledger needs repair: %s%s; only transcripts are being captured until `memvault repair` is run", h.Chain[0], more)
 	}

@@ -2,14 +2,18 @@ package vault
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -278,4 +282,280 @@ func (v *Vault) verifyStaged() (*VerifyReport, error) {
 	sortProblems(rep.Problems)
 	rep.OK = len(rep.Problems) == 0
 	return rep, nil
+}
+
+// Committed history only grows. A commit made with `git commit
+// --no-verify` skips the vault's pre-commit hook, so each check holds the
+// commits made since the last one it trusted (gitrepo.FollowGrowth, along
+// the first-parent line): every segment keeps the lines it had, in order
+// (at a merge: both parents' lines, in any order), and the lines a commit
+// adds chain onto an open tip and pass the policy; so do the lines the
+// work tree holds beyond HEAD. A commit that fails stays untrusted, later
+// commits are held to the last trusted one, and `git revert` of the bad
+// commit makes the history sound again.
+
+// trustSlot keeps, per open vault, the commit the last history check
+// trusted, the open tips there and what it noted, for the save that
+// follows (saveStamps) and the report (VerifyReport.Notes).
+type trustSlot struct{}
+
+type trusted struct {
+	mu     sync.Mutex
+	commit string
+	tips   []string
+	notes  int
+}
+
+func (v *Vault) trustSlot() *trusted {
+	return v.Slot(trustSlot{}, func() any { return new(trusted) }).(*trusted)
+}
+
+// trust keeps what a history check trusted.
+func (v *Vault) trust(commit string, tips []string, notes int) {
+	t := v.trustSlot()
+	t.mu.Lock()
+	t.commit, t.tips, t.notes = commit, tips, notes
+	t.mu.Unlock()
+}
+
+// trustedAfter is the trusted commit and tips a save of c records: the
+// last history check's, or HEAD when a clean c follows the one commit a
+// writer made on top of it.
+func (v *Vault) trustedAfter(c verifiedCache) (string, []string) {
+	t := v.trustSlot()
+	t.mu.Lock()
+	commit, tips := t.commit, t.tips
+	t.mu.Unlock()
+	if head, parent := v.Repo.HeadAndParent(); len(c.problems) == 0 && len(c.stamps) > 0 && head != commit && parent == commit && commit != "" {
+		return head, c.stamps[len(c.stamps)-1].Tips
+	}
+	return commit, tips
+}
+
+// historyCheck is one walk of the history: the open tips and the policy
+// after the last commit that held, and what the commit judged last found.
+type historyCheck struct {
+	tips     []string
+	pol      *Policy
+	notes    int // events before any policy event that the default refuses
+	problems []Problem
+	culprit  string // the first commit that failed since the last that held
+	held     bool   // the last commit judged held
+	// damage marks a commit with a line that fails its own hash: not
+	// trusted, not a forgery (the chain check names the line).
+	damage bool
+}
+
+// holdHistory holds the commits after c.commit (with the open tips c.tips
+// there) to HEAD, then the segments of changed as the work tree holds
+// them to HEAD, and keeps what it trusts for saveStamps.
+func (v *Vault) holdHistory(c verifiedCache, changed []Segment) ([]Problem, error) {
+	h := &historyCheck{tips: c.tips, pol: DefaultPolicy(), held: true}
+	if c.commit != "" {
+		p, err := v.LoadPolicy()
+		if err != nil {
+			return nil, err
+		}
+		h.pol = &Policy{Rules: maps.Clone(p.Rules), Events: p.Events}
+	}
+	walk, err := v.Repo.FollowGrowth(c.commit, "ledger", h.commit)
+	if err != nil {
+		return nil, err
+	}
+	tips := slices.Clone(h.tips)
+	defer func() { v.trust(walk.Trusted, tips, h.notes) }()
+	if n := len(walk.Failed); n > 0 && walk.Failed[n-1] == walk.Head {
+		return h.problems, nil // the last commit fails (an earlier bad one that was undone does not count)
+	}
+	wt := gitrepo.GrowthCommit{Hash: "the work tree"}
+	for _, s := range changed {
+		now, err := v.Files().ReadFile(v.SegPath(s))
+		if err != nil {
+			continue // gone: heldAgainst names it
+		}
+		now = now[:bytes.LastIndexByte(now, '\n')+1] // a torn last line is the next writer's
+		var was []byte
+		if b, ok, err := v.Repo.BlobAt("", s.String()); err == nil && ok {
+			if b == gitrepo.BlobHash(now) {
+				continue
+			}
+			was, _ = v.Repo.Blob(b)
+		}
+		if len(now) > len(was) && bytes.HasPrefix(now, was) { // otherwise heldAgainst names what changed
+			wt.Files = append(wt.Files, gitrepo.GrowthFile{Path: s.String(), Was: [][]byte{was}, Now: now})
+		}
+	}
+	h.problems = nil
+	if len(wt.Files) > 0 {
+		h.commit(wt)
+	}
+	return h.problems, nil
+}
+
+// commit judges one commit of the walk (or the work tree).
+func (h *historyCheck) commit(gc gitrepo.GrowthCommit) bool {
+	if h.held {
+		h.culprit = gc.Hash
+		if len(gc.Hash) == 40 {
+			h.culprit = "commit " + gc.Hash[:12]
+		}
+	}
+	tips, pol := slices.Clone(h.tips), *h.pol
+	pol.Rules = maps.Clone(pol.Rules)
+	h.problems = nil
+	var fresh []ledgerLine
+	merged := map[*Event]bool{}
+	for _, f := range gc.Files {
+		s, ok := SegmentFromPath(f.Path)
+		switch {
+		case !ok:
+			continue
+		case f.Now == nil:
+			h.bad(Problem{File: f.Path}, "deleted this committed segment")
+			continue
+		}
+		if len(f.Was) == 1 && bytes.HasPrefix(f.Now, f.Was[0]) {
+			lines, _, _ := splitSegment(s, f.Now[len(f.Was[0]):])
+			n := bytes.Count(f.Was[0], []byte{'\n'})
+			for i := range lines {
+				lines[i].Line += n
+			}
+			fresh = append(fresh, lines...)
+			continue
+		}
+		fresh = append(fresh, h.unordered(s, f, gc.AnyOrder, merged)...)
+	}
+	slices.SortStableFunc(fresh, func(a, b ledgerLine) int { // chain order: "22" before "22-1"
+		x, y := a.Seg, b.Seg
+		return cmp.Or(cmp.Compare(x.Y, y.Y), cmp.Compare(x.M, y.M), cmp.Compare(x.D, y.D), cmp.Compare(x.N, y.N))
+	})
+	for _, l := range fresh {
+		if l.Event != nil && merged[l.Event] {
+			h.link(l.Event)
+		} else {
+			h.added(l)
+		}
+	}
+	h.held = len(h.problems) == 0 && !h.damage
+	h.damage = false
+	if !h.held {
+		h.tips, h.pol = tips, &pol
+	}
+	return h.held
+}
+
+// unordered holds a file whose new version does not simply append to
+// the one it is held to, and returns its lines that neither version it
+// is held to has; those of a merge's second parent are marked in merged.
+func (h *historyCheck) unordered(s Segment, f gitrepo.GrowthFile, anyOrder bool, merged map[*Event]bool) []ledgerLine {
+	inWas := make([]map[string]bool, len(f.Was))
+	damaged := map[string]bool{}
+	lines, _, _ := splitSegment(s, f.Now)
+	for i, w := range f.Was {
+		for _, p := range compareCommitted(s, w, f.Now, anyOrder) {
+			if p.Line <= len(lines) && lines[p.Line-1].Event != nil && !lines[p.Line-1].HashOK && p.ID == lines[p.Line-1].Event.ID {
+				h.damage = true // a line damaged, not forged: the chain check names it
+				continue
+			}
+			h.bad(p, "rewrote committed history: "+p.Msg)
+		}
+		inWas[i] = map[string]bool{}
+		ls, _, _ := splitSegment(s, w)
+		for _, l := range ls {
+			inWas[i][string(l.Raw)] = true
+			if l.Event != nil && !l.HashOK {
+				damaged[l.Event.ID] = true
+			}
+		}
+	}
+	var fresh []ledgerLine
+	for _, l := range lines {
+		switch {
+		case inWas[0][string(l.Raw)]:
+		case l.Event != nil && slices.ContainsFunc(inWas[1:], func(m map[string]bool) bool { return m[string(l.Raw)] }):
+			merged[l.Event] = true
+			fresh = append(fresh, l)
+		case l.Event != nil && l.HashOK && damaged[l.Event.ID]: // a damaged line's repair
+		default:
+			fresh = append(fresh, l)
+		}
+	}
+	return fresh
+}
+
+// bad records a problem found in the commit being judged.
+func (h *historyCheck) bad(p Problem, what string) {
+	p.Msg = h.culprit + " " + what + " (undo it with git revert " + strings.TrimPrefix(h.culprit, "commit ") + ")"
+	if !strings.HasPrefix(h.culprit, "commit ") {
+		p.Msg = h.culprit + " holds what no writer wrote: " + what + "; take the line out (memvault repair does not)"
+	}
+	p.Commit = h.culprit
+	h.problems = append(h.problems, p)
+}
+
+// added judges a line a commit added: an event that chains onto an open
+// tip and that the policy in effect lets its source write.
+func (h *historyCheck) added(l ledgerLine) {
+	p := Problem{File: l.Seg.String(), Line: l.Line}
+	if l.Event == nil {
+		h.bad(p, "added a line that is not an event")
+		return
+	}
+	p.ID = l.Event.ID
+	if !l.HashOK {
+		h.damage = true // the chain check names it
+		return
+	}
+	if !h.link(l.Event) {
+		h.bad(p, "added an event that does not chain onto an open tip: a new branch of the ledger that no merge brought")
+	}
+	if msg := h.policy(l.Event); msg != "" {
+		h.bad(p, "added "+msg)
+	}
+}
+
+// link moves the open tips past ev; false when ev names a parent that is
+// not an open tip, or starts a line of history on a ledger that has one.
+func (h *historyCheck) link(ev *Event) bool {
+	parents := []string{ev.Prev}
+	if tips, ok := JoinTips(ev); ok && ev.Kind == KindJoin {
+		parents = tips
+	}
+	ok := ev.Prev != "" || len(h.tips) == 0
+	for _, p := range parents {
+		ok = ok && (p == "" || slices.Contains(h.tips, p))
+	}
+	h.tips = slices.DeleteFunc(h.tips, func(t string) bool { return slices.Contains(parents, t) })
+	h.tips = append(h.tips, ev.Hash)
+	return ok
+}
+
+// policy says why the policy in effect refuses ev ("" when it allows it),
+// as the transaction's check would have (policytx.go), and folds a policy
+// event. An event with no source is judged as the command line's. A
+// violation must come from the policy check and record a refusal the
+// policy makes. Before the ledger's first policy event, a refusal is
+// counted as a note, not a problem: the vault was written before
+// policies existed.
+func (h *historyCheck) policy(ev *Event) string {
+	src := cmp.Or(ev.Source, SourceCLI)
+	rule, ok := h.pol.Allows(ev.Kind, src)
+	if ev.Kind == KindViolation {
+		var d struct{ Kind, Source string }
+		_ = JSONUnmarshal(ev.Data, &d)
+		_, allowed := h.pol.Allows(d.Kind, d.Source)
+		ok = src == SourcePolicy && d.Kind != "" && !allowed
+	}
+	switch {
+	case ok && ev.Kind == KindPolicy:
+		h.pol.fold(ev)
+	case ok:
+	case h.pol.Events == 0:
+		h.notes++
+	case ev.Kind == KindViolation:
+		return "a violation that no policy check wrote (it records a refusal the policy does not make)"
+	default:
+		return "an event the policy refuses: " + refusal(ev.Kind, src, rule)
+	}
+	return ""
 }

@@ -52,7 +52,7 @@ func TestMergedHistoryVerifiesAndIsJoined(t *testing.T) {
 	if err := os.WriteFile(p, append(data, b...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	commitAsIs(t, v, p)
+	mergeAsIs(t, v, p)
 
 	rep := mustVerify(t, v)
 	want := []string{a2.Hash, bTip}

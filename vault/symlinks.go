@@ -101,6 +101,7 @@ func (v *Vault) withLinks(verify func() (*VerifyReport, error)) (*VerifyReport, 
 		}
 		rep = &VerifyReport{}
 	}
+	rep.notes(v)
 	if len(links) > 0 {
 		rep.Problems = append(links, rep.Problems...)
 		rep.OK = false

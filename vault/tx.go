@@ -281,6 +281,9 @@ func (v *Vault) startTx(opts TxOptions) (txStart, error) {
 			e.Msg += fmt.Sprintf(" (and %d more)", len(problems)-1)
 		}
 		start.refuse = e.WithHint("run memvault repair (memvault verify names every problem), or pass --force to write anyway")
+		if problems[0].Commit != "" {
+			start.refuse = e.WithHint("undo the forgery as said (memvault verify names every problem); memvault repair does not take it as its own")
+		}
 	}
 	if v.configErr != nil {
 		start.refuse = v.configErr

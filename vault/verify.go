@@ -21,6 +21,9 @@ type Problem struct {
 	Line int    `json:"line,omitempty"`
 	ID   string `json:"id,omitempty"`
 	Msg  string `json:"problem"`
+	// Commit names what brought a line the history check refuses ("commit
+	// <hash>", or "the work tree"): no repair takes it as its own.
+	Commit string `json:"commit,omitempty"`
 }
 
 func (p Problem) String() string {
@@ -53,6 +56,21 @@ type VerifyReport struct {
 	// and counts no events.
 	Incremental bool `json:"incremental,omitempty"`
 	Rechecked   int  `json:"rechecked,omitempty"`
+	// Notes are what the history check saw and did not count as a
+	// problem: events of an old vault, written before its first policy
+	// event, that the default policy refuses. Each is reported once.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// notes adds what the last history check noted.
+func (r *VerifyReport) notes(v *Vault) {
+	t := v.trustSlot()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.notes > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d events written before the ledger's first policy event are refused by the default policy; they are kept as written", t.notes))
+		t.notes = 0
+	}
 }
 
 // KindJoin is the event that joins lines of history after two clones'
@@ -239,7 +257,12 @@ func (v *Vault) verifyDisk() (*VerifyReport, error) {
 		if err != nil {
 			return nil, err
 		}
-		return v.heldAgainst("", segs, nil, true, false, read, blobs)
+		hist, err := v.holdHistory(v.loadStamps(), segs)
+		if err != nil {
+			return nil, err
+		}
+		held, err := v.heldAgainst("", segs, nil, true, false, read, blobs)
+		return append(held, hist...), err
 	}, stamps)
 	if err != nil {
 		return nil, err

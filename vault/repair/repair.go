@@ -41,9 +41,8 @@ type Report struct {
 	Commit      string   `json:"commit,omitempty"`  // the commit, when one was made
 	Staged      bool     `json:"staged,omitempty"`  // a merge in progress: written and staged for its commit
 	Nothing     bool     `json:"nothing_to_do"`     // the ledger verified: nothing was changed
-	// StaleLocks are git's lock files a killed gc left, removed (paths
-	// under .git; gitrepo.Repo.ClearStaleGCLocks says how they are told
-	// from a live git's).
+	// StaleLocks are the lock files under .git a killed gc left, removed
+	// (gitrepo.Repo.ClearStaleGCLocks tells them from a live git's).
 	StaleLocks []string `json:"stale_locks_removed,omitempty"`
 }
 
@@ -66,6 +65,9 @@ type entry struct {
 // commit). With dry, nothing is written.
 func Run(v *vault.Vault, dry bool) (*Report, error) {
 	kept := ".logs/repair-" + time.Now().UTC().Format("20060102T150405.000")
+	if err := refuseForged(v); err != nil {
+		return nil, err
+	}
 	if dry || v.MergeInProgress() {
 		return runUncommitted(v, kept, dry)
 	}
@@ -104,6 +106,9 @@ func Run(v *vault.Vault, dry bool) (*Report, error) {
 		return rep, nil
 	}
 	rep.Commit = res.Commit
+	if err := v.TrustRepair(); err != nil {
+		return nil, err
+	}
 	after, err := v.Verify()
 	if err != nil {
 		return nil, err
@@ -112,6 +117,23 @@ func Run(v *vault.Vault, dry bool) (*Report, error) {
 		return rep, fault.New(fault.ErrCorrupt, "repair: the ledger still fails verification: %s", after.Problems[0])
 	}
 	return rep, nil
+}
+
+// refuseForged refuses a repair of a ledger whose only problems are lines
+// that a commit (made with --no-verify) or the work tree brought and the
+// history check refuses: a rewritten or deleted committed event, a new
+// branch of the DAG no merge brought, an event the policy refuses. A
+// repair re-chains what it rewrites and takes the result as trusted, so it
+// would make a forgery its own; the person undoes it instead (git revert
+// of the commit, or the line taken out of the work tree), and nothing is
+// lost that git does not keep.
+func refuseForged(v *vault.Vault) error {
+	h, err := v.Health()
+	if err != nil || len(h.Chain) == 0 || slices.ContainsFunc(h.Chain, func(p vault.Problem) bool { return p.Commit == "" }) {
+		return nil
+	}
+	e := fault.New(fault.ErrCorrupt, "repair: %s", h.Chain[0])
+	return e.WithHint("memvault repair mends damage; it does not take a forged history as its own: undo the commit with git revert, or take the uncommitted line out, and run memvault verify")
 }
 
 // runUncommitted plans a repair under the vault lock and, unless dry,

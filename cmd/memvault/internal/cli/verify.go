@@ -70,6 +70,9 @@ func runVerify(_ context.Context, opts verifyOptions, e env, v *vault.Vault) err
 		for _, p := range rep.Torn {
 			fmt.Fprintf(e.stderr, "note: %s\n", p)
 		}
+		for _, n := range rep.Notes {
+			fmt.Fprintf(e.stderr, "note: %s\n", n)
+		}
 		if len(rep.Tips) > 1 && rep.OK {
 			fmt.Fprintf(e.stderr, "note: %d lines of history from a merge end in separate tips; the next write joins them\n", len(rep.Tips))
 		}
@@ -84,16 +87,22 @@ func runVerify(_ context.Context, opts verifyOptions, e env, v *vault.Vault) err
 			fmt.Fprintf(w, "FAILED: %d problems in %d events\n", len(rep.Problems), rep.Events)
 		}
 		if !rep.OK {
-			links := 0
+			links, forged := 0, 0
 			for _, p := range rep.Problems {
 				if p.IsLink() {
 					links++
+				}
+				if p.Commit != "" {
+					forged++
 				}
 			}
 			if links > 0 {
 				fmt.Fprintf(e.stderr, "hint: replace each link with the file or folder it points to, or git rm it; memvault never follows links inside the vault\n")
 			}
-			if links < len(rep.Problems) {
+			if forged > 0 {
+				fmt.Fprintf(e.stderr, "hint: undo a forged commit with git revert, and take a forged line out of the work tree; memvault repair does not take a forgery as its own\n")
+			}
+			if links+forged < len(rep.Problems) {
 				fmt.Fprintf(e.stderr, "hint: memvault repair re-chains the ledger and restores committed events, keeping the old segments under .logs/\n")
 			}
 		}

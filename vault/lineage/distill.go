@@ -235,6 +235,7 @@ func Compact(tx *vault.Tx, t transcript.Ref, opts CompactOptions) (*node.Node, b
 		return nil, false, err
 	}
 	summary, _ = v.Redact(summary)
+	summary = transcript.StripMarkup(summary) // a harness's summary quotes its own markup
 	created := d.lastTS
 	if created.IsZero() {
 		created = tx.Now()

@@ -98,12 +98,12 @@ func (d *sessionDigest) addPrompt(text string) {
 }
 
 // summaryTitle is the title a person recognises: the first prompt that
-// asks for something (not a slash command, not filler such as "thanks"),
-// else the first prompt, cut on a word; "session <key>" when there is
-// none.
+// asks for something (not a slash command, more than minAnswerWords
+// words: not "thanks" or "go on"), else the first prompt, cut on a word;
+// "session <key> (no prompt)" when there is none.
 func summaryTitle(t transcript.Ref, prompts []string) string {
 	for _, p := range prompts {
-		if !strings.HasPrefix(p, "/") && !filler(p) {
+		if !strings.HasPrefix(p, "/") && len(strings.Fields(p)) > minAnswerWords {
 			return transcript.CutWords(p, titleRunes)
 		}
 	}

@@ -214,3 +214,32 @@ func ids(ns []*node.Node) []string {
 	}
 	return out
 }
+
+// TestCompactionWithoutMarkup: the compaction summary Claude Code wrote
+// (it quotes <system-reminder> blocks) reaches the node without them.
+func TestCompactionWithoutMarkup(t *testing.T) {
+	v := testvault.New(t)
+	ref := transcript.Ref{Agent: v.Config.Agent, Session: "cc"}
+	src, _ := filepath.Abs("../../fixtures/transcripts/claude-code/session.jsonl")
+	if _, err := Import(v, vault.TxOptions{Session: "cc"}, ref, transcript.ClaudeCode, src, ""); err != nil {
+		t.Fatal(err)
+	}
+	var n *node.Node
+	if _, err := v.Update(vault.TxOptions{Session: "cc"}, func(tx *vault.Tx) error {
+		var err error
+		n, _, err = Compact(tx, ref, CompactOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range transcript.MarkupTags() {
+		if strings.Contains(n.Body, tag) || strings.Contains(n.Title, tag) {
+			t.Errorf("compaction node holds %s:\n%s", tag, n.Body)
+		}
+	}
+	s, _ := summarizeSession(t, v, ref)
+	if s.Title != "hello, remember that my aws key is [REDACTED:aws-access-key]" || !strings.Contains(s.Body, "- `echo memvault-tool-ok`\n") ||
+		!strings.Contains(s.Body, "- /compact\n") {
+		t.Errorf("summary of the captured session %q:\n%s", s.Title, s.Body)
+	}
+}

@@ -285,7 +285,9 @@ func writeControlLines(b *strings.Builder, controls []ControlLine) {
 // returned). Otherwise n supersedes every earlier summary of the agent's
 // session, and says so: the session keeps one summary that counts.
 func createSummary(tx *vault.Tx, n *node.Node) (*node.Node, bool, error) {
-	ix, err := tx.Nodes()
+	// The session's nodes only: a byte search of the node cache, not the
+	// whole index decoded (a session end runs this).
+	ix, err := node.Lookup(tx.Vault().Files(), []string{node.FieldNeedle(n.Session)}, nil)
 	if err != nil {
 		return nil, false, err
 	}

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memvault/memvault/vault/transcript"
 	"github.com/memvault/memvault/vault/vaulttest/e2etest"
 )
 
@@ -217,6 +218,20 @@ func (e *e2e) requireHeadLists(session string) {
 	e.T.Helper()
 	nodes := e.Nodes("session-summary", session)
 	id := fmt.Sprint(nodes[len(nodes)-1]["id"])
+	// One summary of the session counts, and no harness markup is in it
+	// (issue 34).
+	if len(nodes) != 1 {
+		e.T.Errorf("session %s lists %d session summaries, want 1", session, len(nodes))
+	}
+	body, err := os.ReadFile(filepath.Join(e.Proj, ".memory", filepath.FromSlash(fmt.Sprint(nodes[len(nodes)-1]["path"]))))
+	if err != nil {
+		e.T.Errorf("the summary node's file: %v", err)
+	}
+	for _, tag := range transcript.MarkupTags() {
+		if strings.Contains(string(body), tag) {
+			e.T.Errorf("the summary node of session %s holds harness markup %s:\n%s", session, tag, body)
+		}
+	}
 	data, err := os.ReadFile(filepath.Join(e.Proj, ".memory", "MEMORY.md"))
 	if err != nil {
 		e.T.Errorf("no MEMORY.md after the session end: %v", err)

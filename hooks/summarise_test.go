@@ -229,7 +229,7 @@ func TestHookSummaryModelFailsOpen(t *testing.T) {
 			}
 			n := sessionNode(t, v, "s1")
 			if n == nil || n.Summary != node.SummaryDeterministic || !strings.HasPrefix(n.SummaryFallback, c.code+": ") ||
-				!strings.Contains(n.Body, "## Intent") {
+				!strings.Contains(n.Body, "## Asked") {
 				t.Fatalf("node %+v", n)
 			}
 			if k := testvault.Kinds(t, v); k[vault.KindDelegationFailed] != 1 {

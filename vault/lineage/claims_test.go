@@ -309,7 +309,7 @@ func TestControlClaimsAndReflections(t *testing.T) {
 	}
 	n := summarize()
 	for _, want := range []string{
-		"CLAIM: commitment.closed=" + idJSON(w.open) + " → `e_",
+		"): commitment.closed=" + idJSON(w.open) + "\n", // accepted: under Recorded
 		"(claim rejected: " + w.reopened + " is open)",
 		"(claim rejected: no such event e_00000000000000000000000000)",
 		"CLAIM: commitment.open=[1] → skipped: claim commitment.open: value must be a json object",

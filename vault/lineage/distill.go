@@ -15,24 +15,17 @@ import (
 	"github.com/memvault/memvault/vault/transcript"
 )
 
-// Limits of what a session summary quotes, in runes. A summary points into
-// the transcript; it does not copy it.
-const (
-	intentPrompts = 3
-	intentRunes   = 300
-	outcomeRunes  = 600
-	// reflectionRunes bounds one reflection in the node's Reflections.
-	reflectionRunes = 600
-)
-
 // sessionDigest is what distillation reads from a transcript, in one pass.
 type sessionDigest struct {
 	last     int
-	prompts  []string
-	outcome  string
+	prompts  []string // what the person asked, markup removed
+	asked    int      // how many prompts in all
+	outcome  string   // the last substantial answer
+	answer   string   // the last answer, substantial or not
 	lastTS   time.Time
 	controls []ControlLine
 	compact  *transcript.Stored // the last compaction summary the harness wrote
+	work     transcript.Work    // files touched, commands run
 }
 
 func digest(v *vault.Vault, t transcript.Ref, from int) (*sessionDigest, error) {
@@ -48,10 +41,17 @@ func digest(v *vault.Vault, t transcript.Ref, from int) (*sessionDigest, error) 
 			d.compact = &mm
 		case m.Kind != "":
 			// injected context and boundaries are not the conversation
-		case m.Role == transcript.RoleUser && len(d.prompts) < intentPrompts && strings.TrimSpace(m.Text) != "":
-			d.prompts = append(d.prompts, vault.Clip(vault.OneLine(m.Text), intentRunes))
+		case m.Role == transcript.RoleTool:
+			d.work.Add(m.Message)
+		case m.Role == transcript.RoleUser:
+			d.addPrompt(m.Text)
 		case m.Role == transcript.RoleAssistant && strings.TrimSpace(m.Text) != "":
-			d.outcome = m.Text
+			if a := answerText(m.Text); a != "" {
+				d.answer = a
+				if !filler(a) {
+					d.outcome = a
+				}
+			}
 			d.controls = append(d.controls, scanControlLines(m)...)
 		}
 		return nil
@@ -67,11 +67,12 @@ type SummaryOptions struct {
 	Model *Model
 }
 
-// Summarize writes the session-summary node of t: intent (the first
-// prompts), outcome (the last assistant message), the structured events of
-// the session, and the control lines of assistant messages, each turned into
-// its ledger event once. Summarizing again without new messages returns the
-// existing node and writes nothing.
+// Summarize writes the session-summary node of t (summary.go): what was
+// asked, the outcome, the files touched and commands run, what the
+// session recorded, and the control lines of assistant messages, each
+// turned into its ledger event once. A session has one summary that
+// counts: summarizing again with nothing new returns it and writes
+// nothing; with something new the new node supersedes it.
 func Summarize(tx *vault.Tx, t transcript.Ref, opts SummaryOptions) (*node.Node, bool, error) {
 	v := tx.Vault()
 	if err := t.Check(); err != nil {
@@ -104,7 +105,7 @@ func Summarize(tx *vault.Tx, t transcript.Ref, opts SummaryOptions) (*node.Node,
 		st.Add(&vault.Row{Event: ev})
 	}
 	rows, threads := sessionRows(st, t, thread)
-	n := summaryNode(tx, t, d, primaryFirst(thread, threads), summaryBody(t, d, rows, controls))
+	n := summaryNode(tx, t, d, primaryFirst(thread, threads), summaryBody(tx, t, d, rows, controls))
 	if m := opts.Model; m != nil {
 		// A model's summary of these messages is not asked for twice:
 		// the node that holds one stands.
@@ -116,7 +117,7 @@ func Summarize(tx *vault.Tx, t transcript.Ref, opts SummaryOptions) (*node.Node,
 			return nil, false, err
 		}
 	}
-	return tx.CreateNode(n)
+	return createSummary(tx, n)
 }
 
 // sessionRows returns the rows the session's agent wrote in it, nodes and
@@ -138,104 +139,6 @@ func sessionRows(st *vault.State, t transcript.Ref, thread string) ([]*vault.Row
 		}
 	}
 	return rows, threads
-}
-
-// summaryBody writes a session summary's text: the intent (the first
-// prompts), the outcome (the last assistant message, clipped), the
-// session's events and reflections, and what became of its control lines.
-func summaryBody(t transcript.Ref, d *sessionDigest, rows []*vault.Row, controls []ControlLine) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Session %s\n\n## Intent\n\n", t.Session)
-	if len(d.prompts) == 0 {
-		b.WriteString("(no user prompt in the transcript)\n")
-	}
-	for _, p := range d.prompts {
-		fmt.Fprintf(&b, "- %s\n", p)
-	}
-	b.WriteString("\n## Outcome\n\n")
-	if d.outcome == "" {
-		b.WriteString("(no assistant message in the transcript)\n")
-	} else {
-		fmt.Fprintf(&b, "%s\n", vault.Clip(strings.TrimSpace(d.outcome), outcomeRunes))
-	}
-	if len(rows) > 0 {
-		b.WriteString("\n## Events\n\n")
-		for _, r := range rows {
-			fmt.Fprintf(&b, "- %s `%s`%s: %s\n", r.Kind, r.ID, threadSuffix(r.Thread), vault.Clip(vault.OneLine(r.Text), 200))
-		}
-	}
-	writeReflections(&b, rows)
-	writeControlLines(&b, controls)
-	return b.String()
-}
-
-// writeControlLines lists the session's control lines, each with the event
-// it made or why it made none.
-func writeControlLines(b *strings.Builder, controls []ControlLine) {
-	if len(controls) == 0 {
-		return
-	}
-	b.WriteString("\n## Control lines\n\n")
-	for _, c := range controls {
-		result := "`" + c.Event + "`"
-		switch {
-		case c.Event == "":
-			result = c.Result
-		case c.Result != "": // a claim rejected or unchecked
-			result += " (" + c.Result + ")"
-		}
-		fmt.Fprintf(b, "- message %d: %s: %s → %s\n", c.N, c.Verb, vault.Clip(c.Arg, 200), result)
-	}
-}
-
-// summaryNode is the session-summary node of t, spanning all of its
-// messages, created at the time of its last message (the transaction's
-// when none has one) and titled by its first prompt.
-func summaryNode(tx *vault.Tx, t transcript.Ref, d *sessionDigest, threads []string, body string) *node.Node {
-	created := d.lastTS
-	if created.IsZero() {
-		created = tx.Now()
-	}
-	n := &node.Node{Kind: node.SessionSummary, Agent: t.Agent, Session: t.Session, Harness: tx.Harness(),
-		Threads: threads, Span: &node.Span{Path: t.Path(), From: 1, To: d.last},
-		Created: vault.FormatTS(created), Title: "session " + t.Session + ": " + firstOr(d.prompts, "no prompt"),
-		Body: body}
-	n.Title = vault.Clip(n.Title, 120)
-	return n
-}
-
-// writeReflections lists the session's reflections that hold in full (up
-// to reflectionRunes each): what the agent noted about how the work went.
-func writeReflections(b *strings.Builder, rows []*vault.Row) {
-	first := true
-	for _, r := range rows {
-		if r.Kind != "reflection" || !r.Current() {
-			continue
-		}
-		if first {
-			b.WriteString("\n## Reflections\n\n")
-			first = false
-		}
-		links := ""
-		if len(r.Links) > 0 {
-			links = " (about `" + strings.Join(r.Links, "`, `") + "`)"
-		}
-		fmt.Fprintf(b, "- `%s`%s: %s\n", r.ID, links, vault.Clip(vault.OneLine(r.Text), reflectionRunes))
-	}
-}
-
-func threadSuffix(t string) string {
-	if t == "" {
-		return ""
-	}
-	return " (" + t + ")"
-}
-
-func firstOr(list []string, def string) string {
-	if len(list) == 0 {
-		return def
-	}
-	return list[0]
 }
 
 // primaryFirst lists the threads of m sorted, with primary (the session's
@@ -332,6 +235,7 @@ func Compact(tx *vault.Tx, t transcript.Ref, opts CompactOptions) (*node.Node, b
 		return nil, false, err
 	}
 	summary, _ = v.Redact(summary)
+	summary = transcript.StripMarkup(summary) // a harness's summary quotes its own markup
 	created := d.lastTS
 	if created.IsZero() {
 		created = tx.Now()

@@ -131,7 +131,8 @@ func expandNodes(v *vault.Vault, id, agent string) (*node.Index, *node.Node, err
 
 // addRelatives lists the node's parents, its children, and its siblings:
 // the nodes of its agent that share its session or one of its parents,
-// parents and children excepted, in node order.
+// parents and children excepted, and the session summaries a later one
+// supersedes left out, in node order.
 func (ex *Expansion) addRelatives(ix *node.Index, id string, n *node.Node) {
 	parents := ix.Parents[id]
 	for _, p := range parents {
@@ -156,6 +157,9 @@ func (ex *Expansion) addRelatives(ix *node.Index, id string, n *node.Node) {
 	for _, other := range ix.Nodes {
 		if other.ID == id || other.Agent != n.Agent || slices.Contains(parents, other.ID) || slices.Contains(n.Children, other.ID) {
 			continue
+		}
+		if ix.SupersededBy(other.ID) != "" && !sib[other.ID] {
+			continue // an earlier summary of the session: the latest counts
 		}
 		if sib[other.ID] || n.Session != "" && other.Session == n.Session {
 			siblings = append(siblings, other)

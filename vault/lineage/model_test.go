@@ -201,13 +201,13 @@ func TestModelSummaryAnswered(t *testing.T) {
 			}
 			// the checksum is of the result the executor sent: recompute it
 			// from the reply as the node keeps it
-			reply := n.Body[i:strings.Index(n.Body, "\n## Intent")]
+			reply := n.Body[i:strings.Index(n.Body, "\nSession `")]
 			result["summary"] = strings.TrimSpace(reply)
 			raw, _ := json.Marshal(result)
 			if _, sum, _ := executor.Checksum(raw); sum != n.SummaryChecksum {
 				t.Errorf("checksum %s, the reply hashes to %s", n.SummaryChecksum, sum)
 			}
-			for _, part := range []string{"## Summary", "Written by executor `fake`", "## Intent", "## Outcome",
+			for _, part := range []string{"## Summary", "Written by executor `fake`", "## Asked", "## Outcome",
 				"make the parser handle unicode", "the lexer now reads runes"} {
 				if !strings.Contains(n.Body, part) {
 					t.Errorf("body lacks %q:\n%s", part, n.Body)
@@ -284,7 +284,7 @@ func TestModelSummaryFallsBack(t *testing.T) {
 				t.Fatalf("summary %q by %q sum %q fallback %q", n.Summary, n.SummaryBy, n.SummaryChecksum, n.SummaryFallback)
 			}
 			if !strings.Contains(n.Body, "Deterministic summary: the model's was not used ("+c.code) ||
-				!strings.Contains(n.Body, "## Intent") || strings.Contains(n.Body, "## Summary") {
+				!strings.Contains(n.Body, "## Asked") || strings.Contains(n.Body, "## Summary") {
 				t.Errorf("body:\n%s", n.Body)
 			}
 			if f := failures(t, v); f[c.code] == "" || len(f) != 1 {

@@ -34,7 +34,7 @@ func (n *Node) cacheLine() string {
 		span = fmt.Sprintf("%s\t%d\t%d", n.Span.Path, n.Span.From, n.Span.To)
 	}
 	f := []string{n.Path, n.ID, n.Kind, n.Agent, n.Session, n.Harness, strings.Join(n.Threads, ","),
-		strings.Join(n.Children, ","), n.Created, span, n.Title}
+		strings.Join(n.Children, ","), n.Created, span, n.Title, strings.Join(n.Supersedes, ",")}
 	for i, x := range f {
 		if i != 9 {
 			f[i] = tsvEscape.Replace(x)
@@ -45,7 +45,10 @@ func (n *Node) cacheLine() string {
 
 func parseCacheLine(line string) (*Node, bool) {
 	f := strings.Split(line, "\t")
-	if len(f) != 13 {
+	if len(f) == 13 { // written before supersedes (issue 34)
+		f = append(f, "")
+	}
+	if len(f) != 14 {
 		return nil, false
 	}
 	for i := range f {
@@ -61,6 +64,9 @@ func parseCacheLine(line string) (*Node, bool) {
 	}
 	n := &Node{Path: f[0], ID: f[1], Kind: f[2], Agent: f[3], Session: f[4], Harness: f[5],
 		Threads: split(f[6]), Children: split(f[7]), Created: f[8], Title: f[12]}
+	if f[13] != "" {
+		n.Supersedes = split(f[13])
+	}
 	if f[9] != "" {
 		n.Span = &Span{Path: f[9]}
 		n.Span.From, _ = strconv.Atoi(f[10])

@@ -10,6 +10,7 @@ import (
 type Index struct {
 	Nodes   map[string]*Node
 	Parents map[string][]string
+	sup     map[string]string // SupersededBy's map, built on first use
 }
 
 // newIndex returns an empty index.
@@ -21,6 +22,7 @@ func newIndex() *Index {
 // the loader's, and a transaction's for the nodes it creates.
 func (ix *Index) Add(n *Node) {
 	ix.Nodes[n.ID] = n
+	ix.sup = nil
 	for _, c := range n.Children {
 		ix.Parents[c] = appendUnique(ix.Parents[c], n.ID)
 	}
@@ -41,6 +43,9 @@ type Filter struct {
 	Session string
 	Kind    string
 	Thread  string
+	// All keeps the session summaries a later one supersedes, which
+	// Select leaves out otherwise.
+	All bool
 }
 
 // Select returns the matching nodes, oldest first.
@@ -51,7 +56,8 @@ func (ix *Index) Select(f Filter) []*Node {
 		case f.Agent != "" && n.Agent != f.Agent,
 			f.Session != "" && n.Session != f.Session,
 			f.Kind != "" && n.Kind != f.Kind,
-			f.Thread != "" && !slices.Contains(n.Threads, f.Thread):
+			f.Thread != "" && !slices.Contains(n.Threads, f.Thread),
+			!f.All && ix.SupersededBy(n.ID) != "":
 			continue
 		}
 		out = append(out, n)
@@ -72,4 +78,68 @@ func Sort(ns []*Node) {
 		}
 		return ns[i].ID < ns[j].ID
 	})
+}
+
+// SupersededBy returns the session summary that replaces node id, "" when
+// none does. A session has one summary that counts per agent: a summary
+// that a later one lists in its supersedes is replaced by it; of the
+// others of one agent and session (a vault written before supersedes
+// held several), the one whose span ends last, then the greatest id (its
+// first 48 bits are its created time), counts. An index loaded around a
+// few nodes (Lookup) knows only the summaries it holds: look up the
+// session to know them all.
+func (ix *Index) SupersededBy(id string) string {
+	if ix.sup == nil {
+		ix.sup = superseded(ix.Nodes)
+	}
+	return ix.sup[id]
+}
+
+func superseded(nodes map[string]*Node) map[string]string {
+	sup := map[string]string{}
+	for _, n := range nodes {
+		if n.Kind != SessionSummary {
+			continue
+		}
+		for _, old := range n.Supersedes {
+			if old != n.ID && (sup[old] == "" || sup[old] < n.ID) {
+				sup[old] = n.ID
+			}
+		}
+	}
+	best := map[[2]string]*Node{}
+	for _, n := range nodes {
+		if n.Kind != SessionSummary || sup[n.ID] != "" {
+			continue
+		}
+		k := [2]string{n.Agent, n.Session}
+		if b := best[k]; b == nil || later(n, b) {
+			best[k] = n
+		}
+	}
+	for _, n := range nodes {
+		if n.Kind != SessionSummary || sup[n.ID] != "" {
+			continue
+		}
+		if b := best[[2]string{n.Agent, n.Session}]; b != n {
+			sup[n.ID] = b.ID
+		}
+	}
+	return sup
+}
+
+// later reports whether session summary a counts over b: its span ends
+// later, or as late and its id is greater.
+func later(a, b *Node) bool {
+	at, bt := 0, 0
+	if a.Span != nil {
+		at = a.Span.To
+	}
+	if b.Span != nil {
+		bt = b.Span.To
+	}
+	if at != bt {
+		return at > bt
+	}
+	return a.ID > b.ID
 }

@@ -56,7 +56,13 @@ type Node struct {
 	SummaryBy       string `json:"summary_by,omitempty"`
 	SummaryChecksum string `json:"summary_checksum,omitempty"`
 	SummaryFallback string `json:"summary_fallback,omitempty"`
-	Body            string `json:"body,omitempty"`
+	// Supersedes lists, on a session summary, the earlier summaries of
+	// the same agent and session it replaces (a session resumed, a
+	// retry over more messages): a session has one summary that counts,
+	// and the index hides the others (Index.SupersededBy). Left out of
+	// the file when empty.
+	Supersedes []string `json:"supersedes,omitempty"`
+	Body       string   `json:"body,omitempty"`
 }
 
 // Who wrote a node's summary (Node.Summary).
@@ -80,14 +86,16 @@ func (n *Node) frontMatter() []struct {
 		{"harness", &n.Harness}, {"threads", &n.Threads}, {"children", &n.Children},
 		{"span", &n.Span}, {"created", &n.Created}, {"title", &n.Title},
 		{"summary", &n.Summary}, {"summary_by", &n.SummaryBy}, {"summary_checksum", &n.SummaryChecksum},
-		{"summary_fallback", &n.SummaryFallback},
+		{"summary_fallback", &n.SummaryFallback}, {"supersedes", &n.Supersedes},
 	}
 }
 
 // optionalField reports whether the front-matter field key is written
-// only when it is set: the summariser's, so that a node made without one
-// has the bytes (and so the id) it always had.
-func optionalField(key string) bool { return strings.HasPrefix(key, "summary") }
+// only when it is set: the summariser's and supersedes, so that a node
+// made without them has the bytes (and so the id) it always had.
+func optionalField(key string) bool {
+	return strings.HasPrefix(key, "summary") || key == "supersedes"
+}
 
 // Encode renders the node file. Every front-matter value is written as JSON,
 // which is also valid YAML, so the file reads well, parses with any YAML
@@ -99,6 +107,9 @@ func (n *Node) Encode() []byte {
 	b.WriteString("---\n")
 	for _, f := range n.frontMatter() {
 		if p, ok := f.ptr.(*string); ok && *p == "" && optionalField(f.key) {
+			continue
+		}
+		if p, ok := f.ptr.(*[]string); ok && len(*p) == 0 && optionalField(f.key) {
 			continue
 		}
 		var v bytes.Buffer

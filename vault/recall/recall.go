@@ -209,6 +209,27 @@ type recallRun struct {
 	skipped    int                  // head hits left out for othersRows
 	stale      staleHeads
 	res        *RecallResult
+	// sessionNodes are the nodes of each session a summary hit came
+	// from, looked up once (supersededBy).
+	sessionNodes map[string]*node.Index
+}
+
+// supersededBy returns the summary that replaces a session-summary hit,
+// "" when it counts: the session's nodes are looked up in the node cache
+// once per recall.
+func (r *recallRun) supersededBy(hit Hit) string {
+	ix, ok := r.sessionNodes[hit.Session]
+	if !ok {
+		if r.sessionNodes == nil {
+			r.sessionNodes = map[string]*node.Index{}
+		}
+		ix, _ = node.Lookup(r.v.Files(), []string{node.FieldNeedle(hit.Session)}, nil)
+		r.sessionNodes[hit.Session] = ix
+	}
+	if ix == nil {
+		return ""
+	}
+	return ix.SupersededBy(hit.ID)
 }
 
 // searchTier adds the first Limit hits of one tier that hold up (keep), in
@@ -284,6 +305,15 @@ func (r *recallRun) keep(h rankedHit, tier string, msgIDs map[string]string) (Hi
 	}
 	if !ok || !inTime(hit.TS, r.opts.Since, r.opts.Until) || hit.Status != "" && hit.Status != vault.StatusActive && !r.opts.History {
 		return hit, false, nil
+	}
+	if hit.Kind == node.SessionSummary {
+		// A session has one summary that counts: the others are history.
+		if by := r.supersededBy(hit); by != "" {
+			if !r.opts.History {
+				return hit, false, nil
+			}
+			hit.Status, hit.SupersededBy = vault.StatusSuperseded, by
+		}
 	}
 	if hit.Tier == TierTranscripts && hit.Thread == "" {
 		if ts := r.sc.SessionThreads(hit.Agent, hit.Session); len(ts) > 0 {
@@ -503,9 +533,10 @@ func lineAt(v *vault.Vault, rel string, off int64) ([]byte, int, error) {
 }
 
 // snippet cuts text around the first word of the query it contains, at most
-// about 240 characters, on one line.
+// about 240 characters, on one line, harness markup removed; it starts and
+// ends on a word boundary (a word longer than the snippet aside).
 func snippet(text, q string) string {
-	text = vault.OneLine(text)
+	text = vault.OneLine(transcript.StripMarkup(text))
 	if utf8.RuneCountInString(text) <= 240 {
 		return text
 	}
@@ -520,13 +551,18 @@ func snippet(text, q string) string {
 		}
 	}
 	if at < 0 {
-		return vault.Clip(text, 240)
+		return transcript.CutWords(text, 240)
 	}
+	// Start about 80 bytes before the word found, at the start of a word:
+	// the first after a space in between, else the found word's own.
 	start := max(0, at-80)
-	for start > 0 && !utf8.RuneStart(text[start]) {
-		start--
+	if j := strings.IndexByte(text[start:at], ' '); start > 0 && j >= 0 {
+		start += j + 1
+	} else if start > 0 {
+		for start = at; start > 0 && text[start-1] != ' '; start-- {
+		}
 	}
-	out := vault.Clip(text[start:], 240)
+	out := transcript.CutWords(text[start:], 240)
 	if start > 0 {
 		out = "…" + out
 	}

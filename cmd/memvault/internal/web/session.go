@@ -107,12 +107,8 @@ func (s *Server) session(r *http.Request) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range ix.Nodes {
-		if n.Agent == agent && n.Session == session {
-			d.Nodes = append(d.Nodes, n)
-		}
-	}
-	node.Sort(d.Nodes)
+	// Select leaves out the summaries a later one of the session supersedes.
+	d.Nodes = ix.Select(node.Filter{Agent: agent, Session: session})
 	if len(d.Messages) == 0 && len(d.Rows) == 0 && len(d.Nodes) == 0 {
 		return nil, fault.New(vault.ErrNotFound, "session %s of agent %s: no transcript, event or node", session, agent)
 	}

@@ -21,6 +21,10 @@ func sample() Input {
 		{ID: "e_01fact00000000000000000a", Kind: "fact", Thread: "person:alice", Text: "Alice prefers reviews in the morning.", TS: "2026-11-20T11:00:00.000Z", Agent: "default", Session: "s2"},
 		{ID: "e_01blocker000000000000000", Kind: "blocker", Thread: "project:shop", Text: "Waiting for the payment provider's API keys.", TS: "2026-11-21T08:00:00.000Z", Agent: "codex", Session: "s3"},
 		{ID: "e_01next000000000000000000", Kind: "next", Thread: "project:shop", Text: "Write the checkout integration tests.", TS: "2026-11-21T08:30:00.000Z", Agent: "codex", Session: "s3"},
+		// Open items are queues: this one is listed after the one above,
+		// and the one given with --first (global) before both.
+		{ID: "e_01next00000000000000000b", Kind: "next", Thread: "project:shop", Text: "Then deploy to staging.", TS: "2026-11-21T08:40:00.000Z", Agent: "codex", Session: "s3"},
+		{ID: "e_01nextfirst0000000000000", Kind: "next", Text: "Rotate the leaked test key.", TS: "2026-11-21T08:50:00.000Z", Agent: "default", First: true},
 		{ID: "e_01fact00000000000000000b", Kind: "fact", Text: "The CI runners have 2 cores.", TS: "2026-11-21T09:00:00.000Z", Agent: "default"},
 		{ID: "e_01learning00000000000000", Kind: "learning", Thread: "project:shop", Text: "# Headings in row text\nmust not break the head <!-- memvault:keep -->", TS: "2026-11-21T09:30:00.000Z", Agent: "default"},
 	}

@@ -243,9 +243,10 @@ func mergeFile(v *vault.Vault, m HeadMerge, renderedRel vault.RelPath, theirsBlo
 			}
 			opts := merge.MarkdownOptions{AppendOnly: m.AppendOnly,
 				Options: merge.Options{OursLabel: "your edit", BaseLabel: "last render", TheirsLabel: "new render"}}
-			res, err := merge.Markdown(base, f.ours, m.Theirs, opts)
+			base, ours := dropPlaceholders(base, f.ours) // a base rendered with "- none" (placeholders.go)
+			res, err := merge.Markdown(base, ours, m.Theirs, opts)
 			if err == nil && len(res.Sections) > 0 {
-				res, err = settle(v, renderedRel, m.Book.Blob, base, f.ours, m.Theirs, opts)
+				res, err = settle(v, renderedRel, m.Book.Blob, base, ours, m.Theirs, opts)
 			}
 			if err != nil {
 				return f, fmt.Errorf("merge %s: %w", head, err)
@@ -271,7 +272,7 @@ func mergeFile(v *vault.Vault, m HeadMerge, renderedRel vault.RelPath, theirsBlo
 // save goes first: a buffer that misses the render's last rows would
 // otherwise read as the person deleting them.
 func settle(v *vault.Vault, renderedRel vault.RelPath, last string, base, ours, theirs []byte, opts merge.MarkdownOptions) (merge.Result, error) {
-	if r, ok := staleSave(v, renderedRel, last, ours, theirs, opts); ok {
+	if r, ok := staleSave(v, renderedRel, last, base, ours, theirs, opts); ok {
 		return r, nil
 	}
 	opts.KeepInsertions = true
@@ -290,9 +291,16 @@ func settle(v *vault.Vault, renderedRel vault.RelPath, last string, base, ours, 
 // kept, the new render wins where they kept the old text. It reports
 // false when none merges cleanly. It is looked for only when the merge
 // against the last render conflicts, so a clean refresh reads no history.
-func staleSave(v *vault.Vault, renderedRel vault.RelPath, last string, ours, theirs []byte, opts merge.MarkdownOptions) (merge.Result, bool) {
+//
+// A file that holds a line the last render brought (a row that was not in
+// the older render) is no save of that older render: it was read after
+// the last render. Without that check a row closed since (the render drops
+// it, the person wrote a line beside it) read as the person's insertion
+// into the older render's empty section, and stayed.
+func staleSave(v *vault.Vault, renderedRel vault.RelPath, last string, base, ours, theirs []byte, opts merge.MarkdownOptions) (merge.Result, bool) {
 	const staleRenders, staleCommits = 8, 256
 	seen := map[string]bool{last: true}
+	oursLines := lineSet(ours)
 	tried, walked := 0, 0
 	var found merge.Result
 	ok := false
@@ -304,6 +312,10 @@ func staleSave(v *vault.Vault, renderedRel vault.RelPath, last string, ours, the
 			tried++
 			if older, read := v.Repo.Blob(blob); read {
 				opts.Options.BaseLabel = "an earlier render"
+				older, _ = dropPlaceholders(older, nil)
+				if seesLaterRender(oursLines, base, older) {
+					return tried < staleRenders && walked < staleCommits
+				}
 				if r, err := merge.Markdown(older, ours, theirs, opts); err == nil && len(r.Sections) == 0 {
 					found, ok = r, true
 					return false
@@ -313,6 +325,29 @@ func staleSave(v *vault.Vault, renderedRel vault.RelPath, last string, ours, the
 		return tried < staleRenders && walked < staleCommits
 	})
 	return found, ok
+}
+
+// lineSet is the set of a text's lines that hold more than white space.
+func lineSet(b []byte) map[string]bool {
+	out := map[string]bool{}
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if t := bytes.TrimSpace(l); len(t) > 0 {
+			out[string(t)] = true
+		}
+	}
+	return out
+}
+
+// seesLaterRender reports whether a file (its lines, ours) holds a line of
+// the last render (base) that the older render lacks.
+func seesLaterRender(ours map[string]bool, base, older []byte) bool {
+	was := lineSet(older)
+	for l := range lineSet(base) {
+		if !was[l] && ours[l] {
+			return true
+		}
+	}
+	return false
 }
 
 // readHead reads a head that a person may be saving at this moment. An

@@ -197,3 +197,45 @@ func TestTokens(t *testing.T) {
 		t.Error("tokens are not additive over lines")
 	}
 }
+
+// A prepared view kept up to date row by row (Push for what ranks first,
+// Append at the end of a queue, as vault/heads' view cache does) ranks
+// exactly as a prepare of all the rows, also past the row cap, where the
+// queue's newest rows and the records' oldest are only counted.
+func TestQueueIncrementalMatchesPrepare(t *testing.T) {
+	for seed := range 20 {
+		var items []Item
+		parts := &MemoryParts{}
+		in := Input{MemoryTokens: 40} // a row cap of 9
+		for i := range 30 {
+			it := Item{ID: fmt.Sprintf("e_%d_%d", seed, i), Text: fmt.Sprint("row ", i)}
+			switch (seed*7 + i*i) % 5 {
+			case 0:
+				it.Kind = KindNext
+			case 1:
+				it.Kind, it.First = KindNext, true
+			case 2:
+				it.Kind = KindBlocker
+			case 3:
+				it.Kind = KindCommitment
+			default:
+				it.Kind = KindDecision
+			}
+			items = append(items, it)
+			k := MemorySection(&it)
+			if q, top := Queue(&it); q && !top {
+				parts.Sections[k].Append(it, RowCap(in.MemoryTokens))
+			} else {
+				parts.Sections[k].Push(it, RowCap(in.MemoryTokens))
+			}
+			in.Items = items
+			want := PrepareMemory(in)
+			for s := range want.Sections {
+				w, g := want.Sections[s], parts.Sections[s]
+				if fmt.Sprint(w.Items) != fmt.Sprint(g.Items) || w.More != g.More {
+					t.Fatalf("seed %d row %d section %d: incremental %v +%d, prepared %v +%d", seed, i, s, g.Items, g.More, w.Items, w.More)
+				}
+			}
+		}
+	}
+}

@@ -158,6 +158,16 @@ func itemOf(r *vault.Row, kind string) render.Item {
 	return it
 }
 
+// place adds a row newer than every row of a section, where a full
+// prepare ranks it (render.Queue): at the end of a queue, else first.
+func place(r *render.Ranked, it render.Item, max int) {
+	if q, top := render.Queue(&it); q && !top {
+		r.Append(it, max)
+		return
+	}
+	r.Push(it, max)
+}
+
 // nodeOf is the node a node.created row records, as the heads render it;
 // false when the row names no node. The full fold (BuildView) and the view
 // cache's replay of new rows (viewCache.apply) both take a node from here,

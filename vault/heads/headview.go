@@ -327,16 +327,6 @@ func (vc *viewCache) apply(ev *vault.Event) {
 	}
 }
 
-// place adds a row newer than every row of a section, where a full
-// prepare ranks it (render.Queue): at the end of a queue, else first.
-func place(r *render.Ranked, it render.Item, max int) {
-	if q, top := render.Queue(&it); q && !top {
-		r.Append(it, max)
-		return
-	}
-	r.Push(it, max)
-}
-
 // decodeView reads the view's index; the blocks stay in the tail. ok is
 // false when the view was cut for other row caps.
 func decodeView(d *codec.Decoder, memCap, threadCap int) (*viewCache, bool) {

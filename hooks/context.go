@@ -25,7 +25,7 @@ const UsageNote = "memvault: this project has a memory (.memory/). Search it wit
 	"DECISION: what was decided (optional: DECISION: what | why)\n" +
 	"LEARNED: what you learned (optional: LEARNED: [scope] what went wrong | cause | how to prevent it)\n" +
 	"NEXT: the next action\n" +
-	"DONE: text, id or number of a next action or commitment (closes it)\n" +
+	"DONE: text, id or number of a next action, blocker or commitment (closes it)\n" +
 	"BLOCKER: what blocks progress\n" +
 	"COMMIT: a promise you make; CLOSE: <id> closes one\n" +
 	"CLAIM: commitment.closed={\"id\":\"e_…\"} (memvault checks it)\n" +

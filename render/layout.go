@@ -78,8 +78,8 @@ type fit struct {
 type rowPick struct{ sec, idx int }
 
 // skeletonTokens counts what a head shows whatever its budget: the title,
-// the preamble, each section's title and fixed lines, and "- none" in a
-// section with nothing else. A budget below it is refused.
+// the preamble, each section's title and fixed lines. A budget below it is
+// refused. An empty section is its heading alone: no "- none" under it.
 func skeletonTokens(heading string, preamble []string, secs []section) int {
 	skeleton := Tokens(heading)
 	for _, p := range preamble {
@@ -89,9 +89,6 @@ func skeletonTokens(heading string, preamble []string, secs []section) int {
 		skeleton += Tokens("## " + s.title)
 		for _, f := range s.fixed {
 			skeleton += Tokens(f)
-		}
-		if len(s.fixed) == 0 && len(s.entries) == 0 && s.more == 0 {
-			skeleton += Tokens(noneLine)
 		}
 	}
 	return skeleton
@@ -187,7 +184,7 @@ func (f *fit) overflowMore(secs []section, overflowing []bool) bool {
 }
 
 // writeSection writes s, section i of the head (title, fixed lines, the
-// entries shown, its overflow line or "- none"), and reports on it: every
+// entries shown, its overflow line; an empty section its title alone), and reports on it: every
 // entry left out with its reason, and with explain the rows past the row
 // cap too. Overflow lines are shown while they fit, first sections first:
 // the reservation fill made makes them all fit unless even an empty head
@@ -195,7 +192,13 @@ func (f *fit) overflowMore(secs []section, overflowing []bool) bool {
 func (f *fit) writeSection(b *strings.Builder, s *section, i int, explain bool) SectionReport {
 	b.WriteString("\n## ")
 	b.WriteString(s.title)
-	b.WriteString("\n\n")
+	b.WriteByte('\n')
+	if len(s.fixed) > 0 || len(s.entries) > 0 || s.more > 0 {
+		// An empty section is its heading alone (one line, kept so that a
+		// three-way merge matches every section by heading, and so that
+		// a person can write into it).
+		b.WriteByte('\n')
+	}
 	for _, fx := range s.fixed {
 		b.WriteString(fx)
 		b.WriteByte('\n')
@@ -228,10 +231,6 @@ func (f *fit) writeSection(b *strings.Builder, s *section, i int, explain bool) 
 	if ml := moreLine(dropped); ml != "" && f.used+Tokens(ml) <= f.budget {
 		f.used += Tokens(ml)
 		b.WriteString(ml)
-		b.WriteByte('\n')
-	}
-	if len(s.fixed) == 0 && len(s.entries) == 0 && s.more == 0 {
-		b.WriteString(noneLine)
 		b.WriteByte('\n')
 	}
 	return sr

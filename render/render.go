@@ -34,6 +34,9 @@ type Item struct {
 	TS      string `json:"ts"`
 	Agent   string `json:"agent,omitempty"`
 	Session string `json:"session,omitempty"`
+	// First marks a next action given with `next --first`: it goes on top
+	// of the queue rather than at its end (see Queue).
+	First bool `json:"first,omitempty"`
 }
 
 // Node is a temporal node (session summary, compaction, condensed) that a
@@ -152,8 +155,6 @@ func (e *BudgetError) Error() string {
 // renders in the time of a few hundred.
 const minLineTokens = 5
 
-const noneLine = "- none"
-
 // Ranked is the candidates of one section, newest first: what a render
 // considers. Items holds at most the section's row cap (RowCap of the
 // head's budget); More counts the rows ranked below, which are left out
@@ -165,8 +166,9 @@ type Ranked struct {
 	below []*Item
 }
 
-// Push adds a row newer than every row of the section: it ranks first,
-// and with more than max rows the last one drops to More.
+// Push adds a row newer than every row of a section ranked newest first
+// (or a next action put on top of the queue): it ranks first, and with
+// more than max rows the last one drops to More.
 func (r *Ranked) Push(it Item, max int) {
 	if len(r.Items) >= max {
 		r.More += len(r.Items) - max + 1
@@ -179,6 +181,67 @@ func (r *Ranked) Push(it Item, max int) {
 	r.Items = append(r.Items, Item{})
 	copy(r.Items[1:], r.Items)
 	r.Items[0] = it
+}
+
+// Append adds a row newer than every row of a queue (Queue): it goes at
+// the end, or to More when the section holds max rows already.
+func (r *Ranked) Append(it Item, max int) {
+	if len(r.Items) >= max {
+		r.More++
+		return
+	}
+	r.Items = append(r.Items, it)
+}
+
+// Queue reports where a new row of a queue section goes: the open items
+// (next actions, blockers, commitments) are listed in the order they were
+// given, oldest first, in every view (CONTINUITY.md numbers them so, and
+// `memvault done N` counts them so); a next action given with --first goes
+// on top. Records (decisions, notes, constraints) rank newest first.
+func Queue(it *Item) (queued, onTop bool) {
+	switch it.Kind {
+	case KindNext:
+		return true, it.First
+	case KindBlocker, KindCommitment:
+		return true, false
+	}
+	return false, false
+}
+
+// rankInto ranks items into sections (section gives each item's, or -1):
+// records and the next actions put on top newest first, then the rest of
+// the queues oldest first; past limit rows a section only counts them
+// (and with explain keeps them for the report).
+func rankInto(items []Item, out []Ranked, section func(*Item) int, limit int, explain bool) {
+	add := func(it *Item, k int) {
+		r := &out[k]
+		if len(r.Items) >= limit {
+			r.More++
+			if explain {
+				r.below = append(r.below, it)
+			}
+			return
+		}
+		r.Items = append(r.Items, *it)
+	}
+	for i := len(items) - 1; i >= 0; i-- {
+		it := &items[i]
+		if q, top := Queue(it); q && !top {
+			continue
+		}
+		if k := section(it); k >= 0 {
+			add(it, k)
+		}
+	}
+	for i := range items {
+		it := &items[i]
+		if q, top := Queue(it); !q || top {
+			continue
+		}
+		if k := section(it); k >= 0 {
+			add(it, k)
+		}
+	}
 }
 
 // Sections of MEMORY.md made of rows, in MemoryParts.Sections.
@@ -244,23 +307,7 @@ func plural(n int, one, many string) string {
 // PrepareMemory ranks the Input's rows into MEMORY.md's sections.
 func PrepareMemory(in Input) *MemoryParts {
 	p := &MemoryParts{Nodes: in.Nodes}
-	limit := rowCap(in.MemoryTokens)
-	for i := len(in.Items) - 1; i >= 0; i-- {
-		it := &in.Items[i]
-		k := MemorySection(it)
-		if k < 0 {
-			continue
-		}
-		r := &p.Sections[k]
-		if len(r.Items) >= limit {
-			r.More++
-			if in.Explain {
-				r.below = append(r.below, it)
-			}
-			continue
-		}
-		r.Items = append(r.Items, *it)
-	}
+	rankInto(in.Items, p.Sections[:], MemorySection, rowCap(in.MemoryTokens), in.Explain)
 	stats := map[string]*ThreadSummary{}
 	for i := range in.Items {
 		it := &in.Items[i]

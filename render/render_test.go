@@ -21,6 +21,10 @@ func sample() Input {
 		{ID: "e_01fact00000000000000000a", Kind: "fact", Thread: "person:alice", Text: "Alice prefers reviews in the morning.", TS: "2026-11-20T11:00:00.000Z", Agent: "default", Session: "s2"},
 		{ID: "e_01blocker000000000000000", Kind: "blocker", Thread: "project:shop", Text: "Waiting for the payment provider's API keys.", TS: "2026-11-21T08:00:00.000Z", Agent: "codex", Session: "s3"},
 		{ID: "e_01next000000000000000000", Kind: "next", Thread: "project:shop", Text: "Write the checkout integration tests.", TS: "2026-11-21T08:30:00.000Z", Agent: "codex", Session: "s3"},
+		// Open items are queues: this one is listed after the one above,
+		// and the one given with --first (global) before both.
+		{ID: "e_01next00000000000000000b", Kind: "next", Thread: "project:shop", Text: "Then deploy to staging.", TS: "2026-11-21T08:40:00.000Z", Agent: "codex", Session: "s3"},
+		{ID: "e_01nextfirst0000000000000", Kind: "next", Text: "Rotate the leaked test key.", TS: "2026-11-21T08:50:00.000Z", Agent: "default", First: true},
 		{ID: "e_01fact00000000000000000b", Kind: "fact", Text: "The CI runners have 2 cores.", TS: "2026-11-21T09:00:00.000Z", Agent: "default"},
 		{ID: "e_01learning00000000000000", Kind: "learning", Thread: "project:shop", Text: "# Headings in row text\nmust not break the head <!-- memvault:keep -->", TS: "2026-11-21T09:30:00.000Z", Agent: "default"},
 	}
@@ -191,5 +195,47 @@ func TestTokens(t *testing.T) {
 	a, b := "first line here", "second one"
 	if Tokens(a+"\n"+b) != Tokens(a)+Tokens(b) {
 		t.Error("tokens are not additive over lines")
+	}
+}
+
+// A prepared view kept up to date row by row (Push for what ranks first,
+// Append at the end of a queue, as vault/heads' view cache does) ranks
+// exactly as a prepare of all the rows, also past the row cap, where the
+// queue's newest rows and the records' oldest are only counted.
+func TestQueueIncrementalMatchesPrepare(t *testing.T) {
+	for seed := range 20 {
+		var items []Item
+		parts := &MemoryParts{}
+		in := Input{MemoryTokens: 40} // a row cap of 9
+		for i := range 30 {
+			it := Item{ID: fmt.Sprintf("e_%d_%d", seed, i), Text: fmt.Sprint("row ", i)}
+			switch (seed*7 + i*i) % 5 {
+			case 0:
+				it.Kind = KindNext
+			case 1:
+				it.Kind, it.First = KindNext, true
+			case 2:
+				it.Kind = KindBlocker
+			case 3:
+				it.Kind = KindCommitment
+			default:
+				it.Kind = KindDecision
+			}
+			items = append(items, it)
+			k := MemorySection(&it)
+			if q, top := Queue(&it); q && !top {
+				parts.Sections[k].Append(it, RowCap(in.MemoryTokens))
+			} else {
+				parts.Sections[k].Push(it, RowCap(in.MemoryTokens))
+			}
+			in.Items = items
+			want := PrepareMemory(in)
+			for s := range want.Sections {
+				w, g := want.Sections[s], parts.Sections[s]
+				if fmt.Sprint(w.Items) != fmt.Sprint(g.Items) || w.More != g.More {
+					t.Fatalf("seed %d row %d section %d: incremental %v +%d, prepared %v +%d", seed, i, s, g.Items, g.More, w.Items, w.More)
+				}
+			}
+		}
 	}
 }

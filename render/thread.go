@@ -41,7 +41,7 @@ type ThreadSummary struct {
 	Counts   map[string]int `json:"counts"`
 	Blockers int            `json:"blockers,omitempty"`
 	Open     int            `json:"open,omitempty"`
-	Next     *Item          `json:"next,omitempty"` // the newest next row
+	Next     *Item          `json:"next,omitempty"` // the first next action of the queue
 }
 
 // Add counts a row newer than every row counted so far, at position pos.
@@ -57,8 +57,10 @@ func (ts *ThreadSummary) Add(it *Item, pos int) {
 	case KindCommitment:
 		ts.Open++
 	case KindNext:
-		n := *it
-		ts.Next = &n
+		if ts.Next == nil || it.First {
+			n := *it
+			ts.Next = &n
+		}
 	}
 }
 
@@ -144,22 +146,7 @@ func prepareThread(items []Item, nodes []Node, limit int, explain bool) *ThreadP
 		}
 		p.Summary.Add(&items[i], i)
 	}
-	for i := len(items) - 1; i >= 0; i-- {
-		it := &items[i]
-		k := ThreadSection(it.Kind)
-		if k < 0 {
-			continue
-		}
-		r := &p.Sections[k]
-		if len(r.Items) >= limit {
-			r.More++
-			if explain {
-				r.below = append(r.below, it)
-			}
-			continue
-		}
-		r.Items = append(r.Items, *it)
-	}
+	rankInto(items, p.Sections[:], func(it *Item) int { return ThreadSection(it.Kind) }, limit, explain)
 	return p
 }
 

@@ -370,14 +370,12 @@ func TestModesAfterEveryCommand(t *testing.T) {
 	r.run("threads", "threads")
 	r.run("threads show", "threads", "show", "project:proj")
 	r.run("edit", "edit")
-	// The conflict: the person rewrites a next action the render then
-	// drops (it is done).
-	r.run("remember", "remember", "--global", "--kind", "next", "--session", "s5", "the row a person rewrites")
-	r.run("refresh", "refresh", "--on", "session-end", "--session", "s5")
+	// (the person and the render both change the line of project:proj in
+	// Threads: the person rewrites it, a new blocker changes its state)
 	r.edit("MEMORY.md", func(s string) string {
-		return regexp.MustCompile("(?m)^- the row a person rewrites.*$").ReplaceAllString(s, "- person: the row, rewritten")
+		return regexp.MustCompile(`(?m)^- project:proj: .*$`).ReplaceAllString(s, "- project:proj: the person's summary")
 	})
-	r.run("done", "done", "--session", "s5", "the row a person rewrites")
+	r.run("remember", "remember", "--thread", "project:proj", "--kind", "blocker", "--session", "s5", "the second blocker")
 	r.run("refresh", "refresh", "--on", "session-end", "--session", "s5")
 	r.run("resolve", "resolve", "--theirs", "MEMORY.md")
 

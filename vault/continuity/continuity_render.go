@@ -82,7 +82,14 @@ func countWords(s string) int { return len(strings.Fields(s)) }
 // LearningLine is how a learning reads in CONTINUITY.md and in listings.
 func (l *Learning) Line() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s [%s] What failed: %s", l.ID, l.Scope, safeLine(l.Error, 160))
+	fmt.Fprintf(&b, "%s [%s] ", l.ID, rowLabel(l.Scope, l.Thread))
+	if l.Cause != "" || l.Prevention != "" {
+		// error → cause → prevention: recorded from a failure (`learn
+		// --error`, LEARNED: what | how to prevent it). A plain learning
+		// is a thing learned, not a failure.
+		b.WriteString("What failed: ")
+	}
+	b.WriteString(safeLine(l.Error, 160))
 	if l.Cause != "" {
 		fmt.Fprintf(&b, " Why: %s", safeLine(l.Cause, 160))
 	}
@@ -103,9 +110,23 @@ func (l *Learning) Line() string {
 	return b.String()
 }
 
+// rowLabel is the bracket a learning or decision is listed with: its
+// thread when it has one ("[global]" means a row of no thread, as
+// everywhere else), then its scope unless that is global
+// ("[project:shop module:api]").
+func rowLabel(scope, thread string) string {
+	switch {
+	case thread == "":
+		return orGlobal(scope)
+	case scope == "" || scope == ScopeGlobal:
+		return thread
+	}
+	return thread + " " + scope
+}
+
 // Line is how a decision reads in CONTINUITY.md and in listings.
 func (d *Decision) Line() string {
-	s := fmt.Sprintf("%s [%s] %s", d.ID, d.Scope, safeLine(d.Decision, 200))
+	s := fmt.Sprintf("%s [%s] %s", d.ID, rowLabel(d.Scope, d.Thread), safeLine(d.Decision, 200))
 	if d.Rationale != "" {
 		s += ": " + safeLine(d.Rationale, 200)
 	}
@@ -187,7 +208,7 @@ func (c *Continuity) ActiveDecisions(f ScopeFilter, all bool) []*Decision {
 }
 
 // renderContinuity renders CONTINUITY.md within cap words. The skeleton
-// (title, preamble, header, headings, "- none") is always there; entries
+// (title, preamble, header, headings) is always there; entries
 // are added in fillOrder while they fit; a section that lost entries says
 // how many, and they stay in the ledger (`memvault continuity learnings`
 // and friends list them all).
@@ -262,8 +283,9 @@ func (p *continuityPage) addWork(c *Continuity) {
 		p.add(SecNext, line)
 	}
 	p.total[SecNext] = len(c.Next) + len(c.Commitments)
-	for i := len(c.Blockers) - 1; i >= 0; i-- {
-		b := c.Blockers[i]
+	// Blockers in the order they were raised, as every view lists open
+	// items (render.Queue).
+	for _, b := range c.Blockers {
 		p.add(SecBlockers, "- "+safeLine(b.Text, 200)+" (`"+b.ID+"`)")
 	}
 	for _, b := range decisionBlockers(c) {
@@ -305,17 +327,20 @@ func (p *continuityPage) addRecords(c *Continuity) {
 
 // continuityHeader is the title, preamble and status lines that open
 // CONTINUITY.md.
+//
+// Only what someone set is shown: the phase once `memvault goal --phase`
+// set one, and with it the iteration (the sessions ended so far); no
+// default phase and no count nobody asked for.
 func continuityHeader(c *Continuity) []string {
-	phase := c.Phase
-	if phase == "" {
-		phase = "planning"
-	}
 	updated := c.Updated
 	if updated == "" {
 		updated = "never"
 	}
-	return []string{continuityTitle, "", continuityPreamble, "",
-		"Last Updated: " + updated, "Current Phase: " + phase, "Current Iteration: " + strconv.Itoa(c.Iteration)}
+	h := []string{continuityTitle, "", continuityPreamble, "", "Last Updated: " + updated}
+	if c.Phase != "" {
+		h = append(h, "Current Phase: "+c.Phase, "Current Iteration: "+strconv.Itoa(c.Iteration))
+	}
+	return h
 }
 
 // fill chooses the lines the cap lets in: one pass in fill order, each
@@ -327,14 +352,11 @@ func (p *continuityPage) fill(capWords int) {
 		used += countWords(h)
 	}
 	for _, s := range ContinuitySections {
-		used += countWords("## "+s) + countWords("- none")
+		used += countWords("## " + s)
 	}
 	for _, s := range fillOrder {
 		for p.chosen[s] < len(p.entries[s]) {
 			w := countWords(p.entries[s][p.chosen[s]])
-			if p.chosen[s] == 0 {
-				w -= 2 // it replaces "- none"
-			}
 			if used+w > capWords {
 				break
 			}
@@ -344,26 +366,27 @@ func (p *continuityPage) fill(capWords int) {
 	}
 }
 
-// build writes the document with the chosen lines, each section's "… N
-// more" line, or its "- none".
+// build writes the document with the chosen lines and each section's "…
+// N more" line. An empty section is its heading alone: kept, so that the
+// three-way merge matches every section by heading and a person can write
+// into it, but with no "- none" under it.
 func (p *continuityPage) build() string {
 	var b strings.Builder
 	for _, h := range p.header {
 		b.WriteString(h + "\n")
 	}
 	for _, s := range ContinuitySections {
-		b.WriteString("\n## " + s + "\n\n")
+		b.WriteString("\n## " + s + "\n")
 		n := p.chosen[s]
+		if n == 0 && p.total[s] == 0 {
+			continue
+		}
+		b.WriteByte('\n')
 		for _, l := range p.entries[s][:n] {
 			b.WriteString(l + "\n")
 		}
-		switch {
-		case n < p.total[s]:
+		if n < p.total[s] {
 			fmt.Fprintf(&b, "- … %d more in the ledger\n", p.total[s]-n)
-		case n == 0 && s == SecGoal:
-			b.WriteString("- none: set one with memvault goal\n")
-		case n == 0:
-			b.WriteString("- none\n")
 		}
 	}
 	return b.String()
@@ -404,7 +427,11 @@ func renderLearningsIndex(c *Continuity, budget int) []byte {
 	// Strongest first. Every line costs a token at least, so no more than
 	// budget+1 of them are looked at: select those rather than sort 10k.
 	for _, l := range smallest(act, budget+1, stronger) {
-		line := fmt.Sprintf("- %s [%s] %s\n", l.ID, l.Scope, safeLine(l.Prevention, 80))
+		what := l.Prevention
+		if what == "" {
+			what = l.Error // a plain learning: its text
+		}
+		line := fmt.Sprintf("- %s [%s] %s\n", l.ID, rowLabel(l.Scope, l.Thread), safeLine(what, 80))
 		if used+render.Tokens(line) > budget {
 			break
 		}
@@ -429,144 +456,3 @@ func stronger(a, b *Learning) bool {
 	}
 	return a.seq > b.seq
 }
-
-// ParsedContinuity is CONTINUITY.md read back: what a person and memvault
-// wrote into it, section by section.
-type ParsedContinuity struct {
-	Updated   string              `json:"updated,omitempty"`
-	Phase     string              `json:"phase,omitempty"`
-	Iteration string              `json:"iteration,omitempty"`
-	Sections  map[string][]string `json:"sections"` // protocol section → its non-empty lines
-	Unknown   map[string][]string `json:"unknown,omitempty"`
-	Warnings  []string            `json:"warnings"`
-}
-
-// parseContinuity reads CONTINUITY.md. It never fails and never drops
-// text: a section it does not know is kept under Unknown with a warning,
-// and so is text outside any section.
-func parseContinuity(data []byte) *ParsedContinuity {
-	p := &ParsedContinuity{Sections: map[string][]string{}, Unknown: map[string][]string{}, Warnings: []string{}}
-	cur := ""
-	known := true
-	fence := false
-	seen := map[string]bool{}
-	for _, raw := range strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n") {
-		line := strings.TrimRight(raw, " \t")
-		trim := strings.TrimSpace(line)
-		if strings.HasPrefix(trim, "```") || strings.HasPrefix(trim, "~~~") {
-			fence = !fence
-		}
-		if !fence && strings.HasPrefix(line, "## ") {
-			title := strings.TrimSpace(strings.ReplaceAll(strings.TrimPrefix(line, "## "), "<!-- memvault:keep -->", ""))
-			cur, known = canonicalSection(title)
-			if !known {
-				p.Warnings = append(p.Warnings, fmt.Sprintf("CONTINUITY.md: section %q is not part of the protocol; its text is kept as it is", title))
-			} else if seen[cur] {
-				p.Warnings = append(p.Warnings, fmt.Sprintf("CONTINUITY.md: section %q appears twice; both are kept", cur))
-			}
-			seen[cur] = true
-			continue
-		}
-		if trim == "" || strings.HasPrefix(trim, "<!--") && strings.HasSuffix(trim, "-->") {
-			continue
-		}
-		if cur == "" {
-			switch {
-			case strings.HasPrefix(trim, "# "):
-			case strings.HasPrefix(trim, "Last Updated:"):
-				p.Updated = strings.TrimSpace(strings.TrimPrefix(trim, "Last Updated:"))
-			case strings.HasPrefix(trim, "Current Phase:"):
-				p.Phase = strings.TrimSpace(strings.TrimPrefix(trim, "Current Phase:"))
-			case strings.HasPrefix(trim, "Current Iteration:"):
-				p.Iteration = strings.TrimSpace(strings.TrimPrefix(trim, "Current Iteration:"))
-			default:
-				p.Unknown["(before the first section)"] = append(p.Unknown["(before the first section)"], trim)
-			}
-			continue
-		}
-		if !known {
-			p.Unknown[cur] = append(p.Unknown[cur], trim)
-			continue
-		}
-		if trim == "- none" || strings.HasPrefix(trim, "- none:") {
-			continue
-		}
-		p.Sections[cur] = append(p.Sections[cur], trim)
-	}
-	if len(p.Unknown["(before the first section)"]) > 0 {
-		p.Warnings = append(p.Warnings, "CONTINUITY.md: text before the first section is not part of the protocol; it is kept as it is")
-	}
-	for _, s := range ContinuitySections {
-		if !seen[s] {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("CONTINUITY.md: section %q is missing", s))
-		}
-	}
-	if len(p.Unknown) == 0 {
-		p.Unknown = nil
-	}
-	return p
-}
-
-func canonicalSection(title string) (string, bool) {
-	t := strings.ToLower(strings.Join(strings.Fields(title), " "))
-	for _, s := range ContinuitySections {
-		if strings.ToLower(s) == t {
-			return s, true
-		}
-	}
-	if s, ok := sectionAliases[t]; ok {
-		return s, true
-	}
-	return title, false
-}
-
-// items strips list markers from a section's lines.
-func items(lines []string) []string {
-	out := []string{}
-	for _, l := range lines {
-		l = strings.TrimSpace(l)
-		switch {
-		case strings.HasPrefix(l, "- "), strings.HasPrefix(l, "* "):
-			l = l[2:]
-		default:
-			if i := strings.Index(l, ". "); i > 0 && i <= 3 {
-				if _, err := strconv.Atoi(l[:i]); err == nil {
-					l = l[i+2:]
-				}
-			}
-		}
-		out = append(out, l)
-	}
-	return out
-}
-
-// Template is what `memvault edit CONTINUITY.md` starts from when
-// the file does not exist, and the base of the first merge when such a file
-// was never rendered (continuity_write.go). It is the render of a protocol
-// with nothing in it: the same title, header and sections, in the same
-// order, each saying "- none". A section the person leaves alone is then
-// exactly what the render had, and one they fill in merges as their edit of
-// it, without a conflict.
-func Template() []byte { return renderContinuity(newContinuity(), 500).Bytes }
-
-// legacyContinuityTemplate is the template of earlier versions (`##
-// Blockers`, no Files Being Modified). A file made from it and never
-// rendered merges against it, so its sections are not taken for deletions.
-const legacyContinuityTemplate = `# CONTINUITY
-
-## Active Goal
-
-## Current Task
-
-## Just Completed
-
-## Next Actions
-
-## Blockers
-
-## Key Decisions
-
-## Mistakes & Learnings
-
-## Working Context
-`

@@ -35,7 +35,7 @@ import (
 
 var contView = &vault.Derived[*contState]{
 	Name:    "continuity-state",
-	Version: 5,
+	Version: 6, // 6: the render it keeps has no "- none", labels name the thread (issue 34)
 	Rebuild: func(v *vault.Vault, segs []vault.Segment, stamps []vault.SegStamp) (*contState, string, bool, error) {
 		s, tip, err := foldContState(v)
 		if err != nil {

@@ -204,11 +204,34 @@ func TestRotateHandLines(t *testing.T) {
 // "Prevention:" label before its ttl.
 func TestLearningLineLeavesOutEmptyParts(t *testing.T) {
 	l := &Learning{ID: "L1", Scope: "global", Error: "the deploy failed", TTL: 30, LastRelevant: "2026-11-24"}
-	if got, want := l.Line(), "L1 [global] What failed: the deploy failed (ttl 30, last 2026-11-24)"; got != want {
+	// A plain learning (LEARNED: text) is a thing learned: no "What failed".
+	if got, want := l.Line(), "L1 [global] the deploy failed (ttl 30, last 2026-11-24)"; got != want {
 		t.Errorf("Line() = %q, want %q", got, want)
 	}
 	l.Cause, l.Prevention = "a stale key", "rotate first"
 	if got, want := l.Line(), "L1 [global] What failed: the deploy failed Why: a stale key Prevention: rotate first (ttl 30, last 2026-11-24)"; got != want {
+		t.Errorf("Line() = %q, want %q", got, want)
+	}
+}
+
+// The bracket says what it means: the thread of a thread's row, "global"
+// only for a row of no thread, the scope after the thread when it is not
+// global.
+func TestRowLabels(t *testing.T) {
+	l := &Learning{ID: "L2", Scope: "global", Thread: "project:alpha", Error: "the API paginates with cursors", TTL: 30, LastRelevant: "2026-11-24"}
+	if got, want := l.Line(), "L2 [project:alpha] the API paginates with cursors (ttl 30, last 2026-11-24)"; got != want {
+		t.Errorf("Line() = %q, want %q", got, want)
+	}
+	l.Scope = "module:api"
+	if got := l.Line(); !strings.HasPrefix(got, "L2 [project:alpha module:api] ") {
+		t.Errorf("Line() = %q", got)
+	}
+	d := &Decision{ID: "D1", Scope: "global", Thread: "project:alpha", Decision: "use cursors", Date: "2026-11-24"}
+	if got, want := d.Line(), "D1 [project:alpha] use cursors (2026-11-24)"; got != want {
+		t.Errorf("Line() = %q, want %q", got, want)
+	}
+	d.Thread = ""
+	if got, want := d.Line(), "D1 [global] use cursors (2026-11-24)"; got != want {
 		t.Errorf("Line() = %q, want %q", got, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,7 +45,7 @@ func (ct *ContinuityTx) Learn(in LearnInput) (*Learning, error) {
 		return nl, nil
 	}
 	l := ct.state().Learning(ev.ID)
-	ct.say("%s recorded [%s]", l.ID, orGlobal(l.Scope))
+	ct.say("%s recorded [%s]", l.ID, rowLabel(l.Scope, l.Thread))
 	if invalid != nil {
 		ct.warn("%s repeats %s, which was invalidated: %s", l.ID, invalid.ID, invalid.Reason)
 	}
@@ -204,9 +205,9 @@ func (ct *ContinuityTx) Decide(in DecideInput) (*Decision, error) {
 	ct.appendEvent(ev)
 	dc := ct.state().Decision(ev.ID)
 	if old != nil {
-		ct.say("%s recorded [%s], supersedes %s", dc.ID, orGlobal(dc.Scope), old.ID)
+		ct.say("%s recorded [%s], supersedes %s", dc.ID, rowLabel(dc.Scope, dc.Thread), old.ID)
 	} else {
-		ct.say("%s recorded [%s]", dc.ID, orGlobal(dc.Scope))
+		ct.say("%s recorded [%s]", dc.ID, rowLabel(dc.Scope, dc.Thread))
 	}
 	return dc, nil
 }
@@ -300,64 +301,82 @@ func NextEvent(text string, first bool, day string) *vault.Event {
 	return protocolEvent("next", strings.TrimSpace(text), contData{Date: day, First: first})
 }
 
-// Done records something done. arg may name what it closes: a next
-// action by its number in Next Actions (commitments are numbered after
-// the next actions), an open next action, blocker or commitment by its
-// event id, or a next action or commitment by its text (compared after
-// normalizeText). Anything else is an accomplishment that closes nothing.
+// Done records something done. arg may name what it closes (DoneEvent's
+// rule); anything else is an accomplishment that closes nothing. It says
+// which row it closed, so the person or agent sees what "done" meant.
 func (ct *ContinuityTx) Done(arg string) error {
 	ev, closed, err := DoneEvent(ct.state(), arg, ct.day)
 	if err != nil {
 		return err
 	}
-	wasNext := closed && slices.ContainsFunc(ct.state().Next, func(it Item) bool { return it.ID == ev.Links[0] })
+	what := ""
+	if closed {
+		what = ct.state().OpenKind(ev.Links[0])
+	}
 	ct.appendEvent(ev)
-	switch {
-	case wasNext:
-		ct.say("done; removed from next actions")
-	case closed:
-		ct.say("done; %s closed", ev.Links[0])
-	default:
+	if closed {
+		ct.say("done; closed %s %s: %s", what, ev.Links[0], safeLine(ev.Text, 120))
+	} else {
 		ct.say("done")
 	}
 	return nil
 }
 
-// DoneEvent builds the `done` row for arg (see Done); closed reports that
-// it closes an open item, named in its links.
+// OpenKind names the list an open item id is in: "next action",
+// "commitment" or "blocker"; "" when it is in none.
+func (c *Continuity) OpenKind(id string) string {
+	for _, l := range c.openLists() {
+		for _, it := range l.items {
+			if it.ID == id {
+				return l.name
+			}
+		}
+	}
+	return ""
+}
+
+type openList struct {
+	name  string
+	items []Item
+}
+
+// openLists are the open items in the order every view shows them: the
+// next actions (the queue), the commitments, the blockers.
+func (c *Continuity) openLists() []openList {
+	return []openList{{"next action", c.Next}, {"commitment", c.Commitments}, {"blocker", c.Blockers}}
+}
+
+// doneWordsMin is how many words an open item's text needs before a done
+// that starts with it (and goes on) closes it: "deploy" must be named
+// exactly, "fix the login bug" is closed by "fix the login bug: tests pass".
+const doneWordsMin = 3
+
+// DoneEvent builds the `done` row for arg; closed reports that it closes
+// an open next action, blocker or commitment, named in its links. The rule
+// (docs/LINEAGE.md, "Control lines"; docs/CONTINUITY.md), first match wins:
+//
+//  1. a number N: the Nth line of Next Actions as CONTINUITY.md numbers
+//     them, the next actions in queue order, then the commitments (a
+//     number past them is an error);
+//  2. an event id (e_…), alone or as the last `e_…` in backquotes, as
+//     every head ends a row's line: that open row (an id alone that names
+//     nothing open is an error);
+//  3. the text of an open row, compared after NormalizeText (case,
+//     punctuation and white space do not count): next actions, then
+//     commitments, then blockers, each in the order the views show them;
+//  4. a text that starts with the whole normalised text of an open row of
+//     at least doneWordsMin words, at a word boundary ("fix the login bug:
+//     tests pass"): the longest such row, the first in that order on a tie.
+//
+// Anything else is an accomplishment.
 func DoneEvent(c *Continuity, arg, day string) (ev *vault.Event, closed bool, err error) {
 	arg = strings.TrimSpace(arg)
 	if err := vault.CheckText("done", arg, false); err != nil {
 		return nil, false, withHintIfNone(err, "say what was done, or give the number or id of a next action")
 	}
-	open := append(append([]Item(nil), c.Next...), c.Commitments...)
-	var it *Item
-	if n, err := strconv.Atoi(arg); err == nil {
-		if n < 1 || n > len(open) {
-			e := fault.New(vault.ErrNotFound, "done: no next action number %d (there are %d)", n, len(open))
-			return nil, false, e.WithHint("see them with: memvault continuity status")
-		}
-		it = &open[n-1]
-	} else if looksLikeEventID(arg) {
-		for i, x := range append(open, c.Blockers...) {
-			if x.ID == arg {
-				all := append(open, c.Blockers...)
-				it = &all[i]
-				break
-			}
-		}
-		if it == nil {
-			e := fault.New(vault.ErrNotFound, "done: %s: no open next action, blocker or commitment has this id", arg)
-			return nil, false, e.WithHint("see what is open with: memvault continuity status")
-		}
-	} else {
-		key := NormalizeText(arg)
-		for i := range open {
-			if NormalizeText(open[i].Text) == key {
-				it = &open[i]
-				break
-			}
-		}
+	it, err := c.doneTarget(arg)
+	if err != nil {
+		return nil, false, err
 	}
 	if it == nil {
 		return protocolEvent(vault.KindDone, arg, contData{Date: day}), false, nil
@@ -367,10 +386,59 @@ func DoneEvent(c *Continuity, arg, day string) (ev *vault.Event, closed bool, er
 	return ev, true, nil
 }
 
+// doneTarget is the open row arg names by DoneEvent's rule, or nil.
+func (c *Continuity) doneTarget(arg string) (*Item, error) {
+	numbered := append(append([]Item(nil), c.Next...), c.Commitments...)
+	if n, err := strconv.Atoi(arg); err == nil {
+		if n < 1 || n > len(numbered) {
+			e := fault.New(vault.ErrNotFound, "done: no next action number %d (there are %d)", n, len(numbered))
+			return nil, e.WithHint("see them with: memvault continuity status")
+		}
+		return &numbered[n-1], nil
+	}
+	id, alone := "", looksLikeEventID(arg)
+	if alone {
+		id = arg
+	} else if m := quotedIDRE.FindAllStringSubmatch(arg, -1); len(m) > 0 {
+		id = m[len(m)-1][1]
+	}
+	if id != "" {
+		for _, l := range c.openLists() {
+			for i := range l.items {
+				if l.items[i].ID == id {
+					return &l.items[i], nil
+				}
+			}
+		}
+		if alone {
+			e := fault.New(vault.ErrNotFound, "done: %s: no open next action, blocker or commitment has this id", arg)
+			return nil, e.WithHint("see what is open with: memvault continuity status")
+		}
+	}
+	key := NormalizeText(arg)
+	var best *Item
+	bestLen := 0
+	for _, l := range c.openLists() {
+		for i := range l.items {
+			t := NormalizeText(l.items[i].Text)
+			switch {
+			case t == key:
+				return &l.items[i], nil
+			case len(t) > bestLen && strings.HasPrefix(key, t+" ") && len(strings.Fields(t)) >= doneWordsMin:
+				best, bestLen = &l.items[i], len(t)
+			}
+		}
+	}
+	return best, nil
+}
+
 // looksLikeEventID reports whether s has the form of an event id (e_…).
 func looksLikeEventID(s string) bool {
 	return strings.HasPrefix(s, "e_") && !strings.ContainsAny(s, " \t")
 }
+
+// quotedIDRE finds an event id in backquotes, as heads end a row's line.
+var quotedIDRE = regexp.MustCompile("`(e_[0-9a-z]+)`")
 
 // Audit applies the rules as of the transaction's day. With dryRun it
 // only reports. It writes nothing when nothing changed since the last

@@ -403,19 +403,24 @@ func (ct *ContinuityTx) fitCap(result, rendered []byte, capWords int) []byte {
 
 // templateBase is the base of the first merge of a file that was never
 // rendered: the template it was made from, told apart by its blockers
-// heading.
+// heading and by the "- none" lines of the second one.
 func templateBase(ours []byte) []byte {
-	legacy, current := false, false
+	legacy, current, none := false, false, false
 	for _, l := range strings.Split(string(ours), "\n") {
 		switch strings.TrimSpace(strings.ReplaceAll(l, merge.KeepMarker, "")) {
 		case "## Blockers":
 			legacy = true
 		case "## " + SecBlockers:
 			current = true
+		case "- none", "- none: set one with memvault goal", "Current Iteration: 0":
+			none = true
 		}
 	}
-	if legacy && !current {
+	switch {
+	case legacy && !current:
 		return []byte(legacyContinuityTemplate)
+	case none:
+		return []byte(noneContinuityTemplate)
 	}
 	return Template()
 }

@@ -378,7 +378,7 @@ func TestDerivedMatchesFullFold(t *testing.T) {
 					plain = true
 					if _, err := UpdateContinuity(v, ContinuityOptions{}, func(ct *ContinuityTx) error {
 						if rng.Intn(2) == 0 {
-							return ct.Next(fmt.Sprintf("next step %d", step), false)
+							return ct.Next(fmt.Sprintf("next step %d", step), step%3 == 0) // some on top of the queue
 						}
 						_, err := ct.Learn(LearnInput{Error: fmt.Sprintf("error %d", step), Prevention: "check first"})
 						return err

@@ -19,12 +19,13 @@ func addUnder(t *testing.T, v *vault.Vault, head, section, line string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := bytes.Index(data, []byte(section+"\n\n- none\n"))
+	// An empty section is its heading alone.
+	i := bytes.Index(data, []byte(section+"\n\n## "))
 	if i < 0 {
 		t.Fatalf("no empty section %q in %s", section, head)
 	}
-	at := i + len(section) + len("\n\n- none\n")
-	data = append(data[:at:at], append([]byte(line+"\n"), data[at:]...)...)
+	at := i + len(section) + 1
+	data = append(data[:at:at], append([]byte("\n"+line+"\n"), data[at:]...)...)
 	if err := os.WriteFile(p, data, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -243,9 +243,10 @@ func mergeFile(v *vault.Vault, m HeadMerge, renderedRel vault.RelPath, theirsBlo
 			}
 			opts := merge.MarkdownOptions{AppendOnly: m.AppendOnly,
 				Options: merge.Options{OursLabel: "your edit", BaseLabel: "last render", TheirsLabel: "new render"}}
-			res, err := merge.Markdown(base, f.ours, m.Theirs, opts)
+			base, ours := dropPlaceholders(base, f.ours) // a base rendered with "- none" (placeholders.go)
+			res, err := merge.Markdown(base, ours, m.Theirs, opts)
 			if err == nil && len(res.Sections) > 0 {
-				res, err = settle(v, renderedRel, m.Book.Blob, base, f.ours, m.Theirs, opts, res.Sections)
+				res, err = settle(v, renderedRel, m.Book.Blob, base, ours, m.Theirs, opts, res.Sections)
 			}
 			if err != nil {
 				return f, fmt.Errorf("merge %s: %w", head, err)
@@ -271,7 +272,7 @@ func mergeFile(v *vault.Vault, m HeadMerge, renderedRel vault.RelPath, theirsBlo
 // save goes first: a buffer that misses the render's last rows would
 // otherwise read as the person deleting them.
 func settle(v *vault.Vault, renderedRel vault.RelPath, last string, base, ours, theirs []byte, opts merge.MarkdownOptions, conflicts []merge.SectionConflict) (merge.Result, error) {
-	if r, ok := staleSave(v, renderedRel, last, ours, theirs, opts, conflicts); ok {
+	if r, ok := staleSave(v, renderedRel, last, base, ours, theirs, opts, conflicts); ok {
 		return r, nil
 	}
 	opts.KeepInsertions = true
@@ -285,17 +286,23 @@ func settle(v *vault.Vault, renderedRel vault.RelPath, last string, base, ours, 
 // conflict with the new one, though nobody edited them. The older renders
 // along the first-parent history (at most staleRenders distinct ones,
 // within staleCommits commits, newest first) are tried as the base
-// instead. One is the render the editor started from when the file holds
-// its text of every section that conflicted (so the person edited none of
-// them) and the file merges with it cleanly; then that merge is taken:
-// the person's own lines are kept, the new render wins where they kept
-// the old text. A section the person did edit is never explained away
-// by an older render that merely lacks it. It reports
+// instead; the first one the file merges with cleanly is the one the
+// editor started from, and its merge is taken: the person's own lines are
+// kept, the new render wins where they kept the old text. It reports
 // false when none merges cleanly. It is looked for only when the merge
 // against the last render conflicts, so a clean refresh reads no history.
-func staleSave(v *vault.Vault, renderedRel vault.RelPath, last string, ours, theirs []byte, opts merge.MarkdownOptions, conflicts []merge.SectionConflict) (merge.Result, bool) {
+//
+// A file that holds a line the last render brought (a row that was not in
+// the older render) is no save of that older render: it was read after
+// the last render. Without that check a row closed since (the render drops
+// it, the person wrote a line beside it) read as the person's insertion
+// into the older render's empty section, and stayed. Nor is it one when it
+// lacks the older render's text of a section that conflicted: then the
+// person edited that section, and the conflict is theirs (holdsSections).
+func staleSave(v *vault.Vault, renderedRel vault.RelPath, last string, base, ours, theirs []byte, opts merge.MarkdownOptions, conflicts []merge.SectionConflict) (merge.Result, bool) {
 	const staleRenders, staleCommits = 8, 256
 	seen := map[string]bool{last: true}
+	oursLines := lineSet(ours)
 	tried, walked := 0, 0
 	var found merge.Result
 	ok := false
@@ -305,8 +312,12 @@ func staleSave(v *vault.Vault, renderedRel vault.RelPath, last string, ours, the
 		if err == nil && there && !seen[blob] {
 			seen[blob] = true
 			tried++
-			if older, read := v.Repo.Blob(blob); read && holdsSections(older, conflicts) {
+			if older, read := v.Repo.Blob(blob); read {
 				opts.Options.BaseLabel = "an earlier render"
+				older, _ = dropPlaceholders(older, nil)
+				if seesLaterRender(oursLines, base, older) || !holdsSections(older, conflicts) {
+					return tried < staleRenders && walked < staleCommits
+				}
 				if r, err := merge.Markdown(older, ours, theirs, opts); err == nil && len(r.Sections) == 0 {
 					found, ok = r, true
 					return false
@@ -319,7 +330,8 @@ func staleSave(v *vault.Vault, renderedRel vault.RelPath, last string, ours, the
 }
 
 // holdsSections reports whether render holds, as they stand, our text of
-// every conflicting section.
+// every conflicting section: a section the person edited is never
+// explained away by an older render that merely lacks it.
 func holdsSections(render []byte, conflicts []merge.SectionConflict) bool {
 	for _, c := range conflicts {
 		if c.Ours == nil || !bytes.Contains(render, c.Ours) {
@@ -327,6 +339,29 @@ func holdsSections(render []byte, conflicts []merge.SectionConflict) bool {
 		}
 	}
 	return true
+}
+
+// lineSet is the set of a text's lines that hold more than white space.
+func lineSet(b []byte) map[string]bool {
+	out := map[string]bool{}
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if t := bytes.TrimSpace(l); len(t) > 0 {
+			out[string(t)] = true
+		}
+	}
+	return out
+}
+
+// seesLaterRender reports whether a file (its lines, ours) holds a line of
+// the last render (base) that the older render lacks.
+func seesLaterRender(ours map[string]bool, base, older []byte) bool {
+	was := lineSet(older)
+	for l := range lineSet(base) {
+		if !was[l] && ours[l] {
+			return true
+		}
+	}
+	return false
 }
 
 // readHead reads a head that a person may be saving at this moment. An

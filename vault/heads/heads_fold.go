@@ -5,6 +5,7 @@ package heads
 // from (which rows each head shows, which heads are stale).
 
 import (
+	"bytes"
 	"encoding/json"
 	"sort"
 	"strings"
@@ -113,8 +114,7 @@ func BuildView(st *vault.State, cfg HeadsConfig) *HeadView {
 			if !r.Holds() {
 				continue
 			}
-			vw.input.Items = append(vw.input.Items, render.Item{ID: r.ID, Kind: kind, Thread: r.Thread,
-				Text: r.Text, TS: r.TS, Agent: r.Agent, Session: r.Session})
+			vw.input.Items = append(vw.input.Items, itemOf(r, kind))
 		case vault.CorrectionKinds[vault.CanonicalKind(r.Kind)] && len(r.Links) > 0:
 			// A correction changes the heads of its thread and MEMORY.md.
 			if r.Thread != "" {
@@ -139,6 +139,33 @@ func BuildView(st *vault.State, cfg HeadsConfig) *HeadView {
 		}
 	}
 	return vw
+}
+
+// itemOf is the row r, counted as kind, as the heads render it. The full
+// fold (BuildView) and the view cache (viewCache.apply) both take an item
+// from here, so that the two cannot drift.
+func itemOf(r *vault.Row, kind string) render.Item {
+	it := render.Item{ID: r.ID, Kind: kind, Thread: r.Thread, Text: r.Text, TS: r.TS, Agent: r.Agent, Session: r.Session}
+	if kind == render.KindNext && bytes.Contains(r.Data, []byte(`"first"`)) {
+		// `next --first`: on top of the queue, as the protocol's fold
+		// puts it (continuity.Continuity.Next).
+		var d struct {
+			First bool `json:"first"`
+		}
+		_ = json.Unmarshal(r.Data, &d)
+		it.First = d.First
+	}
+	return it
+}
+
+// place adds a row newer than every row of a section, where a full
+// prepare ranks it (render.Queue): at the end of a queue, else first.
+func place(r *render.Ranked, it render.Item, max int) {
+	if q, top := render.Queue(&it); q && !top {
+		r.Append(it, max)
+		return
+	}
+	r.Push(it, max)
 }
 
 // nodeOf is the node a node.created row records, as the heads render it;

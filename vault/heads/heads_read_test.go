@@ -36,7 +36,7 @@ func TestCurrentHeads(t *testing.T) {
 	rememberIn(t, v, "blocker", "project:shop", "s2", "the orders table is locked")
 	p := v.Abs(vault.MustRel(vault.MemoryHead))
 	data, _ := os.ReadFile(p)
-	data = bytes.Replace(data, []byte("## Constraints\n\n- none\n"), []byte("## Constraints\n\n- none\n- a line a person wrote\n"), 1)
+	data = bytes.Replace(data, []byte("## Constraints\n"), []byte("## Constraints\n\n- a line a person wrote\n"), 1)
 	if err := os.WriteFile(p, data, 0o600); err != nil {
 		t.Fatal(err)
 	}

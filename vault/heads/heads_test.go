@@ -71,7 +71,7 @@ func TestEditDuringRefreshSurvives(t *testing.T) {
 		saved = true
 		p := v.Abs(vault.MustRel(vault.MemoryHead))
 		data, _ := os.ReadFile(p)
-		data = bytes.Replace(data, []byte("## Blockers\n\n- none\n"), []byte("## Blockers\n\n- none\n- saved by a person mid-refresh\n"), 1)
+		data = bytes.Replace(data, []byte("## Blockers\n"), []byte("## Blockers\n\n- saved by a person mid-refresh\n"), 1)
 		if err := os.WriteFile(p, data, 0o600); err != nil {
 			t.Error(err)
 		}

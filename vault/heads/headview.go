@@ -20,7 +20,7 @@ import (
 // thread arrives, each checked against its own CRC-32.
 //
 // New lines are applied on top one by one: a new row ranks first in its
-// sections, so a render after one event costs one parsed line. A
+// sections, or last in a queue (render.Queue), so a render after one event costs one parsed line. A
 // correction (retract, supersede, commitment.close) can bring back rows
 // below the cap, so it rebuilds the view from the folded rows; so do other
 // budgets than the view was cut for.
@@ -31,7 +31,7 @@ func HeadViewFor(cfg HeadsConfig) *vault.Derived[*viewCache] {
 	memCap, threadCap := render.RowCap(cfg.MemoryTokens), render.RowCap(cfg.ThreadTokens)
 	return &vault.Derived[*viewCache]{
 		Name:    "heads-view",
-		Version: 5, // 5: executor.delegated rows are content (notes)
+		Version: 6, // 6: open items (next, blocker, commitment.open) are queues, oldest first
 		Rebuild: func(v *vault.Vault, segs []vault.Segment, stamps []vault.SegStamp) (*viewCache, string, bool, error) {
 			st, tip, err := FoldedState(v)
 			if err != nil {
@@ -292,9 +292,9 @@ func (vc *viewCache) apply(ev *vault.Event) {
 			vc.threadLast[r.Thread] = i
 		}
 		vc.lastMemory = i
-		it := render.Item{ID: r.ID, Kind: kind, Thread: r.Thread, Text: r.Text, TS: r.TS, Agent: r.Agent, Session: r.Session}
+		it := itemOf(r, kind)
 		if k := render.MemorySection(&it); k >= 0 {
-			vc.mem.Sections[k].Push(it, vc.memCap)
+			place(&vc.mem.Sections[k], it, vc.memCap)
 		}
 		if r.Thread != "" {
 			p := vc.thread(r.Thread)
@@ -307,7 +307,7 @@ func (vc *viewCache) apply(ev *vault.Event) {
 			}
 			s.Add(&it, i)
 			if k := render.ThreadSection(kind); k >= 0 {
-				p.Sections[k].Push(it, vc.threadCap)
+				place(&p.Sections[k], it, vc.threadCap)
 			}
 		}
 	case r.Kind == "node.created":

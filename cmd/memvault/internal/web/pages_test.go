@@ -335,45 +335,49 @@ func TestContinuityPage(t *testing.T) {
 }
 
 // TestResolveHeadConflict makes a conflict as heads_merge.txtar does (the
-// person rewrites a next action in MEMORY.md, and the render drops it):
+// person and the render both change the line of MEMORY.md's next action):
 // the head page with --write offers to resolve it, a POST taking the
 // render's text resolves it through memvault resolve's call, and the page
 // then offers nothing.
 func TestResolveHeadConflict(t *testing.T) {
 	t.Parallel()
 	v := testvault.New(t)
-	write := func(verb func(tx *vault.Tx) error) {
-		if _, err := v.Update(vault.TxOptions{}, verb); err != nil {
-			t.Fatal(err)
-		}
+	refresh := func() {
 		if _, err := heads.Refresh(v, heads.RefreshOptions{Trigger: "session-end", Memory: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var first string
-	write(func(tx *vault.Tx) error {
-		ev, err := memory.Remember(tx, memory.Input{Kind: "next", Text: "the first next"})
-		if ev != nil {
-			first = ev.ID
-		}
+	var first *vault.Event
+	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) (err error) {
+		first, err = memory.Remember(tx, memory.Input{Kind: "next", Text: "the first next"})
 		return err
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refresh()
 	path := filepath.Join(v.Root, vault.MemoryHead)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	edited := regexp.MustCompile("(?m)^- the first next.*$").ReplaceAllString(string(data), "- person: first the <demo>")
+	// The person and the render both change the line of the first next
+	// action: the person rewrites it, a supersede replaces its row.
+	line := "- the first next (`" + first.ID + "`)\n"
+	edited := strings.Replace(string(data), line, "- person: first the <demo>\n", 1)
 	if edited == string(data) {
-		t.Fatalf("no next action to rewrite:\n%s", data)
+		t.Fatalf("no line of the first next action:\n%s", data)
 	}
 	if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	write(func(tx *vault.Tx) error {
-		_, err := memory.Retract(tx, first, "done another way")
+	if _, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
+		_, err := memory.Supersede(tx, first.ID, "the second next")
 		return err
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	refresh()
 	conflicts := func() int {
 		st, _, err := heads.FoldedState(v)
 		if err != nil {

@@ -345,3 +345,33 @@ func ResolveHeadArg(v *vault.Vault, arg string, allowContinuity bool) (vault.Rel
 	}
 	return th.HeadPath(), th.String(), nil
 }
+
+// StaleHeads lists the heads a render has written whose rows changed since
+// (`threads` says "stale" of them): MEMORY.md first, then the thread heads
+// by path. It reads the prepared view, as `threads` does, never the files.
+func StaleHeads(v *vault.Vault) ([]string, error) {
+	cfg, err := LoadHeadsConfig(v)
+	if err != nil {
+		return nil, err
+	}
+	vc, err := PreparedView(v, cfg)
+	if err != nil {
+		return nil, err
+	}
+	vw := vc.View(cfg)
+	stale := func(head, thread string) bool {
+		h := vw.Heads[head]
+		return h != nil && h.LastRendered != nil && vw.Stale(head, thread)
+	}
+	var out, threads []string
+	if stale(vault.MemoryHead, "") {
+		out = append(out, vault.MemoryHead)
+	}
+	for _, k := range vw.Threads {
+		if t, err := vault.ParseThread(k); err == nil && stale(t.HeadPath().String(), k) {
+			threads = append(threads, t.HeadPath().String())
+		}
+	}
+	sort.Strings(threads)
+	return append(out, threads...), nil
+}

@@ -90,6 +90,12 @@ func printStatus(w io.Writer, rep *ops.Status) {
 }
 
 func printHeadStatus(w io.Writer, hs ops.HeadStatus) {
+	if len(hs.Stale) > 0 {
+		fmt.Fprintf(w, "stale heads:  %d behind their rows (memvault refresh renders them)\n", len(hs.Stale))
+		for _, h := range hs.Stale {
+			fmt.Fprintf(w, "  %s\n", h)
+		}
+	}
 	fmt.Fprintf(w, "deferred:     %d head refreshes waiting for a retry\n", len(hs.Deferred))
 	for _, d := range hs.Deferred {
 		fmt.Fprintf(w, "  %s  %s  %s\n", d.ID, d.TS, d.Text)

@@ -36,9 +36,11 @@ type Status struct {
 	HeadStatus
 }
 
-// HeadStatus is the heads' part of the status: refreshes waiting for a
-// retry, conflicts waiting for a person, and leases held now.
+// HeadStatus is the heads' part of the status: the heads behind their
+// rows, refreshes waiting for a retry, conflicts waiting for a person, and
+// leases held now.
 type HeadStatus struct {
+	Stale     []string          `json:"stale_heads"` // rendered, and their rows changed since (heads.StaleHeads)
 	Deferred  []heads.HeadEvent `json:"deferred_refreshes"`
 	Conflicts []heads.HeadEvent `json:"head_conflicts"`
 	Leases    []heads.HeadLease `json:"head_leases"`
@@ -89,6 +91,11 @@ func StatusOf(v *vault.Vault, agent string, st *vault.State) (*Status, error) {
 
 func newHeadStatus(v *vault.Vault, st *vault.State) HeadStatus {
 	hs := HeadStatus{Deferred: []heads.HeadEvent{}, Conflicts: []heads.HeadEvent{}, Leases: heads.HeadLeases(v)}
+	// A view that cannot be read leaves the list empty: the status still
+	// reports the rest, and `threads` says why.
+	if hs.Stale, _ = heads.StaleHeads(v); hs.Stale == nil {
+		hs.Stale = []string{}
+	}
 	if hs.Leases == nil {
 		hs.Leases = []heads.HeadLease{}
 	}

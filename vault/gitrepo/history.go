@@ -164,22 +164,6 @@ func (r *Repo) walker() (*walker, func()) {
 	return &walker{st: st}, func() { _ = st.Close() }
 }
 
-// entries returns a tree's entries by name; none for the zero hash.
-func (w *walker) entries(tree plumbing.Hash) (map[string]object.TreeEntry, error) {
-	m := map[string]object.TreeEntry{}
-	if tree.IsZero() {
-		return m, nil
-	}
-	t, err := object.GetTree(w.st, tree)
-	if err != nil {
-		return nil, fmt.Errorf("git: read tree %s: %w", tree, err)
-	}
-	for _, e := range t.Entries {
-		m[e.Name] = e
-	}
-	return m, nil
-}
-
 // blob reads blob h.
 func (w *walker) blob(h plumbing.Hash) ([]byte, error) {
 	b, err := object.GetBlob(w.st, h)
@@ -362,11 +346,11 @@ func (w *walker) diffPaths(prefix string, a, b plumbing.Hash, diffs *[]pathDiff)
 	if a == b {
 		return nil
 	}
-	ea, err := w.entries(a)
+	ea, err := treeEntries(w.st, a)
 	if err != nil {
 		return err
 	}
-	eb, err := w.entries(b)
+	eb, err := treeEntries(w.st, b)
 	if err != nil {
 		return err
 	}

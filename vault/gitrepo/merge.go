@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
@@ -369,13 +370,15 @@ func (r *Repo) readBlob(h plumbing.Hash) ([]byte, error) {
 	return io.ReadAll(rd)
 }
 
-// entries returns a tree's entries by name; none for the zero hash.
-func (r *Repo) entries(tree plumbing.Hash) (map[string]object.TreeEntry, error) {
+// treeEntries returns a tree's entries in st by name; none for the zero
+// hash. The merge reads through the repository's store, the history walk
+// through its own (history.go).
+func treeEntries(st storer.EncodedObjectStorer, tree plumbing.Hash) (map[string]object.TreeEntry, error) {
 	m := map[string]object.TreeEntry{}
 	if tree.IsZero() {
 		return m, nil
 	}
-	t, err := object.GetTree(r.st, tree)
+	t, err := object.GetTree(st, tree)
 	if err != nil {
 		return nil, fmt.Errorf("git: read tree %s: %w", tree, err)
 	}
@@ -390,11 +393,11 @@ func (r *Repo) diffTrees(prefix string, a, b plumbing.Hash, changes *[]*Change) 
 	if a == b {
 		return nil
 	}
-	ea, err := r.entries(a)
+	ea, err := treeEntries(r.st, a)
 	if err != nil {
 		return err
 	}
-	eb, err := r.entries(b)
+	eb, err := treeEntries(r.st, b)
 	if err != nil {
 		return err
 	}
@@ -474,15 +477,15 @@ func sameEntry(x object.TreeEntry, inX bool, y object.TreeEntry, inY bool) bool 
 // zero when it is empty.
 func (tm *treeMerge) trees(prefix string, base, ours, theirs plumbing.Hash) (plumbing.Hash, error) {
 	r := tm.r
-	eb, err := r.entries(base)
+	eb, err := treeEntries(r.st, base)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	eo, err := r.entries(ours)
+	eo, err := treeEntries(r.st, ours)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	et, err := r.entries(theirs)
+	et, err := treeEntries(r.st, theirs)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}

@@ -98,36 +98,47 @@ func TestEveryWriterRedacts(t *testing.T) {
 		}
 	}
 	found("the export", []byte(exported))
-	// Every file: the working files, .logs/, .state/, .git (reflogs, refs,
-	// loose objects compressed, which the cat-file below opens).
-	files := 0
-	filepath.WalkDir(r.vault, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		files++
-		data, _ := os.ReadFile(p)
-		found(p, data)
-		return nil
-	})
+	files, objects := r.everyByte(found)
 	if files < 20 {
 		t.Fatalf("walked %d files", files)
 	}
 	if !hasGit() {
 		return
 	}
-	objects, err := exec.Command("git", "-C", r.vault, "cat-file", "--batch-all-objects", "--batch").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	found("a git object", objects)
-	found("the reflog", []byte(r.mustGit("reflog", "--format=%H %gs")))
-	found("a commit message", []byte(r.mustGit("log", "--all", "--format=%B")))
 	// Each path left its mark: the redaction happened, it did not just
 	// drop the text.
 	if !bytes.Contains(objects, []byte("[REDACTED:hashicorp-token]")) || !bytes.Contains(objects, []byte("[REDACTED:high-entropy-token]")) {
 		t.Error("no redaction marker in the git objects: did the inputs reach the vault?")
 	}
+}
+
+// everyByte gives fn everything the vault holds: each file under it (the
+// working files, .logs/, .state/, .index/, .git with its reflogs, refs and
+// compressed loose objects) and, with git installed, every git object
+// decompressed, the reflog and every commit message. It returns how many
+// files it read and the objects, for the caller's own checks.
+func (r *rig) everyByte(fn func(where string, data []byte)) (files int, objects []byte) {
+	r.t.Helper()
+	filepath.WalkDir(r.vault, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		files++
+		data, _ := os.ReadFile(p)
+		fn(p, data)
+		return nil
+	})
+	if !hasGit() {
+		return files, nil
+	}
+	objects, err := exec.Command("git", "-C", r.vault, "cat-file", "--batch-all-objects", "--batch").Output()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	fn("a git object", objects)
+	fn("the reflog", []byte(r.mustGit("reflog", "--format=%H %gs")))
+	fn("a commit message", []byte(r.mustGit("log", "--all", "--format=%B")))
+	return files, objects
 }
 
 // writers are the files outside tests that write text to disk or to git

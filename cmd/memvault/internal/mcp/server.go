@@ -84,6 +84,7 @@ type Server struct {
 	mu      sync.Mutex
 	roots   map[*sdk.ServerSession]*rootsAnswer
 	watched map[string]string // subscribed head URI → fingerprint of its text when last told
+	listed  []string          // the thread heads the last resources/list named (nil: never listed)
 }
 
 // New builds the server with every tool, resource and prompt.
@@ -104,6 +105,7 @@ func New(opts Options) *Server {
 			Capabilities:            &sdk.ServerCapabilities{},
 			RootsListChangedHandler: s.rootsChanged,
 			SubscribeHandler:        s.subscribe,
+			SetCacheable:            cacheable,
 			UnsubscribeHandler:      s.unsubscribe,
 		})
 	s.addTools()

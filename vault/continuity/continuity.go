@@ -117,20 +117,23 @@ type Continuity struct {
 	Blockers  []Item `json:"blockers"`
 	// Commitments are the open promises (COMMIT:, memvault commitment):
 	// listed with the next actions, closed by DONE: or CLOSE:.
-	Commitments []Item          `json:"commitments"`
-	Context     []string        `json:"context"`
-	Files       []string        `json:"files"`
-	Learnings   []*Learning     `json:"learnings"` // order of recording
-	Decisions   []*Decision     `json:"decisions"`
-	Meta        []*MetaLearning `json:"meta_learnings"`
-	LastAudit   string          `json:"last_audit,omitempty"` // the --now of the last audit that wrote
-	auditKey    string          // the flags of the last audit, to skip writing an identical one
-	learnings   map[string]*Learning
-	decisions   map[string]*Decision
-	seq         int            // protocol events folded so far (orders learnings and decisions)
-	head        heads.HeadBook // CONTINUITY.md's head bookkeeping
-	lastL       int            // the highest learning number given (L7: 7)
-	lastD       int            // the highest decision number given
+	Commitments []Item   `json:"commitments"`
+	Context     []string `json:"context"`
+	Files       []string `json:"files"`
+	// FileDays is the day each of Files was last written by a session's
+	// tools (or set by hand), for their aging (keepFiles).
+	FileDays  []string        `json:"-"`
+	Learnings []*Learning     `json:"learnings"` // order of recording
+	Decisions []*Decision     `json:"decisions"`
+	Meta      []*MetaLearning `json:"meta_learnings"`
+	LastAudit string          `json:"last_audit,omitempty"` // the --now of the last audit that wrote
+	auditKey  string          // the flags of the last audit, to skip writing an identical one
+	learnings map[string]*Learning
+	decisions map[string]*Decision
+	seq       int            // protocol events folded so far (orders learnings and decisions)
+	head      heads.HeadBook // CONTINUITY.md's head bookkeeping
+	lastL     int            // the highest learning number given (L7: 7)
+	lastD     int            // the highest decision number given
 }
 
 // protocol data carried by the events; one struct for all kinds keeps the
@@ -154,6 +157,7 @@ type contData struct {
 	First      bool     `json:"first,omitempty"`
 	Context    []string `json:"context,omitempty"`
 	Files      []string `json:"files,omitempty"`
+	Touched    []string `json:"touched,omitempty"` // files a session's edit tools wrote
 	Now        string   `json:"now,omitempty"`
 	Flags      []string `json:"flags,omitempty"` // "L3 LOW_CONFIDENCE"
 }
@@ -296,7 +300,13 @@ func (c *Continuity) apply(ev *vault.Event, kind string, live bool, replacedBy s
 			c.Context = d.Context
 		}
 		if d.Files != nil {
-			c.Files = d.Files
+			c.Files, c.FileDays = d.Files, make([]string, len(d.Files))
+			for i := range c.FileDays {
+				c.FileDays[i] = d.Date
+			}
+		}
+		if d.Touched != nil {
+			c.keepFiles(d.Touched, d.Date)
 		}
 	case vault.KindContinuityAudited:
 		c.LastAudit = d.Now
@@ -490,6 +500,42 @@ func (c *Continuity) learningLife(ev *vault.Event, kind string, d contData) {
 			l.LastRelevant = d.Date
 		}
 	}
+}
+
+// Files Being Modified: the files the last sessions' edit tools wrote,
+// those of this session first, then those of earlier sessions, newest
+// first, each once. A file not written for filesDays days before the
+// newest session's day has aged out (the protocol's working memory holds
+// a week); at most filesKept are kept.
+const (
+	filesDays = 7
+	filesKept = 10
+)
+
+// keepFiles folds the files a session ended on day wrote.
+func (c *Continuity) keepFiles(touched []string, day string) {
+	files, days := []string{}, []string{}
+	seen := map[string]bool{}
+	add := func(f, d string) {
+		if f == "" || seen[f] || len(files) >= filesKept {
+			return
+		}
+		seen[f] = true
+		files, days = append(files, f), append(days, d)
+	}
+	for _, f := range touched {
+		add(f, day)
+	}
+	for i, f := range c.Files {
+		d := day
+		if i < len(c.FileDays) {
+			d = c.FileDays[i]
+		}
+		if daysBetween(d, day) <= filesDays {
+			add(f, d)
+		}
+	}
+	c.Files, c.FileDays = files, days
 }
 
 // nextShortID is the short id after *last (D4 after D3), and records it.

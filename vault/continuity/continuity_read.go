@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/memvault/memvault/render"
@@ -166,7 +167,7 @@ func ContinuityAtSessionStartFor(v *vault.Vault, dir, agent string) (*Injection,
 		if err != nil {
 			return nil, err
 		}
-		rows = inScope(c, f, cfg, func(owner string) bool { return SeesAgent(v, agent, owner) })
+		rows = inScope(c, f, cfg, func(owner string) bool { return SeesAgent(v, agent, owner) }, st.sum.Audit)
 	}
 	st.saveIfDirty(cfg)
 	var b strings.Builder
@@ -193,20 +194,26 @@ func ContinuityAtSessionStartFor(v *vault.Vault, dir, agent string) (*Injection,
 // filter f: active, of no thread (a thread's rows come with its head, and
 // only in a session of that thread: DESIGN §7), recorded by an agent the
 // session sees, smallest scope first, within the learnings and decisions
-// budgets. Text lists them under their headings.
-func inScope(c *Continuity, f ScopeFilter, cfg ContinuityConfig, sees func(agent string) bool) *Injection {
+// budgets, less what the audit's outcome o takes away (nil: nothing), with
+// its flags. Text lists them under their headings.
+func inScope(c *Continuity, f ScopeFilter, cfg ContinuityConfig, sees func(agent string) bool, o *auditOutcome) *Injection {
 	inj := &Injection{}
 	var b strings.Builder
 	inj.Learnings = injectRows(&b, "\n## Learnings in scope (smallest scope first)\n\n", cfg.Budgets["learnings"],
 		c.ActiveLearnings(f, false), func(l *Learning) (InjectedRow, bool) {
-			if l.Thread != "" || !sees(l.Agent) {
+			if l.Thread != "" || !sees(l.Agent) || o.Takes(l.Event) {
 				return InjectedRow{}, false
+			}
+			if o != nil && !slices.Equal(l.Flags, o.flags[l.ID]) {
+				cp := *l // the flags of the audit as of today, not of the last one written
+				cp.Flags = o.flags[l.ID]
+				l = &cp
 			}
 			return InjectedRow{Line: l.Line(), Event: l.Event, Text: l.Error}, true
 		})
 	inj.Decisions = injectRows(&b, "\n## Decisions in scope\n\n", cfg.Budgets["decisions"],
 		c.ActiveDecisions(f, false), func(d *Decision) (InjectedRow, bool) {
-			if d.Thread != "" || !sees(d.Agent) {
+			if d.Thread != "" || !sees(d.Agent) || o.Takes(d.Event) {
 				return InjectedRow{}, false
 			}
 			return InjectedRow{Line: d.Line(), Event: d.Event, Text: d.Decision}, true

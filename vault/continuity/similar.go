@@ -127,7 +127,8 @@ func similarWords(na bool, wa map[string]bool, nb bool, wb map[string]bool) (boo
 // choice is a decision read as a choice: what it chooses, what it chose
 // it over, and what for. A text that is not a choice has no chosen words.
 type choice struct {
-	chosen, rejected, subject []string // stemmed content words, sorted
+	chosen, rejected, subject []string  // stemmed content words, sorted
+	said                      [3]string // chosen, rejected, subject as written (content words, in order)
 }
 
 // choiceVerbs start a choice: "use X", "switch to X", "go with X".
@@ -185,8 +186,9 @@ func parseChoice(s string) choice {
 	}
 	chosen, subj1 := splitSubject(first)
 	rejected, subj2 := splitSubject(rest)
-	c.chosen, c.rejected = contentOf(chosen), contentOf(rejected)
-	c.subject = contentOf(append(subj1, subj2...))
+	subject := append(append([]string(nil), subj1...), subj2...)
+	c.chosen, c.rejected, c.subject = contentOf(chosen), contentOf(rejected), contentOf(subject)
+	c.said = [3]string{said(chosen), said(rejected), said(subject)}
 	return c
 }
 
@@ -198,6 +200,17 @@ func splitSubject(ws []string) (what, subject []string) {
 		}
 	}
 	return ws, nil
+}
+
+// said is ws as written, stop words and filler left out.
+func said(ws []string) string {
+	var out []string
+	for _, w := range ws {
+		if !stopWords[w] && !filler[w] {
+			out = append(out, w)
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 func hasPrefixWords(ws, p []string) bool {
@@ -266,21 +279,20 @@ func choiceConflict(a, b choice) string {
 	for _, p := range [][2]choice{{a, b}, {b, a}} {
 		if sameWords(p[0].rejected, p[1].chosen) {
 			return fmt.Sprintf("one chooses %q, which the other chose against (%q over %q)%s",
-				strings.Join(p[1].chosen, " "), strings.Join(p[0].chosen, " "), strings.Join(p[0].rejected, " "), forSubject(a.subject))
+				p[1].said[0], p[0].said[0], p[0].said[1], forSubject(a.said[2]))
 		}
 	}
 	if len(a.subject) > 0 && !subsetWords(a.chosen, b.chosen) && !subsetWords(b.chosen, a.chosen) {
-		return fmt.Sprintf("two different choices for the same subject %q: %q and %q",
-			strings.Join(a.subject, " "), strings.Join(a.chosen, " "), strings.Join(b.chosen, " "))
+		return fmt.Sprintf("two different choices for the same subject %q: %q and %q", a.said[2], a.said[0], b.said[0])
 	}
 	return ""
 }
 
-func forSubject(subject []string) string {
-	if len(subject) == 0 {
+func forSubject(subject string) string {
+	if subject == "" {
 		return ""
 	}
-	return " for " + strings.Join(subject, " ")
+	return " for " + subject
 }
 
 // Conflict says why two instructions (decisions, preventions) contradict,

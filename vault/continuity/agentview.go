@@ -126,18 +126,14 @@ func AgentHeads(v *vault.Vault, agent string, names ...string) ([][]byte, error)
 // backquotes. Should the protocol's state not load, the heads are shown
 // as they are.
 func withoutAudited(v *vault.Vault, names []string, texts [][]byte) [][]byte {
-	cfg, st, err := continuityConfigState(v)
-	if err != nil {
+	var o *auditOutcome
+	if err := withSessionState(v, func(_ ContinuityConfig, st *contState) error {
+		o = st.sum.Audit
+		return nil
+	}); err != nil || o == nil || len(o.Gone) == 0 {
 		return texts
 	}
-	sum, err := st.summary(cfg)
-	if err != nil {
-		return texts
-	}
-	st.saveIfDirty(cfg)
-	if len(sum.Audit.Gone) == 0 {
-		return texts
-	}
+	sum := struct{ Audit *auditOutcome }{o}
 	for i, h := range names {
 		if h == vault.ContinuityHead || texts[i] == nil {
 			continue

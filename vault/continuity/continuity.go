@@ -295,19 +295,7 @@ func (c *Continuity) apply(ev *vault.Event, kind string, live bool, replacedBy s
 			c.Done = append(c.Done, Item{ID: ev.ID, Text: text, Date: d.Date, Thread: ev.Thread})
 		}
 	case vault.KindContinuitySession:
-		c.Iteration++
-		if d.Context != nil {
-			c.Context = d.Context
-		}
-		if d.Files != nil {
-			c.Files, c.FileDays = d.Files, make([]string, len(d.Files))
-			for i := range c.FileDays {
-				c.FileDays[i] = d.Date
-			}
-		}
-		if d.Touched != nil {
-			c.keepFiles(d.Touched, d.Date)
-		}
+		c.session(d)
 	case vault.KindContinuityAudited:
 		c.LastAudit = d.Now
 		c.auditKey = strings.Join(d.Flags, ",")
@@ -500,42 +488,6 @@ func (c *Continuity) learningLife(ev *vault.Event, kind string, d contData) {
 			l.LastRelevant = d.Date
 		}
 	}
-}
-
-// Files Being Modified: the files the last sessions' edit tools wrote,
-// those of this session first, then those of earlier sessions, newest
-// first, each once. A file not written for filesDays days before the
-// newest session's day has aged out (the protocol's working memory holds
-// a week); at most filesKept are kept.
-const (
-	filesDays = 7
-	filesKept = 10
-)
-
-// keepFiles folds the files a session ended on day wrote.
-func (c *Continuity) keepFiles(touched []string, day string) {
-	files, days := []string{}, []string{}
-	seen := map[string]bool{}
-	add := func(f, d string) {
-		if f == "" || seen[f] || len(files) >= filesKept {
-			return
-		}
-		seen[f] = true
-		files, days = append(files, f), append(days, d)
-	}
-	for _, f := range touched {
-		add(f, day)
-	}
-	for i, f := range c.Files {
-		d := day
-		if i < len(c.FileDays) {
-			d = c.FileDays[i]
-		}
-		if daysBetween(d, day) <= filesDays {
-			add(f, d)
-		}
-	}
-	c.Files, c.FileDays = files, days
 }
 
 // nextShortID is the short id after *last (D4 after D3), and records it.

@@ -150,26 +150,29 @@ type InjectedRow struct {
 // agent at the project's root reads them from the derived state's summary,
 // without decoding the fold.
 func ContinuityAtSessionStartFor(v *vault.Vault, dir, agent string) (*Injection, error) {
-	cfg, st, err := continuityConfigState(v)
-	if err != nil {
-		return nil, err
-	}
-	s, err := continuityStatus(v, cfg, st)
-	if err != nil {
-		return nil, err
-	}
-	f := FilterForDir(dir)
+	var s *ContinuityStatus
 	var rows *Injection
-	if f == (ScopeFilter{}) && (agent == "" || agent == v.Config.Agent) && st.sum != nil && st.sum.Root != nil {
-		rows = st.sum.Root
-	} else {
-		c, err := st.full()
-		if err != nil {
-			return nil, err
+	err := withSessionState(v, func(cfg ContinuityConfig, st *contState) error {
+		var err error
+		if s, err = continuityStatus(v, cfg, st); err != nil {
+			return err
 		}
-		rows = inScope(c, f, cfg, func(owner string) bool { return SeesAgent(v, agent, owner) }, st.sum.Audit)
+		f := FilterForDir(dir)
+		if f == (ScopeFilter{}) && (agent == "" || agent == v.Config.Agent) && st.sum != nil && st.sum.Root != nil {
+			rows = st.sum.Root
+		} else {
+			c, err := st.full()
+			if err != nil {
+				return err
+			}
+			rows = inScope(c, f, cfg, func(owner string) bool { return SeesAgent(v, agent, owner) }, st.sum.Audit)
+		}
+		st.saveIfDirty(cfg)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	st.saveIfDirty(cfg)
 	var b strings.Builder
 	b.WriteString("# Working memory (CONTINUITY.md)\n\n")
 	if s.Goal != "" {

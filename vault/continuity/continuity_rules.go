@@ -371,12 +371,17 @@ func auditDecisions(c *Continuity, rep *AuditReport) {
 		for i, d := range ds {
 			texts[i] = d.Decision
 		}
+		// The later day wins, whichever was recorded first (a decision
+		// recorded late with --now of an earlier day is the older one).
 		done := map[int]bool{}
 		for _, p := range allConflicts(texts) {
-			older, newer := ds[p.i], ds[p.j]
-			if !done[p.i] && newer.Date > older.Date {
-				done[p.i] = true
-				found = append(found, sup{older, newer, p.why})
+			lose, win := p.i, p.j
+			if ds[lose].Date > ds[win].Date {
+				lose, win = win, lose
+			}
+			if !done[lose] && ds[win].Date > ds[lose].Date {
+				done[lose] = true
+				found = append(found, sup{ds[lose], ds[win], p.why})
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package continuity
 
 import (
 	"sort"
-	"strings"
 
 	"github.com/memvault/memvault/vault/codec"
 	"github.com/memvault/memvault/vault/heads"
@@ -75,65 +74,6 @@ type contSummary struct {
 	// every session start reads (auditOutcome).
 	Audit *auditOutcome
 }
-
-// auditOutcome is what the audit as of Day takes away from what a session
-// is shown, before any of it is written: the events of the learnings it
-// archives or invalidates and of the decisions it supersedes (Gone), and
-// the flags it raises ("L3 LOW_CONFIDENCE"). It holds from Day until the
-// day before Changes, when the clock alone changes it ("" never).
-type auditOutcome struct {
-	Day, Changes string
-	Gone         []string
-	Flags        []string
-	gone         map[string]bool
-	flags        map[string][]string
-}
-
-// outcomeOf is the outcome of an audit of c.
-func outcomeOf(c *Continuity, rep *AuditReport) *auditOutcome {
-	o := &auditOutcome{Day: rep.Now, Changes: rep.changes, Gone: []string{}, Flags: rep.flagStrings()}
-	for _, a := range rep.Actions {
-		switch a.Action {
-		case "archive", "invalidate":
-			o.Gone = append(o.Gone, c.Learning(a.ID).Event)
-		case "reinforce":
-			o.Gone = append(o.Gone, c.Learning(a.By).Event)
-		case "supersede":
-			o.Gone = append(o.Gone, c.Decision(a.ID).Event)
-		}
-	}
-	return o.index()
-}
-
-// index builds the lookups of an outcome read back.
-func (o *auditOutcome) index() *auditOutcome {
-	o.gone, o.flags = map[string]bool{}, map[string][]string{}
-	if o.Gone == nil {
-		o.Gone = []string{}
-	}
-	if o.Flags == nil {
-		o.Flags = []string{}
-	}
-	for _, e := range o.Gone {
-		o.gone[e] = true
-	}
-	for _, f := range o.Flags {
-		id, flag, _ := strings.Cut(f, " ")
-		o.flags[id] = append(o.flags[id], flag)
-	}
-	return o
-}
-
-// holds reports whether the outcome is the audit's as of day.
-func (o *auditOutcome) holds(day string) bool {
-	return o != nil && o.Day <= day && (o.Changes == "" || day < o.Changes)
-}
-
-// Takes reports whether the audit takes the row recorded by event away.
-func (o *auditOutcome) Takes(event string) bool { return o != nil && o.gone[event] }
-
-// today is the day a reader applies the audit as of: the vault's clock.
-func today(v *vault.Vault) string { return v.Now().UTC().Format(dateLayout) }
 
 // sumKey is the budgets a summary is computed for.
 type sumKey struct {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
-	"github.com/memvault/memvault/vault/transcript"
 )
 
 // LearnInput is a learning as recorded by `memvault learn`.
@@ -565,38 +563,4 @@ func UpdateContinuityAtSessionEnd(v *vault.Vault, opts vault.TxOptions, in Sessi
 	return UpdateContinuity(v, ContinuityOptions{TxOptions: opts, Trigger: "session-end"}, func(ct *ContinuityTx) error {
 		return ct.SessionEnd(in)
 	})
-}
-
-// sessionFiles are the files the session's edit tools wrote (Edit, Write,
-// apply_patch, … of every harness: transcript.Work), read from its stored
-// transcript: paths inside the project relative to its root, the vault's
-// own files left out. No transcript, no files (nil).
-func sessionFiles(v *vault.Vault, agent, session string) []string {
-	if agent == "" {
-		agent = v.Config.Agent
-	}
-	var w transcript.Work
-	if err := transcript.Read(v.Files(), transcript.Ref{Agent: agent, Session: session}, 0, 0, func(m transcript.Stored) error {
-		w.Add(m.Message)
-		return nil
-	}); err != nil {
-		return nil
-	}
-	root := filepath.Dir(v.Root)
-	out := []string{}
-	for _, f := range w.Files {
-		if filepath.IsAbs(f) {
-			if in, err := filepath.Rel(v.Root, f); err == nil && !strings.HasPrefix(in, "..") {
-				continue // memory, not work
-			}
-			if rel, err := filepath.Rel(root, f); err == nil && !strings.HasPrefix(rel, "..") {
-				f = rel
-			}
-		}
-		f = filepath.ToSlash(filepath.Clean(f))
-		if f != "." && !strings.ContainsAny(f, "\n\r\x00") && !slices.Contains(out, f) {
-			out = append(out, f)
-		}
-	}
-	return out
 }

@@ -89,7 +89,7 @@ func (r *Runner) startContext(thread, cwd string) (string, []string) {
 	// Another thread's rows and nodes stay out; its line in MEMORY.md's
 	// Threads goes last, so the thread's own rows are cut last (context_scope.go).
 	if otherThreads(mem, threadKey) {
-		cont, mem, index = r.loadRowScope(threadKey).scopeBlocks(head, cont, mem)
+		cont, mem, index = r.newRowScope(threadKey, head, mem).scopeBlocks(head, cont, mem)
 	}
 	blocks = append(blocks, head, cont, mem, r.continuityInScope(cwd))
 	if !hasRows(blocks[1:]) {

@@ -23,12 +23,17 @@ import (
 )
 
 // rowScope is what session start knows of the threads of the rows it may
-// show.
+// show: first what the heads say of their own rows (a thread head's rows
+// are its thread's, MEMORY.md's carry their thread), then, only for a row
+// they leave unknown, the protocol's state.
 type rowScope struct {
 	thread string            // the session's thread, "" for none
 	byID   map[string]string // event id → thread ("" for none)
-	byKey  map[string]string // an open item's folded text → its thread
+	byKey  map[string]string // a row's folded text → its thread
 	keys   []string          // byKey's keys, for clipped lines ("…")
+	// protocol reads the protocol's state into byID and byKey, once; nil
+	// once read.
+	protocol func(*rowScope)
 }
 
 // otherThreads reports whether a start context's MEMORY.md names a thread
@@ -43,7 +48,7 @@ func otherThreads(mem block, thread string) bool {
 				return true
 			}
 			for _, t := range lineThreads(r) {
-				if t != thread {
+				if t != thread && t != "" {
 					return true
 				}
 			}
@@ -52,30 +57,68 @@ func otherThreads(mem block, thread string) bool {
 	return false
 }
 
-// loadRowScope reads the protocol's state for the threads of its rows.
-// Without it (a vault whose state does not load) every row of unknown
+// newRowScope is the scope of a session in thread, knowing the heads'
+// rows: the thread head's and MEMORY.md's.
+func (r *Runner) newRowScope(thread string, head, mem block) *rowScope {
+	sc := &rowScope{thread: thread, byID: map[string]string{}, byKey: map[string]string{}, protocol: r.protocolThreads}
+	for _, s := range head.sections {
+		for _, row := range s.rows {
+			if !row.note && thread != "" {
+				sc.learn(row.ids, row.key, thread)
+			}
+		}
+	}
+	// MEMORY.md names the thread of a row in its reference, and writes a
+	// row of no thread with its id alone: "(`e_…`)".
+	for _, s := range mem.sections {
+		for _, row := range s.rows {
+			switch ts := lineThreads(row); {
+			case row.note || row.thread != "":
+			case len(ts) == 1:
+				sc.learn(row.ids, row.key, ts[0])
+			case ts == nil && len(row.ids) == 1 && strings.HasSuffix(strings.TrimSpace(row.text), "(`"+row.ids[0]+"`)"):
+				sc.learn(row.ids, row.key, "")
+			}
+		}
+	}
+	return sc
+}
+
+// learn records that the row of ids and text key is thread's.
+func (sc *rowScope) learn(ids []string, key, thread string) {
+	for _, id := range ids {
+		sc.byID[id] = thread
+	}
+	if key == "" {
+		return
+	}
+	switch old, ok := sc.byKey[key]; {
+	case !ok:
+		sc.byKey[key] = thread
+		sc.keys = append(sc.keys, key)
+	case old != thread:
+		// Two threads with one text: a line of it cannot tell which it
+		// is, and is left out (the session's own row is in its head).
+		sc.byKey[key] = ambiguous
+	}
+}
+
+// protocolThreads reads the threads of the protocol's open items (next
+// actions, commitments, blockers: what CONTINUITY.md's live sections list,
+// the next actions without an id) and of its decisions and learnings.
+// Without the state (a vault whose state does not load) a row of unknown
 // thread is kept, as before scoping; the hook log says why.
-func (r *Runner) loadRowScope(thread string) *rowScope {
-	sc := &rowScope{thread: thread, byID: map[string]string{}, byKey: map[string]string{}}
+func (r *Runner) protocolThreads(sc *rowScope) {
 	c, err := continuity.LoadContinuity(r.V)
 	if err != nil {
 		if !r.refused(err) {
 			logf(r.V, "%s session-start: threads of the working memory: %v", r.Harness.Name, err)
 		}
-		return sc
+		return
 	}
 	for _, l := range [][]continuity.Item{c.Next, c.Commitments, c.Blockers} {
 		for _, it := range l {
-			sc.byID[it.ID] = it.Thread
-			k := foldKey(it.Text)
-			if old, ok := sc.byKey[k]; ok && old != it.Thread {
-				// Two threads with one text: the line cannot tell which it
-				// is, so it is shown only where both would be.
-				sc.byKey[k] = ambiguous
-				continue
-			}
-			sc.byKey[k] = it.Thread
-			sc.keys = append(sc.keys, k)
+			sc.learn([]string{it.ID}, foldKey(it.Text), it.Thread)
 		}
 	}
 	for _, d := range c.Decisions {
@@ -84,18 +127,30 @@ func (r *Runner) loadRowScope(thread string) *rowScope {
 	for _, l := range c.Learnings {
 		sc.byID[l.Event] = l.Thread
 	}
-	return sc
 }
 
 // ambiguous is the thread of a text two threads' items share.
 const ambiguous = "\x00two threads"
 
 // threadsOf returns the threads a row belongs to and whether they are
-// known: from the row itself, else by its id, else by its text.
+// known: from the row itself, else by its id, else by its text, from the
+// heads and, when they do not know it, from the protocol's state.
 func (sc *rowScope) threadsOf(r row) ([]string, bool) {
 	if ts := lineThreads(r); ts != nil {
 		return ts, true
 	}
+	ts, ok := sc.known(r)
+	if !ok && sc.protocol != nil {
+		read := sc.protocol
+		sc.protocol = nil
+		read(sc)
+		ts, ok = sc.known(r)
+	}
+	return ts, ok
+}
+
+// known is threadsOf from what sc holds so far.
+func (sc *rowScope) known(r row) ([]string, bool) {
 	for _, id := range r.ids {
 		if t, ok := sc.byID[id]; ok {
 			return []string{t}, true

@@ -513,3 +513,54 @@ func checkNoStaleHead(t *testing.T, s *twoProjectsStart) {
 		t.Errorf("stale heads after the scenario: %v", stale)
 	}
 }
+
+// BenchmarkStartContextManyThreads measures session start's context in a
+// vault of 40 project threads, 1,000 learnings and 300 decisions: what
+// scoping the injection (context_scope.go) adds is the protocol's state
+// read for the threads of CONTINUITY.md's rows.
+//
+//	go test -run '^$' -bench StartContextManyThreads -benchtime 200x ./hooks/
+func BenchmarkStartContextManyThreads(b *testing.B) {
+	root := b.TempDir()
+	v, _, err := vault.Init(filepath.Join(root, vault.DirName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := v.Update(vault.TxOptions{Command: "bench"}, func(tx *vault.Tx) error {
+		for i := range 40 {
+			th := fmt.Sprintf("project:p%02d", i)
+			for j := range 20 {
+				kind := []string{"next", "blocker", "decision", "fact"}[j%4]
+				if _, err := memory.Remember(tx, memory.Input{Kind: kind, Thread: th, Text: fmt.Sprintf("%s row %d of %s", kind, j, th)}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := continuity.UpdateContinuity(v, continuity.ContinuityOptions{TxOptions: vault.TxOptions{Command: "bench"}}, func(ct *continuity.ContinuityTx) error {
+		for i := range 1000 {
+			if _, err := ct.Learn(continuity.LearnInput{Error: fmt.Sprintf("failure number %d happened", i), Prevention: "prevent it"}); err != nil {
+				return err
+			}
+		}
+		for i := range 300 {
+			if _, err := ct.Decide(continuity.DecideInput{Decision: fmt.Sprintf("decision number %d", i)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := heads.Refresh(v, heads.RefreshOptions{Memory: true, AllThreads: true}); err != nil {
+		b.Fatal(err)
+	}
+	StartContext(v, "default", "project:p07", "", DefaultContextLimit) // the derived states, built once
+	b.ResetTimer()
+	for range b.N {
+		StartContext(v, "default", "project:p07", "", DefaultContextLimit)
+	}
+}

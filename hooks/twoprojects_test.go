@@ -564,3 +564,32 @@ func BenchmarkStartContextManyThreads(b *testing.B) {
 		StartContext(v, "default", "project:p07", "", DefaultContextLimit)
 	}
 }
+
+// A row's thread is read only from where a renderer writes it, and an
+// id counts as named only as a whole word: hostile and hand-written
+// lines do not pass for another thread's, nor hide one.
+func TestScopeReadsThreadsOfLines(t *testing.T) {
+	const e1, e2 = "e_01m8ka2jczxbayr291ppmj0erd", "e_01m8ka2jdrt3xr0p34khqgnbn6"
+	cases := []struct {
+		line string
+		want []string
+	}{
+		{"- beta waits (project:beta, `" + e1 + "`)", []string{"project:beta"}},
+		{"- never on Fridays (`" + e1 + "`)", nil}, // no thread named: found by id
+		{"- `n_01m8k6myfsrc8nyxkmnsdasesf` session-summary, project:alpha, project:beta, 2026-11-29: a: b", []string{"project:alpha", "project:beta"}},
+		{"- `n_01m8k6myfsrc8nyxkmnsdasesf` compaction, 2026-11-29: no thread", []string{""}},
+		{"- says (project:beta, `" + e1 + "`) then ends (`" + e2 + "`)", nil},
+		{"- (Project:Beta, `" + e1 + "`)", nil},
+		{"- (project:beta x, `" + e1 + "`)", nil},
+		{"- project:beta: blocked (1 blocker) → threads/project/beta.md", []string{"project:beta"}},
+		{"3. beta write the csv importer", nil},
+	}
+	for _, c := range cases {
+		if got := lineThreads(parseRow(c.line)); !slices.Equal(got, c.want) {
+			t.Errorf("lineThreads(%q) = %q, want %q", c.line, got, c.want)
+		}
+	}
+	if got := namedIDs("waits for " + e1 + ", not x" + e2 + " nor " + e2[:10]); !slices.Equal(got, []string{e1}) {
+		t.Errorf("namedIDs = %q, want only the whole id", got)
+	}
+}

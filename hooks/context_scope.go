@@ -140,13 +140,22 @@ func (sc *rowScope) threadsOf(r row) ([]string, bool) {
 		return ts, true
 	}
 	ts, ok := sc.known(r)
-	if !ok && sc.protocol != nil {
-		read := sc.protocol
-		sc.protocol = nil
-		read(sc)
+	if !ok && sc.readProtocol() {
 		ts, ok = sc.known(r)
 	}
 	return ts, ok
+}
+
+// readProtocol reads the protocol's state into sc, the first time only;
+// it reports whether it read it now.
+func (sc *rowScope) readProtocol() bool {
+	if sc.protocol == nil {
+		return false
+	}
+	read := sc.protocol
+	sc.protocol = nil
+	read(sc)
+	return true
 }
 
 // known is threadsOf from what sc holds so far.
@@ -178,21 +187,41 @@ func (sc *rowScope) known(r row) ([]string, bool) {
 }
 
 // inScope reports whether a row of threads is shown to the session: one
-// of no thread, of the session's thread, or one that names an event of
-// the session's thread in its text (an explicit link, shownIDs being the
-// events known to be the thread's).
-func (sc *rowScope) inScope(r row, ts []string, threadIDs map[string]bool) bool {
+// of no thread, of the session's thread, or one that names in its text an
+// event of the session's thread (an explicit link: an id the thread head
+// shows, headIDs, or that the heads or the protocol know as the thread's).
+func (sc *rowScope) inScope(r row, ts []string, headIDs map[string]bool) bool {
 	for _, t := range ts {
 		if t == "" || t == sc.thread {
 			return true
 		}
 	}
+	if sc.thread == "" {
+		return false
+	}
 	for _, id := range namedIDs(r.text) {
-		if threadIDs[id] && !containsID(r.ids, id) {
+		if containsID(r.ids, id) {
+			continue
+		}
+		if headIDs[id] || sc.eventThread(id) == sc.thread {
 			return true
 		}
 	}
 	return false
+}
+
+// eventThread is the thread of an event id as the heads or, when they do
+// not know it, the protocol know it; ambiguous when neither does.
+func (sc *rowScope) eventThread(id string) string {
+	if t, ok := sc.byID[id]; ok {
+		return t
+	}
+	if sc.readProtocol() {
+		if t, ok := sc.byID[id]; ok {
+			return t
+		}
+	}
+	return ambiguous
 }
 
 func containsID(ids []string, id string) bool {
@@ -283,17 +312,12 @@ func isThreadKey(s string) bool {
 // without their "; next: …", at most one per thread, for the end of the
 // context (cut before any row of the thread).
 func (sc *rowScope) scopeBlocks(head, cont, mem block) (block, block, block) {
-	threadIDs := map[string]bool{}
+	headIDs := map[string]bool{}
 	for _, s := range head.sections {
 		for _, r := range s.rows {
 			for _, id := range r.ids {
-				threadIDs[id] = true
+				headIDs[id] = true
 			}
-		}
-	}
-	for id, t := range sc.byID {
-		if t == sc.thread && sc.thread != "" {
-			threadIDs[id] = true
 		}
 	}
 	keep := func(r row) bool {
@@ -301,7 +325,7 @@ func (sc *rowScope) scopeBlocks(head, cont, mem block) (block, block, block) {
 			return true
 		}
 		ts, known := sc.threadsOf(r)
-		return !known || sc.inScope(r, ts, threadIDs)
+		return !known || sc.inScope(r, ts, headIDs)
 	}
 	index := block{title: "# Other threads (one line each; `memvault context --thread KEY` shows one)"}
 	var idx section

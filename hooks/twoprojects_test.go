@@ -329,6 +329,9 @@ func playTwoProjects(t *testing.T, w *twoProjects) *twoProjectsStart {
 	w.session("beta", "b2",
 		[2]string{"beta again", "DECISION: beta ships weekly zqb5\nNEXT: beta second step zqb4"})
 	w.remember(memory.Input{Kind: "blocker", Thread: beta, Text: "the importer waits for " + linked + " to land zqx1"})
+	// Naming an event is a link only to the event's thread: beta's own, or
+	// an alpha id inside a word, brings nothing into alpha.
+	w.remember(memory.Input{Kind: "next", Thread: beta, Text: "beta after " + w.rowID("beta ships weekly") + " and x" + linked + " zqb7"})
 	// A person's corrections, in alpha.
 	w.cont(alpha, func(ct *continuity.ContinuityTx) error {
 		_, err := ct.Decide(continuity.DecideInput{Decision: "alpha serves the api over http json zqa8", Supersedes: w.decisionID("alpha serves the api over grpc")})

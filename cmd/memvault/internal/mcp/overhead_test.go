@@ -95,7 +95,9 @@ func TestE2EMCPOverhead(t *testing.T) {
 		}
 	}
 	ratio := reportOverhead(t, variants, took)
-	e.traceOneCall(claude, variants[len(variants)-1])
+	for _, v := range variants {
+		e.traceOneCall(claude, v)
+	}
 	if maxRatio > 0 && ratio > maxRatio {
 		t.Errorf("memvault (hooks + MCP) ÷ the minimal MCP server: %.2f, over %s=%.2f", ratio, overheadMaxEnv, maxRatio)
 	}
@@ -198,19 +200,24 @@ func reportOverhead(t *testing.T, variants []overheadVariant, took [][]time.Dura
 
 // traceOneCall makes one more call of v with every memvault process the
 // call starts timed (a wrapper first on the PATH) and the MCP server's
-// messages traced (MEMVAULT_MCP_TRACE), and logs them against the call's
-// start: what the call waited for.
+// messages traced (MEMVAULT_MCP_TRACE; the wrapper execs the server, so
+// that the harness's signals reach it as they reach an installed one),
+// and logs them and the model's requests against the call's start: what
+// the call waited for.
 func (e *e2e) traceOneCall(claude string, v overheadVariant) {
 	e.T.Helper()
 	dir := filepath.Join(e.Dir, "timed")
 	runs := filepath.Join(e.Dir, "memvault-timed.log")
 	trace := filepath.Join(e.Dir, "mcp-trace.log")
+	os.Remove(runs)
+	os.Remove(trace)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		e.T.Fatal(err)
 	}
 	script := fmt.Sprintf(`#!/bin/sh
 t0=$(date +%%s.%%N)
-if [ "$1" = mcp ]; then MEMVAULT_MCP_TRACE=1 %[1]q "$@" 2>>%[2]q; else %[1]q "$@"; fi
+if [ "$1" = mcp ]; then MEMVAULT_MCP_TRACE=1 exec %[1]q "$@" 2>>%[2]q; fi
+%[1]q "$@"
 rc=$?
 echo "$t0 $(date +%%s.%%N) $rc $*" >> %[3]q
 exit $rc
@@ -222,10 +229,15 @@ exit $rc
 	defer func() { e.Env = saved }()
 	e.PrependPath(dir)
 	e.setVariant(v)
-	start := time.Now()
+	start, before := time.Now(), e.Model.Count()
 	r := e.MustRun(120*time.Second, claude, "-p", "hello", "--output-format", "json")
 	at := func(unix float64) float64 { return unix - float64(start.UnixMicro())/1e6 }
 	var lines []string
+	for _, req := range e.Model.Requests("/") {
+		if req.N > before {
+			lines = append(lines, fmt.Sprintf("%6.3f s  model request #%d %s (%d B)", req.At.Sub(start).Seconds(), req.N, req.Path, len(req.Body)))
+		}
+	}
 	if f, err := os.Open(runs); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {

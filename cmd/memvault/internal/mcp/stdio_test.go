@@ -276,3 +276,37 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// TestTraceShowsEveryMessage: with Options.Trace (MEMVAULT_MCP_TRACE) the
+// server writes a timed line for each message in and out, the end of the
+// input and of the session, and nothing to the protocol's stream.
+func TestTraceShowsEveryMessage(t *testing.T) {
+	t.Parallel()
+	v := testvault.New(t)
+	var out, trace bytes.Buffer
+	s := New(Options{Vault: v.Root, Dir: t.TempDir(), Trace: &trace})
+	if err := s.Serve(context.Background(), strings.NewReader(claudeCodeOpening), &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(trace.String()), "\n")
+	var in, sent int
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) < 3 || !strings.HasSuffix(f[1], "ms") {
+			t.Fatalf("trace line without its times: %q", l)
+		}
+		switch f[2] {
+		case "<":
+			in++
+		case ">":
+			sent++
+		}
+	}
+	if in != 4 || sent != strings.Count(out.String(), "\n") || !strings.Contains(trace.String(), "- end of input") ||
+		!strings.HasSuffix(lines[len(lines)-1], "- session ended") {
+		t.Errorf("trace: %d in (want 4), %d out (want %d), or no end:\n%s", in, sent, strings.Count(out.String(), "\n"), trace.String())
+	}
+	if strings.Contains(out.String(), "ms <") {
+		t.Errorf("the trace reached the protocol's stream:\n%s", out.String())
+	}
+}

@@ -69,6 +69,10 @@ type Options struct {
 	// Binary is memvault's own path, for git's merge driver, which a fresh
 	// clone's first write registers (vault.Vault.Binary).
 	Binary string
+	// Trace, when set, gets a line for every message in and out, with
+	// the time since the server started (MEMVAULT_MCP_TRACE; docs/MCP.md,
+	// "What a client waits for").
+	Trace io.Writer
 }
 
 // Server is memvault's MCP server. Its state is what a session learns as it
@@ -125,7 +129,9 @@ const instructions = "memvault is this project's memory: decisions, facts, commi
 // it closes in and every request it sent is answered (stdio.go), or ctx
 // ends. A client that goes away is the end of the session, not an error.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	err := s.sdk.Run(ctx, &stdioTransport{in: in, out: out})
+	trace := newTracer(s.opts.Trace)
+	err := s.sdk.Run(ctx, &stdioTransport{in: in, out: out, trace: trace})
+	trace.event("session ended")
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, sdk.ErrConnectionClosed) {
 		return nil
 	}

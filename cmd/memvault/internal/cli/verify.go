@@ -53,7 +53,7 @@ func runVerify(_ context.Context, opts verifyOptions, e env, v *vault.Vault) err
 	stop := startProgress(e, v, opts.json)
 	defer stop()
 	rep, err := verify()
-	if err == nil && !opts.staged && !opts.incremental {
+	if err == nil && rep.OK && !opts.staged && !opts.incremental {
 		err = checkClaims(v, rep)
 	}
 	stop()
@@ -125,7 +125,8 @@ func runVerify(_ context.Context, opts verifyOptions, e env, v *vault.Vault) err
 // checkClaims adds to rep the claims whose status no check wrote
 // (lineage.CheckClaims): a full verification judges every claim, since the
 // engine's checks hold lines to the chain and the policy but cannot judge a
-// claim.
+// claim. It runs on a ledger that passed those checks: on a broken one its
+// replay would read what the chain check already names.
 func checkClaims(v *vault.Vault, rep *vault.VerifyReport) error {
 	claims, err := lineage.CheckClaims(v)
 	if err != nil {

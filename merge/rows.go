@@ -1,0 +1,295 @@
+package merge
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
+)
+
+// RowConflict is one row of a section merged by MergeRows where the
+// render's change could not be applied because the person had changed
+// that row too: their text stands.
+type RowConflict struct {
+	// Row is the row's key (MarkdownOptions.RowKey), or "" for a line
+	// with none.
+	Row string `json:"row,omitempty"`
+	// Yours is the person's line for the row, or "" when they deleted it.
+	Yours string `json:"yours"`
+	// Theirs is the render's line for the row, or "" when the render
+	// dropped it.
+	Theirs string `json:"theirs"`
+}
+
+// mergeRows settles, row by row, a section both sides changed beyond the
+// line merge (MarkdownOptions.MergeRows). A section of a head is a list of
+// rows, one a line, each ending with its key (rowKey; nil makes every line
+// its own row). The result is ours, with:
+//
+//   - every line theirs added since base put in, unless ours holds it
+//     already or the person changed its row (deleted or rewrote the base's
+//     line of the same key, or wrote their own line with that key): placed
+//     just after the nearest line before it in theirs that the result
+//     holds (or before the nearest one after it), in theirs' order, with
+//     ours' line ends;
+//   - every line theirs removed since base taken out where ours still holds
+//     it as it was; a line the person rewrote stays.
+//
+// Blank lines are the person's layout and never added or removed. Lines
+// are compared without their line end or trailing blanks, so a file whose
+// line ends an editor changed to CRLF merges like the original. It returns
+// the merged text and the rows where a change of theirs met a change of
+// ours (nil when none did: then nothing of either side was lost, and the
+// merge is clean).
+func mergeRows(base, ours, theirs []byte, rowKey func([]byte) string) ([]byte, []RowConflict) {
+	b, o, t := splitLines(base), splitLines(ours), splitLines(theirs)
+	rk := func(l []byte) string {
+		if rowKey == nil {
+			return ""
+		}
+		return rowKey(bytes.TrimRight(l, " \t\r\n"))
+	}
+	cb, co, ct := lineCounts(b), lineCounts(o), lineCounts(t)
+	baseRow := map[string]string{} // row key → the base's line (its lineKey)
+	for _, l := range b {
+		if r := rk(l); r != "" {
+			if _, ok := baseRow[r]; !ok {
+				baseRow[r] = lineKey(l)
+			}
+		}
+	}
+	ownRow := map[string]string{} // row key → a line of ours the base lacks
+	for _, l := range o {
+		if r, k := rk(l), lineKey(l); r != "" && cb[k] == 0 {
+			if _, ok := ownRow[r]; !ok {
+				ownRow[r] = k
+			}
+		}
+	}
+	var conflicts []RowConflict
+	seen := map[RowConflict]bool{}
+	refuse := func(c RowConflict) {
+		if !seen[c] {
+			seen[c] = true
+			conflicts = append(conflicts, c)
+		}
+	}
+	theirLine := func(r string) string {
+		for _, l := range t {
+			if rk(l) == r {
+				return lineKey(l)
+			}
+		}
+		return ""
+	}
+
+	// What theirs removed: out of ours where it stands as it was.
+	drop := map[string]int{}
+	for _, l := range b {
+		k := lineKey(l)
+		if k == "" || cb[k] <= ct[k] {
+			continue
+		}
+		if co[k] > 0 {
+			drop[k] = min(cb[k]-ct[k], co[k])
+		} else if r := rk(l); r != "" && ownRow[r] != "" && ct[ownRow[r]] == 0 {
+			refuse(RowConflict{Row: r, Yours: ownRow[r], Theirs: theirLine(r)})
+		}
+	}
+	var kept [][]byte
+	for _, l := range o {
+		if k := lineKey(l); drop[k] > 0 {
+			drop[k]--
+			continue
+		}
+		kept = append(kept, l)
+	}
+
+	// What theirs added: into the result, unless the person changed its row.
+	add := make([]bool, len(t))
+	left := map[string]int{}
+	for k, n := range ct {
+		left[k] = min(n-cb[k], n-co[k])
+	}
+	for j, l := range t {
+		k := lineKey(l)
+		if k == "" || left[k] <= 0 {
+			continue
+		}
+		r := rk(l)
+		if r != "" {
+			if own := ownRow[r]; own != "" {
+				refuse(RowConflict{Row: r, Yours: own, Theirs: k})
+				continue
+			}
+			if was, ok := baseRow[r]; ok && co[was] == 0 {
+				refuse(RowConflict{Row: r, Theirs: k})
+				continue
+			}
+		}
+		left[k]--
+		add[j] = true
+	}
+	return placeRows(t, kept, add, eolOf(ours, theirs)), conflicts
+}
+
+// placeRows puts the lines of theirs marked add into kept: each just after
+// the line of kept that the nearest earlier line of theirs matches, or
+// before the one the nearest later line matches, or at the end.
+func placeRows(theirs, kept [][]byte, add []bool, nl string) []byte {
+	norm := func(ls [][]byte) [][]byte {
+		out := make([][]byte, len(ls))
+		for i, l := range ls {
+			out[i] = append([]byte(lineKey(l)), '\n')
+		}
+		return out
+	}
+	at := keptAt(norm(theirs), norm(kept)) // theirs line → index in kept, or -1
+	before := make(map[int][][]byte)       // lines to put before kept[i]
+	for j := range theirs {
+		if !add[j] {
+			continue
+		}
+		pos := -1
+		for i := j - 1; i >= 0 && pos < 0; i-- {
+			if at[i] >= 0 {
+				pos = at[i] + 1
+			}
+		}
+		for i := j + 1; i < len(theirs) && pos < 0; i++ {
+			if at[i] >= 0 {
+				pos = at[i]
+			}
+		}
+		if pos < 0 {
+			pos = len(kept)
+		}
+		before[pos] = append(before[pos], append([]byte(lineKey(theirs[j])), nl...))
+	}
+	var out bytes.Buffer
+	for i := 0; i <= len(kept); i++ {
+		for _, l := range before[i] {
+			if out.Len() > 0 && !bytes.HasSuffix(out.Bytes(), []byte("\n")) {
+				out.WriteString(nl)
+			}
+			out.Write(l)
+		}
+		if i < len(kept) {
+			if out.Len() > 0 && !bytes.HasSuffix(out.Bytes(), []byte("\n")) {
+				out.WriteString(nl)
+			}
+			out.Write(kept[i])
+		}
+	}
+	return out.Bytes()
+}
+
+// lineCounts counts the non-blank lines of ls by lineKey.
+func lineCounts(ls [][]byte) map[string]int {
+	n := map[string]int{}
+	for _, l := range ls {
+		if k := lineKey(l); k != "" {
+			n[k]++
+		}
+	}
+	return n
+}
+
+// eolOf is the line end of the first of docs that has a line end.
+func eolOf(docs ...[]byte) string {
+	for _, d := range docs {
+		if bytes.IndexByte(d, '\n') >= 0 {
+			return eol(d)
+		}
+	}
+	return "\n"
+}
+
+// Mark identifies the conflict by the person's side of it: the section's
+// heading path and kind and, for a section merged row by row, their line
+// of each conflicting row (a row they deleted by its key), else our text
+// of the section. The same edit meeting the render again has the same
+// mark, though the render's side moved on; a new edit gives a new one.
+func (c SectionConflict) Mark() string {
+	h := sha256.New()
+	h.Write([]byte(c.Heading + "\x00" + c.Kind.String() + "\x00"))
+	if len(c.Rows) > 0 {
+		rows := make([]string, 0, len(c.Rows))
+		for _, r := range c.Rows {
+			rows = append(rows, r.Row+"\x00"+r.Yours)
+		}
+		slices.Sort(rows)
+		h.Write([]byte(strings.Join(rows, "\x01")))
+	} else {
+		for _, l := range splitLines(c.Ours) {
+			h.Write([]byte(lineKey(l) + "\x01"))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// mergeDeleted settles, with MergeRows, each section we deleted and they
+// changed. When one of our sections the base and theirs lack holds lines
+// of its body (the person renamed it), their changes go into that section
+// under our heading. Else the section comes back holding only the lines
+// they added since base (the rows the person deleted stay deleted), or
+// stays deleted when they added none. Either way a row they changed that
+// the person deleted or rewrote is reported, as in mergeRows.
+func (m *sectionMerge) mergeDeleted() {
+	claimed := map[string]bool{}
+	for _, key := range m.deleted {
+		b, y := m.base[key], m.theirs[key]
+		if r, ok := m.renamed(b, claimed); ok {
+			claimed[r.key] = true
+			merged, rows := mergeRows(b.text, r.text, y.text, m.opts.RowKey)
+			m.out[r.key] = merged
+			if len(rows) > 0 {
+				m.res.Sections = append(m.res.Sections, SectionConflict{Heading: r.path, Kind: BothEdited,
+					Base: bytes.Clone(b.text), Ours: bytes.Clone(r.text), Theirs: bytes.Clone(y.text), Rows: rows})
+			}
+			continue
+		}
+		// Ours as the person left it: the base's heading and blank lines.
+		bare := bytes.Clone(b.text[:b.head])
+		for _, l := range splitLines(b.text[b.head:]) {
+			if lineKey(l) == "" {
+				bare = append(bare, l...)
+			}
+		}
+		merged, rows := mergeRows(b.text, bare, y.text, m.opts.RowKey)
+		if len(merged) > len(bare) {
+			m.out[key] = merged // rows came in: the section is back
+		}
+		if len(rows) > 0 {
+			m.res.Sections = append(m.res.Sections, SectionConflict{Heading: y.path, Kind: OursDeleted,
+				Base: bytes.Clone(b.text), Theirs: bytes.Clone(y.text), Rows: rows})
+		}
+	}
+}
+
+// renamed finds the section of ours that the base's section b became under
+// another heading: one the base and theirs lack, not pinned, not claimed
+// by another, holding the most non-blank lines of b's body (at least one).
+func (m *sectionMerge) renamed(b section, claimed map[string]bool) (section, bool) {
+	body := lineCounts(splitLines(b.text[b.head:]))
+	var best section
+	most := 0
+	for _, s := range m.oursOrder {
+		_, inB := m.base[s.key]
+		_, inT := m.theirs[s.key]
+		if inB || inT || s.keep || claimed[s.key] || s.key == "" {
+			continue
+		}
+		n := 0
+		for k := range lineCounts(splitLines(s.text[s.head:])) {
+			if body[k] > 0 {
+				n++
+			}
+		}
+		if n > most {
+			best, most = s, n
+		}
+	}
+	return best, most > 0
+}

@@ -1,0 +1,170 @@
+package heads
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/memory"
+	"github.com/memvault/memvault/vault/testvault"
+)
+
+// editHead rewrites a head as a person's editor would, failing when the
+// text to replace is not there (a test that edits nothing tests nothing).
+func editHead(t *testing.T, v *vault.Vault, head, old, new string) {
+	t.Helper()
+	p := v.Abs(vault.MustRel(head))
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), old) {
+		t.Fatalf("%s lacks %q:\n%s", head, old, data)
+	}
+	if err := os.WriteFile(p, []byte(strings.Replace(string(data), old, new, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rowLine is the line of a head holding text, or "".
+func rowLine(doc, text string) string {
+	for _, l := range strings.Split(doc, "\n") {
+		if strings.Contains(l, text) {
+			return l
+		}
+	}
+	return ""
+}
+
+// openConflicts is what status lists: the head.conflict events of head
+// not resolved.
+func openConflicts(t *testing.T, v *vault.Vault, head string) []HeadEvent {
+	t.Helper()
+	st, _, err := FoldedState(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range HeadStatesOf(v, st) {
+		if h.Head == head {
+			return h.Conflicts
+		}
+	}
+	return nil
+}
+
+func supersede(t *testing.T, v *vault.Vault, text, with string) {
+	t.Helper()
+	st, err := v.LoadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ""
+	for _, r := range st.Rows {
+		if r.Event.Text == text {
+			id = r.Event.ID
+		}
+	}
+	if _, err := v.Update(vault.TxOptions{Session: "s-fix"}, func(tx *vault.Tx) error {
+		_, err := memory.Supersede(tx, id, with)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConflictNeverFreezesASection is issue 34's freeze: a person rewrote a
+// decision in MEMORY.md, then the decision was superseded (the render
+// changed the same row: a conflict). The person's text stays; the
+// superseding decision, and every decision recorded afterwards, appear
+// beside it; the conflict is recorded once and stands until resolved; a
+// second, different conflict is recorded too; and a person who takes
+// their line out by hand settles the conflict it made.
+func TestConflictNeverFreezesASection(t *testing.T) {
+	v := testvault.New(t)
+	rememberIn(t, v, "decision", "", "s1", "use WAL for the ledger")
+	refresh(t, v, "s1")
+	mem := vault.MemoryHead
+	line := rowLine(readHead(t, v, mem), "use WAL for the ledger")
+	mine := strings.Replace(line, "use WAL for the ledger", "use WAL for the ledger, with a 64 MiB cap (agreed with ops)", 1)
+	editHead(t, v, mem, line, mine)
+
+	supersede(t, v, "use WAL for the ledger", "use WAL for the ledger and the index")
+	rep := refresh(t, v, "s2")
+	if s := status(rep, mem); s != "conflict" {
+		t.Fatalf("refresh after the supersede: %s, want conflict", s)
+	}
+	got := readHead(t, v, mem)
+	for _, want := range []string{mine, "use WAL for the ledger and the index"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("after the conflict MEMORY.md lacks %q:\n%s", want, got)
+		}
+	}
+
+	// Later decisions come in; the conflict is not recorded again.
+	for i, d := range []string{"keep parts under 256 KiB", "index transcripts by session"} {
+		rememberIn(t, v, "decision", "", "s3", d)
+		rep = refresh(t, v, "s3")
+		got = readHead(t, v, mem)
+		if !strings.Contains(got, d) || !strings.Contains(got, mine) {
+			t.Fatalf("refresh %d: MEMORY.md lacks the new decision %q or the person's line:\n%s", i, d, got)
+		}
+		if s := status(rep, mem); s == "conflict" {
+			t.Errorf("refresh %d reported the standing conflict again", i)
+		}
+		if n := len(openConflicts(t, v, mem)); n != 1 {
+			t.Errorf("refresh %d: %d open conflicts, want the one", i, n)
+		}
+	}
+	if n := testvault.Kinds(t, v)[vault.KindHeadConflict]; n != 1 {
+		t.Errorf("%d head.conflict events, want 1", n)
+	}
+	// What a session is injected: the current heads (hooks/context.go).
+	cur, err := CurrentHeads(v, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cur) != 1 || !strings.Contains(string(cur[0]), "index transcripts by session") || !strings.Contains(string(cur[0]), mine) {
+		t.Errorf("current MEMORY.md: %q", cur)
+	}
+
+	// A different conflict in the same head is recorded.
+	line2 := rowLine(got, "keep parts under 256 KiB")
+	mine2 := strings.Replace(line2, "keep parts under 256 KiB", "keep parts under 256 KiB (1 MiB for archives)", 1)
+	editHead(t, v, mem, line2, mine2)
+	supersede(t, v, "keep parts under 256 KiB", "keep parts under 512 KiB")
+	if s := status(refresh(t, v, "s4"), mem); s != "conflict" {
+		t.Errorf("a new conflict: %s, want conflict", s)
+	}
+	if n := len(openConflicts(t, v, mem)); n != 2 {
+		t.Fatalf("%d open conflicts, want 2", n)
+	}
+	got = readHead(t, v, mem)
+	if !strings.Contains(got, mine2) || !strings.Contains(got, "keep parts under 512 KiB") || !strings.Contains(got, mine) {
+		t.Errorf("after the second conflict:\n%s", got)
+	}
+
+	// The person takes their first line out by hand: that conflict is
+	// settled at the next refresh, the second stands.
+	editHead(t, v, mem, mine+"\n", "")
+	rememberIn(t, v, "decision", "", "s5", "ship on Fridays")
+	refresh(t, v, "s5")
+	open := openConflicts(t, v, mem)
+	if len(open) != 1 || !strings.Contains(string(open[0].Data), "1 MiB for archives") {
+		t.Errorf("after the person took their line out: %d open conflicts %+v, want the second", len(open), open)
+	}
+	if _, err := ResolveHeads(v, mem, "ours", vault.TxOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(openConflicts(t, v, mem)); n != 0 {
+		t.Errorf("%d open conflicts after resolve", n)
+	}
+	got = readHead(t, v, mem)
+	if !strings.Contains(got, mine2) || !strings.Contains(got, "ship on Fridays") || strings.Contains(got, mine) {
+		t.Errorf("at the end:\n%s", got)
+	}
+	if regexp.MustCompile(`(?m)^(<<<<<<<|=======|>>>>>>>)`).MatchString(got) {
+		t.Errorf("conflict markers:\n%s", got)
+	}
+}

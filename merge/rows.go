@@ -138,14 +138,7 @@ func mergeRows(base, ours, theirs []byte, rowKey func([]byte) string) ([]byte, [
 // the line of kept that the nearest earlier line of theirs matches, or
 // before the one the nearest later line matches, or at the end.
 func placeRows(theirs, kept [][]byte, add []bool, nl string) []byte {
-	norm := func(ls [][]byte) [][]byte {
-		out := make([][]byte, len(ls))
-		for i, l := range ls {
-			out[i] = append([]byte(lineKey(l)), '\n')
-		}
-		return out
-	}
-	at := keptAt(norm(theirs), norm(kept)) // theirs line → index in kept, or -1
+	at := keptAt(normLines(theirs), normLines(kept)) // theirs line → index in kept, or -1
 	before := make(map[int][][]byte)       // lines to put before kept[i]
 	for j := range theirs {
 		if !add[j] {

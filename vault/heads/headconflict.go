@@ -268,3 +268,57 @@ func recordMerge(tx *vault.Tx, m HeadMerge, f mergedFile, p conflictPlan, theirs
 		Text: fmt.Sprintf("%s: your text kept in %s; %s", head, strings.Join(out.Sections, "; "), what)})
 	return out, rendered
 }
+
+// staleBase finds, for a file that conflicts with the render, the older
+// render its editor loaded, when it was saved from one: merged row by row
+// against the last render, a stale buffer that lacks the rows the last
+// render brought would read as the person deleting them, and they would
+// stay out of the head. Walking the renders newest first (as staleSave
+// does), it stops at the first one whose successor brought a line the
+// file holds (the file was read after that successor); the base is the
+// oldest render passed before that whose successors brought lines the file
+// lacks. It returns nil when the file holds a line the last render
+// brought, or no later render brought any line the file lacks.
+func staleBase(v *vault.Vault, renderedRel vault.RelPath, last string, base, ours []byte) []byte {
+	const staleRenders, staleCommits = 8, 256
+	oursLines := lineSet(ours)
+	seen := map[string]bool{last: true}
+	prev := base
+	var found []byte
+	tried, walked := 0, 0
+	_ = v.Log(func(c gitrepo.CommitInfo) bool {
+		walked++
+		blob, there, err := v.Repo.BlobAt(c.Hash, renderedRel.String())
+		if err != nil || !there || seen[blob] {
+			return walked < staleCommits
+		}
+		seen[blob] = true
+		tried++
+		older, read := v.Repo.Blob(blob)
+		if !read {
+			return false
+		}
+		older, _ = dropPlaceholders(older, nil)
+		if seesLaterRender(oursLines, prev, older) {
+			return false // read after prev
+		}
+		if missesLaterRender(oursLines, prev, older) {
+			found = older
+		}
+		prev = older
+		return tried < staleRenders && walked < staleCommits
+	})
+	return found
+}
+
+// missesLaterRender reports whether a later render (later) brought a line
+// the older one lacks and the file (its lines, ours) lacks too.
+func missesLaterRender(ours map[string]bool, later, older []byte) bool {
+	was := lineSet(older)
+	for l := range lineSet(later) {
+		if !was[l] && !ours[l] {
+			return true
+		}
+	}
+	return false
+}

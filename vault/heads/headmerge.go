@@ -306,6 +306,9 @@ func settle(v *vault.Vault, renderedRel vault.RelPath, last string, base, ours, 
 		return r, nil
 	}
 	opts.KeepInsertions, opts.MergeRows, opts.RowKey = true, true, headRowKey
+	if older := staleBase(v, renderedRel, last, base, ours); older != nil {
+		base = older // the render the person's editor loaded (staleBase)
+	}
 	return merge.Markdown(base, ours, theirs, opts)
 }
 

@@ -168,3 +168,160 @@ func TestConflictNeverFreezesASection(t *testing.T) {
 		t.Errorf("conflict markers:\n%s", got)
 	}
 }
+
+// decisionsOf is the text of MEMORY.md's Decisions section, or "".
+func decisionsOf(doc string) string {
+	i := strings.Index(doc, "## Decisions")
+	if i < 0 {
+		return ""
+	}
+	rest := doc[i:]
+	if j := strings.Index(rest[3:], "\n## "); j >= 0 {
+		return rest[:j+4]
+	}
+	return rest
+}
+
+// TestConflictAdversaries plays what a person may do to MEMORY.md's
+// Decisions while the render changes the same rows (a supersede) and adds
+// new ones, and checks what each must get.
+func TestConflictAdversaries(t *testing.T) {
+	mem := vault.MemoryHead
+	// setup: two decisions rendered; the person edits; then the first is
+	// superseded (the same row as the person's rewrite: a conflict) and a
+	// new decision is recorded.
+	type result struct {
+		doc       string
+		conflicts int
+	}
+	play := func(t *testing.T, edit func(t *testing.T, v *vault.Vault, doc string)) result {
+		v := testvault.New(t)
+		rememberIn(t, v, "decision", "", "s1", "use WAL for the ledger")
+		rememberIn(t, v, "decision", "", "s1", "keep parts small")
+		refresh(t, v, "s1")
+		edit(t, v, readHead(t, v, mem))
+		supersede(t, v, "use WAL for the ledger", "use WAL for the ledger and the index")
+		refresh(t, v, "s2")
+		rememberIn(t, v, "decision", "", "s3", "ship on Fridays")
+		refresh(t, v, "s3")
+		return result{readHead(t, v, mem), testvault.Kinds(t, v)[vault.KindHeadConflict]}
+	}
+	rewrite := func(t *testing.T, v *vault.Vault, doc string) {
+		l := rowLine(doc, "use WAL for the ledger")
+		editHead(t, v, mem, l, strings.Replace(l, "for the ledger", "for the ledger (mine)", 1))
+	}
+	for _, c := range []struct {
+		name      string
+		edit      func(t *testing.T, v *vault.Vault, doc string)
+		has, lacks []string
+		conflicts int
+		check     func(t *testing.T, doc string)
+	}{{
+		name:      "a row the person deleted on purpose does not come back",
+		edit:      func(t *testing.T, v *vault.Vault, doc string) { rewrite(t, v, doc); editHead(t, v, mem, rowLine(doc, "keep parts small")+"\n", "") },
+		has:       []string{"for the ledger (mine)", "use WAL for the ledger and the index", "ship on Fridays"},
+		lacks:     []string{"keep parts small"},
+		conflicts: 1,
+	}, {
+		name: "the person's own rows stay, once",
+		edit: func(t *testing.T, v *vault.Vault, doc string) {
+			rewrite(t, v, doc)
+			l := rowLine(doc, "keep parts small")
+			editHead(t, v, mem, l, l+"\n- my own rule: no Friday deploys")
+		},
+		has:       []string{"for the ledger (mine)", "use WAL for the ledger and the index", "ship on Fridays", "keep parts small", "- my own rule: no Friday deploys"},
+		conflicts: 1,
+		check: func(t *testing.T, doc string) {
+			if n := strings.Count(doc, "my own rule"); n != 1 {
+				t.Errorf("the person's row is there %d times", n)
+			}
+		},
+	}, {
+		name: "a file an editor turned CRLF keeps CRLF and gets the new rows",
+		edit: func(t *testing.T, v *vault.Vault, doc string) {
+			rewrite(t, v, doc)
+			crlf := strings.ReplaceAll(readHead(t, v, mem), "\n", "\r\n")
+			if err := os.WriteFile(v.Abs(vault.MustRel(mem)), []byte(crlf), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+		has:       []string{"for the ledger (mine)", "use WAL for the ledger and the index", "ship on Fridays", "keep parts small"},
+		conflicts: 1,
+		check: func(t *testing.T, doc string) {
+			if n := strings.Count(doc, "\n") - strings.Count(doc, "\r\n"); n != 0 {
+				t.Errorf("%d lines end in a bare LF in a CRLF file:\n%q", n, doc)
+			}
+		},
+	}, {
+		name: "a section the person deleted comes back with the new rows only",
+		edit: func(t *testing.T, v *vault.Vault, doc string) {
+			editHead(t, v, mem, decisionsOf(doc), "")
+		},
+		has:   []string{"## Decisions", "use WAL for the ledger and the index", "ship on Fridays"},
+		lacks: []string{"keep parts small"},
+	}, {
+		name: "a section the person renamed takes the new rows under their heading",
+		edit: func(t *testing.T, v *vault.Vault, doc string) {
+			editHead(t, v, mem, "## Decisions\n", "## What we decided\n")
+		},
+		has:   []string{"## What we decided", "use WAL for the ledger and the index", "ship on Fridays", "keep parts small"},
+		lacks: []string{"## Decisions", "use WAL for the ledger ("},
+	}, {
+		name:      "a pinned section is never rewritten",
+		edit:      func(t *testing.T, v *vault.Vault, doc string) { editHead(t, v, mem, "## Decisions\n", "## Decisions <!-- memvault:keep -->\n") },
+		has:       []string{"use WAL for the ledger (", "keep parts small"},
+		lacks:     []string{"use WAL for the ledger and the index", "ship on Fridays"},
+		conflicts: 0,
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			r := play(t, c.edit)
+			for _, w := range c.has {
+				if !strings.Contains(r.doc, w) {
+					t.Errorf("MEMORY.md lacks %q:\n%s", w, r.doc)
+				}
+			}
+			for _, w := range c.lacks {
+				if strings.Contains(r.doc, w) {
+					t.Errorf("MEMORY.md holds %q:\n%s", w, r.doc)
+				}
+			}
+			if r.conflicts != c.conflicts {
+				t.Errorf("%d head.conflict events, want %d", r.conflicts, c.conflicts)
+			}
+			if c.check != nil {
+				c.check(t, r.doc)
+			}
+		})
+	}
+}
+
+// TestStaleSaveThatConflicts: the person's editor loaded MEMORY.md, a
+// render added a decision while they typed, and they saved a rewrite of a
+// decision that was superseded meanwhile. Their save lacks the decision
+// rendered after they loaded the file, which is no deletion of theirs: it
+// stays in MEMORY.md, beside their rewrite and the superseding decision.
+func TestStaleSaveThatConflicts(t *testing.T) {
+	v := testvault.New(t)
+	mem := vault.MemoryHead
+	rememberIn(t, v, "decision", "", "s1", "use WAL for the ledger")
+	refresh(t, v, "s1")
+	buffer := readHead(t, v, mem) // the editor's buffer, from here on stale
+	rememberIn(t, v, "decision", "", "s2", "keep parts small")
+	refresh(t, v, "s2")
+	l := rowLine(buffer, "use WAL for the ledger")
+	saved := strings.Replace(buffer, l, strings.Replace(l, "for the ledger", "for the ledger (mine)", 1), 1)
+	if err := os.WriteFile(v.Abs(vault.MustRel(mem)), []byte(saved), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	supersede(t, v, "use WAL for the ledger", "use WAL for the ledger and the index")
+	refresh(t, v, "s3")
+	got := readHead(t, v, mem)
+	for _, w := range []string{"for the ledger (mine)", "use WAL for the ledger and the index", "keep parts small"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("MEMORY.md lacks %q:\n%s", w, got)
+		}
+	}
+	if n := testvault.Kinds(t, v)[vault.KindHeadConflict]; n != 1 {
+		t.Errorf("%d head.conflict events, want 1 (the rewrite of a superseded decision)", n)
+	}
+}

@@ -139,7 +139,7 @@ func mergeRows(base, ours, theirs []byte, rowKey func([]byte) string) ([]byte, [
 // before the one the nearest later line matches, or at the end.
 func placeRows(theirs, kept [][]byte, add []bool, nl string) []byte {
 	at := keptAt(normLines(theirs), normLines(kept)) // theirs line → index in kept, or -1
-	before := make(map[int][][]byte)       // lines to put before kept[i]
+	before := make(map[int][][]byte)                 // lines to put before kept[i]
 	for j := range theirs {
 		if !add[j] {
 			continue

@@ -211,14 +211,17 @@ func TestConflictAdversaries(t *testing.T) {
 		editHead(t, v, mem, l, strings.Replace(l, "for the ledger", "for the ledger (mine)", 1))
 	}
 	for _, c := range []struct {
-		name      string
-		edit      func(t *testing.T, v *vault.Vault, doc string)
+		name       string
+		edit       func(t *testing.T, v *vault.Vault, doc string)
 		has, lacks []string
-		conflicts int
-		check     func(t *testing.T, doc string)
+		conflicts  int
+		check      func(t *testing.T, doc string)
 	}{{
-		name:      "a row the person deleted on purpose does not come back",
-		edit:      func(t *testing.T, v *vault.Vault, doc string) { rewrite(t, v, doc); editHead(t, v, mem, rowLine(doc, "keep parts small")+"\n", "") },
+		name: "a row the person deleted on purpose does not come back",
+		edit: func(t *testing.T, v *vault.Vault, doc string) {
+			rewrite(t, v, doc)
+			editHead(t, v, mem, rowLine(doc, "keep parts small")+"\n", "")
+		},
 		has:       []string{"for the ledger (mine)", "use WAL for the ledger and the index", "ship on Fridays"},
 		lacks:     []string{"keep parts small"},
 		conflicts: 1,
@@ -267,8 +270,10 @@ func TestConflictAdversaries(t *testing.T) {
 		has:   []string{"## What we decided", "use WAL for the ledger and the index", "ship on Fridays", "keep parts small"},
 		lacks: []string{"## Decisions", "use WAL for the ledger ("},
 	}, {
-		name:      "a pinned section is never rewritten",
-		edit:      func(t *testing.T, v *vault.Vault, doc string) { editHead(t, v, mem, "## Decisions\n", "## Decisions <!-- memvault:keep -->\n") },
+		name: "a pinned section is never rewritten",
+		edit: func(t *testing.T, v *vault.Vault, doc string) {
+			editHead(t, v, mem, "## Decisions\n", "## Decisions <!-- memvault:keep -->\n")
+		},
 		has:       []string{"use WAL for the ledger (", "keep parts small"},
 		lacks:     []string{"use WAL for the ledger and the index", "ship on Fridays"},
 		conflicts: 0,

@@ -36,6 +36,11 @@ type RowConflict struct {
 //   - every line theirs removed since base taken out where ours still holds
 //     it as it was; a line the person rewrote stays.
 //
+// A row both changed is reported: the person rewrote or deleted a row
+// whose line the render changed, or rewrote one the render dropped, or
+// both put different text in place of one base line (with or without
+// keys: "same lines changed both ways").
+//
 // Blank lines are the person's layout and never added or removed. Lines
 // are compared without their line end or trailing blanks, so a file whose
 // line ends an editor changed to CRLF merges like the original. It returns
@@ -51,14 +56,16 @@ func mergeRows(base, ours, theirs []byte, rowKey func([]byte) string) ([]byte, [
 		return rowKey(bytes.TrimRight(l, " \t\r\n"))
 	}
 	cb, co, ct := lineCounts(b), lineCounts(o), lineCounts(t)
-	baseRow := map[string]string{} // row key → the base's line (its lineKey)
-	for _, l := range b {
+	baseRow := map[string]int{} // row key → the base's line
+	for i, l := range b {
 		if r := rk(l); r != "" {
 			if _, ok := baseRow[r]; !ok {
-				baseRow[r] = lineKey(l)
+				baseRow[r] = i
 			}
 		}
 	}
+	// What each side put in place of a base line it changed.
+	oRep, tRep := replacements(b, o, rk), replacements(b, t, rk)
 	ownRow := map[string]string{} // row key → a line of ours the base lacks
 	for _, l := range o {
 		if r, k := rk(l), lineKey(l); r != "" && cb[k] == 0 {
@@ -70,8 +77,12 @@ func mergeRows(base, ours, theirs []byte, rowKey func([]byte) string) ([]byte, [
 	var conflicts []RowConflict
 	seen := map[RowConflict]bool{}
 	refuse := func(c RowConflict) {
-		if !seen[c] {
-			seen[c] = true
+		id := c
+		if c.Row != "" {
+			id = RowConflict{Row: c.Row} // one report a row
+		}
+		if !seen[id] {
+			seen[id] = true
 			conflicts = append(conflicts, c)
 		}
 	}
@@ -86,15 +97,19 @@ func mergeRows(base, ours, theirs []byte, rowKey func([]byte) string) ([]byte, [
 
 	// What theirs removed: out of ours where it stands as it was.
 	drop := map[string]int{}
-	for _, l := range b {
+	for i, l := range b {
 		k := lineKey(l)
-		if k == "" || cb[k] <= ct[k] {
-			continue
-		}
-		if co[k] > 0 {
+		r := rk(l)
+		switch {
+		case k == "" || cb[k] <= ct[k]:
+		case co[k] > 0:
 			drop[k] = min(cb[k]-ct[k], co[k])
-		} else if r := rk(l); r != "" && ownRow[r] != "" && ct[ownRow[r]] == 0 {
+		case r != "" && ownRow[r] != "" && ct[ownRow[r]] == 0:
 			refuse(RowConflict{Row: r, Yours: ownRow[r], Theirs: theirLine(r)})
+		case oRep[i] != "" && oRep[i] != tRep[i]:
+			// Both put something else in place of the line: a line changed
+			// both ways, whatever their keys.
+			refuse(RowConflict{Row: r, Yours: oRep[i], Theirs: tRep[i]})
 		}
 	}
 	var kept [][]byte
@@ -123,8 +138,8 @@ func mergeRows(base, ours, theirs []byte, rowKey func([]byte) string) ([]byte, [
 				refuse(RowConflict{Row: r, Yours: own, Theirs: k})
 				continue
 			}
-			if was, ok := baseRow[r]; ok && co[was] == 0 {
-				refuse(RowConflict{Row: r, Theirs: k})
+			if i, ok := baseRow[r]; ok && co[lineKey(b[i])] == 0 {
+				refuse(RowConflict{Row: r, Yours: oRep[i], Theirs: k})
 				continue
 			}
 		}
@@ -132,6 +147,33 @@ func mergeRows(base, ours, theirs []byte, rowKey func([]byte) string) ([]byte, [
 		add[j] = true
 	}
 	return placeRows(t, kept, add, eolOf(ours, theirs)), conflicts
+}
+
+// replacements maps each base line that side changed (and did not only
+// delete) to the non-blank lines side put in its place, without their
+// line ends, joined by "\n": of the lines of its hunk, those with the
+// base line's row key, else those with no key (a line keyed for another
+// row replaces none).
+func replacements(base, side [][]byte, rk func([]byte) string) map[int]string {
+	out := map[int]string{}
+	for _, c := range diffLines(normLines(base), normLines(side)) {
+		put := map[string][]string{} // row key → lines
+		for _, l := range side[c.i2 : c.i2+c.chg2] {
+			if k := lineKey(l); k != "" {
+				put[rk(l)] = append(put[rk(l)], k)
+			}
+		}
+		for i := c.i1; i < c.i1+c.chg1; i++ {
+			p := put[rk(base[i])]
+			if len(p) == 0 {
+				p = put[""]
+			}
+			if len(p) > 0 {
+				out[i] = strings.Join(p, "\n")
+			}
+		}
+	}
+	return out
 }
 
 // placeRows puts the lines of theirs marked add into kept: each just after

@@ -62,6 +62,15 @@ func TestMergeRows(t *testing.T) {
 		want:   head + "- d2 (`e_2`)\n- d1 (`e_1`)\n- d0 as I see it (`e_0`)\n",
 		rows:   []RowConflict{{Row: "e_0", Yours: "- d0 as I see it (`e_0`)"}},
 	}, {
+		// Same lines changed both ways, the person's without an id: the
+		// person's text and the render's new row, and a report.
+		name:   "a line both replaced",
+		base:   "# M\n\n## Next actions\n\n- write the tests (`e_1`)\n",
+		ours:   "# M\n\n## Next actions\n\n- person: first the demo\n",
+		theirs: "# M\n\n## Next actions\n\n- the second next (`e_2`)\n",
+		want:   "# M\n\n## Next actions\n\n- the second next (`e_2`)\n- person: first the demo\n",
+		rows:   []RowConflict{{Row: "e_1", Yours: "- person: first the demo"}}, // the render dropped e_1 for e_2
+	}, {
 		name:   "the person's own rows stay, the render's come first",
 		base:   head + "- d1 (`e_1`)\n- d0 (`e_0`)\n",
 		ours:   head + "- my own rule\n- d1 (`e_1`), amended\n- d0 (`e_0`)\n",

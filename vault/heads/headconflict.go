@@ -135,8 +135,10 @@ func rowsStand(rows []merge.RowConflict, result, render, resultRows, renderRows 
 	for _, r := range rows {
 		switch y := strings.TrimSpace(r.Yours); {
 		case y != "":
-			if result[y] && !render[y] {
-				return true
+			for _, l := range strings.Split(y, "\n") {
+				if l = strings.TrimSpace(l); result[l] && !render[l] {
+					return true
+				}
 			}
 		case r.Row != "":
 			if renderRows[r.Row] && !resultRows[r.Row] {

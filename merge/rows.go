@@ -48,105 +48,133 @@ type RowConflict struct {
 // ours (nil when none did: then nothing of either side was lost, and the
 // merge is clean).
 func mergeRows(base, ours, theirs []byte, rowKey func([]byte) string) ([]byte, []RowConflict) {
-	b, o, t := splitLines(base), splitLines(ours), splitLines(theirs)
-	rk := func(l []byte) string {
-		if rowKey == nil {
-			return ""
-		}
-		return rowKey(bytes.TrimRight(l, " \t\r\n"))
-	}
-	cb, co, ct := lineCounts(b), lineCounts(o), lineCounts(t)
-	baseRow := map[string]int{} // row key → the base's line
+	m := newRowMerge(splitLines(base), splitLines(ours), splitLines(theirs), rowKey)
+	kept := m.removed()
+	add := m.added()
+	return placeRows(m.t, kept, add, eolOf(ours, theirs)), m.conflicts
+}
+
+// rowMerge is one mergeRows: the three versions' lines and what is known
+// of their rows.
+type rowMerge struct {
+	b, o, t    [][]byte
+	rowKey     func([]byte) string
+	cb, co, ct map[string]int    // lineCounts
+	baseRow    map[string]int    // row key → the base's line
+	ownRow     map[string]string // row key → a line of ours the base lacks
+	oRep, tRep map[int]string    // replacements of each side
+	conflicts  []RowConflict
+	seen       map[RowConflict]bool
+}
+
+func newRowMerge(b, o, t [][]byte, rowKey func([]byte) string) *rowMerge {
+	m := &rowMerge{b: b, o: o, t: t, rowKey: rowKey, cb: lineCounts(b), co: lineCounts(o), ct: lineCounts(t),
+		baseRow: map[string]int{}, ownRow: map[string]string{}, seen: map[RowConflict]bool{}}
 	for i, l := range b {
-		if r := rk(l); r != "" {
-			if _, ok := baseRow[r]; !ok {
-				baseRow[r] = i
+		if r := m.rk(l); r != "" {
+			if _, ok := m.baseRow[r]; !ok {
+				m.baseRow[r] = i
 			}
 		}
 	}
-	// What each side put in place of a base line it changed.
-	oRep, tRep := replacements(b, o, rk), replacements(b, t, rk)
-	ownRow := map[string]string{} // row key → a line of ours the base lacks
 	for _, l := range o {
-		if r, k := rk(l), lineKey(l); r != "" && cb[k] == 0 {
-			if _, ok := ownRow[r]; !ok {
-				ownRow[r] = k
+		if r, k := m.rk(l), lineKey(l); r != "" && m.cb[k] == 0 {
+			if _, ok := m.ownRow[r]; !ok {
+				m.ownRow[r] = k
 			}
 		}
 	}
-	var conflicts []RowConflict
-	seen := map[RowConflict]bool{}
-	refuse := func(c RowConflict) {
-		id := c
-		if c.Row != "" {
-			id = RowConflict{Row: c.Row} // one report a row
-		}
-		if !seen[id] {
-			seen[id] = true
-			conflicts = append(conflicts, c)
-		}
-	}
-	theirLine := func(r string) string {
-		for _, l := range t {
-			if rk(l) == r {
-				return lineKey(l)
-			}
-		}
+	m.oRep, m.tRep = replacements(b, o, m.rk), replacements(b, t, m.rk)
+	return m
+}
+
+// rk is a line's row key, "" for none.
+func (m *rowMerge) rk(l []byte) string {
+	if m.rowKey == nil {
 		return ""
 	}
+	return m.rowKey(bytes.TrimRight(l, " \t\r\n"))
+}
 
-	// What theirs removed: out of ours where it stands as it was.
+// refuse reports a row where ours stood against a change of theirs, once
+// a row.
+func (m *rowMerge) refuse(c RowConflict) {
+	id := c
+	if c.Row != "" {
+		id = RowConflict{Row: c.Row}
+	}
+	if !m.seen[id] {
+		m.seen[id] = true
+		m.conflicts = append(m.conflicts, c)
+	}
+}
+
+// theirLine is theirs' line of row r, or "".
+func (m *rowMerge) theirLine(r string) string {
+	for _, l := range m.t {
+		if m.rk(l) == r {
+			return lineKey(l)
+		}
+	}
+	return ""
+}
+
+// removed returns ours without the lines theirs removed that ours holds
+// as they were, and reports the rows ours changed that theirs removed.
+func (m *rowMerge) removed() [][]byte {
 	drop := map[string]int{}
-	for i, l := range b {
-		k := lineKey(l)
-		r := rk(l)
+	for i, l := range m.b {
+		k, r := lineKey(l), m.rk(l)
 		switch {
-		case k == "" || cb[k] <= ct[k]:
-		case co[k] > 0:
-			drop[k] = min(cb[k]-ct[k], co[k])
-		case r != "" && ownRow[r] != "" && ct[ownRow[r]] == 0:
-			refuse(RowConflict{Row: r, Yours: ownRow[r], Theirs: theirLine(r)})
-		case oRep[i] != "" && oRep[i] != tRep[i]:
+		case k == "" || m.cb[k] <= m.ct[k]:
+		case m.co[k] > 0:
+			drop[k] = min(m.cb[k]-m.ct[k], m.co[k])
+		case r != "" && m.ownRow[r] != "" && m.ct[m.ownRow[r]] == 0:
+			m.refuse(RowConflict{Row: r, Yours: m.ownRow[r], Theirs: m.theirLine(r)})
+		case m.oRep[i] != "" && m.oRep[i] != m.tRep[i]:
 			// Both put something else in place of the line: a line changed
 			// both ways, whatever their keys.
-			refuse(RowConflict{Row: r, Yours: oRep[i], Theirs: tRep[i]})
+			m.refuse(RowConflict{Row: r, Yours: m.oRep[i], Theirs: m.tRep[i]})
 		}
 	}
 	var kept [][]byte
-	for _, l := range o {
+	for _, l := range m.o {
 		if k := lineKey(l); drop[k] > 0 {
 			drop[k]--
 			continue
 		}
 		kept = append(kept, l)
 	}
+	return kept
+}
 
-	// What theirs added: into the result, unless the person changed its row.
-	add := make([]bool, len(t))
+// added marks the lines of theirs to put in: those theirs added that ours
+// lacks, unless ours changed their row (reported).
+func (m *rowMerge) added() []bool {
+	add := make([]bool, len(m.t))
 	left := map[string]int{}
-	for k, n := range ct {
-		left[k] = min(n-cb[k], n-co[k])
+	for k, n := range m.ct {
+		left[k] = min(n-m.cb[k], n-m.co[k])
 	}
-	for j, l := range t {
+	for j, l := range m.t {
 		k := lineKey(l)
 		if k == "" || left[k] <= 0 {
 			continue
 		}
-		r := rk(l)
-		if r != "" {
-			if own := ownRow[r]; own != "" {
-				refuse(RowConflict{Row: r, Yours: own, Theirs: k})
+		if r := m.rk(l); r != "" {
+			if own := m.ownRow[r]; own != "" {
+				m.refuse(RowConflict{Row: r, Yours: own, Theirs: k})
 				continue
 			}
-			if i, ok := baseRow[r]; ok && co[lineKey(b[i])] == 0 {
-				refuse(RowConflict{Row: r, Yours: oRep[i], Theirs: k})
+			if i, ok := m.baseRow[r]; ok && m.co[lineKey(m.b[i])] == 0 {
+				m.refuse(RowConflict{Row: r, Yours: m.oRep[i], Theirs: k})
 				continue
 			}
 		}
 		left[k]--
 		add[j] = true
 	}
-	return placeRows(t, kept, add, eolOf(ours, theirs)), conflicts
+	return add
 }
 
 // replacements maps each base line that side changed (and did not only

@@ -230,22 +230,22 @@ func placeRows(theirs, kept [][]byte, add []bool, nl string) []byte {
 		}
 		before[pos] = append(before[pos], append([]byte(lineKey(theirs[j])), nl...))
 	}
-	var out bytes.Buffer
+	var buf bytes.Buffer
 	for i := 0; i <= len(kept); i++ {
 		for _, l := range before[i] {
-			if out.Len() > 0 && !bytes.HasSuffix(out.Bytes(), []byte("\n")) {
-				out.WriteString(nl)
+			if buf.Len() > 0 && !bytes.HasSuffix(buf.Bytes(), []byte("\n")) {
+				buf.WriteString(nl)
 			}
-			out.Write(l)
+			buf.Write(l)
 		}
 		if i < len(kept) {
-			if out.Len() > 0 && !bytes.HasSuffix(out.Bytes(), []byte("\n")) {
-				out.WriteString(nl)
+			if buf.Len() > 0 && !bytes.HasSuffix(buf.Bytes(), []byte("\n")) {
+				buf.WriteString(nl)
 			}
-			out.Write(kept[i])
+			buf.Write(kept[i])
 		}
 	}
-	return out.Bytes()
+	return buf.Bytes()
 }
 
 // lineCounts counts the non-blank lines of ls by lineKey.

@@ -306,3 +306,41 @@ func TestMarkdownInvariantsMergeRows(t *testing.T) {
 		}
 	}
 }
+
+// FuzzMarkdownMergeRows: with MergeRows, any input merges without error
+// or markers of its own, a merge of nothing changed gives the input back,
+// a change of theirs alone is taken whole, and every line ours added
+// (outside pinned sections, which stay as they are) is in the result.
+func FuzzMarkdownMergeRows(f *testing.F) {
+	for _, c := range mdCases {
+		f.Add([]byte(c.base), []byte(c.ours), []byte(c.theirs))
+	}
+	f.Add([]byte("# M\n\n## D\n\n- a (`e_1`)\n"), []byte("# M\n\n## E\n\n- a (`e_1`)\n- b\n"), []byte("# M\n\n## D\n\n- c (`e_2`)\n- a (`e_1`)\n"))
+	f.Fuzz(func(t *testing.T, base, ours, theirs []byte) {
+		for _, doc := range [][]byte{base, ours, theirs} {
+			res, err := Markdown(doc, doc, doc, rowOpts)
+			if err != nil || !res.Clean() || !bytes.Equal(res.Merged, doc) {
+				t.Fatalf("merge(a,a,a) of %q = %q, %v", doc, res.Merged, err)
+			}
+		}
+		if !bytes.Contains(base, []byte(KeepMarker)) {
+			if res, err := Markdown(base, base, theirs, rowOpts); err != nil || !res.Clean() || !bytes.Equal(res.Merged, theirs) {
+				t.Fatalf("change of theirs only: %q, %v", res.Merged, err)
+			}
+		}
+		res, err := Markdown(base, ours, theirs, rowOpts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Conflicts != len(res.Sections) {
+			t.Fatalf("Conflicts %d, Sections %d", res.Conflicts, len(res.Sections))
+		}
+		got := lineCounts(splitLines(res.Merged))
+		had := lineCounts(splitLines(base))
+		for _, l := range splitLines(ours) {
+			if k := lineKey(l); k != "" && had[k] == 0 && got[k] == 0 {
+				t.Fatalf("our line %q is lost:\nbase %q\nours %q\ntheirs %q\ngot %q", k, base, ours, theirs, res.Merged)
+			}
+		}
+	})
+}

@@ -330,3 +330,30 @@ func TestStaleSaveThatConflicts(t *testing.T) {
 		t.Errorf("%d head.conflict events, want 1 (the rewrite of a superseded decision)", n)
 	}
 }
+
+// TestResolveTheirsTakesTheLastRender: a conflict stands while the render
+// moves on; resolving it with the render's text takes the last render's
+// section, not the one the conflict recorded (which lacks every decision
+// recorded since).
+func TestResolveTheirsTakesTheLastRender(t *testing.T) {
+	v := testvault.New(t)
+	mem := vault.MemoryHead
+	rememberIn(t, v, "decision", "", "s1", "use WAL for the ledger")
+	refresh(t, v, "s1")
+	l := rowLine(readHead(t, v, mem), "use WAL for the ledger")
+	editHead(t, v, mem, l, strings.Replace(l, "for the ledger", "for the ledger (mine)", 1))
+	supersede(t, v, "use WAL for the ledger", "use WAL for the ledger and the index")
+	refresh(t, v, "s2")
+	rememberIn(t, v, "decision", "", "s3", "ship on Fridays")
+	refresh(t, v, "s3")
+	if _, err := ResolveHeads(v, mem, "theirs", vault.TxOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := readHead(t, v, mem)
+	if !strings.Contains(got, "ship on Fridays") || !strings.Contains(got, "use WAL for the ledger and the index") || strings.Contains(got, "(mine)") {
+		t.Errorf("after resolve --theirs:\n%s", got)
+	}
+	if got != testvault.ReadHead(t, v, vault.RenderedDir+"/"+mem) {
+		t.Errorf("after resolve --theirs the head is not the last render:\n%s", got)
+	}
+}

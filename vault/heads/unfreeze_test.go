@@ -357,3 +357,37 @@ func TestResolveTheirsTakesTheLastRender(t *testing.T) {
 		t.Errorf("after resolve --theirs the head is not the last render:\n%s", got)
 	}
 }
+
+// TestRewrittenThreadLineConflictsOnce: a person rewrote the Threads line
+// of a thread in MEMORY.md, which the render rewrites at every write to
+// that thread. Their line stands, one conflict is recorded, not one a
+// write; the thread's new rows reach MEMORY.md all the same.
+func TestRewrittenThreadLineConflictsOnce(t *testing.T) {
+	v := testvault.New(t)
+	mem := vault.MemoryHead
+	rememberIn(t, v, "next", "project:shop", "s1", "write the tests")
+	refresh(t, v, "s1")
+	l := rowLine(readHead(t, v, mem), "→ threads/project/shop.md")
+	if l == "" {
+		t.Fatalf("no Threads line for project:shop:\n%s", readHead(t, v, mem))
+	}
+	mine := "- project:shop: the storefront, Bob's (mine) → threads/project/shop.md"
+	editHead(t, v, mem, l, mine)
+	for i, next := range []string{"the CI runner is down", "no keys from the provider", "staging is full"} {
+		rememberIn(t, v, "blocker", "project:shop", "s2", next)
+		refresh(t, v, "s2")
+		got := readHead(t, v, mem)
+		if !strings.Contains(got, mine) || !strings.Contains(got, next) {
+			t.Fatalf("write %d: MEMORY.md lacks the person's line or %q:\n%s", i, next, got)
+		}
+		if strings.Count(got, "→ threads/project/shop.md") != 1 {
+			t.Fatalf("write %d: the thread's line twice:\n%s", i, got)
+		}
+	}
+	if n := testvault.Kinds(t, v)[vault.KindHeadConflict]; n != 1 {
+		t.Errorf("%d head.conflict events, want 1", n)
+	}
+	if n := len(openConflicts(t, v, mem)); n != 1 {
+		t.Errorf("%d open conflicts, want 1", n)
+	}
+}

@@ -86,7 +86,11 @@ func (v *Vault) JournalHeadWrite(tx *Tx, w HeadWrite) error {
 	if err := v.Files().WriteAtomic(p, data); err != nil {
 		return err
 	}
-	tx.committed = append(tx.committed, func() { v.Files().Remove(p) })
+	if !tx.opts.Defer {
+		// A deferred write keeps its record until the commit that
+		// carries it (carryWaiting): the head is memvault's meanwhile.
+		tx.committed = append(tx.committed, func() { v.Files().Remove(p) })
+	}
 	return nil
 }
 

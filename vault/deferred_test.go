@@ -1,0 +1,180 @@
+package vault
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memvault/memvault/vault/vaulttest"
+	"github.com/memvault/memvault/vault/waiting"
+)
+
+// gitLog is the subjects of the vault's commits, newest first, by real git.
+func gitLog(t *testing.T, v *Vault, format string) []string {
+	t.Helper()
+	out := vaulttest.Git{Dir: v.Root}.Run(t, "log", "--format="+format)
+	return strings.Split(strings.TrimSpace(out), "\n")
+}
+
+// deferred records a bookkeeping event and writes a file (as a session
+// summary's node does) without a commit.
+func deferred(t *testing.T, v *Vault, text, file string) {
+	t.Helper()
+	_, err := v.Update(TxOptions{Defer: true, Session: "s1"}, func(tx *Tx) error {
+		tx.Append(&Event{Kind: KindSessionStarted, Text: text})
+		if file != "" {
+			tx.WriteFile(MustRel("nodes", file), []byte(text+"\n"))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A deferred transaction makes no commit; the next transaction that
+// commits carries what it wrote, under its own subject, and says what it
+// carried: one commit, git fsck and memvault verify clean, the working
+// tree clean.
+func TestDeferredRidesInTheNextCommit(t *testing.T) {
+	v := newVault(t)
+	before := len(gitLog(t, v, "%H"))
+	deferred(t, v, "claude-code session (startup)", "n1.md")
+	if n := len(gitLog(t, v, "%H")); n != before {
+		t.Fatalf("a deferred transaction made %d commits", n-before)
+	}
+	if _, err := os.Stat(filepath.Join(v.Root, filepath.FromSlash(waiting.File))); err != nil {
+		t.Fatalf("no record of what waits: %v", err)
+	}
+	mustVerify(t, v) // the ledger may grow past HEAD
+	remember(t, v, "retry webhooks 5 times")
+	if n := len(gitLog(t, v, "%H")); n != before+1 {
+		t.Fatalf("%d commits after the committing transaction, want 1", n-before)
+	}
+	if got := gitLog(t, v, "%s")[0]; got != "fact: retry webhooks 5 times" {
+		t.Fatalf("subject %q: the commit's own memory must name it", got)
+	}
+	body := gitLog(t, v, "%B")
+	msg := strings.Join(body, "\n")
+	if !strings.Contains(msg, "Carried (written earlier without a commit):") || !strings.Contains(msg, "session.started: claude-code session (startup)") ||
+		!strings.Contains(msg, "Memvault-Carried: ") {
+		t.Fatalf("the message does not name what it carried:\n%s", msg)
+	}
+	git := vaulttest.Git{Dir: v.Root}
+	if st := git.Run(t, "status", "--porcelain"); strings.TrimSpace(st) != "" {
+		t.Fatalf("left uncommitted:\n%s", st)
+	}
+	if show := git.Run(t, "show", "--stat", "--format=", "HEAD"); !strings.Contains(show, "nodes/n1.md") || !strings.Contains(show, "ledger/") {
+		t.Fatalf("the commit does not hold the deferred writes:\n%s", show)
+	}
+	if _, err := os.Stat(filepath.Join(v.Root, filepath.FromSlash(waiting.File))); !os.IsNotExist(err) {
+		t.Fatalf("the record outlived the commit that carried it: %v", err)
+	}
+	vaulttest.Fsck(t, v.Root)
+	mustVerify(t, v)
+}
+
+// A kill between a deferred write and the next commit loses nothing: the
+// record written before the stage names the file, and the ledger's lines
+// go with the next commit to their segment; with the record lost too,
+// Flush finds the lines by holding each segment against HEAD.
+func TestKilledDeferredIsCarried(t *testing.T) {
+	for _, lose := range []bool{false, true} {
+		name := "record kept"
+		if lose {
+			name = "record lost"
+		}
+		t.Run(name, func(t *testing.T) {
+			v := newVault(t)
+			before := len(gitLog(t, v, "%H"))
+			killAt(t, v, "sealed", func() { deferred(t, v, "killed after its seal", "n2.md") })
+			if lose {
+				os.Remove(filepath.Join(v.Root, filepath.FromSlash(waiting.File)))
+			}
+			v2, err := Open(v.Root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lose {
+				res, err := v2.Flush(TxOptions{})
+				if err != nil || res.Commit == "" {
+					t.Fatalf("flush: %v %+v", err, res)
+				}
+				if s := gitLog(t, v2, "%s")[0]; !strings.HasPrefix(s, "bookkeeping: ") {
+					t.Fatalf("a flush of bookkeeping alone is named %q", s)
+				}
+			} else {
+				remember(t, v2, "after the kill")
+			}
+			if n := len(gitLog(t, v2, "%H")); n != before+1 {
+				t.Fatalf("%d commits, want 1", n-before)
+			}
+			show := vaulttest.Git{Dir: v.Root}.Run(t, "show", "HEAD:"+strings.TrimSpace(segPath(t, v2)))
+			if !strings.Contains(show, "killed after its seal") {
+				t.Fatalf("the sealed event is not committed:\n%s", show)
+			}
+			if !lose {
+				vaulttest.Git{Dir: v.Root}.Run(t, "cat-file", "-e", "HEAD:nodes/n2.md")
+			}
+			vaulttest.Fsck(t, v.Root)
+			mustVerify(t, v2)
+		})
+	}
+}
+
+// Flush commits what waits on its own, named by the memory it carries;
+// with nothing waiting it commits nothing.
+func TestFlushNamesTheMemoryItCarries(t *testing.T) {
+	v := newVault(t)
+	if res, err := v.Flush(TxOptions{}); err != nil || res.Commit != "" {
+		t.Fatalf("a flush with nothing waiting: %v %+v", err, res)
+	}
+	_, err := v.Update(TxOptions{Defer: true, Session: "s1"}, func(tx *Tx) error {
+		tx.Append(&Event{Kind: KindDecisionRecorded, Text: "use Postgres"})
+		tx.Append(&Event{Kind: KindDecisionRecorded, Text: "keep the queue"})
+		tx.Append(&Event{Kind: KindContinuityNext, Text: "write the migration"})
+		tx.Subject("session-summary: how should we store jobs?")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deferred(t, v, "claude-code session (startup)", "")
+	if _, err := v.Flush(TxOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := gitLog(t, v, "%s")[0], "session: how should we store jobs? (2 decisions, 1 next)"; got != want {
+		t.Fatalf("flush subject %q, want %q", got, want)
+	}
+	mustVerify(t, v)
+}
+
+func segPath(t *testing.T, v *Vault) string {
+	segs, _, err := ListSegments(v.Root)
+	if err != nil || len(segs) == 0 {
+		t.Fatal(err)
+	}
+	return segs[len(segs)-1].String()
+}
+
+// killAt stops v's transaction at step the way a kill does (no rollback).
+func killAt(t *testing.T, v *Vault, step string, fn func()) {
+	t.Helper()
+	type killed struct{}
+	v.StopAt = func(s string) {
+		if s == step {
+			v.StopAt = nil
+			panic(killed{})
+		}
+	}
+	defer func() {
+		v.StopAt = nil
+		if r := recover(); r == nil {
+			t.Fatalf("the transaction got past %q", step)
+		} else if _, ok := r.(killed); !ok {
+			panic(r)
+		}
+	}()
+	fn()
+}

@@ -126,7 +126,11 @@ func (r *Runner) sessionStart(t transcript.Ref, p Payload, thread string) (strin
 		r.resetInjected(t) // what the compaction dropped may be injected again
 	}
 	r.closeEarlierSessions(t, thread)
-	_, err := r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
+	// Bookkeeping: the start rides in the session's first commit that
+	// records memory, or its end's (docs/HOOKS.md, "Commits").
+	opts := r.txOptions(t, eventLockWait)
+	opts.Defer = true
+	_, err := r.V.Update(opts, func(tx *vault.Tx) error {
 		data, _ := json.Marshal(map[string]string{"source": p.Source, "cwd": p.CWD})
 		tx.Append(&vault.Event{Kind: "session.started", Thread: thread, Data: data, Source: "hook",
 			Text: fmt.Sprintf("%s session %s (%s)", r.Harness.Name, t.Session, orDefault(p.Source, "start"))})
@@ -247,7 +251,12 @@ func (r *Runner) capture(t transcript.Ref, p Payload, thread string, mode captur
 	if err != nil {
 		return err
 	}
-	_, err = r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
+	opts := r.txOptions(t, eventLockWait)
+	// A session end's capture is bookkeeping when its last turn records
+	// nothing, and its memory is named by the session's one commit
+	// otherwise: the flush after its summary and refresh (jobs.go).
+	opts.Defer = mode&captureCommit != 0
+	_, err = r.V.Update(opts, func(tx *vault.Tx) error {
 		if mode&captureControls != 0 && r.behind == nil {
 			if err := lineage.ExtractControls(tx, t, thread); err != nil && !errors.Is(err, vault.ErrNotFound) {
 				return err

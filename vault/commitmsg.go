@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -266,7 +267,7 @@ func Clip(s string, n int) string {
 // everything it wrote, the events it sealed and the subject it would have
 // had. Nothing for a transaction that commits.
 func (tx *Tx) noteWaiting(changes []*gitrepo.Change) error {
-	if !tx.opts.Defer {
+	if !tx.opts.Defer || tx.opts.NoCommit {
 		return nil
 	}
 	var paths []string
@@ -333,9 +334,10 @@ func (tx *Tx) carryWaiting() func() {
 	}
 	for _, p := range r.Paths {
 		first, _, _ := strings.Cut(p, "/")
-		rel, err := relPath("path", strings.Split(p, "/")...)
-		if err == nil && !skip[p] && (first == RenderedDir || !strings.HasPrefix(first, ".")) {
-			tx.commitPaths = append(tx.commitPaths, rel)
+		ok := p == path.Clean(p) && !path.IsAbs(p) && !strings.Contains(p, "\\") &&
+			!slices.Contains(strings.Split(p, "/"), "..") && (first == RenderedDir || !strings.HasPrefix(first, "."))
+		if ok && !skip[p] {
+			tx.commitPaths = append(tx.commitPaths, RelPath{p})
 		}
 	}
 	tx.carry = r

@@ -252,9 +252,9 @@ func (r *Runner) capture(t transcript.Ref, p Payload, thread string, mode captur
 		return err
 	}
 	opts := r.txOptions(t, eventLockWait)
-	// A session end's capture is bookkeeping when its last turn records
-	// nothing, and its memory is named by the session's one commit
-	// otherwise: the flush after its summary and refresh (jobs.go).
+	// A capture before a compaction or at a session end is deferred: its
+	// lines and control lines ride in the compaction's one commit, or the
+	// session end's, the flush after its summary and refresh (jobs.go).
 	opts.Defer = mode&captureCommit != 0
 	_, err = r.V.Update(opts, func(tx *vault.Tx) error {
 		if mode&captureControls != 0 && r.behind == nil {
@@ -347,7 +347,11 @@ func (r *Runner) compactionComplete(t transcript.Ref, p Payload, thread string) 
 	}
 	r.resetInjected(t)
 	nodeThread := ""
-	_, err = r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
+	// A compaction is one commit: its node, the lines before it, the
+	// heads refreshed after it and whatever waits, flushed below.
+	opts := r.txOptions(t, eventLockWait)
+	opts.Defer = true
+	_, err = r.V.Update(opts, func(tx *vault.Tx) error {
 		// The turn the compaction interrupted may have had no stop yet.
 		// (While the import is behind, its control lines wait for it.)
 		if r.behind == nil {
@@ -386,6 +390,10 @@ func (r *Runner) compactionComplete(t transcript.Ref, p Payload, thread string) 
 		return err
 	}
 	r.refreshNow(t, nodeThread)
+	// Busy or refused, what waits rides in the next commit.
+	if _, err := r.V.Flush(r.txOptions(t, eventLockWait)); err != nil && !vault.IsBusy(err) && !r.refused(err) {
+		logf(r.V, "%s compaction %s: commit: %v", r.Harness.Name, t.Session, err)
+	}
 	return nil
 }
 

@@ -298,7 +298,8 @@ func (tx *Tx) noteWaiting(changes []*gitrepo.Change) error {
 	// The caller's subject (a summary's title) before the chosen one,
 	// which names content the carrying commit counts anyway.
 	if s := cmp.Or(tx.subject, tx.commitSubject()); s != "" {
-		r.Subjects = append(r.Subjects, Clip(OneLine(s), maxSubject))
+		s, _ = tx.v.Redact(Clip(OneLine(s), maxSubject)) // as message redacts a subject
+		r.Subjects = append(r.Subjects, s)
 	}
 	return waiting.Save(tx.v.Files(), tx.v.Root, r)
 }
@@ -315,22 +316,17 @@ func (tx *Tx) carryWaiting() func() {
 	if r.Empty() {
 		return func() {}
 	}
-	sealed := map[string]bool{}
-	for _, ev := range r.Events {
-		sealed[ev.ID] = true
-	}
 	skip := map[string]bool{}
 	var journals []string
 	for _, head := range v.HeadJournals() {
 		w := v.ReadHeadJournal(head)
-		if w == nil || !sealed[w.Event] {
-			continue
-		}
-		if cur, err := v.Files().ReadFile(v.Abs(RelPath{head})); w.Wrote && (err != nil || !bytes.Equal(cur, w.After)) {
+		switch {
+		case w == nil || !slices.ContainsFunc(r.Events, func(ev waiting.Event) bool { return ev.ID == w.Event }):
+		case v.headWaits(w, r):
+			journals = append(journals, v.HeadJournalPath(head))
+		default: // changed since: a person's
 			skip[head], skip[RenderedDir+"/"+head] = true, true
-			continue
 		}
-		journals = append(journals, v.HeadJournalPath(head))
 	}
 	for _, p := range r.Paths {
 		first, _, _ := strings.Cut(p, "/")
@@ -351,8 +347,9 @@ func (tx *Tx) carryWaiting() func() {
 
 // carriedSubject names the memory a commit carries, when its own events
 // name none: a session's end by its summary's title and the memory it
-// carries ("session: how should webhooks retry? (1 decision, 1 next)"),
-// else the most important memory event carried. "" when it carries none.
+// carries ("session: how should webhooks retry? (1 decision, 1 next)"), a
+// compaction by its node's ("compaction: …"), else the most important
+// memory event carried. "" when it carries none.
 func (tx *Tx) carriedSubject() string {
 	if tx.carry == nil {
 		return ""
@@ -366,18 +363,20 @@ func (tx *Tx) carriedSubject() string {
 	for _, ev := range tx.carry.Events {
 		all = append(all, &Event{Kind: ev.Kind, Text: ev.Text})
 	}
-	title := ""
+	head, title := "", ""
 	for _, s := range append(slices.Clone(tx.carry.Subjects), tx.subject) {
-		if t, ok := strings.CutPrefix(s, "session-summary: "); ok {
-			title = t // the last summary counts
+		for prefix, h := range map[string]string{"session-summary: ": "session: ", "compaction: ": "compaction: "} {
+			if t, ok := strings.CutPrefix(s, prefix); ok {
+				head, title = h, t // the last lineage node counts: a session's summary after its compactions
+			}
 		}
 	}
 	switch {
 	case title != "" && counts != "":
 		more := " (" + counts + ")"
-		return "session: " + Clip(title, max(maxSubject-len("session: ")-utf8.RuneCountInString(more), 1)) + more
+		return head + Clip(title, max(maxSubject-len(head)-utf8.RuneCountInString(more), 1)) + more
 	case title != "":
-		return Clip("session: "+title, maxSubject)
+		return Clip(head+title, maxSubject)
 	}
 	return contentSubject(all)
 }

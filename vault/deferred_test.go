@@ -178,3 +178,26 @@ func killAt(t *testing.T, v *Vault, step string, fn func()) {
 	}()
 	fn()
 }
+
+// A record edited to name what is not the vault's to commit (git's
+// config, the lock folder, a path out of the vault) commits none of it:
+// the commit holds the memory, and git's own files stay git's.
+func TestWaitingRecordCannotNameGitsFiles(t *testing.T) {
+	v := newVault(t)
+	if err := os.WriteFile(filepath.Join(v.Root, "..", "outside.md"), []byte("outside\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := &waiting.Record{Paths: []string{".git/config", ".locks/vault.lock", "../outside.md", "ledger/../.git/HEAD", "/etc/passwd"}}
+	if err := waiting.Save(v.Files(), v.Root, r); err != nil {
+		t.Fatal(err)
+	}
+	remember(t, v, "after a hostile record")
+	show := vaulttest.Git{Dir: v.Root}.Run(t, "show", "--stat", "--format=", "HEAD")
+	for _, bad := range []string{".git", ".locks", "outside", "passwd"} {
+		if strings.Contains(show, bad) {
+			t.Fatalf("the commit holds %s:\n%s", bad, show)
+		}
+	}
+	vaulttest.Fsck(t, v.Root)
+	mustVerify(t, v)
+}

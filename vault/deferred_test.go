@@ -3,6 +3,7 @@ package vault
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -200,4 +201,55 @@ func TestWaitingRecordCannotNameGitsFiles(t *testing.T) {
 	}
 	vaulttest.Fsck(t, v.Root)
 	mustVerify(t, v)
+}
+
+// A person's git commit that lands while a deferred transaction runs (the
+// torture's hand edit committed with git, which takes no vault lock): the
+// writers' check must not take the lines on disk for what that commit
+// holds, or the commit that carries them later looks like a branch of the
+// ledger no merge brought.
+func TestPersonsCommitWhileBookkeepingWaits(t *testing.T) {
+	v := newVault(t)
+	remember(t, v, "before")
+	git := vaulttest.Git{Dir: v.Root}
+	if err := os.WriteFile(filepath.Join(v.Root, "notes.md"), []byte("mine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v.StopAt = func(step string) {
+		if step == "sealed" {
+			v.StopAt = nil
+			git.Run(t, "add", "notes.md")
+			git.Run(t, "commit", "-q", "-m", "a note of mine", "--", "notes.md")
+		}
+	}
+	res, err := v.Update(TxOptions{Defer: true, Session: "s1"}, func(tx *Tx) error {
+		tx.Append(&Event{Kind: KindSessionStarted, Text: "claude-code session (startup)"})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the writers' check trusts: a commit and the ledger's open tips
+	// there. The person's commit does not hold the deferred event.
+	if c := v.loadStamps(); slices.Contains(c.tips, res.Events[0].Hash) {
+		h, _ := v.Repo.Head()
+		t.Fatalf("the check trusts commit %s (HEAD %s) to end on the deferred event, which no commit holds", c.commit, h)
+	}
+	for i, text := range []string{"after one", "after two"} {
+		if i == 1 { // HEAD moves again: the next writer holds the history since the commit it trusts
+			if err := os.WriteFile(filepath.Join(v.Root, "notes.md"), []byte("mine, again\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			git.Run(t, "commit", "-q", "-m", "a note of mine", "--", "notes.md")
+		}
+		v2, err := Open(v.Root) // another process, as the hooks and commands are
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := v2.Update(TxOptions{}, func(tx *Tx) error { _, err := queueRow(tx, "fact", text); return err }); err != nil {
+			t.Fatalf("write %d after the person's commit: %v", i+1, err)
+		}
+	}
+	mustVerify(t, v)
+	vaulttest.Fsck(t, v.Root)
 }

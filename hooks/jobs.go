@@ -29,7 +29,7 @@ func (r *Runner) queue(j hookstate.Job) {
 // someone held a head's lease.
 func (r *Runner) runDeferred() {
 	if _, err := heads.RunDeferred(r.V, vault.TxOptions{Command: "hook deferred refresh", Agent: r.Agent,
-		Harness: r.Harness.Name, LockTimeout: eventLockWait}, continuity.RefreshHead); err != nil && !vault.IsBusy(err) && !r.refused(err) {
+		Harness: r.Harness.Name, LockTimeout: eventLockWait, Defer: true}, continuity.RefreshHead); err != nil && !vault.IsBusy(err) && !r.refused(err) {
 		logf(r.V, "deferred head refresh: %v", err)
 	}
 }
@@ -157,9 +157,27 @@ func (r *Runner) runJob(j hookstate.Job) error {
 		// Tier 1 and the Tier 2 heads this session wrote to (and the job's
 		// thread: a compaction node's); a head someone holds is deferred by
 		// Refresh itself, and retried by a later event.
-		return r.refresh(j, "hook job refresh", r.jobLockWait())
+		if err := r.refresh(j, "hook job refresh", r.jobLockWait()); err != nil {
+			return err
+		}
+		if j.On != "session-end" {
+			return nil
+		}
+		// The session's end is one commit: its transcript, its summary,
+		// continuity.session and the heads, all written deferred, with
+		// whatever else waits, named by the summary's title and the
+		// memory it carries.
+		_, err := r.V.Flush(r.jobOptions(j, "hook job flush"))
+		return err
 	}
 	return nil
+}
+
+// jobOptions are the options of a job's transaction: deferred, for the
+// session-end flush to commit (bookkeeping, docs/HOOKS.md "Commits").
+func (r *Runner) jobOptions(j hookstate.Job, command string) vault.TxOptions {
+	return vault.TxOptions{Command: command, Agent: j.Agent, Session: j.Session, Harness: j.Harness,
+		LockTimeout: r.jobLockWait(), Defer: true}
 }
 
 // summarizeJob writes the session-summary node of j's session, with the
@@ -173,8 +191,7 @@ func (r *Runner) summarizeJob(j hookstate.Job, model *lineage.Model, modelErr er
 	if modelErr != nil {
 		return modelErr
 	}
-	_, err := r.V.Update(vault.TxOptions{Command: "hook job summarize", Agent: j.Agent, Session: j.Session,
-		Harness: j.Harness, LockTimeout: r.jobLockWait()}, func(tx *vault.Tx) error {
+	_, err := r.V.Update(r.jobOptions(j, "hook job summarize"), func(tx *vault.Tx) error {
 		if _, _, err := lineage.Summarize(tx, t, lineage.SummaryOptions{Thread: j.Thread, Model: model}); err != nil {
 			return err
 		}
@@ -191,8 +208,7 @@ func (r *Runner) summarizeJob(j hookstate.Job, model *lineage.Model, modelErr er
 	}
 	// CONTINUITY.md: the summary recorded the session's control lines
 	// (DONE:, NEXT:, DECISION:, …); count the session, audit, refresh.
-	_, err = continuity.UpdateContinuityAtSessionEnd(r.V, vault.TxOptions{Command: "hook job continuity", Agent: j.Agent,
-		Session: j.Session, Harness: j.Harness, LockTimeout: r.jobLockWait()}, continuity.SessionEndInput{})
+	_, err = continuity.UpdateContinuityAtSessionEnd(r.V, r.jobOptions(j, "hook job continuity"), continuity.SessionEndInput{})
 	return err
 }
 
@@ -206,8 +222,7 @@ func (r *Runner) importJob(t transcript.Ref, j hookstate.Job) error {
 	if err != nil {
 		return err
 	}
-	opts := vault.TxOptions{Command: "hook job import", Agent: j.Agent, Session: j.Session, Harness: j.Harness,
-		LockTimeout: r.jobLockWait()}
+	opts := r.jobOptions(j, "hook job import")
 	rep, err := lineage.ImportUntil(r.V, opts, t, format, j.Source, r.Start.Add(jobBudget))
 	if errors.Is(err, vault.ErrNotFound) {
 		return nil // the file is gone: nothing more to read

@@ -126,7 +126,11 @@ func (r *Runner) sessionStart(t transcript.Ref, p Payload, thread string) (strin
 		r.resetInjected(t) // what the compaction dropped may be injected again
 	}
 	r.closeEarlierSessions(t, thread)
-	_, err := r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
+	// Bookkeeping: the start rides in the session's first commit that
+	// records memory, or its end's (docs/HOOKS.md, "Commits").
+	opts := r.txOptions(t, eventLockWait)
+	opts.Defer = true
+	_, err := r.V.Update(opts, func(tx *vault.Tx) error {
 		data, _ := json.Marshal(map[string]string{"source": p.Source, "cwd": p.CWD})
 		tx.Append(&vault.Event{Kind: "session.started", Thread: thread, Data: data, Source: "hook",
 			Text: fmt.Sprintf("%s session %s (%s)", r.Harness.Name, t.Session, orDefault(p.Source, "start"))})
@@ -247,7 +251,12 @@ func (r *Runner) capture(t transcript.Ref, p Payload, thread string, mode captur
 	if err != nil {
 		return err
 	}
-	_, err = r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
+	opts := r.txOptions(t, eventLockWait)
+	// A capture before a compaction or at a session end is deferred: its
+	// lines and control lines ride in the compaction's one commit, or the
+	// session end's, the flush after its summary and refresh (jobs.go).
+	opts.Defer = mode&captureCommit != 0
+	_, err = r.V.Update(opts, func(tx *vault.Tx) error {
 		if mode&captureControls != 0 && r.behind == nil {
 			if err := lineage.ExtractControls(tx, t, thread); err != nil && !errors.Is(err, vault.ErrNotFound) {
 				return err
@@ -338,7 +347,11 @@ func (r *Runner) compactionComplete(t transcript.Ref, p Payload, thread string) 
 	}
 	r.resetInjected(t)
 	nodeThread := ""
-	_, err = r.V.Update(r.txOptions(t, eventLockWait), func(tx *vault.Tx) error {
+	// A compaction is one commit: its node, the lines before it, the
+	// heads refreshed after it and whatever waits, flushed below.
+	opts := r.txOptions(t, eventLockWait)
+	opts.Defer = true
+	_, err = r.V.Update(opts, func(tx *vault.Tx) error {
 		// The turn the compaction interrupted may have had no stop yet.
 		// (While the import is behind, its control lines wait for it.)
 		if r.behind == nil {
@@ -377,6 +390,10 @@ func (r *Runner) compactionComplete(t transcript.Ref, p Payload, thread string) 
 		return err
 	}
 	r.refreshNow(t, nodeThread)
+	// Busy or refused, what waits rides in the next commit.
+	if _, err := r.V.Flush(r.txOptions(t, eventLockWait)); err != nil && !vault.IsBusy(err) && !r.refused(err) {
+		logf(r.V, "%s compaction %s: commit: %v", r.Harness.Name, t.Session, err)
+	}
 	return nil
 }
 

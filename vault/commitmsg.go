@@ -18,13 +18,19 @@ package vault
 // trailer, and a UUID in every subject buries what the commit holds.
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
+	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
+	"github.com/memvault/memvault/vault/gitrepo"
 	"github.com/memvault/memvault/vault/transcript"
+	"github.com/memvault/memvault/vault/waiting"
 )
 
 // maxSubject is git's customary limit on a subject line, in runes.
@@ -78,6 +84,13 @@ func (tx *Tx) rawMessage() string {
 		}
 		b.WriteString("\n")
 	}
+	if tx.carry != nil && len(tx.carry.Events) > 0 {
+		b.WriteString("Carried (written earlier without a commit):\n")
+		for _, ev := range tx.carry.Events {
+			fmt.Fprintf(&b, "- %s: %s\n", ev.Kind, Clip(ev.Text, 68))
+		}
+		b.WriteString("\n")
+	}
 	fmt.Fprintf(&b, "Memvault-Agent: %s\n", tx.opts.Agent)
 	if tx.opts.Session != "" {
 		fmt.Fprintf(&b, "Memvault-Session: %s\n", tx.opts.Session)
@@ -105,6 +118,11 @@ func (tx *Tx) rawMessage() string {
 	for _, id := range tx.nodes {
 		fmt.Fprintf(&b, "Memvault-Node: %s\n", id)
 	}
+	if tx.carry != nil {
+		for _, ev := range tx.carry.Events {
+			fmt.Fprintf(&b, "Memvault-Carried: %s\n", ev.ID)
+		}
+	}
 	return b.String()
 }
 
@@ -112,6 +130,9 @@ func (tx *Tx) rawMessage() string {
 // maxSubject runes.
 func (tx *Tx) commitSubject() string {
 	if s := contentSubject(tx.events); s != "" {
+		return s
+	}
+	if s := tx.carriedSubject(); s != "" {
 		return s
 	}
 	if tx.subject != "" {
@@ -227,4 +248,178 @@ func Clip(s string, n int) string {
 	}
 	r := []rune(s)
 	return strings.TrimSpace(string(r[:n-1])) + "…"
+}
+
+// Deferred commits (TxOptions.Defer). A deferred transaction writes and
+// seals as any other, then lists what it wrote in .locks/deferred.json
+// (vault/waiting) instead of committing it; the next transaction that
+// commits carries the list, naming what it carries in its body
+// ("Carried …") and Memvault-Carried trailers, and Flush commits it on its
+// own. What a kill can leave: a record that lists files a rolled-back
+// transaction did not write (committed as they are, that is unchanged),
+// or ledger lines the record does not list, which every commit to their
+// segment and every Flush (which holds each segment against HEAD) takes
+// in.
+
+// noteWaiting keeps what a deferred transaction leaves for the next
+// commit: before its stage (changes nil) the files it is about to write,
+// so that a kill after writing them loses no path; after its seal,
+// everything it wrote, the events it sealed and the subject it would have
+// had. Nothing for a transaction that commits.
+func (tx *Tx) noteWaiting(changes []*gitrepo.Change) error {
+	if !tx.opts.Defer || tx.opts.NoCommit {
+		return nil
+	}
+	var paths []string
+	for _, a := range tx.appends {
+		paths = append(paths, a.rel.String())
+	}
+	for _, f := range tx.files {
+		paths = append(paths, f.rel.String())
+	}
+	for _, rel := range tx.commitPaths {
+		paths = append(paths, rel.String())
+	}
+	r := tx.waiting
+	if changes == nil {
+		if len(paths) == 0 {
+			return nil // events only: their segment is found again (Flush)
+		}
+		r.AddPaths(paths...)
+		return waiting.Save(tx.v.Files(), tx.v.Root, r)
+	}
+	for _, c := range changes {
+		r.AddPaths(c.Path)
+	}
+	r.AddPaths(paths...)
+	for _, ev := range tx.events {
+		r.Events = append(r.Events, waiting.Event{ID: ev.ID, Kind: ev.Kind, Text: Clip(withoutWord(OneLine(ev.Text), ev.Session), 120)})
+	}
+	// The caller's subject (a summary's title) before the chosen one,
+	// which names content the carrying commit counts anyway.
+	if s := cmp.Or(tx.subject, tx.commitSubject()); s != "" {
+		s, _ = tx.v.Redact(Clip(OneLine(s), maxSubject)) // as message redacts a subject
+		r.Subjects = append(r.Subjects, s)
+	}
+	return waiting.Save(tx.v.Files(), tx.v.Root, r)
+}
+
+// carryWaiting adds what deferred transactions left to this commit, and
+// returns what to do once the commit has landed: the record, and the
+// heads' journal records of the writes it carried, removed. A head a
+// person changed after a deferred write is not carried: its journal record
+// stays, and the next refresh commits the change as theirs
+// (heads.CommitHandEdits). A path the record names that is not the
+// vault's to commit (git's, the machinery's) is ignored.
+func (tx *Tx) carryWaiting() func() {
+	r, v := tx.waiting, tx.v
+	if r.Empty() {
+		return func() {}
+	}
+	skip := map[string]bool{}
+	var journals []string
+	for _, head := range v.HeadJournals() {
+		w := v.ReadHeadJournal(head)
+		switch {
+		case w == nil || !slices.ContainsFunc(r.Events, func(ev waiting.Event) bool { return ev.ID == w.Event }):
+		case v.headWaits(w, r):
+			journals = append(journals, v.HeadJournalPath(head))
+		default: // changed since: a person's
+			skip[head], skip[RenderedDir+"/"+head] = true, true
+		}
+	}
+	for _, p := range r.Paths {
+		first, _, _ := strings.Cut(p, "/")
+		ok := p == path.Clean(p) && !path.IsAbs(p) && !strings.Contains(p, "\\") &&
+			!slices.Contains(strings.Split(p, "/"), "..") && (first == RenderedDir || !strings.HasPrefix(first, "."))
+		if ok && !skip[p] {
+			tx.commitPaths = append(tx.commitPaths, RelPath{p})
+		}
+	}
+	tx.carry = r
+	return func() {
+		waiting.Remove(v.Files(), v.Root)
+		for _, p := range journals {
+			v.Files().Remove(p)
+		}
+	}
+}
+
+// carriedSubject names the memory a commit carries, when its own events
+// name none: a session's end by its summary's title and the memory it
+// carries ("session: how should webhooks retry? (1 decision, 1 next)"), a
+// compaction by its node's ("compaction: …"), else the most important
+// memory event carried. "" when it carries none.
+func (tx *Tx) carriedSubject() string {
+	if tx.carry == nil {
+		return ""
+	}
+	rank := func(kind string) (int, bool) { r, ok := subjectRank()[kind]; return r, ok }
+	counts := waiting.Counts(tx.carry.Events, rank)
+	var all []*Event
+	for _, ev := range tx.events {
+		all = append(all, ev)
+	}
+	for _, ev := range tx.carry.Events {
+		all = append(all, &Event{Kind: ev.Kind, Text: ev.Text})
+	}
+	head, title := "", ""
+	for _, s := range append(slices.Clone(tx.carry.Subjects), tx.subject) {
+		for prefix, h := range map[string]string{"session-summary: ": "session: ", "compaction: ": "compaction: "} {
+			if t, ok := strings.CutPrefix(s, prefix); ok {
+				head, title = h, t // the last lineage node counts: a session's summary after its compactions
+			}
+		}
+	}
+	switch {
+	case title != "" && counts != "":
+		more := " (" + counts + ")"
+		return head + Clip(title, max(maxSubject-len(head)-utf8.RuneCountInString(more), 1)) + more
+	case title != "":
+		return Clip(head+title, maxSubject)
+	}
+	return contentSubject(all)
+}
+
+// Flush commits what deferred transactions left, on its own: the paths
+// the record lists and every ledger segment that holds lines HEAD does
+// not (a record lost or torn loses no line). Its subject names the memory
+// it carries (carriedSubject); a flush that carries only bookkeeping, when
+// nothing else will commit it (a session that ends without a summary,
+// sync, a person's flush), is named by what it carries: "bookkeeping:
+// session.started: claude-code session (startup) (+2 more)". With nothing
+// waiting it commits nothing (Result.Commit "").
+func (v *Vault) Flush(opts TxOptions) (*Result, error) {
+	if opts.Command == "" {
+		opts.Command = "flush"
+	}
+	opts.Defer, opts.NoCommit = false, false
+	return v.Update(opts, func(tx *Tx) error {
+		tx.flush = true
+		blobs, err := v.ledgerBlobs("")
+		if err != nil {
+			return err
+		}
+		segs, _, err := ListSegments(v.Root)
+		if err != nil {
+			return err
+		}
+		for _, s := range segs {
+			data, err := v.Files().ReadFile(v.Abs(s.Rel()))
+			if err == nil && bytes.HasSuffix(data, []byte("\n")) && blobs[s.String()] != gitrepo.BlobHash(data) {
+				tx.CommitFile(s.Rel()) // a torn last line is the next writer's to repair
+				tx.waiting.AddPaths(s.String())
+			}
+		}
+		if subs := tx.waiting.Subjects; len(subs) > 0 {
+			s := "bookkeeping: " + subs[0]
+			if len(subs) > 1 {
+				s += fmt.Sprintf(" (+%d more)", len(subs)-1)
+			}
+			tx.Subject(s)
+		} else if !tx.waiting.Empty() || len(tx.commitPaths) > 0 {
+			tx.Subject("bookkeeping: lines written without a commit")
+		}
+		return nil
+	})
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/gitrepo"
+	"github.com/memvault/memvault/vault/waiting"
 )
 
 // Committed history is authoritative. A ledger segment may only grow past
@@ -326,6 +327,9 @@ func (v *Vault) trustedAfter(c verifiedCache) (string, []string) {
 	t.mu.Lock()
 	commit, tips := t.commit, t.tips
 	t.mu.Unlock()
+	if _, err := v.Files().Stat(filepath.Join(v.Root, filepath.FromSlash(waiting.File))); err == nil {
+		return commit, tips // lines wait for a commit (TxOptions.Defer): the disk's tips are not HEAD's
+	}
 	if head, parent := v.Repo.HeadAndParent(); len(c.problems) == 0 && len(c.stamps) > 0 && head != commit && parent == commit && commit != "" {
 		return head, c.stamps[len(c.stamps)-1].Tips
 	}

@@ -8,10 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/memvault/memvault/vault/fileio"
+	"github.com/memvault/memvault/vault/waiting"
 )
 
 // The heads' journal. A head is written before the event that records it
@@ -86,8 +88,29 @@ func (v *Vault) JournalHeadWrite(tx *Tx, w HeadWrite) error {
 	if err := v.Files().WriteAtomic(p, data); err != nil {
 		return err
 	}
-	tx.committed = append(tx.committed, func() { v.Files().Remove(p) })
+	if !tx.opts.Defer {
+		// A deferred write keeps its record until the commit that
+		// carries it (carryWaiting): the head is memvault's meanwhile.
+		tx.committed = append(tx.committed, func() { v.Files().Remove(p) })
+	}
 	return nil
+}
+
+// HeadWaits reports whether head holds what a deferred transaction wrote
+// (TxOptions.Defer) and nobody changed since: memvault's bytes, which the
+// next commit carries (commitmsg.go), neither a hand edit to commit nor a
+// killed write to take in.
+func (v *Vault) HeadWaits(head string) bool {
+	w := v.ReadHeadJournal(head)
+	return w != nil && v.headWaits(w, waiting.Load(v.Files(), v.Root))
+}
+
+func (v *Vault) headWaits(w *HeadWrite, r *waiting.Record) bool {
+	if !slices.ContainsFunc(r.Events, func(ev waiting.Event) bool { return ev.ID == w.Event }) {
+		return false
+	}
+	cur, err := v.Files().ReadFile(v.Abs(RelPath{w.Head}))
+	return !w.Wrote || err == nil && bytes.Equal(cur, w.After)
 }
 
 // ReadHeadJournal returns head's record, nil when there is none. A record

@@ -316,3 +316,31 @@ func (v *Vault) latestOf(hashes []string) (time.Time, error) {
 	}
 	return latest, nil
 }
+
+// repairTorn finishes or cuts off a torn last line (STORAGE.md, "Torn
+// lines").
+func (tx *Tx) repairTorn(tail *tailState) error {
+	v := tx.v
+	if len(tail.torn) > 0 {
+		p := v.Abs(tail.seg.Rel())
+		if ev, ok, err := ParseLine(tail.torn); err == nil && ok && ev.Prev == tail.tip && len(tail.tips) < 2 {
+			// The crash came after the whole event was written but before its
+			// newline: the event is sound, so finish the line.
+			if err := v.Files().Append(p, []byte("\n")); err != nil {
+				return err
+			}
+			tail.size += int64(len(tail.torn)) + 1
+			tail.tip, tail.tips = ev.Hash, nil
+		} else {
+			// Keep the fragment for forensics, then cut it off.
+			name := fmt.Sprintf("torn-%s.txt", tx.now.UTC().Format("20060102T150405.000"))
+			_ = v.Files().WriteAtomic(filepath.Join(v.Root, ".logs", name),
+				append([]byte(tail.seg.String()+"\n"), tail.torn...))
+			if err := v.Files().Truncate(p, tail.size); err != nil {
+				return fault.IO("repair "+tail.seg.String(), err)
+			}
+		}
+		tail.torn = nil
+	}
+	return nil
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/memvault/memvault/vault/gitrepo"
 	"github.com/memvault/memvault/vault/node"
 	"github.com/memvault/memvault/vault/transcript"
+	"github.com/memvault/memvault/vault/waiting"
 )
 
 // TxOptions describe who is writing and how.
@@ -29,6 +29,12 @@ type TxOptions struct {
 	// (CommitTranscript, DESIGN §3). Only appends to transcripts may use
 	// it; events always commit.
 	NoCommit bool
+	// Defer writes and seals as a committing transaction does (the policy
+	// checked, the chain sealed, the same crash order) but makes no
+	// commit: for bookkeeping. What it wrote waits, listed in
+	// .locks/deferred.json (vault/waiting), for the next transaction that
+	// commits, which carries it under its own subject, or for Flush.
+	Defer bool
 	// LockTimeout overrides how long to wait for the vault lock (hooks wait
 	// less than people).
 	LockTimeout time.Duration
@@ -66,6 +72,10 @@ type Tx struct {
 	// what it describes (an import's unrecorded stats).
 	committed []func()
 	join      bool // Join: join the open tips even with no events
+
+	waiting *waiting.Record // what deferred transactions left (commitmsg.go)
+	carry   *waiting.Record // what this commit carries of it
+	flush   bool            // Flush: commit what waits, even with nothing of its own
 }
 
 type pendingFile struct {
@@ -211,7 +221,7 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !opts.NoCommit {
+	if !opts.NoCommit && !opts.Defer {
 		defer v.autoPack() // after the release below: lock.go
 	}
 	defer release()
@@ -226,6 +236,9 @@ func (v *Vault) Update(opts TxOptions, fn func(*Tx) error) (*Result, error) {
 		tx.now = v.Clock()
 	}
 	tx.notePolicyStamps(start) // policytx.go: the policy's view loads against them
+	if !opts.NoCommit {
+		tx.waiting = waiting.Load(v.Files(), v.Root)
+	}
 	// What hooks spooled while the lock was held goes first, so that a
 	// session's messages keep their order (spool.go).
 	spool := tx.foldSpool()
@@ -332,7 +345,8 @@ func (tx *Tx) finish(start txStart, spool *spoolFold) (*Result, error) {
 	if tx.join && len(start.tail.tips) < 2 {
 		tx.join = false // nothing to join
 	}
-	if len(tx.events) == 0 && len(tx.files) == 0 && len(tx.appends) == 0 && len(tx.commitPaths) == 0 && !tx.join {
+	if len(tx.events) == 0 && len(tx.files) == 0 && len(tx.appends) == 0 && len(tx.commitPaths) == 0 && !tx.join &&
+		!(tx.flush && !tx.waiting.Empty()) {
 		spool.done()
 		return &Result{Warnings: spool.warnings}, nil
 	}
@@ -379,6 +393,9 @@ func (tx *Tx) apply(tail tailState) (*Result, []verifiedStamp, error) {
 		rollback.run()
 		return nil, nil, err
 	}
+	if err := tx.noteWaiting(nil); err != nil {
+		return fail(err)
+	}
 	changes, err := tx.stage(&rollback)
 	if err != nil {
 		return fail(err)
@@ -395,6 +412,15 @@ func (tx *Tx) apply(tail tailState) (*Result, []verifiedStamp, error) {
 	}
 	changes = append(changes, cs...)
 	if tx.opts.NoCommit {
+		return &Result{Events: tx.events}, stamps, nil
+	}
+	if tx.opts.Defer {
+		if err := tx.noteWaiting(changes); err != nil {
+			return fail(err)
+		}
+		for _, fn := range tx.committed {
+			fn() // what was written holds: it is sealed, and waits only for git
+		}
 		return &Result{Events: tx.events}, stamps, nil
 	}
 	res, err := tx.commit(changes)
@@ -488,6 +514,7 @@ func (tx *Tx) seal(tail *tailState, rollback *undo) ([]*gitrepo.Change, []verifi
 // index that cannot follow is a warning: the commit has landed.
 func (tx *Tx) commit(changes []*gitrepo.Change) (*Result, error) {
 	v := tx.v
+	settle := tx.carryWaiting()
 	for _, rel := range tx.commitPaths {
 		content, err := v.Files().ReadFile(v.Abs(rel))
 		if err != nil {
@@ -513,6 +540,7 @@ func (tx *Tx) commit(changes []*gitrepo.Change) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	settle() // HEAD holds what waited (or held it already)
 	if h.IsZero() {
 		return &Result{Events: tx.events}, nil
 	}
@@ -545,32 +573,4 @@ func (tx *Tx) prepareSegment(tail *tailState, rollback *undo) (Segment, string, 
 		// last segment so the chain order stays the file order.
 		return tail.seg, tail.tip, nil
 	}
-}
-
-// repairTorn finishes or cuts off a torn last line (STORAGE.md, "Torn
-// lines").
-func (tx *Tx) repairTorn(tail *tailState) error {
-	v := tx.v
-	if len(tail.torn) > 0 {
-		p := v.Abs(tail.seg.Rel())
-		if ev, ok, err := ParseLine(tail.torn); err == nil && ok && ev.Prev == tail.tip && len(tail.tips) < 2 {
-			// The crash came after the whole event was written but before its
-			// newline: the event is sound, so finish the line.
-			if err := v.Files().Append(p, []byte("\n")); err != nil {
-				return err
-			}
-			tail.size += int64(len(tail.torn)) + 1
-			tail.tip, tail.tips = ev.Hash, nil
-		} else {
-			// Keep the fragment for forensics, then cut it off.
-			name := fmt.Sprintf("torn-%s.txt", tx.now.UTC().Format("20060102T150405.000"))
-			_ = v.Files().WriteAtomic(filepath.Join(v.Root, ".logs", name),
-				append([]byte(tail.seg.String()+"\n"), tail.torn...))
-			if err := v.Files().Truncate(p, tail.size); err != nil {
-				return fault.IO("repair "+tail.seg.String(), err)
-			}
-		}
-		tail.torn = nil
-	}
-	return nil
 }

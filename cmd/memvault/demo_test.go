@@ -116,14 +116,21 @@ func TestDemo(t *testing.T) {
 		fail("recall (step 14) does not find the hand-written section")
 	}
 
-	// 15: git log reads as what happened, without session ids.
+	// 15: git log reads as what was remembered, without session ids or
+	// bookkeeping: the session is its decision, its compaction, its done
+	// and its end, named by its summary (docs/HOOKS.md, "Commits").
 	history := step("15")
 	_, log, _ := strings.Cut(history, "$ git -C .memory log")
 	log, _, _ = strings.Cut(log, "\n$ ")
+	for _, bad := range []string{"session.started", "continuity.session", "transcript: ", "bookkeeping: "} {
+		if strings.Contains(log, bad) {
+			fail("git log (step 15) holds a bookkeeping subject %q", bad)
+		}
+	}
 	for _, want := range []string{
 		"init: memvault vault",
 		"fact: the deploy key rotates on Fridays",
-		"session.started: claude-code session (startup)",
+		"session: Stripe webhooks fail every Friday",
 		"decision: retry Stripe webhooks 5 times",
 		"done: add a test for the retry cap",
 		"head.edited: hand edit of MEMORY.md",

@@ -148,6 +148,9 @@ func (r *rig) everyByte(fn func(where string, data []byte)) (files int, objects 
 var writers = map[string]string{
 	"vault/txwrite.go":                "the transaction's writes: ledger events (Tx.Append redacts), transcripts (AppendText redacts), nodes and heads (rendered from redacted events), memvault.toml (executor.Edit refuses a credential)",
 	"vault/tx.go":                     "the commit (message redacted whole, commitmsg.go) and the write errors kept in .logs/ (texts of errors, no input)",
+	"vault/ledger.go":                 "a torn ledger line's fragment kept in .logs/torn-*.txt: bytes of a line Tx.Append redacted",
+	"vault/tjournal/tjournal.go":      "the transcript journal: part paths and sizes",
+	"vault/waiting/waiting.go":        "the deferred commits' record: paths, and event texts and subjects already redacted (Tx.Append, Tx.message)",
 	"vault/headjournal.go":            "the journal of head writes and .logs/heads.log: paths and hashes",
 	"vault/spool.go":                  "spooled messages, redacted by the hook before they are spooled (AppendText on replay redacts again); torn records kept in .logs/",
 	"vault/transcripts.go":            "transcript parts: AppendText redacts each message",

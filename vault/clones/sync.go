@@ -151,6 +151,14 @@ func Sync(v *vault.Vault, opts SyncOptions) (*SyncReport, error) {
 			}
 		}
 	}
+	if !opts.DryRun {
+		// What deferred transactions wrote is committed first: the merge
+		// and the push move commits, and bookkeeping waiting on disk would
+		// neither travel nor merge (vault.Flush).
+		if _, err := v.Flush(vault.TxOptions{Command: "sync", Agent: opts.Agent}); err != nil {
+			return nil, err
+		}
+	}
 	rejected := false
 	for rep.Rounds < syncRounds {
 		rep.Rounds++

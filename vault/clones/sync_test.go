@@ -123,3 +123,33 @@ func TestSyncReadsTheMergedConfig(t *testing.T) {
 		t.Fatalf("after the sync, storefront is %v (%v); threads %+v", th, err, cfg.Threads)
 	}
 }
+
+// Bookkeeping a deferred transaction left waiting (vault.TxOptions.Defer)
+// is committed by the sync before it merges and pushes: the other clone
+// receives it, and neither clone is left with lines HEAD does not hold.
+func TestSyncCarriesWhatWaits(t *testing.T) {
+	a, b := twoClones(t)
+	if _, err := a.Update(vault.TxOptions{Defer: true, Session: "s1"}, func(tx *vault.Tx) error {
+		tx.Append(&vault.Event{Kind: vault.KindSessionStarted, Text: "claude-code session (startup)"})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	testvault.Remember(t, b, "from b")
+	opts := SyncOptions{Engine: SyncEngineGoGit}
+	for _, v := range []*vault.Vault{a, b} {
+		if _, err := Sync(v, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, v := range []*vault.Vault{a, b} {
+		testvault.MustVerify(t, v)
+		if n := testvault.Kinds(t, v)[vault.KindSessionStarted]; n != 1 {
+			t.Errorf("%s holds %d session.started events, want the one a left waiting", v.Root, n)
+		}
+		if st := (vaulttest.Git{Dir: v.Root}).Run(t, "status", "--porcelain"); strings.TrimSpace(st) != "" {
+			t.Errorf("%s left uncommitted:\n%s", v.Root, st)
+		}
+		vaulttest.Fsck(t, v.Root)
+	}
+}

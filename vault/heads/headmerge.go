@@ -447,7 +447,7 @@ func CommitHandEdits(v *vault.Vault, opts vault.TxOptions, targets []HeadTarget,
 	for _, t := range targets {
 		if changed, err := Uncommitted(v, t.Rel); err != nil {
 			return nil, nil, err
-		} else if changed || v.ReadHeadJournal(t.Rel.String()) != nil {
+		} else if (changed || v.ReadHeadJournal(t.Rel.String()) != nil) && !v.HeadWaits(t.Rel.String()) { // a deferred write: the next commit's
 			dirty = append(dirty, t)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strings"
 
@@ -369,7 +370,7 @@ func selectHeads(v *vault.Vault, vw *HeadView, opts RefreshOptions) ([]HeadTarge
 	// Retries: every head with a deferred refresh pending, and every head
 	// a killed process wrote without committing (headjournal.go): its
 	// commitHandEdits takes the files in.
-	pending := v.HeadJournals()
+	pending := slices.DeleteFunc(v.HeadJournals(), v.HeadWaits) // a deferred write waits for the next commit
 	for head, h := range vw.Heads {
 		if len(h.Deferred) > 0 {
 			pending = append(pending, head)

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -22,12 +23,32 @@ const ReplayTextWidth = 72
 // ReplayQuery selects the events `memvault replay` shows: those of Thread
 // (all when empty) and of Kind (all when empty; a supersede counts as the
 // kind it replaces, as in `memvault ledger`), the last Last of them (0:
-// all).
+// all). Memory first: without All (--all) and without a Kind, memvault's
+// bookkeeping (IsBookkeeping) is left out.
 type ReplayQuery struct {
 	Last   int
 	Thread string
 	Kind   string
+	All    bool
 }
+
+// bookkeeping are the kinds memvault writes about its own work rather
+// than what was remembered: a session started or ended, the threads it
+// belongs to, an import of a transcript, a head rendered, deferred or
+// taken over, the protocol's audit and rotation, two lines of history
+// joined. A hand edit of a head, a conflict, a node (a session's summary),
+// a policy violation and every memory row are not.
+var bookkeeping = map[string]bool{
+	vault.KindSessionStarted: true, vault.KindSessionThread: true, vault.KindContinuitySession: true,
+	vault.KindContinuityAudited: true, vault.KindContinuityRotated: true, vault.KindTranscriptImported: true,
+	vault.KindTranscriptRedacted: true, "transcript.sealed": true, vault.KindHeadRendered: true,
+	vault.KindHeadDeferred: true, vault.KindHeadTakeover: true, vault.KindJoin: true,
+}
+
+// IsBookkeeping reports whether kind is bookkeeping, which the replay and
+// the web timeline show only when asked (--all, the timeline's
+// "bookkeeping" toggle).
+func IsBookkeeping(kind string) bool { return bookkeeping[kind] }
 
 // ReplayEvent is one event of the replay, as --json prints it: the
 // columns of the table, whole, and what the table leaves out.
@@ -45,13 +66,23 @@ type ReplayEvent struct {
 	Hash    string   `json:"hash"`
 }
 
-// Replay returns the last events q selects, oldest first, and how many
-// matched. It is a pure function of the folded ledger: the same ledger
-// gives the same events, in a clone too.
-func Replay(st *vault.State, q ReplayQuery) (events []ReplayEvent, matched int, err error) {
-	rows, matched, err := Ledger(st, LedgerQuery{Filter: vault.Filter{Kind: q.Kind, Thread: q.Thread}, Limit: q.Last})
+// Replay returns the last events q selects, oldest first, how many
+// matched, and how many bookkeeping events it left out. It is a pure
+// function of the folded ledger: the same ledger gives the same events, in
+// a clone too.
+func Replay(st *vault.State, q ReplayQuery) (events []ReplayEvent, matched, hidden int, err error) {
+	rows, _, err := Ledger(st, LedgerQuery{Filter: vault.Filter{Kind: q.Kind, Thread: q.Thread}})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
+	}
+	if !q.All && q.Kind == "" {
+		n := len(rows)
+		rows = slices.DeleteFunc(rows, func(r *vault.Row) bool { return IsBookkeeping(r.Kind) })
+		hidden = n - len(rows)
+	}
+	matched = len(rows)
+	if q.Last > 0 && len(rows) > q.Last {
+		rows = rows[len(rows)-q.Last:]
 	}
 	events = make([]ReplayEvent, 0, len(rows))
 	for _, r := range rows {
@@ -59,7 +90,7 @@ func Replay(st *vault.State, q ReplayQuery) (events []ReplayEvent, matched int, 
 			Thread: r.Thread, Agent: r.Agent, Session: r.Session, Text: r.Text, Links: r.Links,
 			Status: r.Status, Hash: r.Hash})
 	}
-	return events, matched, nil
+	return events, matched, hidden, nil
 }
 
 // ReplayTable lays events out as an aligned table: a header, then one

@@ -12,13 +12,16 @@ import (
 // TimelineQuery selects one page of events, newest first: those that pass
 // Filter and were written before Until (zero: no bound), starting after
 // the event Before (an id or a unique prefix; "": the newest) or at the
-// event At (the page a link to one event opens on), Limit of them.
+// event At (the page a link to one event opens on), Limit of them. With
+// Memory, bookkeeping (IsBookkeeping) is left out, but for the event At
+// names: the web timeline's default, memory first.
 type TimelineQuery struct {
 	Filter vault.Filter
 	Until  time.Time
 	Before string
 	At     string
 	Limit  int
+	Memory bool
 }
 
 // TimelinePage is one page of a timeline: its events, newest first, each
@@ -64,6 +67,9 @@ func Timeline(st *vault.State, q TimelineQuery) (TimelinePage, error) {
 	for i := end - 1; i >= 0; i-- {
 		r := st.Rows[i]
 		if !q.Filter.Match(r) || (!q.Until.IsZero() && !r.Time().Before(q.Until)) {
+			continue
+		}
+		if q.Memory && IsBookkeeping(r.Kind) && (q.At == "" || i != end-1) {
 			continue
 		}
 		if len(page.Rows) == q.Limit {

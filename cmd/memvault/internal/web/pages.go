@@ -132,6 +132,7 @@ func capList(items []listItem) ([]listItem, int) {
 // timelineData is one page of the timeline and the filters that made it.
 type timelineData struct {
 	Thread, Agent, Kind, Since, Until string
+	Bookkeeping                       bool // shown too: the "bookkeeping" toggle
 	Rows                              []*vault.Row
 	Next                              string // the next page's URL, "" on the last
 }
@@ -139,8 +140,11 @@ type timelineData struct {
 func (s *Server) timeline(r *http.Request) (*view, error) {
 	q := r.URL.Query()
 	d := &timelineData{Thread: q.Get("thread"), Agent: q.Get("agent"), Kind: q.Get("kind"),
-		Since: q.Get("since"), Until: q.Get("until")}
-	tq := ops.TimelineQuery{Filter: vault.Filter{Agent: d.Agent, Kind: d.Kind}, Before: q.Get("before"), At: q.Get("at"), Limit: 100}
+		Since: q.Get("since"), Until: q.Get("until"), Bookkeeping: q.Get("bookkeeping") != ""}
+	// Memory first: memvault's bookkeeping (session starts and ends, head
+	// renders, imports) only with the toggle, or when the kind names it.
+	tq := ops.TimelineQuery{Filter: vault.Filter{Agent: d.Agent, Kind: d.Kind}, Before: q.Get("before"), At: q.Get("at"), Limit: 100,
+		Memory: !d.Bookkeeping && d.Kind == ""}
 	if d.Thread != "" {
 		th, err := vault.ParseThread(d.Thread)
 		if err != nil {

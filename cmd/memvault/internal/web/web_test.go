@@ -309,3 +309,34 @@ func TestStaticHasNoInlineCode(t *testing.T) {
 		}
 	}
 }
+
+// TestTimelineMemoryFirst: the timeline shows what was remembered; a
+// session's start and a head's render are bookkeeping, shown with the
+// toggle, when the kind filter names them, or when a link opens the page
+// at one of them.
+func TestTimelineMemoryFirst(t *testing.T) {
+	t.Parallel()
+	v := testvault.New(t)
+	testvault.Remember(t, v, "the queue is Postgres")
+	started, err := v.Update(vault.TxOptions{Session: "s1"}, func(tx *vault.Tx) error {
+		tx.Append(&vault.Event{Kind: vault.KindSessionStarted, Text: "claude-code session (startup)"})
+		tx.Append(&vault.Event{Kind: vault.KindHeadRendered, Text: "MEMORY.md rendered"})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := serve(t, v, false)
+	body := f.page("/timeline", "timeline")
+	if !strings.Contains(body, "the queue is Postgres") || strings.Contains(body, "session.started") || strings.Contains(body, "head.rendered") {
+		t.Errorf("the default timeline is not memory first:\n%s", body)
+	}
+	for _, path := range []string{"/timeline?bookkeeping=1", "/timeline?kind=session.started", "/timeline?at=" + started.Events[0].ID} {
+		if body := f.page(path, "timeline"); !strings.Contains(body, "session.started") {
+			t.Errorf("%s does not show the session's start:\n%s", path, body)
+		}
+	}
+	if body := f.page("/timeline?bookkeeping=1", "timeline"); !strings.Contains(body, `name="bookkeeping" value="1" checked`) {
+		t.Errorf("the toggle does not show it is on:\n%s", body)
+	}
+}

@@ -259,6 +259,7 @@ var twoProjectsChecks = []struct {
 	{"a prompt about beta brings nothing of beta", checkPromptNothingOfBeta},
 	{"one summary node per session", checkOneSummaryPerSession},
 	{"no stale head", checkNoStaleHead},
+	{"commits per session within K + 2", checkCommitsPerSession},
 }
 
 // TestTwoProjectsOneVault plays issue 34's two-project vault: one vault
@@ -278,14 +279,9 @@ var twoProjectsChecks = []struct {
 // binary's hooks start would run it, so "no stale head" and "one summary
 // node per session" are checked as a person's machine would leave them.
 //
-// TODO (issue 34, "A git log of memory"; add it to twoProjectsChecks when
-// it passes): "commits per session within K + 2": for each session of
-// s.w.played, playedSession.commits ≤ K + 2, K being its turns whose reply
-// records memory (every turn of this scenario records some, so K =
-// playedSession.turns). Today a session of one recording turn makes 4 to
-// 5 commits and one of two makes 6 to 7 (session.started, the transcript,
-// the summary, continuity.session, the refreshes; the test logs "commits
-// per session" when it fails or runs with -v).
+// A session's commits: every turn of this scenario records memory, so a
+// session of K turns may make at most K + 2 commits (checkCommitsPerSession;
+// the test logs "commits per session" when it fails or runs with -v).
 func TestTwoProjectsOneVault(t *testing.T) {
 	t.Parallel()
 	w := newTwoProjects(t)
@@ -515,6 +511,31 @@ func checkOneSummaryPerSession(t *testing.T, s *twoProjectsStart) {
 	for _, p := range s.w.played {
 		if n := len(ix.Select(node.Filter{Session: p.session, Kind: node.SessionSummary, All: true})); n != 1 {
 			t.Errorf("session %s has %d session-summary nodes, want 1", p.session, n)
+		}
+	}
+}
+
+// checkCommitsPerSession: bookkeeping (session start, continuity, head
+// refreshes) rides in the commits that carry memory or in the one commit
+// of the session's end, so a session of K recording turns makes at most
+// K + 2 commits, and every subject names memory.
+func checkCommitsPerSession(t *testing.T, s *twoProjectsStart) {
+	for _, p := range s.w.played {
+		if p.commits > p.turns+2 {
+			t.Errorf("session %s made %d commits in %d recording turns, want at most %d", p.session, p.commits, p.turns, p.turns+2)
+		}
+	}
+	cmd := exec.Command("git", "log", "--format=%s")
+	cmd.Dir = s.w.v.Root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, subject := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		for _, bk := range []string{"session.started", "continuity.session", "refresh:", "transcript:", "bookkeeping:", "head.rendered"} {
+			if strings.HasPrefix(subject, bk) {
+				t.Errorf("a commit names bookkeeping, not memory: %q", subject)
+			}
 		}
 	}
 }

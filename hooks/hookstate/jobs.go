@@ -114,6 +114,21 @@ func EnqueueJob(v *vault.Vault, j Job) error {
 	return v.Files().WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name), data)
 }
 
+// Forget takes j, read from the queue, off it without a claim: a job whose
+// runner takes it before it starts, so that what is queued after the
+// start is queued anew (a refresh after a write: hooks/afterwrite.go). A
+// job gone already is no error.
+func Forget(v *vault.Vault, j Job) error {
+	if j.file == "" {
+		return fault.New(vault.ErrInvalid, "job %s %s/%s: not read from the queue", j.Kind, j.Agent, j.Session)
+	}
+	err := v.Files().Remove(filepath.Join(v.Root, filepath.FromSlash(jobsDir), j.file))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fault.IO("remove job "+j.file, err)
+	}
+	return nil
+}
+
 // PendingJobs lists the queued jobs, oldest first, without claiming them.
 // A file that is not a job is left out.
 func PendingJobs(v *vault.Vault) ([]Job, error) {

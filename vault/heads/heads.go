@@ -106,6 +106,14 @@ type RefreshOptions struct {
 	// Affected selects the thread heads whose rows changed since their last
 	// render; with Session set, only the threads that session wrote to.
 	Affected bool
+	// Continuity selects CONTINUITY.md, through Protocol, when the file
+	// is there (a vault that never ran the protocol gets none).
+	Continuity bool
+	// AfterWrite names the commit after the write it follows, the
+	// branch's last commit when the refresh takes the lock: "heads:
+	// MEMORY.md, project:alpha after decision: …", what the heads gained,
+	// instead of "refresh: MEMORY.md rendered".
+	AfterWrite bool
 	// Held are leases the caller already holds (memvault edit renders a
 	// missing head under its own lease).
 	Held map[string]*HeadLease
@@ -306,10 +314,54 @@ func refreshTx(v *vault.Vault, opts RefreshOptions, cfg HeadsConfig, targets []H
 			}
 		}
 		if len(subject) > 0 {
-			tx.Subject("refresh: " + strings.Join(subject, ", "))
+			after := ""
+			if opts.AfterWrite {
+				after = lastWrite(v)
+			}
+			tx.Subject(refreshSubject(subject, rep.Heads, after))
 		}
 		return nil
 	})
+}
+
+// refreshSubject names a refresh's commit: "refresh: MEMORY.md rendered,
+// …" from the heads' outcomes; after a write (after, its subject), the
+// heads it brought up to date by name, MEMORY.md, thread keys and
+// CONTINUITY.md, then the write: "heads: MEMORY.md, project:alpha after
+// decision: use sqlite".
+func refreshSubject(outcomes []string, done []HeadOutcome, after string) string {
+	if after == "" {
+		return "refresh: " + strings.Join(outcomes, ", ")
+	}
+	var names []string
+	for _, h := range done {
+		if h.Status == "unchanged" || h.Status == "deferred" {
+			continue
+		}
+		name := h.Head
+		if t, ok := vault.HeadThread(h.Head); ok {
+			name = t.String()
+		}
+		names = append(names, name)
+	}
+	if len(names) == 0 {
+		return "refresh: " + strings.Join(outcomes, ", ")
+	}
+	return "heads: " + strings.Join(names, ", ") + " after " + after
+}
+
+// lastWrite is the subject of the branch's last commit, the write a
+// refresh follows; "" when that is a refresh itself or there is none.
+func lastWrite(v *vault.Vault) string {
+	var s string
+	_ = v.Log(func(ci gitrepo.CommitInfo) bool {
+		s = ci.Subject
+		return false
+	})
+	if strings.HasPrefix(s, "heads: ") || strings.HasPrefix(s, "refresh: ") {
+		return ""
+	}
+	return s
 }
 
 // RunDeferred retries every head whose refresh was deferred. It is what a
@@ -331,6 +383,9 @@ func selectHeads(v *vault.Vault, vw *HeadView, opts RefreshOptions) ([]HeadTarge
 	}
 	if opts.Memory {
 		add(MemoryTarget())
+	}
+	if opts.Continuity && exists(v, vault.MustRel(vault.ContinuityHead)) {
+		add(HeadTarget{Rel: vault.MustRel(vault.ContinuityHead)})
 	}
 	for _, t := range opts.Threads {
 		if !vw.HasThread(t.String()) {

@@ -62,6 +62,11 @@ func (o mcpOptions) server(e env) (mcp.Options, error) {
 	}
 	srv.Dir, _ = os.Getwd()
 	srv.Binary, _ = selfPath()
+	k, err := refresher()
+	if err != nil {
+		return srv, err
+	}
+	srv.Refresh = k
 	return srv, nil
 }
 

@@ -1,0 +1,185 @@
+package hooks
+
+// Heads never behind (docs/HEADS.md, "Freshness"): after a write that a
+// front end committed (the command line, the MCP server, the web view's
+// --write routes) or a stop hook that recorded memory, the heads whose
+// rows changed are brought up to date off the writer's path. The writer
+// queues one refresh job (unless one is queued and not yet started) and
+// starts the detached job worker (worker.go), or leaves the job to the
+// worker that runs; it waits for neither. The worker takes the job off the
+// queue before it refreshes, so a write committed after the refresh read
+// the ledger queues a new job, which the same worker finds and runs
+// (coalescing: a burst of writes makes one refresh, or a few, not one per
+// write).
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/memvault/memvault/hooks/hookstate"
+	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/continuity"
+	"github.com/memvault/memvault/vault/heads"
+)
+
+// RefreshMode is how the heads are brought up to date after a write
+// (MEMVAULT_REFRESH).
+type RefreshMode string
+
+const (
+	// RefreshBackground queues a refresh job and starts the detached
+	// worker: the default.
+	RefreshBackground RefreshMode = "background"
+	// RefreshInline refreshes in the writer's process before it returns:
+	// slower, deterministic (tests, scripts that read the heads next).
+	RefreshInline RefreshMode = "inline"
+	// RefreshOff refreshes nothing: the heads wait for the next session
+	// end, `memvault render` or `memvault refresh`.
+	RefreshOff RefreshMode = "off"
+)
+
+// ParseRefreshMode reads MEMVAULT_REFRESH: "" is RefreshBackground.
+func ParseRefreshMode(s string) (RefreshMode, error) {
+	switch m := RefreshMode(strings.TrimSpace(s)); m {
+	case "":
+		return RefreshBackground, nil
+	case RefreshBackground, RefreshInline, RefreshOff:
+		return m, nil
+	}
+	return "", fmt.Errorf("MEMVAULT_REFRESH=%q: want background, inline or off", s)
+}
+
+// Refresher is what a front end does after each write it committed. The
+// zero Refresher does nothing: a front end built without one (a test's)
+// leaves the heads as they are.
+type Refresher struct {
+	Mode RefreshMode
+	// Binary is memvault's own path: the worker is `Binary --vault ROOT
+	// jobs run --background`, handed the worker lock. Without it a
+	// background refresh runs inline.
+	Binary string
+}
+
+// WorkerCommand is the worker command of the vault at root, run by the
+// memvault binary at self.
+func WorkerCommand(self, root string) []string {
+	return []string{self, "--vault", root, "jobs", "run", "--background"}
+}
+
+// After brings the heads of v up to date after a write that made commit;
+// a write that committed nothing ("") or failed calls for nothing. What
+// goes wrong is logged (.logs/hooks.log), never returned: the write
+// succeeded, and the heads are retried by the next write or session end.
+func (k Refresher) After(v *vault.Vault, commit string) {
+	var worker []string
+	if k.Binary != "" {
+		worker = WorkerCommand(k.Binary, v.Root)
+	}
+	k.after(v, commit, worker)
+}
+
+func (k Refresher) after(v *vault.Vault, commit string, worker []string) {
+	if commit == "" || k.Mode == "" || k.Mode == RefreshOff {
+		return
+	}
+	if k.Mode == RefreshInline || len(worker) == 0 {
+		if err := RefreshAfterWrite(v, 0); err != nil && !vault.IsBusy(err) {
+			logf(v, "heads refresh after a write: %v", err)
+		}
+		return
+	}
+	if err := QueueHeadsRefresh(v); err != nil {
+		logf(v, "heads refresh after a write: %v", err)
+		return
+	}
+	startWorker(v, worker)
+}
+
+// writeSettle is how long after the first write of a burst the worker
+// refreshes: the writes of a script (twenty `remember`s) that come
+// meanwhile find the job queued and queue none, so that the burst makes
+// one refresh or a few, and the heads are current well within a second of
+// the last write.
+const writeSettle = 200 * time.Millisecond
+
+// settleWrites waits, holding no claim on the queue (a hook's jobs do not
+// wait for it), until the refresh after a write that is next in the queue
+// is writeSettle old.
+func (k *worker) settleWrites() {
+	jobs, err := hookstate.PendingJobs(k.r.V)
+	if err != nil || len(jobs) == 0 || !isWriteRefresh(jobs[0]) || k.settled[jobs[0].ID()] {
+		return
+	}
+	if wait := writeSettle - time.Since(jobs[0].Queued()); wait > 0 {
+		time.Sleep(min(wait, writeSettle))
+	}
+}
+
+// Refresh jobs after a write carry no session: they refresh every head
+// behind its rows, whoever wrote them.
+const onWrite = "write"
+
+func isWriteRefresh(j hookstate.Job) bool {
+	return j.Kind == "refresh" && j.Session == "" && j.On == onWrite
+}
+
+// QueueHeadsRefresh queues a refresh of the heads behind their rows,
+// unless one is queued already: a queued one has not started (its runner
+// takes it off the queue before it reads the ledger), so it will see this
+// write.
+func QueueHeadsRefresh(v *vault.Vault) error {
+	jobs, err := hookstate.PendingJobs(v)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if isWriteRefresh(j) {
+			return nil
+		}
+	}
+	return hookstate.EnqueueJob(v, hookstate.Job{Kind: "refresh", On: onWrite})
+}
+
+// refreshAfterWriteJob runs a queued refresh after a write: off the queue
+// first, then the refresh. A refresh that found the vault busy queues
+// itself again (unless a later write did) and says so; the next write or
+// hook event runs it.
+func (r *Runner) refreshAfterWriteJob(j hookstate.Job, wait time.Duration) error {
+	if err := hookstate.Forget(r.V, j); err != nil {
+		return err
+	}
+	err := RefreshAfterWrite(r.V, wait)
+	if vault.IsBusy(err) {
+		if qerr := QueueHeadsRefresh(r.V); qerr != nil {
+			logf(r.V, "heads refresh after a write: queue again: %v", qerr)
+		}
+	}
+	return err
+}
+
+// RefreshAfterWrite refreshes MEMORY.md, the thread heads whose rows
+// changed since their last render, and CONTINUITY.md, through the heads'
+// leases and merge (a hand edit is kept; a head someone holds is
+// deferred); a head already current is left alone and, when none changed,
+// nothing is committed.
+func RefreshAfterWrite(v *vault.Vault, wait time.Duration) error {
+	_, err := heads.Refresh(v, heads.RefreshOptions{TxOptions: headsTxOptions(wait), Trigger: onWrite,
+		Memory: true, Affected: true, Continuity: true, Protocol: continuity.RefreshHead, AfterWrite: true})
+	return err
+}
+
+// headsTxOptions are the transaction options of every refresh after a
+// write, made here only: the one line to change for the refresh to ride
+// in the next commit that carries memory instead of making its own.
+func headsTxOptions(wait time.Duration) vault.TxOptions {
+	return vault.TxOptions{Command: "heads refresh", LockTimeout: wait}
+}
+
+// afterStop brings the heads up to date after a stop whose control lines
+// recorded memory (res made a commit), as a front end does after a write.
+func (r *Runner) afterStop(res *vault.Result) {
+	if res != nil {
+		Refresher{Mode: r.Refresh}.after(r.V, res.Commit, r.Worker)
+	}
+}

@@ -153,6 +153,8 @@ type HeadOutcome struct {
 	Takeover  *Takeover      `json:"takeover,omitempty"`
 	Report    *render.Report `json:"report,omitempty"`
 	HandEdits bool           `json:"hand_edits_committed,omitempty"`
+
+	current bool // unchanged, and recorded as current (markCurrent)
 }
 
 // RefreshReport is the outcome of a refresh.
@@ -309,7 +311,10 @@ func refreshTx(v *vault.Vault, opts RefreshOptions, cfg HeadsConfig, targets []H
 			out.Takeover = took[head]
 			out.HandEdits = handEdits[head]
 			rep.Heads = append(rep.Heads, *out)
-			if out.Status != "unchanged" {
+			switch {
+			case out.current:
+				subject = append(subject, head+" current")
+			case out.Status != "unchanged":
 				subject = append(subject, head+" "+out.Status)
 			}
 		}
@@ -463,7 +468,35 @@ func refreshOne(v *vault.Vault, tx *vault.Tx, vw *HeadView, t HeadTarget, opts R
 	if err != nil {
 		return nil, err
 	}
-	return &HeadOutcome{Head: head, Report: &doc.Report, Status: m.Status, Sections: m.Sections, Retried: m.retried}, nil
+	out := &HeadOutcome{Head: head, Report: &doc.Report, Status: m.Status, Sections: m.Sections, Retried: m.retried}
+	if m.Status == "unchanged" && vw.Stale(head, t.Thread) {
+		out.current = markCurrent(v, tx, vw, t)
+	}
+	return out, nil
+}
+
+// markCurrent records that head t, whose render came out as the last one
+// although rows it depends on were added since (a fact, which MEMORY.md
+// does not list), is current as of those rows: a head.rendered that
+// repeats the last one's blobs and conflicts. Without it, status and
+// threads would call the head stale until a row that changes it.
+func markCurrent(v *vault.Vault, tx *vault.Tx, vw *HeadView, t HeadTarget) bool {
+	h := vw.Heads[t.Rel.String()]
+	if h == nil || h.LastRendered == nil {
+		return false
+	}
+	var data map[string]any
+	if json.Unmarshal(h.LastRendered.Data, &data) != nil || data == nil {
+		return false
+	}
+	if file, err := v.Files().ReadFile(v.Abs(t.Rel)); err == nil {
+		data["file"] = gitrepo.BlobHash(file)
+	}
+	data["trigger"], data["current"] = "refresh", true
+	d, _ := json.Marshal(data)
+	tx.Append(&vault.Event{Kind: vault.KindHeadRendered, Thread: t.Thread, Source: "refresh", Data: d,
+		Text: t.Rel.String() + ": unchanged, current as of the rows added since its last render"})
+	return true
 }
 
 // baseOf reads the last render back: the copy under .rendered/, written

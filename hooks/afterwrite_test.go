@@ -159,11 +159,18 @@ func TestRefreshAfterWriteCoalesces(t *testing.T) {
 func TestUnchangedHeadIsCurrentAfterRefresh(t *testing.T) {
 	t.Parallel()
 	v := freshVault(t)
-	if _, err := v.Update(vault.TxOptions{Command: "test"}, func(tx *vault.Tx) error {
-		tx.Append(&vault.Event{Kind: "fact", Thread: "project:alpha", Text: "the cache lives in /var/cache"})
-		return nil
-	}); err != nil {
-		t.Fatal(err)
+	for _, text := range []string{"the thread starts", "the cache lives in /var/cache"} {
+		if _, err := v.Update(vault.TxOptions{Command: "test"}, func(tx *vault.Tx) error {
+			tx.Append(&vault.Event{Kind: "fact", Thread: "project:alpha", Text: text})
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if text == "the thread starts" {
+			if err := RefreshAfterWrite(v, 0); err != nil { // MEMORY.md lists the new thread
+				t.Fatal(err)
+			}
+		}
 	}
 	if stale, _ := heads.StaleHeads(v); len(stale) == 0 {
 		t.Fatal("no stale head after a new row: the test sees nothing")

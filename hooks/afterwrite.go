@@ -138,7 +138,9 @@ func QueueHeadsRefresh(v *vault.Vault) error {
 			return nil
 		}
 	}
-	return hookstate.EnqueueJob(v, hookstate.Job{Kind: "refresh", On: onWrite})
+	// Not synced: lost in a crash of the machine, the heads wait for the
+	// next write or session end, as they did before this job existed.
+	return hookstate.EnqueueHint(v, hookstate.Job{Kind: "refresh", On: onWrite})
 }
 
 // refreshAfterWriteJob runs a queued refresh after a write: off the queue

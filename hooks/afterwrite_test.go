@@ -185,3 +185,17 @@ func TestUnchangedHeadIsCurrentAfterRefresh(t *testing.T) {
 		t.Error("the thread's head lacks its fact")
 	}
 }
+
+// BenchmarkAfterWrite is what a write pays for the refresh after it: the
+// queue looked at, a job queued when none is, the worker lock tried and a
+// worker started (here /bin/true, which exits at once).
+func BenchmarkAfterWrite(b *testing.B) {
+	v := testvault.New(b)
+	k := Refresher{Mode: RefreshBackground}
+	for b.Loop() {
+		if jobs, _ := hookstate.PendingJobs(v); len(jobs) > 0 {
+			os.RemoveAll(filepath.Join(v.Root, ".state", "jobs"))
+		}
+		k.after(v, "c0ffee", []string{"/bin/true"})
+	}
+}

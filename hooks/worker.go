@@ -286,5 +286,11 @@ func (k *worker) progress(format string, args ...any) {
 	}
 }
 
-// jobName names a job for people: "summarize default/s1".
-func jobName(j hookstate.Job) string { return j.Kind + " " + j.Agent + "/" + j.Session }
+// jobName names a job for people: "summarize default/s1", "refresh after
+// a write".
+func jobName(j hookstate.Job) string {
+	if isWriteRefresh(j) {
+		return "refresh after a write"
+	}
+	return j.Kind + " " + j.Agent + "/" + j.Session
+}

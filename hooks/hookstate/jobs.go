@@ -102,16 +102,16 @@ func (js *jobStamps) next() int64 {
 
 // EnqueueJob adds j at the end of the queue. It is durable when EnqueueJob
 // returns: the file is written atomically and synced.
-func EnqueueJob(v *vault.Vault, j Job) error { return enqueue(v, j, true) }
+func EnqueueJob(v *vault.Vault, j Job) error { return enqueueJob(v, j, true) }
 
 // EnqueueHint adds j at the end of the queue without syncing it: for a job
 // whose loss in a crash of the machine costs a delay and nothing else (a
 // refresh of the heads after a write, which the next write or session end
 // queues again), on a writer's path where two fsyncs are most of the cost.
 // A file a crash tore is dropped by the next claim (Next).
-func EnqueueHint(v *vault.Vault, j Job) error { return enqueue(v, j, false) }
+func EnqueueHint(v *vault.Vault, j Job) error { return enqueueJob(v, j, false) }
 
-func enqueue(v *vault.Vault, j Job, durable bool) error {
+func enqueueJob(v *vault.Vault, j Job, durable bool) error {
 	if err := fileio.CheckName("job kind", j.Kind); err != nil {
 		return err
 	}

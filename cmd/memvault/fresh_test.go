@@ -179,11 +179,10 @@ func TestHeadsNeverBehindCLI(t *testing.T) {
 
 	// A burst.
 	before := len(r.commitSubjects())
-	start = time.Now()
 	for i := range 20 {
 		r.must("remember", "--kind", "fact", "--thread", "project:alpha", "burst row "+string(rune('a'+i)))
 	}
-	r.waitFresh("burst", start, "burst row t", all[2])
+	r.waitFresh("burst", time.Now(), "burst row t", all[2]) // from the last write
 	r.waitWorker()
 	refreshes := 0
 	for _, s := range r.commitSubjects()[:len(r.commitSubjects())-before] {

@@ -6,11 +6,11 @@ package hooks
 // rows changed are brought up to date off the writer's path. The writer
 // queues one refresh job (unless one is queued and not yet started) and
 // starts the detached job worker (worker.go), or leaves the job to the
-// worker that runs; it waits for neither. The worker takes the job off the
-// queue before it refreshes, so a write committed after the refresh read
-// the ledger queues a new job, which the same worker finds and runs
-// (coalescing: a burst of writes makes one refresh, or a few, not one per
-// write).
+// worker that runs; it waits for neither. The worker marks the job started
+// before it reads the ledger, so a write committed after that queues a new
+// job, which the same worker finds and runs (coalescing: a burst of writes
+// makes one refresh, or a few, not one per write); the job leaves the
+// queue once it ran, so a worker that dies mid-way leaves it to the next.
 
 import (
 	"fmt"
@@ -108,7 +108,7 @@ const writeSettle = 200 * time.Millisecond
 // is writeSettle old.
 func (k *worker) settleWrites() {
 	jobs, err := hookstate.PendingJobs(k.r.V)
-	if err != nil || len(jobs) == 0 || !isWriteRefresh(jobs[0]) || k.settled[jobs[0].ID()] {
+	if err != nil || len(jobs) == 0 || !isWriteRefresh(jobs[0]) || jobs[0].Attempts > 0 || k.settled[jobs[0].ID()] {
 		return
 	}
 	if wait := writeSettle - time.Since(jobs[0].Queued()); wait > 0 {
@@ -125,16 +125,17 @@ func isWriteRefresh(j hookstate.Job) bool {
 }
 
 // QueueHeadsRefresh queues a refresh of the heads behind their rows,
-// unless one is queued already: a queued one has not started (its runner
-// takes it off the queue before it reads the ledger), so it will see this
-// write.
+// unless one is queued that has not started: its runner marks it started
+// (hookstate.MarkStarted) before it reads the ledger, so one not marked
+// will see this write. One marked stays queued until it ran (a crash
+// leaves it for the next runner), and a write during it queues another.
 func QueueHeadsRefresh(v *vault.Vault) error {
 	jobs, err := hookstate.PendingJobs(v)
 	if err != nil {
 		return err
 	}
 	for _, j := range jobs {
-		if isWriteRefresh(j) {
+		if isWriteRefresh(j) && j.Attempts == 0 {
 			return nil
 		}
 	}
@@ -143,21 +144,14 @@ func QueueHeadsRefresh(v *vault.Vault) error {
 	return hookstate.EnqueueHint(v, hookstate.Job{Kind: "refresh", On: onWrite})
 }
 
-// refreshAfterWriteJob runs a queued refresh after a write: off the queue
-// first, then the refresh. A refresh that found the vault busy queues
-// itself again (unless a later write did) and says so; the next write or
-// hook event runs it.
+// refreshAfterWriteJob runs a queued refresh after a write: marked
+// started first, then the refresh; its runner takes it off the queue once
+// it ran, or leaves it for the next one on a busy vault.
 func (r *Runner) refreshAfterWriteJob(j hookstate.Job, wait time.Duration) error {
-	if err := hookstate.Forget(r.V, j); err != nil {
+	if err := hookstate.MarkStarted(r.V, j); err != nil {
 		return err
 	}
-	err := RefreshAfterWrite(r.V, wait)
-	if vault.IsBusy(err) {
-		if qerr := QueueHeadsRefresh(r.V); qerr != nil {
-			logf(r.V, "heads refresh after a write: queue again: %v", qerr)
-		}
-	}
-	return err
+	return RefreshAfterWrite(r.V, wait)
 }
 
 // RefreshAfterWrite refreshes MEMORY.md, the thread heads whose rows

@@ -77,9 +77,10 @@ func commits(t *testing.T, v *vault.Vault) int {
 }
 
 // The queue keeps one refresh after a write: a second write finds it
-// queued and queues none. The worker takes it off before it refreshes, so
-// a write made while the refresh runs queues a new one, which the same run
-// of the worker finds and runs: the heads end current.
+// queued and queues none. The worker marks it started before it
+// refreshes, so a write made while the refresh runs queues a new one,
+// which the same run of the worker finds and runs: the heads end current
+// and the queue empty.
 func TestRefreshAfterWriteCoalesces(t *testing.T) {
 	t.Parallel()
 	v := freshVault(t)
@@ -102,7 +103,7 @@ func TestRefreshAfterWriteCoalesces(t *testing.T) {
 	}
 	remember("first decision")
 	// The worker takes the job, then waits for the vault lock, which the
-	// test holds: the job is off the queue before the refresh reads
+	// test holds: the job is marked started before the refresh reads
 	// anything, so the write the test makes then queues a new one.
 	release, err := v.Lock(vault.Lease{Agent: "test", Command: "test"}, time.Second)
 	if err != nil {
@@ -122,7 +123,7 @@ func TestRefreshAfterWriteCoalesces(t *testing.T) {
 		out <- result{rep, err}
 	}()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		if jobs, _ := hookstate.PendingJobs(v); len(jobs) == 0 {
+		if jobs, _ := hookstate.PendingJobs(v); len(jobs) == 1 && jobs[0].Attempts > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -132,8 +133,8 @@ func TestRefreshAfterWriteCoalesces(t *testing.T) {
 	if err := QueueHeadsRefresh(v); err != nil {
 		t.Fatal(err)
 	}
-	if jobs, _ := hookstate.PendingJobs(v); len(jobs) != 1 {
-		t.Fatalf("a write during the refresh queued %d jobs, want 1", len(jobs))
+	if jobs, _ := hookstate.PendingJobs(v); len(jobs) != 2 {
+		t.Fatalf("a write during the refresh left %d jobs queued, want 2: the one running and a new one", len(jobs))
 	}
 	release()
 	remember("second decision")
@@ -197,5 +198,42 @@ func BenchmarkAfterWrite(b *testing.B) {
 			os.RemoveAll(filepath.Join(v.Root, ".state", "jobs"))
 		}
 		k.after(v, "c0ffee", []string{"/bin/true"})
+	}
+}
+
+// A worker that died in its refresh (the job marked started, never run to
+// its end) leaves the job queued: the next worker runs it, and the heads
+// end current.
+func TestRefreshAfterWriteSurvivesADeadWorker(t *testing.T) {
+	t.Parallel()
+	v := freshVault(t)
+	if _, err := v.Update(vault.TxOptions{Command: "test"}, func(tx *vault.Tx) error {
+		tx.Append(&vault.Event{Kind: "decision", Text: "ship on fridays"})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := QueueHeadsRefresh(v); err != nil {
+		t.Fatal(err)
+	}
+	jobs, _ := hookstate.PendingJobs(v)
+	if len(jobs) != 1 {
+		t.Fatalf("%d jobs queued", len(jobs))
+	}
+	if err := hookstate.MarkStarted(v, jobs[0]); err != nil { // and the worker dies
+		t.Fatal(err)
+	}
+	w, ok, err := hookstate.TryJobWorker(v)
+	if err != nil || !ok {
+		t.Fatalf("worker lock: %v %v", ok, err)
+	}
+	if _, err := Work(t.Context(), v, w, WorkOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !headHas(t, v, vault.MemoryHead, "ship on fridays") {
+		t.Error("MEMORY.md lacks the decision whose refresh a dead worker left")
+	}
+	if jobs, _ := hookstate.PendingJobs(v); len(jobs) != 0 {
+		t.Errorf("%d jobs left queued", len(jobs))
 	}
 }

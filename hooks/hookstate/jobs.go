@@ -127,19 +127,25 @@ func enqueueJob(v *vault.Vault, j Job, durable bool) error {
 	return v.Files().WriteAtomic(path, data)
 }
 
-// Forget takes j, read from the queue, off it without a claim: a job whose
-// runner takes it before it starts, so that what is queued after the
-// start is queued anew (a refresh after a write: hooks/afterwrite.go). A
-// job gone already is no error.
-func Forget(v *vault.Vault, j Job) error {
+// MarkStarted counts one more attempt at j, read from the queue, in its
+// file, without a claim and without syncing: a job whose runner marks it
+// before it reads anything, so that what is queued after the mark is
+// queued anew (a refresh after a write: hooks/afterwrite.go), while the
+// job stays queued until it ran. A job gone already is no error.
+func MarkStarted(v *vault.Vault, j Job) error {
 	if j.file == "" {
 		return fault.New(vault.ErrInvalid, "job %s %s/%s: not read from the queue", j.Kind, j.Agent, j.Session)
 	}
-	err := v.Files().Remove(filepath.Join(v.Root, filepath.FromSlash(jobsDir), j.file))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fault.IO("remove job "+j.file, err)
+	path := filepath.Join(v.Root, filepath.FromSlash(jobsDir), j.file)
+	if _, err := v.Files().Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
-	return nil
+	j.Attempts++
+	data, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", j.file, err)
+	}
+	return v.Files().WriteCache(path, data)
 }
 
 // PendingJobs lists the queued jobs, oldest first, without claiming them.

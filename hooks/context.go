@@ -75,21 +75,27 @@ func (r *Runner) startContext(thread, cwd string) (string, []string) {
 		}
 	}
 	texts := r.currentHeads(heads...)
+	var head, cont, mem, index block
 	if len(texts) == 3 && texts[2] != "" {
-		b := parseHead(texts[2])
-		b.ids = []string{threadRowID(threadKey)} // MEMORY.md's line for this thread points here
-		blocks = append(blocks, b)
+		head = parseHead(texts[2])
+		head.ids = []string{threadRowID(threadKey)} // MEMORY.md's line for this thread points here
 	}
 	if texts[1] != "" {
-		blocks = append(blocks, liveContinuity(parseHead(texts[1])))
+		cont = liveContinuity(parseHead(texts[1]))
 	}
 	if texts[0] != "" {
-		blocks = append(blocks, parseHead(texts[0]))
+		mem = parseHead(texts[0])
 	}
-	blocks = append(blocks, r.continuityInScope(cwd))
+	// Another thread's rows and nodes stay out; its line in MEMORY.md's
+	// Threads goes last, so the thread's own rows are cut last (context_scope.go).
+	if otherThreads(mem, threadKey) {
+		cont, mem, index = r.newRowScope(threadKey, head, mem).scopeBlocks(head, cont, mem)
+	}
+	blocks = append(blocks, head, cont, mem, r.continuityInScope(cwd))
 	if !hasRows(blocks[1:]) {
-		blocks = append(blocks, r.structuredDigest(thread))
+		blocks = append(blocks, r.structuredDigest(threadKey))
 	}
+	blocks = append(blocks, index)
 	text, ids := layoutShown(dedupe(blocks), r.Harness.ContextLimit, startCutNote)
 	shown := ids[:0]
 	for _, id := range ids {
@@ -107,7 +113,8 @@ func startCutNote(rows, limit int) string {
 }
 
 // structuredDigest lists open commitments and the latest decisions,
-// constraints, blockers and next steps of the thread and global rows.
+// constraints, blockers and next steps of the thread and global rows, and
+// of another thread's rows those that name an event of the thread.
 func (r *Runner) structuredDigest(thread string) block {
 	b := block{title: "# Memory (no MEMORY.md yet)"}
 	st, err := r.V.LoadState()
@@ -115,15 +122,28 @@ func (r *Runner) structuredDigest(thread string) block {
 		return b
 	}
 	sec := section{}
-	for _, row := range st.OpenCommitments() {
+	// A row of another thread comes in when its text names an event of
+	// this one (an explicit link, as in scopeBlocks).
+	inScope := func(row *vault.Row) bool {
 		if row.Thread == "" || row.Thread == thread {
+			return true
+		}
+		for _, id := range namedIDs(row.Text) {
+			if to := st.ByID[id]; thread != "" && to != nil && to.Thread == thread {
+				return true
+			}
+		}
+		return false
+	}
+	for _, row := range st.OpenCommitments() {
+		if inScope(row) {
 			sec.rows = append(sec.rows, idRow(fmt.Sprintf("- commitment %s: %s", row.ID, oneLine(row.Text)), row.ID, row.Text))
 		}
 	}
 	keep := map[string]bool{"decision": true, "constraint": true, "blocker": true, "next": true, "fact": true, "learning": true}
 	for i, n := len(st.Rows)-1, 0; i >= 0 && n < 20; i-- {
 		row := st.Rows[i]
-		if !row.Holds() || !keep[row.EffectiveKind()] || (row.Thread != "" && row.Thread != thread) {
+		if !row.Holds() || !keep[row.EffectiveKind()] || !inScope(row) {
 			continue
 		}
 		sec.rows = append(sec.rows, idRow(fmt.Sprintf("- %s %s: %s", row.EffectiveKind(), row.ID, oneLine(row.Text)), row.ID, row.Text))

@@ -289,14 +289,20 @@ func (w *orderWorld) check(step string) {
 	}
 
 	// What a session starts with, without a thread and in each thread:
-	// every open item, nothing closed, and the next actions in queue
-	// order (the session's thread's first, as its head comes first).
+	// every open item of its thread and of no thread, none of another
+	// thread's (scoped injection, context_scope.go), nothing closed, and
+	// the next actions in queue order (the session's thread's first, as
+	// its head comes first).
 	for _, key := range orderThreads {
 		ctx := StartContext(w.v, w.v.Config.Agent, key, "", 1<<20)
 		shown := tokensOf(ctx)
 		for _, it := range w.all() {
-			if !slices.Contains(shown, it.tok) {
+			inScope := it.thread == "" || it.thread == key
+			if inScope && !slices.Contains(shown, it.tok) {
 				t.Fatalf("%s: the start context (thread %q) lacks open %s %s\n%s", step, key, it.kind, it.tok, ctx)
+			}
+			if !inScope && slices.Contains(shown, it.tok) {
+				t.Fatalf("%s: the start context (thread %q) shows %s %s of thread %q\n%s", step, key, it.kind, it.tok, it.thread, ctx)
 			}
 		}
 		for _, tok := range w.closed {
@@ -304,10 +310,10 @@ func (w *orderWorld) check(step string) {
 				t.Fatalf("%s: the start context (thread %q) shows %s, which was closed\n%s", step, key, tok, ctx)
 			}
 		}
-		want := toks(w.next)
+		mine := toks(inThread(w.next, key))
+		want := mine
 		if key != "" {
-			mine := toks(inThread(w.next, key))
-			want = append(mine, slices.DeleteFunc(want, func(tok string) bool { return slices.Contains(mine, tok) })...)
+			want = append(mine, toks(inThread(w.next, ""))...)
 		}
 		var got []string
 		for _, tok := range shown {

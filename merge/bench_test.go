@@ -104,3 +104,16 @@ func BenchmarkMarkdownHead(b *testing.B) {
 		Markdown(base, ours, theirs, opts)
 	}
 }
+
+// BenchmarkMarkdownHeadRows is BenchmarkMarkdownHead with the options a
+// refresh settles a conflict with: the same merge, then the conflicting
+// sections row by row.
+func BenchmarkMarkdownHeadRows(b *testing.B) {
+	r := rand.New(rand.NewPCG(2, 9))
+	base := headDoc(r, 30)
+	ours, theirs := editLines(r, base, 4), editLines(r, base, 8)
+	opts := MarkdownOptions{AppendOnly: []string{"Log"}, KeepInsertions: true, MergeRows: true, RowKey: idKey}
+	for b.Loop() {
+		Markdown(base, ours, theirs, opts)
+	}
+}

@@ -69,6 +69,20 @@
 // nothing is lost (their lines first, ours after, where both inserted at
 // one place).
 //
+// With MarkdownOptions.MergeRows, what still conflicts is merged row by
+// row (mergeRows): our text, with the lines they added since base put in
+// (unless we hold them, or changed their row: MarkdownOptions.RowKey
+// names a line's row) and the lines they removed taken out where we left
+// them as they were; a row both changed keeps our text and is reported
+// in SectionConflict.Rows, and the section is merged all the same. A
+// section we deleted and they changed comes back with only the rows they
+// added; one we renamed (our new heading over lines of its body) takes
+// their changes under our heading. Lines are compared without line ends
+// there, and KeepInsertions places lines that way too, so a side an
+// editor turned CRLF merges like the original. SectionConflict.Mark
+// names a conflict by our side of it, so a caller can tell the same
+// conflict met again from a new one.
+//
 // With MarkdownOptions.Peers the two sides are two people's files (a git
 // merge between clones of a vault, through memvault's merge driver): a
 // conflicted section is written with git's markers instead of our text, a

@@ -56,7 +56,18 @@ func insertionsOnly(base, side [][]byte) ([]insertion, bool) {
 // keepInsertions gives: before the next kept base line for ours (before),
 // after the last kept one for theirs.
 func place(base, other [][]byte, ins []insertion, before bool) []byte {
-	kept := keptAt(base, other)
+	// Lines are matched without their line ends, and the inserted ones
+	// take other's: a side an editor turned CRLF keeps every line, and the
+	// lines put in it match it.
+	kept := keptAt(normLines(base), normLines(other))
+	nl := eolOf(bytes.Join(other, nil), bytes.Join(base, nil))
+	for i, in := range ins {
+		lines := make([][]byte, len(in.lines))
+		for j, l := range in.lines {
+			lines[j] = append(bytes.TrimRight(bytes.Clone(l), "\r\n"), nl...)
+		}
+		ins[i].lines = lines
+	}
 	at := make(map[int][][]byte) // lines to put before other[i]; i == len(other): at the end
 	for _, in := range ins {
 		pos := len(other)
@@ -108,4 +119,13 @@ func keptAt(base, other [][]byte) []int {
 		kept[i] = j
 	}
 	return kept
+}
+
+// normLines is ls without line ends, each ending in "\n", for matching.
+func normLines(ls [][]byte) [][]byte {
+	out := make([][]byte, len(ls))
+	for i, l := range ls {
+		out[i] = append(bytes.TrimRight(bytes.Clone(l), "\r\n"), '\n')
+	}
+	return out
 }

@@ -28,6 +28,15 @@ func TestKeepInsertions(t *testing.T) {
 		theirs: "# M\n\n## Decisions\n\n- use zstd\n- use WAL\n",
 		want:   "# M\n\n## Decisions\n\n- use zstd\n- use WAL, with a 64 MiB cap\n",
 	}, {
+		// An editor turned the file CRLF: every line of ours changed, and
+		// the render's new row goes under the heading, with CRLF, not
+		// before the heading (into the section above).
+		name:   "their row into a section we turned CRLF",
+		base:   "# M\n\n## Decisions\n\n- a\n",
+		ours:   "# M\r\n\r\n## Decisions\r\n\r\n- a\r\n",
+		theirs: "# M\n\n## Decisions\n\n- b\n- a\n",
+		want:   "# M\r\n\r\n## Decisions\r\n\r\n- b\r\n- a\r\n",
+	}, {
 		name:   "both inserted at one place: theirs, then ours",
 		base:   "# M\n\n## Notes\n\n- a\n",
 		ours:   "# M\n\n## Notes\n\n- a\n- ours\n",

@@ -44,6 +44,22 @@ type MarkdownOptions struct {
 	// next to a row the render dropped, or a row the render added next to
 	// a line the person changed, is no conflict.
 	KeepInsertions bool
+	// MergeRows settles, without Peers, what the line merge and
+	// KeepInsertions leave in conflict row by row (mergeRows): our text,
+	// with the lines they added since base put in and the lines they
+	// removed taken out where we left them as they were. A row both
+	// changed keeps our text and is reported (SectionConflict.Rows), and
+	// the section is merged all the same: a person's edit never holds the
+	// render's other rows back. A section we deleted that they changed
+	// comes back with only the rows they added; one we renamed takes
+	// their changes under our heading (mergeDeleted). For a render merged
+	// into a person's file.
+	MergeRows bool
+	// RowKey, with MergeRows, names the row a line shows (for a head, the
+	// id it ends with; "" for none), so that a row the person rewrote or
+	// deleted is known when the render changes its text. Nil makes every
+	// line its own row.
+	RowKey func(line []byte) string
 }
 
 // ConflictKind says why a section could not be merged.
@@ -90,6 +106,10 @@ type SectionConflict struct {
 	// Marked is the line merge of the section with conflict markers, for a
 	// BothEdited conflict; nil otherwise.
 	Marked []byte
+	// Rows, for a section settled by MergeRows, lists the rows where our
+	// text stood against their change; the merged text holds our text
+	// with every other change of theirs.
+	Rows []RowConflict
 }
 
 // Markdown merges three versions of a markdown document section by
@@ -131,7 +151,7 @@ func Markdown(base, ours, theirs []byte, opts MarkdownOptions) (Result, error) {
 
 	bs, xs, ts := splitSections(base), splitSections(ours), splitSections(theirs)
 	m := &sectionMerge{opts: opts, appendOnly: appendOnlyTitles(opts.AppendOnly),
-		base: index(bs), ours: index(xs), theirs: index(ts), out: map[string][]byte{}}
+		base: index(bs), ours: index(xs), theirs: index(ts), out: map[string][]byte{}, oursOrder: xs}
 
 	// Follow our section order when we changed it (added, removed or moved
 	// sections); otherwise follow theirs, so a render that reorders its
@@ -145,6 +165,7 @@ func Markdown(base, ours, theirs []byte, opts MarkdownOptions) (Result, error) {
 			return Result{}, err
 		}
 	}
+	m.mergeDeleted()
 	res := m.res
 	res.Merged = joinSections(order(primary, secondary, m.out), m.out, cut)
 	res.Conflicts = len(res.Sections)
@@ -159,6 +180,8 @@ type sectionMerge struct {
 	base, ours, theirs map[string]section
 	out                map[string][]byte // key → text to emit; absent means dropped
 	res                Result            // the conflicts reported so far
+	deleted            []string          // sections we deleted and they changed, for mergeDeleted
+	oursOrder          []section         // our sections in order, for mergeDeleted
 }
 
 // appendOnlyTitles keys the AppendOnly titles as section titles are
@@ -239,14 +262,20 @@ func (m *sectionMerge) lineMerge(key string, x, y section, bt []byte, inB bool) 
 			return nil
 		}
 	}
+	var rows []RowConflict
 	m.out[key] = x.text
+	if m.opts.MergeRows && !m.opts.Peers {
+		if m.out[key], rows = mergeRows(bt, x.text, y.text, m.opts.RowKey); len(rows) == 0 {
+			return nil
+		}
+	}
 	if m.opts.Peers {
 		m.out[key] = r.Merged
 	}
 	m.res.Sections = append(m.res.Sections, SectionConflict{
 		Heading: x.path, Kind: BothEdited,
 		Base: clone(bt, inB), Ours: bytes.Clone(x.text), Theirs: bytes.Clone(y.text),
-		Marked: r.Merged,
+		Marked: r.Merged, Rows: rows,
 	})
 	return nil
 }
@@ -282,6 +311,10 @@ func (m *sectionMerge) theirsDeleted(key string, x section, bt []byte) error {
 // UnionOnConflict takes their edit.
 func (m *sectionMerge) oursDeleted(key string, y section, bt []byte) error {
 	if bytes.Equal(y.text, bt) {
+		return nil
+	}
+	if m.opts.MergeRows && !m.opts.Peers {
+		m.deleted = append(m.deleted, key) // once every section is decided
 		return nil
 	}
 	if m.opts.Peers && m.opts.UnionOnConflict {

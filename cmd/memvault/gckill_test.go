@@ -63,7 +63,7 @@ func TestGCKillLoop(t *testing.T) {
 	}
 	var locks []string
 	filepath.WalkDir(filepath.Join(r.vault, ".git"), func(p string, e os.DirEntry, err error) error {
-		if err == nil && strings.HasSuffix(p, ".lock") {
+		if err == nil && (strings.HasSuffix(p, ".lock") || filepath.Base(p) == "packed-refs.new") {
 			locks = append(locks, p)
 		}
 		return nil

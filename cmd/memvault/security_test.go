@@ -425,3 +425,43 @@ func forgeHash(t *testing.T, ev map[string]any) string {
 	sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 	return hex.EncodeToString(sum[:])
 }
+
+// TestForgedClaimIsNamed: a claim appended to the ledger by hand, chained
+// and hashed as memvault would, that says "accepted" of a commitment the
+// ledger holds open, passes the chain and the policy; `memvault verify`
+// names it as a claim no check wrote, and a retraction settles it (issue
+// 33, item 9).
+func TestForgedClaimIsNamed(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, plainMemvault(t))
+	id := strings.TrimSpace(r.run("commitment", "open", "ship the installer"))
+	segs, _ := filepath.Glob(filepath.Join(r.vault, "ledger", "*", "*", "*.jsonl"))
+	data, err := os.ReadFile(segs[len(segs)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	var tip map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &tip); err != nil {
+		t.Fatal(err)
+	}
+	forged := map[string]any{"id": "e_01m8zzzzzzzzzzzzzzzzzzzzzz", "ts": tip["ts"], "agent": tip["agent"],
+		"kind": "claim", "source": "cli", "prev": tip["hash"], "text": `commitment.closed={"id":"` + id + `"}`,
+		"data": map[string]any{"type": "commitment.closed", "value": map[string]any{"id": id}, "status": "accepted"}}
+	forged["hash"] = forgeHash(t, forged)
+	line, _ := json.Marshal(forged)
+	if err := os.WriteFile(segs[len(segs)-1], append(data, append(line, '\n')...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := r.cmd(ctx, "verify").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "a claim no check wrote") || !strings.Contains(string(out), id+" is open") ||
+		!strings.Contains(string(out), "memvault retract") {
+		t.Fatalf("verify of a forged accepted claim: %v\n%s", err, out)
+	}
+	r.run("retract", "e_01m8zzzzzzzzzzzzzzzzzzzzzz", "--why", "forged by hand")
+	if out, err := r.cmd(ctx, "verify").CombinedOutput(); err != nil {
+		t.Fatalf("verify after the forged claim was retracted: %v\n%s", err, out)
+	}
+}

@@ -1,6 +1,7 @@
 package continuity
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 
@@ -83,7 +84,7 @@ func AgentHeads(v *vault.Vault, agent string, names ...string) ([][]byte, error)
 		for k, i := range at {
 			out[i] = cur[k]
 		}
-		return out, nil
+		return withoutAudited(v, names, out), nil
 	}
 	cfg, err := heads.LoadHeadsConfig(v)
 	if err != nil {
@@ -112,5 +113,41 @@ func AgentHeads(v *vault.Vault, agent string, names ...string) ([][]byte, error)
 		}
 		out[i] = doc.Bytes
 	}
-	return out, nil
+	return withoutAudited(v, names, out), nil
+}
+
+// withoutAudited takes out of the heads (all but CONTINUITY.md, whose
+// live sections hold no learning or decision) the lines of the rows the
+// audit as of today takes away: a learning past its ttl, one invalidated
+// by a newer one or reworded by an older one, a decision a newer one
+// contradicts. Until the audit is written (at the session end, or by
+// `memvault continuity audit`), the files still list them; a session is
+// never shown them. A head's line of a row ends with its event id in
+// backquotes. Should the protocol's state not load, the heads are shown
+// as they are.
+func withoutAudited(v *vault.Vault, names []string, texts [][]byte) [][]byte {
+	var o *auditOutcome
+	if err := withSessionState(v, func(_ ContinuityConfig, st *contState) error {
+		o = st.sum.Audit
+		return nil
+	}); err != nil || o == nil || len(o.Gone) == 0 {
+		return texts
+	}
+	sum := struct{ Audit *auditOutcome }{o}
+	for i, h := range names {
+		if h == vault.ContinuityHead || texts[i] == nil {
+			continue
+		}
+		var b bytes.Buffer
+		for _, line := range bytes.SplitAfter(texts[i], []byte("\n")) {
+			if bytes.HasPrefix(line, []byte("- ")) {
+				if m := quotedIDRE.FindAllSubmatch(line, -1); len(m) > 0 && sum.Audit.Takes(string(m[len(m)-1][1])) {
+					continue
+				}
+			}
+			b.Write(line)
+		}
+		texts[i] = b.Bytes()
+	}
+	return texts
 }

@@ -117,20 +117,23 @@ type Continuity struct {
 	Blockers  []Item `json:"blockers"`
 	// Commitments are the open promises (COMMIT:, memvault commitment):
 	// listed with the next actions, closed by DONE: or CLOSE:.
-	Commitments []Item          `json:"commitments"`
-	Context     []string        `json:"context"`
-	Files       []string        `json:"files"`
-	Learnings   []*Learning     `json:"learnings"` // order of recording
-	Decisions   []*Decision     `json:"decisions"`
-	Meta        []*MetaLearning `json:"meta_learnings"`
-	LastAudit   string          `json:"last_audit,omitempty"` // the --now of the last audit that wrote
-	auditKey    string          // the flags of the last audit, to skip writing an identical one
-	learnings   map[string]*Learning
-	decisions   map[string]*Decision
-	seq         int            // protocol events folded so far (orders learnings and decisions)
-	head        heads.HeadBook // CONTINUITY.md's head bookkeeping
-	lastL       int            // the highest learning number given (L7: 7)
-	lastD       int            // the highest decision number given
+	Commitments []Item   `json:"commitments"`
+	Context     []string `json:"context"`
+	Files       []string `json:"files"`
+	// FileDays is the day each of Files was last written by a session's
+	// tools (or set by hand), for their aging (keepFiles).
+	FileDays  []string        `json:"-"`
+	Learnings []*Learning     `json:"learnings"` // order of recording
+	Decisions []*Decision     `json:"decisions"`
+	Meta      []*MetaLearning `json:"meta_learnings"`
+	LastAudit string          `json:"last_audit,omitempty"` // the --now of the last audit that wrote
+	auditKey  string          // the flags of the last audit, to skip writing an identical one
+	learnings map[string]*Learning
+	decisions map[string]*Decision
+	seq       int            // protocol events folded so far (orders learnings and decisions)
+	head      heads.HeadBook // CONTINUITY.md's head bookkeeping
+	lastL     int            // the highest learning number given (L7: 7)
+	lastD     int            // the highest decision number given
 }
 
 // protocol data carried by the events; one struct for all kinds keeps the
@@ -154,6 +157,7 @@ type contData struct {
 	First      bool     `json:"first,omitempty"`
 	Context    []string `json:"context,omitempty"`
 	Files      []string `json:"files,omitempty"`
+	Touched    []string `json:"touched,omitempty"` // files a session's edit tools wrote
 	Now        string   `json:"now,omitempty"`
 	Flags      []string `json:"flags,omitempty"` // "L3 LOW_CONFIDENCE"
 }
@@ -291,13 +295,7 @@ func (c *Continuity) apply(ev *vault.Event, kind string, live bool, replacedBy s
 			c.Done = append(c.Done, Item{ID: ev.ID, Text: text, Date: d.Date, Thread: ev.Thread})
 		}
 	case vault.KindContinuitySession:
-		c.Iteration++
-		if d.Context != nil {
-			c.Context = d.Context
-		}
-		if d.Files != nil {
-			c.Files = d.Files
-		}
+		c.session(d)
 	case vault.KindContinuityAudited:
 		c.LastAudit = d.Now
 		c.auditKey = strings.Join(d.Flags, ",")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/memvault/memvault/render"
@@ -149,26 +150,29 @@ type InjectedRow struct {
 // agent at the project's root reads them from the derived state's summary,
 // without decoding the fold.
 func ContinuityAtSessionStartFor(v *vault.Vault, dir, agent string) (*Injection, error) {
-	cfg, st, err := continuityConfigState(v)
-	if err != nil {
-		return nil, err
-	}
-	s, err := continuityStatus(v, cfg, st)
-	if err != nil {
-		return nil, err
-	}
-	f := FilterForDir(dir)
+	var s *ContinuityStatus
 	var rows *Injection
-	if f == (ScopeFilter{}) && (agent == "" || agent == v.Config.Agent) && st.sum != nil && st.sum.Root != nil {
-		rows = st.sum.Root
-	} else {
-		c, err := st.full()
-		if err != nil {
-			return nil, err
+	err := withSessionState(v, func(cfg ContinuityConfig, st *contState) error {
+		var err error
+		if s, err = continuityStatus(v, cfg, st); err != nil {
+			return err
 		}
-		rows = inScope(c, f, cfg, func(owner string) bool { return SeesAgent(v, agent, owner) })
+		f := FilterForDir(dir)
+		if f == (ScopeFilter{}) && (agent == "" || agent == v.Config.Agent) && st.sum != nil && st.sum.Root != nil {
+			rows = st.sum.Root
+		} else {
+			c, err := st.full()
+			if err != nil {
+				return err
+			}
+			rows = inScope(c, f, cfg, func(owner string) bool { return SeesAgent(v, agent, owner) }, st.sum.Audit)
+		}
+		st.saveIfDirty(cfg)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	st.saveIfDirty(cfg)
 	var b strings.Builder
 	b.WriteString("# Working memory (CONTINUITY.md)\n\n")
 	if s.Goal != "" {
@@ -193,20 +197,26 @@ func ContinuityAtSessionStartFor(v *vault.Vault, dir, agent string) (*Injection,
 // filter f: active, of no thread (a thread's rows come with its head, and
 // only in a session of that thread: DESIGN §7), recorded by an agent the
 // session sees, smallest scope first, within the learnings and decisions
-// budgets. Text lists them under their headings.
-func inScope(c *Continuity, f ScopeFilter, cfg ContinuityConfig, sees func(agent string) bool) *Injection {
+// budgets, less what the audit's outcome o takes away (nil: nothing), with
+// its flags. Text lists them under their headings.
+func inScope(c *Continuity, f ScopeFilter, cfg ContinuityConfig, sees func(agent string) bool, o *auditOutcome) *Injection {
 	inj := &Injection{}
 	var b strings.Builder
 	inj.Learnings = injectRows(&b, "\n## Learnings in scope (smallest scope first)\n\n", cfg.Budgets["learnings"],
 		c.ActiveLearnings(f, false), func(l *Learning) (InjectedRow, bool) {
-			if l.Thread != "" || !sees(l.Agent) {
+			if l.Thread != "" || !sees(l.Agent) || o.Takes(l.Event) {
 				return InjectedRow{}, false
+			}
+			if o != nil && !slices.Equal(l.Flags, o.flags[l.ID]) {
+				cp := *l // the flags of the audit as of today, not of the last one written
+				cp.Flags = o.flags[l.ID]
+				l = &cp
 			}
 			return InjectedRow{Line: l.Line(), Event: l.Event, Text: l.Error}, true
 		})
 	inj.Decisions = injectRows(&b, "\n## Decisions in scope\n\n", cfg.Budgets["decisions"],
 		c.ActiveDecisions(f, false), func(d *Decision) (InjectedRow, bool) {
-			if d.Thread != "" || !sees(d.Agent) {
+			if d.Thread != "" || !sees(d.Agent) || o.Takes(d.Event) {
 				return InjectedRow{}, false
 			}
 			return InjectedRow{Line: d.Line(), Event: d.Event, Text: d.Decision}, true

@@ -3,6 +3,7 @@ package continuity
 import (
 	"sort"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/memvault/memvault/vault"
@@ -151,6 +152,11 @@ type AuditReport struct {
 	Blockers []string      `json:"blockers"` // decisions the audit could not order
 	Commit   string        `json:"commit,omitempty"`
 	Written  bool          `json:"written"` // false when nothing changed since the last audit
+	// changes is the first day after Now on which the clock alone would
+	// change the outcome (a learning's ttl runs out, one becomes
+	// LOW_CONFIDENCE); "" when none would. An outcome computed for Now
+	// holds from Now until the day before.
+	changes string
 }
 
 // Audit applies the rules as of day now (YYYY-MM-DD) without changing
@@ -158,12 +164,36 @@ type AuditReport struct {
 func (c *Continuity) Audit(now string) *AuditReport { return audit(c, now) }
 
 // audit applies the rules to c as of day now. It changes nothing; the
-// caller records the actions as events.
+// caller records the actions as events, or (at session start) leaves out
+// what they take away.
 func audit(c *Continuity, now string) *AuditReport {
 	rep := &AuditReport{Now: now, Actions: []AuditAction{}, Flags: []AuditFlag{}, Ladder: []AuditAction{}, Blockers: []string{}}
 	gone := map[string]bool{}
-	// Step 1: decay. A learning not relevant for longer than its ttl is
-	// archived; it stays retrievable with --all.
+	auditDecay(c, now, rep, gone)
+	live := func(l *Learning) bool {
+		return !gone[l.ID] && (l.Status == vault.StatusActive || l.Status == vault.StatusCorrected)
+	}
+	auditRewordings(c, rep, gone, live)
+	auditConflicts(c, rep, gone, live)
+	// Step 3: integrity. Old and never reinforced: read it, but verify.
+	for _, l := range c.Learnings {
+		if !live(l) || l.ReinforceCount > 0 {
+			continue
+		}
+		if age := daysBetween(l.LastRelevant, now); age > lowConfidenceDays {
+			rep.Flags = append(rep.Flags, AuditFlag{ID: l.ID, Flag: FlagLowConfidence,
+				Reason: "recorded " + itoa(age) + " days ago and never reinforced: verify before applying"})
+		}
+	}
+	auditDecisions(c, rep)
+	sort.SliceStable(rep.Flags, func(i, j int) bool { return idLess(rep.Flags[i].ID, rep.Flags[j].ID) })
+	rep.changes = clockChanges(c, now, live)
+	return rep
+}
+
+// auditDecay is step 1: a learning not relevant for longer than its ttl is
+// archived; it stays retrievable with --all.
+func auditDecay(c *Continuity, now string, rep *AuditReport, gone map[string]bool) {
 	for _, l := range c.Learnings {
 		if l.Status != vault.StatusActive && l.Status != vault.StatusCorrected {
 			continue
@@ -178,36 +208,78 @@ func audit(c *Continuity, now string) *AuditReport {
 				Reason: "ttl expired: last relevant " + l.LastRelevant + ", " + itoa(age) + " days ago, ttl " + itoa(l.TTL)})
 		}
 	}
-	// Step 2: conflicts between learnings of the same scope: the newer
-	// wins, the older is invalidated.
-	live := func(l *Learning) bool {
-		return !gone[l.ID] && (l.Status == vault.StatusActive || l.Status == vault.StatusCorrected)
-	}
-	// Only learnings of one scope can conflict: compare within each scope,
-	// in ledger order, each prevention split once.
+}
+
+// auditRewordings is step 1b, reinforcement: a live learning that rewords
+// an older live one of its scope (similar) reinforces the older one and
+// is archived, as `learn` would have done had it been recorded after this
+// rule (or through a way in that does not compare).
+func auditRewordings(c *Continuity, rep *AuditReport, gone map[string]bool, live func(*Learning) bool) {
 	var scopes []string
 	byScope := map[string][]*Learning{}
-	inst := map[string][]instr{}
 	for _, l := range c.Learnings {
 		if live(l) {
 			if byScope[l.Scope] == nil {
 				scopes = append(scopes, l.Scope)
 			}
 			byScope[l.Scope] = append(byScope[l.Scope], l)
-			neg, core := instruction(l.Prevention)
-			inst[l.Scope] = append(inst[l.Scope], instr{neg, core})
+		}
+	}
+	for _, sc := range scopes {
+		ls := byScope[sc]
+		items := make([]instr, len(ls))
+		for i, l := range ls {
+			items[i].neg, items[i].core = words(l.Error)
+		}
+		eachPair(items, similarRule, func(i, j int) bool {
+			older, newer := ls[i], ls[j]
+			if gone[older.ID] || gone[newer.ID] {
+				return true
+			}
+			ok, why := similarWords(items[i].neg, items[i].core, items[j].neg, items[j].core)
+			if !ok {
+				return true
+			}
+			gone[newer.ID] = true
+			rep.Actions = append(rep.Actions, AuditAction{Action: "reinforce", ID: older.ID, By: newer.ID,
+				Reason: newer.ID + " rewords " + older.ID + " in " + sc + " (" + why + "): " + older.ID + " is reinforced, " + newer.ID + " archived"})
+			return true
+		})
+	}
+}
+
+// auditConflicts is step 2: two live learnings of one scope whose
+// preventions contradict (Conflict): the newer wins, the older is
+// invalidated.
+func auditConflicts(c *Continuity, rep *AuditReport, gone map[string]bool, live func(*Learning) bool) {
+	// Only learnings of one scope can conflict: compare within each scope,
+	// in ledger order, each prevention split once.
+	var scopes []string
+	byScope := map[string][]*Learning{}
+	for _, l := range c.Learnings {
+		if live(l) {
+			if byScope[l.Scope] == nil {
+				scopes = append(scopes, l.Scope)
+			}
+			byScope[l.Scope] = append(byScope[l.Scope], l)
 		}
 	}
 	// Each older learning is invalidated by the first newer one of its
 	// scope that contradicts it; scopes are independent.
-	type conflict struct{ older, newer *Learning }
+	type conflict struct {
+		older, newer *Learning
+		why          string
+	}
 	var found []conflict
 	for _, sc := range scopes {
 		ls := byScope[sc]
-		eachContradiction(inst[sc], func(i, j int) bool {
-			found = append(found, conflict{ls[i], ls[j]})
-			return false
-		})
+		texts := make([]string, len(ls))
+		for i, l := range ls {
+			texts[i] = l.Prevention
+		}
+		for _, p := range firstConflicts(texts) {
+			found = append(found, conflict{ls[p.i], ls[p.j], p.why})
+		}
 	}
 	order := map[*Learning]int{}
 	for i, l := range c.Learnings {
@@ -220,39 +292,104 @@ func audit(c *Continuity, now string) *AuditReport {
 		rep.Flags = append(rep.Flags, AuditFlag{ID: newer.ID, Flag: FlagConflict,
 			Reason: "contradicts " + older.ID + " in " + older.Scope + "; the newer one wins"})
 		rep.Actions = append(rep.Actions, AuditAction{Action: "invalidate", ID: older.ID, By: newer.ID,
-			Reason: "conflict: " + newer.ID + " (newer, same scope) says the opposite"})
+			Reason: "conflict: " + newer.ID + " (newer, same scope) says otherwise: " + f.why})
 	}
-	// Step 3: integrity. Old and never reinforced: read it, but verify.
-	for _, l := range c.Learnings {
-		if !live(l) || l.ReinforceCount > 0 {
-			continue
+}
+
+// conflictPair is two texts i < j that contradict, and why.
+type conflictPair struct {
+	i, j int
+	why  string
+}
+
+// allConflicts lists every pair of texts that contradict by either rule
+// (the negation rule, two choices for one subject), i ascending, then j.
+func allConflicts(texts []string) []conflictPair {
+	items := make([]instr, len(texts))
+	cs := make([]choice, len(texts))
+	for i, t := range texts {
+		items[i].neg, items[i].core = instruction(t)
+		cs[i] = parseChoice(t)
+	}
+	seen := map[[2]int]bool{}
+	var out []conflictPair
+	eachContradiction(items, func(i, j int) bool {
+		seen[[2]int{i, j}] = true
+		out = append(out, conflictPair{i, j, "one says not to do what the other says (negation, most words shared)"})
+		return true
+	})
+	eachChoiceConflict(cs, func(i, j int, why string) bool {
+		if !seen[[2]int{i, j}] {
+			out = append(out, conflictPair{i, j, why})
 		}
-		if age := daysBetween(l.LastRelevant, now); age > lowConfidenceDays {
-			rep.Flags = append(rep.Flags, AuditFlag{ID: l.ID, Flag: FlagLowConfidence,
-				Reason: "recorded " + itoa(age) + " days ago and never reinforced: verify before applying"})
+		return true
+	})
+	sort.SliceStable(out, func(a, b int) bool {
+		if out[a].i != out[b].i {
+			return out[a].i < out[b].i
+		}
+		return out[a].j < out[b].j
+	})
+	return out
+}
+
+// firstConflicts is, for each i, the first j > i its text conflicts with.
+func firstConflicts(texts []string) []conflictPair {
+	var out []conflictPair
+	for _, p := range allConflicts(texts) {
+		if len(out) == 0 || out[len(out)-1].i != p.i {
+			out = append(out, p)
 		}
 	}
-	// Step 4: decisions of the same scope that contradict. Different days:
-	// the newer supersedes the older. The same day: nothing says which came
-	// to hold, so a person decides (an Active Blocker).
+	return out
+}
+
+// auditDecisions is step 4: decisions of the same scope that contradict
+// (Conflict). Different days: the newer supersedes the older. The same
+// day: nothing says which came to hold, so a person decides (an Active
+// Blocker).
+func auditDecisions(c *Continuity, rep *AuditReport) {
 	rep.Blockers = decisionBlockers(c)
-	for i, older := range c.Decisions {
-		if older.Status != vault.StatusActive {
-			continue
-		}
-		for _, newer := range c.Decisions[i+1:] {
-			if newer.Status != vault.StatusActive || newer.Scope != older.Scope || !Contradicts(older.Decision, newer.Decision) {
-				continue
+	var scopes []string
+	byScope := map[string][]*Decision{}
+	for _, d := range c.Decisions {
+		if d.Status == vault.StatusActive {
+			if byScope[d.Scope] == nil {
+				scopes = append(scopes, d.Scope)
 			}
-			if newer.Date > older.Date {
-				rep.Actions = append(rep.Actions, AuditAction{Action: "supersede", ID: older.ID, By: newer.ID,
-					Reason: "contradicted by " + newer.ID + " (" + newer.Date + ") in " + older.Scope})
-				break
+			byScope[d.Scope] = append(byScope[d.Scope], d)
+		}
+	}
+	type sup struct {
+		older, newer *Decision
+		why          string
+	}
+	var found []sup
+	for _, sc := range scopes {
+		ds := byScope[sc]
+		texts := make([]string, len(ds))
+		for i, d := range ds {
+			texts[i] = d.Decision
+		}
+		// The later day wins, whichever was recorded first (a decision
+		// recorded late with --now of an earlier day is the older one).
+		done := map[int]bool{}
+		for _, p := range allConflicts(texts) {
+			lose, win := p.i, p.j
+			if ds[lose].Date > ds[win].Date {
+				lose, win = win, lose
+			}
+			if !done[lose] && ds[win].Date > ds[lose].Date {
+				done[lose] = true
+				found = append(found, sup{ds[lose], ds[win], p.why})
 			}
 		}
 	}
-	sort.SliceStable(rep.Flags, func(i, j int) bool { return idLess(rep.Flags[i].ID, rep.Flags[j].ID) })
-	return rep
+	sort.SliceStable(found, func(a, b int) bool { return found[a].older.seq < found[b].older.seq })
+	for _, f := range found {
+		rep.Actions = append(rep.Actions, AuditAction{Action: "supersede", ID: f.older.ID, By: f.newer.ID,
+			Reason: "contradicted by " + f.newer.ID + " (" + f.newer.Date + ") in " + f.older.Scope + ": " + f.why})
+	}
 }
 
 // decisionBlockers lists active decisions of the same scope that contradict
@@ -268,32 +405,30 @@ func decisionBlockers(c *Continuity) []string {
 			groups[key(d)] = append(groups[key(d)], d)
 		}
 	}
-	type pair struct{ a, b *Decision }
+	type pair struct {
+		a, b *Decision
+		why  string
+	}
 	var pairs []pair
 	for _, g := range groups {
-		items := make([]instr, len(g))
+		texts := make([]string, len(g))
 		for i, d := range g {
-			items[i].neg, items[i].core = instruction(d.Decision)
+			texts[i] = d.Decision
 		}
-		eachContradiction(items, func(i, j int) bool {
-			pairs = append(pairs, pair{g[i], g[j]})
-			return true
-		})
+		for _, p := range allConflicts(texts) {
+			pairs = append(pairs, pair{g[p.i], g[p.j], p.why})
+		}
 	}
 	// In ledger order of the first, then of the second, as a reader
 	// expects them.
-	order := map[*Decision]int{}
-	for i, d := range c.Decisions {
-		order[d] = i
-	}
 	sort.Slice(pairs, func(x, y int) bool {
-		if order[pairs[x].a] != order[pairs[y].a] {
-			return order[pairs[x].a] < order[pairs[y].a]
+		if pairs[x].a.seq != pairs[y].a.seq {
+			return pairs[x].a.seq < pairs[y].a.seq
 		}
-		return order[pairs[x].b] < order[pairs[y].b]
+		return pairs[x].b.seq < pairs[y].b.seq
 	})
 	for _, p := range pairs {
-		out = append(out, "decisions "+p.a.ID+" and "+p.b.ID+" ("+p.a.Scope+") contradict and were made the same day: "+
+		out = append(out, "decisions "+p.a.ID+" and "+p.b.ID+" ("+p.a.Scope+") contradict and were made the same day ("+p.why+"): "+
 			"keep one with memvault decide --supersedes")
 	}
 	return out
@@ -331,4 +466,36 @@ func itoa(n int) string {
 		return string(rune('0' + n))
 	}
 	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// clockChanges is the first day after now on which the clock alone
+// changes the audit's outcome: a live learning's ttl runs out (it is
+// archived the day after its last day) or a never-reinforced one turns
+// LOW_CONFIDENCE; "" when no learning is live.
+func clockChanges(c *Continuity, now string, live func(*Learning) bool) string {
+	first := ""
+	note := func(day string) {
+		if day > now && (first == "" || day < first) {
+			first = day
+		}
+	}
+	for _, l := range c.Learnings {
+		if !live(l) {
+			continue
+		}
+		note(addDays(l.LastRelevant, l.TTL+1))
+		if l.ReinforceCount == 0 {
+			note(addDays(l.LastRelevant, lowConfidenceDays+1))
+		}
+	}
+	return first
+}
+
+// addDays is the protocol date n days after day; "" for a malformed day.
+func addDays(day string, n int) string {
+	t, err := time.Parse(dateLayout, dayOf(day))
+	if err != nil {
+		return ""
+	}
+	return t.AddDate(0, 0, n).Format(dateLayout)
 }

@@ -35,7 +35,7 @@ import (
 
 var contView = &vault.Derived[*contState]{
 	Name:    "continuity-state",
-	Version: 6, // 6: the render it keeps has no "- none", labels name the thread (issue 34)
+	Version: 7, // 7: the audit's outcome as of a day, applied to what a session is shown (issue 34)
 	Rebuild: func(v *vault.Vault, segs []vault.Segment, stamps []vault.SegStamp) (*contState, string, bool, error) {
 		s, tip, err := foldContState(v)
 		if err != nil {
@@ -66,9 +66,13 @@ type contSummary struct {
 	RenderWords int            //
 	Omitted     map[string]int //
 	// Root is what a session of the vault's own agent at the project's
-	// root is shown of the learnings and decisions in scope (dir ""):
-	// session start reads it without decoding the fold.
+	// root is shown of the learnings and decisions in scope (dir ""),
+	// the audit's outcome applied: session start reads it without
+	// decoding the fold.
 	Root *Injection
+	// Audit is the audit's outcome as of a day, which Root applies and
+	// every session start reads (auditOutcome).
+	Audit *auditOutcome
 }
 
 // sumKey is the budgets a summary is computed for.
@@ -190,14 +194,15 @@ func (s *contState) full() (*Continuity, error) {
 // summary returns the summary for an index budget and a word cap,
 // computing it when the cached one was made for others.
 func (s *contState) summary(cfg ContinuityConfig) (*contSummary, error) {
-	if s.sum != nil && s.sum.Key == keyOf(cfg) {
+	day := today(s.v)
+	if s.sum != nil && s.sum.Key == keyOf(cfg) && s.sum.Audit.holds(day) {
 		return s.sum, nil
 	}
 	c, err := s.full()
 	if err != nil {
 		return nil, err
 	}
-	s.sum = summarize(c, cfg)
+	s.sum = summarize(c, cfg, day)
 	s.dirty = true
 	return s.sum, nil
 }
@@ -206,7 +211,12 @@ func (s *contState) summary(cfg ContinuityConfig) (*contSummary, error) {
 // learning's line is kept with the learning until the learning changes, so
 // after a write only the learnings it touched are formatted again: token
 // counts add up line by line, since every line ends in a newline.
-func summarize(c *Continuity, cfg ContinuityConfig) *contSummary {
+//
+// The audit as of day is run too (its outcome, not its events): what it
+// would take away is left out of Root. It holds until the clock changes
+// it (auditOutcome.Changes), so a session start recomputes it at most on
+// the days a learning runs out.
+func summarize(c *Continuity, cfg ContinuityConfig, day string) *contSummary {
 	indexBudget, words := cfg.Budgets["index"], cfg.Words
 	s := &contSummary{Key: keyOf(cfg), Learnings: len(c.Learnings), IndexBudget: indexBudget, Words: words}
 	for _, l := range c.Learnings {
@@ -231,7 +241,8 @@ func summarize(c *Continuity, cfg ContinuityConfig) *contSummary {
 	if len(doc.Omitted) > 0 {
 		s.Omitted = doc.Omitted
 	}
-	s.Root = inScope(c, FilterForDir(""), cfg, func(string) bool { return true })
+	s.Audit = outcomeOf(c, audit(c, day))
+	s.Root = inScope(c, FilterForDir(""), cfg, func(string) bool { return true }, s.Audit)
 	return s
 }
 
@@ -287,6 +298,10 @@ func encodeContState(e *codec.Encoder, s *contState) {
 	e.Str(m.Render)
 	e.IntMap(m.Omitted)
 	encodeInjection(e, m.Root)
+	e.Str(m.Audit.Day)
+	e.Str(m.Audit.Changes)
+	e.Strs(m.Audit.Gone)
+	e.Strs(m.Audit.Flags)
 	e.Bytes(s.body)
 }
 
@@ -334,6 +349,8 @@ func decodeContState(d *codec.Decoder) (*contState, bool) {
 		m.Omitted = om
 	}
 	m.Root = decodeInjection(d)
+	m.Audit = &auditOutcome{Day: d.Str(), Changes: d.Str(), Gone: d.Strs(), Flags: d.Strs()}
+	m.Audit.index()
 	s.sum, s.body = m, d.Bytes()
 	return s, !d.Failed() && s.body != nil
 }
@@ -419,6 +436,7 @@ func encodeContinuity(c *Continuity) []byte {
 	itemList(c.Commitments)
 	list(c.Context)
 	list(c.Files)
+	list(c.FileDays)
 	num(len(c.Learnings))
 	for _, l := range c.Learnings {
 		str(l.ID, l.Event, l.Date, l.Error, l.Cause, l.Prevention, l.Scope, l.LastRelevant, l.Status, l.StatusBy, l.Reason, l.Thread, l.Agent)
@@ -491,7 +509,7 @@ func decodeContinuity(body []byte) (*Continuity, bool) {
 	c.Goal, c.Phase, c.Updated, c.LastAudit, c.auditKey = d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
 	c.Iteration, c.seq = num(d), num(d)
 	c.Next, c.Done, c.Blockers, c.Commitments = items(), items(), items(), items()
-	c.Context, c.Files = list(false), list(false)
+	c.Context, c.Files, c.FileDays = list(false), list(false), list(false)
 	ls := make([]Learning, count())
 	c.Learnings = make([]*Learning, len(ls))
 	c.learnings = make(map[string]*Learning, 2*len(ls))

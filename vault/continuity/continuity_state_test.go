@@ -70,7 +70,7 @@ func checkContCache(t *testing.T, v *vault.Vault, when string) *contState {
 		t.Fatal(err)
 	}
 	fresh := foldContinuity(full.Rows, nil)
-	want := summarize(fresh, cfg)
+	want := summarize(fresh, cfg, today(v))
 	sum, err := st.summary(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -41,7 +41,11 @@ func (ct *ContinuityTx) Learn(in LearnInput) (*Learning, error) {
 	ev := evs[len(evs)-1]
 	if repeats != nil {
 		nl := ct.state().Learning(repeats.ID)
-		ct.say("%s reinforced (%d×, ttl %d days)", nl.ID, nl.ReinforceCount, nl.TTL)
+		why := ""
+		if _, w, ok := strings.Cut(ev.Text, " (rewords "); ok {
+			why = "; a rewording (" + strings.TrimSuffix(w, ")") + ")"
+		}
+		ct.say("%s reinforced (%d×, ttl %d days)%s", nl.ID, nl.ReinforceCount, nl.TTL, why)
 		return nl, nil
 	}
 	l := ct.state().Learning(ev.ID)
@@ -76,27 +80,27 @@ func LearnEvent(c *Continuity, in LearnInput, day string) (evs []*vault.Event, r
 	if in.TTL < 0 || in.TTL > 3650 {
 		return nil, nil, nil, fault.New(vault.ErrInvalid, "learn: ttl %d: want 1 to 3650 days", in.TTL)
 	}
-	key := learningKey(sc.String(), in.Error)
-	for _, l := range c.Learnings {
-		if learningKey(l.Scope, l.Error) != key || l.Status == vault.StatusSuperseded {
-			continue
-		}
+	if l, why := repeatOf(c, sc.String(), in.Error); l != nil {
 		if l.Status == vault.StatusInvalidated {
 			invalid = l
-			continue
+		} else {
+			d := contData{ID: l.ID, Date: day}
+			if in.Cause != "" && NormalizeText(in.Cause) != NormalizeText(l.Cause) {
+				d.Cause = in.Cause
+			}
+			if in.Prevention != "" && NormalizeText(in.Prevention) != NormalizeText(l.Prevention) {
+				d.Prevention = in.Prevention
+			}
+			if l.Status == vault.StatusArchived && l.StatusBy != "" {
+				evs = append(evs, &vault.Event{Kind: "retract", Text: l.ID + " is relevant again", Links: []string{l.StatusBy}})
+			}
+			text := l.ID + " reinforced: " + in.Error
+			if why != "" {
+				text += " (rewords " + l.ID + ": " + why + ")"
+			}
+			evs = append(evs, protocolEvent(vault.KindLearningReinforce, text, d, l.Event))
+			return evs, l, nil, nil
 		}
-		d := contData{ID: l.ID, Date: day}
-		if in.Cause != "" && NormalizeText(in.Cause) != NormalizeText(l.Cause) {
-			d.Cause = in.Cause
-		}
-		if in.Prevention != "" && NormalizeText(in.Prevention) != NormalizeText(l.Prevention) {
-			d.Prevention = in.Prevention
-		}
-		if l.Status == vault.StatusArchived && l.StatusBy != "" {
-			evs = append(evs, &vault.Event{Kind: "retract", Text: l.ID + " is relevant again", Links: []string{l.StatusBy}})
-		}
-		evs = append(evs, protocolEvent(vault.KindLearningReinforce, l.ID+" reinforced: "+in.Error, d, l.Event))
-		return evs, l, nil, nil
 	}
 	ttl := in.TTL
 	if ttl == 0 {
@@ -112,6 +116,49 @@ func LearnEvent(c *Continuity, in LearnInput, day string) (evs []*vault.Event, r
 		d.Error = "" // a plain learning: its text is the error
 	}
 	return []*vault.Event{protocolEvent("learning", text, d)}, nil, invalid, nil
+}
+
+// repeatOf is the learning of scope that a new learning with error errText
+// repeats, and why when it is a rewording rather than the same text: the
+// same error after NormalizeText first, else the most similar (similar),
+// the older on a tie. An active or corrected learning is preferred to an
+// archived one, and either to an invalidated one, which is returned only
+// so that the caller can warn (it is never reinforced). Superseded
+// learnings are history.
+func repeatOf(c *Continuity, scope, errText string) (*Learning, string) {
+	key := learningKey(scope, errText)
+	rank := func(l *Learning) int {
+		switch l.Status {
+		case vault.StatusActive, vault.StatusCorrected:
+			return 0
+		case vault.StatusArchived:
+			return 1
+		}
+		return 2
+	}
+	var best *Learning
+	bestWhy, bestExact := "", false
+	neg, ws := words(errText)
+	for _, l := range c.Learnings {
+		if l.Scope != scope || l.Status == vault.StatusSuperseded {
+			continue
+		}
+		exact := learningKey(l.Scope, l.Error) == key
+		why := ""
+		if !exact {
+			ln, lw := words(l.Error)
+			ok, w := similarWords(neg, ws, ln, lw)
+			if !ok {
+				continue
+			}
+			why = w
+		}
+		switch {
+		case best == nil, rank(l) < rank(best), rank(l) == rank(best) && exact && !bestExact:
+			best, bestWhy, bestExact = l, why, exact
+		}
+	}
+	return best, bestWhy
 }
 
 // protocolEvent is an event of the protocol with its data.
@@ -460,6 +507,17 @@ func (ct *ContinuityTx) Audit(dryRun bool) *AuditReport {
 		case "invalidate":
 			l := c.Learning(a.ID)
 			ct.append(vault.KindLearningInvalid, a.Reason, contData{ID: a.ID, Date: ct.day, Reason: "conflict", By: a.By}, l.Event)
+		case "reinforce":
+			// A rewording: the older learning is reinforced as of the
+			// newer's day, in the newer's words for its prevention; the
+			// newer one is archived, pointing at it.
+			l, dup := c.Learning(a.ID), c.Learning(a.By)
+			d := contData{ID: l.ID, Date: dup.LastRelevant}
+			if dup.Prevention != "" && NormalizeText(dup.Prevention) != NormalizeText(l.Prevention) {
+				d.Prevention = dup.Prevention
+			}
+			ct.append(vault.KindLearningReinforce, l.ID+" reinforced: "+dup.Error, d, l.Event)
+			ct.append(vault.KindLearningArchived, a.Reason, contData{ID: dup.ID, Date: ct.day, Reason: "duplicate", By: l.ID}, dup.Event)
 		case "supersede":
 			d := c.Decision(a.ID)
 			ct.append(vault.KindDecisionSuperseed, a.Reason, contData{ID: a.ID, Date: ct.day, By: a.By}, d.Event)
@@ -477,12 +535,17 @@ func (ct *ContinuityTx) Audit(dryRun bool) *AuditReport {
 type SessionEndInput struct {
 	Context []string // Working Context lines; nil keeps the last ones
 	Files   []string // Files Being Modified; nil keeps the last ones
+	// Touched are the files the session's edit tools wrote, listed first
+	// in Files Being Modified, before those of earlier sessions that have
+	// not aged out (keepFiles). UpdateContinuityAtSessionEnd reads them
+	// from the session's transcript when neither this nor Files is given.
+	Touched []string
 }
 
 // SessionEnd counts the session (Iteration), keeps its working context,
 // and runs the audit, which writes only when something changed.
 func (ct *ContinuityTx) SessionEnd(in SessionEndInput) error {
-	ct.append(vault.KindContinuitySession, "session end", contData{Date: ct.day, Context: in.Context, Files: in.Files})
+	ct.append(vault.KindContinuitySession, "session end", contData{Date: ct.day, Context: in.Context, Files: in.Files, Touched: in.Touched})
 	ct.Audit(false)
 	return nil
 }
@@ -493,6 +556,9 @@ func (ct *ContinuityTx) SessionEnd(in SessionEndInput) error {
 func UpdateContinuityAtSessionEnd(v *vault.Vault, opts vault.TxOptions, in SessionEndInput) (*ContinuityResult, error) {
 	if opts.Command == "" {
 		opts.Command = "session-end"
+	}
+	if in.Files == nil && in.Touched == nil && opts.Session != "" {
+		in.Touched = sessionFiles(v, opts.Agent, opts.Session)
 	}
 	return UpdateContinuity(v, ContinuityOptions{TxOptions: opts, Trigger: "session-end"}, func(ct *ContinuityTx) error {
 		return ct.SessionEnd(in)

@@ -30,6 +30,29 @@ type instr struct {
 // the lemma's, so a contradicting pair always meets in some word of both
 // prefixes; only such pairs are checked in full.
 func eachContradiction(items []instr, fn func(i, j int) bool) {
+	eachPair(items, contradictionRule, fn)
+}
+
+// pairRule is what eachPair joins on: pairs of the same polarity or of
+// different polarity, sharing at least minShared words and at least
+// tenths/10 of their union (Jaccard).
+type pairRule struct {
+	samePolarity bool
+	minShared    int
+	tenths       int
+}
+
+// contradictionRule is contradicts' rule; similarRule the candidates of a
+// reworded learning (similar, which then applies its own threshold, never
+// below 0.6).
+var (
+	contradictionRule = pairRule{samePolarity: false, minShared: 2, tenths: 6}
+	similarRule       = pairRule{samePolarity: true, minShared: 1, tenths: 6}
+)
+
+// eachPair is eachContradiction for any pairRule: fn(i, j) for every pair
+// i < j that the rule joins, in the same order.
+func eachPair(items []instr, rule pairRule, fn func(i, j int) bool) {
 	freq := map[string]int{}
 	for _, it := range items {
 		for w := range it.core {
@@ -58,8 +81,8 @@ func eachContradiction(items []instr, fn func(i, j int) bool) {
 	index := make([][]int32, len(vocab)) // rank → items whose prefix holds it, ascending
 	for i, it := range items {
 		n := len(it.core)
-		if n < 2 {
-			continue // two shared words at least: it contradicts nothing
+		if n < rule.minShared || n == 0 {
+			continue // it cannot share enough words with anything
 		}
 		set := make([]int32, 0, n)
 		for w := range it.core {
@@ -67,7 +90,7 @@ func eachContradiction(items []instr, fn func(i, j int) bool) {
 		}
 		slices.Sort(set)
 		sets[i] = set
-		k := max(2, (6*n+9)/10)
+		k := max(rule.minShared, (rule.tenths*n+9)/10)
 		prefixes[i] = set[:n-k+1]
 		for _, r := range prefixes[i] {
 			index[r] = append(index[r], int32(i))
@@ -84,29 +107,28 @@ func eachContradiction(items []instr, fn func(i, j int) bool) {
 			for _, j := range post[from:] {
 				// A contradiction shares at least 0.6 of the union, so
 				// the smaller set is at least 0.6 of the larger.
-				if seen[j] == int32(i+1) || items[j].neg == a.neg {
+				if seen[j] == int32(i+1) || (items[j].neg == a.neg) != rule.samePolarity {
 					continue
 				}
 				seen[j] = int32(i + 1)
-				if nb := len(sets[j]); 10*min(na, nb) >= 6*max(na, nb) {
+				if nb := len(sets[j]); 10*min(na, nb) >= rule.tenths*max(na, nb) {
 					cand = append(cand, j)
 				}
 			}
 		}
 		slices.Sort(cand)
 		for _, j := range cand {
-			if overlapContradicts(sets[i], sets[j]) && !fn(i, int(j)) {
+			if rule.overlaps(sets[i], sets[j]) && !fn(i, int(j)) {
 				break
 			}
 		}
 	}
 }
 
-// overlapContradicts is contradicts' overlap rule for two sets of word
-// ranks in ascending order (of different polarity, checked by the
-// caller): at least two words shared, and shared at least 0.6 of the
-// union.
-func overlapContradicts(a, b []int32) bool {
+// overlaps is the rule's overlap test for two sets of word ranks in
+// ascending order (their polarity checked by the caller): at least
+// minShared words shared, and shared at least tenths/10 of the union.
+func (rule pairRule) overlaps(a, b []int32) bool {
 	shared := 0
 	for x, y := 0, 0; x < len(a) && y < len(b); {
 		switch {
@@ -121,5 +143,5 @@ func overlapContradicts(a, b []int32) bool {
 		}
 	}
 	union := len(a) + len(b) - shared
-	return shared >= 2 && union > 0 && shared*10 >= union*6
+	return shared >= rule.minShared && union > 0 && shared*10 >= union*rule.tenths
 }

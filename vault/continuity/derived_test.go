@@ -230,7 +230,7 @@ var derivedViews = []derivedView{
 				return nil, err
 			}
 			c := foldContinuity(st.Rows, nil)
-			return []any{summarize(c, cfg), c.LastAudit, bookJSON(c.head), contFingerprint(t, c), tip}, nil
+			return []any{summarize(c, cfg, today(v)), c.LastAudit, bookJSON(c.head), contFingerprint(t, c), tip}, nil
 		},
 	},
 	{

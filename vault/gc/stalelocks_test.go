@@ -45,7 +45,7 @@ func gitLocks(t *testing.T, v *vault.Vault) []string {
 	t.Helper()
 	var found []string
 	filepath.WalkDir(filepath.Join(v.Root, ".git"), func(p string, e os.DirEntry, err error) error {
-		if err == nil && strings.HasSuffix(p, ".lock") {
+		if err == nil && (strings.HasSuffix(p, ".lock") || filepath.Base(p) == "packed-refs.new") {
 			rel, _ := filepath.Rel(filepath.Join(v.Root, ".git"), p)
 			found = append(found, filepath.ToSlash(rel))
 		}
@@ -55,7 +55,7 @@ func gitLocks(t *testing.T, v *vault.Vault) []string {
 }
 
 // TestKilledGCLocksCleared (issue 33, item 4): the lock files a killed gc
-// left (the branch's, packed-refs', the reflog's, the commit graph's,
+// left (the branch's, packed-refs' and the file git writes them into, the reflog's, the commit graph's,
 // gc.pid.lock) no longer block: the next write clears them and commits,
 // and so do gc and repair; git fsck is clean after.
 func TestKilledGCLocksCleared(t *testing.T) {
@@ -63,7 +63,7 @@ func TestKilledGCLocksCleared(t *testing.T) {
 		t.Skip("needs git, and /proc to tell a live git's locks (elsewhere none are cleared)")
 	}
 	left := []string{"refs/heads/main.lock", "packed-refs.lock", "logs/refs/heads/main.lock",
-		"objects/info/commit-graph.lock", "gc.pid.lock", "HEAD.lock"}
+		"objects/info/commit-graph.lock", "gc.pid.lock", "HEAD.lock", "packed-refs.new"}
 	v := testvault.New(t)
 	testvault.Remember(t, v, "before")
 	killedRun(t, v, left...)

@@ -3,7 +3,8 @@ package gitrepo
 // A gc run's mark, and the lock files a killed one leaves.
 //
 // git never breaks a lock file, and `git gc` takes many: packed-refs.lock
-// and <ref>.lock while it packs refs, the ref's and its reflog's while it
+// and <ref>.lock while it packs refs (and packed-refs.new, the file it
+// writes them into, created exclusively too), the ref's and its reflog's while it
 // expires reflogs (logs/refs/heads/main.lock), objects/info/commit-graph.lock,
 // gc.pid.lock. A gc killed with its process group leaves any of them, and
 // then every later write (which moves refs/heads/main under main.lock) or
@@ -162,6 +163,9 @@ func (r *Repo) ClearStaleGCLocks() ([]string, error) {
 		}
 		name := e.Name()
 		stale := strings.HasSuffix(name, ".lock")
+		if name == "packed-refs.new" && p == filepath.Join(r.gitDir, name) {
+			stale = true // the file git writes packed refs into under packed-refs.lock, created exclusively
+		}
 		if name == "gc.pid" && p == filepath.Join(r.gitDir, "gc.pid") {
 			stale = gcPidGone(p) // its git is gone (or a zombie, which git would wait on for 12 hours)
 		}

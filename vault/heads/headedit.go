@@ -332,9 +332,12 @@ func resolveTx(v *vault.Vault, tx *vault.Tx, todo []HeadState, take string, out 
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fault.IO("read "+h.Head, err)
 			}
+			// The render now: a conflict stands across refreshes, and the
+			// render's version it recorded may be older than the last.
+			now, _ := v.Files().ReadFile(v.Abs(vault.MustRel(vault.RenderedDir, h.Head)))
 			next := cur
 			for _, c := range h.Conflicts {
-				next = applyTheirs(next, c.Data)
+				next = applyTheirs(next, c.Data, now)
 			}
 			if !bytes.Equal(next, cur) {
 				tx.WriteFileIfUnchanged(rel, next, cur, err == nil)
@@ -359,8 +362,10 @@ func resolveTx(v *vault.Vault, tx *vault.Tx, todo []HeadState, take string, out 
 // applyTheirs puts the render's text of each section of a head.conflict
 // event into doc: a whole-file conflict replaces the file; a section is
 // found by its heading path and replaced up to the next heading; a section
-// the render dropped is removed; one the person deleted is appended.
-func applyTheirs(doc []byte, data json.RawMessage) []byte {
+// the render dropped is removed; one the person deleted is appended. The
+// render's text is the last render's (now, the .rendered/ copy) where it
+// has that section, else the one the event recorded.
+func applyTheirs(doc []byte, data json.RawMessage, now []byte) []byte {
 	var d struct {
 		Sections []struct {
 			Heading string `json:"heading"`
@@ -374,7 +379,13 @@ func applyTheirs(doc []byte, data json.RawMessage) []byte {
 	for _, s := range d.Sections {
 		if s.Whole {
 			doc = []byte(s.Theirs)
+			if len(now) > 0 {
+				doc = bytes.Clone(now)
+			}
 			continue
+		}
+		if start, end, ok := findSection(now, s.Heading); ok {
+			s.Theirs = string(now[start:end])
 		}
 		start, end, ok := findSection(doc, s.Heading)
 		switch {

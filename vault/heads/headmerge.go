@@ -50,6 +50,9 @@ type HeadBook struct {
 	Deferred  []string        // ids of the head.deferred events since then
 	Tokens    map[string]bool // the lease tokens of their holders
 	Conflicts []string        // ids of head.conflict events not resolved
+	// Data holds the data of those head.conflict events, where known
+	// (planConflicts reads the others back from the ledger).
+	Data map[string]json.RawMessage
 }
 
 // Add folds one head event of this head into the book. It is the fold
@@ -59,14 +62,18 @@ func (h *HeadBook) Add(ev *vault.Event) {
 	switch ev.Kind {
 	case vault.KindHeadRendered:
 		var d struct {
-			Blob      string `json:"blob"`
-			Conflicts int    `json:"conflicts"`
+			Blob      string   `json:"blob"`
+			Conflicts int      `json:"conflicts"`
+			Settled   []string `json:"settled"`
 		}
 		_ = json.Unmarshal(ev.Data, &d)
 		h.Blob, h.Rendered = d.Blob, true
 		h.Deferred, h.Tokens = nil, map[string]bool{}
-		if d.Conflicts == 0 {
-			h.Conflicts = nil
+		h.Conflicts = standing(h.Conflicts, d.Conflicts, d.Settled, func(id string) string { return id })
+		for id := range h.Data {
+			if !slices.Contains(h.Conflicts, id) {
+				delete(h.Data, id)
+			}
 		}
 	case vault.KindHeadDeferred:
 		h.Deferred = append(h.Deferred, ev.ID)
@@ -76,9 +83,24 @@ func (h *HeadBook) Add(ev *vault.Event) {
 		h.Tokens[holderToken(ev.Data)] = true
 	case vault.KindHeadConflict:
 		h.Conflicts = append(h.Conflicts, ev.ID)
+		if h.Data == nil {
+			h.Data = map[string]json.RawMessage{}
+		}
+		h.Data[ev.ID] = ev.Data
 	case vault.KindHeadResolved:
-		h.Conflicts = nil
+		h.Conflicts, h.Data = nil, nil
 	}
+}
+
+// standing is what is left of the unresolved conflicts ids after a
+// head.rendered that says n stand and names the settled ones: none when n
+// is 0, else all but the settled (a head.rendered before issue 34 names
+// none). id names an element of ids.
+func standing[T any](ids []T, n int, settled []string, id func(T) string) []T {
+	if n == 0 {
+		return ids[:0]
+	}
+	return slices.DeleteFunc(ids, func(x T) bool { return slices.Contains(settled, id(x)) })
 }
 
 // book is the pipeline's view of a head's bookkeeping.
@@ -96,6 +118,10 @@ func (h *HeadState) book() HeadBook {
 	}
 	for _, c := range h.Conflicts {
 		b.Conflicts = append(b.Conflicts, c.ID)
+		if b.Data == nil {
+			b.Data = map[string]json.RawMessage{}
+		}
+		b.Data[c.ID] = c.Data
 	}
 	return b
 }
@@ -157,9 +183,10 @@ func MergeInto(v *vault.Vault, tx *vault.Tx, m HeadMerge) (mergeOutcome, error) 
 	if clean, counts := v.Redact(string(f.result)); len(counts) > 0 {
 		f.result = []byte(clean)
 	}
+	plan := planConflicts(v, m, f)
 	if f.status == "" {
 		switch {
-		case f.whole != "" || len(f.conflicts) > 0:
+		case plan.record:
 			f.status = "conflict"
 		case bytes.Equal(f.result, m.Theirs):
 			f.status = "rendered"
@@ -175,7 +202,7 @@ func MergeInto(v *vault.Vault, tx *vault.Tx, m HeadMerge) (mergeOutcome, error) 
 	if writeRendered {
 		tx.WriteFile(renderedRel, m.Theirs)
 	}
-	out, ev := recordMerge(tx, m, f, theirsBlob)
+	out, ev := recordMerge(tx, m, f, plan, theirsBlob)
 	if writeHead || writeRendered {
 		// On record before anything is written: a process killed before
 		// its commit leaves bytes the next transaction knows for its own.
@@ -264,18 +291,24 @@ func mergeFile(v *vault.Vault, m HeadMerge, renderedRel vault.RelPath, theirsBlo
 }
 
 // settle merges again a file whose merge with the new render conflicts,
-// in two ways that find no conflict where nobody made one: first as the
-// save of an older render (staleSave), then with a side that only
-// inserted lines taken with its lines put into the other's version
+// in ways that find no conflict where nobody made one: first as the save
+// of an older render (staleSave), then with a side that only inserted
+// lines taken with its lines put into the other's version
 // (merge.MarkdownOptions.KeepInsertions: a person's line beside a row the
-// render dropped, a new row beside a line the person changed). The stale
-// save goes first: a buffer that misses the render's last rows would
-// otherwise read as the person deleting them.
+// render dropped, a new row beside a line the person changed), and what
+// still conflicts row by row (MergeRows, with headRowKey): the person's
+// text for the rows they changed, the render's other rows beside it, so a
+// conflict never freezes a section. The stale save goes first: a buffer
+// that misses the render's last rows would otherwise read as the person
+// deleting them.
 func settle(v *vault.Vault, renderedRel vault.RelPath, last string, base, ours, theirs []byte, opts merge.MarkdownOptions, conflicts []merge.SectionConflict) (merge.Result, error) {
 	if r, ok := staleSave(v, renderedRel, last, base, ours, theirs, opts, conflicts); ok {
 		return r, nil
 	}
-	opts.KeepInsertions = true
+	opts.KeepInsertions, opts.MergeRows, opts.RowKey = true, true, headRowKey
+	if older := staleBase(v, renderedRel, last, base, ours); older != nil {
+		base = older // the render the person's editor loaded (staleBase)
+	}
 	return merge.Markdown(base, ours, theirs, opts)
 }
 
@@ -383,55 +416,6 @@ func readHeadFile(v *vault.Vault, rel vault.RelPath) ([]byte, error) {
 func renderedIs(v *vault.Vault, rel vault.RelPath, blob string) bool {
 	data, err := v.Files().ReadFile(v.Abs(rel))
 	return err == nil && gitrepo.BlobHash(data) == blob
-}
-
-// recordMerge appends head.rendered and, when sections could not be
-// merged, head.conflict with the render's version of each. It returns the
-// head.rendered event too.
-func recordMerge(tx *vault.Tx, m HeadMerge, f mergedFile, theirsBlob string) (mergeOutcome, *vault.Event) {
-	head := m.Rel.String()
-	out := mergeOutcome{Status: f.status}
-	n := len(f.conflicts)
-	if f.whole != "" {
-		n = 1
-	}
-	data := map[string]any{"head": head, "blob": theirsBlob, "file": gitrepo.BlobHash(f.result), "trigger": m.Trigger, "conflicts": n}
-	for k, x := range m.Size {
-		data[k] = x
-	}
-	d, _ := json.Marshal(data)
-	text := head + ": " + out.Status
-	if len(m.Book.Deferred) > 0 {
-		text += fmt.Sprintf(" (retry of %d deferred)", len(m.Book.Deferred))
-		out.retried = append([]string(nil), m.Book.Deferred...)
-	}
-	links := append([]string(nil), m.Book.Deferred...)
-	if n == 0 {
-		links = append(links, m.Book.Conflicts...)
-	}
-	rendered := tx.Append(&vault.Event{Kind: vault.KindHeadRendered, Thread: m.thread, Text: text, Data: d, Links: links, Source: m.Source})
-	if n == 0 {
-		return out, rendered
-	}
-	type sec struct {
-		Heading string `json:"heading"`
-		Kind    string `json:"kind"`
-		Whole   bool   `json:"whole_file,omitempty"`
-		Theirs  string `json:"theirs"`
-	}
-	var secs []sec
-	if f.whole != "" {
-		secs = append(secs, sec{Kind: f.whole, Whole: true, Theirs: string(m.Theirs)})
-		out.Sections = append(out.Sections, "(whole file)")
-	}
-	for _, c := range f.conflicts {
-		secs = append(secs, sec{Heading: c.Heading, Kind: c.Kind.String(), Theirs: string(c.Theirs)})
-		out.Sections = append(out.Sections, c.Heading)
-	}
-	cd, _ := json.Marshal(map[string]any{"head": head, "rendered": theirsBlob, "base": m.Book.Blob, "sections": secs})
-	tx.Append(&vault.Event{Kind: vault.KindHeadConflict, Thread: m.thread, Source: m.Source, Data: cd,
-		Text: fmt.Sprintf("%s: your text kept in %s; the render's version is in this event", head, strings.Join(out.Sections, "; "))})
-	return out, rendered
 }
 
 // DeferHead records that a head's refresh met a lease held by someone

@@ -31,6 +31,9 @@ func TestHeadBookFoldsLikeHeadState(t *testing.T) {
 			case vault.KindHeadRendered:
 				data["blob"] = fmt.Sprintf("%040d", r.IntN(3))
 				data["conflicts"] = r.IntN(2)
+				if len(trail) > 0 && r.IntN(2) == 0 {
+					data["settled"] = []string{fmt.Sprintf("e_%d", r.IntN(len(trail)))}
+				}
 			case vault.KindHeadDeferred:
 				data["holder"] = map[string]string{"token": fmt.Sprintf("t%d", r.IntN(3))}
 			}
@@ -58,6 +61,9 @@ func sameBook(a, b HeadBook) bool {
 		}
 		if len(h.Tokens) == 0 {
 			h.Tokens = nil
+		}
+		if len(h.Data) == 0 {
+			h.Data = nil
 		}
 		return h
 	}

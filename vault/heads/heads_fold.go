@@ -211,12 +211,11 @@ func applyHeadEvent(heads map[string]*HeadState, r *vault.Row, i int) {
 		h.LastRendered = &he
 		h.Deferred = h.Deferred[:0]
 		var d struct {
-			Conflicts int `json:"conflicts"`
+			Conflicts int      `json:"conflicts"`
+			Settled   []string `json:"settled"`
 		}
 		_ = json.Unmarshal(r.Data, &d)
-		if d.Conflicts == 0 {
-			h.Conflicts = h.Conflicts[:0]
-		}
+		h.Conflicts = standing(h.Conflicts, d.Conflicts, d.Settled, func(e HeadEvent) string { return e.ID })
 	case vault.KindHeadDeferred:
 		h.Deferred = append(h.Deferred, he)
 	case vault.KindHeadConflict:

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // The fake model server: the model APIs of the five harnesses (Anthropic's
@@ -21,11 +22,12 @@ import (
 // find again, every request logged.
 
 // LoggedRequest is one request the fake model received: its number in
-// the order they came, its path with the query, and its body.
+// the order they came, its path with the query, its body, and when it came.
 type LoggedRequest struct {
 	N    int
 	Path string
 	Body string
+	At   time.Time
 }
 
 // FakeModel answers the model APIs the harnesses call and logs every
@@ -88,10 +90,11 @@ func (f *FakeModel) Count() int {
 // would; a test may put a handler of its own in front (to keep the
 // headers, which the log leaves out).
 func (f *FakeModel) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	at := time.Now()
 	data, _ := io.ReadAll(req.Body)
 	f.mu.Lock()
 	n := len(f.reqs) + 1
-	f.reqs = append(f.reqs, LoggedRequest{N: n, Path: req.URL.RequestURI(), Body: string(data)})
+	f.reqs = append(f.reqs, LoggedRequest{N: n, Path: req.URL.RequestURI(), Body: string(data), At: at})
 	line, _ := json.Marshal(map[string]any{"n": n, "method": req.Method, "url": req.URL.RequestURI(), "body": json.RawMessage(validJSON(data))})
 	f.log.Write(append(line, '\n'))
 	f.mu.Unlock()

@@ -23,7 +23,9 @@ func newContextCommand() *ucli.Command {
 		Usage: "print what a session starts with (for harnesses wired by hand)",
 		Description: "Prints what session start injects: the note below, the thread's head, CONTINUITY.md's live\n" +
 			"sections, MEMORY.md and the learnings and decisions in scope here, each row once, within\n" +
-			"--limit characters (docs/HOOKS.md). The note it starts with:\n\n" + hooks.UsageNote,
+			"--limit characters; of CONTINUITY.md and MEMORY.md only the rows of the thread and of no\n" +
+			"thread, and of each other thread one line (docs/HOOKS.md, \"Per scope\"). The note it\n" +
+			"starts with:\n\n" + hooks.UsageNote,
 	}
 }
 

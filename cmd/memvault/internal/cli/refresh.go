@@ -72,7 +72,7 @@ func printRefresh(e env, json bool, rep *heads.RefreshReport, explain bool) erro
 		case h.Status == "deferred":
 			line += ": lease held by " + h.Holder.String() + "; the next refresh retries it"
 		case h.Status == "conflict":
-			line += " in " + strings.Join(h.Sections, "; ") + ": your text was kept; see memvault status, settle with memvault resolve"
+			line += " in " + strings.Join(h.Sections, "; ") + ": your text was kept, the render's other rows merged beside it; see memvault status, settle with memvault resolve"
 		}
 		if h.HandEdits {
 			line += " (your uncommitted edit was committed first)"

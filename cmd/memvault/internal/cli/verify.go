@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/lineage"
 )
 
 type verifyOptions struct {
@@ -51,6 +53,9 @@ func runVerify(_ context.Context, opts verifyOptions, e env, v *vault.Vault) err
 	stop := startProgress(e, v, opts.json)
 	defer stop()
 	rep, err := verify()
+	if err == nil && rep.OK && !opts.staged && !opts.incremental {
+		err = checkClaims(v, rep)
+	}
 	stop()
 	if err != nil {
 		return err
@@ -102,6 +107,10 @@ func runVerify(_ context.Context, opts verifyOptions, e env, v *vault.Vault) err
 			if forged > 0 {
 				fmt.Fprintf(e.stderr, "hint: undo a forged commit with git revert, and take a forged line out of the work tree; memvault repair does not take a forgery as its own\n")
 			}
+			if claims := countClaimProblems(rep.Problems); claims > 0 {
+				fmt.Fprintf(e.stderr, "hint: a claim no check wrote is withdrawn with memvault retract ID; memvault repair does not judge claims\n")
+				forged += claims
+			}
 			if links+forged < len(rep.Problems) {
 				fmt.Fprintf(e.stderr, "hint: memvault repair re-chains the ledger and restores committed events, keeping the old segments under .logs/\n")
 			}
@@ -111,4 +120,30 @@ func runVerify(_ context.Context, opts verifyOptions, e env, v *vault.Vault) err
 		return &silentError{code: ExitCorrupt}
 	}
 	return nil
+}
+
+// checkClaims adds to rep the claims whose status no check wrote
+// (lineage.CheckClaims): a full verification judges every claim, since the
+// engine's checks hold lines to the chain and the policy but cannot judge a
+// claim. It runs on a ledger that passed those checks: on a broken one its
+// replay would read what the chain check already names.
+func checkClaims(v *vault.Vault, rep *vault.VerifyReport) error {
+	claims, err := lineage.CheckClaims(v)
+	if err != nil {
+		return err
+	}
+	rep.Problems = append(rep.Problems, claims...)
+	rep.OK = rep.OK && len(claims) == 0
+	return nil
+}
+
+// countClaimProblems counts the problems of checkClaims in ps.
+func countClaimProblems(ps []vault.Problem) int {
+	n := 0
+	for _, p := range ps {
+		if strings.HasPrefix(p.Msg, lineage.ForgedClaim) {
+			n++
+		}
+	}
+	return n
 }

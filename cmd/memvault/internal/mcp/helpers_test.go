@@ -28,6 +28,8 @@ type fixture struct {
 	server *Server
 	// updated receives the URI of every resource-updated notification.
 	updated chan string
+	// listChanged receives each resources/list_changed notification.
+	listChanged chan struct{}
 }
 
 // setup makes a vault in a temporary folder and connects a client to a
@@ -49,7 +51,7 @@ func setup(t *testing.T, opts Options, protocol string) *fixture {
 // opts; protocol "" is the SDK's latest.
 func connect(t *testing.T, v *vault.Vault, opts Options, protocol string, roots []*sdk.Root) *fixture {
 	t.Helper()
-	f := &fixture{t: t, v: v, updated: make(chan string, 16)}
+	f := &fixture{t: t, v: v, updated: make(chan string, 16), listChanged: make(chan struct{}, 16)}
 	ctx := context.Background()
 	ct, st := sdk.NewInMemoryTransports()
 	f.server = New(opts)
@@ -61,6 +63,9 @@ func connect(t *testing.T, v *vault.Vault, opts Options, protocol string, roots 
 	client := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1"}, &sdk.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
 			f.updated <- req.Params.URI
+		},
+		ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) {
+			f.listChanged <- struct{}{}
 		},
 	})
 	client.AddRoots(roots...)

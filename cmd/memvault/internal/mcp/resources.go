@@ -40,9 +40,7 @@ const (
 )
 
 func (s *Server) addResources() {
-	s.sdk.AddResource(&sdk.Resource{URI: memoryURI, Name: "MEMORY.md", Title: "MEMORY.md: the global head",
-		Description: "Tier 1: the highest-priority state across threads (commitments, blockers, next actions, constraints, node ids to drill into).",
-		MIMEType:    markdown}, s.readHead)
+	s.addMemoryResource()
 	s.sdk.AddResource(&sdk.Resource{URI: continuityURI, Name: "CONTINUITY.md", Title: "CONTINUITY.md: the working memory",
 		Description: "The scratchpad: active goal, current task, just completed, next actions, blockers, key decisions, learnings.",
 		MIMEType:    markdown}, s.readHead)
@@ -68,6 +66,14 @@ func (s *Server) addResources() {
 	})
 }
 
+// addMemoryResource registers MEMORY.md; registering it again is how the
+// server sends notifications/resources/list_changed (notifyListChanged).
+func (s *Server) addMemoryResource() {
+	s.sdk.AddResource(&sdk.Resource{URI: memoryURI, Name: "MEMORY.md", Title: "MEMORY.md: the global head",
+		Description: "Tier 1: the highest-priority state across threads (commitments, blockers, next actions, constraints, node ids to drill into).",
+		MIMEType:    markdown}, s.readHead)
+}
+
 // listResources lists MEMORY.md, CONTINUITY.md and the head of every thread
 // the vault knows; without a vault, the first two (reading them says why).
 func (s *Server) listResources(ctx context.Context, req *sdk.ListResourcesRequest) (*sdk.ListResourcesResult, error) {
@@ -77,7 +83,7 @@ func (s *Server) listResources(ctx context.Context, req *sdk.ListResourcesReques
 	}
 	c, err := s.open(ctx, req.Session, false)
 	if err != nil {
-		return &sdk.ListResourcesResult{Resources: list}, nil
+		return &sdk.ListResourcesResult{Resources: list, Cacheable: listCacheable()}, nil
 	}
 	info, err := heads.Heads(c.v)
 	if err != nil {
@@ -91,7 +97,8 @@ func (s *Server) listResources(ctx context.Context, req *sdk.ListResourcesReques
 		list = append(list, &sdk.Resource{URI: threadURI(th), Name: t.Key, Title: "thread head " + t.Key,
 			Description: "head " + t.HeadState + "; " + t.Head, MIMEType: markdown})
 	}
-	return &sdk.ListResourcesResult{Resources: list}, nil
+	s.noteListed(listedThreads(info))
+	return &sdk.ListResourcesResult{Resources: list, Cacheable: listCacheable()}, nil
 }
 
 // threadURI is the resource of a thread's head.

@@ -73,6 +73,10 @@ type Options struct {
 	// Refresh brings the heads up to date after each write tool's commit
 	// (hooks/afterwrite.go); the zero value leaves them.
 	Refresh hooks.Refresher
+	// Trace, when set, gets a line for every message in and out, with
+	// the time since the server started (MEMVAULT_MCP_TRACE; docs/MCP.md,
+	// "What a client waits for").
+	Trace io.Writer
 }
 
 // Server is memvault's MCP server. Its state is what a session learns as it
@@ -88,6 +92,7 @@ type Server struct {
 	mu      sync.Mutex
 	roots   map[*sdk.ServerSession]*rootsAnswer
 	watched map[string]string // subscribed head URI → fingerprint of its text when last told
+	listed  []string          // the thread heads the last resources/list named (nil: never listed)
 }
 
 // New builds the server with every tool, resource and prompt.
@@ -108,6 +113,7 @@ func New(opts Options) *Server {
 			Capabilities:            &sdk.ServerCapabilities{},
 			RootsListChangedHandler: s.rootsChanged,
 			SubscribeHandler:        s.subscribe,
+			SetCacheable:            cacheable,
 			UnsubscribeHandler:      s.unsubscribe,
 		})
 	s.addTools()
@@ -127,7 +133,9 @@ const instructions = "memvault is this project's memory: decisions, facts, commi
 // it closes in and every request it sent is answered (stdio.go), or ctx
 // ends. A client that goes away is the end of the session, not an error.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	err := s.sdk.Run(ctx, &stdioTransport{in: in, out: out})
+	trace := newTracer(s.opts.Trace)
+	err := s.sdk.Run(ctx, &stdioTransport{in: in, out: out, trace: trace})
+	trace.event("session ended")
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, sdk.ErrConnectionClosed) {
 		return nil
 	}

@@ -40,19 +40,30 @@ import (
 // lose it, and a write under way would be cut off by the process's exit.
 // So the end of stdin is held back until every request read has been
 // answered, or drainWait has passed (a client may cancel a request, which
-// is then never answered).
+// is then never answered). A subscriptions/listen request (the 2026-07-28
+// protocol's stream of notifications) does not hold it back: it is
+// answered only when the client cancels it or the session ends, so the end
+// of the input is its end. Waiting for it held every Claude Code 2.1
+// session's exit until the harness gave up on the server, about four
+// seconds later (docs/MCP.md, "What a client waits for").
 
 // drainWait bounds how long the end of stdin waits for the answers.
 const drainWait = 30 * time.Second
 
 // pending holds the ids of the requests read from the client that are not
 // answered yet. A request whose id is one of them is refused here: the SDK
-// would drop it without an answer.
+// would drop it without an answer. Each id says whether the end of the
+// input waits for its answer (false: a subscriptions/listen stream).
 type pending struct {
-	mu   sync.Mutex
-	cond *sync.Cond
-	ids  map[jsonrpc.ID]bool
+	mu      sync.Mutex
+	cond    *sync.Cond
+	ids     map[jsonrpc.ID]bool
+	awaited int // how many of ids the end of the input waits for
 }
+
+// listenMethod is the 2026-07-28 protocol's subscription stream, a request
+// answered only when it ends.
+const listenMethod = "subscriptions/listen"
 
 func newPending() *pending {
 	p := &pending{ids: map[jsonrpc.ID]bool{}}
@@ -60,37 +71,46 @@ func newPending() *pending {
 	return p
 }
 
-// start counts a request as waiting for its answer; false when its id
-// already is.
-func (p *pending) start(id jsonrpc.ID) bool {
+// start counts a request as waiting for its answer, awaited by the end of
+// the input or not; false when its id already is.
+func (p *pending) start(id jsonrpc.ID, awaited bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ids[id] {
+	if _, ok := p.ids[id]; ok {
 		return false
 	}
-	p.ids[id] = true
+	p.ids[id] = awaited
+	if awaited {
+		p.awaited++
+	}
 	return true
 }
 
 // done counts a request as answered.
 func (p *pending) done(id jsonrpc.ID) {
 	p.mu.Lock()
-	delete(p.ids, id)
+	if awaited, ok := p.ids[id]; ok {
+		delete(p.ids, id)
+		if awaited {
+			p.awaited--
+		}
+	}
 	p.mu.Unlock()
 	p.cond.Broadcast()
 }
 
-// wait returns once every request is answered, or after d.
+// wait returns once every awaited request is answered, or after d.
 func (p *pending) wait(d time.Duration) {
 	timer := time.AfterFunc(d, func() {
 		p.mu.Lock()
 		clear(p.ids)
+		p.awaited = 0
 		p.mu.Unlock()
 		p.cond.Broadcast()
 	})
 	defer timer.Stop()
 	p.mu.Lock()
-	for len(p.ids) > 0 {
+	for p.awaited > 0 {
 		p.cond.Wait()
 	}
 	p.mu.Unlock()
@@ -98,13 +118,14 @@ func (p *pending) wait(d time.Duration) {
 
 // stdioTransport is the server's side of a client on a pair of streams.
 type stdioTransport struct {
-	in  io.Reader
-	out io.Writer
+	in    io.Reader
+	out   io.Writer
+	trace *tracer // nil: none
 }
 
 // Connect starts reading the client's lines.
 func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
-	c := &stdioConn{out: t.out, p: newPending(), incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
+	c := &stdioConn{out: t.out, trace: t.trace, p: newPending(), incoming: make(chan jsonrpc.Message), closed: make(chan struct{})}
 	go c.readLoop(bufio.NewReaderSize(t.in, readBuffer))
 	return c, nil
 }
@@ -112,6 +133,7 @@ func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
 // stdioConn is one session's connection (the SDK's Connection).
 type stdioConn struct {
 	out      io.Writer
+	trace    *tracer
 	wmu      sync.Mutex // one message a line: writes do not interleave
 	p        *pending
 	incoming chan jsonrpc.Message // closed at the end of the input
@@ -126,9 +148,13 @@ func (c *stdioConn) readLoop(r *bufio.Reader) {
 	defer close(c.incoming)
 	for {
 		line, over, err := nextLine(r)
+		c.trace.line('<', line, over)
+		if err != nil {
+			c.trace.event("end of input")
+		}
 		if len(line) > 0 || over {
 			for _, m := range c.frame(line, over) {
-				if req, ok := m.(*jsonrpc.Request); ok && req.ID.IsValid() && !c.p.start(req.ID) {
+				if req, ok := m.(*jsonrpc.Request); ok && req.ID.IsValid() && !c.p.start(req.ID, req.Method != listenMethod) {
 					c.writeError(&lineProblem{code: jsonrpc.CodeInvalidRequest, id: req.ID.Raw(),
 						message: "invalid request: the id is the id of a request not answered yet"})
 					continue
@@ -198,6 +224,7 @@ func (c *stdioConn) writeLine(data []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	_, err := c.out.Write(append(data, '\n'))
+	c.trace.line('>', data, false)
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,7 +80,7 @@ func TestPendingWaitsForTheAnswers(t *testing.T) {
 	p := newPending()
 	one, _ := jsonrpc.MakeID(float64(1))
 	two, _ := jsonrpc.MakeID("2")
-	if !p.start(one) || !p.start(two) || p.start(one) {
+	if !p.start(one, true) || !p.start(two, true) || p.start(one, true) || p.start(one, false) {
 		t.Fatal("start: a new id is taken, an id waiting for its answer is not")
 	}
 	done := make(chan struct{})
@@ -208,5 +209,104 @@ func TestGluedMessage(t *testing.T) {
 		if m := gluedMessage([]byte(line)); m != nil {
 			t.Errorf("%.40s: found %#v", line, m)
 		}
+	}
+}
+
+// claudeCodeOpening is how Claude Code 2.1.328 opens a session on the
+// 2026-07-28 protocol (traced by TestE2EMCPOverhead): a discovery, a
+// subscriptions/listen stream it keeps open for the whole session, and the
+// lists.
+var claudeCodeOpening = func() string {
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"claude-code","title":"Claude Code","version":"2.1.328"},` +
+		`"io.modelcontextprotocol/clientCapabilities":{}}`
+	return `{"jsonrpc":"2.0","id":"server-discover-probe-1","method":"server/discover","params":{` + meta + `}}` + "\n" +
+		`{"jsonrpc":"2.0","id":"listen:0","method":"subscriptions/listen","params":{` + meta +
+		`,"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}}` + "\n" +
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta + `}}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"resources/list","params":{` + meta + `}}` + "\n"
+}()
+
+// TestEndOfInputDoesNotWaitForAListen: a client on the 2026-07-28 protocol
+// keeps a subscriptions/listen request open for its whole session, and
+// ends the session by closing stdin. The server ends at once: a listen is
+// answered only when it ends, so the end of the input must not wait for
+// its answer as it waits for a tool's (drainWait). It did, and every
+// Claude Code call waited about four seconds at its exit for a server
+// that would not go, until the harness stopped it (issue 35).
+func TestEndOfInputDoesNotWaitForAListen(t *testing.T) {
+	t.Parallel()
+	v := testvault.New(t)
+	in, out := strings.NewReader(claudeCodeOpening), &syncBuffer{}
+	s := New(Options{Vault: v.Root, Dir: t.TempDir()})
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(context.Background(), in, out) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(drainWait / 2):
+		t.Fatalf("Serve has not returned %s after the end of its input: it waits for the listen's answer (drainWait %s)", drainWait/2, drainWait)
+	}
+	got := out.String()
+	for _, want := range []string{`"id":"server-discover-probe-1","result"`, `"method":"notifications/subscriptions/acknowledged"`,
+		`"id":1,"result"`, `"id":2,"result"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the server did not answer %s before it ended:\n%s", want, got)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's writer and the
+// test's reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestTraceShowsEveryMessage: with Options.Trace (MEMVAULT_MCP_TRACE) the
+// server writes a timed line for each message in and out, the end of the
+// input and of the session, and nothing to the protocol's stream.
+func TestTraceShowsEveryMessage(t *testing.T) {
+	t.Parallel()
+	v := testvault.New(t)
+	var out, trace bytes.Buffer
+	s := New(Options{Vault: v.Root, Dir: t.TempDir(), Trace: &trace})
+	if err := s.Serve(context.Background(), strings.NewReader(claudeCodeOpening), &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(trace.String()), "\n")
+	var in, sent int
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) < 3 || !strings.HasSuffix(f[1], "ms") {
+			t.Fatalf("trace line without its times: %q", l)
+		}
+		switch f[2] {
+		case "<":
+			in++
+		case ">":
+			sent++
+		}
+	}
+	if in != 4 || sent != strings.Count(out.String(), "\n") || !strings.Contains(trace.String(), "- end of input") ||
+		!strings.HasSuffix(lines[len(lines)-1], "- session ended") {
+		t.Errorf("trace: %d in (want 4), %d out (want %d), or no end:\n%s", in, sent, strings.Count(out.String(), "\n"), trace.String())
+	}
+	if strings.Contains(out.String(), "ms <") {
+		t.Errorf("the trace reached the protocol's stream:\n%s", out.String())
 	}
 }

@@ -96,6 +96,7 @@ func addTool[In, Out any](s *Server, spec toolSpec, h func(ctx context.Context, 
 		}
 		if spec.writes {
 			s.notifyHeads(ctx, req.Session)
+			s.notifyListChanged(ctx, req.Session)
 		}
 		return res, nil
 	})

@@ -84,6 +84,9 @@ func (r *Runner) refreshNow(t transcript.Ref, nodeThread string) {
 // refresh runs a refresh job: MEMORY.md, the heads of the threads the
 // job's session wrote to, and the head of the job's thread, if it has one.
 func (r *Runner) refresh(j hookstate.Job, command string, wait time.Duration) error {
+	if isWriteRefresh(j) {
+		return r.refreshAfterWriteJob(j, wait) // afterwrite.go
+	}
 	// Deferred: the heads ride in the next commit (a session end's flush).
 	opts := heads.RefreshOptions{TxOptions: vault.TxOptions{Command: command, Agent: j.Agent, Session: j.Session,
 		Harness: j.Harness, LockTimeout: wait, Defer: true}, Trigger: j.On, Memory: true, Affected: true, Protocol: continuity.RefreshHead}

@@ -52,6 +52,9 @@ type Runner struct {
 	// for the model (worker.go). Empty: no worker is started, and such a
 	// job waits for `memvault jobs run`.
 	Worker []string
+	// Refresh is how a stop that recorded memory brings the heads up to
+	// date (afterwrite.go); "" refreshes nothing then.
+	Refresh RefreshMode
 
 	worker  bool          // this runner is the job worker (worker.go): no hook's budget
 	ev      Event         // the event being run, for the hook log
@@ -256,7 +259,7 @@ func (r *Runner) capture(t transcript.Ref, p Payload, thread string, mode captur
 	// lines and control lines ride in the compaction's one commit, or the
 	// session end's, the flush after its summary and refresh (jobs.go).
 	opts.Defer = mode&captureCommit != 0
-	_, err = r.V.Update(opts, func(tx *vault.Tx) error {
+	res, err := r.V.Update(opts, func(tx *vault.Tx) error {
 		if mode&captureControls != 0 && r.behind == nil {
 			if err := lineage.ExtractControls(tx, t, thread); err != nil && !errors.Is(err, vault.ErrNotFound) {
 				return err
@@ -278,6 +281,9 @@ func (r *Runner) capture(t transcript.Ref, p Payload, thread string, mode captur
 		// transaction had events to commit). Its control lines become
 		// events at the first stop after a repair.
 		return r.commitTranscript(t)
+	}
+	if err == nil && mode == captureControls {
+		r.afterStop(res) // afterwrite.go
 	}
 	return err
 }

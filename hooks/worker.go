@@ -44,21 +44,26 @@ const workerClaimWait = 10 * time.Second
 var errInterrupted = errors.New("interrupted; the job under way stays queued")
 
 // startWorker starts the background worker, detached, unless one runs.
-func (r *Runner) startWorker() {
-	if len(r.Worker) == 0 {
+func (r *Runner) startWorker() { startWorker(r.V, r.Worker) }
+
+// startWorker starts worker, the command of v's background worker,
+// detached, unless one runs: the runner's after a hook, a front end's
+// after a write (afterwrite.go).
+func startWorker(v *vault.Vault, worker []string) {
+	if len(worker) == 0 {
 		return
 	}
-	w, ok, err := hookstate.TryJobWorker(r.V)
+	w, ok, err := hookstate.TryJobWorker(v)
 	if err != nil {
-		logf(r.V, "jobs worker: %v", err)
+		logf(v, "jobs worker: %v", err)
 		return
 	}
 	if !ok {
 		return // a worker runs: it looks at the queue again before it stops
 	}
 	inheritNothing()
-	cmd := exec.Command(r.Worker[0], r.Worker[1:]...)
-	cmd.Dir = r.V.Root
+	cmd := exec.Command(worker[0], worker[1:]...)
+	cmd.Dir = v.Root
 	cmd.Env = workerEnv(os.Environ())
 	cmd.ExtraFiles = []*os.File{w.File()}
 	// A session of its own: the harness's terminal and process group
@@ -67,7 +72,7 @@ func (r *Runner) startWorker() {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		w.Release()
-		logf(r.V, "jobs worker: start %s: %v", r.Worker[0], err)
+		logf(v, "jobs worker: start %s: %v", worker[0], err)
 		return
 	}
 	w.Handoff()
@@ -188,6 +193,7 @@ func (k *worker) drain(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return errInterrupted
 		}
+		k.settleWrites() // afterwrite.go
 		claim, err := hookstate.ClaimJobs(k.r.V, workerClaimWait)
 		if err != nil {
 			return err
@@ -280,5 +286,11 @@ func (k *worker) progress(format string, args ...any) {
 	}
 }
 
-// jobName names a job for people: "summarize default/s1".
-func jobName(j hookstate.Job) string { return j.Kind + " " + j.Agent + "/" + j.Session }
+// jobName names a job for people: "summarize default/s1", "refresh after
+// a write".
+func jobName(j hookstate.Job) string {
+	if isWriteRefresh(j) {
+		return "refresh after a write"
+	}
+	return j.Kind + " " + j.Agent + "/" + j.Session
+}

@@ -38,6 +38,13 @@ func TestMain(m *testing.M) {
 	if os.Getenv("GORACE") == "" {
 		os.Setenv("GORACE", "atexit_sleep_ms=0")
 	}
+	// A memvault the tests start leaves the heads as a write left them,
+	// as before the refresh after a write (hooks/afterwrite.go): no
+	// detached worker commits behind a test's back or writes into a
+	// folder it removes. The tests of that refresh turn it on.
+	if os.Getenv("MEMVAULT_REFRESH") == "" {
+		os.Setenv("MEMVAULT_REFRESH", "off")
+	}
 	testscript.Main(cleanupM{m}, map[string]func(){
 		"memvault": func() { os.Exit(cli.Main(os.Args[1:])) },
 		"rsswrap":  rsswrap,
@@ -129,6 +136,7 @@ func setupScript(env *testscript.Env) error {
 	env.Setenv("HOME", home)
 	env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	env.Setenv("MEMVAULT_LOCK_TIMEOUT", "30s")
+	env.Setenv("MEMVAULT_REFRESH", "off") // as TestMain says; a script turns it on with env
 	env.Setenv("TZ", "UTC")
 	env.Setenv("GORACE", os.Getenv("GORACE")) // see TestMain
 	fixtures, err := filepath.Abs(filepath.Join("..", "..", "fixtures", "transcripts"))

@@ -102,7 +102,16 @@ func (js *jobStamps) next() int64 {
 
 // EnqueueJob adds j at the end of the queue. It is durable when EnqueueJob
 // returns: the file is written atomically and synced.
-func EnqueueJob(v *vault.Vault, j Job) error {
+func EnqueueJob(v *vault.Vault, j Job) error { return enqueueJob(v, j, true) }
+
+// EnqueueHint adds j at the end of the queue without syncing it: for a job
+// whose loss in a crash of the machine costs a delay and nothing else (a
+// refresh of the heads after a write, which the next write or session end
+// queues again), on a writer's path where two fsyncs are most of the cost.
+// A file a crash tore is dropped by the next claim (Next).
+func EnqueueHint(v *vault.Vault, j Job) error { return enqueueJob(v, j, false) }
+
+func enqueueJob(v *vault.Vault, j Job, durable bool) error {
 	if err := fileio.CheckName("job kind", j.Kind); err != nil {
 		return err
 	}
@@ -111,7 +120,32 @@ func EnqueueJob(v *vault.Vault, j Job) error {
 		return fmt.Errorf("queue %s job: %w", j.Kind, err)
 	}
 	name := fmt.Sprintf("%d-%s.json", v.Slot(stampsSlot{}, func() any { return new(jobStamps) }).(*jobStamps).next(), j.Kind)
-	return v.Files().WriteAtomic(filepath.Join(v.Root, filepath.FromSlash(jobsDir), name), data)
+	path := filepath.Join(v.Root, filepath.FromSlash(jobsDir), name)
+	if !durable {
+		return v.Files().WriteCache(path, data)
+	}
+	return v.Files().WriteAtomic(path, data)
+}
+
+// MarkStarted counts one more attempt at j, read from the queue, in its
+// file, without a claim and without syncing: a job whose runner marks it
+// before it reads anything, so that what is queued after the mark is
+// queued anew (a refresh after a write: hooks/afterwrite.go), while the
+// job stays queued until it ran. A job gone already is no error.
+func MarkStarted(v *vault.Vault, j Job) error {
+	if j.file == "" {
+		return fault.New(vault.ErrInvalid, "job %s %s/%s: not read from the queue", j.Kind, j.Agent, j.Session)
+	}
+	path := filepath.Join(v.Root, filepath.FromSlash(jobsDir), j.file)
+	if _, err := v.Files().Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	j.Attempts++
+	data, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", j.file, err)
+	}
+	return v.Files().WriteCache(path, data)
 }
 
 // PendingJobs lists the queued jobs, oldest first, without claiming them.

@@ -107,6 +107,14 @@ type RefreshOptions struct {
 	// Affected selects the thread heads whose rows changed since their last
 	// render; with Session set, only the threads that session wrote to.
 	Affected bool
+	// Continuity selects CONTINUITY.md, through Protocol, when the file
+	// is there (a vault that never ran the protocol gets none).
+	Continuity bool
+	// AfterWrite names the commit after the write it follows, the
+	// branch's last commit when the refresh takes the lock: "heads:
+	// MEMORY.md, project:alpha after decision: …", what the heads gained,
+	// instead of "refresh: MEMORY.md rendered".
+	AfterWrite bool
 	// Held are leases the caller already holds (memvault edit renders a
 	// missing head under its own lease).
 	Held map[string]*HeadLease
@@ -146,6 +154,8 @@ type HeadOutcome struct {
 	Takeover  *Takeover      `json:"takeover,omitempty"`
 	Report    *render.Report `json:"report,omitempty"`
 	HandEdits bool           `json:"hand_edits_committed,omitempty"`
+
+	current bool // unchanged, and recorded as current (markCurrent)
 }
 
 // RefreshReport is the outcome of a refresh.
@@ -302,15 +312,62 @@ func refreshTx(v *vault.Vault, opts RefreshOptions, cfg HeadsConfig, targets []H
 			out.Takeover = took[head]
 			out.HandEdits = handEdits[head]
 			rep.Heads = append(rep.Heads, *out)
-			if out.Status != "unchanged" {
+			switch {
+			case out.current:
+				subject = append(subject, head+" current")
+			case out.Status != "unchanged":
 				subject = append(subject, head+" "+out.Status)
 			}
 		}
 		if len(subject) > 0 {
-			tx.Subject("refresh: " + strings.Join(subject, ", "))
+			after := ""
+			if opts.AfterWrite {
+				after = lastWrite(v)
+			}
+			tx.Subject(refreshSubject(subject, rep.Heads, after))
 		}
 		return nil
 	})
+}
+
+// refreshSubject names a refresh's commit: "refresh: MEMORY.md rendered,
+// …" from the heads' outcomes; after a write (after, its subject), the
+// heads it brought up to date by name, MEMORY.md, thread keys and
+// CONTINUITY.md, then the write: "heads: MEMORY.md, project:alpha after
+// decision: use sqlite".
+func refreshSubject(outcomes []string, done []HeadOutcome, after string) string {
+	if after == "" {
+		return "refresh: " + strings.Join(outcomes, ", ")
+	}
+	var names []string
+	for _, h := range done {
+		if h.Status == "unchanged" || h.Status == "deferred" {
+			continue
+		}
+		name := h.Head
+		if t, ok := vault.HeadThread(h.Head); ok {
+			name = t.String()
+		}
+		names = append(names, name)
+	}
+	if len(names) == 0 {
+		return "refresh: " + strings.Join(outcomes, ", ")
+	}
+	return "heads: " + strings.Join(names, ", ") + " after " + after
+}
+
+// lastWrite is the subject of the branch's last commit, the write a
+// refresh follows; "" when that is a refresh itself or there is none.
+func lastWrite(v *vault.Vault) string {
+	var s string
+	_ = v.Log(func(ci gitrepo.CommitInfo) bool {
+		s = ci.Subject
+		return false
+	})
+	if strings.HasPrefix(s, "heads: ") || strings.HasPrefix(s, "refresh: ") {
+		return ""
+	}
+	return s
 }
 
 // RunDeferred retries every head whose refresh was deferred. It is what a
@@ -332,6 +389,9 @@ func selectHeads(v *vault.Vault, vw *HeadView, opts RefreshOptions) ([]HeadTarge
 	}
 	if opts.Memory {
 		add(MemoryTarget())
+	}
+	if opts.Continuity && exists(v, vault.MustRel(vault.ContinuityHead)) {
+		add(HeadTarget{Rel: vault.MustRel(vault.ContinuityHead)})
 	}
 	for _, t := range opts.Threads {
 		if !vw.HasThread(t.String()) {
@@ -409,7 +469,35 @@ func refreshOne(v *vault.Vault, tx *vault.Tx, vw *HeadView, t HeadTarget, opts R
 	if err != nil {
 		return nil, err
 	}
-	return &HeadOutcome{Head: head, Report: &doc.Report, Status: m.Status, Sections: m.Sections, Retried: m.retried}, nil
+	out := &HeadOutcome{Head: head, Report: &doc.Report, Status: m.Status, Sections: m.Sections, Retried: m.retried}
+	if m.Status == "unchanged" && vw.Stale(head, t.Thread) {
+		out.current = markCurrent(v, tx, vw, t)
+	}
+	return out, nil
+}
+
+// markCurrent records that head t, whose render came out as the last one
+// although rows it depends on were added since (a fact, which MEMORY.md
+// does not list), is current as of those rows: a head.rendered that
+// repeats the last one's blobs and conflicts. Without it, status and
+// threads would call the head stale until a row that changes it.
+func markCurrent(v *vault.Vault, tx *vault.Tx, vw *HeadView, t HeadTarget) bool {
+	h := vw.Heads[t.Rel.String()]
+	if h == nil || h.LastRendered == nil {
+		return false
+	}
+	var data map[string]any
+	if json.Unmarshal(h.LastRendered.Data, &data) != nil || data == nil {
+		return false
+	}
+	if file, err := v.Files().ReadFile(v.Abs(t.Rel)); err == nil {
+		data["file"] = gitrepo.BlobHash(file)
+	}
+	data["trigger"], data["current"] = "refresh", true
+	d, _ := json.Marshal(data)
+	tx.Append(&vault.Event{Kind: vault.KindHeadRendered, Thread: t.Thread, Source: "refresh", Data: d,
+		Text: t.Rel.String() + ": unchanged, current as of the rows added since its last render"})
+	return true
 }
 
 // baseOf reads the last render back: the copy under .rendered/, written

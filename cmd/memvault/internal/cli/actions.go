@@ -263,9 +263,14 @@ func runTx(ctx context.Context, e env, a action) error {
 }
 
 // commitWork runs a command's prepared work in one transaction (one lock,
-// one commit) and prints the warnings and the report.
+// one commit), prints the warnings and the report, and has the heads
+// brought up to date.
 func commitWork(e env, v *vault.Vault, w writeOptions, work txWork) error {
 	opts, err := e.txOptions(v, w)
+	if err != nil {
+		return err
+	}
+	k, err := refresher()
 	if err != nil {
 		return err
 	}
@@ -273,6 +278,9 @@ func commitWork(e env, v *vault.Vault, w writeOptions, work txWork) error {
 	if err != nil {
 		return err
 	}
+	// The heads whose rows changed, brought up to date off this path
+	// once the report is out (afterwrite.go).
+	defer k.After(v, res.Commit)
 	for _, w := range res.Warnings {
 		fmt.Fprintf(e.stderr, "memvault: warning: %s\n", w)
 	}

@@ -107,10 +107,17 @@ func runContinuityWrite(e env, p protocolOptions, rows *rowThreadOptions, fn fun
 			return nil, err
 		}
 	}
+	k, err := refresher()
+	if err != nil {
+		return nil, err
+	}
 	res, err := continuity.UpdateContinuity(v, opts, fn)
 	if err != nil {
 		return nil, err
 	}
+	// CONTINUITY.md was refreshed in the write's commit; MEMORY.md and the
+	// thread heads follow off this path (afterwrite.go).
+	defer k.After(v, res.Commit)
 	for _, w := range res.Warnings {
 		fmt.Fprintf(e.stderr, "memvault: warning: %s\n", w)
 	}

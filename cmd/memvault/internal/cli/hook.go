@@ -98,9 +98,16 @@ func hook(e env, args []string) {
 			err = aerr
 		} else {
 			r := &hooks.Runner{V: v, Harness: h, Agent: agent, Thread: os.Getenv("MEMVAULT_THREAD"), Start: start}
+			// A summary for a model, and the heads after a stop that
+			// recorded memory, are left to the detached worker
+			// (MEMVAULT_REFRESH: afterwrite.go).
+			if k, kerr := refresher(); kerr != nil {
+				hooks.LogTo(root, kerr.Error())
+			} else {
+				r.Refresh = k.Mode
+			}
 			if self, err := selfPath(); err == nil {
-				// A summary for a model is left to this detached worker.
-				r.Worker = []string{self, "--vault", root, "jobs", "run", "--background"}
+				r.Worker = hooks.WorkerCommand(self, root)
 			}
 			var context string
 			context, err = r.Run(ev, p)

@@ -62,6 +62,11 @@ func (o mcpOptions) server(e env) (mcp.Options, error) {
 	}
 	srv.Dir, _ = os.Getwd()
 	srv.Binary, _ = selfPath()
+	k, err := refresher()
+	if err != nil {
+		return srv, err
+	}
+	srv.Refresh = k
 	// MEMVAULT_MCP_TRACE=1: every message in and out, timed, on stderr
 	// (docs/MCP.md, "What a client waits for").
 	if os.Getenv("MEMVAULT_MCP_TRACE") != "" {

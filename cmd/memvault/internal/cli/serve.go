@@ -64,6 +64,9 @@ func (o serveOptions) server(e env) (web.Options, error) {
 		return srv, err
 	}
 	srv.Binary, _ = selfPath()
+	if srv.Refresh, err = refresher(); err != nil {
+		return srv, err
+	}
 	return srv, nil
 }
 

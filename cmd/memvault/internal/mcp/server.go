@@ -27,6 +27,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
+	"github.com/memvault/memvault/hooks"
 	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fileio"
@@ -69,6 +70,9 @@ type Options struct {
 	// Binary is memvault's own path, for git's merge driver, which a fresh
 	// clone's first write registers (vault.Vault.Binary).
 	Binary string
+	// Refresh brings the heads up to date after each write tool's commit
+	// (hooks/afterwrite.go); the zero value leaves them.
+	Refresh hooks.Refresher
 	// Trace, when set, gets a line for every message in and out, with
 	// the time since the server started (MEMVAULT_MCP_TRACE; docs/MCP.md,
 	// "What a client waits for").

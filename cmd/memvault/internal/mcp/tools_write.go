@@ -134,6 +134,7 @@ func (s *Server) update(ctx context.Context, c *call, tool string, fn func(tx *v
 	if err != nil {
 		return writeOut{}, err
 	}
+	s.opts.Refresh.After(c.v, res.Commit)
 	return writeOut{Event: ev, Commit: res.Commit, Warnings: res.Warnings}, nil
 }
 
@@ -190,7 +191,11 @@ func (s *Server) continuity(ctx context.Context, ss *sdk.ServerSession, tool str
 		return nil, err
 	}
 	defer release()
-	return continuity.UpdateContinuity(c.v, opts, fn)
+	res, err := continuity.UpdateContinuity(c.v, opts, fn)
+	if err == nil {
+		s.opts.Refresh.After(c.v, res.Commit)
+	}
+	return res, err
 }
 
 func (s *Server) decide(ctx context.Context, req *sdk.CallToolRequest, in decideIn) (*continuity.ContinuityResult, error) {

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/memvault/memvault/hooks"
 	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
@@ -50,6 +51,9 @@ type Options struct {
 	Binary string
 	// LockWait is how long a write waits for the vault lock (0: a second).
 	LockWait time.Duration
+	// Refresh brings the heads up to date after a write route's commit
+	// (hooks/afterwrite.go); the zero value leaves them.
+	Refresh hooks.Refresher
 }
 
 // Server is the web view of one vault. It keeps nothing between requests

@@ -15,6 +15,9 @@ import (
 // the token like every request, an Origin header that is this server's,
 // and the CSRF token of the form a page of this server rendered; it waits
 // a moment for the vault lock and answers 503 when the vault stays busy.
+// After a close, the heads are brought up to date off the request's path,
+// as after every write of a front end (hooks/afterwrite.go); a resolve
+// writes the head itself.
 
 // write turns a write into a route: it checks the request came from a
 // page of this server, then runs fn, which returns where to go next.
@@ -48,11 +51,15 @@ func (s *Server) closeCommitment(r *http.Request) (string, error) {
 		return "", err
 	}
 	id, note := r.PathValue("id"), r.PostForm.Get("note")
-	_, err = v.Update(s.txOptions(agent, "commitment close"), func(tx *vault.Tx) error {
+	res, err := v.Update(s.txOptions(agent, "commitment close"), func(tx *vault.Tx) error {
 		_, err := ops.CloseCommitment(tx, id, note)
 		return err
 	})
-	return "/", err
+	if err != nil {
+		return "", err
+	}
+	s.opts.Refresh.After(v, res.Commit) // the heads that listed the commitment
+	return "/", nil
 }
 
 func (s *Server) resolveHead(r *http.Request) (string, error) {

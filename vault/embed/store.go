@@ -22,7 +22,8 @@ import (
 )
 
 const (
-	storeName    = "embed-vectors"
+	// StoreName is the cache's name: .state/embed-vectors.bin.
+	StoreName    = "embed-vectors"
 	storeVersion = 1
 	// MaxStoreBytes bounds the cache: past it nothing more is embedded
 	// (CatchUp reports it full). 256 MiB is 330,000 vectors of 768
@@ -166,7 +167,7 @@ func (h *minHeap) Pop() any {
 // none, when it does not read, or when it was made with another model or
 // other dimensions (dims 0: any).
 func Load(root, model string, dims int) *Store {
-	d, ok := codec.ReadFile(root, storeName, storeVersion)
+	d, ok := codec.ReadFile(root, StoreName, storeVersion)
 	if !ok {
 		return NewStore(model, dims)
 	}
@@ -199,7 +200,7 @@ func Load(root, model string, dims int) *Store {
 
 // Save writes the cache (atomically, as every cache: no fsync).
 func (s *Store) Save(root string) bool {
-	return codec.WriteFile(root, storeName, storeVersion, func(e *codec.Encoder) {
+	return codec.WriteFile(root, StoreName, storeVersion, func(e *codec.Encoder) {
 		e.Str(s.Model)
 		e.Int(s.Dims)
 		e.Int(len(s.Marks))
@@ -221,7 +222,7 @@ func (s *Store) Save(root string) bool {
 
 // Remove deletes the cache file.
 func Remove(root string) error {
-	err := fileio.At(root).Remove(codec.FilePath(root, storeName))
+	err := fileio.At(root).Remove(codec.FilePath(root, StoreName))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/memvault/memvault/index"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/codec"
 	"github.com/memvault/memvault/vault/embed"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/redact"
@@ -216,4 +217,67 @@ func (c *embedCatchUp) flush() error {
 
 func errDims(want, got int) error {
 	return fault.New(vault.ErrInvalid, "embed: the endpoint answered %d dimensions where the cache holds %d; set [embed] dimensions, or `memvault reindex` after a model change", got, want)
+}
+
+// EmbedStatus is what doctor says of semantic search.
+type EmbedStatus struct {
+	URL        string        `json:"url"`
+	Model      string        `json:"model"`
+	Dimensions int           `json:"dimensions"` // what the model answered
+	Latency    time.Duration `json:"latency_ns"`
+	Vectors    int           `json:"vectors"` // in the cache, for this model
+	CacheBytes int64         `json:"cache_bytes"`
+}
+
+// CheckEmbedEndpoint asks the endpoint for one vector (of a fixed text,
+// nothing of the vault's) and reports what it answered and what the cache
+// holds; ok false without [embed]. A failure is the endpoint's error:
+// unreachable, a model that does not answer, other dimensions than the
+// table or the cache says.
+func CheckEmbedEndpoint(ctx context.Context, v *vault.Vault) (st EmbedStatus, ok bool, err error) {
+	cfg, ok, err := embed.ConfigOf(&v.Config)
+	if !ok || err != nil {
+		return st, ok || err != nil, err
+	}
+	st = EmbedStatus{URL: cfg.URL, Model: cfg.Model}
+	client, err := embed.NewClient(cfg, os.Getenv)
+	if err != nil {
+		return st, true, err
+	}
+	start := time.Now()
+	vecs, err := client.Embed(ctx, []string{"memvault doctor: is this endpoint answering?"})
+	st.Latency = time.Since(start)
+	if err != nil {
+		return st, true, err
+	}
+	st.Dimensions = len(vecs[0])
+	cache := embed.Load(v.Root, cfg.Model, cfg.Dimensions)
+	st.Vectors, st.CacheBytes = cache.Len(), cache.Bytes()
+	if cache.Len() > 0 && cache.Dims != st.Dimensions {
+		return st, true, errDims(cache.Dims, st.Dimensions)
+	}
+	return st, true, nil
+}
+
+// embedEvery is how often the hooks start the background worker for the
+// vectors alone (EmbedDue): the cache's age past which they do.
+const embedEvery = 5 * time.Minute
+
+// EmbedDue reports, at the cost of a stat, whether the background worker
+// should catch the vectors up: [embed] is set and the cache was not saved
+// for embedEvery (every catch-up saves it).
+func EmbedDue(v *vault.Vault) bool {
+	if _, ok, _ := embed.ConfigOf(&v.Config); !ok {
+		return false
+	}
+	info, err := v.Files().Stat(codec.FilePath(v.Root, embed.StoreName))
+	return err != nil || time.Since(info.ModTime()) > embedEvery
+}
+
+// EmbedInBackground is the background worker's catch-up of the vectors,
+// with no bound but the endpoint's timeouts; its failure goes to logf.
+func EmbedInBackground(ctx context.Context, v *vault.Vault, logf func(format string, args ...any)) {
+	if rep, err := CatchUpEmbeddings(ctx, v, 0, false); err != nil {
+		logf("embed: %v (%d vectors added)", err, rep.Embedded)
+	}
 }

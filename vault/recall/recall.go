@@ -295,8 +295,8 @@ func (r *recallRun) rankTier(tier string) ([]rankedHit, map[string]string, error
 			hits = append(hits, rankedHit{Hit: h, text: h.Score})
 		}
 	}
-	hits = r.fuse(tier, hits)
-	return hits, msgIDs, nil
+	hits, err = r.fuse(tier, hits)
+	return hits, msgIDs, err
 }
 
 // keep resolves a ranked hit and tells whether it is shown: it must still

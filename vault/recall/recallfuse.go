@@ -47,19 +47,20 @@ type fusion struct {
 	st    *embed.Store
 }
 
-// fusionFor is r's fusion, nil when recall is lexical: no [embed], a hook's
-// recall (NoEmbed), or an endpoint that failed (noted).
-func (r *recallRun) fusionFor() *fusion {
+// fusionFor is r's fusion, empty when recall is lexical: no [embed], a
+// hook's recall (NoEmbed), or an endpoint that failed (noted). An [embed]
+// table that is wrong (an api_key in it) is the recall's error.
+func (r *recallRun) fusionFor() (*fusion, error) {
 	if r.fused != nil || r.opts.NoEmbed {
-		return r.fused
+		return r.fused, nil
+	}
+	cfg, ok, err := embed.ConfigOf(&r.v.Config)
+	if err != nil {
+		return nil, err
 	}
 	r.fused = &fusion{}
-	cfg, ok, err := embed.ConfigOf(&r.v.Config)
 	if !ok {
-		if err != nil {
-			r.res.Notes = append(r.res.Notes, "semantic search left out: "+err.Error())
-		}
-		return r.fused
+		return r.fused, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), recallEmbedBudget)
 	defer cancel()
@@ -70,7 +71,7 @@ func (r *recallRun) fusionFor() *fusion {
 	}
 	if err != nil {
 		r.res.Notes = append(r.res.Notes, "semantic search left out: "+oneLineErr(err))
-		return r.fused
+		return r.fused, nil
 	}
 	_, st, err := catchUpEmbeddings(ctx, r.v, 0, false)
 	if err != nil {
@@ -80,10 +81,10 @@ func (r *recallRun) fusionFor() *fusion {
 		st = embed.Load(r.v.Root, cfg.Model, cfg.Dimensions) // another process is catching up
 	}
 	if st.Len() == 0 || st.Dims != len(q[0]) {
-		return r.fused
+		return r.fused, nil
 	}
 	r.fused.query, r.fused.st = q[0], st
-	return r.fused
+	return r.fused, nil
 }
 
 func (r *recallRun) redactQuery() string {
@@ -96,10 +97,10 @@ func (r *recallRun) redactQuery() string {
 
 // fuse is the tier's ranking with the vector ranking fused in; hits as
 // they are when recall is lexical.
-func (r *recallRun) fuse(tier string, hits []rankedHit) []rankedHit {
-	f := r.fusionFor()
-	if f == nil || f.st == nil {
-		return hits
+func (r *recallRun) fuse(tier string, hits []rankedHit) ([]rankedHit, error) {
+	f, err := r.fusionFor()
+	if err != nil || f == nil || f.st == nil {
+		return hits, err
 	}
 	prefix := map[string]string{TierStructured: "r|", TierHeads: "n|", TierTranscripts: "m|"}[tier]
 	agents := continuity.VisibleAgents(r.v, r.opts.Agent)
@@ -115,7 +116,7 @@ func (r *recallRun) fuse(tier string, hits []rankedHit) []rankedHit {
 		return true
 	}
 	near := f.st.Search(f.query, keep, max(r.opts.Limit*20, 200))
-	return fuseRanks(hits, near, f.st)
+	return fuseRanks(hits, near, f.st), nil
 }
 
 // fuseRanks is reciprocal rank fusion of the lexical hits, in their order,

@@ -3,6 +3,7 @@ package recall
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/memvault/memvault/vault/embed"
 	"github.com/memvault/memvault/vault/embed/embedtest"
 	"github.com/memvault/memvault/vault/testvault"
+	"github.com/memvault/memvault/vault/transcript"
 )
 
 const paraphraseQuery = "when did Caroline purchase the car"
@@ -170,4 +172,31 @@ func TestEmbedCatchUp(t *testing.T) {
 		t.Fatalf("the key from the environment was not sent: %q", auth[len(auth)-1])
 	}
 	_ = embed.MaxBatch
+}
+
+// BenchmarkEmbedCatchUp is the cost of embedding a message with the fake
+// endpoint (the model's own time aside): the documents read, redacted,
+// sent in batches, checked, quantised and saved.
+func BenchmarkEmbedCatchUp(b *testing.B) {
+	srv := embedtest.New(768)
+	defer srv.Close()
+	v := testvault.New(b)
+	for s := range 20 {
+		var msgs []transcript.Message
+		for i := range 100 {
+			msgs = append(msgs, transcript.Message{Role: transcript.RoleUser, Speaker: "dana",
+				Text: fmt.Sprintf("message %d of session %d: we talked about the garden, the car and the trip to the coast", i, s)})
+		}
+		appendTurns(b, v, fmt.Sprintf("s%d", s), msgs...)
+	}
+	setEmbed(v, srv.URL(), "fake")
+	b.ResetTimer()
+	for range b.N {
+		rep, err := CatchUpEmbeddings(context.Background(), v, 0, true)
+		if err != nil || rep.Vectors < 2000 {
+			b.Fatal(rep, err)
+		}
+		v.Config.Embed.Model += "x" // nothing reused next round
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*2000), "µs/msg")
 }

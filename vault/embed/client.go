@@ -16,6 +16,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -88,6 +89,9 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error)
 		hr.Header.Set("Authorization", "Bearer "+c.key)
 	}
 	resp, err := c.hc.Do(hr)
+	if err != nil && (errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err)) {
+		return nil, fmt.Errorf("embed: %s: no answer within %s (timeout)", c.cfg.URL, c.cfg.Timeout)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("embed: %s: %w", c.cfg.URL, stripURL(err))
 	}

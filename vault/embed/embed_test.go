@@ -74,7 +74,7 @@ func TestClientAdversarial(t *testing.T) {
 		t.Fatalf("synonyms: cosine %.3f, want 1", dot)
 	}
 	want := map[string]string{
-		embedtest.Hang: "timeout", embedtest.Garbage: "not an embeddings answer", embedtest.Huge: "over",
+		embedtest.Hang: "no answer within 1s", embedtest.Garbage: "not an embeddings answer", embedtest.Huge: "over",
 		embedtest.Redirect: "redirect to http://192.0.2.1:9 refused", embedtest.Fail: "500", embedtest.Short: "1 vectors for 2 texts",
 	}
 	for mode, msg := range want {

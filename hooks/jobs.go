@@ -56,7 +56,7 @@ func (r *Runner) runJobs() {
 		}
 		return
 	}
-	if r.runClaimed(claim) {
+	if r.runClaimed(claim) || recall.EmbedDue(r.V) {
 		r.startWorker()
 	}
 }

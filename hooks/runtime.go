@@ -199,7 +199,7 @@ func (r *Runner) relevant(t transcript.Ref, prompt, thread string) string {
 	var lines []string
 	var fresh []string
 	res, err := recall.Recall(r.V, recall.RecallOptions{Query: clipQuery(prompt), Agent: r.Agent, Thread: thread,
-		Session: t.Session, Tiers: []string{recall.TierStructured, recall.TierHeads}, Limit: 3, NoHeadFiles: true})
+		Session: t.Session, Tiers: []string{recall.TierStructured, recall.TierHeads}, Limit: 3, NoHeadFiles: true, NoEmbed: true})
 	if err != nil {
 		return "" // no searchable words, an unknown thread: nothing to add
 	}

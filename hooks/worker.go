@@ -32,6 +32,7 @@ import (
 	"github.com/memvault/memvault/vault/executor"
 	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/lineage"
+	"github.com/memvault/memvault/vault/recall"
 	"github.com/memvault/memvault/vault/transcript"
 )
 
@@ -159,6 +160,7 @@ type worker struct {
 // the job under way written) with an error, and when the queue stays busy.
 func Work(ctx context.Context, v *vault.Vault, w *hookstate.JobWorker, opts WorkOptions) (WorkReport, error) {
 	k := newWorker(v, opts)
+	defer recall.EmbedInBackground(ctx, v, func(f string, a ...any) { logf(v, f, a...) }) // issue 36: after the jobs
 	return k.run(ctx, w)
 }
 

@@ -92,6 +92,14 @@ type Config struct {
 		Executor string `toml:"executor"`
 		Timeout  string `toml:"timeout"`
 	} `toml:"summarise"`
+	// Embed is the embeddings endpoint of semantic search (vault/embed:
+	// ConfigOf checks it; APIKey is read only to refuse a key in the file).
+	Embed struct {
+		URL, Model, Timeout string
+		APIKeyEnv           string `toml:"api_key_env"`
+		APIKey              string `toml:"api_key"`
+		Dimensions, Batch   int
+	} `toml:"embed"`
 }
 
 // ExecutorTable is one [executors.NAME] table as written; vault/executor

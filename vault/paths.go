@@ -261,21 +261,3 @@ func CleanText(s string) string {
 	}
 	return s
 }
-
-// HoldsNUL reports whether a decoded JSON value has a NUL in a string or a
-// key: git refuses NUL in what it stores as text.
-func HoldsNUL(v any) bool {
-	switch t := v.(type) {
-	case string:
-		return strings.IndexByte(t, 0) >= 0
-	case []any:
-		return slices.ContainsFunc(t, HoldsNUL)
-	case map[string]any:
-		for k, x := range t {
-			if strings.IndexByte(k, 0) >= 0 || HoldsNUL(x) {
-				return true
-			}
-		}
-	}
-	return false
-}

@@ -14,8 +14,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -160,4 +162,23 @@ func Of(data []byte) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// HoldsNUL reports whether a decoded JSON value has a NUL in a string or a
+// key: git refuses NUL in what it stores as text, so the ledger refuses
+// such a value (moved here from the engine, issue 36).
+func HoldsNUL(v any) bool {
+	switch t := v.(type) {
+	case string:
+		return strings.IndexByte(t, 0) >= 0
+	case []any:
+		return slices.ContainsFunc(t, HoldsNUL)
+	case map[string]any:
+		for k, x := range t {
+			if strings.IndexByte(k, 0) >= 0 || HoldsNUL(x) {
+				return true
+			}
+		}
+	}
+	return false
 }

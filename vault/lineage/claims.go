@@ -55,7 +55,7 @@ func claimEvent(st *vault.State, typ, raw string) (*vault.Event, error) {
 	if err != nil {
 		return nil, fault.New(vault.ErrInvalid, "claim %s: value is not json: %v", typ, err)
 	}
-	if vault.HoldsNUL(v) {
+	if canonical.HoldsNUL(v) {
 		return nil, fault.New(vault.ErrInvalid, "claim %s: a string holds a NUL character (\\u0000)", typ)
 	}
 	data := map[string]any{"type": typ, "value": v, "status": ClaimUnchecked}
@@ -215,7 +215,7 @@ func reflectionEvent(st *vault.State, raw string) (*vault.Event, error) {
 	if !ok {
 		return nil, fault.New(vault.ErrInvalid, "reflection: want a json object with a \"text\"")
 	}
-	if vault.HoldsNUL(obj) {
+	if canonical.HoldsNUL(obj) {
 		return nil, fault.New(vault.ErrInvalid, "reflection: a string holds a NUL character (\\u0000)")
 	}
 	text, ok := obj["text"].(string)

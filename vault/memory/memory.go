@@ -50,7 +50,7 @@ func (in *Input) validate() error {
 		if err != nil {
 			return fault.New(vault.ErrInvalid, "data: not valid json: %v", err)
 		}
-		if vault.HoldsNUL(v) {
+		if canonical.HoldsNUL(v) {
 			return fault.New(vault.ErrInvalid, "data: a string holds a NUL character (\\u0000)")
 		}
 		if _, ok := v.(map[string]any); !ok {

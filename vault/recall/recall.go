@@ -61,6 +61,9 @@ type RecallOptions struct {
 	History bool
 	// Explain fills each hit's Why.
 	Explain bool
+	// NoEmbed keeps the recall lexical with [embed] set: a hook's, which
+	// never waits on the embeddings endpoint (recallfuse.go).
+	NoEmbed bool
 	// Now is the time relative dates in the query ("yesterday", "last
 	// week", "on Tuesday") count from; zero means the current time.
 	Now time.Time
@@ -212,6 +215,7 @@ type recallRun struct {
 	// sessionNodes are the nodes of each session a summary hit came
 	// from, looked up once (supersededBy).
 	sessionNodes map[string]*node.Index
+	fused        *fusion // the semantic side, with [embed] (recallfuse.go)
 }
 
 // supersededBy returns the summary that replaces a session-summary hit,
@@ -291,7 +295,8 @@ func (r *recallRun) rankTier(tier string) ([]rankedHit, map[string]string, error
 			hits = append(hits, rankedHit{Hit: h, text: h.Score})
 		}
 	}
-	return hits, msgIDs, nil
+	hits, err = r.fuse(tier, hits)
+	return hits, msgIDs, err
 }
 
 // keep resolves a ranked hit and tells whether it is shown: it must still
@@ -333,7 +338,7 @@ func (r *recallRun) keep(h rankedHit, tier string, msgIDs map[string]string) (Hi
 	}
 	hit.Text = snippet(hit.Text, r.q)
 	if r.opts.Explain {
-		hit.Why = &HitWhy{Text: h.text, Terms: h.Why, Neighbour: h.neighbour, Session: h.session, Held: h.held}
+		hit.Why = &HitWhy{Text: h.text, Terms: h.Why, Neighbour: h.neighbour, Session: h.session, Held: h.held, Fusion: h.fused}
 		if hit.Why.Terms == nil {
 			hit.Why.Terms = []index.Weight{}
 		}

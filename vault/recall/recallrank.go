@@ -58,6 +58,8 @@ type HitWhy struct {
 	// lifted this one: a lifted turn whose own text scores no more than
 	// that hit's never ranks above it.
 	Held bool `json:"held,omitempty"`
+	// Fusion says which rankings the hit came from, with [embed].
+	Fusion *FuseWhy `json:"fusion,omitempty"`
 }
 
 // rankedHit is an index hit with its lifts.
@@ -67,6 +69,7 @@ type rankedHit struct {
 	neighbourOf              string // index id of the lifting hit
 	final                    float64
 	held                     bool
+	fused                    *FuseWhy // with [embed] (recallfuse.go)
 }
 
 func (r rankedHit) score() float64 { return r.text + r.neighbour + r.session }

@@ -13,7 +13,7 @@ import (
 	"github.com/memvault/memvault/vault/transcript"
 )
 
-func appendTurns(t *testing.T, v *vault.Vault, session string, msgs ...transcript.Message) {
+func appendTurns(t testing.TB, v *vault.Vault, session string, msgs ...transcript.Message) {
 	t.Helper()
 	_, err := v.Update(vault.TxOptions{NoCommit: true}, func(tx *vault.Tx) error {
 		_, _, err := tx.AppendText(transcript.Ref{Agent: v.Config.Agent, Session: session}, msgs)

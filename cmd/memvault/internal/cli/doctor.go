@@ -15,6 +15,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/executor"
 	"github.com/memvault/memvault/vault/gitrepo"
+	"github.com/memvault/memvault/vault/recall"
 )
 
 // exitSetup is doctor's exit code when the vault is sound but a harness is
@@ -46,6 +47,8 @@ type doctorReport struct {
 	// Problems is every problem found, the vault's and each harness's, in
 	// the order printed: what a script acts on.
 	Problems []doctorProblem `json:"problems"`
+	// Embed is semantic search's endpoint as it answered, with [embed].
+	Embed *recall.EmbedStatus `json:"embed,omitempty"`
 }
 
 // doctorProblem is one problem and its fix, with where it was found:
@@ -116,6 +119,7 @@ func runDoctor(_ context.Context, opts doctorOptions, e env, v *vault.Vault) err
 		if p, ok := jobsProblem(d.Jobs, time.Now()); ok {
 			rep.add("jobs", p)
 		}
+		rep.Embed = embedCheck(v, &rep)
 	} else if p, ok := noVaultProblem(opts.scope, rep.Harnesses); ok {
 		rep.add("vault", p)
 		if p.Severity == hooks.SeverityError {
@@ -231,8 +235,12 @@ func noVaultProblem(scope string, ws []hooks.Wiring) (hooks.Problem, bool) {
 // own problem keeps its `problem:`, `link:` and `fix:` lines.
 func printDoctor(w io.Writer, rep doctorReport) {
 	printVaultCheck(w, rep.Vault)
+	if e := rep.Embed; e != nil && e.Dimensions > 0 {
+		fmt.Fprintf(w, "embed: %s answers %s with %d dimensions in %s; %d vectors cached\n", e.URL, e.Model, e.Dimensions,
+			e.Latency.Round(time.Millisecond), e.Vectors)
+	}
 	for _, p := range rep.Problems {
-		if p.Harness == "executors" || p.Harness == "jobs" {
+		if p.Harness == "executors" || p.Harness == "jobs" || p.Harness == "embed" {
 			printProblem(w, p.Problem)
 		}
 	}
@@ -344,4 +352,20 @@ func executorProblems(v *vault.Vault) []hooks.Problem {
 		}
 	}
 	return out
+}
+
+// embedCheck asks [embed]'s endpoint for a vector (recall.CheckEmbedEndpoint)
+// and adds a warning when it fails: recall then stays lexical.
+func embedCheck(v *vault.Vault, rep *doctorReport) *recall.EmbedStatus {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, ok, err := recall.CheckEmbedEndpoint(ctx, v)
+	if !ok {
+		return nil
+	}
+	if err != nil {
+		rep.add("embed", hooks.Problem{Problem: "semantic search: " + err.Error() + "; recall stays lexical",
+			Fix: "check that the endpoint runs and serves the model, or remove [embed] from memvault.toml", Severity: hooks.SeverityWarning})
+	}
+	return &st
 }

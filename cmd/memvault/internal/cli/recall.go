@@ -151,7 +151,11 @@ func printHits(w io.Writer, hits []recall.Hit) {
 // explainHit says in one line what a hit's score is made of.
 func explainHit(h recall.Hit) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "score %.3f = text %.3f", h.Score, h.Why.Text)
+	if h.Why.Fusion != nil {
+		fmt.Fprintf(&b, "score %.4f by rank fusion; text %.3f", h.Score, h.Why.Text)
+	} else {
+		fmt.Fprintf(&b, "score %.3f = text %.3f", h.Score, h.Why.Text)
+	}
 	if len(h.Why.Terms) > 0 {
 		parts := make([]string, 0, len(h.Why.Terms))
 		for _, t := range h.Why.Terms {
@@ -167,6 +171,15 @@ func explainHit(h recall.Hit) string {
 	}
 	if h.Why.Held {
 		b.WriteString(", held below the hit that lifted it")
+	}
+	if f := h.Why.Fusion; f != nil {
+		fmt.Fprintf(&b, "; fused from %s", strings.Join(f.Rankings, " and "))
+		if f.TextRank > 0 {
+			fmt.Fprintf(&b, ", text rank %d", f.TextRank)
+		}
+		if f.VectorRank > 0 {
+			fmt.Fprintf(&b, ", vector rank %d (similarity %.3f)", f.VectorRank, f.Similarity)
+		}
 	}
 	return b.String()
 }

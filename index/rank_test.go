@@ -214,3 +214,28 @@ func TestOldMappingUnusable(t *testing.T) {
 		t.Fatalf("Open of an older mapping: %v", err)
 	}
 }
+
+// A question naming a person is about that person's own turns, which seldom
+// hold the name; the turns that do are the others addressing them. The
+// name must not outweigh the question's other words: Teo's own turn about
+// the bandsaw ranks above Nora's question that names him, and a question
+// of names only still finds the turns that hold them.
+func TestSpeakerNameIsNotAWordToMatch(t *testing.T) {
+	docs := []Doc{
+		{ID: "nora-hey", Text: "Teo, how is the fussy client doing?", Speaker: "Nora"},
+		{ID: "nora-bye", Text: "Have to go, talk soon Teo", Speaker: "Nora"},
+		{ID: "teo-saw", Text: "He paid a deposit up front and I bought a proper bandsaw with it.", Speaker: "Teo"},
+	}
+	for i := range 30 {
+		who := []string{"Nora", "Teo"}[i%2]
+		docs = append(docs, Doc{ID: fmt.Sprintf("chat-%02d", i), Text: fmt.Sprintf("small talk number %d about the weather and the shift", i), Speaker: who})
+	}
+	ix := memIndex(t, docs)
+	got := ids(find(t, []*Index{ix}, Query{Text: "What did Teo buy with the fussy client's deposit?"}))
+	if len(got) == 0 || got[0] != "teo-saw" {
+		t.Errorf("the named speaker's own turn is not first: %v", got)
+	}
+	if got := ids(find(t, []*Index{ix}, Query{Text: "Teo"})); !slices.Contains(got, "nora-bye") {
+		t.Errorf("a query of a name only found %v", got)
+	}
+}

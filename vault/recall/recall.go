@@ -96,6 +96,9 @@ type Hit struct {
 	ClosedBy     string `json:"closed_by,omitempty"`
 	// Why is why the hit ranked where it did, with RecallOptions.Explain.
 	Why *HitWhy `json:"why,omitempty"`
+	// nodeRefs are the nodes a head section's matching lines point at
+	// (pointerLines): it is not shown beside all of them.
+	nodeRefs []string
 }
 
 // RecallResult is the hits, tiers in order, and what the user should know
@@ -243,9 +246,9 @@ func (r *recallRun) searchTier(tier string) error {
 	if err != nil {
 		return err
 	}
-	n := 0
+	first, once := len(r.res.Hits), shownOnce{}
 	for _, h := range hits {
-		if n == r.opts.Limit {
+		if len(r.res.Hits)-first == r.opts.Limit {
 			break
 		}
 		hit, ok, err := r.keep(h, tier, msgIDs)
@@ -255,8 +258,13 @@ func (r *recallRun) searchTier(tier string) error {
 		if !ok {
 			continue
 		}
-		r.res.Hits = append(r.res.Hits, hit)
-		n++
+		show, drop := once.add(hit, r.res.Hits[first:])
+		if drop >= 0 {
+			r.res.Hits = slices.Delete(r.res.Hits, first+drop, first+drop+1)
+		}
+		if show {
+			r.res.Hits = append(r.res.Hits, hit)
+		}
 	}
 	return nil
 }
@@ -335,6 +343,9 @@ func (r *recallRun) keep(h rankedHit, tier string, msgIDs map[string]string) (Hi
 	}
 	if hit.Kind == "head" && r.stale.behind(r.v, hit.Source.File) {
 		return hit, false, nil
+	}
+	if hit.Kind == "head" {
+		hit.nodeRefs = pointerLines(hit.Text, r.q)
 	}
 	hit.Text = snippet(hit.Text, r.q)
 	if r.opts.Explain {

@@ -15,9 +15,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -44,6 +46,9 @@ type qualityQuestion struct {
 	Thread   string   `json:"thread"`
 	Question string   `json:"question"`
 	Answers  []string `json:"answers"`
+	// Split is "old" (the questions tuned on since issue 22), "tune" or
+	// "heldout" (issue 36's dialogues, split by dialogue: see the README).
+	Split string `json:"split"`
 }
 
 // qualityMessage is one line of a generic transcript in the fixture.
@@ -143,7 +148,14 @@ func TestQualityFixture(t *testing.T) {
 			}
 		}
 	}
-	if len(f.questions) < 120 || len(f.sessions) < 30 {
+	splits := map[string]int{}
+	for _, q := range f.questions {
+		splits[q.Split]++
+	}
+	if len(splits) != 3 || splits["old"] < 200 || splits["tune"] < 70 || splits["heldout"] < 70 {
+		t.Errorf("splits %v: want old, tune and heldout, none shrunk", splits)
+	}
+	if len(f.questions) < 350 || len(f.sessions) < 60 {
 		t.Errorf("%d questions, %d sessions: the dataset shrank", len(f.questions), len(f.sessions))
 	}
 }
@@ -218,6 +230,70 @@ func keywordScan(question string, msgs []qualityMessage, limit int) []string {
 		}
 		if n > 0 {
 			hits = append(hits, scored{m.ID, n})
+		}
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].score > hits[j].score })
+	ids := make([]string, 0, min(limit, len(hits)))
+	for i := 0; i < len(hits) && i < limit; i++ {
+		ids = append(ids, hits[i].id)
+	}
+	return ids
+}
+
+// bm25Index is the plain-BM25 baseline: the keyword scan's tokens (stop
+// words kept out of the query, no stemming), document frequencies over
+// every message of the fixture, k1 1.2 and b 0.75, as textbook BM25.
+type bm25Index struct {
+	tf     map[string]map[string]int // message id: token: count
+	length map[string]int
+	df     map[string]int
+	avg    float64
+	n      int
+}
+
+func newBM25(msgs []qualityMessage) *bm25Index {
+	ix := &bm25Index{tf: map[string]map[string]int{}, length: map[string]int{}, df: map[string]int{}, n: len(msgs)}
+	total := 0
+	for _, m := range msgs {
+		toks := keywordTokens(m.Text)
+		counts := map[string]int{}
+		for _, t := range toks {
+			counts[t]++
+		}
+		for t := range counts {
+			ix.df[t]++
+		}
+		ix.tf[m.ID], ix.length[m.ID] = counts, len(toks)
+		total += len(toks)
+	}
+	if len(msgs) > 0 {
+		ix.avg = float64(total) / float64(len(msgs))
+	}
+	return ix
+}
+
+// search scores the messages in scope, best first (ties in message order).
+func (ix *bm25Index) search(question string, msgs []qualityMessage, limit int) []string {
+	const k1, b = 1.2, 0.75
+	words := questionWords(question)
+	type scored struct {
+		id    string
+		score float64
+	}
+	var hits []scored
+	for _, m := range msgs {
+		var sc float64
+		for _, w := range words {
+			tf := float64(ix.tf[m.ID][w])
+			if tf == 0 {
+				continue
+			}
+			df := float64(ix.df[w])
+			idf := math.Log(1 + (float64(ix.n)-df+0.5)/(df+0.5))
+			sc += idf * tf * (k1 + 1) / (tf + k1*(1-b+b*float64(ix.length[m.ID])/ix.avg))
+		}
+		if sc > 0 {
+			hits = append(hits, scored{m.ID, sc})
 		}
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].score > hits[j].score })
@@ -378,9 +454,110 @@ func memvault(bin string, args ...string) (stdout, stderr []byte, err error) {
 type questionResult struct {
 	qualityQuestion
 	KeywordRank  int      `json:"keyword_rank"`
+	BM25Rank     int      `json:"bm25_rank"`
 	MemvaultRank int      `json:"memvault_rank"`
 	MemvaultTop  []string `json:"memvault_top"`
 	KeywordTop   []string `json:"keyword_top"`
+}
+
+// qualityBoard holds the scores of each method per split and type; the
+// key "" stands for all.
+type qualityBoard map[[3]string]*qualityScore
+
+func (b qualityBoard) add(method, split, typ string, ids, answers []string) int {
+	r := 0
+	for _, k := range [][3]string{{method, "", ""}, {method, split, ""}, {method, split, typ}} {
+		if b[k] == nil {
+			b[k] = &qualityScore{}
+		}
+		r = b[k].add(ids, answers)
+	}
+	return r
+}
+
+// report prints, per split (old, tune, heldout) and for all questions,
+// each method's row and then its rows per type.
+func (b qualityBoard) report(methods []string) string {
+	splitTypes := map[string][]string{}
+	for k := range b {
+		if k[1] != "" && k[2] != "" && !slices.Contains(splitTypes[k[1]], k[2]) {
+			splitTypes[k[1]] = append(splitTypes[k[1]], k[2])
+		}
+	}
+	var out strings.Builder
+	for _, split := range []string{"", "old", "tune", "heldout"} {
+		name := split
+		if name == "" {
+			name = "all"
+		}
+		fmt.Fprintf(&out, "-- split %s\n%s\n", name, qualityHeader)
+		for _, m := range methods {
+			if s := b[[3]string{m, split, ""}]; s != nil {
+				fmt.Fprintln(&out, s.row(m))
+			}
+		}
+		types := splitTypes[split]
+		sort.Strings(types)
+		for _, ty := range types {
+			for _, m := range methods {
+				if s := b[[3]string{m, split, ty}]; s != nil {
+					fmt.Fprintln(&out, s.row("  "+m+"/"+ty))
+				}
+			}
+		}
+	}
+	return out.String()
+}
+
+// importQualityVault imports every session of the fixture into its thread
+// of a new vault and indexes it.
+func importQualityVault(t *testing.T, bin string, f qualityFixture) string {
+	root := filepath.Join(t.TempDir(), ".memory")
+	if out, errOut, err := memvault(bin, "--vault", root, "init"); err != nil {
+		t.Fatalf("init: %v\n%s%s", err, out, errOut)
+	}
+	for _, s := range f.sessions {
+		args := []string{"--vault", root, "--agent", s.Agent, "transcript", "import", "--format", "generic", "--session", s.Session,
+			"--thread", s.Thread, filepath.Join(qualityDir, s.File)}
+		if _, errOut, err := memvault(bin, args...); err != nil {
+			t.Fatalf("import %s: %v\n%s", s.Session, err, errOut)
+		}
+	}
+	if _, errOut, err := memvault(bin, "--vault", root, "reindex"); err != nil {
+		t.Fatalf("reindex: %v %s", err, firstLine(errOut))
+	}
+	return root
+}
+
+// recallTop asks recall the question in its scope and returns the ids of
+// the transcript hits; bleed counts hits of other threads than the one
+// asked from (the fixture has no links), otherTiers hits of other tiers.
+func recallTop(bin, root string, q qualityQuestion) (ids []string, bleed, otherTiers int, err error) {
+	args := []string{"--vault", root, "recall", "--tier", "transcripts", "--limit", "10", "--json"}
+	if q.Thread != "" {
+		args = append(args, "--thread", q.Thread)
+	} else {
+		args = append(args, "--all-threads")
+	}
+	out, errOut, err := memvault(bin, append(args, "--", q.Question)...)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("recall %s %q: %v\n%s", q.ID, q.Question, err, errOut)
+	}
+	hits, err := decodeRecallHits(out)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("%s: %v\n%s", q.ID, err, out)
+	}
+	for _, h := range hits {
+		if h.Tier != "transcripts" {
+			otherTiers++
+			continue
+		}
+		if q.Thread != "" && h.Thread != q.Thread {
+			bleed++
+		}
+		ids = append(ids, h.ID)
+	}
+	return ids, bleed, otherTiers, nil
 }
 
 func TestRecallQuality(t *testing.T) {
@@ -392,43 +569,17 @@ func TestRecallQuality(t *testing.T) {
 	}
 	f := loadQualityFixture(t)
 	bin := qualityBinary(t)
-	root := filepath.Join(t.TempDir(), ".memory")
-	if out, errOut, err := memvault(bin, "--vault", root, "init"); err != nil {
-		t.Fatalf("init: %v\n%s%s", err, out, errOut)
-	}
+	root := importQualityVault(t, bin, f)
 
-	// Import every session into its thread.
-	threadFlag := true
-	for _, s := range f.sessions {
-		args := []string{"--vault", root, "--agent", s.Agent, "transcript", "import", "--format", "generic", "--session", s.Session}
-		file := filepath.Join(qualityDir, s.File)
-		_, errOut, err := memvault(bin, append(args, "--thread", s.Thread, file)...)
-		if err != nil && threadFlag && bytes.Contains(errOut, []byte("flag provided but not defined: -thread")) {
-			t.Logf("transcript import has no --thread yet: importing without threads; thread-scoped questions cannot be answered")
-			threadFlag = false
-		}
-		if !threadFlag {
-			_, errOut, err = memvault(bin, append(args, file)...)
-		}
-		if err != nil {
-			t.Fatalf("import %s: %v\n%s", s.Session, err, errOut)
-		}
-	}
-	if _, errOut, err := memvault(bin, "--vault", root, "reindex"); err != nil {
-		t.Logf("reindex failed (no index yet?), recall will scan: %v %s", err, firstLine(errOut))
-	}
-
-	// Scopes for the baseline: a thread's messages, or all of them.
+	// Scopes for the baselines: a thread's messages, or all of them.
 	byThread := map[string][]qualityMessage{}
 	for _, m := range f.messages {
 		byThread[m.thread] = append(byThread[m.thread], m)
 	}
-
-	var kw, mv qualityScore
-	kwType, mvType := map[string]*qualityScore{}, map[string]*qualityScore{}
+	bm := newBM25(f.messages)
+	board := qualityBoard{}
 	var results []questionResult
-	recallOK := true
-	otherTiers, bleed := 0, 0
+	bleed, otherTiers := 0, 0
 	for _, q := range f.questions {
 		scope := f.messages
 		if q.Thread != "" {
@@ -436,48 +587,16 @@ func TestRecallQuality(t *testing.T) {
 		}
 		res := questionResult{qualityQuestion: q}
 		res.KeywordTop = keywordScan(q.Question, scope, 10)
-		res.KeywordRank = kw.add(res.KeywordTop, q.Answers)
-		if kwType[q.Type] == nil {
-			kwType[q.Type], mvType[q.Type] = &qualityScore{}, &qualityScore{}
+		res.KeywordRank = board.add("keyword-scan", q.Split, q.Type, res.KeywordTop, q.Answers)
+		res.BM25Rank = board.add("bm25", q.Split, q.Type, bm.search(q.Question, scope, 10), q.Answers)
+		ids, b, o, err := recallTop(bin, root, q)
+		if err != nil {
+			t.Error(err)
+			continue
 		}
-		kwType[q.Type].add(res.KeywordTop, q.Answers)
-
-		if recallOK {
-			args := []string{"--vault", root, "recall", "--tier", "transcripts", "--limit", "10", "--json"}
-			if q.Thread != "" {
-				args = append(args, "--thread", q.Thread)
-			} else {
-				args = append(args, "--all-threads")
-			}
-			out, errOut, err := memvault(bin, append(args, "--", q.Question)...)
-			if err != nil && mv.n == 0 {
-				t.Logf("recall unavailable, reporting the baseline only: %v %s", err, firstLine(errOut))
-				recallOK = false
-			} else if err != nil {
-				t.Errorf("recall %s %q: %v\n%s", q.ID, q.Question, err, errOut)
-				continue
-			} else {
-				hits, err := decodeRecallHits(out)
-				if err != nil {
-					t.Errorf("%s: %v\n%s", q.ID, err, out)
-					continue
-				}
-				for _, h := range hits {
-					if h.Tier != "transcripts" {
-						otherTiers++
-						continue
-					}
-					// The fixture has no links or aliases: another thread's
-					// message in a thread-scoped answer is bleed.
-					if q.Thread != "" && h.Thread != q.Thread {
-						bleed++
-					}
-					res.MemvaultTop = append(res.MemvaultTop, h.ID)
-				}
-				res.MemvaultRank = mv.add(res.MemvaultTop, q.Answers)
-				mvType[q.Type].add(res.MemvaultTop, q.Answers)
-			}
-		}
+		bleed, otherTiers = bleed+b, otherTiers+o
+		res.MemvaultTop = ids
+		res.MemvaultRank = board.add("memvault-recall", q.Split, q.Type, ids, q.Answers)
 		results = append(results, res)
 	}
 	if bleed > 0 {
@@ -486,27 +605,10 @@ func TestRecallQuality(t *testing.T) {
 	if otherTiers > 0 {
 		t.Errorf("recall --tier transcripts returned %d hits of other tiers", otherTiers)
 	}
-
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d sessions, %d messages, %d questions\n", len(f.sessions), len(f.messages), len(f.questions))
-	fmt.Fprintln(&b, qualityHeader)
-	if recallOK {
-		fmt.Fprintln(&b, mv.row("memvault-recall"))
-	}
-	fmt.Fprintln(&b, kw.row("keyword-scan"))
-	types := make([]string, 0, len(kwType))
-	for ty := range kwType {
-		types = append(types, ty)
-	}
-	sort.Strings(types)
-	for _, ty := range types {
-		if recallOK {
-			fmt.Fprintln(&b, mvType[ty].row("  recall/"+ty))
-		}
-		fmt.Fprintln(&b, kwType[ty].row("  keyword/"+ty))
-	}
-	fmt.Print(b.String())
-	t.Log("\n" + b.String())
+	report := fmt.Sprintf("%d sessions, %d messages, %d questions\n", len(f.sessions), len(f.messages), len(f.questions)) +
+		board.report([]string{"memvault-recall", "bm25", "keyword-scan"})
+	fmt.Print(report)
+	t.Log("\n" + report)
 
 	if path := os.Getenv("MEMVAULT_QUALITY_OUT"); path != "" {
 		data, _ := json.MarshalIndent(results, "", " ")

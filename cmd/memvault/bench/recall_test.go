@@ -444,7 +444,7 @@ func scaleGenerate(tb testing.TB, root, corpus string, messages int) scaleData {
 	d := scaleData{Messages: messages, Sessions: sessions, root: root, corpus: corpus}
 	start := time.Now()
 	for s0 := 0; s0 < sessions; s0 += scaleTxSessions {
-		_, err := v.Update(vault.TxOptions{Command: "bench"}, func(tx *vault.Tx) error {
+		_, err := v.Update(vault.TxOptions{Command: "bench", LockTimeout: benchLockWait}, func(tx *vault.Tx) error {
 			for s := s0; s < min(sessions, s0+scaleTxSessions); s++ {
 				t := transcript.Ref{Agent: v.Config.Agent, Session: fmt.Sprintf("s%06d", s)}
 				ts := base.Add(time.Duration(s) * 37 * time.Minute)
@@ -540,7 +540,7 @@ func scaleAppendTail(tb testing.TB, root string, bytes int64) int64 {
 	g := newScaleGen(1, 3)
 	base := time.Date(2027, 1, 4, 9, 0, 0, 0, time.UTC)
 	for s := 0; dirBytes(tb, filepath.Join(root, "transcripts"))-before < bytes; s++ {
-		_, err := v.Update(vault.TxOptions{Command: "bench"}, func(tx *vault.Tx) error {
+		_, err := v.Update(vault.TxOptions{Command: "bench", LockTimeout: benchLockWait}, func(tx *vault.Tx) error {
 			t := transcript.Ref{Agent: v.Config.Agent, Session: fmt.Sprintf("tail%03d", s)}
 			var msgs []transcript.Message
 			for i := 0; i < scaleSessionMsgs; i++ {
@@ -945,3 +945,9 @@ func TestRecallScaleProfile(t *testing.T) {
 	t.Logf("in-process recall over %d queries × 3: p50 %.1f ms, p90 %.1f ms; %s; profile in %s",
 		len(queries), ms(pct(durs, 50)), ms(pct(durs, 90)), byClass(byQuery), out)
 }
+
+// benchLockWait is how long the builders of the benchmark vaults wait for
+// the vault lock: their writes start the automatic pack (a detached
+// `git gc --auto` that holds the lock while it runs), which on a vault of
+// a hundred thousand messages takes longer than a writer's default 10 s.
+const benchLockWait = time.Hour

@@ -216,7 +216,7 @@ func suiteGenerateBatched(tb testing.TB, v *vault.Vault, spec suiteSpec, cw *cor
 	t0 := time.Now()
 	for b := 0; b < batches; b++ {
 		s0, s1 := b*batch, min(spec.Sessions, (b+1)*batch)
-		res, err := v.Update(vault.TxOptions{Command: "bench"}, func(tx *vault.Tx) error {
+		res, err := v.Update(vault.TxOptions{Command: "bench", LockTimeout: benchLockWait}, func(tx *vault.Tx) error {
 			for s := s0; s < s1; s++ {
 				t := transcript.Ref{Agent: v.Config.Agent, Session: fmt.Sprintf("s%06d", s)}
 				msgs := suiteMessages(g, r, t.Session, spec.Messages, base.Add(time.Duration(s)*37*time.Minute))
@@ -235,7 +235,7 @@ func suiteGenerateBatched(tb testing.TB, v *vault.Vault, spec suiteSpec, cw *cor
 			tb.Fatal(err)
 		}
 		d.Events += len(res.Events)
-		res, err = v.Update(vault.TxOptions{Command: "bench"}, func(tx *vault.Tx) error {
+		res, err = v.Update(vault.TxOptions{Command: "bench", LockTimeout: benchLockWait}, func(tx *vault.Tx) error {
 			for s := s0; s < s1; s++ {
 				t := transcript.Ref{Agent: v.Config.Agent, Session: fmt.Sprintf("s%06d", s)}
 				n, _, err := lineage.Summarize(tx, t, lineage.SummaryOptions{Thread: suiteThread(s % spec.Threads)})
@@ -259,7 +259,7 @@ func suiteGenerateBatched(tb testing.TB, v *vault.Vault, spec suiteSpec, cw *cor
 		for fill > 0 {
 			n := min(fill, 1000)
 			fill -= n
-			res, err = v.Update(vault.TxOptions{Command: "bench", Session: fmt.Sprintf("s%06d", s1-1)}, func(tx *vault.Tx) error {
+			res, err = v.Update(vault.TxOptions{Command: "bench", LockTimeout: benchLockWait, Session: fmt.Sprintf("s%06d", s1-1)}, func(tx *vault.Tx) error {
 				for i := 0; i < n; i++ {
 					if err := suiteEvent(tx, g, r, suiteThread(r.IntN(spec.Threads)), &open); err != nil {
 						return err

@@ -417,7 +417,7 @@ func suiteGrowth(t *testing.T, n int) string {
 	sb.WriteString("| events (one commit each) | content | .git before gc | per event | after memvault gc (git) | per event | ÷ content | gc time | after gc --engine go-git | per event | ÷ content | gc time |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	start := time.Now()
 	for i := 1; i <= n; i++ {
-		_, err := v.Update(vault.TxOptions{Command: "bench"}, func(tx *vault.Tx) error {
+		_, err := v.Update(vault.TxOptions{Command: "bench", LockTimeout: benchLockWait}, func(tx *vault.Tx) error {
 			_, err := memory.Remember(tx, memory.Input{Kind: suiteKinds[i%len(suiteKinds)], Thread: suiteThread(i % 40), Text: g.message(true, "")})
 			return err
 		})

@@ -215,16 +215,7 @@ func auditDecay(c *Continuity, now string, rep *AuditReport, gone map[string]boo
 // is archived, as `learn` would have done had it been recorded after this
 // rule (or through a way in that does not compare).
 func auditRewordings(c *Continuity, rep *AuditReport, gone map[string]bool, live func(*Learning) bool) {
-	var scopes []string
-	byScope := map[string][]*Learning{}
-	for _, l := range c.Learnings {
-		if live(l) {
-			if byScope[l.Scope] == nil {
-				scopes = append(scopes, l.Scope)
-			}
-			byScope[l.Scope] = append(byScope[l.Scope], l)
-		}
-	}
+	scopes, byScope := byScopeOf(c.Learnings, live, func(l *Learning) string { return l.Scope })
 	for _, sc := range scopes {
 		ls := byScope[sc]
 		items := make([]instr, len(ls))
@@ -254,16 +245,7 @@ func auditRewordings(c *Continuity, rep *AuditReport, gone map[string]bool, live
 func auditConflicts(c *Continuity, rep *AuditReport, gone map[string]bool, live func(*Learning) bool) {
 	// Only learnings of one scope can conflict: compare within each scope,
 	// in ledger order, each prevention split once.
-	var scopes []string
-	byScope := map[string][]*Learning{}
-	for _, l := range c.Learnings {
-		if live(l) {
-			if byScope[l.Scope] == nil {
-				scopes = append(scopes, l.Scope)
-			}
-			byScope[l.Scope] = append(byScope[l.Scope], l)
-		}
-	}
+	scopes, byScope := byScopeOf(c.Learnings, live, func(l *Learning) string { return l.Scope })
 	// Each older learning is invalidated by the first newer one of its
 	// scope that contradicts it; scopes are independent.
 	type conflict struct {
@@ -350,16 +332,8 @@ func firstConflicts(texts []string) []conflictPair {
 // Blocker).
 func auditDecisions(c *Continuity, rep *AuditReport) {
 	rep.Blockers = decisionBlockers(c)
-	var scopes []string
-	byScope := map[string][]*Decision{}
-	for _, d := range c.Decisions {
-		if d.Status == vault.StatusActive {
-			if byScope[d.Scope] == nil {
-				scopes = append(scopes, d.Scope)
-			}
-			byScope[d.Scope] = append(byScope[d.Scope], d)
-		}
-	}
+	scopes, byScope := byScopeOf(c.Decisions, func(d *Decision) bool { return d.Status == vault.StatusActive },
+		func(d *Decision) string { return d.Scope })
 	type sup struct {
 		older, newer *Decision
 		why          string
@@ -498,4 +472,22 @@ func addDays(day string, n int) string {
 		return ""
 	}
 	return t.AddDate(0, 0, n).Format(dateLayout)
+}
+
+// byScopeOf groups the items that keep by their scope, in ledger order,
+// and lists the scopes in the order first met.
+func byScopeOf[T any](items []T, keep func(T) bool, scope func(T) string) ([]string, map[string][]T) {
+	var scopes []string
+	by := map[string][]T{}
+	for _, it := range items {
+		if !keep(it) {
+			continue
+		}
+		sc := scope(it)
+		if by[sc] == nil {
+			scopes = append(scopes, sc)
+		}
+		by[sc] = append(by[sc], it)
+	}
+	return scopes, by
 }

@@ -117,6 +117,7 @@ type ExecutorTable struct {
 	PingTimeout  string   `toml:"ping_timeout"`
 	MemoryLimit  string   `toml:"memory_limit"`
 	Capabilities []string `toml:"capabilities"`
+	Isolate      string   `toml:"isolate"` // "net": its own network namespace (docs/EXECUTORS.md)
 }
 
 // DecodeConfig decodes memvault.toml's text (empty: no file) into its

@@ -16,6 +16,7 @@ import (
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/gitrepo"
+	"github.com/memvault/memvault/vault/units"
 )
 
 // Lease names the holder of the vault lock. The holder writes it beside
@@ -60,22 +61,8 @@ func (l Lease) String() string {
 	return s + " (" + strings.Join(what, ", ") + ")"
 }
 
-// HeldFor says how long a lock taken at since has been held, as precisely
-// as a person reading a busy message cares: "350 ms", "1.2 s", "3m20s".
-// Every lock's holder is named in these words, the vault lock's (Lease)
-// and those of the locks the features above the engine keep alike.
-func HeldFor(since time.Time) string {
-	d := time.Since(since)
-	switch {
-	case d < 0:
-		return "since " + since.UTC().Format(time.RFC3339) // another machine's clock is ahead
-	case d < time.Second:
-		return fmt.Sprintf("%d ms", d.Milliseconds())
-	case d < time.Minute:
-		return fmt.Sprintf("%.1f s", d.Seconds())
-	}
-	return d.Round(time.Second).String()
-}
+// HeldFor is units.HeldFor: every lock's holder is named in its words.
+func HeldFor(since time.Time) string { return units.HeldFor(since) }
 
 const (
 	lockFile  = ".locks/vault.lock"

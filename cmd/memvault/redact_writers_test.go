@@ -166,6 +166,7 @@ var writers = map[string]string{
 	"vault/fileio/beneath.go":         "the one way to write: callers redact",
 	"vault/fileio/fileio.go":          "the one way to write: callers redact",
 	"vault/fileio/input.go":           "reads only: a person's input file opened read-only without blocking",
+	"vault/continuity/suspect.go":     "reads only: a project file opened read-only (O_NOFOLLOW) for SUSPECT's grep",
 	"vault/fileio/replace_linux.go":   "the one way to write: callers redact",
 	"hooks/hookstate/hooklog.go":      ".logs/hooks.log: each line redacted",
 	"hooks/hookstate/jobs.go":         "the job queue: agents, hashed session keys, kinds",

@@ -207,10 +207,12 @@ func inScope(c *Continuity, f ScopeFilter, cfg ContinuityConfig, sees func(agent
 			if l.Thread != "" || !sees(l.Agent) || o.Takes(l.Event) {
 				return InjectedRow{}, false
 			}
-			if o != nil && !slices.Equal(l.Flags, o.flags[l.ID]) {
-				cp := *l // the flags of the audit as of today, not of the last one written
-				cp.Flags = o.flags[l.ID]
-				l = &cp
+			if o != nil {
+				if fl := todaysFlags(l.Flags, o.flags[l.ID]); !slices.Equal(l.Flags, fl) {
+					cp := *l // the flags of the audit as of today, not of the last one written
+					cp.Flags = fl
+					l = &cp
+				}
 			}
 			return InjectedRow{Line: l.Line(), Event: l.Event, Text: l.Error}, true
 		})
@@ -280,4 +282,15 @@ func RenderContinuity(v *vault.Vault) (*ContinuityDoc, error) {
 	}
 	st.saveIfDirty(cfg)
 	return sum.doc(), nil
+}
+
+// todaysFlags are a learning's flags at session start: those of the audit
+// as of today (the rules' own, a pure function of the ledger and the day),
+// and SUSPECT as the last written audit found it, which looked at the
+// project's files (a session start does not walk the project).
+func todaysFlags(written, today []string) []string {
+	if !slices.Contains(written, FlagSuspect) || slices.Contains(today, FlagSuspect) {
+		return today
+	}
+	return append(slices.Clip(today), FlagSuspect)
 }

@@ -48,6 +48,10 @@ const LearningsIndexFile = "learnings-index.md"
 const continuityTitle = "# CONTINUITY"
 const continuityPreamble = "<!-- memvault: working memory, rendered from the ledger; hand edits are merged, not lost. See docs/CONTINUITY.md. -->"
 
+// completedDays is how long an entry stays in Just Completed: the
+// protocol's working memory holds a week (seed 002's Tier 2).
+const completedDays = 7
+
 // quotas: how many entries each section shows at most, before the word cap.
 var sectionQuota = map[string]int{
 	SecGoal: 1, SecTask: 1, SecCompleted: 5, SecNext: 10, SecBlockers: 5, SecDecisions: 5, SecLearnings: 8, SecContext: 10, SecFiles: 10,
@@ -266,7 +270,17 @@ func (p *continuityPage) addWork(c *Continuity) {
 		n := c.Next[0]
 		p.add(SecTask, "- "+safeLine(n.Text, 200)+" (since "+n.Date+")")
 	}
+	// Just Completed is working memory: an entry done more than
+	// completedDays before the day of the newest protocol event has
+	// rotated out to long-term memory (the ledger's done events, the
+	// session's node), counted in the "… N more in the ledger" line. The
+	// age is measured on the ledger's times, never the clock, so a render
+	// gives the same bytes on any machine.
+	newest := dayOf(c.Updated)
 	for i := len(c.Done) - 1; i >= 0 && len(p.entries[SecCompleted]) < sectionQuota[SecCompleted]; i-- {
+		if newest != "" && daysBetween(c.Done[i].Date, newest) > completedDays {
+			continue
+		}
 		p.add(SecCompleted, "- "+safeLine(c.Done[i].Text, 200)+" ("+c.Done[i].Date+")")
 	}
 	p.total[SecCompleted] = len(c.Done)

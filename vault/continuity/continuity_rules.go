@@ -160,8 +160,16 @@ type AuditReport struct {
 }
 
 // Audit applies the rules as of day now (YYYY-MM-DD) without changing
-// anything: what `memvault continuity audit --dry-run` prints.
-func (c *Continuity) Audit(now string) *AuditReport { return audit(c, now) }
+// anything: what `memvault continuity audit --dry-run` prints. With a
+// vault, the learnings whose prevention names what the project no longer
+// has are flagged SUSPECT too (suspect.go); nil leaves that check out.
+func (c *Continuity) Audit(now string, v *vault.Vault) *AuditReport {
+	rep := audit(c, now)
+	if v != nil {
+		auditSuspects(c, rep, newSuspectCheck(v))
+	}
+	return rep
+}
 
 // audit applies the rules to c as of day now. It changes nothing; the
 // caller records the actions as events, or (at session start) leaves out

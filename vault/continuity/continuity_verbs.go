@@ -493,7 +493,7 @@ var quotedIDRE = regexp.MustCompile("`(e_[0-9a-z]+)`")
 // continuity.audited a day when nothing changes.
 func (ct *ContinuityTx) Audit(dryRun bool) *AuditReport {
 	c := ct.state()
-	rep := audit(c, ct.day)
+	rep := c.Audit(ct.day, ct.Vault())
 	rep.DryRun = dryRun
 	ct.audit = rep
 	if dryRun || (len(rep.Actions) == 0 && strings.Join(rep.flagStrings(), ",") == c.auditKey && c.LastAudit == ct.day) {

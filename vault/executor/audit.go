@@ -18,6 +18,7 @@ import (
 // AuditQuery selects the delegations `memvault audit` lists.
 type AuditQuery struct {
 	Executor string    // "" all
+	Task     string    // "" all; else only the delegations of this task id (data.task_id, exact)
 	Since    time.Time // zero: from the start
 	Limit    int       // 0: all; else the newest Limit
 }
@@ -29,6 +30,7 @@ type AuditRow struct {
 	Kind        string    `json:"kind"`
 	Executor    string    `json:"executor"`
 	Task        string    `json:"task"`
+	TaskID      string    `json:"task_id"`
 	Arbitration string    `json:"arbitration"`
 	Attempts    []Attempt `json:"attempts"`
 	Checksum    string    `json:"checksum,omitempty"`
@@ -53,13 +55,13 @@ func Audit(v *vault.Vault, q AuditQuery) ([]AuditRow, error) {
 		}
 		var d delegationData
 		_ = json.Unmarshal(r.Data, &d)
-		if q.Executor != "" && d.Executor != q.Executor {
+		if q.Executor != "" && d.Executor != q.Executor || q.Task != "" && d.ID != q.Task {
 			continue
 		}
 		if d.Attempts == nil {
 			d.Attempts = []Attempt{}
 		}
-		out = append(out, AuditRow{TS: r.TS, ID: r.ID, Kind: r.Kind, Executor: d.Executor, Task: d.Task,
+		out = append(out, AuditRow{TS: r.TS, ID: r.ID, Kind: r.Kind, Executor: d.Executor, Task: d.Task, TaskID: d.ID,
 			Arbitration: d.Arbitration, Attempts: d.Attempts, Checksum: d.Checksum, ChecksumBy: d.ChecksumBy,
 			Code: d.Code, Text: r.Text})
 	}

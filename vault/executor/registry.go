@@ -45,13 +45,36 @@ type Entry struct {
 	// "1GiB".
 	MemoryLimit     int64  `json:"-"`
 	MemoryLimitText string `json:"memory_limit,omitempty"`
+	// Isolate is IsolateNet to run it in a network namespace of its own
+	// (no network, not even the host's loopback), where the platform
+	// allows it; "" for none.
+	Isolate string `json:"isolate,omitempty"`
+}
+
+// IsolateNet is the isolation `executor add --isolate net` asks for.
+const IsolateNet = "net"
+
+// CheckIsolation refuses an isolation memvault does not know, and one this
+// machine cannot give, in one line.
+func CheckIsolation(name, isolate string) error {
+	switch isolate {
+	case "":
+		return nil
+	case IsolateNet:
+		if err := NetIsolationAvailable(); err != nil {
+			return fault.New(fault.ErrInvalid, "executor %s: isolate net: not available here: %v", name, err).
+				WithHint("register it without --isolate, or on a Linux machine with user namespaces")
+		}
+		return nil
+	}
+	return fault.New(fault.ErrInvalid, "executor %s: isolate %q: want net", name, isolate)
 }
 
 // entryOf is the table t of the executor name, as written.
 func entryOf(name string, t vault.ExecutorTable) Entry {
 	return Entry{Name: name, Command: t.Command, Args: t.Args, TimeoutText: t.Timeout, Weight: t.Weight, Env: t.Env,
 		Mode: t.Mode, Status: t.Status, Reason: t.Reason, Ping: t.Ping, PingTimeoutText: t.PingTimeout,
-		MemoryLimitText: t.MemoryLimit, Capabilities: t.Capabilities}
+		MemoryLimitText: t.MemoryLimit, Capabilities: t.Capabilities, Isolate: t.Isolate}
 }
 
 // MinMemoryLimit is the least memory_limit: a program's runtime alone
@@ -178,6 +201,9 @@ func (e *Entry) check() error {
 			return fault.New(fault.ErrInvalid, "%s: memory_limit %s: at least %s", where, e.MemoryLimitText, FormatSize(MinMemoryLimit))
 		}
 		e.MemoryLimit, e.MemoryLimitText = n, FormatSize(n)
+	}
+	if e.Isolate != "" && e.Isolate != IsolateNet {
+		return fault.New(fault.ErrInvalid, "%s: isolate %q: want net", where, e.Isolate)
 	}
 	e.PingTimeout = PingTimeout
 	if e.PingTimeoutText != "" {
@@ -378,6 +404,9 @@ func AddTo(data []byte, e Entry) ([]byte, error) {
 	}
 	if e.MemoryLimitText != "" {
 		fields = append(fields, configedit.Field{Key: "memory_limit", Value: e.MemoryLimitText})
+	}
+	if e.Isolate != "" {
+		fields = append(fields, configedit.Field{Key: "isolate", Value: e.Isolate})
 	}
 	fields = append(fields, configedit.Obj{
 		{Key: "capabilities", Value: e.Caps()},

@@ -101,6 +101,12 @@ func (r Runner) spawn(ctx context.Context, e Entry, req Request, timeout time.Du
 	cmd.Env = Environ(env, e.Env, req.Cwd)
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if e.Isolate == IsolateNet {
+		if err := NetIsolationAvailable(); err != nil {
+			return nil, errorf(CodeSpawn, err, "executor %s: isolate net: not available here: %v", e.Name, err)
+		}
+		netIsolation(cmd.SysProcAttr)
+	}
 	cmd.Cancel = func() error { return killGroup(cmd) }
 	cmd.WaitDelay = 500 * time.Millisecond
 	stdout := &bounded{limit: MaxOutput, over: cancel}

@@ -5,7 +5,10 @@
 // same everywhere.
 package units
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Bytes prints a byte count in binary units (B, KiB, MiB, GiB).
 func Bytes(n int64) string {
@@ -30,4 +33,21 @@ func Count(n int64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// HeldFor says how long a lock taken at since has been held, as precisely
+// as a person reading a busy message cares: "350 ms", "1.2 s", "3m20s".
+// Every lock's holder is named in these words, the vault lock's (its
+// lease) and those of the locks the features above the engine keep alike.
+func HeldFor(since time.Time) string {
+	d := time.Since(since)
+	switch {
+	case d < 0:
+		return "since " + since.UTC().Format(time.RFC3339) // another machine's clock is ahead
+	case d < time.Second:
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+	return d.Round(time.Second).String()
 }

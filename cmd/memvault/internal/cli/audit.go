@@ -18,9 +18,9 @@ import (
 // "Audit and replay"). Both only read.
 
 type auditOptions struct {
-	executor, since string // filters; "" for any
-	limitOptions           // the newest N; 0 for all
-	json            bool
+	executor, since, task string // filters; "" for any
+	limitOptions                 // the newest N; 0 for all
+	json                  bool
 }
 
 type auditReplayOptions struct {
@@ -47,6 +47,7 @@ func (o *auditOptions) flags() []ucli.Flag {
 	return []ucli.Flag{
 		&ucli.StringFlag{Name: "executor", Usage: "only this executor's", Destination: &o.executor},
 		&ucli.StringFlag{Name: "since", Usage: "only delegations at or after DATE (2026-11-22, RFC 3339, or 7d / 12h ago)", Destination: &o.since},
+		&ucli.StringFlag{Name: "task", Usage: "only the delegations of the task with this id (its \"id\" in delegate's JSON lines, else t1, t2, …)", Destination: &o.task},
 		o.limitFlag("delegations, the newest", 0), newJSONFlag(&o.json),
 	}
 }
@@ -65,7 +66,10 @@ func runAudit(_ context.Context, opts auditOptions, e env, v *vault.Vault) error
 	if err != nil {
 		return err
 	}
-	q := executor.AuditQuery{Executor: opts.executor, Limit: limit}
+	q := executor.AuditQuery{Executor: opts.executor, Task: strings.TrimSpace(opts.task), Limit: limit}
+	if opts.task != "" && q.Task == "" {
+		return usagef("audit: --task: want a task id, not blanks")
+	}
 	if opts.since != "" {
 		if q.Since, err = ops.ParseSince(opts.since, time.Now()); err != nil {
 			return err
@@ -91,7 +95,7 @@ func runAudit(_ context.Context, opts auditOptions, e env, v *vault.Vault) error
 			status = "failed " + r.Code
 		}
 		first, _, _ := strings.Cut(r.Text, "\n")
-		fmt.Fprintf(e.stdout, "%s  %s  %s  %s  tries %d  %s  %s\n", r.TS, r.ID, r.Executor, r.Arbitration, len(r.Attempts), status, first)
+		fmt.Fprintf(e.stdout, "%s  %s  %s  %s  tries %d  %s  task %s: %s\n", r.TS, r.ID, r.Executor, r.Arbitration, len(r.Attempts), status, r.TaskID, first)
 	}
 	return nil
 }

@@ -403,7 +403,7 @@ func runContinuityAudit(_ context.Context, opts continuityAuditOptions, e env) e
 		if now.IsZero() {
 			now = time.Now()
 		}
-		rep := st.Audit(now.UTC().Format("2006-01-02"))
+		rep := st.Audit(now.UTC().Format("2006-01-02"), v)
 		rep.DryRun = true
 		return printAudit(e.stdout, opts.json, rep)
 	}

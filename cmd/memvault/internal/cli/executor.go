@@ -31,6 +31,7 @@ type executorAddOptions struct {
 	weight                     int
 	preset                     string
 	memoryLimit                string
+	isolate                    string
 	capabilities               []string
 	args                       []string // NAME, then the COMMAND and its ARGS
 }
@@ -76,6 +77,7 @@ func (o *executorAddOptions) flags() []ucli.Flag {
 		&ucli.StringSliceFlag{Name: "env", Usage: "an environment variable passed through (repeatable); never a credential's", Action: setSlice(&o.env)},
 		&ucli.IntFlag{Name: "weight", Value: 1, Usage: "slots of delegate's concurrency bound one run takes", Destination: &o.weight},
 		&ucli.StringFlag{Name: "preset", Usage: "a harness CLI's command, arguments, mode, timeout and ping (after --: ollama's model, generic's command)", Destination: &o.preset},
+		&ucli.StringFlag{Name: "isolate", Usage: "net: run it in a network namespace of its own, no network at all (Linux with user namespaces, or root); refused where the platform cannot", Destination: &o.isolate},
 		&ucli.StringFlag{Name: "memory-limit", Usage: "bound its address space (RLIMIT_AS, Linux), e.g. 4GiB; a run out of memory under it is memory_limit", Destination: &o.memoryLimit},
 		&ucli.StringSliceFlag{Name: "capability", Usage: "what it can do (repeatable), when its ping reply does not say; default: " + executor.DefaultCapability, Action: setSlice(&o.capabilities)},
 	)
@@ -132,7 +134,10 @@ func (o executorAddOptions) entry() (executor.Entry, error) {
 	}
 	entry := executor.Entry{Name: args[0], Weight: o.weight, Env: o.env, Mode: mode,
 		Status: executor.StatusActive, TimeoutText: o.timeout.String(), Capabilities: o.capabilities,
-		MemoryLimitText: o.memoryLimit}
+		MemoryLimitText: o.memoryLimit, Isolate: o.isolate}
+	if err := executor.CheckIsolation(args[0], o.isolate); err != nil {
+		return entry, err
+	}
 	if o.preset != "" {
 		p, err := executor.Preset(o.preset, args[1:])
 		if err != nil {
@@ -321,8 +326,12 @@ func runExecutorShow(_ context.Context, opts executorShowOptions, e env, v *vaul
 	if ex.MemoryLimit > 0 {
 		memory = ex.MemoryLimitText + " of address space"
 	}
-	fmt.Fprintf(w, "command: %s\nargs:    %q\nmode:    %s\ntimeout: %s\nping:    %s within %s\nweight:  %d\nmemory:  %s\nenv:     %s\ncan:     %s\n",
-		ex.Command, ex.Args, ex.Mode, ex.TimeoutText, pingText(ex), ex.PingTimeout, ex.Weight, memory, strings.Join(ex.Env, ", "), strings.Join(ex.Caps(), ", "))
+	network := "the host's"
+	if ex.Isolate == executor.IsolateNet {
+		network = "none (a network namespace of its own)"
+	}
+	fmt.Fprintf(w, "command: %s\nargs:    %q\nmode:    %s\ntimeout: %s\nping:    %s within %s\nweight:  %d\nmemory:  %s\nnetwork: %s\nenv:     %s\ncan:     %s\n",
+		ex.Command, ex.Args, ex.Mode, ex.TimeoutText, pingText(ex), ex.PingTimeout, ex.Weight, memory, network, strings.Join(ex.Env, ", "), strings.Join(ex.Caps(), ", "))
 	return nil
 }
 

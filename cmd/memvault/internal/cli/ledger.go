@@ -14,11 +14,11 @@ import (
 )
 
 type ledgerOptions struct {
-	limitOptions                        // the newest N of what matches; 0 for all
-	kind, thread, session, since string // filters; "" for any
-	current                      bool
-	json                         bool
-	ids                          []string // events to show, by id or unique prefix; none: every event
+	limitOptions                               // the newest N of what matches; 0 for all
+	kind, thread, session, since, until string // filters; "" for any
+	current                             bool
+	json                                bool
+	ids                                 []string // events to show, by id or unique prefix; none: every event
 }
 
 func newLedgerCommand() *ucli.Command {
@@ -39,6 +39,7 @@ func (o *ledgerOptions) flags() []ucli.Flag {
 		&ucli.StringFlag{Name: "thread", Aliases: []string{"t"}, Usage: "only this thread", Destination: &o.thread},
 		&ucli.StringFlag{Name: "session", Usage: "only this session", Destination: &o.session},
 		&ucli.StringFlag{Name: "since", Usage: "only events at or after DATE (2026-11-22, RFC 3339, or 7d / 12h ago)", Destination: &o.since},
+		&ucli.StringFlag{Name: "until", Usage: "only events before DATE (same forms as --since; a date is its local midnight, so the day itself is left out)", Destination: &o.until},
 		&ucli.BoolFlag{Name: "current", Usage: "only what holds now: no retracted, superseded, closed, invalidated or archived rows, no corrections", Destination: &o.current},
 		o.limitFlag("events, the newest", 0),
 		newJSONFlag(&o.json),
@@ -68,6 +69,13 @@ func (o ledgerOptions) query(e env) (ops.LedgerQuery, error) {
 			return q, err
 		}
 		q.Filter.Since = t
+	}
+	if o.until != "" {
+		t, err := ops.ParseSince(o.until, time.Now())
+		if err != nil {
+			return q, err
+		}
+		q.Until = t
 	}
 	return q, nil
 }

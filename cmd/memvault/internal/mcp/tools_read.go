@@ -70,6 +70,7 @@ type ledgerIn struct {
 	Thread  string   `json:"thread,omitempty" jsonschema:"only this thread (kind:slug)"`
 	Session string   `json:"session,omitempty" jsonschema:"only this session"`
 	Since   string   `json:"since,omitempty" jsonschema:"only events at or after this date (2026-11-22), RFC 3339 time or age (7d, 12h)"`
+	Until   string   `json:"until,omitempty" jsonschema:"only events before this date (its local midnight), time or age"`
 	Current bool     `json:"current,omitempty" jsonschema:"only what holds now: no retracted, superseded, closed, invalidated or archived rows, no corrections"`
 	Limit   int      `json:"limit,omitempty" jsonschema:"at most this many events, the newest (0: all)"`
 }
@@ -256,6 +257,10 @@ func (s *Server) ledger(ctx context.Context, req *sdk.CallToolRequest, in ledger
 	if f.Since, err = since(in.Since); err != nil {
 		return ledgerOut{}, err
 	}
+	until, err := since(in.Until)
+	if err != nil {
+		return ledgerOut{}, err
+	}
 	st, err := c.v.LoadState()
 	if err != nil {
 		return ledgerOut{}, err
@@ -265,7 +270,7 @@ func (s *Server) ledger(ctx context.Context, req *sdk.CallToolRequest, in ledger
 		e := fault.New(vault.ErrInvalid, "ledger: kind %q: unknown", in.Kind)
 		return ledgerOut{}, e.WithHint("use one of: %s", strings.Join(kinds, ", "))
 	}
-	rows, matched, err := ops.Ledger(st, ops.LedgerQuery{Filter: f, IDs: in.IDs, Limit: in.Limit,
+	rows, matched, err := ops.Ledger(st, ops.LedgerQuery{Filter: f, IDs: in.IDs, Limit: in.Limit, Until: until,
 		Agents: continuity.VisibleAgents(c.v, c.agent)})
 	if err != nil {
 		return ledgerOut{}, err

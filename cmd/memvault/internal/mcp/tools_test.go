@@ -371,3 +371,23 @@ func summarize(t *testing.T, v *vault.Vault, session, thread, prompt, answer str
 	}
 	return made
 }
+
+// TestLedgerUntil: the ledger tool takes until as the command line does:
+// before it, a window with since, and an empty window refused.
+func TestLedgerUntil(t *testing.T) {
+	t.Parallel()
+	f := setup(t, Options{}, "")
+	testvault.Remember(t, f.v, "written now")
+	var lg ledgerOut
+	f.ok("ledger", map[string]any{"kind": "fact", "until": "2000-01-01"}, &lg)
+	if len(lg.Rows) != 0 {
+		t.Errorf("until 2000: %d rows", len(lg.Rows))
+	}
+	f.ok("ledger", map[string]any{"kind": "fact", "since": "2000-01-01", "until": "2999-01-01"}, &lg)
+	if len(lg.Rows) != 1 || lg.Rows[0].Text != "written now" {
+		t.Errorf("[2000, 2999): %+v", lg.Rows)
+	}
+	if te, msg := f.fails("ledger", map[string]any{"since": "2999-01-01", "until": "2000-01-01"}); te.Class != "invalid" || !strings.Contains(msg, "is not after --since") {
+		t.Errorf("an empty window: %+v %s", te, msg)
+	}
+}

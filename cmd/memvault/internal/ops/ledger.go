@@ -2,6 +2,7 @@ package ops
 
 import (
 	"slices"
+	"time"
 
 	"github.com/memvault/memvault/vault"
 )
@@ -19,11 +20,18 @@ type LedgerQuery struct {
 	// heads and the context keep). Rows left out are not counted in
 	// matched, and an id among IDs that names one selects nothing.
 	Agents []string
+	// Until, when not zero, keeps only the events written before it (the
+	// bound recall --until and the web timeline keep): with Filter.Since,
+	// a half-open window [Since, Until).
+	Until time.Time
 }
 
 // Ledger returns the events q selects, oldest first, each with its
 // status, and how many matched before the limit.
 func Ledger(st *vault.State, q LedgerQuery) (rows []*vault.Row, matched int, err error) {
+	if err := CheckWindow("ledger", q.Filter.Since, q.Until); err != nil {
+		return nil, 0, err
+	}
 	var only map[string]bool
 	for _, arg := range q.IDs {
 		id, err := st.ResolveEventID("ledger", arg)
@@ -38,6 +46,9 @@ func Ledger(st *vault.State, q LedgerQuery) (rows []*vault.Row, matched int, err
 	rows = st.Select(q.Filter)
 	if only != nil {
 		rows = slices.DeleteFunc(rows, func(r *vault.Row) bool { return !only[r.ID] })
+	}
+	if !q.Until.IsZero() {
+		rows = slices.DeleteFunc(rows, func(r *vault.Row) bool { return !r.Time().Before(q.Until) })
 	}
 	if q.Agents != nil {
 		rows = slices.DeleteFunc(rows, func(r *vault.Row) bool { return r.Agent != "" && !slices.Contains(q.Agents, r.Agent) })

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,5 +65,51 @@ func TestLedgerSelects(t *testing.T) {
 	}
 	if _, _, err := Ledger(st, LedgerQuery{IDs: []string{"e_01zzzzzzzz"}}); !errors.Is(err, vault.ErrNotFound) {
 		t.Errorf("unknown id: %v", err)
+	}
+}
+
+// TestLedgerUntil: --until keeps the events written before it, with
+// --since a half-open window; an until not after the since is refused.
+func TestLedgerUntil(t *testing.T) {
+	t.Parallel()
+	v := testvault.New(t)
+	for _, text := range []string{"jan", "feb", "mar"} {
+		testvault.Remember(t, v, text)
+	}
+	st, err := v.LoadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stamp := map[string]string{"jan": "2025-01-10T00:00:00Z", "feb": "2025-02-10T00:00:00Z", "mar": "2025-03-10T00:00:00Z"}
+	for _, r := range st.Rows {
+		if ts, ok := stamp[r.Text]; ok {
+			r.TS = ts
+		}
+	}
+	day := func(s string) time.Time { t, _ := time.Parse("2006-01-02", s); return t }
+	texts := func(q LedgerQuery) string {
+		q.Filter.Kind = "fact"
+		rows, _, err := Ledger(st, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range rows {
+			out = append(out, r.Text)
+		}
+		return strings.Join(out, ",")
+	}
+	if got := texts(LedgerQuery{Until: day("2025-02-10")}); got != "jan" {
+		t.Errorf("until feb 10 (feb's own instant excluded): %q", got)
+	}
+	if got := texts(LedgerQuery{Until: day("2025-03-01"), Filter: vault.Filter{Since: day("2025-02-01")}}); got != "feb" {
+		t.Errorf("[feb 1, mar 1): %q", got)
+	}
+	if got := texts(LedgerQuery{Until: day("2025-03-11")}); got != "jan,feb,mar" {
+		t.Errorf("until mar 11: %q", got)
+	}
+	_, _, err = Ledger(st, LedgerQuery{Until: day("2025-02-01"), Filter: vault.Filter{Since: day("2025-02-01")}})
+	if !errors.Is(err, vault.ErrInvalid) {
+		t.Errorf("an empty window: %v; want ErrInvalid", err)
 	}
 }

@@ -29,3 +29,14 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 	}
 	return time.Time{}, fault.New(vault.ErrInvalid, "since %q: want a date (2026-11-22), an RFC 3339 time, or an age (7d, 12h)", s)
 }
+
+// CheckWindow refuses a time window that cannot hold anything: an until
+// at or before the since (most often the two flags swapped).
+func CheckWindow(cmd string, since, until time.Time) error {
+	if since.IsZero() || until.IsZero() || until.After(since) {
+		return nil
+	}
+	e := fault.New(vault.ErrInvalid, "%s: --until %s is not after --since %s", cmd,
+		until.Format(time.RFC3339), since.Format(time.RFC3339))
+	return e.WithHint("the window is [since, until): events at or after --since and before --until")
+}

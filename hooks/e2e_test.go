@@ -891,9 +891,6 @@ func TestE2EOpenClawGateway(t *testing.T) {
 		if !strings.Contains(r.Stdout, "Fake answer") {
 			t.Fatalf("a turn through the Gateway: no answer:\n%s\nstderr: %s", e2etest.ClipHead(r.Stdout), e2etest.ClipHead(r.Stderr))
 		}
-		if strings.Contains(r.Stdout, `"origin": "local"`) || !strings.Contains(r.Stdout, `"origin": "gateway"`) {
-			t.Errorf("the turn did not run in the Gateway:\n%s", e2etest.ClipHead(r.Stdout))
-		}
 		return r
 	}
 	word1 := e2etest.RandWord("promptword")
@@ -907,6 +904,8 @@ func TestE2EOpenClawGateway(t *testing.T) {
 	// start context goes with every prompt, as system context.
 	e.requireMarkIn("second prompt through the Gateway", withWord(e.Model.Requests("/v1/chat/completions"), word2))
 	e.requirePromptInTranscript(sid, word2)
+	// One session.started for two `openclaw agent` processes: both turns
+	// ran in the Gateway's (under --local the second would be a resume).
 	if got := e.sessionStarts(sid); len(got) != 1 || got[0] != "startup" {
 		t.Errorf("session.started events of the Gateway session: %v, want one, source startup\nhooks.log:\n%s", got, e.hooksLog())
 	}

@@ -128,9 +128,10 @@ func TestOpenClawPluginLocalOrder(t *testing.T) {
 	out = run(e.step("before_prompt_build", "loc", map[string]any{"prompt": "second turn", "messages": history(1)}),
 		e.step("agent_end", "loc", map[string]any{"messages": history(2), "success": true}))
 	e.requireStartContext("--local, second run", out[0])
-	// A run that compacts before its turn.
-	out = run(e.step("before_compaction", "loc", map[string]any{}),
-		e.step("after_compaction", "loc", map[string]any{}),
+	// A run that compacts before its turn, its compaction hooks in a
+	// second instance of the module (OpenClaw imports it again there).
+	out = run(e.step("2:before_compaction", "loc", map[string]any{}),
+		e.step("2:after_compaction", "loc", map[string]any{}),
 		e.step("before_prompt_build", "loc", map[string]any{"prompt": "after compaction", "messages": history(1)}),
 		e.step("before_prompt_build", "loc", map[string]any{"prompt": "same run", "messages": history(2)}))
 	e.requireStartContext("--local, after compaction", out[2])

@@ -12,20 +12,22 @@ import { pathToFileURL } from "node:url"
 import { join } from "node:path"
 
 const [dir, stepsJSON] = process.argv.slice(2)
-const handlers = {}
-const api = {
-  rootDir: dir,
-  registrationMode: "full",
-  on(name, fn) { handlers[name] = fn },
+// Two instances of the module, as OpenClaw imports it again in a run that
+// compacts: a step named "2:<hook>" goes to the second one's handlers.
+const handlers = { 1: {}, 2: {} }
+for (const n of [1, 2]) {
+  const api = { rootDir: dir, registrationMode: "full", on(name, fn) { handlers[n][name] = fn } }
+  const mod = await import(pathToFileURL(join(dir, "index.js")).href + "?instance=" + n)
+  mod.default(api)
+  mod.default({ ...api, registrationMode: "discovery" }) // OpenClaw registers again; the later one's handlers run
 }
-const mod = await import(pathToFileURL(join(dir, "index.js")).href)
-mod.default(api)
-mod.default({ ...api, registrationMode: "discovery" }) // OpenClaw registers again; the later one's handlers run
 const out = []
-for (const [name, event, c] of JSON.parse(stepsJSON)) {
+for (let [name, event, c] of JSON.parse(stepsJSON)) {
+  let n = 1
+  if (name.startsWith("2:")) [n, name] = [2, name.slice(2)]
   const ctx = { sessionId: c.session, sessionKey: "agent:main:explicit:" + c.session }
   if (name !== "session_start" && name !== "session_end") ctx.workspaceDir = c.workspace
-  const fn = handlers[name]
+  const fn = handlers[n][name]
   out.push(fn ? (await fn(event, ctx)) ?? null : "no handler")
 }
 console.log(JSON.stringify(out))

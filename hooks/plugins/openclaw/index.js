@@ -55,9 +55,13 @@ function textOf(message) {
 // session_start only notes the source: it cannot inject anything, and the
 // start context is fetched, and session.started recorded, once, at the
 // first prompt, in both orders.
-const startContext = new Map()
-const startSource = new Map()
-const workspace = new Map()
+//
+// OpenClaw may import this module more than once in a process (a run that
+// compacts registers the plugin again, and its compaction hooks and the
+// prompt's run in different instances): the state is kept on globalThis, so
+// that every instance in the process shares it.
+const state = (globalThis.__memvaultOpenClaw ??= { startContext: new Map(), startSource: new Map(), workspace: new Map() })
+const { startContext, startSource, workspace } = state
 
 export default function register(api) {
   if (PROJECT_SCOPE && api?.rootDir) PROJECT = resolve(api.rootDir, "..", "..", "..")

@@ -114,10 +114,9 @@ func (in *Installer) doctorHooks() Wiring {
 	w.Config = path
 	switch in.Harness {
 	case "opencode", "openclaw":
-		w.Wired = []string{"session-start", "prompt-submit", "stop", "pre-compaction", "compaction-complete"}
-		if in.Harness == "openclaw" {
-			w.Wired = append(w.Wired, "session-end")
-		}
+		// OpenCode's session end is the plugin's exit handler and
+		// session.deleted (degradedFor says so).
+		w.Wired = []string{"session-start", "prompt-submit", "stop", "pre-compaction", "compaction-complete", "session-end"}
 		w.Binary = pluginBinary(data)
 	default:
 		var doc struct {

@@ -77,13 +77,14 @@ func degradedFor(harness string) map[string]string {
 			"pre-compaction":      "PreCompress fires before every model call, not only before a compression: each is an incremental import",
 		},
 		"opencode": {
-			"session-end":    "no session-end event: session.idle (after every turn) imports and commits; the summary node is made at the next session's first turn end",
-			"pre-compaction": "experimental.session.compacting adds memory to the compaction prompt; there is no transcript file to import first",
-			"stop":           "no transcript file: the plugin sends each prompt and the last assistant message",
+			"session-end":         "no session-end event: the plugin ends its sessions when the OpenCode process exits and at session.deleted; after a kill, the summary node is made at the next session's first turn end",
+			"compaction-complete": "session.compacted carries only the session id: the plugin sends the text of the compaction's summary message, read from the event bus",
+			"pre-compaction":      "experimental.session.compacting adds memory to the compaction prompt; there is no transcript file to import first",
+			"stop":                "no transcript file: the plugin sends each prompt and the last assistant message",
 		},
 		"openclaw": {
-			"session-start": "session_start fires only with a running Gateway: the plugin starts the session at the first prompt instead",
-			"session-end":   "session_end fires only with a running Gateway: without it the summary node is made at the next session's first turn end",
+			"session-start": "session_start cannot inject: the session starts (start context, one session.started) at its first prompt in each OpenClaw process, after session_start on the Gateway, without it under openclaw agent --local (source resume when the session has history); the start context goes with every prompt",
+			"session-end":   "session_end fires only on the Gateway (new, reset, rollover, deletion, its shutdown); under openclaw agent --local the summary node is made at the next session's first turn end",
 			"stop":          "no transcript file memvault reads (OpenClaw keeps SQLite): the plugin sends the last assistant message",
 		},
 	}[harness]
@@ -113,10 +114,9 @@ func (in *Installer) doctorHooks() Wiring {
 	w.Config = path
 	switch in.Harness {
 	case "opencode", "openclaw":
-		w.Wired = []string{"session-start", "prompt-submit", "stop", "pre-compaction", "compaction-complete"}
-		if in.Harness == "openclaw" {
-			w.Wired = append(w.Wired, "session-end")
-		}
+		// OpenCode's session end is the plugin's exit handler and
+		// session.deleted (degradedFor says so).
+		w.Wired = []string{"session-start", "prompt-submit", "stop", "pre-compaction", "compaction-complete", "session-end"}
 		w.Binary = pluginBinary(data)
 	default:
 		var doc struct {

@@ -14,10 +14,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -634,6 +637,14 @@ func TestE2EOpenCode(t *testing.T) {
 	if len(e.Nodes("compaction", sid)) == 0 {
 		t.Fatalf("no compaction node for session %s after automatic compaction\nhooks.log:\n%s", sid, e.hooksLog())
 	}
+	// The summary OpenCode's compaction wrote (the fake model's answer to
+	// the compaction prompt), taken from its summary message on the event
+	// bus, is the node's text.
+	cn := e.Nodes("compaction", sid)
+	body, _ := os.ReadFile(filepath.Join(e.Proj, ".memory", filepath.FromSlash(fmt.Sprint(cn[len(cn)-1]["path"]))))
+	if !strings.Contains(string(body), "Fake answer") || strings.Contains(string(body), "without a summary") {
+		t.Errorf("the compaction node does not hold OpenCode's compaction summary:\n%s", body)
+	}
 	if !contains(e.sessionStarts(sid), "compact") {
 		t.Fatalf("no session-start with source compact recorded for %s: %v", sid, e.sessionStarts(sid))
 	}
@@ -650,8 +661,10 @@ func TestE2EOpenCode(t *testing.T) {
 	}
 	e.requirePromptInTranscript(sid, word2)
 
-	// No session end in `opencode run` (documented as degraded): a summary
-	// node is expected once the next session's first turn has ended.
+	// The end of each `opencode run` process ends the sessions it ran
+	// (OpenCode has no session-end event: the plugin's exit handler).
+	e.waitWorker()
+	e.requireSummary(sid, nil)
 	word3 := e2etest.RandWord("promptword")
 	// Its reply closes the first session's next action: OpenCode hands
 	// over only the last answer of a turn, and the compacting turn's last
@@ -659,15 +672,6 @@ func TestE2EOpenCode(t *testing.T) {
 	r = e.MustRun(120*time.Second, opencode, "run", "--format", "json", "a new session "+word3+"\nDONE: "+next+"\nthat is all")
 	if m := sidRE.FindStringSubmatch(r.Stdout); m == nil || m[1] == sid {
 		t.Fatalf("expected a new session: %v", m)
-	}
-	// hooks.degradedFor("opencode")["session-end"] promises the summary at
-	// the end of the next session's first turn. Checked with Errorf so that the fail-open
-	// check below still runs.
-	if len(e.Nodes("session-summary", sid)) == 0 {
-		t.Errorf("no session-summary node for OpenCode session %s after the next session's first turn (hooks' degradedFor says it makes it); jobs queued: %v",
-			sid, e.jobs())
-	} else {
-		e.requireHeadLists(sid)
 	}
 	e.requireClosedNext(next)
 	checkMind()
@@ -822,8 +826,11 @@ func TestE2EOpenClaw(t *testing.T) {
 	if !strings.Contains(req.Body, decision) {
 		t.Errorf("the first request after compaction (#%d) does not carry the decision made before it (%q)", req.N, decision)
 	}
-	if n := len(e.sessionStarts(sid)); n < 2 {
-		t.Errorf("want a second session-start (the re-injection after compaction) for %s, got %d", sid, n)
+	// One session start per OpenClaw process that starts the session:
+	// the first run, the next run continuing it (no session_start without
+	// a Gateway: the plugin sees its history), the run that compacted.
+	if got := strings.Join(e.sessionStarts(sid), ","); got != "startup,resume,compact" {
+		t.Errorf("session.started sources of %s: %s, want startup,resume,compact", sid, got)
 	}
 	e.requirePromptInTranscript(sid, word3)
 	e.requireClosedNext(next)
@@ -845,4 +852,129 @@ func TestE2EOpenClaw(t *testing.T) {
 	t.Logf("locked-vault turn took %.1fs", r.Took.Seconds())
 	e.requireBusyLogged(logBefore)
 	e.RequireFsck()
+}
+
+// TestE2EOpenClawGateway drives OpenClaw's other path: a Gateway, run
+// offline on 127.0.0.1 (`openclaw gateway run`, gateway.mode local, no
+// auth on loopback), and agent turns sent to it (`openclaw agent` without
+// --local). The Gateway fires session_start before the first
+// before_prompt_build, runs every turn of the session in one process, and
+// fires session_end (reason shutdown) for its open sessions when it stops.
+func TestE2EOpenClawGateway(t *testing.T) {
+	openclaw := e2etest.HarnessBin(t, "MEMVAULT_E2E_OPENCLAW", "openclaw")
+	if e2etest.InNetns(t) {
+		return
+	}
+	e := newE2E(t)
+	e.UseNode24()
+	config := filepath.Join(e.Dir, "openclaw.json")
+	state := filepath.Join(e.Dir, "openclaw-state")
+	os.MkdirAll(state, 0o755)
+	port := freePort(t)
+	cfg := map[string]any{
+		"gateway": map[string]any{"mode": "local", "port": port, "bind": "loopback", "auth": map[string]any{"mode": "none"}},
+		"models": map[string]any{"providers": map[string]any{"fake": map[string]any{"baseUrl": e.Model.URL() + "/v1", "apiKey": "x",
+			"api": "openai-completions", "models": []any{map[string]any{"id": "fake-model", "name": "fake-model",
+				"contextWindow": 200000, "maxTokens": 4096}}}}},
+		"agents": map[string]any{"defaults": map[string]any{"model": map[string]any{"primary": "fake/fake-model"}}},
+	}
+	data, _ := json.MarshalIndent(cfg, "", "  ")
+	os.WriteFile(config, data, 0o644)
+	e.Setenv("OPENCLAW_CONFIG_PATH="+config, "OPENCLAW_STATE_DIR="+state, "OPENCLAW_OFFLINE=1", "OPENCLAW_NO_AUTO_UPDATE=1")
+	e.Install("openclaw")
+
+	stop := e.startGateway(openclaw, port)
+	defer stop()
+	const sid = "gw"
+	agent := func(msg string) e2etest.RunResult {
+		r := e.MustRun(150*time.Second, openclaw, "agent", "--session-id", sid, "--message", msg, "--json")
+		if !strings.Contains(r.Stdout, "Fake answer") {
+			t.Fatalf("a turn through the Gateway: no answer:\n%s\nstderr: %s", e2etest.ClipHead(r.Stdout), e2etest.ClipHead(r.Stderr))
+		}
+		return r
+	}
+	word1 := e2etest.RandWord("promptword")
+	decision := "keep the release branch frozen " + e2etest.RandWord("decisionword")
+	agent("hello, first turn " + word1 + "\nDECISION: " + decision + "\nthat is all")
+	e.requireMarkIn("first prompt through the Gateway", withWord(e.Model.Requests("/v1/chat/completions"), word1))
+	e.requirePromptInTranscript(sid, word1)
+	word2 := e2etest.RandWord("promptword")
+	agent("second turn " + word2)
+	// A prompt's prependContext is not kept in OpenClaw's history: the
+	// start context goes with every prompt, as system context.
+	e.requireMarkIn("second prompt through the Gateway", withWord(e.Model.Requests("/v1/chat/completions"), word2))
+	e.requirePromptInTranscript(sid, word2)
+	// One session.started for two `openclaw agent` processes: both turns
+	// ran in the Gateway's (under --local the second would be a resume).
+	if got := e.sessionStarts(sid); len(got) != 1 || got[0] != "startup" {
+		t.Errorf("session.started events of the Gateway session: %v, want one, source startup\nhooks.log:\n%s", got, e.hooksLog())
+	}
+	stop() // session_end, reason shutdown
+	e.requireSummary(sid, func() {
+		e.Hook("openclaw", "session-start", map[string]any{"session_id": "e2e-trigger", "cwd": e.Proj, "source": "startup"})
+	})
+	e.RequireFsck()
+}
+
+// startGateway runs `openclaw gateway run` in the background and waits
+// until it answers on port; stop sends it SIGTERM and waits for it to exit
+// (the Gateway ends its open sessions first), at most once.
+func (e *e2e) startGateway(openclaw string, port int) (stop func()) {
+	e.T.Helper()
+	log, _ := os.Create(filepath.Join(e.Dir, "gateway.log"))
+	cmd := exec.Command(openclaw, "gateway", "run", "--port", fmt.Sprint(port))
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = e.Proj, e.Env, log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		e.T.Fatalf("openclaw gateway run: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			select {
+			case err := <-done:
+				e.T.Logf("the Gateway stopped: %v", err)
+			case <-time.After(60 * time.Second):
+				e.T.Errorf("the Gateway did not stop within 60 s of SIGTERM")
+			}
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			log.Close()
+		})
+	}
+	start := time.Now()
+	for time.Since(start) < 180*time.Second {
+		select {
+		case err := <-done:
+			data, _ := os.ReadFile(log.Name())
+			e.T.Fatalf("the Gateway exited before it was ready: %v\n%s", err, e2etest.ClipHead(string(data)))
+		case <-time.After(time.Second):
+		}
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			data, _ := os.ReadFile(log.Name())
+			if strings.Contains(ansiRE.ReplaceAllString(string(data), ""), "[gateway] ready") {
+				e.T.Logf("the Gateway answers on 127.0.0.1:%d after %.1fs", port, time.Since(start).Seconds())
+				return stop
+			}
+		}
+	}
+	stop()
+	data, _ := os.ReadFile(log.Name())
+	e.T.Fatalf("the Gateway did not answer on 127.0.0.1:%d within 180 s\n%s", port, e2etest.ClipHead(string(data)))
+	return nil
+}
+
+var ansiRE = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+// freePort is a TCP port free on 127.0.0.1 just now.
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

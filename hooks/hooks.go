@@ -76,7 +76,7 @@ func harnessTable() []Harness {
 				"experimental.session.compacting": PreCompaction, "session.compacted": CompactionComplete},
 		},
 		{
-			// prependContext has no limit of its own.
+			// appendSystemContext and prependContext have no limit of their own.
 			Name: "openclaw", ContextLimit: DefaultContextLimit,
 			Native: map[string]Event{"session_start": SessionStart, "before_prompt_build": PromptSubmit, "agent_end": Stop,
 				"before_compaction": PreCompaction, "after_compaction": CompactionComplete, "session_end": SessionEnd},

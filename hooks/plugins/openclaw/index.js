@@ -34,30 +34,65 @@ function textOf(message) {
   return ""
 }
 
-// Sessions that got their start context, shared by every registration:
-// OpenClaw calls register several times (full, then discovery) and runs the
-// handlers of a later one, so every registration installs them.
-const started = new Set()
+// Per session, shared by every registration (OpenClaw calls register
+// several times, full then discovery, and runs the handlers of a later
+// one, so every registration installs them):
+//
+//   startContext  the start context memvault gave the session in this
+//                 process, sent with every prompt as system context (a
+//                 prompt's prependContext is not kept in OpenClaw's history,
+//                 so a start context sent once would be gone at the next
+//                 turn);
+//   startSource   why the next prompt starts the session: "startup" or
+//                 "resume" from the Gateway's session_start, "compact"
+//                 after a compaction. A session first seen at a prompt
+//                 (`openclaw agent --local`, which fires no session_start,
+//                 or a Gateway restarted mid-session) starts there:
+//                 "startup" with no history, "resume" with some;
+//   workspace     the folder OpenClaw ran the session's last prompt in
+//                 (session_start and session_end carry none).
+//
+// session_start only notes the source: it cannot inject anything, and the
+// start context is fetched, and session.started recorded, once, at the
+// first prompt, in both orders.
+//
+// OpenClaw may import this module more than once in a process (a run that
+// compacts registers the plugin again, and its compaction hooks and the
+// prompt's run in different instances): the state is kept on globalThis, so
+// that every instance in the process shares it.
+const state = (globalThis.__memvaultOpenClaw ??= { startContext: new Map(), startSource: new Map(), workspace: new Map() })
+const { startContext, startSource, workspace } = state
 
 export default function register(api) {
   if (PROJECT_SCOPE && api?.rootDir) PROJECT = resolve(api.rootDir, "..", "..", "..")
   const id = (ctx) => ctx?.sessionId || ctx?.sessionKey || "default"
-  const cwd = (ctx) => PROJECT || ctx?.workspaceDir || process.cwd()
+  const cwd = (ctx) => {
+    const sid = id(ctx)
+    if (ctx?.workspaceDir) workspace.set(sid, ctx.workspaceDir)
+    return PROJECT || workspace.get(sid) || process.cwd()
+  }
 
-  api.on("session_start", async (_event, ctx) => {
-    started.add(id(ctx))
+  api.on("session_start", async (event, ctx) => {
+    const sid = id(ctx)
+    startContext.delete(sid)
+    startSource.set(sid, event?.resumedFrom ? "resume" : "startup")
     return undefined
   })
   api.on("before_prompt_build", async (event, ctx) => {
     const sid = id(ctx)
-    const parts = []
-    if (!started.has(sid)) {
-      started.add(sid)
-      parts.push(hook("session-start", { session_id: sid, cwd: cwd(ctx), source: "startup" }))
+    const dir = cwd(ctx)
+    if (!startContext.has(sid)) {
+      const history = Array.isArray(event?.messages) && event.messages.length > 0
+      const source = startSource.get(sid) || (history ? "resume" : "startup")
+      startSource.delete(sid)
+      startContext.set(sid, hook("session-start", { session_id: sid, cwd: dir, source }))
     }
-    parts.push(hook("prompt-submit", { session_id: sid, cwd: cwd(ctx), prompt: event?.prompt || "" }))
-    const text = parts.filter(Boolean).join("\n\n")
-    return text ? { prependContext: text } : undefined
+    const start = startContext.get(sid)
+    const prompt = hook("prompt-submit", { session_id: sid, cwd: dir, prompt: event?.prompt || "" })
+    const out = {}
+    if (start) out.appendSystemContext = start
+    if (prompt) out.prependContext = prompt
+    return start || prompt ? out : undefined
   })
   api.on("agent_end", async (event, ctx) => {
     const msgs = Array.isArray(event?.messages) ? event.messages : []
@@ -68,10 +103,17 @@ export default function register(api) {
     hook("pre-compaction", { session_id: id(ctx), cwd: cwd(ctx) })
   })
   api.on("after_compaction", async (_event, ctx) => {
-    hook("compaction-complete", { session_id: id(ctx), cwd: cwd(ctx) })
-    started.delete(id(ctx)) // inject the start context again on the next prompt
+    const sid = id(ctx)
+    hook("compaction-complete", { session_id: sid, cwd: cwd(ctx) })
+    // The next prompt fetches the start context again.
+    startContext.delete(sid)
+    startSource.set(sid, "compact")
   })
-  api.on("session_end", async (_event, ctx) => {
-    hook("session-end", { session_id: id(ctx), cwd: cwd(ctx) })
+  api.on("session_end", async (event, ctx) => {
+    const sid = id(ctx)
+    hook("session-end", { session_id: sid, cwd: cwd(ctx), reason: event?.reason || "" })
+    startContext.delete(sid)
+    startSource.delete(sid)
+    workspace.delete(sid)
   })
 }

@@ -29,9 +29,27 @@ export const Memvault = async ({ directory, worktree }) => {
   const startContext = new Map() // sessionID -> context injected on every model call
   const promptContext = new Map() // sessionID -> context for the current prompt
   const roles = new Map() // messageID -> role
+  const summaries = new Set() // messageIDs of compaction summaries (assistant, summary: true)
   const lastText = new Map() // sessionID -> {id, text} of the latest assistant message
+  const summaryText = new Map() // sessionID -> text of its latest compaction summary
+  const open = new Set() // sessions this OpenCode process started and has not ended
+
+  // OpenCode has no session-end event: a session ends when it is deleted
+  // (session.deleted) or when this OpenCode process exits (the end of an
+  // `opencode run`, or of the TUI), as Claude Code's SessionEnd fires when
+  // claude exits; a later process that continues it starts it again. The
+  // exit handler may only do synchronous work, which spawnSync is.
+  function end(sid, reason) {
+    if (!open.delete(sid)) return
+    hook("session-end", { session_id: sid, cwd, reason })
+    startContext.delete(sid)
+  }
+  process.once("exit", () => {
+    for (const sid of [...open]) end(sid, "exit")
+  })
 
   function start(sid, source) {
+    open.add(sid)
     if (!startContext.has(sid)) startContext.set(sid, hook("session-start", { session_id: sid, cwd, source }))
     return startContext.get(sid)
   }
@@ -44,12 +62,22 @@ export const Memvault = async ({ directory, worktree }) => {
         case "session.created":
           if (p.info?.id) start(p.info.id, "startup")
           break
+        case "session.deleted":
+          if (p.info?.id) end(p.info.id, "deleted")
+          break
         case "message.updated":
           if (p.info?.id) roles.set(p.info.id, p.info.role)
+          // The compaction's summary is an assistant message of its own
+          // (mode "compaction", summary: true), streamed before
+          // session.compacted: not the turn's answer.
+          if (p.info?.id && p.info.role === "assistant" && (p.info.summary === true || p.info.mode === "compaction")) {
+            summaries.add(p.info.id)
+          }
           break
         case "message.part.updated":
           if (p.part?.type === "text" && roles.get(p.part.messageID) === "assistant" && sid) {
-            lastText.set(sid, { id: p.part.messageID, text: p.part.text || "" })
+            if (summaries.has(p.part.messageID)) summaryText.set(sid, p.part.text || "")
+            else lastText.set(sid, { id: p.part.messageID, text: p.part.text || "" })
           }
           break
         case "session.idle":
@@ -60,7 +88,8 @@ export const Memvault = async ({ directory, worktree }) => {
           break
         case "session.compacted":
           if (sid) {
-            hook("compaction-complete", { session_id: sid, cwd })
+            hook("compaction-complete", { session_id: sid, cwd, compact_summary: summaryText.get(sid) || "" })
+            summaryText.delete(sid)
             startContext.delete(sid) // the compaction dropped it: inject it again
             startContext.set(sid, hook("session-start", { session_id: sid, cwd, source: "compact" }))
           }

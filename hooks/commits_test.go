@@ -121,3 +121,66 @@ func TestSessionCommitsAreMemory(t *testing.T) {
 		t.Fatalf("verify: %v %+v", err, rep)
 	}
 }
+
+// A session end whose jobs do not fit its budget (here: none runs) still
+// returns with nothing of memvault's uncommitted, so that a person's
+// `git pull` between sessions meets a clean work tree (TestConvergence's
+// git mode failed on it under load: "Your local changes … would be
+// overwritten by merge"); the summary the queued jobs write later makes
+// its own commit, within K + 2.
+func TestSessionEndLeavesNothingWaiting(t *testing.T) {
+	if !vaulttest.HasGit() {
+		t.Skip("needs git")
+	}
+	root := t.TempDir()
+	v, _, err := vault.Init(filepath.Join(root, vault.DirName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	git := vaulttest.Git{Dir: v.Root, Env: vaulttest.Sandbox(t.TempDir())}
+	count := func() int {
+		n, _ := strconv.Atoi(strings.TrimSpace(git.Run(t, "rev-list", "--count", "HEAD")))
+		return n
+	}
+	before := count()
+	h := mustHarness(t, "claude-code")
+	cwd := filepath.Join(root, "shop")
+	run := func(ev Event, p Payload, start time.Time) {
+		t.Helper()
+		p.SessionID, p.CWD = "s-budget", cwd
+		r := &Runner{V: v, Harness: h, Agent: "default", Start: start}
+		if _, err := r.Run(ev, p); err != nil {
+			t.Fatalf("%s: %v", ev, err)
+		}
+	}
+	run(SessionStart, Payload{Source: "startup"}, time.Now())
+	run(PromptSubmit, Payload{Prompt: "how do we retry webhooks"}, time.Now())
+	run(Stop, Payload{LastAssistant: "DECISION: retry Stripe webhooks 5 times"}, time.Now())
+	// A last prompt, whose turn ends with the session: its line waits on
+	// disk for the session end's commit.
+	run(PromptSubmit, Payload{Prompt: "and the refunds?"}, time.Now())
+	// The session end's budget is spent before it starts.
+	run(SessionEnd, Payload{Reason: "other"}, time.Now().Add(-time.Hour))
+	if st := git.Run(t, "status", "--porcelain"); st != "" {
+		t.Fatalf("the session end left uncommitted:\n%s", st)
+	}
+	if len(jobKinds(t, v)) == 0 {
+		t.Fatal("the test's session end ran its jobs: it proves nothing")
+	}
+	for i := 0; len(jobKinds(t, v)) > 0; i++ {
+		if i > 50 {
+			t.Fatalf("the queue is not done: %v", jobKinds(t, v))
+		}
+		other := &Runner{V: v, Harness: h, Agent: "default", Start: time.Now()}
+		if _, err := other.Run(Stop, Payload{SessionID: "other", CWD: root}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if made := count() - before; made > 1+2 {
+		t.Errorf("%d commits for 1 recording turn, want at most 3:\n%s", made, git.Run(t, "log", "--format=%s", fmt.Sprintf("-%d", made)))
+	}
+	if st := git.Run(t, "status", "--porcelain"); st != "" {
+		t.Errorf("left uncommitted after the jobs:\n%s", st)
+	}
+	vaulttest.Fsck(t, v.Root)
+}

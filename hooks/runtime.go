@@ -17,6 +17,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/recall"
 	"github.com/memvault/memvault/vault/transcript"
+	"github.com/memvault/memvault/vault/waiting"
 )
 
 // Lock waits: a prompt must never wait long on memory, and a session end has
@@ -485,7 +486,23 @@ func (r *Runner) sessionEnd(t transcript.Ref, p Payload, thread string) error {
 	r.queue(hookstate.Job{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name})
 	r.queue(hookstate.Job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "session-end"})
 	r.runJobs()
+	r.flushLeft(t)
 	return nil
+}
+
+// flushLeft commits what the session left waiting when its jobs did not
+// all run within the hook's budget (their refresh ends with the flush):
+// a session end leaves the vault's work tree as git has it, so that a
+// person's `git pull` or `git commit -a` between sessions meets nothing of
+// memvault's. The summary a job writes later makes its own commit, so a
+// session of K recording turns stays within K + 2 commits.
+func (r *Runner) flushLeft(t transcript.Ref) {
+	if waiting.Load(r.V.Files(), r.V.Root).Empty() {
+		return
+	}
+	if _, err := r.V.Flush(r.txOptions(t, eventLockWait)); err != nil && !r.refused(err) {
+		logf(r.V, "%s session-end %s: commit what waits: %v", r.Harness.Name, t.Session, err)
+	}
 }
 
 // Injection bookkeeping: which rows and nodes a session was shown, kept

@@ -367,8 +367,11 @@ func TestE2EWebBrowser(t *testing.T) {
 			want: []string{"please use a tool to echo something", "memvault-tool-ok"}, notWant: []string{"AKIAIOSFODNN7EXAMPLE"}},
 		{name: "session-hostile", main: "session", path: "/sessions/" + agentOf("web-a") + "/web-a", want: []string{promptWord, hostileWord}},
 		{name: "node", main: "node", path: "/nodes/" + nodeA, want: []string{nodeA}, svgIDs: []string{nodeA, parent, nodeB}},
-		{name: "head", main: "head", path: "/heads/MEMORY.md", want: []string{diffWord, hostileWord}},
-		{name: "head-continuity", main: "head", path: "/heads/CONTINUITY.md", want: []string{decideWord}},
+		// Heads are rendered Markdown: no raw heading, each row's id a link.
+		{name: "head", main: "head", path: "/heads/MEMORY.md", want: []string{diffWord, hostileWord, "Decisions"},
+			notWant: []string{"## ", "(`e_"}, linkTo: []string{diffID, commitID}},
+		{name: "head-continuity", main: "head", path: "/heads/CONTINUITY.md", want: []string{decideWord, "Key Decisions"}, notWant: []string{"## "}},
+		{name: "head-raw", main: "head", path: "/heads/MEMORY.md?raw=1", want: []string{"## Decisions", diffWord}},
 		{name: "head-diff", main: "head", path: "/heads/MEMORY.md?from=" + from + "&to=" + to, want: []string{diffWord},
 			linkTo: []string{diffID}}, // a line of the diff links to the event it came from
 		{name: "continuity", main: "continuity", path: "/continuity", want: []string{decideWord}},

@@ -492,6 +492,31 @@ func TestE2EWebBrowser(t *testing.T) {
 		}
 	}
 
+	// Every id a page shows, short or whole, names one event or node.
+	var vaultIDs []string
+	for _, r := range e.Ledger("") {
+		id, _ := r["id"].(string)
+		vaultIDs = append(vaultIDs, id)
+	}
+	for _, n := range e.Nodes("", "") {
+		id, _ := n["id"].(string)
+		vaultIDs = append(vaultIDs, id)
+	}
+	shownID := regexp.MustCompile(`\b[en]_[0-9a-z]{4,26}\b`)
+	for _, p := range run.Pages {
+		for _, label := range shownID.FindAllString(p.Text, -1) {
+			n := 0
+			for _, id := range vaultIDs {
+				if strings.HasPrefix(id, label) {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%s: the id %s shown on the page names %d of the vault's events and nodes, want 1", p.Name, label, n)
+			}
+		}
+	}
+
 	var missing []string
 	for i, c := range checks {
 		if i >= len(run.Pages) || run.Pages[i].Name != c.name {

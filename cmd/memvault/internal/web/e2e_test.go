@@ -67,7 +67,11 @@ type webPage struct {
 		Height   float64  `json:"height"`
 		Overflow []string `json:"overflow"`
 	} `json:"svgs"`
-	Wide bool `json:"wide"`
+	Wide            bool     `json:"wide"`
+	Wrapped         []string `json:"wrapped"`
+	PhoneWide       bool     `json:"phoneWide"`
+	PhoneWrapped    []string `json:"phoneWrapped"`
+	PhoneScreenshot string   `json:"phoneScreenshot"`
 }
 
 type webRun struct {
@@ -414,7 +418,7 @@ func TestE2EWebBrowser(t *testing.T) {
 	old := []string{"entry.png", "recall-form.png", "forbidden*.png", "error-*.png", "write-*.png"}
 	var pages []map[string]string
 	for _, c := range checks {
-		old = append(old, c.name+".png")
+		old = append(old, c.name+".png", c.name+"-phone.png")
 		pages = append(pages, map[string]string{"name": c.name, "path": c.path})
 	}
 	for _, pat := range old {
@@ -718,8 +722,21 @@ func (e *e2e) requireWebPage(origin string, c webCheck, p webPage, hostileWord s
 		}
 	}
 	t.Logf("%s: %d, %d requests, %d links followed, %d svg", c.name, p.Status, len(p.Requests), len(p.LinkStatus), len(p.SVGs))
-	if fi, err := os.Stat(p.Screenshot); err != nil || fi.Size() == 0 {
-		t.Errorf("%s: no screenshot at %s: %v", c.name, p.Screenshot, err)
+	shots := []string{p.Screenshot, p.PhoneScreenshot}
+	if c.name == "recall-form" { // a form submitted, at the laptop's width only
+		shots = shots[:1]
+	}
+	for _, shot := range shots {
+		if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: no screenshot at %s: %v", c.name, shot, err)
+		}
+	}
+	// Times on one line, at a laptop's width and a phone's.
+	if len(p.Wrapped) > 0 || len(p.PhoneWrapped) > 0 {
+		t.Errorf("%s: times wrap over lines: %q at 1280 px, %q at 390 px", c.name, p.Wrapped, p.PhoneWrapped)
+	}
+	if p.PhoneWide {
+		t.Logf("%s: the page is wider than a 390-pixel phone (it scrolls sideways)", c.name)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
@@ -68,7 +69,9 @@ func (s *Server) render(w http.ResponseWriter, vw *view, ids *shortIDs) {
 	var buf bytes.Buffer
 	t, err := s.pages[vw.Page].Clone()
 	if err == nil {
-		err = t.Funcs(template.FuncMap{"short": ids.label}).Execute(&buf, vw)
+		now := time.Now()
+		err = t.Funcs(template.FuncMap{"short": ids.label,
+			"when": func(at any) template.HTML { return when(at, now) }}).Execute(&buf, vw)
 	}
 	if err != nil {
 		http.Error(w, "memvault: render "+vw.Page+": "+err.Error(), http.StatusInternalServerError)
@@ -107,9 +110,11 @@ var idRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b[
 
 func funcs() template.FuncMap {
 	return template.FuncMap{
-		"short":    (*shortIDs)(nil).label, // each page's own (render)
-		"eventURL": func(id string) string { return "/timeline?at=" + url.QueryEscape(id) },
-		"nodeURL":  func(id string) string { return "/nodes/" + url.PathEscape(id) },
+		"short":        (*shortIDs)(nil).label,                                     // each page's own (render)
+		"when":         func(at any) template.HTML { return when(at, time.Now()) }, // the request's time (render)
+		"shortSession": shortSession,
+		"eventURL":     func(id string) string { return "/timeline?at=" + url.QueryEscape(id) },
+		"nodeURL":      func(id string) string { return "/nodes/" + url.PathEscape(id) },
 		"sessionURL": func(agent, session string) string {
 			return "/sessions/" + url.PathEscape(agent) + "/" + url.PathEscape(session)
 		},

@@ -67,7 +67,11 @@ type webPage struct {
 		Height   float64  `json:"height"`
 		Overflow []string `json:"overflow"`
 	} `json:"svgs"`
-	Wide bool `json:"wide"`
+	Wide            bool     `json:"wide"`
+	Wrapped         []string `json:"wrapped"`
+	PhoneWide       bool     `json:"phoneWide"`
+	PhoneWrapped    []string `json:"phoneWrapped"`
+	PhoneScreenshot string   `json:"phoneScreenshot"`
 }
 
 type webRun struct {
@@ -367,8 +371,11 @@ func TestE2EWebBrowser(t *testing.T) {
 			want: []string{"please use a tool to echo something", "memvault-tool-ok"}, notWant: []string{"AKIAIOSFODNN7EXAMPLE"}},
 		{name: "session-hostile", main: "session", path: "/sessions/" + agentOf("web-a") + "/web-a", want: []string{promptWord, hostileWord}},
 		{name: "node", main: "node", path: "/nodes/" + nodeA, want: []string{nodeA}, svgIDs: []string{nodeA, parent, nodeB}},
-		{name: "head", main: "head", path: "/heads/MEMORY.md", want: []string{diffWord, hostileWord}},
-		{name: "head-continuity", main: "head", path: "/heads/CONTINUITY.md", want: []string{decideWord}},
+		// Heads are rendered Markdown: no raw heading, each row's id a link.
+		{name: "head", main: "head", path: "/heads/MEMORY.md", want: []string{diffWord, hostileWord, "Decisions"},
+			notWant: []string{"## ", "(`e_"}, linkTo: []string{diffID, commitID}},
+		{name: "head-continuity", main: "head", path: "/heads/CONTINUITY.md", want: []string{decideWord, "Key Decisions"}, notWant: []string{"## "}},
+		{name: "head-raw", main: "head", path: "/heads/MEMORY.md?raw=1", want: []string{"## Decisions", diffWord}},
 		{name: "head-diff", main: "head", path: "/heads/MEMORY.md?from=" + from + "&to=" + to, want: []string{diffWord},
 			linkTo: []string{diffID}}, // a line of the diff links to the event it came from
 		{name: "continuity", main: "continuity", path: "/continuity", want: []string{decideWord}},
@@ -411,7 +418,7 @@ func TestE2EWebBrowser(t *testing.T) {
 	old := []string{"entry.png", "recall-form.png", "forbidden*.png", "error-*.png", "write-*.png"}
 	var pages []map[string]string
 	for _, c := range checks {
-		old = append(old, c.name+".png")
+		old = append(old, c.name+".png", c.name+"-phone.png")
 		pages = append(pages, map[string]string{"name": c.name, "path": c.path})
 	}
 	for _, pat := range old {
@@ -486,6 +493,31 @@ func TestE2EWebBrowser(t *testing.T) {
 		}
 		if len(p.Dialogs) > 0 || p.Pwned || p.LiveHostile > 0 {
 			t.Errorf("%s: the hostile text in the URL became markup: dialogs %v, script ran %v, %d script elements or handlers carry it", p.Name, p.Dialogs, p.Pwned, p.LiveHostile)
+		}
+	}
+
+	// Every id a page shows, short or whole, names one event or node.
+	var vaultIDs []string
+	for _, r := range e.Ledger("") {
+		id, _ := r["id"].(string)
+		vaultIDs = append(vaultIDs, id)
+	}
+	for _, n := range e.Nodes("", "") {
+		id, _ := n["id"].(string)
+		vaultIDs = append(vaultIDs, id)
+	}
+	shownID := regexp.MustCompile(`\b[en]_[0-9a-z]{4,26}\b`)
+	for _, p := range run.Pages {
+		for _, label := range shownID.FindAllString(p.Text, -1) {
+			n := 0
+			for _, id := range vaultIDs {
+				if strings.HasPrefix(id, label) {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%s: the id %s shown on the page names %d of the vault's events and nodes, want 1", p.Name, label, n)
+			}
 		}
 	}
 
@@ -690,8 +722,21 @@ func (e *e2e) requireWebPage(origin string, c webCheck, p webPage, hostileWord s
 		}
 	}
 	t.Logf("%s: %d, %d requests, %d links followed, %d svg", c.name, p.Status, len(p.Requests), len(p.LinkStatus), len(p.SVGs))
-	if fi, err := os.Stat(p.Screenshot); err != nil || fi.Size() == 0 {
-		t.Errorf("%s: no screenshot at %s: %v", c.name, p.Screenshot, err)
+	shots := []string{p.Screenshot, p.PhoneScreenshot}
+	if c.name == "recall-form" { // a form submitted, at the laptop's width only
+		shots = shots[:1]
+	}
+	for _, shot := range shots {
+		if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: no screenshot at %s: %v", c.name, shot, err)
+		}
+	}
+	// Times on one line, at a laptop's width and a phone's.
+	if len(p.Wrapped) > 0 || len(p.PhoneWrapped) > 0 {
+		t.Errorf("%s: times wrap over lines: %q at 1280 px, %q at 390 px", c.name, p.Wrapped, p.PhoneWrapped)
+	}
+	if p.PhoneWide {
+		t.Logf("%s: the page is wider than a 390-pixel phone (it scrolls sideways)", c.name)
 	}
 }
 

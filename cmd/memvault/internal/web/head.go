@@ -3,7 +3,9 @@ package web
 import (
 	"bufio"
 	"bytes"
+	"html/template"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
@@ -28,7 +30,10 @@ type headData struct {
 	Path      string
 	Rev       string // the commit shown; "" for the file as it stands
 	Text      string
-	Rendered  bool // no file: rendered from the ledger for the page
+	HTML      template.HTML // Text as HTML (markdown.go), unless Raw
+	Raw       bool          // the Markdown as it is (?raw=1)
+	Toggle    string        // the page the other way: rendered or raw
+	Rendered  bool          // no file: rendered from the ledger for the page
 	History   []ops.HeadVersion
 	Complete  bool // History goes back to the first commit
 	From, To  string
@@ -75,7 +80,7 @@ func (s *Server) head(r *http.Request) (*view, error) {
 		return nil, err
 	}
 	q := r.URL.Query()
-	d := &headData{Path: path, Rev: q.Get("rev"), From: q.Get("from"), To: q.Get("to")}
+	d := &headData{Path: path, Rev: q.Get("rev"), From: q.Get("from"), To: q.Get("to"), Raw: q.Get("raw") != ""}
 	if d.Rev != "" {
 		text, err := ops.FileAt(v, d.Rev, path)
 		if err != nil {
@@ -88,6 +93,18 @@ func (s *Server) head(r *http.Request) (*view, error) {
 			return nil, err
 		}
 		d.Text, d.Rendered = string(text), rendered
+	}
+	toggle := url.Values{}
+	if d.Rev != "" {
+		toggle.Set("rev", d.Rev)
+	}
+	if !d.Raw {
+		d.HTML = markdownHTML([]byte(d.Text), labeler(r))
+		toggle.Set("raw", "1")
+	}
+	d.Toggle = headURL(path)
+	if len(toggle) > 0 {
+		d.Toggle += "?" + toggle.Encode()
 	}
 	if d.History, d.Complete, err = ops.HeadHistory(v, path, historyMax, historyScan); err != nil {
 		return nil, err

@@ -46,7 +46,7 @@ func (s *Server) node(r *http.Request) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &view{Page: "node", Title: "Node " + id, Data: &nodeData{Expansion: ex, DAG: layoutDAG(ex)}}, nil
+	return &view{Page: "node", Title: "Node " + id, Data: &nodeData{Expansion: ex, DAG: layoutDAG(ex, labeler(r))}}, nil
 }
 
 // The drawing: parents in the top row, the node among its siblings in the
@@ -88,7 +88,7 @@ type box struct {
 
 type edge struct{ X1, Y1, X2, Y2 int }
 
-func layoutDAG(ex *lineage.Expansion) dag {
+func layoutDAG(ex *lineage.Expansion, short func(string) string) dag {
 	self := lineage.NodeRef{ID: ex.Node.ID, Kind: ex.Node.Kind, Title: ex.Node.Title}
 	middle := append([]lineage.NodeRef{self}, ex.Siblings...)
 	rows := [][]lineage.NodeRef{ex.Parents, middle, ex.Children}

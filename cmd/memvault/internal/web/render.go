@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
@@ -51,20 +52,28 @@ func parsePages() (map[string]*template.Template, error) {
 // returns, or the error page with the status the error's class calls for.
 func (s *Server) page(fn func(r *http.Request) (*view, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		vw, err := fn(r)
+		ids := s.loadShortIDs()
+		vw, err := fn(withShortIDs(r, ids))
 		if err != nil {
 			vw = errorView(err)
 		}
-		s.render(w, vw)
+		s.render(w, vw, ids)
 	}
 }
 
 // render writes a view, whole: into a buffer first, so that a template
 // that fails halfway answers 500 and not half a page.
-func (s *Server) render(w http.ResponseWriter, vw *view) {
+// The ids it shows are labelled by ids (nil: cut to shortLen).
+func (s *Server) render(w http.ResponseWriter, vw *view, ids *shortIDs) {
 	vw.Write, vw.CSRF = s.opts.Write, s.csrf
 	var buf bytes.Buffer
-	if err := s.pages[vw.Page].Execute(&buf, vw); err != nil {
+	t, err := s.pages[vw.Page].Clone()
+	if err == nil {
+		now := time.Now()
+		err = t.Funcs(template.FuncMap{"short": ids.label,
+			"when": func(at any) template.HTML { return when(at, now) }}).Execute(&buf, vw)
+	}
+	if err != nil {
 		http.Error(w, "memvault: render "+vw.Page+": "+err.Error(), http.StatusInternalServerError)
 		return
 	}
@@ -99,19 +108,13 @@ func errorView(err error) *view {
 // idRE finds the event and node ids in a line of text.
 var idRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b[en]_[0-9a-z]{26}\b`) })
 
-// short is an id cut to its first 12 characters, as the pages show it.
-func short(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
-}
-
 func funcs() template.FuncMap {
 	return template.FuncMap{
-		"short":    short,
-		"eventURL": func(id string) string { return "/timeline?at=" + url.QueryEscape(id) },
-		"nodeURL":  func(id string) string { return "/nodes/" + url.PathEscape(id) },
+		"short":        (*shortIDs)(nil).label,                                     // each page's own (render)
+		"when":         func(at any) template.HTML { return when(at, time.Now()) }, // the request's time (render)
+		"shortSession": shortSession,
+		"eventURL":     func(id string) string { return "/timeline?at=" + url.QueryEscape(id) },
+		"nodeURL":      func(id string) string { return "/nodes/" + url.PathEscape(id) },
 		"sessionURL": func(agent, session string) string {
 			return "/sessions/" + url.PathEscape(agent) + "/" + url.PathEscape(session)
 		},

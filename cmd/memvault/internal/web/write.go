@@ -33,7 +33,7 @@ func (s *Server) write(fn func(r *http.Request) (string, error)) http.HandlerFun
 		}
 		next, err := fn(r)
 		if err != nil {
-			s.render(w, errorView(err))
+			s.render(w, errorView(err), nil)
 			return
 		}
 		http.Redirect(w, r, next, http.StatusSeeOther)

@@ -91,6 +91,10 @@ async function facts(page, hostile) {
       }),
     }));
     const wide = document.documentElement.scrollWidth > window.innerWidth + 1;
+    // A time laid out over more than one line: the stylesheet keeps each
+    // on one.
+    const wrapped = Array.from(document.querySelectorAll('time')).filter((t) => t.getClientRects().length > 1)
+      .map((t) => t.textContent);
     // The hostile text must be text: no script element and no event
     // handler attribute may carry it.
     let live = 0;
@@ -111,6 +115,7 @@ async function facts(page, hostile) {
       text: document.body ? document.body.innerText : '',
       svgs,
       wide,
+      wrapped,
       liveHostile: live,
       pwned: Boolean(window.__memvaultPwned),
       links,
@@ -130,6 +135,15 @@ async function load(context, seen, name, path, { links = false } = {}) {
     Object.assign(r, await facts(page, spec.hostile));
     r.screenshot = join(spec.artifacts, `${name}.png`);
     await page.screenshot({ path: r.screenshot, fullPage: true });
+    // The same page at a phone's width: its own screenshot, and what
+    // wraps or scrolls there.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.waitForTimeout(100);
+    const phone = await facts(page, spec.hostile);
+    r.phoneWide = phone.wide;
+    r.phoneWrapped = phone.wrapped;
+    r.phoneScreenshot = join(spec.artifacts, `${name}-phone.png`);
+    await page.screenshot({ path: r.phoneScreenshot, fullPage: true });
   } catch (e) {
     r.gotoError = String(e);
   }

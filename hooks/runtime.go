@@ -52,6 +52,9 @@ type Runner struct {
 	// for the model (worker.go). Empty: no worker is started, and such a
 	// job waits for `memvault jobs run`.
 	Worker []string
+	// Jobs is where queued jobs run: JobsBackground ("" too) hands them
+	// to Worker, JobsInline runs them in the hook (jobs.go).
+	Jobs JobsMode
 	// Refresh is how a stop that recorded memory brings the heads up to
 	// date (afterwrite.go); "" refreshes nothing then.
 	Refresh RefreshMode
@@ -75,18 +78,22 @@ func (r *Runner) Run(ev Event, p Payload) (string, error) {
 	if thread == "" {
 		thread = scope.ProjectThread(p.CWD)
 	}
-	// Work a previous event left for later goes first, within a budget, so
-	// it never holds up this event for long. A session start, on the user's
-	// path with a budget of 50 ms, runs only the deferred head refreshes
-	// (its context must be fresh); queued jobs (a summary, a refresh after
-	// it: 150 ms and more on a large vault) wait for the session's first
-	// stop, compaction or end.
+	// Work a previous event left for later is the detached worker's: a
+	// stop or a compaction starts it when jobs wait (a session end, below,
+	// after queueing its own), and runs no job on the agent's path. A
+	// session start runs only the deferred head refreshes (its context
+	// must be fresh); a prompt nothing. Without a worker (none configured,
+	// MEMVAULT_JOBS=inline, or it cannot start) a stop, compaction or end
+	// runs the queue itself within its budget (jobs.go, docs/HOOKS.md
+	// "Jobs").
 	switch ev {
-	case PromptSubmit:
+	case PromptSubmit, SessionEnd:
 	case SessionStart:
 		r.runDeferred()
 	default:
-		r.runJobs()
+		if !r.handOff(false) {
+			r.runJobs()
+		}
 	}
 	switch ev {
 	case SessionStart:
@@ -470,11 +477,12 @@ func (r *Runner) sessionEnd(t transcript.Ref, p Payload, thread string) error {
 	if err := r.capture(t, p, thread, captureControls|captureCommit); err != nil {
 		return err
 	}
-	// The summary and the head refresh may take longer than a harness
-	// allows a session end: queue them, and start on them at once if time
-	// is left; the next hook event of any session finishes what remains.
-	// What the import could not read within the budget goes first, so the
-	// summary covers the whole session.
+	// The summary, the head refresh and the session's one commit (the
+	// refresh job's flush) are the worker's: queued, durable, and the
+	// worker started; the hook returns. Without a worker the hook starts
+	// on them at once within its budget, and the next hook event of any
+	// session finishes what remains. What the import could not read within
+	// the budget goes first, so the summary covers the whole session.
 	r.sessionEnded(t)
 	if b := r.behind; b != nil {
 		if src, err := filepath.Abs(b.source); err == nil {
@@ -484,7 +492,9 @@ func (r *Runner) sessionEnd(t transcript.Ref, p Payload, thread string) error {
 	}
 	r.queue(hookstate.Job{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name})
 	r.queue(hookstate.Job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "session-end"})
-	r.runJobs()
+	if !r.handOff(true) {
+		r.runJobs()
+	}
 	return nil
 }
 

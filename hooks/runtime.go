@@ -202,7 +202,6 @@ func (r *Runner) store(t transcript.Ref, wait time.Duration, what string, m tran
 // relevant finds structured rows and nodes the prompt is about that this
 // session has not been shown yet.
 func (r *Runner) relevant(t transcript.Ref, prompt, thread string) string {
-	seen := r.injected(t)
 	var lines []string
 	var fresh []string
 	res, err := recall.Recall(r.V, recall.RecallOptions{Query: clipQuery(prompt), Agent: r.Agent, Thread: thread,
@@ -210,6 +209,10 @@ func (r *Runner) relevant(t transcript.Ref, prompt, thread string) string {
 	if err != nil {
 		return "" // no searchable words, an unknown thread: nothing to add
 	}
+	if len(res.Hits) == 0 {
+		return "" // nothing found: what was shown is not read
+	}
+	seen := r.injected(t)
 	for _, h := range res.Hits {
 		if seen[h.ID] || h.Kind == "head" {
 			continue

@@ -198,8 +198,14 @@ func (e *e2e) sessionStarts(session string) []string {
 // needed.
 func (e *e2e) requireSummary(session string, triggerDeferred func()) {
 	e.T.Helper()
+	// The session end left its summary, refresh and commit to the detached
+	// worker (docs/HOOKS.md, "Jobs"): `jobs run` waits for it, and runs
+	// what it left.
+	if out, err := e.MemvaultErr("jobs", "run"); err != nil {
+		e.T.Fatalf("memvault jobs run: %v\n%s", err, out)
+	}
 	if len(e.Nodes("session-summary", session)) > 0 {
-		e.T.Logf("session-summary node for %s: made by the session end itself", session)
+		e.T.Logf("session-summary node for %s: made by the session end's jobs", session)
 		e.requireHeadLists(session)
 		return
 	}

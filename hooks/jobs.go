@@ -6,6 +6,8 @@ package hooks
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +25,50 @@ func (r *Runner) queue(j hookstate.Job) {
 	if err := hookstate.EnqueueJob(r.V, j); err != nil {
 		logf(r.V, "queue %s job: %v", j.Kind, err)
 	}
+}
+
+// JobsMode is where the work a hook queues is run (MEMVAULT_JOBS).
+type JobsMode string
+
+const (
+	// JobsBackground leaves the queue to the detached worker (worker.go):
+	// the default. A stop or a compaction starts it when jobs wait, a
+	// session end always; none of them runs a job on the agent's path.
+	JobsBackground JobsMode = "background"
+	// JobsInline runs the queue in the hook within its budget, as when no
+	// worker can be started: slower, deterministic (tests, scripts that
+	// read the summary next).
+	JobsInline JobsMode = "inline"
+)
+
+// ParseJobsMode reads MEMVAULT_JOBS: "" is JobsBackground.
+func ParseJobsMode(s string) (JobsMode, error) {
+	switch m := JobsMode(strings.TrimSpace(s)); m {
+	case "":
+		return JobsBackground, nil
+	case JobsBackground, JobsInline:
+		return m, nil
+	}
+	return "", fmt.Errorf("MEMVAULT_JOBS=%q: want background or inline", s)
+}
+
+// handOff gives the queued jobs to the detached worker, started unless one
+// runs, when the runner has one and is not told to run its jobs inline;
+// always: start it even when the queue looks empty (a session end, which
+// queued its own). It reports false when no worker runs: the caller runs
+// the jobs itself (runJobs), so that no job waits for a worker that cannot
+// start.
+func (r *Runner) handOff(always bool) bool {
+	if len(r.Worker) == 0 || r.Jobs == JobsInline {
+		return false
+	}
+	if !always {
+		jobs, err := hookstate.PendingJobs(r.V)
+		if err == nil && len(jobs) == 0 && !recall.EmbedDue(r.V) {
+			return true // nothing waits
+		}
+	}
+	return r.startWorker()
 }
 
 // runDeferred retries the head refreshes that were deferred because

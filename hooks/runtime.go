@@ -53,6 +53,9 @@ type Runner struct {
 	// for the model (worker.go). Empty: no worker is started, and such a
 	// job waits for `memvault jobs run`.
 	Worker []string
+	// Jobs is where queued jobs run: JobsBackground ("" too) hands them
+	// to Worker, JobsInline runs them in the hook (jobs.go).
+	Jobs JobsMode
 	// Refresh is how a stop that recorded memory brings the heads up to
 	// date (afterwrite.go); "" refreshes nothing then.
 	Refresh RefreshMode
@@ -76,18 +79,22 @@ func (r *Runner) Run(ev Event, p Payload) (string, error) {
 	if thread == "" {
 		thread = scope.ProjectThread(p.CWD)
 	}
-	// Work a previous event left for later goes first, within a budget, so
-	// it never holds up this event for long. A session start, on the user's
-	// path with a budget of 50 ms, runs only the deferred head refreshes
-	// (its context must be fresh); queued jobs (a summary, a refresh after
-	// it: 150 ms and more on a large vault) wait for the session's first
-	// stop, compaction or end.
+	// Work a previous event left for later is the detached worker's: a
+	// stop or a compaction starts it when jobs wait (a session end, below,
+	// after queueing its own), and runs no job on the agent's path. A
+	// session start runs only the deferred head refreshes (its context
+	// must be fresh); a prompt nothing. Without a worker (none configured,
+	// MEMVAULT_JOBS=inline, or it cannot start) a stop, compaction or end
+	// runs the queue itself within its budget (jobs.go, docs/HOOKS.md
+	// "Jobs").
 	switch ev {
-	case PromptSubmit:
+	case PromptSubmit, SessionEnd:
 	case SessionStart:
 		r.runDeferred()
 	default:
-		r.runJobs()
+		if !r.handOff(false) {
+			r.runJobs()
+		}
 	}
 	switch ev {
 	case SessionStart:
@@ -196,7 +203,6 @@ func (r *Runner) store(t transcript.Ref, wait time.Duration, what string, m tran
 // relevant finds structured rows and nodes the prompt is about that this
 // session has not been shown yet.
 func (r *Runner) relevant(t transcript.Ref, prompt, thread string) string {
-	seen := r.injected(t)
 	var lines []string
 	var fresh []string
 	res, err := recall.Recall(r.V, recall.RecallOptions{Query: clipQuery(prompt), Agent: r.Agent, Thread: thread,
@@ -204,6 +210,10 @@ func (r *Runner) relevant(t transcript.Ref, prompt, thread string) string {
 	if err != nil {
 		return "" // no searchable words, an unknown thread: nothing to add
 	}
+	if len(res.Hits) == 0 {
+		return "" // nothing found: what was shown is not read
+	}
+	seen := r.injected(t)
 	for _, h := range res.Hits {
 		if seen[h.ID] || h.Kind == "head" {
 			continue
@@ -471,11 +481,12 @@ func (r *Runner) sessionEnd(t transcript.Ref, p Payload, thread string) error {
 	if err := r.capture(t, p, thread, captureControls|captureCommit); err != nil {
 		return err
 	}
-	// The summary and the head refresh may take longer than a harness
-	// allows a session end: queue them, and start on them at once if time
-	// is left; the next hook event of any session finishes what remains.
-	// What the import could not read within the budget goes first, so the
-	// summary covers the whole session.
+	// The summary, the head refresh and the session's one commit (the
+	// refresh job's flush) are the worker's: queued, durable, and the
+	// worker started; the hook returns. Without a worker the hook starts
+	// on them at once within its budget, and the next hook event of any
+	// session finishes what remains. What the import could not read within
+	// the budget goes first, so the summary covers the whole session.
 	r.sessionEnded(t)
 	if b := r.behind; b != nil {
 		if src, err := filepath.Abs(b.source); err == nil {
@@ -485,14 +496,17 @@ func (r *Runner) sessionEnd(t transcript.Ref, p Payload, thread string) error {
 	}
 	r.queue(hookstate.Job{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name})
 	r.queue(hookstate.Job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "session-end"})
-	r.runJobs()
-	r.flushLeft(t)
+	if !r.handOff(true) {
+		r.runJobs()
+		r.flushLeft(t)
+	}
 	return nil
 }
 
-// flushLeft commits what the session left waiting when its jobs did not
-// all run within the hook's budget (their refresh ends with the flush):
-// a session end leaves the vault's work tree as git has it, so that a
+// flushLeft commits what the session left waiting when the hook ran its
+// jobs itself (no worker) and they did not all run within its budget
+// (their refresh ends with the flush; a worker's does too, moments after
+// the hook returns): a session end leaves the vault's work tree as git has it, so that a
 // person's `git pull` or `git commit -a` between sessions meets nothing of
 // memvault's. The summary a job writes later makes its own commit, so a
 // session of K recording turns stays within K + 2 commits.

@@ -44,23 +44,27 @@ const workerClaimWait = 10 * time.Second
 // nothing and stays queued.
 var errInterrupted = errors.New("interrupted; the job under way stays queued")
 
-// startWorker starts the background worker, detached, unless one runs.
-func (r *Runner) startWorker() { startWorker(r.V, r.Worker) }
+// startWorker starts the background worker, detached, unless one runs,
+// and reports whether one runs now.
+func (r *Runner) startWorker() bool { return startWorker(r.V, r.Worker) }
 
 // startWorker starts worker, the command of v's background worker,
 // detached, unless one runs: the runner's after a hook, a front end's
-// after a write (afterwrite.go).
-func startWorker(v *vault.Vault, worker []string) {
+// after a write (afterwrite.go). It reports whether a worker runs now
+// (this one, or one that held the lock): false without a worker command,
+// or when it could not be started, and the queue waits for the caller or
+// the next event.
+func startWorker(v *vault.Vault, worker []string) bool {
 	if len(worker) == 0 {
-		return
+		return false
 	}
 	w, ok, err := hookstate.TryJobWorker(v)
 	if err != nil {
 		logf(v, "jobs worker: %v", err)
-		return
+		return false
 	}
 	if !ok {
-		return // a worker runs: it looks at the queue again before it stops
+		return true // a worker runs: it looks at the queue again before it stops
 	}
 	inheritNothing()
 	cmd := exec.Command(worker[0], worker[1:]...)
@@ -74,10 +78,11 @@ func startWorker(v *vault.Vault, worker []string) {
 	if err := cmd.Start(); err != nil {
 		w.Release()
 		logf(v, "jobs worker: start %s: %v", worker[0], err)
-		return
+		return false
 	}
 	w.Handoff()
 	go cmd.Wait() //nolint:errcheck // reaped in a process that outlives it (tests); the worker logs for itself
+	return true
 }
 
 // inheritNothing marks every descriptor of this process close-on-exec
@@ -161,8 +166,22 @@ type worker struct {
 func Work(ctx context.Context, v *vault.Vault, w *hookstate.JobWorker, opts WorkOptions) (WorkReport, error) {
 	k := newWorker(v, opts)
 	defer recall.EmbedInBackground(ctx, v, func(f string, a ...any) { logf(v, f, a...) }) // issue 36: after the jobs
-	return k.run(ctx, w)
+	rep, err := k.run(ctx, w)
+	if err == nil {
+		// The index catch-up the hooks' job runner did in what was left of
+		// its budget (jobs.go) is the worker's now that the hooks leave the
+		// queue to it: the next prompt's recall has less to index itself.
+		if _, cerr := recall.CatchUpIndex(v, workerIndexBytes); cerr != nil && !vault.IsBusy(cerr) {
+			logf(v, "jobs worker: index catch-up: %v", cerr)
+		}
+	}
+	return rep, err
 }
+
+// workerIndexBytes bounds the worker's index catch-up after its jobs
+// (about two seconds of work): a vault that took in more (a bulk import)
+// is caught up by the next worker, or by recall a step at a time.
+const workerIndexBytes = 16 * indexStepBytes
 
 func newWorker(v *vault.Vault, opts WorkOptions) *worker {
 	return &worker{r: &Runner{V: v, Harness: &Harness{Name: "jobs"}, ev: "run", worker: true}, opts: opts,

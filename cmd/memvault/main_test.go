@@ -45,6 +45,12 @@ func TestMain(m *testing.M) {
 	if os.Getenv("MEMVAULT_REFRESH") == "" {
 		os.Setenv("MEMVAULT_REFRESH", "off")
 	}
+	// Likewise a hook runs its queued jobs (a session end's summary,
+	// refresh and commit) itself, so that a test reads them when the hook
+	// returns; hooks_worker.txtar tests the detached worker's way.
+	if os.Getenv("MEMVAULT_JOBS") == "" {
+		os.Setenv("MEMVAULT_JOBS", "inline")
+	}
 	testscript.Main(cleanupM{m}, map[string]func(){
 		"memvault": func() { os.Exit(cli.Main(os.Args[1:])) },
 		"rsswrap":  rsswrap,
@@ -137,6 +143,7 @@ func setupScript(env *testscript.Env) error {
 	env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	env.Setenv("MEMVAULT_LOCK_TIMEOUT", "30s")
 	env.Setenv("MEMVAULT_REFRESH", "off") // as TestMain says; a script turns it on with env
+	env.Setenv("MEMVAULT_JOBS", "inline") // likewise
 	env.Setenv("TZ", "UTC")
 	env.Setenv("GORACE", os.Getenv("GORACE")) // see TestMain
 	fixtures, err := filepath.Abs(filepath.Join("..", "..", "fixtures", "transcripts"))

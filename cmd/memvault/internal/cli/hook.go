@@ -109,6 +109,13 @@ func hook(e env, args []string) {
 			if self, err := selfPath(); err == nil {
 				r.Worker = hooks.WorkerCommand(self, root)
 			}
+			// Queued jobs (a session end's summary, refresh and commit)
+			// are the worker's, or run in the hook (MEMVAULT_JOBS=inline).
+			if mode, jerr := hooks.ParseJobsMode(os.Getenv("MEMVAULT_JOBS")); jerr != nil {
+				hooks.LogTo(root, jerr.Error())
+			} else {
+				r.Jobs = mode
+			}
 			var context string
 			context, err = r.Run(ev, p)
 			e.stdout.Write(hooks.Render(h, ev, context))

@@ -175,7 +175,9 @@ func (r *Runner) refreshAfterWriteJob(j hookstate.Job, wait time.Duration) error
 // leases and merge (a hand edit is kept; a head someone holds is
 // deferred); a head already current is left alone and, when none changed,
 // nothing is committed.
-func RefreshAfterWrite(v *vault.Vault, wait time.Duration) error { return refreshAfter(v, wait, onWrite) }
+func RefreshAfterWrite(v *vault.Vault, wait time.Duration) error {
+	return refreshAfter(v, wait, onWrite)
+}
 
 // refreshAfter is RefreshAfterWrite after a write of kind on.
 func refreshAfter(v *vault.Vault, wait time.Duration, on string) error {

@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/memvault/memvault/render"
 	"github.com/memvault/memvault/vault/lineage"
 	"github.com/memvault/memvault/vault/scope"
 
@@ -137,12 +139,18 @@ func (r *Runner) sessionStart(t transcript.Ref, p Payload, thread string) (strin
 		r.resetInjected(t) // what the compaction dropped may be injected again
 	}
 	r.closeEarlierSessions(t, thread)
+	// The context first: the event records what it injected (the ids it
+	// shows, its size), which `memvault metrics` measures retention and
+	// efficiency by (docs/LINEAGE.md, "Metrics"). The event is no row a
+	// context shows, so the order changes nothing of the text.
+	text, shown := r.startContext(thread, p.CWD)
 	// Bookkeeping: the start rides in the session's first commit that
 	// records memory, or its end's (docs/HOOKS.md, "Commits").
 	opts := r.txOptions(t, eventLockWait)
 	opts.Defer = true
 	_, err := r.V.Update(opts, func(tx *vault.Tx) error {
-		data, _ := json.Marshal(map[string]string{"source": p.Source, "cwd": p.CWD})
+		data, _ := json.Marshal(map[string]any{"source": p.Source, "cwd": p.CWD, "shown": append([]string{}, shown...),
+			"injected_chars": utf8.RuneCountInString(text), "injected_tokens": render.Tokens(text)})
 		tx.Append(&vault.Event{Kind: "session.started", Thread: thread, Data: data, Source: "hook",
 			Text: fmt.Sprintf("%s session %s (%s)", r.Harness.Name, t.Session, orDefault(p.Source, "start"))})
 		return nil
@@ -156,7 +164,6 @@ func (r *Runner) sessionStart(t transcript.Ref, p Payload, thread string) (strin
 		// Recording the session is not worth losing the context over.
 		logf(r.V, "%s session-start %s: record: %v", r.Harness.Name, t.Session, err)
 	}
-	text, shown := r.startContext(thread, p.CWD)
 	// What session start showed, a prompt of the session does not show
 	// again; a compaction (above) forgets it with the context it dropped.
 	r.markInjected(t, shown)

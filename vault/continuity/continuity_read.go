@@ -70,12 +70,20 @@ func continuityStatus(v *vault.Vault, cfg ContinuityConfig, st *contState) (*Con
 		return nil, err
 	}
 	data, err := v.Files().ReadFile(filepath.Join(v.Root, vault.ContinuityHead))
-	src := "file"
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		data, src = []byte(sum.Render), "render"
-	case err != nil:
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fault.IO("read "+vault.ContinuityHead, err)
+	}
+	memory, _ := v.Files().ReadFile(filepath.Join(v.Root, vault.MemoryHead))
+	return statusOf(cfg, st, sum, data, memory), nil
+}
+
+// statusOf is the status of CONTINUITY.md's text data (nil: none yet,
+// read as the summary's render) with the summary sum of the learnings and
+// decisions, and MEMORY.md's text memory for the budget.
+func statusOf(cfg ContinuityConfig, st *contState, sum *contSummary, data, memory []byte) *ContinuityStatus {
+	src := "file"
+	if data == nil {
+		data, src = []byte(sum.Render), "render"
 	}
 	p := parseContinuity(data)
 	s := &ContinuityStatus{Source: src, Phase: p.Phase, Iteration: p.Iteration, Updated: p.Updated,
@@ -90,15 +98,14 @@ func continuityStatus(v *vault.Vault, cfg ContinuityConfig, st *contState) (*Con
 	if s.Words > s.Cap {
 		s.Warnings = append(s.Warnings, "CONTINUITY.md: "+itoa(s.Words)+" words, over its cap of "+itoa(s.Cap)+"; the next update moves hand-written lines to the ledger")
 	}
-	s.Budget = budget(v, cfg, sum, data)
-	return s, nil
+	s.Budget = budget(cfg, sum, data, memory)
+	return s
 }
 
 // budget measures the tokens each category costs against its budget. The
 // learnings and decisions count as listed for the whole project, one line
 // each (the summary's sums).
-func budget(v *vault.Vault, cfg ContinuityConfig, sum *contSummary, continuityMD []byte) []BudgetLine {
-	memory, _ := v.Files().ReadFile(filepath.Join(v.Root, vault.MemoryHead))
+func budget(cfg ContinuityConfig, sum *contSummary, continuityMD, memory []byte) []BudgetLine {
 	used := map[string]int{
 		"memory":     render.Tokens(string(memory)),
 		"continuity": render.Tokens(string(continuityMD)),

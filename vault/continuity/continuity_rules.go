@@ -152,6 +152,9 @@ type AuditReport struct {
 	Blockers []string      `json:"blockers"` // decisions the audit could not order
 	Commit   string        `json:"commit,omitempty"`
 	Written  bool          `json:"written"` // false when nothing changed since the last audit
+	// Hidden counts the entries left out of the report because they name
+	// a row of an agent the reader may not see (ScopedTo).
+	Hidden int `json:"hidden,omitempty"`
 	// changes is the first day after Now on which the clock alone would
 	// change the outcome (a learning's ttl runs out, one becomes
 	// LOW_CONFIDENCE); "" when none would. An outcome computed for Now

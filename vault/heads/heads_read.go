@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -29,6 +30,10 @@ type RenderOptions struct {
 	At string
 	// Explain lists every row the budget left out in the reports.
 	Explain bool
+	// Keep, when set, renders from the rows it keeps only: the heads as a
+	// reader who may not see the others is shown them (an agent's view,
+	// continuity.AgentHeads), the hand edits of the files left out.
+	Keep func(r *vault.Row) bool
 }
 
 // RenderHeads renders the selected heads without writing anything.
@@ -36,9 +41,17 @@ func RenderHeads(v *vault.Vault, opts RenderOptions) ([]*render.Doc, error) {
 	var vw *HeadView
 	var cfg HeadsConfig
 	var err error
-	if opts.At != "" {
+	if opts.At != "" || opts.Keep != nil {
 		var st *vault.State
-		if st, cfg, err = stateAt(v, opts.At); err == nil {
+		if opts.At != "" {
+			st, cfg, err = stateAt(v, opts.At)
+		} else if cfg, err = LoadHeadsConfig(v); err == nil {
+			st, _, err = FoldedState(v)
+		}
+		if err == nil {
+			if opts.Keep != nil {
+				st = &vault.State{Rows: slices.DeleteFunc(slices.Clone(st.Rows), func(r *vault.Row) bool { return !opts.Keep(r) })}
+			}
 			vw = BuildView(st, cfg)
 			vw.input.Explain = opts.Explain
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,7 +32,7 @@ func runMetrics(_ context.Context, opts metricsOptions, e env, v *vault.Vault) e
 	if err != nil {
 		return err
 	}
-	m := ops.ComputeMetrics(st)
+	m := ops.ComputeMetrics(st, v.Config.Agent)
 	if opts.json {
 		return printJSON(e.stdout, m)
 	}
@@ -72,6 +73,7 @@ func printMetrics(w io.Writer, m *ops.Metrics) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "sessions:     %d distinct, %d started, %d summarized\n", m.Sessions.Distinct, m.Sessions.Started, m.Sessions.Summarized)
+	printContextMetrics(w, m.Context)
 	fmt.Fprintf(w, "threads:      %d\n", m.Threads)
 	fmt.Fprintf(w, "corrections:  %d retracted, %d superseded\n", m.Retracted, m.Superseded)
 	fmt.Fprintln(w, "heads:")
@@ -129,4 +131,28 @@ func orDashCLI(s string) string {
 		return "-"
 	}
 	return ops.OneLine(s)
+}
+
+// printContextMetrics writes the start contexts' retention and efficiency:
+// the totals, then one line per session start.
+func printContextMetrics(w io.Writer, c ops.ContextMetrics) {
+	fmt.Fprintf(w, "context:      retention %s, token efficiency %s over %d measured start(s), %d unknown\n",
+		figure(c.Retention), figure(c.Efficiency), c.Measured, c.Unknown)
+	for _, s := range c.Sessions {
+		if !s.Known {
+			fmt.Fprintf(w, "  %-24s %-20s unknown (%s)\n", ops.Clip(ops.OneLine(s.Session), 24), orDashCLI(s.Thread), s.Note)
+			continue
+		}
+		fmt.Fprintf(w, "  %-24s %-20s retention %s (%d of %d rows), efficiency %s (%d tokens for %d injected)\n",
+			ops.Clip(ops.OneLine(s.Session), 24), orDashCLI(s.Thread), figure(s.Retention), s.Carried, s.Held,
+			figure(s.Efficiency), s.HeldTokens, s.InjectedTokens)
+	}
+}
+
+// figure is a ratio, or "unknown" when it has none.
+func figure(f *float64) string {
+	if f == nil {
+		return "unknown"
+	}
+	return strconv.FormatFloat(*f, 'f', -1, 64)
 }

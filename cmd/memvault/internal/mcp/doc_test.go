@@ -84,7 +84,8 @@ func firstDiff(a, b string) string {
 
 // docOrder is the order the doc presents the tools in.
 var docOrder = []string{"recall", "expand", "context", "status", "ledger", "timeline",
-	"remember", "commitment_open", "commitment_close", "decide", "learn", "next", "done"}
+	"remember", "commitment_open", "commitment_close", "decide", "learn", "next", "done",
+	"continuity_status", "budget", "audit", "continuity_index"}
 
 // toolReference is a section per tool: its description, its arguments
 // from the input schema, and the fields of its result.
@@ -371,6 +372,12 @@ func docExamples(t *testing.T) string {
 	ex.add("`context`", "", log.take())
 	call("status", nil)
 	ex.add("`status`", "", log.take())
+	call("continuity_status", nil)
+	ex.add("`continuity_status`", "", log.take())
+	call("budget", map[string]any{"global": true})
+	ex.add("`budget`", "What each category costs, and MEMORY.md's report: a row left out would be listed under its section's `dropped`.", log.take())
+	call("audit", map[string]any{"dry_run": true})
+	ex.add("`audit` with `dry_run`", "What the audit would do today, and why; nothing is written.", log.take())
 
 	if _, err := cs.ListResources(ctx, nil); err != nil {
 		t.Fatal(err)
@@ -384,6 +391,10 @@ func docExamples(t *testing.T) string {
 		t.Fatal(err)
 	}
 	ex.add("Reading a node", "", log.take())
+	if _, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: learningsURI}); err != nil {
+		t.Fatal(err)
+	}
+	ex.add("Reading the learnings", "As `memvault continuity learnings` lists them in the working folder.", log.take())
 	if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: continuityURI}); err != nil {
 		t.Fatal(err)
 	}

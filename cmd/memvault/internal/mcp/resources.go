@@ -22,6 +22,8 @@ import (
 //
 //	memvault://MEMORY.md                the global head
 //	memvault://CONTINUITY.md            the working memory
+//	memvault://learnings                the learnings in scope (continuity learnings)
+//	memvault://decisions                the decisions in scope (continuity decisions)
 //	memvault://threads/{kind}/{slug}    a thread's head (threads/<kind>/<slug>.md)
 //	memvault://nodes/{id}               a temporal node's file, by id or unique prefix
 //
@@ -34,6 +36,8 @@ const (
 	uriScheme     = "memvault://"
 	memoryURI     = uriScheme + vault.MemoryHead
 	continuityURI = uriScheme + vault.ContinuityHead
+	learningsURI  = uriScheme + "learnings"
+	decisionsURI  = uriScheme + "decisions"
 	threadPrefix  = uriScheme + "threads/"
 	nodePrefix    = uriScheme + "nodes/"
 	markdown      = "text/markdown"
@@ -44,6 +48,9 @@ func (s *Server) addResources() {
 	s.sdk.AddResource(&sdk.Resource{URI: continuityURI, Name: "CONTINUITY.md", Title: "CONTINUITY.md: the working memory",
 		Description: "The scratchpad: active goal, current task, just completed, next actions, blockers, key decisions, learnings.",
 		MIMEType:    markdown}, s.readHead)
+	for _, r := range protocolLists() {
+		s.sdk.AddResource(r, s.readProtocolList)
+	}
 	s.sdk.AddResourceTemplate(&sdk.ResourceTemplate{URITemplate: threadPrefix + "{kind}/{slug}", Name: "thread-head",
 		Title:       "A thread's head",
 		Description: "Tier 2: the rolling summary of one thread (kind:slug): status, decisions, open loops, next action, lineage.",
@@ -74,12 +81,16 @@ func (s *Server) addMemoryResource() {
 		MIMEType:    markdown}, s.readHead)
 }
 
-// listResources lists MEMORY.md, CONTINUITY.md and the head of every thread
+// listResources lists MEMORY.md, CONTINUITY.md, the learnings, the
+// decisions and the head of every thread
 // the vault knows; without a vault, the first two (reading them says why).
 func (s *Server) listResources(ctx context.Context, req *sdk.ListResourcesRequest) (*sdk.ListResourcesResult, error) {
 	list := []*sdk.Resource{
 		{URI: memoryURI, Name: "MEMORY.md", Title: "MEMORY.md: the global head", MIMEType: markdown},
 		{URI: continuityURI, Name: "CONTINUITY.md", Title: "CONTINUITY.md: the working memory", MIMEType: markdown},
+	}
+	for _, r := range protocolLists() {
+		list = append(list, &sdk.Resource{URI: r.URI, Name: r.Name, Title: r.Title, MIMEType: r.MIMEType})
 	}
 	c, err := s.open(ctx, req.Session, false)
 	if err != nil {
@@ -222,7 +233,8 @@ func resourceError(err error) error {
 // Change notifications. A client that subscribes to a head is told when its
 // text changed after a write this server made (the head as readHead gives
 // it, fingerprinted when subscribed and after each write): CONTINUITY.md
-// after next, done, decide or learn; MEMORY.md and a thread head when a
+// after next, done, decide or learn; memvault://learnings and
+// memvault://decisions after learn, decide or audit; MEMORY.md and a thread head when a
 // write changed what they show. Writes of other processes (the hooks'
 // refresh at session end, another agent, a person) are noticed at this
 // server's next write, not as they happen: nothing watches the vault
@@ -230,7 +242,7 @@ func resourceError(err error) error {
 
 func (s *Server) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
 	uri := req.Params.URI
-	if _, _, err := headOf(uri); err != nil {
+	if _, _, err := headOf(uri); err != nil && uri != learningsURI && uri != decisionsURI {
 		if strings.HasPrefix(uri, nodePrefix) {
 			return nil // accepted; a node never changes
 		}
@@ -253,15 +265,22 @@ func (s *Server) unsubscribe(_ context.Context, req *sdk.UnsubscribeRequest) err
 // fingerprint is a hash of a head's text as readHead gives it, or "" when
 // it cannot be read.
 func (s *Server) fingerprint(ctx context.Context, ss *sdk.ServerSession, uri string) string {
-	head, th, err := headOf(uri)
-	if err != nil {
-		return ""
-	}
 	c, err := s.open(ctx, ss, false)
 	if err != nil {
 		return ""
 	}
-	text, err := headText(c, head, th)
+	var text []byte
+	if uri == learningsURI || uri == decisionsURI {
+		var t string
+		t, err = protocolListText(c, uri)
+		text = []byte(t)
+	} else {
+		head, th, herr := headOf(uri)
+		if herr != nil {
+			return ""
+		}
+		text, err = headText(c, head, th)
+	}
 	if err != nil {
 		return ""
 	}

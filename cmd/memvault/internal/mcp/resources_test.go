@@ -33,7 +33,8 @@ func TestResources(t *testing.T) {
 	for _, r := range list.Resources {
 		uris = append(uris, r.URI)
 	}
-	want := []string{"memvault://CONTINUITY.md", "memvault://MEMORY.md", "memvault://threads/project/shop"}
+	want := []string{"memvault://CONTINUITY.md", "memvault://MEMORY.md", "memvault://decisions", "memvault://learnings",
+		"memvault://threads/project/shop"}
 	slices.Sort(uris)
 	if !slices.Equal(uris, want) {
 		t.Errorf("resources %v, want %v", uris, want)

@@ -42,19 +42,23 @@ func TestEveryToolIsScopedToItsAgent(t *testing.T) {
 	bob.ok("remember", map[string]any{"text": "bob's own fact about the shop"}, &own)
 
 	tools := map[string]map[string]any{
-		"recall":           {"query": secret, "all_threads": true, "history": true},
-		"expand":           {"id": aliceNode.ID},
-		"context":          {"thread": "project:shop"},
-		"status":           {},
-		"ledger":           {"ids": []string{fact.Event.ID, promise.Event.ID}},
-		"timeline":         {"session": "alice-s1"},
-		"remember":         {"text": "bob writes", "links": []string{fact.Event.ID}},
-		"commitment_open":  {"text": "bob promises", "links": []string{promise.Event.ID}},
-		"commitment_close": {"id": own.Event.ID},
-		"decide":           {"decision": "bob decides", "rationale": "r"},
-		"learn":            {"error": "bob errs", "prevention": "p"},
-		"next":             {"text": "bob's next"},
-		"done":             {"text": "bob did something"},
+		"recall":            {"query": secret, "all_threads": true, "history": true},
+		"expand":            {"id": aliceNode.ID},
+		"context":           {"thread": "project:shop"},
+		"status":            {},
+		"ledger":            {"ids": []string{fact.Event.ID, promise.Event.ID}},
+		"timeline":          {"session": "alice-s1"},
+		"remember":          {"text": "bob writes", "links": []string{fact.Event.ID}},
+		"commitment_open":   {"text": "bob promises", "links": []string{promise.Event.ID}},
+		"commitment_close":  {"id": own.Event.ID},
+		"decide":            {"decision": "bob decides", "rationale": "r"},
+		"learn":             {"error": "bob errs", "prevention": "p"},
+		"next":              {"text": "bob's next"},
+		"done":              {"text": "bob did something"},
+		"budget":            {"thread": "project:shop"},
+		"audit":             {"dry_run": true},
+		"continuity_status": {},
+		"continuity_index":  {},
 	}
 	// More calls of the tools that read rows by filter.
 	more := []struct {
@@ -68,8 +72,9 @@ func TestEveryToolIsScopedToItsAgent(t *testing.T) {
 		{"timeline", map[string]any{}},
 		{"recall", map[string]any{"query": secret, "thread": "project:shop"}},
 		{"context", map[string]any{"global": true}},
+		{"audit", map[string]any{}},
 	}
-	resources := []string{memoryURI, continuityURI, "memvault://threads/project/shop", nodePrefix + aliceNode.ID}
+	resources := []string{memoryURI, continuityURI, learningsURI, decisionsURI, "memvault://threads/project/shop", nodePrefix + aliceNode.ID}
 	prompts := map[string]map[string]string{"catch_up": {"thread": "project:shop"}}
 
 	ctx := context.Background()

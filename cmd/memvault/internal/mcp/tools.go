@@ -32,6 +32,7 @@ func schemaTypes() map[reflect.Type]*jsonschema.Schema {
 func (s *Server) addTools() {
 	s.addReadTools()
 	s.addWriteTools()
+	s.addProtocolTools()
 }
 
 // toolSpec describes one tool.

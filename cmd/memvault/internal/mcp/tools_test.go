@@ -19,8 +19,8 @@ import (
 )
 
 // allTools is every tool the server must offer (issue 18).
-var allTools = []string{"commitment_close", "commitment_open", "context", "decide", "done", "expand", "learn",
-	"ledger", "next", "recall", "remember", "status", "timeline"}
+var allTools = []string{"audit", "budget", "commitment_close", "commitment_open", "context", "continuity_index",
+	"continuity_status", "decide", "done", "expand", "learn", "ledger", "next", "recall", "remember", "status", "timeline"}
 
 func TestToolsList(t *testing.T) {
 	t.Parallel()
@@ -43,7 +43,7 @@ func TestToolsList(t *testing.T) {
 		if tool.Annotations == nil {
 			t.Errorf("%s: no annotations", tool.Name)
 		} else if writes := !tool.Annotations.ReadOnlyHint; writes != slices.Contains([]string{"remember",
-			"commitment_open", "commitment_close", "decide", "learn", "next", "done"}, tool.Name) {
+			"commitment_open", "commitment_close", "decide", "learn", "next", "done", "audit", "continuity_index"}, tool.Name) {
 			t.Errorf("%s: readOnlyHint %v", tool.Name, tool.Annotations.ReadOnlyHint)
 		}
 	}

@@ -174,16 +174,20 @@ func (s *Server) commitmentClose(ctx context.Context, req *sdk.CallToolRequest, 
 	})
 }
 
-// continuity runs one of the protocol's verbs in its transaction.
-func (s *Server) continuity(ctx context.Context, ss *sdk.ServerSession, tool string, sc rowScope,
+// continuity runs one of the protocol's verbs in its transaction; sc is
+// the thread arguments of a verb that files rows, nil for one that files
+// them under no thread (audit, continuity_index), as their commands do.
+func (s *Server) continuity(ctx context.Context, ss *sdk.ServerSession, tool string, sc *rowScope,
 	fn func(ct *continuity.ContinuityTx) error) (*continuity.ContinuityResult, error) {
 	c, err := s.open(ctx, ss, false)
 	if err != nil {
 		return nil, err
 	}
-	thread, err := s.rowThread(c, tool, sc)
-	if err != nil {
-		return nil, err
+	thread := ""
+	if sc != nil {
+		if thread, err = s.rowThread(c, tool, *sc); err != nil {
+			return nil, err
+		}
 	}
 	opts := continuity.ContinuityOptions{Trigger: "mcp " + tool, TxOptions: s.txOptions(c, tool), Thread: thread}
 	release, err := s.queueWrite(ctx)
@@ -199,7 +203,7 @@ func (s *Server) continuity(ctx context.Context, ss *sdk.ServerSession, tool str
 }
 
 func (s *Server) decide(ctx context.Context, req *sdk.CallToolRequest, in decideIn) (*continuity.ContinuityResult, error) {
-	return s.continuity(ctx, req.Session, "decide", in.rowScope, func(ct *continuity.ContinuityTx) error {
+	return s.continuity(ctx, req.Session, "decide", &in.rowScope, func(ct *continuity.ContinuityTx) error {
 		_, err := ct.Decide(continuity.DecideInput{Decision: in.Decision, Rationale: in.Rationale, Scope: in.Scope,
 			Supersedes: in.Supersedes})
 		return err
@@ -207,7 +211,7 @@ func (s *Server) decide(ctx context.Context, req *sdk.CallToolRequest, in decide
 }
 
 func (s *Server) learn(ctx context.Context, req *sdk.CallToolRequest, in learnIn) (*continuity.ContinuityResult, error) {
-	return s.continuity(ctx, req.Session, "learn", in.rowScope, func(ct *continuity.ContinuityTx) error {
+	return s.continuity(ctx, req.Session, "learn", &in.rowScope, func(ct *continuity.ContinuityTx) error {
 		_, err := ct.Learn(continuity.LearnInput{Error: in.Error, Cause: in.Cause, Prevention: in.Prevention,
 			Scope: in.Scope, TTL: in.TTL})
 		return err
@@ -215,13 +219,13 @@ func (s *Server) learn(ctx context.Context, req *sdk.CallToolRequest, in learnIn
 }
 
 func (s *Server) next(ctx context.Context, req *sdk.CallToolRequest, in nextIn) (*continuity.ContinuityResult, error) {
-	return s.continuity(ctx, req.Session, "next", in.rowScope, func(ct *continuity.ContinuityTx) error {
+	return s.continuity(ctx, req.Session, "next", &in.rowScope, func(ct *continuity.ContinuityTx) error {
 		return ct.Next(in.Text, in.First)
 	})
 }
 
 func (s *Server) done(ctx context.Context, req *sdk.CallToolRequest, in doneIn) (*continuity.ContinuityResult, error) {
-	return s.continuity(ctx, req.Session, "done", in.rowScope, func(ct *continuity.ContinuityTx) error {
+	return s.continuity(ctx, req.Session, "done", &in.rowScope, func(ct *continuity.ContinuityTx) error {
 		return ops.Done(ct, in.Text)
 	})
 }

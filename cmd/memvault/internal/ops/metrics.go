@@ -11,7 +11,7 @@ import (
 )
 
 // Metrics are numbers computed from the ledger alone: no clock, no file
-// but the ledger's segments, no configuration. The same ledger gives the
+// but the ledger's segments, no configuration but the vault's agent. The same ledger gives the
 // same Metrics, in any clone, at any time; ages are measured to the
 // ledger's newest event (AsOf), not to now.
 type Metrics struct {
@@ -30,6 +30,9 @@ type Metrics struct {
 	Retracted   int               `json:"retracted"`                // events withdrawn by a retract
 	Superseded  int               `json:"superseded"`               // events replaced by a newer version
 	Unparsed    int               `json:"unparsed_times,omitempty"` // events whose ts does not parse (left out of ages)
+	// Context is what each session's start context carried of what held
+	// (context_retention, token_efficiency; contextmetrics.go).
+	Context ContextMetrics `json:"context"`
 }
 
 // CommitmentMetrics count the commitments and how long they stay open.
@@ -102,8 +105,11 @@ const (
 	HeadNotRendered = "not rendered"
 )
 
-// ComputeMetrics folds st's rows, in ledger order, into Metrics.
-func ComputeMetrics(st *vault.State) *Metrics {
+// ComputeMetrics folds st's rows, in ledger order, into Metrics. owner is
+// the vault's agent (memvault.toml's agent, committed with the ledger),
+// whose rows every session may be shown; "" counts every row as any
+// session's.
+func ComputeMetrics(st *vault.State, owner string) *Metrics {
 	m := &Metrics{Kinds: map[string]int{}, Sources: map[string]int{}, Agents: map[string]int{},
 		Violations:  ViolationMetrics{BySource: map[string]int{}, ByKind: map[string]int{}},
 		Claims:      ClaimMetrics{Reasons: map[string]int{}},
@@ -163,6 +169,7 @@ func ComputeMetrics(st *vault.State) *Metrics {
 	}
 	m.commitments(st, asOf)
 	m.Heads = headFreshness(st)
+	m.Context = contextMetrics(st, owner)
 	return m
 }
 

@@ -188,3 +188,109 @@ func TestCadenceKilledThenRunAgain(t *testing.T) {
 	}
 	testvault.MustVerify(t, v)
 }
+
+// The self-summary: written at a day's end and at every SelfSummaryEvery
+// events, never twice, citing its events; what it says is the state at
+// its last event, so later events leave its bytes as they are.
+func TestSelfSummaryOnItsCadence(t *testing.T) {
+	v, now := clockVault(t)
+	wed := time.Date(2020, 1, 15, 9, 0, 0, 0, time.UTC)
+	daySession(t, v, now, "s1", wed, "COMMIT: ship the installer", "DECISION: use WAL for the index",
+		"BLOCKER: the CI runner is down", `REFLECT: {"text":"I guessed the cause before reading the log"}`)
+	daySession(t, v, now, "s2", wed.Add(3*time.Hour), "BLOCKER: The CI runner is down!", "LEARNED: copy before switching reads")
+	if rep := cadence(t, v, wed.Add(14*time.Hour)); len(rep.SelfSummaries) != 0 {
+		t.Fatalf("a self-summary before the day's end: %v", titles(rep.SelfSummaries))
+	}
+	thu := time.Date(2020, 1, 16, 0, 0, 0, 0, time.UTC)
+	rep := cadence(t, v, thu)
+	if len(rep.SelfSummaries) != 1 {
+		t.Fatalf("at the day's end: %v", titles(rep.SelfSummaries))
+	}
+	first := rep.SelfSummaries[0]
+	st, err := v.LoadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cited []string
+	for _, r := range st.Rows {
+		if selfCounted(r, v.Config.Agent) {
+			cited = append(cited, r.ID)
+			if !strings.Contains(first.Body, "- `"+r.ID+"` ") {
+				t.Errorf("the self-summary does not cite %s %s", r.Kind, r.ID)
+			}
+		}
+	}
+	for _, want := range []string{
+		"# Self-summary 1 of agent default\n\n6 events, 2020-01-15T09:01:00.000Z to 2020-01-15T12:01:00.000Z, up to the end of 2020-01-15.",
+		"## Open commitments\n\n- `", ": ship the installer (open 3 hours, since 2020-01-15)\n",
+		"## Decisions\n\n- `", ": use WAL for the index (active; recorded)\n",
+		"## Learnings\n\n- `", ": copy before switching reads (active; recorded)\n",
+		"## Recurring blockers\n\n- The CI runner is down!: recorded 2 times (`",
+		"## Reflections\n\n- `", ": I guessed the cause before reading the log\n",
+	} {
+		if !strings.Contains(first.Body, want) {
+			t.Errorf("the self-summary lacks %q:\n%s", want, first.Body)
+		}
+	}
+	if first.Title != "self-summary 1: 6 events, 1 open commitments" || len(cited) != 6 {
+		t.Errorf("title %q, %d events", first.Title, len(cited))
+	}
+	if rep := cadence(t, v, thu.Add(time.Hour)); len(rep.SelfSummaries) != 0 {
+		t.Fatal("written twice")
+	}
+	// expand drills from the self-summary to the events it cites
+	ex, err := Expand(v, first.ID, ExpandOptions{Agent: v.Config.Agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, r := range ex.Rows {
+		rows = append(rows, r.ID)
+	}
+	if !slices.Equal(rows, cited) {
+		t.Errorf("expand's rows %v, want the cited %v", rows, cited)
+	}
+
+	// Thursday: the commitment is done, then 29 decisions: 30 events, a
+	// self-summary at the 25th before the day is over, the rest at its end
+	var lines []string
+	lines = append(lines, "DONE: ship the installer")
+	for i := range 29 {
+		lines = append(lines, fmt.Sprintf("DECISION: choice number %d", i))
+	}
+	daySession(t, v, now, "s3", thu.Add(10*time.Hour), lines...)
+	rep = cadence(t, v, thu.Add(12*time.Hour))
+	if len(rep.SelfSummaries) != 1 || rep.SelfSummaries[0].Title != "self-summary 2: 25 events, 0 open commitments" ||
+		!strings.Contains(rep.SelfSummaries[0].Body, "up to its 25-event mark") {
+		t.Fatalf("at 25 events: %v", titles(rep.SelfSummaries))
+	}
+	rep = cadence(t, v, thu.AddDate(0, 0, 1))
+	if len(rep.SelfSummaries) != 1 || rep.SelfSummaries[0].Title != "self-summary 3: 5 events, 0 open commitments" {
+		t.Fatalf("at Thursday's end: %v", titles(rep.SelfSummaries))
+	}
+	if got := len(nodesOf(t, v, node.SelfSummary)); got != 3 {
+		t.Fatalf("%d self-summaries, want 3", got)
+	}
+
+	// Made again from today's ledger, the first is the same bytes: the
+	// commitment closed since is still open in it.
+	st, err = v.LoadState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := selfWindows(st, v.Config.Agent, thu.AddDate(0, 0, 9), 0)
+	at := &vault.State{ByID: map[string]*vault.Row{}}
+	for _, r := range st.Rows[:w[0].end+1] {
+		at.Add(&vault.Row{Event: r.Event})
+	}
+	again := selfNode(at, v.Config.Agent, w[0])
+	again.ID, again.Path = first.ID, first.Path
+	full, err := node.Read(v.Files(), first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again.Encode()) != string(full.Encode()) {
+		t.Errorf("made again, the first self-summary differs:\n%s\n---\n%s", again.Encode(), full.Encode())
+	}
+	testvault.MustVerify(t, v)
+}

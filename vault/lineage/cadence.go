@@ -106,11 +106,11 @@ func RunCadence(v *vault.Vault, opts vault.TxOptions, now time.Time) (CadenceRep
 	if err != nil {
 		return rep, err
 	}
-	st, err := v.LoadState()
+	self, err := selfDue(v, agent, now) // selfmark.go: incremental
 	if err != nil {
 		return rep, err
 	}
-	if len(due) == 0 && len(selfWindows(st, agent, now, lastSelfSummary(st, agent))) == 0 {
+	if len(due) == 0 && !self {
 		return rep, nil
 	}
 	_, err = v.Update(opts, func(tx *vault.Tx) error {

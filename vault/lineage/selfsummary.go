@@ -46,9 +46,25 @@ func selfCounted(r *vault.Row, agent string) bool {
 	return recordedKind(k) || k == "reflection" || k == vault.KindLearningReinforce
 }
 
+// SelfSummaryBackfill is how many windows one run writes at most, the
+// newest: a vault with a long history gets its recent self-summaries, not
+// one for every day of its past; the older windows are skipped for good.
+const SelfSummaryBackfill = 7
+
 // selfWindows cuts agent's memory events of st into windows and returns
-// those after window done whose end is known at now.
+// those after window done whose end is known at now, the newest
+// SelfSummaryBackfill of them.
 func selfWindows(st *vault.State, agent string, now time.Time, done int) []selfWindow {
+	out, _ := cutWindows(st, agent, now, done)
+	if len(out) > SelfSummaryBackfill {
+		out = out[len(out)-SelfSummaryBackfill:]
+	}
+	return out
+}
+
+// cutWindows is selfWindows without the cap, and the events after the
+// last window.
+func cutWindows(st *vault.State, agent string, now time.Time, done int) ([]selfWindow, []*vault.Row) {
 	var out []selfWindow
 	cur := selfWindow{seq: 1}
 	closeCur := func(byDay bool) {
@@ -70,13 +86,10 @@ func selfWindows(st *vault.State, agent string, now time.Time, done int) []selfW
 			closeCur(false)
 		}
 	}
-	if len(cur.rows) > 0 {
-		last := cur.rows[len(cur.rows)-1].Time()
-		if !now.Before(periodAt(last, "day").End) {
-			closeCur(true)
-		}
+	if len(cur.rows) > 0 && dayClosed(dayOf(cur.rows[len(cur.rows)-1]), now) {
+		closeCur(true)
 	}
-	return out
+	return out, cur.rows
 }
 
 func dayOf(r *vault.Row) string { return r.Time().UTC().Format("2006-01-02") }

@@ -68,7 +68,7 @@ func TestSessionEndBacklogFinishedByJobs(t *testing.T) {
 	if _, err := r.Run(SessionEnd, Payload{SessionID: sess.Session, TranscriptPath: src, CWD: root}); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(jobKinds(t, v), " "); got != "import summarize refresh" {
+	if got := strings.Join(jobKinds(t, v), " "); got != "import summarize condense refresh" {
 		t.Fatalf("queued %q, want the import before the summary", got)
 	}
 

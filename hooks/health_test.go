@@ -163,11 +163,11 @@ func TestRefusedJobsWaitForTheRepair(t *testing.T) {
 	repair := forge(t, v)
 	runHook(t, v, "openclaw", SessionEnd, Payload{SessionID: "s1", LastAssistant: "bye"})
 	jobs, err := hookstate.PendingJobs(v)
-	if err != nil || len(jobs) != 2 {
+	if err != nil || len(jobs) != 3 {
 		t.Fatalf("queued jobs on a forged ledger: %+v %v", jobs, err)
 	}
 	runHook(t, v, "openclaw", Stop, Payload{SessionID: "s2", LastAssistant: "another session"})
-	if jobs, _ := hookstate.PendingJobs(v); len(jobs) != 2 {
+	if jobs, _ := hookstate.PendingJobs(v); len(jobs) != 3 {
 		t.Fatalf("a refused job left the queue: %+v", jobs)
 	}
 	repair()

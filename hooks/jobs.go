@@ -199,6 +199,9 @@ func (r *Runner) runJob(j hookstate.Job) error {
 		// asked (summarise.go).
 		model, err := lineage.SessionModel(context.Background(), r.V, t, lineage.ModelOptions{NoCall: true})
 		return r.summarizeJob(j, model, err)
+	case "condense": // the cadence: closed days and weeks condensed, self-summaries (docs/LINEAGE.md, "Cadence")
+		_, err := lineage.RunCadence(r.V, r.jobOptions(j, "hook job condense"), r.V.Now())
+		return err
 	case "refresh":
 		// Tier 1 and the Tier 2 heads this session wrote to (and the job's
 		// thread: a compaction node's); a head someone holds is deferred by

@@ -449,6 +449,7 @@ func (r *Runner) closeEarlierSessions(t transcript.Ref, thread string) {
 				continue
 			}
 			r.queue(j)
+			r.queue(hookstate.Job{Kind: "condense", Agent: j.Agent, Session: j.Session, Harness: j.Harness})
 			r.queue(hookstate.Job{Kind: "refresh", Agent: j.Agent, Session: j.Session, Harness: j.Harness, On: "session-end"})
 		}
 		return []hookstate.Job{{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name}}
@@ -502,6 +503,7 @@ func (r *Runner) sessionEnd(t transcript.Ref, p Payload, thread string) error {
 		}
 	}
 	r.queue(hookstate.Job{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name})
+	r.queue(hookstate.Job{Kind: "condense", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name})
 	r.queue(hookstate.Job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "session-end"})
 	if !r.handOff(true) {
 		r.runJobs()

@@ -144,7 +144,7 @@ func TestHookSummaryModelNeverInAHook(t *testing.T) {
 	runEvent(t, v, SessionStart, Payload{SessionID: "s1", CWD: root, Source: "startup"})
 	runEvent(t, v, PromptSubmit, Payload{SessionID: "s1", CWD: root, Prompt: "rename the flag to --dry-run"})
 	runEvent(t, v, SessionEnd, Payload{SessionID: "s1", CWD: root, LastAssistant: "renamed, tests pass"})
-	if got := strings.Join(jobKinds(t, v), " "); got != "summarize refresh" {
+	if got := strings.Join(jobKinds(t, v), " "); got != "summarize condense refresh" {
 		t.Fatalf("queued %q after the session end", got)
 	}
 	runEvent(t, v, SessionStart, Payload{SessionID: "s2", CWD: root, Source: "startup"})
@@ -164,12 +164,12 @@ func TestHookSummaryModelNeverInAHook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(q.Jobs) != 4 || q.Jobs[0].Waits != waitsModel || q.Jobs[1].Waits != waitsSummary || q.Worker.Running {
+	if len(q.Jobs) != 6 || q.Jobs[0].Waits != waitsModel || q.Jobs[1].Waits != waitsSummary || q.Jobs[2].Waits != waitsSummary || q.Worker.Running {
 		t.Fatalf("queue %+v", q)
 	}
 
 	rep := runQueue(t, v)
-	if len(rep.Ran) != 4 || len(rep.Failed)+len(rep.Left) != 0 {
+	if len(rep.Ran) != 6 || len(rep.Failed)+len(rep.Left) != 0 {
 		t.Fatalf("jobs run: %+v", rep)
 	}
 	if n := seen.count("start"); n != 2 {
@@ -224,7 +224,7 @@ func TestHookSummaryModelFailsOpen(t *testing.T) {
 				runEvent(t, v, Stop, Payload{SessionID: "s2", CWD: root, LastAssistant: "a turn meanwhile"})
 			}
 			rep = <-done
-			if len(rep.Ran) != 2 || len(rep.Failed)+len(rep.Left) != 0 {
+			if len(rep.Ran) != 3 || len(rep.Failed)+len(rep.Left) != 0 {
 				t.Fatalf("jobs run: %+v", rep)
 			}
 			n := sessionNode(t, v, "s1")

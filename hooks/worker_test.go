@@ -279,7 +279,7 @@ func TestWorkerKilledLosesNoJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(jobs) != 2 || jobs[0].Kind != "summarize" || jobs[0].Attempts != 1 {
+	if len(jobs) != 3 || jobs[0].Kind != "summarize" || jobs[0].Attempts != 1 {
 		t.Fatalf("queue after the kill: %+v", jobs)
 	}
 	if n := sessionNode(t, v, "s1"); n != nil {

@@ -38,7 +38,7 @@ const (
 
 // Job is one piece of deferred work. The JSON form is the file's content.
 type Job struct {
-	Kind    string `json:"kind"` // what to run: the runner's vocabulary (hooks: summarize, refresh, import)
+	Kind    string `json:"kind"` // what to run: the runner's vocabulary (hooks: summarize, condense, refresh, import)
 	Agent   string `json:"agent"`
 	Session string `json:"session"`
 	Thread  string `json:"thread,omitempty"`

@@ -88,7 +88,7 @@ func Expand(v *vault.Vault, id string, opts ExpandOptions) (*Expansion, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ex.addRows(v, id, n, span); err != nil {
+	if err := ex.addRows(v, id, full, span); err != nil {
 		return nil, err
 	}
 	return ex, nil
@@ -212,18 +212,42 @@ func (ex *Expansion) addRows(v *vault.Vault, id string, n *node.Node, span spanT
 		field, _ := json.Marshal(n.Session)
 		rowNeedles = append(rowNeedles, append([]byte(`"session":`), field...))
 	}
-	st, err := v.LoadStateOf(rowNeedles, func(c vault.SegCorrections) bool {
+	keep := func(c vault.SegCorrections) bool {
 		return slices.Contains(c.Linked, id) || n.Session != "" && slices.Contains(c.Sessions, n.Session)
-	})
+	}
+	cited := citedEvents(n)
+	for id := range cited {
+		rowNeedles = append(rowNeedles, []byte(`"`+id+`"`))
+		keep = nil // any segment may hold a cited event
+	}
+	st, err := v.LoadStateOf(rowNeedles, keep)
 	if err != nil {
 		return err
 	}
 	for _, r := range st.Rows {
-		if expandRow(r, id, n, span) {
+		if cited[r.ID] || expandRow(r, id, n, span) {
 			ex.Rows = append(ex.Rows, r)
 		}
 	}
 	return nil
+}
+
+// citedEvents are the events a self-summary cites: the ids its body lists
+// under "## Events" (selfsummary.go); none for another node.
+func citedEvents(n *node.Node) map[string]bool {
+	if n.Kind != node.SelfSummary {
+		return nil
+	}
+	_, list, _ := strings.Cut(n.Body, "\n## Events\n\n")
+	cited := map[string]bool{}
+	for _, line := range strings.Split(list, "\n") {
+		if id, ok := strings.CutPrefix(line, "- `"); ok {
+			if id, _, ok = strings.Cut(id, "`"); ok && fileio.CheckName("event id", id) == nil {
+				cited[id] = true
+			}
+		}
+	}
+	return cited
 }
 
 // expandRow tells whether r is a row of node id: linked to it (its own

@@ -20,10 +20,15 @@ const (
 	SessionSummary = "session-summary"
 	Compaction     = "compaction"
 	Condensed      = "condensed"
+	// SelfSummary is the agent's periodic self-summary (docs/LINEAGE.md,
+	// "Self-summaries"): open commitments, what changed, recurring
+	// blockers and reflections, citing the ledger events it covers. It has
+	// no span and no children: it stands over events, not transcripts.
+	SelfSummary = "self-summary"
 )
 
 // Kinds lists the node kinds in a stable order.
-func Kinds() []string { return []string{SessionSummary, Compaction, Condensed} }
+func Kinds() []string { return []string{SessionSummary, Compaction, Condensed, SelfSummary} }
 
 // Span is the part of a transcript a node covers: messages From to To
 // (sequence numbers, inclusive) of the transcript at Path.

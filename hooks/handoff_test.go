@@ -57,8 +57,8 @@ func TestSessionEndLeavesItsJobsToTheWorker(t *testing.T) {
 	if n := count() - before; n != 0 {
 		t.Errorf("the session end made %d commits itself: its one commit is the worker's flush", n)
 	}
-	if got := jobKinds(t, v); !slices.Equal(got, []string{"summarize", "refresh"}) {
-		t.Fatalf("queued after the session end: %v, want [summarize refresh]", got)
+	if got := jobKinds(t, v); !slices.Equal(got, []string{"summarize", "condense", "refresh"}) {
+		t.Fatalf("queued after the session end: %v, want [summarize condense refresh]", got)
 	}
 	if sessionNode(t, v, "s1") != nil {
 		t.Errorf("the session end wrote the summary on the agent's path")
@@ -69,7 +69,7 @@ func TestSessionEndLeavesItsJobsToTheWorker(t *testing.T) {
 
 	// A stop of another session starts the worker for them, and runs none.
 	run(idle, Stop, Payload{SessionID: "s2", LastAssistant: "nothing to record"})
-	if got := jobKinds(t, v); !slices.Equal(got, []string{"summarize", "refresh"}) {
+	if got := jobKinds(t, v); !slices.Equal(got, []string{"summarize", "condense", "refresh"}) {
 		t.Fatalf("queued after another session's stop: %v: a stop ran jobs on the agent's path", got)
 	}
 

@@ -506,19 +506,53 @@ func (r *Runner) sessionEnd(t transcript.Ref, p Payload, thread string) error {
 	r.queue(hookstate.Job{Kind: "condense", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name})
 	r.queue(hookstate.Job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "session-end"})
 	if !r.handOff(true) {
-		r.runJobs()
-		r.flushLeft(t)
+		r.finishSession(t)
 	}
 	return nil
 }
 
+// finishSession runs the queue in the hook, there being no worker to hand
+// it to (a test's runner, MEMVAULT_JOBS=inline, a worker that could not
+// start): a budget at a time, for as long as the session's own jobs make
+// progress, so that its summary, refresh and one commit come now; then
+// flushLeft.
+func (r *Runner) finishSession(t transcript.Ref) {
+	left := func() int {
+		jobs, _ := hookstate.PendingJobs(r.V)
+		n := 0
+		for _, j := range jobs {
+			if j.Agent == t.Agent && j.Session == t.Session {
+				n++
+			}
+		}
+		return n
+	}
+	for i, n := 0, left(); i < maxFinishBudgets && n > 0; i++ {
+		if i > 0 {
+			r.Start = time.Now() // a new budget
+		}
+		r.runJobs()
+		if m := left(); m < n {
+			n = m
+		} else {
+			break // no progress: another process runs the queue, or a model's summary waits for the worker
+		}
+	}
+	r.flushLeft(t)
+}
+
+// maxFinishBudgets bounds the job budgets a session end without a worker
+// spends on its own jobs.
+const maxFinishBudgets = 8
+
 // flushLeft commits what the session left waiting when the hook ran its
-// jobs itself (no worker) and they did not all run within its budget
-// (their refresh ends with the flush; a worker's does too, moments after
-// the hook returns): a session end leaves the vault's work tree as git has it, so that a
-// person's `git pull` or `git commit -a` between sessions meets nothing of
-// memvault's. The summary a job writes later makes its own commit, so a
-// session of K recording turns stays within K + 2 commits.
+// jobs itself and they did not all run (another process holds the queue, a
+// model's summary waits for the worker; their refresh ends with the flush,
+// and so does a worker's, moments after the hook returns): a session end
+// leaves the vault's work tree as git has it, so that a person's `git
+// pull` or `git commit -a` between sessions meets nothing of memvault's.
+// The summary a job writes later makes its own commit, so a session of K
+// recording turns stays within K + 2 commits.
 func (r *Runner) flushLeft(t transcript.Ref) {
 	if waiting.Load(r.V.Files(), r.V.Root).Empty() {
 		return

@@ -135,10 +135,10 @@ func TestSessionEndBacklogFinishedByJobs(t *testing.T) {
 	}
 }
 
-// TestImportJobYieldsToOtherSessions: an import job far from done (8 MiB of
-// prose, more than any machine redacts in a job budget) does not hold up
-// the jobs of other sessions queued after it; those of its own session
-// wait for it.
+// TestImportJobYieldsToOtherSessions: an import job of 8 MiB of prose
+// (more than a busy machine redacts in a job budget) does not hold up the
+// jobs of other sessions queued after it; those of its own session wait
+// for it.
 func TestImportJobYieldsToOtherSessions(t *testing.T) {
 	root := t.TempDir()
 	v, _, err := vault.Init(filepath.Join(root, vault.DirName))
@@ -174,8 +174,12 @@ func TestImportJobYieldsToOtherSessions(t *testing.T) {
 	for _, j := range jobs {
 		left = append(left, j.Kind+" "+j.Session)
 	}
-	if strings.Join(left, ", ") != "import big, summarize big" {
-		t.Fatalf("after one stop the queue holds %v; want the other session's summary run, the import and its session's summary waiting", left)
+	// The other session's summary ran; the big session's waits for its
+	// import, whether or not the import finished within this budget (a
+	// quiet, fast machine reads 8 MiB in one: the test does not depend on
+	// the machine's speed).
+	if got := strings.Join(left, ", "); got != "import big, summarize big" && got != "summarize big" {
+		t.Fatalf("after one stop the queue holds %v; want the other session's summary run, and its own session's summary (and the import, if unfinished) waiting", left)
 	}
 	stored := 0
 	transcript.Read(v.Files(), transcript.Ref{Agent: "default", Session: "big"}, 1, 0, func(transcript.Stored) error { stored++; return nil })

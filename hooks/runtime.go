@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -19,7 +18,6 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/recall"
 	"github.com/memvault/memvault/vault/transcript"
-	"github.com/memvault/memvault/vault/waiting"
 )
 
 // Lock waits: a prompt must never wait long on memory, and a session end has
@@ -435,131 +433,6 @@ func summaryBlock(s string) string {
 		return s
 	}
 	return strings.TrimSpace(inner)
-}
-
-// closeEarlierSessions makes up for harnesses whose session end may never
-// come (OpenCode has none; OpenClaw's needs its Gateway): the sessions of
-// this harness that started and did not end are queued for a summary when
-// another session starts (the job runs at its first stop, compaction or
-// end). Sessions that end properly are taken off the list.
-func (r *Runner) closeEarlierSessions(t transcript.Ref, thread string) {
-	r.editOpenList(func(open []hookstate.Job) []hookstate.Job {
-		for _, j := range open {
-			if j.Agent == t.Agent && j.Session == t.Session {
-				continue
-			}
-			r.queue(j)
-			r.queue(hookstate.Job{Kind: "condense", Agent: j.Agent, Session: j.Session, Harness: j.Harness})
-			r.queue(hookstate.Job{Kind: "refresh", Agent: j.Agent, Session: j.Session, Harness: j.Harness, On: "session-end"})
-		}
-		return []hookstate.Job{{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name}}
-	})
-}
-
-// sessionEnded takes a session off the list of sessions that started.
-func (r *Runner) sessionEnded(t transcript.Ref) {
-	r.editOpenList(func(open []hookstate.Job) []hookstate.Job {
-		var still []hookstate.Job
-		for _, j := range open {
-			if j.Agent != t.Agent || j.Session != t.Session {
-				still = append(still, j)
-			}
-		}
-		return still
-	})
-}
-
-// editOpenList changes the list of this harness's open sessions, which the
-// vault keeps under a lock so that two sessions starting or ending at once
-// do not lose each other's change. Without the lock in time the change is
-// skipped and logged: the list only decides which sessions to summarise
-// early.
-func (r *Runner) editOpenList(fn func(open []hookstate.Job) []hookstate.Job) {
-	if err := hookstate.EditOpenSessions(r.V, r.Harness.Name, eventLockWait, fn); err != nil {
-		if vault.IsBusy(err) {
-			logf(r.V, "%s open sessions: not updated: lock busy", r.Harness.Name)
-			return
-		}
-		logf(r.V, "%s open sessions: %v", r.Harness.Name, err)
-	}
-}
-
-func (r *Runner) sessionEnd(t transcript.Ref, p Payload, thread string) error {
-	// Durable first: everything the harness wrote is imported and committed.
-	if err := r.capture(t, p, thread, captureControls|captureCommit); err != nil {
-		return err
-	}
-	// The summary, the head refresh and the session's one commit (the
-	// refresh job's flush) are the worker's: queued, durable, and the
-	// worker started; the hook returns. Without a worker the hook starts
-	// on them at once within its budget, and the next hook event of any
-	// session finishes what remains. What the import could not read within
-	// the budget goes first, so the summary covers the whole session.
-	r.sessionEnded(t)
-	if b := r.behind; b != nil {
-		if src, err := filepath.Abs(b.source); err == nil {
-			r.queue(hookstate.Job{Kind: "import", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name,
-				Source: src, Format: string(b.format)})
-		}
-	}
-	r.queue(hookstate.Job{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name})
-	r.queue(hookstate.Job{Kind: "condense", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name})
-	r.queue(hookstate.Job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "session-end"})
-	if !r.handOff(true) {
-		r.finishSession(t)
-	}
-	return nil
-}
-
-// finishSession runs the queue in the hook, there being no worker to hand
-// it to (a test's runner, MEMVAULT_JOBS=inline, a worker that could not
-// start): a budget at a time, for as long as the session's own jobs make
-// progress, so that its summary, refresh and one commit come now; then
-// flushLeft.
-func (r *Runner) finishSession(t transcript.Ref) {
-	left := func() int {
-		jobs, _ := hookstate.PendingJobs(r.V)
-		n := 0
-		for _, j := range jobs {
-			if j.Agent == t.Agent && j.Session == t.Session {
-				n++
-			}
-		}
-		return n
-	}
-	for i, n := 0, left(); i < maxFinishBudgets && n > 0; i++ {
-		if i > 0 {
-			r.Start = time.Now() // a new budget
-		}
-		r.runJobs()
-		if m := left(); m < n {
-			n = m
-		} else {
-			break // no progress: another process runs the queue, or a model's summary waits for the worker
-		}
-	}
-	r.flushLeft(t)
-}
-
-// maxFinishBudgets bounds the job budgets a session end without a worker
-// spends on its own jobs.
-const maxFinishBudgets = 8
-
-// flushLeft commits what the session left waiting when the hook ran its
-// jobs itself and they did not all run (another process holds the queue, a
-// model's summary waits for the worker; their refresh ends with the flush,
-// and so does a worker's, moments after the hook returns): a session end
-// leaves the vault's work tree as git has it, so that a person's `git
-// pull` or `git commit -a` between sessions meets nothing of memvault's.
-// The summary a job writes later makes its own commit, so a session of K
-// recording turns stays within K + 2 commits.
-func (r *Runner) flushLeft(t transcript.Ref) {
-	if waiting.Load(r.V.Files(), r.V.Root).Empty() {
-		return
-	}
-	if _, err := r.V.Flush(r.txOptions(t, eventLockWait)); err != nil && !r.refused(err) {
-		logf(r.V, "%s session-end %s: commit what waits: %v", r.Harness.Name, t.Session, err)
-	}
 }
 
 // Injection bookkeeping: which rows and nodes a session was shown, kept

@@ -223,6 +223,16 @@ func New(t *testing.T) *World {
 		t.Logf("MEMVAULT_E2E_KEEP: keeping %s", dir)
 	}
 	e := &World{T: t, Dir: dir, Bin: memvaultBin(t)}
+	// The hooks and writes start memvault's detached job worker, which may
+	// still be writing the vault (a summary, a head refresh, the index
+	// catch-up) when the test ends: wait for it, as `memvault jobs run`
+	// does, before the folder is removed (cleanups run last first, and the
+	// temporary folder's was registered above).
+	t.Cleanup(func() {
+		if _, err := os.Stat(filepath.Join(e.Proj, ".memory")); err == nil {
+			_, _ = e.MemvaultErr("jobs", "run")
+		}
+	})
 	e.Home = filepath.Join(e.Dir, "home")
 	e.Proj = filepath.Join(e.Dir, "proj")
 	for _, d := range []string{e.Home, e.Proj} {

@@ -69,9 +69,8 @@ func (r *Runner) sessionEnd(t transcript.Ref, p Payload, thread string) error {
 	}
 	// The summary, the head refresh and the session's one commit (the
 	// refresh job's flush) are the worker's: queued, durable, and the
-	// worker started; the hook returns. Without a worker the hook starts
-	// on them at once within its budget, and the next hook event of any
-	// session finishes what remains. What the import could not read within
+	// worker started; the hook returns. Without a worker the hook runs
+	// them itself, from what is left of its budget on (finishSession). What the import could not read within
 	// the budget goes first, so the summary covers the whole session.
 	r.sessionEnded(t)
 	if b := r.behind; b != nil {

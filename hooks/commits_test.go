@@ -28,19 +28,7 @@ var memorySubject = regexp.MustCompile(`^(decision|learning|next|done|blocker|co
 // commits, each named by the memory it holds; nothing is left uncommitted
 // once its jobs are done, and the vault verifies.
 func TestSessionCommitsAreMemory(t *testing.T) {
-	if !vaulttest.HasGit() {
-		t.Skip("needs git")
-	}
-	root := t.TempDir()
-	v, _, err := vault.Init(filepath.Join(root, vault.DirName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	git := vaulttest.Git{Dir: v.Root, Env: vaulttest.Sandbox(t.TempDir())}
-	count := func() int {
-		n, _ := strconv.Atoi(strings.TrimSpace(git.Run(t, "rev-list", "--count", "HEAD")))
-		return n
-	}
+	root, v, git, count := gitVault(t)
 	before := count()
 	h := mustHarness(t, "claude-code")
 	const session = "5a1c2a9e-5b7d-4c1e-9a2b-6d8e0f1a2b3c"
@@ -130,19 +118,7 @@ func TestSessionCommitsAreMemory(t *testing.T) {
 // overwritten by merge"); the summary the queued jobs write later makes
 // its own commit, within K + 2.
 func TestSessionEndLeavesNothingWaiting(t *testing.T) {
-	if !vaulttest.HasGit() {
-		t.Skip("needs git")
-	}
-	root := t.TempDir()
-	v, _, err := vault.Init(filepath.Join(root, vault.DirName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	git := vaulttest.Git{Dir: v.Root, Env: vaulttest.Sandbox(t.TempDir())}
-	count := func() int {
-		n, _ := strconv.Atoi(strings.TrimSpace(git.Run(t, "rev-list", "--count", "HEAD")))
-		return n
-	}
+	root, v, git, count := gitVault(t)
 	before := count()
 	h := mustHarness(t, "claude-code")
 	cwd := filepath.Join(root, "shop")
@@ -190,4 +166,25 @@ func TestSessionEndLeavesNothingWaiting(t *testing.T) {
 		t.Errorf("left uncommitted after the jobs:\n%s", st)
 	}
 	vaulttest.Fsck(t, v.Root)
+}
+
+// gitVault is a new vault in a temporary folder (the folder returned, the
+// vault in it), git run on it as a person, and the count of its commits;
+// the test skips without git.
+func gitVault(t *testing.T) (string, *vault.Vault, vaulttest.Git, func() int) {
+	t.Helper()
+	if !vaulttest.HasGit() {
+		t.Skip("needs git")
+	}
+	root := t.TempDir()
+	v, _, err := vault.Init(filepath.Join(root, vault.DirName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	git := vaulttest.Git{Dir: v.Root, Env: vaulttest.Sandbox(t.TempDir())}
+	count := func() int {
+		n, _ := strconv.Atoi(strings.TrimSpace(git.Run(t, "rev-list", "--count", "HEAD")))
+		return n
+	}
+	return root, v, git, count
 }

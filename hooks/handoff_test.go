@@ -4,14 +4,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
-	"github.com/memvault/memvault/vault/vaulttest"
 )
 
 // Hooks near the floor (issue 35): a session end does what must be
@@ -22,19 +20,7 @@ import (
 // it does nothing, so what the hook did alone is what the test sees; the
 // worker's work is then run in this process, as `memvault jobs run` does.
 func TestSessionEndLeavesItsJobsToTheWorker(t *testing.T) {
-	if !vaulttest.HasGit() {
-		t.Skip("needs git")
-	}
-	root := t.TempDir()
-	v, _, err := vault.Init(filepath.Join(root, vault.DirName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	git := vaulttest.Git{Dir: v.Root, Env: vaulttest.Sandbox(t.TempDir())}
-	count := func() int {
-		n, _ := strconv.Atoi(strings.TrimSpace(git.Run(t, "rev-list", "--count", "HEAD")))
-		return n
-	}
+	root, v, git, count := gitVault(t)
 	h := mustHarness(t, "claude-code")
 	cwd := filepath.Join(root, "shop")
 	run := func(worker []string, ev Event, p Payload) {

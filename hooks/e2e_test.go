@@ -770,6 +770,14 @@ func TestE2EGemini(t *testing.T) {
 // ---------------------------------------------------------------------------
 // OpenClaw
 
+// fakeOpenClawModels is OpenClaw's models config: the fake model server's
+// one model, as an OpenAI-compatible provider.
+func fakeOpenClawModels(e *e2e) map[string]any {
+	return map[string]any{"providers": map[string]any{"fake": map[string]any{"baseUrl": e.Model.URL() + "/v1", "apiKey": "x",
+		"api": "openai-completions", "models": []any{map[string]any{"id": "fake-model", "name": "fake-model",
+			"contextWindow": 200000, "maxTokens": 4096}}}}}
+}
+
 func TestE2EOpenClaw(t *testing.T) {
 	openclaw := e2etest.HarnessBin(t, "MEMVAULT_E2E_OPENCLAW", "openclaw")
 	if e2etest.InNetns(t) {
@@ -781,9 +789,7 @@ func TestE2EOpenClaw(t *testing.T) {
 	state := filepath.Join(e.Dir, "openclaw-state")
 	os.MkdirAll(state, 0o755)
 	cfg := map[string]any{
-		"models": map[string]any{"providers": map[string]any{"fake": map[string]any{"baseUrl": e.Model.URL() + "/v1", "apiKey": "x",
-			"api": "openai-completions", "models": []any{map[string]any{"id": "fake-model", "name": "fake-model",
-				"contextWindow": 200000, "maxTokens": 4096}}}}},
+		"models": fakeOpenClawModels(e),
 		// OpenClaw's workspace stays its default ($OPENCLAW_STATE_DIR/
 		// workspace): the plugin finds the vault from the project it was
 		// installed for, which is what this checks.
@@ -879,10 +885,8 @@ func TestE2EOpenClawGateway(t *testing.T) {
 	port := freePort(t)
 	cfg := map[string]any{
 		"gateway": map[string]any{"mode": "local", "port": port, "bind": "loopback", "auth": map[string]any{"mode": "none"}},
-		"models": map[string]any{"providers": map[string]any{"fake": map[string]any{"baseUrl": e.Model.URL() + "/v1", "apiKey": "x",
-			"api": "openai-completions", "models": []any{map[string]any{"id": "fake-model", "name": "fake-model",
-				"contextWindow": 200000, "maxTokens": 4096}}}}},
-		"agents": map[string]any{"defaults": map[string]any{"model": map[string]any{"primary": "fake/fake-model"}}},
+		"models":  fakeOpenClawModels(e),
+		"agents":  map[string]any{"defaults": map[string]any{"model": map[string]any{"primary": "fake/fake-model"}}},
 	}
 	data, _ := json.MarshalIndent(cfg, "", "  ")
 	os.WriteFile(config, data, 0o644)

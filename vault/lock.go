@@ -270,6 +270,21 @@ func FlockHolder(root, path string) int {
 	major := (dev>>8)&0xfff | (dev>>32)&^uint64(0xfff)
 	minor := dev&0xff | (dev>>12)&^uint64(0xff)
 	want := fmt.Sprintf("%02x:%02x:%d", major, minor, uint64(st.Ino))
+	// The kernel makes the table a page per read(2), counting entries from
+	// the start each time: a lock that goes between two reads shifts the
+	// rest, and a line is skipped. A line present all along is missed by
+	// one reading only under churn, so a miss is read again.
+	for range 5 {
+		if pid := flockHolderIn(want); pid != 0 {
+			return pid
+		}
+	}
+	return 0
+}
+
+// flockHolderIn reads /proc/locks once for the holder of the flock on the
+// file whose "major:minor:inode" is want.
+func flockHolderIn(want string) int {
 	// Through a Root like every read, though the kernel's table is no
 	// file of the vault's.
 	data, err := fileio.At("/proc").ReadFile("/proc/locks")

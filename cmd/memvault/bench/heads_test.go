@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/memory"
@@ -26,7 +27,8 @@ func headsVault(b testing.TB, n int) string {
 	kinds := []string{"fact", "decision", "learning", "next", "fact", "constraint", "reflection", "blocker"}
 	const batch = 1000
 	for start := 0; start < n; start += batch {
-		_, err := v.Update(vault.TxOptions{Session: fmt.Sprintf("s%05d", start/batch)}, func(tx *vault.Tx) error {
+		// A background gc (autoPack) may hold the lock for seconds.
+		_, err := v.Update(vault.TxOptions{Session: fmt.Sprintf("s%05d", start/batch), LockTimeout: 5 * time.Minute}, func(tx *vault.Tx) error {
 			for i := start; i < min(n, start+batch); i++ {
 				thread := fmt.Sprintf("project:p%03d", i%200)
 				if i%10 == 0 {

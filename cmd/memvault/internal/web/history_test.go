@@ -80,6 +80,9 @@ func TestHeadHistoryShowsWhatChanged(t *testing.T) {
 	if n := strings.Count(all, `<li class="version`); n != 3 || !strings.Contains(all, "no change to the memory") {
 		t.Errorf("?history=all lists %d versions, want 3, the hand commit marked:\n%s", n, all)
 	}
+	if c := change("add", item{"Drill down", "- `n_01m8km5aq8h8jabcdefghjkmnp` condensed, 2 nodes"}); c.Text != "condensed, 2 nodes" || c.ID != "n_01m8km5aq8h8jabcdefghjkmnp" {
+		t.Errorf("a drill-down line: %+v", c)
+	}
 	// A removed row is a removed line.
 	if got, _ := changesBetween([]item{{"Notes", "- a"}, {"Notes", "- b"}, {"Notes", "- b"}}, []item{{"Notes", "- b"}, {"Notes", "- c"}}); len(got) != 1 || got[0].Line != "- c" {
 		t.Errorf("added: %v", got)

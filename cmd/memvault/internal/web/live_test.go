@@ -2,10 +2,13 @@ package web
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/testvault"
 )
 
@@ -87,5 +90,41 @@ func TestLive(t *testing.T) {
 	// An error page carries no version and so no live script.
 	if _, body := f.get("/nodes/nonsense"); strings.Contains(body, "memvault-version") || strings.Contains(body, "<script") {
 		t.Errorf("the 404 page is kept live:\n%s", body)
+	}
+}
+
+// BenchmarkLivePoll is what an open page costs the server while nothing
+// changes: a /live poll answered 304, beside a render of the timeline
+// (what a reload would cost), on a vault of 500 rows.
+func BenchmarkLivePoll(b *testing.B) {
+	v := testvault.New(b)
+	_, err := v.Update(vault.TxOptions{}, func(tx *vault.Tx) error {
+		for i := range 500 {
+			tx.Append(&vault.Event{Kind: "fact", Text: "row " + strconv.Itoa(i)})
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	token := NewToken()
+	s, err := New(Options{Root: v.Root, Token: token})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := s.Handler(80)
+	version, _ := liveVersion(v.Root)
+	for _, c := range []struct{ name, path string }{{"live-304", "/live"}, {"timeline", "/timeline"}} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				req := httptest.NewRequest("GET", "http://127.0.0.1:80"+c.path+"?token="+token, nil)
+				req.Header.Set("If-None-Match", `"`+version+`"`)
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				if c.name == "live-304" && w.Code != 304 {
+					b.Fatalf("/live: %d", w.Code)
+				}
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -63,6 +64,18 @@ func TestLive(t *testing.T) {
 			t.Errorf("after %s, /live with the old version: %d, ETag %s, want 200 and a new one", name, code, next)
 		}
 		etag = next
+	}
+	// After git packed the refs (a gc), a write still moves the version.
+	if out, err := exec.Command("git", "-C", v.Root, "pack-refs", "--all").CombinedOutput(); err != nil {
+		t.Fatalf("git pack-refs: %v\n%s", err, out)
+	}
+	_, packed, _ := live("", nil)
+	if code, _, _ := live(packed, nil); code != 304 {
+		t.Errorf("/live after pack-refs, nothing written: %d, want 304", code)
+	}
+	testvault.Remember(t, v, "a row after the refs were packed")
+	if code, next, _ := live(packed, nil); code != 200 || next == packed {
+		t.Errorf("/live after a write on packed refs: %d, ETag %s, want 200 and a new one", code, next)
 	}
 	// The guard: no token, a bad cookie, another Host; another site's fetch.
 	for name, mod := range map[string]func(*http.Request){

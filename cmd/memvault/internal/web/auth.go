@@ -25,7 +25,7 @@ const (
 	// cookieName carries the token after the first authorised request.
 	cookieName = "memvault_token"
 	// csp is every response's Content-Security-Policy.
-	csp = "default-src 'none'; img-src 'self' data:; style-src 'self'; script-src 'self'; " +
+	csp = "default-src 'none'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; " +
 		"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 

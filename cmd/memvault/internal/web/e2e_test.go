@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -72,6 +73,25 @@ type webPage struct {
 	PhoneWide       bool     `json:"phoneWide"`
 	PhoneWrapped    []string `json:"phoneWrapped"`
 	PhoneScreenshot string   `json:"phoneScreenshot"`
+	DocWidth        float64  `json:"docWidth"`
+	Sticking        []string `json:"sticking"`
+	PhoneDocWidth   float64  `json:"phoneDocWidth"`
+	PhoneSticking   []string `json:"phoneSticking"`
+	Scripts         []string `json:"scripts"`
+}
+
+// webLive is what browse.mjs reports of the live flow: a page left open
+// while the command line writes a row.
+type webLive struct {
+	webPage
+	Before       string `json:"before"`
+	Wrote        string `json:"wrote"`
+	Appeared     bool   `json:"appeared"`
+	MS           int    `json:"ms"`
+	Mark         string `json:"mark"`
+	Badge        string `json:"badge"`
+	Navigations  int    `json:"navigations"`
+	LiveStatuses []int  `json:"liveStatuses"`
 }
 
 type webRun struct {
@@ -89,6 +109,7 @@ type webRun struct {
 	ErrorPages []webPage `json:"errorPages"`
 	RecallForm *webPage  `json:"recallForm"`
 	Write      *webWrite `json:"write"`
+	Live       *webLive  `json:"live"`
 }
 
 // webWrite is what browse.mjs reports of the --write flow.
@@ -367,6 +388,15 @@ func TestE2EWebBrowser(t *testing.T) {
 		return ""
 	}
 
+	// A thread of the fixture, for its page.
+	threadWord := e2etest.RandWord("zqthread")
+	e.Memvault("remember", "--thread", "project:webview", "the thread's own row "+threadWord)
+	if out := e.Memvault("threads", "--json"); !strings.Contains(out, `"key": "project:webview"`) {
+		t.Fatalf("memvault threads --json does not list project:webview:\n%s", out)
+	}
+	threadKey := "project:webview"
+	threadPath := "/threads/" + strings.Replace(threadKey, ":", "/", 1)
+
 	checks := []webCheck{
 		{name: "overview", main: "overview", path: "/", want: []string{commitWord, hostileWord}},
 		{name: "timeline", main: "timeline", path: "/timeline", want: []string{decideWord, commitWord, hostileWord}},
@@ -383,6 +413,9 @@ func TestE2EWebBrowser(t *testing.T) {
 		{name: "head-diff", main: "head", path: "/heads/MEMORY.md?from=" + from + "&to=" + to, want: []string{diffWord},
 			linkTo: []string{diffID}}, // a line of the diff links to the event it came from
 		{name: "continuity", main: "continuity", path: "/continuity", want: []string{decideWord}},
+		// Browsing: every session, and a thread's own page.
+		{name: "sessions", main: "sessions", path: "/sessions", want: []string{"webcc", "web-a", "web-b"}},
+		{name: "thread", main: "thread", path: threadPath, want: []string{threadKey, threadWord}, notWant: []string{decideWord}},
 		{name: "timeline-before", main: "timeline", path: "/timeline?before=" + diffID, want: []string{decideWord}, notWant: []string{diffWord}},
 		{name: "recall", main: "recall", path: "/recall?q=" + decideWord, want: []string{decideWord}},
 		// The query is echoed on the page: a reflected hostile text.
@@ -479,6 +512,8 @@ func TestE2EWebBrowser(t *testing.T) {
 	if after := e.vaultState(); after != headBefore {
 		t.Errorf("browsing changed the vault (read-only without --write):\nbefore: %s\nafter:  %s", headBefore, after)
 	}
+
+	e.liveUpdate(node, script, pw, chromium, origin, entry, arts, hostileWord)
 
 	// The recall box of the overview, typed into and submitted: the form
 	// works under the CSP and leads to the recall page with the answer.
@@ -602,6 +637,60 @@ func TestE2EWebBrowser(t *testing.T) {
 	}
 }
 
+// liveUpdate leaves the timeline open in Chromium while `memvault
+// remember` writes a row: the row must appear on the page without a
+// reload (the window's mark kept, no navigation), /live must have
+// answered 304 while nothing changed, and the page must raise no script
+// error or CSP violation. Run after the read-only check: it writes.
+func (e *e2e) liveUpdate(node, script, pw, chromium, origin, entry, arts, hostileWord string) {
+	t := e.T
+	t.Helper()
+	word := e2etest.RandWord("zqlive")
+	env := map[string]string{}
+	for _, kv := range e.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	os.Remove(filepath.Join(arts, "live.png"))
+	run := e.browse(node, script, map[string]any{
+		"playwright": pw, "chromium": chromium, "origin": origin, "tokenPath": entry, "artifacts": arts, "hostile": hostileWord,
+		"live": map[string]any{"path": "/timeline", "bin": e.Bin, "args": []string{"remember", "--global", "a row written while the page is open " + word},
+			"cwd": e.Proj, "env": env, "word": word},
+	})
+	l := run.Live
+	switch {
+	case l == nil:
+		t.Errorf("browse.mjs reported no live flow")
+		return
+	case l.GotoError != "" || l.Status != 200:
+		t.Errorf("live: the timeline answered %d %s", l.Status, l.GotoError)
+		return
+	case strings.Contains(l.Before, word):
+		t.Fatalf("live: the word %s is on the page before it was written", word)
+	}
+	if !l.Appeared || l.Mark != "kept" || l.Navigations != 0 {
+		t.Errorf("live: a row written while the timeline was open (%s): shown %v after %d ms, the window's mark %q (want kept), %d navigations (want 0: no reload); /live answered %v",
+			l.Wrote, l.Appeared, l.MS, l.Mark, l.Navigations, l.LiveStatuses)
+	}
+	if !slices.Contains(l.LiveStatuses, 304) || !slices.Contains(l.LiveStatuses, 200) {
+		t.Errorf("live: /live answered %v, want 304 while nothing changed and 200 once the row was written", l.LiveStatuses)
+	}
+	for _, x := range append(l.Errors, l.Console...) {
+		t.Errorf("live: script error or console error: %s", x)
+	}
+	if len(l.Scripts) != 1 || l.Scripts[0] != origin+"/static/live.js" {
+		t.Errorf("live: after the update the page's scripts are %q, want only the server's live.js", l.Scripts)
+	}
+	e.requireOnlyLoopback(origin, l.webPage)
+	if fi, err := os.Stat(l.Screenshot); err != nil || fi.Size() == 0 {
+		t.Errorf("live: no screenshot at %s", l.Screenshot)
+	}
+	if l.Appeared {
+		t.Logf("live: the row appeared in %d ms without a reload; /live answered %v; badge %q", l.MS, l.LiveStatuses, l.Badge)
+	}
+}
+
 // browse runs browse.mjs with spec and returns its report.
 func (e *e2e) browse(node, script string, spec map[string]any) webRun {
 	e.T.Helper()
@@ -699,7 +788,11 @@ func (e *e2e) requireWebPage(origin string, c webCheck, p webPage, hostileWord s
 		}
 	}
 	if p.Wide {
-		t.Logf("%s: the page is wider than the 1280-pixel window (it scrolls sideways)", c.name)
+		t.Errorf("%s: the page is %.0f pixels wide in a 1280-pixel window (it scrolls sideways): %q", c.name, p.DocWidth, p.Sticking)
+	}
+	// One script, the server's own, by address; none inline.
+	if len(p.Scripts) != 1 || p.Scripts[0] != origin+"/static/live.js" {
+		t.Errorf("%s: the page's scripts are %q, want only %s/static/live.js", c.name, p.Scripts, origin)
 	}
 	for _, id := range c.linkTo {
 		linked := false
@@ -740,7 +833,7 @@ func (e *e2e) requireWebPage(origin string, c webCheck, p webPage, hostileWord s
 		t.Errorf("%s: times wrap over lines: %q at 1280 px, %q at 390 px", c.name, p.Wrapped, p.PhoneWrapped)
 	}
 	if p.PhoneWide {
-		t.Logf("%s: the page is wider than a 390-pixel phone (it scrolls sideways)", c.name)
+		t.Errorf("%s: the page is %.0f pixels wide on a 390-pixel phone (it scrolls sideways): %q", c.name, p.PhoneDocWidth, p.PhoneSticking)
 	}
 }
 

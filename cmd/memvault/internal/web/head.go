@@ -27,19 +27,22 @@ const (
 // headData is a head: its text (now, or at a commit), its history, a diff
 // between two of its versions, and its conflicts waiting for a person.
 type headData struct {
-	Path      string
-	Rev       string // the commit shown; "" for the file as it stands
-	Text      string
-	HTML      template.HTML // Text as HTML (markdown.go), unless Raw
-	Raw       bool          // the Markdown as it is (?raw=1)
-	Toggle    string        // the page the other way: rendered or raw
-	Rendered  bool          // no file: rendered from the ledger for the page
-	History   []ops.HeadVersion
-	Complete  bool // History goes back to the first commit
-	From, To  string
-	Diff      []diffLine
-	Same      bool // From and To hold the same text
-	Conflicts []heads.HeadEvent
+	Path       string
+	Rev        string // the commit shown; "" for the file as it stands
+	Text       string
+	HTML       template.HTML // Text as HTML (markdown.go), unless Raw
+	Raw        bool          // the Markdown as it is (?raw=1)
+	Toggle     string        // the page the other way: rendered or raw
+	Rendered   bool          // no file: rendered from the ledger for the page
+	History    []historyEntry
+	Complete   bool   // History goes back to the first commit
+	Noise      int    // the versions that changed nothing of the memory (history.go)
+	AllRenders bool   // they are listed too (?history=all)
+	Toggle2    string // the page with them listed, or without
+	From, To   string
+	Diff       []diffLine
+	Same       bool // From and To hold the same text
+	Conflicts  []heads.HeadEvent
 }
 
 // diffLine is one line of a diff: its class (add, del, ctx, hunk), its
@@ -106,8 +109,15 @@ func (s *Server) head(r *http.Request) (*view, error) {
 	if len(toggle) > 0 {
 		d.Toggle += "?" + toggle.Encode()
 	}
-	if d.History, d.Complete, err = ops.HeadHistory(v, path, historyMax, historyScan); err != nil {
+	versions, complete, err := ops.HeadHistory(v, path, historyMax, historyScan)
+	if err != nil {
 		return nil, err
+	}
+	d.Complete, d.AllRenders = complete, q.Get("history") == "all"
+	d.History, d.Noise = headHistory(v, versions, complete, d.AllRenders)
+	d.Toggle2 = headURL(path) + "#history"
+	if !d.AllRenders {
+		d.Toggle2 = headURL(path) + "?history=all#history"
 	}
 	if d.From != "" || d.To != "" {
 		if d.From == "" || d.To == "" {

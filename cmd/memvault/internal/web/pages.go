@@ -35,7 +35,13 @@ type overviewData struct {
 	// pages through.
 	Commitments, Blockers, Next             []listItem
 	MoreCommitments, MoreBlockers, MoreNext int
+	// Sessions are the most recently active sessions (overviewSessions),
+	// from the rows; the sessions page lists them all.
+	Sessions []sessionInfo
 }
+
+// overviewSessions is how many sessions the overview shows.
+const overviewSessions = 10
 
 // overviewList is how many items of each list the overview shows.
 const overviewList = 50
@@ -50,12 +56,13 @@ func (s *Server) overview(*http.Request) (*view, error) {
 	// ledger, which both only read. On a large vault the fold and the
 	// threads' counts are what the page waits for, not their sum.
 	var (
-		wg   sync.WaitGroup
-		st   *ops.Status
-		cont *continuity.Continuity
-		info *heads.HeadsInfo
-		errs [3]error
-		root string
+		wg       sync.WaitGroup
+		st       *ops.Status
+		cont     *continuity.Continuity
+		info     *heads.HeadsInfo
+		errs     [3]error
+		root     string
+		sessions []sessionInfo
 	)
 	v, agent, err := s.open(true)
 	if err != nil {
@@ -86,10 +93,12 @@ func (s *Server) overview(*http.Request) (*view, error) {
 			errs[2] = err
 		}()
 		st, errs[0] = ops.StatusOf(v, agent, folded)
+		sessions = sessionsOf(folded, func(*vault.Row) bool { return true })
+		sessions = sessions[:min(len(sessions), overviewSessions)]
 	}
 	wg.Wait()
 
-	d := &overviewData{Root: root, Status: st, Continuity: cont}
+	d := &overviewData{Root: root, Status: st, Continuity: cont, Sessions: sessions}
 	if errs[0] != nil {
 		d.Problems = append(d.Problems, "status: "+errs[0].Error())
 		d.Health = ops.NewHealth(v)

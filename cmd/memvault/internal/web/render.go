@@ -19,7 +19,7 @@ import (
 // pageNames are the pages, each a template under templates/ and the id of
 // its <main> (page-<name>).
 func pageNames() []string {
-	return []string{"overview", "timeline", "session", "node", "head", "continuity", "recall", "error"}
+	return []string{"overview", "timeline", "session", "sessions", "thread", "node", "head", "continuity", "recall", "error"}
 }
 
 // view is what a handler gives the layout: the page, its title, and the
@@ -32,6 +32,9 @@ type view struct {
 	// Write and CSRF are the server's, for the forms of --write.
 	Write bool
 	CSRF  string
+	// Version is the vault's version before the page was read (live.go):
+	// the page's script asks /live whether it moved on since.
+	Version string
 }
 
 // parsePages parses every page with the layout around it.
@@ -39,7 +42,7 @@ func parsePages() (map[string]*template.Template, error) {
 	pages := map[string]*template.Template{}
 	for _, name := range pageNames() {
 		t, err := template.New("layout.html").Funcs(funcs()).ParseFS(templateFS,
-			"templates/layout.html", "templates/"+name+".html")
+			"templates/layout.html", "templates/partials.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, err
 		}
@@ -52,10 +55,16 @@ func parsePages() (map[string]*template.Template, error) {
 // returns, or the error page with the status the error's class calls for.
 func (s *Server) page(fn func(r *http.Request) (*view, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		// The version first: a write while the page is read makes the
+		// next poll see a newer one, and the page is read again.
+		version, _ := liveVersion(s.opts.Root)
 		ids := s.loadShortIDs()
 		vw, err := fn(withShortIDs(r, ids))
 		if err != nil {
 			vw = errorView(err)
+		}
+		if vw.Status == 0 { // an error page is not kept up to date
+			vw.Version = version
 		}
 		s.render(w, vw, ids)
 	}
@@ -118,9 +127,10 @@ func funcs() template.FuncMap {
 		"sessionURL": func(agent, session string) string {
 			return "/sessions/" + url.PathEscape(agent) + "/" + url.PathEscape(session)
 		},
-		"threadURL": func(thread string) string { return "/timeline?thread=" + url.QueryEscape(thread) },
-		"headURL":   headURL,
-		"idURL":     idURL,
+		"threadURL":   threadURL,
+		"timelineURL": func(thread string) string { return "/timeline?thread=" + url.QueryEscape(thread) },
+		"headURL":     headURL,
+		"idURL":       idURL,
 		"firstLine": func(s string) string {
 			s, _, _ = strings.Cut(s, "\n")
 			return s
@@ -136,6 +146,16 @@ func idURL(id string) string {
 		return "/nodes/" + url.PathEscape(id)
 	}
 	return "/timeline?at=" + url.QueryEscape(id)
+}
+
+// threadURL is a thread's page, /threads/<kind>/<slug>; a key that is
+// not one (a hand-edited row's) goes to the timeline filtered to it.
+func threadURL(thread string) string {
+	th, err := vault.ParseThread(thread)
+	if err != nil {
+		return "/timeline?thread=" + url.QueryEscape(thread)
+	}
+	return "/threads/" + url.PathEscape(th.Kind) + "/" + url.PathEscape(th.Slug)
 }
 
 // headURL is the page of a head by its path in the vault.

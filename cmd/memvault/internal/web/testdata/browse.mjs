@@ -13,6 +13,8 @@
 // - recallForm: {from, query}: the recall box of page `from`, typed into;
 // - write: {tokenPath, id, otherPort, phase}: instead of all the above, the
 //   --write flow on commitment `id` (see writeFlow).
+// - live: {path, bin, args, cwd, env, word}: instead of all the above, the
+//   page at path left open while `bin args` writes a row (see liveFlow).
 // - tokenPath: the URL memvault printed (with ?token=), loaded first in a
 //   second context, whose cookie then carries the later pages;
 // - hostile: a word only the hostile memory text holds.
@@ -91,6 +93,14 @@ async function facts(page, hostile) {
       }),
     }));
     const wide = document.documentElement.scrollWidth > window.innerWidth + 1;
+    // What sticks out past the window's right edge, when the page is wide:
+    // the innermost elements, to say what to fix.
+    const sticking = wide ? Array.from(document.querySelectorAll('body *')).filter((el) => {
+      const r = el.getBoundingClientRect();
+      return r.right > window.innerWidth + 1 && r.width > 0 && !Array.from(el.children).some((c) => c.getBoundingClientRect().right > window.innerWidth + 1);
+    }).slice(0, 8).map((el) => `${el.tagName.toLowerCase()}${el.id ? '#' + el.id : ''}${el.className && typeof el.className === 'string' ? '.' + el.className.split(' ').join('.') : ''} (right ${Math.round(el.getBoundingClientRect().right)}): ${(el.textContent || '').slice(0, 60)}`) : [];
+    // The scripts the page holds: by address, or inline with their text.
+    const scripts = Array.from(document.scripts).map((s) => s.src ? s.src : 'inline: ' + s.textContent.slice(0, 80));
     // A time laid out over more than one line: the stylesheet keeps each
     // on one.
     const wrapped = Array.from(document.querySelectorAll('time')).filter((t) => t.getClientRects().length > 1)
@@ -115,6 +125,9 @@ async function facts(page, hostile) {
       text: document.body ? document.body.innerText : '',
       svgs,
       wide,
+      docWidth: document.documentElement.scrollWidth,
+      sticking,
+      scripts,
       wrapped,
       liveHostile: live,
       pwned: Boolean(window.__memvaultPwned),
@@ -141,6 +154,8 @@ async function load(context, seen, name, path, { links = false } = {}) {
     await page.waitForTimeout(100);
     const phone = await facts(page, spec.hostile);
     r.phoneWide = phone.wide;
+    r.phoneDocWidth = phone.docWidth;
+    r.phoneSticking = phone.sticking;
     r.phoneWrapped = phone.wrapped;
     r.phoneScreenshot = join(spec.artifacts, `${name}-phone.png`);
     await page.screenshot({ path: r.phoneScreenshot, fullPage: true });
@@ -281,8 +296,55 @@ async function click(context, w, action) {
   }
 }
 
+// liveFlow: the page stays open while memvault writes a row through its
+// command line; the row must appear on the page without a reload. It
+// records every answer of /live (304 while nothing changed), whether the
+// page navigated, and whether a mark set on the window before the write
+// is still there after (a reload would lose it).
+async function liveFlow(context, seen, l) {
+  const r = { name: 'live', path: l.path, status: 0, gotoError: '', liveStatuses: [], navigations: 0 };
+  const page = await context.newPage();
+  page.on('response', (x) => { if (new URL(x.url()).pathname === '/live') r.liveStatuses.push(x.status()); });
+  try {
+    const resp = await page.goto(spec.origin + l.path, { waitUntil: 'load', timeout: 30000 });
+    r.status = resp ? resp.status() : 0;
+    page.on('framenavigated', (f) => { if (f === page.mainFrame()) r.navigations++; });
+    await page.evaluate(() => { window.__liveMark = 'kept'; });
+    r.before = await page.evaluate(() => document.querySelector('main').innerText);
+    await page.waitForTimeout(l.settle || 4000); // a poll or more while nothing changes: 304s
+    const { execFileSync } = await import('node:child_process');
+    const t0 = Date.now();
+    r.wrote = execFileSync(l.bin, l.args, { cwd: l.cwd, env: l.env, encoding: 'utf8', timeout: 60000 }).trim();
+    try {
+      await page.waitForFunction((w) => document.querySelector('main').innerText.includes(w), l.word, { timeout: l.timeout || 20000, polling: 100 });
+      r.appeared = true;
+    } catch (e) {
+      r.appeared = false;
+    }
+    r.ms = Date.now() - t0;
+    r.mark = await page.evaluate(() => window.__liveMark || '');
+    r.badge = await page.evaluate(() => { const b = document.getElementById('live'); return b && !b.hidden ? b.textContent : ''; });
+    Object.assign(r, await facts(page, spec.hostile));
+    r.screenshot = join(spec.artifacts, 'live.png');
+    await page.screenshot({ path: r.screenshot, fullPage: true });
+  } catch (e) {
+    r.gotoError = String(e);
+  }
+  r.requests = seen.requests.slice();
+  r.dialogs = seen.dialogs.slice();
+  r.errors = seen.errors.slice();
+  r.console = seen.console.slice();
+  await page.close();
+  return r;
+}
+
 try {
-  if (spec.write) {
+  if (spec.live) {
+    const { context, seen } = await newContext();
+    out.entry = await load(context, seen, 'live-entry', spec.tokenPath);
+    out.live = await liveFlow(context, seen, spec.live);
+    await context.close();
+  } else if (spec.write) {
     const { context, seen } = await newContext();
     out.write = await writeFlow(context, seen, spec.write);
     out.write.dialogs = seen.dialogs;
@@ -295,7 +357,7 @@ try {
     }
     await context.close();
   }
-  if (!spec.write) {
+  if (!spec.write && !spec.live) {
     const { context, seen } = await newContext();
     out.entry = await load(context, seen, 'entry', spec.tokenPath);
     out.cookies = await context.cookies();

@@ -258,6 +258,11 @@ func (e *Encoder) Tail() []byte { return e.tail }
 // off. The decoder owns f from then on; Close closes it.
 func (d *Decoder) SetTail(f *os.File, off, n int64) { d.tail, d.tailOff, d.tailLen = f, off, n }
 
+// TailFile is the file the tail is read from and where the tail lies in
+// it (nil when there is none), for a reader that maps it rather than
+// read a block at a time; the decoder still owns the file.
+func (d *Decoder) TailFile() (f *os.File, off, n int64) { return d.tail, d.tailOff, d.tailLen }
+
 // Close closes the file of the tail, if the decoder has one.
 func (d *Decoder) Close() {
 	if d.tail != nil {

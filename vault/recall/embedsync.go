@@ -44,7 +44,10 @@ const embedLockName = "embed"
 // asked for. Without [embed] it does nothing and sends nothing. It does
 // not wait for another catch-up: a busy cache is reported done=false.
 func CatchUpEmbeddings(ctx context.Context, v *vault.Vault, budget time.Duration, rebuild bool) (EmbedReport, error) {
-	rep, _, err := catchUpEmbeddings(ctx, v, budget, rebuild)
+	rep, st, err := catchUpEmbeddings(ctx, v, budget, rebuild)
+	if st != nil {
+		st.Close()
+	}
 	return rep, err
 }
 
@@ -69,7 +72,17 @@ func catchUpEmbeddings(ctx context.Context, v *vault.Vault, budget time.Duration
 		ctx, cancel = context.WithTimeout(ctx, budget)
 		defer cancel()
 	}
-	st := embed.Load(v.Root, cfg.Model, cfg.Dimensions)
+	// Opened for search first: a catch-up with nothing to do (a recall's,
+	// most often) reads neither the vectors nor writes the cache again.
+	st := embed.Open(v.Root, cfg.Model, cfg.Dimensions)
+	pending, err := pendingSources(v, st)
+	if err != nil || !rebuild && len(pending) == 0 {
+		rep.Done = err == nil
+		rep.Vectors, rep.Full, rep.Bytes, rep.Elapsed = st.Len(), st.Full(), st.Bytes(), time.Since(start)
+		return rep, st, err
+	}
+	st.Close()
+	st = embed.Load(v.Root, cfg.Model, cfg.Dimensions)
 	var reuse map[uint64][]float32
 	if rebuild {
 		reuse = make(map[uint64][]float32, st.Len())
@@ -77,19 +90,43 @@ func catchUpEmbeddings(ctx context.Context, v *vault.Vault, budget time.Duration
 			reuse[h] = st.Vector(i)
 		}
 		st = embed.NewStore(cfg.Model, cfg.Dimensions)
+		pending, err = pendingSources(v, st)
+		if err != nil {
+			return rep, nil, err
+		}
 	}
 	c := &embedCatchUp{v: v, ctx: ctx, client: client, st: st, reuse: reuse, rep: &rep, rules: embedRules(v),
 		have: make(map[string]bool, st.Len())}
 	for _, id := range st.IDs {
 		c.have[id] = true
 	}
-	err = c.run()
+	err = c.run(pending)
 	if err != nil && budget > 0 && ctx.Err() != nil {
 		err = nil // the budget ran out: the rest is for the next catch-up
 	}
-	st.Save(v.Root)
+	if rebuild || c.changed {
+		st.Save(v.Root)
+	}
 	rep.Vectors, rep.Full, rep.Bytes, rep.Elapsed = st.Len(), st.Full(), st.Bytes(), time.Since(start)
 	return rep, st, err
+}
+
+// pendingSources is the sources with documents the cache has no vector
+// for yet: a node file not yet embedded, a file grown past its mark.
+func pendingSources(v *vault.Vault, st *embed.Store) ([]indexSource, error) {
+	sources, err := indexSourcesOf(v, "rnm")
+	if err != nil {
+		return nil, err
+	}
+	var out []indexSource
+	for _, s := range sources {
+		from := st.Marks[s.Rel]
+		if s.Kind == 'd' || s.Kind == 'n' && from > 0 || s.Kind != 'n' && s.Size <= from {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // embedRules are the redaction rules a text goes through before it
@@ -115,6 +152,9 @@ type embedCatchUp struct {
 	rep    *EmbedReport
 	have   map[string]bool
 	batch  []pendingDoc
+	// changed is set when the cache gained a vector or a mark moved: only
+	// then is it saved.
+	changed bool
 }
 
 type pendingDoc struct {
@@ -123,16 +163,9 @@ type pendingDoc struct {
 	hash uint64
 }
 
-func (c *embedCatchUp) run() error {
-	sources, err := indexSourcesOf(c.v, "rnm")
-	if err != nil {
-		return err
-	}
-	for _, s := range sources {
+func (c *embedCatchUp) run(pending []indexSource) error {
+	for _, s := range pending {
 		from := c.st.Marks[s.Rel]
-		if s.Kind == 'd' || s.Kind == 'n' && from > 0 || s.Kind != 'n' && s.Size <= from {
-			continue
-		}
 		docs, mark, err := docsOf(c.v, s, from)
 		if err != nil {
 			return err
@@ -151,7 +184,9 @@ func (c *embedCatchUp) run() error {
 		if c.st.Full() {
 			return nil
 		}
-		c.st.Marks[s.Rel] = mark
+		if c.st.Marks[s.Rel] != mark {
+			c.st.Marks[s.Rel], c.changed = mark, true
+		}
 	}
 	c.rep.Done = true
 	return nil
@@ -175,6 +210,7 @@ func (c *embedCatchUp) add(d index.Doc) error {
 	if vec, ok := c.reuse[h]; ok {
 		c.st.Add(d.ID, d.Agent, d.Thread, h, vec)
 		c.rep.Reused++
+		c.changed = true
 		return nil
 	}
 	c.batch = append(c.batch, pendingDoc{doc: d, text: text, hash: h})
@@ -210,6 +246,7 @@ func (c *embedCatchUp) flush() error {
 		}
 		c.have[p.doc.ID] = true
 		c.rep.Embedded++
+		c.changed = true
 	}
 	c.batch = c.batch[:0]
 	return nil
@@ -251,7 +288,8 @@ func CheckEmbedEndpoint(ctx context.Context, v *vault.Vault) (st EmbedStatus, ok
 		return st, true, err
 	}
 	st.Dimensions = len(vecs[0])
-	cache := embed.Load(v.Root, cfg.Model, cfg.Dimensions)
+	cache := embed.Open(v.Root, cfg.Model, cfg.Dimensions)
+	cache.Close()
 	st.Vectors, st.CacheBytes = cache.Len(), cache.Bytes()
 	if cache.Len() > 0 && cache.Dims != st.Dimensions {
 		return st, true, errDims(cache.Dims, st.Dimensions)

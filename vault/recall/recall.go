@@ -158,6 +158,7 @@ func Recall(v *vault.Vault, opts RecallOptions) (*RecallResult, error) {
 	visible := continuity.VisibleAgents(v, opts.Agent)
 	r := &recallRun{v: v, opts: &opts, q: q, sc: sc, allowed: allowed, set: set, gone: gone, res: res,
 		othersRows: visible != nil && !index.HoldOnly(set.lineage, visible)}
+	defer r.closeFusion()
 	for _, tier := range Tiers {
 		if !wantsTier(&opts, tier) {
 			continue

@@ -78,13 +78,21 @@ func (r *recallRun) fusionFor() (*fusion, error) {
 		r.res.Notes = append(r.res.Notes, "semantic search: vectors not caught up: "+oneLineErr(err))
 	}
 	if st == nil {
-		st = embed.Load(r.v.Root, cfg.Model, cfg.Dimensions) // another process is catching up
+		st = embed.Open(r.v.Root, cfg.Model, cfg.Dimensions) // another process is catching up
 	}
 	if st.Len() == 0 || st.Dims != len(q[0]) {
+		st.Close()
 		return r.fused, nil
 	}
 	r.fused.query, r.fused.st = q[0], st
 	return r.fused, nil
+}
+
+// closeFusion lets go of the vector cache's file, once the recall is done.
+func (r *recallRun) closeFusion() {
+	if r.fused != nil && r.fused.st != nil {
+		r.fused.st.Close()
+	}
 }
 
 func (r *recallRun) redactQuery() string {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -199,4 +201,36 @@ func BenchmarkEmbedCatchUp(b *testing.B) {
 		v.Config.Embed.Model += "x" // nothing reused next round
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*2000), "µs/msg")
+}
+
+// A recall whose vectors are caught up reads the cache without writing
+// it again (it was rewritten whole by every recall, 77 MB at 100,000
+// vectors), and still finds the paraphrase from the vectors read from
+// the file; a new turn is embedded and saved by the next recall.
+func TestRecallLeavesACaughtUpCacheAlone(t *testing.T) {
+	srv := embedtest.New(64)
+	defer srv.Close()
+	v := embedVault(t)
+	setEmbed(v, srv.URL(), "fake")
+	hitsJSON(t, v, transcriptOpts(paraphraseQuery))
+	path := filepath.Join(v.Root, ".state", embed.StoreName+".bin")
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.Stat(path)
+	_, res := hitsJSON(t, v, transcriptOpts(paraphraseQuery))
+	if !strings.Contains(fmt.Sprint(res.Hits), "sedan") {
+		t.Fatalf("the paraphrase was not found from the cache read back: %+v", res.Hits)
+	}
+	after, _ := os.Stat(path)
+	if !after.ModTime().Equal(old) || !os.SameFile(before, after) {
+		t.Fatalf("a recall with nothing to embed wrote the cache again (mtime %v, was %v)", after.ModTime(), old)
+	}
+	appendTurns(t, v, "s4", user("caroline", "the new automobile is red"))
+	_, res = hitsJSON(t, v, transcriptOpts("vehicle colour"))
+	after, _ = os.Stat(path)
+	if after.ModTime().Equal(old) || !strings.Contains(fmt.Sprint(res.Hits), "automobile") {
+		t.Fatalf("a new turn was not embedded and saved: %v, %+v", after.ModTime(), res.Hits)
+	}
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -137,7 +138,20 @@ func funcs() template.FuncMap {
 		},
 		"add":    func(a, b int) int { return a + b },
 		"hitURL": hitURL,
+		"count":  count,
 	}
+}
+
+// count says n things in English: "1 row", "3 rows"; the plural is
+// the singular with an s unless given.
+func count(n int, one string, many ...string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	if len(many) > 0 {
+		return fmt.Sprintf("%d %s", n, many[0])
+	}
+	return fmt.Sprintf("%d %ss", n, one)
 }
 
 // idURL is the page of an event or node id.

@@ -60,8 +60,10 @@ func (r *Runner) startContext(thread, cwd string) (string, []string) {
 	blocks := []block{noteBlock(UsageNote)}
 	// A vault that refuses structured writes says so first, where it is
 	// never cut (health.go).
-	if w := healthWarning(r.health()); w != "" {
-		blocks = append([]block{noteBlock(w)}, blocks...)
+	if !r.assumeHealthy {
+		if w := healthWarning(r.health()); w != "" {
+			blocks = append([]block{noteBlock(w)}, blocks...)
+		}
 	}
 	// The heads as a refresh would leave them, as this session's agent may
 	// see them: a refresh that had to wait (after a compaction, say) does

@@ -229,3 +229,32 @@ func TestRefusedIsOnlyForHealth(t *testing.T) {
 		t.Fatal("with a broken config ErrInvalid is a refusal, ErrBusy is not")
 	}
 }
+
+// TestSessionStartChecksHealthOnce: a session start on a healthy vault
+// asks vault.Health not at all (its transaction checks the chain and the
+// configuration, and succeeds), and its context carries no warning; on a
+// forged ledger or a broken memvault.toml it asks once and warns first.
+// Not parallel: it counts through the package's vaultHealth.
+func TestSessionStartChecksHealthOnce(t *testing.T) {
+	calls := 0
+	defer func(f func(*vault.Vault) (vault.Health, error)) { vaultHealth = f }(vaultHealth)
+	inner := vaultHealth
+	vaultHealth = func(v *vault.Vault) (vault.Health, error) { calls++; return inner(v) }
+	v := healthVault(t)
+	got := runHook(t, v, "claude-code", SessionStart, Payload{SessionID: "s1", Source: "startup"})
+	if calls != 0 || strings.Contains(got, "WARNING") || !strings.Contains(got, "the first fact") {
+		t.Fatalf("healthy vault: %d health checks, want 0; context:\n%s", calls, got)
+	}
+	repair := forge(t, v)
+	calls = 0
+	got = runHook(t, v, "claude-code", SessionStart, Payload{SessionID: "s2", Source: "startup"})
+	if calls != 1 || !strings.HasPrefix(got, "memvault: WARNING: ") {
+		t.Fatalf("forged ledger: %d health checks, want 1; context:\n%s", calls, got)
+	}
+	repair()
+	calls = 0
+	got = runHook(t, breakConfig(t, v), "claude-code", SessionStart, Payload{SessionID: "s3", Source: "startup"})
+	if calls != 1 || !strings.HasPrefix(got, "memvault: WARNING: ") {
+		t.Fatalf("broken memvault.toml: %d health checks, want 1; context:\n%s", calls, got)
+	}
+}

@@ -60,11 +60,14 @@ type Runner struct {
 	// date (afterwrite.go); "" refreshes nothing then.
 	Refresh RefreshMode
 
-	worker  bool          // this runner is the job worker (worker.go): no hook's budget
-	ev      Event         // the event being run, for the hook log
-	session string        // its session
-	hc      healthCheck   // what this hook found of the vault's health (health.go)
-	behind  *importedFrom // the transcript import this event left unfinished at its budget
+	worker  bool        // this runner is the job worker (worker.go): no hook's budget
+	ev      Event       // the event being run, for the hook log
+	session string      // its session
+	hc      healthCheck // what this hook found of the vault's health (health.go)
+	// assumeHealthy makes startContext leave out the health warning
+	// without asking: session start asks only when its transaction fails.
+	assumeHealthy bool
+	behind        *importedFrom // the transcript import this event left unfinished at its budget
 }
 
 // Run executes ev and returns the context to inject ("" for none).
@@ -140,8 +143,14 @@ func (r *Runner) sessionStart(t transcript.Ref, p Payload, thread string) (strin
 	// The context first: the event records what it injected (the ids it
 	// shows, its size), which `memvault metrics` measures retention and
 	// efficiency by (docs/LINEAGE.md, "Metrics"). The event is no row a
-	// context shows, so the order changes nothing of the text.
+	// context shows, so the order changes nothing of the text. The context
+	// is made as for a healthy vault: the transaction below checks the
+	// chain and the configuration anyway, so a second check (vault.Health)
+	// would only repeat it; when the transaction fails, the health is asked
+	// and the context made again with the warning.
+	r.assumeHealthy = true
 	text, shown := r.startContext(thread, p.CWD)
+	r.assumeHealthy = false
 	// Bookkeeping: the start rides in the session's first commit that
 	// records memory, or its end's (docs/HOOKS.md, "Commits").
 	opts := r.txOptions(t, eventLockWait)
@@ -161,6 +170,9 @@ func (r *Runner) sessionStart(t transcript.Ref, p Payload, thread string) (strin
 	default:
 		// Recording the session is not worth losing the context over.
 		logf(r.V, "%s session-start %s: record: %v", r.Harness.Name, t.Session, err)
+	}
+	if err != nil && !r.health().OK() {
+		text, shown = r.startContext(thread, p.CWD) // with the warning first
 	}
 	// What session start showed, a prompt of the session does not show
 	// again; a compaction (above) forgets it with the context it dropped.

@@ -172,7 +172,6 @@ var writers = map[string]string{
 	"hooks/hookstate/jobs.go":         "the job queue: agents, hashed session keys, kinds",
 	"hooks/hookstate/jobworker.go":    "the worker's lock: a pid",
 	"hooks/hookstate/opensessions.go": "open sessions: hashed session keys",
-	"hooks/hookstate/sessionmarks.go": "what a session was shown: ids",
 	"merge/unified.go":                "a diff in memory",
 }
 

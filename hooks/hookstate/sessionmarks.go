@@ -19,8 +19,11 @@ import (
 // them again). They live in .state/hooks/<hash of agent and session>.json as
 // a sorted JSON array; the hash keeps any session key a safe file name.
 // Losing them costs only a repeat, so a file that does not parse reads as
-// empty. Each session's hooks run one after another, so the read and the
-// write of AddSessionMarks need no lock.
+// empty, and they are written as a cache is (fileio.WriteCache: replaced
+// whole by a rename, not synced): a crash of the machine may cost a repeat,
+// and each session start and prompt that shows rows saves the two fsyncs
+// (docs/PERFORMANCE.md, row 25). Each session's hooks run one after
+// another, so the read and the write of AddSessionMarks need no lock.
 const hookStateDir = ".state/hooks"
 
 func sessionMarksPath(v *vault.Vault, t transcript.Ref) string {
@@ -71,7 +74,7 @@ func AddSessionMarks(v *vault.Vault, t transcript.Ref, ids ...string) error {
 	if err != nil {
 		return err
 	}
-	return v.Files().WriteAtomic(sessionMarksPath(v, t), data)
+	return v.Files().WriteCache(sessionMarksPath(v, t), data)
 }
 
 // ResetSessionMarks forgets the marks of session t (the hooks do when the

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"regexp"
 	"slices"
+	"sync"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
@@ -107,7 +108,7 @@ func IndexFor(v *vault.Vault, agent string) ([]byte, error) {
 }
 
 // protocolIDRE finds the protocol's ids (L3, D2, M1) in an audit entry.
-var protocolIDRE = regexp.MustCompile(`\b[LDM][0-9]+\b`)
+var protocolIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b[LDM][0-9]+\b`) })
 
 // ScopedTo is the report as agent is shown it: an entry (an action, a
 // flag, a ladder line, a blocker) is left out when any learning or decision
@@ -120,7 +121,7 @@ func (rep *AuditReport) ScopedTo(v *vault.Vault, agent string, c *Continuity) *A
 	}
 	hidden := func(ids ...string) bool {
 		for _, id := range ids {
-			for _, m := range protocolIDRE.FindAllString(id, -1) {
+			for _, m := range protocolIDRE().FindAllString(id, -1) {
 				owner, known := "", false
 				if l := c.Learning(m); l != nil {
 					owner, known = l.Agent, true

@@ -141,7 +141,7 @@ func withoutAudited(v *vault.Vault, names []string, texts [][]byte) [][]byte {
 		var b bytes.Buffer
 		for _, line := range bytes.SplitAfter(texts[i], []byte("\n")) {
 			if bytes.HasPrefix(line, []byte("- ")) {
-				if m := quotedIDRE.FindAllSubmatch(line, -1); len(m) > 0 && sum.Audit.Takes(string(m[len(m)-1][1])) {
+				if m := quotedIDRE().FindAllSubmatch(line, -1); len(m) > 0 && sum.Audit.Takes(string(m[len(m)-1][1])) {
 					continue
 				}
 			}

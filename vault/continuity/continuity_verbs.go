@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
@@ -446,7 +447,7 @@ func (c *Continuity) doneTarget(arg string) (*Item, error) {
 	id, alone := "", looksLikeEventID(arg)
 	if alone {
 		id = arg
-	} else if m := quotedIDRE.FindAllStringSubmatch(arg, -1); len(m) > 0 {
+	} else if m := quotedIDRE().FindAllStringSubmatch(arg, -1); len(m) > 0 {
 		id = m[len(m)-1][1]
 	}
 	if id != "" {
@@ -485,7 +486,7 @@ func looksLikeEventID(s string) bool {
 }
 
 // quotedIDRE finds an event id in backquotes, as heads end a row's line.
-var quotedIDRE = regexp.MustCompile("`(e_[0-9a-z]+)`")
+var quotedIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`(e_[0-9a-z]+)`") })
 
 // Audit applies the rules as of the transaction's day. With dryRun it
 // only reports. It writes nothing when nothing changed since the last

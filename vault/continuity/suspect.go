@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/memvault/memvault/vault"
@@ -44,11 +45,15 @@ var grepMaxFiles = 5000
 type mention struct{ kind, name string }
 
 var (
-	backtickRE = regexp.MustCompile("`([^`\n]+)`")
-	funcRE     = regexp.MustCompile(`(?:^|[^A-Za-z0-9_.])((?:[A-Za-z_][A-Za-z0-9_]*\.)*([A-Za-z_][A-Za-z0-9_]*))\([^()\s]*\)`)
-	extRE      = regexp.MustCompile(`^[^./\s][^/\s]*\.[A-Za-z][A-Za-z0-9]{0,5}$`)
-	cmdNameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
-	runVerbRE  = regexp.MustCompile(`(?i)\b(run|runs|running|ran|invoke|invoking|execute|executing|exec)\s*$`)
+	backtickRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`([^`\n]+)`") })
+	funcRE     = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:^|[^A-Za-z0-9_.])((?:[A-Za-z_][A-Za-z0-9_]*\.)*([A-Za-z_][A-Za-z0-9_]*))\([^()\s]*\)`)
+	})
+	extRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[^./\s][^/\s]*\.[A-Za-z][A-Za-z0-9]{0,5}$`) })
+	cmdNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`) })
+	runVerbRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(run|runs|running|ran|invoke|invoking|execute|executing|exec)\s*$`)
+	})
 )
 
 // shellWords are a shell's own: not looked for on PATH.
@@ -74,23 +79,23 @@ func mentions(prevention string) []mention {
 			out = append(out, m)
 		}
 	}
-	for _, m := range funcRE.FindAllStringSubmatch(prevention, -1) {
+	for _, m := range funcRE().FindAllStringSubmatch(prevention, -1) {
 		add(mention{"function", m[2]})
 	}
-	spans := backtickRE.FindAllStringSubmatchIndex(prevention, -1)
+	spans := backtickRE().FindAllStringSubmatchIndex(prevention, -1)
 	for _, ix := range spans {
 		span := strings.TrimSpace(prevention[ix[2]:ix[3]])
 		before := prevention[:ix[0]]
 		switch {
-		case funcRE.MatchString(span):
+		case funcRE().MatchString(span):
 			// a call, listed above
 		case isPath(span, true):
 			add(mention{"file", cleanPath(span)})
-		case strings.HasPrefix(span, "$ ") || strings.HasPrefix(span, "./") || runVerbRE.MatchString(before):
+		case strings.HasPrefix(span, "$ ") || strings.HasPrefix(span, "./") || runVerbRE().MatchString(before):
 			add(commandOf(strings.TrimPrefix(span, "$ ")))
 		}
 	}
-	rest := backtickRE.ReplaceAllString(prevention, " ")
+	rest := backtickRE().ReplaceAllString(prevention, " ")
 	for _, w := range strings.Fields(rest) {
 		w = strings.Trim(w, "\"'()[]{}<>,;:!?")
 		w = strings.TrimRight(w, ".")
@@ -112,7 +117,7 @@ func isPath(s string, quoted bool) bool {
 		return false
 	}
 	last := s[strings.LastIndex(s, "/")+1:]
-	hasExt := extRE.MatchString(last) && !isNumber(strings.ReplaceAll(last, ".", ""))
+	hasExt := extRE().MatchString(last) && !isNumber(strings.ReplaceAll(last, ".", ""))
 	if strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../") {
 		return true
 	}
@@ -146,7 +151,7 @@ func commandOf(line string) mention {
 			}
 			return mention{}
 		}
-		if !cmdNameRE.MatchString(w) || shellWords[w] {
+		if !cmdNameRE().MatchString(w) || shellWords[w] {
 			return mention{}
 		}
 		return mention{"command", w}

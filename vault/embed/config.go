@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/memvault/memvault/vault"
@@ -39,7 +40,7 @@ type Config struct {
 	Timeout    time.Duration
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`) })
 
 // ConfigOf is semantic search's part of f: ok false when there is no
 // [embed] table (no url), an error naming the key when it is wrong. An API
@@ -67,7 +68,7 @@ func ConfigOf(f *vault.Config) (c Config, ok bool, err error) {
 		return Config{}, false, bad("url: holds a credential; name the variable that holds it in api_key_env instead")
 	case e.Model == "":
 		return Config{}, false, bad("model: missing (the embedding model's name, like nomic-embed-text)")
-	case e.APIKeyEnv != "" && !envName.MatchString(e.APIKeyEnv):
+	case e.APIKeyEnv != "" && !envName().MatchString(e.APIKeyEnv):
 		return Config{}, false, bad("api_key_env %q: not the name of an environment variable (the key itself is never written here)", short(e.APIKeyEnv))
 	case e.Dimensions < 0 || e.Dimensions > MaxDimensions:
 		return Config{}, false, bad("dimensions %d: want 1 to %d, or leave it out", e.Dimensions, MaxDimensions)

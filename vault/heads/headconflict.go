@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault"
@@ -27,13 +28,13 @@ import (
 
 // rowIDRe finds a head line's row: the id in backticks it ends with (the
 // last one, as a row's text may quote other ids).
-var rowIDRe = regexp.MustCompile("`([en]_[0-9A-Za-z]{6,})`")
+var rowIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`([en]_[0-9A-Za-z]{6,})`") })
 
 // headRowKey is merge.MarkdownOptions.RowKey for heads: the row id a line
 // ends with, the head a Threads line points to, or one key for a
 // section's "- … N more" line.
 func headRowKey(line []byte) string {
-	if ms := rowIDRe.FindAllSubmatch(line, -1); len(ms) > 0 {
+	if ms := rowIDRe().FindAllSubmatch(line, -1); len(ms) > 0 {
 		return string(ms[len(ms)-1][1])
 	}
 	if i := bytes.LastIndex(line, []byte(" → ")); i >= 0 {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/memvault/memvault/vault"
@@ -53,8 +54,8 @@ func periodEnd(start time.Time, period string) time.Time {
 }
 
 var (
-	dayLabel  = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
-	weekLabel = regexp.MustCompile(`^\d{4}-W\d{2}$`)
+	dayLabel  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`) })
+	weekLabel = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d{4}-W\d{2}$`) })
 )
 
 // condensedPeriod is the period of a condensed node, read from its title
@@ -66,9 +67,9 @@ func condensedPeriod(n *node.Node) string {
 	}
 	label, _, _ := strings.Cut(n.Title, ":")
 	switch {
-	case dayLabel.MatchString(label):
+	case dayLabel().MatchString(label):
 		return "day"
-	case weekLabel.MatchString(label):
+	case weekLabel().MatchString(label):
 		return "week"
 	}
 	return ""

@@ -9,12 +9,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/memvault/memvault/vault/scope"
 )
 
 // nodeIDPattern is how a node id appears in a head file.
-var nodeIDPattern = regexp.MustCompile(`\bn_[0-9a-z]{26}\b`)
+var nodeIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\bn_[0-9a-z]{26}\b`) })
 
 // pointerLines returns the node ids named on the lines of text that hold a
 // word of q (as snippet finds them, at least three letters), or nil when
@@ -33,7 +34,7 @@ func pointerLines(text, q string) []string {
 		if !slices.ContainsFunc(words, func(w string) bool { return strings.Contains(lower, w) }) {
 			continue
 		}
-		found := nodeIDPattern.FindAllString(line, -1)
+		found := nodeIDPattern().FindAllString(line, -1)
 		if len(found) == 0 {
 			return nil
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
@@ -23,7 +24,9 @@ type ImportResult struct {
 	Manifest    string `json:"manifest_sha256"`
 }
 
-var nodePathRE = regexp.MustCompile(`^nodes/([^/]+)/([0-9]{4})/([0-9]{2})/(n_[0-9a-z]{26})\.md$`)
+var nodePathRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^nodes/([^/]+)/([0-9]{4})/([0-9]{2})/(n_[0-9a-z]{26})\.md$`)
+})
 
 // ParseExport decodes an export and checks every hash it carries before
 // anything is written: each item against the manifest, the manifest
@@ -70,7 +73,7 @@ func ParseExport(name string, data []byte) (*Export, error) {
 		}
 	}
 	for _, n := range ex.Nodes {
-		m := nodePathRE.FindStringSubmatch(n.Path)
+		m := nodePathRE().FindStringSubmatch(n.Path)
 		if m == nil || fileio.CheckName("agent", m[1]) != nil {
 			return nil, fault.New(vault.ErrInvalid, "import: %s: node path %q is not nodes/<agent>/<yyyy>/<mm>/<id>.md", name, n.Path)
 		}
@@ -128,7 +131,7 @@ func Import(tx *vault.Tx, ex *Export) (*ImportResult, error) {
 	res := &ImportResult{Manifest: ex.ManifestSHA256}
 	nodes := map[string]bool{}
 	for _, n := range ex.Nodes {
-		nodes[nodePathRE.FindStringSubmatch(n.Path)[4]] = true
+		nodes[nodePathRE().FindStringSubmatch(n.Path)[4]] = true
 	}
 	have := map[string]bool{}
 	events := make([]*vault.Event, 0, len(ex.Events))
@@ -155,7 +158,7 @@ func Import(tx *vault.Tx, ex *Export) (*ImportResult, error) {
 		res.Events++
 	}
 	for _, n := range ex.Nodes {
-		m := nodePathRE.FindStringSubmatch(n.Path)
+		m := nodePathRE().FindStringSubmatch(n.Path)
 		wrote, err := writeNew(tx, vault.MustRel("nodes", m[1], m[2], m[3], m[4]+".md"), n.Text)
 		if err != nil {
 			return nil, err

@@ -7,7 +7,6 @@ import (
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/renderer"
 	"github.com/yuin/goldmark/renderer/html"
@@ -31,7 +30,7 @@ import (
 // id's short form.
 func markdownHTML(src []byte, label func(string) string) template.HTML {
 	md := goldmark.New(
-		goldmark.WithExtensions(extension.TaskList),
+		goldmark.WithExtensions(taskList{}),
 		goldmark.WithParser(parser.NewParser(
 			parser.WithBlockParsers(without(parser.DefaultBlockParsers(), parser.NewHTMLBlockParser())...),
 			parser.WithInlineParsers(without(parser.DefaultInlineParsers(), parser.NewRawHTMLParser())...),

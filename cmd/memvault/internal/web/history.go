@@ -3,6 +3,7 @@ package web
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/memvault/memvault/cmd/memvault/internal/ops"
 	"github.com/memvault/memvault/vault"
@@ -47,14 +48,14 @@ type itemChange struct {
 type item struct{ Section, Line string }
 
 // idSuffix is the id a render puts after a row's text, " (`e_…`)".
-var idSuffix = regexp.MustCompile("\\s*\\(`?[en]_[0-9a-z]{26}`?\\)\\s*$")
+var idSuffix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("\\s*\\(`?[en]_[0-9a-z]{26}`?\\)\\s*$") })
 
 // backtickedID is an id the render wrote in backticks inside a line (a
 // drill-down line opens with its node's): the change links it instead.
-var backtickedID = regexp.MustCompile("`[en]_[0-9a-z]{26}`")
+var backtickedID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`[en]_[0-9a-z]{26}`") })
 
 // listMarker is a Markdown list item's marker and task box.
-var listMarker = regexp.MustCompile(`^(?:[-*+]|[0-9]+[.)])\s+(?:\[[ xX]\]\s+)?`)
+var listMarker = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:[-*+]|[0-9]+[.)])\s+(?:\[[ xX]\]\s+)?`) })
 
 // memoryItems reads a head's text into its lines of memory, each under
 // the section heading above it. Left out as not memory: blank lines, the
@@ -108,8 +109,8 @@ func changesBetween(before, after []item) (added, removed []item) {
 
 // change is the line a person reads of an added or removed item.
 func change(class string, it item) itemChange {
-	text := strings.TrimSpace(idSuffix.ReplaceAllString(it.Line, ""))
-	text = strings.TrimSpace(backtickedID.ReplaceAllString(listMarker.ReplaceAllString(text, ""), ""))
+	text := strings.TrimSpace(idSuffix().ReplaceAllString(it.Line, ""))
+	text = strings.TrimSpace(backtickedID().ReplaceAllString(listMarker().ReplaceAllString(text, ""), ""))
 	return itemChange{Class: class, Section: it.Section, ID: idRE().FindString(it.Line), Text: text}
 }
 

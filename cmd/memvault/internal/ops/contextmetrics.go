@@ -57,29 +57,29 @@ type ContextMetrics struct {
 // SessionContext is one session start's figures; the pointers are null
 // when the start recorded no injection, or the ratio has no denominator.
 type SessionContext struct {
-	Event          string   `json:"event"` // the session.started event
-	Session        string   `json:"session"`
-	Agent          string   `json:"agent"`
-	Thread         string   `json:"thread,omitempty"`
-	TS             string   `json:"ts"`
-	Known          bool     `json:"known"`             // the start recorded what it injected
-	Held           int      `json:"held"`              // rows in scope that held at the start
-	Carried        int      `json:"carried"`           // of those, the ones the context showed
-	HeldTokens     int      `json:"held_tokens"`       // render.Tokens of the held rows' texts
+	Event      string `json:"event"` // the session.started event
+	Session    string `json:"session"`
+	Agent      string `json:"agent"`
+	Thread     string `json:"thread,omitempty"`
+	TS         string `json:"ts"`
+	Known      bool   `json:"known"`       // the start recorded what it injected
+	Held       int    `json:"held"`        // rows in scope that held at the start
+	Carried    int    `json:"carried"`     // of those, the ones the context showed
+	HeldTokens int    `json:"held_tokens"` // render.Tokens of the held rows' texts
 	// Transcripts counts the transcripts the nodes in scope summarise,
 	// TranscriptTokens their tokens (each up to the furthest message a node
 	// in scope covers), UnsizedNodes the nodes in scope recorded without
 	// their transcript's size (left out: the figure is a lower bound).
-	Transcripts      int `json:"transcripts"`
-	TranscriptTokens int `json:"transcript_tokens"`
-	UnsizedNodes     int `json:"unsized_nodes"`
-	StandsFor        int `json:"stands_for_tokens"` // held_tokens + transcript_tokens
-	InjectedChars  int      `json:"injected_chars"`    //
-	InjectedTokens int      `json:"injected_tokens"`   //
-	Retention      *float64 `json:"context_retention"` // carried ÷ held
-	Efficiency     *float64 `json:"token_efficiency"`  // stands_for_tokens ÷ injected_tokens
-	Shown          int      `json:"shown"`             // ids the context showed (rows and nodes)
-	Note           string   `json:"note,omitempty"`    // why a figure is null
+	Transcripts      int      `json:"transcripts"`
+	TranscriptTokens int      `json:"transcript_tokens"`
+	UnsizedNodes     int      `json:"unsized_nodes"`
+	StandsFor        int      `json:"stands_for_tokens"` // held_tokens + transcript_tokens
+	InjectedChars    int      `json:"injected_chars"`    //
+	InjectedTokens   int      `json:"injected_tokens"`   //
+	Retention        *float64 `json:"context_retention"` // carried ÷ held
+	Efficiency       *float64 `json:"token_efficiency"`  // stands_for_tokens ÷ injected_tokens
+	Shown            int      `json:"shown"`             // ids the context showed (rows and nodes)
+	Note             string   `json:"note,omitempty"`    // why a figure is null
 }
 
 // startData is what a session.started event records.

@@ -209,6 +209,19 @@ func TestClosedWeekCondensedOnceAsSessionsEnd(t *testing.T) {
 	if due, _ := CondenseDue(v, v.Config.Agent, later); len(due) != 0 {
 		t.Fatalf("still due: %v", due)
 	}
+	// the first session's node drills up to its day's node that counts,
+	// not to the days it superseded
+	ex, err := Expand(v, sessions[0], ExpandOptions{Agent: v.Config.Agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := node.Load(v.Files())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ex.Parents) != 1 || ix.SupersededBy(ex.Parents[0].ID) != "" || len(ix.Parents[sessions[0]]) < 2 {
+		t.Errorf("the first session's parents: %+v (of %v)", ex.Parents, ix.Parents[sessions[0]])
+	}
 	testvault.MustVerify(t, v)
 }
 

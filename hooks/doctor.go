@@ -176,7 +176,10 @@ func (in *Installer) doctorHooks() Wiring {
 	case "codex":
 		in.codexTrust(&w, data)
 	case "openclaw":
+		in.pluginCurrent(&w)
 		in.openClawRegistration(&w)
+	case "opencode":
+		in.pluginCurrent(&w)
 	}
 	return w
 }

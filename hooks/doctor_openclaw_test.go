@@ -216,3 +216,55 @@ func TestDoctorOpenClawGateway(t *testing.T) {
 	r.lockGateway(t, os.Getpid(), t0, map[string]any{"role": "agent-embedded"})
 	wantProblems(t, r.problems(t))
 }
+
+// TestDoctorOpenClawPluginOutOfDate: doctor compares the installed
+// plugin's files, byte for byte, with what this memvault installs. A
+// plugin an older memvault wrote (a handler missing), a hand edit, a
+// `const BIN` line that smuggles code after the string, and a file
+// deleted are each reported with the install that rewrites it; the
+// install does, and doctor is quiet again. A plugin that differs only in
+// the binary it runs is not out of date (the binary check reports that).
+func TestDoctorOpenClawPluginOutOfDate(t *testing.T) {
+	r := newOpenClawRig(t, "")
+	wantProblems(t, r.problems(t))
+	index := filepath.Join(r.plugin, "index.js")
+	cur, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const outOfDate = "warning: memvault's OpenClaw plugin in "
+	for _, c := range []struct{ name, data string }{
+		{"an older memvault's", strings.Replace(string(cur), "session_start", "session_begin", 1)},
+		{"edited", string(cur) + "\n// a person's note\n"},
+		{"code after the binary", strings.Replace(string(cur), `const BIN = "memvault"`, `const BIN = "memvault"; require("child_process").exec("x")`, 1)},
+	} {
+		if c.data == string(cur) {
+			t.Fatalf("%s: the plugin holds no line to change", c.name)
+		}
+		if err := os.WriteFile(index, []byte(c.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		wantProblems(t, r.problems(t), outOfDate+r.plugin+" is not the one this memvault installs (index.js differ")
+		if got := r.problems(t)[0]; !strings.Contains(got, "=> memvault install openclaw rewrites it; then `openclaw plugins reload memvault`") {
+			t.Errorf("%s: the fix: %s", c.name, got)
+		}
+	}
+	os.Remove(filepath.Join(r.plugin, "openclaw.plugin.json"))
+	wantProblems(t, r.problems(t),
+		"error: memvault's OpenClaw plugin in "+r.plugin+" lacks openclaw.plugin.json, so OpenClaw cannot load it as installed => memvault install openclaw",
+		outOfDate)
+	cs, err := r.in.Plan(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Apply(cs); err != nil {
+		t.Fatal(err)
+	}
+	wantProblems(t, r.problems(t))
+
+	// installed by another memvault binary of this version: only the binary differs
+	other := filepath.Join(t.TempDir(), "memvault")
+	os.WriteFile(other, []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(index, []byte(strings.Replace(string(cur), `const BIN = "memvault"`, "const BIN = "+strconv.Quote(other), 1)), 0o644)
+	wantProblems(t, r.problems(t), "warning: the hooks run "+other+", not this memvault")
+}

@@ -480,20 +480,34 @@ func (in *Installer) planFile(remove bool, src, dst string) ([]Change, error) {
 		}
 		return []Change{{Path: dst, Action: "remove", Old: old, Prune: prune}}, nil
 	}
-	data, err := plugins.ReadFile(src)
+	data, err := in.renderPlugin(src, "")
 	if err != nil {
 		return nil, err
 	}
-	bin := "memvault"
-	if in.Scope == ScopeUser {
-		bin = in.Bin
-	}
-	data = bytes.ReplaceAll(data, []byte("__MEMVAULT_BIN__"), []byte(strconv.Quote(bin)))
-	data = bytes.ReplaceAll(data, []byte("__MEMVAULT_PROJECT_SCOPE__"), []byte(strconv.FormatBool(in.Scope == ScopeProject)))
 	if exists && bytes.Equal(old, data) {
 		return []Change{{Path: dst, Action: "unchanged"}}, nil
 	}
 	return []Change{{Path: dst, Action: "write", Content: data, Old: old}}, nil
+}
+
+// renderPlugin is the plugin file src as install writes it: the binary
+// its hooks run written as binLiteral (a JavaScript string literal), or,
+// when that is "", as install would (this memvault at user scope,
+// "memvault" from PATH at project scope).
+func (in *Installer) renderPlugin(src, binLiteral string) ([]byte, error) {
+	data, err := plugins.ReadFile(src)
+	if err != nil {
+		return nil, err
+	}
+	if binLiteral == "" {
+		bin := "memvault"
+		if in.Scope == ScopeUser {
+			bin = in.Bin
+		}
+		binLiteral = strconv.Quote(bin)
+	}
+	data = bytes.ReplaceAll(data, []byte("__MEMVAULT_BIN__"), []byte(binLiteral))
+	return bytes.ReplaceAll(data, []byte("__MEMVAULT_PROJECT_SCOPE__"), []byte(strconv.FormatBool(in.Scope == ScopeProject))), nil
 }
 
 // Apply carries out planned changes. Whole files are replaced atomically,

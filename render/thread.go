@@ -268,6 +268,9 @@ func lineageSection(p *ThreadParts, key string, reflections []Item, in Input) se
 	}
 	for i := len(p.Nodes) - 1; i >= 0; i-- {
 		n := &p.Nodes[i]
+		if n.Kind == "condensed" && !slices.Contains(n.Threads, key) {
+			continue // another thread's node of a period hides none of this thread's
+		}
 		if supersededSummary(n, summarised) || !slices.Contains(n.Threads, key) {
 			continue
 		}
@@ -291,14 +294,47 @@ func lineageSection(p *ThreadParts, key string, reflections []Item, in Input) se
 // supersededSummary reports whether n is a session summary of a session
 // whose newer summary was already listed (nodes are walked newest first): a
 // session summarised again after it went on is shown once, by its latest
-// summary; the older ones stay in the lineage, a memvault expand away.
+// summary; the older ones stay in the lineage, a memvault expand away. The
+// same holds for a condensed node of a period (its title starts with the
+// day's or the week's label, "2020-W03: 2 nodes") condensed again: the
+// newest node of the period is shown (docs/LINEAGE.md, "Cadence").
 func supersededSummary(n *Node, summarised map[string]bool) bool {
-	if n.Kind != "session-summary" || n.Session == "" {
+	var key string
+	switch {
+	case n.Kind == "session-summary" && n.Session != "":
+		key = "session " + n.Session
+	case n.Kind == "condensed":
+		label, _, ok := strings.Cut(n.Text, ":")
+		if !ok || !periodLabel(label) {
+			return false
+		}
+		key = "period " + label
+	default:
 		return false
 	}
-	if summarised[n.Session] {
+	if summarised[key] {
 		return true
 	}
-	summarised[n.Session] = true
+	summarised[key] = true
+	return false
+}
+
+// periodLabel reports whether s is a day's label (2020-01-15) or an ISO
+// week's (2020-W03).
+func periodLabel(s string) bool {
+	digits := func(s string) bool {
+		for _, c := range s {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+		return s != ""
+	}
+	switch len(s) {
+	case 10:
+		return digits(s[:4]) && s[4] == '-' && digits(s[5:7]) && s[7] == '-' && digits(s[8:])
+	case 8:
+		return digits(s[:4]) && s[4:6] == "-W" && digits(s[6:])
+	}
 	return false
 }

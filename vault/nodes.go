@@ -7,7 +7,6 @@ package vault
 
 import (
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -63,7 +62,7 @@ func (tx *Tx) CreateNode(n *node.Node) (made *node.Node, created bool, err error
 	} else {
 		tx.WriteFile(rel, n.Encode())
 	}
-	data, _ := json.Marshal(map[string]any{"kind": n.Kind, "path": n.Path, "span": n.Span, "children": n.Children})
+	data := n.EventData()
 	thread := ""
 	if len(n.Threads) > 0 {
 		thread = n.Threads[0]

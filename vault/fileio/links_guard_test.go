@@ -41,6 +41,7 @@ var outsideRoot = map[string]string{
 	"hooks/doctor_openclaw.go processAlive":                    "/proc, for the gateway's pid and start time",
 	"hooks/doctor_openclaw.go openClawGateway":                 "the plugin's files and OpenClaw's config, for their times",
 	"hooks/doctor.go doctorHooks":                              "a harness's settings",
+	"hooks/doctor_plugin.go pluginCurrent":                     "the plugin files memvault installed in a harness's folder",
 	"hooks/doctor_mcp.go doctorMCP":                            "a harness's MCP config, and the binary it names",
 	"hooks/doctor_mcp.go claudeRejected":                       "Claude Code's settings and ~/.claude.json",
 	"hooks/install_mcp.go mcpTarget":                           "which of OpenCode's config files the project has",

@@ -80,7 +80,9 @@ func CondenseClosed(tx *vault.Tx, now time.Time) ([]*node.Node, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, made)
+			if made != nil {
+				out = append(out, made)
+			}
 		}
 	}
 	return out, nil

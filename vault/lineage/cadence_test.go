@@ -72,7 +72,8 @@ func nodesOf(t *testing.T, v *vault.Vault, kind string) []*node.Node {
 
 // The cadence condenses a day once it has closed, and a week once it has,
 // over its day nodes; never twice; a node that comes to a condensed day
-// late gets a day node of its own; "closed" is the clock the test sets.
+// late makes the day condensed again, one node over all of it that
+// supersedes the first; "closed" is the clock the test sets.
 func TestCondenseOnItsCadence(t *testing.T) {
 	v, now := clockVault(t)
 	wed := time.Date(2020, 1, 15, 9, 0, 0, 0, time.UTC) // ISO week 2020-W03
@@ -101,13 +102,15 @@ func TestCondenseOnItsCadence(t *testing.T) {
 	if rep := cadence(t, v, midnight.Add(time.Hour)); len(rep.Condensed) != 0 {
 		t.Fatalf("condensed again: %v", titles(rep.Condensed))
 	}
-	// a session of the 15th summarised after midnight: a day node of its own
+	// a session of the 15th summarised after midnight: the day is condensed
+	// again, one node over all three that supersedes the first
 	late := daySession(t, v, now, "s3", wed.Add(14*time.Hour+50*time.Minute))
 	*now = midnight.Add(2 * time.Hour)
 	rep = cadence(t, v, *now)
-	if len(rep.Condensed) != 1 || !slices.Equal(rep.Condensed[0].Children, []string{late.ID}) ||
-		!strings.Contains(rep.Condensed[0].Body, "condensed before, in `"+day.ID+"`") {
-		t.Fatalf("the late node: %v", rep.Condensed)
+	if len(rep.Condensed) != 1 || !slices.Equal(rep.Condensed[0].Children, sortedIDs(s1, s2, late)) ||
+		!slices.Equal(rep.Condensed[0].Supersedes, []string{day.ID}) ||
+		!strings.Contains(rep.Condensed[0].Body, "condensed before, in `"+day.ID+"`; this node takes its place") {
+		t.Fatalf("the late node: %+v", rep.Condensed)
 	}
 	lateDay := rep.Condensed[0]
 	// Thursday and Friday, then Monday: the days, then the week over them
@@ -125,15 +128,99 @@ func TestCondenseOnItsCadence(t *testing.T) {
 		t.Fatalf("on Monday: %v", titles(rep.Condensed))
 	}
 	thuDay, week := rep.Condensed[0], rep.Condensed[1]
-	if !slices.Equal(thuDay.Children, []string{thu.ID}) || !slices.Equal(week.Children, sortedIDs(day, lateDay, thuDay)) ||
-		!strings.HasPrefix(week.Title, "2020-W03: 3 nodes") {
+	if !slices.Equal(thuDay.Children, []string{thu.ID}) || !slices.Equal(week.Children, sortedIDs(lateDay, thuDay)) ||
+		!strings.HasPrefix(week.Title, "2020-W03: 2 nodes") {
 		t.Fatalf("day %v, week %v %q", thuDay.Children, week.Children, week.Title)
 	}
 	if rep := cadence(t, v, monday.AddDate(0, 0, 30)); len(rep.Condensed) != 0 {
 		t.Fatalf("condensed again: %v", titles(rep.Condensed))
 	}
-	if got := len(nodesOf(t, v, node.Condensed)); got != 4 {
-		t.Fatalf("%d condensed nodes, want 4", got)
+	if got := len(nodesOf(t, v, node.Condensed)); got != 3 {
+		t.Fatalf("%d condensed nodes count, want 3", got)
+	}
+	testvault.MustVerify(t, v)
+}
+
+// A closed week whose sessions end one at a time (a backfill: each
+// session summarised, then the cadence run, the week long closed) keeps
+// one week node that counts, and one day node a day: each late session
+// makes its day and its week condensed again, superseding the nodes
+// before, and the week that counts reaches every session. Run again with
+// nothing new, the cadence writes nothing.
+func TestClosedWeekCondensedOnceAsSessionsEnd(t *testing.T) {
+	v, now := clockVault(t)
+	mon := time.Date(2020, 1, 13, 9, 0, 0, 0, time.UTC) // ISO week 2020-W03
+	later := time.Date(2020, 2, 3, 0, 0, 0, 0, time.UTC)
+	var sessions []string
+	for i, day := range []int{2, 0, 2, 4, 0} { // Wednesday, Monday, Wednesday, Friday, Monday
+		s := daySession(t, v, now, fmt.Sprintf("b%d", i), mon.AddDate(0, 0, day).Add(time.Duration(i)*time.Hour))
+		sessions = append(sessions, s.ID)
+		rep := cadence(t, v, later)
+		if len(rep.Condensed) != 2 {
+			t.Fatalf("session %d: condensed %v, want its day and its week", i, titles(rep.Condensed))
+		}
+		ix, err := node.Load(v.Files())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var weeks, days []*node.Node
+		for _, n := range ix.Select(node.Filter{Agent: v.Config.Agent, Kind: node.Condensed}) {
+			switch condensedPeriod(n) {
+			case "week":
+				weeks = append(weeks, n)
+			case "day":
+				days = append(days, n)
+			}
+		}
+		if len(weeks) != 1 || weeks[0].ID != rep.Condensed[1].ID {
+			t.Fatalf("session %d: %d week nodes count: %v", i, len(weeks), titles(weeks))
+		}
+		perDay := map[string]int{}
+		for _, d := range days {
+			perDay[d.Title[:10]]++
+			if perDay[d.Title[:10]] > 1 {
+				t.Fatalf("session %d: day %s has two nodes that count", i, d.Title[:10])
+			}
+		}
+		var leaves []string
+		var walk func(id string)
+		walk = func(id string) {
+			n := ix.Nodes[id]
+			if n.Kind != node.Condensed {
+				leaves = append(leaves, id)
+			}
+			for _, c := range n.Children {
+				walk(c)
+			}
+		}
+		walk(weeks[0].ID)
+		slices.Sort(leaves)
+		want := slices.Sorted(slices.Values(sessions))
+		if !slices.Equal(leaves, want) {
+			t.Fatalf("session %d: the week reaches %v, want %v", i, leaves, want)
+		}
+		if len(weeks[0].Supersedes) != min(i, 1) {
+			t.Fatalf("session %d: the week supersedes %v", i, weeks[0].Supersedes)
+		}
+	}
+	if rep := cadence(t, v, later.AddDate(0, 0, 7)); len(rep.Condensed) != 0 {
+		t.Fatalf("condensed again: %v", titles(rep.Condensed))
+	}
+	if due, _ := CondenseDue(v, v.Config.Agent, later); len(due) != 0 {
+		t.Fatalf("still due: %v", due)
+	}
+	// the first session's node drills up to its day's node that counts,
+	// not to the days it superseded
+	ex, err := Expand(v, sessions[0], ExpandOptions{Agent: v.Config.Agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := node.Load(v.Files())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ex.Parents) != 1 || ix.SupersededBy(ex.Parents[0].ID) != "" || len(ix.Parents[sessions[0]]) < 2 {
+		t.Errorf("the first session's parents: %+v (of %v)", ex.Parents, ix.Parents[sessions[0]])
 	}
 	testvault.MustVerify(t, v)
 }

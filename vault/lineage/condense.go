@@ -108,29 +108,50 @@ func Condense(tx *vault.Tx, opts CondenseOptions) ([]*node.Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, made)
+		if made != nil {
+			out = append(out, made)
+		}
 	}
 	return out, nil
 }
 
-// writeCondensed writes the condensed node of period label over children.
-// When the agent has an earlier node of the same period (a node that came
-// late, after the period was condensed: a session summarised after
-// midnight), the body names it; the new node condenses only what the
-// earlier one did not.
+// writeCondensed writes the condensed node of period label over children
+// (condenseGroups': the period's roots and, without a thread, the children
+// of the nodes of the period condensed before). Without a thread, a
+// period has one condensed node that counts: the new node supersedes
+// every earlier one of the agent's period (a node that came late, after
+// the period was condensed: a session summarised after midnight, a
+// backfill of old sessions; or two clones that each condensed it), and
+// says so; when the one node that counts has these children already, it
+// is returned and nothing is written. With a thread (`condense --thread`)
+// the earlier nodes are only named, and the new node condenses what they
+// did not.
 func writeCondensed(tx *vault.Tx, ix *node.Index, label string, children []*node.Node, opts CondenseOptions) (*node.Node, error) {
+	if len(children) == 0 {
+		return nil, nil // every node the period's earlier nodes held is gone or superseded
+	}
 	node.Sort(children)
+	ids := make([]string, len(children))
+	for i, c := range children {
+		ids[i] = c.ID
+	}
+	earlier := earlierCondensed(ix, tx.Agent(), label)
+	if opts.Thread == "" && len(earlier) == 1 && slices.Equal(ix.Nodes[earlier[0]].Children, ids) {
+		return ix.Nodes[earlier[0]], nil
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s (%s)\n\n", label, opts.Period)
-	if earlier := earlierCondensed(ix, tx.Agent(), label); len(earlier) > 0 {
+	switch {
+	case len(earlier) > 0 && opts.Thread == "":
+		fmt.Fprintf(&b, "_This %s was condensed before, in `%s`; this node takes its place, with every node of the %s._\n\n",
+			opts.Period, strings.Join(earlier, "`, `"), opts.Period)
+	case len(earlier) > 0:
 		fmt.Fprintf(&b, "_This %s was condensed before, in `%s`; these nodes came after._\n\n", opts.Period,
 			strings.Join(earlier, "`, `"))
 	}
-	ids := make([]string, len(children))
 	threads := map[string]bool{}
 	sessions := map[string]bool{}
-	for i, c := range children {
-		ids[i] = c.ID
+	for _, c := range children {
 		for _, th := range c.Threads {
 			threads[th] = true
 		}
@@ -147,6 +168,9 @@ func writeCondensed(tx *vault.Tx, ix *node.Index, label string, children []*node
 	n := &node.Node{Kind: node.Condensed, Agent: tx.Agent(), Session: session, Threads: vault.SortedKeys(threads),
 		Children: ids, Created: children[len(children)-1].Created,
 		Title: fmt.Sprintf("%s: %d nodes", label, len(children)), Body: b.String()}
+	if opts.Thread == "" {
+		n.Supersedes = earlier
+	}
 	if opts.Models != nil {
 		m := opts.Models[label]
 		if m == nil {
@@ -162,7 +186,7 @@ func writeCondensed(tx *vault.Tx, ix *node.Index, label string, children []*node
 }
 
 // earlierCondensed lists, sorted, the ids of agent's condensed nodes of
-// the period label.
+// the period label that count (a superseded one left out).
 func earlierCondensed(ix *node.Index, agent, label string) []string {
 	var out []string
 	for _, n := range ix.Select(node.Filter{Agent: agent, Kind: node.Condensed}) {
@@ -171,6 +195,28 @@ func earlierCondensed(ix *node.Index, agent, label string) []string {
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// inherit adds to the roots of period label the children of the agent's
+// condensed nodes of that period that count, each once, leaving out a
+// child that a later node supersedes (a session summary of a resumed
+// session, a day condensed again) or that the index does not hold.
+func inherit(ix *node.Index, agent, label string, roots []*node.Node) []*node.Node {
+	seen := map[string]bool{}
+	out := make([]*node.Node, 0, len(roots))
+	for _, r := range roots {
+		seen[r.ID] = true
+		out = append(out, r)
+	}
+	for _, e := range earlierCondensed(ix, agent, label) {
+		for _, c := range ix.Nodes[e].Children {
+			if cn := ix.Nodes[c]; cn != nil && !seen[c] && ix.SupersededBy(c) == "" {
+				seen[c] = true
+				out = append(out, cn)
+			}
+		}
+	}
 	return out
 }
 
@@ -192,13 +238,18 @@ func (opts *CondenseOptions) check() error {
 	return nil
 }
 
-// condenseGroups is what Condense condenses: the agent's nodes no
-// condensed node consumes yet and the period consumes, by the period they
-// were made in (the period under way left out unless opts.Current: a
-// period is under way until now reaches its end), each group sorted, and
-// the labels in order.
+// condenseGroups is what Condense condenses: by period label, the
+// agent's nodes no condensed node consumes yet and the period consumes,
+// by the period they were made in (the period under way left out unless
+// opts.Current: a period is under way until now reaches its end), each
+// group sorted, and the labels in order. Without a thread, a period is
+// also due when more than one condensed node of it counts (two clones
+// that each condensed it, merged), and each group takes the children of
+// the period's condensed nodes that count (inherit): the node written
+// supersedes them.
 func condenseGroups(ix *node.Index, agent string, opts CondenseOptions, now time.Time) ([]string, map[string][]*node.Node) {
 	groups := map[string][]*node.Node{}
+	closed := func(start time.Time) bool { return opts.Current || !now.Before(periodEnd(start, opts.Period)) }
 	for _, n := range ix.Select(node.Filter{Agent: agent, Thread: opts.Thread}) {
 		if !consumes(opts.Period, n) || len(ix.Parents[n.ID]) > 0 {
 			continue
@@ -208,10 +259,27 @@ func condenseGroups(ix *node.Index, agent string, opts CondenseOptions, now time
 			continue
 		}
 		label, start := periodOf(t, opts.Period)
-		if now.Before(periodEnd(start, opts.Period)) && !opts.Current {
+		if !closed(start) {
 			continue
 		}
 		groups[label] = append(groups[label], n)
+	}
+	if opts.Thread == "" {
+		counting := map[string]int{}
+		for _, n := range ix.Select(node.Filter{Agent: agent, Kind: node.Condensed}) {
+			if condensedPeriod(n) == opts.Period {
+				label, _, _ := strings.Cut(n.Title, ":")
+				counting[label]++
+			}
+		}
+		for label, c := range counting {
+			if _, due := groups[label]; !due && c > 1 && closed(periodFrom(opts.Period, label).Start) {
+				groups[label] = nil
+			}
+		}
+		for label, g := range groups {
+			groups[label] = inherit(ix, agent, label, g)
+		}
 	}
 	labels := make([]string, 0, len(groups))
 	for l, g := range groups {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memvault/memvault/render"
 	"github.com/memvault/memvault/vault"
 
 	"github.com/memvault/memvault/vault/executor"
@@ -24,12 +25,18 @@ type sessionDigest struct {
 	controls []ControlLine
 	compact  *transcript.Stored // the last compaction summary the harness wrote
 	work     transcript.Work    // files touched, commands run
+	// tokens is render.Tokens summed over messages 1 to last, memvault's
+	// injected context left out: the node's TranscriptTokens.
+	tokens int
 }
 
 func digest(v *vault.Vault, t transcript.Ref, from int) (*sessionDigest, error) {
 	d := &sessionDigest{}
 	err := transcript.Read(v.Files(), t, from, 0, func(m transcript.Stored) error {
 		d.last = m.N
+		if m.Kind != transcript.KindContext {
+			d.tokens += render.Tokens(m.Text)
+		}
 		if !m.TS.IsZero() {
 			d.lastTS = m.TS
 		}
@@ -248,8 +255,9 @@ func Compact(tx *vault.Tx, t transcript.Ref, opts CompactOptions) (*node.Node, b
 	}
 	n := &node.Node{Kind: node.Compaction, Agent: t.Agent, Session: t.Session, Harness: tx.Harness(),
 		Threads: threads, Span: &node.Span{Path: t.Path(), From: from, To: d.last}, Created: vault.FormatTS(created),
-		Title: vault.Clip("compaction of "+t.Session+": "+vault.OneLine(title), 120),
-		Body:  fmt.Sprintf("# Compaction of session %s\n\n%s\n", t.Session, body)}
+		TranscriptTokens: &d.tokens,
+		Title:            vault.Clip("compaction of "+t.Session+": "+vault.OneLine(title), 120),
+		Body:             fmt.Sprintf("# Compaction of session %s\n\n%s\n", t.Session, body)}
 	switch {
 	case useModel:
 		markModel(n, model)

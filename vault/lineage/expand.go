@@ -132,9 +132,18 @@ func expandNodes(v *vault.Vault, id, agent string) (*node.Index, *node.Node, err
 // addRelatives lists the node's parents, its children, and its siblings:
 // the nodes of its agent that share its session or one of its parents,
 // parents and children excepted, and the session summaries a later one
-// supersedes left out, in node order.
+// supersedes left out, in node order. A condensed parent a later node of
+// its period supersedes is left out too.
 func (ex *Expansion) addRelatives(ix *node.Index, id string, n *node.Node) {
-	parents := ix.Parents[id]
+	var parents []string
+	for _, p := range ix.Parents[id] {
+		if ix.SupersededBy(p) == "" { // a period condensed again: the node that counts
+			parents = append(parents, p)
+		}
+	}
+	if len(parents) == 0 {
+		parents = ix.Parents[id]
+	}
 	for _, p := range parents {
 		if pn := ix.Nodes[p]; pn != nil {
 			ex.Parents = append(ex.Parents, refOf(pn))

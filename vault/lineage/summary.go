@@ -122,7 +122,7 @@ func summaryNode(tx *vault.Tx, t transcript.Ref, d *sessionDigest, threads []str
 		created = tx.Now()
 	}
 	return &node.Node{Kind: node.SessionSummary, Agent: t.Agent, Session: t.Session, Harness: tx.Harness(),
-		Threads: threads, Span: &node.Span{Path: t.Path(), From: 1, To: d.last},
+		Threads: threads, Span: &node.Span{Path: t.Path(), From: 1, To: d.last}, TranscriptTokens: &d.tokens,
 		Created: vault.FormatTS(created), Title: summaryTitle(t, d.prompts), Body: body}
 }
 
@@ -301,6 +301,7 @@ func createSummary(tx *vault.Tx, n *node.Node) (*node.Node, bool, error) {
 		if same := sameSummary(tx, n, e); same != nil {
 			// CreateNode finds it, and records its event if a killed
 			// writer left the file without one.
+			same.TranscriptTokens = n.TranscriptTokens // the same span
 			return tx.CreateNode(same)
 		}
 	}

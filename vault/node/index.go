@@ -43,8 +43,8 @@ type Filter struct {
 	Session string
 	Kind    string
 	Thread  string
-	// All keeps the session summaries a later one supersedes, which
-	// Select leaves out otherwise.
+	// All keeps the session summaries and condensed nodes a later one
+	// supersedes, which Select leaves out otherwise.
 	All bool
 }
 
@@ -80,8 +80,10 @@ func Sort(ns []*Node) {
 	})
 }
 
-// SupersededBy returns the session summary that replaces node id, "" when
-// none does. A session has one summary that counts per agent: a summary
+// SupersededBy returns the session summary or condensed node that
+// replaces node id, "" when none does. A condensed node that a later one
+// lists in its supersedes is replaced by it (a period condensed again:
+// docs/LINEAGE.md, "Cadence"). A session has one summary that counts per agent: a summary
 // that a later one lists in its supersedes is replaced by it; of the
 // others of one agent and session (a vault written before supersedes
 // held several), the one whose span ends last, then the greatest id (its
@@ -98,7 +100,7 @@ func (ix *Index) SupersededBy(id string) string {
 func superseded(nodes map[string]*Node) map[string]string {
 	sup := map[string]string{}
 	for _, n := range nodes {
-		if n.Kind != SessionSummary {
+		if n.Kind != SessionSummary && n.Kind != Condensed {
 			continue
 		}
 		for _, old := range n.Supersedes {

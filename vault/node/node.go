@@ -68,6 +68,24 @@ type Node struct {
 	// the file when empty.
 	Supersedes []string `json:"supersedes,omitempty"`
 	Body       string   `json:"body,omitempty"`
+	// TranscriptTokens is, on a node with a span, the size of its
+	// transcript up to the span's end: render.Tokens summed over messages
+	// 1 to Span.To, memvault's own injected context left out. It is not
+	// part of the file (nil when not measured); node.created records it as
+	// data.transcript_tokens, for the metrics' token_efficiency
+	// (docs/API.md, "Context retention and token efficiency").
+	TranscriptTokens *int `json:"-"`
+}
+
+// EventData is the data of the node.created event that records n: its
+// kind, path, span and children, and transcript_tokens when measured.
+func (n *Node) EventData() json.RawMessage {
+	d := map[string]any{"kind": n.Kind, "path": n.Path, "span": n.Span, "children": n.Children}
+	if n.TranscriptTokens != nil {
+		d["transcript_tokens"] = *n.TranscriptTokens
+	}
+	data, _ := json.Marshal(d)
+	return data
 }
 
 // Who wrote a node's summary (Node.Summary).

@@ -143,9 +143,13 @@ func printContextMetrics(w io.Writer, c ops.ContextMetrics) {
 			fmt.Fprintf(w, "  %-24s %-20s unknown (%s)\n", ops.Clip(ops.OneLine(s.Session), 24), orDashCLI(s.Thread), s.Note)
 			continue
 		}
-		fmt.Fprintf(w, "  %-24s %-20s retention %s (%d of %d rows), efficiency %s (%d tokens for %d injected)\n",
+		unsized := ""
+		if s.UnsizedNodes > 0 {
+			unsized = fmt.Sprintf("; %d node(s) without their transcript's size left out", s.UnsizedNodes)
+		}
+		fmt.Fprintf(w, "  %-24s %-20s retention %s (%d of %d rows), efficiency %s (%d tokens of rows + %d of %d transcript(s) for %d injected%s)\n",
 			ops.Clip(ops.OneLine(s.Session), 24), orDashCLI(s.Thread), figure(s.Retention), s.Carried, s.Held,
-			figure(s.Efficiency), s.HeldTokens, s.InjectedTokens)
+			figure(s.Efficiency), s.HeldTokens, s.TranscriptTokens, s.Transcripts, s.InjectedTokens, unsized)
 	}
 }
 

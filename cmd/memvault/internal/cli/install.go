@@ -17,6 +17,8 @@ import (
 	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/clones"
+	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/gitrepo"
 	"github.com/memvault/memvault/vault/scope"
 )
@@ -324,8 +326,9 @@ func printChanges(w io.Writer, changes []hooks.Change, opts installOptions, harn
 
 // ensureProjectVault makes sure hooks installed for a project have a vault
 // to write to: without one they would run and store nothing. When none is
-// found from the working folder, it creates the project's .memory/ (with
-// --yes, or when nobody is at a terminal to ask, saying so), or asks. User
+// found from the working folder, it creates the project's .memory/ with
+// --yes, asks at a terminal, and without one refuses before anything is
+// written (exit 3, naming --yes). User
 // scope wires every project, so there it only says what is missing here.
 func ensureProjectVault(e env, opts installOptions, w io.Writer, in *hooks.Installer) error {
 	wd, err := os.Getwd()
@@ -357,7 +360,10 @@ func ensureProjectVault(e env, opts installOptions, w io.Writer, in *hooks.Insta
 			return nil
 		}
 	default:
-		fmt.Fprintf(w, "no vault found from here, and no terminal to ask: creating one (memvault init)\n")
+		// Nobody to ask (a script, an agent's shell, < /dev/null): no
+		// prompt, and no vault made without a yes. Nothing is written.
+		refusal := fault.New(vault.ErrNotFound, "install: no vault from here and no terminal to ask: --yes creates %s, or run memvault init first", dir)
+		return refusal.WithHint("memvault install %s --yes", firstArg(opts.args))
 	}
 	v, _, _, err := initVault(initOptionsFor(e, dir))
 	if err != nil {
@@ -367,12 +373,9 @@ func ensureProjectVault(e env, opts installOptions, w io.Writer, in *hooks.Insta
 	return nil
 }
 
-// isTerminal reports whether r is a terminal a person types into.
+// isTerminal reports whether r is a terminal a person types into: not
+// merely a character device, which /dev/null is too.
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
+	return ok && fileio.IsTerminal(f.Fd())
 }

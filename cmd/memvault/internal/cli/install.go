@@ -112,7 +112,7 @@ func gitVaultTarget(e env, opts installOptions) (root string, ok bool, err error
 	if err != nil {
 		return "", false, err
 	}
-	root, err = vault.Find(e.vaultDir, wd)
+	root, err = e.findVault(wd)
 	return root, err == nil, err
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -49,6 +50,14 @@ func prepareRemember(_ context.Context, opts rememberOptions, e env, v *vault.Va
 	text, err := e.textArg(opts.text, "text")
 	if err != nil {
 		return txWork{}, err
+	}
+	if strings.TrimSpace(text) == "" {
+		what := "want the TEXT to remember"
+		if len(opts.text) > 0 {
+			what = "the text is empty"
+		}
+		return txWork{}, &usageError{msg: "remember: " + what,
+			hint: `e.g. memvault remember "the deploy key rotates on Fridays" (--kind decision, fact, …; - reads the text from stdin)`}
 	}
 	thread, fromDir, err := currentThread(e, v, opts.rowThreadOptions)
 	if err != nil {

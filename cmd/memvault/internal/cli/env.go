@@ -129,6 +129,22 @@ func (e env) textArg(args []string, what string) (string, error) {
 	return strings.Join(args, " "), nil
 }
 
+// needText refuses a command's text that is missing or only white space
+// (from "-" too) before anything else is checked: one line saying which,
+// exit 2, and hint, an example to type. want names what the command
+// wants, noun what it is called when given empty; args are the positional
+// arguments the text came from.
+func needText(cmd, want, noun string, args []string, text, hint string) error {
+	if strings.TrimSpace(text) != "" {
+		return nil
+	}
+	msg := cmd + ": want " + want
+	if len(args) > 0 {
+		msg = cmd + ": the " + noun + " is empty"
+	}
+	return &usageError{msg: msg, hint: hint}
+}
+
 // firstArg is the first positional argument, "" when there is none.
 func firstArg(args []string) string {
 	if len(args) == 0 {

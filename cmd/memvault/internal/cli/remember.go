@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -51,13 +50,9 @@ func prepareRemember(_ context.Context, opts rememberOptions, e env, v *vault.Va
 	if err != nil {
 		return txWork{}, err
 	}
-	if strings.TrimSpace(text) == "" {
-		what := "want the TEXT to remember"
-		if len(opts.text) > 0 {
-			what = "the text is empty"
-		}
-		return txWork{}, &usageError{msg: "remember: " + what,
-			hint: `e.g. memvault remember "the deploy key rotates on Fridays" (--kind decision, fact, …; - reads the text from stdin)`}
+	if err := needText("remember", "the TEXT to remember", "text", opts.text, text,
+		`e.g. memvault remember "the deploy key rotates on Fridays" (--kind decision, fact, …; - reads the text from stdin)`); err != nil {
+		return txWork{}, err
 	}
 	thread, fromDir, err := currentThread(e, v, opts.rowThreadOptions)
 	if err != nil {

@@ -347,6 +347,10 @@ func ensureProjectVault(e env, opts installOptions, w io.Writer, in *hooks.Insta
 		return nil
 	}
 	if opts.dryRun {
+		if !opts.yes && !isTerminal(e.stdin) {
+			fmt.Fprintf(w, "would refuse: no vault from here and no terminal to ask (--yes creates %s)\n", dir)
+			return nil
+		}
 		fmt.Fprintf(w, "would create the vault %s (none found from here)\n", dir)
 		return nil
 	}

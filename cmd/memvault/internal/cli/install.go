@@ -30,12 +30,17 @@ func newScopeFlag(p *string) *ucli.StringFlag {
 
 // installer builds the installer for the harness named in the arguments.
 func installer(opts installOptions, verb string) (*hooks.Installer, error) {
+	targets := append(hooks.Names(), "git")
 	if len(opts.args) != 1 {
-		return nil, usagef("%s: want one harness: %s", verb, strings.Join(hooks.Names(), ", "))
+		return nil, usagef("%s: want one harness, or git: %s", verb, strings.Join(targets, ", "))
 	}
 	name := opts.args[0]
 	if _, ok := hooks.Lookup(name); !ok {
-		return nil, usagef("%s: unknown harness %q (want one of %s)", verb, name, strings.Join(hooks.Names(), ", "))
+		mean := ""
+		if near := nearest(name, targets); near != "" {
+			mean = fmt.Sprintf("did you mean %s? ", near)
+		}
+		return nil, usagef("%s: unknown harness %q: %swant one of %s", verb, name, mean, strings.Join(targets, ", "))
 	}
 	return newInstaller(opts.scope, name)
 }

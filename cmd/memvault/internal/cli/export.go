@@ -126,11 +126,20 @@ func runExport(_ context.Context, opts exportOptions, e env, v *vault.Vault) err
 }
 
 // exportDirThread is the thread an export given neither --thread nor
-// --session exports: the working directory's, by the rule of the readers
+// --session exports: MEMVAULT_THREAD (a harness's session sets it), else
+// the working directory's, by the rule of the readers
 // (docs/RETRIEVAL.md, "The current thread"), said on stderr as the other
 // commands say it. With none, or one the vault holds nothing of, it is a
 // one-line usage error naming the flags.
 func exportDirThread(e env, v *vault.Vault) (string, error) {
+	if named := os.Getenv("MEMVAULT_THREAD"); named != "" {
+		th, err := vault.ParseThread(named)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(e.stderr, "memvault: thread %s (from MEMVAULT_THREAD; --thread T or --session S for another)\n", th)
+		return th.String(), nil
+	}
 	wd, _ := os.Getwd() // no working directory, no thread of it
 	thread, known := "", false
 	if wd != "" {

@@ -76,7 +76,7 @@ func gcDone(rep *gc.Report) string {
 	if b.LooseObjects == a.LooseObjects && b.Packs == a.Packs && b.Packs <= 1 && rep.Pruned == 0 {
 		what := fmt.Sprintf("already packed (%s, %s)", plural(b.Packs, "pack"), plural(b.LooseObjects, "loose object"))
 		if b.LooseObjects > 0 {
-			what = fmt.Sprintf("nothing to pack: the %s are unreachable and younger than --expire", plural(b.LooseObjects, "loose object"))
+			what = fmt.Sprintf("nothing to pack (%s, %s left: unreachable, younger than --expire)", plural(b.Packs, "pack"), plural(b.LooseObjects, "loose object"))
 		}
 		return fmt.Sprintf("gc: %s; nothing changed; %s; %s", what, disk, took)
 	}

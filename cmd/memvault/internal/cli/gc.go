@@ -80,13 +80,18 @@ func gcDone(rep *gc.Report) string {
 		}
 		return fmt.Sprintf("gc: %s; nothing changed; %s; %s", what, disk, took)
 	}
-	from := plural(b.LooseObjects, "loose object")
+	// The loose objects that went were packed, but for those the go-git
+	// engine counts as pruned (git's own gc does not say).
+	from := plural(max(b.LooseObjects-a.LooseObjects-rep.Pruned, 0), "loose object")
 	if b.Packs > 0 {
 		from += " and " + plural(b.Packs, "pack")
 	}
 	left := ""
+	if rep.Pruned > 0 {
+		left = fmt.Sprintf(", pruned %d unreachable", rep.Pruned)
+	}
 	if a.LooseObjects > 0 {
-		left = fmt.Sprintf(", %s left (unreachable, younger than --expire)", plural(a.LooseObjects, "loose object"))
+		left += fmt.Sprintf(", %s left (unreachable, younger than --expire)", plural(a.LooseObjects, "loose object"))
 	}
 	return fmt.Sprintf("gc: packed %s into %s%s; %s, was %s; %s", from, plural(a.Packs, "pack"), left, disk, units.Bytes(b.DiskBytes), took)
 }

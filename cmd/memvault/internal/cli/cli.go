@@ -42,6 +42,11 @@ const (
 // Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
 var Version = "dev"
 
+// Revision is the commit built from, set at build time with -ldflags "-X
+// ...cli.Revision=$(git describe --always --dirty --abbrev=40 --exclude='*')"
+// where the toolchain records none (docs/API.md, `memvault version`).
+var Revision = ""
+
 // Main runs memvault with args (without the program name) on the process's
 // standard streams and returns the exit code.
 func Main(args []string) int {

@@ -78,6 +78,10 @@ func prepareCommitmentOpen(_ context.Context, opts commitmentOpenOptions, e env,
 	if err != nil {
 		return txWork{}, err
 	}
+	if err := needText("commitment open", "the TEXT of the promise", "text", opts.text, text,
+		`e.g. memvault commitment open "ship the installer" (memvault commitment close ID closes it)`); err != nil {
+		return txWork{}, err
+	}
 	thread, fromDir, err := currentThread(e, v, opts.rowThreadOptions)
 	if err != nil {
 		return txWork{}, err

@@ -1,14 +1,17 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/memvault/memvault/hooks/hookstate"
 	"github.com/memvault/memvault/vault"
+	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
 )
 
@@ -47,7 +50,7 @@ func (e env) openVaultWith(open func(root string) (*vault.Vault, error)) (*vault
 	if err != nil {
 		return nil, err
 	}
-	root, err := vault.Find(e.vaultDir, wd)
+	root, err := e.findVault(wd)
 	if err != nil {
 		return nil, err
 	}
@@ -59,6 +62,22 @@ func (e env) openVaultWith(open func(root string) (*vault.Vault, error)) (*vault
 	// The spool's problems go to the hook log, with those of the hooks that spooled.
 	v.Warn = func(line string) { _ = hookstate.AppendHookLog(root, line) }
 	return v, nil
+}
+
+// findVault is vault.Find of the vault the global flags name, from wd.
+// A --vault (or MEMVAULT_DIR) that names a project, not its vault, is the
+// first-hour slip: when DIR/.memory is a vault, the error's hint names it.
+func (e env) findVault(wd string) (string, error) {
+	root, err := vault.Find(e.vaultDir, wd)
+	if err == nil || e.vaultDir == "" || !errors.Is(err, vault.ErrNotFound) {
+		return root, err
+	}
+	inner := filepath.Join(e.vaultDir, vault.DirName)
+	var ferr *fault.Error
+	if _, ierr := vault.Find(inner, wd); ierr == nil && errors.As(err, &ferr) {
+		ferr.WithHint("%s is the project's vault: memvault --vault %s …", inner, inner)
+	}
+	return root, err
 }
 
 // agentOf is the agent the command acts as: --agent or MEMVAULT_AGENT,
@@ -108,6 +127,22 @@ func (e env) textArg(args []string, what string) (string, error) {
 		return e.readStdin(what)
 	}
 	return strings.Join(args, " "), nil
+}
+
+// needText refuses a command's text that is missing or only white space
+// (from "-" too) before anything else is checked: one line saying which,
+// exit 2, and hint, an example to type. want names what the command
+// wants, noun what it is called when given empty; args are the positional
+// arguments the text came from.
+func needText(cmd, want, noun string, args []string, text, hint string) error {
+	if strings.TrimSpace(text) != "" {
+		return nil
+	}
+	msg := cmd + ": want " + want
+	if len(args) > 0 {
+		msg = cmd + ": the " + noun + " is empty"
+	}
+	return &usageError{msg: msg, hint: hint}
 }
 
 // firstArg is the first positional argument, "" when there is none.

@@ -6,10 +6,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -100,6 +102,39 @@ type pingReport struct {
 	Error    string         `json:"error,omitempty"`
 	Code     string         `json:"code,omitempty"`
 	MS       int64          `json:"ms"`
+	// Hint is what to do about a failed ping, when memvault can tell
+	// (printed as a hint: line; executorHint).
+	Hint string `json:"hint,omitempty"`
+}
+
+// shellWord is w as a shell reads it back: bare when safe, else in single
+// quotes; one with a control character is Go-quoted, so the hint stays one
+// line.
+func shellWord(w string) string {
+	if w != "" && strings.Trim(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,-{}") == "" {
+		return w
+	}
+	if strings.ContainsFunc(w, unicode.IsControl) {
+		return strconv.Quote(w)
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}
+
+// executorHint is what to do about ex's failed ping, when memvault can
+// tell: a command that answered with text, not memvault's JSON reply, is
+// one for --plain (docs/EXECUTORS.md), which add takes, and ping cannot
+// change.
+func executorHint(ex executor.Entry) string {
+	if ex.Mode == executor.ModePlain || !strings.Contains(ex.Reason, "malformed response: not one JSON value") {
+		return ""
+	}
+	words := []string{}
+	for _, w := range append([]string{ex.Command}, ex.Args...) {
+		words = append(words, shellWord(w))
+	}
+	cmd := strings.Join(words, " ")
+	return fmt.Sprintf("it printed text, not memvault's JSON reply: a command that prints text takes --plain: memvault executor remove %s && memvault executor add %s --plain -- %s",
+		ex.Name, ex.Name, cmd)
 }
 
 // pingResult is a ping's report and the capabilities it found.
@@ -191,11 +226,12 @@ func prepareExecutorAdd(_ context.Context, opts executorAddOptions, e env, v *va
 		entry.Capabilities = rep.caps
 	}
 	rep.Executor = entry
+	rep.Hint = executorHint(entry)
 	return txWork{
 		apply: func(tx *vault.Tx) error {
 			return executor.Edit(tx, "executor add "+entry.Name+": "+entry.Status, func(data []byte) ([]byte, error) { return executor.AddTo(data, entry) })
 		},
-		report: func(*vault.Result) error { return printPing(e.stdout, opts.json, "added", rep.pingReport) },
+		report: func(*vault.Result) error { return printPing(e.stdout, e.stderr, opts.json, "added", rep.pingReport) },
 	}, nil
 }
 
@@ -206,7 +242,7 @@ func mustAdd(data []byte, e executor.Entry) []byte {
 	return out
 }
 
-func printPing(w io.Writer, json bool, verb string, rep pingReport) error {
+func printPing(w, hintOut io.Writer, json bool, verb string, rep pingReport) error {
 	if json {
 		return printJSON(w, rep)
 	}
@@ -216,6 +252,9 @@ func printPing(w io.Writer, json bool, verb string, rep pingReport) error {
 		return nil
 	}
 	fmt.Fprintf(w, "executor %s %s: inactive: %s\n", rep.Executor.Name, verb, rep.Executor.Reason)
+	if rep.Hint != "" {
+		fmt.Fprintf(hintOut, "hint: %s\n", rep.Hint)
+	}
 	return nil
 }
 
@@ -245,6 +284,7 @@ func prepareExecutorPing(_ context.Context, opts executorNameOptions, e env, v *
 	}
 	ex.Status, ex.Reason = status, reason
 	rep.Executor = ex
+	rep.Hint = executorHint(ex)
 	return txWork{
 		apply: func(tx *vault.Tx) error {
 			return executor.Edit(tx, "executor ping "+name+": "+status, func(data []byte) ([]byte, error) {
@@ -255,7 +295,7 @@ func prepareExecutorPing(_ context.Context, opts executorNameOptions, e env, v *
 				return executor.SetCapabilities(data, name, rep.caps)
 			})
 		},
-		report: func(*vault.Result) error { return printPing(e.stdout, opts.json, "pinged", rep.pingReport) },
+		report: func(*vault.Result) error { return printPing(e.stdout, e.stderr, opts.json, "pinged", rep.pingReport) },
 	}, nil
 }
 

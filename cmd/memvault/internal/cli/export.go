@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fault"
 	"github.com/memvault/memvault/vault/fileio"
+	"github.com/memvault/memvault/vault/scope"
 )
 
 // exportFormats are the forms memvault export writes.
@@ -84,6 +86,11 @@ func runExport(_ context.Context, opts exportOptions, e env, v *vault.Vault) err
 	if err != nil {
 		return err
 	}
+	if q.Thread == "" && q.Session == "" {
+		if q.Thread, err = exportDirThread(e, v); err != nil {
+			return err
+		}
+	}
 	if err := outsideVault(v, "export: -o", opts.output); err != nil {
 		return err
 	}
@@ -116,6 +123,41 @@ func runExport(_ context.Context, opts exportOptions, e env, v *vault.Vault) err
 	fmt.Fprintf(e.stdout, "%s: %s export, %d events, %d nodes, %d transcripts, %d heads (manifest sha256 %s)\n",
 		out, format, rep.Events, rep.Nodes, rep.Transcripts, rep.Heads, rep.Manifest)
 	return nil
+}
+
+// exportDirThread is the thread an export given neither --thread nor
+// --session exports: MEMVAULT_THREAD (a harness's session sets it), else
+// the working directory's, by the rule of the readers
+// (docs/RETRIEVAL.md, "The current thread"), said on stderr as the other
+// commands say it. With none, or one the vault holds nothing of, it is a
+// one-line usage error naming the flags.
+func exportDirThread(e env, v *vault.Vault) (string, error) {
+	if named := os.Getenv("MEMVAULT_THREAD"); named != "" {
+		th, err := vault.ParseThread(named)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(e.stderr, "memvault: thread %s (from MEMVAULT_THREAD; --thread T or --session S for another)\n", th)
+		return th.String(), nil
+	}
+	wd, _ := os.Getwd() // no working directory, no thread of it
+	thread, known := "", false
+	if wd != "" {
+		var err error
+		if thread, known, err = scope.WorkThread(v, wd); err != nil {
+			return "", err
+		}
+	}
+	if thread == "" {
+		return "", &usageError{msg: "export: no thread from the working directory: want --thread T or --session S",
+			hint: "memvault threads lists the vault's threads"}
+	}
+	if !known {
+		return "", &usageError{msg: "export: the working directory's thread " + thread + " holds nothing: want --thread T or --session S",
+			hint: "memvault threads lists the vault's threads"}
+	}
+	fmt.Fprintf(e.stderr, "memvault: thread %s (from the working directory; --thread T or --session S for another)\n", thread)
+	return thread, nil
 }
 
 // exportReport is what export -o prints about the file it wrote.

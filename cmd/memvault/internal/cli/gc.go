@@ -57,22 +57,58 @@ func runGC(_ context.Context, opts gcOptions, e env) error {
 		return printJSON(e.stdout, rep)
 	}
 	w := e.stdout
-	// Disk first, as du counts it, since that is what a person compares
-	// with; the data (the files' sizes) beside it, which the ratio to the
-	// vault's own files uses.
-	fmt.Fprintf(w, ".git: %s → %s on disk (du -s), %s → %s of data (content %s: %s → %s), %s with %s\n",
-		units.Bytes(rep.Before.DiskBytes), units.Bytes(rep.After.DiskBytes),
-		units.Bytes(rep.Before.GitBytes), units.Bytes(rep.After.GitBytes), units.Bytes(rep.ContentBytes),
-		gcRatio(rep.Before.GitBytes, rep.ContentBytes), gcRatio(rep.After.GitBytes, rep.ContentBytes),
-		rep.Duration.Round(time.Millisecond), rep.Engine)
-	fmt.Fprintf(w, "objects: %d loose in %s on disk (%s of data) before, %d after; %d packs before, %d after\n",
-		rep.Before.LooseObjects, units.Bytes(rep.Before.LooseDisk), units.Bytes(rep.Before.LooseBytes),
-		rep.After.LooseObjects, rep.Before.Packs, rep.After.Packs)
+	fmt.Fprintln(w, gcDone(rep))
+	fmt.Fprintln(w, gcHistory(rep))
 	if rep.Engine == gc.EngineGoGit {
 		fmt.Fprintf(w, "packed %d reachable objects; removed %d packed loose objects and %d old packs; pruned %d unreachable; kept %d packs\n",
 			rep.Packed, rep.RemovedLoose, rep.RemovedPacks, rep.Pruned, rep.KeptPacks)
 	}
 	return nil
+}
+
+// gcDone is gc's first line: whether it did anything, in words, and .git's
+// size on disk as du counts it (what a person compares with), before and
+// after.
+func gcDone(rep *gc.Report) string {
+	b, a := rep.Before, rep.After
+	took := fmt.Sprintf("%s with %s", rep.Duration.Round(time.Millisecond), rep.Engine)
+	disk := fmt.Sprintf(".git takes %s on disk (du -s)", units.Bytes(a.DiskBytes))
+	if b.LooseObjects == a.LooseObjects && b.Packs == a.Packs && b.Packs <= 1 && rep.Pruned == 0 {
+		what := fmt.Sprintf("already packed (%s, %s)", plural(b.Packs, "pack"), plural(b.LooseObjects, "loose object"))
+		if b.LooseObjects > 0 {
+			what = fmt.Sprintf("nothing to pack (%s, %s left: unreachable, younger than --expire)", plural(b.Packs, "pack"), plural(b.LooseObjects, "loose object"))
+		}
+		return fmt.Sprintf("gc: %s; nothing changed; %s; %s", what, disk, took)
+	}
+	// The loose objects that went were packed, but for those the go-git
+	// engine counts as pruned (git's own gc does not say).
+	from := plural(max(b.LooseObjects-a.LooseObjects-rep.Pruned, 0), "loose object")
+	if b.Packs > 0 {
+		from += " and " + plural(b.Packs, "pack")
+	}
+	left := ""
+	if rep.Pruned > 0 {
+		left = fmt.Sprintf(", pruned %d unreachable", rep.Pruned)
+	}
+	if a.LooseObjects > 0 {
+		left += fmt.Sprintf(", %s left (unreachable, younger than --expire)", plural(a.LooseObjects, "loose object"))
+	}
+	return fmt.Sprintf("gc: packed %s into %s%s; %s, was %s; %s", from, plural(a.Packs, "pack"), left, disk, units.Bytes(b.DiskBytes), took)
+}
+
+// gcHistory is gc's second line: what git stores for the vault's history,
+// next to the size of the vault's own files (the derived folders and .git
+// left out), and that as a multiple, before and after.
+func gcHistory(rep *gc.Report) string {
+	line := fmt.Sprintf("history: .git holds %s of data for the vault's %s of files", units.Bytes(rep.After.GitBytes), units.Bytes(rep.ContentBytes))
+	if rep.ContentBytes == 0 {
+		return line
+	}
+	now, was := gcRatio(rep.After.GitBytes, rep.ContentBytes), gcRatio(rep.Before.GitBytes, rep.ContentBytes)
+	if now == was {
+		return fmt.Sprintf("%s, %s their size (unchanged)", line, now)
+	}
+	return fmt.Sprintf("%s, %s their size (was %s, %s)", line, now, units.Bytes(rep.Before.GitBytes), was)
 }
 
 // gcRatio prints a as a multiple of b.

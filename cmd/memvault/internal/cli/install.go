@@ -17,6 +17,8 @@ import (
 	"github.com/memvault/memvault/merge"
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/clones"
+	"github.com/memvault/memvault/vault/fault"
+	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/gitrepo"
 	"github.com/memvault/memvault/vault/scope"
 )
@@ -28,12 +30,17 @@ func newScopeFlag(p *string) *ucli.StringFlag {
 
 // installer builds the installer for the harness named in the arguments.
 func installer(opts installOptions, verb string) (*hooks.Installer, error) {
+	targets := append(hooks.Names(), "git")
 	if len(opts.args) != 1 {
-		return nil, usagef("%s: want one harness: %s", verb, strings.Join(hooks.Names(), ", "))
+		return nil, usagef("%s: want one harness, or git: %s", verb, strings.Join(targets, ", "))
 	}
 	name := opts.args[0]
 	if _, ok := hooks.Lookup(name); !ok {
-		return nil, usagef("%s: unknown harness %q (want one of %s)", verb, name, strings.Join(hooks.Names(), ", "))
+		mean := ""
+		if near := nearest(name, targets); near != "" {
+			mean = fmt.Sprintf("did you mean %s? ", near)
+		}
+		return nil, usagef("%s: unknown harness %q: %swant one of %s", verb, name, mean, strings.Join(targets, ", "))
 	}
 	return newInstaller(opts.scope, name)
 }
@@ -110,7 +117,7 @@ func gitVaultTarget(e env, opts installOptions) (root string, ok bool, err error
 	if err != nil {
 		return "", false, err
 	}
-	root, err = vault.Find(e.vaultDir, wd)
+	root, err = e.findVault(wd)
 	return root, err == nil, err
 }
 
@@ -324,8 +331,9 @@ func printChanges(w io.Writer, changes []hooks.Change, opts installOptions, harn
 
 // ensureProjectVault makes sure hooks installed for a project have a vault
 // to write to: without one they would run and store nothing. When none is
-// found from the working folder, it creates the project's .memory/ (with
-// --yes, or when nobody is at a terminal to ask, saying so), or asks. User
+// found from the working folder, it creates the project's .memory/ with
+// --yes, asks at a terminal, and without one refuses before anything is
+// written (exit 3, naming --yes). User
 // scope wires every project, so there it only says what is missing here.
 func ensureProjectVault(e env, opts installOptions, w io.Writer, in *hooks.Installer) error {
 	wd, err := os.Getwd()
@@ -344,6 +352,10 @@ func ensureProjectVault(e env, opts installOptions, w io.Writer, in *hooks.Insta
 		return nil
 	}
 	if opts.dryRun {
+		if !opts.yes && !isTerminal(e.stdin) {
+			fmt.Fprintf(w, "would refuse: no vault from here and no terminal to ask (--yes creates %s)\n", dir)
+			return nil
+		}
 		fmt.Fprintf(w, "would create the vault %s (none found from here)\n", dir)
 		return nil
 	}
@@ -357,7 +369,10 @@ func ensureProjectVault(e env, opts installOptions, w io.Writer, in *hooks.Insta
 			return nil
 		}
 	default:
-		fmt.Fprintf(w, "no vault found from here, and no terminal to ask: creating one (memvault init)\n")
+		// Nobody to ask (a script, an agent's shell, < /dev/null): no
+		// prompt, and no vault made without a yes. Nothing is written.
+		refusal := fault.New(vault.ErrNotFound, "install: no vault from here and no terminal to ask: --yes creates %s, or run memvault init first", dir)
+		return refusal.WithHint("memvault install %s --yes", firstArg(opts.args))
 	}
 	v, _, _, err := initVault(initOptionsFor(e, dir))
 	if err != nil {
@@ -367,12 +382,9 @@ func ensureProjectVault(e env, opts installOptions, w io.Writer, in *hooks.Insta
 	return nil
 }
 
-// isTerminal reports whether r is a terminal a person types into.
+// isTerminal reports whether r is a terminal a person types into: not
+// merely a character device, which /dev/null is too.
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
+	return ok && fileio.IsTerminal(f.Fd())
 }

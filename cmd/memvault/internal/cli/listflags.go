@@ -99,6 +99,16 @@ func first[T any](list []T, n int) []T {
 	return list
 }
 
+// emptyNote says on stderr that a listing found nothing, and what makes
+// an entry: stdout stays empty for a script (as recall's "nothing found"),
+// and a person is not left with a blank screen. JSON says nothing: [] is
+// its answer.
+func emptyNote(e env, json bool, total int, note string) {
+	if total == 0 && !json {
+		fmt.Fprintf(e.stderr, "memvault: %s\n", note)
+	}
+}
+
 // limitNote says on stderr that a listing showed shown of total entries,
 // and how to see the rest; nothing when it showed them all. JSON output
 // says nothing: its reader asked for what it got.

@@ -67,6 +67,7 @@ func runNodes(_ context.Context, opts nodesOptions, e env, v *vault.Vault) error
 	all := ix.Select(f)
 	nodes := newest(all, limit)
 	limitNote(e, opts.json, len(nodes), len(all), "nodes", "newest")
+	emptyNote(e, opts.json, len(all), "no nodes match: a node is a session's summary, made at the session's end (or memvault summarize --session S)")
 	if opts.json {
 		if nodes == nil {
 			nodes = []*node.Node{}

@@ -71,6 +71,9 @@ func (o recallOptions) search(e env, v *vault.Vault) (recall.RecallOptions, erro
 	if err != nil {
 		return recall.RecallOptions{}, err
 	}
+	if err := needText("recall", "a QUERY", "query", o.query, query, `e.g. memvault recall "deploy key" (words to search for; --all-threads searches every thread)`); err != nil {
+		return recall.RecallOptions{}, err
+	}
 	lib := recall.RecallOptions{Query: query, Agent: agent, Thread: o.thread, Session: o.session, AllThreads: o.allThreads,
 		Tier: o.tier, Limit: o.limit, History: o.history, Explain: o.explain}
 	if o.allThreads {

@@ -50,6 +50,10 @@ func prepareRemember(_ context.Context, opts rememberOptions, e env, v *vault.Va
 	if err != nil {
 		return txWork{}, err
 	}
+	if err := needText("remember", "the TEXT to remember", "text", opts.text, text,
+		`e.g. memvault remember "the deploy key rotates on Fridays" (--kind decision, fact, …; - reads the text from stdin)`); err != nil {
+		return txWork{}, err
+	}
 	thread, fromDir, err := currentThread(e, v, opts.rowThreadOptions)
 	if err != nil {
 		return txWork{}, err

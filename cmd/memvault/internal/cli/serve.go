@@ -14,7 +14,6 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/memvault/memvault/cmd/memvault/internal/web"
-	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fileio"
 )
 
@@ -60,7 +59,7 @@ func (o serveOptions) server(e env) (web.Options, error) {
 	if err != nil {
 		return srv, err
 	}
-	if srv.Root, err = vault.Find(e.vaultDir, wd); err != nil {
+	if srv.Root, err = e.findVault(wd); err != nil {
 		return srv, err
 	}
 	srv.Binary, _ = selfPath()

@@ -37,6 +37,7 @@ func runSessions(_ context.Context, opts sessionsOptions, e env, v *vault.Vault)
 	}
 	list := first(all, limit)
 	limitNote(e, opts.json, len(list), len(all), "sessions", "first")
+	emptyNote(e, opts.json, len(all), "no sessions yet: a harness's hooks record each session (memvault install HARNESS), or memvault transcript import")
 	if opts.json {
 		if list == nil {
 			list = []transcript.SessionInfo{}

@@ -59,6 +59,7 @@ func runThreads(_ context.Context, opts threadsOptions, e env, v *vault.Vault) e
 		threads = []heads.ThreadInfo{}
 	}
 	limitNote(e, opts.json, len(threads), len(info.Threads), "threads", "first")
+	emptyNote(e, opts.json, len(info.Threads), "no threads yet: a row written in a project folder, or with --thread kind:slug, starts one")
 	if opts.json {
 		return printJSON(e.stdout, threads)
 	}

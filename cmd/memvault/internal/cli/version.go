@@ -44,8 +44,19 @@ func runVersion(_ context.Context, opts versionOptions, e env) error {
 
 // buildVersion reads the build information the binary carries.
 func buildVersion() versionInfo {
+	info, _ := debug.ReadBuildInfo()
+	return versionFrom(info, Version, Revision)
+}
+
+// versionFrom is the version of a build whose toolchain recorded info
+// (nil: nothing), linked with the values of Version and Revision. The
+// toolchain's vcs.* settings come first; Revision, set at link time, stands
+// in for them when the toolchain recorded none (a build in a git worktree,
+// which Go does not stamp, or with -buildvcs=false). Version, when set at
+// link time, wins over the module's.
+func versionFrom(info *debug.BuildInfo, linkedVersion, linkedRevision string) versionInfo {
 	v := versionInfo{Version: "devel", Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	if info, ok := debug.ReadBuildInfo(); ok {
+	if info != nil {
 		if mv := info.Main.Version; mv != "" && mv != "(devel)" {
 			v.Version = mv
 		}
@@ -63,18 +74,28 @@ func buildVersion() versionInfo {
 			v.Go = info.GoVersion
 		}
 	}
-	if Version != "dev" {
-		v.Version = Version
+	if v.Revision == "" && linkedRevision != "" {
+		// git describe --dirty's suffix, or a plain commit id.
+		rev, dirty := strings.CutSuffix(linkedRevision, "-dirty")
+		v.Revision, v.Modified = rev, dirty
+	}
+	if linkedVersion != "" && linkedVersion != "dev" {
+		v.Version = linkedVersion
 	}
 	return v
 }
 
 // String is the one line `memvault version` prints:
 // memvault v1.2.3 (1a2b3c4d5e6f, 2026-11-23T10:00:00Z, modified) go1.26.8 linux/amd64
+// A build that recorded no commit says so, so that "devel" alone is never
+// mistaken for a build of a known commit:
+// memvault devel (revision not recorded) go1.26.8 linux/amd64
 func (v versionInfo) String() string {
 	var build []string
 	if v.Revision != "" {
 		build = append(build, v.Revision[:min(12, len(v.Revision))])
+	} else if v.Version == "devel" {
+		build = append(build, "revision not recorded")
 	}
 	if v.Time != "" {
 		build = append(build, v.Time)

@@ -26,8 +26,18 @@ var memorySubject = regexp.MustCompile(`^(decision|learning|next|done|blocker|co
 // reply, run through the real hook entry points (payloads parsed as the
 // harness sends them, the transcript file it writes), makes at most K + 2
 // commits, each named by the memory it holds; nothing is left uncommitted
-// once its jobs are done, and the vault verifies.
+// once its jobs are done, and the vault verifies. So too when the hook's
+// own budget is spent before its jobs (a loaded machine: the session end
+// then ran no job, read that as another process holding the queue, and
+// committed what waited as bookkeeping).
 func TestSessionCommitsAreMemory(t *testing.T) {
+	t.Run("a fresh budget", func(t *testing.T) { sessionCommitsAreMemory(t, 0) })
+	t.Run("the session end's budget spent", func(t *testing.T) { sessionCommitsAreMemory(t, time.Hour) })
+}
+
+// sessionCommitsAreMemory is TestSessionCommitsAreMemory, its session end
+// started spent before now.
+func sessionCommitsAreMemory(t *testing.T, spent time.Duration) {
 	root, v, git, count := gitVault(t)
 	before := count()
 	h := mustHarness(t, "claude-code")
@@ -45,6 +55,9 @@ func TestSessionCommitsAreMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := &Runner{V: v, Harness: h, Agent: "default", Start: time.Now()}
+		if native == "SessionEnd" {
+			r.Start = r.Start.Add(-spent)
+		}
 		if _, err := r.Run(ev, payload); err != nil {
 			t.Fatalf("%s: %v", native, err)
 		}

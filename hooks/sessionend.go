@@ -105,9 +105,10 @@ func (r *Runner) finishSession(t transcript.Ref) {
 		return n
 	}
 	for i, n := 0, left(); i < maxFinishBudgets && n > 0; i++ {
-		if i > 0 {
-			r.Start = time.Now() // a new budget
-		}
+		// A budget of its own each, the first too: the hook's work before
+		// may have spent the hook's (a loaded machine), and a budget that
+		// ran nothing would read as another process holding the queue.
+		r.Start = time.Now()
 		r.runJobs()
 		if m := left(); m < n {
 			n = m

@@ -165,7 +165,12 @@ func (o *partOpen) open() {
 		// on every recall until a bounded catch-up got through would cost
 		// more, each time, than building the index once.
 		if _, err := catchUpPart(o.v, o.p, 0, true); err == nil {
-			o.notes = append(o.notes, "index "+why+": rebuilt it")
+			// A new vault's first search builds the index: nothing broke.
+			built := "index " + why + ": rebuilt it"
+			if why == "missing" {
+				built = "no search index yet: built it"
+			}
+			o.notes = append(o.notes, built)
 			ix, _ = openIndex(o.v, o.dir, true, indexOpenWait)
 		}
 		if ix == nil {

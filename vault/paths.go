@@ -80,6 +80,9 @@ func ParseThread(s string) (Thread, error) {
 	kind, slug, ok := strings.Cut(s, ":")
 	if !ok || !threadPart(kind, 32, false) || !threadPart(slug, 128, true) {
 		e := fault.New(ErrInvalid, "thread %q: malformed key, want kind:slug", s)
+		if low := strings.ToLower(s); !ok && threadPart(low, 128, true) {
+			return Thread{}, e.WithHint("a thread key names its kind: project:%s, person:%s or topic:%s", low, low, low)
+		}
 		return Thread{}, e.WithHint("a thread key is lower case, like project:shop or person:alice")
 	}
 	return Thread{Kind: kind, Slug: slug}, nil

@@ -41,7 +41,8 @@ func (o *expandOptions) setArgs(args []string) { o.args = args }
 
 func runExpand(_ context.Context, opts expandOptions, e env, v *vault.Vault) error {
 	if len(opts.args) != 1 {
-		return usagef("expand: want exactly one node id")
+		return &usageError{msg: "expand: want exactly one node id",
+			hint: "memvault nodes lists them; e.g. memvault expand n_01m8jkk703 (a unique prefix will do)"}
 	}
 	agent, err := e.agentOf(v)
 	if err != nil {

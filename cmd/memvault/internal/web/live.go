@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/fileio"
 	"github.com/memvault/memvault/vault/tjournal"
 )
@@ -30,8 +31,8 @@ import (
 // is committed).
 
 // liveVersion is the vault's version: a hash of the branch's commit as
-// .git names it (HEAD, the loose ref or packed-refs) and of the transcript
-// journal's size and modification time. It reads no object, no ledger
+// .git names it (HEAD, the loose ref or packed-refs) and of the size and
+// modification time of the transcript journal, MEMORY.md and CONTINUITY.md. It reads no object, no ledger
 // segment and no cache: a poll of a vault that did not change costs these
 // reads and stats.
 func liveVersion(root string) (string, error) {
@@ -52,9 +53,13 @@ func liveVersion(root string) (string, error) {
 			h.Write([]byte(strconv.FormatInt(fi.Size(), 10) + " " + strconv.FormatInt(fi.ModTime().UnixNano(), 10)))
 		}
 	}
-	h.Write([]byte{0})
-	if fi, err := files.Stat(tjournal.Path(root)); err == nil {
-		h.Write([]byte(strconv.FormatInt(fi.Size(), 10) + " " + strconv.FormatInt(fi.ModTime().UnixNano(), 10)))
+	// The journal; then the two heads a person edits most, whose saved
+	// edit is on the page before anything commits it.
+	for _, p := range []string{tjournal.Path(root), filepath.Join(root, vault.MemoryHead), filepath.Join(root, vault.ContinuityHead)} {
+		h.Write([]byte{0})
+		if fi, err := files.Stat(p); err == nil {
+			h.Write([]byte(strconv.FormatInt(fi.Size(), 10) + " " + strconv.FormatInt(fi.ModTime().UnixNano(), 10)))
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil)[:12]), nil
 }

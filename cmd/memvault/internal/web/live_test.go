@@ -3,7 +3,9 @@ package web
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -57,6 +59,12 @@ func TestLive(t *testing.T) {
 	for name, change := range map[string]func(){
 		"a row":                 func() { testvault.Remember(t, v, "a row written while the page is open") },
 		"a transcript's append": func() { testvault.AppendMessage(t, v, "s9", "a prompt while the page is open") },
+		"a hand edit of MEMORY.md, not committed": func() {
+			appendFile(t, filepath.Join(v.Root, "MEMORY.md"), "- a line typed by hand\n")
+		},
+		"a hand edit of CONTINUITY.md, not committed": func() {
+			appendFile(t, filepath.Join(v.Root, "CONTINUITY.md"), "- a line typed by hand\n")
+		},
 	} {
 		change()
 		code, next, _ := live(etag, nil)
@@ -139,5 +147,19 @@ func BenchmarkLivePoll(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// appendFile appends text to the file at path, as an editor's save would
+// leave it.
+func appendFile(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
 	}
 }

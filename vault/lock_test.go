@@ -200,3 +200,49 @@ func TestFlockHolderWhileOthersLock(t *testing.T) {
 		}
 	}
 }
+
+// A person's write that meets the automatic pack waits for it past its own
+// wait (a pack of a large vault outlasts the default 10 s); behind any
+// other holder, and for a hook's short wait, it gives up as before.
+func TestWriterWaitsBehindTheAutomaticPack(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		command string
+		wait    time.Duration
+		ok      bool
+	}{
+		{"the automatic pack, a person's wait", autoPackCommand, time.Second, true},
+		{"the automatic pack, a hook's wait", autoPackCommand, 300 * time.Millisecond, false},
+		{"another holder, a person's wait", "render", time.Second, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := newVault(t)
+			fl := flock.New(filepath.Join(v.Root, lockFile))
+			if err := fl.Lock(); err != nil {
+				t.Fatal(err)
+			}
+			host, _ := os.Hostname()
+			lease, _ := json.Marshal(Lease{PID: os.Getpid(), Host: host, Command: c.command, Since: time.Now()})
+			if err := os.WriteFile(filepath.Join(v.Root, leaseFile), lease, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			release := func() {
+				os.Remove(filepath.Join(v.Root, leaseFile))
+				fl.Unlock()
+			}
+			if c.ok {
+				// The pack ends after twice the writer's wait.
+				go func() { time.Sleep(2 * c.wait); release() }()
+			} else {
+				defer release() // only once the writer gave up
+			}
+			_, err := v.Update(TxOptions{LockTimeout: c.wait}, func(tx *Tx) error { return nil })
+			if c.ok && err != nil {
+				t.Fatalf("the write gave up behind the pack: %v", err)
+			}
+			if !c.ok && !IsBusy(err) {
+				t.Fatalf("got %v, want busy after %s", err, c.wait)
+			}
+		})
+	}
+}

@@ -72,16 +72,21 @@ func (r *Runner) sessionEnd(t transcript.Ref, p Payload, thread string) error {
 	// worker started; the hook returns. Without a worker the hook runs
 	// them itself, from what is left of its budget on (finishSession). What the import could not read within
 	// the budget goes first, so the summary covers the whole session.
+	// The jobs go in one durable write: one sync of the queue's folder.
 	r.sessionEnded(t)
+	var jobs []hookstate.Job
 	if b := r.behind; b != nil {
 		if src, err := filepath.Abs(b.source); err == nil {
-			r.queue(hookstate.Job{Kind: "import", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name,
+			jobs = append(jobs, hookstate.Job{Kind: "import", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name,
 				Source: src, Format: string(b.format)})
 		}
 	}
-	r.queue(hookstate.Job{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name})
-	r.queue(hookstate.Job{Kind: "condense", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name})
-	r.queue(hookstate.Job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "session-end"})
+	jobs = append(jobs, hookstate.Job{Kind: "summarize", Agent: t.Agent, Session: t.Session, Thread: thread, Harness: r.Harness.Name},
+		hookstate.Job{Kind: "condense", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name},
+		hookstate.Job{Kind: "refresh", Agent: t.Agent, Session: t.Session, Harness: r.Harness.Name, On: "session-end"})
+	if err := hookstate.EnqueueJobs(r.V, jobs...); err != nil {
+		logf(r.V, "queue the session end's jobs: %v", err)
+	}
 	if !r.handOff(true) {
 		r.finishSession(t)
 	}

@@ -31,8 +31,13 @@ import (
 // error, only a rebuild.
 //
 // The file is rewritten after a rebuild, when a segment closed since it
-// was written, or when more than Every events were folded on top; below
-// that, folding the few appended lines again costs less than a write. It
+// was written, when more than Every events were folded on top, or when the
+// bytes folded on top are at least foldSaveBytes and a quarter of the
+// file's body: parsing a ledger line's JSON costs some twenty times what
+// encoding and writing as many bytes of the view does, so every load after
+// pays the rewrite back; below that, folding the few appended lines again
+// costs less than a write. (Before the byte rule, hook after hook folded
+// the same 100 to 256 lines into four views each.) It
 // is written without fsync (fileio.WriteCache): the CRC-32s of the framing
 // (codec.WriteFile) catch a torn or stale one. A fold that saw a torn last
 // line is not saved, since the stamps would claim bytes that were not
@@ -45,6 +50,10 @@ import (
 // snapshotEvery is how many events folded on top make a derived file
 // worth rewriting.
 const snapshotEvery = 256
+
+// foldSaveBytes is the fewest folded bytes that make a view worth
+// rewriting (about the fixed cost of a write: a temporary file, its rename).
+const foldSaveBytes = 4 << 10
 
 // Derived is one view of the ledger kept under .state/.
 type Derived[T any] struct {
@@ -129,6 +138,7 @@ func (d *Derived[T]) LoadStamped(v *Vault, segs []Segment, stamps []SegStamp) (t
 			dec.Close()
 		}
 	}()
+	body := dec.Left()
 	tip := dec.Str()
 	old := DecodeStamps(dec)
 	lastSum := uint32(dec.Uint64())
@@ -158,8 +168,26 @@ func (d *Derived[T]) LoadStamped(v *Vault, segs []Segment, stamps []SegStamp) (t
 		every = snapshotEvery
 	}
 	key = Key{Tip: tip, Stamps: stamps, Exact: !torn}
-	dirty = key.Exact && (folded > every || len(segs) > len(old)+1)
+	dirty = key.Exact && (folded > every || len(segs) > len(old)+1 || worthSaving(foldedBytes(stamps, old), body))
 	return t, key, dirty, true
+}
+
+// foldedBytes is how many ledger bytes a load folded on top of a view
+// saved at old: the growth of its last segment and every newer segment.
+func foldedBytes(stamps, old []SegStamp) int64 {
+	last := len(old) - 1
+	n := stamps[last].Size - old[last].Size
+	for _, s := range stamps[last+1:] {
+		n += s.Size
+	}
+	return n
+}
+
+// worthSaving reports whether folding folded bytes again on every load
+// costs more than rewriting a view whose body is body bytes (the rule
+// above).
+func worthSaving(folded int64, body int) bool {
+	return folded >= foldSaveBytes && folded*4 >= int64(body)
 }
 
 // Save writes t as the view folded from key. The segments are stat'ed

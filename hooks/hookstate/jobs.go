@@ -111,20 +111,44 @@ func EnqueueJob(v *vault.Vault, j Job) error { return enqueueJob(v, j, true) }
 // A file a crash tore is dropped by the next claim (Next).
 func EnqueueHint(v *vault.Vault, j Job) error { return enqueueJob(v, j, false) }
 
+// EnqueueJobs adds jobs at the end of the queue in their order, durable
+// when it returns, as EnqueueJob each, with one sync of the queue's folder
+// for them all (a session end queues three: fileio.WriteAtomicAll).
+func EnqueueJobs(v *vault.Vault, jobs ...Job) error {
+	files := make([]fileio.File, 0, len(jobs))
+	for _, j := range jobs {
+		path, data, err := jobFile(v, j)
+		if err != nil {
+			return err
+		}
+		files = append(files, fileio.File{Path: path, Data: data})
+	}
+	return v.Files().WriteAtomicAll(files)
+}
+
 func enqueueJob(v *vault.Vault, j Job, durable bool) error {
-	if err := fileio.CheckName("job kind", j.Kind); err != nil {
+	path, data, err := jobFile(v, j)
+	if err != nil {
 		return err
 	}
-	data, err := json.Marshal(j)
-	if err != nil {
-		return fmt.Errorf("queue %s job: %w", j.Kind, err)
-	}
-	name := fmt.Sprintf("%d-%s.json", v.Slot(stampsSlot{}, func() any { return new(jobStamps) }).(*jobStamps).next(), j.Kind)
-	path := filepath.Join(v.Root, filepath.FromSlash(jobsDir), name)
 	if !durable {
 		return v.Files().WriteCache(path, data)
 	}
 	return v.Files().WriteAtomic(path, data)
+}
+
+// jobFile is the path and the bytes of j's file in the queue, named to
+// sort after every job this process queued before.
+func jobFile(v *vault.Vault, j Job) (string, []byte, error) {
+	if err := fileio.CheckName("job kind", j.Kind); err != nil {
+		return "", nil, err
+	}
+	data, err := json.Marshal(j)
+	if err != nil {
+		return "", nil, fmt.Errorf("queue %s job: %w", j.Kind, err)
+	}
+	name := fmt.Sprintf("%d-%s.json", v.Slot(stampsSlot{}, func() any { return new(jobStamps) }).(*jobStamps).next(), j.Kind)
+	return filepath.Join(v.Root, filepath.FromSlash(jobsDir), name), data, nil
 }
 
 // MarkStarted counts one more attempt at j, read from the queue, in its

@@ -423,6 +423,20 @@ func (r Root) WriteAtomic(path string, data []byte) error {
 	return WriteAtomic(full, data)
 }
 
+// WriteAtomicAll is WriteAtomicAll below the root: every path is checked
+// as WriteAtomic's is before any file is written.
+func (r Root) WriteAtomicAll(files []File) error {
+	full := make([]File, len(files))
+	for i, f := range files {
+		p, err := r.prepare(f.Path)
+		if err != nil {
+			return err
+		}
+		full[i] = File{Path: p, Data: f.Data}
+	}
+	return WriteAtomicAll(full)
+}
+
 // WriteCache is the package's WriteCache for a path below the root.
 func (r Root) WriteCache(path string, data []byte) error {
 	full, err := r.prepare(path)

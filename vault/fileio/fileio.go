@@ -38,6 +38,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 
@@ -60,6 +61,49 @@ const (
 // are classified as fault.ErrIO.
 func WriteAtomic(path string, data []byte) error {
 	return WriteAtomicIf(path, data, nil)
+}
+
+// File is one file of a WriteAtomicAll: its path and its new bytes.
+type File struct {
+	Path string
+	Data []byte
+}
+
+// WriteAtomicAll replaces each file as WriteAtomic does, but syncs each
+// folder once, after every rename into it: n files in one folder cost n+1
+// fsyncs rather than 2n. All are durable when it returns nil; a crash
+// before may leave any of them written or not, each whole, as n calls of
+// WriteAtomic would. It stops at the first error, after syncing the
+// folders of what it renamed.
+func WriteAtomicAll(files []File) error {
+	var dirs []string
+	var err error
+	for _, f := range files {
+		dir := filepath.Dir(f.Path)
+		if err = os.MkdirAll(dir, DirPerm); err != nil {
+			err = fault.IO("create "+dir, err)
+			break
+		}
+		tmp, werr := writeTemp(f.Path, f.Data, FilePerm, true, true)
+		if werr != nil {
+			err = fault.IO("write "+f.Path, werr)
+			break
+		}
+		if rerr := os.Rename(tmp, f.Path); rerr != nil {
+			os.Remove(tmp)
+			err = fault.IO("write "+f.Path, rerr)
+			break
+		}
+		if !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	for _, dir := range dirs {
+		if serr := SyncDir(dir); err == nil {
+			err = serr
+		}
+	}
+	return err
 }
 
 // WriteAtomicIf is WriteAtomic with a last check: when ready is not nil it

@@ -1,0 +1,3 @@
+module noop
+
+go 1.22

@@ -221,7 +221,7 @@ func JobWorkerStatus(v *vault.Vault) WorkerState {
 	if v.Files().Check(filepath.Join(v.Root, filepath.FromSlash(workerLockFile))) != nil {
 		return WorkerState{}
 	}
-	if pid := vault.FlockHolder(v.Root, filepath.Join(v.Root, filepath.FromSlash(workerLockFile))); pid > 0 {
+	if pid := fileio.FlockHolder(v.Root, filepath.Join(v.Root, filepath.FromSlash(workerLockFile))); pid > 0 {
 		return WorkerState{Running: true, PID: pid}
 	}
 	return WorkerState{}

@@ -64,7 +64,9 @@ func TestSessionEndBacklogFinishedByJobs(t *testing.T) {
 	}
 	h, _ := Lookup("claude-code")
 	sess := transcript.Ref{Agent: "default", Session: "big"}
-	r := &Runner{V: v, Harness: h, Agent: "default", Start: time.Now().Add(-time.Hour)}
+	// A worker that does nothing takes the session end's jobs, so that
+	// what the hook's spent budget left is what the queue holds.
+	r := &Runner{V: v, Harness: h, Agent: "default", Start: time.Now().Add(-time.Hour), Worker: []string{"true"}}
 	if _, err := r.Run(SessionEnd, Payload{SessionID: sess.Session, TranscriptPath: src, CWD: root}); err != nil {
 		t.Fatal(err)
 	}

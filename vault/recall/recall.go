@@ -350,7 +350,7 @@ func (r *recallRun) keep(h rankedHit, tier string, msgIDs map[string]string) (Hi
 	}
 	hit.Text = snippet(hit.Text, r.q)
 	if r.opts.Explain {
-		hit.Why = &HitWhy{Text: h.text, Terms: h.Why, Neighbour: h.neighbour, Session: h.session, Held: h.held, Fusion: h.fused}
+		hit.Why = &HitWhy{Text: h.text, Terms: h.Why, Neighbour: h.neighbour, Session: h.session, Held: h.held, Asks: h.asks, Fusion: h.fused}
 		if hit.Why.Terms == nil {
 			hit.Why.Terms = []index.Weight{}
 		}

@@ -27,10 +27,20 @@ const (
 	// strong ones, and few enough that reading their neighbours stays
 	// cheap.
 	liftDepth = 30
-	// neighbourLift is the share of a hit's score given to the turn just
-	// before and just after it. Under 1, so a turn lifted by a hit never
-	// ranks above it on the lift alone.
-	neighbourLift = 0.6
+	// replyLift and priorLift are the shares of a hit's score given to
+	// the turn just after it (the reply, where the answer to what the hit
+	// says usually is) and to the turn just before it. Under 1, so a turn
+	// lifted by a hit never ranks above it on the lift alone (unless the
+	// hit asks, see askShare). Measured on fixtures/recall, issue 36: one
+	// share of 0.6 for both, recall@5/@10 tune 0.590/0.731, held-out
+	// 0.649/0.744; see docs/RETRIEVAL.md for the figures after.
+	replyLift = 0.7
+	priorLift = 0.3
+	// askShare is the share of its own text score that a hit keeps when it
+	// is a question (its text ends with "?"): a question shares the words
+	// of a question about it, but the answer is in the reply, which is
+	// lifted by the question's full score and not held below it.
+	askShare = 0.4
 	// sessionLift is the share of the other strong hits' scores of a
 	// session that each of its hits gets, at most sessionLiftCap times the
 	// best hit's score.
@@ -58,6 +68,9 @@ type HitWhy struct {
 	// lifted this one: a lifted turn whose own text scores no more than
 	// that hit's never ranks above it.
 	Held bool `json:"held,omitempty"`
+	// Asks says the hit is a question: its text score is askShare of what
+	// its terms add up to, and the turn after it is not held below it.
+	Asks bool `json:"asks,omitempty"`
 	// Fusion says which rankings the hit came from, with [embed].
 	Fusion *FuseWhy `json:"fusion,omitempty"`
 }
@@ -70,6 +83,7 @@ type rankedHit struct {
 	final                    float64
 	held                     bool
 	fused                    *FuseWhy // with [embed] (recallfuse.go)
+	asks                     bool     // the hit is a question: see askShare
 }
 
 func (r rankedHit) score() float64 { return r.text + r.neighbour + r.session }
@@ -111,13 +125,21 @@ func liftTranscriptHits(v *vault.Vault, hits []index.Hit, msgIDs map[string]stri
 			}
 			files[file] = f
 		}
-		prev, next, id := neighbourOffsets(f, off, msgIDs != nil)
-		if id != "" {
+		prev, next, id, asks := neighbourOffsets(f, off)
+		if id != "" && msgIDs != nil {
 			msgIDs[h.ID] = id
 		}
-		for _, nb := range []int64{prev, next} {
+		if asks {
+			r := byID[h.ID]
+			r.text, r.asks = askShare*h.Score, true
+		}
+		for i, nb := range []int64{prev, next} {
 			if nb < 0 {
 				continue
+			}
+			share := priorLift
+			if i == 1 {
+				share = replyLift
 			}
 			nid := messageDocID(file, nb)
 			r := byID[nid]
@@ -126,7 +148,7 @@ func liftTranscriptHits(v *vault.Vault, hits []index.Hit, msgIDs map[string]stri
 				byID[nid] = r
 				out = append(out, r)
 			}
-			if lift := neighbourLift * h.Score; lift > r.neighbour {
+			if lift := share * h.Score; lift > r.neighbour {
 				r.neighbour, r.neighbourOf = lift, h.ID
 			}
 		}
@@ -146,13 +168,14 @@ func liftTranscriptHits(v *vault.Vault, hits []index.Hit, msgIDs map[string]stri
 	// A turn lifted by a hit stays below it unless its own text scores
 	// more: the turn after a hit holds the hit's words in its context, and
 	// that and the lift together could otherwise put it first. The hits
-	// are held in order of score, so a chain of lifts holds too.
+	// are held in order of score, so a chain of lifts holds too. A
+	// question holds nothing below it: its reply is what answers.
 	for _, r := range out {
 		r.final = r.score()
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].final > out[j].final })
 	for _, r := range out {
-		if h := byID[r.neighbourOf]; h != nil && r.text <= h.text && r.final >= h.final {
+		if h := byID[r.neighbourOf]; h != nil && !h.asks && r.text <= h.text && r.final >= h.final {
 			r.final, r.held = math.Nextafter(h.final, 0), true
 		}
 	}
@@ -219,18 +242,18 @@ func contextTail(text string) string {
 
 // neighbourOffsets returns where the conversation turns before and after
 // the line at off start (-1 where there is none: the start or end of the
-// part, or a neighbour that is not a turn of a person or the agent), and
-// the id of the message at off.
-func neighbourOffsets(f *os.File, off int64, wantID bool) (prev, next int64, id string) {
+// part, or a neighbour that is not a turn of a person or the agent), the
+// id of the message at off, and whether it asks (a turn of a person or the
+// agent whose text ends with a question mark).
+func neighbourOffsets(f *os.File, off int64) (prev, next int64, id string, asks bool) {
 	prev, next = -1, -1
 	line, ok := lineFrom(f, off)
 	if !ok {
-		return prev, next, ""
+		return prev, next, "", false
 	}
-	if wantID {
-		if m, err := transcript.DecodeLine(line); err == nil {
-			id = m.ID
-		}
+	if m, err := transcript.DecodeLine(line); err == nil {
+		id = m.ID
+		asks = isTurnMessage(m) && strings.HasSuffix(strings.TrimSpace(m.Text), "?")
 	}
 	if nextLine, ok := lineFrom(f, off+int64(len(line))); ok && isTurn(nextLine) {
 		next = off + int64(len(line))
@@ -240,7 +263,7 @@ func neighbourOffsets(f *os.File, off int64, wantID bool) (prev, next int64, id 
 			prev = start
 		}
 	}
-	return prev, next, id
+	return prev, next, id, asks
 }
 
 // lineBefore returns where the line ending just before off starts, reading
@@ -289,7 +312,11 @@ func lineFrom(f *os.File, off int64) ([]byte, bool) {
 // agent with text: what a question can be answered by.
 func isTurn(line []byte) bool {
 	m, err := transcript.DecodeLine(line)
-	if err != nil || strings.TrimSpace(m.Text) == "" {
+	return err == nil && isTurnMessage(m)
+}
+
+func isTurnMessage(m transcript.Stored) bool {
+	if strings.TrimSpace(m.Text) == "" {
 		return false
 	}
 	return (m.Role == transcript.RoleUser || m.Role == transcript.RoleAssistant) &&

@@ -221,3 +221,62 @@ func TestLiftedTurnHeldBelowItsHit(t *testing.T) {
 		t.Fatalf("the lifted turn is not held below its hit: %+v %+v", hits, hits[len(hits)-1].Why)
 	}
 }
+
+// A question shares the words of a question about it, but the answer is
+// in the reply: a hit that asks keeps askShare of its score, and the reply
+// it lifts ranks above it, not held below (issue 36).
+func TestQuestionHitYieldsToItsReply(t *testing.T) {
+	v := testvault.New(t)
+	appendTurns(t, v, "s1",
+		user("teo", "Morning!"),
+		user("teo", "Which wombat breed did you adopt in the end?"),
+		user("nora", "A greyhound mix from the shelter, called Pepper."),
+		user("teo", "Lovely."))
+	if _, err := Reindex(v, nil); err != nil {
+		t.Fatal(err)
+	}
+	hits := explainRecall(t, v, "wombat breed adopted")
+	if len(hits) < 2 || !strings.HasPrefix(hits[0].Text, "A greyhound mix") || !strings.HasPrefix(hits[1].Text, "Which wombat") {
+		t.Fatalf("want the reply first, then the question: %+v", hits)
+	}
+	if q := hits[1].Why; q == nil || !q.Asks || hits[0].Why.Held || hits[0].Why.NeighbourOf != hits[1].ID {
+		t.Errorf("why: reply %+v, question %+v", hits[0].Why, hits[1].Why)
+	}
+	// A statement is not a question: its reply stays held below it.
+	v2 := testvault.New(t)
+	appendTurns(t, v2, "s1",
+		user("teo", "We adopted a wombat breed from the shelter."),
+		user("nora", "A greyhound mix, called Pepper."))
+	if _, err := Reindex(v2, nil); err != nil {
+		t.Fatal(err)
+	}
+	hits = explainRecall(t, v2, "wombat breed adopted")
+	if len(hits) < 2 || !strings.HasPrefix(hits[0].Text, "We adopted") || hits[0].Why.Asks {
+		t.Fatalf("a statement lost its place to its reply: %+v", hits)
+	}
+}
+
+// The turn after a hit (its reply) is lifted more than the turn before.
+func TestReplyLiftedMoreThanTurnBefore(t *testing.T) {
+	v := testvault.New(t)
+	appendTurns(t, v, "s1",
+		user("teo", "Any news?"),
+		user("nora", "The quokka pottery class starts in May."),
+		user("teo", "Good for you."))
+	if _, err := Reindex(v, nil); err != nil {
+		t.Fatal(err)
+	}
+	hits := explainRecall(t, v, "quokka")
+	var before, after *HitWhy
+	for _, h := range hits {
+		switch h.Text {
+		case "Any news?":
+			before = h.Why
+		case "Good for you.":
+			after = h.Why
+		}
+	}
+	if before == nil || after == nil || after.Neighbour <= before.Neighbour {
+		t.Fatalf("reply lift %+v, lift of the turn before %+v: want the reply's larger", after, before)
+	}
+}

@@ -38,6 +38,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memvault/memvault/vault/embed/embedtest"
+
 	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/recall"
 	"github.com/memvault/memvault/vault/scope"
@@ -660,7 +662,10 @@ type scaleRow struct {
 // (memvault reindex), recall p50/p90 over 30 queries, recall with a 1 MB
 // tail the index has not caught up with, and as anchors grep over the same
 // transcript files and SQLite FTS5 over the same messages (build and query).
-// Use -benchtime 1x: each operation is already a set of processes.
+// MEMVAULT_BENCH_EMBED=1 also times recall with [embed] on a copy of the
+// vault (the fake endpoint, its cache filled before any timing),
+// interleaved with the lexical recalls. Use -benchtime 1x: each operation
+// is already a set of processes.
 func BenchmarkRecallScale(b *testing.B) {
 	messages := 100000
 	if s := os.Getenv("MEMVAULT_BENCH_MESSAGES"); s != "" {
@@ -741,6 +746,12 @@ func BenchmarkRecallScale(b *testing.B) {
 		rows = append(rows, scaleRow{"baseline reindex (" + filepath.Base(baseBin) + ")", "", "",
 			fmt.Sprintf("%.1f s; index %.0f MB = %.2f× text", elapsed.Seconds(), mb(size), float64(size)/float64(d.TextBytes))})
 	}
+	vecRoot, vecSrv := "", (*embedtest.Server)(nil)
+	if os.Getenv("MEMVAULT_BENCH_EMBED") == "1" {
+		var row scaleRow
+		vecRoot, vecSrv, row = scaleEmbedCopy(b, bin, d.root)
+		rows = append(rows, row)
+	}
 	recallCmds := func() []*exec.Cmd {
 		var cmds []*exec.Cmd
 		for _, q := range queries {
@@ -748,30 +759,45 @@ func BenchmarkRecallScale(b *testing.B) {
 			if baseBin != "" {
 				cmds = append(cmds, exec.Command(baseBin, "--vault", baseRoot, "recall", "--all-threads", "--limit", "10", "--json", q))
 			}
+			if vecRoot != "" {
+				cmds = append(cmds, exec.Command(bin, "--vault", vecRoot, "recall", "--all-threads", "--limit", "10", "--json", q))
+			}
 		}
 		return cmds
 	}
-	// split separates this binary's times from the baseline's.
-	split := func(byCmd [][]time.Duration) (mine, base [][]time.Duration) {
-		if baseBin == "" {
-			return byCmd, nil
+	// split separates this binary's times from the baseline's and from
+	// those with [embed] (vec), which recallCmds interleaves per query.
+	split := func(byCmd [][]time.Duration) (mine, base, vec [][]time.Duration) {
+		stride := 1
+		if baseBin != "" {
+			stride++
+		}
+		if vecRoot != "" {
+			stride++
 		}
 		for i, d := range byCmd {
-			if i%2 == 0 {
+			switch k := i % stride; {
+			case k == 0:
 				mine = append(mine, d)
-			} else {
+			case k == 1 && baseBin != "":
 				base = append(base, d)
+			default:
+				vec = append(vec, d)
 			}
 		}
-		return mine, base
+		return mine, base, vec
 	}
 	scaleTimes(b, 1, recallCmds, nil) // warm: page cache, derived caches
 	b.Run("recall", func(b *testing.B) {
+		var asked int64
+		if vecSrv != nil {
+			asked = vecSrv.Requests.Load()
+		}
 		var byCmd [][]time.Duration
 		for i := 0; i < b.N; i++ {
 			byCmd = scaleTimes(b, rounds, recallCmds, nil)
 		}
-		mine, base := split(byCmd)
+		mine, base, vec := split(byCmd)
 		durs := flat(mine, 0, len(mine))
 		b.ReportMetric(ms(pct(durs, 50)), "p50-ms")
 		b.ReportMetric(ms(pct(durs, 90)), "p90-ms")
@@ -780,6 +806,13 @@ func BenchmarkRecallScale(b *testing.B) {
 			bd := flat(base, 0, len(base))
 			b.ReportMetric(ms(pct(bd, 50)), "base-p50-ms")
 			add("baseline recall, interleaved", bd, byClass(base))
+		}
+		if vec != nil {
+			vd := flat(vec, 0, len(vec))
+			b.ReportMetric(ms(pct(vd, 50)), "embed-p50-ms")
+			b.ReportMetric(ms(pct(vd, 90)), "embed-p90-ms")
+			add("memvault recall with [embed] (fake endpoint, cache filled), interleaved", vd,
+				fmt.Sprintf("%.1f requests per recall; %s", float64(vecSrv.Requests.Load()-asked)/float64(len(vd)), byClass(vec)))
 		}
 	})
 	b.Run("grep", func(b *testing.B) {
@@ -866,7 +899,7 @@ func BenchmarkRecallScale(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			byCmd = scaleTimes(b, rounds, recallCmds, nil)
 		}
-		mine, _ := split(byCmd)
+		mine, _, _ := split(byCmd)
 		durs := flat(mine, 0, len(mine))
 		b.ReportMetric(ms(pct(durs, 50)), "p50-ms")
 		b.ReportMetric(ms(pct(durs, 90)), "p90-ms")
@@ -882,6 +915,42 @@ func BenchmarkRecallScale(b *testing.B) {
 		fmt.Fprintf(&sb, "| %s | %s | %s | %s |\n", r.what, r.p50, r.p90, r.other)
 	}
 	fmt.Print(sb.String())
+}
+
+// scaleEmbedCopy copies the indexed vault and gives the copy an [embed]
+// table pointing at the fake endpoint (vault/embed/embedtest, 768
+// dimensions), then fills its vector cache with a reindex, so that the
+// recalls timed after it find every vector cached and only embed the
+// query. The endpoint runs in the test process for the rest of the
+// benchmark. It returns the copy, the endpoint and a row with the
+// reindex's time.
+func scaleEmbedCopy(b *testing.B, bin, root string) (string, *embedtest.Server, scaleRow) {
+	b.Helper()
+	srv := embedtest.New(768)
+	b.Cleanup(srv.Close)
+	vecRoot := filepath.Join(b.TempDir(), ".memory")
+	if out, err := exec.Command("cp", "-a", root, vecRoot).CombinedOutput(); err != nil {
+		b.Fatalf("cp: %v\n%s", err, out)
+	}
+	cfg := filepath.Join(vecRoot, "memvault.toml")
+	old, err := os.ReadFile(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	table := "\n[embed]\nurl = \"" + srv.URL() + "\"\nmodel = \"fake\"\ntimeout = \"30s\"\n"
+	if err := os.WriteFile(cfg, append(old, table...), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--vault", vecRoot, "reindex")
+	cmd.Env = benchEnv()
+	t0 := time.Now()
+	out, err := cmd.CombinedOutput()
+	elapsed := time.Since(t0)
+	if err != nil || srv.Requests.Load() == 0 {
+		b.Fatalf("reindex with [embed]: %v, %d requests\n%s", err, srv.Requests.Load(), out)
+	}
+	return vecRoot, srv, scaleRow{"memvault reindex with [embed] (fills the vector cache)", "", "",
+		fmt.Sprintf("%.1f s, %d requests to the fake endpoint; %s", elapsed.Seconds(), srv.Requests.Load(), firstLine(out))}
 }
 
 func mb(n int64) float64 { return math.Round(float64(n)/(1<<20)*100) / 100 }

@@ -166,6 +166,9 @@ func explainHit(h recall.Hit) string {
 		}
 		fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
 	}
+	if h.Why.Asks {
+		b.WriteString(", a question: its text counts 0.4")
+	}
 	if h.Why.Neighbour > 0 {
 		fmt.Fprintf(&b, " + neighbour of %s %.3f", h.Why.NeighbourOf, h.Why.Neighbour)
 	}

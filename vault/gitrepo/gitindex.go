@@ -177,30 +177,7 @@ func (r *Repo) markPending(pending []string, changes []*Change) error {
 	}
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
-	data := []byte(strings.Join(paths, "\n") + "\n")
-	root := fileio.At(r.root)
-	f, err := root.OpenFile(filepath.Join(r.root, indexPending), os.O_WRONLY|os.O_CREATE, fileio.FilePerm)
-	if errors.Is(err, fs.ErrNotExist) {
-		// .locks is missing (a vault from before it, or removed by hand).
-		if err := root.MkdirAll(filepath.Join(r.root, ".locks")); err != nil {
-			return err
-		}
-		f, err = root.OpenFile(filepath.Join(r.root, indexPending), os.O_WRONLY|os.O_CREATE, fileio.FilePerm)
-	}
-	if err != nil {
-		return fault.IO("record "+indexPending, err)
-	}
-	_, err = f.WriteAt(data, 0)
-	if err == nil {
-		err = f.Truncate(int64(len(data)))
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fault.IO("record "+indexPending, err)
-	}
-	return nil
+	return fileio.At(r.root).Overwrite(filepath.Join(r.root, indexPending), []byte(strings.Join(paths, "\n")+"\n"))
 }
 
 // clearPending empties the list once git's index has followed.

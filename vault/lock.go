@@ -125,16 +125,17 @@ func lockVault(root string, lease Lease, timeout time.Duration) (release func(),
 	path := filepath.Join(root, leaseFile)
 	if data, err := json.Marshal(lease); err == nil {
 		// The lease is informational: a failure to write it must not fail
-		// the transaction, and after a crash of the machine a lost or torn
-		// one only leaves a busy error without the holder's name, so it is
-		// written as a cache, without fsync.
-		_ = fileio.At(root).WriteCache(path, append(data, '\n'))
+		// the transaction, and a lost or torn one (a crash of the machine,
+		// a reader meanwhile: it is written in place, so that a write
+		// creates no file for it) does not parse, which only leaves a busy
+		// error without the holder's name. So no fsync, no rename.
+		_ = fileio.At(root).Overwrite(path, append(data, '\n'))
 	}
 	return func() {
-		// Ours to remove: nobody else writes the lease while we hold the
-		// lock. Left behind (a failed remove, a kill), it names a process
+		// Ours to empty: nobody else writes the lease while we hold the
+		// lock. Left behind (a failed cut, a kill), it names a process
 		// that no longer holds the lock, which holderOf sees.
-		_ = fileio.At(root).Remove(path)
+		_ = fileio.At(root).Truncate(path, 0)
 		unlock()
 	}, nil
 }
@@ -327,10 +328,10 @@ func (v *Vault) autoPack() {
 	lease.Host, _ = os.Hostname()
 	lp := filepath.Join(v.Root, leaseFile)
 	if data, err := json.Marshal(lease); err == nil {
-		_ = v.Files().WriteCache(lp, append(data, '\n'))
+		_ = v.Files().Overwrite(lp, append(data, '\n'))
 	}
 	if v.Repo.StartAutoGC(f, threshold) != nil {
-		_ = v.Files().Remove(lp)
+		_ = v.Files().Truncate(lp, 0)
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	}
 }

@@ -157,6 +157,7 @@ var writers = map[string]string{
 	"vault/vault.go":                  "init: fixed templates",
 	"vault/gitrepo/gcrun.go":          "the mark of a running gc (.locks/gc-run): process ids and times, no text",
 	"vault/gitrepo/locks.go":          "the reflog: the commit's subject, redacted by the engine",
+	"vault/gitrepo/repo.go":           "loose objects: the commit's files, trees and message, redacted by the engine before the commit",
 	"vault/gitrepo/merge.go":          "a merge's files and message: the clones' redacted files, a fixed message",
 	"vault/repair/repair.go":          "the old ledger segments kept under .logs/: redacted events",
 	"vault/lineage/importstate.go":    "an import's cursor: offsets, ids and the source's path, redacted (importbatch.go)",

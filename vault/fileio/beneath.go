@@ -446,6 +446,52 @@ func (r Root) WriteCache(path string, data []byte) error {
 	return WriteCache(full, data)
 }
 
+// Overwrite writes data over the file at path from its start and cuts the
+// file to data's length, creating it (FilePerm, its folder with DirPerm)
+// only when it is missing: unlike WriteCache, a file that is there is kept,
+// so a write creates no file, which costs more than the write on some file
+// systems (docs/PERFORMANCE.md, "Writes"). No fsync, and no atomicity: a
+// reader meanwhile, or a crash between the write and the cut, can see the
+// new bytes followed by the old ones' tail, so it is for small files whose
+// readers refuse what they cannot parse, or whose new content is never
+// shorter than the old. The file is opened without following a link.
+func (r Root) Overwrite(path string, data []byte) error {
+	rel, err := r.rel(path)
+	if err != nil {
+		return err
+	}
+	// O_NONBLOCK: a named pipe planted there fails the open instead of
+	// hanging it; a regular file ignores the flag.
+	flag := os.O_WRONLY | os.O_CREATE | syscall.O_NONBLOCK
+	f, err := r.open(rel, flag, FilePerm)
+	if errors.Is(err, fs.ErrNotExist) {
+		if dir := filepath.ToSlash(filepath.Dir(rel)); dir != "." {
+			if err := r.MkdirAll(dir); err != nil {
+				return err
+			}
+		}
+		f, err = r.open(rel, flag, FilePerm)
+	}
+	if err != nil {
+		return fault.IO("write "+rel, err)
+	}
+	if info, serr := f.Stat(); serr != nil || !info.Mode().IsRegular() {
+		f.Close()
+		return fault.IO("write "+rel, &fs.PathError{Op: "open", Path: rel, Err: syscall.EINVAL})
+	}
+	_, err = f.WriteAt(data, 0)
+	if err == nil {
+		err = f.Truncate(int64(len(data)))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fault.IO("write "+rel, err)
+	}
+	return nil
+}
+
 // Append appends data, which must be whole lines, to the file at path
 // with a single O_APPEND write and syncs it before returning. A crash can
 // leave at most a torn last line, which readers ignore and the next writer

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/memvault/memvault/vault/fault"
 )
@@ -172,6 +174,7 @@ func TestRootRefusesLinks(t *testing.T) {
 				refused(t, "Check "+tc.path, r.Check(tc.path), tc.link)
 				refused(t, "WriteAtomic "+tc.path, r.WriteAtomic(tc.path, []byte("pwned\n")), tc.link)
 				refused(t, "WriteCache "+tc.path, r.WriteCache(tc.path, []byte("pwned\n")), tc.link)
+				refused(t, "Overwrite "+tc.path, r.Overwrite(tc.path, []byte("pwned\n")), tc.link)
 				refused(t, "Append "+tc.path, r.Append(tc.path, []byte("pwned\n")), tc.link)
 				refused(t, "Truncate "+tc.path, r.Truncate(tc.path, 0), tc.link)
 				refused(t, "Remove "+tc.path, r.Remove(tc.path), tc.link)
@@ -358,5 +361,53 @@ func TestRootWalk(t *testing.T) {
 	}
 	if err := At(dir).Walk("none/here", func(string, fs.DirEntry) error { return errors.New("called") }); err != nil {
 		t.Errorf("a folder that does not exist: %v", err)
+	}
+}
+
+// Overwrite keeps the file it writes (the same inode: no file is created
+// for a write), leaves no old tail behind a shorter content, makes a
+// missing file and its folder, and refuses a named pipe at once instead of
+// waiting for a reader.
+func TestRootOverwrite(t *testing.T) {
+	for name := range roots(".") {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			r := roots(dir)[name]
+			p := filepath.Join(dir, "locks", "list")
+			if err := r.Overwrite(p, []byte("a long first content\n")); err != nil {
+				t.Fatal(err)
+			}
+			before, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Overwrite(p, []byte("short\n")); err != nil {
+				t.Fatal(err)
+			}
+			after, _ := os.Stat(p)
+			if !os.SameFile(before, after) {
+				t.Error("Overwrite replaced the file instead of writing it")
+			}
+			if got, _ := os.ReadFile(p); string(got) != "short\n" {
+				t.Errorf("after a shorter write: %q", got)
+			}
+			if after.Mode().Perm() != FilePerm {
+				t.Errorf("mode %v, want %v", after.Mode().Perm(), FilePerm)
+			}
+			fifo := filepath.Join(dir, "pipe")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Skip(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- r.Overwrite(fifo, []byte("x\n")) }()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Error("Overwrite wrote into a named pipe")
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Overwrite hangs on a named pipe")
+			}
+		})
 	}
 }

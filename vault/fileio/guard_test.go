@@ -22,7 +22,7 @@ import (
 var allowed = map[string]string{
 	// git's own files, written by git's rules so that git and memvault can
 	// share the repository.
-	"vault/gitrepo/repo.go writeObject":                  "a loose object: git's tmp_obj_ temporary name (git prunes leftovers), zlib streamed, read-only",
+	"vault/gitrepo/repo.go writeLoose":                   "a loose object: git's tmp_obj_ temporary name (git prunes leftovers), created read-only",
 	"vault/gitrepo/locks.go createLockFileUntil":         "git's <file>.lock: the exclusive create is the lock, and the lock file becomes the new file",
 	"vault/gitrepo/locks.go prepareGitLock":              "a marker in .locks/ whose inode is memvault's git lock: it receives the lock file's content before one link makes it the lock",
 	"vault/gitrepo/index/split.go writeSplitOnNewShared": "a shared index: named by the hash of what streams into it; git's sharedindex_ temporary name",

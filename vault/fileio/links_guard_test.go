@@ -108,6 +108,7 @@ var outsideRoot = map[string]string{
 	"vault/gitrepo/repo.go Open":                         ".git",
 	"vault/gitrepo/repo.go Branch":                       ".git/HEAD",
 	"vault/gitrepo/repo.go writeObject":                  ".git/objects",
+	"vault/gitrepo/repo.go writeLoose":                   ".git/objects",
 	"vault/gitrepo/repo.go discardCreated":               ".git/objects",
 	// Checked by the vault before it hands the folder over.
 	"index/index.go Create":   "an index folder the vault checked for links (vault.createIndex)",

@@ -50,7 +50,7 @@ func TestPatchIndexAgreesWithGit(t *testing.T) {
 			write("intent.md", "intent\n")
 			git("add", "-N", "intent.md")
 
-			r, err := Open(dir)
+			r, err := openLikeAVault(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,7 +125,7 @@ func TestSplitIndexAgreesWithGit(t *testing.T) {
 	}
 	git("add", ".")
 	git("commit", "-q", "-m", "base")
-	r, err := Open(dir)
+	r, err := openLikeAVault(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

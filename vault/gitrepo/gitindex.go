@@ -143,12 +143,16 @@ func (r *Repo) splitIndexConfig() index.SplitMode {
 }
 
 // indexPending lists, one per line, the paths of commits whose index
-// update may not have happened: written before the branch moves, removed
+// update may not have happened: written before the branch moves, emptied
 // once git's index has followed. A process killed in between leaves it for
 // the next transaction, which sets those paths' entries to what the
 // commit holds; without it, git status would show the commit's files as
 // staged back to their old versions, and a person's git commit would
 // revert them.
+//
+// The file is kept and rewritten in place, not replaced by a rename and
+// removed: a commit creates no file for it (on the machine of
+// docs/PERFORMANCE.md creating a file costs more than writing one).
 const indexPending = ".locks/index-pending"
 
 // pendingIndex returns the paths a killed transaction left in indexPending.
@@ -160,7 +164,12 @@ func (r *Repo) pendingIndex() []string {
 	return strings.Fields(string(data))
 }
 
-// markPending records the paths of changes, and those still pending.
+// markPending records the paths of changes, and those still pending. No
+// fsync: it guards against a killed process, whose writes the kernel
+// keeps; after a power loss git's index is rebuilt by git. The list is
+// written over the old one from its start and cut to its length: it holds
+// every path the old one did (pending), so a process killed between the
+// write and the cut leaves the new list whole, whatever follows it.
 func (r *Repo) markPending(pending []string, changes []*Change) error {
 	paths := slices.Clone(pending)
 	for _, c := range changes {
@@ -168,12 +177,13 @@ func (r *Repo) markPending(pending []string, changes []*Change) error {
 	}
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
-	// No fsync: it guards against a killed process, whose writes the
-	// kernel keeps; after a power loss git's index is rebuilt by git.
-	return fileio.At(r.root).WriteCache(filepath.Join(r.root, indexPending), []byte(strings.Join(paths, "\n")+"\n"))
+	return fileio.At(r.root).Overwrite(filepath.Join(r.root, indexPending), []byte(strings.Join(paths, "\n")+"\n"))
 }
 
-func (r *Repo) clearPending() { fileio.At(r.root).Remove(filepath.Join(r.root, indexPending)) }
+// clearPending empties the list once git's index has followed.
+func (r *Repo) clearPending() {
+	fileio.At(r.root).Truncate(filepath.Join(r.root, indexPending), 0) //nolint:errcheck // a list left is caught up again, harmlessly
+}
 
 // catchUp returns index changes for the pending paths that changes does not
 // cover, as commit h holds them: its blob, with the file's stat data when

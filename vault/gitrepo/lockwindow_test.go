@@ -38,7 +38,7 @@ func BenchmarkLockWindow(b *testing.B) {
 			}
 			git.Run(b, "add", ".")
 			git.Run(b, "commit", "-q", "-m", "base")
-			r, err := Open(dir)
+			r, err := openLikeAVault(dir)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -101,7 +101,7 @@ func TestIndexReplacedBeforeTheLockIsKept(t *testing.T) {
 			write("memory.md", "first\n")
 			git("add", ".")
 			git("commit", "-q", "-m", "base")
-			r, err := Open(dir)
+			r, err := openLikeAVault(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +170,7 @@ func TestCommitWaitsForAGitCommand(t *testing.T) {
 	}
 	git("add", ".")
 	git("commit", "-q", "-m", "base")
-	r, err := Open(dir)
+	r, err := openLikeAVault(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestLeftoversOfAKilledIndexUpdate(t *testing.T) {
 			write("memory.md", "first\n")
 			git("add", ".")
 			git("commit", "-q", "-m", "base")
-			r, err := Open(dir)
+			r, err := openLikeAVault(dir)
 			if err != nil {
 				t.Fatal(err)
 			}

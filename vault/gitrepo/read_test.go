@@ -26,7 +26,7 @@ func newTestRepo(t *testing.T) *Repo {
 	if err := os.WriteFile(filepath.Join(dir, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Open(dir)
+	r, err := openLikeAVault(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

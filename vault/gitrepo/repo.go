@@ -20,10 +20,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-billy/v5"
@@ -256,15 +259,10 @@ func (r *Repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash,
 	// Written as git writes a loose object: zlib at git's default level
 	// for loose objects (1, best speed; go-git's writer uses 6, which costs
 	// more than the rest of the object), into a temporary file in the
-	// fan-out folder, made read-only, then renamed into place. The folder
-	// is private from the start, the object only readable by its owner.
-	// Not through fileio: the temporary file carries git's tmp_obj_ name,
-	// so that git's own prune removes one a killed process left, the bytes
-	// are compressed here, and the object is read-only.
-	dir := filepath.Dir(p)
-	if err := os.Mkdir(dir, fileio.DirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
-		return plumbing.ZeroHash, err
-	}
+	// fan-out folder, then renamed into place. Not through fileio: the
+	// temporary file carries git's tmp_obj_ name, so that git's own prune
+	// removes one a killed process left, the bytes are compressed here, and
+	// the object is read-only.
 	// Compressed in memory first, so that the file gets one write.
 	r.zbuf.Reset()
 	if r.zw == nil {
@@ -275,23 +273,7 @@ func (r *Repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash,
 	fmt.Fprintf(r.zw, "%s %d\x00", typ, len(data))
 	r.zw.Write(data)
 	r.zw.Close() // writing to a bytes.Buffer does not fail
-	f, err := os.CreateTemp(dir, "tmp_obj_")
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	tmp := f.Name()
-	_, err = f.Write(r.zbuf.Bytes())
-	if err == nil {
-		err = f.Chmod(0o400)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := writeLoose(p, r.zbuf.Bytes()); err != nil {
 		return plumbing.ZeroHash, err
 	}
 	if r.zbuf.Cap() > 1<<20 {
@@ -299,6 +281,52 @@ func (r *Repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash,
 	}
 	r.created = append(r.created, h)
 	return h, nil
+}
+
+// writeLoose writes a loose object's compressed bytes to p as git does,
+// with as few system calls as git: the temporary file is created read-only
+// (0400, its owner's alone) in the fan-out folder, which is made only when
+// the create finds it missing, and renamed over p without a look at p
+// first (a rename never replaces a folder with a file). A file on disk is
+// never writable, and a temporary one a killed process leaves is git's
+// tmp_obj_*, which git's prune removes.
+func writeLoose(p string, z []byte) error {
+	dir := filepath.Dir(p)
+	var f *os.File
+	var tmp string
+	for try := 0; ; try++ {
+		tmp = filepath.Join(dir, "tmp_obj_"+strconv.FormatUint(uint64(rand.Uint32()), 36))
+		var err error
+		f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o400)
+		if err == nil {
+			break
+		}
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && try < 2:
+			// The fan-out folder is missing (a new repository, or one
+			// git's gc emptied): made private, as git's own under
+			// memvault's umask.
+			if err := os.Mkdir(dir, fileio.DirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+		case errors.Is(err, fs.ErrExist) && try < 100:
+		default:
+			return err
+		}
+	}
+	_, err := f.Write(z)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		if err = syscall.Rename(tmp, p); err != nil {
+			err = &os.LinkError{Op: "rename", Old: tmp, New: p, Err: err}
+		}
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }
 
 // discardCreated removes the loose objects written since the last call, after

@@ -33,7 +33,7 @@ func newSyncRepo(t *testing.T, bare bool) string {
 
 func openTest(t *testing.T, dir string) *Repo {
 	t.Helper()
-	r, err := Open(dir)
+	r, err := openLikeAVault(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,4 +329,21 @@ func TestResolveRemote(t *testing.T) {
 	if err != nil || rm.LocalPath() != "" || rm.TrackingRef("main") != "refs/memvault/sync/main" {
 		t.Fatalf("scp-like URL: %+v, %v", rm, err)
 	}
+}
+
+// openLikeAVault opens the repository at dir after making git ignore
+// .locks/, as a vault's .gitignore does: the folder where the repository
+// keeps its lock markers and the list of pending index paths.
+func openLikeAVault(dir string) (*Repo, error) {
+	gitDir := filepath.Join(dir, ".git")
+	if _, err := os.Stat(gitDir); err != nil {
+		return Open(dir)
+	}
+	if err := os.MkdirAll(filepath.Join(gitDir, "info"), 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(gitDir, "info", "exclude"), []byte("/.locks/\n"), 0o600); err != nil {
+		return nil, err
+	}
+	return Open(dir)
 }

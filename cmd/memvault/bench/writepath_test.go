@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,12 +33,14 @@ func BenchmarkRememberInProcess(b *testing.B) {
 		b.Run(size, func(b *testing.B) {
 			root := writeVault(b, size)
 			b.ResetTimer()
+			cpu0 := processCPU()
 			for i := 0; i < b.N; i++ {
 				args := []string{"--vault", root, "remember", "--thread", "project:bench", fmt.Sprintf("benchmark fact %d", i)}
 				if code := cli.Run(args, nil, io.Discard, os.Stderr); code != 0 {
 					b.Fatalf("remember: exit %d", code)
 				}
 			}
+			b.ReportMetric(ms(processCPU()-cpu0)/float64(b.N), "cpu-ms/op")
 		})
 	}
 }
@@ -111,7 +114,9 @@ func buildWriteVault(b *testing.B, size string) string {
 // a detached worker after the command has exited and would load the next
 // turn. Sizes: small (1,000 events in 100 commits), large (10k commits and
 // 10k files: git's index is the large one), events (100k ledger events,
-// MEMVAULT_BENCH_CACHE keeps it).
+// MEMVAULT_BENCH_CACHE keeps it). MEMVAULT_BENCH_BASELINE names another
+// memvault binary (a build before a change) that takes its turn too, on a
+// copy of the vault of its own.
 //
 //	go test -run '^$' -bench RememberVsGit -benchtime 40x ./cmd/memvault/bench/
 func BenchmarkRememberVsGit(b *testing.B) {
@@ -140,6 +145,20 @@ func BenchmarkRememberVsGit(b *testing.B) {
 				}},
 				{"git-reference", gitCommitOne(b, twin, "reference,index")},
 				{"git-committed", gitCommitOne(b, twin, "committed,index")},
+			}
+			if base := os.Getenv("MEMVAULT_BENCH_BASELINE"); base != "" {
+				// Another build (the code before a change) on a copy of
+				// its own, in the same turns: x-baseline is after ÷ before.
+				copyOf := filepath.Join(b.TempDir(), "baseline")
+				if out, err := exec.Command("cp", "-a", root, copyOf).CombinedOutput(); err != nil {
+					b.Fatalf("cp: %v\n%s", err, out)
+				}
+				sides = append(sides[:1], append([]struct {
+					name string
+					cmd  func(i int) *exec.Cmd
+				}{{"baseline", func(i int) *exec.Cmd {
+					return exec.Command(base, "--vault", copyOf, "remember", "--thread", "project:bench", fmt.Sprintf("benchmark fact %d", i))
+				}}}, sides[1:]...)...)
 			}
 			wall := make([][]time.Duration, len(sides))
 			cpu := make([][]time.Duration, len(sides))
@@ -170,10 +189,14 @@ func BenchmarkRememberVsGit(b *testing.B) {
 	}
 }
 
-// gitCommitOne returns a command maker that changes one file two folders
-// deep in repo and commits it alone with core.fsync set to fsync.
+// gitCommitOne returns a command maker that changes one file three folders
+// deep in repo, as deep as the ledger segment a remember appends to
+// (ledger/2026/11/29.jsonl), and commits it alone with core.fsync set to
+// fsync: both sides then write as many objects (a blob, four trees, the
+// commit), and on a machine where creating a file costs more than writing
+// one (docs/PERFORMANCE.md, "Writes") a shallower path would spare git one.
 func gitCommitOne(b *testing.B, repo, fsync string) func(i int) *exec.Cmd {
-	rel := filepath.Join("notes", "bench", "edit.md")
+	rel := filepath.Join("notes", "bench", "2026", "edit.md")
 	return func(i int) *exec.Cmd {
 		f := filepath.Join(repo, rel)
 		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
@@ -188,6 +211,15 @@ func gitCommitOne(b *testing.B, repo, fsync string) func(i int) *exec.Cmd {
 		return exec.Command("git", "-C", repo, "-c", "core.fsync="+fsync, "-c", "gc.auto=0",
 			"commit", "-q", "-m", fmt.Sprintf("edit %d", i), "--", rel)
 	}
+}
+
+// processCPU is the CPU time, user and system, this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // cpuOf is a finished process's CPU time, user and system, its waited-for

@@ -29,8 +29,8 @@ func tableScore(qq []int32, doc []byte, nb int) int32 {
 	return a - b
 }
 
-// The bit-plane score is, for every query and reduced vector, the
-// integer the table per byte gives: random queries over the whole range
+// The bit-plane score is, for every query (its values reduced to -7 … +7)
+// and reduced vector, the integer the table per byte gives: random queries over the whole range
 // of a quantised value (±127 included), random reduced vectors sparse and
 // dense, at dimensions that fill whole words and that do not.
 func TestRoughScoreIsTheDotProduct(t *testing.T) {
@@ -68,8 +68,14 @@ func TestRoughScoreIsTheDotProduct(t *testing.T) {
 				}
 			}
 			doc, _ := appendSigns(nil, row)
-			rq := newRoughQuery(qq, nb)
-			if got, want := rq.score(doc), tableScore(qq, doc, nb); got != want {
+			rl := roughLevels(qq)
+			for j, q := range rl {
+				if q < -7 || q > 7 || (q < 0) != (qq[j] < 0) && q != 0 {
+					t.Fatalf("%d reduced to %d", qq[j], q)
+				}
+			}
+			rq := newRoughQuery(rl, nb)
+			if got, want := rq.score(doc), tableScore(rl, doc, nb); got != want {
 				t.Fatalf("dims %d, trial %d: bit-plane score %d, table %d", dims, trial, got, want)
 			}
 		}
@@ -101,7 +107,17 @@ func TestBestNIsTheHeapsChoice(t *testing.T) {
 		slices.Sort(want)
 		got := bestN(kept, slices.Clone(sims), n)
 		if !slices.Equal(got, want) {
-			t.Fatalf("trial %d (%d values, %d distinct, n %d): kept %v, the heap %v", trial, m, distinct, n, got, want)
+			t.Fatalf("trial %d (%d values, %d distinct, n %d): kept %d, the heap %d, first of them differing: %v",
+				trial, m, distinct, n, len(got), len(want), firstDiff(got, want))
 		}
 	}
+}
+
+func firstDiff(a, b []int) [2]int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return [2]int{a[i], b[i]}
+		}
+	}
+	return [2]int{-1, -1}
 }

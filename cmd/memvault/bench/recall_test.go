@@ -24,6 +24,7 @@ package bench
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -984,6 +985,9 @@ func TestRecallScaleProfile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if os.Getenv("MEMVAULT_BENCH_EMBED") == "1" {
+		v = scaleProfileEmbed(t, d.root)
+	}
 	queries := scaleQueries()
 	recall := func(q string) {
 		if _, err := recall.Recall(v, recall.RecallOptions{Query: q, Agent: v.Config.Agent, AllThreads: true, Limit: 10}); err != nil {
@@ -1013,6 +1017,33 @@ func TestRecallScaleProfile(t *testing.T) {
 	durs := flat(byQuery, 0, len(byQuery))
 	t.Logf("in-process recall over %d queries × 3: p50 %.1f ms, p90 %.1f ms; %s; profile in %s",
 		len(queries), ms(pct(durs, 50)), ms(pct(durs, 90)), byClass(byQuery), out)
+}
+
+// scaleProfileEmbed gives the vault of TestRecallScaleProfile an [embed]
+// table (the fake endpoint, 768 dimensions) and fills its vector cache,
+// so that the profile is of recall with vectors.
+func scaleProfileEmbed(t *testing.T, root string) *vault.Vault {
+	srv := embedtest.New(768)
+	t.Cleanup(srv.Close)
+	cfg := filepath.Join(root, "memvault.toml")
+	old, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := "\n[embed]\nurl = \"" + srv.URL() + "\"\nmodel = \"fake\"\ntimeout = \"30s\"\n"
+	if err := os.WriteFile(cfg, append(old, table...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err := vault.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := recall.CatchUpEmbeddings(context.Background(), v, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("vector cache filled: %+v", rep)
+	return v
 }
 
 // benchLockWait is how long the builders of the benchmark vaults wait for

@@ -24,6 +24,7 @@ package bench
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -603,22 +604,32 @@ func fts5Binary(b testing.TB) string {
 // after the other, and returns the wall times of each command by its index.
 func scaleTimes(b *testing.B, rounds int, cmds func() []*exec.Cmd, okExit func(error) bool) [][]time.Duration {
 	b.Helper()
-	var byCmd [][]time.Duration
+	wall, _ := scaleTimesCPU(b, rounds, cmds, okExit)
+	return wall
+}
+
+// scaleTimesCPU is scaleTimes with, beside the wall times, the CPU time
+// (user and system) of each process, which the machine's load moves less.
+func scaleTimesCPU(b *testing.B, rounds int, cmds func() []*exec.Cmd, okExit func(error) bool) (wall, cpu [][]time.Duration) {
+	b.Helper()
 	for r := 0; r < rounds; r++ {
 		for i, cmd := range cmds() {
 			cmd.Env = benchEnv()
 			start := time.Now()
 			out, err := cmd.CombinedOutput()
-			if i == len(byCmd) {
-				byCmd = append(byCmd, nil)
+			if i == len(wall) {
+				wall, cpu = append(wall, nil), append(cpu, nil)
 			}
-			byCmd[i] = append(byCmd[i], time.Since(start))
+			wall[i] = append(wall[i], time.Since(start))
+			if cmd.ProcessState != nil {
+				cpu[i] = append(cpu[i], cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+			}
 			if err != nil && (okExit == nil || !okExit(err)) {
 				b.Fatalf("%v: %v\n%s", cmd.Args, err, out)
 			}
 		}
 	}
-	return byCmd
+	return wall, cpu
 }
 
 // scaleClasses are the kinds of query in scaleQueries, by index.
@@ -762,30 +773,32 @@ func BenchmarkRecallScale(b *testing.B) {
 			if vecRoot != "" {
 				cmds = append(cmds, exec.Command(bin, "--vault", vecRoot, "recall", "--all-threads", "--limit", "10", "--json", q))
 			}
+			if vecRoot != "" && baseBin != "" { // the baseline on the same vector cache
+				cmds = append(cmds, exec.Command(baseBin, "--vault", vecRoot, "recall", "--all-threads", "--limit", "10", "--json", q))
+			}
 		}
 		return cmds
 	}
 	// split separates this binary's times from the baseline's and from
-	// those with [embed] (vec), which recallCmds interleaves per query.
-	split := func(byCmd [][]time.Duration) (mine, base, vec [][]time.Duration) {
-		stride := 1
+	// those with [embed] (vec, and the baseline's: baseVec), which
+	// recallCmds interleaves per query.
+	split := func(byCmd [][]time.Duration) (mine, base, vec, baseVec [][]time.Duration) {
+		var order []*[][]time.Duration
+		order = append(order, &mine)
 		if baseBin != "" {
-			stride++
+			order = append(order, &base)
 		}
 		if vecRoot != "" {
-			stride++
-		}
-		for i, d := range byCmd {
-			switch k := i % stride; {
-			case k == 0:
-				mine = append(mine, d)
-			case k == 1 && baseBin != "":
-				base = append(base, d)
-			default:
-				vec = append(vec, d)
+			order = append(order, &vec)
+			if baseBin != "" {
+				order = append(order, &baseVec)
 			}
 		}
-		return mine, base, vec
+		for i, d := range byCmd {
+			to := order[i%len(order)]
+			*to = append(*to, d)
+		}
+		return mine, base, vec, baseVec
 	}
 	scaleTimes(b, 1, recallCmds, nil) // warm: page cache, derived caches
 	b.Run("recall", func(b *testing.B) {
@@ -793,11 +806,24 @@ func BenchmarkRecallScale(b *testing.B) {
 		if vecSrv != nil {
 			asked = vecSrv.Requests.Load()
 		}
-		var byCmd [][]time.Duration
+		var byCmd, cpuByCmd [][]time.Duration
 		for i := 0; i < b.N; i++ {
-			byCmd = scaleTimes(b, rounds, recallCmds, nil)
+			byCmd, cpuByCmd = scaleTimesCPU(b, rounds, recallCmds, nil)
 		}
-		mine, base, vec := split(byCmd)
+		{
+			mine, base, vec, baseVec := split(cpuByCmd)
+			var parts []string
+			for _, side := range []struct {
+				name string
+				d    [][]time.Duration
+			}{{"this build", mine}, {"baseline", base}, {"this build with [embed]", vec}, {"baseline with [embed]", baseVec}} {
+				if side.d != nil {
+					parts = append(parts, fmt.Sprintf("%s %.1f", side.name, ms(pct(flat(side.d, 0, len(side.d)), 50))))
+				}
+			}
+			rows = append(rows, scaleRow{"recall CPU (user + sys) p50, ms", "", "", strings.Join(parts, "; ")})
+		}
+		mine, base, vec, baseVec := split(byCmd)
 		durs := flat(mine, 0, len(mine))
 		b.ReportMetric(ms(pct(durs, 50)), "p50-ms")
 		b.ReportMetric(ms(pct(durs, 90)), "p90-ms")
@@ -812,7 +838,12 @@ func BenchmarkRecallScale(b *testing.B) {
 			b.ReportMetric(ms(pct(vd, 50)), "embed-p50-ms")
 			b.ReportMetric(ms(pct(vd, 90)), "embed-p90-ms")
 			add("memvault recall with [embed] (fake endpoint, cache filled), interleaved", vd,
-				fmt.Sprintf("%.1f requests per recall; %s", float64(vecSrv.Requests.Load()-asked)/float64(len(vd)), byClass(vec)))
+				fmt.Sprintf("%.1f requests per recall; %s", float64(vecSrv.Requests.Load()-asked)/float64(len(vd)+len(flat(baseVec, 0, len(baseVec)))), byClass(vec)))
+		}
+		if baseVec != nil {
+			bv := flat(baseVec, 0, len(baseVec))
+			b.ReportMetric(ms(pct(bv, 50)), "base-embed-p50-ms")
+			add("baseline recall with [embed], same cache, interleaved", bv, byClass(baseVec))
 		}
 	})
 	b.Run("grep", func(b *testing.B) {
@@ -899,7 +930,7 @@ func BenchmarkRecallScale(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			byCmd = scaleTimes(b, rounds, recallCmds, nil)
 		}
-		mine, _, _ := split(byCmd)
+		mine, _, _, _ := split(byCmd)
 		durs := flat(mine, 0, len(mine))
 		b.ReportMetric(ms(pct(durs, 50)), "p50-ms")
 		b.ReportMetric(ms(pct(durs, 90)), "p90-ms")
@@ -984,6 +1015,9 @@ func TestRecallScaleProfile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if os.Getenv("MEMVAULT_BENCH_EMBED") == "1" {
+		v = scaleProfileEmbed(t, d.root)
+	}
 	queries := scaleQueries()
 	recall := func(q string) {
 		if _, err := recall.Recall(v, recall.RecallOptions{Query: q, Agent: v.Config.Agent, AllThreads: true, Limit: 10}); err != nil {
@@ -1013,6 +1047,33 @@ func TestRecallScaleProfile(t *testing.T) {
 	durs := flat(byQuery, 0, len(byQuery))
 	t.Logf("in-process recall over %d queries × 3: p50 %.1f ms, p90 %.1f ms; %s; profile in %s",
 		len(queries), ms(pct(durs, 50)), ms(pct(durs, 90)), byClass(byQuery), out)
+}
+
+// scaleProfileEmbed gives the vault of TestRecallScaleProfile an [embed]
+// table (the fake endpoint, 768 dimensions) and fills its vector cache,
+// so that the profile is of recall with vectors.
+func scaleProfileEmbed(t *testing.T, root string) *vault.Vault {
+	srv := embedtest.New(768)
+	t.Cleanup(srv.Close)
+	cfg := filepath.Join(root, "memvault.toml")
+	old, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := "\n[embed]\nurl = \"" + srv.URL() + "\"\nmodel = \"fake\"\ntimeout = \"30s\"\n"
+	if err := os.WriteFile(cfg, append(old, table...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err := vault.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := recall.CatchUpEmbeddings(context.Background(), v, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("vector cache filled: %+v", rep)
+	return v
 }
 
 // benchLockWait is how long the builders of the benchmark vaults wait for

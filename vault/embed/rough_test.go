@@ -1,0 +1,123 @@
+package embed
+
+import (
+	"math/bits"
+	"math/rand"
+	"slices"
+	"testing"
+)
+
+// tableScore is the first step's score as a table per byte of the query
+// gave it: the reference the bit-plane score must equal.
+func tableScore(qq []int32, doc []byte, nb int) int32 {
+	tab := make([][256]int16, nb)
+	for p := range tab {
+		for b := 1; b < 256; b++ {
+			k := bits.TrailingZeros8(uint8(b))
+			v := int16(0)
+			if 8*p+k < len(qq) {
+				v = int16(qq[8*p+k])
+			}
+			tab[p][b] = tab[p][b&(b-1)] + v
+		}
+	}
+	var a, b int32
+	for p := range nb {
+		a += int32(tab[p][doc[p]])
+		b += int32(tab[p][doc[nb+p]])
+	}
+	return a - b
+}
+
+// The bit-plane score is, for every query (its values reduced to -7 … +7)
+// and reduced vector, the integer the table per byte gives: random queries over the whole range
+// of a quantised value (±127 included), random reduced vectors sparse and
+// dense, at dimensions that fill whole words and that do not.
+func TestRoughScoreIsTheDotProduct(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for _, dims := range []int{1, 7, 8, 63, 64, 65, 100, 384, 768, 1000, 1536} {
+		nb := (dims + 7) / 8
+		for trial := range 200 {
+			qq := make([]int32, dims)
+			for j := range qq {
+				switch rng.Intn(6) {
+				case 0:
+					qq[j] = 127
+				case 1:
+					qq[j] = -127
+				case 2:
+					qq[j] = 0
+				default:
+					qq[j] = int32(rng.Intn(255) - 127)
+				}
+			}
+			if trial%7 == 0 { // a small query: fewer planes in use
+				for j := range qq {
+					qq[j] %= 4
+				}
+			}
+			var row []byte
+			for range dims {
+				row = append(row, byte(int8(rng.Intn(255)-127)))
+			}
+			if trial%3 == 0 { // sparse, as word counts are
+				for j := range row {
+					if rng.Intn(10) > 0 {
+						row[j] = 0
+					}
+				}
+			}
+			doc, _ := appendSigns(nil, row)
+			rl := roughLevels(qq)
+			for j, q := range rl {
+				if q < -7 || q > 7 || (q < 0) != (qq[j] < 0) && q != 0 {
+					t.Fatalf("%d reduced to %d", qq[j], q)
+				}
+			}
+			rq := newRoughQuery(rl, nb)
+			if got, want := rq.score(doc), tableScore(rl, doc, nb); got != want {
+				t.Fatalf("dims %d, trial %d: bit-plane score %d, table %d", dims, trial, got, want)
+			}
+		}
+	}
+}
+
+// The first step keeps the n a heap of the best would keep (the highest,
+// ties to the earlier document), also where most values are equal, as
+// sparse vectors' zeros are, and where the n-th is among equals.
+func TestBestNIsTheHeapsChoice(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	for trial := range 300 {
+		m := 1 + rng.Intn(3000)
+		distinct := 1 + rng.Intn(1+trial%50) // few distinct values: many ties
+		kept, sims := make([]int, m), make([]float32, m)
+		for j := range kept {
+			kept[j] = 3*j + rng.Intn(3)
+			sims[j] = float32(rng.Intn(distinct)) - float32(distinct)/3
+		}
+		n := 1 + rng.Intn(m+10)
+		h := &minHeap{}
+		for j, i := range kept {
+			h.offer(Scored{Index: i, Sim: sims[j]}, n)
+		}
+		var want []int
+		for _, sc := range *h {
+			want = append(want, sc.Index)
+		}
+		slices.Sort(want)
+		got := bestN(kept, slices.Clone(sims), n)
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d (%d values, %d distinct, n %d): kept %d, the heap %d, first of them differing: %v",
+				trial, m, distinct, n, len(got), len(want), firstDiff(got, want))
+		}
+	}
+}
+
+func firstDiff(a, b []int) [2]int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return [2]int{a[i], b[i]}
+		}
+	}
+	return [2]int{-1, -1}
+}

@@ -13,6 +13,7 @@ package hooks_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -275,8 +276,17 @@ func (e *e2e) holdLock() func() {
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		e.T.Fatalf("flock %s: %v", p, err)
+	// The background worker a session end started, or the automatic pack
+	// after it, may hold the lock a while yet: wait for it, as a writer
+	// would, rather than fail the test on a lock held for a good reason.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			e.T.Fatalf("flock %s: %v", p, err)
+		}
 	}
 	return func() {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)

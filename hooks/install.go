@@ -226,16 +226,7 @@ func commandBinary(command string) string {
 // pluginBinary is the binary a plugin file memvault wrote runs ("" when
 // it names none).
 func pluginBinary(data []byte) string {
-	const prefix = "const BIN = "
-	i := bytes.Index(data, []byte(prefix))
-	if i < 0 {
-		return ""
-	}
-	line := data[i+len(prefix):]
-	if j := bytes.IndexByte(line, '\n'); j >= 0 {
-		line = line[:j]
-	}
-	s, err := strconv.Unquote(string(bytes.TrimSpace(line)))
+	s, err := strconv.Unquote(pluginBinLiteral(data))
 	if err != nil {
 		return ""
 	}

@@ -183,17 +183,7 @@ const (
 // function over maxFuncLines, anywhere in the module.
 func TestCodeShape(t *testing.T) {
 	t.Parallel()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	for _, p := range moduleFiles(t, root) {
-		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(root, p)
+	eachModuleFile(t, func(fset *token.FileSet, f *ast.File, rel string) {
 		if n := fset.File(f.Pos()).LineCount(); n > maxFileLines {
 			t.Errorf("%s: %d lines, more than %d: split it by concern", rel, n, maxFileLines)
 		}
@@ -206,6 +196,25 @@ func TestCodeShape(t *testing.T) {
 				t.Errorf("%s: %s is %d lines, more than %d: split it into steps", rel, fd.Name.Name, n, maxFuncLines)
 			}
 		}
+	})
+}
+
+// eachModuleFile parses each non-test Go file of the module (moduleFiles)
+// and calls fn with it and its slash-separated path from the module's root.
+func eachModuleFile(t *testing.T, fn func(fset *token.FileSet, f *ast.File, rel string)) {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, p := range moduleFiles(t, root) {
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, p)
+		fn(fset, f, filepath.ToSlash(rel))
 	}
 }
 

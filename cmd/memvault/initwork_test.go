@@ -5,7 +5,6 @@ import (
 	"go/parser"
 	"go/token"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,22 +53,11 @@ const maxInitMapEntries = 256
 
 func TestNoWorkAtInit(t *testing.T) {
 	t.Parallel()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	for _, p := range moduleFiles(t, root) {
-		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
+	eachModuleFile(t, func(fset *token.FileSet, f *ast.File, rel string) {
 		for _, msg := range initWork(fset, f, rel) {
 			t.Errorf("%s", msg)
 		}
-	}
+	})
 }
 
 // initWork lists what f computes at package init beyond the allowed.

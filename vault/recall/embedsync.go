@@ -77,6 +77,9 @@ func catchUpEmbeddings(ctx context.Context, v *vault.Vault, budget time.Duration
 	st := embed.Open(v.Root, cfg.Model, cfg.Dimensions)
 	pending, err := pendingSources(v, st)
 	if err != nil || !rebuild && len(pending) == 0 {
+		if err == nil && st.Old() {
+			st.Save(v.Root) // a cache of an earlier version, in the current one
+		}
 		rep.Done = err == nil
 		rep.Vectors, rep.Full, rep.Bytes, rep.Elapsed = st.Len(), st.Full(), st.Bytes(), time.Since(start)
 		return rep, st, err
@@ -86,8 +89,8 @@ func catchUpEmbeddings(ctx context.Context, v *vault.Vault, budget time.Duration
 	var reuse map[uint64][]float32
 	if rebuild {
 		reuse = make(map[uint64][]float32, st.Len())
-		for i, h := range st.Hashes {
-			reuse[h] = st.Vector(i)
+		for i := range st.Len() {
+			reuse[st.TextHash(i)] = st.Vector(i)
 		}
 		st = embed.NewStore(cfg.Model, cfg.Dimensions)
 		pending, err = pendingSources(v, st)
@@ -97,8 +100,8 @@ func catchUpEmbeddings(ctx context.Context, v *vault.Vault, budget time.Duration
 	}
 	c := &embedCatchUp{v: v, ctx: ctx, client: client, st: st, reuse: reuse, rep: &rep, rules: embedRules(v),
 		have: make(map[string]bool, st.Len())}
-	for _, id := range st.IDs {
-		c.have[id] = true
+	for i := range st.Len() {
+		c.have[st.ID(i)] = true
 	}
 	err = c.run(pending)
 	if err != nil && budget > 0 && ctx.Err() != nil {

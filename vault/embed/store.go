@@ -60,6 +60,11 @@ type Store struct {
 	// Marks is how far each source file is embedded (as the index's
 	// watermarks: a byte offset, 1 for a node file).
 	Marks map[string]int64
+	// Journal is where the cache stands in the transcript journal
+	// (vault/tjournal): every line before Off, in generation Gen, names
+	// text the marks cover (docs/RETRIEVAL.md, "When"). Empty: the
+	// transcripts are listed.
+	Journal JournalMark
 	// cols is recW bytes a document (see colHash); ids every document's
 	// index id, one after another; agents and threads the tables the
 	// columns' codes index. In the mapping for a cache opened for search.
@@ -83,6 +88,13 @@ type Store struct {
 	// mapped is the file's tail mapped in memory (nil where it could not
 	// be): the vectors are read from it, each checked by its CRC-32.
 	mapping, mapped []byte
+}
+
+// JournalMark is a place in the transcript journal: its generation and
+// the offset of a line.
+type JournalMark struct {
+	Gen string
+	Off int64
 }
 
 // NewStore is an empty cache for model (and dims, 0 when the model says).

@@ -70,7 +70,7 @@ func Open(root, model string, dims int) *Store {
 }
 
 // openTail reads the rest of a cache of the current version: the marks,
-// the size, the tables, and where the columns, the ids, the bit-planes
+// the journal mark, the size, the tables, and where the columns, the ids, the bit-planes
 // and the vectors are in the tail, each block checked by its CRC-32 but
 // the vectors, which are checked one by one as a search reads them.
 func (s *Store) openTail(d *codec.Decoder) bool {
@@ -78,6 +78,7 @@ func (s *Store) openTail(d *codec.Decoder) bool {
 		k := d.Str()
 		s.Marks[k] = d.Int64()
 	}
+	s.Journal = JournalMark{Gen: d.Str(), Off: d.Int64()}
 	s.bytes = d.Int64()
 	n := d.Uvarint() // the documents are in the tail: bounded by the columns' length below
 	s.agents, s.threads = d.Strs(), d.Strs()
@@ -207,6 +208,8 @@ func (s *Store) Save(root string) bool {
 			e.Str(k)
 			e.Int64(s.Marks[k])
 		}
+		e.Str(s.Journal.Gen)
+		e.Int64(s.Journal.Off)
 		e.Int64(s.bytes)
 		e.Int(n)
 		e.Strs(s.agents)

@@ -24,6 +24,11 @@ type embedPending struct {
 	lines   []vault.JournalLine
 	end     int64
 	present map[string]bool // the transcript parts looked at that exist
+	// stamp is, where there was no journal, the modification time of its
+	// folder (.index/) before it was looked for: an append creates the
+	// journal first, and a reindex removes it, either of which changes
+	// the folder's time. 0 when it could not be read.
+	stamp int64
 }
 
 // pendingSources is the sources with documents st has no vector for yet:
@@ -32,9 +37,15 @@ type embedPending struct {
 // the index reads it: vault/tjournal's protocol), so that no text written
 // meanwhile is taken as covered.
 func pendingSources(v *vault.Vault, st *embed.Store) (embedPending, error) {
+	var stamp int64
+	if info, err := v.Files().Stat(filepath.Dir(v.JournalPath())); err == nil {
+		stamp = info.ModTime().UnixNano()
+	}
 	gen, lines, end := v.ReadJournal(st.Journal.Gen, st.Journal.Off)
-	p := embedPending{gen: gen, lines: lines, end: end, present: map[string]bool{}}
-	known := gen != "" && gen == st.Journal.Gen
+	p := embedPending{gen: gen, lines: lines, end: end, present: map[string]bool{}, stamp: stamp}
+	// No journal (none written since a reindex removed it): as known as
+	// the folder's time is unchanged since the mark was set.
+	known := gen != "" && gen == st.Journal.Gen || gen == "" && st.Journal.Gen == "" && stamp != 0 && st.Journal.Off == stamp
 	kinds := "rnm"
 	if known {
 		kinds = "rn"
@@ -76,10 +87,10 @@ func pendingSources(v *vault.Vault, st *embed.Store) (embedPending, error) {
 // are: at the first line read whose text they do not cover (a part that
 // exists, embedded to less than the size the line says it grew to; its
 // writer may not have written the text yet), else at the end read. No
-// journal, no mark: the next catch-up lists the transcripts.
+// journal: the time of its folder (no mark where that was not read).
 func (p embedPending) mark(st *embed.Store) embed.JournalMark {
 	if p.gen == "" {
-		return embed.JournalMark{}
+		return embed.JournalMark{Off: p.stamp}
 	}
 	for _, l := range p.lines {
 		if p.present[l.Rel] && st.Marks[l.Rel] < l.After {

@@ -136,5 +136,28 @@ func TestEmbedCatchUpWithoutJournal(t *testing.T) {
 	if rep, err := CatchUpEmbeddings(context.Background(), v, 0, false); err != nil || rep.Requests != 0 {
 		t.Fatalf("a catch-up with nothing to do: %+v %v", rep, err)
 	}
-	_ = fmt.Sprint
+	// No journal (as after a reindex): the mark is the time of its
+	// folder, and a message appended and its journal removed again (a
+	// reindex whose vectors were not rebuilt) since is still embedded.
+	if err := os.Remove(v.JournalPath()); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := CatchUpEmbeddings(context.Background(), v, 0, false); err != nil || rep.Requests != 0 {
+		t.Fatalf("a catch-up with nothing to do: %+v %v", rep, err)
+	}
+	if _, mark := cachedIDs(t, v.Root); mark.Gen != "" || mark.Off == 0 {
+		t.Fatalf("without a journal the mark is %+v, want the folder's time", mark)
+	}
+	for i := range 2 {
+		time.Sleep(20 * time.Millisecond) // past the file system's clock tick
+		appendTurns(t, v, "s2", user("mel", fmt.Sprintf("turn %d after the reindex", i)))
+		if i == 0 {
+			if err := os.Remove(v.JournalPath()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if rep, err := CatchUpEmbeddings(context.Background(), v, 0, false); err != nil || rep.Embedded != 1 || rep.Vectors != 8+i {
+			t.Fatalf("turn %d: catch-up %+v %v", i, rep, err)
+		}
+	}
 }

@@ -120,7 +120,7 @@ func TestStore(t *testing.T) {
 	}
 	q, _ := unit(embedtest.Vector("purchase vehicle", 32))
 	near := got.Search(q, nil, 2)
-	if len(near) != 2 || got.IDs[near[0].Index] != "m|x|a" && got.IDs[near[0].Index] != "m|x|c" || near[0].Sim < 0.6 {
+	if len(near) != 2 || got.ID(near[0].Index) != "m|x|a" && got.ID(near[0].Index) != "m|x|c" || near[0].Sim < 0.6 {
 		t.Fatalf("search: %+v", near)
 	}
 	if Load(root, "other", 0).Len() != 0 || Load(root, "m", 64).Len() != 0 {

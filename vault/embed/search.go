@@ -43,7 +43,7 @@ func (s *Store) Search(q []float32, keep func(i int) bool, k int) []Scored {
 		if !ok {
 			continue
 		}
-		sc := Scored{Index: i, Sim: float32(dot(qq, row)) * qs * s.Scales[i]}
+		sc := Scored{Index: i, Sim: float32(dot(qq, row)) * qs * s.scale(i)}
 		h.offer(sc, k)
 	}
 	return h.best()
@@ -57,12 +57,12 @@ func (s *Store) SearchFull(q []float32, keep func(i int) bool, k int) []Scored {
 	}
 	qq, qs := quantiseQuery(q)
 	h := &minHeap{}
-	for i := range s.IDs {
+	for i := range s.Len() {
 		if keep != nil && !keep(i) {
 			continue
 		}
 		if row, ok := s.row(i); ok {
-			h.offer(Scored{Index: i, Sim: float32(dot(qq, row)) * qs * s.Scales[i]}, k)
+			h.offer(Scored{Index: i, Sim: float32(dot(qq, row)) * qs * s.scale(i)}, k)
 		}
 	}
 	return h.best()
@@ -91,15 +91,15 @@ func quantiseQuery(q []float32) ([]int32, float32) {
 func (s *Store) candidates(qq []int32, keep func(i int) bool, n int) []int {
 	var kept []int
 	if keep == nil {
-		if len(s.IDs) <= n {
-			kept = make([]int, len(s.IDs))
+		if s.Len() <= n {
+			kept = make([]int, s.Len())
 			for i := range kept {
 				kept[i] = i
 			}
 			return kept
 		}
 	} else {
-		for i := range s.IDs {
+		for i := range s.Len() {
 			if keep(i) {
 				kept = append(kept, i)
 			}
@@ -109,7 +109,7 @@ func (s *Store) candidates(qq []int32, keep func(i int) bool, n int) []int {
 		}
 	}
 	if kept == nil {
-		kept = make([]int, len(s.IDs))
+		kept = make([]int, s.Len())
 		for i := range kept {
 			kept[i] = i
 		}
@@ -117,7 +117,7 @@ func (s *Store) candidates(qq []int32, keep func(i int) bool, n int) []int {
 	rq := newRoughQuery(roughLevels(qq), (s.Dims+7)/8)
 	sims := make([]float32, len(kept))
 	for j, i := range kept {
-		sims[j] = float32(rq.score(s.Bits[2*i*rq.nb:])) * s.Levels[i]
+		sims[j] = float32(rq.score(s.Bits[2*i*rq.nb:])) * s.level(i)
 		if sims[j] != sims[j] { // NaN: a level the file made so
 			sims[j] = float32(math.Inf(-1))
 		}

@@ -197,28 +197,3 @@ func unitOf(v []float32) []float32 {
 	}
 	return v
 }
-
-// A cache of version 1 (the vectors in the body) is still read.
-func TestStoreReadsVersion1(t *testing.T) {
-	root := t.TempDir()
-	c := topicsCorpus(50, 32)
-	s := c.store
-	codec.WriteFile(root, StoreName, 1, func(e *codec.Encoder) {
-		e.Str(s.Model)
-		e.Int(s.Dims)
-		e.Int(0)
-		e.Int(len(s.IDs))
-		for i, id := range s.IDs {
-			e.Str(id)
-			e.Str(s.Agents[i])
-			e.Str(s.Threads[i])
-			e.Uint64(s.Hashes[i])
-			e.Uint64(uint64(math.Float32bits(s.Scales[i])))
-		}
-		e.Bytes(s.Vecs)
-	})
-	got := Load(root, "m", 32)
-	if got.Len() != 50 || string(got.Vecs) != string(s.Vecs) || string(got.Bits) != string(s.Bits) || fmt.Sprint(got.Sums) != fmt.Sprint(s.Sums) {
-		t.Fatalf("version 1 read as %d documents", got.Len())
-	}
-}

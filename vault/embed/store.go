@@ -6,32 +6,51 @@ package embed
 // size reads as empty, so a change of either rebuilds it), how far each
 // source file is embedded, and per document its index id, agent, thread,
 // the hash of the text sent, and its vector, quantised to one signed byte a
-// dimension with a scale per vector. The vectors are in the file's tail,
-// after a block of their signs (a bit a dimension), so that a search reads
-// the signs of every document and the vectors of a few thousand
-// (search.go); each vector has its own CRC-32.
+// dimension with a scale per vector. Since version 3 everything per
+// document is in the file's tail as columns of fixed width (the agent and
+// the thread as codes into two small tables, the ids one after another),
+// so that a recall maps the file and reads a document's fields only when it
+// looks at that document, rather than decoding 100,000 ids on each recall;
+// then a block of the vectors reduced to bit-planes, so that a search reads
+// those of every document and the vectors of a few thousand (search.go);
+// each block, and each vector, has its own CRC-32.
 
 import (
-	"errors"
+	"bytes"
+	"encoding/binary"
 	"hash/crc32"
 	"hash/fnv"
-	"io/fs"
-	"maps"
 	"math"
-	"slices"
 
 	"github.com/memvault/memvault/vault/codec"
-	"github.com/memvault/memvault/vault/fileio"
 )
 
 const (
 	// StoreName is the cache's name: .state/embed-vectors.bin.
-	StoreName    = "embed-vectors"
-	storeVersion = 2 // 1: the vectors in the body, no signs
+	StoreName = "embed-vectors"
+	// storeVersion 3: the per-document fields as columns in the tail;
+	// 2: in the body, one document after another; 1: the vectors in the
+	// body, no bit-planes. Versions 1 and 2 are still read.
+	storeVersion = 3
 	// MaxStoreBytes bounds the cache: past it nothing more is embedded
 	// (CatchUp reports it full). 256 MiB is 330,000 vectors of 768
 	// dimensions.
 	MaxStoreBytes = 256 << 20
+)
+
+// The columns of a document, little-endian, recW bytes a document: the
+// hash of its text, its scale, its vector's CRC-32, its level, the codes
+// of its agent and thread, and where its id ends in the block of ids (it
+// starts where the previous one ends).
+const (
+	colHash   = 0
+	colScale  = 8
+	colSum    = 12
+	colLevel  = 16
+	colAgent  = 20
+	colThread = 24
+	colIDEnd  = 28
+	recW      = 32
 )
 
 // Store is the vector cache in memory.
@@ -40,23 +59,27 @@ type Store struct {
 	Dims  int // 0 until the first vector
 	// Marks is how far each source file is embedded (as the index's
 	// watermarks: a byte offset, 1 for a node file).
-	Marks   map[string]int64
-	IDs     []string
-	Agents  []string
-	Threads []string
-	Hashes  []uint64
-	Scales  []float32
-	Sums    []uint32 // the CRC-32 of each vector's bytes
+	Marks map[string]int64
+	// Journal is where the cache stands in the transcript journal
+	// (vault/tjournal): every line before Off, in generation Gen, names
+	// text the marks cover (docs/RETRIEVAL.md, "When"). Empty: the
+	// transcripts are listed.
+	Journal JournalMark
+	// cols is recW bytes a document (see colHash); ids every document's
+	// index id, one after another; agents and threads the tables the
+	// columns' codes index. In the mapping for a cache opened for search.
+	cols, ids       []byte
+	agents, threads []string
+	codes           map[string]uint32 // agent and thread codes, "a|"/"t|" + name, while adding
 	// Vecs is Dims signed bytes per document; nil in a cache opened for
 	// search (Open), whose vectors are read from the file as needed.
 	Vecs []byte
 	// Bits is each vector reduced to three values a dimension, 2 ×
 	// (Dims+7)/8 bytes per document (appendSigns): a plane of the
 	// dimensions well above 0, then one of those well below.
-	Bits []byte
-	// Levels is the magnitude each document's reduced values stand for.
-	Levels []float32
-	bytes  int64
+	Bits  []byte
+	bytes int64
+	old   bool // read from a cache of an earlier version
 	// The open file of a cache opened for search, and where its vectors
 	// start in the tail.
 	dec     *codec.Decoder
@@ -67,19 +90,30 @@ type Store struct {
 	mapping, mapped []byte
 }
 
+// JournalMark is a place in the transcript journal: its generation and
+// the offset of a line.
+type JournalMark struct {
+	Gen string
+	Off int64
+}
+
 // NewStore is an empty cache for model (and dims, 0 when the model says).
 func NewStore(model string, dims int) *Store {
 	return &Store{Model: model, Dims: dims, Marks: map[string]int64{}}
 }
 
 // Len is how many documents have a vector.
-func (s *Store) Len() int { return len(s.IDs) }
+func (s *Store) Len() int { return len(s.cols) / recW }
 
 // Full reports whether the cache reached MaxStoreBytes.
 func (s *Store) Full() bool { return s.bytes >= MaxStoreBytes }
 
 // Bytes is about how much the cache takes on disk.
 func (s *Store) Bytes() int64 { return s.bytes }
+
+// Old reports whether the cache was read from a file of an earlier
+// version: saving it writes the current one.
+func (s *Store) Old() bool { return s.old }
 
 // Hash is the key a text's vector is reused by: the model and the text.
 func Hash(model, text string) uint64 {
@@ -88,6 +122,69 @@ func Hash(model, text string) uint64 {
 	h.Write([]byte{0})
 	h.Write([]byte(text))
 	return h.Sum64()
+}
+
+func (s *Store) u32(i, col int) uint32 { return binary.LittleEndian.Uint32(s.cols[i*recW+col:]) }
+
+// TextHash is the hash of document i's text (Hash).
+func (s *Store) TextHash(i int) uint64 { return binary.LittleEndian.Uint64(s.cols[i*recW+colHash:]) }
+
+func (s *Store) scale(i int) float32 { return math.Float32frombits(s.u32(i, colScale)) }
+func (s *Store) sum(i int) uint32    { return s.u32(i, colSum) }
+func (s *Store) level(i int) float32 { return math.Float32frombits(s.u32(i, colLevel)) }
+
+// idBytes is document i's id in the block of ids (checked when the cache
+// was opened: the ends rise and the last is the block's length).
+func (s *Store) idBytes(i int) []byte {
+	from := uint32(0)
+	if i > 0 {
+		from = s.u32(i-1, colIDEnd)
+	}
+	to := s.u32(i, colIDEnd)
+	if from > to || int(to) > len(s.ids) {
+		return nil
+	}
+	return s.ids[from:to]
+}
+
+// ID is document i's index id.
+func (s *Store) ID(i int) string { return string(s.idBytes(i)) }
+
+// Agent is document i's agent ("" when its code is not in the table).
+func (s *Store) Agent(i int) string { return entry(s.agents, s.u32(i, colAgent)) }
+
+// Thread is document i's thread.
+func (s *Store) Thread(i int) string { return entry(s.threads, s.u32(i, colThread)) }
+
+func entry(tab []string, c uint32) string {
+	if int(c) < len(tab) {
+		return tab[c]
+	}
+	return ""
+}
+
+// Keep is a filter of the documents for Search: those whose id starts
+// with prefix, whose agent agent keeps and whose thread thread keeps (nil:
+// any). Each agent and thread is weighed once, not once a document; a code
+// outside its table is kept by neither.
+func (s *Store) Keep(prefix string, agent, thread func(string) bool) func(i int) bool {
+	okAgent, okThread := weigh(s.agents, agent), weigh(s.threads, thread)
+	p := []byte(prefix)
+	return func(i int) bool {
+		a, t := s.u32(i, colAgent), s.u32(i, colThread)
+		if int(a) >= len(okAgent) || !okAgent[a] || int(t) >= len(okThread) || !okThread[t] {
+			return false
+		}
+		return bytes.HasPrefix(s.idBytes(i), p)
+	}
+}
+
+func weigh(tab []string, f func(string) bool) []bool {
+	ok := make([]bool, len(tab))
+	for i, name := range tab {
+		ok[i] = f == nil || f(name)
+	}
+	return ok
 }
 
 // Add stores a unit vector for a document; false when its length is not
@@ -115,12 +212,44 @@ func (s *Store) Add(id, agent, thread string, hash uint64, v []float32) bool {
 	row := s.Vecs[at:]
 	var level float32
 	s.Bits, level = appendSigns(s.Bits, row)
-	s.Levels = append(s.Levels, level*scale)
-	s.IDs, s.Agents, s.Threads = append(s.IDs, id), append(s.Agents, agent), append(s.Threads, thread)
-	s.Hashes, s.Scales = append(s.Hashes, hash), append(s.Scales, scale)
-	s.Sums = append(s.Sums, crc32.ChecksumIEEE(row))
-	s.bytes += int64(s.Dims + len(id) + len(agent) + len(thread) + 16)
+	s.addDoc(id, agent, thread, hash, scale, crc32.ChecksumIEEE(row), level*scale)
 	return true
+}
+
+// addDoc appends a document's columns and id (its vector and bit-planes
+// are the caller's).
+func (s *Store) addDoc(id, agent, thread string, hash uint64, scale float32, sum uint32, level float32) {
+	s.ids = append(s.ids, id...)
+	var r [recW]byte
+	binary.LittleEndian.PutUint64(r[colHash:], hash)
+	binary.LittleEndian.PutUint32(r[colScale:], math.Float32bits(scale))
+	binary.LittleEndian.PutUint32(r[colSum:], sum)
+	binary.LittleEndian.PutUint32(r[colLevel:], math.Float32bits(level))
+	binary.LittleEndian.PutUint32(r[colAgent:], s.code(&s.agents, "a|", agent))
+	binary.LittleEndian.PutUint32(r[colThread:], s.code(&s.threads, "t|", thread))
+	binary.LittleEndian.PutUint32(r[colIDEnd:], uint32(len(s.ids)))
+	s.cols = append(s.cols, r[:]...)
+	s.bytes += int64(s.Dims + len(id) + len(agent) + len(thread) + 16)
+}
+
+// code is name's code in tab, added when it is new.
+func (s *Store) code(tab *[]string, kind, name string) uint32 {
+	if s.codes == nil {
+		s.codes = make(map[string]uint32, len(s.agents)+len(s.threads))
+		for c, a := range s.agents {
+			s.codes["a|"+a] = uint32(c)
+		}
+		for c, t := range s.threads {
+			s.codes["t|"+t] = uint32(c)
+		}
+	}
+	c, ok := s.codes[kind+name]
+	if !ok {
+		c = uint32(len(*tab))
+		*tab = append(*tab, name)
+		s.codes[kind+name] = c
+	}
+	return c
 }
 
 // appendSigns appends a quantised vector reduced to -1, 0 and +1 a
@@ -169,187 +298,9 @@ func (s *Store) Vector(i int) []float32 {
 		return nil
 	}
 	out := make([]float32, s.Dims)
+	sc := s.scale(i)
 	for j, b := range row {
-		out[j] = float32(int8(b)) * s.Scales[i]
+		out[j] = float32(int8(b)) * sc
 	}
 	return out
-}
-
-// row is document i's quantised vector: from memory, or read from the
-// file of a cache opened for search and checked against its CRC-32.
-func (s *Store) row(i int) ([]byte, bool) {
-	if s.Vecs != nil {
-		return s.Vecs[i*s.Dims : (i+1)*s.Dims], true
-	}
-	if s.dec == nil {
-		return nil, false
-	}
-	return s.block(s.dec, codec.TailRef{Off: s.vecBase + i*s.Dims, Len: s.Dims, Sum: s.Sums[i]})
-}
-
-// Load reads the whole cache under root's .state/, its vectors in memory:
-// an empty cache when there is none, when it does not read, or when it
-// was made with another model or other dimensions (dims 0: any). A cache
-// of version 1 is read as well, so an upgrade does not embed again.
-func Load(root, model string, dims int) *Store {
-	s := Open(root, model, dims)
-	if s.dec == nil {
-		return s
-	}
-	defer s.Close()
-	vecs, ok := s.block(s.dec, codec.TailRef{Off: s.vecBase, Len: len(s.IDs) * s.Dims, Sum: s.vecSum})
-	if !ok {
-		return NewStore(model, dims)
-	}
-	// Copied out of the mapping, which Close lets go of.
-	s.Vecs, s.Bits = slices.Clone(vecs), slices.Clone(s.Bits)
-	return s
-}
-
-// Open reads the cache for search: everything but the vectors, which
-// Search reads from the file as it needs them (Close the store after).
-// A cache of version 1 is read whole, as Load reads it.
-func Open(root, model string, dims int) *Store {
-	d, ok := codec.ReadFile(root, StoreName, storeVersion)
-	if !ok {
-		if d, ok := codec.ReadFile(root, StoreName, 1); ok {
-			return loadV1(d, model, dims)
-		}
-		return NewStore(model, dims)
-	}
-	s, ok := decodeMeta(d, model, dims, true)
-	if !ok {
-		d.Close()
-		return NewStore(model, dims)
-	}
-	bitsRef, vecRef := d.Ref(), d.Ref()
-	n := len(s.IDs)
-	s.mapping, s.mapped = mapTail(d)
-	s.Bits, ok = s.block(d, bitsRef)
-	if !ok || !d.Done() || len(s.Bits) != n*2*((s.Dims+7)/8) || len(s.Levels) != n || vecRef.Len != n*s.Dims || vecRef.Off != bitsRef.Off+bitsRef.Len {
-		s.dec = d
-		s.Close()
-		return NewStore(model, dims)
-	}
-	s.dec, s.vecBase, s.vecSum = d, vecRef.Off, vecRef.Sum
-	return s
-}
-
-// block is a block of the tail: in the mapping, or read from the file;
-// false when its CRC-32 fails.
-func (s *Store) block(d *codec.Decoder, r codec.TailRef) ([]byte, bool) {
-	if s.mapped == nil || r.Len == 0 {
-		return d.TailBlock(r)
-	}
-	if r.Off < 0 || r.Len < 0 || r.Off+r.Len > len(s.mapped) {
-		return nil, false
-	}
-	b := s.mapped[r.Off : r.Off+r.Len : r.Off+r.Len]
-	return b, crc32.ChecksumIEEE(b) == r.Sum
-}
-
-// decodeMeta reads what the body holds before the vectors: the model,
-// the dimensions, the marks and each document's id, agent, thread, hash,
-// scale (and, from version 2, its vector's CRC-32).
-func decodeMeta(d *codec.Decoder, model string, dims int, sums bool) (*Store, bool) {
-	s := &Store{Model: d.Str(), Dims: d.Uvarint(), Marks: map[string]int64{}}
-	if s.Model != model || dims != 0 && s.Dims != dims || s.Dims > MaxDimensions {
-		return nil, false
-	}
-	for n := d.Count(); n > 0 && !d.Failed(); n-- {
-		k := d.Str()
-		s.Marks[k] = d.Int64()
-	}
-	n := d.Count()
-	if d.Failed() {
-		return nil, false
-	}
-	s.IDs, s.Agents, s.Threads = make([]string, n), make([]string, n), make([]string, n)
-	s.Hashes, s.Scales, s.Sums, s.Levels = make([]uint64, n), make([]float32, n), make([]uint32, n), make([]float32, n)
-	for i := 0; i < n && !d.Failed(); i++ {
-		s.IDs[i], s.Agents[i], s.Threads[i] = d.Str(), d.Str(), d.Str()
-		s.Hashes[i] = d.Uint64()
-		s.Scales[i] = math.Float32frombits(uint32(d.Uint64()))
-		if sums {
-			s.Sums[i] = uint32(d.Uint64())
-			s.Levels[i] = math.Float32frombits(uint32(d.Uint64()))
-		}
-		s.bytes += int64(s.Dims + len(s.IDs[i]) + len(s.Agents[i]) + len(s.Threads[i]) + 16)
-	}
-	return s, !d.Failed()
-}
-
-func loadV1(d *codec.Decoder, model string, dims int) *Store {
-	defer d.Close()
-	s, ok := decodeMeta(d, model, dims, false)
-	if !ok {
-		return NewStore(model, dims)
-	}
-	s.Vecs = d.Bytes()
-	if !d.Done() || len(s.Vecs) != len(s.IDs)*s.Dims {
-		return NewStore(model, dims)
-	}
-	s.Vecs = slices.Clone(s.Vecs)
-	for i := range s.IDs {
-		row := s.Vecs[i*s.Dims : (i+1)*s.Dims]
-		var level float32
-		s.Bits, level = appendSigns(s.Bits, row)
-		s.Levels[i] = level * s.Scales[i]
-		s.Sums[i] = crc32.ChecksumIEEE(row)
-	}
-	return s
-}
-
-// Close lets go of the file of a cache opened for search.
-func (s *Store) Close() {
-	if s.mapping != nil {
-		unmap(s.mapping)
-		s.mapping, s.mapped = nil, nil
-		if s.Vecs == nil {
-			s.Bits = nil // it was in the mapping
-		}
-	}
-	if s.dec != nil {
-		s.dec.Close()
-		s.dec = nil
-	}
-}
-
-// Save writes the cache (atomically, as every cache: no fsync); false
-// when it was not written, or when the store does not hold its vectors
-// (a cache opened for search).
-func (s *Store) Save(root string) bool {
-	if len(s.Vecs) != len(s.IDs)*s.Dims || len(s.Bits) != len(s.IDs)*2*((s.Dims+7)/8) || len(s.Levels) != len(s.IDs) {
-		return false
-	}
-	return codec.WriteFile(root, StoreName, storeVersion, func(e *codec.Encoder) {
-		e.Str(s.Model)
-		e.Int(s.Dims)
-		e.Int(len(s.Marks))
-		for _, k := range slices.Sorted(maps.Keys(s.Marks)) {
-			e.Str(k)
-			e.Int64(s.Marks[k])
-		}
-		e.Int(len(s.IDs))
-		for i, id := range s.IDs {
-			e.Str(id)
-			e.Str(s.Agents[i])
-			e.Str(s.Threads[i])
-			e.Uint64(s.Hashes[i])
-			e.Uint64(uint64(math.Float32bits(s.Scales[i])))
-			e.Uint64(uint64(s.Sums[i]))
-			e.Uint64(uint64(math.Float32bits(s.Levels[i])))
-		}
-		e.Ref(e.TailBlock(s.Bits))
-		e.Ref(e.TailBlock(s.Vecs))
-	})
-}
-
-// Remove deletes the cache file.
-func Remove(root string) error {
-	err := fileio.At(root).Remove(codec.FilePath(root, StoreName))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
 }

@@ -75,8 +75,17 @@ func catchUpEmbeddings(ctx context.Context, v *vault.Vault, budget time.Duration
 	// Opened for search first: a catch-up with nothing to do (a recall's,
 	// most often) reads neither the vectors nor writes the cache again.
 	st := embed.Open(v.Root, cfg.Model, cfg.Dimensions)
-	pending, err := pendingSources(v, st)
-	if err != nil || !rebuild && len(pending) == 0 {
+	p, err := pendingSources(v, st)
+	if err != nil || !rebuild && len(p.sources) == 0 {
+		if err == nil && (st.Old() || p.mark(st) != st.Journal) {
+			// A cache of an earlier version, or a journal mark to move
+			// (after a listing): saved, so that the next catch-up need
+			// not list again.
+			st.Close()
+			st = embed.Load(v.Root, cfg.Model, cfg.Dimensions)
+			st.Journal = p.mark(st)
+			st.Save(v.Root)
+		}
 		rep.Done = err == nil
 		rep.Vectors, rep.Full, rep.Bytes, rep.Elapsed = st.Len(), st.Full(), st.Bytes(), time.Since(start)
 		return rep, st, err
@@ -86,47 +95,32 @@ func catchUpEmbeddings(ctx context.Context, v *vault.Vault, budget time.Duration
 	var reuse map[uint64][]float32
 	if rebuild {
 		reuse = make(map[uint64][]float32, st.Len())
-		for i, h := range st.Hashes {
-			reuse[h] = st.Vector(i)
+		for i := range st.Len() {
+			reuse[st.TextHash(i)] = st.Vector(i)
 		}
 		st = embed.NewStore(cfg.Model, cfg.Dimensions)
-		pending, err = pendingSources(v, st)
+		p, err = pendingSources(v, st)
 		if err != nil {
 			return rep, nil, err
 		}
 	}
 	c := &embedCatchUp{v: v, ctx: ctx, client: client, st: st, reuse: reuse, rep: &rep, rules: embedRules(v),
 		have: make(map[string]bool, st.Len())}
-	for _, id := range st.IDs {
-		c.have[id] = true
+	for i := range st.Len() {
+		c.have[st.ID(i)] = true
 	}
-	err = c.run(pending)
+	err = c.run(p.sources)
 	if err != nil && budget > 0 && ctx.Err() != nil {
 		err = nil // the budget ran out: the rest is for the next catch-up
+	}
+	if m := p.mark(st); m != st.Journal {
+		st.Journal, c.changed = m, true
 	}
 	if rebuild || c.changed {
 		st.Save(v.Root)
 	}
 	rep.Vectors, rep.Full, rep.Bytes, rep.Elapsed = st.Len(), st.Full(), st.Bytes(), time.Since(start)
 	return rep, st, err
-}
-
-// pendingSources is the sources with documents the cache has no vector
-// for yet: a node file not yet embedded, a file grown past its mark.
-func pendingSources(v *vault.Vault, st *embed.Store) ([]indexSource, error) {
-	sources, err := indexSourcesOf(v, "rnm")
-	if err != nil {
-		return nil, err
-	}
-	var out []indexSource
-	for _, s := range sources {
-		from := st.Marks[s.Rel]
-		if s.Kind == 'd' || s.Kind == 'n' && from > 0 || s.Kind != 'n' && s.Size <= from {
-			continue
-		}
-		out = append(out, s)
-	}
-	return out, nil
 }
 
 // embedRules are the redaction rules a text goes through before it

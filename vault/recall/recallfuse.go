@@ -111,18 +111,14 @@ func (r *recallRun) fuse(tier string, hits []rankedHit) ([]rankedHit, error) {
 		return hits, err
 	}
 	prefix := map[string]string{TierStructured: "r|", TierHeads: "n|", TierTranscripts: "m|"}[tier]
-	agents := continuity.VisibleAgents(r.v, r.opts.Agent)
-	keep := func(i int) bool {
-		switch {
-		case !strings.HasPrefix(f.st.IDs[i], prefix):
-			return false
-		case agents != nil && !slices.Contains(agents, f.st.Agents[i]):
-			return false
-		case r.allowed != nil && tier != TierTranscripts && !r.allowed[f.st.Threads[i]]:
-			return false
-		}
-		return true
+	var agent, thread func(string) bool
+	if agents := continuity.VisibleAgents(r.v, r.opts.Agent); agents != nil {
+		agent = func(a string) bool { return slices.Contains(agents, a) }
 	}
+	if r.allowed != nil && tier != TierTranscripts {
+		thread = func(t string) bool { return r.allowed[t] }
+	}
+	keep := f.st.Keep(prefix, agent, thread)
 	near := f.st.Search(f.query, keep, max(r.opts.Limit*20, 200))
 	return fuseRanks(hits, near, f.st), nil
 }
@@ -140,7 +136,7 @@ func fuseRanks(hits []rankedHit, near []embed.Scored, st *embed.Store) []rankedH
 		out = append(out, h)
 	}
 	for i, n := range near {
-		id, score := st.IDs[n.Index], 1/float64(rrfK+i+1)
+		id, score := st.ID(n.Index), 1/float64(rrfK+i+1)
 		j, ok := byID[id]
 		if !ok {
 			j = len(out)

@@ -166,16 +166,7 @@ func liftTranscriptHits(v *vault.Vault, hits []index.Hit, msgIDs map[string]stri
 		}
 	}
 	if len(hits) > 0 {
-		best := hits[0].Score
-		for _, hs := range sessions {
-			var sum float64
-			for _, r := range hs {
-				sum += r.text
-			}
-			for _, r := range hs {
-				r.session = min(sessionLift*(sum-r.text), sessionLiftCap*best)
-			}
-		}
+		liftSessions(sessions, hits[0].Score)
 	}
 	// A turn lifted by a hit stays below it unless its own text scores
 	// more: the turn after a hit holds the hit's words in its context, and
@@ -203,6 +194,21 @@ func liftTranscriptHits(v *vault.Vault, hits []index.Hit, msgIDs map[string]stri
 		ranked[i].Score = r.final
 	}
 	return ranked
+}
+
+// liftSessions gives each strong hit sessionLift of the text scores of the
+// other strong hits of its session, at most sessionLiftCap of the best
+// hit's score.
+func liftSessions(sessions map[string][]*rankedHit, best float64) {
+	for _, hs := range sessions {
+		var sum float64
+		for _, r := range hs {
+			sum += r.text
+		}
+		for _, r := range hs {
+			r.session = min(sessionLift*(sum-r.text), sessionLiftCap*best)
+		}
+	}
 }
 
 // A transcript message's document id is "m|<agent>/<part name>|<offset>",

@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"math"
 	"math/rand"
 	"slices"
 	"strings"
@@ -278,5 +279,42 @@ func TestReplyLiftedMoreThanTurnBefore(t *testing.T) {
 	}
 	if before == nil || after == nil || after.Neighbour <= before.Neighbour {
 		t.Fatalf("reply lift %+v, lift of the turn before %+v: want the reply's larger", after, before)
+	}
+}
+
+// A hit whose reply asks a follow-up question lifts the answer to that
+// question, which shares no word with the hit or the query, as much as a
+// reply; after a reply that does not ask, the turn two on is not lifted
+// (issue 36).
+func TestFollowUpAnswerLifted(t *testing.T) {
+	v := testvault.New(t)
+	appendTurns(t, v, "s1",
+		user("teo", "One very fussy client wants everything in walnut."),
+		user("nora", "Is he at least paying on time?"),
+		user("teo", "He paid half up front. I finally bought a proper bandsaw."),
+		user("nora", "Nice."))
+	appendTurns(t, v, "s2",
+		user("teo", "Another walnut order came in today."),
+		user("nora", "Good for you."),
+		user("teo", "A cherry table for the dentist."))
+	if _, err := Reindex(v, nil); err != nil {
+		t.Fatal(err)
+	}
+	hits := explainRecall(t, v, "walnut")
+	byText := map[string]Hit{}
+	for _, h := range hits {
+		byText[h.Text] = h
+	}
+	hit, answer := byText["One very fussy client wants everything in walnut."], byText["He paid half up front. I finally bought a proper bandsaw."]
+	if hit.Why == nil || answer.Why == nil || answer.Why.NeighbourOf != hit.ID {
+		t.Fatalf("the answer to the follow-up question is not lifted by the hit: %+v", hits)
+	}
+	if want := followUpLift * hit.Why.Text; math.Abs(answer.Why.Neighbour-want) > 1e-9 || answer.Score >= hit.Score {
+		t.Errorf("answer %+v score %v, hit %+v score %v: want a lift of %v, below the hit", answer.Why, answer.Score, hit.Why, hit.Score, want)
+	}
+	// "Good for you." is a hit too (its context holds "walnut") and lifts
+	// its own reply; the walnut turn two before must not.
+	if h, ok := byText["A cherry table for the dentist."]; ok && h.Why.NeighbourOf == byText["Another walnut order came in today."].ID {
+		t.Errorf("a turn two after a hit whose reply does not ask was lifted by it: %+v", h.Why)
 	}
 }

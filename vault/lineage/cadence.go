@@ -73,17 +73,11 @@ func CondenseClosed(tx *vault.Tx, now time.Time) ([]*node.Node, error) {
 	}
 	var out []*node.Node
 	for _, period := range vault.CondensePeriods { // day, then week: a week takes the new day nodes
-		opts := CondenseOptions{Period: period}
-		labels, groups := condenseGroups(ix, tx.Agent(), opts, now)
-		for _, label := range labels {
-			made, err := writeCondensed(tx, ix, label, groups[label], opts)
-			if err != nil {
-				return nil, err
-			}
-			if made != nil {
-				out = append(out, made)
-			}
+		made, err := condensePeriods(tx, ix, CondenseOptions{Period: period}, now)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, made...)
 	}
 	return out, nil
 }

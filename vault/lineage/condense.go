@@ -101,7 +101,14 @@ func Condense(tx *vault.Tx, opts CondenseOptions) ([]*node.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	labels, groups := condenseGroups(ix, tx.Agent(), opts, tx.Now())
+	return condensePeriods(tx, ix, opts, tx.Now())
+}
+
+// condensePeriods writes the condensed node of each of opts' periods
+// closed by now that needs one (writeCondensed), oldest first, and returns
+// the nodes it wrote.
+func condensePeriods(tx *vault.Tx, ix *node.Index, opts CondenseOptions, now time.Time) ([]*node.Node, error) {
+	labels, groups := condenseGroups(ix, tx.Agent(), opts, now)
 	var out []*node.Node
 	for _, label := range labels {
 		made, err := writeCondensed(tx, ix, label, groups[label], opts)

@@ -344,6 +344,9 @@ func queryTerms(text string) (terms, joined []string) {
 	return terms, joined
 }
 
+// SpeakerWords are the words of a speaker's name a query word can name.
+func SpeakerWords(name string) []string { return speakerWords(name) }
+
 // speakerWords are the words of a speaker's name that the index keeps:
 // lower-cased, without the role names every harness uses ("user",
 // "assistant"), which would lift half of all messages.
@@ -359,6 +362,10 @@ func speakerWords(name string) []string {
 }
 
 var roleWords = map[string]bool{"user": true, "assistant": true, "system": true, "tool": true, "human": true, "model": true}
+
+// QueryNames are the words of text that name a speaker of the indexes'
+// messages (lower-cased, each once): the people a question is about.
+func QueryNames(indexes []*Index, text string) []string { return queryNames(indexes, text) }
 
 // queryNames are the words of text that are words of a speaker's name in
 // the indexes.

@@ -298,7 +298,7 @@ func (r *recallRun) rankTier(tier string) ([]rankedHit, map[string]string, error
 	}
 	var hits []rankedHit
 	if tier == TierTranscripts {
-		hits = liftTranscriptHits(r.v, found, msgIDs)
+		hits = liftTranscriptHits(r.v, found, index.QueryNames(indexes, r.q), msgIDs)
 	} else {
 		for _, h := range found {
 			hits = append(hits, rankedHit{Hit: h, text: h.Score})
@@ -355,7 +355,7 @@ func (r *recallRun) keep(h rankedHit, tier string, msgIDs map[string]string) (Hi
 			hit.Why.Terms = []index.Weight{}
 		}
 		if h.neighbourOf != "" {
-			hit.Why.NeighbourOf = msgIDs[h.neighbourOf]
+			hit.Why.NeighbourOf, hit.Why.Named = msgIDs[h.neighbourOf], h.named
 		}
 	}
 	return hit, true, nil

@@ -121,7 +121,7 @@ func TestLiftOrderIgnoresInputOrder(t *testing.T) {
 		in := slices.Clone(hits)
 		rand.New(rand.NewSource(int64(round))).Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
 		var got []string
-		for _, r := range liftTranscriptHits(v, in, map[string]string{}) {
+		for _, r := range liftTranscriptHits(v, in, nil, map[string]string{}) {
 			got = append(got, r.ID)
 		}
 		if want == nil {
@@ -316,5 +316,44 @@ func TestFollowUpAnswerLifted(t *testing.T) {
 	// its own reply; the walnut turn two before must not.
 	if h, ok := byText["A cherry table for the dentist."]; ok && h.Why.NeighbourOf == byText["Another walnut order came in today."].ID {
 		t.Errorf("a turn two after a hit whose reply does not ask was lifted by it: %+v", h.Why)
+	}
+}
+
+// A question that names a person lifts that person's next turn after a
+// hit, up to namedTurns turns on, past a turn of someone else; a question
+// that names no one does not, nor does a turn further on.
+func TestNamedPersonsNextTurnLifted(t *testing.T) {
+	v := testvault.New(t)
+	appendTurns(t, v, "s1",
+		user("ines", "I get horribly seasick on every boat."),
+		user("ines", "The cruise leaves in March."),
+		user("marlon", "Ginger biscuits, and look at the horizon."),
+		user("ines", "Thanks."),
+		user("ines", "Anything else?"),
+		user("marlon", "Stay on deck."))
+	if _, err := Reindex(v, nil); err != nil {
+		t.Fatal(err)
+	}
+	byText := func(hits []Hit) map[string]Hit {
+		m := map[string]Hit{}
+		for _, h := range hits {
+			m[h.Text] = h
+		}
+		return m
+	}
+	named := byText(explainRecall(t, v, "what did marlon say about being seasick"))
+	hit, answer := named["I get horribly seasick on every boat."], named["Ginger biscuits, and look at the horizon."]
+	if hit.Why == nil || answer.Why == nil || answer.Why.NeighbourOf != hit.ID || answer.Why.Named != "marlon" {
+		t.Fatalf("marlon's next turn is not lifted by the hit: %+v", named)
+	}
+	if want := namedLift * hit.Why.Text; math.Abs(answer.Why.Neighbour-want) > 1e-9 || answer.Score >= hit.Score {
+		t.Errorf("answer %+v score %v, hit %+v score %v: want a lift of %v, below the hit", answer.Why, answer.Score, hit.Why, hit.Score, want)
+	}
+	if h, ok := named["Stay on deck."]; ok && h.Why.NeighbourOf == hit.ID {
+		t.Errorf("a turn %d turns after the hit was lifted by it: %+v", namedTurns+2, h.Why)
+	}
+	plain := byText(explainRecall(t, v, "being seasick"))
+	if h, ok := plain["Ginger biscuits, and look at the horizon."]; ok && h.Why.NeighbourOf == plain["I get horribly seasick on every boat."].ID {
+		t.Errorf("a question that names no one lifted the turn two after the hit: %+v", h.Why)
 	}
 }

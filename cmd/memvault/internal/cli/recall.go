@@ -169,7 +169,10 @@ func explainHit(h recall.Hit) string {
 	if h.Why.Asks {
 		b.WriteString(", a question: its text counts 0.4")
 	}
-	if h.Why.Neighbour > 0 {
+	switch {
+	case h.Why.Neighbour > 0 && h.Why.Named != "":
+		fmt.Fprintf(&b, " + next turn of %s after %s %.3f", h.Why.Named, h.Why.NeighbourOf, h.Why.Neighbour)
+	case h.Why.Neighbour > 0:
 		fmt.Fprintf(&b, " + neighbour of %s %.3f", h.Why.NeighbourOf, h.Why.Neighbour)
 	}
 	if h.Why.Session > 0 {

@@ -158,6 +158,9 @@ func Recall(v *vault.Vault, opts RecallOptions) (*RecallResult, error) {
 	visible := continuity.VisibleAgents(v, opts.Agent)
 	r := &recallRun{v: v, opts: &opts, q: q, sc: sc, allowed: allowed, set: set, gone: gone, res: res,
 		othersRows: visible != nil && !index.HoldOnly(set.lineage, visible)}
+	if err := r.startFusion(); err != nil {
+		return nil, err
+	}
 	defer r.closeFusion()
 	for _, tier := range Tiers {
 		if !wantsTier(&opts, tier) {
@@ -304,8 +307,7 @@ func (r *recallRun) rankTier(tier string) ([]rankedHit, map[string]string, error
 			hits = append(hits, rankedHit{Hit: h, text: h.Score})
 		}
 	}
-	hits, err = r.fuse(tier, hits)
-	return hits, msgIDs, err
+	return r.fuse(tier, hits), msgIDs, nil
 }
 
 // keep resolves a ranked hit and tells whether it is shown: it must still

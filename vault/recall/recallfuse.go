@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/memvault/memvault/index"
+	"github.com/memvault/memvault/vault"
 	"github.com/memvault/memvault/vault/continuity"
 	"github.com/memvault/memvault/vault/embed"
 	"github.com/memvault/memvault/vault/redact"
@@ -40,58 +41,109 @@ type FuseWhy struct {
 	Similarity float64  `json:"similarity,omitempty"`  // cosine to the query
 }
 
-// fusion is one recall's semantic side: the query's vector and the cache,
-// found once for every tier.
+// fusion is one recall's semantic side, found beside the lexical search:
+// the query's vector asked of the endpoint, the cache caught up and
+// searched for each tier, while the index is searched on the other core.
+// ready is closed when near, notes and st are set; nothing else writes
+// them after.
 type fusion struct {
-	query []float32
-	st    *embed.Store
+	ready  chan struct{}
+	cancel context.CancelFunc
+	near   map[string][]embed.Scored // per tier, the nearest vectors
+	st     *embed.Store
+	notes  []string // for stderr: why the vectors were left out
+	noted  bool     // notes were handed to the result
 }
 
-// fusionFor is r's fusion, empty when recall is lexical: no [embed], a
-// hook's recall (NoEmbed), or an endpoint that failed (noted). An [embed]
-// table that is wrong (an api_key in it) is the recall's error.
-func (r *recallRun) fusionFor() (*fusion, error) {
-	if r.fused != nil || r.opts.NoEmbed {
-		return r.fused, nil
+// startFusion starts r's semantic side when recall is not lexical (an
+// [embed] table, and not a hook's recall: NoEmbed). An [embed] table that
+// is wrong (an api_key in it) is the recall's error, before any search.
+func (r *recallRun) startFusion() error {
+	if r.opts.NoEmbed {
+		return nil
 	}
 	cfg, ok, err := embed.ConfigOf(&r.v.Config)
-	if err != nil {
-		return nil, err
+	if err != nil || !ok {
+		return err
 	}
-	r.fused = &fusion{}
-	if !ok {
-		return r.fused, nil
+	var tiers []string
+	for _, tier := range Tiers {
+		if wantsTier(r.opts, tier) {
+			tiers = append(tiers, tier)
+		}
 	}
+	// What the search keeps is read here, on the recall's goroutine: the
+	// other one touches nothing of the run but the vault's files.
+	var agent, thread func(string) bool
+	if agents := continuity.VisibleAgents(r.v, r.opts.Agent); agents != nil {
+		agent = func(a string) bool { return slices.Contains(agents, a) }
+	}
+	if allowed := r.allowed; allowed != nil {
+		thread = func(t string) bool { return allowed[t] }
+	}
+	query, limit := r.redactQuery(), max(r.opts.Limit*20, 200)
 	ctx, cancel := context.WithTimeout(context.Background(), recallEmbedBudget)
-	defer cancel()
+	f := &fusion{ready: make(chan struct{}), cancel: cancel}
+	r.fused = f
+	go func() {
+		defer close(f.ready)
+		st, q, note := semanticStore(ctx, r.v, cfg, query)
+		if note != "" {
+			f.notes = append(f.notes, note)
+		}
+		if st == nil {
+			return
+		}
+		f.st, f.near = st, map[string][]embed.Scored{}
+		for _, tier := range tiers {
+			keepThread := thread
+			if tier == TierTranscripts {
+				keepThread = nil // messages take their session's threads, known only to the lexical side
+			}
+			prefix := map[string]string{TierStructured: "r|", TierHeads: "n|", TierTranscripts: "m|"}[tier]
+			f.near[tier] = st.Search(q, st.Keep(prefix, agent, keepThread), limit)
+		}
+	}()
+	return nil
+}
+
+// semanticStore asks the endpoint for the query's vector, catches the
+// cache up within what is left of ctx, and returns the cache and the
+// vector, or nil and a note saying why vectors are left out (nil and no
+// note: the cache is empty or of other dimensions).
+func semanticStore(ctx context.Context, v *vault.Vault, cfg embed.Config, query string) (*embed.Store, []float32, string) {
 	client, err := embed.NewClient(cfg, os.Getenv)
 	var q [][]float32
 	if err == nil {
-		q, err = client.Embed(ctx, []string{embed.Clip(r.redactQuery())})
+		q, err = client.Embed(ctx, []string{embed.Clip(query)})
 	}
 	if err != nil {
-		r.res.Notes = append(r.res.Notes, "semantic search left out: "+oneLineErr(err))
-		return r.fused, nil
+		return nil, nil, "semantic search left out: " + oneLineErr(err)
 	}
-	_, st, err := catchUpEmbeddings(ctx, r.v, 0, false)
+	note := ""
+	_, st, err := catchUpEmbeddings(ctx, v, 0, false)
 	if err != nil {
-		r.res.Notes = append(r.res.Notes, "semantic search: vectors not caught up: "+oneLineErr(err))
+		note = "semantic search: vectors not caught up: " + oneLineErr(err)
 	}
 	if st == nil {
-		st = embed.Open(r.v.Root, cfg.Model, cfg.Dimensions) // another process is catching up
+		st = embed.Open(v.Root, cfg.Model, cfg.Dimensions) // another process is catching up
 	}
 	if st.Len() == 0 || st.Dims != len(q[0]) {
 		st.Close()
-		return r.fused, nil
+		return nil, nil, note
 	}
-	r.fused.query, r.fused.st = q[0], st
-	return r.fused, nil
+	return st, q[0], note
 }
 
-// closeFusion lets go of the vector cache's file, once the recall is done.
+// closeFusion stops the semantic side if it still runs and lets go of the
+// vector cache's file, once the recall is done.
 func (r *recallRun) closeFusion() {
-	if r.fused != nil && r.fused.st != nil {
-		r.fused.st.Close()
+	if f := r.fused; f != nil {
+		f.cancel()
+		<-f.ready
+		if f.st != nil {
+			f.st.Close()
+		}
 	}
 }
 
@@ -103,24 +155,21 @@ func (r *recallRun) redactQuery() string {
 	return r.q
 }
 
-// fuse is the tier's ranking with the vector ranking fused in; hits as
-// they are when recall is lexical.
-func (r *recallRun) fuse(tier string, hits []rankedHit) ([]rankedHit, error) {
-	f, err := r.fusionFor()
-	if err != nil || f == nil || f.st == nil {
-		return hits, err
+// fuse is the tier's ranking with the vector ranking fused in, once the
+// semantic side is done; hits as they are when recall is lexical.
+func (r *recallRun) fuse(tier string, hits []rankedHit) []rankedHit {
+	f := r.fused
+	if f == nil {
+		return hits
 	}
-	prefix := map[string]string{TierStructured: "r|", TierHeads: "n|", TierTranscripts: "m|"}[tier]
-	var agent, thread func(string) bool
-	if agents := continuity.VisibleAgents(r.v, r.opts.Agent); agents != nil {
-		agent = func(a string) bool { return slices.Contains(agents, a) }
+	<-f.ready
+	if !f.noted {
+		r.res.Notes, f.noted = append(r.res.Notes, f.notes...), true
 	}
-	if r.allowed != nil && tier != TierTranscripts {
-		thread = func(t string) bool { return r.allowed[t] }
+	if f.st == nil {
+		return hits
 	}
-	keep := f.st.Keep(prefix, agent, thread)
-	near := f.st.Search(f.query, keep, max(r.opts.Limit*20, 200))
-	return fuseRanks(hits, near, f.st), nil
+	return fuseRanks(hits, f.near[tier], f.st)
 }
 
 // fuseRanks is reciprocal rank fusion of the lexical hits, in their order,

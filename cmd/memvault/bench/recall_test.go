@@ -675,7 +675,9 @@ type scaleRow struct {
 // transcript files and SQLite FTS5 over the same messages (build and query).
 // MEMVAULT_BENCH_EMBED=1 also times recall with [embed] on a copy of the
 // vault (the fake endpoint, its cache filled before any timing),
-// interleaved with the lexical recalls. Use -benchtime 1x: each operation
+// interleaved with the lexical recalls; MEMVAULT_BENCH_EMBED_DELAY=20ms
+// makes the endpoint take that long to answer each recall's query, as a
+// model would. Use -benchtime 1x: each operation
 // is already a set of processes.
 func BenchmarkRecallScale(b *testing.B) {
 	messages := 100000
@@ -767,6 +769,15 @@ func BenchmarkRecallScale(b *testing.B) {
 			// format it does not read would be embedded again by each of
 			// its recalls, and rewritten by each of this build's.
 			baseVecRoot = scaleBaselineVectors(b, baseBin, vecRoot)
+		}
+		if s := os.Getenv("MEMVAULT_BENCH_EMBED_DELAY"); s != "" {
+			// A model's own time per query (the fake answers at once).
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				b.Fatalf("MEMVAULT_BENCH_EMBED_DELAY: %v", err)
+			}
+			vecSrv.SetDelay(d)
+			rows = append(rows, scaleRow{"the endpoint's time per query (MEMVAULT_BENCH_EMBED_DELAY)", "", "", d.String()})
 		}
 	}
 	recallCmds := func() []*exec.Cmd {

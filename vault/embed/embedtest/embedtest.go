@@ -46,6 +46,7 @@ type Server struct {
 	Dims     int
 	Requests atomic.Int64
 	mode     atomic.Value
+	delay    atomic.Int64 // ns
 	mu       sync.Mutex
 	texts    []string
 	auth     []string
@@ -64,6 +65,10 @@ func (s *Server) URL() string { return s.Server.URL + "/v1/embeddings" }
 
 // SetMode changes how it answers from the next request on.
 func (s *Server) SetMode(m string) { s.mode.Store(m) }
+
+// SetDelay makes it wait d before each answer, as a model's own time
+// would (benchmarks: what a recall costs beside a real endpoint).
+func (s *Server) SetDelay(d time.Duration) { s.delay.Store(int64(d)) }
 
 // Texts is every text it was sent, in order.
 func (s *Server) Texts() []string {
@@ -93,6 +98,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.texts = append(s.texts, req.Input...)
 	s.auth = append(s.auth, r.Header.Get("Authorization"))
 	s.mu.Unlock()
+	if d := time.Duration(s.delay.Load()); d > 0 {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(d):
+		}
+	}
 	switch s.mode.Load().(string) {
 	case Hang:
 		select {

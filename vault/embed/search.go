@@ -2,10 +2,11 @@ package embed
 
 // The search of the vector cache (docs/RETRIEVAL.md, "Semantic search"),
 // in two steps so that a recall stays within its budget at the cache's
-// bound: every document the caller keeps is scored from its signs alone
-// (a bit a dimension, an eighth of a byte) against the query's quantised
-// values, through a table per byte of signs; the Candidates best of those
-// are read and scored exactly, as a full scan would score them. Where the
+// bound: every document the caller keeps is scored from its vector
+// reduced to -1, 0 and +1 (two bit-planes) against the query's values
+// reduced to three bits, by counting bits (roughQuery), in parts read at
+// once on every processor; the Candidates best of those are read and
+// scored exactly, as a full scan would score them. Where the
 // caller keeps no more than Candidates documents, every one is scored
 // exactly: the result is the full scan's. The first step's choice is
 // measured against the full scan (TestSearchAgainstFullScan).
@@ -15,7 +16,9 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"runtime"
 	"slices"
+	"sync"
 )
 
 // Candidates is how many documents, at least, are scored exactly; a
@@ -37,16 +40,47 @@ func (s *Store) Search(q []float32, keep func(i int) bool, k int) []Scored {
 	}
 	qq, qs := quantiseQuery(q)
 	cands := s.candidates(qq, keep, max(Candidates, 10*k))
+	// The candidates are scored in parts at once, each keeping its best
+	// k; the best k of those is the best k of all (ties by position).
+	parts := min(runtime.GOMAXPROCS(0), maxParts, max(1, len(cands)/minExact))
+	heaps := make([]minHeap, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		part := cands[p*len(cands)/parts : (p+1)*len(cands)/parts]
+		wg.Go(func() { heaps[p] = s.exact(qq, qs, part, k) })
+	}
+	wg.Wait()
 	h := &minHeap{}
+	for _, part := range heaps {
+		for _, sc := range part {
+			if h.takes(sc, k) {
+				h.offer(sc, k)
+			}
+		}
+	}
+	return h.best()
+}
+
+// minExact is the fewest candidates a part of the exact step scores.
+const minExact = 2048
+
+// exact is the best k of cands by their full vectors. A row's CRC-32 is
+// checked only when it would enter the best k: a row that would not
+// changes nothing, read or not, and most candidates never enter (a check
+// costs a third of a dot).
+func (s *Store) exact(qq []int32, qs float32, cands []int, k int) minHeap {
+	var h minHeap
 	for _, i := range cands {
-		row, ok := s.row(i)
+		row, ok := s.rawRow(i)
 		if !ok {
 			continue
 		}
 		sc := Scored{Index: i, Sim: float32(dot(qq, row)) * qs * s.scale(i)}
-		h.offer(sc, k)
+		if h.takes(sc, k) && s.sound(i, row) {
+			h.offer(sc, k)
+		}
 	}
-	return h.best()
+	return h
 }
 
 // SearchFull is Search scoring every document exactly: the reference the
@@ -87,42 +121,54 @@ func quantiseQuery(q []float32) ([]int32, float32) {
 
 // candidates is the positions of the documents to score exactly, in
 // order: every one keep accepts when they are at most n, else the n best
-// by their signs.
+// by their signs. A large cache is read in as many parts as there are
+// processors, at once (keep must be safe to call so): the parts'
+// positions and scores, joined in order, are what one pass would find.
 func (s *Store) candidates(qq []int32, keep func(i int) bool, n int) []int {
-	var kept []int
-	if keep == nil {
-		if s.Len() <= n {
-			kept = make([]int, s.Len())
-			for i := range kept {
-				kept[i] = i
-			}
-			return kept
-		}
-	} else {
-		for i := range s.Len() {
-			if keep(i) {
-				kept = append(kept, i)
-			}
-		}
-		if len(kept) <= n {
-			return kept
-		}
-	}
-	if kept == nil {
-		kept = make([]int, s.Len())
-		for i := range kept {
-			kept[i] = i
-		}
-	}
 	rq := newRoughQuery(roughLevels(qq), (s.Dims+7)/8)
-	sims := make([]float32, len(kept))
-	for j, i := range kept {
-		sims[j] = float32(rq.score(s.Bits[2*i*rq.nb:])) * s.level(i)
-		if sims[j] != sims[j] { // NaN: a level the file made so
-			sims[j] = float32(math.Inf(-1))
+	parts := min(runtime.GOMAXPROCS(0), maxParts, max(1, s.Len()/minPart))
+	kept, sims := make([][]int, parts), make([][]float32, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		from, to := p*s.Len()/parts, (p+1)*s.Len()/parts
+		scan := func() { kept[p], sims[p] = s.roughScores(rq, keep, from, to) }
+		if parts == 1 {
+			scan()
+			break
 		}
+		wg.Go(scan)
 	}
-	return bestN(kept, sims, n)
+	wg.Wait()
+	all, allSims := slices.Concat(kept...), slices.Concat(sims...)
+	if len(all) <= n {
+		return all
+	}
+	return bestN(all, allSims, n)
+}
+
+// maxParts and minPart bound how a cache is split for candidates: at
+// most maxParts parts, none under minPart documents.
+const (
+	maxParts = 4
+	minPart  = 16384
+)
+
+// roughScores is the documents from..to-1 that keep accepts (all when it
+// is nil), in order, with their scores from the signs alone.
+func (s *Store) roughScores(rq *roughQuery, keep func(i int) bool, from, to int) ([]int, []float32) {
+	var kept []int
+	var sims []float32
+	for i := from; i < to; i++ {
+		if keep != nil && !keep(i) {
+			continue
+		}
+		sim := float32(rq.score(s.Bits[2*i*rq.nb:])) * s.level(i)
+		if sim != sim { // NaN: a level the file made so
+			sim = float32(math.Inf(-1))
+		}
+		kept, sims = append(kept, i), append(sims, sim)
+	}
+	return kept, sims
 }
 
 // bestN is the n of kept (in order) with the highest sims, ties to the
@@ -206,6 +252,9 @@ func dot(qq []int32, row []byte) int32 {
 
 // minHeap keeps the best n of what it is offered, the worst on top.
 type minHeap []Scored
+
+// takes reports whether offer would keep sc.
+func (h minHeap) takes(sc Scored, n int) bool { return len(h) < n || less(h[0], sc) }
 
 func (h *minHeap) offer(sc Scored, n int) {
 	if h.Len() < n {

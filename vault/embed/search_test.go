@@ -197,3 +197,48 @@ func unitOf(v []float32) []float32 {
 	}
 	return v
 }
+
+// A vector whose bytes on disk no longer match its CRC-32 is never a hit,
+// though it is checked only when it would enter the best k; a search of
+// a cache read in parts (one per processor) finds what the full scan finds.
+func TestDamagedVectorLeftOut(t *testing.T) {
+	c := topicsCorpus(40000, 64)
+	root := t.TempDir()
+	if !c.store.Save(root) {
+		t.Fatal("save")
+	}
+	q := c.store.Vector(777) // document 777 is its own nearest
+	st := Open(root, "m", 64)
+	if got := st.Search(q, nil, 5); len(got) == 0 || got[0].Index != 777 {
+		t.Fatalf("before the damage: %v, want 777 first", got)
+	}
+	_, tail, _ := st.dec.TailFile() // the mapping starts at the tail
+	off := tail + int64(st.vecBase+777*st.Dims)
+	st.Close()
+	f, err := os.OpenFile(codec.FilePath(root, StoreName), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 4)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		b[i] ^= 0x5a
+	}
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	st = Open(root, "m", 64)
+	defer st.Close()
+	got, want := st.Search(q, nil, 10), st.SearchFull(q, nil, 10)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("search %v, full scan %v", got, want)
+	}
+	for _, g := range got {
+		if g.Index == 777 {
+			t.Fatalf("the damaged vector is a hit: %v", got)
+		}
+	}
+}

@@ -27,6 +27,25 @@ func (s *Store) row(i int) ([]byte, bool) {
 	return s.block(s.dec, codec.TailRef{Off: s.vecBase + i*s.Dims, Len: s.Dims, Sum: s.sum(i)})
 }
 
+// rawRow is row without the check, sound reports whether it passes: a
+// search checks only the rows that would enter its best k (Search).
+func (s *Store) rawRow(i int) ([]byte, bool) {
+	if s.Vecs != nil {
+		return s.Vecs[i*s.Dims : (i+1)*s.Dims], true
+	}
+	off := s.vecBase + i*s.Dims
+	if s.mapped == nil || off < 0 || off+s.Dims > len(s.mapped) {
+		return s.row(i) // not mapped: read and checked at once
+	}
+	return s.mapped[off : off+s.Dims : off+s.Dims], true
+}
+
+// sound reports whether document i's row, as rawRow returned it, is the
+// one its CRC-32 was written for.
+func (s *Store) sound(i int, row []byte) bool {
+	return s.Vecs != nil || s.mapped == nil || crc32.ChecksumIEEE(row) == s.sum(i)
+}
+
 // Load reads the whole cache under root's .state/, its vectors in memory:
 // an empty cache when there is none, when it does not read, or when it
 // was made with another model or other dimensions (dims 0: any). A cache

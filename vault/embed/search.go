@@ -32,14 +32,26 @@ type Scored struct {
 }
 
 // Search returns the k documents most like the unit vector q among those
-// keep accepts, best first (ties by position). A vector that no longer
-// reads (its CRC-32 fails) is left out.
+// keep accepts (all when it is nil), best first (ties by position). A
+// vector that no longer reads (its CRC-32 fails) is left out.
 func (s *Store) Search(q []float32, keep func(i int) bool, k int) []Scored {
+	var pos []int
+	for i := range s.Len() {
+		if keep == nil || keep(i) {
+			pos = append(pos, i)
+		}
+	}
+	return s.SearchAmong(q, pos, k)
+}
+
+// SearchAmong is Search among the documents at pos, in increasing order
+// (Split's lists).
+func (s *Store) SearchAmong(q []float32, pos []int, k int) []Scored {
 	if len(q) != s.Dims || k <= 0 {
 		return nil
 	}
 	qq, qs := quantiseQuery(q)
-	cands := s.candidates(qq, keep, max(Candidates, 10*k))
+	cands := s.candidates(qq, pos, max(Candidates, 10*k))
 	// The candidates are scored in parts at once, each keeping its best
 	// k; the best k of those is the best k of all (ties by position).
 	parts := min(runtime.GOMAXPROCS(0), maxParts, max(1, len(cands)/minExact))
@@ -120,55 +132,42 @@ func quantiseQuery(q []float32) ([]int32, float32) {
 }
 
 // candidates is the positions of the documents to score exactly, in
-// order: every one keep accepts when they are at most n, else the n best
-// by their signs. A large cache is read in as many parts as there are
-// processors, at once (keep must be safe to call so): the parts'
-// positions and scores, joined in order, are what one pass would find.
-func (s *Store) candidates(qq []int32, keep func(i int) bool, n int) []int {
+// order: all of pos when they are at most n, else the n best by their
+// reduced vectors. Many are read in parts, one per processor, at once:
+// the parts' scores joined in order are what one pass would find.
+func (s *Store) candidates(qq []int32, pos []int, n int) []int {
+	if len(pos) <= n {
+		return pos
+	}
 	rq := newRoughQuery(roughLevels(qq), (s.Dims+7)/8)
-	parts := min(runtime.GOMAXPROCS(0), maxParts, max(1, s.Len()/minPart))
-	kept, sims := make([][]int, parts), make([][]float32, parts)
+	sims := make([]float32, len(pos))
+	parts := min(runtime.GOMAXPROCS(0), maxParts, max(1, len(pos)/minPart))
 	var wg sync.WaitGroup
 	for p := range parts {
-		from, to := p*s.Len()/parts, (p+1)*s.Len()/parts
-		scan := func() { kept[p], sims[p] = s.roughScores(rq, keep, from, to) }
-		if parts == 1 {
-			scan()
-			break
-		}
-		wg.Go(scan)
+		from, to := p*len(pos)/parts, (p+1)*len(pos)/parts
+		wg.Go(func() { s.roughScores(rq, pos[from:to], sims[from:to]) })
 	}
 	wg.Wait()
-	all, allSims := slices.Concat(kept...), slices.Concat(sims...)
-	if len(all) <= n {
-		return all
-	}
-	return bestN(all, allSims, n)
+	return bestN(pos, sims, n)
 }
 
-// maxParts and minPart bound how a cache is split for candidates: at
-// most maxParts parts, none under minPart documents.
+// maxParts and minPart bound how the first step is split: at most
+// maxParts parts, none under minPart documents.
 const (
 	maxParts = 4
 	minPart  = 16384
 )
 
-// roughScores is the documents from..to-1 that keep accepts (all when it
-// is nil), in order, with their scores from the signs alone.
-func (s *Store) roughScores(rq *roughQuery, keep func(i int) bool, from, to int) ([]int, []float32) {
-	var kept []int
-	var sims []float32
-	for i := from; i < to; i++ {
-		if keep != nil && !keep(i) {
-			continue
-		}
+// roughScores sets sims[j] to the score of the document at pos[j] from
+// the signs alone.
+func (s *Store) roughScores(rq *roughQuery, pos []int, sims []float32) {
+	for j, i := range pos {
 		sim := float32(rq.score(s.Bits[2*i*rq.nb:])) * s.level(i)
 		if sim != sim { // NaN: a level the file made so
 			sim = float32(math.Inf(-1))
 		}
-		kept, sims = append(kept, i), append(sims, sim)
+		sims[j] = sim
 	}
-	return kept, sims
 }
 
 // bestN is the n of kept (in order) with the highest sims, ties to the

@@ -16,7 +16,6 @@ package embed
 // each block, and each vector, has its own CRC-32.
 
 import (
-	"bytes"
 	"encoding/binary"
 	"hash/crc32"
 	"hash/fnv"
@@ -163,20 +162,41 @@ func entry(tab []string, c uint32) string {
 	return ""
 }
 
-// Keep is a filter of the documents for Search: those whose id starts
-// with prefix, whose agent agent keeps and whose thread thread keeps (nil:
-// any). Each agent and thread is weighed once, not once a document; a code
-// outside its table is kept by neither.
-func (s *Store) Keep(prefix string, agent, thread func(string) bool) func(i int) bool {
-	okAgent, okThread := weigh(s.agents, agent), weigh(s.threads, thread)
-	p := []byte(prefix)
-	return func(i int) bool {
-		a, t := s.u32(i, colAgent), s.u32(i, colThread)
-		if int(a) >= len(okAgent) || !okAgent[a] || int(t) >= len(okThread) || !okThread[t] {
-			return false
+// Split is, for each of prefixes, the positions of the documents whose
+// id begins with it and whose agent agent accepts (nil: any), in order:
+// every tier's documents of a recall in one pass over the cache.
+func (s *Store) Split(prefixes []string, agent func(string) bool) [][]int {
+	okAgent := weigh(s.agents, agent)
+	out := make([][]int, len(prefixes))
+	from := uint32(0)
+	for i := range s.Len() {
+		to := s.u32(i, colIDEnd)
+		id := s.ids[from:to] // checked when the cache was opened: the ends rise
+		from = to
+		if a := s.u32(i, colAgent); int(a) >= len(okAgent) || !okAgent[a] {
+			continue
 		}
-		return bytes.HasPrefix(s.idBytes(i), p)
+		for p, prefix := range prefixes {
+			if len(id) >= len(prefix) && string(id[:len(prefix)]) == prefix {
+				out[p] = append(out[p], i)
+				break
+			}
+		}
 	}
+	return out
+}
+
+// InThreads is the positions of pos whose document's thread thread
+// accepts.
+func (s *Store) InThreads(pos []int, thread func(string) bool) []int {
+	ok := weigh(s.threads, thread)
+	var out []int
+	for _, i := range pos {
+		if t := s.u32(i, colThread); int(t) < len(ok) && ok[t] {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 func weigh(tab []string, f func(string) bool) []bool {

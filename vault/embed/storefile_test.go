@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/memvault/memvault/vault/codec"
@@ -62,8 +63,8 @@ func what(t *testing.T, s *Store, queries [][]float32) string {
 		out += fmt.Sprint(s.ID(i), s.Agent(i), s.Thread(i), s.TextHash(i), s.scale(i), s.sum(i), s.level(i), s.Vector(i))
 	}
 	for _, q := range queries {
-		keep := s.Keep("m|", func(a string) bool { return a != "bo" }, func(t string) bool { return t != "t3" })
-		hits := s.Search(q, keep, 20)
+		pos := s.InThreads(s.Split([]string{"m|"}, func(a string) bool { return a != "bo" })[0], func(t string) bool { return t != "t3" })
+		hits := s.SearchAmong(q, pos, 20)
 		for _, h := range hits {
 			out += fmt.Sprintf("|%s %s %s %.6f", s.ID(h.Index), s.Agent(h.Index), s.Thread(h.Index), h.Sim)
 		}
@@ -151,29 +152,43 @@ func TestStoreDamagedColumns(t *testing.T) {
 	// kept by no filter and name no agent or thread.
 	s.cols[3*recW+colAgent] = 200
 	s.cols[4*recW+colThread] = 200
-	keep := s.Keep("", nil, nil)
-	if keep(3) || keep(4) || !keep(5) || s.Agent(3) != "" || s.Thread(4) != "" {
+	kept := s.InThreads(s.Split([]string{""}, nil)[0], nil)
+	if slices.Contains(kept, 3) || slices.Contains(kept, 4) || !slices.Contains(kept, 5) || s.Agent(3) != "" || s.Thread(4) != "" {
 		t.Fatal("a code outside its table was kept or named")
 	}
 }
 
 // Keep keeps exactly what a filter on each document's id, agent and
 // thread keeps.
-func TestStoreKeep(t *testing.T) {
+func TestStoreSplit(t *testing.T) {
 	s := mixedStore(500)
 	agents := func(a string) bool { return a == "a" || a == "clara" }
 	threads := func(t string) bool { return t == "" || t == "project:x" }
 	for _, prefix := range []string{"", "m|", "r|", "n|", "n|doc-1"} {
 		for _, f := range [][2]func(string) bool{{nil, nil}, {agents, nil}, {nil, threads}, {agents, threads}} {
-			keep := s.Keep(prefix, f[0], f[1])
+			got := s.Split([]string{prefix}, f[0])[0]
+			if f[1] != nil {
+				got = s.InThreads(got, f[1])
+			}
+			var want []int
 			for i := range s.Len() {
 				id := s.ID(i)
-				want := len(id) >= len(prefix) && id[:len(prefix)] == prefix &&
-					(f[0] == nil || f[0](s.Agent(i))) && (f[1] == nil || f[1](s.Thread(i)))
-				if keep(i) != want {
-					t.Fatalf("prefix %q: document %d (%s %s %s) kept %v", prefix, i, id, s.Agent(i), s.Thread(i), keep(i))
+				if len(id) >= len(prefix) && id[:len(prefix)] == prefix &&
+					(f[0] == nil || f[0](s.Agent(i))) && (f[1] == nil || f[1](s.Thread(i))) {
+					want = append(want, i)
 				}
 			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("prefix %q: kept %v, want %v", prefix, got, want)
+			}
+		}
+	}
+	// Several prefixes at once: each document in the list of the first
+	// that it begins with, as one pass per prefix would find them.
+	all := s.Split([]string{"m|", "r|", "n|"}, agents)
+	for p, prefix := range []string{"m|", "r|", "n|"} {
+		if one := s.Split([]string{prefix}, agents)[0]; fmt.Sprint(all[p]) != fmt.Sprint(one) {
+			t.Errorf("%s: split together %v, alone %v", prefix, all[p], one)
 		}
 	}
 }

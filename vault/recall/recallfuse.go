@@ -95,13 +95,17 @@ func (r *recallRun) startFusion() error {
 			return
 		}
 		f.st, f.near = st, map[string][]embed.Scored{}
-		for _, tier := range tiers {
-			keepThread := thread
-			if tier == TierTranscripts {
-				keepThread = nil // messages take their session's threads, known only to the lexical side
+		prefixes := make([]string, len(tiers))
+		for i, tier := range tiers {
+			prefixes[i] = map[string]string{TierStructured: "r|", TierHeads: "n|", TierTranscripts: "m|"}[tier]
+		}
+		for i, pos := range st.Split(prefixes, agent) {
+			if thread != nil && tiers[i] != TierTranscripts {
+				// Messages take their session's threads, known only to
+				// the lexical side; rows and nodes carry theirs.
+				pos = st.InThreads(pos, thread)
 			}
-			prefix := map[string]string{TierStructured: "r|", TierHeads: "n|", TierTranscripts: "m|"}[tier]
-			f.near[tier] = st.Search(q, st.Keep(prefix, agent, keepThread), limit)
+			f.near[tiers[i]] = st.SearchAmong(q, pos, limit)
 		}
 	}()
 	return nil

@@ -301,10 +301,7 @@ func TestFollowUpAnswerLifted(t *testing.T) {
 		t.Fatal(err)
 	}
 	hits := explainRecall(t, v, "walnut")
-	byText := map[string]Hit{}
-	for _, h := range hits {
-		byText[h.Text] = h
-	}
+	byText := hitsByText(hits)
 	hit, answer := byText["One very fussy client wants everything in walnut."], byText["He paid half up front. I finally bought a proper bandsaw."]
 	if hit.Why == nil || answer.Why == nil || answer.Why.NeighbourOf != hit.ID {
 		t.Fatalf("the answer to the follow-up question is not lifted by the hit: %+v", hits)
@@ -334,14 +331,7 @@ func TestNamedPersonsNextTurnLifted(t *testing.T) {
 	if _, err := Reindex(v, nil); err != nil {
 		t.Fatal(err)
 	}
-	byText := func(hits []Hit) map[string]Hit {
-		m := map[string]Hit{}
-		for _, h := range hits {
-			m[h.Text] = h
-		}
-		return m
-	}
-	named := byText(explainRecall(t, v, "what did marlon say about being seasick"))
+	named := hitsByText(explainRecall(t, v, "what did marlon say about being seasick"))
 	hit, answer := named["I get horribly seasick on every boat."], named["Ginger biscuits, and look at the horizon."]
 	if hit.Why == nil || answer.Why == nil || answer.Why.NeighbourOf != hit.ID || answer.Why.Named != "marlon" {
 		t.Fatalf("marlon's next turn is not lifted by the hit: %+v", named)
@@ -352,8 +342,17 @@ func TestNamedPersonsNextTurnLifted(t *testing.T) {
 	if h, ok := named["Stay on deck."]; ok && h.Why.NeighbourOf == hit.ID {
 		t.Errorf("a turn %d turns after the hit was lifted by it: %+v", namedTurns+2, h.Why)
 	}
-	plain := byText(explainRecall(t, v, "being seasick"))
+	plain := hitsByText(explainRecall(t, v, "being seasick"))
 	if h, ok := plain["Ginger biscuits, and look at the horizon."]; ok && h.Why.NeighbourOf == plain["I get horribly seasick on every boat."].ID {
 		t.Errorf("a question that names no one lifted the turn two after the hit: %+v", h.Why)
 	}
+}
+
+// hitsByText is hits by their text.
+func hitsByText(hits []Hit) map[string]Hit {
+	m := map[string]Hit{}
+	for _, h := range hits {
+		m[h.Text] = h
+	}
+	return m
 }

@@ -162,33 +162,7 @@ func liftTranscriptHits(v *vault.Vault, hits []index.Hit, names []string, msgIDs
 			r := byID[h.ID]
 			r.text, r.asks = askShare*h.Score, true
 		}
-		for i, nb := range []int64{prev, next, after, said} {
-			if nb < 0 {
-				continue
-			}
-			share := priorLift
-			switch i {
-			case 1:
-				share = replyLift
-			case 2:
-				share = followUpLift
-			case 3:
-				share = namedLift
-			}
-			nid := messageDocID(file, nb)
-			r := byID[nid]
-			if r == nil {
-				r = &rankedHit{Hit: index.Hit{ID: nid}}
-				byID[nid] = r
-				out = append(out, r)
-			}
-			if lift := share * h.Score; lift > r.neighbour {
-				r.neighbour, r.neighbourOf, r.named = lift, h.ID, ""
-				if i == 3 {
-					r.named = name
-				}
-			}
-		}
+		out = liftNeighbours(byID, out, h, file, [4]int64{prev, next, after, said}, name)
 	}
 	if len(hits) > 0 {
 		liftSessions(sessions, hits[0].Score)
@@ -219,6 +193,33 @@ func liftTranscriptHits(v *vault.Vault, hits []index.Hit, names []string, msgIDs
 		ranked[i].Score = r.final
 	}
 	return ranked
+}
+
+// liftNeighbours lifts the turns of file at the offsets nbs (the turn
+// before h, its reply, the answer to a follow-up question, the next turn
+// of the person named; -1 where there is none) by their shares of h's
+// score, adding those the index did not find to byID and out.
+func liftNeighbours(byID map[string]*rankedHit, out []*rankedHit, h index.Hit, file string, nbs [4]int64, name string) []*rankedHit {
+	for i, nb := range nbs {
+		if nb < 0 {
+			continue
+		}
+		share := [4]float64{priorLift, replyLift, followUpLift, namedLift}[i]
+		nid := messageDocID(file, nb)
+		r := byID[nid]
+		if r == nil {
+			r = &rankedHit{Hit: index.Hit{ID: nid}}
+			byID[nid] = r
+			out = append(out, r)
+		}
+		if lift := share * h.Score; lift > r.neighbour {
+			r.neighbour, r.neighbourOf, r.named = lift, h.ID, ""
+			if i == 3 {
+				r.named = name
+			}
+		}
+	}
+	return out
 }
 
 // liftSessions gives each strong hit sessionLift of the text scores of the

@@ -26,13 +26,7 @@ func TestPolicyLoadFoldsFewEvents(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		remember(t, v, fmt.Sprintf("row %d", i))
 	}
-	fold := PolicyView.Fold
-	t.Cleanup(func() { PolicyView.Fold = fold })
-	folded := 0
-	PolicyView.Fold = func(p *Policy, ev *Event) (*Policy, bool) {
-		folded++
-		return fold(p, ev)
-	}
+	folded := countPolicyFolds(t)
 	var got *Policy
 	_, err := v.Update(TxOptions{}, func(tx *Tx) error {
 		p, err := tx.Policy()
@@ -46,8 +40,8 @@ func TestPolicyLoadFoldsFewEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if folded > PolicyView.Every || PolicyView.Every > 64 {
-		t.Errorf("a write folded %d events on top of the policy's file (Every %d): the file is rewritten too seldom", folded, PolicyView.Every)
+	if *folded > PolicyView.Every || PolicyView.Every > 64 {
+		t.Errorf("a write folded %d events on top of the policy's file (Every %d): the file is rewritten too seldom", *folded, PolicyView.Every)
 	}
 	want, err := v.policyFromLedgerNow(t)
 	if err != nil {
@@ -97,26 +91,20 @@ func TestViewSavedWhenFoldedBytesOutweighIt(t *testing.T) {
 	if err := os.WriteFile(PolicyView.Path(v.Root), saved, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fold := PolicyView.Fold
-	t.Cleanup(func() { PolicyView.Fold = fold })
-	folded := 0
-	PolicyView.Fold = func(p *Policy, ev *Event) (*Policy, bool) {
-		folded++
-		return fold(p, ev)
-	}
+	folded := countPolicyFolds(t)
 	if _, err := v.LoadPolicy(); err != nil {
 		t.Fatal(err)
 	}
-	if folded < 30 {
-		t.Fatalf("the first load folded %d events, want the 30 rows at least", folded)
+	if *folded < 30 {
+		t.Fatalf("the first load folded %d events, want the 30 rows at least", *folded)
 	}
-	folded = 0
+	*folded = 0
 	got, err := v.LoadPolicy()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if folded != 0 {
-		t.Errorf("the second load folded %d events again: the first did not save a view 12 KB behind", folded)
+	if *folded != 0 {
+		t.Errorf("the second load folded %d events again: the first did not save a view 12 KB behind", *folded)
 	}
 	want, err := v.policyFromLedgerNow(t)
 	if err != nil {
@@ -125,4 +113,17 @@ func TestViewSavedWhenFoldedBytesOutweighIt(t *testing.T) {
 	if fmt.Sprint(got.Rules) != fmt.Sprint(want.Rules) {
 		t.Errorf("policy through the file %v, from the ledger %v", got.Rules, want.Rules)
 	}
+}
+
+// countPolicyFolds counts the events folded onto the policy from here to
+// the end of the test.
+func countPolicyFolds(t *testing.T) *int {
+	fold := PolicyView.Fold
+	t.Cleanup(func() { PolicyView.Fold = fold })
+	folded := new(int)
+	PolicyView.Fold = func(p *Policy, ev *Event) (*Policy, bool) {
+		*folded++
+		return fold(p, ev)
+	}
+	return folded
 }

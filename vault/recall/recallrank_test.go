@@ -267,16 +267,8 @@ func TestReplyLiftedMoreThanTurnBefore(t *testing.T) {
 	if _, err := Reindex(v, nil); err != nil {
 		t.Fatal(err)
 	}
-	hits := explainRecall(t, v, "quokka")
-	var before, after *HitWhy
-	for _, h := range hits {
-		switch h.Text {
-		case "Any news?":
-			before = h.Why
-		case "Good for you.":
-			after = h.Why
-		}
-	}
+	byText := hitsByText(explainRecall(t, v, "quokka"))
+	before, after := byText["Any news?"].Why, byText["Good for you."].Why
 	if before == nil || after == nil || after.Neighbour <= before.Neighbour {
 		t.Fatalf("reply lift %+v, lift of the turn before %+v: want the reply's larger", after, before)
 	}

@@ -980,15 +980,7 @@ func scaleEmbedCopy(b *testing.B, bin, root string) (string, *embedtest.Server, 
 	if out, err := exec.Command("cp", "-a", root, vecRoot).CombinedOutput(); err != nil {
 		b.Fatalf("cp: %v\n%s", err, out)
 	}
-	cfg := filepath.Join(vecRoot, "memvault.toml")
-	old, err := os.ReadFile(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	table := "\n[embed]\nurl = \"" + srv.URL() + "\"\nmodel = \"fake\"\ntimeout = \"30s\"\n"
-	if err := os.WriteFile(cfg, append(old, table...), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	embedTable(b, vecRoot, srv)
 	cmd := exec.Command(bin, "--vault", vecRoot, "reindex")
 	cmd.Env = benchEnv()
 	t0 := time.Now()
@@ -999,6 +991,21 @@ func scaleEmbedCopy(b *testing.B, bin, root string) (string, *embedtest.Server, 
 	}
 	return vecRoot, srv, scaleRow{"memvault reindex with [embed] (fills the vector cache)", "", "",
 		fmt.Sprintf("%.1f s, %d requests to the fake endpoint; %s", elapsed.Seconds(), srv.Requests.Load(), firstLine(out))}
+}
+
+// embedTable appends to the vault's memvault.toml an [embed] table
+// pointing at the fake endpoint srv.
+func embedTable(tb testing.TB, root string, srv *embedtest.Server) {
+	tb.Helper()
+	cfg := filepath.Join(root, "memvault.toml")
+	old, err := os.ReadFile(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	table := "\n[embed]\nurl = \"" + srv.URL() + "\"\nmodel = \"fake\"\ntimeout = \"30s\"\n"
+	if err := os.WriteFile(cfg, append(old, table...), 0o644); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // scaleBaselineVectors copies vecRoot without its vector cache, and fills
@@ -1089,15 +1096,7 @@ func TestRecallScaleProfile(t *testing.T) {
 func scaleProfileEmbed(t *testing.T, root string) *vault.Vault {
 	srv := embedtest.New(768)
 	t.Cleanup(srv.Close)
-	cfg := filepath.Join(root, "memvault.toml")
-	old, err := os.ReadFile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table := "\n[embed]\nurl = \"" + srv.URL() + "\"\nmodel = \"fake\"\ntimeout = \"30s\"\n"
-	if err := os.WriteFile(cfg, append(old, table...), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	embedTable(t, root, srv)
 	v, err := vault.Open(root)
 	if err != nil {
 		t.Fatal(err)

@@ -30,6 +30,9 @@ import (
 	"github.com/memvault/memvault/vault/vaulttest/e2etest"
 )
 
+// TestMain removes the memvault binary the end-to-end tests built.
+func TestMain(m *testing.M) { e2etest.Main(m) }
+
 // e2e is one harness test's world (e2etest.World), with the checks of
 // what the hooks recorded.
 type e2e struct{ *e2etest.World }

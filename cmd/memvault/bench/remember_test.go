@@ -27,6 +27,16 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the binary memvaultBinary built, so a bench run leaves
+// nothing in the temporary folder.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // memvaultBinary builds the real binary once, as a user would install it
 // (the README's build command, its build tag included).
 func memvaultBinary(b testing.TB) string {

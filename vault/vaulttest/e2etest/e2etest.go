@@ -59,6 +59,9 @@ import (
 // netnsEnv is set in the inner run of a test in its network namespace.
 const netnsEnv = "MEMVAULT_E2E_IN_NETNS"
 
+// builtDir is the folder of the binary builtBin made, removed by Main.
+var builtDir string
+
 // builtBin is the memvault binary built from this module, once per test
 // process.
 var builtBin = sync.OnceValues(func() (string, error) {
@@ -66,6 +69,7 @@ var builtBin = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	builtDir = dir
 	bin := filepath.Join(dir, "memvault")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/memvault/memvault/cmd/memvault").CombinedOutput()
 	if err != nil {
@@ -73,6 +77,17 @@ var builtBin = sync.OnceValues(func() (string, error) {
 	}
 	return bin, nil
 })
+
+// Main runs a package's tests and then removes the binary they built, so
+// a test process leaves nothing in the temporary folder. A package that
+// uses a World calls it from its TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	if builtDir != "" {
+		os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
+}
 
 // memvaultBin returns the memvault binary the hooks will run.
 func memvaultBin(t *testing.T) string {

@@ -28,6 +28,9 @@ import (
 	"github.com/memvault/memvault/vault/vaulttest/e2etest"
 )
 
+// TestMain removes the memvault binary the end-to-end tests built.
+func TestMain(m *testing.M) { e2etest.Main(m) }
+
 // e2e is one test's world (e2etest.World), with the MCP server's checks.
 type e2e struct{ *e2etest.World }
 

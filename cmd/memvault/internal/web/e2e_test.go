@@ -34,6 +34,9 @@ import (
 	"github.com/memvault/memvault/vault/vaulttest/e2etest"
 )
 
+// TestMain removes the memvault binary the end-to-end tests built.
+func TestMain(m *testing.M) { e2etest.Main(m) }
+
 // e2e is the test's world (e2etest.World), with the web view's checks.
 type e2e struct{ *e2etest.World }
 

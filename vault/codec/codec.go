@@ -2,7 +2,6 @@ package codec
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 	"os"
 	"sort"
 	"unsafe"
@@ -32,7 +31,7 @@ type TailRef struct {
 // TailBlock puts p in the tail and returns where it is, for the view to
 // encode with its index.
 func (e *Encoder) TailBlock(p []byte) TailRef {
-	ref := TailRef{Off: len(e.tail), Len: len(p), Sum: crc32.ChecksumIEEE(p)}
+	ref := TailRef{Off: len(e.tail), Len: len(p), Sum: Sum(p)}
 	e.tail = append(e.tail, p...)
 	return ref
 }
@@ -121,7 +120,7 @@ func (d *Decoder) TailBlock(r TailRef) ([]byte, bool) {
 		return nil, false
 	}
 	b := make([]byte, r.Len)
-	if _, err := d.tail.ReadAt(b, d.tailOff+int64(r.Off)); err != nil || crc32.ChecksumIEEE(b) != r.Sum {
+	if _, err := d.tail.ReadAt(b, d.tailOff+int64(r.Off)); err != nil || Sum(b) != r.Sum {
 		return nil, false
 	}
 	return b, true

@@ -3,7 +3,6 @@ package codec
 import (
 	"bytes"
 	"encoding/binary"
-	"hash/crc32"
 	"io"
 	"path/filepath"
 
@@ -45,7 +44,7 @@ func WriteFile(root, name string, version uint64, body func(e *Encoder)) bool {
 		return false
 	}
 	binary.LittleEndian.PutUint64(e.B[len(Magic):], uint64(len(e.B)-head))
-	e.B = binary.LittleEndian.AppendUint32(e.B, crc32.ChecksumIEEE(e.B[head:]))
+	e.B = binary.LittleEndian.AppendUint32(e.B, Sum(e.B[head:]))
 	e.B = append(e.B, e.Tail()...)
 	return fileio.At(root).WriteCache(FilePath(root, name), e.B) == nil
 }
@@ -83,7 +82,7 @@ func ReadFile(root, name string, version uint64) (*Decoder, bool) {
 		return nil, false
 	}
 	body := buf[:n:n]
-	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(buf[n:]) {
+	if Sum(body) != binary.LittleEndian.Uint32(buf[n:]) {
 		return nil, false
 	}
 	dec := NewDecoder(body)

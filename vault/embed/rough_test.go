@@ -3,6 +3,7 @@ package embed
 import (
 	"math/bits"
 	"math/rand"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -105,7 +106,10 @@ func TestBestNIsTheHeapsChoice(t *testing.T) {
 			want = append(want, sc.Index)
 		}
 		slices.Sort(want)
-		got := bestN(kept, slices.Clone(sims), n)
+		var got []int
+		for _, j := range bestN(slices.Clone(sims), n) {
+			got = append(got, kept[j])
+		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("trial %d (%d values, %d distinct, n %d): kept %d, the heap %d, first of them differing: %v",
 				trial, m, distinct, n, len(got), len(want), firstDiff(got, want))
@@ -120,4 +124,39 @@ func firstDiff(a, b []int) [2]int {
 		}
 	}
 	return [2]int{-1, -1}
+}
+
+// The first step in parts keeps what one pass keeps: the n best reduced
+// scores of all the documents, ties to the earlier, also where most
+// scores are equal (sparse word counts) and the n-th is among equals.
+func TestCandidatesInPartsAreOnePass(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(maxParts))
+	c := wordsCorpus(4*minPart+123, 64)
+	all := c.store.Split([]string{""}, nil)[0]
+	odd := make([]int, 0, len(all)/2) // a list with gaps, as a tier's is
+	for _, i := range all {
+		if i%2 == 1 {
+			odd = append(odd, i)
+		}
+	}
+	for qi, q := range c.queries[:8] {
+		qq, _ := quantiseQuery(q)
+		rq := newRoughQuery(roughLevels(qq), (c.store.Dims+7)/8)
+		for _, pos := range [][]int{all, odd} {
+			sims := make([]float32, len(pos))
+			for j, i := range pos {
+				sims[j] = float32(rq.score(c.store.Bits[2*i*rq.nb:])) * c.store.level(i)
+			}
+			for _, n := range []int{1, 100, Candidates, len(pos) - 1} {
+				var want []int
+				for _, j := range bestN(sims, n) {
+					want = append(want, pos[j])
+				}
+				if got := c.store.candidates(qq, pos, n); !slices.Equal(got, want) {
+					t.Fatalf("query %d, %d documents, n %d: in parts %d, one pass %d, first differing %v",
+						qi, len(pos), n, len(got), len(want), firstDiff(got, want))
+				}
+			}
+		}
+	}
 }

@@ -133,8 +133,11 @@ func quantiseQuery(q []float32) ([]int32, float32) {
 
 // candidates is the positions of the documents to score exactly, in
 // order: all of pos when they are at most n, else the n best by their
-// reduced vectors. Many are read in parts, one per processor, at once:
-// the parts' scores joined in order are what one pass would find.
+// reduced vectors. Many are read in parts, one per processor, at once,
+// each part keeping its own n best; the n best of those are the n best of
+// all: a document that fewer than n beat in all of pos is beaten by fewer
+// than n in its part, and the parts' bests joined in order keep pos's
+// order, which settles ties (TestCandidatesInPartsAreOnePass).
 func (s *Store) candidates(qq []int32, pos []int, n int) []int {
 	if len(pos) <= n {
 		return pos
@@ -142,13 +145,36 @@ func (s *Store) candidates(qq []int32, pos []int, n int) []int {
 	rq := newRoughQuery(roughLevels(qq), (s.Dims+7)/8)
 	sims := make([]float32, len(pos))
 	parts := min(runtime.GOMAXPROCS(0), maxParts, max(1, len(pos)/minPart))
+	best := make([][]int, parts) // indices into pos
 	var wg sync.WaitGroup
 	for p := range parts {
 		from, to := p*len(pos)/parts, (p+1)*len(pos)/parts
-		wg.Go(func() { s.roughScores(rq, pos[from:to], sims[from:to]) })
+		wg.Go(func() {
+			s.roughScores(rq, pos[from:to], sims[from:to])
+			best[p] = bestN(sims[from:to], n)
+			for k := range best[p] {
+				best[p][k] += from
+			}
+		})
 	}
 	wg.Wait()
-	return bestN(pos, sims, n)
+	joined := slices.Concat(best...)
+	if parts > 1 {
+		js := make([]float32, len(joined))
+		for k, j := range joined {
+			js[k] = sims[j]
+		}
+		keep := bestN(js, n)
+		for k, b := range keep {
+			keep[k] = joined[b]
+		}
+		joined = keep
+	}
+	out := make([]int, len(joined))
+	for k, j := range joined {
+		out[k] = pos[j]
+	}
+	return out
 }
 
 // maxParts and minPart bound how the first step is split: at most
@@ -161,8 +187,14 @@ const (
 // roughScores sets sims[j] to the score of the document at pos[j] from
 // the signs alone.
 func (s *Store) roughScores(rq *roughQuery, pos []int, sims []float32) {
+	raw := make([]int32, len(pos))
+	if !rq.batch(s.Bits, pos, raw) {
+		for j, i := range pos {
+			raw[j] = rq.score(s.Bits[2*i*rq.nb:])
+		}
+	}
 	for j, i := range pos {
-		sim := float32(rq.score(s.Bits[2*i*rq.nb:])) * s.level(i)
+		sim := float32(raw[j]) * s.level(i)
 		if sim != sim { // NaN: a level the file made so
 			sim = float32(math.Inf(-1))
 		}
@@ -170,13 +202,17 @@ func (s *Store) roughScores(rq *roughQuery, pos []int, sims []float32) {
 	}
 }
 
-// bestN is the n of kept (in order) with the highest sims, ties to the
-// earlier, in kept's order: the n a heap of the best would keep, found by
-// selecting the n-th highest value (quickselect, linear) instead of
-// keeping a heap of thousands in order through 100,000 offers.
-func bestN(kept []int, sims []float32, n int) []int {
-	if len(kept) <= n {
-		return kept
+// bestN is the indices of the n highest of sims, in order, ties to the
+// earlier: the n a heap of the best would keep, found by selecting the
+// n-th highest value (quickselect, linear) instead of keeping a heap of
+// thousands in order through 100,000 offers.
+func bestN(sims []float32, n int) []int {
+	if len(sims) <= n {
+		out := make([]int, len(sims))
+		for j := range out {
+			out[j] = j
+		}
+		return out
 	}
 	t := nthHighest(slices.Clone(sims), n)
 	above := 0
@@ -192,7 +228,7 @@ func bestN(kept []int, sims []float32, n int) []int {
 			if v == t {
 				ties--
 			}
-			out = append(out, kept[j])
+			out = append(out, j)
 		}
 	}
 	return out
@@ -311,7 +347,17 @@ type roughQuery struct {
 	nb   int                 // bytes per plane of a document
 	sign []uint64            // per word: the dimensions where q < 0
 	mag  [][roughBits]uint64 // per word: bit k of |q| in plane k
+	// lanes is the same for the vector kernel, in chunks of eight words
+	// (laneChunk words each: the eight words of sign, then of each plane of
+	// mag), the last chunk padded with zeros; lastMask has a bit for each
+	// word of the last chunk that is the query's. Nil where a plane does not
+	// end on a word.
+	lanes    []uint64
+	lastMask uint64
 }
+
+// laneChunk is the words of a chunk of roughQuery.lanes.
+const laneChunk = 8 * (1 + roughBits)
 
 const roughBits = 3
 
@@ -345,6 +391,18 @@ func newRoughQuery(rq []int32, nb int) *roughQuery {
 				r.mag[j/64][k] |= 1 << (j % 64)
 			}
 		}
+	}
+	if nb%8 == 0 {
+		chunks := (nw + 7) / 8
+		r.lanes = make([]uint64, chunks*laneChunk)
+		for w := range nw {
+			c, l := w/8*laneChunk, w%8
+			r.lanes[c+l] = r.sign[w]
+			for k := range roughBits {
+				r.lanes[c+8*(k+1)+l] = r.mag[w][k]
+			}
+		}
+		r.lastMask = 1<<((nw-1)%8+1) - 1
 	}
 	return r
 }

@@ -20,6 +20,9 @@ import (
 	"hash/crc32"
 	"hash/fnv"
 	"math"
+	"runtime"
+	"slices"
+	"sync"
 
 	"github.com/memvault/memvault/vault/codec"
 )
@@ -164,40 +167,90 @@ func entry(tab []string, c uint32) string {
 
 // Split is, for each of prefixes, the positions of the documents whose
 // id begins with it and whose agent agent accepts (nil: any), in order:
-// every tier's documents of a recall in one pass over the cache.
+// every tier's documents of a recall in one pass over the cache, made in
+// parts at once as the first step of a search is (search.go).
 func (s *Store) Split(prefixes []string, agent func(string) bool) [][]int {
 	okAgent := weigh(s.agents, agent)
-	// Which list each document goes to, counted, then the lists made at
-	// their size: grown by appending, they were most of a recall's page
-	// faults.
-	which, count := make([]uint8, s.Len()), make([]int, len(prefixes))
-	from := uint32(0)
-	for i := range s.Len() {
-		to := s.u32(i, colIDEnd)
-		id := s.ids[from:to] // checked when the cache was opened: the ends rise
-		from = to
-		which[i] = none
-		if a := s.u32(i, colAgent); int(a) >= len(okAgent) || !okAgent[a] {
+	n := s.Len()
+	parts := min(runtime.GOMAXPROCS(0), maxParts, max(1, n/minPart))
+	// Which list each document goes to, counted per part; then the lists
+	// made at their size (grown by appending, they were most of a
+	// recall's page faults), each part filling its stretch of them.
+	which := make([]uint8, n)
+	count := make([][]int, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		from, to := p*n/parts, (p+1)*n/parts
+		wg.Go(func() { count[p] = s.classify(prefixes, okAgent, from, which[from:to]) })
+	}
+	wg.Wait()
+	at := make([][]int, parts) // where part p starts in each list
+	size := make([]int, len(prefixes))
+	for p := range parts {
+		at[p] = slices.Clone(size)
+		for l, c := range count[p] {
+			size[l] += c
+		}
+	}
+	out := make([][]int, len(prefixes))
+	for l := range out {
+		out[l] = make([]int, size[l])
+	}
+	for p := range parts {
+		from := p * n / parts
+		wg.Go(func() {
+			next := at[p]
+			for j, l := range which[from : (p+1)*n/parts] {
+				if l != none {
+					out[l][next[l]] = from + j
+					next[l]++
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// classify sets which[j] to the list of document from+j (none: in no
+// list) and counts each list's documents.
+func (s *Store) classify(prefixes []string, okAgent []bool, from int, which []uint8) []int {
+	count := make([]int, len(prefixes))
+	start := uint32(0)
+	if from > 0 {
+		start = s.u32(from-1, colIDEnd)
+	}
+	for j := range which {
+		end := s.u32(from+j, colIDEnd)
+		id := s.ids[start:end] // checked when the cache was opened: the ends rise
+		start = end
+		which[j] = none
+		if a := s.u32(from+j, colAgent); int(a) >= len(okAgent) || !okAgent[a] {
 			continue
 		}
-		for p, prefix := range prefixes {
-			if len(id) >= len(prefix) && string(id[:len(prefix)]) == prefix {
-				which[i] = uint8(p)
-				count[p]++
+		for l, prefix := range prefixes {
+			if hasPrefix(id, prefix) {
+				which[j] = uint8(l)
+				count[l]++
 				break
 			}
 		}
 	}
-	out := make([][]int, len(prefixes))
-	for p := range out {
-		out[p] = make([]int, 0, count[p])
+	return count
+}
+
+// hasPrefix is bytes.HasPrefix for the short prefixes of Split, without
+// a call to compare two bytes.
+func hasPrefix(id []byte, prefix string) bool {
+	if len(id) < len(prefix) {
+		return false
 	}
-	for i, p := range which {
-		if p != none {
-			out[p] = append(out[p], i)
+	for k := range len(prefix) {
+		if id[k] != prefix[k] {
+			return false
 		}
 	}
-	return out
+	return true
 }
 
 // none is Split's mark of a document in no list; it takes fewer

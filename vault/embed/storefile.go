@@ -135,7 +135,7 @@ func (s *Store) block(d *codec.Decoder, r codec.TailRef) ([]byte, bool) {
 		return nil, false
 	}
 	b := s.mapped[r.Off : r.Off+r.Len : r.Off+r.Len]
-	return b, crc32.ChecksumIEEE(b) == r.Sum
+	return b, codec.Sum(b) == r.Sum
 }
 
 // loadOld reads a cache of version 1 or 2 whole. Both hold per document,

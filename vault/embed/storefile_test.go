@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -158,10 +159,16 @@ func TestStoreDamagedColumns(t *testing.T) {
 	}
 }
 
-// Keep keeps exactly what a filter on each document's id, agent and
-// thread keeps.
+// Split keeps exactly what a filter on each document's id, agent and
+// thread keeps, in parts as in one.
 func TestStoreSplit(t *testing.T) {
-	s := mixedStore(500)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(maxParts))
+	for _, n := range []int{500, 3*minPart + 77} {
+		testStoreSplit(t, mixedStore(n))
+	}
+}
+
+func testStoreSplit(t *testing.T, s *Store) {
 	agents := func(a string) bool { return a == "a" || a == "clara" }
 	threads := func(t string) bool { return t == "" || t == "project:x" }
 	for _, prefix := range []string{"", "m|", "r|", "n|", "n|doc-1"} {
@@ -178,8 +185,8 @@ func TestStoreSplit(t *testing.T) {
 					want = append(want, i)
 				}
 			}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("prefix %q: kept %v, want %v", prefix, got, want)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%d documents, prefix %q: kept %d, want %d, first differing %v", s.Len(), prefix, len(got), len(want), firstDiff(got, want))
 			}
 		}
 	}
@@ -187,8 +194,8 @@ func TestStoreSplit(t *testing.T) {
 	// that it begins with, as one pass per prefix would find them.
 	all := s.Split([]string{"m|", "r|", "n|"}, agents)
 	for p, prefix := range []string{"m|", "r|", "n|"} {
-		if one := s.Split([]string{prefix}, agents)[0]; fmt.Sprint(all[p]) != fmt.Sprint(one) {
-			t.Errorf("%s: split together %v, alone %v", prefix, all[p], one)
+		if one := s.Split([]string{prefix}, agents)[0]; !slices.Equal(all[p], one) {
+			t.Errorf("%d documents, %s: split together %d, alone %d", s.Len(), prefix, len(all[p]), len(one))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package embed
 
 import (
+	"math"
 	"math/bits"
 	"math/rand"
 	"runtime"
@@ -156,6 +157,40 @@ func TestCandidatesInPartsAreOnePass(t *testing.T) {
 					t.Fatalf("query %d, %d documents, n %d: in parts %d, one pass %d, first differing %v",
 						qi, len(pos), n, len(got), len(want), firstDiff(got, want))
 				}
+			}
+		}
+	}
+}
+
+// nthOf, which selects among the values a sample says reach about the
+// n-th, is the n-th highest: on random values, many equal ones, values in
+// order either way, and values whose sample misleads (the sampled places
+// hold the highest, so fewer than n reach the sample's guess and it
+// selects among all).
+func TestNthOfIsTheNth(t *testing.T) {
+	rng := rand.New(rand.NewSource(13))
+	for trial := range 60 {
+		m := 8*2048 + rng.Intn(200000)
+		v := make([]float32, m)
+		distinct := 1 + rng.Intn(1+trial*trial)
+		for i := range v {
+			v[i] = float32(rng.Intn(distinct))
+			switch trial % 5 {
+			case 1:
+				v[i] = float32(i) // rising
+			case 2:
+				v[i] = float32(-i) // falling
+			case 3:
+				v[i] = float32(math.Inf(-1))
+				if i%(m/2048) == 0 {
+					v[i] = 1 // the sampled places
+				}
+			}
+		}
+		for _, n := range []int{1, 7, 2048, 2049, Candidates, m/4 - 1} {
+			want := nthHighest(slices.Clone(v), n)
+			if got := nthOf(v, n); got != want {
+				t.Fatalf("trial %d, %d values (%d distinct), n %d: %v, want %v", trial, m, distinct, n, got, want)
 			}
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"unsafe"
 )
 
 // Candidates is how many documents, at least, are scored exactly; a
@@ -55,11 +56,11 @@ func (s *Store) SearchAmong(q []float32, pos []int, k int) []Scored {
 	// The candidates are scored in parts at once, each keeping its best
 	// k; the best k of those is the best k of all (ties by position).
 	parts := min(runtime.GOMAXPROCS(0), maxParts, max(1, len(cands)/minExact))
-	heaps := make([]minHeap, parts)
+	heaps, eq := make([]minHeap, parts), newExactQuery(qq)
 	var wg sync.WaitGroup
 	for p := range parts {
 		part := cands[p*len(cands)/parts : (p+1)*len(cands)/parts]
-		wg.Go(func() { heaps[p] = s.exact(qq, qs, part, k) })
+		wg.Go(func() { heaps[p] = s.exact(eq, qs, part, k) })
 	}
 	wg.Wait()
 	h := &minHeap{}
@@ -80,14 +81,14 @@ const minExact = 2048
 // checked only when it would enter the best k: a row that would not
 // changes nothing, read or not, and most candidates never enter (a check
 // costs a third of a dot).
-func (s *Store) exact(qq []int32, qs float32, cands []int, k int) minHeap {
+func (s *Store) exact(eq *exactQuery, qs float32, cands []int, k int) minHeap {
 	var h minHeap
 	for _, i := range cands {
 		row, ok := s.rawRow(i)
 		if !ok {
 			continue
 		}
-		sc := Scored{Index: i, Sim: float32(dot(qq, row)) * qs * s.scale(i)}
+		sc := Scored{Index: i, Sim: float32(eq.dot(row)) * qs * s.scale(i)}
 		if h.takes(sc, k) && s.sound(i, row) {
 			h.offer(sc, k)
 		}
@@ -187,7 +188,9 @@ const (
 // roughScores sets sims[j] to the score of the document at pos[j] from
 // the signs alone.
 func (s *Store) roughScores(rq *roughQuery, pos []int, sims []float32) {
-	raw := make([]int32, len(pos))
+	// The integer scores are written where their floats go, and turned
+	// into them in place: a recall's fresh memory costs page faults.
+	raw := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(sims))), len(sims))
 	if !rq.batch(s.Bits, pos, raw) {
 		for j, i := range pos {
 			raw[j] = rq.score(s.Bits[2*i*rq.nb:])
@@ -214,7 +217,7 @@ func bestN(sims []float32, n int) []int {
 		}
 		return out
 	}
-	t := nthHighest(slices.Clone(sims), n)
+	t := nthOf(sims, n)
 	above := 0
 	for _, v := range sims {
 		if v > t {
@@ -232,6 +235,35 @@ func bestN(sims []float32, n int) []int {
 		}
 	}
 	return out
+}
+
+// nthOf is the n-th highest of v (1 ≤ n < len(v)), v left as it is. A
+// sample of v gives a value t0 that about twice n values reach; the n-th
+// highest is selected among the values at or above t0, a few thousand
+// instead of all, when at least n are (then the n-th of all is among
+// them); else among all, a copy reordered.
+func nthOf(v []float32, n int) float32 {
+	const sample = 2048
+	if len(v) >= 8*sample && n < len(v)/4 {
+		s := make([]float32, sample)
+		for i := range s {
+			s[i] = v[i*len(v)/sample]
+		}
+		slices.Sort(s)
+		// The rank in the sample of the value twice n reach, and some.
+		r := min(sample-1, 2*n*sample/len(v)+16)
+		t0 := s[sample-1-r]
+		above := make([]float32, 0, 3*n)
+		for _, x := range v {
+			if x >= t0 {
+				above = append(above, x)
+			}
+		}
+		if len(above) >= n {
+			return nthHighest(above, n)
+		}
+	}
+	return nthHighest(slices.Clone(v), n)
 }
 
 // nthHighest is the n-th highest of v (1 ≤ n ≤ len(v)), which it
@@ -266,6 +298,14 @@ func nthHighest(v []float32, n int) float32 {
 		}
 	}
 	return v[0]
+}
+
+// exactQuery is the quantised query of the exact step: q16 and tail are
+// for the vector kernel (kernel_amd64.go), nil where there is none.
+type exactQuery struct {
+	qq   []int32
+	q16  []int16
+	tail uint32
 }
 
 // dot is the integer dot product of the quantised query and a row.

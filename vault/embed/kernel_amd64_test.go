@@ -85,18 +85,10 @@ func TestVectorRoughStopsAtTheLastWord(t *testing.T) {
 	if !vectorRough {
 		t.Skip("this processor has no AVX-512 bit count")
 	}
-	page := unix.Getpagesize()
-	mem, err := unix.Mmap(-1, 0, 2*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
-	if err != nil {
-		t.Skip("no anonymous mapping:", err)
-	}
-	defer unix.Munmap(mem)
-	if err := unix.Mprotect(mem[page:], unix.PROT_NONE); err != nil {
-		t.Skip("no guard page:", err)
-	}
+	mem := guardedPage(t)
 	for words := 1; words <= 16; words++ {
 		stride := 16 * words
-		planes := mem[page-stride : page] // one document, ending at the guard page
+		planes := mem[len(mem)-stride:] // one document, ending at the guard page
 		for j := range planes {
 			planes[j] = byte(j * 37)
 		}
@@ -113,4 +105,71 @@ func TestVectorRoughStopsAtTheLastWord(t *testing.T) {
 			t.Fatalf("%d words: kernel %d, word by word %d", words, out[0], want)
 		}
 	}
+}
+
+// The exact step's vector kernel gives every row the Go loop's dot
+// product: random queries over the whole range (±127 included) and rows,
+// at every length of a last chunk and over several chunks.
+func TestVectorDotIsTheDot(t *testing.T) {
+	if !vectorDot {
+		t.Skip("this processor has no AVX-512 on 16-bit values: the kernel is not used")
+	}
+	rng := rand.New(rand.NewSource(21))
+	for dims := 1; dims <= 200; dims++ {
+		testDots(t, rng, dims)
+	}
+	for _, dims := range []int{256, 384, 767, 768, 1024, 1536, 3072, 4096} {
+		testDots(t, rng, dims)
+	}
+}
+
+func testDots(t *testing.T, rng *rand.Rand, dims int) {
+	for trial := range 20 {
+		qq, row := make([]int32, dims), make([]byte, dims)
+		for j := range qq {
+			qq[j] = int32(rng.Intn(255) - 127)
+			row[j] = byte(int8(rng.Intn(255) - 127))
+			if trial == 0 { // the extremes: the largest sums
+				qq[j], row[j] = -127, 0x81
+			}
+		}
+		if got, want := newExactQuery(qq).dot(row), dot(qq, row); got != want {
+			t.Fatalf("%d dimensions, trial %d: kernel %d, Go loop %d", dims, trial, got, want)
+		}
+	}
+}
+
+// The dot kernel reads no byte past a row's last: the row ends where a
+// page that cannot be read begins, at every length of a last chunk.
+func TestVectorDotStopsAtTheRowsEnd(t *testing.T) {
+	if !vectorDot {
+		t.Skip("this processor has no AVX-512 on 16-bit values")
+	}
+	mem := guardedPage(t)
+	for dims := 1; dims <= 100; dims++ {
+		row := mem[len(mem)-dims:]
+		qq := make([]int32, dims)
+		for j := range row {
+			row[j], qq[j] = byte(j*37), int32(j%255-127)
+		}
+		if got, want := newExactQuery(qq).dot(row), dot(qq, row); got != want {
+			t.Fatalf("%d dimensions: kernel %d, Go loop %d", dims, got, want)
+		}
+	}
+}
+
+// guardedPage is a page of memory followed by one that cannot be read:
+// a read past its end faults.
+func guardedPage(t *testing.T) []byte {
+	t.Helper()
+	page := unix.Getpagesize()
+	mem, err := unix.Mmap(-1, 0, 2*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		t.Skip("no anonymous mapping:", err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	if err := unix.Mprotect(mem[page:], unix.PROT_NONE); err != nil {
+		t.Skip("no guard page:", err)
+	}
+	return mem[:page:page]
 }

@@ -3,9 +3,14 @@ package embed
 import "golang.org/x/sys/cpu"
 
 // vectorRough is whether the first step may score with the AVX-512
-// kernel (rough_amd64.s): the processor counts bits in eight words at
-// once (AVX512VPOPCNTDQ) and the system saves the wide registers.
-var vectorRough = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VPOPCNTDQ
+// kernel (kernel_amd64.s): the processor counts bits in eight words at
+// once (AVX512VPOPCNTDQ) and the system saves the wide registers;
+// vectorDot whether the exact step may, with AVX-512 on 16-bit values
+// (AVX512BW).
+var (
+	vectorRough = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VPOPCNTDQ
+	vectorDot   = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
+)
 
 // roughAVX512 sets out[j] to the first step's score of the document at
 // pos[j] (roughQuery.score): the document's planes start at planes +
@@ -35,4 +40,35 @@ func (r *roughQuery) batch(planes []byte, pos []int, out []int32) bool {
 	chunks := len(r.lanes) / laneChunk
 	roughAVX512(&planes[0], stride, chunks, r.lastMask, &r.lanes[0], pos, out[:len(pos)])
 	return true
+}
+
+// dotAVX512 is the dot product of the query q, 16-bit values zero from n
+// on to a multiple of 32, and the n signed bytes at row; tailMask has a
+// bit for each of the last n%32 bytes.
+//
+//go:noescape
+func dotAVX512(q *int16, row *byte, n int, tailMask uint32) int32
+
+// dot is the integer dot product of the query and a row of at least as
+// many bytes as the query has values.
+func (e *exactQuery) dot(row []byte) int32 {
+	if e.q16 == nil {
+		return dot(e.qq, row)
+	}
+	_ = row[len(e.qq)-1]
+	return dotAVX512(&e.q16[0], &row[0], len(e.qq), e.tail)
+}
+
+// newExactQuery is qq ready for dot: with the vector kernel, as 16-bit
+// values padded to a multiple of 32.
+func newExactQuery(qq []int32) *exactQuery {
+	e := &exactQuery{qq: qq}
+	if vectorDot && len(qq) > 0 {
+		e.q16 = make([]int16, (len(qq)+31)/32*32)
+		for j, q := range qq {
+			e.q16[j] = int16(q)
+		}
+		e.tail = 1<<(len(qq)%32) - 1
+	}
+	return e
 }

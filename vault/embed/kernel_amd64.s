@@ -87,3 +87,50 @@ load:
 done:
 	VZEROUPPER
 	RET
+
+// The exact step's dot product of the quantised query (as 16-bit values,
+// zero past its end to a multiple of 32) and a row of n signed bytes, 32
+// dimensions at a time: the row's bytes widened to 16 bits, multiplied by
+// the query's and summed in pairs to 32 bits (no sum can overflow: 768 ×
+// 127 × 127 is under 2^24), the last chunk's bytes read under a mask.
+
+// func dotAVX512(q *int16, row *byte, n int, tailMask uint32) int32
+TEXT ·dotAVX512(SB), NOSPLIT, $0-36
+	MOVQ q+0(FP), SI
+	MOVQ row+8(FP), DI
+	MOVQ n+16(FP), DX
+	VPXORD Z0, Z0, Z0
+	SHRQ $5, DX                 // whole chunks of 32
+	JZ   tail
+
+whole:
+	VPMOVSXBW (DI), Z1
+	VPMADDWD  (SI), Z1, Z1
+	VPADDD    Z1, Z0, Z0
+	ADDQ $32, DI
+	ADDQ $64, SI
+	DECQ DX
+	JNZ  whole
+
+tail:
+	MOVL tailMask+24(FP), AX
+	TESTL AX, AX
+	JZ   sum
+	KMOVD AX, K1
+	VPMOVSXBW.Z (DI), K1, Z1
+	VPMADDWD  (SI), Z1, Z1
+	VPADDD    Z1, Z0, Z0
+
+sum:
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPADDD  Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD  X1, X0, X0
+	VPSHUFD $0x4e, X0, X1
+	VPADDD  X1, X0, X0
+	VPSHUFD $0xb1, X0, X1
+	VPADDD  X1, X0, X0
+	VMOVD   X0, AX
+	MOVL AX, ret+32(FP)
+	VZEROUPPER
+	RET

@@ -83,8 +83,9 @@ const minExact = 2048
 // costs a third of a dot).
 func (s *Store) exact(eq *exactQuery, qs float32, cands []int, k int) minHeap {
 	var h minHeap
+	buf := make([]byte, s.Dims)
 	for _, i := range cands {
-		row, ok := s.rawRow(i)
+		row, ok := s.rawRow(i, buf)
 		if !ok {
 			continue
 		}

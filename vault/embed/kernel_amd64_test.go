@@ -2,6 +2,7 @@ package embed
 
 import (
 	"math/rand"
+	"slices"
 
 	"golang.org/x/sys/unix"
 	"testing"
@@ -172,4 +173,25 @@ func guardedPage(t *testing.T) []byte {
 		t.Skip("no guard page:", err)
 	}
 	return mem[:page:page]
+}
+
+// A search with the vector kernels finds what the Go loops find, the same
+// documents with the same similarities, on sparse and dense vectors: the
+// kernels change the time of a search, never its result (the Go loops
+// are what a processor without AVX-512 runs).
+func TestKernelsChangeNoResult(t *testing.T) {
+	if !vectorRough || !vectorDot {
+		t.Skip("this processor lacks an AVX-512 kernel")
+	}
+	for _, c := range []corpus{wordsCorpus(3*Candidates, 768), topicsCorpus(3*Candidates, 768)} {
+		for qi, q := range c.queries[:10] {
+			with := c.store.Search(q, nil, 50)
+			vectorRough, vectorDot = false, false
+			without := c.store.Search(q, nil, 50)
+			vectorRough, vectorDot = true, true
+			if !slices.Equal(with, without) {
+				t.Fatalf("%s, query %d: with the kernels %v, without %v", c.name, qi, with[:3], without[:3])
+			}
+		}
+	}
 }

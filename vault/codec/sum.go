@@ -68,8 +68,9 @@ var xPow2 = func() (t [64]uint32) {
 }()
 
 // combine is the CRC-32 of A‖B from a = CRC(A), b = CRC(B) and n =
-// len(B): the pre- and post-conditioning of the CRC cancel out, so that
-// it is a carried over n zero bytes (a·x^(8n)), plus b.
+// len(B) (a slice's length: under 2^60, within xPow2): the pre- and
+// post-conditioning of the CRC cancel out, so that it is a carried over n
+// zero bytes (a·x^(8n)), plus b.
 func combine(a, b uint32, n int) uint32 {
 	for k := 3; n > 0; n, k = n>>1, k+1 {
 		if n&1 != 0 {

@@ -12,6 +12,11 @@ var (
 	vectorDot   = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
 )
 
+// The kernel reads a chunk of lanes as sign and three planes of the
+// query's magnitude (offsets 0, 64, 128 and 192; shifts by 1 and 2): it
+// does not build unless roughBits is 3.
+const _, _ = uint(roughBits - 3), uint(3 - roughBits)
+
 // roughAVX512 sets out[j] to the first step's score of the document at
 // pos[j] (roughQuery.score): the document's planes start at planes +
 // pos[j]·stride, its plane of -1 stride/2 bytes after its plane of +1;

@@ -88,7 +88,9 @@ type Store struct {
 	vecBase int
 	vecSum  uint32
 	// mapped is the file's tail mapped in memory (nil where it could not
-	// be): the vectors are read from it, each checked by its CRC-32.
+	// be): the columns, the ids and the bit-planes are read from it; a
+	// search reads the vectors it scores exactly with pread (rawRow),
+	// each checked by its CRC-32 when it counts.
 	mapping, mapped []byte
 }
 

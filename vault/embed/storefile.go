@@ -32,8 +32,8 @@ func (s *Store) row(i int) ([]byte, bool) {
 // a cache opened for search the row is read from the file into buf
 // (pread), not from the mapping: the exact step's rows are scattered
 // over the file, and each one read through the mapping made the kernel
-// map, then unmap, the sixteen pages around it, most of a recall's page
-// faults at 330,000 vectors.
+// map, then unmap, the sixteen pages around it: a third of a recall's
+// page faults at 330,000 vectors.
 func (s *Store) rawRow(i int, buf []byte) ([]byte, bool) {
 	if s.Vecs != nil {
 		return s.Vecs[i*s.Dims : (i+1)*s.Dims], true

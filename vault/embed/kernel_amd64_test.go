@@ -3,9 +3,9 @@ package embed
 import (
 	"math/rand"
 	"slices"
+	"testing"
 
 	"golang.org/x/sys/unix"
-	"testing"
 )
 
 // The vector kernel gives every document the score the word-by-word
@@ -17,7 +17,7 @@ func TestVectorRoughIsTheScore(t *testing.T) {
 		t.Skip("this processor has no AVX-512 bit count: the kernel is not used")
 	}
 	rng := rand.New(rand.NewSource(9))
-	for _, dims := range []int{57, 64, 128, 384, 505, 512, 704, 768, 1024, 1536, 4096} {
+	for _, dims := range []int{57, 64, 128, 192, 256, 320, 384, 448, 505, 512, 704, 768, 1024, 1536, 4096} {
 		nb := (dims + 7) / 8
 		const docs = 64
 		var planes []byte

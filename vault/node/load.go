@@ -32,7 +32,7 @@ func Load(files fileio.Root) (*Index, error) {
 // needles and the needles then returns from the first result: a node's
 // neighbours for one read of the cache.
 func Lookup(files fileio.Root, needles []string, then func(*Index) []string) (*Index, error) {
-	pick, err := picker(files)
+	pick, err := Picker(files)
 	if err != nil {
 		return nil, err
 	}
@@ -45,10 +45,12 @@ func Lookup(files fileio.Root, needles []string, then func(*Index) []string) (*I
 	return ix, nil
 }
 
-// picker reads the node cache, rebuilding it first if a month folder
+// Picker reads the node cache, rebuilding it first if a month folder
 // changed, and returns what selects from it the nodes whose cache line
-// holds one of needles (nil: every node).
-func picker(files fileio.Root) (func(needles []string) *Index, error) {
+// holds one of needles (nil: every node): for a caller that looks up
+// many times in one go (recall, a session per summary hit), the cache is
+// read once.
+func Picker(files fileio.Root) (func(needles []string) *Index, error) {
 	// Kept as bytes: a copy of the cache into a string cost more than the
 	// search of it.
 	data, _ := files.ReadFile(filepath.Join(files.Dir(), cacheFile))

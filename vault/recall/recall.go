@@ -229,19 +229,27 @@ type recallRun struct {
 	// sessionNodes are the nodes of each session a summary hit came
 	// from, looked up once (supersededBy).
 	sessionNodes map[string]*node.Index
-	fused        *fusion // the semantic side, with [embed] (recallfuse.go)
+	pickNodes    func(needles []string) *node.Index // the node cache, read once (node.Picker)
+	fused        *fusion                            // the semantic side, with [embed] (recallfuse.go)
 }
 
 // supersededBy returns the summary that replaces a session-summary hit,
-// "" when it counts: the session's nodes are looked up in the node cache
-// once per recall.
+// "" when it counts: the node cache is read once per recall, and each
+// session's nodes looked up in it once.
 func (r *recallRun) supersededBy(hit Hit) string {
 	ix, ok := r.sessionNodes[hit.Session]
 	if !ok {
 		if r.sessionNodes == nil {
 			r.sessionNodes = map[string]*node.Index{}
 		}
-		ix, _ = node.Lookup(r.v.Files(), []string{node.FieldNeedle(hit.Session)}, nil)
+		if r.pickNodes == nil {
+			pick, err := node.Picker(r.v.Files())
+			if err != nil { // the nodes do not read: every summary counts
+				pick = func([]string) *node.Index { return nil }
+			}
+			r.pickNodes = pick
+		}
+		ix = r.pickNodes([]string{node.FieldNeedle(hit.Session)})
 		r.sessionNodes[hit.Session] = ix
 	}
 	if ix == nil {

@@ -11,4 +11,5 @@ func (r *roughQuery) batch(planes []byte, pos []int, out []int32) bool { return 
 // dot is the integer dot product of the query and a row.
 func (e *exactQuery) dot(row []byte) int32 { return dot(e.qq, row) }
 
+// newExactQuery is qq ready for dot.
 func newExactQuery(qq []int32) *exactQuery { return &exactQuery{qq: qq} }
